@@ -1,0 +1,52 @@
+package domains
+
+import "time"
+
+// Backoff schedules the background re-checks of a pending domain: often at
+// first, because most DNS changes show within minutes, then hourly, and not
+// at all once the 48 hours DNS propagation may take have passed.
+type Backoff struct {
+	// Steps are the waits after the first, second, ... check. Zero value:
+	// 1m, 2m, 5m, 10m, 30m.
+	Steps []time.Duration
+	// Every is the wait once Steps are used up. Zero value: one hour.
+	Every time.Duration
+	// GiveUpAfter is how long after the domain was added checks stop. Zero
+	// value: 48 hours.
+	GiveUpAfter time.Duration
+}
+
+var defaultSteps = []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute}
+
+// NextCheck returns when to check a domain added at addedAt again, given its
+// last check and the number of checks made so far (the one at lastCheck
+// included). It returns false when checks should stop. The last check falls
+// exactly on the deadline, so a record created late in the window still counts.
+func (b Backoff) NextCheck(addedAt, lastCheck time.Time, attempts int) (time.Time, bool) {
+	steps, every, giveUp := b.Steps, b.Every, b.GiveUpAfter
+	if steps == nil {
+		steps = defaultSteps
+	}
+	if every <= 0 {
+		every = time.Hour
+	}
+	if giveUp <= 0 {
+		giveUp = 48 * time.Hour
+	}
+	deadline := addedAt.Add(giveUp)
+	if lastCheck.IsZero() || lastCheck.Before(addedAt) {
+		lastCheck = addedAt
+	}
+	if !lastCheck.Before(deadline) {
+		return time.Time{}, false
+	}
+	wait := every
+	if i := max(attempts-1, 0); i < len(steps) {
+		wait = steps[i]
+	}
+	next := lastCheck.Add(wait)
+	if next.After(deadline) {
+		next = deadline
+	}
+	return next, true
+}

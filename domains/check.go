@@ -1,0 +1,796 @@
+package domains
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Finding codes: the API and the dashboard key their texts and help links on
+// these, so they never change once published.
+const (
+	CodeNoRecord          = "no_record"
+	CodeConflictingRecord = "conflicting_record"
+	CodeCNAMEMismatch     = "cname_mismatch"
+	CodeApexNeedsAlias    = "apex_needs_alias"
+	CodeCAABlocksCA       = "caa_blocks_ca"
+	CodeDNSError          = "dns_error"
+)
+
+// DefaultTimeout bounds each DNS question when Checker.Timeout is zero. A
+// healthy server answers in milliseconds; waiting longer only delays the
+// "try again" answer the customer gets anyway.
+const DefaultTimeout = 2 * time.Second
+
+// Finding is one thing wrong with a domain's DNS, worded for the customer.
+type Finding struct {
+	// Code is one of the Code* constants.
+	Code string `json:"code"`
+	// Message says what was found, with the values.
+	Message string `json:"message"`
+	// Fix says what to do about it.
+	Fix string `json:"fix"`
+	// Found lists the offending records or values as found in DNS.
+	Found []string `json:"found,omitempty"`
+	// Expected is the value that would have been right, when there is one.
+	Expected string `json:"expected,omitempty"`
+}
+
+// Result is the outcome of one Check.
+type Result struct {
+	// Verified is true when the domain points at the platform and CAA lets
+	// the configured CA issue: a certificate can be requested now.
+	Verified bool `json:"verified"`
+	// CheckedAt is when the check started, in UTC.
+	CheckedAt time.Time `json:"checkedAt"`
+	// Authoritative is true when the answers came from the zone's own
+	// nameservers, so they show the zone as it is now rather than as a
+	// resolver cached it.
+	Authoritative bool `json:"authoritative"`
+	// Nameservers lists the zone's nameservers asked, when Authoritative.
+	Nameservers []string `json:"nameservers,omitempty"`
+	// Findings is empty when Verified.
+	Findings []Finding `json:"findings"`
+}
+
+// Checker checks that a customer's domain points at the platform. Its zero
+// value is not useful: CNAMETarget is required. A Checker is safe for
+// concurrent use as long as its fields are not changed.
+type Checker struct {
+	// Resolvers are the recursive resolvers (host:port; a missing port means
+	// 53) used to find the zone's nameservers, and asked directly when those
+	// cannot be reached. Empty means the servers in /etc/resolv.conf, or
+	// 127.0.0.1:53 when there are none.
+	Resolvers []string
+	// CNAMETarget is the host name customers point their CNAME (or ALIAS) at.
+	CNAMETarget string
+	// PublicIPs are the platform's public addresses, which an apex may use
+	// as A/AAAA records. When empty, an apex must resolve to the same
+	// addresses as CNAMETarget (an ALIAS flattened by the provider).
+	PublicIPs []netip.Addr
+	// CAAIdentities are the issuer domain names the configured CA accepts in
+	// CAA "issue" records, e.g. "letsencrypt.org". Empty turns the CAA check
+	// off: without knowing the CA there is nothing to compare with.
+	CAAIdentities []string
+	// Timeout bounds each DNS question; zero means DefaultTimeout.
+	Timeout time.Duration
+	// NameserverPort is the port the zone's nameservers are asked on; zero
+	// means 53. Tests set it to reach a nameserver on an unprivileged port.
+	NameserverPort int
+}
+
+// Check looks up the DNS records of name (as returned by Normalize) and says
+// whether it is ready for a certificate, and if not, exactly what is wrong.
+//
+// It asks the zone's authoritative nameservers directly (recursion off) when
+// it can find and reach them, so a record the customer just fixed counts at
+// once instead of after resolver caches expire; otherwise it asks the
+// configured resolvers. Failures to reach DNS are reported as a dns_error
+// finding, never as an error: the result is always something to show.
+func (c *Checker) Check(ctx context.Context, name string) Result {
+	name = canonical(name)
+	res := Result{CheckedAt: time.Now().UTC(), Findings: []Finding{}}
+	s := &session{c: c, resolvers: c.resolvers(), timeout: c.Timeout}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+
+	s.discover(ctx, name)
+	var findings []Finding
+	if IsApex(name) {
+		findings = s.checkApex(ctx, name)
+	} else {
+		findings = s.checkSubdomain(ctx, name)
+	}
+	// When the name itself cannot be looked up, a CAA lookup would fail the
+	// same way and only repeat the message.
+	if !slices.ContainsFunc(findings, func(f Finding) bool { return f.Code == CodeDNSError }) {
+		findings = append(findings, s.checkCAA(ctx, name)...)
+	}
+
+	res.Findings = append(res.Findings, findings...)
+	res.Verified = len(res.Findings) == 0
+	res.Authoritative = len(s.auth) > 0 && !s.fellBack.Load()
+	if res.Authoritative {
+		res.Nameservers = s.nsNames
+	}
+	return res
+}
+
+// resolvers returns the configured resolvers with ports, or the system's.
+func (c *Checker) resolvers() []string {
+	var out []string
+	for _, r := range c.Resolvers {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(r); err != nil {
+			r = net.JoinHostPort(strings.Trim(r, "[]"), "53")
+		}
+		out = append(out, r)
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if conf, err := dns.ClientConfigFromFile("/etc/resolv.conf"); err == nil {
+		for _, s := range conf.Servers {
+			out = append(out, net.JoinHostPort(s, conf.Port))
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"127.0.0.1:53"}
+	}
+	return out
+}
+
+// session holds what one Check learned about where to ask.
+type session struct {
+	c         *Checker
+	resolvers []string
+	timeout   time.Duration
+
+	zone    string   // the zone holding the name, "" when not found
+	auth    []string // addresses (host:port) of the zone's nameservers that answer
+	nsNames []string
+
+	// fellBack records that an in-zone question went to the resolvers after
+	// the nameservers failed, so the result is not purely authoritative.
+	fellBack atomic.Bool
+}
+
+// discover finds the zone of name and its reachable nameservers. Any failure
+// leaves s.auth empty, which sends every question to the resolvers.
+func (s *session) discover(ctx context.Context, name string) {
+	reg := RegistrableDomain(name)
+	zone := ""
+	for cand := name; cand != ""; {
+		r, _, err := s.exchange(ctx, s.resolvers, cand, dns.TypeSOA, true, false)
+		if err != nil {
+			return // resolvers that cannot answer SOA (or are down) will not answer for parents either
+		}
+		if zone = soaZone(r, cand); zone != "" {
+			break
+		}
+		if cand == reg || reg == "" {
+			return
+		}
+		_, cand, _ = strings.Cut(cand, ".")
+	}
+	if zone == "" {
+		return
+	}
+
+	r, _, err := s.exchange(ctx, s.resolvers, zone, dns.TypeNS, true, false)
+	if err != nil {
+		return
+	}
+	var hosts []string
+	for _, rr := range r.Answer {
+		if ns, ok := rr.(*dns.NS); ok && canonical(ns.Hdr.Name) == zone {
+			hosts = append(hosts, canonical(ns.Ns))
+		}
+	}
+	if len(hosts) == 0 {
+		return
+	}
+	slices.Sort(hosts)
+	hosts = slices.Compact(hosts)
+
+	port := "53"
+	if s.c.NameserverPort > 0 {
+		port = strconv.Itoa(s.c.NameserverPort)
+	}
+	var v4, v6 []string
+	for _, h := range hosts {
+		for _, ip := range s.hostAddrs(ctx, h, r.Extra) {
+			if ip.Is4() {
+				v4 = append(v4, net.JoinHostPort(ip.String(), port))
+			} else {
+				v6 = append(v6, net.JoinHostPort(ip.String(), port))
+			}
+		}
+	}
+	// IPv4 first: hosts without IPv6 connectivity would otherwise spend a
+	// timeout on every question before reaching a server that works.
+	slices.Sort(v4)
+	slices.Sort(v6)
+	addrs := append(slices.Compact(v4), slices.Compact(v6)...)
+	const maxServers = 6
+	if len(addrs) > maxServers {
+		addrs = addrs[:maxServers]
+	}
+	if len(addrs) == 0 {
+		return
+	}
+
+	// Probe once so an unreachable or lame set of nameservers costs one
+	// timeout here instead of one per question, and put the server that
+	// answered first.
+	_, srv, err := s.exchange(ctx, addrs, zone, dns.TypeSOA, false, true)
+	if err != nil {
+		return
+	}
+	i := slices.Index(addrs, srv)
+	addrs[0], addrs[i] = addrs[i], addrs[0]
+
+	s.zone, s.auth, s.nsNames = zone, addrs, hosts
+}
+
+// hostAddrs returns a nameserver's addresses, from the glue in extra when
+// present, else from the resolvers.
+func (s *session) hostAddrs(ctx context.Context, host string, extra []dns.RR) []netip.Addr {
+	var out []netip.Addr
+	for _, rr := range extra {
+		if canonical(rr.Header().Name) != host {
+			continue
+		}
+		if ip, ok := rrAddr(rr); ok {
+			out = append(out, ip)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		if _, rrs, err := s.rrset(ctx, host, t); err == nil {
+			for _, rr := range rrs {
+				if ip, ok := rrAddr(rr); ok {
+					out = append(out, ip)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// soaZone returns the zone that a SOA answer for cand reveals: cand itself
+// when it owns a SOA, or the zone named in the authority section of a
+// negative answer. Answers that went through an alias are ignored, as their
+// SOA belongs to the alias target's zone.
+func soaZone(r *dns.Msg, cand string) string {
+	for _, rr := range r.Answer {
+		switch rr := rr.(type) {
+		case *dns.SOA:
+			if canonical(rr.Hdr.Name) == cand {
+				return cand
+			}
+		case *dns.CNAME:
+			if canonical(rr.Hdr.Name) == cand {
+				return ""
+			}
+		}
+	}
+	for _, rr := range r.Ns {
+		if soa, ok := rr.(*dns.SOA); ok && isSubdomain(cand, canonical(soa.Hdr.Name)) {
+			return canonical(soa.Hdr.Name)
+		}
+	}
+	return ""
+}
+
+// isSubdomain reports whether name is zone or under it.
+func isSubdomain(name, zone string) bool {
+	return zone != "" && (name == zone || strings.HasSuffix(name, "."+zone))
+}
+
+// query asks one question: the zone's nameservers when the name is in their
+// zone, else (or when they fail) the resolvers.
+func (s *session) query(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
+	if len(s.auth) > 0 && isSubdomain(name, s.zone) {
+		r, _, err := s.exchange(ctx, s.auth, name, qtype, false, true)
+		if err == nil {
+			return r, nil
+		}
+		s.fellBack.Store(true)
+	}
+	r, _, err := s.exchange(ctx, s.resolvers, name, qtype, true, false)
+	return r, err
+}
+
+// maxChain bounds CNAME chains: real ones are one or two long, and a loop
+// must end somewhere.
+const maxChain = 8
+
+// rrset resolves name/qtype, following CNAMEs, and returns the alias chain
+// (the targets, in order) and the records of qtype at its end.
+func (s *session) rrset(ctx context.Context, name string, qtype uint16) (chain []string, rrs []dns.RR, err error) {
+	cur := canonical(name)
+	seen := map[string]bool{cur: true}
+	for range maxChain {
+		r, err := s.query(ctx, cur, qtype)
+		if err != nil {
+			return chain, nil, err
+		}
+		followed := false
+		for t := cnameOf(r.Answer, cur); t != ""; t = cnameOf(r.Answer, cur) {
+			if seen[t] || len(chain) >= maxChain {
+				return chain, nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME records loop or chain too long")}
+			}
+			seen[t] = true
+			chain = append(chain, t)
+			cur, followed = t, true
+		}
+		rrs = ownedBy(r.Answer, cur, qtype)
+		// An authoritative server stops at an alias leaving its zone, and
+		// some servers follow only one alias: ask for the target then.
+		if len(rrs) > 0 || !followed || r.Rcode == dns.RcodeNameError {
+			return chain, rrs, nil
+		}
+	}
+	return chain, nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME chain too long")}
+}
+
+func cnameOf(rrs []dns.RR, owner string) string {
+	for _, rr := range rrs {
+		if c, ok := rr.(*dns.CNAME); ok && canonical(c.Hdr.Name) == owner {
+			return canonical(c.Target)
+		}
+	}
+	return ""
+}
+
+func ownedBy(rrs []dns.RR, owner string, qtype uint16) []dns.RR {
+	var out []dns.RR
+	for _, rr := range rrs {
+		if rr.Header().Rrtype == qtype && canonical(rr.Header().Name) == owner {
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+func rrAddr(rr dns.RR) (netip.Addr, bool) {
+	var ip net.IP
+	switch rr := rr.(type) {
+	case *dns.A:
+		ip = rr.A
+	case *dns.AAAA:
+		ip = rr.AAAA
+	default:
+		return netip.Addr{}, false
+	}
+	a, ok := netip.AddrFromSlice(ip)
+	return a.Unmap(), ok
+}
+
+// lookupError is a DNS question that got no usable answer.
+type lookupError struct {
+	name  string
+	qtype uint16
+	err   error
+}
+
+func (e *lookupError) Error() string {
+	return fmt.Sprintf("looking up %s %s: %v", e.name, dns.TypeToString[e.qtype], e.err)
+}
+
+func (e *lookupError) Unwrap() error { return e.err }
+
+// rcodeError is a server's refusal or failure to answer.
+type rcodeError struct {
+	server string
+	rcode  int
+}
+
+func (e *rcodeError) Error() string {
+	return fmt.Sprintf("%s answered %s", e.server, dns.RcodeToString[e.rcode])
+}
+
+// exchange asks servers in turn until one gives a usable answer (NOERROR or
+// NXDOMAIN, and authoritative when wantAA), and returns it with the server.
+func (s *session) exchange(ctx context.Context, servers []string, name string, qtype uint16, rd, wantAA bool) (*dns.Msg, string, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	m.RecursionDesired = rd
+	// 1232 bytes avoids IP fragmentation (DNS flag day 2020); bigger answers
+	// come back truncated and are retried over TCP.
+	m.SetEdns0(1232, false)
+
+	var lastErr error = errors.New("no DNS server configured")
+	for _, srv := range servers {
+		if err := ctx.Err(); err != nil {
+			return nil, "", &lookupError{name: name, qtype: qtype, err: err}
+		}
+		r, err := s.exchangeOne(ctx, m, srv, "udp")
+		if err == nil && r.Truncated {
+			r, err = s.exchangeOne(ctx, m, srv, "tcp")
+		}
+		switch {
+		case err != nil:
+			lastErr = err
+		case r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError:
+			lastErr = &rcodeError{server: srv, rcode: r.Rcode}
+		case wantAA && !r.Authoritative:
+			lastErr = fmt.Errorf("%s is not authoritative for %s", srv, name)
+		default:
+			return r, srv, nil
+		}
+	}
+	return nil, "", &lookupError{name: name, qtype: qtype, err: lastErr}
+}
+
+func (s *session) exchangeOne(ctx context.Context, m *dns.Msg, server, network string) (*dns.Msg, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	client := &dns.Client{Net: network, Timeout: s.timeout}
+	conn, err := client.DialContext(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	// miekg/dns honours the context's deadline but not its cancellation:
+	// closing the connection makes a cancelled check return at once.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	r, _, err := client.ExchangeWithConnContext(ctx, m, conn)
+	if err != nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return r, err
+}
+
+// answers asks several questions about name at once.
+func (s *session) answers(ctx context.Context, name string, qtypes ...uint16) ([]*dns.Msg, []error) {
+	msgs := make([]*dns.Msg, len(qtypes))
+	errs := make([]error, len(qtypes))
+	var wg sync.WaitGroup
+	for i, t := range qtypes {
+		wg.Go(func() { msgs[i], errs[i] = s.query(ctx, name, t) })
+	}
+	wg.Wait()
+	return msgs, errs
+}
+
+// checkSubdomain: a CNAME to the target and nothing beside it.
+func (s *session) checkSubdomain(ctx context.Context, name string) []Finding {
+	msgs, errs := s.answers(ctx, name, dns.TypeCNAME, dns.TypeA, dns.TypeAAAA)
+	if f := dnsErrorFinding(name, errs); f != nil {
+		return []Finding{*f}
+	}
+	target := canonical(s.c.CNAMETarget)
+	host := relativeHost(name)
+	var all []dns.RR
+	for _, m := range msgs {
+		all = append(all, m.Answer...)
+	}
+	cname := cnameOf(all, name)
+	own := ownAddrRecords(all, name)
+
+	var out []Finding
+	switch {
+	case cname == "" && len(own) == 0:
+		out = append(out, Finding{
+			Code:    CodeNoRecord,
+			Message: fmt.Sprintf("No DNS record was found for %s yet.", name),
+			Fix: fmt.Sprintf("At your DNS provider, create a CNAME record with name %s and value %s (TTL 3600). "+
+				"DNS changes can take up to 48 hours to propagate, though most show within minutes; then choose Verify again.", host, target),
+			Expected: "CNAME " + target,
+		})
+	case cname == "":
+		out = append(out, Finding{
+			Code: CodeConflictingRecord,
+			Message: fmt.Sprintf("%s has %s instead of a CNAME record. An existing A or AAAA record blocks the CNAME.",
+				name, describeRecords(own)),
+			Fix: fmt.Sprintf("At your DNS provider, delete the A and AAAA records for %s, then create a CNAME record with name %s and value %s.",
+				host, host, target),
+			Found:    recordStrings(own),
+			Expected: "CNAME " + target,
+		})
+	default:
+		if len(own) > 0 {
+			out = append(out, Finding{
+				Code: CodeConflictingRecord,
+				Message: fmt.Sprintf("%s has %s beside its CNAME record. A CNAME must be the only record for a name, so these conflict with it.",
+					name, describeRecords(own)),
+				Fix:      fmt.Sprintf("At your DNS provider, delete the A and AAAA records for %s and keep only the CNAME record.", host),
+				Found:    recordStrings(own),
+				Expected: "CNAME " + target,
+			})
+		}
+		if cname != target {
+			out = append(out, Finding{
+				Code: CodeCNAMEMismatch,
+				Message: fmt.Sprintf("The CNAME record for %s points to %s, but it must point to %s exactly.",
+					name, cname, target),
+				Fix:      fmt.Sprintf("At your DNS provider, change the value of the CNAME record %s to %s.", host, target),
+				Found:    []string{cname},
+				Expected: target,
+			})
+		}
+	}
+	return out
+}
+
+// checkApex: the apex's addresses must be the platform's, which is what an
+// ALIAS/ANAME to the target (or the fallback A/AAAA records) produces.
+func (s *session) checkApex(ctx context.Context, name string) []Finding {
+	msgs, errs := s.answers(ctx, name, dns.TypeA, dns.TypeAAAA)
+	if f := dnsErrorFinding(name, errs); f != nil {
+		return []Finding{*f}
+	}
+	target := canonical(s.c.CNAMETarget)
+	var all []dns.RR
+	for _, m := range msgs {
+		all = append(all, m.Answer...)
+	}
+
+	// Some providers allow a CNAME at the apex. It breaks the zone's other
+	// records, but it does route here, so only its value is judged.
+	if cname := cnameOf(all, name); cname != "" {
+		if cname == target {
+			return nil
+		}
+		return []Finding{{
+			Code: CodeCNAMEMismatch,
+			Message: fmt.Sprintf("%s has a CNAME record pointing to %s, but it must point to %s exactly.",
+				name, cname, target),
+			Fix: fmt.Sprintf("At your DNS provider, replace the CNAME record at @ with an ALIAS or ANAME record pointing to %s%s.",
+				target, s.fallbackAdvice()),
+			Found:    []string{cname},
+			Expected: target,
+		}}
+	}
+
+	own := ownAddrRecords(all, name)
+	if len(own) == 0 {
+		return []Finding{{
+			Code:    CodeNoRecord,
+			Message: fmt.Sprintf("No DNS record was found for %s yet.", name),
+			Fix: fmt.Sprintf("At your DNS provider, create an ALIAS or ANAME record at @ pointing to %s%s. "+
+				"DNS changes can take up to 48 hours to propagate, though most show within minutes; then choose Verify again.",
+				target, s.fallbackAdvice()),
+			Expected: "ALIAS " + target,
+		}}
+	}
+
+	want := s.c.PublicIPs
+	if len(want) == 0 {
+		// No fixed addresses: a flattened ALIAS shows the target's addresses.
+		var errs []error
+		for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
+			_, rrs, err := s.rrset(ctx, target, t)
+			errs = append(errs, err)
+			for _, rr := range rrs {
+				if ip, ok := rrAddr(rr); ok {
+					want = append(want, ip)
+				}
+			}
+		}
+		if f := dnsErrorFinding(target, errs); f != nil {
+			return []Finding{*f}
+		}
+	}
+	var foreign []string
+	for _, rr := range own {
+		ip, _ := rrAddr(rr)
+		if !slices.ContainsFunc(want, func(w netip.Addr) bool { return w.Unmap() == ip }) {
+			foreign = append(foreign, ip.String())
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%s points to %s, which is not this platform's address.", name, strings.Join(foreign, ", "))
+	if len(foreign) > 1 {
+		msg = fmt.Sprintf("%s points to %s, which are not this platform's addresses.", name, strings.Join(foreign, ", "))
+	}
+	return []Finding{{
+		Code:    CodeApexNeedsAlias,
+		Message: msg,
+		Fix: fmt.Sprintf("At your DNS provider, delete the A and AAAA records at @ and create an ALIAS or ANAME record pointing to %s%s.",
+			target, s.fallbackAdvice()),
+		Found:    recordStrings(own),
+		Expected: "ALIAS " + target,
+	}}
+}
+
+// fallbackAdvice completes an apex fix with what to do without ALIAS.
+func (s *session) fallbackAdvice() string {
+	if len(s.c.PublicIPs) == 0 {
+		return "; if your provider supports neither, use a subdomain such as www with a CNAME record instead"
+	}
+	var ips []string
+	for _, ip := range s.c.PublicIPs {
+		ips = append(ips, ip.Unmap().String())
+	}
+	return "; if your provider supports neither, create A/AAAA records at @ for " + strings.Join(ips, " and ") + " instead"
+}
+
+// checkCAA applies RFC 8659 for a non-wildcard name: the first CAA RRset
+// found climbing from the name towards its registrable domain (aliases
+// followed) is the relevant one, and only its "issue" properties count.
+// The climb stops before the public suffix: no customer controls it.
+func (s *session) checkCAA(ctx context.Context, name string) []Finding {
+	ids := s.c.CAAIdentities
+	if len(ids) == 0 {
+		return nil
+	}
+	reg := RegistrableDomain(name)
+	for cand := name; cand != ""; {
+		_, rrs, err := s.rrset(ctx, cand, dns.TypeCAA)
+		if err != nil {
+			f := dnsErrorFinding(cand, []error{err})
+			f.Message += " Certificate authorities refuse to issue while CAA records cannot be read."
+			return []Finding{*f}
+		}
+		if len(rrs) > 0 {
+			return caaFindings(name, cand, rrs, ids)
+		}
+		if cand == reg || reg == "" {
+			break
+		}
+		_, cand, _ = strings.Cut(cand, ".")
+	}
+	return nil
+}
+
+// caaFindings judges the relevant CAA RRset found at owner for name.
+func caaFindings(name, owner string, rrs []dns.RR, ids []string) []Finding {
+	var issuers, found, critical []string
+	hasIssue, allowed := false, false
+	for _, rr := range rrs {
+		caa, ok := rr.(*dns.CAA)
+		if !ok {
+			continue
+		}
+		found = append(found, fmt.Sprintf("%s CAA %d %s %q", owner, caa.Flag, caa.Tag, caa.Value))
+		switch strings.ToLower(caa.Tag) {
+		case "issue":
+			hasIssue = true
+			issuer := issuerDomain(caa.Value)
+			if issuer != "" {
+				issuers = append(issuers, issuer)
+			}
+			if issuer != "" && slices.ContainsFunc(ids, func(id string) bool { return canonical(id) == issuer }) {
+				allowed = true
+			}
+		case "issuewild", "iodef", "contactemail", "contactphone", "issuemail", "issuevmc":
+			// Known, and irrelevant to a non-wildcard server certificate.
+		default:
+			// RFC 8659 section 4.1: an unknown property marked critical
+			// forbids issuance by a CA that does not understand it.
+			if caa.Flag&128 != 0 {
+				critical = append(critical, caa.Tag)
+			}
+		}
+	}
+	want := fmt.Sprintf("%s CAA 0 issue %q", owner, canonical(ids[0]))
+	fix := fmt.Sprintf("At your DNS provider, add the CAA record %s (keep the ones for other certificate authorities you still use), or remove the CAA records of %s that leave it out.",
+		want, owner)
+
+	var msg string
+	switch {
+	case len(critical) > 0:
+		msg = fmt.Sprintf("The CAA records of %s include %s marked critical, which the certificate authority does not understand, so it may not issue a certificate for %s.",
+			owner, strings.Join(critical, ", "), name)
+		fix = fmt.Sprintf("At your DNS provider, remove the critical flag (128) from, or delete, the CAA record(s) of %s with tag %s.",
+			owner, strings.Join(critical, ", "))
+	case !hasIssue || allowed:
+		return nil
+	case len(issuers) == 0:
+		msg = fmt.Sprintf("The CAA records of %s forbid every certificate authority from issuing certificates, so none can be issued for %s.", owner, name)
+	default:
+		msg = fmt.Sprintf("The CAA records of %s allow only %s to issue certificates, so the certificate authority this platform uses (%s) cannot issue one for %s.",
+			owner, strings.Join(issuers, ", "), strings.Join(ids, ", "), name)
+	}
+	return []Finding{{
+		Code:     CodeCAABlocksCA,
+		Message:  msg,
+		Fix:      fix,
+		Found:    found,
+		Expected: want,
+	}}
+}
+
+// issuerDomain extracts the issuer-domain-name from an issue value
+// ("letsencrypt.org; validationmethods=http-01"); "" means no CA at all.
+func issuerDomain(value string) string {
+	d, _, _ := strings.Cut(value, ";")
+	return canonical(d)
+}
+
+func ownAddrRecords(rrs []dns.RR, owner string) []dns.RR {
+	return append(ownedBy(rrs, owner, dns.TypeA), ownedBy(rrs, owner, dns.TypeAAAA)...)
+}
+
+// recordStrings renders A/AAAA records as "A 192.0.2.1".
+func recordStrings(rrs []dns.RR) []string {
+	var out []string
+	for _, rr := range rrs {
+		if ip, ok := rrAddr(rr); ok {
+			out = append(out, dns.TypeToString[rr.Header().Rrtype]+" "+ip.String())
+		}
+	}
+	return out
+}
+
+// describeRecords words A/AAAA records for a message.
+func describeRecords(rrs []dns.RR) string {
+	list := recordStrings(rrs)
+	if len(list) == 1 {
+		return "an " + list[0] + " record"
+	}
+	return "the records " + strings.Join(list, ", ")
+}
+
+// dnsErrorFinding turns failed lookups into one dns_error finding, or nil
+// when none failed.
+func dnsErrorFinding(name string, errs []error) *Finding {
+	var found []string
+	var reason string
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		found = append(found, err.Error())
+		if reason == "" {
+			reason = plainDNSError(err)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return &Finding{
+		Code:    CodeDNSError,
+		Message: fmt.Sprintf("Looking up %s failed: %s.", name, reason),
+		Fix: "This is usually temporary: try again in a few minutes. If it keeps failing, " +
+			"check at your registrar that the domain's nameservers are set and working.",
+		Found: found,
+	}
+}
+
+// plainDNSError words a lookup failure for the customer.
+func plainDNSError(err error) string {
+	var rc *rcodeError
+	var ne net.Error
+	switch {
+	case errors.As(err, &rc):
+		switch rc.rcode {
+		case dns.RcodeServerFailure:
+			return "the DNS server reported a failure (SERVFAIL)"
+		case dns.RcodeRefused:
+			return "the DNS server refused to answer (REFUSED)"
+		default:
+			return "the DNS server answered " + dns.RcodeToString[rc.rcode]
+		}
+	case errors.Is(err, context.Canceled):
+		return "the check was cancelled"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.As(err, &ne) && ne.Timeout():
+		return "no DNS server answered in time"
+	default:
+		return "no DNS server could be reached"
+	}
+}

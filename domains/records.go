@@ -1,0 +1,100 @@
+package domains
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// Record types shown to customers. ALIAS stands for ALIAS, ANAME and
+// "CNAME flattening": providers use different names for the same thing.
+const (
+	TypeCNAME = "CNAME"
+	TypeALIAS = "ALIAS"
+	TypeA     = "A"
+	TypeAAAA  = "AAAA"
+)
+
+// RecordTTL is the TTL we ask for: an hour keeps resolvers from hammering
+// the customer's provider while still letting a mistake be fixed the same day.
+const RecordTTL = 3600
+
+// Record is one DNS record the customer must create at their DNS provider.
+type Record struct {
+	// Type is CNAME, ALIAS (ALIAS/ANAME), A or AAAA.
+	Type string `json:"type"`
+	// Host is what most providers ask for in the "name" field: the labels
+	// relative to the registrable domain ("shop", "a.b"), or "@" for the apex.
+	Host string `json:"host"`
+	// Name is the full domain name the record is for, without trailing dot.
+	Name string `json:"name"`
+	// Value is the record's content: the CNAME target or an address.
+	Value string `json:"value"`
+	// TTL in seconds.
+	TTL int `json:"ttl"`
+	// Note explains, in plain words, when and why to use this record.
+	Note string `json:"note,omitempty"`
+	// Fallback marks records to create only when the provider cannot do the
+	// main one (A/AAAA in place of ALIAS at an apex).
+	Fallback bool `json:"fallback"`
+}
+
+// RequiredRecords lists the records that make name (as returned by
+// Normalize) point at the platform. A subdomain gets one CNAME to
+// cnameTarget. An apex cannot have a CNAME, so it gets an ALIAS/ANAME to
+// cnameTarget and, when the operator configured the platform's public
+// addresses, A/AAAA records as a fallback for providers without ALIAS.
+func RequiredRecords(name, cnameTarget string, publicIPs []netip.Addr) []Record {
+	name = canonical(name)
+	target := canonical(cnameTarget)
+	if !IsApex(name) {
+		return []Record{{
+			Type:  TypeCNAME,
+			Host:  relativeHost(name),
+			Name:  name,
+			Value: target,
+			TTL:   RecordTTL,
+			Note:  "Remove any A or AAAA record for this name first: a CNAME cannot sit beside other records. The value must match exactly.",
+		}}
+	}
+
+	alias := Record{
+		Type:  TypeALIAS,
+		Host:  "@",
+		Name:  name,
+		Value: target,
+		TTL:   RecordTTL,
+	}
+	if len(publicIPs) > 0 {
+		alias.Note = "Your provider may call this ALIAS, ANAME or CNAME flattening. Not every DNS provider supports them; if yours does not, create the A/AAAA records below instead."
+	} else {
+		alias.Note = "Your provider may call this ALIAS, ANAME or CNAME flattening. Not every DNS provider supports them; if yours does not, use a subdomain such as www." + name + " with a CNAME record instead."
+	}
+	records := []Record{alias}
+	for _, ip := range publicIPs {
+		ip = ip.Unmap()
+		typ := TypeA
+		if ip.Is6() {
+			typ = TypeAAAA
+		}
+		records = append(records, Record{
+			Type:     typ,
+			Host:     "@",
+			Name:     name,
+			Value:    ip.String(),
+			TTL:      RecordTTL,
+			Note:     "Only if your DNS provider has no ALIAS or ANAME record. Create every address listed, and remove other A/AAAA records for this name.",
+			Fallback: true,
+		})
+	}
+	return records
+}
+
+// relativeHost returns the labels of name under its registrable domain, or
+// "@" when name is the registrable domain (or has none).
+func relativeHost(name string) string {
+	reg := RegistrableDomain(name)
+	if reg == "" || reg == name {
+		return "@"
+	}
+	return strings.TrimSuffix(name, "."+reg)
+}

@@ -1,0 +1,103 @@
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/store"
+)
+
+// projectView is the admin API's Project: the stored settings plus the
+// address they give, which depends on --domain.
+type projectView struct {
+	store.Project
+	DefaultAddress string `json:"defaultAddress"`
+}
+
+func (s *Server) projectView(p store.Project) projectView {
+	if p.Deploys == nil {
+		p.Deploys = []store.Deploy{}
+	}
+	return projectView{Project: p, DefaultAddress: s.DefaultAddress(p)}
+}
+
+// DefaultAddress is where the project is served without a custom domain:
+// <slug>.<platform domain>, or localhost in development.
+func (s *Server) DefaultAddress(p store.Project) string {
+	if s.cfg.PlatformDomain == "" {
+		return "localhost"
+	}
+	return p.Slug + "." + s.cfg.PlatformDomain
+}
+
+func (s *Server) getProject(c echo.Context) error {
+	p, err := s.store.Project(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.projectView(p))
+}
+
+// projectPatch is the ProjectPatch schema: absent fields stay as they are.
+type projectPatch struct {
+	Name *string `json:"name"`
+	Slug *string `json:"slug"`
+	Plan *string `json:"plan"`
+}
+
+func (s *Server) updateProject(c echo.Context) error {
+	var in projectPatch
+	if err := decodeBody(c, &in); err != nil {
+		return err
+	}
+	if in.Plan != nil {
+		switch *in.Plan {
+		case store.PlanFree, store.PlanPro, store.PlanEnterprise:
+		default:
+			return apiError(store.EINVALID, "body.plan: must be one of free, pro, enterprise")
+		}
+	}
+	if in.Name != nil && strings.TrimSpace(*in.Name) == "" {
+		return apiError(store.EINVALID, "body.name: must not be blank")
+	}
+	p, err := s.store.UpdateProject(c.Request().Context(), func(p *store.Project) error {
+		if in.Name != nil {
+			p.Name = strings.TrimSpace(*in.Name)
+		}
+		if in.Slug != nil {
+			p.Slug = *in.Slug
+		}
+		if in.Plan != nil {
+			p.Plan = *in.Plan
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.projectView(p))
+}
+
+// RecordDeploy records that this binary's spec is deployed. A restart with
+// the same spec is not a new deploy, so it records only a spec that differs
+// from the newest one recorded.
+func (s *Server) RecordDeploy(ctx context.Context) error {
+	sum := sha256.Sum256(s.public.yaml)
+	hexSum := hex.EncodeToString(sum[:])
+	p, err := s.store.Project(ctx)
+	if err != nil {
+		return err
+	}
+	if len(p.Deploys) > 0 && p.Deploys[0].SpecSHA256 == hexSum {
+		return nil
+	}
+	_, err = s.store.RecordDeploy(ctx, store.Deploy{
+		Version: s.public.doc.Info.Version, SpecSHA256: hexSum, Status: "succeeded",
+	})
+	return err
+}

@@ -1,0 +1,87 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/store"
+)
+
+func (s *Server) listCategories(c echo.Context) error {
+	p, err := page(c)
+	if err != nil {
+		return err
+	}
+	cats, next, err := s.store.ListCategories(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	return listResponse(c, cats, next)
+}
+
+func (s *Server) createCategory(c echo.Context) error {
+	var cat store.Category
+	if err := decodeNewCategory(c, &cat); err != nil {
+		return err
+	}
+	if err := s.store.CreateCategory(c.Request().Context(), &cat); err != nil {
+		return err
+	}
+	return created(c, fmt.Sprintf("/categories/%d", cat.ID), cat)
+}
+
+func (s *Server) getCategory(c echo.Context) error {
+	id, err := pathID(c, "categoryId")
+	if err != nil {
+		return err
+	}
+	cat, err := s.store.Category(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cat)
+}
+
+func (s *Server) replaceCategory(c echo.Context) error {
+	id, err := pathID(c, "categoryId")
+	if err != nil {
+		return err
+	}
+	var cat store.Category
+	if err := decodeNewCategory(c, &cat); err != nil {
+		return err
+	}
+	cat.ID = id
+	if err := s.store.ReplaceCategory(c.Request().Context(), &cat); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cat)
+}
+
+func (s *Server) deleteCategory(c echo.Context) error {
+	id, err := pathID(c, "categoryId")
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeleteCategory(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// newCategory is the NewCategory schema.
+type newCategory struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+func decodeNewCategory(c echo.Context, cat *store.Category) error {
+	var in newCategory
+	if err := decodeBody(c, &in); err != nil {
+		return err
+	}
+	*cat = store.Category{Name: in.Name, Description: in.Description}
+	return nil
+}

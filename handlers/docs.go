@@ -1,0 +1,29 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// serveDoc serves an OpenAPI document kept in memory since start.
+func (s *Server) serveDoc(body []byte, contentType string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderCacheControl, "no-cache")
+		return c.Blob(http.StatusOK, contentType, body)
+	}
+}
+
+// healthz says the process is up; it touches nothing else.
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz says the store answers: a read transaction goes through.
+func (s *Server) readyz(c echo.Context) error {
+	if err := s.store.Ping(c.Request().Context()); err != nil {
+		s.log.Error("readiness check failed", "err", err)
+		return apiError(codeUnavailable, "the data store is not ready")
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}

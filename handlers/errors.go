@@ -1,0 +1,280 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+
+	"petstore/store"
+)
+
+// Error codes that only the HTTP layer produces. The store's codes are in
+// store/errors.go; together they are the enum of the Error schema.
+const (
+	codeUnauthorized         = "unauthorized"
+	codeMethodNotAllowed     = "method_not_allowed"
+	codeGone                 = "gone"
+	codePayloadTooLarge      = "payload_too_large"
+	codeUnsupportedMediaType = "unsupported_media_type"
+	codeUnknownHost          = "unknown_host"
+	codeRateLimited          = "rate_limited"
+	codeUnavailable          = "unavailable"
+)
+
+// statusOf is the one place where an error code becomes an HTTP status.
+var statusOf = map[string]int{
+	store.EINVALID:           http.StatusBadRequest,
+	codeUnauthorized:         http.StatusUnauthorized,
+	store.EPLANREQUIRED:      http.StatusForbidden,
+	store.ENOTFOUND:          http.StatusNotFound,
+	codeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	store.ECONFLICT:          http.StatusConflict,
+	store.EINSUFFICIENTSTOCK: http.StatusConflict,
+	store.EDOMAINEXISTS:      http.StatusConflict,
+	codeGone:                 http.StatusGone,
+	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	codeUnknownHost:          http.StatusMisdirectedRequest,
+	store.EUNPROCESSABLE:     http.StatusUnprocessableEntity,
+	codeRateLimited:          http.StatusTooManyRequests,
+	store.EINTERNAL:          http.StatusInternalServerError,
+	codeUnavailable:          http.StatusServiceUnavailable,
+}
+
+// codeOfStatus names the error of a status that arrives without a code of
+// ours (from Echo or net/http): the reverse of statusOf for unambiguous codes.
+var codeOfStatus = map[int]string{
+	http.StatusBadRequest:            store.EINVALID,
+	http.StatusUnauthorized:          codeUnauthorized,
+	http.StatusNotFound:              store.ENOTFOUND,
+	http.StatusMethodNotAllowed:      codeMethodNotAllowed,
+	http.StatusConflict:              store.ECONFLICT,
+	http.StatusGone:                  codeGone,
+	http.StatusRequestEntityTooLarge: codePayloadTooLarge,
+	http.StatusUnsupportedMediaType:  codeUnsupportedMediaType,
+	http.StatusMisdirectedRequest:    codeUnknownHost,
+	http.StatusUnprocessableEntity:   store.EUNPROCESSABLE,
+	http.StatusTooManyRequests:       codeRateLimited,
+	http.StatusServiceUnavailable:    codeUnavailable,
+}
+
+// Error is the body of every non-2xx response: the API's Error schema.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Status  int    `json:"status"`
+}
+
+// apiError builds an application error with a code of either layer.
+func apiError(code, format string, args ...any) error {
+	return store.Errorf(code, format, args...)
+}
+
+// handleError is Echo's HTTPErrorHandler: every failure, from the router, the
+// validator, the handlers, the limits or a panic, leaves through here as an
+// Error body whose status matches the HTTP status.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	body := s.classify(err, c)
+	if body.Status >= 500 {
+		s.log.Error("request failed",
+			"request_id", requestID(c),
+			"method", c.Request().Method,
+			"route", c.Path(),
+			"status", body.Status,
+			"err", err)
+	}
+	if body.Status == http.StatusMethodNotAllowed {
+		if allow := allowedMethods(c); allow != "" {
+			c.Response().Header().Set(echo.HeaderAllow, allow)
+		}
+	}
+	if c.Request().Method == http.MethodHead {
+		c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		_ = c.NoContent(body.Status)
+		return
+	}
+	if werr := c.JSON(body.Status, body); werr != nil {
+		s.log.Warn("writing error response", "request_id", requestID(c), "err", werr)
+	}
+}
+
+// classify turns any error into the Error body that describes it to a client.
+func (s *Server) classify(err error, c echo.Context) Error {
+	var (
+		appErr  *store.Error
+		httpErr *echo.HTTPError
+		reqErr  *openapi3filter.RequestError
+		secErr  *openapi3filter.SecurityRequirementsError
+		synErr  *json.SyntaxError
+		typeErr *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &appErr):
+		status, ok := statusOf[appErr.Code]
+		if !ok || status >= 500 {
+			return internalError()
+		}
+		return Error{Code: appErr.Code, Message: appErr.Message, Status: status}
+	case errors.As(err, &secErr):
+		return newError(codeUnauthorized, s.unauthorizedMessage(c))
+	case errors.As(err, &reqErr):
+		return requestErrorBody(reqErr)
+	case errors.As(err, &synErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return newError(store.EINVALID, "body: malformed JSON")
+	case errors.As(err, &typeErr):
+		return newError(store.EINVALID, fmt.Sprintf("%s: must be %s", fieldName(typeErr.Field), typeName(typeErr.Type.String())))
+	case errors.As(err, &httpErr):
+		return s.echoErrorBody(httpErr, c)
+	default:
+		return internalError()
+	}
+}
+
+func newError(code, message string) Error {
+	return Error{Code: code, Message: message, Status: statusOf[code]}
+}
+
+func internalError() Error {
+	return newError(store.EINTERNAL, "internal error; the request id in X-Request-Id identifies it in the server log")
+}
+
+func (s *Server) unauthorizedMessage(c echo.Context) string {
+	if strings.HasPrefix(c.Path(), "/admin/") {
+		return "this route needs the admin token in an Authorization: Bearer header"
+	}
+	if c.Request().Header.Get(headerAPIKey) == "" {
+		return "writes need an API key in the X-API-Key header; create one in the dashboard"
+	}
+	return "the API key in X-API-Key is not valid (unknown or revoked)"
+}
+
+// echoErrorBody describes errors raised by Echo itself and its middleware:
+// unknown routes, wrong methods, body limits, rate limits.
+func (s *Server) echoErrorBody(he *echo.HTTPError, c echo.Context) Error {
+	req := c.Request()
+	switch he.Code {
+	case http.StatusNotFound:
+		return newError(store.ENOTFOUND, fmt.Sprintf("no route for %s %s", req.Method, req.URL.Path))
+	case http.StatusMethodNotAllowed:
+		msg := fmt.Sprintf("%s is not allowed on %s", req.Method, req.URL.Path)
+		if allow := allowedMethods(c); allow != "" {
+			msg += "; allowed: " + allow
+		}
+		return newError(codeMethodNotAllowed, msg)
+	case http.StatusRequestEntityTooLarge:
+		return newError(codePayloadTooLarge, fmt.Sprintf("request body is larger than the limit of %d KiB", s.cfg.BodyLimit>>10))
+	case http.StatusTooManyRequests:
+		return newError(codeRateLimited, "too many requests from this client; retry after the number of seconds in Retry-After")
+	}
+	code, ok := codeOfStatus[he.Code]
+	if !ok || he.Code >= 500 {
+		return internalError()
+	}
+	msg := http.StatusText(he.Code)
+	if m, ok := he.Message.(string); ok && m != "" {
+		msg = m
+	}
+	return newError(code, msg)
+}
+
+// requestErrorBody turns a kin-openapi validation failure into a message
+// that names the offending parameter or body field.
+func requestErrorBody(e *openapi3filter.RequestError) Error {
+	if strings.HasPrefix(e.Reason, "header Content-Type has unexpected value") {
+		ct := e.Input.Request.Header.Get(echo.HeaderContentType)
+		if ct == "" {
+			return newError(codeUnsupportedMediaType, "the body needs Content-Type: application/json")
+		}
+		return newError(codeUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not supported; send application/json", ct))
+	}
+	var where string
+	switch {
+	case e.Parameter != nil:
+		where = fmt.Sprintf("%s parameter %q", e.Parameter.In, e.Parameter.Name)
+	case e.RequestBody != nil:
+		where = "body"
+	default:
+		return newError(store.EINVALID, e.Error())
+	}
+	if errors.Is(e.Err, openapi3filter.ErrInvalidRequired) {
+		return newError(store.EINVALID, where+": is required")
+	}
+	if errors.Is(e.Err, openapi3filter.ErrInvalidEmptyValue) {
+		return newError(store.EINVALID, where+": must not be empty")
+	}
+	var schemaErr *openapi3.SchemaError
+	if errors.As(e.Err, &schemaErr) {
+		if ptr := schemaErr.JSONPointer(); len(ptr) > 0 {
+			where += "." + strings.Join(ptr, ".")
+		}
+		return newError(store.EINVALID, where+": "+schemaReason(schemaErr))
+	}
+	var parseErr *openapi3filter.ParseError
+	if errors.As(e.Err, &parseErr) {
+		if e.RequestBody != nil {
+			return newError(store.EINVALID, "body: malformed JSON")
+		}
+		return newError(store.EINVALID, where+": "+parseErr.Reason)
+	}
+	reason := e.Reason
+	if reason == "" && e.Err != nil {
+		reason = e.Err.Error()
+	}
+	return newError(store.EINVALID, where+": "+reason)
+}
+
+// schemaReason is a schema error's reason without the schema dump and the
+// echoed value that kin-openapi appends: short, and never reflecting input.
+func schemaReason(e *openapi3.SchemaError) string {
+	if e.Reason != "" {
+		return e.Reason
+	}
+	return fmt.Sprintf("does not match the %q rule of the schema", e.SchemaField)
+}
+
+// fieldName makes a json.UnmarshalTypeError field path readable ("" is the
+// whole body).
+func fieldName(f string) string {
+	if f == "" {
+		return "body"
+	}
+	return "body." + f
+}
+
+func typeName(goType string) string {
+	switch goType {
+	case "int64", "int", "int32":
+		return "an integer within int64 range"
+	case "string", "handlers.PetStatus", "store.PetStatus":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	default:
+		return "a JSON value of the documented type"
+	}
+}
+
+// allowedMethods lists the methods that the matched path does support, for
+// the Allow header and the 405 message.
+func allowedMethods(c echo.Context) string {
+	return c.Response().Header().Get(echo.HeaderAllow)
+}
+
+func requestID(c echo.Context) string {
+	return c.Response().Header().Get(echo.HeaderXRequestID)
+}
+
+// logger returns the server logger; it exists so that middleware in other
+// files can log without reaching into the struct.
+func (s *Server) logger() *slog.Logger { return s.log }

@@ -1,0 +1,58 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/store"
+)
+
+func (s *Server) listInventory(c echo.Context) error {
+	p, err := page(c)
+	if err != nil {
+		return err
+	}
+	f := store.InventoryFilter{Status: store.PetStatus(c.QueryParam("status")), Page: p}
+	items, next, err := s.store.ListInventory(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	return listResponse(c, items, next)
+}
+
+func (s *Server) getInventoryItem(c echo.Context) error {
+	id, err := pathID(c, "petId")
+	if err != nil {
+		return err
+	}
+	item, err := s.store.InventoryItem(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, item)
+}
+
+// inventoryUpdate is the InventoryUpdate schema.
+type inventoryUpdate struct {
+	Quantity *int `json:"quantity"`
+}
+
+func (s *Server) setInventory(c echo.Context) error {
+	id, err := pathID(c, "petId")
+	if err != nil {
+		return err
+	}
+	var in inventoryUpdate
+	if err := decodeBody(c, &in); err != nil {
+		return err
+	}
+	if in.Quantity == nil {
+		return apiError(store.EINVALID, "body.quantity: is required")
+	}
+	item, err := s.store.SetStock(c.Request().Context(), id, *in.Quantity)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, item)
+}

@@ -1,0 +1,141 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/store"
+)
+
+func (s *Server) listOrders(c echo.Context) error {
+	p, err := page(c)
+	if err != nil {
+		return err
+	}
+	pet, err := queryID(c, "petId")
+	if err != nil {
+		return err
+	}
+	f := store.OrderFilter{PetID: pet, Page: p}
+	if raw := c.QueryParam("complete"); raw != "" {
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return apiError(store.EINVALID, "query parameter \"complete\": must be true or false")
+		}
+		f.Complete = &b
+	}
+	orders, next, err := s.store.ListOrders(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	return listResponse(c, orders, next)
+}
+
+// orderInput is the Order schema as a request body: every field optional,
+// so that an absent field can be told from a zero one.
+type orderInput struct {
+	ID       *int64  `json:"id"`
+	PetID    *int64  `json:"petId"`
+	Quantity *int    `json:"quantity"`
+	ShipDate *string `json:"shipDate"`
+	Complete *bool   `json:"complete"`
+}
+
+func decodeOrder(c echo.Context) (orderInput, *time.Time, error) {
+	var in orderInput
+	if err := decodeBody(c, &in); err != nil {
+		return in, nil, err
+	}
+	if in.ID != nil {
+		return in, nil, apiError(store.EINVALID, "body.id: is assigned by the server and must not be sent")
+	}
+	if in.ShipDate == nil {
+		return in, nil, nil
+	}
+	t, err := time.Parse(time.RFC3339, *in.ShipDate)
+	if err != nil {
+		return in, nil, apiError(store.EINVALID, "body.shipDate: must be an RFC 3339 date-time such as 2026-12-24T10:00:00Z")
+	}
+	t = t.UTC()
+	return in, &t, nil
+}
+
+func (s *Server) placeOrder(c echo.Context) error {
+	in, ship, err := decodeOrder(c)
+	if err != nil {
+		return err
+	}
+	if in.PetID == nil {
+		return apiError(store.EINVALID, "body.petId: is required to place an order")
+	}
+	o := store.Order{PetID: *in.PetID, Quantity: 1, ShipDate: ship}
+	if in.Quantity != nil {
+		o.Quantity = *in.Quantity
+	}
+	if in.Complete != nil {
+		o.Complete = *in.Complete
+	}
+	if err := s.store.PlaceOrder(c.Request().Context(), &o); err != nil {
+		return err
+	}
+	return created(c, fmt.Sprintf("/store/orders/%d", o.ID), o)
+}
+
+func (s *Server) getOrder(c echo.Context) error {
+	id, err := pathID(c, "orderId")
+	if err != nil {
+		return err
+	}
+	o, err := s.store.Order(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, o)
+}
+
+// updateOrder changes shipDate and complete. petId and quantity are fixed
+// once the stock is taken: sending them is allowed only unchanged, so that
+// a client can PUT back the order it read.
+func (s *Server) updateOrder(c echo.Context) error {
+	id, err := pathID(c, "orderId")
+	if err != nil {
+		return err
+	}
+	in, ship, err := decodeOrder(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if in.PetID != nil || in.Quantity != nil {
+		cur, err := s.store.Order(ctx, id)
+		if err != nil {
+			return err
+		}
+		if in.PetID != nil && *in.PetID != cur.PetID {
+			return apiError(store.EINVALID, "body.petId: cannot change; cancel the order and place a new one")
+		}
+		if in.Quantity != nil && *in.Quantity != cur.Quantity {
+			return apiError(store.EINVALID, "body.quantity: cannot change; cancel the order and place a new one")
+		}
+	}
+	o, err := s.store.UpdateOrder(ctx, id, store.OrderUpdate{ShipDate: ship, Complete: in.Complete})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, o)
+}
+
+func (s *Server) cancelOrder(c echo.Context) error {
+	id, err := pathID(c, "orderId")
+	if err != nil {
+		return err
+	}
+	if err := s.store.CancelOrder(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

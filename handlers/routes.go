@@ -1,0 +1,121 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"golang.org/x/time/rate"
+)
+
+// route is one operation of an OpenAPI document and the handler serving it.
+type route struct {
+	method, path string
+	handle       echo.HandlerFunc
+}
+
+// routes registers every route of the service in one place.
+func (s *Server) routes() error {
+	e := s.echo
+	e.Use(s.requestID, s.accessLog, s.recoverPanics)
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprintf("%dB", s.cfg.BodyLimit)}))
+	if s.cfg.RateLimit > 0 {
+		e.Use(s.rateLimit())
+	}
+
+	public := []route{
+		{http.MethodGet, "/pets", s.listPets},
+		{http.MethodPost, "/pets", s.createPet},
+		{http.MethodGet, "/pets/:petId", s.getPet},
+		{http.MethodPut, "/pets/:petId", s.replacePet},
+		{http.MethodDelete, "/pets/:petId", s.deletePet},
+		{http.MethodGet, "/categories", s.listCategories},
+		{http.MethodPost, "/categories", s.createCategory},
+		{http.MethodGet, "/categories/:categoryId", s.getCategory},
+		{http.MethodPut, "/categories/:categoryId", s.replaceCategory},
+		{http.MethodDelete, "/categories/:categoryId", s.deleteCategory},
+		{http.MethodGet, "/store/orders", s.listOrders},
+		{http.MethodPost, "/store/orders", s.placeOrder},
+		{http.MethodGet, "/store/orders/:orderId", s.getOrder},
+		{http.MethodPut, "/store/orders/:orderId", s.updateOrder},
+		{http.MethodDelete, "/store/orders/:orderId", s.cancelOrder},
+		{http.MethodGet, "/store/inventory", s.listInventory},
+		{http.MethodGet, "/store/inventory/:petId", s.getInventoryItem},
+		{http.MethodPut, "/store/inventory/:petId", s.setInventory},
+	}
+	admin := []route{
+		{http.MethodGet, "/admin/project", s.getProject},
+		{http.MethodPatch, "/admin/project", s.updateProject},
+		{http.MethodGet, "/admin/api-keys", s.listAPIKeys},
+		{http.MethodPost, "/admin/api-keys", s.createAPIKey},
+		{http.MethodDelete, "/admin/api-keys/:id", s.revokeAPIKey},
+	}
+	if err := s.register(s.public, public); err != nil {
+		return err
+	}
+	if err := s.register(s.admin, admin); err != nil {
+		return err
+	}
+
+	// Outside the API documents: the documents themselves, probes and the site.
+	e.GET("/openapi.yaml", s.serveDoc(s.public.yaml, "application/yaml"))
+	e.GET("/openapi.json", s.serveDoc(s.public.json, echo.MIMEApplicationJSON))
+	e.GET("/admin/openapi.yaml", s.serveDoc(s.admin.yaml, "application/yaml"), s.requireAdmin)
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/", s.site)
+	return nil
+}
+
+// register adds the routes of one OpenAPI document, each behind request
+// validation against its operation, and refuses to start when the routes
+// and the document's operations are not the same set.
+func (s *Server) register(doc *apiDoc, routes []route) error {
+	registered := map[string]bool{}
+	for _, r := range routes {
+		op, err := doc.operation(r.method, r.path)
+		if err != nil {
+			return err
+		}
+		mw := []echo.MiddlewareFunc{}
+		if dep, err := s.deprecation(op); err != nil {
+			return err
+		} else if dep != nil {
+			mw = append(mw, dep)
+		}
+		if !s.cfg.SkipValidation {
+			mw = append(mw, s.validate(op))
+		}
+		s.echo.Add(r.method, r.path, r.handle, mw...)
+		registered[routeKey(r.method, r.path)] = true
+	}
+	if missing := doc.missing(registered); len(missing) > 0 {
+		return fmt.Errorf("operations in the OpenAPI document without a route: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// rateLimit allows RateLimit requests per second per client address with a
+// burst of twice that, and answers 429 with Retry-After past it.
+func (s *Server) rateLimit() echo.MiddlewareFunc {
+	burst := int(2 * s.cfg.RateLimit)
+	if burst < 1 {
+		burst = 1
+	}
+	retryAfter := "1"
+	if s.cfg.RateLimit < 1 {
+		retryAfter = fmt.Sprint(int(1/s.cfg.RateLimit + 0.999))
+	}
+	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: rate.Limit(s.cfg.RateLimit), Burst: burst,
+		}),
+		IdentifierExtractor: func(c echo.Context) (string, error) { return c.RealIP(), nil },
+		DenyHandler: func(c echo.Context, _ string, _ error) error {
+			c.Response().Header().Set("Retry-After", retryAfter)
+			return apiError(codeRateLimited, "too many requests from this client; retry after %s s", retryAfter)
+		},
+	})
+}

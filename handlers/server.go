@@ -1,0 +1,137 @@
+// Package handlers is the HTTP face of Petstore: Echo, request validation
+// against the embedded OpenAPI documents, authentication, and the mapping of
+// every failure to an Error body. It never touches bbolt; the store does.
+package handlers
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+
+	"petstore/store"
+)
+
+// adminSpec is the admin API's own OpenAPI document. It lives beside the
+// handlers, not at the top, because it is never published to customers.
+//
+//go:embed openapi-admin.yaml
+var adminSpec []byte
+
+// Defaults for the limits that Config leaves at zero.
+const (
+	DefaultBodyLimit = 64 << 10
+	DefaultRateLimit = 50 // requests per second per client address
+)
+
+// Config is everything the HTTP layer needs; main fills it from flags.
+type Config struct {
+	Store *store.DB
+	// Spec is openapi.yaml, embedded by main.
+	Spec   []byte
+	Logger *slog.Logger
+	// Now is the clock for sunset dates; nil means time.Now.
+	Now func() time.Time
+	// BodyLimit caps request bodies in bytes; 0 means DefaultBodyLimit.
+	BodyLimit int64
+	// RateLimit is requests per second per client address, with a burst of
+	// twice that; 0 turns the limiter off.
+	RateLimit float64
+	// PlatformDomain is --domain; empty means development on localhost.
+	PlatformDomain string
+	// SkipValidation turns request validation off. Only benchmarks use it,
+	// to measure what validation costs.
+	SkipValidation bool
+}
+
+// Server serves the public API, the admin API and the site.
+type Server struct {
+	cfg     Config
+	store   *store.DB
+	log     *slog.Logger
+	now     func() time.Time
+	echo    *echo.Echo
+	public  *apiDoc
+	admin   *apiDoc
+	valOpts openapi3filter.Options
+	// sitePage is the reference page, rendered once at start.
+	sitePage []byte
+}
+
+// New builds the server: parses both OpenAPI documents, registers every
+// route, and fails when a route and the spec disagree.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("handlers: Config.Store is nil")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	public, err := loadDoc(cfg.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("openapi.yaml: %w", err)
+	}
+	admin, err := loadDoc(adminSpec)
+	if err != nil {
+		return nil, fmt.Errorf("openapi-admin.yaml: %w", err)
+	}
+	s := &Server{
+		cfg:    cfg,
+		store:  cfg.Store,
+		log:    cfg.Logger,
+		now:    cfg.Now,
+		echo:   echo.New(),
+		public: public,
+		admin:  admin,
+	}
+	s.valOpts = openapi3filter.Options{
+		AuthenticationFunc: s.authenticate,
+		// Defaults are applied by the handlers and the store; letting the
+		// validator apply them would re-encode every body.
+		SkipSettingDefaults: true,
+		// Rejecting a body on an operation that takes none catches clients
+		// that send data they think is used.
+		RejectWhenRequestBodyNotSpecified: true,
+	}
+	s.valOpts.WithCustomSchemaErrorFunc(schemaReason)
+	if s.sitePage, err = renderSite(public); err != nil {
+		return nil, fmt.Errorf("rendering the reference page: %w", err)
+	}
+
+	e := s.echo
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	// The peer address, not X-Forwarded-For: a header any client can set
+	// must not choose its own rate-limit bucket.
+	e.IPExtractor = echo.ExtractIPDirect()
+	if err := s.routes(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ServeHTTP makes the server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.echo.ServeHTTP(w, r)
+}
+
+// Routes lists the registered routes as "METHOD /path" in Echo's form, for
+// tests that compare them with the spec.
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.echo.Routes() {
+		out = append(out, r.Method+" "+r.Path)
+	}
+	return out
+}

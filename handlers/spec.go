@@ -1,0 +1,86 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers"
+)
+
+// apiDoc is an OpenAPI document parsed and validated once at start, with a
+// kin-openapi route per operation, keyed the way Echo names routes. Echo has
+// already matched the request, so the validator is handed that match instead
+// of routing the request a second time through a regexp router.
+type apiDoc struct {
+	doc  *openapi3.T
+	yaml []byte
+	json []byte
+	ops  map[string]*routers.Route // routeKey(method, echo path) -> operation
+}
+
+func loadDoc(data []byte) (*apiDoc, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(data)
+	if err != nil {
+		return nil, fmt.Errorf("parsing OpenAPI document: %w", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("validating OpenAPI document: %w", err)
+	}
+	js, err := doc.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("converting OpenAPI document to JSON: %w", err)
+	}
+	d := &apiDoc{doc: doc, yaml: data, json: js, ops: map[string]*routers.Route{}}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			d.ops[routeKey(method, echoPath(path))] = &routers.Route{
+				Spec: doc, Path: path, PathItem: item, Method: method, Operation: op,
+			}
+		}
+	}
+	return d, nil
+}
+
+// operation returns the spec's operation for an Echo route, or an error that
+// stops the server from starting: a route the spec lacks is a bug.
+func (d *apiDoc) operation(method, path string) (*routers.Route, error) {
+	r, ok := d.ops[routeKey(method, path)]
+	if !ok {
+		return nil, fmt.Errorf("route %s %s is not in the OpenAPI document", method, path)
+	}
+	return r, nil
+}
+
+// missing lists the spec's operations that have no route among registered.
+func (d *apiDoc) missing(registered map[string]bool) []string {
+	var out []string
+	for key, r := range d.ops {
+		if !registered[key] {
+			out = append(out, r.Method+" "+r.Path)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func routeKey(method, echoPath string) string { return method + " " + echoPath }
+
+// echoPath turns an OpenAPI path template into Echo's form:
+// /pets/{petId} -> /pets/:petId.
+func echoPath(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '{':
+			b.WriteByte(':')
+		case '}':
+		default:
+			b.WriteByte(p[i])
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,303 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"petstore/handlers"
+	"petstore/store"
+)
+
+// specDoc is a parsed OpenAPI document with a router, as a client of the
+// API would use it: the tests route every request through it independently
+// of the server, so the server's routing is checked too.
+type specDoc struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+var (
+	loadSpecsOnce sync.Once
+	publicSpec    []byte
+	publicDoc     *specDoc
+	adminDoc      *specDoc
+	loadSpecsErr  error
+)
+
+func mustLoadDoc(data []byte) (*specDoc, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, err
+	}
+	r, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &specDoc{doc: doc, router: r}, nil
+}
+
+// specs loads ../openapi.yaml (the file main embeds) and the admin document.
+func specs(tb testing.TB) (pub, admin *specDoc) {
+	tb.Helper()
+	loadSpecsOnce.Do(func() {
+		if publicSpec, loadSpecsErr = os.ReadFile(filepath.Join("..", "openapi.yaml")); loadSpecsErr != nil {
+			return
+		}
+		if publicDoc, loadSpecsErr = mustLoadDoc(publicSpec); loadSpecsErr != nil {
+			return
+		}
+		var adminSpec []byte
+		if adminSpec, loadSpecsErr = os.ReadFile("openapi-admin.yaml"); loadSpecsErr != nil {
+			return
+		}
+		adminDoc, loadSpecsErr = mustLoadDoc(adminSpec)
+	})
+	if loadSpecsErr != nil {
+		tb.Fatalf("loading the OpenAPI documents: %v", loadSpecsErr)
+	}
+	return publicDoc, adminDoc
+}
+
+// MustOpenDB opens a store on a fresh file in a temporary folder and closes
+// it when the test ends.
+func MustOpenDB(tb testing.TB) *store.DB {
+	tb.Helper()
+	db, err := store.Open(filepath.Join(tb.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// testServer is the real server on a loopback port with a fresh store, an
+// admin token and an API key, and a record of the operations that tests
+// exercised.
+type testServer struct {
+	tb     testing.TB
+	db     *store.DB
+	srv    *handlers.Server
+	http   *httptest.Server
+	admin  string // admin token
+	apiKey string
+
+	mu        sync.Mutex
+	exercised map[string]bool // operationIds answered and validated
+}
+
+const testAdminToken = "test-admin-token"
+
+type serverOption func(*handlers.Config)
+
+func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
+	tb.Helper()
+	pub, _ := specs(tb)
+	db := MustOpenDB(tb)
+	if _, err := db.EnsureAdminToken(context.Background(), testAdminToken); err != nil {
+		tb.Fatal(err)
+	}
+	cfg := handlers.Config{Store: db, Spec: publicSpec}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	_ = pub
+	srv, err := handlers.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ts := &testServer{tb: tb, db: db, srv: srv, admin: testAdminToken, exercised: map[string]bool{}}
+	ts.http = httptest.NewServer(srv)
+	tb.Cleanup(ts.http.Close)
+	res := ts.adminDo(http.MethodPost, "/admin/api-keys", `{"name":"tests"}`)
+	res.wantStatus(http.StatusCreated)
+	var key struct{ Secret string }
+	res.decode(&key)
+	ts.apiKey = key.Secret
+	return ts
+}
+
+// response is an answer that was already validated against the spec.
+type response struct {
+	tb     testing.TB
+	status int
+	header http.Header
+	body   []byte
+}
+
+// request sends a request and validates the answer against the OpenAPI
+// document that describes the route, or, for any non-2xx answer outside
+// the documents, against the Error schema.
+func (ts *testServer) request(method, path string, body io.Reader, header http.Header) *response {
+	ts.tb.Helper()
+	req, err := http.NewRequest(method, ts.http.URL+path, body)
+	if err != nil {
+		ts.tb.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	var reqBody []byte
+	if req.GetBody != nil {
+		rc, _ := req.GetBody()
+		reqBody, _ = io.ReadAll(rc)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		ts.tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		ts.tb.Fatal(err)
+	}
+	r := &response{tb: ts.tb, status: res.StatusCode, header: res.Header, body: data}
+	ts.validate(req, reqBody, r)
+	return r
+}
+
+func (ts *testServer) validate(req *http.Request, reqBody []byte, r *response) {
+	ts.tb.Helper()
+	if r.header.Get("X-Request-Id") == "" {
+		ts.tb.Errorf("%s %s: no X-Request-Id", req.Method, req.URL.Path)
+	}
+	if r.status >= 400 && req.Method != http.MethodHead {
+		checkErrorBody(ts.tb, req, r)
+	}
+	pub, admin := specs(ts.tb)
+	doc := pub
+	if strings.HasPrefix(req.URL.Path, "/admin/") {
+		doc = admin
+	}
+	route, pathParams, err := doc.router.FindRoute(req)
+	if err != nil {
+		return // outside the document: the Error check above is all there is
+	}
+	req.Body = io.NopCloser(bytes.NewReader(reqBody))
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: req, PathParams: pathParams, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		},
+		Status:  r.status,
+		Header:  r.header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	in.SetBodyBytes(r.body)
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		ts.tb.Errorf("%s %s -> %d does not match the spec: %v\nbody: %s", req.Method, req.URL, r.status, err, r.body)
+		return
+	}
+	ts.mu.Lock()
+	ts.exercised[route.Operation.OperationID] = true
+	ts.mu.Unlock()
+}
+
+// checkErrorBody holds every non-2xx answer to the Error contract: JSON,
+// the three fields, status equal to the HTTP status, a documented code.
+func checkErrorBody(tb testing.TB, req *http.Request, r *response) {
+	tb.Helper()
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		tb.Errorf("%s %s -> %d: Content-Type %q, want application/json", req.Method, req.URL.Path, r.status, ct)
+	}
+	var e handlers.Error
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		tb.Errorf("%s %s -> %d: body is not an Error: %v: %s", req.Method, req.URL.Path, r.status, err, r.body)
+		return
+	}
+	if e.Status != r.status || e.Code == "" || e.Message == "" {
+		tb.Errorf("%s %s -> %d: bad Error body %+v", req.Method, req.URL.Path, r.status, e)
+	}
+	pub, _ := specs(tb)
+	codes := pub.doc.Components.Schemas["Error"].Value.Properties["code"].Value.Enum
+	if !slices.Contains(codes, any(e.Code)) {
+		tb.Errorf("%s %s -> %d: code %q is not in the Error schema's enum", req.Method, req.URL.Path, r.status, e.Code)
+	}
+}
+
+// do sends a public API request; writes carry the API key.
+func (ts *testServer) do(method, path, body string) *response {
+	ts.tb.Helper()
+	h := http.Header{}
+	if method != http.MethodGet && method != http.MethodHead {
+		h.Set("X-API-Key", ts.apiKey)
+	}
+	return ts.send(method, path, body, h)
+}
+
+// adminDo sends an admin API request with the admin token.
+func (ts *testServer) adminDo(method, path, body string) *response {
+	ts.tb.Helper()
+	h := http.Header{"Authorization": {"Bearer " + ts.admin}}
+	return ts.send(method, path, body, h)
+}
+
+func (ts *testServer) send(method, path, body string, h http.Header) *response {
+	ts.tb.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+		if h.Get("Content-Type") == "" {
+			h.Set("Content-Type", "application/json")
+		}
+	}
+	return ts.request(method, path, rd, h)
+}
+
+func (r *response) wantStatus(want int) *response {
+	r.tb.Helper()
+	if r.status != want {
+		r.tb.Fatalf("status %d, want %d; body: %s", r.status, want, r.body)
+	}
+	return r
+}
+
+// wantError checks status and code of an Error answer.
+func (r *response) wantError(status int, code string) *response {
+	r.tb.Helper()
+	r.wantStatus(status)
+	var e handlers.Error
+	r.decode(&e)
+	if e.Code != code {
+		r.tb.Fatalf("code %q, want %q; body: %s", e.Code, code, r.body)
+	}
+	return r
+}
+
+func (r *response) decode(v any) {
+	r.tb.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		r.tb.Fatalf("decoding %s: %v", r.body, err)
+	}
+}
+
+func (r *response) message() string {
+	var e handlers.Error
+	_ = json.Unmarshal(r.body, &e)
+	return e.Message
+}
+
+// withNow sets the server's clock.
+func withNow(t time.Time) serverOption {
+	return func(c *handlers.Config) { c.Now = func() time.Time { return t } }
+}

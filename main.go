@@ -1,0 +1,200 @@
+// Command petstore serves the pet-store API and its reference site from one
+// bbolt file. Run it with no flags for local development.
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"petstore/handlers"
+	"petstore/store"
+)
+
+//go:embed openapi.yaml
+var spec []byte
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "petstore:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the command line, after the environment filled what it left out.
+type config struct {
+	listen, data, domain, cnameTarget string
+	httpsListen, httpListen           string
+	acmeCA, acmeCARoot, acmeEmail     string
+	adminToken                        string
+	publicIPs, dnsResolvers           listFlag
+	rateLimit                         float64
+	logJSON                           bool
+}
+
+// listFlag is a flag that may be repeated or hold a comma-separated list.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// parseConfig reads flags; each flag --some-name has an environment twin
+// PETSTORE_SOME_NAME that applies when the flag is not given.
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("petstore", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.listen, "listen", "localhost:8080", "plain-HTTP listener (development, or behind a TLS-terminating proxy)")
+	fs.StringVar(&c.data, "data", "./petstore.db", "the bbolt data file")
+	fs.StringVar(&c.domain, "domain", "", "platform domain: the project is served at <slug>.<domain>; empty for development on localhost")
+	fs.StringVar(&c.cnameTarget, "cname-target", "", "the value customers' CNAME records must have (default cname.<domain>)")
+	fs.Var(&c.publicIPs, "public-ip", "public address shown as the A/AAAA fallback for apex domains (repeatable or comma-separated)")
+	fs.StringVar(&c.httpsListen, "https-listen", "", "TLS listener with automatic certificates, e.g. :443")
+	fs.StringVar(&c.httpListen, "http-listen", "", "HTTP listener beside it for ACME challenges and redirects to HTTPS, e.g. :80")
+	fs.StringVar(&c.acmeCA, "acme-ca", "https://acme-v02.api.letsencrypt.org/directory", "ACME directory URL")
+	fs.StringVar(&c.acmeCARoot, "acme-ca-root", "", "PEM file of extra roots to trust for the ACME CA")
+	fs.StringVar(&c.acmeEmail, "acme-email", "", "ACME account contact")
+	fs.Var(&c.dnsResolvers, "dns-resolver", "host:port DNS server to start from (repeatable or comma-separated; default: the system's)")
+	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
+	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
+	fs.BoolVar(&c.logJSON, "log-json", false, "write logs as JSON lines instead of key=value text")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(name); v != "" && !given[f.Name] && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	})
+	if c.cnameTarget == "" && c.domain != "" {
+		c.cnameTarget = "cname." + c.domain
+	}
+	if c.rateLimit < 0 {
+		return c, errors.New("--rate-limit must be 0 (off) or more")
+	}
+	return c, envErr
+}
+
+// run starts the service and blocks until ctx ends, then shuts down
+// gracefully: in-flight requests finish and the data file is closed.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	var logHandler slog.Handler = slog.NewTextHandler(stdout, nil)
+	if cfg.logJSON {
+		logHandler = slog.NewJSONHandler(stdout, nil)
+	}
+	log := slog.New(logHandler)
+
+	db, err := store.Open(cfg.data, store.Options{})
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", cfg.data, err)
+	}
+	defer db.Close()
+	newToken, err := db.EnsureAdminToken(ctx, cfg.adminToken)
+	if err != nil {
+		return err
+	}
+	srv, err := handlers.New(handlers.Config{
+		Store: db, Spec: spec, Logger: log, RateLimit: cfg.rateLimit, PlatformDomain: cfg.domain,
+	})
+	if err != nil {
+		return err
+	}
+	if err := srv.RecordDeploy(ctx); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return err
+	}
+	httpServer := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logHandler, slog.LevelWarn),
+	}
+	printBanner(stdout, cfg, ln.Addr(), newToken)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpServer.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := httpServer.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// printBanner says where everything is. The admin token appears only when
+// it was just generated: it is stored as a hash and cannot be shown again.
+func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
+	base := "http://" + addr.String()
+	if host, port, err := net.SplitHostPort(cfg.listen); err == nil && host == "localhost" {
+		_, realPort, _ := net.SplitHostPort(addr.String())
+		if port == "0" || port == "" {
+			port = realPort
+		}
+		base = "http://localhost:" + port
+	}
+	fmt.Fprintf(w, "petstore: listening on %s\n", base)
+	fmt.Fprintf(w, "  site (API reference)  %s/\n", base)
+	fmt.Fprintf(w, "  API                   %s/pets, %s/categories, %s/store/...\n", base, base, base)
+	fmt.Fprintf(w, "  spec                  %s/openapi.yaml (and .json)\n", base)
+	fmt.Fprintf(w, "  dashboard             %s/dashboard/\n", base)
+	fmt.Fprintf(w, "  admin API             %s/admin/ (spec at /admin/openapi.yaml)\n", base)
+	fmt.Fprintf(w, "  data                  %s\n", cfg.data)
+	switch {
+	case newToken != "":
+		fmt.Fprintf(w, "  admin token           %s\n", newToken)
+		fmt.Fprintln(w, "                        (shown once: only its hash is stored; start with --admin-token to replace it)")
+	case cfg.adminToken != "":
+		fmt.Fprintln(w, "  admin token           the one given with --admin-token / PETSTORE_ADMIN_TOKEN")
+	default:
+		fmt.Fprintln(w, "  admin token           set at first start (lost it? start once with --admin-token NEW)")
+	}
+}

@@ -1,0 +1,57 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. They are the API's error codes too: handlers map each one to an
+// HTTP status in a single table, so a code is defined here once and nowhere else.
+const (
+	ENOTFOUND          = "not_found"
+	ECONFLICT          = "conflict"
+	EINSUFFICIENTSTOCK = "insufficient_stock"
+	EUNPROCESSABLE     = "unprocessable"
+	EINVALID           = "invalid_request"
+	EPLANREQUIRED      = "plan_required"
+	EDOMAINEXISTS      = "domain_exists"
+	EINTERNAL          = "internal"
+)
+
+// Error is an application error: a machine-readable code and a message that is
+// safe to show to the client. Anything that is not an *Error is internal.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of an application error, or EINTERNAL for any
+// other non-nil error (and "" for nil).
+func ErrorCode(err error) string {
+	var e *Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &e):
+		return e.Code
+	default:
+		return EINTERNAL
+	}
+}
+
+// ErrorMessage returns the client-safe message of an application error. Other
+// errors may carry internals, so they get a generic message.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

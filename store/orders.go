@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// PlaceOrder takes o.Quantity units (default 1) of pet o.PetID from its stock
+// and stores the order, in one transaction, so that concurrent orders never
+// oversell. It sets o.ID and o.Quantity.
+func (db *DB) PlaceOrder(ctx context.Context, o *Order) error {
+	in := *o
+	if in.PetID <= 0 {
+		return Errorf(EINVALID, "petId is required")
+	}
+	if in.Quantity == 0 {
+		in.Quantity = 1
+	}
+	if in.Quantity < 1 || in.Quantity > MaxOrderQuantity {
+		return Errorf(EINVALID, "quantity must be between 1 and %d, got %d", MaxOrderQuantity, in.Quantity)
+	}
+	var placed Order
+	err := db.write(ctx, func(tx *bolt.Tx) error {
+		placed = in
+		pet, err := getPet(tx, in.PetID)
+		if err != nil {
+			if ErrorCode(err) == ENOTFOUND {
+				return Errorf(EUNPROCESSABLE, "pet %d does not exist", in.PetID)
+			}
+			return err
+		}
+		if pet.Status == StatusSold {
+			return Errorf(ECONFLICT, "pet %d is sold", pet.ID)
+		}
+		stock, err := getInventory(tx, pet.ID)
+		if err != nil {
+			return corrupt(err)
+		}
+		if stock.Quantity < in.Quantity {
+			return Errorf(EINSUFFICIENTSTOCK, "pet %d has %d in stock, the order asks for %d", pet.ID, stock.Quantity, in.Quantity)
+		}
+		// Checks done; from here on only writes.
+		stock.Quantity -= in.Quantity
+		if err := putJSON(tx.Bucket(bktInventory), pet.ID, &stock); err != nil {
+			return err
+		}
+		b := tx.Bucket(bktOrders)
+		if placed.ID, err = nextID(b); err != nil {
+			return err
+		}
+		if err := putJSON(b, placed.ID, &placed); err != nil {
+			return err
+		}
+		return indexOrder(tx, &placed)
+	})
+	if err != nil {
+		return err
+	}
+	*o = placed
+	return nil
+}
+
+// Order returns the order with the given id.
+func (db *DB) Order(ctx context.Context, id int64) (Order, error) {
+	var o Order
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		o, err = getOrder(tx, id)
+		return err
+	})
+	return o, err
+}
+
+// UpdateOrder changes the ship date and completion of an order; nil fields of
+// u are left as they are.
+func (db *DB) UpdateOrder(ctx context.Context, id int64, u OrderUpdate) (Order, error) {
+	var o Order
+	err := db.write(ctx, func(tx *bolt.Tx) error {
+		old, err := getOrder(tx, id)
+		if err != nil {
+			return err
+		}
+		o = old
+		if u.ShipDate != nil {
+			d := *u.ShipDate
+			o.ShipDate = &d
+		}
+		if u.Complete != nil {
+			o.Complete = *u.Complete
+		}
+		if err := unindexOrder(tx, &old); err != nil {
+			return err
+		}
+		if err := putJSON(tx.Bucket(bktOrders), id, &o); err != nil {
+			return err
+		}
+		return indexOrder(tx, &o)
+	})
+	if err != nil {
+		return Order{}, err
+	}
+	return o, nil
+}
+
+// CancelOrder deletes an order that is not complete and gives its quantity
+// back to its pet's stock, if the pet still exists. The stock stays within
+// MaxStock: a stock set high since the order was placed is not pushed past it.
+func (db *DB) CancelOrder(ctx context.Context, id int64) error {
+	return db.write(ctx, func(tx *bolt.Tx) error {
+		o, err := getOrder(tx, id)
+		if err != nil {
+			return err
+		}
+		if o.Complete {
+			return Errorf(ECONFLICT, "order %d is complete and cannot be cancelled", id)
+		}
+		if stock, err := getInventory(tx, o.PetID); err == nil {
+			stock.Quantity = min(stock.Quantity+o.Quantity, MaxStock)
+			if err := putJSON(tx.Bucket(bktInventory), o.PetID, &stock); err != nil {
+				return err
+			}
+		} else if ErrorCode(err) != ENOTFOUND {
+			return err
+		}
+		if err := unindexOrder(tx, &o); err != nil {
+			return err
+		}
+		return tx.Bucket(bktOrders).Delete(itob(id))
+	})
+}
+
+// ListOrders returns one page of orders in id order, filtered by pet and
+// completion, and the After of the next page (0 when this is the last one).
+func (db *DB) ListOrders(ctx context.Context, f OrderFilter) ([]Order, int64, error) {
+	orders := make([]Order, 0, f.limit())
+	var next int64
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		var idx *bolt.Bucket
+		var prefix []byte
+		switch {
+		case f.PetID != 0 && f.Complete != nil:
+			idx, prefix = tx.Bucket(bktOrdersByPetComplete), cat(itob(f.PetID), completeByte(*f.Complete))
+		case f.PetID != 0:
+			idx, prefix = tx.Bucket(bktOrdersByPet), itob(f.PetID)
+		case f.Complete != nil:
+			idx, prefix = tx.Bucket(bktOrdersByComplete), completeByte(*f.Complete)
+		}
+		var err error
+		if idx == nil {
+			next, err = walkPage(tx.Bucket(bktOrders), nil, f.Page, func(id int64, v []byte) error {
+				var o Order
+				err := decodeJSON(id, v, &o)
+				orders = append(orders, o)
+				return err
+			})
+			return err
+		}
+		next, err = walkPage(idx, prefix, f.Page, func(id int64, _ []byte) error {
+			o, err := getOrder(tx, id)
+			orders = append(orders, o)
+			return corrupt(err)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return orders, next, nil
+}
+
+func getOrder(tx *bolt.Tx, id int64) (Order, error) {
+	var o Order
+	ok, err := getJSON(tx.Bucket(bktOrders), id, &o)
+	if err == nil && !ok {
+		err = Errorf(ENOTFOUND, "order %d not found", id)
+	}
+	return o, err
+}
+
+func orderIndexEntries(o *Order) [3]struct{ bucket, key []byte } {
+	id, pet, done := itob(o.ID), itob(o.PetID), completeByte(o.Complete)
+	return [3]struct{ bucket, key []byte }{
+		{bktOrdersByPet, cat(pet, id)},
+		{bktOrdersByComplete, cat(done, id)},
+		{bktOrdersByPetComplete, cat(pet, done, id)},
+	}
+}
+
+func indexOrder(tx *bolt.Tx, o *Order) error {
+	for _, e := range orderIndexEntries(o) {
+		if err := tx.Bucket(e.bucket).Put(e.key, empty); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func unindexOrder(tx *bolt.Tx, o *Order) error {
+	for _, e := range orderIndexEntries(o) {
+		if err := tx.Bucket(e.bucket).Delete(e.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// CreatePet stores a new pet and its inventory entry (quantity 0) in one
+// transaction, and sets p.ID. An empty status means available. The category
+// must exist.
+func (db *DB) CreatePet(ctx context.Context, p *Pet) error {
+	in, err := normalizePet(*p)
+	if err != nil {
+		return err
+	}
+	var created Pet
+	err = db.write(ctx, func(tx *bolt.Tx) error {
+		created = in
+		return createPet(tx, &created)
+	})
+	if err != nil {
+		return err
+	}
+	*p = created
+	return nil
+}
+
+// Pet returns the pet with the given id.
+func (db *DB) Pet(ctx context.Context, id int64) (Pet, error) {
+	var p Pet
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		p, err = getPet(tx, id)
+		return err
+	})
+	return p, err
+}
+
+// ReplacePet replaces every field of the pet p.ID with those of p. A status
+// change moves the pet's inventory entry to the new status too.
+func (db *DB) ReplacePet(ctx context.Context, p *Pet) error {
+	in, err := normalizePet(*p)
+	if err != nil {
+		return err
+	}
+	err = db.write(ctx, func(tx *bolt.Tx) error {
+		old, err := getPet(tx, in.ID)
+		if err != nil {
+			return err
+		}
+		if in.CategoryID != old.CategoryID && !exists(tx.Bucket(bktCategories), in.CategoryID) {
+			return categoryMissing(in.CategoryID)
+		}
+		// Checks done; from here on only writes.
+		if err := unindexPet(tx, &old); err != nil {
+			return err
+		}
+		if err := putJSON(tx.Bucket(bktPets), in.ID, &in); err != nil {
+			return err
+		}
+		if err := indexPet(tx, &in); err != nil {
+			return err
+		}
+		if in.Status != old.Status {
+			return corrupt(setInventoryStatus(tx, in.ID, in.Status))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	*p = in
+	return nil
+}
+
+// DeletePet deletes a pet and its inventory entry. Its orders stay: they are
+// a record of what was sold.
+func (db *DB) DeletePet(ctx context.Context, id int64) error {
+	return db.write(ctx, func(tx *bolt.Tx) error {
+		old, err := getPet(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := unindexPet(tx, &old); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bktPets).Delete(itob(id)); err != nil {
+			return err
+		}
+		return tx.Bucket(bktInventory).Delete(itob(id))
+	})
+}
+
+// ListPets returns one page of pets in id order, filtered by status and
+// category, and the After of the next page (0 when this is the last one).
+func (db *DB) ListPets(ctx context.Context, f PetFilter) ([]Pet, int64, error) {
+	if f.Status != "" && !f.Status.Valid() {
+		return nil, 0, invalidStatus(f.Status)
+	}
+	pets := make([]Pet, 0, f.limit())
+	var next int64
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bktPets)
+		var idx *bolt.Bucket
+		var prefix []byte
+		switch {
+		case f.Status != "" && f.CategoryID != 0:
+			idx, prefix = tx.Bucket(bktPetsByCategoryStatus), cat(itob(f.CategoryID), statusPrefix(f.Status))
+		case f.Status != "":
+			idx, prefix = tx.Bucket(bktPetsByStatus), statusPrefix(f.Status)
+		case f.CategoryID != 0:
+			idx, prefix = tx.Bucket(bktPetsByCategory), itob(f.CategoryID)
+		}
+		var err error
+		if idx == nil {
+			next, err = walkPage(b, nil, f.Page, func(id int64, v []byte) error {
+				p, err := decodePet(id, v)
+				pets = append(pets, p)
+				return err
+			})
+			return err
+		}
+		next, err = walkPage(idx, prefix, f.Page, func(id int64, _ []byte) error {
+			p, err := getPet(tx, id)
+			pets = append(pets, p)
+			return corrupt(err)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return pets, next, nil
+}
+
+// normalizePet applies the defaults and checks what can be checked without
+// the store.
+func normalizePet(p Pet) (Pet, error) {
+	if p.Status == "" {
+		p.Status = StatusAvailable
+	}
+	if !p.Status.Valid() {
+		return p, invalidStatus(p.Status)
+	}
+	return p, nil
+}
+
+func invalidStatus(s PetStatus) *Error {
+	return Errorf(EINVALID, "status %q is not one of available, pending, sold", s)
+}
+
+func categoryMissing(id int64) *Error {
+	return Errorf(EUNPROCESSABLE, "category %d does not exist", id)
+}
+
+func petNotFound(id int64) *Error {
+	return Errorf(ENOTFOUND, "pet %d not found", id)
+}
+
+// createPet stores p with a new id, its indexes and its inventory entry.
+func createPet(tx *bolt.Tx, p *Pet) error {
+	if !exists(tx.Bucket(bktCategories), p.CategoryID) {
+		return categoryMissing(p.CategoryID)
+	}
+	b := tx.Bucket(bktPets)
+	id, err := nextID(b)
+	if err != nil {
+		return err
+	}
+	p.ID = id
+	if err := putJSON(b, id, p); err != nil {
+		return err
+	}
+	if err := indexPet(tx, p); err != nil {
+		return err
+	}
+	return putJSON(tx.Bucket(bktInventory), id, &InventoryItem{PetID: id, Status: p.Status})
+}
+
+func getPet(tx *bolt.Tx, id int64) (Pet, error) {
+	var p Pet
+	ok, err := getJSON(tx.Bucket(bktPets), id, &p)
+	if err == nil && !ok {
+		err = petNotFound(id)
+	}
+	return p, err
+}
+
+func decodePet(id int64, v []byte) (Pet, error) {
+	var p Pet
+	err := decodeJSON(id, v, &p)
+	return p, err
+}
+
+// petIndexEntries lists the index keys that p has.
+func petIndexEntries(p *Pet) [3]struct{ bucket, key []byte } {
+	id := itob(p.ID)
+	return [3]struct{ bucket, key []byte }{
+		{bktPetsByStatus, cat(statusPrefix(p.Status), id)},
+		{bktPetsByCategory, cat(itob(p.CategoryID), id)},
+		{bktPetsByCategoryStatus, cat(itob(p.CategoryID), statusPrefix(p.Status), id)},
+	}
+}
+
+func indexPet(tx *bolt.Tx, p *Pet) error {
+	for _, e := range petIndexEntries(p) {
+		if err := tx.Bucket(e.bucket).Put(e.key, empty); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func unindexPet(tx *bolt.Tx, p *Pet) error {
+	for _, e := range petIndexEntries(p) {
+		if err := tx.Bucket(e.bucket).Delete(e.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
