@@ -53,6 +53,9 @@ func Normalize(input string) (string, error) {
 	if isIP(s) {
 		return "", invalid("%q is an IP address; enter a domain name, such as shop.example.com, and point it at the platform with the DNS records shown", s)
 	}
+	if strings.Contains(s, "@") && !strings.Contains(s, "/") {
+		return "", invalid("%q looks like an email address; enter just the domain name (for example shop.example.com)", s)
+	}
 	if strings.Contains(s, "://") || strings.ContainsAny(s, "/?#@") {
 		return "", invalid("%q looks like a URL; enter just the domain name, without https:// or a path (for example shop.example.com)", s)
 	}
@@ -72,17 +75,16 @@ func Normalize(input string) (string, error) {
 		return "", invalid("%q is not a valid domain name: use only letters, digits and hyphens in each part between dots", s)
 	}
 	ascii = strings.ToLower(ascii) // ToASCII already folds case; this keeps pure ASCII input safe whatever the profile does
-	if err := checkHostname(ascii); err != nil {
-		return "", err
-	}
 	// Checked again after IDNA mapping: full-width digits and dots can turn
 	// "１２７．０．０．１" into an address.
 	if isIP(ascii) {
-		return "", invalid("%q is an IP address; enter a domain name", s)
+		return "", invalid("%q is an IP address; enter a domain name, such as shop.example.com", s)
 	}
-
+	if err := checkHostname(ascii); err != nil {
+		return "", err
+	}
 	if !strings.Contains(ascii, ".") {
-		return "", invalid("%q is a single label; enter a full domain name such as %s.com or shop.%s.com", ascii, ascii, ascii)
+		return "", invalid("%q is a single label; enter a full domain name such as %s.com or shop.%s.com", s, s, s)
 	}
 	suffix, _ := publicsuffix.PublicSuffix(ascii)
 	if suffix == ascii {

@@ -79,7 +79,7 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 		if err != nil {
 			return err
 		}
-		mw := []echo.MiddlewareFunc{}
+		mw := []echo.MiddlewareFunc{wholeSegments}
 		if dep, err := s.deprecation(op); err != nil {
 			return err
 		} else if dep != nil {
@@ -118,4 +118,18 @@ func (s *Server) rateLimit() echo.MiddlewareFunc {
 			return apiError(codeRateLimited, "too many requests from this client; retry after %s s", retryAfter)
 		},
 	})
+}
+
+// wholeSegments answers 404 when a path parameter took in a slash: Echo lets
+// a trailing parameter match the rest of the path, so /pets/1/extra would
+// otherwise reach GET /pets/{petId}.
+func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for _, v := range c.ParamValues() {
+			if strings.Contains(v, "/") {
+				return echo.ErrNotFound
+			}
+		}
+		return next(c)
+	}
 }

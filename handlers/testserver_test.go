@@ -100,8 +100,15 @@ type testServer struct {
 	admin  string // admin token
 	apiKey string
 
-	mu        sync.Mutex
+	mu        *sync.Mutex
 	exercised map[string]bool // operationIds answered and validated
+}
+
+// with returns the same server reporting to t, for use in subtests.
+func (ts *testServer) with(t testing.TB) *testServer {
+	c := *ts
+	c.tb = t
+	return &c
 }
 
 const testAdminToken = "test-admin-token"
@@ -124,7 +131,7 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ts := &testServer{tb: tb, db: db, srv: srv, admin: testAdminToken, exercised: map[string]bool{}}
+	ts := &testServer{tb: tb, db: db, srv: srv, admin: testAdminToken, mu: &sync.Mutex{}, exercised: map[string]bool{}}
 	ts.http = httptest.NewServer(srv)
 	tb.Cleanup(ts.http.Close)
 	res := ts.adminDo(http.MethodPost, "/admin/api-keys", `{"name":"tests"}`)

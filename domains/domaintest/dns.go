@@ -1,0 +1,266 @@
+package domaintest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// DNS is a running pebble-challtestsrv serving DNS only, on loopback.
+//
+// Its behaviour differs from a real zone in ways tests must allow for:
+// unknown names get empty answers (never NXDOMAIN); a CNAME is followed for
+// every query type, so other records on a name with a CNAME are hidden (put a
+// CAA on the parent instead); it answers SOA and NS queries with NOTIMP, so a
+// checker never finds authoritative servers through it and uses it as a
+// resolver; every TTL is 0. Names are matched case-sensitively: the methods
+// lower-case the host they are given, as the checker asks in lower case.
+type DNS struct {
+	addr string // DNS host:port
+	mgmt string // management API base URL
+	proc *process
+}
+
+// StartDNS starts a challtestsrv on free loopback ports, waits until it
+// answers, and stops it when tb's test ends. The first call in a test binary
+// builds the tool (see the package doc).
+func StartDNS(tb testing.TB) *DNS {
+	tb.Helper()
+	bin := toolBinary(tb, challtestsrvPkg)
+
+	var lastErr error
+	for range 5 {
+		d, err := tryStartDNS(bin)
+		if err == nil {
+			tb.Cleanup(func() {
+				d.proc.stop()
+				if tb.Failed() {
+					tb.Logf("domaintest: challtestsrv output:\n%s", d.proc.logs.tail())
+				}
+			})
+			return d
+		}
+		lastErr = err
+	}
+	tb.Fatalf("domaintest: %v", lastErr)
+	return nil
+}
+
+func tryStartDNS(bin string) (*DNS, error) {
+	dnsPort, err := freeDNSPort()
+	if err != nil {
+		return nil, err
+	}
+	mgmtPort, err := freeTCPPort()
+	if err != nil {
+		return nil, err
+	}
+	d := &DNS{
+		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(dnsPort)),
+		mgmt: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(mgmtPort)),
+	}
+	d.proc, err = startProcess("challtestsrv", bin, []string{
+		"-dnsserver", d.addr,
+		"-management", strings.TrimPrefix(d.mgmt, "http://"),
+		"-http01", "", "-https01", "", "-tlsalpn01", "", "-doh", "",
+		"-defaultIPv4", "", "-defaultIPv6", "",
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.waitReady(15 * time.Second); err != nil {
+		d.proc.stop()
+		return nil, fmt.Errorf("challtestsrv did not start: %v\n%s", err, d.proc.logs.tail())
+	}
+	return d, nil
+}
+
+// waitReady waits until this very process serves DNS over UDP and TCP and its
+// management API: a record set through the management port must come back
+// from the DNS port, so a server of another test that won a port race is not
+// mistaken for ours.
+func (d *DNS) waitReady(timeout time.Duration) error {
+	host := fmt.Sprintf("ready-%d.domaintest.invalid", rand.Uint64())
+	ip := netip.AddrFrom4([4]byte{127, byte(rand.IntN(255) + 1), byte(rand.IntN(256)), byte(rand.IntN(255) + 1)})
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		if d.proc.exited() {
+			return fmt.Errorf("it exited")
+		}
+		if d.proc.bindFailed() {
+			return fmt.Errorf("a port was taken")
+		}
+		lastErr = d.post("/add-a", map[string]any{"host": host, "addresses": []string{ip.String()}})
+		if lastErr == nil {
+			lastErr = d.expectA(host, ip)
+		}
+		if lastErr == nil {
+			// Listeners are up by the time one answers; a bind failure
+			// would have been logged before.
+			if d.proc.bindFailed() || d.proc.exited() {
+				return fmt.Errorf("a port was taken")
+			}
+			return d.post("/clear-a", map[string]any{"host": host})
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return lastErr
+}
+
+func (d *DNS) expectA(host string, want netip.Addr) error {
+	for _, network := range []string{"udp", "tcp"} {
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(host), dns.TypeA)
+		c := &dns.Client{Net: network, Timeout: time.Second}
+		r, _, err := c.Exchange(m, d.addr)
+		if err != nil {
+			return err
+		}
+		if len(r.Answer) != 1 {
+			return fmt.Errorf("%s answer %v, want A %s", network, r.Answer, want)
+		}
+		if a, ok := r.Answer[0].(*dns.A); !ok || !a.A.Equal(want.AsSlice()) {
+			return fmt.Errorf("%s answer %v, want A %s", network, r.Answer, want)
+		}
+	}
+	return nil
+}
+
+// Addr returns the DNS server's address, host:port (UDP and TCP).
+func (d *DNS) Addr() string { return d.addr }
+
+// ManagementURL returns the base URL of challtestsrv's management API, for
+// calls the methods do not cover.
+func (d *DNS) ManagementURL() string { return d.mgmt }
+
+var mgmtClient = &http.Client{Timeout: 5 * time.Second}
+
+func (d *DNS) post(path string, body any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	resp, err := mgmtClient.Post(d.mgmt+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s %s: %s", path, b, resp.Status)
+	}
+	return nil
+}
+
+func (d *DNS) must(tb testing.TB, path string, body any) {
+	tb.Helper()
+	if err := d.post(path, body); err != nil {
+		tb.Fatalf("domaintest: challtestsrv: %v", err)
+	}
+}
+
+// fqdn puts a name in the form challtestsrv stores and the checker asks for.
+func fqdn(name string) string {
+	return dns.Fqdn(strings.ToLower(strings.TrimSpace(name)))
+}
+
+func checkIPs(tb testing.TB, want6 bool, ips []string) {
+	tb.Helper()
+	if len(ips) == 0 {
+		tb.Fatalf("domaintest: no address given")
+	}
+	for _, s := range ips {
+		ip, err := netip.ParseAddr(s)
+		// challtestsrv drops addresses of the wrong family silently at
+		// query time: refuse them here, where the mistake is.
+		if err != nil || ip.Is6() != want6 || ip.Is4In6() {
+			tb.Fatalf("domaintest: %q is not an IPv%s address", s, map[bool]string{false: "4", true: "6"}[want6])
+		}
+	}
+}
+
+// AddA adds IPv4 addresses answered for A queries on host.
+func (d *DNS) AddA(tb testing.TB, host string, ips ...string) {
+	tb.Helper()
+	checkIPs(tb, false, ips)
+	d.must(tb, "/add-a", map[string]any{"host": fqdn(host), "addresses": ips})
+}
+
+// AddAAAA adds IPv6 addresses answered for AAAA queries on host.
+func (d *DNS) AddAAAA(tb testing.TB, host string, ips ...string) {
+	tb.Helper()
+	checkIPs(tb, true, ips)
+	d.must(tb, "/add-aaaa", map[string]any{"host": fqdn(host), "addresses": ips})
+}
+
+// SetCNAME makes host an alias of target. The target is kept as given
+// (case included), as a customer's provider would store it.
+func (d *DNS) SetCNAME(tb testing.TB, host, target string) {
+	tb.Helper()
+	d.must(tb, "/set-cname", map[string]any{"host": fqdn(host), "target": target})
+}
+
+// AddCAA adds a CAA record (flags 0) on host, e.g. tag "issue", value
+// "letsencrypt.org".
+func (d *DNS) AddCAA(tb testing.TB, host, tag, value string) {
+	tb.Helper()
+	d.must(tb, "/add-caa", map[string]any{"host": fqdn(host), "policies": []map[string]string{{"tag": tag, "value": value}}})
+}
+
+// AddTXT adds a TXT record on host.
+func (d *DNS) AddTXT(tb testing.TB, host, value string) {
+	tb.Helper()
+	d.must(tb, "/set-txt", map[string]any{"host": fqdn(host), "value": value})
+}
+
+// ClearA removes host's A records.
+func (d *DNS) ClearA(tb testing.TB, host string) {
+	tb.Helper()
+	d.must(tb, "/clear-a", map[string]any{"host": fqdn(host)})
+}
+
+// ClearAAAA removes host's AAAA records.
+func (d *DNS) ClearAAAA(tb testing.TB, host string) {
+	tb.Helper()
+	d.must(tb, "/clear-aaaa", map[string]any{"host": fqdn(host)})
+}
+
+// ClearCNAME removes host's CNAME.
+func (d *DNS) ClearCNAME(tb testing.TB, host string) {
+	tb.Helper()
+	d.must(tb, "/clear-cname", map[string]any{"host": fqdn(host)})
+}
+
+// ClearCAA removes host's CAA records.
+func (d *DNS) ClearCAA(tb testing.TB, host string) {
+	tb.Helper()
+	d.must(tb, "/clear-caa", map[string]any{"host": fqdn(host)})
+}
+
+// ClearTXT removes host's TXT records.
+func (d *DNS) ClearTXT(tb testing.TB, host string) {
+	tb.Helper()
+	d.must(tb, "/clear-txt", map[string]any{"host": fqdn(host)})
+}
+
+// SetServfail makes every query for host (exactly) answer SERVFAIL.
+func (d *DNS) SetServfail(tb testing.TB, host string) {
+	tb.Helper()
+	d.must(tb, "/set-servfail", map[string]any{"host": fqdn(host)})
+}
+
+// ClearServfail undoes SetServfail.
+func (d *DNS) ClearServfail(tb testing.TB, host string) {
+	tb.Helper()
+	d.must(tb, "/clear-servfail", map[string]any{"host": fqdn(host)})
+}

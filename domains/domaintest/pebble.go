@@ -1,0 +1,248 @@
+package domaintest
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// PebbleOptions tunes StartPebble. The zero value is what most tests want.
+type PebbleOptions struct {
+	// HTTPPort and TLSPort are the ports pebble connects to on 127.0.0.1
+	// to validate HTTP-01 and TLS-ALPN-01 challenges, where the service
+	// under test must listen. Zero picks a free port for each.
+	HTTPPort, TLSPort int
+	// Env adds environment variables (KEY=value) for pebble, such as
+	// PEBBLE_CHAIN_LENGTH=2, after the defaults (PEBBLE_VA_NOSLEEP=1,
+	// PEBBLE_WFE_NONCEREJECT=0, PEBBLE_AUTHZREUSE=0), so they can override them.
+	Env []string
+}
+
+// Pebble is a running pebble ACME CA on loopback, resolving names only through
+// a DNS (so test names must have A records for 127.0.0.1 there), validating
+// challenges at once and answering with retry-after 0, so an issuance takes
+// about half a second. It does not check CAA. Its root changes on every start.
+type Pebble struct {
+	// HTTPPort and TLSPort are where pebble validates HTTP-01 and
+	// TLS-ALPN-01: the service under test listens there on 127.0.0.1.
+	HTTPPort, TLSPort int
+
+	listen, mgmt string // host:port of the ACME and management servers
+	rootsPEM     []byte
+	roots        *x509.CertPool
+	proc         *process
+}
+
+// StartPebble starts pebble using dns as its only resolver, waits until its
+// directory answers, and stops it when tb's test ends. Give each pebble a
+// fresh certificate storage: accounts from an earlier instance do not exist
+// in a new one.
+func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
+	tb.Helper()
+	if dns == nil {
+		tb.Fatalf("domaintest: StartPebble needs a DNS: pebble must not resolve test names through the system's resolver")
+	}
+	bin := toolBinary(tb, pebblePkg)
+	dir, err := pebbleDir()
+	if err != nil {
+		tb.Fatalf("domaintest: %v", err)
+	}
+	rootsPEM, err := os.ReadFile(filepath.Join(dir, "test", "certs", "pebble.minica.pem"))
+	if err != nil {
+		tb.Fatalf("domaintest: %v", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(rootsPEM) {
+		tb.Fatalf("domaintest: no certificate in pebble.minica.pem")
+	}
+	pickPort := func(p int) int {
+		if p != 0 {
+			return p
+		}
+		p, err := freeTCPPort()
+		if err != nil {
+			tb.Fatalf("domaintest: %v", err)
+		}
+		return p
+	}
+	cfgDir := tb.TempDir()
+
+	var lastErr error
+	for attempt := range 5 {
+		p := &Pebble{
+			HTTPPort: pickPort(opts.HTTPPort),
+			TLSPort:  pickPort(opts.TLSPort),
+			listen:   net.JoinHostPort("127.0.0.1", strconv.Itoa(pickPort(0))),
+			mgmt:     net.JoinHostPort("127.0.0.1", strconv.Itoa(pickPort(0))),
+			rootsPEM: rootsPEM,
+			roots:    roots,
+		}
+		cfgFile := filepath.Join(cfgDir, fmt.Sprintf("pebble-config-%d.json", attempt))
+		if err := p.writeConfig(cfgFile, dir); err != nil {
+			tb.Fatalf("domaintest: %v", err)
+		}
+		env := append([]string{"PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0"}, opts.Env...)
+		p.proc, err = startProcess("pebble", bin, []string{"-config", cfgFile, "-dnsserver", dns.Addr()}, env)
+		if err != nil {
+			tb.Fatalf("domaintest: %v", err)
+		}
+		if err := p.waitReady(20 * time.Second); err != nil {
+			p.proc.stop()
+			lastErr = fmt.Errorf("pebble did not start: %v\n%s", err, p.proc.logs.tail())
+			continue
+		}
+		tb.Cleanup(func() {
+			p.proc.stop()
+			if tb.Failed() {
+				tb.Logf("domaintest: pebble output:\n%s", p.proc.logs.tail())
+			}
+		})
+		return p
+	}
+	tb.Fatalf("domaintest: %v", lastErr)
+	return nil
+}
+
+func (p *Pebble) writeConfig(file, pebbleDir string) error {
+	type profile struct {
+		Description    string `json:"description"`
+		ValidityPeriod int    `json:"validityPeriod"`
+	}
+	var cfg struct {
+		Pebble struct {
+			ListenAddress           string             `json:"listenAddress"`
+			ManagementListenAddress string             `json:"managementListenAddress"`
+			Certificate             string             `json:"certificate"`
+			PrivateKey              string             `json:"privateKey"`
+			HTTPPort                int                `json:"httpPort"`
+			TLSPort                 int                `json:"tlsPort"`
+			OCSPResponderURL        string             `json:"ocspResponderURL"`
+			KeyAlgorithm            string             `json:"keyAlgorithm"`
+			RetryAfter              map[string]int     `json:"retryAfter"`
+			Profiles                map[string]profile `json:"profiles"`
+		} `json:"pebble"`
+	}
+	c := &cfg.Pebble
+	c.ListenAddress = p.listen
+	c.ManagementListenAddress = p.mgmt
+	c.Certificate = filepath.Join(pebbleDir, "test", "certs", "localhost", "cert.pem")
+	c.PrivateKey = filepath.Join(pebbleDir, "test", "certs", "localhost", "key.pem")
+	c.HTTPPort = p.HTTPPort
+	c.TLSPort = p.TLSPort
+	c.KeyAlgorithm = "ecdsa"
+	// The stock 3 and 5 seconds make each issuance take about 5 s.
+	c.RetryAfter = map[string]int{"authz": 0, "order": 0}
+	// Pebble's stock profiles; clients should ask for "default", or pebble
+	// may pick the six-day one.
+	c.Profiles = map[string]profile{
+		"default":    {Description: "The profile you know and love", ValidityPeriod: 7776000},
+		"shortlived": {Description: "A short-lived cert profile, without actual enforcement", ValidityPeriod: 518400},
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o600)
+}
+
+func (p *Pebble) waitReady(timeout time.Duration) error {
+	client := p.HTTPClient()
+	client.Timeout = 2 * time.Second
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		if p.proc.exited() {
+			return fmt.Errorf("it exited")
+		}
+		lastErr = getOK(client, p.DirectoryURL())
+		if lastErr == nil {
+			lastErr = getOK(client, p.ManagementURL()+"/roots/0")
+		}
+		if lastErr == nil {
+			// Pebble exits when it cannot listen; the servers that answered
+			// were someone else's if it did.
+			time.Sleep(50 * time.Millisecond)
+			if p.proc.exited() || p.proc.bindFailed() {
+				return fmt.Errorf("a port was taken")
+			}
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return lastErr
+}
+
+func getOK(c *http.Client, url string) error {
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// DirectoryURL is the ACME directory, for certmagic's ACMEIssuer.CA.
+func (p *Pebble) DirectoryURL() string { return "https://" + p.listen + "/dir" }
+
+// ManagementURL is the base URL of pebble's management API (over TLS,
+// trusted through RootsPEM).
+func (p *Pebble) ManagementURL() string { return "https://" + p.mgmt }
+
+// RootsPEM is the CA certificate of pebble's own TLS certificate
+// (pebble.minica.pem): what an ACME client must trust to talk to pebble.
+// It is not the root of the certificates pebble issues (see IssuerRootPEM).
+func (p *Pebble) RootsPEM() []byte { return append([]byte(nil), p.rootsPEM...) }
+
+// RootsPool is RootsPEM as a pool, for certmagic's ACMEIssuer.TrustedRoots.
+func (p *Pebble) RootsPool() *x509.CertPool { return p.roots.Clone() }
+
+// HTTPClient returns a client that trusts pebble's TLS certificate and sends
+// a User-Agent (pebble answers 400 to requests without one).
+func (p *Pebble) HTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: p.RootsPool()}
+	return &http.Client{Transport: userAgent{t}, Timeout: 10 * time.Second}
+}
+
+type userAgent struct{ next http.RoundTripper }
+
+func (u userAgent) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("User-Agent") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("User-Agent", "petstore-domaintest")
+	}
+	return u.next.RoundTrip(r)
+}
+
+// IssuerRootPEM fetches the root of the certificates this pebble issues
+// (management /roots/0), for a client that must trust served certificates.
+func (p *Pebble) IssuerRootPEM(tb testing.TB) []byte {
+	tb.Helper()
+	resp, err := p.HTTPClient().Get(p.ManagementURL() + "/roots/0")
+	if err != nil {
+		tb.Fatalf("domaintest: fetching pebble's issuer root: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		tb.Fatalf("domaintest: fetching pebble's issuer root: %s %v", resp.Status, err)
+	}
+	if block, _ := pem.Decode(body); block == nil || block.Type != "CERTIFICATE" {
+		tb.Fatalf("domaintest: pebble's /roots/0 is not a PEM certificate: %.200s", body)
+	}
+	return body
+}

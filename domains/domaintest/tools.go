@@ -1,0 +1,253 @@
+// Package domaintest starts the real DNS server and ACME CA that the custom
+// domain tests run against: pebble-challtestsrv (a DNS server whose records a
+// test sets over HTTP) and pebble (a small ACME CA). Both are Go tool
+// dependencies of the module, built from the module cache with the build cache,
+// so `go test ./...` needs nothing installed but Go.
+//
+// Every helper takes the testing.TB it reports to, so one server can be
+// shared by the subtests of a test.
+package domaintest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	challtestsrvPkg = "github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv"
+	pebblePkg       = "github.com/letsencrypt/pebble/v2/cmd/pebble"
+	pebbleModule    = "github.com/letsencrypt/pebble/v2"
+)
+
+// goEnv is what every helper needs from the go command, looked up once per
+// test binary.
+var goEnv = sync.OnceValues(func() (env struct{ goCmd, modRoot string }, err error) {
+	env.goCmd, err = exec.LookPath("go")
+	if err != nil {
+		// `go test` runs test binaries with GOROOT/bin first in PATH, but a
+		// binary run by hand may not have it.
+		p := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, statErr := os.Stat(p); statErr != nil {
+			return env, errGoMissing
+		}
+		env.goCmd = p
+	}
+	out, err := goOutput(env.goCmd, "", "env", "GOMOD")
+	if err != nil {
+		return env, err
+	}
+	gomod := strings.TrimSpace(out)
+	if gomod == "" || gomod == os.DevNull {
+		return env, errors.New("domaintest: not inside a Go module (go env GOMOD is empty)")
+	}
+	env.modRoot = filepath.Dir(gomod)
+	return env, nil
+})
+
+var errGoMissing = errors.New("the go command is not installed")
+
+func goOutput(goCmd, dir string, args ...string) (string, error) {
+	cmd := exec.Command(goCmd, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out), nil
+}
+
+// requireGo returns the go command and module root, skipping the test when
+// go is not installed (nothing can be built then) and failing it otherwise.
+func requireGo(tb testing.TB) (goCmd, modRoot string) {
+	tb.Helper()
+	env, err := goEnv()
+	if errors.Is(err, errGoMissing) {
+		tb.Skip("domaintest: skipping, the go command is needed to build pebble and pebble-challtestsrv and is not installed")
+	}
+	if err != nil {
+		tb.Fatalf("domaintest: %v", err)
+	}
+	return env.goCmd, env.modRoot
+}
+
+var (
+	toolMu    sync.Mutex
+	toolPaths = map[string]string{}
+)
+
+// toolBinary builds a tool package once per test binary and returns the
+// executable's path. `go tool -n` builds it like `go build` and leaves the
+// executable in the Go build cache: later runs (and other test binaries)
+// reuse it in well under a second, and nothing is left in temporary
+// directories. The first cold build takes about a minute.
+func toolBinary(tb testing.TB, pkg string) string {
+	tb.Helper()
+	goCmd, modRoot := requireGo(tb)
+	toolMu.Lock()
+	defer toolMu.Unlock()
+	if p, ok := toolPaths[pkg]; ok {
+		return p
+	}
+	start := time.Now()
+	out, err := goOutput(goCmd, modRoot, "tool", "-n", pkg)
+	if err != nil {
+		tb.Fatalf("domaintest: building %s: %v", pkg, err)
+	}
+	// With -n, go tool prints the command line it would run; with no
+	// arguments and no exec wrapper, that is the executable's path.
+	p := strings.TrimSpace(out)
+	if _, err := os.Stat(p); err != nil {
+		tb.Fatalf("domaintest: go tool -n %s printed %q, which is not a file: %v", pkg, p, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		tb.Logf("domaintest: built %s in %s", pkg, d.Round(time.Second))
+	}
+	toolPaths[pkg] = p
+	return p
+}
+
+// pebbleDir returns the pebble module's directory, for its test certificates.
+var pebbleDir = sync.OnceValues(func() (string, error) {
+	env, err := goEnv()
+	if err != nil {
+		return "", err
+	}
+	out, err := goOutput(env.goCmd, env.modRoot, "list", "-m", "-f", "{{.Dir}}", pebbleModule)
+	if err != nil {
+		return "", err
+	}
+	dir := strings.TrimSpace(out)
+	if dir == "" {
+		return "", fmt.Errorf("domaintest: %s is not in the module cache (go mod download %s)", pebbleModule, pebbleModule)
+	}
+	return dir, nil
+})
+
+// freeTCPPort returns a loopback TCP port that was free a moment ago. The
+// server started on it may still lose a race for it, which callers detect
+// and answer by trying other ports.
+func freeTCPPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freeDNSPort returns a loopback port free for both TCP and UDP, as a DNS
+// server listens on both.
+func freeDNSPort() (int, error) {
+	var lastErr error
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		l.Close()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		pc.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no port free for both TCP and UDP: %v", lastErr)
+}
+
+// logBuffer collects a child process's output for failure messages.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// tail keeps failure messages readable when a server logged a lot.
+func (l *logBuffer) tail() string {
+	const max = 4000
+	s := l.String()
+	if len(s) > max {
+		s = "...\n" + s[len(s)-max:]
+	}
+	return s
+}
+
+// process is a started server binary.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	logs *logBuffer
+	done chan struct{} // closed when the process has exited
+}
+
+func startProcess(name, bin string, args, env []string) (*process, error) {
+	p := &process{name: name, logs: &logBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout = p.logs
+	p.cmd.Stderr = p.logs
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
+	if err := start(p.cmd); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// bindFailed reports whether the server logged that it lost a port: some
+// servers (challtestsrv) keep running without the listener.
+func (p *process) bindFailed() bool {
+	s := p.logs.String()
+	return strings.Contains(s, "address already in use") || strings.Contains(s, "bind:")
+}
+
+// stop kills the process: the servers keep no state worth a graceful exit.
+func (p *process) stop() {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+	}
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer collects the service's output while it runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// instance is one run() of the service on a loopback port.
+type instance struct {
+	base   string
+	out    *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+func start(t *testing.T, env map[string]string, args ...string) *instance {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &instance{out: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0"}, args...)
+	go func() { in.done <- run(ctx, args, func(k string) string { return env[k] }, in.out) }()
+	listening := regexp.MustCompile(`listening on (http://\S+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := listening.FindStringSubmatch(in.out.String()); m != nil {
+			in.base = m[1]
+			t.Cleanup(func() { in.stop(t) })
+			return in
+		}
+		select {
+		case err := <-in.done:
+			t.Fatalf("run returned before listening: %v\n%s", err, in.out)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no 'listening on' line in:\n%s", in.out)
+	return nil
+}
+
+func (in *instance) stop(t *testing.T) {
+	t.Helper()
+	in.once.Do(func() {
+		in.cancel()
+		select {
+		case err := <-in.done:
+			if err != nil {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("run did not return after cancel")
+		}
+	})
+}
+
+func (in *instance) call(t *testing.T, method, path, body string, header ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, in.base+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(data)
+}
+
+// TestRunServesAndSurvivesRestart starts the service twice on one data
+// file: the admin token printed at first start, an API key, and every
+// entity written before the restart are there after it.
+func TestRunServesAndSurvivesRestart(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "petstore.db")
+	first := start(t, nil, "--data", data)
+	token := regexp.MustCompile(`admin token\s+(pat_\S+)`).FindStringSubmatch(first.out.String())
+	if token == nil {
+		t.Fatalf("the first start prints no admin token:\n%s", first.out)
+	}
+	for _, probe := range []string{"/healthz", "/readyz", "/openapi.yaml", "/openapi.json", "/"} {
+		if code, body := first.call(t, "GET", probe, ""); code != 200 {
+			t.Errorf("GET %s: %d %s", probe, code, body)
+		}
+	}
+	code, body := first.call(t, "POST", "/admin/api-keys", `{"name":"restart"}`, "Authorization", "Bearer "+token[1])
+	if code != 201 {
+		t.Fatalf("creating an API key: %d %s", code, body)
+	}
+	var key struct{ Secret string }
+	_ = json.Unmarshal([]byte(body), &key)
+	if code, body := first.call(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key.Secret); code != 201 {
+		t.Fatalf("%d %s", code, body)
+	}
+	if code, body := first.call(t, "POST", "/pets", `{"name":"Rex","categoryId":1}`, "X-API-Key", key.Secret); code != 201 {
+		t.Fatalf("%d %s", code, body)
+	}
+	first.call(t, "PUT", "/store/inventory/1", `{"quantity":7}`, "X-API-Key", key.Secret)
+	if code, body := first.call(t, "POST", "/store/orders", `{"petId":1,"quantity":2}`, "X-API-Key", key.Secret); code != 201 {
+		t.Fatalf("%d %s", code, body)
+	}
+	first.stop(t)
+
+	second := start(t, nil, "--data", data)
+	if strings.Contains(second.out.String(), token[1]) {
+		t.Error("the admin token is printed again at the second start")
+	}
+	for path, want := range map[string]string{
+		"/pets":              `"name":"Rex"`,
+		"/store/inventory/1": `"quantity":5`,
+		"/store/orders/1":    `"quantity":2`,
+	} {
+		if code, body := second.call(t, "GET", path, ""); code != 200 || !strings.Contains(body, want) {
+			t.Errorf("after restart GET %s: %d %s, want %s", path, code, body, want)
+		}
+	}
+	if code, _ := second.call(t, "POST", "/categories", `{"name":"cats"}`, "X-API-Key", key.Secret); code != 201 {
+		t.Errorf("the API key does not work after restart: %d", code)
+	}
+	if code, body := second.call(t, "GET", "/admin/project", "", "Authorization", "Bearer "+token[1]); code != 200 || strings.Count(body, `"specSha256"`) != 1 {
+		t.Errorf("the admin token after restart, and one deploy for one spec: %d %s", code, body)
+	}
+}
+
+func TestConfigFromFlagsAndEnvironment(t *testing.T) {
+	env := map[string]string{
+		"PETSTORE_DOMAIN":       "petstore.example.com",
+		"PETSTORE_DNS_RESOLVER": "127.0.0.1:8053, 127.0.0.1:8054",
+		"PETSTORE_RATE_LIMIT":   "5",
+		"PETSTORE_LISTEN":       "127.0.0.1:9999",
+	}
+	cfg, err := parseConfig([]string{"--listen", "127.0.0.1:1234", "--public-ip", "192.0.2.1", "--public-ip", "2001:db8::1"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%s|%s|%s|%v|%v|%v", cfg.listen, cfg.domain, cfg.cnameTarget, cfg.dnsResolvers, cfg.publicIPs, cfg.rateLimit)
+	want := "127.0.0.1:1234|petstore.example.com|cname.petstore.example.com|[127.0.0.1:8053 127.0.0.1:8054]|[192.0.2.1 2001:db8::1]|5"
+	if got != want {
+		t.Errorf("config %s, want %s", got, want)
+	}
+	if _, err := parseConfig(nil, func(k string) string {
+		return map[string]string{"PETSTORE_RATE_LIMIT": "fast"}[k]
+	}, io.Discard); err == nil || !strings.Contains(err.Error(), "PETSTORE_RATE_LIMIT") {
+		t.Errorf("a bad environment value: %v", err)
+	}
+	if _, err := parseConfig([]string{"--rate-limit", "-1"}, func(string) string { return "" }, io.Discard); err == nil {
+		t.Error("a negative rate limit is accepted")
+	}
+	var help bytes.Buffer
+	if _, err := parseConfig([]string{"--help"}, func(string) string { return "" }, &help); err == nil || !strings.Contains(help.String(), "--dns-resolver") && !strings.Contains(help.String(), "-dns-resolver") {
+		t.Errorf("--help: %v\n%s", err, help.String())
+	}
+}
