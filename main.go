@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	srv, err := handlers.New(handlers.Config{
-		Store: db, Spec: spec, Logger: log, RateLimit: cfg.rateLimit, PlatformDomain: cfg.domain,
+		Store: db, Spec: spec, Logger: log, RateLimit: cfg.rateLimit,
 	})
 	if err != nil {
 		return err

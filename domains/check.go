@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"petstore/store"
 )
 
 // Finding codes: the API and the dashboard key their texts and help links on
@@ -34,35 +36,10 @@ const (
 const DefaultTimeout = 2 * time.Second
 
 // Finding is one thing wrong with a domain's DNS, worded for the customer.
-type Finding struct {
-	// Code is one of the Code* constants.
-	Code string `json:"code"`
-	// Message says what was found, with the values.
-	Message string `json:"message"`
-	// Fix says what to do about it.
-	Fix string `json:"fix"`
-	// Found lists the offending records or values as found in DNS.
-	Found []string `json:"found,omitempty"`
-	// Expected is the value that would have been right, when there is one.
-	Expected string `json:"expected,omitempty"`
-}
+type Finding = store.Finding
 
 // Result is the outcome of one Check.
-type Result struct {
-	// Verified is true when the domain points at the platform and CAA lets
-	// the configured CA issue: a certificate can be requested now.
-	Verified bool `json:"verified"`
-	// CheckedAt is when the check started, in UTC.
-	CheckedAt time.Time `json:"checkedAt"`
-	// Authoritative is true when the answers came from the zone's own
-	// nameservers, so they show the zone as it is now rather than as a
-	// resolver cached it.
-	Authoritative bool `json:"authoritative"`
-	// Nameservers lists the zone's nameservers asked, when Authoritative.
-	Nameservers []string `json:"nameservers,omitempty"`
-	// Findings is empty when Verified.
-	Findings []Finding `json:"findings"`
-}
+type Result = store.DomainCheck
 
 // Checker checks that a customer's domain points at the platform. Its zero
 // value is not useful: CNAMETarget is required. A Checker is safe for
@@ -212,9 +189,20 @@ func (s *session) discover(ctx context.Context, name string) {
 	if s.c.NameserverPort > 0 {
 		port = strconv.Itoa(s.c.NameserverPort)
 	}
+	// Two or three nameservers are plenty to ask; resolving a dozen without
+	// glue, one after the other, would cost more than the check itself.
+	const maxHosts = 4
+	lookup := hosts[:min(len(hosts), maxHosts)]
+	found := make([][]netip.Addr, len(lookup))
+	var wg sync.WaitGroup
+	for i, h := range lookup {
+		wg.Go(func() { found[i] = s.hostAddrs(ctx, h, r.Extra) })
+	}
+	wg.Wait()
+
 	var v4, v6 []string
-	for _, h := range hosts {
-		for _, ip := range s.hostAddrs(ctx, h, r.Extra) {
+	for _, ips := range found {
+		for _, ip := range ips {
 			if ip.Is4() {
 				v4 = append(v4, net.JoinHostPort(ip.String(), port))
 			} else {
@@ -245,7 +233,7 @@ func (s *session) discover(ctx context.Context, name string) {
 	i := slices.Index(addrs, srv)
 	addrs[0], addrs[i] = addrs[i], addrs[0]
 
-	s.zone, s.auth, s.nsNames = zone, addrs, hosts
+	s.zone, s.auth, s.nsNames = zone, addrs, lookup
 }
 
 // hostAddrs returns a nameserver's addresses, from the glue in extra when
@@ -646,7 +634,9 @@ func (s *session) checkCAA(ctx context.Context, name string) []Finding {
 			return []Finding{*f}
 		}
 		if len(rrs) > 0 {
-			return caaFindings(name, cand, rrs, ids)
+			// Name the records' real owner: when cand is an alias, the
+			// relevant CAA records are its target's.
+			return caaFindings(name, canonical(rrs[0].Header().Name), rrs, ids)
 		}
 		if cand == reg || reg == "" {
 			break

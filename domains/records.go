@@ -3,6 +3,8 @@ package domains
 import (
 	"net/netip"
 	"strings"
+
+	"petstore/store"
 )
 
 // Record types shown to customers. ALIAS stands for ALIAS, ANAME and
@@ -19,24 +21,7 @@ const (
 const RecordTTL = 3600
 
 // Record is one DNS record the customer must create at their DNS provider.
-type Record struct {
-	// Type is CNAME, ALIAS (ALIAS/ANAME), A or AAAA.
-	Type string `json:"type"`
-	// Host is what most providers ask for in the "name" field: the labels
-	// relative to the registrable domain ("shop", "a.b"), or "@" for the apex.
-	Host string `json:"host"`
-	// Name is the full domain name the record is for, without trailing dot.
-	Name string `json:"name"`
-	// Value is the record's content: the CNAME target or an address.
-	Value string `json:"value"`
-	// TTL in seconds.
-	TTL int `json:"ttl"`
-	// Note explains, in plain words, when and why to use this record.
-	Note string `json:"note,omitempty"`
-	// Fallback marks records to create only when the provider cannot do the
-	// main one (A/AAAA in place of ALIAS at an apex).
-	Fallback bool `json:"fallback"`
-}
+type Record = store.DNSRecord
 
 // RequiredRecords lists the records that make name (as returned by
 // Normalize) point at the platform. A subdomain gets one CNAME to

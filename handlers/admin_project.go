@@ -23,16 +23,7 @@ func (s *Server) projectView(p store.Project) projectView {
 	if p.Deploys == nil {
 		p.Deploys = []store.Deploy{}
 	}
-	return projectView{Project: p, DefaultAddress: s.DefaultAddress(p)}
-}
-
-// DefaultAddress is where the project is served without a custom domain:
-// <slug>.<platform domain>, or localhost in development.
-func (s *Server) DefaultAddress(p store.Project) string {
-	if s.cfg.PlatformDomain == "" {
-		return "localhost"
-	}
-	return p.Slug + "." + s.cfg.PlatformDomain
+	return projectView{Project: p, DefaultAddress: s.domains.DefaultAddress(p)}
 }
 
 func (s *Server) getProject(c echo.Context) error {
@@ -78,6 +69,10 @@ func (s *Server) updateProject(c echo.Context) error {
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	// The slug names the default address, which routing must know.
+	if err := s.domains.Refresh(c.Request().Context()); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, s.projectView(p))

@@ -19,7 +19,9 @@ type route struct {
 // routes registers every route of the service in one place.
 func (s *Server) routes() error {
 	e := s.echo
-	e.Use(s.requestID, s.accessLog, s.recoverPanics)
+	// Before routing, so that unknown hosts and paths are logged, carry a
+	// request id, and get 421 rather than a 404 from the router.
+	e.Pre(s.requestID, s.accessLog, s.recoverPanics, s.routeHost)
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprintf("%dB", s.cfg.BodyLimit)}))
 	if s.cfg.RateLimit > 0 {
 		e.Use(s.rateLimit())
@@ -51,6 +53,13 @@ func (s *Server) routes() error {
 		{http.MethodGet, "/admin/api-keys", s.listAPIKeys},
 		{http.MethodPost, "/admin/api-keys", s.createAPIKey},
 		{http.MethodDelete, "/admin/api-keys/:id", s.revokeAPIKey},
+		{http.MethodGet, "/admin/domains", s.listDomains},
+		{http.MethodPost, "/admin/domains", s.addDomain},
+		{http.MethodGet, "/admin/domains/:name", s.getDomain},
+		{http.MethodDelete, "/admin/domains/:name", s.removeDomain},
+		{http.MethodPost, "/admin/domains/:name/verify", s.verifyDomain},
+		{http.MethodGet, "/admin/settings", s.getSettings},
+		{http.MethodPut, "/admin/settings", s.updateSettings},
 	}
 	if err := s.register(s.public, public); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 
+	"petstore/domains"
 	"petstore/store"
 )
 
@@ -42,8 +43,9 @@ type Config struct {
 	// RateLimit is requests per second per client address, with a burst of
 	// twice that; 0 turns the limiter off.
 	RateLimit float64
-	// PlatformDomain is --domain; empty means development on localhost.
-	PlatformDomain string
+	// Domains is the custom-domain manager; nil builds one for development
+	// (no platform domain, no certificates, the system's resolvers).
+	Domains *domains.Manager
 	// SkipValidation turns request validation off. Only benchmarks use it,
 	// to measure what validation costs.
 	SkipValidation bool
@@ -58,6 +60,7 @@ type Server struct {
 	echo    *echo.Echo
 	public  *apiDoc
 	admin   *apiDoc
+	domains *domains.Manager
 	valOpts openapi3filter.Options
 	// sitePage is the reference page, rendered once at start.
 	sitePage []byte
@@ -86,14 +89,22 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi-admin.yaml: %w", err)
 	}
+	if cfg.Domains == nil {
+		m, err := domains.NewManager(domains.Config{Store: cfg.Store, Checker: &domains.Checker{}, Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Domains = m
+	}
 	s := &Server{
-		cfg:    cfg,
-		store:  cfg.Store,
-		log:    cfg.Logger,
-		now:    cfg.Now,
-		echo:   echo.New(),
-		public: public,
-		admin:  admin,
+		domains: cfg.Domains,
+		cfg:     cfg,
+		store:   cfg.Store,
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		echo:    echo.New(),
+		public:  public,
+		admin:   admin,
 	}
 	s.valOpts = openapi3filter.Options{
 		AuthenticationFunc: s.authenticate,

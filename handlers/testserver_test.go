@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +60,6 @@ func mustLoadDoc(data []byte) (*specDoc, error) {
 
 // specs loads ../openapi.yaml (the file main embeds) and the admin document.
 func specs(tb testing.TB) (pub, admin *specDoc) {
-	tb.Helper()
 	loadSpecsOnce.Do(func() {
 		if publicSpec, loadSpecsErr = os.ReadFile(filepath.Join("..", "openapi.yaml")); loadSpecsErr != nil {
 			return
@@ -72,6 +74,9 @@ func specs(tb testing.TB) (pub, admin *specDoc) {
 		adminDoc, loadSpecsErr = mustLoadDoc(adminSpec)
 	})
 	if loadSpecsErr != nil {
+		if tb == nil {
+			panic(loadSpecsErr)
+		}
 		tb.Fatalf("loading the OpenAPI documents: %v", loadSpecsErr)
 	}
 	return publicDoc, adminDoc
@@ -100,8 +105,18 @@ type testServer struct {
 	admin  string // admin token
 	apiKey string
 
-	mu        *sync.Mutex
-	exercised map[string]bool // operationIds answered and validated
+	// hostLevel marks requests answered by the host routing before any
+	// operation (a customer domain asking for the admin API): only their
+	// Error body is checked.
+	hostLevel bool
+}
+
+// beforeOperations returns the same server for requests that the host
+// routing answers before any operation.
+func (ts *testServer) beforeOperations() *testServer {
+	c := *ts
+	c.hostLevel = true
+	return &c
 }
 
 // with returns the same server reporting to t, for use in subtests.
@@ -131,15 +146,24 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ts := &testServer{tb: tb, db: db, srv: srv, admin: testAdminToken, mu: &sync.Mutex{}, exercised: map[string]bool{}}
+	ts := &testServer{tb: tb, db: db, srv: srv, admin: testAdminToken}
 	ts.http = httptest.NewServer(srv)
 	tb.Cleanup(ts.http.Close)
+	if err := srv.RecordDeploy(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
 	res := ts.adminDo(http.MethodPost, "/admin/api-keys", `{"name":"tests"}`)
 	res.wantStatus(http.StatusCreated)
 	var key struct{ Secret string }
 	res.decode(&key)
 	ts.apiKey = key.Secret
 	return ts
+}
+
+// noRedirects is a client that shows redirects instead of following them.
+var noRedirects = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Timeout:       30 * time.Second,
 }
 
 // response is an answer that was already validated against the spec.
@@ -162,12 +186,15 @@ func (ts *testServer) request(method, path string, body io.Reader, header http.H
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	if h := header.Get("Host"); h != "" {
+		req.Host = h
+	}
 	var reqBody []byte
 	if req.GetBody != nil {
 		rc, _ := req.GetBody()
 		reqBody, _ = io.ReadAll(rc)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := noRedirects.Do(req)
 	if err != nil {
 		ts.tb.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -188,6 +215,11 @@ func (ts *testServer) validate(req *http.Request, reqBody []byte, r *response) {
 	}
 	if r.status >= 400 && req.Method != http.MethodHead {
 		checkErrorBody(ts.tb, req, r)
+	}
+	// Redirects and 421 are decided from the Host before any operation, so
+	// no operation documents them; their Error body was checked above.
+	if ts.hostLevel || r.status == http.StatusMisdirectedRequest || r.status >= 300 && r.status < 400 {
+		return
 	}
 	pub, admin := specs(ts.tb)
 	doc := pub
@@ -213,9 +245,42 @@ func (ts *testServer) validate(req *http.Request, reqBody []byte, r *response) {
 		ts.tb.Errorf("%s %s -> %d does not match the spec: %v\nbody: %s", req.Method, req.URL, r.status, err, r.body)
 		return
 	}
-	ts.mu.Lock()
-	ts.exercised[route.Operation.OperationID] = true
-	ts.mu.Unlock()
+	exercisedMu.Lock()
+	exercised[route.Operation.OperationID] = true
+	exercisedMu.Unlock()
+}
+
+// exercised records, across all tests of the package, the operations whose
+// answers were validated against the spec.
+var (
+	exercisedMu sync.Mutex
+	exercised   = map[string]bool{}
+)
+
+// TestMain fails the package when a full run leaves an operation of either
+// document unexercised: a new operation cannot arrive without a test.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if f := flag.Lookup("test.run"); code != 0 || f == nil || f.Value.String() != "" || testing.Short() {
+		os.Exit(code)
+	}
+	pub, admin := specs(nil)
+	var missed []string
+	for _, d := range []*specDoc{pub, admin} {
+		for _, item := range d.doc.Paths.Map() {
+			for _, op := range item.Operations() {
+				if !exercised[op.OperationID] {
+					missed = append(missed, op.OperationID)
+				}
+			}
+		}
+	}
+	if len(missed) > 0 {
+		sort.Strings(missed)
+		fmt.Fprintf(os.Stderr, "FAIL: operations never exercised by any test: %v\n", missed)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // checkErrorBody holds every non-2xx answer to the Error contract: JSON,

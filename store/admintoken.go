@@ -18,6 +18,12 @@ var metaAdminHash = []byte("admin_token_sha256")
 // none, a new one is generated and returned, the only time it is seen (only
 // its hash is stored). It returns "" when it generated nothing.
 func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error) {
+	db.adminMu.RLock()
+	have := db.adminHash != nil
+	db.adminMu.RUnlock()
+	if given == "" && have {
+		return "", nil // loaded at Open: the usual start, which needs no write
+	}
 	token := given
 	if token == "" {
 		var err error

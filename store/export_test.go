@@ -12,20 +12,32 @@ import (
 // baseline that shows what batching buys.
 func (db *DB) Unbatched() { db.commit = db.bolt.Update }
 
-// BulkCreatePets creates n pets in category catID in a single transaction,
-// through the same code as CreatePet, to build large fixtures fast. Their
-// statuses cycle through available, pending, sold.
+// BulkCreatePets creates n pets in category catID through the same code as
+// CreatePet, to build large fixtures fast. Their statuses cycle through
+// available, pending, sold.
+//
+// It commits every 5,000 pets, because a bbolt transaction splits its nodes
+// only at commit: in one 100,000-pet transaction every index insert that is
+// not an append shifts an ever longer in-memory node, which took 40 s.
 func (db *DB) BulkCreatePets(ctx context.Context, n int, catID int64) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error {
-		for i := 0; i < n; i++ {
-			statuses := [...]PetStatus{StatusAvailable, StatusPending, StatusSold}
-			p := Pet{Name: "bulk", CategoryID: catID, Status: statuses[i%3]}
-			if err := createPet(tx, &p); err != nil {
-				return err
+	statuses := [...]PetStatus{StatusAvailable, StatusPending, StatusSold}
+	for done := 0; done < n; {
+		chunk := min(n-done, 5000)
+		err := db.bolt.Update(func(tx *bolt.Tx) error {
+			for i := range chunk {
+				p := Pet{Name: "bulk", CategoryID: catID, Status: statuses[(done+i)%3]}
+				if err := createPet(tx, &p); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+		done += chunk
+	}
+	return nil
 }
 
 // CertLockRecords returns the names of the certmagic lock records in the

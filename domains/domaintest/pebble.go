@@ -246,3 +246,7 @@ func (p *Pebble) IssuerRootPEM(tb testing.TB) []byte {
 	}
 	return body
 }
+
+// Log returns what pebble printed so far: tests read it to show that a
+// name was, or was not, asked of the CA.
+func (p *Pebble) Log() string { return p.proc.logs.String() }

@@ -1,0 +1,75 @@
+package domains
+
+import (
+	"context"
+	"time"
+
+	"petstore/store"
+)
+
+// Run does the background work until ctx ends: at start it loads issued
+// certificates into the cache and resumes issuance that a restart cut
+// short; then it checks due domains: pending ones with backoff for 48
+// hours, verified ones periodically, so that a domain whose DNS moved away
+// is flagged.
+func (m *Manager) Run(ctx context.Context) {
+	m.resume(ctx)
+	t := time.NewTicker(m.cfg.TickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			m.CheckDue(ctx)
+		}
+	}
+}
+
+func (m *Manager) resume(ctx context.Context) {
+	if m.certs == nil {
+		return
+	}
+	ds, err := m.db.Domains(ctx)
+	if err != nil {
+		m.log.Error("listing domains", "err", err)
+		return
+	}
+	for _, d := range ds {
+		switch {
+		case d.State != store.DomainVerified:
+		case d.Certificate.State == store.CertIssued:
+			if _, err := m.certs.CacheManagedCertificate(ctx, d.Name); err != nil {
+				m.log.Warn("loading certificate", "domain", d.Name, "err", err)
+				m.obtain(d.Name)
+			}
+		default:
+			m.obtain(d.Name)
+		}
+	}
+}
+
+// CheckDue runs the checks whose time has come. Run calls it on a timer;
+// it is exported for tests and operators that want a check round now.
+func (m *Manager) CheckDue(ctx context.Context) {
+	ds, err := m.db.Domains(ctx)
+	if err != nil {
+		m.log.Error("listing domains", "err", err)
+		return
+	}
+	now := m.now()
+	for _, d := range ds {
+		if ctx.Err() != nil {
+			return
+		}
+		if d.NextCheckAt == nil || d.NextCheckAt.After(now) {
+			continue
+		}
+		res := m.cfg.Checker.Check(ctx, d.Name)
+		if _, err := m.apply(ctx, d.Name, res, false); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
+			m.log.Error("background check", "domain", d.Name, "err", err)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package domains
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"petstore/store"
+)
+
+// RedirectStatuses are the statuses a redirect may have; the first is the default.
+var RedirectStatuses = []int{301, 302, 307, 308}
+
+// flattenRedirects validates redirects and rewrites chains to one hop:
+// a->b, b->c is saved as a->c, b->c, because every hop is a round trip for
+// the client and browsers cache redirects. A loop is refused.
+func flattenRedirects(in []store.Redirect, attached map[string]store.Domain, defaultAddr string) ([]store.Redirect, error) {
+	out := make([]store.Redirect, 0, len(in))
+	next := make(map[string]string, len(in))
+	for i, r := range in {
+		field := fmt.Sprintf("domains.redirects[%d]", i)
+		from, err := settingsName(r.From, defaultAddr)
+		if err != nil {
+			return nil, store.Errorf(store.EINVALID, "%s.from: %s", field, store.ErrorMessage(err))
+		}
+		to, err := settingsName(r.To, defaultAddr)
+		if err != nil {
+			return nil, store.Errorf(store.EINVALID, "%s.to: %s", field, store.ErrorMessage(err))
+		}
+		status := r.Status
+		if status == 0 {
+			status = RedirectStatuses[0]
+		}
+		switch {
+		case !slices.Contains(RedirectStatuses, status):
+			return nil, store.Errorf(store.EINVALID, "%s.status: %d is not one of 301, 302, 307, 308", field, status)
+		case attached[from].Name == "":
+			return nil, store.Errorf(store.EINVALID, "%s.from: %s is not an attached domain", field, from)
+		case to != defaultAddr && attached[to].Name == "":
+			return nil, store.Errorf(store.EINVALID, "%s.to: %s is neither an attached domain nor the default address %s", field, to, defaultAddr)
+		case from == to:
+			return nil, store.Errorf(store.EINVALID, "%s: %s redirects to itself", field, from)
+		}
+		if _, dup := next[from]; dup {
+			return nil, store.Errorf(store.EINVALID, "%s.from: %s has two redirects", field, from)
+		}
+		next[from] = to
+		out = append(out, store.Redirect{From: from, To: to, Status: status})
+	}
+	for i, r := range out {
+		chain := []string{r.From}
+		to := r.To
+		for {
+			if slices.Contains(chain, to) {
+				return nil, store.Errorf(store.EINVALID, "domains.redirects: %s -> %s is a loop", strings.Join(chain, " -> "), to)
+			}
+			chain = append(chain, to)
+			hop, ok := next[to]
+			if !ok {
+				break
+			}
+			to = hop
+		}
+		out[i].To = to
+	}
+	return out, nil
+}
+
+// checkPrimary validates the primary domain: empty, an attached domain or
+// the default address, and not a redirect source.
+func checkPrimary(primary string, attached map[string]store.Domain, defaultAddr string, redirects []store.Redirect) (string, error) {
+	if strings.TrimSpace(primary) == "" {
+		return "", nil
+	}
+	name, err := settingsName(primary, defaultAddr)
+	if err != nil {
+		return "", store.Errorf(store.EINVALID, "domains.primary: %s", store.ErrorMessage(err))
+	}
+	if name != defaultAddr && attached[name].Name == "" {
+		return "", store.Errorf(store.EINVALID, "domains.primary: %s is neither an attached domain nor the default address %s", name, defaultAddr)
+	}
+	for _, r := range redirects {
+		if r.From == name {
+			return "", store.Errorf(store.EINVALID, "domains.primary: %s redirects to %s, so it cannot be the primary domain", name, r.To)
+		}
+	}
+	return name, nil
+}
+
+// settingsName normalises a name in the settings. The default address is
+// taken as it is: in development it is localhost, which Normalize refuses.
+func settingsName(s, defaultAddr string) (string, error) {
+	if t := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), "."); t == defaultAddr {
+		return t, nil
+	}
+	return Normalize(s)
+}

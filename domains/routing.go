@@ -1,0 +1,123 @@
+package domains
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+
+	"petstore/store"
+)
+
+// Decision is what a request's Host gets.
+type Decision int
+
+// The decisions, from nothing to everything.
+const (
+	// Unknown: a Host this service does not serve (421, or a failed handshake).
+	Unknown Decision = iota
+	// Redirect: a redirect source; Route.To and Route.Status say where.
+	Redirect
+	// ServePublic: a verified customer domain; the site and the API only.
+	ServePublic
+	// ServeAll: the default address, localhost and loopback addresses;
+	// site, API, admin API and dashboard.
+	ServeAll
+)
+
+// Route is the routing decision for one Host.
+type Route struct {
+	Decision Decision
+	// To and Status are set for Redirect.
+	To     string
+	Status int
+}
+
+// routingTable is an immutable snapshot of what is served where, swapped
+// whole on every change so that the per-request decision takes no lock.
+type routingTable struct {
+	defaultAddr string
+	served      map[string]bool // verified, or moved but still holding a certificate
+	certAllowed map[string]bool // names the decision function lets certmagic serve
+	redirects   map[string]store.Redirect
+}
+
+// Refresh rebuilds the routing table from the store. Every change the
+// manager makes calls it; call it after changing the project's slug.
+func (m *Manager) Refresh(ctx context.Context) error {
+	p, err := m.db.Project(ctx)
+	if err != nil {
+		return err
+	}
+	ds, err := m.db.Domains(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := m.db.Settings(ctx)
+	if err != nil {
+		return err
+	}
+	t := &routingTable{
+		defaultAddr: m.DefaultAddress(p),
+		served:      make(map[string]bool, len(ds)),
+		certAllowed: make(map[string]bool, len(ds)+1),
+		redirects:   make(map[string]store.Redirect, len(s.Domains.Redirects)),
+	}
+	if m.cfg.Platform.Domain != "" {
+		t.certAllowed[t.defaultAddr] = true
+	}
+	for _, d := range ds {
+		switch d.State {
+		case store.DomainVerified:
+			t.served[d.Name] = true
+			t.certAllowed[d.Name] = true
+		case store.DomainMoved:
+			t.served[d.Name] = true
+		}
+	}
+	for _, r := range s.Domains.Redirects {
+		t.redirects[r.From] = r
+	}
+	m.table.Store(t)
+	return nil
+}
+
+// Route decides what a request with this Host header gets.
+func (m *Manager) Route(host string) Route {
+	h := hostName(host)
+	t := m.table.Load()
+	switch {
+	case h == t.defaultAddr || h == "localhost" || isLoopback(h):
+		return Route{Decision: ServeAll}
+	}
+	if r, ok := t.redirects[h]; ok {
+		return Route{Decision: Redirect, To: r.To, Status: r.Status}
+	}
+	if t.served[h] {
+		return Route{Decision: ServePublic}
+	}
+	return Route{Decision: Unknown}
+}
+
+// hostName strips the port, the brackets of an IPv6 literal and a trailing
+// dot from a Host header, and lower-cases it.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(host)
+		}
+	}
+	return host
+}
+
+func isLoopback(h string) bool {
+	if h == "" || (h[0] != '1' && h[0] != ':') {
+		return false // cheap: loopback literals start with 127. or ::
+	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.IsLoopback()
+}

@@ -1,0 +1,90 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/store"
+)
+
+// domainView is the admin API's Domain: the stored domain plus the
+// troubleshooting steps, which depend on the time.
+type domainView struct {
+	store.Domain
+	Troubleshooting []string `json:"troubleshooting,omitempty"`
+}
+
+func (s *Server) domainView(d store.Domain) domainView {
+	return domainView{Domain: d, Troubleshooting: s.domains.Troubleshooting(d)}
+}
+
+func (s *Server) listDomains(c echo.Context) error {
+	ds, err := s.domains.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]domainView, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, s.domainView(d))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) addDomain(c echo.Context) error {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := decodeBody(c, &in); err != nil {
+		return err
+	}
+	d, err := s.domains.Add(c.Request().Context(), in.Name)
+	if err != nil {
+		return err
+	}
+	return created(c, "/admin/domains/"+url.PathEscape(d.Name), s.domainView(d))
+}
+
+func (s *Server) getDomain(c echo.Context) error {
+	d, err := s.domains.Get(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.domainView(d))
+}
+
+func (s *Server) verifyDomain(c echo.Context) error {
+	d, err := s.domains.Verify(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.domainView(d))
+}
+
+func (s *Server) removeDomain(c echo.Context) error {
+	if err := s.domains.Remove(c.Request().Context(), c.Param("name")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) getSettings(c echo.Context) error {
+	st, err := s.domains.Settings(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+func (s *Server) updateSettings(c echo.Context) error {
+	var in store.Settings
+	if err := decodeBody(c, &in); err != nil {
+		return err
+	}
+	st, err := s.domains.SaveSettings(c.Request().Context(), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}

@@ -1,0 +1,378 @@
+package handlers_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"petstore/domains"
+	"petstore/domains/domaintest"
+	"petstore/handlers"
+	"petstore/store"
+)
+
+const (
+	platformDomain = "petstore.test"
+	cnameTarget    = "cname.petstore.test"
+	caaIdentity    = "pebble.test"
+)
+
+// domainEnv is a test server with the custom-domain machinery wired to a
+// real DNS server (challtestsrv) and a real ACME CA (pebble), with the TLS
+// and HTTP listeners where pebble validates challenges.
+type domainEnv struct {
+	*testServer
+	dns     *domaintest.DNS
+	pebble  *domaintest.Pebble
+	manager *domains.Manager
+	roots   *x509.CertPool // trusts what pebble issues
+}
+
+func newDomainEnv(t *testing.T) *domainEnv {
+	t.Helper()
+	dns := domaintest.StartDNS(t)
+	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
+	// Pebble validates against 127.0.0.1: every test name resolves there
+	// through the CNAME target.
+	dns.AddA(t, cnameTarget, "127.0.0.1")
+	env := &domainEnv{dns: dns, pebble: pebble}
+	env.testServer = newTestServer(t, func(c *handlers.Config) {
+		m, err := domains.NewManager(domains.Config{
+			Store:    c.Store,
+			Platform: domains.Platform{Domain: platformDomain, CNAMETarget: cnameTarget},
+			Checker: &domains.Checker{
+				Resolvers: []string{dns.Addr()}, CNAMETarget: cnameTarget,
+				CAAIdentities: []string{caaIdentity}, Timeout: time.Second,
+			},
+			ACME: &domains.ACME{
+				CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: "default",
+				HTTPPort: pebble.HTTPPort, TLSPort: pebble.TLSPort,
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		env.manager = m
+		c.Domains = m
+	})
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", itoa(pebble.TLSPort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsServer := &http.Server{Handler: env.srv}
+	go tlsServer.Serve(tls.NewListener(ln, env.manager.TLSConfig()))
+	t.Cleanup(func() { tlsServer.Close() })
+	hln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", itoa(pebble.HTTPPort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpServer := &http.Server{Handler: env.manager.HTTPChallengeHandler(env.srv.HTTPSRedirect())}
+	go httpServer.Serve(hln)
+	t.Cleanup(func() { httpServer.Close() })
+	env.roots = x509.NewCertPool()
+	env.roots.AppendCertsFromPEM(pebble.IssuerRootPEM(t))
+	return env
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+type domainJSON struct {
+	store.Domain
+	Troubleshooting []string
+}
+
+func (e *domainEnv) verify(t *testing.T, name string) domainJSON {
+	t.Helper()
+	var d domainJSON
+	e.with(t).adminDo("POST", "/admin/domains/"+name+"/verify", "").wantStatus(200).decode(&d)
+	return d
+}
+
+// handshake opens a TLS connection to the service with this SNI, with a
+// short deadline: a refused name must fail fast, not hang on issuance.
+func (e *domainEnv) handshake(sni string) (*tls.Conn, time.Duration, error) {
+	start := time.Now()
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", net.JoinHostPort("127.0.0.1", itoa(e.pebble.TLSPort)),
+		&tls.Config{ServerName: sni, RootCAs: e.roots, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+	return conn, time.Since(start), err
+}
+
+// httpsGet sends a request over HTTPS to the service with this SNI and Host.
+func (e *domainEnv) httpsGet(t *testing.T, host, path string) (*http.Response, error) {
+	t.Helper()
+	tr := &http.Transport{
+		TLSClientConfig: &tls.Config{ServerName: host, RootCAs: e.roots},
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", itoa(e.pebble.TLSPort)))
+		},
+	}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	return c.Get("https://" + host + path)
+}
+
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func findingCodes(d domainJSON) []string {
+	var out []string
+	if d.Check != nil {
+		for _, f := range d.Check.Findings {
+			out = append(out, f.Code)
+		}
+	}
+	return out
+}
+
+// TestCustomDomainLifecycle follows a domain from add to remove against a
+// real DNS server and a real ACME CA: the plan gate, each DNS finding, a
+// certificate obtained without any client handshake, HTTPS with that SNI,
+// no certificate for strangers, and removal that takes effect at once.
+func TestCustomDomainLifecycle(t *testing.T) {
+	e := newDomainEnv(t)
+	ctx := context.Background()
+
+	// The free plan cannot add domains.
+	e.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantError(403, "plan_required")
+	e.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
+
+	// Added, normalised, with the record to create.
+	var d domainJSON
+	res := e.adminDo("POST", "/admin/domains", `{"name":" Shop.Example.COM. "}`).wantStatus(201)
+	res.decode(&d)
+	if d.Name != "shop.example.com" || d.State != "pending" || d.Apex || res.header.Get("Location") != "/admin/domains/shop.example.com" {
+		t.Fatalf("added domain %+v, Location %q", d.Domain, res.header.Get("Location"))
+	}
+	if len(d.Records) != 1 || d.Records[0].Type != "CNAME" || d.Records[0].Host != "shop" || d.Records[0].Value != cnameTarget || d.Records[0].TTL != 3600 {
+		t.Fatalf("records to create: %+v", d.Records)
+	}
+	e.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantError(409, "domain_exists")
+	var listed []domainJSON
+	e.adminDo("GET", "/admin/domains", "").wantStatus(200).decode(&listed)
+	if len(listed) != 1 || listed[0].Name != "shop.example.com" {
+		t.Fatalf("listed domains: %+v", listed)
+	}
+	for _, bad := range []string{`{"name":"192.0.2.1"}`, `{"name":"https://x.example.com/"}`, `{"name":"co.uk"}`, `{"name":"app.petstore.test"}`} {
+		e.adminDo("POST", "/admin/domains", bad).wantError(400, "invalid_request")
+	}
+
+	// DNS not set yet.
+	if d = e.verify(t, "shop.example.com"); d.State != "pending" || strings.Join(findingCodes(d), ",") != "no_record" {
+		t.Fatalf("no DNS: state %s, findings %v", d.State, findingCodes(d))
+	}
+	// An A record where the CNAME should be.
+	e.dns.AddA(t, "shop.example.com", "192.0.2.10")
+	if d = e.verify(t, "shop.example.com"); !strings.Contains(strings.Join(findingCodes(d), ","), "conflicting_record") {
+		t.Fatalf("A record: findings %v", findingCodes(d))
+	}
+	e.dns.ClearA(t, "shop.example.com")
+	// A CNAME to somewhere else: both values named.
+	e.dns.SetCNAME(t, "shop.example.com", "elsewhere.example.net")
+	d = e.verify(t, "shop.example.com")
+	if codes := findingCodes(d); len(codes) != 1 || codes[0] != "cname_mismatch" ||
+		!strings.Contains(d.Check.Findings[0].Message, "elsewhere.example.net") || !strings.Contains(d.Check.Findings[0].Message, cnameTarget) {
+		t.Fatalf("CNAME mismatch: %+v", d.Check)
+	}
+	// The right CNAME, but CAA on the parent names another CA.
+	e.dns.SetCNAME(t, "shop.example.com", cnameTarget)
+	e.dns.AddCAA(t, "example.com", "issue", "other-ca.example")
+	if d = e.verify(t, "shop.example.com"); strings.Join(findingCodes(d), ",") != "caa_blocks_ca" || d.State != "pending" {
+		t.Fatalf("CAA: state %s, findings %v", d.State, findingCodes(d))
+	}
+	if _, _, err := e.handshake("shop.example.com"); err == nil {
+		t.Fatal("a domain that does not verify got a certificate")
+	}
+	e.dns.ClearCAA(t, "example.com")
+
+	// Verified: the certificate comes from pebble with no client handshake.
+	if d = e.verify(t, "shop.example.com"); d.State != "verified" || len(findingCodes(d)) != 0 {
+		t.Fatalf("verify: state %s, findings %v", d.State, findingCodes(d))
+	}
+	waitFor(t, "certificate issued", 15*time.Second, func() bool {
+		got, err := e.db.Domain(ctx, "shop.example.com")
+		return err == nil && got.Certificate.State == store.CertIssued
+	})
+	got, _ := e.db.Domain(ctx, "shop.example.com")
+	if got.Certificate.Issuer == "" || got.Certificate.NotAfter == nil || !got.Certificate.NotAfter.After(time.Now()) {
+		t.Errorf("issued certificate state: %+v", got.Certificate)
+	}
+	keys, _ := e.db.CertStorage().List(ctx, "certificates", true)
+	if !strings.Contains(strings.Join(keys, " "), "shop.example.com.crt") {
+		t.Errorf("no certificate in storage: %v", keys)
+	}
+	conn, took, err := e.handshake("shop.example.com")
+	if err != nil {
+		t.Fatalf("handshake for a verified domain: %v", err)
+	}
+	serial := conn.ConnectionState().PeerCertificates[0].SerialNumber
+	conn.Close()
+	t.Logf("handshake with the issued certificate took %v", took)
+	resp, err := e.httpsGet(t, "shop.example.com", "/pets")
+	if err != nil {
+		t.Fatalf("HTTPS with the customer's SNI: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("HTTPS GET /pets: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	// The operator's side is not served on a customer's domain.
+	if resp, err := e.httpsGet(t, "shop.example.com", "/admin/project"); err != nil || resp.StatusCode != 404 {
+		t.Fatalf("admin through a customer domain: %v %v", resp, err)
+	}
+
+	// Strangers get no certificate, fast, and the CA is never asked.
+	for _, name := range []string{"stranger.example.com", "pending.example.com"} {
+		if name == "pending.example.com" {
+			e.adminDo("POST", "/admin/domains", `{"name":"pending.example.com"}`).wantStatus(201)
+		}
+		_, took, err := e.handshake(name)
+		if err == nil || took > time.Second {
+			t.Errorf("handshake for %s: err %v after %v, want a failure within a second", name, err, took)
+		}
+		if strings.Contains(e.pebble.Log(), name) {
+			t.Errorf("the CA was asked about %s", name)
+		}
+	}
+	// Plain HTTP: the customer's domain is served, strangers get 421.
+	e.send("GET", "/pets", "", http.Header{"Host": {"shop.example.com"}}).wantStatus(200)
+	e.send("GET", "/pets", "", http.Header{"Host": {"stranger.example.com"}}).wantError(421, "unknown_host")
+	e.beforeOperations().send("GET", "/admin/project", "", http.Header{"Host": {"shop.example.com"}, "Authorization": {"Bearer " + e.admin}}).wantError(404, "not_found")
+	// The HTTP listener beside TLS sends served hosts to HTTPS.
+	req, _ := http.NewRequest("GET", "http://127.0.0.1:"+itoa(e.pebble.HTTPPort)+"/pets?limit=1", nil)
+	req.Host = "shop.example.com"
+	if resp, err := noRedirects.Do(req); err != nil || resp.StatusCode != 308 || resp.Header.Get("Location") != "https://shop.example.com/pets?limit=1" {
+		t.Fatalf("HTTP listener redirect: %v %v", resp, err)
+	}
+
+	// A restart keeps the certificate and the account: a new manager on
+	// the same storage serves the same certificate and issues nothing.
+	before := e.pebble.Log()
+	m2, err := domains.NewManager(domains.Config{
+		Store:    e.db,
+		Platform: domains.Platform{Domain: platformDomain, CNAMETarget: cnameTarget},
+		Checker:  &domains.Checker{Resolvers: []string{e.dns.Addr()}, CNAMETarget: cnameTarget},
+		ACME:     &domains.ACME{CA: e.pebble.DirectoryURL(), TrustedRoots: e.pebble.RootsPool(), Profile: "default", HTTPPort: e.pebble.HTTPPort, TLSPort: e.pebble.TLSPort},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	go m2.Run(runCtx)
+	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
+	srv2 := &http.Server{Handler: e.srv}
+	go srv2.Serve(tls.NewListener(ln2, m2.TLSConfig()))
+	conn2, err := tls.Dial("tcp", ln2.Addr().String(), &tls.Config{ServerName: "shop.example.com", RootCAs: e.roots})
+	if err != nil {
+		t.Fatalf("handshake after restart: %v", err)
+	}
+	if got := conn2.ConnectionState().PeerCertificates[0].SerialNumber; got.Cmp(serial) != 0 {
+		t.Errorf("after restart the certificate changed: serial %v, want %v", got, serial)
+	}
+	conn2.Close()
+	srv2.Close()
+	stopRun()
+	m2.Close()
+	if after := e.pebble.Log(); len(after) != len(before) && strings.Contains(after[len(before):], "shop.example.com") {
+		t.Errorf("the restart asked the CA again: %s", after[len(before):])
+	}
+
+	// Remove: at once, no handshake, no HTTP, nothing in storage.
+	e.adminDo("DELETE", "/admin/domains/shop.example.com", "").wantStatus(204)
+	if _, took, err := e.handshake("shop.example.com"); err == nil || took > time.Second {
+		t.Errorf("handshake after remove: err %v after %v", err, took)
+	}
+	e.send("GET", "/pets", "", http.Header{"Host": {"shop.example.com"}}).wantError(421, "unknown_host")
+	keys, _ = e.db.CertStorage().List(ctx, "certificates", true)
+	if strings.Contains(strings.Join(keys, " "), "shop.example.com") {
+		t.Errorf("the certificate is still in storage: %v", keys)
+	}
+	e.adminDo("GET", "/admin/domains/shop.example.com", "").wantError(404, "not_found")
+	e.adminDo("DELETE", "/admin/domains/shop.example.com", "").wantError(404, "not_found")
+}
+
+// TestRedirects saves a chain flattened, refuses a loop, and answers GET
+// and HEAD on a redirect source with the status and the same path and query.
+func TestRedirects(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
+	for _, n := range []string{"a.example.com", "b.example.com", "c.example.com"} {
+		ts.adminDo("POST", "/admin/domains", `{"name":"`+n+`"}`).wantStatus(201)
+		// Verified without DNS: the routing rules are what is under test.
+		if _, err := ts.db.UpdateDomain(ctx, n, func(d *store.Domain) error { d.State = store.DomainVerified; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var s store.Settings
+	ts.adminDo("PUT", "/admin/settings", `{"domains":{"primary":"c.example.com","redirects":[
+		{"from":"a.example.com","to":"b.example.com"},
+		{"from":"b.example.com","to":"c.example.com","status":308}]}}`).wantStatus(200).decode(&s)
+	want := []store.Redirect{{From: "a.example.com", To: "c.example.com", Status: 301}, {From: "b.example.com", To: "c.example.com", Status: 308}}
+	if len(s.Domains.Redirects) != 2 || s.Domains.Redirects[0] != want[0] || s.Domains.Redirects[1] != want[1] || s.Domains.Primary != "c.example.com" {
+		t.Fatalf("saved settings %+v, want %+v", s, want)
+	}
+	ts.adminDo("GET", "/admin/settings", "").wantStatus(200)
+
+	for _, bad := range []struct{ body, mentions string }{
+		{`{"domains":{"redirects":[{"from":"a.example.com","to":"b.example.com"},{"from":"b.example.com","to":"a.example.com"}]}}`, "loop"},
+		{`{"domains":{"redirects":[{"from":"a.example.com","to":"a.example.com"}]}}`, "itself"},
+		{`{"domains":{"redirects":[{"from":"a.example.com","to":"b.example.com","status":303}]}}`, "status"},
+		{`{"domains":{"redirects":[{"from":"z.example.com","to":"b.example.com"}]}}`, "z.example.com"},
+		{`{"domains":{"primary":"a.example.com","redirects":[{"from":"a.example.com","to":"b.example.com"}]}}`, "primary"},
+	} {
+		if msg := ts.adminDo("PUT", "/admin/settings", bad.body).wantError(400, "invalid_request").message(); !strings.Contains(msg, bad.mentions) {
+			t.Errorf("refusal %q does not mention %q", msg, bad.mentions)
+		}
+	}
+	if got, _ := ts.db.Settings(ctx); len(got.Domains.Redirects) != 2 {
+		t.Errorf("a refused PUT changed the settings: %+v", got)
+	}
+
+	for _, method := range []string{"GET", "HEAD"} {
+		res := ts.send(method, "/pets/7?limit=3&x=%2F", "", http.Header{"Host": {"a.example.com"}})
+		if res.status != 301 || res.header.Get("Location") != "https://c.example.com/pets/7?limit=3&x=%2F" || len(res.body) != 0 {
+			t.Errorf("%s on a redirect source: %d Location %q body %q", method, res.status, res.header.Get("Location"), res.body)
+		}
+	}
+	if res := ts.send("GET", "/", "", http.Header{"Host": {"b.example.com"}}); res.status != 308 || res.header.Get("Location") != "https://c.example.com/" {
+		t.Errorf("b: %d %q", res.status, res.header.Get("Location"))
+	}
+	// The target itself is served; removing it drops the redirects to it.
+	ts.send("GET", "/pets", "", http.Header{"Host": {"c.example.com"}}).wantStatus(200)
+	ts.adminDo("DELETE", "/admin/domains/c.example.com", "").wantStatus(204)
+	if got, _ := ts.db.Settings(ctx); len(got.Domains.Redirects) != 0 || got.Domains.Primary != "" {
+		t.Errorf("settings still name a removed domain: %+v", got)
+	}
+	ts.send("GET", "/pets", "", http.Header{"Host": {"a.example.com"}}).wantStatus(200)
+}
+
+func TestAddDomainNeedsADeploy(t *testing.T) {
+	db := MustOpenDB(t)
+	_, _ = db.UpdateProject(context.Background(), func(p *store.Project) error { p.Plan = store.PlanPro; return nil })
+	m, err := domains.NewManager(domains.Config{Store: db, Checker: &domains.Checker{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Add(context.Background(), "shop.example.com")
+	var appErr *store.Error
+	if !errors.As(err, &appErr) || appErr.Code != store.ECONFLICT || !strings.Contains(appErr.Message, "deploy") {
+		t.Fatalf("adding without a deploy: %v", err)
+	}
+}

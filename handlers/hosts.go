@@ -1,0 +1,78 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/domains"
+)
+
+// routeHost decides what a request gets from its Host, before any route:
+// the default address and loopback get everything, verified customer
+// domains the site and the API, redirect sources their redirect, and any
+// other Host 421. Probes answer on every Host, for load balancers.
+func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.URL.Path == "/healthz" || req.URL.Path == "/readyz" {
+			return next(c)
+		}
+		// Over TLS the Host must name the certificate's domain: one customer
+		// domain never answers for another.
+		if req.TLS != nil && req.TLS.ServerName != "" && !strings.EqualFold(hostOnly(req.Host), req.TLS.ServerName) {
+			return apiError(codeUnknownHost, "the Host header does not match the TLS server name")
+		}
+		r := s.domains.Route(req.Host)
+		switch r.Decision {
+		case domains.ServeAll:
+			return next(c)
+		case domains.ServePublic:
+			if operatorPath(req.URL.Path) {
+				return echo.ErrNotFound
+			}
+			return next(c)
+		case domains.Redirect:
+			c.Response().Header().Set(echo.HeaderLocation, "https://"+r.To+req.URL.RequestURI())
+			return c.NoContent(r.Status)
+		default:
+			return apiError(codeUnknownHost, "this service does not serve the host %q", hostOnly(req.Host))
+		}
+	}
+}
+
+// operatorPath reports whether a path belongs to the operator (admin API,
+// dashboard): those are never served on customers' domains.
+func operatorPath(p string) bool {
+	return p == "/admin" || strings.HasPrefix(p, "/admin/") || p == "/dashboard" || strings.HasPrefix(p, "/dashboard/")
+}
+
+func hostOnly(host string) string {
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
+		host = host[:i]
+	}
+	return strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+}
+
+// HTTPSRedirect is the handler of the plain-HTTP listener beside the TLS
+// one: every host this service serves over TLS is sent there (redirect
+// sources straight to their target); loopback and unknown hosts go to the
+// server as they are (421 for the unknown).
+func (s *Server) HTTPSRedirect() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route := s.domains.Route(r.Host)
+		host := hostOnly(r.Host)
+		status := http.StatusPermanentRedirect
+		switch {
+		case route.Decision == domains.Redirect:
+			host, status = route.To, route.Status
+		case route.Decision == domains.ServePublic,
+			route.Decision == domains.ServeAll && host != "localhost" && !strings.HasPrefix(host, "127.") && host != "::1":
+		default:
+			s.ServeHTTP(w, r)
+			return
+		}
+		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), status)
+	})
+}

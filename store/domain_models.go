@@ -1,0 +1,121 @@
+package store
+
+import "time"
+
+// The custom-domain types live here, beside the other stored entities, so
+// that store, domains and handlers share one definition. Package domains
+// fills them; their JSON form is the admin API's.
+
+// DNSRecord is one DNS record the customer must create at their DNS provider.
+type DNSRecord struct {
+	// Type is CNAME, ALIAS (ALIAS/ANAME), A or AAAA.
+	Type string `json:"type"`
+	// Host is what most providers ask for in the "name" field: the labels
+	// relative to the registrable domain ("shop", "a.b"), or "@" for the apex.
+	Host string `json:"host"`
+	// Name is the full domain name the record is for, without trailing dot.
+	Name string `json:"name"`
+	// Value is the record's content: the CNAME target or an address.
+	Value string `json:"value"`
+	// TTL in seconds.
+	TTL int `json:"ttl"`
+	// Note explains, in plain words, when and why to use this record.
+	Note string `json:"note,omitempty"`
+	// Fallback marks records to create only when the provider cannot do the
+	// main one (A/AAAA in place of ALIAS at an apex).
+	Fallback bool `json:"fallback"`
+}
+
+// Finding is one thing wrong with a domain's DNS, worded for the customer.
+type Finding struct {
+	// Code is one of the domains package's Code* constants.
+	Code string `json:"code"`
+	// Message says what was found, with the values.
+	Message string `json:"message"`
+	// Fix says what to do about it.
+	Fix string `json:"fix"`
+	// Found lists the offending records or values as found in DNS.
+	Found []string `json:"found,omitempty"`
+	// Expected is the value that would have been right, when there is one.
+	Expected string `json:"expected,omitempty"`
+}
+
+// DomainCheck is the outcome of one DNS check of a domain.
+type DomainCheck struct {
+	// Verified is true when the domain points at the platform and CAA lets
+	// the configured CA issue: a certificate can be requested now.
+	Verified bool `json:"verified"`
+	// CheckedAt is when the check started, in UTC.
+	CheckedAt time.Time `json:"checkedAt"`
+	// Authoritative is true when the answers came from the zone's own
+	// nameservers, so they show the zone as it is now rather than as a
+	// resolver cached it.
+	Authoritative bool `json:"authoritative"`
+	// Nameservers lists the zone's nameservers asked, when Authoritative.
+	Nameservers []string `json:"nameservers,omitempty"`
+	// Findings is empty when Verified.
+	Findings []Finding `json:"findings"`
+}
+
+// Domain states.
+const (
+	DomainPending  = "pending"
+	DomainVerified = "verified"
+	DomainMoved    = "moved"
+)
+
+// Certificate states.
+const (
+	CertNone    = "none"
+	CertPending = "pending"
+	CertIssued  = "issued"
+	CertFailed  = "failed"
+)
+
+// Certificate is what is known of a domain's TLS certificate.
+type Certificate struct {
+	State     string     `json:"state"`
+	Issuer    string     `json:"issuer,omitempty"`
+	NotBefore *time.Time `json:"notBefore,omitempty"`
+	NotAfter  *time.Time `json:"notAfter,omitempty"`
+	Error     string     `json:"error,omitempty"`
+	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
+}
+
+// Domain is a custom domain attached to the project.
+type Domain struct {
+	// Name is the normalised name (lower case, punycode for IDNs): the key.
+	Name string `json:"name"`
+	// DisplayName is the Unicode form of an IDN, empty otherwise.
+	DisplayName string     `json:"displayName,omitempty"`
+	Apex        bool       `json:"apex"`
+	State       string     `json:"state"`
+	AddedAt     time.Time  `json:"addedAt"`
+	VerifiedAt  *time.Time `json:"verifiedAt,omitempty"`
+	// NextCheckAt is when the background check runs next; nil when it will not.
+	NextCheckAt *time.Time `json:"nextCheckAt,omitempty"`
+	// CheckAttempts counts background checks since the last change of state,
+	// for the backoff.
+	CheckAttempts int          `json:"checkAttempts"`
+	Records       []DNSRecord  `json:"records"`
+	Check         *DomainCheck `json:"check,omitempty"`
+	Certificate   Certificate  `json:"certificate"`
+}
+
+// Redirect sends every request for From to To with Status.
+type Redirect struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Status int    `json:"status"`
+}
+
+// DomainSettings is the settings key "domains".
+type DomainSettings struct {
+	Primary   string     `json:"primary,omitempty"`
+	Redirects []Redirect `json:"redirects"`
+}
+
+// Settings are the project's settings that the admin API edits as a whole.
+type Settings struct {
+	Domains DomainSettings `json:"domains"`
+}
