@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	_ "embed"
 	"errors"
 	"flag"
@@ -12,12 +14,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"petstore/domains"
 	"petstore/handlers"
 	"petstore/store"
 )
@@ -39,6 +44,8 @@ type config struct {
 	listen, data, domain, cnameTarget string
 	httpsListen, httpListen           string
 	acmeCA, acmeCARoot, acmeEmail     string
+	acmeProfile                       string
+	acmeCAAIdentities                 listFlag
 	adminToken                        string
 	publicIPs, dnsResolvers           listFlag
 	rateLimit                         float64
@@ -75,6 +82,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.acmeCA, "acme-ca", "https://acme-v02.api.letsencrypt.org/directory", "ACME directory URL")
 	fs.StringVar(&c.acmeCARoot, "acme-ca-root", "", "PEM file of extra roots to trust for the ACME CA")
 	fs.StringVar(&c.acmeEmail, "acme-email", "", "ACME account contact")
+	fs.StringVar(&c.acmeProfile, "acme-profile", "", "ACME certificate profile to ask for (empty: the CA's default)")
+	fs.Var(&c.acmeCAAIdentities, "acme-caa-identity", "issuer domain the CA accepts in CAA records (repeatable; default letsencrypt.org for Let's Encrypt, else no CAA check)")
 	fs.Var(&c.dnsResolvers, "dns-resolver", "host:port DNS server to start from (repeatable or comma-separated; default: the system's)")
 	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
@@ -129,8 +138,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	manager, err := newDomainManager(cfg, db, log)
+	if err != nil {
+		return err
+	}
+	defer manager.Close()
 	srv, err := handlers.New(handlers.Config{
-		Store: db, Spec: spec, Logger: log, RateLimit: cfg.rateLimit,
+		Store: db, Spec: spec, Logger: log, RateLimit: cfg.rateLimit, Domains: manager,
 	})
 	if err != nil {
 		return err
@@ -139,23 +153,64 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	ln, err := net.Listen("tcp", cfg.listen)
+	// Every listener gets the same limits; only the handler and TLS differ.
+	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
+	newServer := func(h http.Handler, tc *tls.Config) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			TLSConfig:         tc,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      60 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          errorLog,
+		}
+	}
+	type listener struct {
+		ln  net.Listener
+		srv *http.Server
+	}
+	var listeners []listener
+	listen := func(addr string, srv *http.Server) (net.Addr, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		if srv.TLSConfig != nil {
+			ln = tls.NewListener(ln, srv.TLSConfig)
+		}
+		listeners = append(listeners, listener{ln, srv})
+		return ln.Addr(), nil
+	}
+	defer func() {
+		for _, l := range listeners {
+			l.ln.Close()
+		}
+	}()
+	plainAddr, err := listen(cfg.listen, newServer(srv, nil))
 	if err != nil {
 		return err
 	}
-	httpServer := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logHandler, slog.LevelWarn),
+	if cfg.httpsListen != "" {
+		if _, err := listen(cfg.httpsListen, newServer(srv, manager.TLSConfig())); err != nil {
+			return err
+		}
 	}
-	printBanner(stdout, cfg, ln.Addr(), newToken)
+	if cfg.httpListen != "" {
+		if _, err := listen(cfg.httpListen, newServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil)); err != nil {
+			return err
+		}
+	}
+	printBanner(stdout, cfg, plainAddr, newToken)
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpServer.Serve(ln) }()
+	background, stopBackground := context.WithCancel(ctx)
+	defer stopBackground()
+	go manager.Run(background)
+	serveErr := make(chan error, len(listeners))
+	for _, l := range listeners {
+		go func() { serveErr <- l.srv.Serve(l.ln) }()
+	}
 	select {
 	case err := <-serveErr:
 		return err
@@ -164,10 +219,63 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	log.Info("shutting down: finishing in-flight requests")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if err := httpServer.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	for _, l := range listeners {
+		if err := l.srv.Shutdown(shutdownCtx); err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
 	}
 	return nil
+}
+
+// newDomainManager builds the custom-domain manager from the flags:
+// certificates only when this process terminates TLS.
+func newDomainManager(cfg config, db *store.DB, log *slog.Logger) (*domains.Manager, error) {
+	var publicIPs []netip.Addr
+	for _, s := range cfg.publicIPs {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("--public-ip %q: not an IP address", s)
+		}
+		publicIPs = append(publicIPs, a)
+	}
+	caa := []string(cfg.acmeCAAIdentities)
+	if len(caa) == 0 && strings.Contains(cfg.acmeCA, "api.letsencrypt.org") {
+		caa = []string{"letsencrypt.org"}
+	}
+	dc := domains.Config{
+		Store:     db,
+		Platform:  domains.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget},
+		PublicIPs: publicIPs,
+		Checker: &domains.Checker{
+			Resolvers: cfg.dnsResolvers, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs, CAAIdentities: caa,
+		},
+		Logger: log,
+	}
+	if cfg.httpsListen != "" {
+		a := &domains.ACME{CA: cfg.acmeCA, Email: cfg.acmeEmail, Profile: cfg.acmeProfile,
+			TLSPort: portOf(cfg.httpsListen, 443), HTTPPort: portOf(cfg.httpListen, 80),
+			DisableHTTPChallenge: cfg.httpListen == ""}
+		if cfg.acmeCARoot != "" {
+			pemBytes, err := os.ReadFile(cfg.acmeCARoot)
+			if err != nil {
+				return nil, fmt.Errorf("--acme-ca-root: %w", err)
+			}
+			a.TrustedRoots = x509.NewCertPool()
+			if !a.TrustedRoots.AppendCertsFromPEM(pemBytes) {
+				return nil, fmt.Errorf("--acme-ca-root %s: no PEM certificate in it", cfg.acmeCARoot)
+			}
+		}
+		dc.ACME = a
+	}
+	return domains.NewManager(dc)
+}
+
+func portOf(addr string, fallback int) int {
+	_, p, err := net.SplitHostPort(addr)
+	if n, err2 := strconv.Atoi(p); err == nil && err2 == nil {
+		return n
+	}
+	return fallback
 }
 
 // printBanner says where everything is. The admin token appears only when

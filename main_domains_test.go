@@ -1,0 +1,100 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"petstore/domains/domaintest"
+)
+
+// TestRunServesCustomDomainsOverHTTPS wires the TLS flags end to end: a
+// domain added and verified through the admin API gets a certificate from
+// a real ACME CA, is served over HTTPS by the --https-listen listener, and
+// after a restart of the service the same certificate is served without a
+// new issuance.
+func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble and challtestsrv")
+	}
+	dns := domaintest.StartDNS(t)
+	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
+	dns.AddA(t, "cname.petstore.test", "127.0.0.1")
+	dir := t.TempDir()
+	rootFile := filepath.Join(dir, "pebble-roots.pem")
+	if err := os.WriteFile(rootFile, pebble.RootsPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
+	args := []string{
+		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret",
+		"--domain", "petstore.test",
+		"--https-listen", tlsAddr,
+		"--http-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.HTTPPort)),
+		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
+		"--acme-caa-identity", "pebble.test",
+	}
+	env := map[string]string{"PETSTORE_DNS_RESOLVER": dns.Addr()}
+	admin := []string{"Authorization", "Bearer admin-secret"}
+
+	first := start(t, env, args...)
+	if code, body := first.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...); code != 200 || !strings.Contains(body, `"defaultAddress":"petstore.petstore.test"`) {
+		t.Fatalf("PATCH project: %d %s", code, body)
+	}
+	if code, body := first.call(t, "POST", "/admin/domains", `{"name":"api.shop.example"}`, admin...); code != 201 || !strings.Contains(body, `"host":"api"`) {
+		t.Fatalf("add: %d %s", code, body)
+	}
+	dns.SetCNAME(t, "api.shop.example", "cname.petstore.test")
+	if code, body := first.call(t, "POST", "/admin/domains/api.shop.example/verify", "", admin...); code != 200 || !strings.Contains(body, `"state":"verified"`) {
+		t.Fatalf("verify: %d %s", code, body)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, body := first.call(t, "GET", "/admin/domains/api.shop.example", "", admin...)
+		if strings.Contains(body, `"state":"issued"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no certificate within 15 s: %s", body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pebble.IssuerRootPEM(t))
+	serial := func() string {
+		t.Helper()
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", tlsAddr,
+			&tls.Config{ServerName: "api.shop.example", RootCAs: roots})
+		if err != nil {
+			t.Fatalf("handshake: %v", err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write([]byte("GET /pets HTTP/1.1\r\nHost: api.shop.example\r\nConnection: close\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		n, _ := conn.Read(buf)
+		if !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
+			t.Fatalf("HTTPS GET /pets: %q", buf[:n])
+		}
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	before := serial()
+	first.stop(t)
+	issuances := strings.Count(pebble.Log(), "Issued certificate")
+
+	second := start(t, env, args...)
+	if after := serial(); after != before {
+		t.Errorf("after restart the service serves certificate %s, want %s", after, before)
+	}
+	if n := strings.Count(pebble.Log(), "Issued certificate"); n != issuances {
+		t.Errorf("the restart issued %d more certificates", n-issuances)
+	}
+	second.stop(t)
+}
