@@ -17,10 +17,17 @@ var fsErrNotExist = fs.ErrNotExist
 // the default address and verified attached domains get certificates, so a
 // stranger's SNI never makes the service ask the CA for anything.
 func (m *Manager) decide(_ context.Context, name string) error {
-	if m.table.Load().certAllowed[name] {
+	if m.CertificateAllowed(name) {
 		return nil
 	}
 	return fmt.Errorf("%s is not a verified domain of this service", name)
+}
+
+// CertificateAllowed reports whether name may get a certificate: the
+// default address under a platform domain, or a verified attached domain.
+// A domain whose DNS moved away may not, until it verifies again.
+func (m *Manager) CertificateAllowed(name string) bool {
+	return m.table.Load().certAllowed[name]
 }
 
 // obtain requests the certificate of name in the background, replacing an

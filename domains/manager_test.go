@@ -1,0 +1,187 @@
+package domains_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/domains"
+	"petstore/domains/domaintest"
+	"petstore/store"
+)
+
+// clock is a settable time for the background schedule.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager, *store.DB) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	if _, err := db.UpdateProject(ctx, func(p *store.Project) error { p.Plan = store.PlanPro; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordDeploy(ctx, store.Deploy{Version: "1.0.0", Status: "succeeded"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := domains.NewManager(domains.Config{
+		Store:    db,
+		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: "cname.petstore.test", Timeout: time.Second},
+		Now:      clk.now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m, db
+}
+
+// TestBackgroundChecks: a pending domain is re-checked on the backoff
+// schedule until its DNS is right; a verified one whose DNS moves away is
+// flagged as moved, is no longer allowed new certificates, and comes back
+// when its DNS does.
+func TestBackgroundChecks(t *testing.T) {
+	dns := domaintest.StartDNS(t)
+	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	m, db := newManager(t, dns, clk)
+	ctx := context.Background()
+	const name = "bg.example.org"
+
+	d, err := m.Add(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.NextCheckAt == nil || d.NextCheckAt.Sub(clk.now()) != time.Minute {
+		t.Fatalf("first background check at %v, want a minute after adding", d.NextCheckAt)
+	}
+	// Not due yet: nothing happens.
+	m.CheckDue(ctx)
+	if d, _ = db.Domain(ctx, name); d.Check != nil {
+		t.Fatalf("a check ran before it was due: %+v", d.Check)
+	}
+	// Due, DNS still missing: checked, attempt counted, next one later.
+	clk.advance(time.Minute)
+	m.CheckDue(ctx)
+	d, _ = db.Domain(ctx, name)
+	if d.Check == nil || d.State != store.DomainPending || d.CheckAttempts != 1 || d.NextCheckAt == nil || !d.NextCheckAt.After(clk.now()) {
+		t.Fatalf("after a failed background check: %+v", d)
+	}
+	// DNS fixed: the next due check verifies it.
+	dns.SetCNAME(t, name, "cname.petstore.test")
+	clk.t = *d.NextCheckAt
+	m.CheckDue(ctx)
+	if d, _ = db.Domain(ctx, name); d.State != store.DomainVerified || d.VerifiedAt == nil {
+		t.Fatalf("after DNS was fixed: %+v", d)
+	}
+	if r := m.Route(name); r.Decision != domains.ServePublic || !m.CertificateAllowed(name) {
+		t.Fatalf("a verified domain is routed %v, certificate allowed %v", r.Decision, m.CertificateAllowed(name))
+	}
+	if m.CertificateAllowed("stranger.example.org") || !m.CertificateAllowed("petstore.petstore.test") {
+		t.Fatal("certificates: a stranger is allowed, or the default address is not")
+	}
+
+	// The DNS moves away: flagged at the periodic re-check, still served.
+	dns.SetCNAME(t, name, "elsewhere.example.net")
+	clk.t = *d.NextCheckAt
+	m.CheckDue(ctx)
+	if d, _ = db.Domain(ctx, name); d.State != store.DomainMoved || d.Check.Verified {
+		t.Fatalf("after the DNS moved away: %+v", d)
+	}
+	if r := m.Route(name); r.Decision != domains.ServePublic {
+		t.Errorf("a moved domain keeps being served until its certificate ends; routed %v", r.Decision)
+	}
+	if m.CertificateAllowed(name) {
+		t.Error("a domain whose DNS moved away may still get a new certificate")
+	}
+	// And back.
+	dns.SetCNAME(t, name, "cname.petstore.test")
+	clk.t = *d.NextCheckAt
+	m.CheckDue(ctx)
+	if d, _ = db.Domain(ctx, name); d.State != store.DomainVerified || !m.CertificateAllowed(name) {
+		t.Fatalf("after the DNS came back: %+v", d)
+	}
+}
+
+// TestPendingChecksStopAfter48Hours: the backoff gives up on a domain
+// whose DNS never came, so it stops being checked in the background.
+func TestPendingChecksStopAfter48Hours(t *testing.T) {
+	dns := domaintest.StartDNS(t)
+	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	m, db := newManager(t, dns, clk)
+	ctx := context.Background()
+	if _, err := m.Add(ctx, "never.example.org"); err != nil {
+		t.Fatal(err)
+	}
+	checks := 0
+	for i := 0; i < 200; i++ {
+		d, _ := db.Domain(ctx, "never.example.org")
+		if d.NextCheckAt == nil {
+			break
+		}
+		clk.t = *d.NextCheckAt
+		m.CheckDue(ctx)
+		checks++
+	}
+	d, _ := db.Domain(ctx, "never.example.org")
+	if d.NextCheckAt != nil || d.State != store.DomainPending {
+		t.Fatalf("still scheduled after %d checks: %+v", checks, d)
+	}
+	if age := clk.now().Sub(d.AddedAt); age < 47*time.Hour || age > 49*time.Hour {
+		t.Errorf("gave up %v after adding, want about 48 hours", age)
+	}
+	t.Logf("%d background checks in 48 hours", checks)
+}
+
+// TestTroubleshootingAfter30Minutes: a verified domain without a
+// certificate gets the troubleshooting steps of the original
+// specification, and only after 30 minutes.
+func TestTroubleshootingAfter30Minutes(t *testing.T) {
+	dns := domaintest.StartDNS(t)
+	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	m, db := newManager(t, dns, clk)
+	ctx := context.Background()
+	dns.SetCNAME(t, "slow.example.org", "cname.petstore.test")
+	if _, err := m.Add(ctx, "slow.example.org"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Verify(ctx, "slow.example.org")
+	if err != nil || d.State != store.DomainVerified {
+		t.Fatalf("verify: %+v %v", d, err)
+	}
+	d, _ = db.UpdateDomain(ctx, d.Name, func(d *store.Domain) error {
+		d.Certificate = store.Certificate{State: store.CertFailed, Error: "CAA forbids issuance"}
+		return nil
+	})
+	clk.advance(29 * time.Minute)
+	if steps := m.Troubleshooting(d); steps != nil {
+		t.Fatalf("troubleshooting before 30 minutes: %v", steps)
+	}
+	clk.advance(2 * time.Minute)
+	steps := strings.Join(m.Troubleshooting(d), "\n")
+	for _, want := range []string{"still verifies", "CAA", "Re-verify", "CAA forbids issuance"} {
+		if !strings.Contains(steps, want) {
+			t.Errorf("troubleshooting lacks %q:\n%s", want, steps)
+		}
+	}
+	d.Certificate.State = store.CertIssued
+	if steps := m.Troubleshooting(d); steps != nil {
+		t.Errorf("troubleshooting with a certificate: %v", steps)
+	}
+}
