@@ -34,7 +34,9 @@ func BenchmarkAPI(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						rec := httptest.NewRecorder()
-						ts.srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, getPath, nil))
+						req := httptest.NewRequest(http.MethodGet, getPath, nil)
+						req.Host = "localhost"
+						ts.srv.ServeHTTP(rec, req)
 						if rec.Code != 200 {
 							b.Fatalf("status %d: %s", rec.Code, rec.Body)
 						}
@@ -49,6 +51,7 @@ func BenchmarkAPI(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						req := httptest.NewRequest(http.MethodPost, "/pets", strings.NewReader(newPet))
+						req.Host = "localhost"
 						req.Header.Set("Content-Type", "application/json")
 						req.Header.Set("X-API-Key", ts.apiKey)
 						rec := httptest.NewRecorder()
