@@ -153,19 +153,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	// Every listener gets the same limits; only the handler and TLS differ.
 	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
 	newServer := func(h http.Handler, tc *tls.Config) *http.Server {
-		return &http.Server{
-			Handler:           h,
-			TLSConfig:         tc,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    64 << 10,
-			ErrorLog:          errorLog,
-		}
+		return handlers.NewHTTPServer(h, tc, errorLog)
 	}
 	type listener struct {
 		ln  net.Listener

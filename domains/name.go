@@ -10,6 +10,7 @@ package domains
 import (
 	"net/netip"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
@@ -46,6 +47,9 @@ func Normalize(input string) (string, error) {
 	s := strings.TrimSpace(input)
 	if s == "" {
 		return "", invalid("enter a domain name, such as shop.example.com")
+	}
+	if !utf8.ValidString(s) {
+		return "", invalid("the name is not valid UTF-8 text")
 	}
 	if strings.ContainsAny(s, " \t\r\n") {
 		return "", invalid("%q contains spaces; enter just the domain name, such as shop.example.com", s)

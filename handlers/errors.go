@@ -25,6 +25,7 @@ const (
 	codePayloadTooLarge      = "payload_too_large"
 	codeUnsupportedMediaType = "unsupported_media_type"
 	codeUnknownHost          = "unknown_host"
+	codeHeadersTooLarge      = "headers_too_large"
 	codeRateLimited          = "rate_limited"
 	codeUnavailable          = "unavailable"
 )
@@ -43,6 +44,7 @@ var statusOf = map[string]int{
 	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	codeUnknownHost:          http.StatusMisdirectedRequest,
+	codeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
 	store.EUNPROCESSABLE:     http.StatusUnprocessableEntity,
 	codeRateLimited:          http.StatusTooManyRequests,
 	store.EINTERNAL:          http.StatusInternalServerError,
@@ -52,18 +54,19 @@ var statusOf = map[string]int{
 // codeOfStatus names the error of a status that arrives without a code of
 // ours (from Echo or net/http): the reverse of statusOf for unambiguous codes.
 var codeOfStatus = map[int]string{
-	http.StatusBadRequest:            store.EINVALID,
-	http.StatusUnauthorized:          codeUnauthorized,
-	http.StatusNotFound:              store.ENOTFOUND,
-	http.StatusMethodNotAllowed:      codeMethodNotAllowed,
-	http.StatusConflict:              store.ECONFLICT,
-	http.StatusGone:                  codeGone,
-	http.StatusRequestEntityTooLarge: codePayloadTooLarge,
-	http.StatusUnsupportedMediaType:  codeUnsupportedMediaType,
-	http.StatusMisdirectedRequest:    codeUnknownHost,
-	http.StatusUnprocessableEntity:   store.EUNPROCESSABLE,
-	http.StatusTooManyRequests:       codeRateLimited,
-	http.StatusServiceUnavailable:    codeUnavailable,
+	http.StatusBadRequest:                  store.EINVALID,
+	http.StatusUnauthorized:                codeUnauthorized,
+	http.StatusNotFound:                    store.ENOTFOUND,
+	http.StatusMethodNotAllowed:            codeMethodNotAllowed,
+	http.StatusConflict:                    store.ECONFLICT,
+	http.StatusGone:                        codeGone,
+	http.StatusRequestEntityTooLarge:       codePayloadTooLarge,
+	http.StatusUnsupportedMediaType:        codeUnsupportedMediaType,
+	http.StatusMisdirectedRequest:          codeUnknownHost,
+	http.StatusRequestHeaderFieldsTooLarge: codeHeadersTooLarge,
+	http.StatusUnprocessableEntity:         store.EUNPROCESSABLE,
+	http.StatusTooManyRequests:             codeRateLimited,
+	http.StatusServiceUnavailable:          codeUnavailable,
 }
 
 // Error is the body of every non-2xx response: the API's Error schema.
@@ -237,6 +240,10 @@ func requestErrorBody(e *openapi3filter.RequestError) Error {
 // schemaReason is a schema error's reason without the schema dump and the
 // echoed value that kin-openapi appends: short, and never reflecting input.
 func schemaReason(e *openapi3.SchemaError) string {
+	if strings.Contains(e.Reason, "json.Number") {
+		// kin-openapi's words for a number beyond float64, such as 1e400.
+		return "is not a number within range"
+	}
 	if e.Reason != "" {
 		return e.Reason
 	}

@@ -34,7 +34,7 @@ func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return next(c)
 		case domains.Redirect:
-			c.Response().Header().Set(echo.HeaderLocation, "https://"+r.To+req.URL.RequestURI())
+			c.Response().Header().Set(echo.HeaderLocation, "https://"+r.To+pathAndQuery(req))
 			return c.NoContent(r.Status)
 		default:
 			return apiError(codeUnknownHost, "this service does not serve the host %q", hostOnly(req.Host))
@@ -73,6 +73,15 @@ func (s *Server) HTTPSRedirect() http.Handler {
 			s.ServeHTTP(w, r)
 			return
 		}
-		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), status)
+		http.Redirect(w, r, "https://"+host+pathAndQuery(r), status)
 	})
+}
+
+// pathAndQuery is the part of a request's target that a redirect keeps.
+// The asterisk form (OPTIONS *) has no path: it becomes the root.
+func pathAndQuery(r *http.Request) string {
+	if uri := r.URL.RequestURI(); strings.HasPrefix(uri, "/") {
+		return uri
+	}
+	return "/"
 }

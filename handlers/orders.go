@@ -60,7 +60,11 @@ func decodeOrder(c echo.Context) (orderInput, *time.Time, error) {
 	if err != nil {
 		return in, nil, apiError(store.EINVALID, "body.shipDate: must be an RFC 3339 date-time such as 2026-12-24T10:00:00Z")
 	}
-	t = t.UTC()
+	// An offset can carry a valid date out of the years JSON date-times
+	// can hold (0000-9999), which the store could then not encode.
+	if t = t.UTC(); t.Year() < 1 || t.Year() > 9999 {
+		return in, nil, apiError(store.EINVALID, "body.shipDate: must fall within the years 0001 to 9999 in UTC")
+	}
 	return in, &t, nil
 }
 

@@ -1,13 +1,18 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
+	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 
 	"petstore/store"
@@ -15,9 +20,14 @@ import (
 
 // decodeBody reads the JSON body into v. The validator has already checked
 // it against the schema; decoding still refuses what the schema cannot
-// express, such as integers beyond int64.
+// express, such as integers beyond int64, and what encoding/json would
+// quietly change (see wellFormed).
 func decodeBody(c echo.Context, v any) error {
-	dec := json.NewDecoder(c.Request().Body)
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return err
@@ -25,7 +35,32 @@ func decodeBody(c echo.Context, v any) error {
 	if dec.More() {
 		return apiError(store.EINVALID, "body: more than one JSON value")
 	}
-	return nil
+	return wellFormed(raw)
+}
+
+// wellFormed refuses JSON that encoding/json accepts only by changing it:
+// invalid UTF-8 and unpaired surrogate escapes (which it turns into U+FFFD,
+// so that what is stored is not what was sent) and duplicate member names
+// (where the last one wins, while another parser, such as a proxy's or the
+// validator's, may keep the first). jsontext checks both (RFC 7493, I-JSON).
+func wellFormed(raw []byte) error {
+	if jsontext.Value(raw).IsValid() {
+		return nil
+	}
+	_, err := jsontext.NewDecoder(bytes.NewReader(raw)).ReadValue()
+	var syn *jsontext.SyntacticError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &syn) && errors.Is(syn.Err, jsontext.ErrDuplicateName):
+		where := "body" + strings.ReplaceAll(string(syn.JSONPointer.Parent()), "/", ".")
+		return apiError(store.EINVALID, "%s: member %q appears more than once", where, syn.JSONPointer.LastToken())
+	case errors.As(err, &syn):
+		where := "body" + strings.ReplaceAll(string(syn.JSONPointer), "/", ".")
+		return apiError(store.EINVALID, "%s: not valid UTF-8 (invalid bytes or an unpaired surrogate escape such as \\ud800)", where)
+	default:
+		return apiError(store.EINVALID, "body: malformed JSON")
+	}
 }
 
 // pathID parses an id path parameter.

@@ -8,6 +8,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
+
+	"petstore/store"
 )
 
 // route is one operation of an OpenAPI document and the handler serving it.
@@ -21,8 +23,7 @@ func (s *Server) routes() error {
 	e := s.echo
 	// Before routing, so that unknown hosts and paths are logged, carry a
 	// request id, and get 421 rather than a 404 from the router.
-	e.Pre(s.requestID, s.accessLog, s.recoverPanics, s.routeHost)
-	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprintf("%dB", s.cfg.BodyLimit)}))
+	e.Pre(s.requestID, s.accessLog, s.recoverPanics, limitHeaders, s.routeHost)
 	if s.cfg.RateLimit > 0 {
 		e.Use(s.rateLimit())
 	}
@@ -89,6 +90,14 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 			return err
 		}
 		mw := []echo.MiddlewareFunc{wholeSegments}
+		// An operation that takes no body refuses one (400) before any size
+		// check, so a GET never answers 413; one that takes a body has it
+		// capped at BodyLimit.
+		if op.Operation.RequestBody == nil {
+			mw = append(mw, refuseBody)
+		} else {
+			mw = append(mw, middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprintf("%dB", s.cfg.BodyLimit)}))
+		}
 		if dep, err := s.deprecation(op); err != nil {
 			return err
 		} else if dep != nil {
@@ -98,6 +107,11 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 			mw = append(mw, s.validate(op))
 		}
 		s.echo.Add(r.method, r.path, r.handle, mw...)
+		if r.method == http.MethodGet {
+			// HEAD is GET without the body (net/http drops it); Echo does
+			// not add it by itself.
+			s.echo.Add(http.MethodHead, r.path, r.handle, mw...)
+		}
 		registered[routeKey(r.method, r.path)] = true
 	}
 	if missing := doc.missing(registered); len(missing) > 0 {
@@ -138,6 +152,17 @@ func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
 			if strings.Contains(v, "/") {
 				return echo.ErrNotFound
 			}
+		}
+		return next(c)
+	}
+}
+
+// refuseBody answers 400 to a body sent to an operation that takes none:
+// a client that sends one believes it is used.
+func refuseBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if r := c.Request(); r.ContentLength > 0 || r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
+			return apiError(store.EINVALID, "body: %s %s takes no request body", r.Method, c.Path())
 		}
 		return next(c)
 	}

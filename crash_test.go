@@ -1,0 +1,590 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestKillNineLosesNoAcknowledgedWrite runs the real binary, hammers it with
+// concurrent writers, kills it with SIGKILL at a random moment, restarts it
+// on the same file and checks that every write answered 2xx is there, that
+// stock and orders still agree, and that the bbolt file is consistent.
+// It repeats that for several rounds.
+//
+// What can be asserted when writes race the kill: a write answered 2xx
+// must be visible; a write in flight at the kill (sent, no answer read) may
+// or may not be. The checks below therefore hold the acknowledged writes
+// exactly and read the in-flight ones back to learn which way they went.
+func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and kills it several times")
+	}
+	const (
+		rounds       = 5
+		orderPets    = 3
+		stockPets    = 2
+		initialStock = 100000
+		adminToken   = "crash-test-admin-token"
+	)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "petstore")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	data := filepath.Join(dir, "petstore.db")
+	args := []string{"--data", data, "--rate-limit", "0", "--admin-token", adminToken, "--listen", "127.0.0.1:0"}
+
+	proc := startProcess(t, bin, args)
+	c := &crashClient{t: t, base: proc.base, http: &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 32},
+	}}
+
+	// Setup: an API key, a category, pets with stock.
+	var key struct{ Secret string }
+	if st := c.call(context.Background(), "POST", "/admin/api-keys", `{"name":"crash"}`, "Bearer "+adminToken, &key); st != 201 {
+		t.Fatalf("creating an API key: %d", st)
+	}
+	c.key = key.Secret
+	var cat struct{ ID int64 }
+	c.mustCall("POST", "/categories", `{"name":"crash"}`, 201, &cat)
+	m := &crashModel{
+		pets:       map[int64]string{},
+		orders:     map[int64]*orderRec{},
+		orderPets:  map[int64]bool{},
+		stock:      map[int64]*stockRec{},
+		initial:    initialStock,
+		categoryID: cat.ID,
+	}
+	for i := range orderPets + stockPets {
+		var p struct{ ID int64 }
+		name := fmt.Sprintf("setup-%d", i)
+		c.mustCall("POST", "/pets", fmt.Sprintf(`{"name":%q,"categoryId":%d}`, name, cat.ID), 201, &p)
+		m.pets[p.ID] = name
+		if i < orderPets {
+			c.mustCall("PUT", fmt.Sprintf("/store/inventory/%d", p.ID), fmt.Sprintf(`{"quantity":%d}`, initialStock), 200, nil)
+			m.orderPets[p.ID] = true
+			m.orderPetIDs = append(m.orderPetIDs, p.ID)
+		} else {
+			m.stock[p.ID] = &stockRec{acked: 0}
+		}
+	}
+
+	for round := 1; round <= rounds; round++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		counts := m.runWriters(ctx, &wg, c, round)
+		after := time.Duration(50+rand.IntN(451)) * time.Millisecond
+		time.Sleep(after)
+		proc.kill(t)
+		cancel()
+		wg.Wait()
+
+		checkBolt(t, data)
+		proc = startProcess(t, bin, args)
+		c.base = proc.base
+		c.http.CloseIdleConnections()
+		summary, wrong := m.verify(t, c)
+		outcome := fmt.Sprintf("all %d acknowledged writes of the round were found", counts.total())
+		if wrong > 0 {
+			outcome = fmt.Sprintf("%d acknowledged writes (of all rounds) are missing or wrong", wrong)
+		}
+		t.Logf("round %d: killed after %v; acknowledged: %d pets, %d orders, %d cancellations, %d completions, %d stock sets; "+
+			"writers cut off by the kill: %d; after restart %s (%s)",
+			round, after, counts.pets.Load(), counts.orders.Load(), counts.cancels.Load(), counts.completes.Load(), counts.stockSets.Load(),
+			counts.cutOff.Load(), outcome, summary)
+		if t.Failed() {
+			break
+		}
+	}
+	proc.kill(t)
+	checkBolt(t, data)
+}
+
+// process is one run of the binary.
+type process struct {
+	cmd    *exec.Cmd
+	base   string
+	stderr *bytes.Buffer
+	done   chan struct{}
+}
+
+func startProcess(t *testing.T, bin string, args []string) *process {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.done })
+	found := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		listening := regexp.MustCompile(`listening on (http://\S+)`)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = cmd.Wait()
+	}()
+	select {
+	case p.base = <-found:
+		return p
+	case <-p.done:
+		t.Fatalf("the service exited before listening: %s", p.stderr)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("no 'listening on' line within 15 s: %s", p.stderr)
+	}
+	return nil
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *process) kill(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process did not die after SIGKILL")
+	}
+}
+
+// checkBolt opens the file as bbolt itself would after a crash and runs its
+// consistency check (what `bbolt check` does).
+func checkBolt(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("opening %s after the kill: %v", path, err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		var errs []error
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		t.Fatalf("bbolt check after the kill: %v", err)
+	}
+}
+
+// crashClient talks to whichever process is running.
+type crashClient struct {
+	t    *testing.T
+	base string
+	key  string
+	http *http.Client
+}
+
+// errNoAnswer is a request that got no complete answer: in flight at the
+// kill, or sent after it.
+var errNoAnswer = errors.New("no answer")
+
+// do sends a request and returns the status once the whole answer is
+// read; a status is an acknowledgement only then.
+func (c *crashClient) do(ctx context.Context, method, path, body, auth string, out any) (int, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	} else if method != "GET" {
+		req.Header.Set("X-API-Key", c.key)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return 0, errNoAnswer
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, errNoAnswer
+	}
+	if out != nil && res.StatusCode < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return 0, fmt.Errorf("%s %s: decoding %q: %w", method, path, data, err)
+		}
+	}
+	return res.StatusCode, nil
+}
+
+func (c *crashClient) call(ctx context.Context, method, path, body, auth string, out any) int {
+	c.t.Helper()
+	st, err := c.do(ctx, method, path, body, auth, out)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return st
+}
+
+func (c *crashClient) mustCall(method, path, body string, want int, out any) {
+	c.t.Helper()
+	if st := c.call(context.Background(), method, path, body, "", out); st != want {
+		c.t.Fatalf("%s %s: status %d, want %d", method, path, st, want)
+	}
+}
+
+// listAll follows the Link headers of a list to its end.
+func listAll[T any](c *crashClient, path string) []T {
+	c.t.Helper()
+	var all []T
+	next := path
+	for next != "" {
+		res, err := c.http.Get(c.base + next)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		var page []T
+		err = json.NewDecoder(res.Body).Decode(&page)
+		res.Body.Close()
+		if err != nil || res.StatusCode != 200 {
+			c.t.Fatalf("GET %s: %d %v", next, res.StatusCode, err)
+		}
+		all = append(all, page...)
+		next = ""
+		if m := regexp.MustCompile(`<([^>]+)>; rel="next"`).FindStringSubmatch(res.Header.Get("Link")); m != nil {
+			next = m[1]
+		}
+	}
+	return all
+}
+
+// The model: what the clients were told, and what was in flight.
+
+type orderRec struct {
+	pet  int64
+	qty  int
+	busy bool // a cancellation or completion is under way
+
+	complete         bool // acknowledged complete
+	completeInFlight bool
+	cancelled        bool // acknowledged cancelled: must be gone
+	cancelInFlight   bool
+}
+
+type stockRec struct {
+	acked    int  // last value acknowledged
+	inFlight *int // value sent when the kill came, if any
+	next     int
+}
+
+type crashModel struct {
+	mu          sync.Mutex
+	pets        map[int64]string // acknowledged pets and their names
+	orders      map[int64]*orderRec
+	orderPets   map[int64]bool
+	orderPetIDs []int64
+	stock       map[int64]*stockRec
+	initial     int
+	categoryID  int64
+}
+
+type roundCounts struct {
+	pets, orders, cancels, completes, stockSets atomic.Int64
+	cutOff                                      atomic.Int64 // writers whose last request got no answer
+}
+
+func (r *roundCounts) total() int64 {
+	return r.pets.Load() + r.orders.Load() + r.cancels.Load() + r.completes.Load() + r.stockSets.Load()
+}
+
+// runWriters starts the round's writers; each stops at its first request
+// without an answer (the kill) or when ctx ends.
+func (m *crashModel) runWriters(ctx context.Context, wg *sync.WaitGroup, c *crashClient, round int) *roundCounts {
+	counts := &roundCounts{}
+	goWriter := func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := f(); err != nil {
+					if !errors.Is(err, errNoAnswer) && ctx.Err() == nil {
+						c.t.Error(err)
+					}
+					counts.cutOff.Add(1)
+					return
+				}
+			}
+		}()
+	}
+	// Pet creators.
+	for w := range 2 {
+		i := 0
+		goWriter(func() error {
+			i++
+			name := fmt.Sprintf("r%d-w%d-%d", round, w, i)
+			var p struct{ ID int64 }
+			st, err := c.do(ctx, "POST", "/pets", fmt.Sprintf(`{"name":%q,"categoryId":%d}`, name, m.categoryID), "", &p)
+			if err != nil {
+				return err
+			}
+			if st != 201 {
+				return fmt.Errorf("POST /pets: %d", st)
+			}
+			m.mu.Lock()
+			m.pets[p.ID] = name
+			m.mu.Unlock()
+			counts.pets.Add(1)
+			return nil
+		})
+	}
+	// Order placers.
+	for range 3 {
+		goWriter(func() error {
+			pet := m.orderPetIDs[rand.IntN(len(m.orderPetIDs))]
+			qty := 1 + rand.IntN(3)
+			var o struct {
+				ID       int64
+				PetID    int64
+				Quantity int
+			}
+			st, err := c.do(ctx, "POST", "/store/orders", fmt.Sprintf(`{"petId":%d,"quantity":%d}`, pet, qty), "", &o)
+			if err != nil {
+				return err
+			}
+			if st != 201 || o.PetID != pet || o.Quantity != qty {
+				return fmt.Errorf("POST /store/orders: %d %+v", st, o)
+			}
+			m.mu.Lock()
+			m.orders[o.ID] = &orderRec{pet: pet, qty: qty}
+			m.mu.Unlock()
+			counts.orders.Add(1)
+			return nil
+		})
+	}
+	// A canceller and a completer, on acknowledged orders that are neither
+	// complete nor busy.
+	pick := func() (int64, *orderRec) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for id, o := range m.orders { // map order is random enough
+			if !o.busy && !o.complete && !o.cancelled && !o.cancelInFlight && !o.completeInFlight {
+				o.busy = true
+				return id, o
+			}
+		}
+		return 0, nil
+	}
+	idle := func() error {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Millisecond):
+		}
+		return nil
+	}
+	goWriter(func() error {
+		id, o := pick()
+		if o == nil {
+			return idle()
+		}
+		st, err := c.do(ctx, "DELETE", fmt.Sprintf("/store/orders/%d", id), "", "", nil)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		o.busy = false
+		if err != nil {
+			o.cancelInFlight = true
+			return err
+		}
+		if st != 204 {
+			return fmt.Errorf("DELETE /store/orders/%d: %d", id, st)
+		}
+		o.cancelled = true
+		counts.cancels.Add(1)
+		return nil
+	})
+	goWriter(func() error {
+		id, o := pick()
+		if o == nil {
+			return idle()
+		}
+		st, err := c.do(ctx, "PUT", fmt.Sprintf("/store/orders/%d", id), `{"complete":true}`, "", nil)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		o.busy = false
+		if err != nil {
+			o.completeInFlight = true
+			return err
+		}
+		if st != 200 {
+			return fmt.Errorf("PUT /store/orders/%d: %d", id, st)
+		}
+		o.complete = true
+		counts.completes.Add(1)
+		return nil
+	})
+	// One sequential stock setter per stock pet, so that "the latest
+	// acknowledged value, or the one in flight" is the whole truth.
+	for id, s := range m.stock {
+		goWriter(func() error {
+			s.next++
+			v := s.next
+			st, err := c.do(ctx, "PUT", fmt.Sprintf("/store/inventory/%d", id), fmt.Sprintf(`{"quantity":%d}`, v), "", nil)
+			if err != nil {
+				m.mu.Lock()
+				s.inFlight = &v
+				m.mu.Unlock()
+				return err
+			}
+			if st != 200 {
+				return fmt.Errorf("PUT /store/inventory/%d: %d", id, st)
+			}
+			m.mu.Lock()
+			s.acked = v
+			m.mu.Unlock()
+			counts.stockSets.Add(1)
+			return nil
+		})
+	}
+	return counts
+}
+
+// verify checks the restarted service against the model, then resolves
+// what was in flight to what the service holds. It returns a summary and
+// the number of acknowledged writes found missing or wrong.
+func (m *crashModel) verify(t *testing.T, c *crashClient) (string, int) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	wrong := 0
+	errorf := func(format string, args ...any) {
+		t.Helper()
+		wrong++
+		t.Errorf(format, args...)
+	}
+
+	// The API key made at the start still authenticates (it is a write too):
+	// every call below that writes would fail otherwise; check it directly.
+	if st := c.call(context.Background(), "PUT", fmt.Sprintf("/store/inventory/%d", m.orderPetIDs[0]), `{}`, "", nil); st == 401 {
+		t.Fatal("the API key acknowledged before the first kill no longer authenticates")
+	}
+
+	type pet struct {
+		ID   int64
+		Name string
+	}
+	pets := map[int64]string{}
+	for _, p := range listAll[pet](c, "/pets?limit=100") {
+		pets[p.ID] = p.Name
+	}
+	for id, name := range m.pets {
+		if got, ok := pets[id]; !ok {
+			errorf("pet %d (%s) was acknowledged but is gone", id, name)
+		} else if got != name {
+			errorf("pet %d is named %q, acknowledged as %q", id, got, name)
+		}
+	}
+
+	type order struct {
+		ID       int64
+		PetID    int64
+		Quantity int
+		Complete bool
+	}
+	orders := map[int64]order{}
+	held := map[int64]int{} // per pet: quantity held by its orders
+	for _, o := range listAll[order](c, "/store/orders?limit=100") {
+		orders[o.ID] = o
+		held[o.PetID] += o.Quantity
+	}
+	unacked := 0
+	for id, rec := range m.orders {
+		got, exists := orders[id]
+		switch {
+		case rec.cancelled && exists:
+			errorf("order %d was cancelled (acknowledged) but is still there", id)
+		case rec.cancelled:
+		case !exists && !rec.cancelInFlight:
+			errorf("order %d (pet %d, quantity %d) was acknowledged but is gone", id, rec.pet, rec.qty)
+		case !exists: // the cancellation in flight went through
+			rec.cancelled = true
+		case got.PetID != rec.pet || got.Quantity != rec.qty:
+			errorf("order %d is %+v, acknowledged as pet %d quantity %d", id, got, rec.pet, rec.qty)
+		case rec.complete && !got.Complete:
+			errorf("order %d was completed (acknowledged) but is not complete", id)
+		default:
+			rec.complete = got.Complete // resolves a completion in flight
+		}
+		rec.cancelInFlight, rec.completeInFlight, rec.busy = false, false, false
+	}
+	for id, o := range orders {
+		if _, ok := m.orders[id]; !ok {
+			unacked++ // placed but the answer was lost in the kill: allowed
+			m.orders[id] = &orderRec{pet: o.PetID, qty: o.Quantity, complete: o.Complete}
+		}
+		if !m.orderPets[o.PetID] {
+			errorf("order %d is for pet %d, which no writer ordered", id, o.PetID)
+		}
+	}
+
+	// Stock and orders agree: orders and cancellations are the only changes
+	// to these pets' stock, each in one transaction with its order.
+	type item struct {
+		PetID    int64
+		Quantity int
+	}
+	for _, id := range m.orderPetIDs {
+		var it item
+		if st := c.call(context.Background(), "GET", fmt.Sprintf("/store/inventory/%d", id), "", "", &it); st != 200 {
+			t.Fatalf("GET /store/inventory/%d: %d", id, st)
+		}
+		if it.Quantity+held[id] != m.initial {
+			errorf("pet %d: stock %d + %d held by its orders = %d, want %d", id, it.Quantity, held[id], it.Quantity+held[id], m.initial)
+		}
+	}
+	// Stock set directly: the latest acknowledged value, or the one in flight.
+	for id, s := range m.stock {
+		var it item
+		if st := c.call(context.Background(), "GET", fmt.Sprintf("/store/inventory/%d", id), "", "", &it); st != 200 {
+			t.Fatalf("GET /store/inventory/%d: %d", id, st)
+		}
+		if it.Quantity != s.acked && (s.inFlight == nil || it.Quantity != *s.inFlight) {
+			inFlight := "none"
+			if s.inFlight != nil {
+				inFlight = fmt.Sprint(*s.inFlight)
+			}
+			errorf("pet %d: stock %d, but %d was acknowledged last (in flight: %s)", id, it.Quantity, s.acked, inFlight)
+		}
+		s.acked, s.inFlight, s.next = it.Quantity, nil, max(s.next, it.Quantity)
+	}
+	return fmt.Sprintf("%d pets, %d orders listed, %d of them placed without an answer", len(pets), len(orders), unacked), wrong
+}
