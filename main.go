@@ -49,6 +49,7 @@ type config struct {
 	adminToken                        string
 	publicIPs, dnsResolvers           listFlag
 	rateLimit                         float64
+	maxInFlight                       int
 	logJSON                           bool
 }
 
@@ -87,6 +88,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.Var(&c.dnsResolvers, "dns-resolver", "host:port DNS server to start from (repeatable or comma-separated; default: the system's)")
 	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
+	fs.IntVar(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
 	fs.BoolVar(&c.logJSON, "log-json", false, "write logs as JSON lines instead of key=value text")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -144,7 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer manager.Close()
 	srv, err := handlers.New(handlers.Config{
-		Store: db, Spec: spec, Logger: log, RateLimit: cfg.rateLimit, Domains: manager,
+		Store: db, Spec: spec, Logger: log, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 
@@ -88,3 +89,7 @@ func (s *Server) updateSettings(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, st)
 }
+
+// RefreshDomains reloads the routing table from the store, for callers
+// that changed domains there directly (tests, restores).
+func (s *Server) RefreshDomains(ctx context.Context) error { return s.domains.Refresh(ctx) }

@@ -125,7 +125,7 @@ func (s *Server) classify(err error, c echo.Context) Error {
 	switch {
 	case errors.As(err, &appErr):
 		status, ok := statusOf[appErr.Code]
-		if !ok || status >= 500 {
+		if !ok || status == http.StatusInternalServerError {
 			return internalError()
 		}
 		return Error{Code: appErr.Code, Message: appErr.Message, Status: status}

@@ -23,10 +23,11 @@ func (s *Server) routes() error {
 	e := s.echo
 	// Before routing, so that unknown hosts and paths are logged, carry a
 	// request id, and get 421 rather than a 404 from the router.
-	e.Pre(s.requestID, s.accessLog, s.recoverPanics, limitHeaders, s.routeHost)
+	e.Pre(s.requestID, s.accessLog, s.recoverPanics, securityHeaders, limitHeaders, s.routeHost)
 	if s.cfg.RateLimit > 0 {
 		e.Use(s.rateLimit())
 	}
+	e.Use(limitInFlight(s.cfg.MaxInFlight))
 
 	public := []route{
 		{http.MethodGet, "/pets", s.listPets},
@@ -90,12 +91,10 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 			return err
 		}
 		mw := []echo.MiddlewareFunc{wholeSegments}
-		// An operation that takes no body refuses one (400) before any size
-		// check, so a GET never answers 413; one that takes a body has it
-		// capped at BodyLimit.
-		if op.Operation.RequestBody == nil {
-			mw = append(mw, refuseBody)
-		} else {
+		// A body is capped at BodyLimit before the validator reads it. An
+		// operation that takes none refuses one (400, after authentication),
+		// so it never answers 413.
+		if op.Operation.RequestBody != nil {
 			mw = append(mw, middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprintf("%dB", s.cfg.BodyLimit)}))
 		}
 		if dep, err := s.deprecation(op); err != nil {
@@ -105,6 +104,9 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 		}
 		if !s.cfg.SkipValidation {
 			mw = append(mw, s.validate(op))
+		}
+		if op.Operation.RequestBody == nil {
+			mw = append(mw, refuseBody)
 		}
 		s.echo.Add(r.method, r.path, r.handle, mw...)
 		if r.method == http.MethodGet {

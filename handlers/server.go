@@ -28,6 +28,10 @@ var adminSpec []byte
 const (
 	DefaultBodyLimit = 64 << 10
 	DefaultRateLimit = 50 // requests per second per client address
+	// DefaultMaxInFlight caps requests being served at once; past it, 503.
+	// Far above what 2 cores serve with low latency (a few dozen), far
+	// below what exhausts memory.
+	DefaultMaxInFlight = 1024
 )
 
 // Config is everything the HTTP layer needs; main fills it from flags.
@@ -46,6 +50,9 @@ type Config struct {
 	// Domains is the custom-domain manager; nil builds one for development
 	// (no platform domain, no certificates, the system's resolvers).
 	Domains *domains.Manager
+	// MaxInFlight caps requests served at once (503 past it); 0 means
+	// DefaultMaxInFlight.
+	MaxInFlight int
 	// SkipValidation turns request validation off. Only benchmarks use it,
 	// to measure what validation costs.
 	SkipValidation bool
@@ -80,6 +87,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
 	}
 	public, err := loadDoc(cfg.Spec)
 	if err != nil {

@@ -1,0 +1,50 @@
+package handlers
+
+import (
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+)
+
+// apiCSP is the Content-Security-Policy of everything that is not a page:
+// JSON, YAML and errors load nothing and may be framed by no one. The site
+// and the dashboard replace it with their own policy.
+const apiCSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"
+
+// hsts is sent over TLS only. It has no includeSubDomains: customers'
+// domains are theirs, and their other subdomains are not ours to pin.
+const hsts = "max-age=31536000"
+
+// securityHeaders sets the headers every answer carries.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", apiCSP)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		if c.Request().TLS != nil {
+			h.Set("Strict-Transport-Security", hsts)
+		}
+		return next(c)
+	}
+}
+
+// limitInFlight answers 503 with Retry-After once max requests are being
+// served: past that point more concurrency only adds latency and memory,
+// and a client that retries later is better served than one that waits.
+func limitInFlight(max int) echo.MiddlewareFunc {
+	slots := make(chan struct{}, max)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+				return next(c)
+			default:
+				c.Response().Header().Set("Retry-After", strconv.Itoa(1))
+				return apiError(codeUnavailable, "the server is at its limit of %d requests in flight; retry after the seconds in Retry-After", max)
+			}
+		}
+	}
+}

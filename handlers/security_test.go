@@ -1,0 +1,230 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/handlers"
+	"petstore/store"
+)
+
+// adminRequests walks the admin OpenAPI document: one request per
+// operation, with sample path parameters, so that a route added to the
+// document cannot escape these tests.
+func adminRequests(t *testing.T) [][2]string {
+	_, admin := specs(t)
+	var out [][2]string
+	for path, item := range admin.doc.Paths.Map() {
+		for method := range item.Operations() {
+			p := strings.NewReplacer("{id}", "1", "{name}", "shop.example.com").Replace(path)
+			out = append(out, [2]string{method, p})
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("the admin document has only %d operations", len(out))
+	}
+	return append(out, [2]string{"GET", "/admin/openapi.yaml"})
+}
+
+func TestEveryAdminRouteNeedsTheToken(t *testing.T) {
+	ts := newTestServer(t)
+	for _, r := range adminRequests(t) {
+		for _, h := range []http.Header{{}, {"Authorization": {"Bearer nope"}}, {"X-Api-Key": {ts.apiKey}}} {
+			body := ""
+			if r[0] == "POST" || r[0] == "PUT" || r[0] == "PATCH" {
+				body = `{}`
+			}
+			ts.with(t).send(r[0], r[1], body, h).wantError(401, "unauthorized")
+		}
+	}
+}
+
+func TestOperatorRoutesUnreachableThroughCustomerDomains(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
+	ts.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantStatus(201)
+	if _, err := ts.db.UpdateDomain(ctx, "shop.example.com", func(d *store.Domain) error { d.State = store.DomainVerified; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.srv.RefreshDomains(ctx); err != nil {
+		t.Fatal(err)
+	}
+	customer := http.Header{"Host": {"shop.example.com"}, "Authorization": {"Bearer " + ts.admin}}
+	ts.send("GET", "/pets", "", customer.Clone()).wantStatus(200) // the API is served there
+	for _, r := range append(adminRequests(t), [2]string{"GET", "/dashboard/"}) {
+		ts.beforeOperations().with(t).send(r[0], r[1], "", customer.Clone()).wantError(404, "not_found")
+	}
+}
+
+// TestNoSecretInLogs drives authenticated and refused requests and a
+// failing one, and finds neither the API key nor the admin token in any
+// log line.
+func TestNoSecretInLogs(t *testing.T) {
+	var logs syncBuffer
+	ts := newTestServer(t, func(c *handlers.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201)
+	ts.send("POST", "/categories", `{"name":"x"}`, http.Header{"X-Api-Key": {ts.apiKey + "x"}}).wantError(401, "unauthorized")
+	ts.send("GET", "/admin/project", "", http.Header{"Authorization": {"Bearer " + ts.admin + "x"}}).wantError(401, "unauthorized")
+	ts.adminDo("GET", "/admin/project", "").wantStatus(200)
+	ts.send("GET", "/pets?cursor="+ts.apiKey, "", http.Header{}).wantError(400, "invalid_request")
+	var created struct{ Secret string }
+	ts.adminDo("POST", "/admin/api-keys", `{"name":"second"}`).wantStatus(201).decode(&created)
+	out := logs.String()
+	if !strings.Contains(out, `"msg":"request"`) {
+		t.Fatalf("no request was logged: %s", out)
+	}
+	for _, secret := range []string{ts.apiKey, ts.admin, created.Secret} {
+		if strings.Contains(out, secret) {
+			t.Errorf("a secret is in the log:\n%s", out)
+		}
+	}
+}
+
+func TestSecurityHeaders(t *testing.T) {
+	ts := newTestServer(t)
+	for _, path := range []string{"/pets", "/nope", "/openapi.yaml"} {
+		res := ts.send("GET", path, "", http.Header{})
+		h := res.header
+		if h.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") ||
+			h.Get("Referrer-Policy") != "no-referrer" || h.Get("Strict-Transport-Security") != "" {
+			t.Errorf("GET %s over plain HTTP: headers %v", path, h)
+		}
+	}
+	// Over TLS: HSTS, and nothing below TLS 1.2.
+	tlsServer := httptest.NewUnstartedServer(ts.srv)
+	tlsServer.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	tlsServer.StartTLS()
+	defer tlsServer.Close()
+	res, err := tlsServer.Client().Get(tlsServer.URL + "/pets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.Header.Get("Strict-Transport-Security") == "" {
+		t.Errorf("no HSTS over TLS: %v", res.Header)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	ts := newTestServer(t, func(c *handlers.Config) { c.RateLimit = 1 }) // burst 2
+	var statuses []int
+	var last *response
+	for range 4 {
+		last = ts.send("GET", "/pets", "", http.Header{})
+		statuses = append(statuses, last.status)
+	}
+	if statuses[0] != 200 || statuses[3] != 429 {
+		t.Fatalf("statuses %v: want the burst served, then 429", statuses)
+	}
+	last.wantError(429, "rate_limited")
+	if last.header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+}
+
+// TestInFlightCap holds two requests open (their bodies arrive slowly) on
+// a server that serves two at a time: a third gets 503 with Retry-After,
+// and once the two finish, requests are served again.
+func TestInFlightCap(t *testing.T) {
+	ts := newTestServer(t, func(c *handlers.Config) { c.MaxInFlight = 2 })
+	var wg sync.WaitGroup
+	var writers []*io.PipeWriter
+	// Runs before the server's own cleanup, which waits for open requests.
+	t.Cleanup(func() {
+		for _, pw := range writers {
+			pw.Close()
+		}
+	})
+	for range 2 {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		req, _ := http.NewRequest("POST", ts.http.URL+"/categories", pr)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Api-Key", ts.apiKey)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res, err := http.DefaultClient.Do(req); err == nil {
+				res.Body.Close()
+			}
+		}()
+		_, _ = pw.Write([]byte(`{"name":`)) // the handler is now reading
+	}
+	var res *response
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if res = ts.send("GET", "/pets", "", http.Header{}); res.status == 503 {
+			break
+		}
+	}
+	res.wantError(503, "unavailable")
+	if res.header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	for _, pw := range writers {
+		_, _ = pw.Write([]byte(`"held"}`))
+		pw.Close()
+	}
+	wg.Wait()
+	ts.send("GET", "/pets", "", http.Header{}).wantStatus(200)
+}
+
+// TestSlowHeadersAreDropped: a client that never finishes its headers is
+// disconnected within the read-header timeout (10 s).
+func TestSlowHeadersAreDropped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the 10 s header timeout")
+	}
+	t.Parallel()
+	ts := newTestServer(t)
+	srv := httptest.NewUnstartedServer(ts.srv)
+	srv.Config = handlers.NewHTTPServer(ts.srv, nil, nil)
+	srv.Start()
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	if _, err := conn.Write([]byte("GET /pets HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_, err = io.ReadAll(conn) // returns when the server closes the connection
+	took := time.Since(start)
+	if err != nil || took > 11*time.Second {
+		t.Fatalf("connection with unfinished headers: closed after %v (err %v), want within 10 s", took, err)
+	}
+	t.Logf("dropped after %v", took.Round(time.Millisecond))
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers (the logger).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
