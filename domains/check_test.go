@@ -21,13 +21,6 @@ const target = "sites.platform.test"
 
 var publicIP = netip.MustParseAddr("203.0.113.10")
 
-func codes(r domains.Result) []string {
-	var out []string
-	for _, f := range r.Findings {
-		out = append(out, f.Code)
-	}
-	return out
-}
 
 // finding returns the only finding of r, which must have code.
 func finding(t *testing.T, r domains.Result, code string) domains.Finding {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 
@@ -96,11 +95,6 @@ func (s *Server) handleError(err error, c echo.Context) {
 			"route", c.Path(),
 			"status", body.Status,
 			"err", err)
-	}
-	if body.Status == http.StatusMethodNotAllowed {
-		if allow := allowedMethods(c); allow != "" {
-			c.Response().Header().Set(echo.HeaderAllow, allow)
-		}
 	}
 	if c.Request().Method == http.MethodHead {
 		c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
@@ -281,7 +275,3 @@ func allowedMethods(c echo.Context) string {
 func requestID(c echo.Context) string {
 	return c.Response().Header().Get(echo.HeaderXRequestID)
 }
-
-// logger returns the server logger; it exists so that middleware in other
-// files can log without reaching into the struct.
-func (s *Server) logger() *slog.Logger { return s.log }

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,15 +32,9 @@ const (
 // goEnv is what every helper needs from the go command, looked up once per
 // test binary.
 var goEnv = sync.OnceValues(func() (env struct{ goCmd, modRoot string }, err error) {
-	env.goCmd, err = exec.LookPath("go")
-	if err != nil {
-		// `go test` runs test binaries with GOROOT/bin first in PATH, but a
-		// binary run by hand may not have it.
-		p := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, statErr := os.Stat(p); statErr != nil {
-			return env, errGoMissing
-		}
-		env.goCmd = p
+	// `go test` runs test binaries with GOROOT/bin first in PATH.
+	if env.goCmd, err = exec.LookPath("go"); err != nil {
+		return env, errGoMissing
 	}
 	out, err := goOutput(env.goCmd, "", "env", "GOMOD")
 	if err != nil {
