@@ -21,7 +21,6 @@ const target = "sites.platform.test"
 
 var publicIP = netip.MustParseAddr("203.0.113.10")
 
-
 // finding returns the only finding of r, which must have code.
 func finding(t *testing.T, r domains.Result, code string) domains.Finding {
 	t.Helper()
