@@ -76,8 +76,7 @@ func (s *Server) routes() error {
 	e.GET("/admin/openapi.yaml", s.serveDoc(s.admin.yaml, "application/yaml"), s.requireAdmin)
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/", s.site)
-	return nil
+	return s.siteRoutes()
 }
 
 // register adds the routes of one OpenAPI document, each behind request

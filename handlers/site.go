@@ -1,81 +1,62 @@
 package handlers
 
 import (
-	"bytes"
-	"html/template"
 	"net/http"
-	"sort"
 
 	"github.com/labstack/echo/v4"
+
+	"petstore/web"
 )
 
-// siteOperation is one operation as the reference page lists it.
-type siteOperation struct {
-	ID, Method, Path, Summary, Stability, Sunset string
-	Deprecated                                   bool
-}
+// The published reference and the dashboard are package web's; this file
+// mounts them. Host routing (hosts.go) already keeps /dashboard/ off
+// customers' domains, so the dashboard needs no check of its own here, and
+// it needs no token to load: it is a static page that asks for the token
+// and sends it to the admin API, which checks it.
 
-type siteTag struct {
-	Name, Description string
-	Operations        []siteOperation
-}
-
-var siteTemplate = template.Must(template.New("site").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}} API reference</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1a1a1a}
-code{font-size:.95em}.m{display:inline-block;min-width:4.5em;font-weight:700}.b{font-size:.75em;padding:0 .4em;border-radius:.3em;background:#fde68a}
-.d{text-decoration:line-through}</style></head>
-<body><h1>{{.Title}} <small>{{.Version}}</small></h1>
-<p>The machine-readable spec: <a href="/openapi.yaml">openapi.yaml</a> · <a href="/openapi.json">openapi.json</a></p>
-{{range .Tags}}<h2>{{.Name}}</h2><p>{{.Description}}</p><ul>
-{{range .Operations}}<li id="{{.ID}}"><span class="m">{{.Method}}</span> <code{{if .Deprecated}} class="d"{{end}}>{{.Path}}</code> {{.Summary}}
-{{if .Stability}}<span class="b">{{.Stability}}</span>{{end}}{{if .Deprecated}} <span class="b">deprecated, removed on {{.Sunset}}</span>{{end}}</li>
-{{end}}</ul>{{end}}
-</body></html>`))
-
-// renderSite renders the reference page once: the spec does not change
-// while the binary runs.
+// renderSite renders the reference page from the public document. New calls
+// it once: the document is embedded and cannot change while the binary runs.
 func renderSite(d *apiDoc) ([]byte, error) {
-	byTag := map[string]*siteTag{}
-	var tags []*siteTag
-	for _, t := range d.doc.Tags {
-		st := &siteTag{Name: t.Name, Description: t.Description}
-		byTag[t.Name] = st
-		tags = append(tags, st)
-	}
-	for _, r := range d.ops {
-		op := r.Operation
-		so := siteOperation{ID: op.OperationID, Method: r.Method, Path: r.Path, Summary: op.Summary, Deprecated: op.Deprecated}
-		if v, ok := op.Extensions["x-stability"].(string); ok {
-			so.Stability = v
-		}
-		if v, ok := op.Extensions[extSunset].(string); ok {
-			so.Sunset = v
-		}
-		for _, t := range op.Tags {
-			if st, ok := byTag[t]; ok {
-				st.Operations = append(st.Operations, so)
-			}
-		}
-	}
-	for _, t := range tags {
-		sort.Slice(t.Operations, func(i, j int) bool {
-			a, b := t.Operations[i], t.Operations[j]
-			if a.Path != b.Path {
-				return a.Path < b.Path
-			}
-			return a.Method < b.Method
-		})
-	}
-	var buf bytes.Buffer
-	err := siteTemplate.Execute(&buf, map[string]any{
-		"Title": d.doc.Info.Title, "Version": d.doc.Info.Version, "Tags": tags,
-	})
-	return buf.Bytes(), err
+	return web.RenderReference(d.yaml)
 }
 
-func (s *Server) site(c echo.Context) error {
-	return c.HTMLBlob(http.StatusOK, s.sitePage)
+// siteRoutes mounts the reference at /, the dashboard at /dashboard/, and
+// their assets. Everything is prepared here, once (compression, ETags), so a
+// request costs a lookup and a write.
+func (s *Server) siteRoutes() error {
+	site, err := web.NewSite(s.sitePage)
+	if err != nil {
+		return err
+	}
+	e := s.echo
+	getHead := []string{http.MethodGet, http.MethodHead}
+	e.Match(getHead, web.ReferencePath, serveResource(site.Reference()))
+	e.Match(getHead, web.AssetsPath+"*", serveAsset(site.SiteAsset))
+	e.Match(getHead, "/dashboard", func(c echo.Context) error {
+		return c.Redirect(http.StatusMovedPermanently, web.DashboardPath)
+	})
+	e.Match(getHead, web.DashboardPath, serveResource(site.Dashboard()))
+	e.Match(getHead, web.DashboardAssetsPath+"*", serveAsset(site.DashboardAsset))
+	return nil
+}
+
+func serveResource(r *web.Resource) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r.ServeHTTP(c.Response(), c.Request())
+		return nil
+	}
+}
+
+// serveAsset serves the asset named by the rest of the path, or the API's
+// own 404: asset names carry a content hash, so an old page asking for a
+// file of an earlier build gets a clear miss rather than a wrong file.
+func serveAsset(lookup func(name string) *web.Resource) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := lookup(c.Param("*"))
+		if r == nil {
+			return echo.ErrNotFound
+		}
+		r.ServeHTTP(c.Response(), c.Request())
+		return nil
+	}
 }

@@ -1,0 +1,636 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// Extensions of the public document that the reference shows.
+const (
+	extStability       = "x-stability"         // "beta" or "experimental"
+	extSunset          = "x-deprecated-sunset" // YYYY-MM-DD
+	extDeprecatedSince = "x-deprecated-since"  // YYYY-MM-DD
+	extHideTryIt       = "x-hideTryItPanel"    // true: no try-it panel
+)
+
+// Where the server publishes the document itself (PRODUCT.md, section 2).
+const (
+	specYAMLPath = "/openapi.yaml"
+	specJSONPath = "/openapi.json"
+)
+
+// RenderReference renders the reference page of an OpenAPI 3 document
+// (YAML or JSON). It is meant to run once at start: the document is
+// embedded in the binary and does not change while it runs.
+//
+// It parses the document itself, rather than taking a parsed one, to learn
+// where each operation is written: the page lists operations in the
+// author's order, which a parsed document's maps have lost.
+func RenderReference(spec []byte) ([]byte, error) {
+	loader := openapi3.NewLoader()
+	loader.IncludeOrigin = true
+	doc, err := loader.LoadFromData(spec)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the OpenAPI document: %w", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("validating the OpenAPI document: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := referenceTemplate.Execute(&buf, buildReference(doc)); err != nil {
+		return nil, fmt.Errorf("rendering the reference: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// referenceView is what the page template shows.
+type referenceView struct {
+	Title, Version string
+	Description    template.HTML
+	Sections       []heading // the description's headings, for the contents
+	License        *linkView
+	SpecYAML       string
+	SpecJSON       string
+	Tags           []*tagView
+	Schemas        []namedSchema
+}
+
+type linkView struct{ Text, URL string }
+
+type tagView struct {
+	ID, Name    string
+	Description template.HTML
+	Operations  []*operationView
+}
+
+type operationView struct {
+	ID, Method, Path, Summary string
+	Description               template.HTML
+	Stability                 string // beta, experimental
+	Deprecated                bool
+	DeprecatedSince, Sunset   string     // YYYY-MM-DD, when given
+	Auth                      []authView // empty: public
+	Params                    []paramView
+	Body                      *bodyView
+	Responses                 []responseView
+	TryIt                     *tryItView // nil: hidden by x-hideTryItPanel
+	line                      int        // where the document defines it
+}
+
+type authView struct {
+	Scheme      string
+	Description string // e.g. "an API key in the X-API-Key header"
+}
+
+type paramView struct {
+	Name, In    string
+	Required    bool
+	Deprecated  bool
+	Description template.HTML
+	Schema      *schemaView
+}
+
+type bodyView struct {
+	Required    bool
+	Description template.HTML
+	Media       []mediaView
+}
+
+type mediaView struct {
+	Type     string
+	Schema   *schemaView
+	Examples []exampleView
+}
+
+type exampleView struct {
+	Title string
+	JSON  string
+}
+
+type responseView struct {
+	Status, Reason string
+	Success        bool
+	Description    template.HTML
+	Headers        []headerView
+	Media          []mediaView
+}
+
+type headerView struct {
+	Name        string
+	Description template.HTML
+	Schema      *schemaView
+}
+
+type tryItView struct {
+	Path      string // the path template to call, with the base path
+	Params    []tryItParam
+	Body      string // the first example, to edit
+	BodyType  string
+	KeyHeader string // the API key header of a write; empty for a public call
+}
+
+type tryItParam struct {
+	ID, Name, In string
+	Required     bool
+	Options      []string // a select's values; nil for a text field
+	Placeholder  string
+	InputMode    string // numeric for integers
+}
+
+type namedSchema struct {
+	Name   string
+	Schema *schemaView
+}
+
+func buildReference(doc *openapi3.T) *referenceView {
+	v := &referenceView{SpecYAML: specYAMLPath, SpecJSON: specJSONPath}
+	if doc.Info != nil {
+		v.Title, v.Version = doc.Info.Title, doc.Info.Version
+		v.Description, v.Sections = renderMarkdown(doc.Info.Description, mdOptions{headingShift: 0, idPrefix: "section-"})
+		if l := doc.Info.License; l != nil {
+			v.License = &linkView{Text: l.Name, URL: l.URL}
+		}
+	}
+	// The try-it panels call paths under the first server's path, the
+	// only part of it a same-origin request can use.
+	basePath := ""
+	if len(doc.Servers) > 0 {
+		if u, err := url.Parse(doc.Servers[0].URL); err == nil && !strings.Contains(doc.Servers[0].URL, "{") {
+			basePath = strings.TrimSuffix(u.Path, "/")
+		}
+	}
+
+	tags := map[string]*tagView{}
+	addTag := func(name, desc string) *tagView {
+		t := &tagView{ID: "tag-" + slug(name), Name: name}
+		t.Description, _ = renderMarkdown(desc, mdOptions{headingShift: 2, idPrefix: t.ID + "-"})
+		tags[name] = t
+		v.Tags = append(v.Tags, t)
+		return t
+	}
+	for _, t := range doc.Tags {
+		addTag(t.Name, t.Description)
+	}
+	for _, path := range doc.Paths.InMatchingOrder() {
+		item := doc.Paths.Value(path)
+		for method, op := range item.Operations() {
+			// Under its first tag only: the operationId is the element's
+			// id, which the server's deprecation links point at, so an
+			// operation appears once.
+			name := "Other"
+			if len(op.Tags) > 0 {
+				name = op.Tags[0]
+			}
+			t := tags[name]
+			if t == nil {
+				t = addTag(name, "")
+			}
+			t.Operations = append(t.Operations, buildOperation(doc, basePath, path, method, item, op))
+		}
+	}
+	var kept []*tagView
+	for _, t := range v.Tags {
+		sort.SliceStable(t.Operations, func(i, j int) bool { return operationLess(t.Operations[i], t.Operations[j]) })
+		if len(t.Operations) > 0 {
+			kept = append(kept, t)
+		}
+	}
+	v.Tags = kept
+
+	if doc.Components != nil {
+		names := make([]string, 0, len(doc.Components.Schemas))
+		for name := range doc.Components.Schemas {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			ref := doc.Components.Schemas[name]
+			// Expanded from its own definition, not through the $ref,
+			// so that the section shows the schema rather than a link to
+			// itself.
+			sv := newSchemaBuilder().build(&openapi3.SchemaRef{Value: ref.Value}, 0)
+			v.Schemas = append(v.Schemas, namedSchema{Name: name, Schema: sv})
+		}
+	}
+	return v
+}
+
+// methodRank orders the operations of one path the usual way.
+var methodRank = map[string]int{
+	http.MethodGet: 0, http.MethodPost: 1, http.MethodPut: 2, http.MethodPatch: 3,
+	http.MethodDelete: 4, http.MethodHead: 5, http.MethodOptions: 6, http.MethodTrace: 7,
+}
+
+// operationLess puts operations in the order the document lists them, or
+// by path and method when it was parsed without positions.
+func operationLess(a, b *operationView) bool {
+	if a.line != b.line {
+		return a.line < b.line
+	}
+	if a.Path != b.Path {
+		return a.Path < b.Path
+	}
+	return methodRank[a.Method] < methodRank[b.Method]
+}
+
+func buildOperation(doc *openapi3.T, basePath, path, method string, item *openapi3.PathItem, op *openapi3.Operation) *operationView {
+	ov := &operationView{
+		ID:         op.OperationID,
+		Method:     method,
+		Path:       path,
+		Summary:    op.Summary,
+		Deprecated: op.Deprecated,
+	}
+	if ov.ID == "" {
+		// An anchor is needed all the same; the server's deprecation
+		// links use operationIds, which this document then lacks.
+		ov.ID = strings.ToLower(method) + "-" + slug(path)
+	}
+	if op.Origin != nil && op.Origin.Key != nil {
+		ov.line = op.Origin.Key.Line
+	}
+	ov.Description, _ = renderMarkdown(op.Description, mdOptions{headingShift: 3, idPrefix: ov.ID + "-"})
+	if s, ok := op.Extensions[extStability].(string); ok {
+		ov.Stability = s
+	}
+	if op.Deprecated {
+		ov.Sunset, _ = op.Extensions[extSunset].(string)
+		ov.DeprecatedSince, _ = op.Extensions[extDeprecatedSince].(string)
+	}
+	ov.Auth = authOf(doc, op)
+
+	// Path-level parameters apply unless the operation redefines them.
+	params := map[string]*openapi3.Parameter{}
+	var order []string
+	for _, list := range []openapi3.Parameters{item.Parameters, op.Parameters} {
+		for _, p := range list {
+			if p == nil || p.Value == nil {
+				continue
+			}
+			key := p.Value.In + " " + p.Value.Name
+			if _, seen := params[key]; !seen {
+				order = append(order, key)
+			}
+			params[key] = p.Value
+		}
+	}
+	for _, key := range order {
+		p := params[key]
+		desc, _ := renderMarkdown(p.Description, mdOptions{headingShift: 4, idPrefix: ov.ID + "-"})
+		ov.Params = append(ov.Params, paramView{
+			Name: p.Name, In: p.In, Required: p.Required, Deprecated: p.Deprecated,
+			Description: desc, Schema: newSchemaBuilder().build(p.Schema, 0),
+		})
+	}
+
+	if rb := op.RequestBody; rb != nil && rb.Value != nil {
+		desc, _ := renderMarkdown(rb.Value.Description, mdOptions{headingShift: 4, idPrefix: ov.ID + "-"})
+		ov.Body = &bodyView{Required: rb.Value.Required, Description: desc, Media: mediaViews(rb.Value.Content, false)}
+	}
+
+	if op.Responses != nil {
+		codes := op.Responses.Keys()
+		sort.Slice(codes, func(i, j int) bool { return statusLess(codes[i], codes[j]) })
+		for _, code := range codes {
+			rr := op.Responses.Value(code)
+			if rr == nil || rr.Value == nil {
+				continue
+			}
+			ov.Responses = append(ov.Responses, buildResponse(ov.ID, code, rr.Value))
+		}
+	}
+
+	if hide, _ := op.Extensions[extHideTryIt].(bool); !hide {
+		ov.TryIt = buildTryIt(ov, params, order)
+		ov.TryIt.Path = basePath + path
+		ov.TryIt.KeyHeader = apiKeyHeader(doc, ov.Auth)
+	}
+	return ov
+}
+
+// statusLess orders response codes numerically, ranges (2XX) after their
+// codes, default last.
+func statusLess(a, b string) bool {
+	rank := func(s string) string {
+		switch {
+		case s == "default":
+			return "9zz"
+		case len(s) == 3 && strings.EqualFold(s[1:], "xx"):
+			return s[:1] + "zz"
+		}
+		return s
+	}
+	return rank(a) < rank(b)
+}
+
+func buildResponse(opID, code string, r *openapi3.Response) responseView {
+	rv := responseView{Status: code, Success: strings.HasPrefix(code, "2")}
+	if n, err := strconv.Atoi(code); err == nil {
+		rv.Reason = http.StatusText(n)
+	} else if code == "default" {
+		rv.Reason = "any other status"
+	}
+	if r.Description != nil {
+		rv.Description, _ = renderMarkdown(*r.Description, mdOptions{headingShift: 4, idPrefix: opID + "-"})
+	}
+	names := make([]string, 0, len(r.Headers))
+	for name := range r.Headers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		h := r.Headers[name]
+		if h == nil || h.Value == nil {
+			continue
+		}
+		desc, _ := renderMarkdown(h.Value.Description, mdOptions{headingShift: 5, idPrefix: opID + "-"})
+		rv.Headers = append(rv.Headers, headerView{Name: name, Description: desc, Schema: newSchemaBuilder().build(h.Value.Schema, 0)})
+	}
+	// Error bodies are alike across the operations: shown in full under
+	// Schemas, they are summed up here, which keeps the page a fifth of
+	// the size.
+	rv.Media = mediaViews(r.Content, !rv.Success)
+	return rv
+}
+
+// mediaViews lists a body's media types. A brief one names a component
+// schema's fields and links to its full description instead of repeating it.
+func mediaViews(content openapi3.Content, brief bool) []mediaView {
+	types := make([]string, 0, len(content))
+	for t := range content {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	var out []mediaView
+	for _, t := range types {
+		mt := content[t]
+		if mt == nil {
+			continue
+		}
+		sv := newSchemaBuilder().build(mt.Schema, 0)
+		if sv != nil && brief && sv.Ref != "" {
+			sv.Brief = true
+		}
+		out = append(out, mediaView{Type: t, Schema: sv, Examples: examplesOf(mt)})
+	}
+	return out
+}
+
+// examplesOf lists a media type's examples: its own, or else the one its
+// schema gives or implies.
+func examplesOf(mt *openapi3.MediaType) []exampleView {
+	if mt.Example != nil {
+		return []exampleView{{JSON: exampleJSON(mt.Example, mt.Schema)}}
+	}
+	if len(mt.Examples) > 0 {
+		names := make([]string, 0, len(mt.Examples))
+		for n := range mt.Examples {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var out []exampleView
+		for _, n := range names {
+			ex := mt.Examples[n]
+			if ex == nil || ex.Value == nil || ex.Value.Value == nil {
+				continue
+			}
+			title := ex.Value.Summary
+			if title == "" {
+				title = n
+			}
+			out = append(out, exampleView{Title: title, JSON: exampleJSON(ex.Value.Value, mt.Schema)})
+		}
+		return out
+	}
+	if mt.Schema != nil {
+		if ex, ok := exampleFromSchema(mt.Schema, 0); ok {
+			return []exampleView{{JSON: exampleJSON(ex, mt.Schema)}}
+		}
+	}
+	return nil
+}
+
+// exampleFromSchema builds an example value from a schema's own example or,
+// for objects and arrays, from their parts' examples.
+func exampleFromSchema(ref *openapi3.SchemaRef, depth int) (any, bool) {
+	if ref == nil || ref.Value == nil || depth > 8 {
+		return nil, false
+	}
+	s := ref.Value
+	switch {
+	case s.Example != nil:
+		return s.Example, true
+	case s.Default != nil:
+		return s.Default, true
+	case len(s.Enum) > 0:
+		return s.Enum[0], true
+	case s.Type.Is(openapi3.TypeObject) || len(s.Properties) > 0:
+		obj := map[string]any{}
+		for name, p := range s.Properties {
+			if v, ok := exampleFromSchema(p, depth+1); ok {
+				obj[name] = v
+			}
+		}
+		return obj, len(obj) > 0
+	case s.Type.Is(openapi3.TypeArray):
+		if v, ok := exampleFromSchema(s.Items, depth+1); ok {
+			return []any{v}, true
+		}
+	}
+	return nil, false
+}
+
+// exampleJSON indents an example as JSON with each object's keys in the
+// order its schema lists them, the order the reader has just seen them in,
+// rather than encoding/json's alphabetical one.
+func exampleJSON(v any, schema *openapi3.SchemaRef) string {
+	var b strings.Builder
+	writeJSON(&b, v, schema, "")
+	return b.String()
+}
+
+func writeJSON(b *strings.Builder, v any, schema *openapi3.SchemaRef, indent string) {
+	var s *openapi3.Schema
+	if schema != nil {
+		s = schema.Value
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			b.WriteString("{}")
+			return
+		}
+		var keys []string
+		if s != nil {
+			for _, k := range propertyOrder(s) {
+				if _, ok := x[k]; ok {
+					keys = append(keys, k)
+				}
+			}
+		}
+		var rest []string
+		for k := range x {
+			if s == nil || s.Properties[k] == nil {
+				rest = append(rest, k)
+			}
+		}
+		sort.Strings(rest)
+		keys = append(keys, rest...)
+		b.WriteString("{\n")
+		for i, k := range keys {
+			var ps *openapi3.SchemaRef
+			if s != nil {
+				ps = s.Properties[k]
+			}
+			b.WriteString(indent + "  " + scalarJSON(k) + ": ")
+			writeJSON(b, x[k], ps, indent+"  ")
+			if i < len(keys)-1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString(indent + "}")
+	case []any:
+		if len(x) == 0 {
+			b.WriteString("[]")
+			return
+		}
+		var items *openapi3.SchemaRef
+		if s != nil {
+			items = s.Items
+		}
+		b.WriteString("[\n")
+		for i, item := range x {
+			b.WriteString(indent + "  ")
+			writeJSON(b, item, items, indent+"  ")
+			if i < len(x)-1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString(indent + "]")
+	default:
+		b.WriteString(scalarJSON(x))
+	}
+}
+
+// scalarJSON encodes without escaping <, > and &: the page escapes what it
+// shows, and a Link header example should read as one.
+func scalarJSON(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// authOf describes what an operation needs: its own security, or the
+// document's. An empty requirement among the alternatives means public.
+func authOf(doc *openapi3.T, op *openapi3.Operation) []authView {
+	reqs := doc.Security
+	if op.Security != nil {
+		reqs = *op.Security
+	}
+	var out []authView
+	for _, req := range reqs {
+		if len(req) == 0 {
+			return nil
+		}
+		for name := range req {
+			out = append(out, authView{Scheme: name, Description: describeScheme(doc, name)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Scheme < out[j].Scheme })
+	return out
+}
+
+func describeScheme(doc *openapi3.T, name string) string {
+	if doc.Components == nil || doc.Components.SecuritySchemes[name] == nil || doc.Components.SecuritySchemes[name].Value == nil {
+		return name
+	}
+	s := doc.Components.SecuritySchemes[name].Value
+	switch {
+	case s.Type == "apiKey":
+		return fmt.Sprintf("an API key in the %s %s", s.Name, map[string]string{"header": "header", "query": "query parameter", "cookie": "cookie"}[s.In])
+	case s.Type == "http" && strings.EqualFold(s.Scheme, "bearer"):
+		return "a bearer token in the Authorization header"
+	case s.Type == "http":
+		return "HTTP " + s.Scheme + " authentication"
+	}
+	return name
+}
+
+// apiKeyHeader returns the header of the first API-key scheme an operation
+// accepts, for the try-it panel's key field.
+func apiKeyHeader(doc *openapi3.T, auth []authView) string {
+	for _, a := range auth {
+		if doc.Components == nil {
+			return ""
+		}
+		if s := doc.Components.SecuritySchemes[a.Scheme]; s != nil && s.Value != nil && s.Value.Type == "apiKey" && s.Value.In == "header" {
+			return s.Value.Name
+		}
+	}
+	return ""
+}
+
+func buildTryIt(ov *operationView, params map[string]*openapi3.Parameter, order []string) *tryItView {
+	t := &tryItView{}
+	for _, key := range order {
+		p := params[key]
+		if p.In != "path" && p.In != "query" && p.In != "header" {
+			continue
+		}
+		tp := tryItParam{
+			ID:       ov.ID + "-try-" + p.In + "-" + slug(p.Name),
+			Name:     p.Name,
+			In:       p.In,
+			Required: p.Required,
+		}
+		if p.Schema != nil && p.Schema.Value != nil {
+			s := p.Schema.Value
+			switch {
+			case len(s.Enum) > 0:
+				for _, e := range s.Enum {
+					tp.Options = append(tp.Options, fmt.Sprint(e))
+				}
+			case s.Type.Is(openapi3.TypeBoolean):
+				tp.Options = []string{"true", "false"}
+			case s.Type.Is(openapi3.TypeInteger):
+				tp.InputMode = "numeric"
+			}
+			if ex, ok := exampleFromSchema(p.Schema, 0); ok && tp.Options == nil {
+				tp.Placeholder = fmt.Sprint(ex)
+			}
+		}
+		if p.Example != nil {
+			tp.Placeholder = fmt.Sprint(p.Example)
+		}
+		t.Params = append(t.Params, tp)
+	}
+	if ov.Body != nil && len(ov.Body.Media) > 0 {
+		m := ov.Body.Media[0]
+		for _, mv := range ov.Body.Media {
+			if mv.Type == "application/json" {
+				m = mv
+			}
+		}
+		t.BodyType = m.Type
+		if len(m.Examples) > 0 {
+			t.Body = m.Examples[0].JSON
+		}
+	}
+	return t
+}

@@ -1,0 +1,255 @@
+package web
+
+import (
+	"fmt"
+	"html/template"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+const componentSchemaPrefix = "#/components/schemas/"
+
+// schemaView is a schema with its $refs resolved, as the page shows it: a
+// type line (type, format, enum, limits) and, for objects and arrays, the
+// properties below it.
+type schemaView struct {
+	// Ref is the component's name when the schema is a $ref to one; the
+	// page links it to the component's own section.
+	Ref         string
+	Type        string
+	Format      string
+	Description template.HTML
+	Enum        []string // values as JSON
+	Facts       []fact
+	Example     string // a scalar's example as JSON; objects show theirs below the body
+	Props       []propView
+	// Closed is additionalProperties: false: other properties are refused.
+	Closed bool
+	// Items is an array's element schema.
+	Items *schemaView
+	// Variants are the oneOf/anyOf/allOf alternatives, under VariantKind.
+	Variants    []*schemaView
+	VariantKind string
+	// Cycle marks a $ref met again inside its own expansion: the page
+	// links it instead of expanding it forever.
+	Cycle bool
+	// Brief asks for the type line and the names of the properties only,
+	// with a link to the component's full description.
+	Brief bool
+}
+
+// fact is one limit or property of a schema in words, with an optional
+// value shown as code: "1 to 100 characters", "pattern" + "^[a-z]+$".
+type fact struct {
+	Text string
+	Code string
+}
+
+type propView struct {
+	Name     string
+	Required bool
+	Schema   *schemaView
+}
+
+// schemaBuilder resolves one schema tree; it remembers the $refs being
+// expanded so a recursive schema stops at its second appearance.
+type schemaBuilder struct {
+	expanding map[string]bool
+}
+
+func newSchemaBuilder() *schemaBuilder { return &schemaBuilder{expanding: map[string]bool{}} }
+
+// maxSchemaDepth bounds nesting that $refs do not catch (deeply inlined
+// schemas); the page would be unreadable long before.
+const maxSchemaDepth = 12
+
+func (b *schemaBuilder) build(ref *openapi3.SchemaRef, depth int) *schemaView {
+	if ref == nil || ref.Value == nil {
+		return nil
+	}
+	v := &schemaView{}
+	if name, ok := strings.CutPrefix(ref.Ref, componentSchemaPrefix); ok {
+		v.Ref = name
+		if b.expanding[name] || depth > maxSchemaDepth {
+			v.Cycle = true
+			return v
+		}
+		b.expanding[name] = true
+		defer delete(b.expanding, name)
+	}
+	s := ref.Value
+	if s.Type != nil {
+		v.Type = strings.Join(s.Type.Slice(), " or ")
+	}
+	v.Format = s.Format
+	v.Description, _ = renderMarkdown(s.Description, mdOptions{headingShift: 5, idPrefix: "schema-"})
+	for _, e := range s.Enum {
+		v.Enum = append(v.Enum, valueText(e))
+	}
+	v.Facts = facts(s)
+	if s.Example != nil && !s.Type.Is(openapi3.TypeObject) && !s.Type.Is(openapi3.TypeArray) {
+		v.Example = valueText(s.Example)
+	}
+
+	required := map[string]bool{}
+	for _, r := range s.Required {
+		required[r] = true
+	}
+	names := propertyOrder(s)
+	for _, name := range names {
+		v.Props = append(v.Props, propView{Name: name, Required: required[name], Schema: b.build(s.Properties[name], depth+1)})
+	}
+	if s.AdditionalProperties.Has != nil && !*s.AdditionalProperties.Has {
+		v.Closed = true
+	}
+	if s.Items != nil {
+		v.Items = b.build(s.Items, depth+1)
+	}
+	for _, group := range []struct {
+		kind string
+		list openapi3.SchemaRefs
+	}{{"all of", s.AllOf}, {"one of", s.OneOf}, {"any of", s.AnyOf}} {
+		if len(group.list) == 0 {
+			continue
+		}
+		v.VariantKind = group.kind
+		for _, r := range group.list {
+			v.Variants = append(v.Variants, b.build(r, depth+1))
+		}
+		break
+	}
+	return v
+}
+
+// propertyOrder lists an object's properties as a reader wants them:
+// required ones first, each group in the document's order when it is known
+// (alphabetically when not).
+func propertyOrder(s *openapi3.Schema) []string {
+	required := map[string]bool{}
+	for _, r := range s.Required {
+		required[r] = true
+	}
+	line := func(name string) int {
+		// The property's own position: for a $ref that is where the $ref
+		// is written, not where the component it names is.
+		if p := s.Properties[name]; p != nil && p.Origin != nil && p.Origin.Key != nil {
+			return p.Origin.Key.Line
+		}
+		return 0
+	}
+	names := make([]string, 0, len(s.Properties))
+	for name := range s.Properties {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, c := names[i], names[j]
+		if required[a] != required[c] {
+			return required[a]
+		}
+		if la, lc := line(a), line(c); la != lc {
+			return la < lc
+		}
+		return a < c
+	})
+	return names
+}
+
+// facts words a schema's limits and flags the way a reader needs them.
+func facts(s *openapi3.Schema) []fact {
+	var out []fact
+	add := func(text, code string) { out = append(out, fact{Text: text, Code: code}) }
+
+	switch {
+	case s.MinLength > 0 && s.MaxLength != nil && s.MinLength == *s.MaxLength:
+		add(fmt.Sprintf("exactly %d characters", s.MinLength), "")
+	case s.MinLength > 0 && s.MaxLength != nil:
+		add(fmt.Sprintf("%d to %d characters", s.MinLength, *s.MaxLength), "")
+	case s.MaxLength != nil:
+		add(fmt.Sprintf("up to %d characters", *s.MaxLength), "")
+	case s.MinLength > 0:
+		add(fmt.Sprintf("at least %d characters", s.MinLength), "")
+	}
+
+	minOp, maxOp := "minimum", "maximum"
+	if s.ExclusiveMin.IsTrue() {
+		minOp = "greater than"
+	}
+	if s.ExclusiveMax.IsTrue() {
+		maxOp = "less than"
+	}
+	switch {
+	case s.ExclusiveMin.Value != nil:
+		add("greater than "+num(*s.ExclusiveMin.Value), "")
+	case s.Min != nil && s.Max != nil && !s.ExclusiveMin.IsTrue() && !s.ExclusiveMax.IsTrue():
+		add(fmt.Sprintf("%s to %s", num(*s.Min), num(*s.Max)), "")
+	case s.Min != nil:
+		add(minOp+" "+num(*s.Min), "")
+	}
+	switch {
+	case s.ExclusiveMax.Value != nil:
+		add("less than "+num(*s.ExclusiveMax.Value), "")
+	case s.Max != nil && (s.Min == nil || s.ExclusiveMin.IsTrue() || s.ExclusiveMax.IsTrue()):
+		add(maxOp+" "+num(*s.Max), "")
+	}
+	if s.MultipleOf != nil {
+		add("multiple of "+num(*s.MultipleOf), "")
+	}
+
+	switch {
+	case s.MinItems > 0 && s.MaxItems != nil:
+		add(fmt.Sprintf("%d to %d items", s.MinItems, *s.MaxItems), "")
+	case s.MaxItems != nil:
+		add(fmt.Sprintf("up to %d items", *s.MaxItems), "")
+	case s.MinItems > 0:
+		add(fmt.Sprintf("at least %d items", s.MinItems), "")
+	}
+	if s.UniqueItems {
+		add("items unique", "")
+	}
+	if s.MinProps > 0 {
+		add(fmt.Sprintf("at least %d %s", s.MinProps, plural(s.MinProps, "property", "properties")), "")
+	}
+	if s.MaxProps != nil {
+		add(fmt.Sprintf("at most %d %s", *s.MaxProps, plural(*s.MaxProps, "property", "properties")), "")
+	}
+	if s.Pattern != "" {
+		add("pattern", s.Pattern)
+	}
+	if s.Default != nil {
+		add("default", valueText(s.Default))
+	}
+	if s.Nullable {
+		add("may be null", "")
+	}
+	if s.ReadOnly {
+		add("read-only: set by the server, never sent", "")
+	}
+	if s.WriteOnly {
+		add("write-only: never returned", "")
+	}
+	if s.Deprecated {
+		add("deprecated", "")
+	}
+	return out
+}
+
+func plural(n uint64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// valueText shows a value from the schema: a string as it is (the type
+// line already says it is a string), anything else as JSON.
+func valueText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return scalarJSON(v)
+}

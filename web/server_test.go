@@ -1,0 +1,197 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"petstore/domains"
+	"petstore/domains/domaintest"
+	"petstore/handlers"
+	"petstore/store"
+)
+
+// The browser tests drive the real server: handlers.New with the embedded
+// spec's file, a fresh store, and (for the domains page) the custom-domain
+// manager asking a real DNS server.
+
+const (
+	testAdminToken = "pat_browser-test-token"
+	platformDomain = "petstore.test"
+	cnameTarget    = "cname.petstore.test"
+)
+
+// readSpec returns ../openapi.yaml, the file main embeds.
+func readSpec(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type testServer struct {
+	url string
+	db  *store.DB
+	dns *domaintest.DNS // nil unless asked for
+	// ahead moves the domain manager's clock forward (nanoseconds), for
+	// what happens only after a while.
+	ahead atomic.Int64
+}
+
+func (ts *testServer) now() time.Time { return time.Now().Add(time.Duration(ts.ahead.Load())) }
+
+type serverOptions struct {
+	// dns starts a challtestsrv and points the domain checker at it.
+	dns bool
+	// acme also starts pebble, a real ACME CA, and the TLS and HTTP
+	// listeners where it validates challenges: verified domains get
+	// certificates. It implies dns.
+	acme bool
+}
+
+func newServer(t *testing.T, opt serverOptions) *testServer {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.EnsureAdminToken(context.Background(), testAdminToken); err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{db: db}
+	cfg := handlers.Config{Store: db, Spec: readSpec(t)}
+	var (
+		manager *domains.Manager
+		pebble  *domaintest.Pebble
+	)
+	if opt.dns || opt.acme {
+		ts.dns = domaintest.StartDNS(t)
+		dc := domains.Config{
+			Store:    db,
+			Now:      ts.now,
+			Platform: domains.Platform{Domain: platformDomain, CNAMETarget: cnameTarget},
+			Checker: &domains.Checker{
+				Resolvers: []string{ts.dns.Addr()}, CNAMETarget: cnameTarget, Timeout: time.Second,
+			},
+		}
+		if opt.acme {
+			pebble = domaintest.StartPebble(t, ts.dns, domaintest.PebbleOptions{})
+			// Pebble validates on 127.0.0.1: test names resolve there
+			// through the CNAME target.
+			ts.dns.AddA(t, cnameTarget, "127.0.0.1")
+			dc.ACME = &domains.ACME{
+				CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: "default",
+				HTTPPort: pebble.HTTPPort, TLSPort: pebble.TLSPort,
+			}
+		}
+		var err error
+		if manager, err = domains.NewManager(dc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(manager.Close)
+		cfg.Domains = manager
+	}
+	srv, err := handlers.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pebble != nil {
+		serveOn(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort)), srv, manager.TLSConfig())
+		serveOn(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.HTTPPort)), manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil)
+	}
+	// Custom domains need a successful deploy, which main records at start.
+	if err := srv.RecordDeploy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	ts.url = hs.URL
+	return ts
+}
+
+// serveOn serves h on addr (over TLS with tlsConfig) until the test ends.
+func serveOn(t *testing.T, addr string, h http.Handler, tlsConfig *tls.Config) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	// Handshakes the CA or a test refuses on purpose are not news.
+	s := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Close() })
+}
+
+// call sends a request from Go, outside the browser, to set up or check
+// what the page did.
+func (ts *testServer) call(t *testing.T, method, path, body string, header map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = bytes.NewBufferString(body)
+	}
+	req, err := http.NewRequest(method, ts.url+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v // Go sends req.Host, never a Host in the header map
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// admin calls the admin API and decodes a 2xx answer into out.
+func (ts *testServer) admin(t *testing.T, method, path, body string, out any) int {
+	t.Helper()
+	status, _, b := ts.call(t, method, path, body, map[string]string{"Authorization": "Bearer " + testAdminToken})
+	if out != nil && status < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: decoding %s: %v", method, path, b, err)
+		}
+	}
+	return status
+}
+
+// apiKey creates an API key through the admin API.
+func (ts *testServer) apiKey(t *testing.T, name string) string {
+	t.Helper()
+	var k struct{ Secret string }
+	if status := ts.admin(t, http.MethodPost, "/admin/api-keys", `{"name":"`+name+`"}`, &k); status != http.StatusCreated {
+		t.Fatalf("creating an API key: status %d", status)
+	}
+	return k.Secret
+}

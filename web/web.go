@@ -1,0 +1,202 @@
+// Package web is what people see in a browser: the published API reference,
+// rendered once from the public OpenAPI document, and the operator's
+// dashboard, a static page whose script drives the admin API.
+//
+// Everything is embedded in the binary (no CDN, no build step) and served
+// from memory with validators and compression prepared at start, so a page
+// view costs a map lookup and a write. Pages carry no inline script, style or
+// event handler, which lets them be served with ContentSecurityPolicy.
+//
+// The package knows nothing of Echo or of the store: the handlers package
+// mounts its Resources on routes and answers 404 in the API's own way.
+package web
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Where the handlers mount the site. The dashboard and its assets share one
+// prefix so that a single check keeps them off customers' domains.
+const (
+	ReferencePath       = "/"
+	AssetsPath          = "/assets/"
+	DashboardPath       = "/dashboard/"
+	DashboardAssetsPath = "/dashboard/assets/"
+)
+
+// ContentSecurityPolicy is sent with both pages. Scripts, styles and fetches
+// are same-origin only; nothing may frame the pages (the dashboard holds the
+// admin token, the reference has a form that sends API keys).
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; " +
+	"img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// Cache lifetimes. Assets have the hash of their content in their name, so
+// a browser may keep them for good; pages change with a deploy and are
+// revalidated on every view (a 304 when nothing changed).
+const (
+	cacheAsset = "public, max-age=31536000, immutable"
+	cachePage  = "no-cache"
+)
+
+// Resource is one response prepared in full at start: body, gzipped body
+// and the headers of both. It is safe for concurrent use.
+type Resource struct {
+	body, gzipped []byte
+	etag, gzETag  string
+	header        [][2]string
+}
+
+// newResource prepares body for serving. Text worth compressing gets a gzip
+// variant; each variant has its own strong ETag, as RFC 9110 requires of
+// representations that differ.
+func newResource(body []byte, contentType, cacheControl string, extra ...[2]string) *Resource {
+	sum := sha256.Sum256(body)
+	tag := hex.EncodeToString(sum[:12])
+	r := &Resource{body: body, etag: `"` + tag + `"`}
+	r.header = append([][2]string{
+		{"Content-Type", contentType},
+		{"Cache-Control", cacheControl},
+		{"X-Content-Type-Options", "nosniff"},
+		{"Vary", "Accept-Encoding"},
+	}, extra...)
+	if len(body) > 512 {
+		if gz := gzipBytes(body); len(gz) < len(body)*9/10 {
+			r.gzipped, r.gzETag = gz, `"`+tag+`-gz"`
+		}
+	}
+	return r
+}
+
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression) // the level is valid
+	_, _ = zw.Write(b)                                          // writes to a bytes.Buffer do not fail
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// Body returns the uncompressed body; callers must not modify it.
+func (r *Resource) Body() []byte { return r.body }
+
+// ETag returns the strong ETag of the uncompressed body.
+func (r *Resource) ETag() string { return r.etag }
+
+// ServeHTTP answers GET and HEAD, with 304 when the client's copy is current.
+func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	h := w.Header()
+	for _, kv := range r.header {
+		h.Set(kv[0], kv[1])
+	}
+	body, etag := r.body, r.etag
+	if r.gzipped != nil && acceptsGzip(req.Header.Get("Accept-Encoding")) {
+		body, etag = r.gzipped, r.gzETag
+		h.Set("Content-Encoding", "gzip")
+	}
+	h.Set("ETag", etag)
+	if noneMatch := req.Header.Get("If-None-Match"); noneMatch != "" && r.matches(noneMatch) {
+		h.Del("Content-Encoding")
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if req.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// matches reports whether an If-None-Match list names either variant: a
+// client that cached the gzip variant is just as current (weak comparison,
+// RFC 9110 13.1.2).
+func (r *Resource) matches(list string) bool {
+	for _, t := range strings.Split(list, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == r.etag || (r.gzETag != "" && t == r.gzETag) {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptsGzip reports whether an Accept-Encoding value allows gzip, that is
+// names gzip (or *) without a weight of zero.
+func acceptsGzip(ae string) bool {
+	for _, part := range strings.Split(ae, ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		coding = strings.ToLower(strings.TrimSpace(coding))
+		if coding != "gzip" && coding != "x-gzip" && coding != "*" {
+			continue
+		}
+		for _, p := range strings.Split(params, ";") {
+			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+			if strings.EqualFold(k, "q") {
+				if q, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && q == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// pageHeaders are the extra headers of an HTML page.
+func pageHeaders(referrer string) [][2]string {
+	return [][2]string{
+		{"Content-Security-Policy", ContentSecurityPolicy},
+		{"Referrer-Policy", referrer},
+		{"X-Frame-Options", "DENY"},
+	}
+}
+
+// Site is everything the package serves, prepared once.
+type Site struct {
+	reference, dashboard *Resource
+	siteAssets           map[string]*Resource
+	dashboardAssets      map[string]*Resource
+}
+
+// NewSite prepares the reference page (as RenderReference made it), the
+// dashboard and the embedded assets for serving.
+func NewSite(referencePage []byte) (*Site, error) {
+	dash, err := renderDashboard()
+	if err != nil {
+		return nil, fmt.Errorf("rendering the dashboard: %w", err)
+	}
+	s := &Site{
+		reference: newResource(referencePage, "text/html; charset=utf-8", cachePage, pageHeaders("strict-origin-when-cross-origin")...),
+		// The dashboard's URLs say nothing secret, but nothing about the
+		// operator's session needs to leave the page either.
+		dashboard:       newResource(dash, "text/html; charset=utf-8", cachePage, pageHeaders("no-referrer")...),
+		siteAssets:      map[string]*Resource{},
+		dashboardAssets: map[string]*Resource{},
+	}
+	for _, a := range siteAssets.list {
+		s.siteAssets[a.hashedName] = newResource(a.body, a.contentType, cacheAsset)
+	}
+	for _, a := range dashboardAssets.list {
+		s.dashboardAssets[a.hashedName] = newResource(a.body, a.contentType, cacheAsset)
+	}
+	return s, nil
+}
+
+// Reference is the published API reference page.
+func (s *Site) Reference() *Resource { return s.reference }
+
+// Dashboard is the dashboard page.
+func (s *Site) Dashboard() *Resource { return s.dashboard }
+
+// SiteAsset returns the reference page's asset with this hashed name (the
+// path after AssetsPath), or nil.
+func (s *Site) SiteAsset(name string) *Resource { return s.siteAssets[name] }
+
+// DashboardAsset returns the dashboard's asset with this hashed name (the
+// path after DashboardAssetsPath), or nil.
+func (s *Site) DashboardAsset(name string) *Resource { return s.dashboardAssets[name] }
