@@ -42,11 +42,12 @@ func (s *Server) getPet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pet, err := s.store.Pet(c.Request().Context(), id)
+	// The store keeps a pet in its API form: sent as stored.
+	pet, err := s.store.PetJSON(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pet)
+	return c.JSONBlob(http.StatusOK, pet)
 }
 
 func (s *Server) replacePet(c echo.Context) error {

@@ -37,6 +37,22 @@ func (db *DB) Pet(ctx context.Context, id int64) (Pet, error) {
 	return p, err
 }
 
+// PetJSON returns the pet's stored JSON, which is its API form: a read
+// that only sends the pet on needs neither decode nor encode.
+func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
+	var out []byte
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bktPets).Get(itob(id))
+		if v == nil {
+			return petNotFound(id)
+		}
+		// v is only valid inside the transaction.
+		out = append(make([]byte, 0, len(v)), v...)
+		return nil
+	})
+	return out, err
+}
+
 // ReplacePet replaces every field of the pet p.ID with those of p. A status
 // change moves the pet's inventory entry to the new status too.
 func (db *DB) ReplacePet(ctx context.Context, p *Pet) error {

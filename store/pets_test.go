@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -212,5 +213,31 @@ func TestListPets_Limits(t *testing.T) {
 	page, next, err = db.ListPets(ctx, store.PetFilter{Page: store.Page{After: 1<<63 - 1}})
 	if err != nil || len(page) != 0 || next != 0 || page == nil {
 		t.Fatalf("after the largest id: %v, %d, %v; want an empty, non-nil page", page, next, err)
+	}
+}
+
+// TestPetJSONIsTheAPIForm: the stored bytes decode to the same pet that
+// Pet returns, and a missing pet is ENOTFOUND.
+func TestPetJSONIsTheAPIForm(t *testing.T) {
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	c := &store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	p := &store.Pet{Name: "Rex", CategoryID: c.ID, Status: store.StatusPending}
+	if err := db.CreatePet(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := db.PetJSON(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got store.Pet
+	if err := json.Unmarshal(raw, &got); err != nil || got != *p {
+		t.Fatalf("PetJSON %s decodes to %+v (%v), want %+v", raw, got, err, *p)
+	}
+	if _, err := db.PetJSON(ctx, p.ID+1); store.ErrorCode(err) != store.ENOTFOUND {
+		t.Fatalf("missing pet: %v", err)
 	}
 }
