@@ -1,0 +1,532 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"petstore/store"
+)
+
+// Keys of the rows' results: the jobs file their results under them and
+// buildReport reads them from there.
+const (
+	keyEcho      = "echo"
+	keyFsync     = "fsync"
+	keyGetPet    = "get-pet"
+	keyFirstPage = "first-page"
+	keyDeepPage  = "deep-page"
+	keySite      = "site"
+	keyOrders    = "orders"
+	keyPostPets  = "post-pets"
+	keyBigFirst  = "big-first-page"
+	keyBigDeep   = "big-deep-page"
+)
+
+// pageLimit is the page size of the list rows.
+const pageLimit = 20
+
+// readyTimeout bounds a server's start.
+const readyTimeout = 60 * time.Second
+
+// job is one row's load: a warm-up, then measured slices. The jobs of a run
+// take turns, slice by slice (see runJobs), so that a row and the baseline
+// it is judged against see the same background load on the machine.
+type job struct {
+	key, label string
+	// warm sends unmeasured load for d; nil means no warm-up.
+	warm func(ctx context.Context, d time.Duration) *loadResult
+	// slice sends load for d and measures it.
+	slice func(ctx context.Context, d time.Duration) (*loadResult, error)
+}
+
+// httpJob is a job sending w to p.
+func (b *bench) httpJob(key, label string, p *proc, client *client, w workload) job {
+	return job{
+		key: key, label: label,
+		warm: func(ctx context.Context, d time.Duration) *loadResult { return b.phase(ctx, p, client.Client, w, d) },
+		slice: func(ctx context.Context, d time.Duration) (*loadResult, error) {
+			return b.measuredPhase(ctx, p, client, w, d)
+		},
+	}
+}
+
+// bench is one run: its settings, the processes it started and what it
+// measured. Figures left at zero were not measured.
+type bench struct {
+	cfg        config
+	log        io.Writer
+	begun      time.Time
+	dir        string // temporary: the binary and the data files
+	bin        string // the petstore binary
+	clkTck     int64
+	adminToken string
+	procs      []*proc
+	smallProc  *proc // the server on the small store
+	jobs       []job
+
+	loads map[string]*loadResult
+
+	buildTime time.Duration
+
+	echoIdleRSS  int64
+	smallImport  time.Duration
+	smallReady   time.Duration
+	idleRSS      int64 // small store, after start
+	afterLoadRSS int64 // small store, after every row
+
+	importTime  time.Duration
+	bigFileSize int64
+	bigReady    []time.Duration
+	bigIdleRSS  int64
+
+	loadBefore, loadAfter string   // /proc/loadavg: was the machine busy with something else?
+	notes                 []string // worth saying under the table
+
+	errors []string // real errors: they make the exit status non-zero
+}
+
+func (b *bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.log, "[%6.1fs] %s\n", time.Since(b.begun).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// fail records a real error and carries on: the table is still worth
+// printing.
+func (b *bench) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	b.errors = append(b.errors, msg)
+	b.progress("ERROR: %s", msg)
+}
+
+// run measures everything, prints the table to out (also after an error,
+// with what was measured) and returns the report.
+func run(ctx context.Context, cfg config, out, log io.Writer) (*report, error) {
+	b := &bench{cfg: cfg, log: log, begun: time.Now(), loads: map[string]*loadResult{}}
+	b.loadBefore = loadAverage()
+	err := b.measure(ctx)
+	b.cleanup()
+	b.loadAfter = loadAverage()
+	rep := b.buildReport()
+	rep.print(out)
+	return rep, err
+}
+
+// cleanup kills every process still running and removes the temporary files.
+func (b *bench) cleanup() {
+	for _, p := range b.procs {
+		p.kill()
+	}
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
+}
+
+// measure sets everything up (the binary, the data files, the servers, the
+// baselines), then runs every row's load, then stops the servers.
+func (b *bench) measure(ctx context.Context) error {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return fmt.Errorf("needs Linux /proc: %w", err)
+	}
+	var err error
+	if b.dir, err = os.MkdirTemp("", "petstore-loadtest-"); err != nil {
+		return err
+	}
+	b.clkTck = clockTicks()
+	var tok [16]byte
+	rand.Read(tok[:])
+	b.adminToken = "pat_loadtest_" + hex.EncodeToString(tok[:])
+
+	b.progress("building petstore (go build -o %s .)", filepath.Join(b.dir, "petstore"))
+	t := time.Now()
+	if b.bin, _, err = buildServer(ctx, b.dir); err != nil {
+		return err
+	}
+	b.buildTime = time.Since(t)
+
+	fsync, err := openFsyncBaseline(b.dir)
+	if err != nil {
+		return err
+	}
+	defer fsync.Close()
+	b.jobs = append(b.jobs, job{key: keyFsync, label: "bbolt baseline (one fsync per put)", slice: fsync.run})
+	if err := b.echoBaseline(ctx); err != nil {
+		return err
+	}
+	if err := b.smallStore(ctx); err != nil {
+		return err
+	}
+	if b.cfg.bigPets > 0 {
+		if err := b.bigStore(ctx); err != nil {
+			return err
+		}
+	}
+	if err := b.runJobs(ctx); err != nil {
+		return err
+	}
+	if b.afterLoadRSS, err = b.smallProc.rss(); err != nil {
+		return err
+	}
+	for _, p := range b.procs {
+		if err := p.stop(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runJobs warms every job up, then runs cfg.rounds rounds in which each job
+// gets one slice of cfg.duration/cfg.rounds in turn.
+func (b *bench) runJobs(ctx context.Context) error {
+	slice := b.cfg.duration / time.Duration(b.cfg.rounds)
+	b.progress("%d rows: %v warm-up each, then %d rounds of a %v slice per row, %d connections",
+		len(b.jobs), b.cfg.warmup, b.cfg.rounds, slice, b.cfg.connections)
+	warm := map[string]*loadResult{}
+	for _, j := range b.jobs {
+		if j.warm != nil && b.cfg.warmup > 0 {
+			warm[j.key] = j.warm(ctx, b.cfg.warmup)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	for r := range b.cfg.rounds {
+		b.progress("round %d of %d", r+1, b.cfg.rounds)
+		for _, j := range b.jobs {
+			res, err := j.slice(ctx, slice)
+			if err != nil {
+				return fmt.Errorf("%s: %w", j.label, err)
+			}
+			if b.loads[j.key] == nil {
+				b.loads[j.key] = &loadResult{}
+			}
+			b.loads[j.key].add(res)
+		}
+	}
+	for _, j := range b.jobs {
+		res := b.loads[j.key]
+		if w := warm[j.key]; w != nil && w.errors > 0 {
+			res.errors += w.errors
+			res.errSamples = append(w.errSamples, res.errSamples...)
+		}
+		res.finish()
+		// A few dials are the pool growing to the peak concurrency, which
+		// the warm-up may not have reached; more mean connections close.
+		if res.dials > int64(b.cfg.connections) {
+			b.notes = append(b.notes, fmt.Sprintf("%s: %d new connections during the measured slices (keep-alive broken?)", j.label, res.dials))
+		}
+		if res.errors > 0 {
+			b.fail("%s: %d failed or non-2xx answer(s), e.g.\n%s", j.label, res.errors, indent(strings.Join(res.errSamples, "\n")))
+		}
+	}
+	return nil
+}
+
+// settleRSS waits for the process to settle after its start and reads its
+// resident memory.
+func (b *bench) settleRSS(ctx context.Context, p *proc) (int64, error) {
+	select {
+	case <-time.After(b.cfg.settle):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return p.rss()
+}
+
+func (b *bench) echoBaseline(ctx context.Context) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	p, err := b.startProc("Echo baseline", self, echoBaselineArg, "ADDR")
+	if err != nil {
+		return err
+	}
+	if _, err := p.waitReady(ctx, "/readyz", readyTimeout); err != nil {
+		return err
+	}
+	if b.echoIdleRSS, err = b.settleRSS(ctx, p); err != nil {
+		return err
+	}
+	b.jobs = append(b.jobs, b.httpJob(keyEcho, "Echo baseline GET "+echoBaselinePath, p, newClient(b.cfg.connections), get(echoBaselinePath)))
+	return nil
+}
+
+// startPetstore starts the binary on a data file, rate limiter off.
+func (b *bench) startPetstore(name, data string, extra ...string) (*proc, error) {
+	args := append([]string{"--listen", "ADDR", "--data", data, "--rate-limit", "0"}, extra...)
+	return b.startProc(name, b.bin, args...)
+}
+
+// importStore creates a data file holding one category and n pets
+// (available, ids 1..n) with store.ImportPets, and the admin token: a store
+// as it is after its first start. It returns the category's id.
+func (b *bench) importStore(ctx context.Context, path string, n int) (int64, time.Duration, error) {
+	b.progress("importing %s pets into %s with store.ImportPets", humanCount(n), path)
+	t := time.Now()
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	cat := store.Category{Name: "loadtest", Description: "pets of the load benchmark"}
+	err = db.CreateCategory(ctx, &cat)
+	if err == nil {
+		err = db.ImportPets(ctx, cat.ID, n, store.StatusAvailable)
+	}
+	if err == nil {
+		_, err = db.EnsureAdminToken(ctx, b.adminToken)
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("importing %s pets: %w", humanCount(n), err)
+	}
+	return cat.ID, time.Since(t), nil
+}
+
+// smallStore starts the server on a new file of cfg.pets pets, measures its
+// time to ready and idle RSS, and adds the jobs of single pets, first and
+// deep pages, the site, orders and creates.
+func (b *bench) smallStore(ctx context.Context) error {
+	n := b.cfg.pets
+	data := filepath.Join(b.dir, "small.db")
+	catID, d, err := b.importStore(ctx, data, n)
+	if err != nil {
+		return err
+	}
+	b.smallImport = d
+	p, err := b.startPetstore(fmt.Sprintf("petstore (%s pets)", humanCount(n)), data, "--admin-token", b.adminToken)
+	if err != nil {
+		return err
+	}
+	b.smallProc = p
+	if b.smallReady, err = p.waitReady(ctx, "/readyz", readyTimeout); err != nil {
+		return err
+	}
+	if b.idleRSS, err = b.settleRSS(ctx, p); err != nil {
+		return err
+	}
+	client := newClient(b.cfg.connections)
+	api := &apiClient{client: client.Client, base: p.base()}
+
+	// Through the API: an API key for the writes, stock for the orders.
+	b.progress("through the API: an API key, stock for %d pets", b.cfg.stockPets)
+	var key struct {
+		Secret string `json:"secret"`
+	}
+	if err := api.call(ctx, "POST", "/admin/api-keys", http.Header{"Authorization": {"Bearer " + b.adminToken}}, `{"name":"loadtest"}`, 201, &key); err != nil {
+		return fmt.Errorf("seeding: %w", err)
+	}
+	api.apiKey = key.Secret
+	ids := idRange(1, n) // imported in order into a new file
+	for _, id := range ids[:b.cfg.stockPets] {
+		if err := api.call(ctx, "PUT", fmt.Sprintf("/store/inventory/%d", id), nil, fmt.Sprintf(`{"quantity":%d}`, store.MaxStock), 200, nil); err != nil {
+			return fmt.Errorf("seeding stock: %w", err)
+		}
+	}
+
+	// The pages the list rows ask for, checked once. Creates during the run
+	// add pets after the last, so these pages stay the same.
+	first := "/pets?limit=" + strconv.Itoa(pageLimit)
+	deepIdx := n * 9 / 10
+	deep := first + "&cursor=" + encodeCursor(ids[deepIdx-1])
+	b.checkPage(ctx, api, first, ids[:pageLimit])
+	b.checkPage(ctx, api, deep, ids[deepIdx:deepIdx+pageLimit])
+
+	getPaths := make([]string, n)
+	for i, id := range ids {
+		getPaths[i] = "/pets/" + strconv.FormatInt(id, 10)
+	}
+	orderBodies := make([][]byte, b.cfg.stockPets)
+	for i, id := range ids[:b.cfg.stockPets] {
+		orderBodies[i] = fmt.Appendf(nil, `{"petId":%d,"quantity":1}`, id)
+	}
+	newPet := fmt.Appendf(nil, `{"name":"Bench","categoryId":%d,"status":"available"}`, catID)
+	b.jobs = append(b.jobs,
+		b.httpJob(keyGetPet, "GET /pets/{id}", p, client, workload{method: "GET", next: func(r *mrand.Rand) (string, []byte) {
+			return getPaths[r.IntN(len(getPaths))], nil
+		}}),
+		b.httpJob(keyFirstPage, fmt.Sprintf("GET /pets?limit=%d first page, %s pets", pageLimit, humanCount(n)), p, client, get(first)),
+		b.httpJob(keyDeepPage, fmt.Sprintf("GET /pets?limit=%d 90%% deep, %s pets", pageLimit, humanCount(n)), p, client, get(deep)),
+		b.httpJob(keySite, "GET / (the site)", p, client, get("/")),
+		b.httpJob(keyPostPets, "POST /pets", p, client, workload{method: "POST", apiKey: api.apiKey, next: func(*mrand.Rand) (string, []byte) {
+			return "/pets", newPet
+		}}),
+		b.httpJob(keyOrders, "POST /store/orders", p, client, workload{method: "POST", apiKey: api.apiKey, next: func(r *mrand.Rand) (string, []byte) {
+			return "/store/orders", orderBodies[r.IntN(len(orderBodies))]
+		}}),
+	)
+	return nil
+}
+
+// bigStore imports the large store with the store package, times the
+// server's start on it to ready (several starts), reads its idle RSS and
+// adds the jobs of its first and deep pages.
+func (b *bench) bigStore(ctx context.Context) error {
+	n := b.cfg.bigPets
+	data := filepath.Join(b.dir, "big.db")
+	var err error
+	if _, b.importTime, err = b.importStore(ctx, data, n); err != nil {
+		return err
+	}
+	if st, err := os.Stat(data); err == nil {
+		b.bigFileSize = st.Size()
+	}
+
+	name := fmt.Sprintf("petstore (%s pets)", humanCount(n))
+	var p *proc
+	for i := range b.cfg.readyStarts {
+		if p != nil {
+			if err := p.stop(); err != nil {
+				return err
+			}
+		}
+		if p, err = b.startPetstore(name, data); err != nil {
+			return err
+		}
+		d, err := p.waitReady(ctx, "/readyz", readyTimeout)
+		if err != nil {
+			return err
+		}
+		b.progress("start %d of %d on %s pets: ready in %v", i+1, b.cfg.readyStarts, humanCount(n), d.Round(100*time.Microsecond))
+		b.bigReady = append(b.bigReady, d)
+	}
+	if b.bigIdleRSS, err = b.settleRSS(ctx, p); err != nil {
+		return err
+	}
+	client := newClient(b.cfg.connections)
+	api := &apiClient{client: client.Client, base: p.base()}
+	first := "/pets?limit=" + strconv.Itoa(pageLimit)
+	after := int64(n) * 9 / 10 // imported ids are 1..n
+	deep := first + "&cursor=" + encodeCursor(after)
+	b.checkPage(ctx, api, first, idRange(1, pageLimit))
+	b.checkPage(ctx, api, deep, idRange(after+1, pageLimit))
+	b.jobs = append(b.jobs,
+		b.httpJob(keyBigFirst, fmt.Sprintf("GET /pets?limit=%d first page, %s pets", pageLimit, humanCount(n)), p, client, get(first)),
+		b.httpJob(keyBigDeep, fmt.Sprintf("GET /pets?limit=%d 90%% deep, %s pets", pageLimit, humanCount(n)), p, client, get(deep)),
+	)
+	return nil
+}
+
+func idRange(from int64, n int) []int64 {
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = from + int64(i)
+	}
+	return ids
+}
+
+// checkPage fetches a list page once and checks it holds exactly the pets
+// want, and that its Link header's cursor is the one this benchmark
+// computes: deep pages are requested with a computed cursor, so a change of
+// the cursor format must show here, not as a silently different row.
+func (b *bench) checkPage(ctx context.Context, api *apiClient, path string, want []int64) {
+	var pets []struct {
+		ID int64 `json:"id"`
+	}
+	h, err := api.do(ctx, "GET", path, nil, "", 200, &pets)
+	if err != nil {
+		b.fail("checking %s: %v", path, err)
+		return
+	}
+	got := make([]int64, len(pets))
+	for i, p := range pets {
+		got[i] = p.ID
+	}
+	if !slices.Equal(got, want) {
+		b.fail("GET %s: pets %v, want %v", path, got, want)
+		return
+	}
+	wantLink := "cursor=" + encodeCursor(want[len(want)-1])
+	if link := h.Get("Link"); !strings.Contains(link, wantLink) {
+		b.fail("GET %s: Link %q does not hold %s: has the cursor format changed (handlers/request.go encodeCursor)?", path, link, wantLink)
+	}
+}
+
+// encodeCursor is handlers/request.go's cursor: the id to start after, 8
+// bytes big-endian, base64url without padding.
+func encodeCursor(after int64) string {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], uint64(after))
+	return base64.RawURLEncoding.EncodeToString(k[:])
+}
+
+// apiClient makes the few one-off calls of seeding and checks.
+type apiClient struct {
+	client *http.Client
+	base   string
+	apiKey string
+}
+
+func (a *apiClient) call(ctx context.Context, method, path string, h http.Header, body string, want int, out any) error {
+	_, err := a.do(ctx, method, path, h, body, want, out)
+	return err
+}
+
+func (a *apiClient) do(ctx context.Context, method, path string, h http.Header, body string, want int, out any) (http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.apiKey != "" && method != "GET" {
+		req.Header.Set("X-API-Key", a.apiKey)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != want {
+		return nil, fmt.Errorf("%s %s: %s, want %d: %s", method, path, resp.Status, want, bytes.TrimSpace(data))
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	return resp.Header, nil
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}
+
+// humanCount writes 10000 as 10k and 1000000 as 1M.
+func humanCount(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return strconv.Itoa(n/1_000_000) + "M"
+	case n >= 1000 && n%1000 == 0:
+		return strconv.Itoa(n/1000) + "k"
+	}
+	return strconv.Itoa(n)
+}

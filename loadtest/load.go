@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// workload is one kind of request, as a row sends it.
+type workload struct {
+	method string
+	// next gives the path (with query) and body of a worker's next request.
+	next   func(r *rand.Rand) (path string, body []byte)
+	apiKey string // sent as X-API-Key when set
+}
+
+func get(path string) workload {
+	return workload{method: http.MethodGet, next: func(*rand.Rand) (string, []byte) { return path, nil }}
+}
+
+// loadResult is what a row measured, summed over its slices.
+type loadResult struct {
+	requests   int64         // answered in the measured slices, errors included
+	errors     int64         // non-2xx answers and failed requests, warm-up included
+	errSamples []string      // the first few of them
+	elapsed    time.Duration // of the measured slices
+	cpu        time.Duration // the server's CPU time over the measured slices
+	hasCPU     bool          // cpu was measured (not for in-process baselines)
+	dials      int64         // new connections opened during the measured slices
+	lats       []time.Duration
+	p50, p99   time.Duration // set by finish
+}
+
+func (r *loadResult) rps() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.requests) / r.elapsed.Seconds()
+}
+
+func (r *loadResult) cpuPerReq() time.Duration {
+	if r.requests == 0 || !r.hasCPU {
+		return 0
+	}
+	return r.cpu / time.Duration(r.requests)
+}
+
+const maxErrSamples = 5
+
+// add adds the figures of another slice of the same row.
+func (r *loadResult) add(o *loadResult) {
+	r.requests += o.requests
+	r.errors += o.errors
+	r.elapsed += o.elapsed
+	r.cpu += o.cpu
+	r.hasCPU = r.hasCPU || o.hasCPU
+	r.dials += o.dials
+	r.lats = append(r.lats, o.lats...)
+	for _, s := range o.errSamples {
+		if len(r.errSamples) < maxErrSamples {
+			r.errSamples = append(r.errSamples, s)
+		}
+	}
+}
+
+// finish computes the percentiles and lets the latencies go.
+func (r *loadResult) finish() {
+	if len(r.lats) > 0 {
+		slices.Sort(r.lats)
+		r.p50 = r.lats[len(r.lats)*50/100]
+		r.p99 = r.lats[min(len(r.lats)*99/100, len(r.lats)-1)]
+	}
+	r.lats = nil
+}
+
+// client is the keep-alive client of one server: as many idle connections
+// kept per host as there are workers, so that no request pays for a new
+// connection after the warm-up. It counts its dials, to show that.
+type client struct {
+	*http.Client
+	dials atomic.Int64
+}
+
+func newClient(conns int) *client {
+	c := &client{}
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	c.Client = &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			Proxy: nil, // loopback only, whatever HTTP_PROXY says
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c.dials.Add(1)
+				return dialer.DialContext(ctx, network, addr)
+			},
+			MaxIdleConns:        conns,
+			MaxIdleConnsPerHost: conns,
+			MaxConnsPerHost:     conns,
+			IdleConnTimeout:     5 * time.Minute,
+			DisableCompression:  true,
+		},
+	}
+	return c
+}
+
+// measuredPhase sends w for d with the server's CPU time read from /proc just
+// before and just after.
+func (b *bench) measuredPhase(ctx context.Context, p *proc, client *client, w workload, d time.Duration) (*loadResult, error) {
+	cpu0, err := p.cpuTime(b.clkTck)
+	if err != nil {
+		return nil, err
+	}
+	dials0 := client.dials.Load()
+	res := b.phase(ctx, p, client.Client, w, d)
+	res.dials = client.dials.Load() - dials0
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cpu1, err := p.cpuTime(b.clkTck)
+	if err != nil {
+		return nil, err
+	}
+	res.cpu, res.hasCPU = cpu1-cpu0, true
+	return res, nil
+}
+
+// phase sends w from b.cfg.connections workers, each one request at a time
+// on its own keep-alive connection, until d has passed.
+func (b *bench) phase(ctx context.Context, p *proc, client *http.Client, w workload, d time.Duration) *loadResult {
+	res := &loadResult{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := range b.cfg.connections {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), uint64(start.UnixNano())))
+			mine := &loadResult{lats: make([]time.Duration, 0, 1024)}
+			failedInARow := 0
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				path, body := w.next(rng)
+				status, msg, lat, err := do(ctx, client, p.base(), w, path, body)
+				if ctx.Err() != nil {
+					break // interrupted: not the server's fault
+				}
+				if err != nil {
+					mine.errors++
+					if len(mine.errSamples) < maxErrSamples {
+						mine.errSamples = append(mine.errSamples, fmt.Sprintf("%s %s: %v", w.method, path, err))
+					}
+					if failedInARow++; failedInARow >= 100 {
+						break // the server is gone; stop hammering it
+					}
+					continue
+				}
+				failedInARow = 0
+				mine.lats = append(mine.lats, lat)
+				if status < 200 || status > 299 {
+					mine.errors++
+					if len(mine.errSamples) < maxErrSamples {
+						mine.errSamples = append(mine.errSamples, fmt.Sprintf("%s %s: %d %s", w.method, path, status, msg))
+					}
+				}
+			}
+			mine.requests = int64(len(mine.lats))
+			mu.Lock()
+			res.add(mine)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	return res
+}
+
+// do sends one request and reads the whole answer. msg is the start of the
+// body of a non-2xx answer.
+func do(ctx context.Context, client *http.Client, base string, w workload, path string, body []byte) (status int, msg string, lat time.Duration, err error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, w.method, base+path, rd)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if w.apiKey != "" {
+		req.Header.Set("X-API-Key", w.apiKey)
+	}
+	t0 := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		msg = string(b)
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	lat = time.Since(t0)
+	if err != nil {
+		return 0, "", 0, fmt.Errorf("reading the answer: %w", err)
+	}
+	return resp.StatusCode, msg, lat, nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve the Echo baseline, as the command
+// does: the benchmark re-executes itself for it.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == echoBaselineArg {
+		if err := serveEchoBaseline(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "echo baseline:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestLoadtestQuick runs the whole benchmark in a tiny mode (few pets, 300 ms
+// per row in 2 slices) so that it keeps working: every row measured, no errors. The
+// figures themselves are not checked. LOADTEST_1M=1 makes the large store
+// 1,000,000 pets, as the real run has (about 15 s more).
+func TestLoadtestQuick(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the load benchmark reads Linux's /proc")
+	}
+	if testing.Short() {
+		t.Skip("builds petstore and runs it under load")
+	}
+	cfg := config{
+		duration: 300 * time.Millisecond, rounds: 2, warmup: 100 * time.Millisecond, connections: 8,
+		pets: 300, bigPets: 2000, stockPets: 4, readyStarts: 2, settle: 100 * time.Millisecond,
+	}
+	if os.Getenv("LOADTEST_1M") != "" {
+		cfg.bigPets = 1_000_000
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out, log bytes.Buffer
+	rep, err := run(ctx, cfg, &out, &log)
+	t.Logf("progress:\n%s\nreport:%s", log.String(), out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.errors) > 0 {
+		t.Fatalf("%d error(s): %s", len(rep.errors), strings.Join(rep.errors, "\n"))
+	}
+
+	small, big := humanCount(cfg.pets), humanCount(cfg.bigPets)
+	loadRows := []string{
+		labelEchoBaseline,
+		"GET /pets/{id}",
+		"GET /pets?limit=20 first page, " + small + " pets",
+		"GET /pets?limit=20 90% deep, " + small + " pets",
+		"GET / (the site)",
+		"POST /pets (durable)",
+		"POST /store/orders (durable)",
+		"GET /pets?limit=20 first page, " + big + " pets",
+		"GET /pets?limit=20 90% deep, " + big + " pets",
+	}
+	valueRows := []string{
+		labelFsyncBaseline,
+		"idle RSS after start, " + small + " pets",
+		"idle RSS after start, " + big + " pets",
+		"RSS after all rows, " + small + " pets",
+		"idle RSS after start, Echo baseline",
+		labelReadyTime + ", " + small + " pets",
+		labelReadyTime + ", " + big + " pets",
+		"seeding " + small + " pets with store.ImportPets",
+		"seeding " + big + " pets with store.ImportPets",
+	}
+	todoRows := []string{tlsRowOneDomain, tlsRowManyDomains}
+
+	lines := map[string]line{}
+	for _, l := range rep.lines {
+		if l.label != "" {
+			lines[l.label] = l
+		}
+	}
+	text := out.String()
+	for _, label := range append(append(append([]string{}, loadRows...), valueRows...), todoRows...) {
+		if _, ok := lines[label]; !ok {
+			t.Errorf("no row %q; rows: %q", label, rep.labels())
+		}
+		if !strings.Contains(text, label) {
+			t.Errorf("row %q is not in the printed table", label)
+		}
+	}
+	for _, label := range loadRows {
+		if l := lines[label]; l.rps == "-" || l.cpu == "-" || l.p99 == "-" || l.errors != "0" {
+			t.Errorf("row %q: req/s %s, CPU/req %s, p99 %s, errors %s", label, l.rps, l.cpu, l.p99, l.errors)
+		}
+	}
+	for _, label := range todoRows {
+		if v := lines[label].verdict; v != "TODO" {
+			t.Errorf("row %q: verdict %q, want TODO", label, v)
+		}
+	}
+	for _, l := range rep.lines {
+		if l.verdict == "not measured" || l.verdict == "skipped" {
+			t.Errorf("row %q: %s", l.label, l.verdict)
+		}
+	}
+	for _, n := range rep.notes {
+		if strings.Contains(n, "new connection") {
+			t.Errorf("keep-alive: %s", n)
+		}
+	}
+	if len(rep.labels()) != len(loadRows)+len(valueRows)+len(todoRows) {
+		t.Errorf("rows %q: a row the test does not know; add it above", rep.labels())
+	}
+}
+
+func TestFlags_Quick(t *testing.T) {
+	var sink bytes.Buffer
+	c, err := parseFlags([]string{"-quick"}, &sink)
+	if err != nil || c.duration != quickDuration || c.rounds != quickRounds || c.warmup != quickWarmup || c.bigPets != quickBigPets {
+		t.Fatalf("-quick: %+v, %v", c, err)
+	}
+	c, err = parseFlags([]string{"-quick", "-duration", "3s", "-big-pets", "1000000"}, &sink)
+	if err != nil || c.duration != 3*time.Second || c.warmup != quickWarmup || c.bigPets != 1_000_000 {
+		t.Fatalf("-quick with explicit flags: %+v, %v", c, err)
+	}
+	if _, err := parseFlags([]string{"-pets", "10"}, &sink); err == nil {
+		t.Fatal("-pets 10 accepted")
+	}
+}
+
+// The README's example: the cursor after pet 1.
+func TestEncodeCursor(t *testing.T) {
+	if got := encodeCursor(1); got != "AAAAAAAAAAE" {
+		t.Fatalf("encodeCursor(1) = %q", got)
+	}
+}

@@ -1,0 +1,166 @@
+// Command loadtest is Petstore's load benchmark. From the module root:
+//
+//	go run ./loadtest            # 5 s per row, 64 connections, 1,000,000-pet store
+//	go run ./loadtest -quick     # 2 s per row, 100,000-pet store: well under a minute
+//
+// It builds the real binary, seeds new data files (10,000 and 1,000,000 pets,
+// with store.ImportPets), starts the binary on each on loopback with
+// --rate-limit 0, makes an API key and stock through the API, drives it with
+// concurrent keep-alive clients, and prints one table: req/s, p50 and p99 latency and
+// the server's CPU time per request (from /proc/<pid>/stat) for each kind of
+// request, the server's idle RSS and its time to ready with a large store,
+// each beside the baseline it is judged against (a bare Echo handler in a
+// process of its own, and one-fsync-per-write bbolt puts) and the target the
+// issue sets. A MISS is a measurement, not a failure; the exit status is
+// non-zero only on real errors: a server that does not start, a non-2xx
+// answer, a page that is not what it should be.
+//
+// Linux only: it reads /proc. Traffic goes to 127.0.0.1 only, and every
+// process it starts is killed when it ends, Ctrl-C included.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// echoBaselineArg, as the first argument, makes the binary serve the Echo
+// baseline on the address that follows instead of running the benchmark: the
+// benchmark re-executes itself that way so that the baseline is a process of
+// its own, measured exactly as the server is.
+const echoBaselineArg = "-serve-echo-baseline"
+
+func main() {
+	if len(os.Args) == 3 && os.Args[1] == echoBaselineArg {
+		if err := serveEchoBaseline(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "echo baseline:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	} else if err != nil {
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := run(ctx, cfg, os.Stdout, os.Stderr)
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintln(os.Stderr, "loadtest: interrupted; every server it started is stopped")
+		os.Exit(130)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	case len(rep.errors) > 0:
+		fmt.Fprintf(os.Stderr, "loadtest: %d error(s), listed under the table\n", len(rep.errors))
+		os.Exit(1)
+	}
+}
+
+// config is what the flags set.
+type config struct {
+	duration    time.Duration // measured part of each row
+	rounds      int           // slices the measured part is cut into, rows taking turns
+	warmup      time.Duration // unmeasured traffic before it
+	connections int           // concurrent keep-alive clients
+	pets        int           // pets of the small store
+	bigPets     int           // pets imported into the large store; 0 skips it
+	stockPets   int           // pets given stock for the order row
+	readyStarts int           // starts of the large store timed to ready
+	settle      time.Duration // wait after ready before reading idle RSS
+	serverLog   string        // where the server's request log goes
+	quick       bool
+}
+
+// Defaults, and those of -quick.
+const (
+	defaultDuration = 5 * time.Second
+	defaultWarmup   = time.Second
+	quickDuration   = 2 * time.Second
+	quickWarmup     = 500 * time.Millisecond
+	quickRounds     = 2
+	quickSettle     = 500 * time.Millisecond
+	defaultBigPets  = 1_000_000
+	quickBigPets    = 100_000
+	minPets         = 250
+)
+
+func parseFlags(args []string, out io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: go run ./loadtest [flags]   (from the module root; Linux)")
+		fmt.Fprintln(out, "Builds petstore, starts it on 127.0.0.1 and measures it; see the Performance section of README.md.")
+		fs.PrintDefaults()
+	}
+	fs.DurationVar(&c.duration, "duration", defaultDuration, "measured duration of each row")
+	fs.IntVar(&c.rounds, "rounds", 5, "rounds the measured duration is cut into: the rows take turns, one slice each per round, so that all see the same background load")
+	fs.DurationVar(&c.warmup, "warmup", defaultWarmup, "unmeasured warm-up of each row")
+	fs.IntVar(&c.connections, "connections", 64, "concurrent keep-alive connections")
+	fs.IntVar(&c.pets, "pets", 10_000, "pets in the small store (single pets, pages, site, orders, creates)")
+	fs.IntVar(&c.bigPets, "big-pets", defaultBigPets, "pets imported into the large store (list pages, idle RSS, time to ready); 0 skips it")
+	fs.IntVar(&c.stockPets, "stock-pets", 16, "pets given 1,000,000 in stock for POST /store/orders")
+	fs.IntVar(&c.readyStarts, "ready-starts", 3, "starts of the large store timed to ready (the median is reported)")
+	fs.DurationVar(&c.settle, "settle", time.Second, "wait after ready before reading the idle RSS")
+	fs.StringVar(&c.serverLog, "server-log", "", "file for the servers' request logs (default: discarded)")
+	fs.BoolVar(&c.quick, "quick", false, fmt.Sprintf("quick run: -duration %v -rounds %d -warmup %v -settle %v -big-pets %d unless given", quickDuration, quickRounds, quickWarmup, quickSettle, quickBigPets))
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		fmt.Fprintln(out, err)
+		return c, err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if c.quick {
+		if !given["duration"] {
+			c.duration = quickDuration
+		}
+		if !given["warmup"] {
+			c.warmup = quickWarmup
+		}
+		if !given["rounds"] {
+			c.rounds = quickRounds
+		}
+		if !given["settle"] {
+			c.settle = quickSettle
+		}
+		if !given["big-pets"] {
+			c.bigPets = quickBigPets
+		}
+	}
+	var err error
+	switch {
+	case c.duration <= 0 || c.warmup < 0 || c.settle < 0:
+		err = errors.New("-duration must be positive, -warmup and -settle not negative")
+	case c.rounds < 1 || c.duration/time.Duration(c.rounds) < 10*time.Millisecond:
+		err = errors.New("-rounds must be at least 1, and slices of -duration/-rounds at least 10ms")
+	case c.connections < 1:
+		err = errors.New("-connections must be at least 1")
+	case c.pets < minPets:
+		err = fmt.Errorf("-pets must be at least %d (a 90%% deep page needs another page after it)", minPets)
+	case c.bigPets != 0 && c.bigPets < minPets:
+		err = fmt.Errorf("-big-pets must be 0 (skip) or at least %d", minPets)
+	case c.stockPets < 1 || c.stockPets > c.pets:
+		err = errors.New("-stock-pets must be from 1 to -pets")
+	case c.readyStarts < 1:
+		err = errors.New("-ready-starts must be at least 1")
+	}
+	if err != nil {
+		fmt.Fprintln(out, err)
+	}
+	return c, err
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// proc is a server process the benchmark started: the petstore binary or the
+// Echo baseline.
+type proc struct {
+	name    string
+	cmd     *exec.Cmd
+	addr    string // 127.0.0.1:port
+	started time.Time
+	done    chan struct{} // closed when the process has exited
+	waitErr error         // set before done is closed
+	stopped bool          // we asked it to stop
+	stderr  *tailBuffer
+	logFile *os.File
+}
+
+// startProc starts bin with args, where the literal argument "ADDR" is
+// replaced by a free loopback address. The process is killed if the
+// benchmark dies (see setParentDeathSignal) and by b.cleanup otherwise.
+func (b *bench) startProc(name, bin string, args ...string) (*proc, error) {
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	args = append([]string(nil), args...)
+	for i, a := range args {
+		if a == "ADDR" {
+			args[i] = addr
+		}
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = serverEnv()
+	p := &proc{name: name, cmd: cmd, addr: addr, done: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}}
+	cmd.Stderr = p.stderr
+	if b.cfg.serverLog != "" {
+		if p.logFile, err = os.OpenFile(b.cfg.serverLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(p.logFile, "=== loadtest: %s on %s\n", name, addr)
+		cmd.Stdout = p.logFile
+	} // else os.DevNull: the request log costs the server its write, as in production, and us nothing
+	setParentDeathSignal(cmd)
+	p.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		if p.logFile != nil {
+			p.logFile.Close()
+		}
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	b.procs = append(b.procs, p)
+	go func() {
+		p.waitErr = cmd.Wait()
+		if p.logFile != nil {
+			p.logFile.Close()
+		}
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// serverEnv is the environment without PETSTORE_ variables, so that the
+// caller's own settings (a JSON log, a rate limit) do not change what is
+// measured.
+func serverEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PETSTORE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// freeLoopbackAddr finds a free port on 127.0.0.1. Knowing the address
+// before the process starts is what lets readiness be timed from its start.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+func (p *proc) base() string { return "http://" + p.addr }
+
+// exitedErr describes an unexpected exit, with the end of its stderr.
+func (p *proc) exitedErr() error {
+	return fmt.Errorf("%s exited: %v\n%s", p.name, p.waitErr, indent(p.stderr.String()))
+}
+
+// waitReady polls path (200 means ready) from the moment the process was
+// started, and returns how long it took.
+func (p *proc) waitReady(ctx context.Context, path string, timeout time.Duration) (time.Duration, error) {
+	client := &http.Client{
+		Timeout:   time.Second,
+		Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
+	}
+	defer client.CloseIdleConnections()
+	deadline := p.started.Add(timeout)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base()+path, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(p.started), nil
+			}
+		}
+		select {
+		case <-p.done:
+			return 0, p.exitedErr()
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		default:
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%s: %s did not answer 200 within %v (last: %v)\n%s", p.name, path, timeout, errOrStatus(resp, err), indent(p.stderr.String()))
+		}
+		time.Sleep(500 * time.Microsecond)
+	}
+}
+
+func errOrStatus(resp *http.Response, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return resp.Status
+}
+
+// stop asks the process to shut down gracefully, and kills it after a while.
+func (p *proc) stop() error {
+	select {
+	case <-p.done:
+		if p.stopped {
+			return nil
+		}
+		return p.exitedErr()
+	default:
+	}
+	p.stopped = true
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop within 10 s of SIGTERM; killed", p.name)
+	}
+}
+
+// kill ends the process at once; for cleanup after an interruption.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.stopped = true
+	p.cmd.Process.Kill()
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// cpuTime is the process's user+system time so far, all threads, from
+// /proc/<pid>/stat.
+func (p *proc) cpuTime(clkTck int64) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid()))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", p.name, err)
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// count fields from the last ')'. utime and stime are fields 14 and 15.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%s: unexpected /proc stat %q", p.name, data)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%s: unexpected /proc stat %q", p.name, data)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("%s: /proc stat: %w", p.name, err)
+	}
+	return time.Duration((utime + stime) * int64(time.Second) / clkTck), nil
+}
+
+// rss is VmRSS from /proc/<pid>/status, in bytes.
+func (p *proc) rss() (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid()))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", p.name, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: VmRSS %q: %w", p.name, v, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: no VmRSS in /proc/%d/status", p.name, p.pid())
+}
+
+// clockTicks is CLK_TCK, the unit of /proc/<pid>/stat's times.
+func clockTicks() int64 {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 100
+}
+
+// buildServer builds the petstore binary from the module root into dir.
+func buildServer(ctx context.Context, dir string) (bin, root string, err error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", "", errors.New("the go command is not on PATH")
+	}
+	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
+	gomod := strings.TrimSpace(string(out))
+	if err != nil || gomod == "" || gomod == os.DevNull {
+		return "", "", errors.New("run from inside the petstore module (go env GOMOD is empty)")
+	}
+	root = filepath.Dir(gomod)
+	bin = filepath.Join(dir, "petstore")
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, ".")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("go build: %v\n%s", err, indent(string(out)))
+	}
+	return bin, root, nil
+}
+
+// tailBuffer keeps the first and the last bytes written to it, up to max
+// each: enough to say why a process failed, bounded however much it writes.
+type tailBuffer struct {
+	mu         sync.Mutex
+	max        int
+	head, tail []byte
+	dropped    int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if room := t.max - len(t.head); room > 0 {
+		k := min(room, len(p))
+		t.head = append(t.head, p[:k]...)
+		p = p[k:]
+	}
+	t.tail = append(t.tail, p...)
+	if over := len(t.tail) - t.max; over > 0 {
+		t.tail = append(t.tail[:0], t.tail[over:]...)
+		t.dropped += over
+	}
+	return n, nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dropped > 0 {
+		return fmt.Sprintf("%s\n[... %d bytes ...]\n%s", t.head, t.dropped, t.tail)
+	}
+	return string(t.head) + string(t.tail)
+}
+
+func indent(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return "    (no output)"
+	}
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
