@@ -43,9 +43,10 @@ func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // operatorPath reports whether a path belongs to the operator (admin API,
-// dashboard): those are never served on customers' domains.
+// dashboard, metrics): those are never served on customers' domains.
 func operatorPath(p string) bool {
-	return p == "/admin" || strings.HasPrefix(p, "/admin/") || p == "/dashboard" || strings.HasPrefix(p, "/dashboard/")
+	return p == "/admin" || strings.HasPrefix(p, "/admin/") || p == "/dashboard" || strings.HasPrefix(p, "/dashboard/") ||
+		p == "/metrics" || strings.HasPrefix(p, "/metrics/")
 }
 
 func hostOnly(host string) string {

@@ -56,6 +56,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		res := c.Response()
+		s.reqMetrics.observe(c.Request().Method, c.Path(), res.Status, time.Since(start))
 		level := slog.LevelInfo
 		if res.Status >= 500 {
 			level = slog.LevelError

@@ -62,6 +62,8 @@ func (s *Server) routes() error {
 		{http.MethodPost, "/admin/domains/:name/verify", s.verifyDomain},
 		{http.MethodGet, "/admin/settings", s.getSettings},
 		{http.MethodPut, "/admin/settings", s.updateSettings},
+		{http.MethodGet, "/admin/backup", s.backup},
+		{http.MethodGet, "/metrics", s.serveMetrics},
 	}
 	if err := s.register(s.public, public); err != nil {
 		return err

@@ -71,6 +71,8 @@ type Server struct {
 	valOpts openapi3filter.Options
 	// sitePage is the reference page, rendered once at start.
 	sitePage []byte
+	// reqMetrics counts requests for GET /metrics (metrics.go).
+	reqMetrics httpMetrics
 }
 
 // New builds the server: parses both OpenAPI documents, registers every

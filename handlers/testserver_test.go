@@ -225,7 +225,7 @@ func (ts *testServer) validate(req *http.Request, reqBody []byte, r *response) {
 	}
 	pub, admin := specs(ts.tb)
 	doc := pub
-	if strings.HasPrefix(req.URL.Path, "/admin/") {
+	if strings.HasPrefix(req.URL.Path, "/admin/") || req.URL.Path == "/metrics" {
 		doc = admin
 	}
 	route, pathParams, err := doc.router.FindRoute(req)

@@ -91,6 +91,12 @@ func Open(path string, opts Options) (*DB, error) {
 		// The hashmap freelist keeps allocation O(1) as the file fragments,
 		// where the array one degrades with size.
 		FreelistType: bolt.FreelistMapType,
+		// Growing the file re-maps it, which waits for every open read
+		// transaction, a running backup included, and new reads queue
+		// behind it. Reserving 1 GiB of address space up front (not memory,
+		// not disk) keeps writes going during a backup until the file
+		// passes 1 GiB.
+		InitialMmapSize: 1 << 30,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)

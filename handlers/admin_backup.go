@@ -1,0 +1,80 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// backupIdleTimeout is how long a backup download may make no progress
+// before the connection is dropped. The server's WriteTimeout (60 s for the
+// whole response) would cut any backup that takes longer than that to
+// download, so the backup replaces it with this deadline, renewed on every
+// write: a slow client is fine, a stalled one is not.
+const backupIdleTimeout = 60 * time.Second
+
+// backup streams a consistent copy of the data file (GET /admin/backup):
+// one read transaction, its size as Content-Length, the pages as the body.
+// Requests go on being served meanwhile. HEAD answers the headers alone.
+func (s *Server) backup(c echo.Context) error {
+	ctx := c.Request().Context()
+	res := c.Response()
+	setHeaders := func(size int64) {
+		h := res.Header()
+		h.Set(echo.HeaderContentType, echo.MIMEOctetStream)
+		h.Set(echo.HeaderContentLength, strconv.FormatInt(size, 10))
+		h.Set(echo.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="petstore-%s.db"`, s.now().UTC().Format("20060102T150405Z")))
+		h.Set("Cache-Control", "no-store")
+	}
+	if c.Request().Method == http.MethodHead {
+		size, err := s.store.Size(ctx)
+		if err != nil {
+			return err
+		}
+		setHeaders(size)
+		return c.NoContent(http.StatusOK)
+	}
+
+	committed := false
+	n, err := s.store.BackupSized(ctx, func(size int64) (io.Writer, error) {
+		setHeaders(size)
+		res.WriteHeader(http.StatusOK)
+		committed = true
+		return &deadlineWriter{w: res, rc: http.NewResponseController(res)}, nil
+	})
+	if err == nil {
+		return nil // the access log has the bytes and the duration
+	}
+	if !committed {
+		return err // nothing sent yet: an ordinary Error answer
+	}
+	// The status and the Content-Length are out; the body stops short, which
+	// net/http answers by closing the connection, so the client sees a
+	// truncated download rather than a complete-looking file.
+	s.log.Warn("backup interrupted", "request_id", requestID(c), "bytes", n, "err", err)
+	return nil
+}
+
+// deadlineWriter pushes the connection's write deadline backupIdleTimeout
+// ahead before every write.
+type deadlineWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+	// unsupported is set once the connection says it has no deadlines
+	// (a test recorder, some proxies' writers); writes go on without them.
+	unsupported bool
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	if !d.unsupported {
+		if err := d.rc.SetWriteDeadline(time.Now().Add(backupIdleTimeout)); errors.Is(err, http.ErrNotSupported) {
+			d.unsupported = true
+		}
+	}
+	return d.w.Write(p)
+}
