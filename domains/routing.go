@@ -102,8 +102,10 @@ func (m *Manager) Route(host string) Route {
 // hostName strips the port, the brackets of an IPv6 literal and a trailing
 // dot from a Host header, and lower-cases it.
 func hostName(host string) string {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+	if strings.IndexByte(host, ':') >= 0 { // SplitHostPort's error allocates
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
 	}
 	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
 	for i := 0; i < len(host); i++ {

@@ -223,6 +223,13 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	}
 	serial := conn.ConnectionState().PeerCertificates[0].SerialNumber
 	conn.Close()
+	// Nothing below TLS 1.2.
+	old, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", net.JoinHostPort("127.0.0.1", itoa(e.pebble.TLSPort)),
+		&tls.Config{ServerName: "shop.example.com", RootCAs: e.roots, MaxVersion: tls.VersionTLS11})
+	if err == nil {
+		old.Close()
+		t.Error("a TLS 1.1 handshake was accepted")
+	}
 	t.Logf("handshake with the issued certificate took %v", took)
 	resp, err := e.httpsGet(t, "shop.example.com", "/pets")
 	if err != nil {
