@@ -13,54 +13,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3filter"
-
 	"petstore/store"
 )
 
-// scrape GETs /metrics with the admin token and parses the answer. The
-// harness picks the admin document by the /admin/ prefix, so the answer is
-// checked against the admin document here.
+// scrape GETs /metrics with the admin token and parses the answer (the
+// harness checks it against the admin document).
 func (ts *testServer) scrape() *exposition {
 	ts.tb.Helper()
 	res := ts.adminDo(http.MethodGet, "/metrics", "").wantStatus(http.StatusOK)
-	validateAdminAnswer(ts.tb, ts.http.URL, http.MethodGet, "/metrics", res)
 	if ct := res.header.Get("Content-Type"); ct != "text/plain; version=0.0.4" {
 		ts.tb.Errorf("Content-Type %q", ct)
 	}
 	return parseExposition(ts.tb, res.body)
-}
-
-// validateAdminAnswer checks an answer against its operation in the admin
-// document and records the operation as exercised.
-func validateAdminAnswer(tb testing.TB, base, method, path string, r *response) {
-	tb.Helper()
-	_, admin := specs(tb)
-	req, err := http.NewRequest(method, base+path, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	route, params, err := admin.router.FindRoute(req)
-	if err != nil {
-		tb.Fatalf("%s %s is not in the admin document: %v", method, path, err)
-	}
-	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{
-			Request: req, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-		},
-		Status:  r.status,
-		Header:  r.header,
-		Options: &openapi3filter.Options{IncludeResponseStatus: true},
-	}
-	in.SetBodyBytes(r.body)
-	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		tb.Errorf("%s %s -> %d does not match the admin document: %v", method, path, r.status, err)
-		return
-	}
-	exercisedMu.Lock()
-	exercised[route.Operation.OperationID] = true
-	exercisedMu.Unlock()
 }
 
 // exposition is a parsed scrape.
@@ -393,22 +357,13 @@ func TestMetricsNeedTheAdminToken(t *testing.T) {
 		{"X-Api-Key": {ts.apiKey}},
 		{"Authorization": {"Basic " + ts.admin}},
 	} {
-		res := ts.send("GET", "/metrics", "", h).wantError(401, "unauthorized")
-		validateAdminAnswer(t, ts.http.URL, "GET", "/metrics", res)
+		ts.send("GET", "/metrics", "", h).wantError(401, "unauthorized")
 	}
 }
 
 func TestMetricsNotOnCustomerDomains(t *testing.T) {
 	ts := newTestServer(t)
-	ctx := context.Background()
-	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
-	ts.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantStatus(201)
-	if _, err := ts.db.UpdateDomain(ctx, "shop.example.com", func(d *store.Domain) error { d.State = store.DomainVerified; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if err := ts.srv.RefreshDomains(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ts.verifiedDomain("shop.example.com")
 	customer := http.Header{"Host": {"shop.example.com"}, "Authorization": {"Bearer " + ts.admin}}
 	ts.send("GET", "/pets", "", customer.Clone()).wantStatus(200) // the domain is served
 	for _, p := range []string{"/metrics", "/metrics/", "/admin/backup"} {

@@ -2,7 +2,6 @@ package handlers_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"io"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"petstore/handlers"
-	"petstore/store"
 )
 
 // adminRequests walks the admin OpenAPI document: one request per
@@ -51,15 +49,7 @@ func TestEveryAdminRouteNeedsTheToken(t *testing.T) {
 
 func TestOperatorRoutesUnreachableThroughCustomerDomains(t *testing.T) {
 	ts := newTestServer(t)
-	ctx := context.Background()
-	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
-	ts.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantStatus(201)
-	if _, err := ts.db.UpdateDomain(ctx, "shop.example.com", func(d *store.Domain) error { d.State = store.DomainVerified; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if err := ts.srv.RefreshDomains(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ts.verifiedDomain("shop.example.com")
 	customer := http.Header{"Host": {"shop.example.com"}, "Authorization": {"Bearer " + ts.admin}}
 	ts.send("GET", "/pets", "", customer.Clone()).wantStatus(200) // the API is served there
 	for _, r := range append(adminRequests(t), [2]string{"GET", "/dashboard/"}) {

@@ -375,3 +375,18 @@ func (r *response) message() string {
 func withNow(t time.Time) serverOption {
 	return func(c *handlers.Config) { c.Now = func() time.Time { return t } }
 }
+
+// verifiedDomain attaches a domain (on plan pro) and marks it verified in
+// the store, without DNS: for tests of what a verified domain is served.
+func (ts *testServer) verifiedDomain(name string) {
+	ts.tb.Helper()
+	ctx := context.Background()
+	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
+	ts.adminDo("POST", "/admin/domains", `{"name":"`+name+`"}`).wantStatus(201)
+	if _, err := ts.db.UpdateDomain(ctx, name, func(d *store.Domain) error { d.State = store.DomainVerified; return nil }); err != nil {
+		ts.tb.Fatal(err)
+	}
+	if err := ts.srv.RefreshDomains(ctx); err != nil {
+		ts.tb.Fatal(err)
+	}
+}
