@@ -3,6 +3,7 @@ package store_test
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"petstore/store"
@@ -95,4 +96,118 @@ func TestListInventory(t *testing.T) {
 	check(t)
 	_, _, err := db.ListInventory(ctx, store.InventoryFilter{Status: "gone"})
 	assertError(t, err, store.EINVALID, fmt.Sprintf("status %q is not one of available, pending, sold", "gone"))
+}
+
+// TestStockUnderRacingOrdersCancellationsAndRestocks races order placement,
+// cancellation and stock replacement on one pet. A restock replaces the
+// stock, so "nothing lost" cannot hold across one; what must hold: the
+// stock never leaves 0..MaxStock, each placed order took what it asked
+// for from a stock that had it, and once the restocks stop, orders and
+// cancellations move the stock by exactly their quantities.
+func TestStockUnderRacingOrdersCancellationsAndRestocks(t *testing.T) {
+	db := MustOpenDB(t)
+	c := mustCategory(t, db, "dogs")
+	p := mustPet(t, db, "Rex", c.ID, store.StatusAvailable)
+	if _, err := db.SetStock(ctx, p.ID, 40); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		placed []store.Order
+		stop   = make(chan struct{})
+	)
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 60 {
+				o := store.Order{PetID: p.ID, Quantity: 1 + (w+i)%3}
+				err := db.PlaceOrder(ctx, &o)
+				switch store.ErrorCode(err) {
+				case "":
+					mu.Lock()
+					placed = append(placed, o)
+					mu.Unlock()
+				case store.EINSUFFICIENTSTOCK:
+				default:
+					t.Errorf("PlaceOrder: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	for range 2 { // cancellers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 60 {
+				mu.Lock()
+				var o store.Order
+				if n := len(placed); n > 0 {
+					o, placed = placed[n-1], placed[:n-1]
+				}
+				mu.Unlock()
+				if o.ID != 0 {
+					if err := db.CancelOrder(ctx, o.ID); err != nil {
+						t.Errorf("CancelOrder %d: %v", o.ID, err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // restocker
+		defer wg.Done()
+		for i := range 20 {
+			if _, err := db.SetStock(ctx, p.ID, 10*(i%5)); err != nil {
+				t.Errorf("SetStock: %v", err)
+			}
+		}
+	}()
+	watched := make(chan error, 1)
+	go func() { // the stock is never out of range
+		for {
+			select {
+			case <-stop:
+				watched <- nil
+				return
+			default:
+			}
+			it, err := db.InventoryItem(ctx, p.ID)
+			if err == nil && (it.Quantity < 0 || it.Quantity > store.MaxStock) {
+				watched <- fmt.Errorf("stock %d out of range", it.Quantity)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	if err := <-watched; err != nil {
+		t.Fatal(err)
+	}
+
+	// Without restocks, orders and cancellations balance to the unit.
+	before, _ := db.InventoryItem(ctx, p.ID)
+	if _, err := db.SetStock(ctx, p.ID, before.Quantity+30); err != nil {
+		t.Fatal(err)
+	}
+	start := before.Quantity + 30
+	taken := 0
+	for range 10 {
+		o := store.Order{PetID: p.ID, Quantity: 2}
+		if err := db.PlaceOrder(ctx, &o); err != nil {
+			t.Fatal(err)
+		}
+		taken += 2
+		if o.ID%2 == 0 {
+			if err := db.CancelOrder(ctx, o.ID); err != nil {
+				t.Fatal(err)
+			}
+			taken -= 2
+		}
+	}
+	if it, _ := db.InventoryItem(ctx, p.ID); it.Quantity != start-taken {
+		t.Fatalf("stock %d, want %d - %d", it.Quantity, start, taken)
+	}
 }
