@@ -77,6 +77,7 @@ type bench struct {
 	adminToken string
 	procs      []*proc
 	smallProc  *proc // the server on the small store
+	tlsTargets []*tlsTarget
 	jobs       []job
 
 	loads map[string]*loadResult
@@ -174,6 +175,11 @@ func (b *bench) measure(ctx context.Context) error {
 			return err
 		}
 	}
+	if b.cfg.tlsDomains > 0 {
+		if err := b.tlsServers(ctx); err != nil {
+			return err
+		}
+	}
 	if err := b.runJobs(ctx); err != nil {
 		return err
 	}
@@ -185,6 +191,7 @@ func (b *bench) measure(ctx context.Context) error {
 			return err
 		}
 	}
+	b.checkTLSServers(ctx)
 	return nil
 }
 

@@ -8,12 +8,16 @@
 // --rate-limit 0, makes an API key and stock through the API, drives it with
 // concurrent keep-alive clients, and prints one table: req/s, p50 and p99 latency and
 // the server's CPU time per request (from /proc/<pid>/stat) for each kind of
-// request, the server's idle RSS and its time to ready with a large store,
+// request, the rate of new TLS connections to --https-listen with 1 and with
+// 1,000 verified domains (data files seeded with the domains and their
+// certificates in certmagic's storage, signed by a CA of its own, and an
+// --acme-ca nobody answers at), the server's idle RSS and its time to ready with a large store,
 // each beside the baseline it is judged against (a bare Echo handler in a
 // process of its own, and one-fsync-per-write bbolt puts) and the target the
 // issue sets. A MISS is a measurement, not a failure; the exit status is
 // non-zero only on real errors: a server that does not start, a non-2xx
-// answer, a page that is not what it should be.
+// answer, a page that is not what it should be, a failed TLS handshake, a
+// TLS server that asked its CA for anything.
 //
 // Linux only: it reads /proc. Traffic goes to 127.0.0.1 only, and every
 // process it starts is killed when it ends, Ctrl-C included.
@@ -77,6 +81,7 @@ type config struct {
 	bigPets     int           // pets imported into the large store; 0 skips it
 	stockPets   int           // pets given stock for the order row
 	readyStarts int           // starts of the large store timed to ready
+	tlsDomains  int           // verified domains of the second TLS server; 0 skips the TLS rows
 	settle      time.Duration // wait after ready before reading idle RSS
 	serverLog   string        // where the server's request log goes
 	quick       bool
@@ -93,6 +98,7 @@ const (
 	defaultBigPets  = 1_000_000
 	quickBigPets    = 100_000
 	minPets         = 250
+	maxTLSDomains   = 100_000
 )
 
 func parseFlags(args []string, out io.Writer) (config, error) {
@@ -112,6 +118,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.bigPets, "big-pets", defaultBigPets, "pets imported into the large store (list pages, idle RSS, time to ready); 0 skips it")
 	fs.IntVar(&c.stockPets, "stock-pets", 16, "pets given 1,000,000 in stock for POST /store/orders")
 	fs.IntVar(&c.readyStarts, "ready-starts", 3, "starts of the large store timed to ready (the median is reported)")
+	fs.IntVar(&c.tlsDomains, "tls-domains", targetTLSDomains, "verified domains (each with its certificate) of the server the 1-domain TLS row is compared with; 0 skips the TLS rows")
 	fs.DurationVar(&c.settle, "settle", time.Second, "wait after ready before reading the idle RSS")
 	fs.StringVar(&c.serverLog, "server-log", "", "file for the servers' request logs (default: discarded)")
 	fs.BoolVar(&c.quick, "quick", false, fmt.Sprintf("quick run: -duration %v -rounds %d -warmup %v -settle %v -big-pets %d unless given", quickDuration, quickRounds, quickWarmup, quickSettle, quickBigPets))
@@ -158,6 +165,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		err = errors.New("-stock-pets must be from 1 to -pets")
 	case c.readyStarts < 1:
 		err = errors.New("-ready-starts must be at least 1")
+	case c.tlsDomains != 0 && (c.tlsDomains < 2 || c.tlsDomains > maxTLSDomains):
+		err = fmt.Errorf("-tls-domains must be 0 (skip the TLS rows) or from 2 to %d", maxTLSDomains)
 	}
 	if err != nil {
 		fmt.Fprintln(out, err)

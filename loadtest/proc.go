@@ -36,6 +36,12 @@ type proc struct {
 // replaced by a free loopback address. The process is killed if the
 // benchmark dies (see setParentDeathSignal) and by b.cleanup otherwise.
 func (b *bench) startProc(name, bin string, args ...string) (*proc, error) {
+	return b.startProcWatched(name, bin, nil, args...)
+}
+
+// startProcWatched is startProc with the process's stdout (its log) also
+// written to watch, when watch is not nil.
+func (b *bench) startProcWatched(name, bin string, watch io.Writer, args ...string) (*proc, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
@@ -57,6 +63,13 @@ func (b *bench) startProc(name, bin string, args ...string) (*proc, error) {
 		fmt.Fprintf(p.logFile, "=== loadtest: %s on %s\n", name, addr)
 		cmd.Stdout = p.logFile
 	} // else os.DevNull: the request log costs the server its write, as in production, and us nothing
+	if watch != nil {
+		if cmd.Stdout != nil {
+			cmd.Stdout = io.MultiWriter(watch, cmd.Stdout)
+		} else {
+			cmd.Stdout = watch
+		}
+	}
 	setParentDeathSignal(cmd)
 	p.started = time.Now()
 	if err := cmd.Start(); err != nil {

@@ -113,9 +113,9 @@ const (
 	targetReadyMS      = 200 // with 1M pets
 	targetBigPets      = 1_000_000
 	targetSmallPets    = 10_000
-	todoTLS            = "TODO: the TLS listener is being built"
+	targetTLSManyVsOne = 0.9   // new TLS connections/s with 1,000 domains, x with 1
+	targetTLSDomains   = 1_000 // the domains of that target
 	tlsRowOneDomain    = "new TLS connections, 1 verified domain"
-	tlsRowManyDomains  = "new TLS connections, 1,000 verified domains"
 	labelReadyTime     = "time to ready after start"
 	labelEchoBaseline  = "Echo baseline: GET " + echoBaselinePath + ", no middleware (own process)"
 	labelFsyncBaseline = "bbolt baseline: sequential puts, one fsync each (req = put)"
@@ -173,13 +173,28 @@ func (b *bench) buildReport() *report {
 		r.lines = append(r.lines, line{label: "GET /pets, large store", on: "skipped (-big-pets 0)", verdict: "skipped"})
 	}
 
-	// TLS rows, to be measured once the TLS listener exists: a workload of
-	// new connections (a client with DisableKeepAlives and a TLS config
-	// trusting the test CA) against a server with 1 and with 1,000 verified
-	// domains, filed under a new key and shown here with r.load.
-	r.lines = append(r.lines,
-		line{label: tlsRowOneDomain, on: todoTLS, verdict: "TODO"},
-		line{label: tlsRowManyDomains, on: todoTLS, verdict: "TODO"})
+	// TLS rows: new connections (connect, full handshake, close) to
+	// --https-listen of a server with 1 verified domain and of one with
+	// cfg.tlsDomains, SNI spread over them; req = connection.
+	if c.tlsDomains > 0 {
+		one, many := b.loads[keyTLSOne], b.loads[keyTLSMany]
+		manyLabel := tlsRowMany(c.tlsDomains)
+		r.load(tlsRowOneDomain, one, check{on: "baseline of handshakes/s"})
+		vsOne := check{on: "handshakes/s vs 1 domain", unit: "x", op: ">=", target: targetTLSManyVsOne,
+			caveat: c.tlsDomains != targetTLSDomains}
+		if one != nil && many != nil {
+			vsOne.value, vsOne.ok = ratio(many.rps(), one.rps())
+		}
+		r.load(manyLabel, many, vsOne, cpuVs(many, one, "1 domain", "", 0))
+		if c.tlsDomains != targetTLSDomains {
+			r.notes = append(r.notes, fmt.Sprintf("* the TLS target names %s domains; this run used %s: run with the defaults for the verdict.",
+				thousands(targetTLSDomains), thousands(float64(c.tlsDomains))))
+		}
+		r.notes = append(r.notes, fmt.Sprintf("TLS rows: req = one new connection from %d workers: TCP connect, full TLS handshake (the client keeps no session cache: no resumption, no session tickets) and close, SNI picked at random among the server's verified domains; p50/p99 are connect + handshake; ECDSA P-256 certificates loaded by certmagic from the data file and signed by one test CA that the client trusts",
+			c.connections))
+	} else {
+		r.lines = append(r.lines, line{label: "new TLS connections", on: "skipped (-tls-domains 0)", verdict: "skipped"})
+	}
 
 	rssCheck := func(v int64, op string, target float64) check {
 		return check{on: "VmRSS", value: mb(v), ok: v > 0, unit: "MB", op: op, target: target}
@@ -220,7 +235,7 @@ func (b *bench) buildReport() *report {
 	}
 	r.notes = append(r.notes, b.notes...)
 	r.notes = append(r.notes,
-		"ratios: GET rows by server CPU per request, POST rows by req/s; PASS/MISS are measurements, not assertions",
+		"ratios: GET rows by server CPU per request, POST rows by req/s, TLS rows by new connections (handshakes)/s; PASS/MISS are measurements, not assertions",
 		fmt.Sprintf("petstore built in %.1f s; req/s and latencies include the Go client's share of the same CPUs", b.buildTime.Seconds()))
 	return r
 }
@@ -298,6 +313,11 @@ func (r *report) labels() []string {
 		}
 	}
 	return out
+}
+
+// tlsRowMany is the label of the TLS row with n verified domains.
+func tlsRowMany(n int) string {
+	return "new TLS connections, " + domainCount(n)
 }
 
 func latency(d time.Duration) string {

@@ -1,0 +1,673 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	mrand "math/rand/v2"
+	"net"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"github.com/mholt/acmez/v3/acme"
+
+	"petstore/domains"
+	"petstore/store"
+)
+
+// The TLS rows measure new connections to the binary's --https-listen: TCP
+// connect, a full TLS handshake (the client keeps no session cache, so it
+// neither resumes nor is sent session tickets), close. The server is started
+// on a data file seeded as the service leaves it after issuing certificates:
+// verified domains whose certificates are in certmagic's storage, so that it
+// serves them without asking any CA. Its --acme-ca is a port nobody listens
+// on: a server that asks its CA for anything fails the handshake or logs it,
+// and either is an error of the run.
+const (
+	keyTLSOne  = "tls-one"
+	keyTLSMany = "tls-many"
+
+	tlsACMECA         = "https://127.0.0.1:1/directory"
+	tlsPlatformDomain = "petstore.test"
+	tlsCertLifetime   = 90 * 24 * time.Hour // as Let's Encrypt's
+	tlsDialTimeout    = 5 * time.Second     // connect and handshake
+	// tlsSeedWorkers write the domains of a data file at once: the store
+	// commits concurrent writes in groups, one fsync each.
+	tlsSeedWorkers = 32
+	// tlsWarmPassMaxErrors stops the pass over every name early: a server
+	// that fails these many handshakes fails the others too, slowly when it
+	// waits for its CA.
+	tlsWarmPassMaxErrors = 5
+)
+
+// domainCount writes "1 verified domain", "1,000 verified domains".
+func domainCount(n int) string {
+	if n == 1 {
+		return "1 verified domain"
+	}
+	return thousands(float64(n)) + " verified domains"
+}
+
+// tlsDomainName is the i-th verified domain of a TLS server.
+func tlsDomainName(i int) string { return fmt.Sprintf("d%d.loadtest.example.com", i) }
+
+func tlsDomainNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = tlsDomainName(i)
+	}
+	return names
+}
+
+// testCA is the one CA that signs every certificate of the TLS servers; the
+// client trusts it and nothing else.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+func newTestCA(now time.Time) (*testCA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "Petstore loadtest CA", Organization: []string{"Petstore loadtest"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(365 * 24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		MaxPathLenZero:        true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &testCA{cert: cert, key: key, pool: pool}, nil
+}
+
+// issue makes what an ACME CA hands certmagic for name: a certificate for an
+// ECDSA P-256 key (certmagic's default key type), valid 90 days from an hour
+// ago, the name its only SAN, for server authentication; the chain PEM is
+// the leaf then the CA's certificate (an ACME CA's leaf then intermediate),
+// the key PEM is certmagic's encoding of the key.
+func (ca *testCA) issue(name string, now time.Time) (chainPEM, keyPEM []byte, leaf *x509.Certificate, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	notBefore := now.Add(-time.Hour).Truncate(time.Second)
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		DNSNames:              []string{name},
+		NotBefore:             notBefore,
+		NotAfter:              notBefore.Add(tlsCertLifetime),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if leaf, err = x509.ParseCertificate(der); err != nil {
+		return nil, nil, nil, err
+	}
+	chainPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	chainPEM = append(chainPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})...)
+	if keyPEM, err = certmagic.PEMEncodePrivateKey(key); err != nil {
+		return nil, nil, nil, err
+	}
+	return chainPEM, keyPEM, leaf, nil
+}
+
+// acmeIssuerKey is the issuer key under which certmagic's ACME issuer for
+// the CA at caURL stores its certificates, asked of a throwaway issuer
+// rather than computed here so that it follows certmagic.
+func acmeIssuerKey(caURL string) string {
+	return certmagic.NewACMEIssuer(&certmagic.Config{}, certmagic.ACMEIssuer{CA: caURL, TestCA: caURL}).IssuerKey()
+}
+
+// certMetadata is the metadata file certmagic writes beside a certificate
+// it obtained (Config.saveCertResource): the CertificateResource as indented
+// JSON, its issuer data the acme.Certificate that the ACME client returned,
+// with the renewal information (ARI) a CA supporting it attaches: a window
+// at two thirds of the lifetime, a time picked in it, asked again in 6 hours.
+func certMetadata(name string, leaf *x509.Certificate, caURL string, now time.Time) ([]byte, error) {
+	ariID, err := acme.ARIUniqueIdentifier(leaf)
+	if err != nil {
+		return nil, err
+	}
+	ari := &acme.RenewalInfo{UniqueIdentifier: ariID}
+	lifetime := leaf.NotAfter.Sub(leaf.NotBefore)
+	ari.SuggestedWindow.Start = leaf.NotBefore.Add(lifetime * 2 / 3).UTC().Truncate(time.Second)
+	ari.SuggestedWindow.End = ari.SuggestedWindow.Start.Add(48 * time.Hour)
+	ari.SelectedTime = ari.SuggestedWindow.Start.Add(24 * time.Hour)
+	retry := now.Add(6 * time.Hour).UTC().Truncate(time.Second)
+	ari.RetryAfter = &retry
+	base := strings.TrimSuffix(caURL, "/directory")
+	issuerData, err := json.Marshal(acme.Certificate{
+		URL:         base + "/acme/cert/" + leaf.SerialNumber.Text(16),
+		CA:          caURL,
+		Account:     base + "/acme/acct/1",
+		RenewalInfo: ari,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(certmagic.CertificateResource{SANs: []string{name}, IssuerData: issuerData}, "", "\t")
+}
+
+// seedTLSStore writes the data file of a TLS server as the service leaves it
+// once it has certificates for names: the project on plan pro, the admin
+// token, each name a verified domain (next DNS check in hours, not during
+// the run) whose certificate is issued, and each certificate, its key and
+// metadata in certmagic's storage in the same file, at the keys where
+// certmagic's ACME issuer for caURL stores and looks for them.
+func seedTLSStore(ctx context.Context, file, adminToken string, ca *testCA, caURL string, names []string) (err error) {
+	db, err := store.Open(file, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if _, err := db.UpdateProject(ctx, func(p *store.Project) error {
+		p.Plan = store.PlanPro
+		return nil
+	}); err != nil {
+		return err
+	}
+	if adminToken != "" {
+		if _, err := db.EnsureAdminToken(ctx, adminToken); err != nil {
+			return err
+		}
+	}
+	issuerKey := acmeIssuerKey(caURL)
+	storage := db.CertStorage()
+	now := time.Now()
+
+	work := make(chan string)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for range min(tlsSeedWorkers, len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range work {
+				if err := seedTLSDomain(ctx, db, storage, issuerKey, ca, caURL, name, now); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("seeding %s: %w", name, err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, name := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- name
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+func seedTLSDomain(ctx context.Context, db *store.DB, storage certmagic.Storage, issuerKey string, ca *testCA, caURL, name string, now time.Time) error {
+	chainPEM, keyPEM, leaf, err := ca.issue(name, now)
+	if err != nil {
+		return err
+	}
+	meta, err := certMetadata(name, leaf, caURL, now)
+	if err != nil {
+		return err
+	}
+	// What certmagic's saveCertResource writes, at the same keys.
+	for _, kv := range []struct {
+		key   string
+		value []byte
+	}{
+		{certmagic.StorageKeys.SitePrivateKey(issuerKey, name), keyPEM},
+		{certmagic.StorageKeys.SiteCert(issuerKey, name), chainPEM},
+		{certmagic.StorageKeys.SiteMeta(issuerKey, name), meta},
+	} {
+		if err := storage.Store(ctx, kv.key, kv.value); err != nil {
+			return err
+		}
+	}
+	added := now.Add(-2 * time.Hour).UTC()
+	verified := added.Add(time.Minute)
+	issued := verified.Add(30 * time.Second)
+	nextCheck := verified.Add(6 * time.Hour)
+	nb, na := leaf.NotBefore.UTC(), leaf.NotAfter.UTC()
+	d := store.Domain{
+		Name:        name,
+		Apex:        domains.IsApex(name),
+		State:       store.DomainVerified,
+		AddedAt:     added,
+		VerifiedAt:  &verified,
+		NextCheckAt: &nextCheck,
+		Records:     domains.RequiredRecords(name, "cname."+tlsPlatformDomain, nil),
+		Check:       &store.DomainCheck{Verified: true, CheckedAt: verified, Findings: []store.Finding{}},
+		Certificate: store.Certificate{
+			State: store.CertIssued, Issuer: leaf.Issuer.CommonName,
+			NotBefore: &nb, NotAfter: &na, UpdatedAt: &issued,
+		},
+	}
+	return db.AddDomain(ctx, &d)
+}
+
+// checkTLSStore reports what a TLS server left in its data file that shows
+// it went to its CA: a domain whose certificate is no longer issued (the
+// manager records pending or failed as soon as an attempt starts), ACME
+// account data, or certificate files other than the seeded ones.
+func checkTLSStore(ctx context.Context, file, caURL string, names []string) error {
+	db, err := store.Open(file, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ds, err := db.Domains(ctx)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	if len(ds) != len(names) {
+		problems = append(problems, fmt.Sprintf("%d domains, want %d", len(ds), len(names)))
+	}
+	for _, d := range ds {
+		if d.State != store.DomainVerified || d.Certificate.State != store.CertIssued {
+			problems = append(problems, fmt.Sprintf("domain %s: state %s, certificate %s %s", d.Name, d.State, d.Certificate.State, d.Certificate.Error))
+		}
+	}
+	storage := db.CertStorage()
+	if keys, err := storage.List(ctx, "acme", true); err == nil {
+		problems = append(problems, fmt.Sprintf("ACME account data in storage: %s", strings.Join(keys, ", ")))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	certsPrefix := certmagic.StorageKeys.CertsPrefix(acmeIssuerKey(caURL))
+	all, err := storage.List(ctx, "", true)
+	if err != nil {
+		return err
+	}
+	var stray []string
+	for _, k := range all {
+		if k != path.Dir(certsPrefix) && k != certsPrefix && !strings.HasPrefix(k, certsPrefix+"/") {
+			stray = append(stray, k)
+		}
+	}
+	if files, err := storage.List(ctx, certsPrefix, true); err != nil {
+		return err
+	} else if want := 4 * len(names); len(files) != want { // a directory and 3 files per name
+		problems = append(problems, fmt.Sprintf("%d keys under %s, want %d", len(files), certsPrefix, want))
+	}
+	if len(stray) > 0 {
+		problems = append(problems, fmt.Sprintf("storage keys the seeding did not write: %s", strings.Join(stray, ", ")))
+	}
+	if len(problems) > 0 {
+		if len(problems) > maxErrSamples {
+			problems = append(problems[:maxErrSamples], fmt.Sprintf("(%d more)", len(problems)-maxErrSamples))
+		}
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// logWatch reads a server's log as it is written and keeps its warnings and
+// errors: the TLS servers log none when all goes well (no request reaches
+// them, and certmagic's info lines are dropped), so any is worth an error.
+type logWatch struct {
+	mu            sync.Mutex
+	partial       []byte
+	lines         int // warnings and errors
+	handshakeErrs int
+	certmagic     int
+	samples       []string
+}
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		w.line(string(w.partial[:i]))
+		w.partial = w.partial[i+1:]
+	}
+	if len(w.partial) > 64<<10 { // a line that long is no log line of ours
+		w.line(string(w.partial[:1024]))
+		w.partial = w.partial[:0]
+	}
+	return len(p), nil
+}
+
+func (w *logWatch) line(l string) {
+	if !strings.Contains(l, "level=WARN") && !strings.Contains(l, "level=ERROR") {
+		return
+	}
+	w.lines++
+	if strings.Contains(l, "TLS handshake error") {
+		w.handshakeErrs++
+	}
+	if strings.Contains(l, "component=certmagic") {
+		w.certmagic++
+	}
+	if len(w.samples) < maxErrSamples {
+		if len(l) > 400 {
+			l = l[:400] + "..."
+		}
+		w.samples = append(w.samples, l)
+	}
+}
+
+func (w *logWatch) summary() (lines, handshakeErrs, certmagic int, samples []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lines, w.handshakeErrs, w.certmagic, append([]string(nil), w.samples...)
+}
+
+// tlsTarget is one TLS server and the names its clients ask for.
+type tlsTarget struct {
+	key, label string
+	proc       *proc
+	data       string // its data file
+	addr       string // its --https-listen
+	names      []string
+	configs    []*tls.Config // one per name: its SNI, the test CA, no session cache
+	watch      *logWatch
+}
+
+func newTLSClientConfigs(names []string, roots *x509.CertPool) []*tls.Config {
+	configs := make([]*tls.Config, len(names))
+	for i, name := range names {
+		configs[i] = &tls.Config{
+			ServerName: name,
+			RootCAs:    roots,
+			NextProtos: []string{"h2", "http/1.1"},
+			// No ClientSessionCache: nothing to resume, and the client
+			// does not offer resumption, so no session tickets are sent.
+			MinVersion: tls.VersionTLS12,
+		}
+	}
+	return configs
+}
+
+// handshake opens one new connection with the SNI of name i, completes the
+// handshake (verifying the certificate against the test CA and the name)
+// and closes it. lat is from the start of the TCP connect to the end of the
+// handshake.
+func (t *tlsTarget) handshake(ctx context.Context, i int) (lat time.Duration, st tls.ConnectionState, err error) {
+	ctx, cancel := context.WithTimeout(ctx, tlsDialTimeout)
+	defer cancel()
+	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: t.configs[i]}
+	t0 := time.Now()
+	conn, err := d.DialContext(ctx, "tcp", t.addr)
+	if err != nil {
+		return 0, st, err
+	}
+	lat = time.Since(t0)
+	st = conn.(*tls.Conn).ConnectionState()
+	conn.Close()
+	if st.DidResume {
+		return lat, st, errors.New("the session was resumed")
+	}
+	return lat, st, nil
+}
+
+// tlsPhase opens new connections from b.cfg.connections workers, each one
+// at a time, SNI picked at random among the names, until d has passed. Each
+// connection counts as a request.
+func (b *bench) tlsPhase(ctx context.Context, t *tlsTarget, d time.Duration) *loadResult {
+	res := &loadResult{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := range b.cfg.connections {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := mrand.New(mrand.NewPCG(uint64(w), uint64(start.UnixNano())))
+			mine := &loadResult{lats: make([]time.Duration, 0, 1024)}
+			failedInARow := 0
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				i := rng.IntN(len(t.names))
+				lat, _, err := t.handshake(ctx, i)
+				if ctx.Err() != nil {
+					break // interrupted: not the server's fault
+				}
+				if err != nil {
+					mine.errors++
+					if len(mine.errSamples) < maxErrSamples {
+						mine.errSamples = append(mine.errSamples, fmt.Sprintf("TLS to %s, SNI %s: %v", t.addr, t.names[i], err))
+					}
+					if failedInARow++; failedInARow >= 100 {
+						break
+					}
+					continue
+				}
+				failedInARow = 0
+				mine.lats = append(mine.lats, lat)
+			}
+			mine.requests = int64(len(mine.lats))
+			mu.Lock()
+			res.add(mine)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	return res
+}
+
+// tlsMeasuredPhase is tlsPhase with the server's CPU time read before and after.
+func (b *bench) tlsMeasuredPhase(ctx context.Context, t *tlsTarget, d time.Duration) (*loadResult, error) {
+	cpu0, err := t.proc.cpuTime(b.clkTck)
+	if err != nil {
+		return nil, err
+	}
+	res := b.tlsPhase(ctx, t, d)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cpu1, err := t.proc.cpuTime(b.clkTck)
+	if err != nil {
+		return nil, err
+	}
+	res.cpu, res.hasCPU = cpu1-cpu0, true
+	return res, nil
+}
+
+// warmPass opens one connection for every name, b.cfg.connections at a
+// time, so that every certificate is in the server's memory cache before
+// anything is measured (the first handshake for a name may load it from
+// storage). It returns the state of one connection, to describe them.
+func (b *bench) warmPass(ctx context.Context, t *tlsTarget) (tls.ConnectionState, error) {
+	var (
+		next     atomic.Int64
+		failures atomic.Int64
+		mu       sync.Mutex
+		errs     []string
+		state    tls.ConnectionState
+		wg       sync.WaitGroup
+	)
+	for range min(b.cfg.connections, len(t.names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && failures.Load() < tlsWarmPassMaxErrors {
+				i := int(next.Add(1)) - 1
+				if i >= len(t.names) {
+					return
+				}
+				_, st, err := t.handshake(ctx, i)
+				if err == nil && (len(st.PeerCertificates) == 0 || !slices.Contains(st.PeerCertificates[0].DNSNames, t.names[i])) {
+					err = errors.New("the certificate served is not the one of this name")
+				}
+				mu.Lock()
+				if err != nil {
+					failures.Add(1)
+					if len(errs) < maxErrSamples {
+						errs = append(errs, fmt.Sprintf("SNI %s: %v", t.names[i], err))
+					}
+				} else if state.Version == 0 {
+					state = st
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return state, err
+	}
+	if len(errs) > 0 {
+		return state, fmt.Errorf("%d handshake(s) failed (stopped after %d), e.g.\n%s",
+			failures.Load(), tlsWarmPassMaxErrors, indent(strings.Join(errs, "\n")))
+	}
+	return state, nil
+}
+
+// tlsServers seeds, starts and warms the two TLS servers, one with 1
+// verified domain and one with cfg.tlsDomains, and adds their rows. A
+// server that cannot serve every name is an error of the run; its row
+// stays unmeasured and the others go on.
+func (b *bench) tlsServers(ctx context.Context) error {
+	ca, err := newTestCA(time.Now())
+	if err != nil {
+		return err
+	}
+	for _, s := range []struct {
+		key, label string
+		n          int
+	}{
+		{keyTLSOne, tlsRowOneDomain, 1},
+		{keyTLSMany, tlsRowMany(b.cfg.tlsDomains), b.cfg.tlsDomains},
+	} {
+		t, err := b.tlsServer(ctx, ca, s.key, s.label, s.n)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			b.fail("%s: %v", s.label, err)
+			continue
+		}
+		b.tlsTargets = append(b.tlsTargets, t)
+		b.jobs = append(b.jobs, job{
+			key: t.key, label: t.label,
+			warm:  func(ctx context.Context, d time.Duration) *loadResult { return b.tlsPhase(ctx, t, d) },
+			slice: func(ctx context.Context, d time.Duration) (*loadResult, error) { return b.tlsMeasuredPhase(ctx, t, d) },
+		})
+	}
+	return nil
+}
+
+func (b *bench) tlsServer(ctx context.Context, ca *testCA, key, label string, n int) (*tlsTarget, error) {
+	names := tlsDomainNames(n)
+	data := filepath.Join(b.dir, fmt.Sprintf("tls-%d.db", n))
+	b.progress("seeding %s with issued certificates into %s", domainCount(n), data)
+	t0 := time.Now()
+	if err := seedTLSStore(ctx, data, b.adminToken, ca, tlsACMECA, names); err != nil {
+		return nil, fmt.Errorf("seeding: %w", err)
+	}
+	seeded := time.Since(t0)
+	httpsAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	t := &tlsTarget{key: key, label: label, data: data, addr: httpsAddr, names: names,
+		configs: newTLSClientConfigs(names, ca.pool), watch: &logWatch{}}
+	t.proc, err = b.startProcWatched(fmt.Sprintf("petstore (TLS, %s)", domainCount(n)), b.bin, t.watch,
+		"--listen", "ADDR", "--data", data, "--rate-limit", "0", "--admin-token", b.adminToken,
+		"--https-listen", httpsAddr, "--acme-ca", tlsACMECA, "--domain", tlsPlatformDomain)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := t.proc.waitReady(ctx, "/readyz", readyTimeout); err != nil {
+		return nil, err
+	}
+	t1 := time.Now()
+	st, err := b.warmPass(ctx, t)
+	if err != nil {
+		if _, _, _, samples := t.watch.summary(); len(samples) > 0 {
+			err = fmt.Errorf("%w\n  the server's log:\n%s", err, indent(strings.Join(samples, "\n")))
+		}
+		return nil, fmt.Errorf("the pass over every name: %w", err)
+	}
+	warmed := time.Since(t1)
+	b.progress("%s: one handshake per name in %v", t.proc.name, warmed.Round(time.Millisecond))
+	b.notes = append(b.notes, fmt.Sprintf("%s: seeding (%s, certificates, keys, metadata) took %.2f s; the pass over every name after ready (one handshake each, %d at a time, loading certificates not cached yet) took %.2f s; %s, %s, %s, ALPN %q",
+		label, domainCount(n), seeded.Seconds(), min(b.cfg.connections, n), warmed.Seconds(),
+		tls.VersionName(st.Version), st.CurveID, tls.CipherSuiteName(st.CipherSuite), st.NegotiatedProtocol))
+	return t, nil
+}
+
+// checkTLSServers, once the servers have stopped, makes sure that none
+// asked its CA for anything or failed a handshake: their logs hold no
+// warning and their data files are as seeded.
+func (b *bench) checkTLSServers(ctx context.Context) {
+	if len(b.tlsTargets) == 0 {
+		return
+	}
+	clean := true
+	for _, t := range b.tlsTargets {
+		lines, hsErrs, cm, samples := t.watch.summary()
+		if lines > 0 {
+			clean = false
+			b.fail("%s: the server logged %d warning(s) or error(s), %d of them TLS handshake errors and %d from certmagic, e.g.\n%s",
+				t.label, lines, hsErrs, cm, indent(strings.Join(samples, "\n")))
+		}
+		if err := checkTLSStore(ctx, t.data, tlsACMECA, t.names); err != nil {
+			clean = false
+			b.fail("%s: the data file after the run: %v", t.label, err)
+		}
+	}
+	if clean {
+		b.notes = append(b.notes, fmt.Sprintf("TLS servers: nothing was asked of the CA (--acme-ca %s, where nothing listens): no warning or error in their logs, no handshake error, every domain's certificate still issued, no ACME account and no other file in their certificate storage", tlsACMECA))
+	}
+}
