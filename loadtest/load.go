@@ -134,12 +134,31 @@ func (b *bench) measuredPhase(ctx context.Context, p *proc, client *client, w wo
 // phase sends w from b.cfg.connections workers, each one request at a time
 // on its own keep-alive connection, until d has passed.
 func (b *bench) phase(ctx context.Context, p *proc, client *http.Client, w workload, d time.Duration) *loadResult {
+	return runWorkers(ctx, b.cfg.connections, d, func(rng *rand.Rand) (time.Duration, bool, string) {
+		path, body := w.next(rng)
+		status, msg, lat, err := do(ctx, client, p.base(), w, path, body)
+		switch {
+		case err != nil:
+			return 0, false, fmt.Sprintf("%s %s: %v", w.method, path, err)
+		case status < 200 || status > 299:
+			return lat, true, fmt.Sprintf("%s %s: %d %s", w.method, path, status, msg)
+		}
+		return lat, true, ""
+	})
+}
+
+// runWorkers runs attempts from n workers, each one at a time, until d has
+// passed, and gathers their latencies and failures. An attempt returns its
+// latency, whether it reached the server, and a description when it
+// failed: one that did not reach it counts no latency, and 100 of those in
+// a row end the worker (the server is gone; stop hammering it).
+func runWorkers(ctx context.Context, n int, d time.Duration, attempt func(rng *rand.Rand) (lat time.Duration, reached bool, failure string)) *loadResult {
 	res := &loadResult{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
 	deadline := start.Add(d)
-	for i := range b.cfg.connections {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -147,29 +166,24 @@ func (b *bench) phase(ctx context.Context, p *proc, client *http.Client, w workl
 			mine := &loadResult{lats: make([]time.Duration, 0, 1024)}
 			failedInARow := 0
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				path, body := w.next(rng)
-				status, msg, lat, err := do(ctx, client, p.base(), w, path, body)
+				lat, reached, failure := attempt(rng)
 				if ctx.Err() != nil {
 					break // interrupted: not the server's fault
 				}
-				if err != nil {
+				if failure != "" {
 					mine.errors++
 					if len(mine.errSamples) < maxErrSamples {
-						mine.errSamples = append(mine.errSamples, fmt.Sprintf("%s %s: %v", w.method, path, err))
+						mine.errSamples = append(mine.errSamples, failure)
 					}
+				}
+				if !reached {
 					if failedInARow++; failedInARow >= 100 {
-						break // the server is gone; stop hammering it
+						break
 					}
 					continue
 				}
 				failedInARow = 0
 				mine.lats = append(mine.lats, lat)
-				if status < 200 || status > 299 {
-					mine.errors++
-					if len(mine.errSamples) < maxErrSamples {
-						mine.errSamples = append(mine.errSamples, fmt.Sprintf("%s %s: %d %s", w.method, path, status, msg))
-					}
-				}
 			}
 			mine.requests = int64(len(mine.lats))
 			mu.Lock()

@@ -463,46 +463,14 @@ func (t *tlsTarget) handshake(ctx context.Context, i int) (lat time.Duration, st
 // at a time, SNI picked at random among the names, until d has passed. Each
 // connection counts as a request.
 func (b *bench) tlsPhase(ctx context.Context, t *tlsTarget, d time.Duration) *loadResult {
-	res := &loadResult{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(d)
-	for w := range b.cfg.connections {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := mrand.New(mrand.NewPCG(uint64(w), uint64(start.UnixNano())))
-			mine := &loadResult{lats: make([]time.Duration, 0, 1024)}
-			failedInARow := 0
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				i := rng.IntN(len(t.names))
-				lat, _, err := t.handshake(ctx, i)
-				if ctx.Err() != nil {
-					break // interrupted: not the server's fault
-				}
-				if err != nil {
-					mine.errors++
-					if len(mine.errSamples) < maxErrSamples {
-						mine.errSamples = append(mine.errSamples, fmt.Sprintf("TLS to %s, SNI %s: %v", t.addr, t.names[i], err))
-					}
-					if failedInARow++; failedInARow >= 100 {
-						break
-					}
-					continue
-				}
-				failedInARow = 0
-				mine.lats = append(mine.lats, lat)
-			}
-			mine.requests = int64(len(mine.lats))
-			mu.Lock()
-			res.add(mine)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	res.elapsed = time.Since(start)
-	return res
+	return runWorkers(ctx, b.cfg.connections, d, func(rng *mrand.Rand) (time.Duration, bool, string) {
+		i := rng.IntN(len(t.names))
+		lat, _, err := t.handshake(ctx, i)
+		if err != nil {
+			return 0, false, fmt.Sprintf("TLS to %s, SNI %s: %v", t.addr, t.names[i], err)
+		}
+		return lat, true, ""
+	})
 }
 
 // tlsMeasuredPhase is tlsPhase with the server's CPU time read before and after.
