@@ -84,10 +84,10 @@ func (m *Manager) Refresh(ctx context.Context) error {
 
 // Route decides what a request with this Host header gets.
 func (m *Manager) Route(host string) Route {
-	h := hostName(host)
+	h := HostName(host)
 	t := m.table.Load()
 	switch {
-	case h == t.defaultAddr || h == "localhost" || isLoopback(h):
+	case h == t.defaultAddr || IsLocal(h):
 		return Route{Decision: ServeAll}
 	}
 	if r, ok := t.redirects[h]; ok {
@@ -99,9 +99,9 @@ func (m *Manager) Route(host string) Route {
 	return Route{Decision: Unknown}
 }
 
-// hostName strips the port, the brackets of an IPv6 literal and a trailing
-// dot from a Host header, and lower-cases it.
-func hostName(host string) string {
+// HostName strips the port, the brackets of an IPv6 literal and a trailing
+// dot from a Host header, and lower-cases it: the name routing decides on.
+func HostName(host string) string {
 	if strings.IndexByte(host, ':') >= 0 { // SplitHostPort's error allocates
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
@@ -114,6 +114,12 @@ func hostName(host string) string {
 		}
 	}
 	return host
+}
+
+// IsLocal reports whether a host name (as HostName gives it) is this
+// machine: localhost or a loopback address.
+func IsLocal(h string) bool {
+	return h == "localhost" || isLoopback(h)
 }
 
 func isLoopback(h string) bool {

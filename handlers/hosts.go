@@ -21,7 +21,7 @@ func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		// Over TLS the Host must name the certificate's domain: one customer
 		// domain never answers for another.
-		if req.TLS != nil && req.TLS.ServerName != "" && !strings.EqualFold(hostOnly(req.Host), req.TLS.ServerName) {
+		if req.TLS != nil && req.TLS.ServerName != "" && !strings.EqualFold(domains.HostName(req.Host), req.TLS.ServerName) {
 			return apiError(codeUnknownHost, "the Host header does not match the TLS server name")
 		}
 		r := s.domains.Route(req.Host)
@@ -37,7 +37,7 @@ func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Response().Header().Set(echo.HeaderLocation, "https://"+r.To+pathAndQuery(req))
 			return c.NoContent(r.Status)
 		default:
-			return apiError(codeUnknownHost, "this service does not serve the host %q", hostOnly(req.Host))
+			return apiError(codeUnknownHost, "this service does not serve the host %q", domains.HostName(req.Host))
 		}
 	}
 }
@@ -49,13 +49,6 @@ func operatorPath(p string) bool {
 		p == "/metrics" || strings.HasPrefix(p, "/metrics/")
 }
 
-func hostOnly(host string) string {
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
-		host = host[:i]
-	}
-	return strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-}
-
 // HTTPSRedirect is the handler of the plain-HTTP listener beside the TLS
 // one: every host this service serves over TLS is sent there (redirect
 // sources straight to their target); loopback and unknown hosts go to the
@@ -63,13 +56,13 @@ func hostOnly(host string) string {
 func (s *Server) HTTPSRedirect() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := s.domains.Route(r.Host)
-		host := hostOnly(r.Host)
+		host := domains.HostName(r.Host)
 		status := http.StatusPermanentRedirect
 		switch {
 		case route.Decision == domains.Redirect:
 			host, status = route.To, route.Status
 		case route.Decision == domains.ServePublic,
-			route.Decision == domains.ServeAll && host != "localhost" && !strings.HasPrefix(host, "127.") && host != "::1":
+			route.Decision == domains.ServeAll && !domains.IsLocal(host):
 		default:
 			s.ServeHTTP(w, r)
 			return
