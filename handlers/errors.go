@@ -257,7 +257,7 @@ func typeName(goType string) string {
 	switch goType {
 	case "int64", "int", "int32":
 		return "an integer within int64 range"
-	case "string", "handlers.PetStatus", "store.PetStatus":
+	case "string", "store.PetStatus":
 		return "a string"
 	case "bool":
 		return "a boolean"

@@ -163,6 +163,8 @@ func TestInFlightCap(t *testing.T) {
 	if res.header.Get("Retry-After") == "" {
 		t.Error("503 without Retry-After")
 	}
+	// The admin side is capped too, and its document says so.
+	ts.adminDo("GET", "/admin/project", "").wantError(503, "unavailable")
 	for _, pw := range writers {
 		_, _ = pw.Write([]byte(`"held"}`))
 		pw.Close()
