@@ -165,7 +165,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer manager.Close()
 	srv, err := handlers.New(handlers.Config{
-		Store: db, Spec: spec, Logger: log, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
+		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
 	})
 	if err != nil {
 		return err

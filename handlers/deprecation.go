@@ -32,17 +32,23 @@ func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 		return nil, err
 	}
 	doc := "/#" + op.Operation.OperationID
-	deprecationValue := fmt.Sprintf("@%d", since.Unix())
-	sunsetValue := sunset.Format(http.TimeFormat)
+	// Shared by every answer, as in securityHeaders.
+	deprecationValue := []string{fmt.Sprintf("@%d", since.Unix())}
+	sunsetValue := []string{sunset.Format(http.TimeFormat)}
 	link := fmt.Sprintf(`<%s>; rel="deprecation"; type="text/html", <%s>; rel="sunset"; type="text/html"`, doc, doc)
+	linkValue := []string{link}
 	gone := fmt.Sprintf("%s %s was removed on %s; see %s for what replaces it",
 		op.Method, op.Path, sunset.Format(time.DateOnly), doc)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			h := c.Response().Header()
-			h.Set("Deprecation", deprecationValue)
-			h.Set("Sunset", sunsetValue)
-			h.Add("Link", link)
+			h["Deprecation"] = deprecationValue
+			h["Sunset"] = sunsetValue
+			if len(h["Link"]) == 0 {
+				h["Link"] = linkValue
+			} else {
+				h.Add("Link", link)
+			}
 			if !s.now().Before(sunset) {
 				return apiError(codeGone, "%s", gone)
 			}

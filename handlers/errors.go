@@ -273,5 +273,8 @@ func allowedMethods(c echo.Context) string {
 }
 
 func requestID(c echo.Context) string {
-	return c.Response().Header().Get(echo.HeaderXRequestID)
+	if v := c.Response().Header()[echo.HeaderXRequestID]; len(v) > 0 { // the key is canonical
+		return v[0]
+	}
+	return ""
 }

@@ -28,7 +28,7 @@ func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 			_, _ = rand.Read(b[:])
 			id = hex.EncodeToString(b[:])
 		}
-		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		c.Response().Header()[echo.HeaderXRequestID] = []string{id} // the key is canonical
 		return next(c)
 	}
 }
@@ -55,20 +55,34 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := next(c); err != nil {
 			c.Error(err)
 		}
-		res := c.Response()
-		s.reqMetrics.observe(c.Request().Method, c.Path(), res.Status, time.Since(start))
-		level := slog.LevelInfo
-		if res.Status >= 500 {
-			level = slog.LevelError
+		res, req := c.Response(), c.Request()
+		end := time.Now()
+		line := accessLine{
+			level:     slog.LevelInfo,
+			requestID: requestID(c),
+			method:    req.Method,
+			route:     c.Path(),
+			status:    res.Status,
+			bytes:     res.Size,
+			duration:  end.Sub(start),
+			remote:    c.RealIP(),
 		}
-		s.log.LogAttrs(c.Request().Context(), level, "request",
-			slog.String("request_id", res.Header().Get(echo.HeaderXRequestID)),
-			slog.String("method", c.Request().Method),
-			slog.String("route", c.Path()),
-			slog.Int("status", res.Status),
-			slog.Int64("bytes", res.Size),
-			slog.Duration("duration", time.Since(start)),
-			slog.String("remote", c.RealIP()),
+		s.reqMetrics.observe(line.method, line.route, line.status, line.duration)
+		if line.status >= 500 {
+			line.level = slog.LevelError
+		}
+		if s.access != nil {
+			s.access.write(end, line)
+			return nil
+		}
+		s.log.LogAttrs(req.Context(), line.level, "request",
+			slog.String("request_id", line.requestID),
+			slog.String("method", line.method),
+			slog.String("route", line.route),
+			slog.Int("status", line.status),
+			slog.Int64("bytes", line.bytes),
+			slog.Duration("duration", line.duration),
+			slog.String("remote", line.remote),
 		)
 		return nil
 	}

@@ -64,6 +64,7 @@ func TestNoSecretInLogs(t *testing.T) {
 	var logs syncBuffer
 	ts := newTestServer(t, func(c *handlers.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c.AccessLog, c.AccessLogJSON = &logs, true
 	})
 	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201)
 	ts.send("POST", "/categories", `{"name":"x"}`, http.Header{"X-Api-Key": {ts.apiKey + "x"}}).wantError(401, "unauthorized")
@@ -83,13 +84,32 @@ func TestNoSecretInLogs(t *testing.T) {
 	}
 }
 
+// TestAccessLogLine checks the one line a request logs through
+// Config.AccessLog: the route pattern, the final status (an error's
+// included) and nothing else.
+func TestAccessLogLine(t *testing.T) {
+	var logs syncBuffer
+	ts := newTestServer(t, func(c *handlers.Config) { c.AccessLog = &logs })
+	logs.Reset()
+	ts.do("GET", "/pets/12345", "").wantError(404, "not_found")
+	line := logs.String()
+	for _, want := range []string{"level=INFO msg=request request_id=", " method=GET route=/pets/:petId status=404 bytes=", " duration=", " remote=127.0.0.1\n"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("access line %q lacks %q", line, want)
+		}
+	}
+	if strings.Count(line, "\n") != 1 {
+		t.Errorf("want exactly one line, got %q", line)
+	}
+}
+
 func TestSecurityHeaders(t *testing.T) {
 	ts := newTestServer(t)
 	for _, path := range []string{"/pets", "/nope", "/openapi.yaml"} {
 		res := ts.send("GET", path, "", http.Header{})
 		h := res.header
 		if h.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") ||
-			h.Get("Referrer-Policy") != "no-referrer" || h.Get("Strict-Transport-Security") != "" {
+			h.Get("X-Frame-Options") != "DENY" || h.Get("Strict-Transport-Security") != "" {
 			t.Errorf("GET %s over plain HTTP: headers %v", path, h)
 		}
 	}
@@ -219,4 +239,10 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
 }

@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -40,6 +41,12 @@ type Config struct {
 	// Spec is openapi.yaml, embedded by main.
 	Spec   []byte
 	Logger *slog.Logger
+	// AccessLog, when set, receives the line each request logs directly,
+	// formatted as slog's TextHandler (JSONHandler with AccessLogJSON)
+	// would: main gives it the writer and format of Logger's handler. It
+	// must be safe for concurrent use. Nil sends the lines through Logger.
+	AccessLog     io.Writer
+	AccessLogJSON bool
 	// Now is the clock for sunset dates; nil means time.Now.
 	Now func() time.Time
 	// BodyLimit caps request bodies in bytes; 0 means DefaultBodyLimit.
@@ -63,6 +70,7 @@ type Server struct {
 	cfg     Config
 	store   *store.DB
 	log     *slog.Logger
+	access  *accessWriter // nil: access lines go through log
 	now     func() time.Time
 	echo    *echo.Echo
 	public  *apiDoc
@@ -117,6 +125,9 @@ func New(cfg Config) (*Server, error) {
 		echo:    echo.New(),
 		public:  public,
 		admin:   admin,
+	}
+	if cfg.AccessLog != nil {
+		s.access = newAccessWriter(cfg.AccessLog, cfg.AccessLogJSON)
 	}
 	s.valOpts = openapi3filter.Options{
 		AuthenticationFunc: s.authenticate,

@@ -1,0 +1,65 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+)
+
+// TestAccessLineMatchesSlog writes access lines with awkward values and
+// compares them byte for byte with what slog's own handlers write for the
+// same record: the fast path must not change the log's format.
+func TestAccessLineMatchesSlog(t *testing.T) {
+	values := []string{
+		"", "plain", "/pets/:petId", "127.0.0.1", "::1", "a b", "a=b", `say "hi"`, `back\slash`,
+		"tab\there", "new\nline", "cr\r", "\x00nul", "\x1fus", "del\x7f", "<html>&amp;", "é ü ß", "日本",
+		"\u2028ls\u2029ps", "bad\xffutf8", "\xc3", "nbsp\u00a0", "zero\u200bwidth", "emoji 🐕", "\u0085nel",
+	}
+	times := []time.Time{
+		time.Date(2026, 11, 21, 18, 28, 12, 0, time.UTC),
+		time.Date(2026, 11, 21, 18, 28, 12, 123456789, time.UTC),
+		time.Date(2026, 1, 2, 3, 4, 5, 999999999, time.FixedZone("x", 5*3600+30*60)),
+		time.Date(2026, 1, 2, 3, 4, 5, 100000, time.FixedZone("y", -7*3600)),
+	}
+	durations := []time.Duration{0, 1, 999, 1500 * time.Microsecond, 2*time.Second + 3, -5 * time.Millisecond}
+	for _, json := range []bool{false, true} {
+		for i, v := range values {
+			l := accessLine{
+				level:     slog.LevelInfo,
+				requestID: v, method: values[(i+1)%len(values)], route: values[(i+2)%len(values)], remote: values[(i+3)%len(values)],
+				status: 200 + i, bytes: int64(i * 1000), duration: durations[i%len(durations)],
+			}
+			if i%3 == 0 {
+				l.level = slog.LevelError
+			}
+			at := times[i%len(times)]
+			var got bytes.Buffer
+			newAccessWriter(&got, json).write(at, l)
+
+			var want bytes.Buffer
+			var h slog.Handler = slog.NewTextHandler(&want, nil)
+			if json {
+				h = slog.NewJSONHandler(&want, nil)
+			}
+			rec := slog.NewRecord(at, l.level, "request", 0)
+			rec.AddAttrs(
+				slog.String("request_id", l.requestID),
+				slog.String("method", l.method),
+				slog.String("route", l.route),
+				slog.Int("status", l.status),
+				slog.Int64("bytes", l.bytes),
+				slog.Duration("duration", l.duration),
+				slog.String("remote", l.remote),
+			)
+			if err := h.Handle(context.Background(), rec); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("json=%v, value %q:\n got %s\nwant %s", json, v, got.String(), want.String())
+			}
+		}
+	}
+}
+
