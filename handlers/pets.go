@@ -47,6 +47,7 @@ func (s *Server) getPet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	jsonType(c)
 	return c.JSONBlob(http.StatusOK, pet)
 }
 

@@ -133,11 +133,23 @@ func listResponse[T any](c echo.Context, items []T, next int64) error {
 	if items == nil {
 		items = []T{}
 	}
+	jsonType(c)
 	return c.JSON(200, items)
 }
 
 // created answers 201 with the new resource and its Location.
 func created(c echo.Context, location string, v any) error {
-	c.Response().Header().Set(echo.HeaderLocation, location)
+	h := c.Response().Header()
+	h[echo.HeaderLocation] = []string{location} // the key is canonical
+	jsonType(c)
 	return c.JSON(201, v)
+}
+
+// jsonContentType is the Content-Type of every JSON answer, shared.
+var jsonContentType = []string{echo.MIMEApplicationJSON}
+
+// jsonType sets the answer's Content-Type to JSON without an allocation;
+// Echo's JSON methods then leave it as it is.
+func jsonType(c echo.Context) {
+	c.Response().Header()[echo.HeaderContentType] = jsonContentType
 }
