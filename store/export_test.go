@@ -10,7 +10,22 @@ import (
 
 // Unbatched makes every write a transaction of its own (one fsync each), the
 // baseline that shows what batching buys.
-func (db *DB) Unbatched() { db.commit = db.bolt.Update }
+func (db *DB) Unbatched() {
+	db.commit = func(r *writeReq) error { return db.bolt.Update(r.run) }
+}
+
+// CommitStats returns how many group commits the committer has made and how
+// many writes they carried.
+func (db *DB) CommitStats() (commits, writes int64) {
+	return db.commits.Load(), db.grouped.Load()
+}
+
+// PagesWritten returns how many page writes (pwrite calls) the file's
+// transactions have made, the meta page's included.
+func (db *DB) PagesWritten() int64 {
+	s := db.bolt.Stats()
+	return s.TxStats.GetWrite()
+}
 
 // BulkCreatePets creates n pets in category catID through the same code as
 // CreatePet, to build large fixtures fast. Their statuses cycle through

@@ -29,7 +29,7 @@ func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (InventoryItem
 			return err
 		}
 		it.Quantity = qty
-		return putJSON(tx.Bucket(bktInventory), petID, &it)
+		return putInventory(tx.Bucket(bktInventory), &it)
 	})
 	if err != nil {
 		return InventoryItem{}, err
@@ -50,8 +50,7 @@ func (db *DB) ListInventory(ctx context.Context, f InventoryFilter) ([]Inventory
 		var err error
 		if f.Status == "" {
 			next, err = walkPage(tx.Bucket(bktInventory), nil, f.Page, func(id int64, v []byte) error {
-				var it InventoryItem
-				err := decodeJSON(id, v, &it)
+				it, err := decodeInventory(id, v)
 				items = append(items, it)
 				return err
 			})
@@ -73,12 +72,12 @@ func (db *DB) ListInventory(ctx context.Context, f InventoryFilter) ([]Inventory
 }
 
 func getInventory(tx *bolt.Tx, petID int64) (InventoryItem, error) {
-	var it InventoryItem
-	ok, err := getJSON(tx.Bucket(bktInventory), petID, &it)
-	if err == nil && !ok {
-		err = petNotFound(petID)
+	k := idKey(petID)
+	v := tx.Bucket(bktInventory).Get(k[:])
+	if v == nil {
+		return InventoryItem{}, petNotFound(petID)
 	}
-	return it, err
+	return decodeInventory(petID, v)
 }
 
 // setInventoryStatus keeps a pet's inventory entry in its pet's status.
@@ -88,5 +87,5 @@ func setInventoryStatus(tx *bolt.Tx, petID int64, s PetStatus) error {
 		return err
 	}
 	it.Status = s
-	return putJSON(tx.Bucket(bktInventory), petID, &it)
+	return putInventory(tx.Bucket(bktInventory), &it)
 }

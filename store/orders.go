@@ -42,14 +42,14 @@ func (db *DB) PlaceOrder(ctx context.Context, o *Order) error {
 		}
 		// Checks done; from here on only writes.
 		stock.Quantity -= in.Quantity
-		if err := putJSON(tx.Bucket(bktInventory), pet.ID, &stock); err != nil {
+		if err := putInventory(tx.Bucket(bktInventory), &stock); err != nil {
 			return err
 		}
 		b := tx.Bucket(bktOrders)
 		if placed.ID, err = nextID(b); err != nil {
 			return err
 		}
-		if err := putJSON(b, placed.ID, &placed); err != nil {
+		if err := putOrder(b, &placed); err != nil {
 			return err
 		}
 		return indexOrder(tx, &placed)
@@ -92,7 +92,7 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u OrderUpdate) (Order, 
 		if err := unindexOrder(tx, &old); err != nil {
 			return err
 		}
-		if err := putJSON(tx.Bucket(bktOrders), id, &o); err != nil {
+		if err := putOrder(tx.Bucket(bktOrders), &o); err != nil {
 			return err
 		}
 		return indexOrder(tx, &o)
@@ -117,7 +117,7 @@ func (db *DB) CancelOrder(ctx context.Context, id int64) error {
 		}
 		if stock, err := getInventory(tx, o.PetID); err == nil {
 			stock.Quantity = min(stock.Quantity+o.Quantity, MaxStock)
-			if err := putJSON(tx.Bucket(bktInventory), o.PetID, &stock); err != nil {
+			if err := putInventory(tx.Bucket(bktInventory), &stock); err != nil {
 				return err
 			}
 		} else if ErrorCode(err) != ENOTFOUND {
@@ -178,18 +178,31 @@ func getOrder(tx *bolt.Tx, id int64) (Order, error) {
 	return o, err
 }
 
-func orderIndexEntries(o *Order) [3]struct{ bucket, key []byte } {
-	id, pet, done := itob(o.ID), itob(o.PetID), completeByte(o.Complete)
-	return [3]struct{ bucket, key []byte }{
-		{bktOrdersByPet, cat(pet, id)},
-		{bktOrdersByComplete, cat(done, id)},
-		{bktOrdersByPetComplete, cat(pet, done, id)},
+// orderIndexEntries lists the index keys that o has (see keys.go), built in
+// one allocation: bbolt's Put and Delete let their key escape.
+func orderIndexEntries(o *Order) [3]indexEntry {
+	var done byte
+	if o.Complete {
+		done = 1
+	}
+	k := make([]byte, 0, 42)
+	k = appendID(appendID(k, o.PetID), o.ID)
+	byPet := len(k)
+	k = appendID(append(k, done), o.ID)
+	byComplete := len(k)
+	k = appendID(append(appendID(k, o.PetID), done), o.ID)
+	return [3]indexEntry{
+		{bktOrdersByPet, k[:byPet]},
+		{bktOrdersByComplete, k[byPet:byComplete]},
+		{bktOrdersByPetComplete, k[byComplete:]},
 	}
 }
 
 func indexOrder(tx *bolt.Tx, o *Order) error {
 	for _, e := range orderIndexEntries(o) {
-		if err := tx.Bucket(e.bucket).Put(e.key, empty); err != nil {
+		b := tx.Bucket(e.bucket)
+		b.FillPercent = appendFill
+		if err := b.Put(e.key, empty); err != nil {
 			return err
 		}
 	}

@@ -42,7 +42,8 @@ func (db *DB) Pet(ctx context.Context, id int64) (Pet, error) {
 func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
 	var out []byte
 	err := db.read(ctx, func(tx *bolt.Tx) error {
-		v := tx.Bucket(bktPets).Get(itob(id))
+		k := idKey(id)
+		v := tx.Bucket(bktPets).Get(k[:])
 		if v == nil {
 			return petNotFound(id)
 		}
@@ -72,7 +73,7 @@ func (db *DB) ReplacePet(ctx context.Context, p *Pet) error {
 		if err := unindexPet(tx, &old); err != nil {
 			return err
 		}
-		if err := putJSON(tx.Bucket(bktPets), in.ID, &in); err != nil {
+		if err := putPet(tx.Bucket(bktPets), &in); err != nil {
 			return err
 		}
 		if err := indexPet(tx, &in); err != nil {
@@ -185,43 +186,46 @@ func createPet(tx *bolt.Tx, p *Pet) error {
 		return err
 	}
 	p.ID = id
-	if err := putJSON(b, id, p); err != nil {
+	if err := putPet(b, p); err != nil {
 		return err
 	}
 	if err := indexPet(tx, p); err != nil {
 		return err
 	}
-	return putJSON(tx.Bucket(bktInventory), id, &InventoryItem{PetID: id, Status: p.Status})
+	return putInventory(tx.Bucket(bktInventory), &InventoryItem{PetID: id, Status: p.Status})
 }
 
 func getPet(tx *bolt.Tx, id int64) (Pet, error) {
-	var p Pet
-	ok, err := getJSON(tx.Bucket(bktPets), id, &p)
-	if err == nil && !ok {
-		err = petNotFound(id)
+	k := idKey(id)
+	v := tx.Bucket(bktPets).Get(k[:])
+	if v == nil {
+		return Pet{}, petNotFound(id)
 	}
-	return p, err
+	return decodePet(id, v)
 }
 
-func decodePet(id int64, v []byte) (Pet, error) {
-	var p Pet
-	err := decodeJSON(id, v, &p)
-	return p, err
-}
-
-// petIndexEntries lists the index keys that p has.
-func petIndexEntries(p *Pet) [3]struct{ bucket, key []byte } {
-	id := itob(p.ID)
-	return [3]struct{ bucket, key []byte }{
-		{bktPetsByStatus, cat(statusPrefix(p.Status), id)},
-		{bktPetsByCategory, cat(itob(p.CategoryID), id)},
-		{bktPetsByCategoryStatus, cat(itob(p.CategoryID), statusPrefix(p.Status), id)},
+// petIndexEntries lists the index keys that p has (see keys.go), built in
+// one allocation: bbolt's Put and Delete let their key escape.
+func petIndexEntries(p *Pet) [3]indexEntry {
+	s := p.Status
+	k := make([]byte, 0, 2*len(s)+42)
+	k = appendID(append(append(k, s...), 0), p.ID)
+	byStatus := len(k)
+	k = appendID(appendID(k, p.CategoryID), p.ID)
+	byCategory := len(k)
+	k = appendID(append(append(appendID(k, p.CategoryID), s...), 0), p.ID)
+	return [3]indexEntry{
+		{bktPetsByStatus, k[:byStatus]},
+		{bktPetsByCategory, k[byStatus:byCategory]},
+		{bktPetsByCategoryStatus, k[byCategory:]},
 	}
 }
 
 func indexPet(tx *bolt.Tx, p *Pet) error {
 	for _, e := range petIndexEntries(p) {
-		if err := tx.Bucket(e.bucket).Put(e.key, empty); err != nil {
+		b := tx.Bucket(e.bucket)
+		b.FillPercent = appendFill
+		if err := b.Put(e.key, empty); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A storage failure in a group fails that write alone: the others run again
+// each in its own transaction and get their own outcome, application errors
+// included, through the pooled requests.
+func TestGroupStorageFailureRetriesEachWriteAlone(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "petstore.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	put := func(key string) func(*bolt.Tx) error {
+		return func(tx *bolt.Tx) error { return tx.Bucket(bktMeta).Put([]byte(key), []byte("v")) }
+	}
+
+	// Hold the committer in a first write so that the next ones queue up
+	// and are committed as one group.
+	gate, held := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- db.write(ctx, func(tx *bolt.Tx) error {
+			select {
+			case <-gate:
+			default:
+				close(held)
+				<-gate
+			}
+			return put("test-first")(tx)
+		})
+	}()
+	<-held
+
+	broken := errors.New("disk on fire")
+	appErr := Errorf(ECONFLICT, "no")
+	writes := []struct {
+		fn   func(*bolt.Tx) error
+		want error
+	}{
+		{put("test-b"), nil},
+		{func(*bolt.Tx) error { return broken }, broken},
+		{func(*bolt.Tx) error { return appErr }, appErr},
+		{put("test-e"), nil},
+	}
+	results := make([]chan error, len(writes))
+	for i, w := range writes {
+		results[i] = make(chan error, 1)
+		go func() { results[i] <- db.write(ctx, w.fn) }()
+		for len(db.queue) < i+1 { // queued in this order
+			time.Sleep(time.Millisecond)
+		}
+	}
+	commits0, grouped0 := db.commits.Load(), db.grouped.Load()
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range writes {
+		if err := <-results[i]; err != w.want {
+			t.Errorf("write %d: %v, want %v", i, err, w.want)
+		}
+	}
+	// The held write's commit, then one for the rest.
+	if c, g := db.commits.Load()-commits0, db.grouped.Load()-grouped0; c != 2 || g != 1+int64(len(writes)) {
+		t.Errorf("%d group commits of %d writes; want 2 of 1+%d", c, g, len(writes))
+	}
+	db.bolt.View(func(tx *bolt.Tx) error {
+		for _, k := range []string{"test-first", "test-b", "test-e"} {
+			if tx.Bucket(bktMeta).Get([]byte(k)) == nil {
+				t.Errorf("%s not written", k)
+			}
+		}
+		return nil
+	})
+}
