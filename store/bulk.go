@@ -47,6 +47,7 @@ func (db *DB) ImportPets(ctx context.Context, categoryID int64, n int, status Pe
 			}
 			return nil
 		})
+		db.pets.committed()
 		if err != nil {
 			return err
 		}

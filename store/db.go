@@ -42,6 +42,10 @@ type DB struct {
 	closeMu   sync.RWMutex
 	closed    bool
 	committed chan struct{}
+	// pets caches hot pets' JSON for PetJSON (petcache.go). Every commit
+	// must call pets.committed, and every write that changes or deletes a
+	// stored pet must forget it after its commit.
+	pets *petCache
 	// commits and grouped count the committer's transactions and the writes
 	// they carried, so that benchmarks can report writes per commit.
 	commits, grouped atomic.Int64
@@ -114,6 +118,7 @@ func Open(path string, opts Options) (*DB, error) {
 		locks:     make(map[string]chan struct{}),
 		queue:     make(chan *writeReq, maxGroup),
 		committed: make(chan struct{}),
+		pets:      newPetCache(),
 	}
 	if db.now == nil {
 		db.now = time.Now
@@ -259,6 +264,7 @@ func (db *DB) committer() {
 			}
 			return nil
 		})
+		db.pets.committed()
 		db.commits.Add(1)
 		db.grouped.Add(int64(len(group)))
 		if err == nil {
@@ -270,7 +276,9 @@ func (db *DB) committer() {
 		// One write's storage failure must not fail the others: each runs
 		// again alone (write's functions may run more than once).
 		for _, r := range group {
-			r.done <- db.bolt.Update(r.run)
+			err := db.bolt.Update(r.run)
+			db.pets.committed()
+			r.done <- err
 		}
 	}
 }

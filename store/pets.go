@@ -38,8 +38,17 @@ func (db *DB) Pet(ctx context.Context, id int64) (Pet, error) {
 }
 
 // PetJSON returns the pet's stored JSON, which is its API form: a read
-// that only sends the pet on needs neither decode nor encode.
+// that only sends the pet on needs neither decode nor encode. Hot pets come
+// from memory (petcache.go); the bytes may be shared, so callers must not
+// modify them.
 func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if v, ok := db.pets.get(id); ok {
+		return v, nil
+	}
+	gen := db.pets.generation() // before the transaction begins
 	var out []byte
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		k := idKey(id)
@@ -51,6 +60,9 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
 		out = append(make([]byte, 0, len(v)), v...)
 		return nil
 	})
+	if err == nil {
+		db.pets.fill(id, out, gen)
+	}
 	return out, err
 }
 
@@ -61,6 +73,7 @@ func (db *DB) ReplacePet(ctx context.Context, p *Pet) error {
 	if err != nil {
 		return err
 	}
+	defer db.pets.forget(in.ID) // after the commit, before the answer
 	err = db.write(ctx, func(tx *bolt.Tx) error {
 		old, err := getPet(tx, in.ID)
 		if err != nil {
@@ -94,6 +107,7 @@ func (db *DB) ReplacePet(ctx context.Context, p *Pet) error {
 // DeletePet deletes a pet and its inventory entry. Its orders stay: they are
 // a record of what was sold.
 func (db *DB) DeletePet(ctx context.Context, id int64) error {
+	defer db.pets.forget(id) // after the commit, before the answer
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		old, err := getPet(tx, id)
 		if err != nil {

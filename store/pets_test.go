@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sync"
 	"slices"
 	"testing"
 
@@ -239,5 +241,84 @@ func TestPetJSONIsTheAPIForm(t *testing.T) {
 	}
 	if _, err := db.PetJSON(ctx, p.ID+1); store.ErrorCode(err) != store.ENOTFOUND {
 		t.Fatalf("missing pet: %v", err)
+	}
+}
+
+// TestPetJSONFollowsWrites reads a pet (so that it is cached) around every
+// kind of change, and expects each read after an acknowledged write to show
+// it; then races readers against a writer.
+func TestPetJSONFollowsWrites(t *testing.T) {
+	db := MustOpenDB(t)
+	cat := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &cat); err != nil {
+		t.Fatal(err)
+	}
+	p := store.Pet{Name: "Rex", CategoryID: cat.ID}
+	if err := db.CreatePet(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	name := func() string {
+		t.Helper()
+		raw, err := db.PetJSON(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got store.Pet
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Name
+	}
+	if got := name(); got != "Rex" {
+		t.Fatalf("name %q, want Rex", got)
+	}
+	for i := range 20 {
+		p.Name = fmt.Sprintf("Rex %d", i)
+		if err := db.ReplacePet(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		if got := name(); got != p.Name {
+			t.Fatalf("after replacing: name %q, want %q", got, p.Name)
+		}
+	}
+
+	// Readers keep the pet hot while a writer renames it; after each
+	// rename is acknowledged, a new read must see it.
+	id := p.ID
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					_, _ = db.PetJSON(ctx, id)
+				}
+			}
+		}()
+	}
+	for i := range 200 {
+		p.Name = fmt.Sprintf("raced %d", i)
+		if err := db.ReplacePet(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		if got := name(); got != p.Name {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("after replacing under concurrent reads: name %q, want %q", got, p.Name)
+		}
+	}
+	close(stop)
+	wg.Wait()
+
+	if err := db.DeletePet(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.PetJSON(ctx, p.ID); store.ErrorCode(err) != store.ENOTFOUND {
+		t.Fatalf("after delete: %v, want not found", err)
 	}
 }
