@@ -122,6 +122,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	return c, envErr
 }
 
+// defaultGCPercent is the collector's target unless GOGC says otherwise.
+// The live heap is small (about 4 MB), so Go's default of 100 collects
+// every few thousand requests: about a tenth of the CPU under load. At 400
+// the heap may grow to about five times the live heap (some 20 MB more
+// under load; idle memory is unchanged), for a fraction of that cost.
+const defaultGCPercent = 400
+
 // run starts the service and blocks until ctx ends, then shuts down
 // gracefully: in-flight requests finish and the data file is closed.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -216,6 +223,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// Start-up parsed specs and rendered pages; hand that garbage back to
 	// the OS now rather than keep it as idle heap (measured: idle RSS 27.9 -> 22.2 MB).
 	debug.FreeOSMemory()
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	logOut.Flush() // what was logged during start-up comes before the banner
 	printBanner(stdout, cfg, plainAddr, newToken)
 

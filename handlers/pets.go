@@ -1,7 +1,7 @@
 package handlers
 
 import (
-	"fmt"
+	"strconv"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -34,7 +34,7 @@ func (s *Server) createPet(c echo.Context) error {
 	if err := s.store.CreatePet(c.Request().Context(), &pet); err != nil {
 		return err
 	}
-	return created(c, fmt.Sprintf("/pets/%d", pet.ID), pet)
+	return created(c, "/pets/"+strconv.FormatInt(pet.ID, 10), &pet)
 }
 
 func (s *Server) getPet(c echo.Context) error {
@@ -64,7 +64,7 @@ func (s *Server) replacePet(c echo.Context) error {
 	if err := s.store.ReplacePet(c.Request().Context(), &pet); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pet)
+	return writeJSON(c, http.StatusOK, &pet)
 }
 
 func (s *Server) deletePet(c echo.Context) error {

@@ -26,6 +26,14 @@ func appendPetJSON(b []byte, p *Pet) []byte {
 	return append(b, '}')
 }
 
+// AppendJSON appends the pet in its API form: the bytes json.Marshal gives,
+// at a fraction of the cost, for handlers that answer with a pet.
+func (p *Pet) AppendJSON(b []byte) []byte { return appendPetJSON(b, p) }
+
+// AppendJSON appends the order in its API form, as json.Marshal would,
+// and fails where it would.
+func (o *Order) AppendJSON(b []byte) ([]byte, error) { return appendOrderJSON(b, o) }
+
 // appendInventoryJSON appends it as json.Marshal encodes it.
 func appendInventoryJSON(b []byte, it *InventoryItem) []byte {
 	b = append(b, `{"petId":`...)
