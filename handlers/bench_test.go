@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
+
 	"petstore/handlers"
 	"petstore/store"
 )
@@ -64,4 +66,56 @@ func BenchmarkAPI(b *testing.B) {
 			})
 		})
 	}
+}
+
+// headerOnlyWriter is the least a ResponseWriter can be: it keeps the
+// status, discards the body, and clones the header on WriteHeader as
+// net/http does (a real cost that grows with the headers sent).
+type headerOnlyWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *headerOnlyWriter) Header() http.Header         { return w.h }
+func (w *headerOnlyWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *headerOnlyWriter) WriteHeader(code int)        { w.code = code; _ = w.h.Clone() }
+
+// BenchmarkGetPetVsEcho compares, in process and without a recorder's
+// overhead, GET /pets/{id} through the whole service with the load
+// benchmark's Echo baseline (one handler, no middleware, a small JSON
+// object): the difference is what Petstore adds to Echo.
+func BenchmarkGetPetVsEcho(b *testing.B) {
+	run := func(b *testing.B, h http.Handler, path string) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Host = "localhost"
+			for pb.Next() {
+				w := &headerOnlyWriter{h: http.Header{}}
+				h.ServeHTTP(w, req)
+				if w.code != http.StatusOK {
+					b.Fatalf("status %d", w.code)
+				}
+			}
+		})
+	}
+	b.Run("echo-baseline", func(b *testing.B) {
+		e := echo.New()
+		pet := struct {
+			ID         int64  `json:"id"`
+			Name       string `json:"name"`
+			CategoryID int64  `json:"categoryId"`
+			Status     string `json:"status"`
+		}{1, "Rex", 1, "available"}
+		e.GET("/pets/:petId", func(c echo.Context) error { return c.JSON(http.StatusOK, pet) })
+		run(b, e, "/pets/1")
+	})
+	b.Run("petstore", func(b *testing.B) {
+		ts := newTestServer(b)
+		var cat store.Category
+		ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
+		var pet store.Pet
+		ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&pet)
+		run(b, ts.srv, fmt.Sprintf("/pets/%d", pet.ID))
+	})
 }
