@@ -22,9 +22,15 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 		time.Date(2026, 11, 21, 18, 28, 12, 123456789, time.UTC),
 		time.Date(2026, 1, 2, 3, 4, 5, 999999999, time.FixedZone("x", 5*3600+30*60)),
 		time.Date(2026, 1, 2, 3, 4, 5, 100000, time.FixedZone("y", -7*3600)),
+		// Local times go through the writer's per-millisecond cache: the
+		// same millisecond twice, then the next one.
+		time.Date(2026, 3, 29, 1, 30, 0, 123000000, time.Local),
+		time.Date(2026, 3, 29, 1, 30, 0, 123999999, time.Local),
+		time.Date(2026, 3, 29, 1, 30, 0, 124000000, time.Local),
 	}
 	durations := []time.Duration{0, 1, 999, 1500 * time.Microsecond, 2*time.Second + 3, -5 * time.Millisecond}
 	for _, json := range []bool{false, true} {
+		w := newAccessWriter(nil, json)
 		for i, v := range values {
 			l := accessLine{
 				level:     slog.LevelInfo,
@@ -36,7 +42,8 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 			}
 			at := times[i%len(times)]
 			var got bytes.Buffer
-			newAccessWriter(&got, json).write(at, l)
+			w.w = &got
+			w.write(at, l)
 
 			var want bytes.Buffer
 			var h slog.Handler = slog.NewTextHandler(&want, nil)
@@ -62,4 +69,3 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 		}
 	}
 }
-

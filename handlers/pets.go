@@ -1,8 +1,8 @@
 package handlers
 
 import (
-	"strconv"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
