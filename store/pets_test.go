@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"slices"
+	"sync"
 	"testing"
 
 	"petstore/store"
