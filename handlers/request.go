@@ -131,11 +131,24 @@ func listResponse[T any](c echo.Context, items []T, next int64) error {
 		u := url.URL{Path: c.Request().URL.Path, RawQuery: q.Encode()}
 		c.Response().Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, u.String()))
 	}
+	if pets, ok := any(items).([]store.Pet); ok {
+		// The store's encoder gives json.Marshal's bytes without reflection.
+		b := make([]byte, 0, 2+len(pets)*96)
+		b = append(b, '[')
+		for i := range pets {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = pets[i].AppendJSON(b)
+		}
+		jsonType(c)
+		return c.JSONBlob(http.StatusOK, append(b, ']'))
+	}
 	if items == nil {
 		items = []T{}
 	}
 	jsonType(c)
-	return c.JSON(200, items)
+	return c.JSON(http.StatusOK, items)
 }
 
 // created answers 201 with the new resource and its Location.
