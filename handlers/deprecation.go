@@ -44,11 +44,7 @@ func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 			h := c.Response().Header()
 			h["Deprecation"] = deprecationValue
 			h["Sunset"] = sunsetValue
-			if len(h["Link"]) == 0 {
-				h["Link"] = linkValue
-			} else {
-				h.Add("Link", link)
-			}
+			h["Link"] = linkValue // the first Link: this runs before the handler
 			if !s.now().Before(sunset) {
 				return apiError(codeGone, "%s", gone)
 			}
