@@ -24,6 +24,12 @@ import (
 // express, such as integers beyond int64, and what encoding/json would
 // quietly change (see wellFormed).
 func decodeBody(c echo.Context, v any) error {
+	if cb, ok := c.Request().Body.(*checkedBody); ok {
+		// The quick check has read it and found it strict JSON.
+		dec := json.NewDecoder(cb.Reader)
+		dec.DisallowUnknownFields()
+		return dec.Decode(v)
+	}
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		return err
