@@ -126,7 +126,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 // The live heap is small (about 4 MB), so Go's default of 100 collects
 // every few thousand requests: about a tenth of the CPU under load. At 400
 // the heap may grow to about five times the live heap while busy (the load
-// benchmark ends at 75-90 MB resident instead of about 50); idle memory is
+// benchmark ends at 75-100 MB resident instead of about 50); idle memory is
 // unchanged.
 const defaultGCPercent = 400
 
