@@ -34,6 +34,7 @@ type loadResult struct {
 	elapsed    time.Duration // of the measured slices
 	cpu        time.Duration // the server's CPU time over the measured slices
 	hasCPU     bool          // cpu was measured (not for in-process baselines)
+	clientCPU  time.Duration // the benchmark's own CPU time over them (when hasCPU)
 	dials      int64         // new connections opened during the measured slices
 	lats       []time.Duration
 	p50, p99   time.Duration // set by finish
@@ -53,6 +54,14 @@ func (r *loadResult) cpuPerReq() time.Duration {
 	return r.cpu / time.Duration(r.requests)
 }
 
+// clientCPUPerReq is the client's CPU time per request.
+func (r *loadResult) clientCPUPerReq() time.Duration {
+	if r.requests == 0 || !r.hasCPU {
+		return 0
+	}
+	return r.clientCPU / time.Duration(r.requests)
+}
+
 const maxErrSamples = 5
 
 // add adds the figures of another slice of the same row.
@@ -61,6 +70,7 @@ func (r *loadResult) add(o *loadResult) {
 	r.errors += o.errors
 	r.elapsed += o.elapsed
 	r.cpu += o.cpu
+	r.clientCPU += o.clientCPU
 	r.hasCPU = r.hasCPU || o.hasCPU
 	r.dials += o.dials
 	r.lats = append(r.lats, o.lats...)
@@ -110,10 +120,14 @@ func newClient(conns int) *client {
 	return c
 }
 
-// measuredPhase sends w for d with the server's CPU time read from /proc just
-// before and just after.
+// measuredPhase sends w for d with the server's CPU time, and the client's
+// (this process's), read from /proc just before and just after.
 func (b *bench) measuredPhase(ctx context.Context, p *proc, client *client, w workload, d time.Duration) (*loadResult, error) {
 	cpu0, err := p.cpuTime(b.clkTck)
+	if err != nil {
+		return nil, err
+	}
+	self0, err := selfCPUTime(b.clkTck)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +141,12 @@ func (b *bench) measuredPhase(ctx context.Context, p *proc, client *client, w wo
 	if err != nil {
 		return nil, err
 	}
+	self1, err := selfCPUTime(b.clkTck)
+	if err != nil {
+		return nil, err
+	}
 	res.cpu, res.hasCPU = cpu1-cpu0, true
+	res.clientCPU = self1 - self0
 	return res, nil
 }
 

@@ -119,6 +119,24 @@ func TestLoadtestQuick(t *testing.T) {
 			t.Errorf("row %q: %s", l.label, l.verdict)
 		}
 	}
+	var ceiling bool
+	for _, l := range rep.lines {
+		if l.on == "CPU ceiling vs Echo baseline" {
+			ceiling = l.measured != "-" && l.verdict == "info"
+		}
+	}
+	if !ceiling {
+		t.Error("POST /pets has no measured CPU ceiling line")
+	}
+	for _, label := range []string{labelEchoBaseline, "GET /pets/{id}", "POST /pets (durable)"} {
+		found := false
+		for _, c := range rep.clientCPU {
+			found = found || (strings.HasPrefix(c, label+" ") && !strings.HasSuffix(c, " 0.0 µs"))
+		}
+		if !found || !strings.Contains(text, "the client's CPU per request") {
+			t.Errorf("the client's CPU per request of %q is not in the notes (%q)", label, rep.clientCPU)
+		}
+	}
 	for _, n := range rep.notes {
 		if strings.Contains(n, "keep-alive broken") {
 			t.Errorf("keep-alive: %s", n)

@@ -202,24 +202,34 @@ func (p *proc) kill() {
 // cpuTime is the process's user+system time so far, all threads, from
 // /proc/<pid>/stat.
 func (p *proc) cpuTime(clkTck int64) (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid()))
+	return procCPUTime(p.pid(), p.name, clkTck)
+}
+
+// selfCPUTime is cpuTime of the benchmark's own process: during a load
+// row's slice, the client's work.
+func selfCPUTime(clkTck int64) (time.Duration, error) {
+	return procCPUTime(os.Getpid(), "loadtest", clkTck)
+}
+
+func procCPUTime(pid int, name string, clkTck int64) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", p.name, err)
+		return 0, fmt.Errorf("%s: %w", name, err)
 	}
 	// The command name (field 2) is in parentheses and may hold spaces:
 	// count fields from the last ')'. utime and stime are fields 14 and 15.
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("%s: unexpected /proc stat %q", p.name, data)
+		return 0, fmt.Errorf("%s: unexpected /proc stat %q", name, data)
 	}
 	f := strings.Fields(string(data[i+1:]))
 	if len(f) < 13 {
-		return 0, fmt.Errorf("%s: unexpected /proc stat %q", p.name, data)
+		return 0, fmt.Errorf("%s: unexpected /proc stat %q", name, data)
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64)
 	stime, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("%s: /proc stat: %w", p.name, err)
+		return 0, fmt.Errorf("%s: /proc stat: %w", name, err)
 	}
 	return time.Duration((utime + stime) * int64(time.Second) / clkTck), nil
 }

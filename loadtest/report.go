@@ -16,6 +16,9 @@ type report struct {
 	lines  []line
 	notes  []string
 	errors []string
+	// clientCPU lists the client's CPU per request of each load row, for a
+	// note.
+	clientCPU []string
 }
 
 // line is one line of the table. A row judged twice has a second line with
@@ -89,6 +92,17 @@ func cpuVs(res, base *loadResult, baseName, op string, target float64) check {
 	return c
 }
 
+// cpuCeiling is the req/s ratio of res to base that the CPU alone would
+// allow: with the cores fully used, each row's rate is the cores over the
+// client's and the server's CPU per request together.
+func cpuCeiling(res, base *loadResult, baseName string) check {
+	c := check{on: "CPU ceiling vs " + baseName, unit: "x"}
+	if res != nil && base != nil {
+		c.value, c.ok = ratio(float64(base.cpuPerReq()+base.clientCPUPerReq()), float64(res.cpuPerReq()+res.clientCPUPerReq()))
+	}
+	return c
+}
+
 // rpsVs compares req/s of res with baseRPS.
 func rpsVs(res *loadResult, baseRPS float64, baseName, op string, target float64) check {
 	c := check{on: "req/s vs " + baseName, unit: "x", op: op, target: target}
@@ -156,7 +170,8 @@ func (b *bench) buildReport() *report {
 	post := b.loads[keyPostPets]
 	r.load("POST /pets (durable)", post,
 		rpsVs(post, echoRPS, "Echo baseline", ">=", targetPostVsEcho),
-		rpsVs(post, fsyncRPS, "one fsync per write", ">=", targetPostVsFsync))
+		rpsVs(post, fsyncRPS, "one fsync per write", ">=", targetPostVsFsync),
+		cpuCeiling(post, echo, "Echo baseline"))
 	orders := b.loads[keyOrders]
 	r.load("POST /store/orders (durable)", orders,
 		rpsVs(orders, echoRPS, "Echo baseline", "", 0),
@@ -233,6 +248,10 @@ func (b *bench) buildReport() *report {
 	if fsync != nil {
 		r.notes = append(r.notes, fmt.Sprintf("bbolt baseline: %d puts of 60 bytes on a fresh file, in process, each its own db.Update (commit and fsync); p50/p99 are per put", fsync.requests))
 	}
+	if len(r.clientCPU) > 0 {
+		r.notes = append(r.notes, "the client's CPU per request (this process's utime+stime over each row's measured slices / requests): "+strings.Join(r.clientCPU, "; "),
+			"CPU ceiling: the req/s ratio the CPU alone would allow, were the cores fully used: (baseline's client + server CPU per request) / (this row's); a row below its ceiling waits for something else, such as the disk")
+	}
 	r.notes = append(r.notes, b.notes...)
 	r.notes = append(r.notes,
 		"ratios: GET rows by server CPU per request, POST rows by req/s, TLS rows by new connections (handshakes)/s; PASS/MISS are measurements, not assertions",
@@ -249,6 +268,9 @@ func (r *report) load(label string, res *loadResult, checks ...check) {
 		l.p50, l.p99 = latency(res.p50), latency(res.p99)
 		if res.hasCPU {
 			l.cpu = fmt.Sprintf("%.1f µs", float64(res.cpuPerReq())/float64(time.Microsecond))
+			if res.clientCPU > 0 {
+				r.clientCPU = append(r.clientCPU, fmt.Sprintf("%s %.1f µs", label, float64(res.clientCPUPerReq())/float64(time.Microsecond)))
+			}
 		}
 		l.errors = fmt.Sprint(res.errors)
 	}
