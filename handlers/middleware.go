@@ -116,7 +116,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 // validate checks the request against its operation in the OpenAPI
 // document: security first, then parameters, then the body.
 func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
-	quick := newQuickCheck(op, s.credentialOK)
+	quick := newQuickCheck(op, &s.valOpts)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if quick != nil && quick.passes(c) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 )
@@ -17,10 +18,11 @@ import (
 // back into this server, and whose body (if any) is JSON with a schema that
 // compileBodySchema understands: GET /pets/{petId}, POST /pets, PUT
 // /categories/{categoryId} and their kind. A request with no query string,
-// plain decimal path values within those bounds, the credential the
-// validator would accept and a body that bodySchema accepts passes such an
-// operation's validation; for anything else the validator runs as usual,
-// and its answer (and message) stands.
+// plain decimal path values within those bounds, a credential that
+// kin-openapi's own security check accepts (it calls the server's
+// AuthenticationFunc, as in full validation) and a body that bodySchema
+// accepts passes such an operation's validation; for anything else the
+// validator runs as usual, and its answer (and message) stands.
 //
 // kin-openapi re-reads the operation on every request (parameter decoding,
 // schema settings, option closures) and decodes a body into maps before
@@ -29,10 +31,11 @@ import (
 // accepts.
 type quickCheck struct {
 	params []intParam
-	// security is the operation's requirements: any one of them, each
-	// needing all of its schemes. Empty: no credential needed.
-	security [][]string
-	auth     func(r *http.Request, scheme string) bool
+	// security is the operation's requirements (nil: no credential
+	// needed), checked by kin-openapi with opts, on route.
+	security openapi3.SecurityRequirements
+	route    *routers.Route
+	opts     *openapi3filter.Options
 	// body is the JSON body's schema; nil when the operation takes none.
 	body *bodySchema
 }
@@ -54,11 +57,11 @@ const maxQuickDigits = 15
 const maxQuickBody = 16 << 10
 
 // newQuickCheck returns the operation's quick check, or nil when its
-// validation cannot be known in advance. auth is the validator's own
-// credential check.
-func newQuickCheck(op *routers.Route, auth func(r *http.Request, scheme string) bool) *quickCheck {
+// validation cannot be known in advance. opts are the validator's options,
+// its AuthenticationFunc among them.
+func newQuickCheck(op *routers.Route, opts *openapi3filter.Options) *quickCheck {
 	o := op.Operation
-	q := &quickCheck{auth: auth}
+	q := &quickCheck{route: op, opts: opts}
 	if o.RequestBody != nil {
 		rb := o.RequestBody.Value
 		if rb == nil || !rb.Required {
@@ -80,17 +83,12 @@ func newQuickCheck(op *routers.Route, auth func(r *http.Request, scheme string) 
 		if len(req) == 0 {
 			return nil // an empty requirement: anyone; rare, left to the validator
 		}
-		var names []string
-		for name := range req {
-			if op.Spec.Components == nil || op.Spec.Components.SecuritySchemes[name] == nil {
-				return nil
-			}
-			names = append(names, name)
-		}
-		q.security = append(q.security, names)
 	}
-	if len(q.security) > 0 && auth == nil {
-		return nil
+	if len(*sec) > 0 {
+		if opts == nil || opts.AuthenticationFunc == nil {
+			return nil
+		}
+		q.security = *sec
 	}
 	params := append(openapi3.Parameters{}, op.PathItem.Parameters...)
 	params = append(params, o.Parameters...)
@@ -152,7 +150,7 @@ func (q *quickCheck) passes(c echo.Context) bool {
 			return false
 		}
 	}
-	if len(q.security) > 0 && !q.authenticated(r) {
+	if q.security != nil && !q.authenticated(r) {
 		return false
 	}
 	if q.body != nil {
@@ -161,21 +159,14 @@ func (q *quickCheck) passes(c echo.Context) bool {
 	return true
 }
 
-// authenticated reports whether one of the requirements is met.
+// authenticated runs kin-openapi's security check alone, on a copy of the
+// request without its body (which that check would otherwise read and
+// copy, and which no credential here is in).
 func (q *quickCheck) authenticated(r *http.Request) bool {
-	for _, names := range q.security {
-		ok := true
-		for _, name := range names {
-			if !q.auth(r, name) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
+	noBody := *r
+	noBody.Body = nil
+	in := openapi3filter.RequestValidationInput{Request: &noBody, Route: q.route, Options: q.opts}
+	return openapi3filter.ValidateSecurityRequirements(r.Context(), &in, q.security) == nil
 }
 
 // bodyPasses reads the body, which must be of a declared length, plain

@@ -64,7 +64,7 @@ func quickOps(t testing.TB) (map[string]*routers.Route, map[string]*quickCheck) 
 		}
 		for key, op := range doc.ops {
 			ops[key] = op
-			checks[key] = newQuickCheck(op, testAuth)
+			checks[key] = newQuickCheck(op, testValidatorOptions())
 		}
 	}
 	return ops, checks
