@@ -187,7 +187,9 @@ func (q *quickCheck) bodyPasses(r *http.Request) bool {
 			return false
 		}
 	}
-	r.Body = &checkedBody{Reader: bytes.NewReader(data), data: data}
+	cb := &checkedBody{data: data}
+	cb.Reset(data)
+	r.Body = cb
 	if !q.body.accepts(data) {
 		r.Body = io.NopCloser(bytes.NewReader(data))
 		return false
@@ -199,7 +201,7 @@ func (q *quickCheck) bodyPasses(r *http.Request) bool {
 // valid UTF-8 and no repeated member, so decodeBody needs not check that
 // again, nor copy it.
 type checkedBody struct {
-	*bytes.Reader
+	bytes.Reader
 	data []byte
 }
 

@@ -26,7 +26,7 @@ import (
 func decodeBody(c echo.Context, v any) error {
 	if cb, ok := c.Request().Body.(*checkedBody); ok {
 		// The quick check has read it and found it strict JSON.
-		dec := json.NewDecoder(cb.Reader)
+		dec := json.NewDecoder(&cb.Reader)
 		dec.DisallowUnknownFields()
 		return dec.Decode(v)
 	}
