@@ -25,7 +25,9 @@ import (
 // quietly change (see wellFormed).
 func decodeBody(c echo.Context, v any) error {
 	if cb, ok := c.Request().Body.(*checkedBody); ok {
-		// The quick check has read it and found it strict JSON.
+		// The quick check has read it and found it one strict JSON value
+		// with valid UTF-8 and no repeated member: what the checks below
+		// the decode would refuse, it has not passed.
 		dec := json.NewDecoder(&cb.Reader)
 		dec.DisallowUnknownFields()
 		return dec.Decode(v)
