@@ -1,19 +1,28 @@
 package web
 
 import (
-	"html"
+	"bytes"
 	"html/template"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 )
 
-// The descriptions of an OpenAPI document are CommonMark. The reference
-// needs only the part of it that API descriptions use: paragraphs,
-// headings, fenced code, lists, tables, block quotes, code spans, emphasis
-// and links. A library would do more, but this is small, has no
-// dependency, and never emits raw HTML from the source: everything is
-// escaped, and links keep to safe schemes.
+// The descriptions of an OpenAPI document are CommonMark (with GitHub's
+// tables). goldmark parses them; what this file adds is what the page
+// needs around that: headings shifted to their place in the page with ids
+// that cannot collide, links kept to safe schemes, raw HTML shown as text
+// rather than dropped or run, and table alignment as classes because the
+// page's CSP allows no inline styles.
 
 // heading is a heading found in a description, for the table of contents.
 type heading struct {
@@ -32,472 +41,166 @@ type mdOptions struct {
 	idPrefix string
 }
 
-// renderMarkdown converts src to HTML and lists its headings.
-func renderMarkdown(src string, opt mdOptions) (template.HTML, []heading) {
-	src = strings.ReplaceAll(strings.ReplaceAll(src, "\r\n", "\n"), "\t", "    ")
-	r := &mdRenderer{opt: opt, ids: map[string]int{}}
-	var b strings.Builder
-	r.blocks(&b, strings.Split(strings.TrimRight(src, "\n "), "\n"))
-	return template.HTML(b.String()), r.headings
-}
-
-type mdRenderer struct {
-	opt      mdOptions
-	headings []heading
-	ids      map[string]int
-}
-
-var (
-	reFence     = regexp.MustCompile("^ {0,3}(```+|~~~+)\\s*([\\w+-]*)")
-	reHeading   = regexp.MustCompile(`^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$`)
-	reListItem  = regexp.MustCompile(`^( {0,3})([-*+]|\d{1,9}[.)])( +|$)`)
-	reTableSep  = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
-	reQuote     = regexp.MustCompile(`^ {0,3}> ?`)
-	reRule      = regexp.MustCompile(`^ {0,3}(?:(?:- *){3,}|(?:\* *){3,}|(?:_ *){3,})$`)
-	reSlugDrop  = regexp.MustCompile(`[^a-z0-9]+`)
-	reURLScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
+var markdown = goldmark.New(
+	goldmark.WithExtensions(extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignNone))),
+	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(pageNodes{}, 100))),
 )
 
-func blank(s string) bool { return strings.TrimSpace(s) == "" }
-
-// startsBlock reports whether line begins a block that ends a paragraph.
-func startsBlock(line string, next string) bool {
-	return reFence.MatchString(line) || reHeading.MatchString(line) || reListItem.MatchString(line) ||
-		reQuote.MatchString(line) || reRule.MatchString(line) ||
-		(strings.HasPrefix(strings.TrimSpace(line), "|") && reTableSep.MatchString(next))
+// renderMarkdown converts src to HTML and lists its headings.
+func renderMarkdown(src string, opt mdOptions) (template.HTML, []heading) {
+	source := []byte(src)
+	doc := markdown.Parser().Parse(text.NewReader(source))
+	headings := fitToPage(doc, source, opt)
+	var b bytes.Buffer
+	if err := markdown.Renderer().Render(&b, source, doc); err != nil {
+		// Rendering writes to memory and cannot fail; show the text if it does.
+		return template.HTML(template.HTMLEscapeString(src)), nil
+	}
+	return template.HTML(b.String()), headings
 }
 
-func (r *mdRenderer) blocks(b *strings.Builder, lines []string) {
-	for i := 0; i < len(lines); {
-		line := lines[i]
-		next := ""
-		if i+1 < len(lines) {
-			next = lines[i+1]
+var reURLScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
+
+// fitToPage shifts and names headings, drops links to unsafe schemes and
+// marks external ones, and turns table alignment into classes.
+func fitToPage(doc ast.Node, source []byte, opt mdOptions) []heading {
+	var headings []heading
+	ids := map[string]int{}
+	var unsafeLinks []*ast.Link
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
 		}
-		switch {
-		case blank(line):
-			i++
-		case reFence.MatchString(line):
-			i = r.fence(b, lines, i)
-		case reHeading.MatchString(line):
-			m := reHeading.FindStringSubmatch(line)
-			r.heading(b, len(m[1]), m[2])
-			i++
-		case reRule.MatchString(line):
-			b.WriteString("<hr>\n")
-			i++
-		case strings.HasPrefix(strings.TrimSpace(line), "|") && reTableSep.MatchString(next):
-			i = r.table(b, lines, i)
-		case reQuote.MatchString(line):
-			var inner []string
-			for ; i < len(lines) && !blank(lines[i]); i++ {
-				inner = append(inner, reQuote.ReplaceAllString(lines[i], ""))
+		switch n := n.(type) {
+		case *ast.Heading:
+			n.Level = min(n.Level+opt.headingShift, 6)
+			plain := plainText(n, source)
+			id := opt.idPrefix + slug(plain)
+			if k := ids[id]; k > 0 {
+				ids[id]++
+				id += "-" + strconv.Itoa(k)
+			} else {
+				ids[id] = 1
 			}
-			b.WriteString("<blockquote>\n")
-			r.blocks(b, inner)
-			b.WriteString("</blockquote>\n")
-		case reListItem.MatchString(line):
-			i = r.list(b, lines, i)
-		default:
-			var para []string
-			for ; i < len(lines) && !blank(lines[i]); i++ {
-				n := ""
-				if i+1 < len(lines) {
-					n = lines[i+1]
-				}
-				if len(para) > 0 && startsBlock(lines[i], n) {
-					break
-				}
-				para = append(para, strings.TrimSpace(lines[i]))
+			n.SetAttributeString("id", []byte(id))
+			headings = append(headings, heading{Level: n.Level, ID: id, Text: plain})
+		case *ast.Link:
+			if !safeURL(string(n.Destination)) {
+				unsafeLinks = append(unsafeLinks, n)
+			} else if external(string(n.Destination)) {
+				n.SetAttributeString("rel", []byte("noopener noreferrer"))
 			}
-			b.WriteString("<p>")
-			b.WriteString(inline(strings.Join(para, "\n")))
-			b.WriteString("</p>\n")
-		}
-	}
-}
-
-func (r *mdRenderer) fence(b *strings.Builder, lines []string, i int) int {
-	m := reFence.FindStringSubmatch(lines[i])
-	marker, lang := m[1], m[2]
-	indent := len(lines[i]) - len(strings.TrimLeft(lines[i], " "))
-	var code []string
-	for i++; i < len(lines); i++ {
-		t := strings.TrimSpace(lines[i])
-		if strings.HasPrefix(t, marker[:1]) && strings.Trim(t, marker[:1]) == "" && len(t) >= len(marker) {
-			i++
-			break
-		}
-		l := lines[i]
-		for k := 0; k < indent && strings.HasPrefix(l, " "); k++ {
-			l = l[1:]
-		}
-		code = append(code, l)
-	}
-	b.WriteString("<pre><code")
-	if lang != "" {
-		b.WriteString(` class="language-` + html.EscapeString(lang) + `"`)
-	}
-	b.WriteString(">")
-	b.WriteString(html.EscapeString(strings.Join(code, "\n")))
-	b.WriteString("</code></pre>\n")
-	return i
-}
-
-func (r *mdRenderer) heading(b *strings.Builder, level int, text string) {
-	level += r.opt.headingShift
-	if level > 6 {
-		level = 6
-	}
-	id := r.opt.idPrefix + slug(text)
-	if n := r.ids[id]; n > 0 {
-		r.ids[id]++
-		id += "-" + strconv.Itoa(n)
-	} else {
-		r.ids[id] = 1
-	}
-	plain := stripInline(text)
-	r.headings = append(r.headings, heading{Level: level, ID: id, Text: plain})
-	tag := "h" + strconv.Itoa(level)
-	b.WriteString("<" + tag + ` id="` + html.EscapeString(id) + `">` + inline(text) + "</" + tag + ">\n")
-}
-
-func splitRow(line string) []string {
-	line = strings.TrimSpace(line)
-	line = strings.TrimPrefix(line, "|")
-	line = strings.TrimSuffix(line, "|")
-	// A pipe inside a code span or escaped with a backslash is content.
-	var cells []string
-	var cur strings.Builder
-	inCode := false
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case c == '\\' && i+1 < len(line) && line[i+1] == '|':
-			cur.WriteByte('|')
-			i++
-		case c == '`':
-			inCode = !inCode
-			cur.WriteByte(c)
-		case c == '|' && !inCode:
-			cells = append(cells, strings.TrimSpace(cur.String()))
-			cur.Reset()
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	return append(cells, strings.TrimSpace(cur.String()))
-}
-
-func (r *mdRenderer) table(b *strings.Builder, lines []string, i int) int {
-	head := splitRow(lines[i])
-	var align []string
-	for _, c := range splitRow(lines[i+1]) {
-		switch {
-		case strings.HasPrefix(c, ":") && strings.HasSuffix(c, ":"):
-			align = append(align, "center")
-		case strings.HasSuffix(c, ":"):
-			align = append(align, "right")
-		default:
-			align = append(align, "")
-		}
-	}
-	cell := func(tag string, col int, text string) {
-		b.WriteString("<" + tag)
-		if col < len(align) && align[col] != "" {
-			b.WriteString(` class="align-` + align[col] + `"`)
-		}
-		b.WriteString(">" + inline(text) + "</" + tag + ">")
-	}
-	// The wrapper scrolls sideways on a narrow screen instead of the page.
-	b.WriteString("<div class=\"table-wrap\"><table>\n<thead><tr>")
-	for c, h := range head {
-		cell("th", c, h)
-	}
-	b.WriteString("</tr></thead>\n<tbody>\n")
-	for i += 2; i < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i]), "|"); i++ {
-		b.WriteString("<tr>")
-		row := splitRow(lines[i])
-		for c := range head {
-			text := ""
-			if c < len(row) {
-				text = row[c]
+		case *ast.AutoLink:
+			if n.AutoLinkType == ast.AutoLinkURL && external(string(n.URL(source))) {
+				n.SetAttributeString("rel", []byte("noopener noreferrer"))
 			}
-			cell("td", c, text)
-		}
-		b.WriteString("</tr>\n")
-	}
-	b.WriteString("</tbody></table></div>\n")
-	return i
-}
-
-// list renders a list starting at lines[i]: items start with the same kind
-// of marker at the list's indentation; an item goes on over lines indented
-// under its text and over lazy continuation lines of its paragraph.
-func (r *mdRenderer) list(b *strings.Builder, lines []string, i int) int {
-	m := reListItem.FindStringSubmatch(lines[i])
-	ordered := m[2][0] >= '0' && m[2][0] <= '9'
-	baseIndent := len(m[1])
-	tag := "ul"
-	if ordered {
-		tag = "ol"
-		if n, err := strconv.Atoi(strings.TrimRight(m[2], ".)")); err == nil && n != 1 {
-			tag = `ol start="` + strconv.Itoa(n) + `"`
-		}
-	}
-	b.WriteString("<" + tag + ">\n")
-	loose := false
-	var items [][]string
-	for i < len(lines) {
-		m := reListItem.FindStringSubmatch(lines[i])
-		if m == nil || len(m[1]) != baseIndent || (m[2][0] >= '0' && m[2][0] <= '9') != ordered {
-			break
-		}
-		contentIndent := len(m[0])
-		if m[3] == "" {
-			contentIndent = len(m[1]) + len(m[2]) + 1
-		}
-		item := []string{lines[i][len(m[0]):]}
-		i++
-		for i < len(lines) {
-			l := lines[i]
-			if blank(l) {
-				// A blank line continues the item only when indented
-				// content follows it.
-				j := i
-				for j < len(lines) && blank(lines[j]) {
-					j++
-				}
-				if j < len(lines) && indentOf(lines[j]) >= contentIndent {
-					loose = true
-					item = append(item, "")
-					i = j
-					continue
-				}
-				if j < len(lines) {
-					if mm := reListItem.FindStringSubmatch(lines[j]); mm != nil && len(mm[1]) == baseIndent {
-						loose = true
-					}
-				}
-				i = j
-				break
+		case *extast.TableCell:
+			if n.Alignment != extast.AlignNone {
+				n.SetAttributeString("class", []byte("align-"+n.Alignment.String()))
 			}
-			if indentOf(l) >= contentIndent {
-				item = append(item, l[contentIndent:])
-				i++
-				continue
-			}
-			if reListItem.MatchString(l) || startsBlock(l, "") || item[len(item)-1] == "" {
-				break
-			}
-			item = append(item, strings.TrimSpace(l)) // lazy continuation
-			i++
 		}
-		items = append(items, item)
-	}
-	for _, item := range items {
-		var inner strings.Builder
-		r.blocks(&inner, item)
-		s := inner.String()
-		if !loose {
-			s = unwrapParagraphs(s)
+		return ast.WalkContinue, nil
+	})
+	// A javascript: link in a description must not run in the page: its
+	// text stays, the link goes.
+	for _, l := range unsafeLinks {
+		parent := l.Parent()
+		for c := l.FirstChild(); c != nil; {
+			next := c.NextSibling()
+			parent.InsertBefore(parent, l, c)
+			c = next
 		}
-		b.WriteString("<li>" + strings.TrimSuffix(s, "\n") + "</li>\n")
+		parent.RemoveChild(parent, l)
 	}
-	b.WriteString("</" + strings.Fields(tag)[0] + ">\n")
-	return i
+	return headings
 }
 
-func indentOf(s string) int { return len(s) - len(strings.TrimLeft(s, " ")) }
-
-// unwrapParagraphs drops the <p> of a tight list item's text.
-func unwrapParagraphs(s string) string {
-	s = strings.ReplaceAll(s, "<p>", "")
-	return strings.ReplaceAll(s, "</p>\n", "\n")
+// safeURL reports whether a link may point at url: http(s), mailto and
+// relative URLs only.
+func safeURL(url string) bool {
+	switch strings.ToLower(reURLScheme.FindString(url)) {
+	case "", "http:", "https:", "mailto:":
+		return true
+	}
+	return false
 }
 
-func slug(s string) string {
-	s = reSlugDrop.ReplaceAllString(strings.ToLower(stripInline(s)), "-")
-	return strings.Trim(s, "-")
+func external(url string) bool {
+	return strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://")
 }
 
-// stripInline removes inline markup, for slugs and the table of contents.
-func stripInline(s string) string {
-	return strings.NewReplacer("`", "", "**", "", "*", "", "\\", "").Replace(s)
-}
-
-// inline renders code spans, emphasis, links and backslash escapes; all
-// other text is escaped.
-func inline(s string) string {
+// plainText is a heading's text without its markup, for ids and the table
+// of contents.
+func plainText(n ast.Node, source []byte) string {
 	var b strings.Builder
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\\' && i+1 < len(s) && strings.IndexByte("\\`*_{}[]()#+-.!|<>", s[i+1]) >= 0:
-			b.WriteString(html.EscapeString(s[i+1 : i+2]))
-			i += 2
-		case c == '`':
-			n := countRun(s[i:], '`')
-			end := strings.Index(s[i+n:], s[i:i+n])
-			if end < 0 {
-				b.WriteString(s[i : i+n])
-				i += n
-				continue
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			switch c := c.(type) {
+			case *ast.Text:
+				b.Write(c.Segment.Value(source))
+			case *ast.String:
+				b.Write(c.Value)
 			}
-			code := strings.ReplaceAll(s[i+n:i+n+end], "\n", " ")
-			if len(code) > 2 && code[0] == ' ' && code[len(code)-1] == ' ' && strings.Trim(code, " ") != "" {
-				code = code[1 : len(code)-1]
-			}
-			b.WriteString("<code>" + html.EscapeString(code) + "</code>")
-			i += n + end + n
-		case c == '*' || c == '_':
-			n := countRun(s[i:], c)
-			if n > 2 {
-				n = 2
-			}
-			delim := s[i : i+n]
-			// An underscore inside a word (snake_case) is not emphasis.
-			if c == '_' && i > 0 && isWordByte(s[i-1]) {
-				b.WriteString(delim)
-				i += n
-				continue
-			}
-			end := closingDelim(s, i+n, delim)
-			if end < 0 || blank(s[i+n:end]) || s[i+n] == ' ' {
-				b.WriteString(delim)
-				i += n
-				continue
-			}
-			tag := "em"
-			if n == 2 {
-				tag = "strong"
-			}
-			b.WriteString("<" + tag + ">" + inline(s[i+n:end]) + "</" + tag + ">")
-			i = end + n
-		case c == '[':
-			text, url, next, ok := parseLink(s, i)
-			if !ok {
-				b.WriteString("[")
-				i++
-				continue
-			}
-			b.WriteString(link(url, inline(text)))
-			i = next
-		case c == '<':
-			if end := strings.IndexByte(s[i:], '>'); end > 0 && isAutolink(s[i+1:i+end]) {
-				u := s[i+1 : i+end]
-				b.WriteString(link(u, html.EscapeString(u)))
-				i += end + 1
-				continue
-			}
-			b.WriteString("&lt;")
-			i++
-		default:
-			j := i + 1
-			for j < len(s) && strings.IndexByte("\\`*_[<", s[j]) < 0 {
-				j++
-			}
-			b.WriteString(html.EscapeString(s[i:j]))
-			i = j
 		}
-	}
+		return ast.WalkContinue, nil
+	})
 	return b.String()
 }
 
-func countRun(s string, c byte) int {
-	n := 0
-	for n < len(s) && s[n] == c {
-		n++
-	}
-	return n
+var reSlugDrop = regexp.MustCompile(`[^a-z0-9]+`)
+
+func slug(s string) string {
+	return strings.Trim(reSlugDrop.ReplaceAllString(strings.ToLower(s), "-"), "-")
 }
 
-func isWordByte(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+// pageNodes renders the nodes whose page form differs from goldmark's:
+// raw HTML is shown as escaped text (goldmark would drop it), and a table
+// sits in a wrapper that scrolls on narrow screens.
+type pageNodes struct{}
+
+func (pageNodes) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindRawHTML, renderRawHTMLAsText)
+	reg.Register(ast.KindHTMLBlock, renderHTMLBlockAsText)
+	reg.Register(extast.KindTable, renderTableInWrapper)
 }
 
-// closingDelim finds the delimiter that closes an emphasis opened before
-// from, skipping code spans; -1 when there is none.
-func closingDelim(s string, from int, delim string) int {
-	for j := from; j < len(s); j++ {
-		switch {
-		case s[j] == '`':
-			n := countRun(s[j:], '`')
-			if end := strings.Index(s[j+n:], s[j:j+n]); end >= 0 {
-				j += n + end + n - 1
-			}
-		case strings.HasPrefix(s[j:], delim) && s[j-1] != ' ':
-			if len(delim) == 1 && j+1 < len(s) && s[j+1] == delim[0] {
-				j++ // part of a strong delimiter
-				continue
-			}
-			if delim[0] == '_' && j+len(delim) < len(s) && isWordByte(s[j+len(delim)]) {
-				continue
-			}
-			return j
+func renderRawHTMLAsText(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+	if entering {
+		segs := n.(*ast.RawHTML).Segments
+		for i := 0; i < segs.Len(); i++ {
+			s := segs.At(i)
+			html.DefaultWriter.Write(w, s.Value(source))
 		}
 	}
-	return -1
+	return ast.WalkSkipChildren, nil
 }
 
-// parseLink parses [text](url) at s[i].
-func parseLink(s string, i int) (text, url string, next int, ok bool) {
-	depth := 0
-	for j := i; j < len(s); j++ {
-		switch s[j] {
-		case '[':
-			depth++
-		case ']':
-			depth--
-			if depth == 0 {
-				if j+1 >= len(s) || s[j+1] != '(' {
-					return "", "", 0, false
-				}
-				// The destination may hold balanced parentheses.
-				end, open := -1, 0
-				for k := j + 2; k < len(s) && end < 0; k++ {
-					switch s[k] {
-					case '(':
-						open++
-					case ')':
-						if open == 0 {
-							end = k - (j + 2)
-						}
-						open--
-					}
-				}
-				if end < 0 {
-					return "", "", 0, false
-				}
-				url = strings.TrimSpace(s[j+2 : j+2+end])
-				// Drop a title: [text](url "title").
-				if k := strings.IndexAny(url, " \t"); k >= 0 {
-					url = url[:k]
-				}
-				return s[i+1 : j], strings.Trim(url, "<>"), j + 2 + end + 1, true
-			}
+func renderHTMLBlockAsText(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	_, _ = w.WriteString("<p>")
+	lines := n.Lines()
+	for i := 0; i < lines.Len(); i++ {
+		s := lines.At(i)
+		html.DefaultWriter.Write(w, bytes.TrimRight(s.Value(source), "\n"))
+		if i < lines.Len()-1 {
+			_ = w.WriteByte('\n')
 		}
 	}
-	return "", "", 0, false
+	if b := n.(*ast.HTMLBlock); b.HasClosure() {
+		_ = w.WriteByte('\n')
+		html.DefaultWriter.Write(w, bytes.TrimRight(b.ClosureLine.Value(source), "\n"))
+	}
+	_, _ = w.WriteString("</p>\n")
+	return ast.WalkContinue, nil
 }
 
-func isAutolink(u string) bool {
-	return (strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://")) && !strings.ContainsAny(u, " <>\"")
-}
-
-// link renders an anchor. Only http(s), mailto and relative URLs become
-// links: a javascript: URL in a description must not run in the page.
-func link(url, textHTML string) string {
-	if m := reURLScheme.FindString(url); m != "" {
-		switch strings.ToLower(m) {
-		case "http:", "https:", "mailto:":
-		default:
-			return textHTML
-		}
+func renderTableInWrapper(w util.BufWriter, _ []byte, _ ast.Node, entering bool) (ast.WalkStatus, error) {
+	if entering {
+		_, _ = w.WriteString("<div class=\"table-wrap\"><table>\n")
+	} else {
+		_, _ = w.WriteString("</table></div>\n")
 	}
-	attrs := ""
-	if strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://") {
-		attrs = ` rel="noopener noreferrer"`
-	}
-	return `<a href="` + html.EscapeString(url) + `"` + attrs + ">" + textHTML + "</a>"
+	return ast.WalkContinue, nil
 }
