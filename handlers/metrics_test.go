@@ -1,10 +1,10 @@
 package handlers_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"strconv"
@@ -13,21 +13,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"petstore/store"
 )
 
-// scrape GETs /metrics with the admin token and parses the answer (the
-// harness checks it against the admin document).
+// scrape GETs /metrics with the admin token and parses the answer with
+// the Prometheus library's own parser (the harness checks it against the
+// admin document).
 func (ts *testServer) scrape() *exposition {
 	ts.tb.Helper()
 	res := ts.adminDo(http.MethodGet, "/metrics", "").wantStatus(http.StatusOK)
-	if ct := res.header.Get("Content-Type"); ct != "text/plain; version=0.0.4" {
+	if ct := res.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
 		ts.tb.Errorf("Content-Type %q", ct)
 	}
 	return parseExposition(ts.tb, res.body)
 }
 
-// exposition is a parsed scrape.
+// exposition is a parsed scrape, flattened to samples as they appear in
+// the text format (a histogram gives _bucket, _sum and _count samples).
 type exposition struct {
 	types   map[string]string // family -> TYPE
 	helps   map[string]string // family -> HELP
@@ -40,140 +45,53 @@ type sample struct {
 	value  float64
 }
 
-// parseExposition parses the text format 0.0.4 strictly: every sample
-// belongs to a family whose HELP and TYPE came before it, families are not
-// split, label values are properly escaped.
 func parseExposition(tb testing.TB, body []byte) *exposition {
 	tb.Helper()
-	e := &exposition{types: map[string]string{}, helps: map[string]string{}}
-	done := map[string]bool{} // families whose samples have ended
-	current := ""
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		fail := func(format string, args ...any) {
-			tb.Helper()
-			tb.Fatalf("line %d %q: %s", n, line, fmt.Sprintf(format, args...))
-		}
-		if rest, ok := strings.CutPrefix(line, "# "); ok {
-			kind, rest, _ := strings.Cut(rest, " ")
-			name, text, ok := strings.Cut(rest, " ")
-			if !ok || text == "" {
-				fail("malformed comment")
-			}
-			if done[name] {
-				fail("family %s is split", name)
-			}
-			if current != "" && current != name {
-				done[current] = true
-			}
-			current = name
-			switch kind {
-			case "HELP":
-				if _, dup := e.helps[name]; dup {
-					fail("second HELP")
-				}
-				e.helps[name] = text
-			case "TYPE":
-				if _, dup := e.types[name]; dup {
-					fail("second TYPE")
-				}
-				switch text {
-				case "counter", "gauge", "histogram", "summary", "untyped":
-				default:
-					fail("unknown type %q", text)
-				}
-				e.types[name] = text
-			default:
-				fail("unknown comment")
-			}
-			continue
-		}
-		s, err := parseSample(line)
-		if err != nil {
-			fail("%v", err)
-		}
-		family := s.name
-		if e.types[current] == "histogram" {
-			family = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(family, "_bucket"), "_sum"), "_count")
-		}
-		if family != current || e.types[family] == "" || e.helps[family] == "" {
-			fail("sample of %s without its HELP and TYPE before it", family)
-		}
-		if e.types[family] == "counter" && !strings.HasSuffix(s.name, "_total") {
-			fail("counter without _total")
-		}
-		e.samples = append(e.samples, s)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		tb.Fatalf("parsing the exposition: %v\n%s", err, body)
 	}
-	if len(body) == 0 || body[len(body)-1] != '\n' {
-		tb.Fatal("the exposition does not end with a newline")
+	e := &exposition{types: map[string]string{}, helps: map[string]string{}}
+	for name, f := range families {
+		e.types[name] = strings.ToLower(f.GetType().String())
+		e.helps[name] = f.GetHelp()
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			with := func(k, v string) map[string]string {
+				c := maps.Clone(labels)
+				c[k] = v
+				return c
+			}
+			switch {
+			case m.Counter != nil:
+				e.samples = append(e.samples, sample{name, labels, m.GetCounter().GetValue()})
+			case m.Gauge != nil:
+				e.samples = append(e.samples, sample{name, labels, m.GetGauge().GetValue()})
+			case m.Untyped != nil:
+				e.samples = append(e.samples, sample{name, labels, m.GetUntyped().GetValue()})
+			case m.Histogram != nil:
+				h := m.GetHistogram()
+				for _, b := range h.GetBucket() {
+					le := strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)
+					e.samples = append(e.samples, sample{name + "_bucket", with("le", le), float64(b.GetCumulativeCount())})
+				}
+				e.samples = append(e.samples,
+					sample{name + "_bucket", with("le", "+Inf"), float64(h.GetSampleCount())},
+					sample{name + "_sum", labels, h.GetSampleSum()},
+					sample{name + "_count", labels, float64(h.GetSampleCount())})
+			case m.Summary != nil:
+				s := m.GetSummary()
+				e.samples = append(e.samples,
+					sample{name + "_sum", labels, s.GetSampleSum()},
+					sample{name + "_count", labels, float64(s.GetSampleCount())})
+			}
+		}
 	}
 	return e
-}
-
-func parseSample(line string) (sample, error) {
-	s := sample{labels: map[string]string{}}
-	i := strings.IndexAny(line, "{ ")
-	if i <= 0 {
-		return s, fmt.Errorf("no metric name")
-	}
-	s.name = line[:i]
-	rest := line[i:]
-	if rest[0] == '{' {
-		rest = rest[1:]
-		for {
-			if strings.HasPrefix(rest, "}") {
-				rest = rest[1:]
-				break
-			}
-			name, after, ok := strings.Cut(rest, `="`)
-			if !ok {
-				return s, fmt.Errorf("malformed label in %q", rest)
-			}
-			var v strings.Builder
-			j := 0
-			for ; j < len(after) && after[j] != '"'; j++ {
-				if after[j] == '\n' {
-					return s, fmt.Errorf("raw newline in a label value")
-				}
-				if after[j] != '\\' {
-					v.WriteByte(after[j])
-					continue
-				}
-				if j++; j == len(after) {
-					return s, fmt.Errorf("dangling backslash")
-				}
-				switch after[j] {
-				case '\\':
-					v.WriteByte('\\')
-				case '"':
-					v.WriteByte('"')
-				case 'n':
-					v.WriteByte('\n')
-				default:
-					return s, fmt.Errorf("unknown escape \\%c", after[j])
-				}
-			}
-			if j == len(after) {
-				return s, fmt.Errorf("unterminated label value")
-			}
-			if _, dup := s.labels[name]; dup {
-				return s, fmt.Errorf("label %s twice", name)
-			}
-			s.labels[name] = v.String()
-			rest = strings.TrimPrefix(after[j+1:], ",")
-		}
-	}
-	val, ok := strings.CutPrefix(rest, " ")
-	if !ok {
-		return s, fmt.Errorf("no value")
-	}
-	v, err := strconv.ParseFloat(val, 64)
-	if err != nil {
-		return s, err
-	}
-	s.value = v
-	return s, nil
 }
 
 // get returns the value of the one sample with name and exactly labels

@@ -76,7 +76,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			duration:  end.Sub(start),
 			remote:    c.RealIP(),
 		}
-		s.reqMetrics.observe(line.method, line.route, line.status, line.duration)
+		s.metrics.observe(line.method, line.route, line.status, line.duration)
 		if line.status >= 500 {
 			line.level = slog.LevelError
 		}

@@ -79,8 +79,8 @@ type Server struct {
 	valOpts openapi3filter.Options
 	// sitePage is the reference page, rendered once at start.
 	sitePage []byte
-	// reqMetrics counts requests for GET /metrics (metrics.go).
-	reqMetrics httpMetrics
+	// metrics counts requests for GET /metrics (metrics.go).
+	metrics *httpMetrics
 }
 
 // New builds the server: parses both OpenAPI documents, registers every
@@ -126,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 		public:  public,
 		admin:   admin,
 	}
+	s.metrics = newHTTPMetrics(s)
 	if cfg.AccessLog != nil {
 		s.access = newAccessWriter(cfg.AccessLog, cfg.AccessLogJSON)
 	}
