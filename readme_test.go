@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestREADMEWalkThrough runs the README's walk-through, each shell block as
+// written, against a real server, and checks that every output the README
+// shows is what the server answers. Two placeholders are filled in: the
+// admin token (ADMIN=pat_…) and the address (http://localhost:8080). In an
+// expected line, "…" stands for any text (ids and secrets).
+func TestREADMEWalkThrough(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed; .ci/run installs it", tool)
+			}
+			t.Skipf("%s is not installed (apt-get install curl jq); the walk-through needs it", tool)
+		}
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := walkThroughBlocks(t, string(readme))
+
+	in := start(t, nil, "--data", filepath.Join(t.TempDir(), "petstore.db"))
+	token := regexp.MustCompile(`admin token\s+(pat_\S+)`).FindStringSubmatch(in.out.String())
+	if token == nil {
+		t.Fatalf("no admin token printed:\n%s", in.out)
+	}
+	fill := strings.NewReplacer("ADMIN=pat_…", "ADMIN="+token[1], "http://localhost:8080", in.base)
+
+	steps := 0
+	for _, block := range blocks {
+		script, expected := splitSteps(fill.Replace(block))
+		outputs := runSteps(t, script)
+		for i, want := range expected {
+			if len(want) == 0 {
+				continue
+			}
+			steps++
+			if err := matchOutput(outputs[i], want); err != nil {
+				t.Errorf("README step:\n%s\n%v\ngot:\n%s", script[i], err, outputs[i])
+			}
+		}
+	}
+	if steps < 5 {
+		t.Errorf("only %d steps with shown output were checked; has the walk-through moved?", steps)
+	}
+}
+
+// walkThroughBlocks returns the sh blocks of the README section that holds
+// the walk-through.
+func walkThroughBlocks(t *testing.T, readme string) []string {
+	t.Helper()
+	_, section, ok := strings.Cut(readme, "\n## A walk through the API")
+	if !ok {
+		t.Fatal("the README has no walk-through section")
+	}
+	if i := strings.Index(section, "\n## "); i >= 0 {
+		section = section[:i]
+	}
+	var blocks []string
+	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
+		blocks = append(blocks, m[1])
+	}
+	if len(blocks) == 0 {
+		t.Fatal("the walk-through has no sh block")
+	}
+	return blocks
+}
+
+// splitSteps cuts a block into commands. Comment lines right after a
+// command (no blank line between) are the output the README shows for it;
+// other comments are narrative.
+func splitSteps(block string) (commands []string, expected [][]string) {
+	var cmd []string
+	var out []string
+	flush := func() {
+		if len(cmd) > 0 {
+			commands = append(commands, strings.Join(cmd, "\n"))
+			expected = append(expected, out)
+		}
+		cmd, out = nil, nil
+	}
+	continued := false
+	for _, line := range strings.Split(block, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case continued:
+			cmd = append(cmd, line)
+		case trimmed == "":
+			flush()
+		case strings.HasPrefix(trimmed, "#"):
+			if len(cmd) > 0 {
+				out = append(out, strings.TrimPrefix(strings.TrimPrefix(trimmed, "#"), " "))
+			}
+		default:
+			if len(out) > 0 {
+				flush()
+			}
+			cmd = append(cmd, line)
+		}
+		continued = strings.HasSuffix(trimmed, `\`)
+	}
+	flush()
+	return commands, expected
+}
+
+// runSteps runs the commands in one bash, so that variables carry over,
+// and returns each one's output.
+func runSteps(t *testing.T, commands []string) []string {
+	t.Helper()
+	const mark = "\n@@step-done@@\n"
+	var script strings.Builder
+	script.WriteString("set -u\n")
+	for _, c := range commands {
+		fmt.Fprintf(&script, "%s\nprintf '\\n@@step-done@@\\n'\n", c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "bash", "-c", script.String()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the walk-through failed: %v\n%s", err, out)
+	}
+	parts := strings.Split(strings.ReplaceAll(string(out), "\r\n", "\n"), mark)
+	if len(parts) < len(commands) {
+		t.Fatalf("%d outputs for %d commands:\n%s", len(parts), len(commands), out)
+	}
+	return parts[:len(commands)]
+}
+
+// matchOutput checks that the wanted lines appear in the output in order.
+func matchOutput(got string, want []string) error {
+	lines := strings.Split(got, "\n")
+	at := 0
+	for _, w := range want {
+		re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(w), "…", ".+") + "$")
+		found := false
+		for ; at < len(lines); at++ {
+			if re.MatchString(strings.TrimRight(lines[at], " ")) {
+				found, at = true, at+1
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("the README shows %q, which the server did not answer (in this order)", w)
+		}
+	}
+	return nil
+}
