@@ -22,6 +22,13 @@ func focusedElement(t *testing.T, ctx context.Context) string {
 	})()`))
 }
 
+// viewLoaded waits until a dashboard view is shown with its data loaded:
+// the page marks a view aria-busy (and inert) while it loads, and an edit
+// made before the data arrives would be overwritten by it.
+func viewLoaded(name string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS("#view-" + name + ":not([aria-busy])"))
+}
+
 // domainCard is the CSS selector of a domain's card on the Domains page.
 func domainCard(name string) string { return fmt.Sprintf(`li.domain[data-name=%q]`, name) }
 
@@ -64,7 +71,7 @@ func TestDashboard(t *testing.T) {
 	// API keys: the secret is shown once and works.
 	do(t, ctx, "creating an API key",
 		chromedp.Click(chromedp.ID("tab-api-keys")),
-		chromedp.WaitVisible(chromedp.ID("key-name")),
+		viewLoaded("api-keys"),
 		chromedp.SendKeys(chromedp.ID("key-name"), "browser test"),
 		chromedp.Click(chromedp.CSS("#key-form button[type=submit]")),
 		chromedp.WaitVisible(chromedp.ID("new-key")),
@@ -82,7 +89,7 @@ func TestDashboard(t *testing.T) {
 	// A domain on the free plan: the API's 403 is shown in words.
 	do(t, ctx, "adding a domain on the free plan",
 		chromedp.Click(chromedp.ID("tab-domains")),
-		chromedp.WaitVisible(chromedp.ID("domain-name")),
+		viewLoaded("domains"),
 		chromedp.SendKeys(chromedp.ID("domain-name"), "shop.example.com"),
 		chromedp.Click(chromedp.CSS("#domain-form button[type=submit]")),
 	)
@@ -91,7 +98,7 @@ func TestDashboard(t *testing.T) {
 	// The plan goes to pro.
 	do(t, ctx, "choosing the Pro plan",
 		chromedp.Click(chromedp.ID("tab-project")),
-		chromedp.WaitVisible(chromedp.ID("project-plan")),
+		viewLoaded("project"),
 		chromedp.SetValue(chromedp.ID("project-plan"), "pro"),
 		chromedp.Click(chromedp.CSS("#project-form button[type=submit]")),
 	)
@@ -105,7 +112,7 @@ func TestDashboard(t *testing.T) {
 	shop := domainCard("shop.example.com")
 	do(t, ctx, "adding shop.example.com",
 		chromedp.Click(chromedp.ID("tab-domains")),
-		chromedp.WaitVisible(chromedp.ID("domain-name")),
+		viewLoaded("domains"),
 		chromedp.SetValue(chromedp.ID("domain-name"), "Shop.Example.com."),
 		chromedp.Click(chromedp.CSS("#domain-form button[type=submit]")),
 		chromedp.WaitVisible(chromedp.CSS(shop+" .record")),
@@ -158,8 +165,9 @@ func TestDashboard(t *testing.T) {
 	ts.ahead.Store(int64(31 * time.Minute))
 	do(t, ctx, "coming back to the domains",
 		chromedp.Click(chromedp.ID("tab-project")),
-		chromedp.WaitVisible(chromedp.ID("project-form")),
+		viewLoaded("project"),
 		chromedp.Click(chromedp.ID("tab-domains")),
+		viewLoaded("domains"),
 	)
 	waitText(t, ctx, shop+" .troubleshooting", "Choose Re-verify to trigger a new certificate attempt")
 

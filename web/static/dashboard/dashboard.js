@@ -256,7 +256,15 @@
       if (name === view) tab.setAttribute('aria-current', 'page');
       else tab.removeAttribute('aria-current');
     }
-    VIEWS[view]().catch((err) => showError(err));
+    // Until its data is in, the view is busy and inert: an edit made
+    // while it loads would be overwritten by the answer.
+    const section = $(`view-${view}`);
+    section.setAttribute('aria-busy', 'true');
+    section.inert = true;
+    VIEWS[view]().catch((err) => showError(err)).finally(() => {
+      section.removeAttribute('aria-busy');
+      section.inert = false;
+    });
   }
 
   window.addEventListener('hashchange', route);
@@ -501,7 +509,9 @@
     const wasOpen = li.querySelector('details.records');
     const open = wasOpen ? wasOpen.open : d.state !== 'verified';
     const focusedClass = document.activeElement && li.contains(document.activeElement) ? focusKey(document.activeElement) : '';
+    const menuWasOpen = !!li.querySelector('ul.menu:not([hidden])');
     li.replaceChildren(...parts);
+    if (menuWasOpen) li.querySelector('ul.menu').openMenu(false);
     li.querySelector('details.records').open = open;
     if (focusedClass) {
       const again = li.querySelector(focusedClass);
@@ -513,6 +523,7 @@
   function focusKey(node) {
     if (node.classList.contains('verify')) return 'button.verify';
     if (node.classList.contains('menu-button')) return 'button.menu-button';
+    if (node.getAttribute('role') === 'menuitem') return '[role="menuitem"]';
     if (node.dataset.copyKey) return `button[data-copy-key="${CSS.escape(node.dataset.copyKey)}"]`;
     return '';
   }
@@ -788,11 +799,11 @@
       el('li', { role: 'none' }, remove));
     const items = () => [...menu.querySelectorAll('[role="menuitem"]')];
 
-    function open() {
+    function open(focusFirstItem = true) {
       closeMenus();
       menu.hidden = false;
       button.setAttribute('aria-expanded', 'true');
-      items()[0].focus();
+      if (focusFirstItem) items()[0].focus();
     }
     function close(returnFocus) {
       menu.hidden = true;
@@ -800,6 +811,7 @@
       if (returnFocus) button.focus();
     }
     menu.closeMenu = close;
+    menu.openMenu = open;
     button.addEventListener('click', () => (menu.hidden ? open() : close(false)));
     button.addEventListener('keydown', (e) => {
       if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
