@@ -57,9 +57,17 @@ type Checker struct {
 	// addresses as CNAMETarget (an ALIAS flattened by the provider).
 	PublicIPs []netip.Addr
 	// CAAIdentities are the issuer domain names the configured CA accepts in
-	// CAA "issue" records, e.g. "letsencrypt.org". Empty turns the CAA check
-	// off: without knowing the CA there is nothing to compare with.
+	// CAA "issue" records, e.g. "letsencrypt.org", as the operator gives
+	// them; they replace those CertificateAuthorities announces. With none
+	// known, CAA records naming CAs give a warning (CodeCAAUnchecked).
 	CAAIdentities []string
+	// CertificateAuthorities, when set, tells the CAA check which CAs
+	// certificates come from; the name may issue when one of them may.
+	CertificateAuthorities func(context.Context) []CertificateAuthority
+	// ValidationMethods are the ACME challenge types this service answers,
+	// for CAA validationmethods parameters; empty means
+	// DefaultValidationMethods.
+	ValidationMethods []string
 	// Timeout bounds each DNS question; zero means DefaultTimeout.
 	Timeout time.Duration
 	// NameserverPort is the port the zone's nameservers are asked on; zero
@@ -97,7 +105,7 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 	}
 
 	res.Findings = append(res.Findings, findings...)
-	res.Verified = len(res.Findings) == 0
+	res.Verified = !slices.ContainsFunc(res.Findings, func(f Finding) bool { return !f.Warning })
 	res.Authoritative = len(s.auth) > 0 && !s.fellBack.Load()
 	if res.Authoritative {
 		res.Nameservers = s.nsNames
