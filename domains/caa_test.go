@@ -61,7 +61,10 @@ func (s *caaServer) replaceCAA(t *testing.T, record string) {
 		t.Fatalf("record %q: %v", record, err)
 	}
 	want := rr.(*dns.CAA)
-	issuer := func(v string) string { d, _, _ := strings.Cut(v, ";"); return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(d)), ".") }
+	issuer := func(v string) string {
+		d, _, _ := strings.Cut(v, ";")
+		return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(d)), ".")
+	}
 	s.mu.Lock()
 	name := strings.ToLower(want.Hdr.Name)
 	var kept []dns.RR
