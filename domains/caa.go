@@ -51,9 +51,6 @@ func (c *Checker) caaAuthorities(ctx context.Context) []CertificateAuthority {
 	return cas
 }
 
-// maxLabels bounds the climb: a DNS name has at most 127 labels.
-const maxLabels = 127
-
 // checkCAA judges the CAA records of a non-wildcard name as the CA will
 // (RFC 8659, RFC 8657, and Let's Encrypt's Boulder where the RFCs leave a
 // choice). This service asks for no wildcard certificates, so issuewild
@@ -87,10 +84,9 @@ func (s *session) checkCAA(ctx context.Context, name string) []Finding {
 // no certificate; here the name's TLD was checked against the public suffix
 // list when the domain was added, and test TLDs have no zone to answer.
 func (s *session) relevantCAA(ctx context.Context, name string) (step string, rrs []*dns.CAA, err error) {
+	// A checked name has at most 127 labels (253 characters): so many
+	// lookups at most.
 	labels := strings.Split(name, ".")
-	if len(labels) > maxLabels {
-		labels = labels[len(labels)-maxLabels:]
-	}
 	type answer struct {
 		rrs []*dns.CAA
 		err error

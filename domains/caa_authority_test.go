@@ -43,7 +43,7 @@ func TestCAAFromTheCA(t *testing.T) {
 		// Nothing answers the challenges: orders fail, but the account is
 		// registered before the first order is placed.
 		ACME: &domains.ACME{
-			CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: "default",
+			CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: "default", Email: "Ops@Petstore.test",
 			HTTPPort: pebble.HTTPPort, TLSPort: pebble.TLSPort,
 		},
 	})
