@@ -152,7 +152,7 @@ func judgeCAA(name string, rrs []*dns.CAA, cas []CertificateAuthority, methods [
 
 	var out []Finding
 	if len(critical) > 0 {
-		out = append(out, criticalFinding(name, owner, critical))
+		out = append(out, criticalFinding(name, owner, critical, cas))
 	}
 	if len(issue) == 0 {
 		// RFC 8659 section 4.2: only issue properties restrict issuance
@@ -252,6 +252,11 @@ func paramsBlock(params map[string]string, ca CertificateAuthority, methods []st
 		}
 	}
 	if list, ok := params["validationmethods"]; ok && !methodsAllow(list, methods) {
+		for _, m := range strings.Split(list, ",") {
+			if !validationMethodPattern.MatchString(m) {
+				return fmt.Sprintf("lists the malformed validation method %q (letters, digits and hyphens only), so the certificate authority ignores the whole record", m)
+			}
+		}
 		return fmt.Sprintf("allows only the validation methods %s, but this platform proves control of a domain with %s", list, strings.Join(methods, " or "))
 	}
 	return ""
@@ -366,22 +371,33 @@ func caaStrings(rrs []*dns.CAA) []string {
 
 // criticalFinding: RFC 8659 section 4.1, a CA must not issue when the
 // Relevant RRset has a critical property it does not understand.
-func criticalFinding(name, owner string, critical []*dns.CAA) Finding {
+func criticalFinding(name, owner string, critical []*dns.CAA, cas []CertificateAuthority) Finding {
 	var tags []string
 	for _, rr := range critical {
 		tags = append(tags, rr.Tag)
 	}
 	first := critical[0]
 	allow := caaString(owner, 0, first.Tag, first.Value)
-	return Finding{
-		Code: CodeCAABlocksCA,
-		Message: fmt.Sprintf("The CAA record %s is marked critical (flag %d) with the property %s, which the certificate authority does not understand, so it refuses every certificate for %s. The same record with flag 0, %s, would not block it.",
-			caaRecordString(first), first.Flag, strings.Join(slices.Compact(tags), ", "), name, allow),
-		Fix: fmt.Sprintf("At your DNS provider, change the flag of the CAA record(s) of %s with tag %s to 0 (%s), or delete them.",
-			owner, strings.Join(slices.Compact(tags), ", "), allow),
-		Found:    caaStrings(critical),
-		Expected: allow,
+	msg := fmt.Sprintf("The CAA record %s is marked critical (flag %d) with the property %s, which the certificate authority does not understand, so it refuses every certificate for %s. The same record with flag 0, %s, would not block it.",
+		caaRecordString(first), first.Flag, strings.Join(slices.Compact(tags), ", "), name, allow)
+	fix := fmt.Sprintf("At your DNS provider, change the flag of the CAA record(s) of %s with tag %s to 0 (%s), or delete them.",
+		owner, strings.Join(slices.Compact(tags), ", "), allow)
+	if reg, above := aboveCustomer(name, owner); above {
+		// Any record of the customer's domain replaces the TLD's; one
+		// allowing the CA, when its name is known.
+		allow = caaString(reg, 0, "iodef", "mailto:hostmaster@"+reg)
+		for _, ca := range cas {
+			if len(ca.Identities) > 0 {
+				allow = caaString(reg, 0, "issue", ca.Identities[0])
+				break
+			}
+		}
+		msg = fmt.Sprintf("The CAA record %s is marked critical (flag %d) with the property %s, which the certificate authority does not understand, so it refuses every certificate for %s. Any CAA record of %s, such as %s, would take its place.",
+			caaRecordString(first), first.Flag, strings.Join(slices.Compact(tags), ", "), name, reg, allow)
+		fix = fmt.Sprintf("%s is above your domain, where you cannot change its records; at your DNS provider, add a CAA record to %s, for example %s: the records closest to the name are the ones that count.",
+			owner, reg, allow)
 	}
+	return Finding{Code: CodeCAABlocksCA, Message: msg, Fix: fix, Found: caaStrings(critical), Expected: allow}
 }
 
 // issueFinding: the issue records exist and none lets the CAs issue.
@@ -393,6 +409,18 @@ func issueFinding(name, owner string, issue []*dns.CAA, cas []CertificateAuthori
 	if near != nil {
 		allow = near.to
 		fix = fmt.Sprintf("At your DNS provider, change the CAA record %s to %s.", near.from, near.to)
+	}
+	if reg, above := aboveCustomer(name, owner); above {
+		// The customer cannot change a TLD's records, but records of their
+		// own domain come first in the climb and replace them.
+		value := cas[0].Identities[0]
+		if near != nil {
+			_, value, _ = strings.Cut(near.to, " issue ")
+			value = strings.Trim(value, `"`)
+		}
+		allow = caaString(reg, 0, "issue", value)
+		fix = fmt.Sprintf("%s is above your domain, where you cannot change its records; at your DNS provider, add the CAA record %s: the records closest to the name are the ones that count.",
+			owner, allow)
 	}
 
 	var named []string
@@ -414,6 +442,14 @@ func issueFinding(name, owner string, issue []*dns.CAA, cas []CertificateAuthori
 			owner, strings.Join(slices.Compact(named), ", "), ids, name, allow)
 	}
 	return Finding{Code: CodeCAABlocksCA, Message: msg, Fix: fix, Found: caaStrings(issue), Expected: allow}
+}
+
+// aboveCustomer reports whether owner, where the relevant CAA records were
+// found, is an ancestor of name's registrable domain (a TLD or another
+// public suffix), and returns that domain.
+func aboveCustomer(name, owner string) (string, bool) {
+	reg := RegistrableDomain(name)
+	return reg, reg != "" && owner != reg && isSubdomain(reg, owner)
 }
 
 // unknownCAFinding judges issue records without knowing the CA's identity:

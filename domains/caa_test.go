@@ -162,7 +162,7 @@ func TestCAATable(t *testing.T) {
 			want: domains.CodeCAABlocksCA, mention: []string{"malformed parameter"},
 			reason: `Boulder parseCAARecord: a value "contains disallowed character" (the space), so the record is skipped.`},
 		{name: "methodbad", records: []string{`methodbad.test. CAA 0 issue "letsencrypt.org; validationmethods=http_01,http-01"`},
-			want: domains.CodeCAABlocksCA, mention: []string{"http_01"},
+			want: domains.CodeCAABlocksCA, mention: []string{`malformed validation method "http_01"`},
 			reason: `Boulder: "If any listed method does not match the ABNF 1*(ALPHA / DIGIT / \"-\"), immediately reject the whole record."`},
 		{name: "account", records: []string{`account.test. CAA 0 issue "letsencrypt.org; accounturi=` + ourAccount + `"`}, want: "",
 			reason: `RFC 8657 section 3 / Boulder caaAccountURIMatches: the accounturi is this service's account.`},
@@ -198,8 +198,11 @@ func TestCAATable(t *testing.T) {
 		{name: "closest", host: "www.sub.closest.test", records: []string{`sub.closest.test. CAA 0 issue "letsencrypt.org"`, `closest.test. CAA 0 issue "other-ca.example"`}, want: "",
 			reason: `RFC 8659 section 3 / Boulder selectCAA: the set of the "closest parent" is the Relevant RRset; the ones above do not count.`},
 		{name: "tld", host: "www.tld.caatld", records: []string{`caatld. CAA 0 issue "other-ca.example"`},
-			want: domains.CodeCAABlocksCA, mention: []string{"caatld", "other-ca.example"},
-			reason: `RFC 8659 section 3: the climb goes "up to but not including the DNS root", so the TLD's records count (Boulder looks up every label up to the TLD).`},
+			want: domains.CodeCAABlocksCA, mention: []string{"caatld", "other-ca.example", `tld.caatld CAA 0 issue "letsencrypt.org"`},
+			reason: `RFC 8659 section 3: the climb goes "up to but not including the DNS root", so the TLD's records count (Boulder looks up every label up to the TLD); records of the customer's own domain come first.`},
+		{name: "tldcritical", host: "www.tldcritical.crittld", records: []string{`crittld. CAA 128 tbs "unknown"`},
+			want: domains.CodeCAABlocksCA, mention: []string{"crittld", "critical", `tldcritical.crittld CAA 0 issue "letsencrypt.org"`},
+			reason: `RFC 8659 section 4.1 applies to the TLD's Relevant RRset; a record at a closer name becomes the Relevant RRset in its place (Boulder selectCAA takes the first non-empty set).`},
 		{name: "cnamename", host: "www.cnamename.test", records: []string{`cnamename-target.platform.test. CAA 0 issue "other-ca.example"`},
 			want: domains.CodeCAABlocksCA, mention: []string{"cnamename-target.platform.test"},
 			reason: `RFC 8659 section 3: CAA(X) is looked up "chasing aliases"; Boulder: "We depend on our resolver to snap CNAME and DNAME records."`},
@@ -280,6 +283,7 @@ func TestCAATable(t *testing.T) {
 				t.Fatalf("want one %s finding, got verified=%v %+v", tc.want, r.Verified, r.Findings)
 			}
 			f := r.Findings[0]
+			t.Logf("message: %s\nfix: %s\nexpected: %s", f.Message, f.Fix, f.Expected)
 			if f.Warning != (tc.want == domains.CodeCAAUnchecked) {
 				t.Errorf("warning=%v", f.Warning)
 			}
