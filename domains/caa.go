@@ -15,8 +15,8 @@ import (
 // and the check does not know which name its own CA goes by.
 const CodeCAAUnchecked = "caa_unchecked"
 
-// DefaultValidationMethods are the ACME challenge types this service answers.
-var DefaultValidationMethods = []string{"http-01", "tls-alpn-01"}
+// defaultValidationMethods are the ACME challenge types this service answers.
+var defaultValidationMethods = []string{"http-01", "tls-alpn-01"}
 
 // CertificateAuthority is what the CAA check knows of one ACME CA that
 // certificates come from.
@@ -68,7 +68,7 @@ func (s *session) checkCAA(ctx context.Context, name string) []Finding {
 	}
 	methods := s.c.ValidationMethods
 	if len(methods) == 0 {
-		methods = DefaultValidationMethods
+		methods = defaultValidationMethods
 	}
 	return judgeCAA(name, rrs, s.c.caaAuthorities(ctx), methods)
 }

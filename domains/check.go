@@ -65,8 +65,8 @@ type Checker struct {
 	// certificates come from; the name may issue when one of them may.
 	CertificateAuthorities func(context.Context) []CertificateAuthority
 	// ValidationMethods are the ACME challenge types this service answers,
-	// for CAA validationmethods parameters; empty means
-	// DefaultValidationMethods.
+	// for CAA validationmethods parameters; empty means http-01 and
+	// tls-alpn-01.
 	ValidationMethods []string
 	// Timeout bounds each DNS question; zero means DefaultTimeout.
 	Timeout time.Duration
