@@ -89,7 +89,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.acmeCARoot, "acme-ca-root", "", "PEM file of extra roots to trust for the ACME CA")
 	fs.StringVar(&c.acmeEmail, "acme-email", "", "ACME account contact")
 	fs.StringVar(&c.acmeProfile, "acme-profile", "", "ACME certificate profile to ask for (empty: the CA's default)")
-	fs.Var(&c.acmeCAAIdentities, "acme-caa-identity", "issuer domain the CA accepts in CAA records (repeatable; default letsencrypt.org for Let's Encrypt, else no CAA check)")
+	fs.Var(&c.acmeCAAIdentities, "acme-caa-identity", "issuer domain the CA accepts in CAA records (repeatable; default: the CA directory's meta.caaIdentities)")
 	fs.Var(&c.dnsResolvers, "dns-resolver", "host:port DNS server to start from (repeatable or comma-separated; default: the system's)")
 	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
@@ -264,16 +264,12 @@ func newDomainManager(cfg config, db *store.DB, log *slog.Logger) (*domains.Mana
 		}
 		publicIPs = append(publicIPs, a)
 	}
-	caa := []string(cfg.acmeCAAIdentities)
-	if len(caa) == 0 && strings.Contains(cfg.acmeCA, "api.letsencrypt.org") {
-		caa = []string{"letsencrypt.org"}
-	}
 	dc := domains.Config{
 		Store:     db,
 		Platform:  domains.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget},
 		PublicIPs: publicIPs,
 		Checker: &domains.Checker{
-			Resolvers: cfg.dnsResolvers, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs, CAAIdentities: caa,
+			Resolvers: cfg.dnsResolvers, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs, CAAIdentities: cfg.acmeCAAIdentities,
 		},
 		Logger: log,
 	}

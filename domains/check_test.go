@@ -160,7 +160,7 @@ func TestCheckChalltestsrv(t *testing.T) {
 
 	t.Run("CAA for the platform's CA", func(t *testing.T) {
 		d.SetCNAME(t, "shop.caaok.test", target)
-		d.AddCAA(t, "caaok.test", "issue", "LetsEncrypt.org; validationmethods=http-01")
+		d.AddCAA(t, "caaok.test", "issue", "letsencrypt.org; validationmethods=http-01")
 		verified(t, check(t, c, "shop.caaok.test"))
 	})
 
@@ -197,12 +197,15 @@ func TestCheckChalltestsrv(t *testing.T) {
 		contains(t, "message", f.Message, aliased.CNAMETarget)
 	})
 
-	t.Run("CAA not checked without identities", func(t *testing.T) {
+	t.Run("CAA only warns without identities", func(t *testing.T) {
 		noCA := *c
 		noCA.CAAIdentities = nil
 		d.SetCNAME(t, "shop.caaoff.test", target)
 		d.AddCAA(t, "caaoff.test", "issue", "other-ca.example")
-		verified(t, check(t, &noCA, "shop.caaoff.test"))
+		r := check(t, &noCA, "shop.caaoff.test")
+		if !r.Verified || len(r.Findings) != 1 || r.Findings[0].Code != domains.CodeCAAUnchecked || !r.Findings[0].Warning {
+			t.Fatalf("want verified with a %s warning, got %v %+v", domains.CodeCAAUnchecked, r.Verified, r.Findings)
+		}
 		finding(t, check(t, c, "shop.caaoff.test"), domains.CodeCAABlocksCA)
 	})
 

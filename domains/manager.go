@@ -102,6 +102,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if cfg.ACME != nil {
 		m.setUpCertificates(cfg.ACME)
+		m.wireCAA(cfg.ACME)
 	}
 	if err := m.Refresh(context.Background()); err != nil {
 		return nil, err

@@ -38,6 +38,8 @@ type Finding struct {
 	Found []string `json:"found,omitempty"`
 	// Expected is the value that would have been right, when there is one.
 	Expected string `json:"expected,omitempty"`
+	// Warning marks a finding that does not keep the domain from verifying.
+	Warning bool `json:"warning,omitempty"`
 }
 
 // DomainCheck is the outcome of one DNS check of a domain.
@@ -53,7 +55,7 @@ type DomainCheck struct {
 	Authoritative bool `json:"authoritative"`
 	// Nameservers lists the zone's nameservers asked, when Authoritative.
 	Nameservers []string `json:"nameservers,omitempty"`
-	// Findings is empty when Verified.
+	// Findings holds only warnings when Verified.
 	Findings []Finding `json:"findings"`
 }
 

@@ -160,6 +160,21 @@ func TestDashboard(t *testing.T) {
 	if label := textOf(t, ctx, shop+" button.verify"); label != "Re-verify" {
 		t.Errorf("the button of a verified domain says %q, want Re-verify", label)
 	}
+	// CAA records naming a CA, and this server cannot tell its CA's name in
+	// CAA records (it has none): a warning, shown as one, still verified.
+	ts.dns.AddCAA(t, "example.com", "issue", "other-ca.example")
+	do(t, ctx, "verifying with CAA records", chromedp.Click(chromedp.CSS(shop+" button.verify")))
+	warning := waitText(t, ctx, shop+" .finding.warning", "other-ca.example")
+	for _, want := range []string{"Warning: CAA records name certificate authorities", "How to fix it"} {
+		if !strings.Contains(warning, want) {
+			t.Errorf("the warning lacks %q:\n%s", want, warning)
+		}
+	}
+	waitText(t, ctx, shop+" .check", "It checks out, with a warning")
+	if state := textOf(t, ctx, shop+" .state"); state != "Verified" {
+		t.Errorf("state %q with a warning, want Verified", state)
+	}
+	ts.dns.ClearCAA(t, "example.com")
 	// Half an hour later still without a certificate (this server has no
 	// CA), the API gives troubleshooting steps and the page shows them.
 	ts.ahead.Store(int64(31 * time.Minute))

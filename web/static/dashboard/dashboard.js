@@ -454,6 +454,7 @@
     cname_mismatch: 'The CNAME record points elsewhere',
     apex_needs_alias: 'The domain needs an ALIAS or ANAME record',
     caa_blocks_ca: 'CAA records keep the certificate authority out',
+    caa_unchecked: 'CAA records name certificate authorities',
     dns_error: 'The DNS lookup failed',
   };
 
@@ -578,10 +579,12 @@
         ? `asked the domain's own nameservers${c.nameservers && c.nameservers.length ? ` (${c.nameservers.join(', ')})` : ''}, so the answer is current`
         : 'asked through a resolver, which may still show an older answer for a while';
       sec.append(el('p', { className: 'checked' }, 'Last checked ', timeEl(c.checkedAt), `: ${source}.`));
+      const findings = c.findings || [];
       if (c.verified) {
-        sec.append(el('p', { className: 'ok', textContent: 'Everything checks out.' }));
-      } else {
-        sec.append(el('ul', { className: 'findings' }, (c.findings || []).map(findingItem)));
+        sec.append(el('p', { className: 'ok', textContent: findings.length ? 'It checks out, with a warning:' : 'Everything checks out.' }));
+      }
+      if (findings.length) {
+        sec.append(el('ul', { className: 'findings' }, findings.map(findingItem)));
       }
     }
     if (d.nextCheckAt && d.state !== 'verified') {
@@ -591,8 +594,8 @@
   }
 
   function findingItem(f) {
-    return el('li', { className: `finding finding-${f.code}` },
-      el('p', { className: 'finding-title', textContent: FINDING_TITLES[f.code] || 'Problem found' }),
+    return el('li', { className: `finding finding-${f.code}${f.warning ? ' warning' : ''}` },
+      el('p', { className: 'finding-title', textContent: (f.warning ? 'Warning: ' : '') + (FINDING_TITLES[f.code] || 'Problem found') }),
       el('p', { className: 'finding-message', textContent: f.message }),
       f.found && f.found.length ? el('p', { className: 'found' }, 'Found: ', f.found.flatMap((x, i) => (i ? [', ', code(x)] : [code(x)]))) : null,
       f.expected ? el('p', { className: 'found' }, 'Expected: ', code(f.expected)) : null,
@@ -641,7 +644,7 @@
           ? `${name} is verified. Requesting its certificate…`
           : `${name} is verified.`);
       } else {
-        const n = d.check ? d.check.findings.length : 0;
+        const n = d.check ? d.check.findings.filter((f) => !f.warning).length : 0;
         announce(`${name} is not verified yet: ${n} ${n === 1 ? 'problem' : 'problems'} found.`);
       }
     } catch (err) {

@@ -1,0 +1,151 @@
+package domains
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"github.com/mholt/acmez/v3/acme"
+)
+
+// acmeAuthority learns, for the CAA check, what an ACME CA calls itself in
+// CAA records and which account this service holds there.
+type acmeAuthority struct {
+	directory string
+	client    *http.Client
+	storage   certmagic.Storage
+	issuer    *certmagic.ACMEIssuer
+	email     string
+
+	mu         sync.Mutex
+	identities []string
+	known      bool      // identities were read (possibly none)
+	failedAt   time.Time // the last failed directory fetch
+	accountURI string
+}
+
+// directoryRetry spaces directory fetches after a failure, so a CA that is
+// down does not add a timeout to every check.
+const directoryRetry = time.Minute
+
+// directoryTimeout bounds one directory fetch within a check.
+const directoryTimeout = 5 * time.Second
+
+func newACMEAuthority(a *ACME, storage certmagic.Storage, issuer *certmagic.ACMEIssuer) *acmeAuthority {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if a.TrustedRoots != nil {
+		// As certmagic does for its own requests to the CA.
+		t.TLSClientConfig = &tls.Config{RootCAs: a.TrustedRoots}
+	}
+	return &acmeAuthority{
+		directory: a.CA, client: &http.Client{Transport: t, Timeout: directoryTimeout},
+		storage: storage, issuer: issuer, email: a.Email,
+	}
+}
+
+// get says what is known now; what cannot be learnt is left empty and
+// asked again at a later check.
+func (a *acmeAuthority) get(ctx context.Context) CertificateAuthority {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.known && time.Since(a.failedAt) >= directoryRetry {
+		ids, err := a.fetchIdentities(ctx)
+		if err != nil {
+			a.failedAt = time.Now()
+		} else {
+			a.identities, a.known = ids, true
+		}
+	}
+	if a.accountURI == "" {
+		// Not found is the normal state before the first certificate: the
+		// account is registered with the first order.
+		a.accountURI, _ = a.readAccountURI(ctx)
+	}
+	return CertificateAuthority{Name: a.directory, Identities: a.identities, AccountURI: a.accountURI}
+}
+
+// fetchIdentities reads meta.caaIdentities from the ACME directory (RFC
+// 8555 section 7.1.1).
+func (a *acmeAuthority) fetchIdentities(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, directoryTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.directory, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Some CAs (Pebble) refuse requests without one.
+	req.Header.Set("User-Agent", "petstore")
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("ACME directory %s: %s", a.directory, resp.Status)
+	}
+	var dir acme.Directory
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&dir); err != nil {
+		return nil, fmt.Errorf("ACME directory %s: %w", a.directory, err)
+	}
+	if dir.Meta == nil {
+		return nil, nil
+	}
+	return dir.Meta.CAAIdentities, nil
+}
+
+// readAccountURI finds the account URL certmagic saved when it registered
+// the account. certmagic keeps no exported way to ask for it, so this reads
+// its storage layout: acme/<issuer key>/users/<email, or "default">/*.json,
+// each an ACME account object with the URL in "location".
+func (a *acmeAuthority) readAccountURI(ctx context.Context) (string, error) {
+	email := strings.ToLower(a.email)
+	if email == "" {
+		email = "default"
+	}
+	dir := path.Join("acme", certmagic.StorageKeys.Safe(a.issuer.IssuerKey()), "users", certmagic.StorageKeys.Safe(email))
+	keys, err := a.storage.List(ctx, dir, false)
+	if err != nil {
+		return "", err
+	}
+	for _, key := range keys {
+		if !strings.HasSuffix(key, ".json") {
+			continue
+		}
+		b, err := a.storage.Load(ctx, key)
+		if err != nil {
+			continue
+		}
+		var acct acme.Account
+		if json.Unmarshal(b, &acct) == nil && acct.Location != "" {
+			return acct.Location, nil
+		}
+	}
+	return "", fs.ErrNotExist
+}
+
+// wireCAA lets the checker judge CAA records for the CA certificates come
+// from: its identities, this service's account there, and the challenge
+// types it answers. The Checker given in Config is copied, not changed.
+func (m *Manager) wireCAA(a *ACME) {
+	if m.issuer == nil || m.cfg.Checker.CertificateAuthorities != nil {
+		return
+	}
+	authority := newACMEAuthority(a, m.certs.Storage, m.issuer)
+	c := *m.cfg.Checker
+	c.CertificateAuthorities = func(ctx context.Context) []CertificateAuthority {
+		return []CertificateAuthority{authority.get(ctx)}
+	}
+	if c.ValidationMethods == nil && a.DisableHTTPChallenge {
+		c.ValidationMethods = []string{"tls-alpn-01"}
+	}
+	m.cfg.Checker = &c
+}

@@ -1,0 +1,126 @@
+package domains_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"petstore/domains"
+	"petstore/domains/domaintest"
+	"petstore/store"
+)
+
+// TestCAAFromTheCA: with no --acme-caa-identity, the CAA check takes the
+// CA's identities from its directory's meta.caaIdentities (Pebble announces
+// pebble.letsencrypt.org), and the account URI from the account certmagic
+// registered, so records bound to an account are judged against the real
+// one.
+func TestCAAFromTheCA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble and challtestsrv")
+	}
+	dns := domaintest.StartDNS(t)
+	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
+	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	if _, err := db.UpdateProject(ctx, func(p *store.Project) error { p.Plan = store.PlanPro; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordDeploy(ctx, store.Deploy{Version: "1.0.0", Status: "succeeded"}); err != nil {
+		t.Fatal(err)
+	}
+	const cname = "cname.petstore.test"
+	m, err := domains.NewManager(domains.Config{
+		Store:    db,
+		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: cname},
+		Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: cname, Timeout: time.Second},
+		// Nothing answers the challenges: orders fail, but the account is
+		// registered before the first order is placed.
+		ACME: &domains.ACME{
+			CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: "default", Email: "Ops@Petstore.test",
+			HTTPPort: pebble.HTTPPort, TLSPort: pebble.TLSPort,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	verify := func(name string) store.Domain {
+		t.Helper()
+		d, err := m.Verify(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	attach := func(name string, caa ...string) {
+		t.Helper()
+		if _, err := m.Add(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		dns.SetCNAME(t, name, cname)
+		_, parent, _ := strings.Cut(name, ".")
+		for _, v := range caa {
+			dns.AddCAA(t, parent, "issue", v)
+		}
+	}
+	const otherAccount = "https://ca.invalid/acct/1"
+
+	// No account yet: a record bound to an account cannot allow this one.
+	attach("shop.bound.example.com", "pebble.letsencrypt.org; accounturi="+otherAccount)
+	d := verify("shop.bound.example.com")
+	f := onlyFinding(t, d, domains.CodeCAABlocksCA)
+	contains(t, "message", f.Message, otherAccount, "no account")
+
+	// The identity from the directory: Let's Encrypt's is not Pebble's.
+	attach("shop.le.example.com", "letsencrypt.org")
+	f = onlyFinding(t, verify("shop.le.example.com"), domains.CodeCAABlocksCA)
+	contains(t, "message", f.Message, "pebble.letsencrypt.org")
+	if f.Expected != `le.example.com CAA 0 issue "pebble.letsencrypt.org"` {
+		t.Errorf("expected %q", f.Expected)
+	}
+
+	// Pebble's identity: verified, and the first order registers the account.
+	attach("shop.pebble.example.com", "pebble.letsencrypt.org")
+	if d := verify("shop.pebble.example.com"); d.State != store.DomainVerified {
+		t.Fatalf("CAA naming pebble.letsencrypt.org: %+v", d.Check)
+	}
+
+	// Now the bound record is judged against the real account.
+	prefix := strings.TrimSuffix(pebble.DirectoryURL(), "/dir") + "/my-account/"
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		f = onlyFinding(t, verify("shop.bound.example.com"), domains.CodeCAABlocksCA)
+		if strings.Contains(f.Message, prefix) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the account URI never showed: %s", f.Message)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	contains(t, "message", f.Message, otherAccount, "this platform's account is "+prefix)
+	if !strings.Contains(f.Expected, "accounturi="+prefix) {
+		t.Fatalf("the record that would allow does not name the account: %q", f.Expected)
+	}
+	dns.ClearCAA(t, "bound.example.com")
+	_, value, _ := strings.Cut(f.Expected, " issue ")
+	dns.AddCAA(t, "bound.example.com", "issue", strings.Trim(value, `"`))
+	if d := verify("shop.bound.example.com"); d.State != store.DomainVerified {
+		t.Fatalf("with %s: %+v", f.Expected, d.Check)
+	}
+}
+
+func onlyFinding(t *testing.T, d store.Domain, code string) store.Finding {
+	t.Helper()
+	if d.Check == nil {
+		t.Fatalf("%s was not checked", d.Name)
+	}
+	return finding(t, *d.Check, code)
+}
