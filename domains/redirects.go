@@ -38,6 +38,8 @@ func flattenRedirects(in []store.Redirect, attached map[string]store.Domain, def
 			return nil, store.Errorf(store.EINVALID, "%s.from: %s is not an attached domain", field, from)
 		case to != defaultAddr && attached[to].Name == "":
 			return nil, store.Errorf(store.EINVALID, "%s.to: %s is neither an attached domain nor the default address %s", field, to, defaultAddr)
+		case to != defaultAddr && attached[to].State != store.DomainVerified:
+			return nil, store.Errorf(store.EINVALID, "%s.to: %s", field, notVerified(attached[to], defaultAddr))
 		case from == to:
 			return nil, store.Errorf(store.EINVALID, "%s: %s redirects to itself", field, from)
 		}
@@ -79,12 +81,23 @@ func checkPrimary(primary string, attached map[string]store.Domain, defaultAddr 
 	if name != defaultAddr && attached[name].Name == "" {
 		return "", store.Errorf(store.EINVALID, "domains.primary: %s is neither an attached domain nor the default address %s", name, defaultAddr)
 	}
+	if name != defaultAddr && attached[name].State != store.DomainVerified {
+		return "", store.Errorf(store.EINVALID, "domains.primary: %s", notVerified(attached[name], defaultAddr))
+	}
 	for _, r := range redirects {
 		if r.From == name {
 			return "", store.Errorf(store.EINVALID, "domains.primary: %s redirects to %s, so it cannot be the primary domain", name, r.To)
 		}
 	}
 	return name, nil
+}
+
+// notVerified words why a domain that is not verified cannot be a redirect
+// target or the primary domain: visitors sent there would meet a name with
+// no certificate, and browsers cache a 301 for good.
+func notVerified(d store.Domain, defaultAddr string) string {
+	return fmt.Sprintf("%s is %s, not verified, so it may have no certificate; use a verified domain or the default address %s",
+		d.Name, d.State, defaultAddr)
 }
 
 // settingsName normalises a name in the settings. The default address is
