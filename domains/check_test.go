@@ -450,6 +450,8 @@ func TestCheckAuthoritative(t *testing.T) {
 		CNAMETarget:    target,
 		CAAIdentities:  []string{"letsencrypt.org"},
 		Timeout:        time.Second,
+		// The zone's nameserver is on loopback.
+		AllowPrivateNameservers: true,
 	}
 
 	r := check(t, c, "shop.auth.test")
