@@ -94,8 +94,8 @@ func TestAddRefusesSpecialUseNames(t *testing.T) {
 // with a code of its own that names the flags.
 func TestAddWithoutCNAMETarget(t *testing.T) {
 	m := managerWith(t, domains.Config{})
-	if m.CNAMETargetKnown() {
-		t.Error("CNAMETargetKnown without a target")
+	if got := m.CNAMETarget(); got != "" {
+		t.Errorf("CNAMETarget %q without a target", got)
 	}
 	_, err := m.Add(context.Background(), "shop.example.com")
 	wantCode(t, err, store.ENOCNAMETARGET, "--domain", "--cname-target")

@@ -174,7 +174,7 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	if !hasSuccessfulDeploy(p) {
 		return store.Domain{}, store.Errorf(store.ECONFLICT, "the project has no successful deploy yet; deploy it before adding a domain")
 	}
-	if canonical(m.cfg.Platform.CNAMETarget) == "" {
+	if m.CNAMETarget() == "" {
 		return store.Domain{}, store.Errorf(store.ENOCNAMETARGET,
 			"this service knows no CNAME target for customers' DNS records; start it with --domain (the target is then cname.<domain>) or --cname-target")
 	}
@@ -402,9 +402,10 @@ func (m *Manager) HTTPChallengeHandler(next http.Handler) http.Handler {
 	return m.issuer.HTTPChallengeHandler(next)
 }
 
-// CNAMETargetKnown reports whether customers can be told where to point
-// their domains: without a target no domain can be added.
-func (m *Manager) CNAMETargetKnown() bool { return canonical(m.cfg.Platform.CNAMETarget) != "" }
+// CNAMETarget is where customers point their domains; "" when the service
+// was started without --domain or --cname-target, and then no domain can
+// be added.
+func (m *Manager) CNAMETarget() string { return canonical(m.cfg.Platform.CNAMETarget) }
 
 // CertificatesEnabled reports whether this manager obtains certificates.
 func (m *Manager) CertificatesEnabled() bool { return m.certs != nil }
