@@ -38,8 +38,6 @@ func flattenRedirects(in []store.Redirect, attached map[string]store.Domain, def
 			return nil, store.Errorf(store.EINVALID, "%s.from: %s is not an attached domain", field, from)
 		case to != defaultAddr && attached[to].Name == "":
 			return nil, store.Errorf(store.EINVALID, "%s.to: %s is neither an attached domain nor the default address %s", field, to, defaultAddr)
-		case to != defaultAddr && attached[to].State != store.DomainVerified:
-			return nil, store.Errorf(store.EINVALID, "%s.to: %s", field, notVerified(attached[to], defaultAddr))
 		case from == to:
 			return nil, store.Errorf(store.EINVALID, "%s: %s redirects to itself", field, from)
 		}
@@ -64,11 +62,16 @@ func flattenRedirects(in []store.Redirect, attached map[string]store.Domain, def
 			to = hop
 		}
 		out[i].To = to
+		// Judged at the end of the chain: a hop through a redirect source
+		// that is not verified yet is fine, where it finally lands is not.
+		if to != defaultAddr && attached[to].State != store.DomainVerified {
+			return nil, store.Errorf(store.EINVALID, "domains.redirects[%d].to: %s", i, notVerified(attached[to], defaultAddr))
+		}
 	}
 	return out, nil
 }
 
-// checkPrimary validates the primary domain: empty, an attached domain or
+// checkPrimary validates the primary domain: empty, a verified domain or
 // the default address, and not a redirect source.
 func checkPrimary(primary string, attached map[string]store.Domain, defaultAddr string, redirects []store.Redirect) (string, error) {
 	if strings.TrimSpace(primary) == "" {

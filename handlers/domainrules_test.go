@@ -32,8 +32,16 @@ func TestSettingsNeedVerifiedDomains(t *testing.T) {
 	}
 
 	// A pending domain may still redirect to a verified one or to the
-	// default address.
-	ts.adminDo("PUT", "/admin/settings", `{"domains":{"primary":"live.example.com","redirects":[{"from":"pending.example.com","to":"live.example.com"}]}}`).wantStatus(200)
+	// default address, also through another pending redirect source: where
+	// the flattened chain lands is what counts.
+	ts.adminDo("POST", "/admin/domains", `{"name":"older.example.com"}`).wantStatus(201)
+	var saved store.Settings
+	ts.adminDo("PUT", "/admin/settings", `{"domains":{"primary":"live.example.com","redirects":[
+		{"from":"older.example.com","to":"pending.example.com"},
+		{"from":"pending.example.com","to":"live.example.com"}]}}`).wantStatus(200).decode(&saved)
+	if r := saved.Domains.Redirects; len(r) != 2 || r[0].To != "live.example.com" || r[1].To != "live.example.com" {
+		t.Errorf("saved %+v", saved.Domains)
+	}
 	ts.adminDo("PUT", "/admin/settings", `{"domains":{"primary":"localhost","redirects":[{"from":"pending.example.com","to":"localhost"}]}}`).wantStatus(200)
 }
 
