@@ -57,6 +57,14 @@ func TestAddDomainSpecialUseNames(t *testing.T) {
 		}
 	}
 	ts.adminDo("POST", "/admin/domains", `{"name":"shop.test"}`).wantStatus(201)
+
+	// An IDN apex: the ALIAS note shows the readable name beside the
+	// punycode the provider needs.
+	var idn store.Domain
+	ts.adminDo("POST", "/admin/domains", `{"name":"Bücher.de"}`).wantStatus(201).decode(&idn)
+	if !idn.Apex || len(idn.Records) == 0 || !strings.Contains(idn.Records[0].Note, "xn--bcher-kva.de is how DNS writes bücher.de") {
+		t.Errorf("IDN apex records %+v", idn.Records)
+	}
 }
 
 // TestAddDomainWithoutCNAMETarget: in development (no --domain, no
