@@ -93,7 +93,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.Var(&c.acmeCAAIdentities, "acme-caa-identity", "issuer domain the CA accepts in CAA records (repeatable; default letsencrypt.org for Let's Encrypt, else no CAA check)")
 	fs.Var(&c.dnsResolvers, "dns-resolver", "host:port DNS server to start from (repeatable or comma-separated; default: the system's)")
 	fs.BoolVar(&c.dnsAllowPrivate, "dns-allow-private", false, "also ask domains' nameservers whose addresses (from NS records and glue) are loopback, private or link-local (for tests; --dns-resolver is always asked)")
-	fs.BoolVar(&c.allowTestTLDs, "allow-test-tlds", false, "let names under .test be added as custom domains (for tests with their own DNS and CA; no public CA issues for them)")
+	fs.BoolVar(&c.allowTestTLDs, "allow-test-tlds", false, "let names under .test be added as custom domains (tests and staging with their own DNS and CA; no public CA issues for them)")
 	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")

@@ -42,7 +42,8 @@ type Config struct {
 	TickEvery time.Duration
 	// AllowTestTLDs lets names under .test (RFC 6761) be added. Every other
 	// special-use or non-ICANN top-level domain is always refused: no CA
-	// issues for them. Only tests, with their own DNS and CA, turn it on.
+	// issues for them. Tests and staging, with their own DNS and CA, turn
+	// it on.
 	AllowTestTLDs bool
 }
 
