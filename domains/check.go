@@ -93,7 +93,7 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 	s.discover(ctx, name)
 	// A delegated subdomain with its own SOA is the apex of its zone: it
 	// cannot hold a CNAME either.
-	res.ZoneApex = s.zone == name && !IsApex(name)
+	res.ZoneApex = s.foundZone == name && !IsApex(name)
 	var findings []Finding
 	if IsApex(name) || res.ZoneApex {
 		findings = s.checkApex(ctx, name)
@@ -152,6 +152,10 @@ type session struct {
 	auth    []string // addresses (host:port) of the zone's nameservers that answer
 	nsNames []string
 
+	// foundZone is the zone the resolvers named, kept even when its
+	// nameservers cannot or may not be asked.
+	foundZone string
+
 	// fellBack records that an in-zone question went to the resolvers after
 	// the nameservers failed, so the result is not purely authoritative.
 	fellBack atomic.Bool
@@ -178,6 +182,7 @@ func (s *session) discover(ctx context.Context, name string) {
 	if zone == "" {
 		return
 	}
+	s.foundZone = zone
 
 	r, _, err := s.exchange(ctx, s.resolvers, zone, dns.TypeNS, true, false)
 	if err != nil {
