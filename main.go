@@ -56,6 +56,7 @@ type config struct {
 	cpuProfile                        string
 	maxInFlight                       int
 	logJSON                           bool
+	allowTestTLDs, dnsAllowPrivate    bool
 }
 
 // listFlag is a flag that may be repeated or hold a comma-separated list.
@@ -91,6 +92,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.acmeProfile, "acme-profile", "", "ACME certificate profile to ask for (empty: the CA's default)")
 	fs.Var(&c.acmeCAAIdentities, "acme-caa-identity", "issuer domain the CA accepts in CAA records (repeatable; default: the CA directory's meta.caaIdentities)")
 	fs.Var(&c.dnsResolvers, "dns-resolver", "host:port DNS server to start from (repeatable or comma-separated; default: the system's)")
+	fs.BoolVar(&c.dnsAllowPrivate, "dns-allow-private", false, "also ask domains' nameservers whose addresses (from NS records and glue) are loopback, private or link-local (for tests; --dns-resolver is always asked)")
+	fs.BoolVar(&c.allowTestTLDs, "allow-test-tlds", false, "let names under .test be added as custom domains (tests and staging with their own DNS and CA; no public CA issues for them)")
 	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
@@ -270,8 +273,10 @@ func newDomainManager(cfg config, db *store.DB, log *slog.Logger) (*domains.Mana
 		PublicIPs: publicIPs,
 		Checker: &domains.Checker{
 			Resolvers: cfg.dnsResolvers, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs, CAAIdentities: cfg.acmeCAAIdentities,
+			AllowPrivateNameservers: cfg.dnsAllowPrivate,
 		},
-		Logger: log,
+		AllowTestTLDs: cfg.allowTestTLDs,
+		Logger:        log,
 	}
 	if cfg.httpsListen != "" {
 		a := &domains.ACME{CA: cfg.acmeCA, Email: cfg.acmeEmail, Profile: cfg.acmeProfile,

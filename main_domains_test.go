@@ -40,24 +40,25 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 		"--https-listen", tlsAddr,
 		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
 		"--acme-caa-identity", "pebble.test",
+		"--allow-test-tlds",
 	}
-	env := map[string]string{"PETSTORE_DNS_RESOLVER": dns.Addr()}
+	env := map[string]string{"PETSTORE_DNS_RESOLVER": dns.Addr(), "PETSTORE_DNS_ALLOW_PRIVATE": "true"}
 	admin := []string{"Authorization", "Bearer admin-secret"}
 
 	first := start(t, env, args...)
 	if code, body := first.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...); code != 200 || !strings.Contains(body, `"defaultAddress":"petstore.petstore.test"`) {
 		t.Fatalf("PATCH project: %d %s", code, body)
 	}
-	if code, body := first.call(t, "POST", "/admin/domains", `{"name":"api.shop.example"}`, admin...); code != 201 || !strings.Contains(body, `"host":"api"`) {
+	if code, body := first.call(t, "POST", "/admin/domains", `{"name":"api.shop.test"}`, admin...); code != 201 || !strings.Contains(body, `"host":"api"`) {
 		t.Fatalf("add: %d %s", code, body)
 	}
-	dns.SetCNAME(t, "api.shop.example", "cname.petstore.test")
-	if code, body := first.call(t, "POST", "/admin/domains/api.shop.example/verify", "", admin...); code != 200 || !strings.Contains(body, `"state":"verified"`) {
+	dns.SetCNAME(t, "api.shop.test", "cname.petstore.test")
+	if code, body := first.call(t, "POST", "/admin/domains/api.shop.test/verify", "", admin...); code != 200 || !strings.Contains(body, `"state":"verified"`) {
 		t.Fatalf("verify: %d %s", code, body)
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		_, body := first.call(t, "GET", "/admin/domains/api.shop.example", "", admin...)
+		_, body := first.call(t, "GET", "/admin/domains/api.shop.test", "", admin...)
 		if strings.Contains(body, `"state":"issued"`) {
 			break
 		}
@@ -71,12 +72,12 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 	serial := func() string {
 		t.Helper()
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", tlsAddr,
-			&tls.Config{ServerName: "api.shop.example", RootCAs: roots})
+			&tls.Config{ServerName: "api.shop.test", RootCAs: roots})
 		if err != nil {
 			t.Fatalf("handshake: %v", err)
 		}
 		defer conn.Close()
-		if _, err := conn.Write([]byte("GET /pets HTTP/1.1\r\nHost: api.shop.example\r\nConnection: close\r\n\r\n")); err != nil {
+		if _, err := conn.Write([]byte("GET /pets HTTP/1.1\r\nHost: api.shop.test\r\nConnection: close\r\n\r\n")); err != nil {
 			t.Fatal(err)
 		}
 		buf := make([]byte, 64)

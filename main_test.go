@@ -169,6 +169,12 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 	if got != want {
 		t.Errorf("config %s, want %s", got, want)
 	}
+	cfg, err = parseConfig([]string{"--dns-allow-private"}, func(k string) string {
+		return map[string]string{"PETSTORE_ALLOW_TEST_TLDS": "true"}[k]
+	}, io.Discard)
+	if err != nil || !cfg.dnsAllowPrivate || !cfg.allowTestTLDs {
+		t.Errorf("--dns-allow-private and PETSTORE_ALLOW_TEST_TLDS: %v %v %v", cfg.dnsAllowPrivate, cfg.allowTestTLDs, err)
+	}
 	if _, err := parseConfig(nil, func(k string) string {
 		return map[string]string{"PETSTORE_RATE_LIMIT": "fast"}[k]
 	}, io.Discard); err == nil || !strings.Contains(err.Error(), "PETSTORE_RATE_LIMIT") {

@@ -73,6 +73,13 @@ type Checker struct {
 	// NameserverPort is the port the zone's nameservers are asked on; zero
 	// means 53. Tests set it to reach a nameserver on an unprivileged port.
 	NameserverPort int
+	// AllowPrivateNameservers lets the check ask nameservers whose addresses
+	// (learned from NS records and glue, which the customer controls) are
+	// loopback, private or link-local. Off, such a zone is asked through the
+	// resolvers only, so a customer cannot make the platform send queries
+	// into its own network. Tests with nameservers on loopback turn it on.
+	// The configured Resolvers are the operator's choice and always asked.
+	AllowPrivateNameservers bool
 }
 
 // Check looks up the DNS records of name (as returned by Normalize) and says
@@ -92,8 +99,11 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 	}
 
 	s.discover(ctx, name)
+	// A delegated subdomain with its own SOA is the apex of its zone: it
+	// cannot hold a CNAME either.
+	res.ZoneApex = s.foundZone == name && !IsApex(name)
 	var findings []Finding
-	if IsApex(name) {
+	if IsApex(name) || res.ZoneApex {
 		findings = s.checkApex(ctx, name)
 	} else {
 		findings = s.checkSubdomain(ctx, name)
@@ -150,6 +160,10 @@ type session struct {
 	auth    []string // addresses (host:port) of the zone's nameservers that answer
 	nsNames []string
 
+	// foundZone is the zone the resolvers named, kept even when its
+	// nameservers cannot or may not be asked.
+	foundZone string
+
 	// fellBack records that an in-zone question went to the resolvers after
 	// the nameservers failed, so the result is not purely authoritative.
 	fellBack atomic.Bool
@@ -176,6 +190,7 @@ func (s *session) discover(ctx context.Context, name string) {
 	if zone == "" {
 		return
 	}
+	s.foundZone = zone
 
 	r, _, err := s.exchange(ctx, s.resolvers, zone, dns.TypeNS, true, false)
 	if err != nil {
@@ -211,6 +226,9 @@ func (s *session) discover(ctx context.Context, name string) {
 	var v4, v6 []string
 	for _, ips := range found {
 		for _, ip := range ips {
+			if !s.c.AllowPrivateNameservers && !publicAddr(ip) {
+				continue
+			}
 			if ip.Is4() {
 				v4 = append(v4, net.JoinHostPort(ip.String(), port))
 			} else {
@@ -269,6 +287,14 @@ func (s *session) hostAddrs(ctx context.Context, host string, extra []dns.RR) []
 		}
 	}
 	return out
+}
+
+// publicAddr reports whether ip may be a nameserver on the Internet: not
+// loopback, private, link-local, unspecified or multicast.
+func publicAddr(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsValid() && !ip.IsLoopback() && !ip.IsPrivate() && !ip.IsLinkLocalUnicast() &&
+		!ip.IsLinkLocalMulticast() && !ip.IsUnspecified() && !ip.IsMulticast()
 }
 
 // soaZone returns the zone that a SOA answer for cand reveals: cand itself
@@ -571,29 +597,27 @@ func (s *session) checkApex(ctx context.Context, name string) []Finding {
 		}}
 	}
 
-	want := s.c.PublicIPs
-	if len(want) == 0 {
-		// No fixed addresses: a flattened ALIAS shows the target's addresses.
+	// The apex's addresses, as a set, must lie within the platform's: the
+	// --public-ip addresses and the ALIAS target's A and AAAA records (what
+	// a flattened ALIAS shows), IPv6 included. The target is looked up only
+	// when the public addresses alone do not cover the apex.
+	foreign := foreignAddrs(own, s.c.PublicIPs)
+	if len(foreign) > 0 {
+		var targetAddrs []netip.Addr
 		var errs []error
 		for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
 			_, rrs, err := s.rrset(ctx, target, t)
 			errs = append(errs, err)
 			for _, rr := range rrs {
 				if ip, ok := rrAddr(rr); ok {
-					want = append(want, ip)
+					targetAddrs = append(targetAddrs, ip)
 				}
 			}
 		}
 		if f := dnsErrorFinding(target, errs); f != nil {
 			return []Finding{*f}
 		}
-	}
-	var foreign []string
-	for _, rr := range own {
-		ip, _ := rrAddr(rr)
-		if !slices.ContainsFunc(want, func(w netip.Addr) bool { return w.Unmap() == ip }) {
-			foreign = append(foreign, ip.String())
-		}
+		foreign = foreignAddrs(own, append(slices.Clone(s.c.PublicIPs), targetAddrs...))
 	}
 	if len(foreign) == 0 {
 		return nil
@@ -610,6 +634,19 @@ func (s *session) checkApex(ctx context.Context, name string) []Finding {
 		Found:    recordStrings(own),
 		Expected: "ALIAS " + target,
 	}}
+}
+
+// foreignAddrs lists the addresses of the A/AAAA records in own that are
+// not in want.
+func foreignAddrs(own []dns.RR, want []netip.Addr) []string {
+	var foreign []string
+	for _, rr := range own {
+		ip, _ := rrAddr(rr)
+		if !slices.ContainsFunc(want, func(w netip.Addr) bool { return w.Unmap() == ip }) {
+			foreign = append(foreign, ip.String())
+		}
+	}
+	return foreign
 }
 
 // fallbackAdvice completes an apex fix with what to do without ALIAS.

@@ -40,6 +40,11 @@ type Config struct {
 	// TickEvery is how often the background loop looks for due checks.
 	// Default 30 seconds.
 	TickEvery time.Duration
+	// AllowTestTLDs lets names under .test (RFC 6761) be added. Every other
+	// special-use or non-ICANN top-level domain is always refused: no CA
+	// issues for them. Tests and staging, with their own DNS and CA, turn
+	// it on.
+	AllowTestTLDs bool
 }
 
 // ACME configures the certificate authority.
@@ -171,8 +176,15 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	if !hasSuccessfulDeploy(p) {
 		return store.Domain{}, store.Errorf(store.ECONFLICT, "the project has no successful deploy yet; deploy it before adding a domain")
 	}
+	if m.CNAMETarget() == "" {
+		return store.Domain{}, store.Errorf(store.ENOCNAMETARGET,
+			"this service knows no CNAME target for customers' DNS records; start it with --domain (the target is then cname.<domain>) or --cname-target")
+	}
 	name, err := m.cfg.Platform.Normalize(input)
 	if err != nil {
+		return store.Domain{}, err
+	}
+	if err := checkPublicTLD(name, m.cfg.AllowTestTLDs); err != nil {
 		return store.Domain{}, err
 	}
 	now := m.now().UTC()
@@ -246,6 +258,10 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 	d, err := m.db.UpdateDomain(ctx, name, func(d *store.Domain) error {
 		d.Check = &res
 		wantCert = false
+		if res.ZoneApex && !d.Apex {
+			d.Apex = true
+			d.Records = ZoneApexRecords(d.Name, m.cfg.Platform.CNAMETarget, m.cfg.PublicIPs)
+		}
 		switch {
 		case res.Verified:
 			if d.State != store.DomainVerified {
@@ -387,6 +403,11 @@ func (m *Manager) HTTPChallengeHandler(next http.Handler) http.Handler {
 	}
 	return m.issuer.HTTPChallengeHandler(next)
 }
+
+// CNAMETarget is where customers point their domains; "" when the service
+// was started without --domain or --cname-target, and then no domain can
+// be added.
+func (m *Manager) CNAMETarget() string { return canonical(m.cfg.Platform.CNAMETarget) }
 
 // CertificatesEnabled reports whether this manager obtains certificates.
 func (m *Manager) CertificatesEnabled() bool { return m.certs != nil }

@@ -43,7 +43,7 @@ func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager
 	m, err := domains.NewManager(domains.Config{
 		Store:    db,
 		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-		Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: "cname.petstore.test", Timeout: time.Second},
+		Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: "cname.petstore.test", Timeout: time.Second, AllowPrivateNameservers: true},
 		Now:      clk.now,
 	})
 	if err != nil {

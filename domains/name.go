@@ -208,3 +208,41 @@ func (p Platform) Normalize(input string) (string, error) {
 func canonical(name string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
 }
+
+// specialUseTLDs are top-level domains that never lead to a public
+// certificate: reserved by RFC 2606, RFC 6761, RFC 6762 (.local), RFC 7686
+// (.onion), RFC 9476 (.alt), RFC 3172 (.arpa) and ICANN's 2024 decision on
+// .internal. Each
+// gets its own reason; any other TLD outside the public suffix list's ICANN
+// section is refused as unknown.
+var specialUseTLDs = map[string]string{
+	"localhost": "is reserved for this computer (RFC 6761)",
+	"invalid":   "is reserved for names that must never resolve (RFC 6761)",
+	"example":   "is reserved for documentation (RFC 2606)",
+	"test":      "is reserved for testing (RFC 6761)",
+	"local":     "is reserved for multicast DNS on local networks (RFC 6762)",
+	"onion":     "is reserved for Tor onion services (RFC 7686)",
+	"internal":  "is reserved for private networks (ICANN, 2024)",
+	"alt":       "is reserved for non-DNS name systems (RFC 9476)",
+	"arpa":      "is reserved for the Internet's infrastructure, such as reverse DNS (RFC 3172)",
+}
+
+// checkPublicTLD refuses a normalised name whose top-level domain is
+// special-use or not delegated by ICANN: no public CA issues for it, so
+// adding it would only send a doomed order to the CA. allowTest lets .test
+// through for tests, which run their own DNS and CA.
+func checkPublicTLD(name string, allowTest bool) error {
+	tld := name[strings.LastIndexByte(name, '.')+1:]
+	if reason, ok := specialUseTLDs[tld]; ok {
+		if tld == "test" && allowTest {
+			return nil
+		}
+		return invalid("%q cannot get a public certificate: .%s %s; add a domain under a public top-level domain such as .com", name, tld, reason)
+	}
+	// Asked for the TLD alone so that a private-section suffix below it
+	// (such as blogspot.com) does not count as non-ICANN.
+	if _, icann := publicsuffix.PublicSuffix(tld); !icann {
+		return invalid("%q cannot get a public certificate: .%s is not a top-level domain on the Internet; add a domain under a public top-level domain such as .com", name, tld)
+	}
+	return nil
+}

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"strings"
 
+	"golang.org/x/net/idna"
+
 	"petstore/store"
 )
 
@@ -29,9 +31,19 @@ type Record = store.DNSRecord
 // cnameTarget and, when the operator configured the platform's public
 // addresses, A/AAAA records as a fallback for providers without ALIAS.
 func RequiredRecords(name, cnameTarget string, publicIPs []netip.Addr) []Record {
+	return requiredRecords(name, cnameTarget, publicIPs, IsApex(name))
+}
+
+// ZoneApexRecords are the records of a subdomain that turned out to be a
+// DNS zone of its own: an apex of that zone, so ALIAS/ANAME at its @.
+func ZoneApexRecords(name, cnameTarget string, publicIPs []netip.Addr) []Record {
+	return requiredRecords(name, cnameTarget, publicIPs, true)
+}
+
+func requiredRecords(name, cnameTarget string, publicIPs []netip.Addr, apex bool) []Record {
 	name = canonical(name)
 	target := canonical(cnameTarget)
-	if !IsApex(name) {
+	if !apex {
 		return []Record{{
 			Type:  TypeCNAME,
 			Host:  relativeHost(name),
@@ -53,6 +65,9 @@ func RequiredRecords(name, cnameTarget string, publicIPs []netip.Addr) []Record 
 		alias.Note = "Your provider may call this ALIAS, ANAME or CNAME flattening. Not every DNS provider supports them; if yours does not, create the A/AAAA records below instead."
 	} else {
 		alias.Note = "Your provider may call this ALIAS, ANAME or CNAME flattening. Not every DNS provider supports them; if yours does not, use a subdomain such as www." + name + " with a CNAME record instead."
+	}
+	if readable, err := idna.ToUnicode(name); err == nil && readable != name {
+		alias.Note += " " + name + " is how DNS writes " + readable + "; use this form where your provider asks for the full name."
 	}
 	records := []Record{alias}
 	for _, ip := range publicIPs {

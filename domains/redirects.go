@@ -62,11 +62,16 @@ func flattenRedirects(in []store.Redirect, attached map[string]store.Domain, def
 			to = hop
 		}
 		out[i].To = to
+		// Judged at the end of the chain: a hop through a redirect source
+		// that is not verified yet is fine, where it finally lands is not.
+		if to != defaultAddr && attached[to].State != store.DomainVerified {
+			return nil, store.Errorf(store.EINVALID, "domains.redirects[%d].to: %s", i, notVerified(attached[to], defaultAddr))
+		}
 	}
 	return out, nil
 }
 
-// checkPrimary validates the primary domain: empty, an attached domain or
+// checkPrimary validates the primary domain: empty, a verified domain or
 // the default address, and not a redirect source.
 func checkPrimary(primary string, attached map[string]store.Domain, defaultAddr string, redirects []store.Redirect) (string, error) {
 	if strings.TrimSpace(primary) == "" {
@@ -79,12 +84,23 @@ func checkPrimary(primary string, attached map[string]store.Domain, defaultAddr 
 	if name != defaultAddr && attached[name].Name == "" {
 		return "", store.Errorf(store.EINVALID, "domains.primary: %s is neither an attached domain nor the default address %s", name, defaultAddr)
 	}
+	if name != defaultAddr && attached[name].State != store.DomainVerified {
+		return "", store.Errorf(store.EINVALID, "domains.primary: %s", notVerified(attached[name], defaultAddr))
+	}
 	for _, r := range redirects {
 		if r.From == name {
 			return "", store.Errorf(store.EINVALID, "domains.primary: %s redirects to %s, so it cannot be the primary domain", name, r.To)
 		}
 	}
 	return name, nil
+}
+
+// notVerified words why a domain that is not verified cannot be a redirect
+// target or the primary domain: visitors sent there would meet a name with
+// no certificate, and browsers cache a 301 for good.
+func notVerified(d store.Domain, defaultAddr string) string {
+	return fmt.Sprintf("%s is %s, not verified, so it may have no certificate; use a verified domain or the default address %s",
+		d.Name, d.State, defaultAddr)
 }
 
 // settingsName normalises a name in the settings. The default address is

@@ -9,7 +9,8 @@ import (
 
 // FuzzRedirects feeds flattenRedirects arbitrary lists over a small set of
 // names (so that chains and loops are common). Whatever it saves has one
-// hop everywhere, no loop, known statuses and sources that are attached;
+// hop everywhere, no loop, known statuses, sources that are attached and
+// targets that are verified;
 // whatever it refuses is an EINVALID error with a message.
 func FuzzRedirects(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 1, 2, 1}, uint16(301))
@@ -18,9 +19,10 @@ func FuzzRedirects(f *testing.F) {
 	f.Add([]byte{0, 5, 1, 0}, uint16(303))
 	names := []string{"a.example.com", "b.example.com", "c.example.com", "localhost", "D.Example.com.", "x.example.org", "", "1.2.3.4"}
 	attached := map[string]store.Domain{}
-	for _, n := range []string{"a.example.com", "b.example.com", "c.example.com", "d.example.com"} {
-		attached[n] = store.Domain{Name: n}
+	for _, n := range []string{"a.example.com", "b.example.com", "c.example.com"} {
+		attached[n] = store.Domain{Name: n, State: store.DomainVerified}
 	}
+	attached["d.example.com"] = store.Domain{Name: "d.example.com", State: store.DomainPending}
 	f.Fuzz(func(t *testing.T, pairs []byte, status uint16) {
 		var in []store.Redirect
 		for i := 0; i+1 < len(pairs) && len(in) < 20; i += 2 {
@@ -48,8 +50,8 @@ func FuzzRedirects(f *testing.F) {
 			switch {
 			case attached[r.From].Name == "":
 				t.Fatalf("source %q is not attached: %+v", r.From, out)
-			case r.To != "localhost" && attached[r.To].Name == "":
-				t.Fatalf("target %q is neither attached nor the default address: %+v", r.To, out)
+			case r.To != "localhost" && attached[r.To].State != store.DomainVerified:
+				t.Fatalf("target %q is neither verified nor the default address: %+v", r.To, out)
 			case froms[r.To]:
 				t.Fatalf("%s -> %s is not one hop: %s redirects too: %+v", r.From, r.To, r.To, out)
 			case r.From == r.To:

@@ -17,13 +17,17 @@ import (
 type projectView struct {
 	store.Project
 	DefaultAddress string `json:"defaultAddress"`
+	// CNAMETarget is empty without --domain or --cname-target: the
+	// dashboard then says which flag to set instead of offering a form
+	// that cannot work.
+	CNAMETarget string `json:"cnameTarget"`
 }
 
 func (s *Server) projectView(p store.Project) projectView {
 	if p.Deploys == nil {
 		p.Deploys = []store.Deploy{}
 	}
-	return projectView{Project: p, DefaultAddress: s.domains.DefaultAddress(p)}
+	return projectView{Project: p, DefaultAddress: s.domains.DefaultAddress(p), CNAMETarget: s.domains.CNAMETarget()}
 }
 
 func (s *Server) getProject(c echo.Context) error {

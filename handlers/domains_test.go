@@ -50,7 +50,9 @@ func newDomainEnv(t *testing.T) *domainEnv {
 			Checker: &domains.Checker{
 				Resolvers: []string{dns.Addr()}, CNAMETarget: cnameTarget,
 				CAAIdentities: []string{caaIdentity}, Timeout: time.Second,
+				AllowPrivateNameservers: true,
 			},
+			AllowTestTLDs: true,
 			ACME: &domains.ACME{
 				CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: "default",
 				HTTPPort: pebble.HTTPPort, TLSPort: pebble.TLSPort,
@@ -272,10 +274,11 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	// the same storage serves the same certificate and issues nothing.
 	before := e.pebble.Log()
 	m2, err := domains.NewManager(domains.Config{
-		Store:    e.db,
-		Platform: domains.Platform{Domain: platformDomain, CNAMETarget: cnameTarget},
-		Checker:  &domains.Checker{Resolvers: []string{e.dns.Addr()}, CNAMETarget: cnameTarget},
-		ACME:     &domains.ACME{CA: e.pebble.DirectoryURL(), TrustedRoots: e.pebble.RootsPool(), Profile: "default", HTTPPort: e.pebble.HTTPPort, TLSPort: e.pebble.TLSPort},
+		Store:         e.db,
+		Platform:      domains.Platform{Domain: platformDomain, CNAMETarget: cnameTarget},
+		Checker:       &domains.Checker{Resolvers: []string{e.dns.Addr()}, CNAMETarget: cnameTarget, AllowPrivateNameservers: true},
+		AllowTestTLDs: true,
+		ACME:          &domains.ACME{CA: e.pebble.DirectoryURL(), TrustedRoots: e.pebble.RootsPool(), Profile: "default", HTTPPort: e.pebble.HTTPPort, TLSPort: e.pebble.TLSPort},
 	})
 	if err != nil {
 		t.Fatal(err)

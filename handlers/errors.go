@@ -39,6 +39,7 @@ var statusOf = map[string]int{
 	store.ECONFLICT:          http.StatusConflict,
 	store.EINSUFFICIENTSTOCK: http.StatusConflict,
 	store.EDOMAINEXISTS:      http.StatusConflict,
+	store.ENOCNAMETARGET:     http.StatusConflict,
 	codeGone:                 http.StatusGone,
 	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,

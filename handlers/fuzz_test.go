@@ -55,9 +55,10 @@ func FuzzRequest(f *testing.F) {
 	var manager *domains.Manager
 	ts := newTestServer(f, func(c *handlers.Config) {
 		m, err := domains.NewManager(domains.Config{
-			Store:    c.Store,
-			Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-			Checker:  &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},
+			Store:         c.Store,
+			Platform:      domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+			Checker:       &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},
+			AllowTestTLDs: true,
 		})
 		if err != nil {
 			f.Fatal(err)

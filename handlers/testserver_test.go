@@ -23,6 +23,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"petstore/domains"
 	"petstore/handlers"
 	"petstore/store"
 )
@@ -140,6 +141,21 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	cfg := handlers.Config{Store: db, Spec: publicSpec}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.Domains == nil {
+		// A CNAME target, so that domains can be added; no DNS (a closed
+		// loopback port), so that a verify fails fast and offline.
+		m, err := domains.NewManager(domains.Config{
+			Store:         db,
+			Platform:      domains.Platform{CNAMETarget: "cname.petstore.test"},
+			Checker:       &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},
+			AllowTestTLDs: true,
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(m.Close)
+		cfg.Domains = m
 	}
 	_ = pub
 	srv, err := handlers.New(cfg)

@@ -55,6 +55,10 @@ type DomainCheck struct {
 	Authoritative bool `json:"authoritative"`
 	// Nameservers lists the zone's nameservers asked, when Authoritative.
 	Nameservers []string `json:"nameservers,omitempty"`
+	// ZoneApex is true when the name is a subdomain delegated as a zone of
+	// its own (it has its own SOA): like a registrable domain, it cannot
+	// carry a CNAME and was checked as an apex.
+	ZoneApex bool `json:"zoneApex,omitempty"`
 	// Findings holds only warnings when Verified.
 	Findings []Finding `json:"findings"`
 }

@@ -15,6 +15,7 @@ const (
 	EINVALID           = "invalid_request"
 	EPLANREQUIRED      = "plan_required"
 	EDOMAINEXISTS      = "domain_exists"
+	ENOCNAMETARGET     = "cname_target_unknown" // started without --domain or --cname-target
 	EINTERNAL          = "internal"
 )
 

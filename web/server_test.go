@@ -87,7 +87,9 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 			Platform: domains.Platform{Domain: platformDomain, CNAMETarget: cnameTarget},
 			Checker: &domains.Checker{
 				Resolvers: []string{ts.dns.Addr()}, CNAMETarget: cnameTarget, Timeout: time.Second,
+				AllowPrivateNameservers: true,
 			},
+			AllowTestTLDs: true,
 		}
 		if opt.acme {
 			pebble = domaintest.StartPebble(t, ts.dns, domaintest.PebbleOptions{})

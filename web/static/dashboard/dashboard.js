@@ -409,6 +409,10 @@
     state.domains = domains;
     state.settings = settings;
     $('plan-note').hidden = project.plan !== 'free';
+    // Without a CNAME target the service cannot say where a domain must
+    // point, and refuses to add one: say which flag to set instead.
+    $('target-note').hidden = Boolean(project.cnameTarget);
+    $('domain-form').hidden = !project.cnameTarget;
     renderDomains();
     renderSettings();
     for (const d of domains) scheduleRefresh(d);
@@ -439,6 +443,7 @@
     if (i >= 0) state.domains[i] = d;
     else state.domains.push(d);
     renderDomains();
+    refreshAddressChoices(); // a domain that just verified becomes a choice
     scheduleRefresh(d);
   }
 
@@ -772,7 +777,6 @@
       const d = await api('POST', '/admin/domains', { name });
       input.value = '';
       updateDomain(d);
-      refreshAddressChoices();
       const li = cardOf(d.name);
       announce(`${d.name} added. Create the DNS record shown, then choose Verify.`);
       if (li) {
@@ -864,8 +868,11 @@
     [308, '308 Permanent Redirect'],
   ];
 
+  // addressOptions lists redirect sources (any attached domain), or with
+  // includeDefault redirect targets and primary candidates: verified
+  // domains and the default address, the only ones the server accepts.
   function addressOptions(includeDefault) {
-    const names = state.domains.map((d) => d.name);
+    const names = state.domains.filter((d) => !includeDefault || d.state === 'verified').map((d) => d.name);
     if (includeDefault && state.project && state.project.defaultAddress && !names.includes(state.project.defaultAddress)) {
       names.push(state.project.defaultAddress);
     }

@@ -1,0 +1,134 @@
+package domains_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"petstore/domains"
+	"petstore/store"
+)
+
+// managerWith builds a manager on a fresh store (plan pro, one successful
+// deploy) from cfg, which gets the store.
+func managerWith(t *testing.T, cfg domains.Config) *domains.Manager {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	if _, err := db.UpdateProject(ctx, func(p *store.Project) error { p.Plan = store.PlanPro; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordDeploy(ctx, store.Deploy{Version: "1.0.0", Status: "succeeded"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Store = db
+	if cfg.Checker == nil {
+		cfg.Checker = &domains.Checker{}
+	}
+	m, err := domains.NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+func wantCode(t *testing.T, err error, code string, mentions ...string) {
+	t.Helper()
+	var appErr *store.Error
+	if !errors.As(err, &appErr) || appErr.Code != code {
+		t.Fatalf("got %v, want %s", err, code)
+	}
+	for _, m := range mentions {
+		if !strings.Contains(appErr.Message, m) {
+			t.Errorf("message %q does not mention %q", appErr.Message, m)
+		}
+	}
+}
+
+// TestAddRefusesSpecialUseNames: names under special-use top-level domains,
+// and under any TLD outside the ICANN section of the public suffix list,
+// can never get a public certificate, so they are refused when added;
+// .test is let through only with AllowTestTLDs.
+func TestAddRefusesSpecialUseNames(t *testing.T) {
+	platform := domains.Platform{Domain: "petstore.app", CNAMETarget: "cname.petstore.app"}
+	strict := managerWith(t, domains.Config{Platform: platform})
+	ctx := context.Background()
+	for name, mention := range map[string]string{
+		"shop.localhost":     ".localhost",
+		"shop.invalid":       ".invalid",
+		"shop.example":       ".example",
+		"printer.local":      ".local",
+		"duckduck.onion":     ".onion",
+		"wiki.corp.internal": ".internal",
+		"name.alt":           ".alt",
+		"shop.test":          ".test",
+		"shop.zz":            "not a top-level domain",
+		"4.3.2.in-addr.arpa": ".arpa",
+	} {
+		_, err := strict.Add(ctx, name)
+		wantCode(t, err, store.EINVALID, name, mention)
+	}
+	for _, name := range []string{"shop.example.com", "me.blogspot.com", "xn--bcher-kva.de"} {
+		if _, err := strict.Add(ctx, name); err != nil {
+			t.Errorf("adding %s: %v", name, err)
+		}
+	}
+
+	tests := managerWith(t, domains.Config{Platform: platform, AllowTestTLDs: true})
+	if _, err := tests.Add(ctx, "shop.test"); err != nil {
+		t.Errorf("with AllowTestTLDs, adding shop.test: %v", err)
+	}
+	_, err := tests.Add(ctx, "shop.invalid")
+	wantCode(t, err, store.EINVALID, ".invalid")
+}
+
+// TestAddWithoutCNAMETarget: with no platform domain and no CNAME target
+// there is nothing to tell the customer to point at, so adding is refused
+// with a code of its own that names the flags.
+func TestAddWithoutCNAMETarget(t *testing.T) {
+	m := managerWith(t, domains.Config{})
+	if got := m.CNAMETarget(); got != "" {
+		t.Errorf("CNAMETarget %q without a target", got)
+	}
+	_, err := m.Add(context.Background(), "shop.example.com")
+	wantCode(t, err, store.ENOCNAMETARGET, "--domain", "--cname-target")
+	if ds, _ := m.List(context.Background()); len(ds) != 0 {
+		t.Errorf("a domain was stored: %+v", ds)
+	}
+}
+
+// TestVerifyZoneApexSwitchesRecords: a domain added as a subdomain (CNAME)
+// that the check finds to be a zone of its own becomes an apex, and its
+// records ask for an ALIAS at @ of that zone.
+func TestVerifyZoneApexSwitchesRecords(t *testing.T) {
+	_, c := delegatedZone(t, publicIP.String())
+	m := managerWith(t, domains.Config{
+		Platform:      domains.Platform{Domain: "petstore.app", CNAMETarget: target},
+		Checker:       c,
+		AllowTestTLDs: true,
+	})
+	ctx := context.Background()
+	d, err := m.Add(ctx, "shop.deleg.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Apex || d.Records[0].Type != domains.TypeCNAME {
+		t.Fatalf("added as %+v", d)
+	}
+	if d, err = m.Verify(ctx, "shop.deleg.test"); err != nil {
+		t.Fatal(err)
+	}
+	if d.State != store.DomainVerified || !d.Apex || d.Records[0].Type != domains.TypeALIAS || d.Records[0].Host != "@" {
+		t.Errorf("after verify: state %s apex %v records %+v", d.State, d.Apex, d.Records)
+	}
+	if got, _ := m.Get(ctx, "shop.deleg.test"); !got.Apex || got.Records[0].Type != domains.TypeALIAS {
+		t.Errorf("stored: apex %v records %+v", got.Apex, got.Records)
+	}
+}
