@@ -30,6 +30,12 @@ const (
 	CodeDNSError          = "dns_error"
 )
 
+// SeverityWarning marks a finding that is no evidence either way: a lookup
+// that failed (SERVFAIL, REFUSED, a timeout, a network error, a truncated
+// answer that TCP could not complete). It never changes the state of a
+// verified domain; the check is retried.
+const SeverityWarning = "warning"
+
 // DefaultTimeout bounds each DNS question when Checker.Timeout is zero. A
 // healthy server answers in milliseconds; waiting longer only delays the
 // "try again" answer the customer gets anyway.
@@ -757,7 +763,8 @@ func dnsErrorFinding(name string, errs []error) *Finding {
 		Message: fmt.Sprintf("Looking up %s failed: %s.", name, reason),
 		Fix: "This is usually temporary: try again in a few minutes. If it keeps failing, " +
 			"check at your registrar that the domain's nameservers are set and working.",
-		Found: found,
+		Found:    found,
+		Severity: SeverityWarning,
 	}
 }
 

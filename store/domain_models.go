@@ -38,6 +38,10 @@ type Finding struct {
 	Found []string `json:"found,omitempty"`
 	// Expected is the value that would have been right, when there is one.
 	Expected string `json:"expected,omitempty"`
+	// Severity is "warning" for a finding that changes nothing by itself
+	// (a DNS lookup that failed and is retried); empty for one that keeps
+	// the domain from verifying.
+	Severity string `json:"severity,omitempty"`
 }
 
 // DomainCheck is the outcome of one DNS check of a domain.
@@ -100,6 +104,15 @@ type Domain struct {
 	Records       []DNSRecord  `json:"records"`
 	Check         *DomainCheck `json:"check,omitempty"`
 	Certificate   Certificate  `json:"certificate"`
+
+	// PointsElsewhereSince is the first of the consecutive checks that found
+	// a verified or moved domain's DNS pointing away from the platform;
+	// PointsElsewhereChecks counts them. Checks whose lookups failed neither
+	// count nor break the run.
+	PointsElsewhereSince  *time.Time `json:"pointsElsewhereSince,omitempty"`
+	PointsElsewhereChecks int        `json:"pointsElsewhereChecks,omitempty"`
+	// MovedAt is when the domain became moved; nil unless it is.
+	MovedAt *time.Time `json:"movedAt,omitempty"`
 }
 
 // Redirect sends every request for From to To with Status.
