@@ -211,7 +211,8 @@ func TestMovedOnlyOnEvidenceOverAnHour(t *testing.T) {
 // TestFlappingDNSKeepsServing: while the DNS server fails every other
 // query (SERVFAIL, REFUSED, no answer, truncated) for 10 consecutive
 // background checks each, the domain stays verified and TLS handshakes
-// with its certificate succeed after every check.
+// with its certificate succeed after every check. Moved afterwards, it is
+// still served with that certificate until the certificate expires.
 func TestFlappingDNSKeepsServing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble and challtestsrv")
@@ -286,4 +287,25 @@ func TestFlappingDNSKeepsServing(t *testing.T) {
 		t.Logf("%s: %d of 10 checks recorded a warning", fault.name, warnings)
 	}
 	resolver.SetFault(domaintest.NoFault, 0)
+
+	// Moved: still served until the certificate expires, then not.
+	resolver.SetCNAME(t, name, "elsewhere.example.net")
+	for i := 1; i <= 3; i++ {
+		d, _ := db.Domain(ctx, name)
+		clk.t = *d.NextCheckAt
+		m.CheckDue(ctx)
+	}
+	d, _ := db.Domain(ctx, name)
+	if d.State != store.DomainMoved || d.Certificate.NotAfter == nil {
+		t.Fatalf("after 3 checks over an hour pointing elsewhere: %+v", d)
+	}
+	handshake("moved")
+	clk.t = d.Certificate.NotAfter.Add(time.Second)
+	m.CheckDue(ctx)
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp",
+		net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort)), &tls.Config{ServerName: name, RootCAs: roots})
+	if err == nil {
+		conn.Close()
+		t.Error("a moved domain's certificate is still served after it expired")
+	}
 }

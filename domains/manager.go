@@ -81,9 +81,9 @@ type Manager struct {
 	wg        sync.WaitGroup
 	mu        sync.Mutex
 	obtaining map[string]*obtainRun
-	// kept holds, by name, the cache hash of each moved domain's
+	// kept holds, by name, each moved domain's
 	// certificate, served unmanaged (so never renewed) until it expires.
-	kept map[string]string
+	kept map[string]keptCert
 }
 
 type obtainRun struct{ cancel context.CancelFunc }
@@ -108,7 +108,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.ConfirmEvery <= 0 {
 		cfg.ConfirmEvery = 30 * time.Minute
 	}
-	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}, kept: map[string]string{}}
+	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}, kept: map[string]keptCert{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if cfg.ACME != nil {
 		m.setUpCertificates(cfg.ACME)
@@ -295,6 +295,8 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 		m.keepCertificate(ctx, name)
 	case change.back:
 		m.releaseCertificate(ctx, name)
+	case d.State == store.DomainMoved:
+		m.dropExpiredKept(name)
 	}
 	if change.wantCert {
 		m.obtain(name)

@@ -124,7 +124,8 @@ func (m *Manager) keepCertificate(ctx context.Context, name string) {
 		m.log.Warn("loading the key of a moved domain's certificate", "domain", name, "err", err)
 		return
 	}
-	if leaf, err := parseLeaf(certPEM); err != nil || !m.now().Before(leaf.NotAfter) {
+	leaf, err := parseLeaf(certPEM)
+	if err != nil || !m.now().Before(leaf.NotAfter) {
 		return // expired: keeping it would only fail handshakes differently
 	}
 	hash, err := m.certs.CacheUnmanagedCertificatePEMBytes(ctx, certPEM, keyPEM, nil)
@@ -133,8 +134,26 @@ func (m *Manager) keepCertificate(ctx context.Context, name string) {
 		return
 	}
 	m.mu.Lock()
-	m.kept[name] = hash
+	m.kept[name] = keptCert{hash: hash, notAfter: leaf.NotAfter}
 	m.mu.Unlock()
+}
+
+// keptCert is a moved domain's certificate in the cache.
+type keptCert struct {
+	hash     string
+	notAfter time.Time
+}
+
+// dropExpiredKept unloads a moved domain's certificate once it has expired:
+// from then on its handshakes fail at once instead of with an expired
+// certificate.
+func (m *Manager) dropExpiredKept(name string) {
+	m.mu.Lock()
+	k, ok := m.kept[name]
+	m.mu.Unlock()
+	if ok && !m.now().Before(k.notAfter) {
+		m.dropKept(name)
+	}
 }
 
 // keepMovedCertificates brings back, at start, the certificates of the
@@ -159,11 +178,11 @@ func (m *Manager) keepMovedCertificates(ctx context.Context) error {
 // dropKept removes a kept certificate from the cache.
 func (m *Manager) dropKept(name string) {
 	m.mu.Lock()
-	hash, ok := m.kept[name]
+	k, ok := m.kept[name]
 	delete(m.kept, name)
 	m.mu.Unlock()
 	if ok {
-		m.cache.Remove([]string{hash})
+		m.cache.Remove([]string{k.hash})
 	}
 }
 
