@@ -65,6 +65,9 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 	ts.dns.SetCNAME(t, name, "old-host.example.net")
 	do(t, ctx, "re-verifying", chromedp.Click(chromedp.CSS(card+" button.verify")))
 	note := waitText(t, ctx, card+" .live-note", "found its DNS pointing elsewhere")
+	if said := waitText(t, ctx, "#announcer", name+" is verified."); strings.Contains(said, "not verified") {
+		t.Errorf("the screen reader hears %q", said)
+	}
 	for _, want := range []string{"Nothing changes for visitors yet", "at least 3 checks in a row", "at least an hour"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("the note lacks %q:\n%s", want, note)

@@ -672,6 +672,11 @@
         announce(d.certificate && d.certificate.state === 'pending'
           ? `${name} is verified. Requesting its certificate…`
           : `${name} is verified.`);
+      } else if (d.state !== 'pending') {
+        // A failed lookup or a few answers pointing elsewhere do not
+        // unverify a domain: say what they mean instead of "not verified".
+        const note = liveNote(d);
+        announce(`${name} is ${STATE_WORDS[d.state][0].toLowerCase()}.${note ? ` ${note.textContent}` : ''}`);
       } else {
         const n = d.check ? d.check.findings.length : 0;
         announce(`${name} is not verified yet: ${n} ${n === 1 ? 'problem' : 'problems'} found.`);
