@@ -81,8 +81,8 @@ type Manager struct {
 	wg        sync.WaitGroup
 	mu        sync.Mutex
 	obtaining map[string]*obtainRun
-	// kept holds, by name, each moved domain's
-	// certificate, served unmanaged (so never renewed) until it expires.
+	// kept holds each moved domain's certificate by name: cached
+	// unmanaged, so served but never renewed, until it expires.
 	kept map[string]keptCert
 }
 
