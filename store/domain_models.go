@@ -99,7 +99,8 @@ type Domain struct {
 	// NextCheckAt is when the background check runs next; nil when it will not.
 	NextCheckAt *time.Time `json:"nextCheckAt,omitempty"`
 	// CheckAttempts counts background checks since the last change of state,
-	// for the backoff.
+	// for the backoff; for a verified or moved domain, the checks in a row
+	// whose lookups failed.
 	CheckAttempts int          `json:"checkAttempts"`
 	Records       []DNSRecord  `json:"records"`
 	Check         *DomainCheck `json:"check,omitempty"`
