@@ -37,6 +37,10 @@ type Config struct {
 	// RecheckEvery is how often verified domains are checked again, so that
 	// one whose DNS moved away is noticed. Default 6 hours.
 	RecheckEvery time.Duration
+	// ConfirmEvery is how often a domain is checked while its DNS points
+	// elsewhere: a verified one until it is moved or points here again, a
+	// moved one until it comes back. Default 30 minutes.
+	ConfirmEvery time.Duration
 	// TickEvery is how often the background loop looks for due checks.
 	// Default 30 seconds.
 	TickEvery time.Duration
@@ -82,6 +86,9 @@ type Manager struct {
 	wg        sync.WaitGroup
 	mu        sync.Mutex
 	obtaining map[string]*obtainRun
+	// kept holds each moved domain's certificate by name: cached
+	// unmanaged, so served but never renewed, until it expires.
+	kept map[string]keptCert
 }
 
 type obtainRun struct{ cancel context.CancelFunc }
@@ -103,13 +110,19 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.TickEvery <= 0 {
 		cfg.TickEvery = 30 * time.Second
 	}
-	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}}
+	if cfg.ConfirmEvery <= 0 {
+		cfg.ConfirmEvery = 30 * time.Minute
+	}
+	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}, kept: map[string]keptCert{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if cfg.ACME != nil {
 		m.setUpCertificates(cfg.ACME)
 		m.wireCAA(cfg.ACME)
 	}
 	if err := m.Refresh(context.Background()); err != nil {
+		return nil, err
+	}
+	if err := m.keepMovedCertificates(context.Background()); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -252,35 +265,28 @@ func (m *Manager) Verify(ctx context.Context, name string) (store.Domain, error)
 
 // apply records a check's result: the state moves, the next background
 // check is scheduled, and a verified domain without a certificate gets one.
+// A domain that pointed here once (verified or moved) follows the rule in
+// judgeLive: lookups that fail change nothing.
 func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck, manual bool) (store.Domain, error) {
 	now := m.now().UTC()
-	wantCert := false
+	var change liveChange
 	d, err := m.db.UpdateDomain(ctx, name, func(d *store.Domain) error {
 		d.Check = &res
-		wantCert = false
+		change = liveChange{}
 		if res.ZoneApex && !d.Apex {
 			d.Apex = true
 			d.Records = ZoneApexRecords(d.Name, m.cfg.Platform.CNAMETarget, m.cfg.PublicIPs)
 		}
 		switch {
+		case d.State == store.DomainVerified || d.State == store.DomainMoved:
+			change = m.judgeLive(d, res, now)
 		case res.Verified:
-			if d.State != store.DomainVerified {
-				d.State = store.DomainVerified
-				d.VerifiedAt = &now
-			}
+			d.State = store.DomainVerified
+			d.VerifiedAt = &now
 			d.CheckAttempts = 0
 			next := now.Add(m.cfg.RecheckEvery)
 			d.NextCheckAt = &next
-			if m.certs != nil && d.Certificate.State != store.CertIssued {
-				wantCert = true
-				d.Certificate = store.Certificate{State: store.CertPending, UpdatedAt: &now}
-			}
-		case d.State == store.DomainVerified || d.State == store.DomainMoved:
-			// It pointed here once: flag it, keep serving its certificate
-			// until the DNS comes back, and keep looking.
-			d.State = store.DomainMoved
-			next := now.Add(m.cfg.RecheckEvery)
-			d.NextCheckAt = &next
+			change.wantCert = m.certs != nil && d.Certificate.State != store.CertIssued
 		case !manual:
 			d.CheckAttempts++
 			d.NextCheckAt = nil
@@ -288,15 +294,28 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 				d.NextCheckAt = &next
 			}
 		}
+		if change.wantCert {
+			d.Certificate = store.Certificate{State: store.CertPending, UpdatedAt: &now}
+		}
 		return nil
 	})
 	if err != nil {
 		return store.Domain{}, err
 	}
+	// The table first: from here on the decision function refuses a moved
+	// name, so no handshake loads its certificate back as a managed one.
 	if err := m.Refresh(ctx); err != nil {
 		return store.Domain{}, err
 	}
-	if wantCert {
+	switch {
+	case change.moved:
+		m.keepCertificate(ctx, name)
+	case change.back:
+		m.releaseCertificate(ctx, name)
+	case d.State == store.DomainMoved:
+		m.dropExpiredKept(name)
+	}
+	if change.wantCert {
 		m.obtain(name)
 	}
 	return d, nil
@@ -320,6 +339,7 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	if m.certs == nil {
 		return nil
 	}
+	m.dropKept(name)
 	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 	prefix := certmagic.StorageKeys.CertsSitePrefix(m.issuer.IssuerKey(), name)
 	if err := m.certs.Storage.Delete(ctx, prefix); err != nil && !errors.Is(err, errNotExist) {

@@ -97,12 +97,21 @@ func TestBackgroundChecks(t *testing.T) {
 		t.Fatal("certificates: a stranger is allowed, or the default address is not")
 	}
 
-	// The DNS moves away: flagged at the periodic re-check, still served.
+	// The DNS moves away: seen at the periodic re-check, confirmed every
+	// 30 minutes, moved at the third check an hour after the first; still
+	// served.
 	dns.SetCNAME(t, name, "elsewhere.example.net")
-	clk.t = *d.NextCheckAt
-	m.CheckDue(ctx)
-	if d, _ = db.Domain(ctx, name); d.State != store.DomainMoved || d.Check.Verified {
-		t.Fatalf("after the DNS moved away: %+v", d)
+	first := *d.NextCheckAt
+	for i := 1; i <= 3; i++ {
+		clk.t = *d.NextCheckAt
+		m.CheckDue(ctx)
+		d, _ = db.Domain(ctx, name)
+		if want := map[bool]string{true: store.DomainMoved, false: store.DomainVerified}[i == 3]; d.State != want || d.Check.Verified {
+			t.Fatalf("check %d after the DNS moved away: state %s, want %s: %+v", i, d.State, want, d)
+		}
+	}
+	if span := clk.now().Sub(first); span != time.Hour || d.MovedAt == nil || d.PointsElsewhereChecks != 3 {
+		t.Fatalf("moved %v after the first check that saw the move, want an hour: %+v", span, d)
 	}
 	if r := m.Route(name); r.Decision != domains.ServePublic {
 		t.Errorf("a moved domain keeps being served until its certificate ends; routed %v", r.Decision)

@@ -101,11 +101,21 @@ type Domain struct {
 	// NextCheckAt is when the background check runs next; nil when it will not.
 	NextCheckAt *time.Time `json:"nextCheckAt,omitempty"`
 	// CheckAttempts counts background checks since the last change of state,
-	// for the backoff.
+	// for the backoff; for a verified or moved domain, the checks in a row
+	// whose lookups failed.
 	CheckAttempts int          `json:"checkAttempts"`
 	Records       []DNSRecord  `json:"records"`
 	Check         *DomainCheck `json:"check,omitempty"`
 	Certificate   Certificate  `json:"certificate"`
+
+	// PointsElsewhereSince is the first of the consecutive checks that found
+	// a verified or moved domain's DNS pointing away from the platform;
+	// PointsElsewhereChecks counts them. Checks whose lookups failed neither
+	// count nor break the run.
+	PointsElsewhereSince  *time.Time `json:"pointsElsewhereSince,omitempty"`
+	PointsElsewhereChecks int        `json:"pointsElsewhereChecks,omitempty"`
+	// MovedAt is when the domain became moved; nil unless it is.
+	MovedAt *time.Time `json:"movedAt,omitempty"`
 }
 
 // Redirect sends every request for From to To with Status.

@@ -450,7 +450,7 @@
   const STATE_WORDS = {
     pending: ['Pending', 'Waiting for its DNS record.'],
     verified: ['Verified', 'Its DNS points here.'],
-    moved: ['Moved', 'Its DNS no longer points here: it keeps its current certificate but gets no new one until it verifies again.'],
+    moved: ['Moved', 'Its DNS points elsewhere: it is still served with its current certificate until that expires, and becomes Verified again by itself when its DNS points here.'],
   };
 
   const FINDING_TITLES = {
@@ -502,6 +502,8 @@
       parts.push(box);
     }
     parts.push(el('p', { className: 'state-help', textContent: stateHelp }));
+    const note = liveNote(d);
+    if (note) parts.push(note);
     parts.push(recordsSection(d));
     parts.push(checkSection(d));
     parts.push(certificateSection(d));
@@ -539,6 +541,47 @@
     if (busy === 'remove') return `Removing ${d.name}…`;
     if (d.certificate && d.certificate.state === 'pending') return `Requesting a certificate for ${d.name}…`;
     return '';
+  }
+
+  // liveNote says, for a domain that pointed here once, what its last
+  // checks mean for visitors and what happens next, in words: failed
+  // lookups change nothing; only 3 checks in a row over an hour that find
+  // the DNS pointing elsewhere make it Moved; a moved domain keeps its
+  // certificate until it expires and comes back by itself.
+  function liveNote(d) {
+    if (d.state !== 'verified' && d.state !== 'moved') return null;
+    const c = d.certificate || {};
+    const next = d.nextCheckAt ? [' The service checks again by itself at ', timeEl(d.nextCheckAt), '; Re-verify checks now.'] : [];
+    const checks = (n) => `${n} ${n === 1 ? 'check' : 'checks in a row'}`;
+    let text;
+    if (d.state === 'moved') {
+      const kept = c.state === 'issued' && c.notAfter
+        ? ['Visitors still get HTTPS: its current certificate is served until it expires on ', timeEl(c.notAfter), ', and is not renewed while the domain is moved.']
+        : ['It has no certificate to keep serving.'];
+      text = [
+        'Moved: its DNS points elsewhere',
+        d.pointsElsewhereSince ? [' (seen since ', timeEl(d.pointsElsewhereSince), `, on ${checks(d.pointsElsewhereChecks || 0)})`] : '',
+        d.movedAt ? [', so it was marked Moved at ', timeEl(d.movedAt), '. '] : '. ',
+        kept,
+        ' Nothing needs to be done to bring it back: as soon as a check finds its DNS pointing here again, it is Verified again by itself and its certificate renews as usual.',
+        next,
+      ];
+    } else if (d.pointsElsewhereChecks > 0) {
+      text = [
+        `The last ${checks(d.pointsElsewhereChecks)}`,
+        d.pointsElsewhereSince ? [' (since ', timeEl(d.pointsElsewhereSince), ')'] : '',
+        ' found its DNS pointing elsewhere. Nothing changes for visitors yet: the domain becomes Moved only when at least 3 checks in a row, over at least an hour, find the same. If the record changed by mistake, put it back.',
+        next,
+      ];
+    } else if (d.check && (d.check.findings || []).some((f) => f.code === 'dns_error')) {
+      text = [
+        'The last check could not get an answer from the DNS. That is only a warning: the domain stays Verified and keeps its certificate.',
+        next,
+      ];
+    } else {
+      return null;
+    }
+    return el('p', { className: `live-note live-note-${d.state}` }, ...text.flat(2));
   }
 
   function recordsSection(d) {
@@ -592,7 +635,7 @@
         sec.append(el('ul', { className: 'findings' }, findings.map(findingItem)));
       }
     }
-    if (d.nextCheckAt && d.state !== 'verified') {
+    if (d.nextCheckAt && d.state === 'pending') {
       sec.append(el('p', { className: 'help' }, 'The service checks again by itself at ', timeEl(d.nextCheckAt), '; Verify checks now.'));
     }
     return sec;
@@ -648,6 +691,11 @@
         announce(d.certificate && d.certificate.state === 'pending'
           ? `${name} is verified. Requesting its certificate…`
           : `${name} is verified.`);
+      } else if (d.state !== 'pending') {
+        // A failed lookup or a few answers pointing elsewhere do not
+        // unverify a domain: say what they mean instead of "not verified".
+        const note = liveNote(d);
+        announce(`${name} is ${STATE_WORDS[d.state][0].toLowerCase()}.${note ? ` ${note.textContent}` : ''}`);
       } else {
         const n = d.check ? d.check.findings.filter((f) => !f.warning).length : 0;
         announce(`${name} is not verified yet: ${n} ${n === 1 ? 'problem' : 'problems'} found.`);

@@ -1,0 +1,312 @@
+package domains_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"petstore/domains"
+	"petstore/domains/domaintest"
+	"petstore/store"
+)
+
+// newFlapManager is a manager whose checker asks a FaultyDNS, with
+// certificates from pebble when pebble is given (served on pebble's
+// TLS-ALPN port, where pebble validates).
+func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, clk *clock) (*domains.Manager, *store.DB) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	if _, err := db.UpdateProject(ctx, func(p *store.Project) error { p.Plan = store.PlanPro; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordDeploy(ctx, store.Deploy{Version: "1.0.0", Status: "succeeded"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := domains.Config{
+		Store:    db,
+		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker: &domains.Checker{Resolvers: []string{resolver.Addr()}, CNAMETarget: "cname.petstore.test",
+			CAAIdentities: []string{"pebble.test"}, Timeout: 200 * time.Millisecond, AllowPrivateNameservers: true},
+		Now:           clk.now,
+		AllowTestTLDs: true,
+	}
+	if pebble != nil {
+		cfg.ACME = &domains.ACME{CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: "default",
+			TLSPort: pebble.TLSPort, DisableHTTPChallenge: true}
+	}
+	m, err := domains.NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	if pebble != nil {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }),
+			// Pebble's TLS-ALPN-01 probes end without a request.
+			ErrorLog: log.New(io.Discard, "", 0),
+		}
+		go func() { _ = srv.Serve(tls.NewListener(ln, m.TLSConfig())) }()
+		t.Cleanup(func() { srv.Close() })
+	}
+	return m, db
+}
+
+// warned reports whether the domain's last check holds a dns_error
+// finding: a lookup that failed, which is no evidence either way.
+func warned(d store.Domain) bool {
+	if d.Check == nil {
+		return false
+	}
+	for _, f := range d.Check.Findings {
+		if f.Code == domains.CodeDNSError {
+			return true
+		}
+	}
+	return false
+}
+
+// TestReverifyServfailKeepsDomainVerified: one SERVFAIL while the customer
+// chooses Re-verify is recorded as a warning, retried within minutes, and
+// changes nothing else.
+func TestReverifyServfailKeepsDomainVerified(t *testing.T) {
+	resolver := domaintest.StartFaultyDNS(t)
+	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	m, _ := newFlapManager(t, resolver, nil, clk)
+	ctx := context.Background()
+	const name = "shop.flap.test"
+	resolver.SetCNAME(t, name, "cname.petstore.test")
+	if _, err := m.Add(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := m.Verify(ctx, name); err != nil || d.State != store.DomainVerified {
+		t.Fatalf("verify: %+v %v", d, err)
+	}
+
+	resolver.SetFault(domaintest.ServFail, 1)
+	d, err := m.Verify(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != store.DomainVerified || d.PointsElsewhereChecks != 0 {
+		t.Fatalf("a SERVFAIL during Re-verify changed the domain: %+v", d)
+	}
+	if !warned(d) || resolver.Faulted() == 0 {
+		t.Fatalf("the failed lookup is not recorded as a warning: %+v", d.Check)
+	}
+	if d.NextCheckAt == nil || d.NextCheckAt.Sub(clk.now()) > 5*time.Minute {
+		t.Errorf("a failed lookup is retried at %v, want within minutes of %v", d.NextCheckAt, clk.now())
+	}
+	if r := m.Route(name); r.Decision != domains.ServePublic || !m.CertificateAllowed(name) {
+		t.Errorf("after a SERVFAIL: routed %v, certificate allowed %v", r.Decision, m.CertificateAllowed(name))
+	}
+}
+
+// TestMovedOnlyOnEvidenceOverAnHour: answers that point elsewhere move a
+// verified domain only on the third consecutive check an hour or more
+// after the first; failed lookups in between neither count nor reset the
+// run; an answer pointing here resets it; a moved domain comes back by
+// itself.
+func TestMovedOnlyOnEvidenceOverAnHour(t *testing.T) {
+	resolver := domaintest.StartFaultyDNS(t)
+	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	m, db := newFlapManager(t, resolver, nil, clk)
+	ctx := context.Background()
+	const name = "shop.moving.test"
+	resolver.SetCNAME(t, name, "cname.petstore.test")
+	if _, err := m.Add(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := m.Verify(ctx, name); err != nil || d.State != store.DomainVerified {
+		t.Fatalf("verify: %+v %v", d, err)
+	}
+	state := func(step string, want string, checks int) store.Domain {
+		t.Helper()
+		d, err := db.Domain(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.State != want || d.PointsElsewhereChecks != checks {
+			t.Fatalf("%s: state %s after %d checks pointing elsewhere, want %s after %d: %+v",
+				step, d.State, d.PointsElsewhereChecks, want, checks, d)
+		}
+		return d
+	}
+	reverify := func() {
+		t.Helper()
+		if _, err := m.Verify(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Three quick Re-verify clicks while the record points elsewhere: three
+	// checks, but not over an hour.
+	resolver.SetCNAME(t, name, "old-host.example.net")
+	for range 3 {
+		reverify()
+		clk.advance(time.Minute)
+	}
+	state("three checks within minutes", store.DomainVerified, 3)
+	// The record back for one check: the run starts over.
+	resolver.SetCNAME(t, name, "cname.petstore.test")
+	reverify()
+	state("pointing here again", store.DomainVerified, 0)
+
+	// NXDOMAIN is evidence too; SERVFAIL between is not.
+	resolver.Clear(name)
+	reverify() // 1
+	clk.advance(40 * time.Minute)
+	resolver.SetFault(domaintest.ServFail, 1)
+	reverify()
+	state("a SERVFAIL in the run", store.DomainVerified, 1)
+	resolver.SetFault(domaintest.NoFault, 0)
+	reverify() // 2, 40 minutes after the first
+	clk.advance(19 * time.Minute)
+	reverify() // 3, 59 minutes after the first
+	state("three checks in 59 minutes", store.DomainVerified, 3)
+	if !m.CertificateAllowed(name) {
+		t.Fatal("a domain not moved yet lost its certificate permission")
+	}
+	clk.advance(time.Minute)
+	reverify() // 4, an hour after the first
+	d := state("four checks over an hour", store.DomainMoved, 4)
+	if d.MovedAt == nil || !d.MovedAt.Equal(clk.now()) || d.NextCheckAt == nil || d.NextCheckAt.Sub(clk.now()) != 30*time.Minute {
+		t.Errorf("moved at %v, next check %v; want now and in 30 minutes", d.MovedAt, d.NextCheckAt)
+	}
+	if r := m.Route(name); r.Decision != domains.ServePublic || m.CertificateAllowed(name) {
+		t.Errorf("moved: routed %v, certificate allowed %v; want served, no new certificate", r.Decision, m.CertificateAllowed(name))
+	}
+
+	// Still moved while lookups fail; verified by itself when the DNS is back.
+	resolver.SetFault(domaintest.Drop, 1)
+	clk.t = *d.NextCheckAt
+	m.CheckDue(ctx)
+	state("moved, lookups time out", store.DomainMoved, 4)
+	resolver.SetFault(domaintest.NoFault, 0)
+	resolver.SetCNAME(t, name, "cname.petstore.test")
+	d, _ = db.Domain(ctx, name)
+	clk.t = *d.NextCheckAt
+	m.CheckDue(ctx)
+	d = state("DNS back", store.DomainVerified, 0)
+	if d.MovedAt != nil || d.PointsElsewhereSince != nil || !m.CertificateAllowed(name) {
+		t.Errorf("back to verified but: %+v, certificate allowed %v", d, m.CertificateAllowed(name))
+	}
+}
+
+// TestFlappingDNSKeepsServing: while the DNS server fails every other
+// query (SERVFAIL, REFUSED, no answer, truncated) for 10 consecutive
+// background checks each, the domain stays verified and TLS handshakes
+// with its certificate succeed after every check. Moved afterwards, it is
+// still served with that certificate until the certificate expires.
+func TestFlappingDNSKeepsServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble and challtestsrv")
+	}
+	challtestsrv := domaintest.StartDNS(t)
+	pebble := domaintest.StartPebble(t, challtestsrv, domaintest.PebbleOptions{})
+	const name = "www.flapping.test"
+	// Pebble validates through challtestsrv; the checker asks the FaultyDNS.
+	challtestsrv.AddA(t, "cname.petstore.test", "127.0.0.1")
+	challtestsrv.SetCNAME(t, name, "cname.petstore.test")
+	resolver := domaintest.StartFaultyDNS(t)
+	resolver.SetCNAME(t, name, "cname.petstore.test")
+	clk := &clock{t: time.Now().UTC()}
+	m, db := newFlapManager(t, resolver, pebble, clk)
+	ctx := context.Background()
+	if _, err := m.Add(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := m.Verify(ctx, name); err != nil || d.State != store.DomainVerified {
+		t.Fatalf("verify: %+v %v", d, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d, _ := db.Domain(ctx, name)
+		if d.Certificate.State == store.CertIssued {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no certificate within 30 s: %+v", d.Certificate)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pebble.IssuerRootPEM(t))
+	handshake := func(step string) {
+		t.Helper()
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp",
+			net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort)), &tls.Config{ServerName: name, RootCAs: roots})
+		if err != nil {
+			t.Fatalf("%s: handshake: %v", step, err)
+		}
+		conn.Close()
+	}
+	handshake("before the flapping")
+
+	for _, fault := range []struct {
+		name  string
+		fault domaintest.Fault
+	}{{"SERVFAIL", domaintest.ServFail}, {"REFUSED", domaintest.Refused}, {"timeout", domaintest.Drop}, {"truncated", domaintest.Truncate}} {
+		resolver.SetFault(fault.fault, 2)
+		before, warnings := resolver.Faulted(), 0
+		for i := 1; i <= 10; i++ {
+			d, _ := db.Domain(ctx, name)
+			clk.t = *d.NextCheckAt
+			m.CheckDue(ctx)
+			d, _ = db.Domain(ctx, name)
+			if d.Check == nil || !d.Check.CheckedAt.After(time.Time{}) {
+				t.Fatalf("%s, check %d: no check recorded", fault.name, i)
+			}
+			if d.State != store.DomainVerified || d.PointsElsewhereChecks != 0 {
+				t.Fatalf("%s every other query, check %d: %+v", fault.name, i, d)
+			}
+			if warned(d) {
+				warnings++
+			}
+			handshake(fault.name + " check " + strconv.Itoa(i))
+		}
+		// The faults reached the checker: the test is not passing on luck.
+		if resolver.Faulted() == before || warnings == 0 {
+			t.Errorf("%s: %d queries failed, %d checks warned", fault.name, resolver.Faulted()-before, warnings)
+		}
+		t.Logf("%s: %d of 10 checks recorded a warning", fault.name, warnings)
+	}
+	resolver.SetFault(domaintest.NoFault, 0)
+
+	// Moved: still served until the certificate expires, then not.
+	resolver.SetCNAME(t, name, "elsewhere.example.net")
+	for i := 1; i <= 3; i++ {
+		d, _ := db.Domain(ctx, name)
+		clk.t = *d.NextCheckAt
+		m.CheckDue(ctx)
+	}
+	d, _ := db.Domain(ctx, name)
+	if d.State != store.DomainMoved || d.Certificate.NotAfter == nil {
+		t.Fatalf("after 3 checks over an hour pointing elsewhere: %+v", d)
+	}
+	handshake("moved")
+	clk.t = d.Certificate.NotAfter.Add(time.Second)
+	m.CheckDue(ctx)
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp",
+		net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort)), &tls.Config{ServerName: name, RootCAs: roots})
+	if err == nil {
+		conn.Close()
+		t.Error("a moved domain's certificate is still served after it expired")
+	}
+}

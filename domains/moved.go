@@ -1,0 +1,199 @@
+package domains
+
+import (
+	"context"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+
+	"petstore/store"
+)
+
+// A verified domain is marked moved only on evidence that holds: DNS
+// answers can flap while a customer edits records or a provider has an
+// incident, and taking HTTPS away on one bad answer hurts more than
+// serving a few more hours.
+const (
+	// moveAfterChecks is how many consecutive checks must find the DNS
+	// pointing elsewhere.
+	moveAfterChecks = 3
+	// moveAfterSpan is how long those checks must be spread over, at least.
+	moveAfterSpan = time.Hour
+)
+
+// checkEvidence is what a check says about where a domain points.
+type checkEvidence int
+
+const (
+	// pointsHere: the DNS points at the platform (CAA may still block a
+	// new certificate; that is no sign of a move).
+	pointsHere checkEvidence = iota
+	// pointsElsewhere: definitive answers that route elsewhere: NXDOMAIN or
+	// no record, a CNAME or addresses that are not the platform's, records
+	// in conflict.
+	pointsElsewhere
+	// noEvidence: lookups failed; nothing is known.
+	noEvidence
+)
+
+// evidenceOf classifies a check's findings.
+func evidenceOf(res store.DomainCheck) checkEvidence {
+	failed := false
+	for _, f := range res.Findings {
+		switch f.Code {
+		case CodeNoRecord, CodeConflictingRecord, CodeCNAMEMismatch, CodeApexNeedsAlias:
+			return pointsElsewhere
+		case CodeDNSError:
+			failed = true
+		}
+	}
+	if failed {
+		return noEvidence
+	}
+	return pointsHere
+}
+
+// liveChange is what apply must do after judgeLive changed a domain.
+type liveChange struct {
+	wantCert bool // request a certificate
+	moved    bool // it just became moved: keep its certificate, unmanaged
+	back     bool // it just came back from moved: manage its certificate again
+}
+
+// judgeLive applies a check to a domain that pointed here once (verified
+// or moved). Failed lookups are retried soon and change nothing else. The
+// DNS pointing elsewhere moves a verified domain only once seen on
+// moveAfterChecks consecutive checks spread over moveAfterSpan; until
+// then, and while it is moved, it is checked every ConfirmEvery. The DNS
+// pointing here again makes it verified at once.
+func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Time) liveChange {
+	var change liveChange
+	switch evidenceOf(res) {
+	case noEvidence:
+		d.CheckAttempts++
+		next := now.Add(retryAfterFailedLookup(d.CheckAttempts, m.cfg.ConfirmEvery))
+		if d.NextCheckAt == nil || next.Before(*d.NextCheckAt) || !d.NextCheckAt.After(now) {
+			d.NextCheckAt = &next
+		}
+	case pointsElsewhere:
+		d.CheckAttempts = 0
+		if d.PointsElsewhereSince == nil {
+			d.PointsElsewhereSince = &now
+		}
+		d.PointsElsewhereChecks++
+		if d.State == store.DomainVerified && d.PointsElsewhereChecks >= moveAfterChecks &&
+			now.Sub(*d.PointsElsewhereSince) >= moveAfterSpan {
+			d.State = store.DomainMoved
+			d.MovedAt = &now
+			change.moved = true
+		}
+		next := now.Add(m.cfg.ConfirmEvery)
+		d.NextCheckAt = &next
+	case pointsHere:
+		d.CheckAttempts = 0
+		d.PointsElsewhereSince, d.PointsElsewhereChecks = nil, 0
+		if d.State == store.DomainMoved {
+			d.State = store.DomainVerified
+			d.MovedAt = nil
+			d.VerifiedAt = &now
+			change.back = true
+		}
+		next := now.Add(m.cfg.RecheckEvery)
+		d.NextCheckAt = &next
+		change.wantCert = res.Verified && m.certs != nil && d.Certificate.State != store.CertIssued
+	}
+	return change
+}
+
+// keepCertificate takes a moved domain's certificate out of certmagic's
+// management and caches it unmanaged: handshakes keep getting it until it
+// expires, and nothing renews it.
+func (m *Manager) keepCertificate(ctx context.Context, name string) {
+	if m.certs == nil {
+		return
+	}
+	m.stopObtaining(name)
+	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
+	issuerKey := m.issuer.IssuerKey()
+	certPEM, err := m.certs.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(issuerKey, name))
+	if err != nil {
+		return // no certificate: nothing to keep
+	}
+	keyPEM, err := m.certs.Storage.Load(ctx, certmagic.StorageKeys.SitePrivateKey(issuerKey, name))
+	if err != nil {
+		m.log.Warn("loading the key of a moved domain's certificate", "domain", name, "err", err)
+		return
+	}
+	leaf, err := parseLeaf(certPEM)
+	if err != nil || !m.now().Before(leaf.NotAfter) {
+		return // expired: keeping it would only fail handshakes differently
+	}
+	hash, err := m.certs.CacheUnmanagedCertificatePEMBytes(ctx, certPEM, keyPEM, nil)
+	if err != nil {
+		m.log.Warn("keeping a moved domain's certificate", "domain", name, "err", err)
+		return
+	}
+	m.mu.Lock()
+	m.kept[name] = keptCert{hash: hash, notAfter: leaf.NotAfter}
+	m.mu.Unlock()
+}
+
+// keptCert is a moved domain's certificate in the cache.
+type keptCert struct {
+	hash     string
+	notAfter time.Time
+}
+
+// dropExpiredKept unloads a moved domain's certificate once it has expired:
+// from then on its handshakes fail at once instead of with an expired
+// certificate.
+func (m *Manager) dropExpiredKept(name string) {
+	m.mu.Lock()
+	k, ok := m.kept[name]
+	m.mu.Unlock()
+	if ok && !m.now().Before(k.notAfter) {
+		m.dropKept(name)
+	}
+}
+
+// keepMovedCertificates brings back, at start, the certificates of the
+// domains that are moved. It runs before the listeners open: the decision
+// function refuses moved names, so a handshake could not load them later.
+func (m *Manager) keepMovedCertificates(ctx context.Context) error {
+	if m.certs == nil {
+		return nil
+	}
+	ds, err := m.db.Domains(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if d.State == store.DomainMoved {
+			m.keepCertificate(ctx, d.Name)
+		}
+	}
+	return nil
+}
+
+// dropKept removes a kept certificate from the cache.
+func (m *Manager) dropKept(name string) {
+	m.mu.Lock()
+	k, ok := m.kept[name]
+	delete(m.kept, name)
+	m.mu.Unlock()
+	if ok {
+		m.cache.Remove([]string{k.hash})
+	}
+}
+
+// releaseCertificate hands a domain that verified again back to certmagic:
+// its certificate is managed, and so renewed, again.
+func (m *Manager) releaseCertificate(ctx context.Context, name string) {
+	if m.certs == nil {
+		return
+	}
+	m.dropKept(name)
+	if _, err := m.certs.CacheManagedCertificate(ctx, name); err != nil {
+		m.log.Warn("loading the certificate of a domain that verified again", "domain", name, "err", err)
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/domains/domaintest"
+)
+
+// TestRunKeepsMovedDomainCertificate: a domain whose DNS points elsewhere
+// on 3 Re-verify checks over an hour (the domains clock is set, not
+// waited for) is moved, keeps serving its certificate, still does after a
+// restart of run() with no new issuance, and is verified again when its
+// DNS comes back.
+func TestRunKeepsMovedDomainCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble and challtestsrv")
+	}
+	var mu sync.Mutex
+	now := time.Now().UTC()
+	domainsNow = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	t.Cleanup(func() { domainsNow = time.Now })
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+
+	const name = "shop.moving.test"
+	// Pebble validates through challtestsrv; the service's checker asks a
+	// DNS server whose answers the test changes.
+	challtestsrv := domaintest.StartDNS(t)
+	pebble := domaintest.StartPebble(t, challtestsrv, domaintest.PebbleOptions{})
+	challtestsrv.AddA(t, "cname.petstore.test", "127.0.0.1")
+	challtestsrv.SetCNAME(t, name, "cname.petstore.test")
+	resolver := domaintest.StartFaultyDNS(t)
+	resolver.SetCNAME(t, name, "cname.petstore.test")
+
+	dir := t.TempDir()
+	rootFile := filepath.Join(dir, "pebble-roots.pem")
+	if err := os.WriteFile(rootFile, pebble.RootsPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
+	args := []string{
+		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret",
+		"--domain", "petstore.test", "--https-listen", tlsAddr,
+		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
+		"--acme-caa-identity", "pebble.test", "--allow-test-tlds", "--dns-allow-private",
+	}
+	env := map[string]string{"PETSTORE_DNS_RESOLVER": resolver.Addr()}
+	admin := []string{"Authorization", "Bearer admin-secret"}
+	var domain struct {
+		State       string `json:"state"`
+		MovedAt     string `json:"movedAt"`
+		Certificate struct {
+			State string `json:"state"`
+		} `json:"certificate"`
+	}
+	reverify := func(in *instance) {
+		t.Helper()
+		code, body := in.call(t, "POST", "/admin/domains/"+name+"/verify", "", admin...)
+		domain.MovedAt = ""
+		if err := json.Unmarshal([]byte(body), &domain); code != 200 || err != nil {
+			t.Fatalf("verify: %d %s", code, body)
+		}
+	}
+
+	first := start(t, env, args...)
+	if code, body := first.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...); code != 200 {
+		t.Fatalf("PATCH project: %d %s", code, body)
+	}
+	if code, body := first.call(t, "POST", "/admin/domains", `{"name":"`+name+`"}`, admin...); code != 201 {
+		t.Fatalf("add: %d %s", code, body)
+	}
+	reverify(first)
+	deadline := time.Now().Add(30 * time.Second)
+	for domain.Certificate.State != "issued" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no certificate within 30 s: %+v", domain)
+		}
+		time.Sleep(100 * time.Millisecond)
+		_, body := first.call(t, "GET", "/admin/domains/"+name, "", admin...)
+		_ = json.Unmarshal([]byte(body), &domain)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pebble.IssuerRootPEM(t))
+	serial := func(step string) string {
+		t.Helper()
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", tlsAddr,
+			&tls.Config{ServerName: name, RootCAs: roots})
+		if err != nil {
+			t.Fatalf("%s: handshake: %v", step, err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	issued := serial("verified")
+
+	// The DNS points elsewhere: checked at 0, 30 and 60 minutes.
+	resolver.SetCNAME(t, name, "old-host.example.net")
+	for i, want := range []string{"verified", "verified", "moved"} {
+		if i > 0 {
+			advance(30 * time.Minute)
+		}
+		reverify(first)
+		if domain.State != want {
+			t.Fatalf("check %d pointing elsewhere: state %s, want %s", i+1, domain.State, want)
+		}
+	}
+	if domain.MovedAt == "" || domain.Certificate.State != "issued" {
+		t.Fatalf("moved: %+v", domain)
+	}
+	if s := serial("moved"); s != issued {
+		t.Errorf("moved: serves certificate %s, want %s", s, issued)
+	}
+	first.stop(t)
+	issuances := strings.Count(pebble.Log(), "Issued certificate")
+
+	second := start(t, env, args...)
+	if s := serial("moved, after a restart"); s != issued {
+		t.Errorf("moved, after a restart: serves certificate %s, want %s", s, issued)
+	}
+	resolver.SetCNAME(t, name, "cname.petstore.test")
+	advance(30 * time.Minute)
+	reverify(second)
+	if domain.State != "verified" || domain.MovedAt != "" {
+		t.Fatalf("DNS back: %+v", domain)
+	}
+	if s := serial("verified again"); s != issued {
+		t.Errorf("verified again: serves certificate %s, want %s", s, issued)
+	}
+	if n := strings.Count(pebble.Log(), "Issued certificate"); n != issuances {
+		t.Errorf("%d more certificates issued after the move", n-issuances)
+	}
+	second.stop(t)
+}
