@@ -58,7 +58,7 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(card+" button.verify")),
 	)
 	waitText(t, ctx, card+" .live-note", "only a warning: the domain stays Verified and keeps its certificate")
-	waitText(t, ctx, card+" .finding-warning", "SERVFAIL")
+	waitText(t, ctx, card+" .finding.warning", "SERVFAIL")
 
 	// Pointing elsewhere once: nothing changes yet, and the rule is told.
 	ts.dns.ClearServfail(t, name)

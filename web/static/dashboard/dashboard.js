@@ -642,7 +642,10 @@
   }
 
   function findingItem(f) {
-    return el('li', { className: `finding finding-${f.code}${f.warning ? ' warning' : ''}` },
+    // A failed lookup is no evidence either way, and is retried: shown as a
+    // warning, like a finding that does not keep the domain from verifying.
+    const warn = f.warning || f.code === 'dns_error';
+    return el('li', { className: `finding finding-${f.code}${warn ? ' warning' : ''}` },
       el('p', { className: 'finding-title', textContent: (f.warning ? 'Warning: ' : '') + (FINDING_TITLES[f.code] || 'Problem found') }),
       el('p', { className: 'finding-message', textContent: f.message }),
       f.found && f.found.length ? el('p', { className: 'found' }, 'Found: ', f.found.flatMap((x, i) => (i ? [', ', code(x)] : [code(x)]))) : null,
