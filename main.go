@@ -290,10 +290,11 @@ func newDomainManager(cfg config, db *store.DB, log *slog.Logger) (*domains.Mana
 		Logger: log,
 	}
 	if cfg.httpsListen != "" {
-		a := &domains.ACME{CA: cfg.acmeCAs[0], FallbackCAs: cfg.acmeCAs[1:], Email: cfg.acmeEmail, Profile: cfg.acmeProfile,
-			RenewInterval: cfg.renewInterval,
-			TLSPort:       portOf(cfg.httpsListen, 443), HTTPPort: portOf(cfg.httpListen, 80),
-			DisableHTTPChallenge: cfg.httpListen == ""}
+		a := &domains.ACME{
+			CA: cfg.acmeCAs[0], FallbackCAs: cfg.acmeCAs[1:], Email: cfg.acmeEmail, Profile: cfg.acmeProfile,
+			TLSPort: portOf(cfg.httpsListen, 443), HTTPPort: portOf(cfg.httpListen, 80),
+			DisableHTTPChallenge: cfg.httpListen == "", RenewInterval: cfg.renewInterval,
+		}
 		if cfg.acmeCARoot != "" {
 			pemBytes, err := os.ReadFile(cfg.acmeCARoot)
 			if err != nil {

@@ -71,6 +71,11 @@ func (m *Manager) onEvent(ctx context.Context, event string, data map[string]any
 			})
 		}
 	case "cert_obtained":
+		if !renewal {
+			// The attempt records it once it is in the cache, so that a
+			// state issued means handshakes find it.
+			return nil
+		}
 		path, _ := data["certificate_path"].(string)
 		pemBytes, err := m.certs.Storage.Load(ctx, path)
 		if err != nil {

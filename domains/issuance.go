@@ -77,7 +77,7 @@ func (m *Manager) attempt(ctx context.Context, name string) {
 	failedBefore := m.failedValidationCount(name)
 	// A single attempt (certmagic retries only non-interactive ones): the
 	// back-off below decides when the next one starts.
-	err := m.certs.ObtainCertSync(ctx, name)
+	err := m.obtainer.ObtainCertSync(ctx, name)
 	if err == nil {
 		var cert certmagicCertificate
 		if cert, err = m.certs.CacheManagedCertificate(ctx, name); err == nil {
@@ -119,6 +119,14 @@ func (m *Manager) issuerKeyOf(ctx context.Context, name string, leaf *x509.Certi
 		}
 	}
 	return ""
+}
+
+// promptlessIssuer is an ACME issuer that never asks for an email on the
+// terminal, which certmagic does in an interactive attempt without one.
+type promptlessIssuer struct{ *certmagic.ACMEIssuer }
+
+func (p promptlessIssuer) PreCheck(ctx context.Context, names []string, _ bool) error {
+	return p.ACMEIssuer.PreCheck(ctx, names, false)
 }
 
 // isValidationProblem tells the ACME problems that count as a failed

@@ -79,6 +79,9 @@ type Manager struct {
 	// onDemand serves the default address, obtained in a handshake.
 	certs    *certmagic.Config
 	onDemand *certmagic.Config
+	// obtainer makes the first issuance attempts: single, interactive
+	// ones, whose schedule issuance.go keeps.
+	obtainer *certmagic.Config
 	cache    *certmagic.Cache
 	issuers  []*certmagic.ACMEIssuer
 	// challengeTypes is how many validations one order may fail: acmez
@@ -170,6 +173,11 @@ func (m *Manager) setUpCertificates(a *ACME) {
 	}
 	m.certs.Issuers = issuers
 	m.onDemand.Issuers = issuers
+	m.obtainer = certmagic.New(m.cache, certmagic.Config{Storage: storage, OnEvent: m.onEvent, Logger: zl})
+	m.obtainer.Issuers = make([]certmagic.Issuer, len(m.issuers))
+	for i, iss := range m.issuers {
+		m.obtainer.Issuers[i] = promptlessIssuer{iss}
+	}
 	m.wg.Add(1)
 	go m.certificateLoop()
 }
