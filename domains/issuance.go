@@ -267,6 +267,7 @@ func (m *Manager) TendCertificates(ctx context.Context) {
 			if !m.certInStorage(ctx, d.Name) {
 				m.updateCert(ctx, d.Name, func(c *store.Certificate) {
 					c.State = store.CertNone
+					c.Serial, c.Names, c.NotBefore, c.NotAfter, c.RenewalDueAt = "", nil, nil, nil, nil
 					c.Events = addEvent(c.Events, store.CertEvent{Kind: store.CertEventRemoved, At: now, Detail: "the certificate file is no longer in storage"})
 				})
 				m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: d.Name}})
