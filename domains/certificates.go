@@ -47,6 +47,15 @@ func (m *Manager) CertificateAllowed(name string) bool {
 func (m *Manager) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	name := strings.TrimSuffix(strings.ToLower(hello.ServerName), ".")
 	if t := m.table.Load(); t.served[name] && name != t.defaultAddr {
+		cert, err := m.certs.GetCertificate(hello)
+		if err == nil {
+			return cert, nil
+		}
+		// Not in the cache yet (a handshake right after a restart, before
+		// Run loaded it): from storage, never from the CA.
+		if _, lerr := m.certs.CacheManagedCertificate(hello.Context(), name); lerr != nil {
+			return nil, err
+		}
 		return m.certs.GetCertificate(hello)
 	}
 	return m.onDemand.GetCertificate(hello)

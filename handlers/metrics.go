@@ -201,7 +201,7 @@ func (s *Server) serveMetrics(c echo.Context) error {
 	w.family("petstore_certificate_expiry_days", "gauge", "Days until the certificate of a custom domain expires (negative once expired), for domains with an issued certificate.")
 	now := s.now()
 	for _, d := range doms {
-		if d.Certificate.State == store.CertIssued && d.Certificate.NotAfter != nil {
+		if st := d.Certificate.State; (st == store.CertIssued || st == store.CertRenewing || st == store.CertExpired) && d.Certificate.NotAfter != nil {
 			w.sample("petstore_certificate_expiry_days", []string{"domain", d.Name}, d.Certificate.NotAfter.Sub(now).Hours()/24)
 		}
 	}
