@@ -426,6 +426,10 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 	if d.Certificate.Error != "" {
 		steps = append(steps, "The last attempt failed with: "+d.Certificate.Error)
 	}
+	if c := d.Certificate; c.NextAttemptAt != nil && m.now().Before(*c.NextAttemptAt) {
+		steps = append(steps, fmt.Sprintf("The next attempt starts by itself at %s UTC (Re-verify does not bring it forward): %s.",
+			c.NextAttemptAt.UTC().Format("2006-01-02 15:04"), c.NextAttemptReason))
+	}
 	return steps
 }
 
