@@ -198,6 +198,8 @@ func (m *Manager) waitReason(ctx context.Context, name string, err error, valida
 	var problem acme.Problem
 	var netErr net.Error
 	switch {
+	case errors.As(err, &problem) && problem.Type == acme.ProblemTypeCAA:
+		reason = "the certificate authority's own CAA check refused the name: " + problemText(err)
 	case validations > 0:
 		d, derr := m.db.Domain(ctx, name)
 		if derr == nil && d.Check != nil && d.Check.Verified {
