@@ -235,6 +235,7 @@ func wantsCertificate(c *store.Certificate, now time.Time) bool {
 // file is gone from storage is none, whatever was stored.
 func (m *Manager) honest(ctx context.Context, d store.Domain) store.Domain {
 	c := &d.Certificate
+	c.FailedValidations = recentFailures(c.FailedValidations, m.now())
 	if m.certs == nil || (c.State != store.CertIssued && c.State != store.CertRenewing) {
 		return d
 	}
