@@ -47,8 +47,10 @@ func main() {
 type config struct {
 	listen, data, domain, cnameTarget string
 	httpsListen, httpListen           string
-	acmeCA, acmeCARoot, acmeEmail     string
+	acmeCARoot, acmeEmail             string
+	acmeCAs                           listFlag
 	acmeProfile                       string
+	renewInterval                     time.Duration
 	acmeCAAIdentities                 listFlag
 	adminToken                        string
 	publicIPs, dnsResolvers           listFlag
@@ -86,8 +88,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.Var(&c.publicIPs, "public-ip", "public address shown as the A/AAAA fallback for apex domains (repeatable or comma-separated)")
 	fs.StringVar(&c.httpsListen, "https-listen", "", "TLS listener with automatic certificates, e.g. :443")
 	fs.StringVar(&c.httpListen, "http-listen", "", "HTTP listener beside it for ACME challenges and redirects to HTTPS, e.g. :80")
-	fs.StringVar(&c.acmeCA, "acme-ca", "https://acme-v02.api.letsencrypt.org/directory", "ACME directory URL")
-	fs.StringVar(&c.acmeCARoot, "acme-ca-root", "", "PEM file of extra roots to trust for the ACME CA")
+	fs.Var(&c.acmeCAs, "acme-ca", "ACME directory URL (repeatable or comma-separated: tried in order for each certificate; default Let's Encrypt)")
+	fs.StringVar(&c.acmeCARoot, "acme-ca-root", "", "PEM file of extra roots to trust for the ACME CAs")
+	fs.DurationVar(&c.renewInterval, "renew-interval", 10*time.Minute, "how often certificate maintenance looks for certificates to renew")
 	fs.StringVar(&c.acmeEmail, "acme-email", "", "ACME account contact")
 	fs.StringVar(&c.acmeProfile, "acme-profile", "", "ACME certificate profile to ask for (empty: the CA's default)")
 	fs.Var(&c.acmeCAAIdentities, "acme-caa-identity", "issuer domain the CA accepts in CAA records (repeatable; default: the CA directory's meta.caaIdentities)")
@@ -116,6 +119,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			}
 		}
 	})
+	if len(c.acmeCAs) == 0 {
+		c.acmeCAs = listFlag{letsEncryptCA}
+	}
+	if c.renewInterval <= 0 {
+		return c, errors.New("--renew-interval must be positive")
+	}
 	if c.cnameTarget == "" && c.domain != "" {
 		c.cnameTarget = "cname." + c.domain
 	}
@@ -124,6 +133,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	return c, envErr
 }
+
+// letsEncryptCA is the default --acme-ca.
+const letsEncryptCA = "https://acme-v02.api.letsencrypt.org/directory"
 
 // defaultGCPercent is the collector's target unless GOGC says otherwise.
 // The live heap is small (about 4 MB), so Go's default of 100 collects
@@ -285,9 +297,11 @@ func newDomainManager(cfg config, db *store.DB, log *slog.Logger) (*domains.Mana
 		Now:           domainsNow,
 	}
 	if cfg.httpsListen != "" {
-		a := &domains.ACME{CA: cfg.acmeCA, Email: cfg.acmeEmail, Profile: cfg.acmeProfile,
+		a := &domains.ACME{
+			CA: cfg.acmeCAs[0], FallbackCAs: cfg.acmeCAs[1:], Email: cfg.acmeEmail, Profile: cfg.acmeProfile,
 			TLSPort: portOf(cfg.httpsListen, 443), HTTPPort: portOf(cfg.httpListen, 80),
-			DisableHTTPChallenge: cfg.httpListen == ""}
+			DisableHTTPChallenge: cfg.httpListen == "", RenewInterval: cfg.renewInterval,
+		}
 		if cfg.acmeCARoot != "" {
 			pemBytes, err := os.ReadFile(cfg.acmeCARoot)
 			if err != nil {

@@ -106,3 +106,54 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 	}
 	second.stop(t)
 }
+
+// TestRunFallsBackToTheNextCA: --acme-ca given twice (here through its
+// environment twin, comma-separated), the first unreachable: the
+// certificate comes from the second, and the domain answer names it.
+func TestRunFallsBackToTheNextCA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble and challtestsrv")
+	}
+	dns := domaintest.StartDNS(t)
+	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
+	dns.AddA(t, "cname.petstore.test", "127.0.0.1")
+	dir := t.TempDir()
+	rootFile := filepath.Join(dir, "pebble-roots.pem")
+	if err := os.WriteFile(rootFile, pebble.RootsPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const unreachable = "https://127.0.0.1:1/dir"
+	env := map[string]string{
+		"PETSTORE_DNS_RESOLVER":   dns.Addr(),
+		"PETSTORE_ACME_CA":        unreachable + "," + pebble.DirectoryURL(),
+		"PETSTORE_RENEW_INTERVAL": "1m",
+	}
+	in := start(t, env, "--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret",
+		"--domain", "petstore.test", "--https-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort)),
+		"--acme-ca-root", rootFile, "--acme-profile", "default", "--acme-caa-identity", "pebble.test",
+		"--allow-test-tlds", "--dns-allow-private")
+	defer in.stop(t)
+	admin := []string{"Authorization", "Bearer admin-secret"}
+	in.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...)
+	dns.SetCNAME(t, "api.shop.test", "cname.petstore.test")
+	if code, body := in.call(t, "POST", "/admin/domains", `{"name":"api.shop.test"}`, admin...); code != 201 {
+		t.Fatalf("add: %d %s", code, body)
+	}
+	if code, body := in.call(t, "POST", "/admin/domains/api.shop.test/verify", "", admin...); code != 200 {
+		t.Fatalf("verify: %d %s", code, body)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, body := in.call(t, "GET", "/admin/domains/api.shop.test", "", admin...)
+		if strings.Contains(body, `"state":"issued"`) {
+			if !strings.Contains(body, `"issuerCA":"`+pebble.DirectoryURL()+`"`) {
+				t.Errorf("the details do not name the CA that issued: %s", body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no certificate within 30 s: %s", body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -41,13 +41,14 @@ const directoryRetry = time.Minute
 const directoryTimeout = 5 * time.Second
 
 func newACMEAuthority(a *ACME, storage certmagic.Storage, issuer *certmagic.ACMEIssuer) *acmeAuthority {
+	// The issuer's directory: with fallback CAs there is one per CA.
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	if a.TrustedRoots != nil {
 		// As certmagic does for its own requests to the CA.
 		t.TLSClientConfig = &tls.Config{RootCAs: a.TrustedRoots}
 	}
 	return &acmeAuthority{
-		directory: a.CA, client: &http.Client{Transport: t, Timeout: directoryTimeout},
+		directory: issuer.CA, client: &http.Client{Transport: t, Timeout: directoryTimeout},
 		storage: storage, issuer: issuer, email: a.Email,
 	}
 }
@@ -136,13 +137,22 @@ func (a *acmeAuthority) readAccountURI(ctx context.Context) (string, error) {
 // from: its identities, this service's account there, and the challenge
 // types it answers. The Checker given in Config is copied, not changed.
 func (m *Manager) wireCAA(a *ACME) {
-	if m.issuer == nil || m.cfg.Checker.CertificateAuthorities != nil {
+	if len(m.issuers) == 0 || m.cfg.Checker.CertificateAuthorities != nil {
 		return
 	}
-	authority := newACMEAuthority(a, m.certs.Storage, m.issuer)
+	// Each CA certificates may come from (--acme-ca, in order): a name
+	// passes when any of them may issue for it.
+	var authorities []*acmeAuthority
+	for _, iss := range m.issuers {
+		authorities = append(authorities, newACMEAuthority(a, m.certs.Storage, iss))
+	}
 	c := *m.cfg.Checker
 	c.CertificateAuthorities = func(ctx context.Context) []CertificateAuthority {
-		return []CertificateAuthority{authority.get(ctx)}
+		out := make([]CertificateAuthority, len(authorities))
+		for i, au := range authorities {
+			out[i] = au.get(ctx)
+		}
+		return out
 	}
 	if c.ValidationMethods == nil && a.DisableHTTPChallenge {
 		c.ValidationMethods = []string{"tls-alpn-01"}

@@ -117,6 +117,7 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 	res.Findings = append(res.Findings, findings...)
 	res.Verified = !slices.ContainsFunc(res.Findings, func(f Finding) bool { return !f.Warning })
 	res.Authoritative = len(s.auth) > 0 && !s.fellBack.Load()
+	res.MaxTTL = int(s.maxTTL.Load())
 	if res.Authoritative {
 		res.Nameservers = s.nsNames
 	}
@@ -167,6 +168,8 @@ type session struct {
 	// fellBack records that an in-zone question went to the resolvers after
 	// the nameservers failed, so the result is not purely authoritative.
 	fellBack atomic.Bool
+	// maxTTL is the longest TTL among the answers, for Result.MaxTTL.
+	maxTTL atomic.Uint32
 }
 
 // discover finds the zone of name and its reachable nameservers. Any failure
@@ -333,12 +336,27 @@ func (s *session) query(ctx context.Context, name string, qtype uint16) (*dns.Ms
 	if len(s.auth) > 0 && isSubdomain(name, s.zone) {
 		r, _, err := s.exchange(ctx, s.auth, name, qtype, false, true)
 		if err == nil {
+			s.noteTTLs(r)
 			return r, nil
 		}
 		s.fellBack.Store(true)
 	}
 	r, _, err := s.exchange(ctx, s.resolvers, name, qtype, true, false)
+	if err == nil {
+		s.noteTTLs(r)
+	}
 	return r, err
+}
+
+func (s *session) noteTTLs(r *dns.Msg) {
+	for _, rr := range r.Answer {
+		for ttl := rr.Header().Ttl; ; {
+			cur := s.maxTTL.Load()
+			if ttl <= cur || s.maxTTL.CompareAndSwap(cur, ttl) {
+				break
+			}
+		}
+	}
 }
 
 // maxChain bounds CNAME chains: real ones are one or two long, and a loop

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
 	"golang.org/x/net/idna"
 
 	"petstore/store"
@@ -54,8 +55,11 @@ type Config struct {
 // ACME configures the certificate authority.
 type ACME struct {
 	// CA is the ACME directory URL.
-	CA    string
-	Email string
+	CA string
+	// FallbackCAs are more directory URLs, tried in order for each
+	// certificate when the ones before fail.
+	FallbackCAs []string
+	Email       string
 	// Profile is the ACME profile to ask for; empty lets the CA choose.
 	Profile string
 	// TrustedRoots are extra roots for the CA's own TLS (test CAs).
@@ -65,6 +69,9 @@ type ACME struct {
 	HTTPPort, TLSPort int
 	// DisableHTTPChallenge is set when there is no HTTP listener.
 	DisableHTTPChallenge bool
+	// RenewInterval is how often certificate maintenance looks for
+	// certificates to renew. Zero means 10 minutes.
+	RenewInterval time.Duration
 }
 
 // Manager owns the custom domains: adding, checking, certificates,
@@ -76,10 +83,19 @@ type Manager struct {
 	now   func() time.Time
 	table atomic.Pointer[routingTable]
 
-	// Certificates; all nil without ACME.
-	certs  *certmagic.Config
-	cache  *certmagic.Cache
-	issuer *certmagic.ACMEIssuer
+	// Certificates; all nil without ACME. certs manages attached domains'
+	// certificates, so that maintenance renews them without visitors;
+	// onDemand serves the default address, obtained in a handshake.
+	certs    *certmagic.Config
+	onDemand *certmagic.Config
+	// obtainer makes the first issuance attempts: single, interactive
+	// ones, whose schedule issuance.go keeps.
+	obtainer *certmagic.Config
+	cache    *certmagic.Cache
+	issuers  []*certmagic.ACMEIssuer
+	// challengeTypes is how many validations one order may fail: acmez
+	// tries the next challenge type after a failed one.
+	challengeTypes int
 
 	ctx       context.Context // ends at Close; background issuance runs under it
 	cancel    context.CancelFunc
@@ -89,9 +105,10 @@ type Manager struct {
 	// kept holds each moved domain's certificate by name: cached
 	// unmanaged, so served but never renewed, until it expires.
 	kept map[string]keptCert
+	// failedValidations counts, per name, validations the CA reported as
+	// failed (seen in the ACME client's log), for the per-hour limit.
+	failedValidations map[string]int
 }
-
-type obtainRun struct{ cancel context.CancelFunc }
 
 // NewManager builds a manager and its routing table from the store.
 func NewManager(cfg Config) (*Manager, error) {
@@ -113,7 +130,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.ConfirmEvery <= 0 {
 		cfg.ConfirmEvery = 30 * time.Minute
 	}
-	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}, kept: map[string]keptCert{}}
+	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}, kept: map[string]keptCert{}, failedValidations: map[string]int{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if cfg.ACME != nil {
 		m.setUpCertificates(cfg.ACME)
@@ -130,31 +147,72 @@ func NewManager(cfg Config) (*Manager, error) {
 
 func (m *Manager) setUpCertificates(a *ACME) {
 	zl := zapToSlog(m.log)
+	renewEvery := a.RenewInterval
+	if renewEvery <= 0 {
+		renewEvery = 10 * time.Minute
+	}
 	m.cache = certmagic.NewCache(certmagic.CacheOptions{
-		GetConfigForCert: func(certmagic.Certificate) (*certmagic.Config, error) { return m.certs, nil },
-		Logger:           zl,
+		GetConfigForCert:   m.configForCert,
+		RenewCheckInterval: renewEvery,
+		Logger:             zl,
 	})
-	m.certs = certmagic.New(m.cache, certmagic.Config{
-		Storage: m.db.CertStorage(),
+	storage := m.db.CertStorage()
+	m.certs = certmagic.New(m.cache, certmagic.Config{Storage: storage, OnEvent: m.onEvent, Logger: zl})
+	m.onDemand = certmagic.New(m.cache, certmagic.Config{
+		Storage: storage,
 		// On-demand issuance serves names nobody obtained ahead of time (the
 		// default address); the decision function denies everything else.
 		OnDemand: &certmagic.OnDemandConfig{DecisionFunc: m.decide},
 		OnEvent:  m.onEvent,
 		Logger:   zl,
 	})
-	m.issuer = certmagic.NewACMEIssuer(m.certs, certmagic.ACMEIssuer{
-		CA:                   a.CA,
-		TestCA:               a.CA,
-		Email:                a.Email,
-		Agreed:               true,
-		TrustedRoots:         a.TrustedRoots,
-		AltHTTPPort:          a.HTTPPort,
-		AltTLSALPNPort:       a.TLSPort,
-		DisableHTTPChallenge: a.DisableHTTPChallenge,
-		Profile:              a.Profile,
-		Logger:               zl,
-	})
-	m.certs.Issuers = []certmagic.Issuer{m.issuer}
+	// The ACME client's log is where a failed validation shows, whatever
+	// challenge type or CA it was.
+	issuerLog := zap.New(validationWatch{Core: zl.Core(), failed: m.noteFailedValidation})
+	m.challengeTypes = 1
+	if !a.DisableHTTPChallenge {
+		m.challengeTypes = 2
+	}
+	var issuers []certmagic.Issuer
+	for _, ca := range append([]string{a.CA}, a.FallbackCAs...) {
+		iss := certmagic.NewACMEIssuer(m.certs, certmagic.ACMEIssuer{
+			CA:                   ca,
+			TestCA:               ca,
+			Email:                a.Email,
+			Agreed:               true,
+			TrustedRoots:         a.TrustedRoots,
+			AltHTTPPort:          a.HTTPPort,
+			AltTLSALPNPort:       a.TLSPort,
+			DisableHTTPChallenge: a.DisableHTTPChallenge,
+			Profile:              a.Profile,
+			Logger:               issuerLog,
+		})
+		m.issuers = append(m.issuers, iss)
+		issuers = append(issuers, iss)
+	}
+	m.certs.Issuers = issuers
+	m.onDemand.Issuers = issuers
+	m.obtainer = certmagic.New(m.cache, certmagic.Config{Storage: storage, OnEvent: m.onEvent, Logger: zl})
+	m.obtainer.Issuers = make([]certmagic.Issuer, len(m.issuers))
+	for i, iss := range m.issuers {
+		m.obtainer.Issuers[i] = promptlessIssuer{iss}
+	}
+	m.wg.Add(1)
+	go m.certificateLoop()
+}
+
+// configForCert tells maintenance which config a cached certificate
+// belongs to: an attached domain's is renewed in the background; the
+// default address's (and a moved domain's, which gets no new one) stay
+// with the on-demand config, which maintenance skips.
+func (m *Manager) configForCert(c certmagic.Certificate) (*certmagic.Config, error) {
+	t := m.table.Load()
+	for _, n := range c.Names {
+		if !t.certAllowed[n] || n == t.defaultAddr {
+			return m.onDemand, nil
+		}
+	}
+	return m.certs, nil
 }
 
 // Close stops background work: issuance attempts and certificate upkeep.
@@ -232,12 +290,17 @@ func hasSuccessfulDeploy(p store.Project) bool {
 
 // Get returns one attached domain.
 func (m *Manager) Get(ctx context.Context, name string) (store.Domain, error) {
-	return m.db.Domain(ctx, lookupName(name))
+	d, err := m.db.Domain(ctx, lookupName(name))
+	return m.honest(ctx, d), err
 }
 
 // List returns every attached domain, oldest first.
 func (m *Manager) List(ctx context.Context) ([]store.Domain, error) {
-	return m.db.Domains(ctx)
+	ds, err := m.db.Domains(ctx)
+	for i := range ds {
+		ds[i] = m.honest(ctx, ds[i])
+	}
+	return ds, err
 }
 
 // lookupName lets a client name a domain the way it typed it: case and a
@@ -286,7 +349,7 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 			d.CheckAttempts = 0
 			next := now.Add(m.cfg.RecheckEvery)
 			d.NextCheckAt = &next
-			change.wantCert = m.certs != nil && d.Certificate.State != store.CertIssued
+			change.wantCert = m.certs != nil && wantsCertificate(&d.Certificate, now)
 		case !manual:
 			d.CheckAttempts++
 			d.NextCheckAt = nil
@@ -318,7 +381,7 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 	if change.wantCert {
 		m.obtain(name)
 	}
-	return d, nil
+	return m.honest(ctx, d), nil
 }
 
 // Remove detaches a domain. Once it returns the domain gets no response:
@@ -341,9 +404,11 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	}
 	m.dropKept(name)
 	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
-	prefix := certmagic.StorageKeys.CertsSitePrefix(m.issuer.IssuerKey(), name)
-	if err := m.certs.Storage.Delete(ctx, prefix); err != nil && !errors.Is(err, errNotExist) {
-		return fmt.Errorf("deleting the certificate of %s: %w", name, err)
+	for _, iss := range m.issuers {
+		prefix := certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)
+		if err := m.certs.Storage.Delete(ctx, prefix); err != nil && !errors.Is(err, errNotExist) {
+			return fmt.Errorf("deleting the certificate of %s: %w", name, err)
+		}
 	}
 	return nil
 }
@@ -383,7 +448,7 @@ func (m *Manager) SaveSettings(ctx context.Context, in store.Settings) (store.Se
 // Troubleshooting lists what to do when a verified domain still has no
 // certificate 30 minutes after verification; nil otherwise.
 func (m *Manager) Troubleshooting(d store.Domain) []string {
-	if d.State != store.DomainVerified || d.VerifiedAt == nil || d.Certificate.State == store.CertIssued ||
+	if d.State != store.DomainVerified || d.VerifiedAt == nil || d.Certificate.State == store.CertIssued || d.Certificate.State == store.CertRenewing ||
 		m.now().Sub(*d.VerifiedAt) < 30*time.Minute {
 		return nil
 	}
@@ -399,6 +464,10 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 	if d.Certificate.Error != "" {
 		steps = append(steps, "The last attempt failed with: "+d.Certificate.Error)
 	}
+	if c := d.Certificate; c.NextAttemptAt != nil && m.now().Before(*c.NextAttemptAt) {
+		steps = append(steps, fmt.Sprintf("The next attempt starts by itself at %s UTC (Re-verify does not bring it forward): %s.",
+			c.NextAttemptAt.UTC().Format("2006-01-02 15:04"), c.NextAttemptReason))
+	}
 	return steps
 }
 
@@ -409,7 +478,8 @@ func (m *Manager) TLSConfig() *tls.Config {
 	if m.certs == nil {
 		return nil
 	}
-	tc := m.certs.TLSConfig()
+	tc := m.onDemand.TLSConfig()
+	tc.GetCertificate = m.getCertificate
 	tc.NextProtos = append(tc.NextProtos, "h2", "http/1.1")
 	tc.MinVersion = tls.VersionTLS12
 	return tc
@@ -418,10 +488,11 @@ func (m *Manager) TLSConfig() *tls.Config {
 // HTTPChallengeHandler answers ACME HTTP-01 challenges and passes every
 // other request to next.
 func (m *Manager) HTTPChallengeHandler(next http.Handler) http.Handler {
-	if m.issuer == nil {
+	if len(m.issuers) == 0 {
 		return next
 	}
-	return m.issuer.HTTPChallengeHandler(next)
+	// Challenges in flight are kept per name, whichever CA asked.
+	return m.issuers[0].HTTPChallengeHandler(next)
 }
 
 // CNAMETarget is where customers point their domains; "" when the service

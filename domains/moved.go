@@ -100,7 +100,7 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 		}
 		next := now.Add(m.cfg.RecheckEvery)
 		d.NextCheckAt = &next
-		change.wantCert = res.Verified && m.certs != nil && d.Certificate.State != store.CertIssued
+		change.wantCert = res.Verified && m.certs != nil && wantsCertificate(&d.Certificate, now)
 	}
 	return change
 }
@@ -114,15 +114,9 @@ func (m *Manager) keepCertificate(ctx context.Context, name string) {
 	}
 	m.stopObtaining(name)
 	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
-	issuerKey := m.issuer.IssuerKey()
-	certPEM, err := m.certs.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(issuerKey, name))
+	certPEM, keyPEM, err := m.storedCertificate(ctx, name)
 	if err != nil {
 		return // no certificate: nothing to keep
-	}
-	keyPEM, err := m.certs.Storage.Load(ctx, certmagic.StorageKeys.SitePrivateKey(issuerKey, name))
-	if err != nil {
-		m.log.Warn("loading the key of a moved domain's certificate", "domain", name, "err", err)
-		return
 	}
 	leaf, err := parseLeaf(certPEM)
 	if err != nil || !m.now().Before(leaf.NotAfter) {
@@ -196,4 +190,19 @@ func (m *Manager) releaseCertificate(ctx context.Context, name string) {
 	if _, err := m.certs.CacheManagedCertificate(ctx, name); err != nil {
 		m.log.Warn("loading the certificate of a domain that verified again", "domain", name, "err", err)
 	}
+}
+
+// storedCertificate loads a name's certificate and key from the storage of
+// the first CA (in --acme-ca order) that holds both.
+func (m *Manager) storedCertificate(ctx context.Context, name string) (certPEM, keyPEM []byte, err error) {
+	err = errNotExist
+	for _, iss := range m.issuers {
+		if certPEM, err = m.certs.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name)); err != nil {
+			continue
+		}
+		if keyPEM, err = m.certs.Storage.Load(ctx, certmagic.StorageKeys.SitePrivateKey(iss.IssuerKey(), name)); err == nil {
+			return certPEM, keyPEM, nil
+		}
+	}
+	return nil, nil, err
 }

@@ -215,6 +215,12 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	if got.Certificate.Issuer == "" || got.Certificate.NotAfter == nil || !got.Certificate.NotAfter.After(time.Now()) {
 		t.Errorf("issued certificate state: %+v", got.Certificate)
 	}
+	// The answer carries the details, as the admin document describes them.
+	e.adminDo("GET", "/admin/domains/shop.example.com", "").wantStatus(200).decode(&d)
+	if c := d.Certificate; c.Serial == "" || len(c.Names) != 1 || c.RenewalDueAt == nil || c.IssuerCA != e.pebble.DirectoryURL() ||
+		c.LastAttempt == nil || len(c.Events) != 1 || c.Events[0].Kind != store.CertEventObtained {
+		t.Errorf("certificate details: %+v", c)
+	}
 	keys, _ := e.db.CertStorage().List(ctx, "certificates", true)
 	if !strings.Contains(strings.Join(keys, " "), "shop.example.com.crt") {
 		t.Errorf("no certificate in storage: %v", keys)

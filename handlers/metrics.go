@@ -128,7 +128,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	now := c.s.now()
 	for _, d := range doms {
-		if d.Certificate.State == store.CertIssued && d.Certificate.NotAfter != nil {
+		if st := d.Certificate.State; (st == store.CertIssued || st == store.CertRenewing || st == store.CertExpired) && d.Certificate.NotAfter != nil {
 			ch <- prometheus.MustNewConstMetric(expiryDesc, prometheus.GaugeValue, d.Certificate.NotAfter.Sub(now).Hours()/24, d.Name)
 		}
 	}

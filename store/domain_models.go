@@ -61,6 +61,9 @@ type DomainCheck struct {
 	ZoneApex bool `json:"zoneApex,omitempty"`
 	// Findings holds only warnings when Verified.
 	Findings []Finding `json:"findings"`
+	// MaxTTL is the longest TTL, in seconds, of the records the check saw:
+	// how long a resolver may keep showing what it saw before.
+	MaxTTL int `json:"maxTTL,omitempty"`
 }
 
 // Domain states.
@@ -76,16 +79,66 @@ const (
 	CertPending = "pending"
 	CertIssued  = "issued"
 	CertFailed  = "failed"
+	// CertRenewing: the certificate is valid and a renewal is under way.
+	CertRenewing = "renewing"
+	// CertExpired: the certificate's notAfter has passed.
+	CertExpired = "expired"
+)
+
+// Certificate lifecycle event kinds.
+const (
+	CertEventObtained = "obtained"
+	CertEventRenewed  = "renewed"
+	CertEventFailed   = "failed"
+	CertEventRemoved  = "removed"
 )
 
 // Certificate is what is known of a domain's TLS certificate.
 type Certificate struct {
-	State     string     `json:"state"`
-	Issuer    string     `json:"issuer,omitempty"`
+	State string `json:"state"`
+	// Issuer is the issuing CA certificate's common name.
+	Issuer string `json:"issuer,omitempty"`
+	// IssuerCA is the ACME directory URL of the CA that issued it: with
+	// several --acme-ca, the one that succeeded.
+	IssuerCA  string     `json:"issuerCA,omitempty"`
+	Serial    string     `json:"serial,omitempty"`
+	Names     []string   `json:"names,omitempty"`
 	NotBefore *time.Time `json:"notBefore,omitempty"`
 	NotAfter  *time.Time `json:"notAfter,omitempty"`
-	Error     string     `json:"error,omitempty"`
-	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
+	// RenewalDueAt is when renewal starts: the CA's ARI choice when it
+	// offers one, else when a third of the lifetime is left.
+	RenewalDueAt *time.Time `json:"renewalDueAt,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	UpdatedAt    *time.Time `json:"updatedAt,omitempty"`
+	// LastAttempt is the latest request to the CA, renewals included.
+	LastAttempt *CertAttempt `json:"lastAttempt,omitempty"`
+	// NextAttemptAt and NextAttemptReason are set while failed attempts
+	// back off: when the next one starts and why it waits.
+	NextAttemptAt     *time.Time `json:"nextAttemptAt,omitempty"`
+	NextAttemptReason string     `json:"nextAttemptReason,omitempty"`
+	// FailedAttempts counts the failed attempts in a row, for the back-off.
+	FailedAttempts int `json:"failedAttempts,omitempty"`
+	// FailedValidations holds the times of failed validations in the last
+	// hour: CAs lock a name out after a few per hour.
+	FailedValidations []time.Time `json:"failedValidations,omitempty"`
+	// Events are the latest lifecycle events, oldest first.
+	Events []CertEvent `json:"events,omitempty"`
+}
+
+// CertAttempt is one request to the CA.
+type CertAttempt struct {
+	At      time.Time `json:"at"`
+	Renewal bool      `json:"renewal"`
+	// Error is empty while the attempt runs and when it succeeded.
+	Error string `json:"error,omitempty"`
+}
+
+// CertEvent is one lifecycle event of a domain's certificate.
+type CertEvent struct {
+	// Kind is one of the CertEvent* constants.
+	Kind   string    `json:"kind"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail,omitempty"`
 }
 
 // Domain is a custom domain attached to the project.

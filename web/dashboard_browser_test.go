@@ -313,6 +313,8 @@ func TestDashboardCertificate(t *testing.T) {
 	)
 	waitText(t, ctx, card+" .progress", "Requesting a certificate for api.example.com")
 	waitText(t, ctx, card+" .certificate", "Issued by")
+	waitText(t, ctx, card+" .certificate-details", "Serial")
+	waitText(t, ctx, card+" .certificate-details .event", "Obtained")
 	if n := run(t, ctx, "looking for the progress", chromedp.Evaluate[int](`document.querySelectorAll('`+card+` .progress').length`)); n != 0 {
 		t.Errorf("the progress stays after the certificate was issued")
 	}

@@ -264,3 +264,10 @@ func (d *DNS) ClearServfail(tb testing.TB, host string) {
 	tb.Helper()
 	d.must(tb, "/clear-servfail", map[string]any{"host": fqdn(host)})
 }
+
+// SetDefaultIPv4 sets the address every name without A records gets; ""
+// turns that off, so such names have no address at all.
+func (d *DNS) SetDefaultIPv4(tb testing.TB, ip string) {
+	tb.Helper()
+	d.must(tb, "/set-default-ipv4", map[string]any{"ip": ip})
+}

@@ -26,6 +26,9 @@ type PebbleOptions struct {
 	// PEBBLE_CHAIN_LENGTH=2, after the defaults (PEBBLE_VA_NOSLEEP=1,
 	// PEBBLE_WFE_NONCEREJECT=0, PEBBLE_AUTHZREUSE=0), so they can override them.
 	Env []string
+	// Profiles adds certificate profiles (name to validity in seconds) to
+	// pebble's stock ones, e.g. {"short": 150} for renewal tests.
+	Profiles map[string]int
 }
 
 // Pebble is a running pebble ACME CA on loopback, resolving names only through
@@ -88,7 +91,7 @@ func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 			roots:    roots,
 		}
 		cfgFile := filepath.Join(cfgDir, fmt.Sprintf("pebble-config-%d.json", attempt))
-		if err := p.writeConfig(cfgFile, dir); err != nil {
+		if err := p.writeConfig(cfgFile, dir, opts.Profiles); err != nil {
 			tb.Fatalf("domaintest: %v", err)
 		}
 		env := append([]string{"PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0"}, opts.Env...)
@@ -113,7 +116,7 @@ func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 	return nil
 }
 
-func (p *Pebble) writeConfig(file, pebbleDir string) error {
+func (p *Pebble) writeConfig(file, pebbleDir string, extraProfiles map[string]int) error {
 	type profile struct {
 		Description    string `json:"description"`
 		ValidityPeriod int    `json:"validityPeriod"`
@@ -147,6 +150,9 @@ func (p *Pebble) writeConfig(file, pebbleDir string) error {
 	c.Profiles = map[string]profile{
 		"default":    {Description: "The profile you know and love", ValidityPeriod: 7776000},
 		"shortlived": {Description: "A short-lived cert profile, without actual enforcement", ValidityPeriod: 518400},
+	}
+	for name, seconds := range extraProfiles {
+		c.Profiles[name] = profile{Description: name, ValidityPeriod: seconds}
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {

@@ -654,25 +654,44 @@
     );
   }
 
+  const EVENT_WORDS = { obtained: 'Obtained', renewed: 'Renewed', failed: 'Failed', removed: 'Removed' };
+
   function certificateSection(d) {
     const c = d.certificate || { state: 'none' };
     let text;
     switch (c.state) {
       case 'issued':
-        text = [`Issued${c.issuer ? ` by ${c.issuer}` : ''}`, c.notAfter ? [', valid until ', timeEl(c.notAfter)] : '', '. It renews by itself.'];
+        text = [`Issued${c.issuer ? ` by ${c.issuer}` : ''}`, c.notAfter ? [', valid until ', timeEl(c.notAfter)] : '', '. It renews by itself',
+          c.renewalDueAt ? [' from ', timeEl(c.renewalDueAt)] : '', ', no visitor needed.'];
+        break;
+      case 'renewing':
+        text = ['Being renewed in the background; the current certificate stays in use', c.notAfter ? [' until ', timeEl(c.notAfter)] : '', '.'];
+        break;
+      case 'expired':
+        text = ['Expired', c.notAfter ? [' at ', timeEl(c.notAfter)] : '', '. Visitors see a warning until it is renewed.'];
         break;
       case 'pending':
         text = ['Being requested from the certificate authority. This page updates by itself.'];
         break;
       case 'failed':
-        text = [`The last attempt failed${c.error ? `: ${sentence(c.error)}` : '.'} Re-verify to try again.`];
+        text = [`The last attempt failed${c.error ? `: ${sentence(c.error)}` : '.'}`];
         break;
       default:
         text = [d.state === 'verified' ? 'Not requested yet. Re-verify to request one.' : 'Requested once the domain verifies.'];
     }
+    const details = [];
+    if (c.serial) details.push(el('li', {}, 'Serial ', code(c.serial), c.issuerCA ? [' from ', code(c.issuerCA)] : []));
+    if (c.nextAttemptAt) {
+      details.push(el('li', { className: 'next-attempt' }, 'Next attempt ', timeEl(c.nextAttemptAt),
+        ` by itself (Re-verify does not bring it forward)${c.nextAttemptReason ? `: ${sentence(c.nextAttemptReason)}` : '.'}`));
+    }
+    for (const e of (c.events || []).slice(-3).reverse()) {
+      details.push(el('li', { className: 'event' }, `${EVENT_WORDS[e.kind] || e.kind} `, timeEl(e.at), e.detail ? ` (${e.detail})` : ''));
+    }
     return el('section', { className: 'certificate', 'aria-label': `Certificate of ${d.name}` },
       el('h4', {}, 'Certificate ', el('span', { className: `pill pill-cert-${c.state}`, textContent: c.state })),
       el('p', {}, ...text.flat()),
+      details.length ? el('ul', { className: 'certificate-details' }, ...details) : null,
     );
   }
 
@@ -734,8 +753,12 @@
   function scheduleRefresh(d) {
     stopRefresh(d.name);
     let delay = 0;
-    if (d.certificate && d.certificate.state === 'pending') {
+    const c = d.certificate || {};
+    if (c.state === 'pending' || c.state === 'renewing') {
       delay = CERT_POLL_MS;
+    } else if (c.nextAttemptAt) {
+      const due = new Date(c.nextAttemptAt).getTime() - Date.now() + 1000;
+      if (due > 0 && due < 10 * 60 * 1000) delay = Math.max(due, CERT_POLL_MS);
     } else if (d.state === 'pending' && d.nextCheckAt) {
       const due = new Date(d.nextCheckAt).getTime() - Date.now() + 1000;
       if (due > 0 && due < 10 * 60 * 1000) delay = Math.max(due, CERT_POLL_MS);

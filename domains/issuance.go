@@ -1,0 +1,346 @@
+package domains
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"github.com/mholt/acmez/v3/acme"
+	"go.uber.org/zap/zapcore"
+
+	"petstore/store"
+)
+
+// The limits a domain's first issuance keeps towards the CA: Let's Encrypt
+// locks a name out for an hour after 5 failed validations in an hour.
+const (
+	maxFailedValidationsPerHour = 5
+	firstRetryAfter             = time.Minute
+	maxRetryAfter               = time.Hour
+)
+
+type obtainRun struct{ cancel context.CancelFunc }
+
+// obtain makes sure the certificate of name is being requested: it starts
+// an attempt unless one is in flight (Verify and Re-verify attach to it,
+// they never cancel it) or failed attempts are backing off (the domain
+// says until when, and the certificate loop starts the next one then).
+// A certificate obtained goes into the cache through the managed config,
+// so maintenance renews it.
+func (m *Manager) obtain(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.obtaining[name] != nil || m.ctx.Err() != nil {
+		return
+	}
+	d, err := m.db.Domain(m.ctx, name)
+	if err != nil {
+		return
+	}
+	if c := d.Certificate; c.NextAttemptAt != nil && m.now().Before(*c.NextAttemptAt) {
+		return
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	run := &obtainRun{cancel: cancel}
+	m.obtaining[name] = run
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer func() {
+			m.mu.Lock()
+			if m.obtaining[name] == run {
+				delete(m.obtaining, name)
+			}
+			m.mu.Unlock()
+			cancel()
+		}()
+		m.attempt(ctx, name)
+	}()
+}
+
+// attempt runs one issuance attempt: one ACME order per CA at most, each
+// CA in turn until one issues.
+func (m *Manager) attempt(ctx context.Context, name string) {
+	started := m.now().UTC()
+	m.updateCert(ctx, name, func(c *store.Certificate) {
+		if c.State != store.CertIssued && c.State != store.CertRenewing {
+			c.State = store.CertPending
+		}
+		c.LastAttempt = &store.CertAttempt{At: started}
+		c.NextAttemptAt, c.NextAttemptReason = nil, ""
+	})
+	failedBefore := m.failedValidationCount(name)
+	// A single attempt (certmagic retries only non-interactive ones): the
+	// back-off below decides when the next one starts.
+	err := m.obtainer.ObtainCertSync(ctx, name)
+	if err == nil {
+		var cert certmagicCertificate
+		if cert, err = m.certs.CacheManagedCertificate(ctx, name); err == nil {
+			m.recordIssued(ctx, name, cert.Leaf, m.issuerKeyOf(ctx, name, cert.Leaf), false)
+			return
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	validations := m.failedValidationCount(name) - failedBefore
+	var problem acme.Problem
+	if validations == 0 && errors.As(err, &problem) && isValidationProblem(problem) {
+		validations = 1
+	}
+	m.log.Warn("certificate not obtained", "domain", name, "failed_validations", validations, "err", err)
+	m.recordFailure(ctx, name, err, validations)
+}
+
+func (m *Manager) stopObtaining(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if run := m.obtaining[name]; run != nil {
+		run.cancel()
+		delete(m.obtaining, name)
+	}
+}
+
+// issuerKeyOf finds which CA's storage holds leaf: certmagic does not say
+// which issuer a cached certificate came from.
+func (m *Manager) issuerKeyOf(ctx context.Context, name string, leaf *x509.Certificate) string {
+	for _, iss := range m.issuers {
+		b, err := m.certs.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
+		if err != nil {
+			continue
+		}
+		if stored, err := parseLeaf(b); err == nil && stored.SerialNumber.Cmp(leaf.SerialNumber) == 0 {
+			return iss.IssuerKey()
+		}
+	}
+	return ""
+}
+
+// promptlessIssuer is an ACME issuer that never asks for an email on the
+// terminal, which certmagic does in an interactive attempt without one.
+type promptlessIssuer struct{ *certmagic.ACMEIssuer }
+
+func (p promptlessIssuer) PreCheck(ctx context.Context, names []string, _ bool) error {
+	return p.ACMEIssuer.PreCheck(ctx, names, false)
+}
+
+// isValidationProblem tells the ACME problems that count as a failed
+// validation at the CA from refusals of the order itself.
+func isValidationProblem(p acme.Problem) bool {
+	switch p.Type {
+	case acme.ProblemTypeConnection, acme.ProblemTypeDNS, acme.ProblemTypeUnauthorized,
+		acme.ProblemTypeIncorrectResponse, acme.ProblemTypeTLS, acme.ProblemTypeCAA:
+		return true
+	}
+	return false
+}
+
+// recordFailure records a failed attempt and schedules the next one.
+func (m *Manager) recordFailure(ctx context.Context, name string, err error, validations int) {
+	now := m.now().UTC()
+	msg := err.Error()
+	m.updateCert(ctx, name, func(c *store.Certificate) {
+		c.FailedValidations = recentFailures(c.FailedValidations, now)
+		for range validations {
+			c.FailedValidations = append(c.FailedValidations, now)
+		}
+		c.FailedAttempts++
+		next, limited := m.nextAttempt(now, c.FailedAttempts, c.FailedValidations)
+		c.NextAttemptAt = &next
+		c.NextAttemptReason = m.waitReason(ctx, name, err, validations, limited)
+		if c.State != store.CertIssued && c.State != store.CertRenewing {
+			c.State = store.CertFailed
+		}
+		c.Error = msg
+		c.LastAttempt = &store.CertAttempt{At: now, Error: msg}
+		c.Events = addEvent(c.Events, store.CertEvent{Kind: store.CertEventFailed, At: now, Detail: msg})
+	})
+}
+
+// nextAttempt is when the attempt after the failures-th failure in a row
+// may start: 1, 2, 4 ... minutes later, at most an hour, and never so soon
+// that the failed validations of the hour before could pass the CA's limit
+// (an attempt may fail one validation per challenge type). limited says
+// the hourly limit, not the back-off, set the time.
+func (m *Manager) nextAttempt(now time.Time, failures int, failedValidations []time.Time) (next time.Time, limited bool) {
+	wait := maxRetryAfter
+	if failures <= 7 {
+		wait = min(firstRetryAfter<<max(failures-1, 0), maxRetryAfter)
+	}
+	next = now.Add(wait)
+	room := maxFailedValidationsPerHour - m.challengeTypes
+	if n := len(failedValidations); n > room {
+		// From this time on only room failures remain within the hour.
+		if free := failedValidations[n-room-1].Add(time.Hour); free.After(next) {
+			return free, true
+		}
+	}
+	return next, false
+}
+
+// recentFailures keeps the failed validations of the hour before now.
+func recentFailures(ts []time.Time, now time.Time) []time.Time {
+	i := 0
+	for i < len(ts) && !ts[i].After(now.Add(-time.Hour)) {
+		i++
+	}
+	return slices.Clone(ts[i:])
+}
+
+// waitReason says, in the customer's words, why the next attempt waits.
+func (m *Manager) waitReason(ctx context.Context, name string, err error, validations int, limited bool) string {
+	var reason string
+	var problem acme.Problem
+	var netErr net.Error
+	switch {
+	case errors.As(err, &problem) && problem.Type == acme.ProblemTypeCAA:
+		reason = "the certificate authority's own CAA check refused the name: " + problemText(err)
+	case validations > 0:
+		d, derr := m.db.Domain(ctx, name)
+		if derr == nil && d.Check != nil && d.Check.Verified {
+			reason = fmt.Sprintf("the certificate authority still sees the old record; resolvers may keep it for up to its TTL (%d s)", d.Check.MaxTTL)
+		} else {
+			reason = "the certificate authority could not validate the domain: " + problemText(err)
+		}
+	case errors.As(err, &problem) && problem.Type == acme.ProblemTypeRateLimited:
+		reason = "the certificate authority's rate limit was reached: " + problemText(err)
+	case errors.As(err, &netErr) || errors.As(err, &problem) && problem.Status >= 500:
+		reason = "the certificate authority did not answer: " + problemText(err)
+	default:
+		reason = "the last attempt failed: " + problemText(err)
+	}
+	if limited {
+		reason += fmt.Sprintf("; at most %d failed validations per hour are allowed before the certificate authority locks the name out", maxFailedValidationsPerHour)
+	}
+	return reason
+}
+
+// problemText is the CA's own words when it sent a problem document.
+func problemText(err error) string {
+	var problem acme.Problem
+	if errors.As(err, &problem) && problem.Detail != "" {
+		return problem.Detail
+	}
+	return err.Error()
+}
+
+// certificateLoop keeps the stored certificate records honest and starts
+// due attempts until Close, every TickEvery.
+func (m *Manager) certificateLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.cfg.TickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			m.TendCertificates(m.ctx)
+		}
+	}
+}
+
+// TendCertificates does one round of the certificate loop now: verified
+// domains without a certificate whose next attempt is due get one; a
+// certificate whose file left storage is recorded as removed and requested
+// again; one past its notAfter is recorded as expired. Exported for tests.
+func (m *Manager) TendCertificates(ctx context.Context) {
+	if m.certs == nil {
+		return
+	}
+	ds, err := m.db.Domains(ctx)
+	if err != nil {
+		m.log.Error("listing domains", "err", err)
+		return
+	}
+	now := m.now().UTC()
+	for _, d := range ds {
+		if ctx.Err() != nil {
+			return
+		}
+		c := d.Certificate
+		switch c.State {
+		case store.CertIssued, store.CertRenewing, store.CertExpired:
+			if !m.certInStorage(ctx, d.Name) {
+				m.updateCert(ctx, d.Name, func(c *store.Certificate) {
+					c.State = store.CertNone
+					c.Serial, c.Names, c.NotBefore, c.NotAfter, c.RenewalDueAt = "", nil, nil, nil, nil
+					c.Events = addEvent(c.Events, store.CertEvent{Kind: store.CertEventRemoved, At: now, Detail: "the certificate file is no longer in storage"})
+				})
+				m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: d.Name}})
+				if d.State == store.DomainVerified {
+					m.obtain(d.Name)
+				}
+				continue
+			}
+			if c.State != store.CertExpired && c.NotAfter != nil && !now.Before(*c.NotAfter) {
+				m.updateCert(ctx, d.Name, func(c *store.Certificate) { c.State = store.CertExpired })
+			}
+		default:
+			if d.State == store.DomainVerified && (c.NextAttemptAt == nil || !now.Before(*c.NextAttemptAt)) {
+				m.obtain(d.Name)
+			}
+		}
+	}
+}
+
+// noteFailedValidation counts a validation the CA reported as failed.
+func (m *Manager) noteFailedValidation(name string) {
+	m.mu.Lock()
+	m.failedValidations[name]++
+	m.mu.Unlock()
+}
+
+func (m *Manager) failedValidationCount(name string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.failedValidations[name]
+}
+
+// validationWatch passes the ACME client's log through and tells each
+// failed validation it reports ("validating authorization", at error
+// level, with the identifier) to failed.
+type validationWatch struct {
+	zapcore.Core
+	fields []zapcore.Field
+	failed func(name string)
+}
+
+const failedValidationMessage = "validating authorization"
+
+func (v validationWatch) With(fields []zapcore.Field) zapcore.Core {
+	return validationWatch{Core: v.Core.With(fields), fields: append(v.fields[:len(v.fields):len(v.fields)], fields...), failed: v.failed}
+}
+
+func (v validationWatch) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if e.Message == failedValidationMessage && e.Level >= zapcore.ErrorLevel {
+		ce = ce.AddCore(e, validationCount{v})
+	}
+	return v.Core.Check(e, ce)
+}
+
+// validationCount is the part of validationWatch that only counts: the
+// line itself is written by the wrapped core.
+type validationCount struct{ v validationWatch }
+
+func (c validationCount) Enabled(zapcore.Level) bool        { return true }
+func (c validationCount) With([]zapcore.Field) zapcore.Core { return c }
+func (c validationCount) Sync() error                       { return nil }
+func (c validationCount) Check(_ zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	return ce
+}
+
+func (c validationCount) Write(_ zapcore.Entry, fields []zapcore.Field) error {
+	for _, f := range append(c.v.fields[:len(c.v.fields):len(c.v.fields)], fields...) {
+		if f.Key == "identifier" && f.Type == zapcore.StringType {
+			c.v.failed(f.String)
+			return nil
+		}
+	}
+	return nil
+}

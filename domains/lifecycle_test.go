@@ -1,0 +1,332 @@
+package domains_test
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+
+	"petstore/domains"
+	"petstore/domains/domaintest"
+	"petstore/store"
+)
+
+// acmeManager is a manager with certificates from pebble, on a fresh
+// store. checkDNS is what the manager's own DNS check sees; pebble
+// resolves through the DNS it was started with.
+func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebble, clk *clock, a domains.ACME) (*domains.Manager, *store.DB) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	if _, err := db.UpdateProject(ctx, func(p *store.Project) error { p.Plan = store.PlanPro; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordDeploy(ctx, store.Deploy{Version: "1.0.0", Status: "succeeded"}); err != nil {
+		t.Fatal(err)
+	}
+	if a.CA == "" {
+		a.CA = pebble.DirectoryURL()
+	}
+	if a.Profile == "" {
+		a.Profile = "default"
+	}
+	a.TrustedRoots, a.HTTPPort, a.TLSPort = pebble.RootsPool(), pebble.HTTPPort, pebble.TLSPort
+	now := time.Now
+	if clk != nil {
+		now = clk.now
+	}
+	m, err := domains.NewManager(domains.Config{
+		Store:    db,
+		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:  &domains.Checker{Resolvers: []string{checkDNS.Addr()}, CNAMETarget: "cname.petstore.test", Timeout: time.Second},
+		ACME:     &a,
+		Now:      now,
+		// The tests start due attempts themselves (TendCertificates).
+		TickEvery: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m, db
+}
+
+func waitCert(t *testing.T, db *store.DB, name, what string, within time.Duration, cond func(store.Certificate) bool) store.Certificate {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		d, err := db.Domain(context.Background(), name)
+		if err == nil && cond(d.Certificate) {
+			return d.Certificate
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; certificate %+v", what, within, d.Certificate)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func addVerified(t *testing.T, m *domains.Manager, dns *domaintest.DNS, name string) store.Domain {
+	t.Helper()
+	dns.SetCNAME(t, name, "cname.petstore.test")
+	if _, err := m.Add(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Verify(context.Background(), name)
+	if err != nil || d.State != store.DomainVerified {
+		t.Fatalf("verify %s: %+v %v", name, d, err)
+	}
+	return d
+}
+
+// TestRenewalWithoutVisitors: a certificate that lives 40 seconds is
+// renewed by maintenance before it expires, with no TLS client at all.
+func TestRenewalWithoutVisitors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble and waits for a renewal")
+	}
+	dns := domaintest.StartDNS(t)
+	dns.AddA(t, "cname.petstore.test", "127.0.0.1")
+	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{Profiles: map[string]int{"short": 40}})
+	m, db := acmeManager(t, dns, pebble, nil, domains.ACME{Profile: "short", RenewInterval: time.Second})
+	const name = "renew.example.org"
+	addVerified(t, m, dns, name)
+
+	first := waitCert(t, db, name, "first certificate", 20*time.Second, func(c store.Certificate) bool { return c.State == store.CertIssued })
+	if first.Serial == "" || first.NotAfter == nil || first.NotAfter.Sub(*first.NotBefore) > time.Minute ||
+		first.RenewalDueAt == nil || first.RenewalDueAt.After(*first.NotAfter) || first.IssuerCA != pebble.DirectoryURL() ||
+		len(first.Names) != 1 || first.Names[0] != name || len(first.Events) != 1 || first.Events[0].Kind != store.CertEventObtained {
+		t.Fatalf("details of the first certificate: %+v", first)
+	}
+	renewed := waitCert(t, db, name, "renewal", time.Until(*first.NotAfter), func(c store.Certificate) bool {
+		return c.Serial != first.Serial && c.State == store.CertIssued
+	})
+	if time.Now().After(*first.NotAfter) {
+		t.Fatalf("renewed only after the first certificate expired at %v", first.NotAfter)
+	}
+	if last := renewed.Events[len(renewed.Events)-1]; last.Kind != store.CertEventRenewed || !strings.Contains(last.Detail, renewed.Serial) {
+		t.Errorf("events after the renewal: %+v", renewed.Events)
+	}
+	if renewed.LastAttempt == nil || !renewed.LastAttempt.Renewal || renewed.LastAttempt.Error != "" {
+		t.Errorf("last attempt: %+v", renewed.LastAttempt)
+	}
+	// The new certificate is the one in storage.
+	iss := certmagic.ACMEIssuer{CA: pebble.DirectoryURL()}
+	pemBytes, err := db.CertStorage().Load(context.Background(), certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(certSerials(t, pemBytes), renewed.Serial) {
+		t.Errorf("storage holds %s, want the renewed serial %s", certSerials(t, pemBytes), renewed.Serial)
+	}
+	// And the API answer says so, expiry included.
+	d, err := m.Get(context.Background(), name)
+	if err != nil || d.Certificate.State != store.CertIssued || d.Certificate.Serial != renewed.Serial {
+		t.Errorf("domain answer: %+v %v", d.Certificate, err)
+	}
+}
+
+// TestCertificateStateIsHonest: a certificate past its notAfter is shown
+// expired, and one whose file left storage is shown as none and recorded
+// as removed, whatever the stored state says.
+func TestCertificateStateIsHonest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble")
+	}
+	dns := domaintest.StartDNS(t)
+	dns.AddA(t, "cname.petstore.test", "127.0.0.1")
+	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
+	clk := &clock{t: time.Now()}
+	m, db := acmeManager(t, dns, pebble, clk, domains.ACME{})
+	ctx := context.Background()
+	const name = "honest.example.org"
+	addVerified(t, m, dns, name)
+	c := waitCert(t, db, name, "certificate", 20*time.Second, func(c store.Certificate) bool { return c.State == store.CertIssued })
+
+	clk.t = c.NotAfter.Add(time.Second)
+	if d, _ := m.Get(ctx, name); d.Certificate.State != store.CertExpired {
+		t.Errorf("past notAfter the certificate is %q", d.Certificate.State)
+	}
+	clk.t = time.Now()
+
+	iss := certmagic.ACMEIssuer{CA: pebble.DirectoryURL()}
+	if err := db.CertStorage().Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := m.Get(ctx, name); d.Certificate.State == store.CertIssued {
+		t.Errorf("with its file removed the certificate is still %q", d.Certificate.State)
+	}
+	m.TendCertificates(ctx)
+	again := waitCert(t, db, name, "a new certificate", 20*time.Second, func(c store.Certificate) bool {
+		return c.State == store.CertIssued && c.Serial != "" && len(c.Events) == 3
+	})
+	kinds := []string{}
+	for _, e := range again.Events {
+		kinds = append(kinds, e.Kind)
+	}
+	if got := strings.Join(kinds, ","); got != "obtained,removed,obtained" || again.Serial == c.Serial {
+		t.Errorf("events %s, serial %s after %s; want obtained,removed,obtained and a new serial", got, again.Serial, c.Serial)
+	}
+}
+
+var orderAdded = regexp.MustCompile(`Added order "([^"]+)"`)
+
+// TestIssuanceBacksOff: while the CA still sees the old record, ten
+// Verify and Re-verify calls within 5 s make one attempt at a time, later
+// attempts wait longer, the failed validations stay within the CA's hourly
+// limit, and the domain says when and why it tries next. Pebble's log is
+// the witness of the orders.
+func TestIssuanceBacksOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble")
+	}
+	ourDNS := domaintest.StartDNS(t)
+	caDNS := domaintest.StartDNS(t)
+	ourDNS.AddA(t, "cname.petstore.test", "127.0.0.1")
+	caDNS.SetDefaultIPv4(t, "")
+	const name = "slowdns.example.org"
+	// The CA's resolver still has the record from before the customer's
+	// change: a name with no address.
+	caDNS.SetCNAME(t, name, "old-host.example.net")
+	pebble := domaintest.StartPebble(t, caDNS, domaintest.PebbleOptions{})
+	clk := &clock{t: time.Now()}
+	m, db := acmeManager(t, ourDNS, pebble, clk, domains.ACME{})
+	ctx := context.Background()
+
+	ourDNS.SetCNAME(t, name, "cname.petstore.test")
+	if _, err := m.Add(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := range 10 {
+		d, err := m.Verify(ctx, name)
+		if err != nil || d.State != store.DomainVerified {
+			t.Fatalf("verify %d: %+v %v", i, d, err)
+		}
+		// Let the first attempt fail, so that the later calls meet the
+		// back-off as well as the attempt in flight.
+		if i == 4 {
+			waitCert(t, db, name, "first attempt", 20*time.Second, func(c store.Certificate) bool { return c.NextAttemptAt != nil })
+		}
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("10 calls took %v", took)
+	}
+	c := waitCert(t, db, name, "first attempt", 20*time.Second, func(c store.Certificate) bool { return c.NextAttemptAt != nil })
+	orders := orderAdded.FindAllString(pebble.Log(), -1)
+	if len(orders) == 0 {
+		t.Fatalf("no order reached pebble:\n%s", pebble.Log())
+	}
+	assertSequentialOrders(t, pebble.Log())
+	if c.State != store.CertFailed || c.FailedAttempts != 1 || c.NextAttemptAt.Sub(c.LastAttempt.At) != time.Minute {
+		t.Fatalf("after the first failed attempt: %+v", c)
+	}
+	if !strings.Contains(c.NextAttemptReason, "still sees the old record") || !strings.Contains(c.NextAttemptReason, "TTL (") {
+		t.Errorf("reason: %q", c.NextAttemptReason)
+	}
+	if d, _ := m.Get(ctx, name); d.Certificate.NextAttemptAt == nil {
+		t.Error("the domain answer does not say when the next attempt is")
+	}
+	t.Logf("one attempt made %d orders (one per challenge type tried) and %d failed validations", len(orders), len(c.FailedValidations))
+
+	// Each later attempt waits twice as long as the one before, unless the
+	// hourly limit of failed validations makes it wait longer still.
+	delays := []time.Duration{time.Minute}
+	limited := false
+	for attempt := 2; attempt <= 4; attempt++ {
+		// Not due yet: a round of the certificate loop starts nothing.
+		m.TendCertificates(ctx)
+		if n := len(orderAdded.FindAllString(pebble.Log(), -1)); n != len(orders) {
+			t.Fatalf("attempt %d started before it was due", attempt)
+		}
+		clk.t = *c.NextAttemptAt
+		m.TendCertificates(ctx)
+		c = waitCert(t, db, name, "next attempt", 20*time.Second, func(c store.Certificate) bool { return c.FailedAttempts == attempt && c.NextAttemptAt != nil })
+		orders = orderAdded.FindAllString(pebble.Log(), -1)
+		delay := c.NextAttemptAt.Sub(c.LastAttempt.At)
+		delays = append(delays, delay)
+		t.Logf("attempt %d: %d orders so far, %d failed validations in the hour, next in %v", attempt, len(orders), len(c.FailedValidations), delay)
+		if backoff := time.Minute << (attempt - 1); delay < backoff {
+			t.Errorf("attempt %d: next after %v, want at least %v", attempt, delay, backoff)
+		}
+		if strings.Contains(c.NextAttemptReason, "per hour") {
+			limited = true
+			if first := c.FailedValidations[0]; c.NextAttemptAt.Before(first.Add(time.Hour)) && len(c.FailedValidations) > 3 {
+				t.Errorf("limited, yet the next attempt at %v comes before the hour of %v ends", c.NextAttemptAt, first)
+			}
+		}
+		if len(c.FailedValidations) > 5 {
+			t.Errorf("%d failed validations within the hour", len(c.FailedValidations))
+		}
+	}
+	assertSequentialOrders(t, pebble.Log())
+	if !limited {
+		t.Errorf("the hourly limit never set the time; delays %v", delays)
+	}
+	t.Logf("delays %v", delays)
+}
+
+// assertSequentialOrders checks in pebble's log that every order ended
+// (invalid or issued) before the next one was created.
+func assertSequentialOrders(t *testing.T, log string) {
+	t.Helper()
+	open := ""
+	for _, line := range strings.Split(log, "\n") {
+		if m := orderAdded.FindStringSubmatch(line); m != nil {
+			if open != "" {
+				t.Fatalf("order %s created while order %s was in flight", m[1], open)
+			}
+			open = m[1]
+		}
+		if open != "" && strings.Contains(line, open) && (strings.Contains(line, "set INVALID") || strings.Contains(line, "Issued certificate")) {
+			open = ""
+		}
+	}
+}
+
+// TestIssuerFallback: with the first CA unreachable, the certificate comes
+// from the next one, and the details name it.
+func TestIssuerFallback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble")
+	}
+	dns := domaintest.StartDNS(t)
+	dns.AddA(t, "cname.petstore.test", "127.0.0.1")
+	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
+	const unreachable = "https://127.0.0.1:1/dir"
+	m, db := acmeManager(t, dns, pebble, nil, domains.ACME{CA: unreachable, FallbackCAs: []string{pebble.DirectoryURL()}})
+	const name = "fallback.example.org"
+	addVerified(t, m, dns, name)
+	c := waitCert(t, db, name, "certificate from the second CA", 30*time.Second, func(c store.Certificate) bool { return c.State == store.CertIssued })
+	if c.IssuerCA != pebble.DirectoryURL() || !strings.Contains(c.Events[0].Detail, pebble.DirectoryURL()) {
+		t.Errorf("issuer CA %q, events %+v; want %s", c.IssuerCA, c.Events, pebble.DirectoryURL())
+	}
+	if !strings.Contains(pebble.Log(), "Issued certificate") {
+		t.Error("pebble issued nothing")
+	}
+}
+
+// certSerials is the serial of the first certificate in a PEM chain, in hex.
+func certSerials(t *testing.T, chain []byte) string {
+	t.Helper()
+	block, _ := pem.Decode(chain)
+	if block == nil {
+		t.Fatal("no PEM certificate")
+	}
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", leaf.SerialNumber)
+}
