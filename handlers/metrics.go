@@ -206,6 +206,11 @@ func (s *Server) serveMetrics(c echo.Context) error {
 		}
 	}
 
+	if d, ok := s.cfg.AccessLog.(interface{ Dropped() uint64 }); ok {
+		w.family("petstore_log_lines_dropped_total", "counter", "Log lines dropped because the log output did not keep up.")
+		w.sample("petstore_log_lines_dropped_total", nil, float64(d.Dropped()))
+	}
+
 	w.family("petstore_up", "gauge", "1 while the service is up and its store answers.")
 	w.sample("petstore_up", nil, 1)
 

@@ -4,6 +4,7 @@
 package handlers
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -81,6 +82,9 @@ type Server struct {
 	sitePage []byte
 	// reqMetrics counts requests for GET /metrics (metrics.go).
 	reqMetrics httpMetrics
+	// aborted ends when AbortBackups is called: backups in flight stop.
+	aborted      context.Context
+	abortBackups context.CancelFunc
 }
 
 // New builds the server: parses both OpenAPI documents, registers every
@@ -126,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 		public:  public,
 		admin:   admin,
 	}
+	s.aborted, s.abortBackups = context.WithCancel(context.Background())
 	if cfg.AccessLog != nil {
 		s.access = newAccessWriter(cfg.AccessLog, cfg.AccessLogJSON)
 	}
