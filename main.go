@@ -52,7 +52,7 @@ type config struct {
 	publicIPs, dnsResolvers           listFlag
 	rateLimit                         float64
 	cpuProfile                        string
-	maxInFlight                       int
+	maxInFlight, maxClientConns       int
 	shutdownTimeout                   time.Duration
 	logJSON                           bool
 }
@@ -93,6 +93,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
+	fs.IntVar(&c.maxClientConns, "max-client-conns", handlers.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
 	fs.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this file until shutdown (for diagnosis; read it with go tool pprof)")
 	fs.BoolVar(&c.logJSON, "log-json", false, "write logs as JSON lines instead of key=value text")
@@ -115,6 +116,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	})
 	if c.cnameTarget == "" && c.domain != "" {
 		c.cnameTarget = "cname." + c.domain
+	}
+	if c.maxClientConns < 0 {
+		return c, errors.New("--max-client-conns must be 0 (off) or more")
 	}
 	if c.rateLimit < 0 {
 		return c, errors.New("--rate-limit must be 0 (off) or more")
@@ -177,8 +181,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer manager.Close()
+	conns, fileLimit, err := handlers.NewConnGuard(cfg.maxClientConns)
+	if err != nil {
+		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
+	}
 	srv, err := handlers.New(handlers.Config{
 		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
+		Conns: conns,
 	})
 	if err != nil {
 		return err
@@ -201,6 +210,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if err != nil {
 			return nil, err
 		}
+		ln = conns.Listener(ln)
+		conns.Track(srv)
 		if srv.TLSConfig != nil {
 			ln = tls.NewListener(ln, srv.TLSConfig)
 		}

@@ -211,6 +211,16 @@ func (s *Server) serveMetrics(c echo.Context) error {
 		w.sample("petstore_log_lines_dropped_total", nil, float64(d.Dropped()))
 	}
 
+	if s.cfg.Conns != nil {
+		st := s.cfg.Conns.Stats()
+		w.family("petstore_connections_open", "gauge", "Client connections open, on every listener.")
+		w.sample("petstore_connections_open", nil, float64(st.Open))
+		w.family("petstore_connections_closed_total", "counter", "Connections the service closed to keep descriptors free: client_cap (the client was at --max-client-conns), idle (idle, closed because descriptors ran short), refused (new, with descriptors short and nothing idle).")
+		w.sample("petstore_connections_closed_total", []string{"reason", "client_cap"}, float64(st.ClientCapped))
+		w.sample("petstore_connections_closed_total", []string{"reason", "idle"}, float64(st.Shed))
+		w.sample("petstore_connections_closed_total", []string{"reason", "refused"}, float64(st.Refused))
+	}
+
 	w.family("petstore_up", "gauge", "1 while the service is up and its store answers.")
 	w.sample("petstore_up", nil, 1)
 

@@ -61,6 +61,9 @@ type Config struct {
 	// MaxInFlight caps requests served at once (503 past it); 0 means
 	// DefaultMaxInFlight.
 	MaxInFlight int
+	// Conns, when set, is the guard of the listeners' connections, for
+	// /metrics.
+	Conns *ConnGuard
 	// SkipValidation turns request validation off. Only benchmarks use it,
 	// to measure what validation costs.
 	SkipValidation bool
