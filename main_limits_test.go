@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -215,4 +219,165 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 		t.Fatalf("the data file did not close: %v", err)
 	}
 	db.Close()
+}
+
+// The child process of TestOneClientCannotHoldTheDescriptors: run() under
+// a low limit on open files, which the parent cannot set for itself.
+const (
+	connChildEnv     = "PETSTORE_TEST_CONN_CHILD"
+	connChildArgsEnv = "PETSTORE_TEST_CONN_CHILD_ARGS"
+	childFileLimit   = 200
+)
+
+func runConnChild() {
+	lim := syscall.Rlimit{Cur: childFileLimit, Max: childFileLimit}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		fmt.Println("setrlimit:", err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	args := strings.Split(os.Getenv(connChildArgsEnv), "\x1f")
+	if err := run(ctx, args, func(string) string { return "" }, os.Stdout); err != nil {
+		fmt.Println("run:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// startLimited starts the service in a child process whose limit on open
+// files is childFileLimit, soft and hard, and returns its address.
+func startLimited(t *testing.T, args ...string) string {
+	t.Helper()
+	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0", "--admin-token", testAdminToken,
+		"--data", filepath.Join(t.TempDir(), "p.db"), "--shutdown-timeout", "1s"}, args...)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
+	cmd.Env = append(os.Environ(), connChildEnv+"=1", connChildArgsEnv+"="+strings.Join(args, "\x1f"))
+	out := &syncBuffer{}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	listening := make(chan string, 1)
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(stdout)
+		re := regexp.MustCompile(`listening on http://(\S+)`)
+		for sc.Scan() {
+			out.Write(append(sc.Bytes(), '\n'))
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				listening <- m[1]
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("the service did not stop after SIGTERM:\n%s", out)
+		}
+	})
+	select {
+	case addr := <-listening:
+		return strings.Replace(addr, "localhost", "127.0.0.1", 1)
+	case <-exited:
+		t.Fatalf("the service ended before listening:\n%s", out)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no 'listening on' line:\n%s", out)
+	}
+	return ""
+}
+
+// hold opens n connections from 127.0.0.1 to addr, each sending one
+// request and then staying idle (what a client holding keep-alive
+// connections does), and returns them.
+func hold(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	d := net.Dialer{Timeout: 5 * time.Second}
+	for range n {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("after %d connections: %v", len(conns), err)
+		}
+		conns = append(conns, c)
+		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	}
+	return conns
+}
+
+// answered counts the connections that got their answer (within a few
+// seconds for all) and the ones closed without one.
+func answered(conns []net.Conn) (ok, closed int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for _, c := range conns {
+		_ = c.SetReadDeadline(deadline)
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		switch {
+		case err == nil && res.StatusCode == http.StatusOK:
+			ok++
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
+			closed++
+		}
+	}
+	return ok, closed
+}
+
+// otherClientServed fails the test unless a client on another address
+// (127.0.0.2) gets its answers on new connections.
+func otherClientServed(t *testing.T, addr string) {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+	for i := range 3 {
+		res, err := client.Get("http://" + addr + "/healthz")
+		if err != nil {
+			t.Fatalf("another client, request %d: %v", i, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("another client, request %d: status %d", i, res.StatusCode)
+		}
+	}
+}
+
+// TestOneClientCannotHoldTheDescriptors: under a limit of 200 open files,
+// one address holding twice that many idle keep-alive connections does not
+// keep another client out, with the per-client cap above the limit (idle
+// connections are closed to make room) and below it (the client's extra
+// connections are closed at once).
+func TestOneClientCannotHoldTheDescriptors(t *testing.T) {
+	if os.Getenv(connChildEnv) != "" {
+		runConnChild()
+	}
+	t.Run("idle connections make room", func(t *testing.T) {
+		addr := startLimited(t) // the default cap, 256, is above the limit
+		conns := hold(t, addr, 2*childFileLimit)
+		otherClientServed(t, addr)
+		if ok, _ := answered(conns); ok == 0 {
+			t.Error("none of the held connections was answered")
+		}
+	})
+	t.Run("per-client cap", func(t *testing.T) {
+		addr := startLimited(t, "--max-client-conns", "20")
+		conns := hold(t, addr, 30)
+		ok, closed := answered(conns)
+		if ok != 20 || closed != 10 {
+			t.Errorf("30 connections from one address with a cap of 20: %d answered, %d closed; want 20 and 10", ok, closed)
+		}
+		otherClientServed(t, addr)
+	})
 }
