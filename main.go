@@ -248,6 +248,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
 	go manager.Run(background)
+	go handlers.ReleaseMemoryWhenIdle(background, 5*time.Second)
 	serveErr := make(chan error, len(listeners))
 	for _, l := range listeners {
 		go func() { serveErr <- l.srv.Serve(l.ln) }()
