@@ -36,9 +36,8 @@ type ConnGuard struct {
 	highWater, reserve int
 
 	mu        sync.Mutex
-	open      int
 	perClient map[clientKey]int
-	idle      map[*guardedConn]struct{}
+	conns     map[*guardedConn]struct{} // open
 
 	clientCapped, shed, refused atomic.Uint64
 }
@@ -48,7 +47,7 @@ type ConnGuard struct {
 // err says why it could not be raised, which is not fatal.
 func NewConnGuard(maxPerClient int) (g *ConnGuard, fileLimit int, err error) {
 	fileLimit, err = raiseFileLimit()
-	g = &ConnGuard{maxPerClient: maxPerClient, perClient: map[clientKey]int{}, idle: map[*guardedConn]struct{}{}}
+	g = &ConnGuard{maxPerClient: maxPerClient, perClient: map[clientKey]int{}, conns: map[*guardedConn]struct{}{}}
 	if fileLimit > 0 {
 		// Descriptors other than connections (the data file, DNS and ACME
 		// sockets, backups' files) need room too.
@@ -71,7 +70,7 @@ type ConnStats struct {
 // Stats returns the current counters.
 func (g *ConnGuard) Stats() ConnStats {
 	g.mu.Lock()
-	open := g.open
+	open := len(g.conns)
 	g.mu.Unlock()
 	return ConnStats{Open: open, ClientCapped: g.clientCapped.Load(), Shed: g.shed.Load(), Refused: g.refused.Load()}
 }
@@ -93,23 +92,14 @@ func (g *ConnGuard) Track(srv *http.Server) {
 	}
 }
 
+// connState runs twice per request on a keep-alive connection: an atomic
+// store, no lock.
 func (g *ConnGuard) connState(c net.Conn, st http.ConnState) {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	gc, ok := c.(*guardedConn)
-	if !ok {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch st {
-	case http.StateNew, http.StateIdle:
-		if !gc.closed.Load() {
-			g.idle[gc] = struct{}{}
-		}
-	default:
-		delete(g.idle, gc)
+	if gc, ok := c.(*guardedConn); ok {
+		gc.idle.Store(st == http.StateNew || st == http.StateIdle)
 	}
 }
 
@@ -147,9 +137,9 @@ func (g *ConnGuard) admit(c net.Conn) *guardedConn {
 		g.clientCapped.Add(1)
 		return nil
 	}
-	if g.highWater > 0 && g.open >= g.highWater {
-		victims := g.pickIdle(g.open - g.highWater + g.reserve/2)
-		if len(victims) == 0 && g.open >= g.highWater+g.reserve/2 {
+	if open := len(g.conns); g.highWater > 0 && open >= g.highWater {
+		victims := g.pickIdle(open - g.highWater + g.reserve/2)
+		if len(victims) == 0 && open >= g.highWater+g.reserve/2 {
 			g.mu.Unlock()
 			g.refused.Add(1)
 			return nil
@@ -158,10 +148,11 @@ func (g *ConnGuard) admit(c net.Conn) *guardedConn {
 		g.closeAll(victims)
 		g.mu.Lock()
 	}
-	g.open++
+	gc := &guardedConn{Conn: c, g: g, key: key}
+	g.conns[gc] = struct{}{}
 	g.perClient[key]++
 	g.mu.Unlock()
-	return &guardedConn{Conn: c, g: g, key: key}
+	return gc
 }
 
 // shedIdle closes up to n idle connections and returns how many.
@@ -173,20 +164,23 @@ func (g *ConnGuard) shedIdle(n int) int {
 	return len(victims)
 }
 
-// pickIdle takes up to n idle connections out of the idle set, those of
-// the clients holding the most connections first. g.mu is held.
+// pickIdle returns up to n idle connections, those of the clients holding
+// the most connections first, and marks them busy so that they are picked
+// once. g.mu is held.
 func (g *ConnGuard) pickIdle(n int) []*guardedConn {
-	if n <= 0 || len(g.idle) == 0 {
+	if n <= 0 {
 		return nil
 	}
-	victims := make([]*guardedConn, 0, len(g.idle))
-	for c := range g.idle {
-		victims = append(victims, c)
+	var victims []*guardedConn
+	for c := range g.conns {
+		if c.idle.Load() {
+			victims = append(victims, c)
+		}
 	}
 	slices.SortFunc(victims, func(a, b *guardedConn) int { return g.perClient[b.key] - g.perClient[a.key] })
 	victims = victims[:min(n, len(victims))]
 	for _, c := range victims {
-		delete(g.idle, c)
+		c.idle.Store(false)
 	}
 	return victims
 }
@@ -206,17 +200,19 @@ type guardedConn struct {
 	g      *ConnGuard
 	key    clientKey
 	closed atomic.Bool
+	// idle is set between requests and before the first (http.StateNew,
+	// http.StateIdle): closing the connection then loses no answer.
+	idle atomic.Bool
 }
 
 func (c *guardedConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
 		g := c.g
 		g.mu.Lock()
-		g.open--
+		delete(g.conns, c)
 		if g.perClient[c.key]--; g.perClient[c.key] <= 0 {
 			delete(g.perClient, c.key)
 		}
-		delete(g.idle, c)
 		g.mu.Unlock()
 	}
 	return c.Conn.Close()
