@@ -10,7 +10,7 @@ import (
 )
 
 // rateLimitClients bounds the clients whose buckets the rate limiter
-// remembers (about 70 bytes each); past it, the least recently seen is
+// remembers (under 100 bytes each); past it, the least recently seen is
 // forgotten. A forgotten client starts again with a full burst, which only
 // a client that was idle while this many others were served can gain.
 const rateLimitClients = 1 << 14
@@ -65,6 +65,7 @@ func clientKeyOf(remoteAddr string) clientKey {
 type rateLimiter struct {
 	rate, burst float64
 	max         int
+	epoch       time.Time // slots keep their times as offsets from it
 
 	mu     sync.Mutex
 	slots  []bucketSlot
@@ -75,30 +76,31 @@ type rateLimiter struct {
 type bucketSlot struct {
 	key        clientKey
 	tokens     float64
-	last       time.Time
+	last       time.Duration // since epoch
 	prev, next int32 // towards older, towards newer; circular
 }
 
 func newRateLimiter(rate, burst float64, max int) *rateLimiter {
-	return &rateLimiter{rate: rate, burst: burst, max: max, index: make(map[clientKey]int32), newest: -1}
+	return &rateLimiter{rate: rate, burst: burst, max: max, epoch: time.Now(), index: make(map[clientKey]int32), newest: -1}
 }
 
 // allow takes a token from k's bucket, refilled at rate since its last
 // request, and reports whether there was one.
 func (l *rateLimiter) allow(k clientKey, now time.Time) bool {
+	at := now.Sub(l.epoch)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i, ok := l.index[k]
 	if !ok {
 		i = l.slotFor(k)
-		l.slots[i].tokens, l.slots[i].last = l.burst, now
+		l.slots[i].tokens, l.slots[i].last = l.burst, at
 	} else {
 		l.touch(i)
 	}
 	b := &l.slots[i]
-	if elapsed := now.Sub(b.last); elapsed > 0 {
+	if elapsed := at - b.last; elapsed > 0 {
 		b.tokens = min(l.burst, b.tokens+elapsed.Seconds()*l.rate)
-		b.last = now
+		b.last = at
 	}
 	if b.tokens < 1 {
 		return false
