@@ -54,7 +54,18 @@ func TestLogWriterDropsAndReports(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the drop was never reported")
 	}
-	_, _ = l.Write([]byte("last line\n"))
+	// The buffer may still be full until the next flush: write until a
+	// line is kept.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		before := l.Dropped()
+		_, _ = l.Write([]byte("last line\n"))
+		if l.Dropped() == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lines are still dropped long after the sink took again")
+		}
+	}
 	l.Close(10 * time.Second)
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
