@@ -120,6 +120,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if c.maxClientConns < 0 {
 		return c, errors.New("--max-client-conns must be 0 (off) or more")
 	}
+	if c.shutdownTimeout < 0 {
+		return c, errors.New("--shutdown-timeout must not be negative")
+	}
 	if c.rateLimit < 0 {
 		return c, errors.New("--rate-limit must be 0 (off) or more")
 	}
