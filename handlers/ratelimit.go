@@ -77,7 +77,7 @@ type bucketSlot struct {
 	key        clientKey
 	tokens     float64
 	last       time.Duration // since epoch
-	prev, next int32 // towards older, towards newer; circular
+	prev, next int32         // towards older, towards newer; circular
 }
 
 func newRateLimiter(rate, burst float64, max int) *rateLimiter {
