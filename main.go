@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -22,7 +21,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -56,7 +54,8 @@ type config struct {
 	publicIPs, dnsResolvers           listFlag
 	rateLimit                         float64
 	cpuProfile                        string
-	maxInFlight                       int
+	maxInFlight, maxClientConns       int
+	shutdownTimeout                   time.Duration
 	logJSON                           bool
 	allowTestTLDs, dnsAllowPrivate    bool
 }
@@ -100,6 +99,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
+	fs.IntVar(&c.maxClientConns, "max-client-conns", handlers.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
 	fs.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this file until shutdown (for diagnosis; read it with go tool pprof)")
 	fs.BoolVar(&c.logJSON, "log-json", false, "write logs as JSON lines instead of key=value text")
 	if err := fs.Parse(args); err != nil {
@@ -128,6 +129,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if c.cnameTarget == "" && c.domain != "" {
 		c.cnameTarget = "cname." + c.domain
 	}
+	if c.maxClientConns < 0 {
+		return c, errors.New("--max-client-conns must be 0 (off) or more")
+	}
+	if c.shutdownTimeout < 0 {
+		return c, errors.New("--shutdown-timeout must not be negative")
+	}
 	if c.rateLimit < 0 {
 		return c, errors.New("--rate-limit must be 0 (off) or more")
 	}
@@ -154,13 +161,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	} else if err != nil {
 		return err
 	}
-	logOut := newFlushingWriter(stdout, 100*time.Millisecond)
-	defer logOut.Close()
+	// Everything run writes, the banner included, goes through logOut, which
+	// drops lines rather than wait for a stdout nobody reads.
+	logOut := handlers.NewLogWriter(stdout, 100*time.Millisecond)
+	defer logOut.Close(2 * time.Second)
 	var logHandler slog.Handler = slog.NewTextHandler(logOut, nil)
 	if cfg.logJSON {
 		logHandler = slog.NewJSONHandler(logOut, nil)
 	}
 	log := slog.New(logHandler)
+	logOut.OnDrop(func(n uint64) {
+		log.Warn(fmt.Sprintf("dropped %d log lines: the log output does not keep up", n), "dropped", n)
+	})
 	if cfg.cpuProfile != "" {
 		f, err := os.Create(cfg.cpuProfile)
 		if err != nil {
@@ -187,8 +199,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer manager.Close()
+	conns, fileLimit, err := handlers.NewConnGuard(cfg.maxClientConns)
+	if err != nil {
+		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
+	}
 	srv, err := handlers.New(handlers.Config{
 		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
+		Conns: conns,
 	})
 	if err != nil {
 		return err
@@ -211,6 +228,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if err != nil {
 			return nil, err
 		}
+		ln = conns.Listener(ln)
+		conns.Track(srv)
 		if srv.TLSConfig != nil {
 			ln = tls.NewListener(ln, srv.TLSConfig)
 		}
@@ -242,12 +261,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
 	}
-	logOut.Flush() // what was logged during start-up comes before the banner
-	printBanner(stdout, cfg, plainAddr, newToken)
+	printBanner(logOut, cfg, plainAddr, newToken)
 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
 	go manager.Run(background)
+	go handlers.ReleaseMemoryWhenIdle(background, 5*time.Second)
 	serveErr := make(chan error, len(listeners))
 	for _, l := range listeners {
 		go func() { serveErr <- l.srv.Serve(l.ln) }()
@@ -258,13 +277,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing in-flight requests")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	for _, l := range listeners {
-		if err := l.srv.Shutdown(shutdownCtx); err != nil {
-			return fmt.Errorf("shutdown: %w", err)
-		}
+	servers := make([]*http.Server, len(listeners))
+	for i, l := range listeners {
+		servers[i] = l.srv
 	}
+	handlers.ShutdownServers(servers, cfg.shutdownTimeout, srv.AbortBackups, log)
 	return nil
 }
 
@@ -353,52 +370,4 @@ func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
 	default:
 		fmt.Fprintln(w, "  admin token           set at first start (lost it? start once with --admin-token NEW)")
 	}
-}
-
-// flushingWriter buffers log output and writes it out every interval and at
-// Close: one line per request would otherwise cost a write(2) each, which
-// measured a third of a request's time.
-type flushingWriter struct {
-	mu   sync.Mutex
-	w    *bufio.Writer
-	stop chan struct{}
-	done chan struct{}
-}
-
-func newFlushingWriter(w io.Writer, interval time.Duration) *flushingWriter {
-	f := &flushingWriter{w: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(f.done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				f.Flush()
-			case <-f.stop:
-				return
-			}
-		}
-	}()
-	return f
-}
-
-func (f *flushingWriter) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.w.Write(p)
-}
-
-// Flush writes out what is buffered.
-func (f *flushingWriter) Flush() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_ = f.w.Flush()
-}
-
-// Close stops the timer and flushes.
-func (f *flushingWriter) Close() {
-	close(f.stop)
-	<-f.done
-	f.Flush()
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -40,12 +41,22 @@ func (s *Server) backup(c echo.Context) error {
 		return c.NoContent(http.StatusOK)
 	}
 
+	// An abort ends the copy's context and unblocks a write stuck on a
+	// client that does not read, so that the read transaction ends.
+	rc := http.NewResponseController(res)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopAbort := context.AfterFunc(s.aborted, func() {
+		cancel()
+		_ = rc.SetWriteDeadline(time.Now())
+	})
+	defer stopAbort()
 	committed := false
 	n, err := s.store.BackupSized(ctx, func(size int64) (io.Writer, error) {
 		setHeaders(size)
 		res.WriteHeader(http.StatusOK)
 		committed = true
-		return &deadlineWriter{w: res, rc: http.NewResponseController(res)}, nil
+		return &deadlineWriter{w: res, rc: rc}, nil
 	})
 	if err == nil {
 		return nil // the access log has the bytes and the duration
@@ -59,6 +70,10 @@ func (s *Server) backup(c echo.Context) error {
 	s.log.Warn("backup interrupted", "request_id", requestID(c), "bytes", n, "err", err)
 	return nil
 }
+
+// AbortBackups stops the backup downloads in flight, for a shutdown that
+// cannot wait for them: each ends as an interrupted download.
+func (s *Server) AbortBackups() { s.abortBackups() }
 
 // deadlineWriter pushes the connection's write deadline backupIdleTimeout
 // ahead before every write.

@@ -89,6 +89,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	body := s.classify(err, c)
+	if body.Status == http.StatusTooManyRequests || body.Status == http.StatusServiceUnavailable {
+		// A client turned away gives its connection back: kept alive, it
+		// would hold a descriptor the service is short of, for free.
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+	}
 	if body.Status >= 500 {
 		s.log.Error("request failed",
 			"request_id", requestID(c),

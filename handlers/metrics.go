@@ -91,6 +91,12 @@ var (
 		"Custom domains attached, by state.", []string{"state"}, nil)
 	expiryDesc = prometheus.NewDesc("petstore_certificate_expiry_days",
 		"Days until the certificate of a custom domain expires (negative once expired), for domains with an issued certificate.", []string{"domain"}, nil)
+	logDroppedDesc = prometheus.NewDesc("petstore_log_lines_dropped_total",
+		"Log lines dropped because the log output did not keep up.", nil, nil)
+	connsOpenDesc = prometheus.NewDesc("petstore_connections_open",
+		"Client connections open, on every listener.", nil, nil)
+	connsClosedDesc = prometheus.NewDesc("petstore_connections_closed_total",
+		"Connections the service closed to keep descriptors free: client_cap (the client was at --max-client-conns), idle (idle, closed because descriptors ran short), refused (new, with descriptors short and nothing idle).", []string{"reason"}, nil)
 	upDesc = prometheus.NewDesc("petstore_up",
 		"1 while the service is up and its store answers.", nil, nil)
 )
@@ -102,6 +108,9 @@ func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- storeSizeDesc
 	ch <- domainsDesc
 	ch <- expiryDesc
+	ch <- logDroppedDesc
+	ch <- connsOpenDesc
+	ch <- connsClosedDesc
 	ch <- upDesc
 }
 
@@ -131,6 +140,16 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		if st := d.Certificate.State; (st == store.CertIssued || st == store.CertRenewing || st == store.CertExpired) && d.Certificate.NotAfter != nil {
 			ch <- prometheus.MustNewConstMetric(expiryDesc, prometheus.GaugeValue, d.Certificate.NotAfter.Sub(now).Hours()/24, d.Name)
 		}
+	}
+	if d, ok := c.s.cfg.AccessLog.(interface{ Dropped() uint64 }); ok {
+		ch <- prometheus.MustNewConstMetric(logDroppedDesc, prometheus.CounterValue, float64(d.Dropped()))
+	}
+	if c.s.cfg.Conns != nil {
+		st := c.s.cfg.Conns.Stats()
+		ch <- prometheus.MustNewConstMetric(connsOpenDesc, prometheus.GaugeValue, float64(st.Open))
+		ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(st.ClientCapped), "client_cap")
+		ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(st.Shed), "idle")
+		ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(st.Refused), "refused")
 	}
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
 }

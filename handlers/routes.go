@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"golang.org/x/time/rate"
 
 	"petstore/store"
 )
@@ -143,29 +142,6 @@ func chain(h echo.HandlerFunc, mw ...echo.MiddlewareFunc) echo.HandlerFunc {
 func aroundRouted(mw ...echo.MiddlewareFunc) echo.MiddlewareFunc {
 	h := chain(func(c echo.Context) error { return c.Handler()(c) }, mw...)
 	return func(echo.HandlerFunc) echo.HandlerFunc { return h }
-}
-
-// rateLimit allows RateLimit requests per second per client address with a
-// burst of twice that, and answers 429 with Retry-After past it.
-func (s *Server) rateLimit() echo.MiddlewareFunc {
-	burst := int(2 * s.cfg.RateLimit)
-	if burst < 1 {
-		burst = 1
-	}
-	retryAfter := "1"
-	if s.cfg.RateLimit < 1 {
-		retryAfter = fmt.Sprint(int(1/s.cfg.RateLimit + 0.999))
-	}
-	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: rate.Limit(s.cfg.RateLimit), Burst: burst,
-		}),
-		IdentifierExtractor: func(c echo.Context) (string, error) { return c.RealIP(), nil },
-		DenyHandler: func(c echo.Context, _ string, _ error) error {
-			c.Response().Header().Set("Retry-After", retryAfter)
-			return apiError(codeRateLimited, "too many requests from this client; retry after %s s", retryAfter)
-		},
-	})
 }
 
 // wholeSegments answers 404 when a path parameter took in a slash: Echo lets

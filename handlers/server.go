@@ -4,6 +4,7 @@
 package handlers
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -60,6 +61,9 @@ type Config struct {
 	// MaxInFlight caps requests served at once (503 past it); 0 means
 	// DefaultMaxInFlight.
 	MaxInFlight int
+	// Conns, when set, is the guard of the listeners' connections, for
+	// /metrics.
+	Conns *ConnGuard
 	// SkipValidation turns request validation off. Only benchmarks use it,
 	// to measure what validation costs.
 	SkipValidation bool
@@ -81,6 +85,9 @@ type Server struct {
 	sitePage []byte
 	// metrics counts requests for GET /metrics (metrics.go).
 	metrics *httpMetrics
+	// aborted ends when AbortBackups is called: backups in flight stop.
+	aborted      context.Context
+	abortBackups context.CancelFunc
 }
 
 // New builds the server: parses both OpenAPI documents, registers every
@@ -127,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 		admin:   admin,
 	}
 	s.metrics = newHTTPMetrics(s)
+	s.aborted, s.abortBackups = context.WithCancel(context.Background())
 	if cfg.AccessLog != nil {
 		s.access = newAccessWriter(cfg.AccessLog, cfg.AccessLogJSON)
 	}

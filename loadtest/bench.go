@@ -89,6 +89,12 @@ type bench struct {
 	smallReady   time.Duration
 	idleRSS      int64 // small store, after start
 	afterLoadRSS int64 // small store, after every row
+	peakRSS      int64 // small store, its high-water mark (VmHWM)
+	// settledRSS is the small store's RSS once it came back within
+	// targetSettledVsIdle of idle after the load, or at the end of
+	// cfg.rssWait; settleTime is how long after the load that was.
+	settledRSS int64
+	settleTime time.Duration
 
 	importTime  time.Duration
 	bigFileSize int64
@@ -186,6 +192,9 @@ func (b *bench) measure(ctx context.Context) error {
 	if b.afterLoadRSS, err = b.smallProc.rss(); err != nil {
 		return err
 	}
+	if err := b.waitRSSSettled(ctx); err != nil {
+		return err
+	}
 	for _, p := range b.procs {
 		if err := p.stop(); err != nil {
 			return err
@@ -240,6 +249,31 @@ func (b *bench) runJobs(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// waitRSSSettled polls the small store's RSS after the load, until it is
+// within targetSettledVsIdle of its idle RSS or cfg.rssWait has passed.
+func (b *bench) waitRSSSettled(ctx context.Context) error {
+	var err error
+	if b.peakRSS, err = b.smallProc.procStatus("VmHWM"); err != nil {
+		return err
+	}
+	b.progress("waiting up to %v for the RSS to come back within %gx idle", b.cfg.rssWait, targetSettledVsIdle)
+	start := time.Now()
+	for {
+		if b.settledRSS, err = b.smallProc.rss(); err != nil {
+			return err
+		}
+		b.settleTime = time.Since(start)
+		if float64(b.settledRSS) <= targetSettledVsIdle*float64(b.idleRSS) || b.settleTime >= b.cfg.rssWait {
+			return nil
+		}
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // settleRSS waits for the process to settle after its start and reads its

@@ -39,7 +39,7 @@ func TestLoadtestQuick(t *testing.T) {
 	}
 	cfg := config{
 		duration: 300 * time.Millisecond, rounds: 2, warmup: 100 * time.Millisecond, connections: 8,
-		pets: 300, bigPets: 2000, stockPets: 4, readyStarts: 2, settle: 100 * time.Millisecond,
+		pets: 300, bigPets: 2000, stockPets: 4, readyStarts: 2, settle: 100 * time.Millisecond, rssWait: 20 * time.Second,
 		tlsDomains: 20,
 	}
 	if os.Getenv("LOADTEST_1M") != "" {
@@ -76,6 +76,8 @@ func TestLoadtestQuick(t *testing.T) {
 		"idle RSS after start, " + small + " pets",
 		"idle RSS after start, " + big + " pets",
 		"RSS after all rows, " + small + " pets",
+		"peak RSS, " + small + " pets",
+		"RSS after the load ends, " + small + " pets",
 		"idle RSS after start, Echo baseline",
 		labelReadyTime + ", " + small + " pets",
 		labelReadyTime + ", " + big + " pets",

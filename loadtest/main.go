@@ -83,6 +83,7 @@ type config struct {
 	readyStarts int           // starts of the large store timed to ready
 	tlsDomains  int           // verified domains of the second TLS server; 0 skips the TLS rows
 	settle      time.Duration // wait after ready before reading idle RSS
+	rssWait     time.Duration // longest wait after the load for RSS to come back near idle
 	serverLog   string        // where the server's request log goes
 	quick       bool
 }
@@ -120,6 +121,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.readyStarts, "ready-starts", 3, "starts of the large store timed to ready (the median is reported)")
 	fs.IntVar(&c.tlsDomains, "tls-domains", targetTLSDomains, "verified domains (each with its certificate) of the server the 1-domain TLS row is compared with; 0 skips the TLS rows")
 	fs.DurationVar(&c.settle, "settle", time.Second, "wait after ready before reading the idle RSS")
+	fs.DurationVar(&c.rssWait, "rss-wait", time.Minute, "after the last row, how long to poll the small store's RSS for it to come back within 2x idle")
 	fs.StringVar(&c.serverLog, "server-log", "", "file for the servers' request logs (default: discarded)")
 	fs.BoolVar(&c.quick, "quick", false, fmt.Sprintf("quick run: -duration %v -rounds %d -warmup %v -settle %v -big-pets %d unless given", quickDuration, quickRounds, quickWarmup, quickSettle, quickBigPets))
 	if err := fs.Parse(args); err != nil {
@@ -151,8 +153,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	}
 	var err error
 	switch {
-	case c.duration <= 0 || c.warmup < 0 || c.settle < 0:
-		err = errors.New("-duration must be positive, -warmup and -settle not negative")
+	case c.duration <= 0 || c.warmup < 0 || c.settle < 0 || c.rssWait < 0:
+		err = errors.New("-duration must be positive, -warmup, -settle and -rss-wait not negative")
 	case c.rounds < 1 || c.duration/time.Duration(c.rounds) < 10*time.Millisecond:
 		err = errors.New("-rounds must be at least 1, and slices of -duration/-rounds at least 10ms")
 	case c.connections < 1:

@@ -235,21 +235,24 @@ func procCPUTime(pid int, name string, clkTck int64) (time.Duration, error) {
 }
 
 // rss is VmRSS from /proc/<pid>/status, in bytes.
-func (p *proc) rss() (int64, error) {
+func (p *proc) rss() (int64, error) { return p.procStatus("VmRSS") }
+
+// procStatus is a field of /proc/<pid>/status given in kB, in bytes.
+func (p *proc) procStatus(field string) (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid()))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", p.name, err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("%s: VmRSS %q: %w", p.name, v, err)
+				return 0, fmt.Errorf("%s: %s %q: %w", p.name, field, v, err)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("%s: no VmRSS in /proc/%d/status", p.name, p.pid())
+	return 0, fmt.Errorf("%s: no %s in /proc/%d/status", p.name, field, p.pid())
 }
 
 // clockTicks is CLK_TCK, the unit of /proc/<pid>/stat's times.

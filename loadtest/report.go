@@ -118,21 +118,23 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // Targets from the issue.
 const (
-	targetGetPetCPU    = 1.2  // GET /pets/{id} CPU/req, x Echo baseline
-	targetPostVsEcho   = 0.55 // POST /pets req/s, x Echo baseline
-	targetPostVsFsync  = 5    // POST /pets req/s, x one-fsync-per-write puts/s
-	targetDeepVsFirst  = 1.2  // deep page CPU/req, x first page
-	targetBigVsSmall   = 1.2  // first page at 1M, x at 10k
-	targetIdleRSSMB    = 25
-	targetReadyMS      = 200 // with 1M pets
-	targetBigPets      = 1_000_000
-	targetSmallPets    = 10_000
-	targetTLSManyVsOne = 0.9   // new TLS connections/s with 1,000 domains, x with 1
-	targetTLSDomains   = 1_000 // the domains of that target
-	tlsRowOneDomain    = "new TLS connections, 1 verified domain"
-	labelReadyTime     = "time to ready after start"
-	labelEchoBaseline  = "Echo baseline: GET " + echoBaselinePath + ", no middleware (own process)"
-	labelFsyncBaseline = "bbolt baseline: sequential puts, one fsync each (req = put)"
+	targetGetPetCPU   = 1.2  // GET /pets/{id} CPU/req, x Echo baseline
+	targetPostVsEcho  = 0.55 // POST /pets req/s, x Echo baseline
+	targetPostVsFsync = 5    // POST /pets req/s, x one-fsync-per-write puts/s
+	targetDeepVsFirst = 1.2  // deep page CPU/req, x first page
+	targetBigVsSmall  = 1.2  // first page at 1M, x at 10k
+	targetIdleRSSMB   = 25
+	// targetSettledVsIdle: RSS within a minute after the load, x idle RSS.
+	targetSettledVsIdle = 2.0
+	targetReadyMS       = 200 // with 1M pets
+	targetBigPets       = 1_000_000
+	targetSmallPets     = 10_000
+	targetTLSManyVsOne  = 0.9   // new TLS connections/s with 1,000 domains, x with 1
+	targetTLSDomains    = 1_000 // the domains of that target
+	tlsRowOneDomain     = "new TLS connections, 1 verified domain"
+	labelReadyTime      = "time to ready after start"
+	labelEchoBaseline   = "Echo baseline: GET " + echoBaselinePath + ", no middleware (own process)"
+	labelFsyncBaseline  = "bbolt baseline: sequential puts, one fsync each (req = put)"
 )
 
 // buildReport turns what was measured into the table, judging each row
@@ -219,6 +221,11 @@ func (b *bench) buildReport() *report {
 		r.value(fmt.Sprintf("idle RSS after start, %s pets", big), rssCheck(b.bigIdleRSS, "<=", targetIdleRSSMB))
 	}
 	r.value(fmt.Sprintf("RSS after all rows, %s pets", small), rssCheck(b.afterLoadRSS, "", 0))
+	r.value(fmt.Sprintf("peak RSS, %s pets", small), check{on: "VmHWM", value: mb(b.peakRSS), ok: b.peakRSS > 0, unit: "MB"})
+	r.value(fmt.Sprintf("RSS after the load ends, %s pets", small), check{
+		on: fmt.Sprintf("VmRSS %.0f s after, x idle", b.settleTime.Seconds()), unit: "x", op: "<=", target: targetSettledVsIdle,
+		value: float64(b.settledRSS) / float64(max(b.idleRSS, 1)), ok: b.settledRSS > 0 && b.idleRSS > 0,
+	})
 	r.value("idle RSS after start, Echo baseline", rssCheck(b.echoIdleRSS, "", 0))
 	r.value(fmt.Sprintf("%s, %s pets", labelReadyTime, small), check{on: "one start", value: ms(b.smallReady), ok: b.smallReady > 0, unit: "ms"})
 	if c.bigPets > 0 {

@@ -1,0 +1,72 @@
+package handlers
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// TestRateLimiterForgetsTheLeastRecentlyUsed: however many clients come,
+// the limiter remembers at most its bound, and the one it forgets is the
+// one seen least recently.
+func TestRateLimiterForgetsTheLeastRecentlyUsed(t *testing.T) {
+	const bound = 100
+	l := newRateLimiter(1, 1, bound)
+	now := time.Now()
+	key := func(i int) clientKey {
+		var a [4]byte
+		binary.BigEndian.PutUint32(a[:], uint32(i)+10<<24)
+		return clientKeyOf(netip.AddrPortFrom(netip.AddrFrom4(a), 1).String())
+	}
+	// Client 0 empties its bucket, then stays the most recent as 60,000
+	// others come and go: it is never forgotten, so it stays limited.
+	if !l.allow(key(0), now) || l.allow(key(0), now) {
+		t.Fatal("burst 1: want the first request allowed and the second refused")
+	}
+	for i := 1; i <= 60_000; i++ {
+		if !l.allow(key(i), now) {
+			t.Fatalf("client %d: its first request refused", i)
+		}
+		if i%10 == 0 && l.allow(key(0), now) {
+			t.Fatalf("client 0 was forgotten after %d others although it was recent", i)
+		}
+		if len(l.index) > bound || len(l.slots) > bound {
+			t.Fatalf("after %d clients the limiter holds %d entries (%d slots); bound %d", i, len(l.index), len(l.slots), bound)
+		}
+	}
+	// Client 1 was seen least recently of all: forgotten, so full again.
+	if !l.allow(key(1), now) {
+		t.Error("the least recently used client was not forgotten")
+	}
+	// The list still links every slot once, newest to oldest.
+	seen := map[int32]bool{}
+	for i, n := l.newest, 0; n < len(l.slots); i, n = l.slots[i].prev, n+1 {
+		if seen[i] {
+			t.Fatalf("slot %d twice in the list", i)
+		}
+		seen[i] = true
+	}
+}
+
+func TestClientKeyGroupsIPv6By64(t *testing.T) {
+	same := [][2]string{
+		{"[2001:db8:1:2::1]:1000", "[2001:db8:1:2:ffff:ffff:ffff:ffff]:2000"},
+		{"192.0.2.7:1", "[::ffff:192.0.2.7]:2"},
+	}
+	for _, p := range same {
+		if clientKeyOf(p[0]) != clientKeyOf(p[1]) {
+			t.Errorf("%s and %s: want one client", p[0], p[1])
+		}
+	}
+	different := [][2]string{
+		{"[2001:db8:1:2::1]:1000", "[2001:db8:1:3::1]:1000"},
+		{"192.0.2.7:1", "192.0.2.8:1"},
+		{"[::ffff:192.0.2.7]:2", "[::ffff:192.0.2.8]:2"},
+	}
+	for _, p := range different {
+		if clientKeyOf(p[0]) == clientKeyOf(p[1]) {
+			t.Errorf("%s and %s: want two clients", p[0], p[1])
+		}
+	}
+}

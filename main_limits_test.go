@@ -1,0 +1,383 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"petstore/store"
+)
+
+// testAdminToken is an admin token long enough for any start-up check.
+const testAdminToken = "pat_test_0123456789abcdef0123456789abcdef"
+
+// stalledOut is a stdout whose reader stops reading once the service is up:
+// it keeps what it was given until then, and every later Write blocks until
+// the test ends.
+type stalledOut struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	stalled bool
+	release chan struct{}
+}
+
+func (o *stalledOut) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	stalled := o.stalled
+	if !stalled {
+		o.buf.Write(p)
+		o.stalled = strings.Contains(o.buf.String(), "listening on")
+	}
+	o.mu.Unlock()
+	if stalled {
+		<-o.release
+	}
+	return len(p), nil
+}
+
+func (o *stalledOut) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// startRun runs run() with args on a loopback port, writing to out, and
+// returns the base URL once the banner says it, and the channel run's
+// result arrives on.
+func startRun(t *testing.T, ctx context.Context, out interface {
+	io.Writer
+	String() string
+}, args ...string) (string, chan error) {
+	t.Helper()
+	done := make(chan error, 1)
+	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0", "--admin-token", testAdminToken}, args...)
+	go func() { done <- run(ctx, args, func(string) string { return "" }, out) }()
+	listening := regexp.MustCompile(`listening on (http://\S+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := listening.FindStringSubmatch(out.String()); m != nil {
+			return m[1], done
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run returned before listening: %v\n%s", err, out)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no 'listening on' line in:\n%s", out)
+	return "", nil
+}
+
+// waitRun fails the test unless run returns within limit.
+func waitRun(t *testing.T, done chan error, limit time.Duration) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+	case <-time.After(limit):
+		t.Fatalf("run did not return within %s of the end of its context", limit)
+	}
+}
+
+// TestLogReaderThatStopsDoesNotBlockRequests: with stdout on a reader that
+// stopped reading, requests (far more than fill any log buffer) are still
+// answered, the dropped lines are counted in /metrics, and shutdown ends.
+func TestLogReaderThatStopsDoesNotBlockRequests(t *testing.T) {
+	out := &stalledOut{release: make(chan struct{})}
+	defer close(out.release)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, done := startRun(t, ctx, out, "--data", filepath.Join(t.TempDir(), "p.db"))
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	get := func(path string, header ...string) (int, string, error) {
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		return res.StatusCode, string(body), err
+	}
+	// About 300 bytes of log a request: 8000 of them are over 2 MB, twice
+	// what the log holds in memory.
+	const requests, workers = 8000, 8
+	longID := strings.Repeat("r", 100)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < requests; i += workers {
+				status, _, err := get("/healthz", "X-Request-Id", longID)
+				if err == nil && status != http.StatusOK {
+					err = fmt.Errorf("status %d", status)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("request %d: %w", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	status, body, err := get("/metrics", "Authorization", "Bearer "+testAdminToken)
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("/metrics: %d %v", status, err)
+	}
+	m := regexp.MustCompile(`(?m)^petstore_log_lines_dropped_total (\d+)$`).FindStringSubmatch(body)
+	if m == nil || m[1] == "0" {
+		t.Errorf("petstore_log_lines_dropped_total: want > 0, got %v", m)
+	}
+	cancel()
+	waitRun(t, done, 10*time.Second)
+}
+
+// TestShutdownAbortsASlowBackup: a backup download whose client stopped
+// reading does not keep the service from shutting down: run returns soon
+// after --shutdown-timeout, and the data file is closed (it opens again).
+func TestShutdownAbortsASlowBackup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.db")
+	// Tens of MB: far more than the socket buffers between server and
+	// client hold, so the copy is still running when shutdown comes.
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := &store.Category{Name: "bulk"}
+	if err := db.CreateCategory(context.Background(), cat); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ImportPets(context.Background(), cat.ID, 100_000, store.StatusAvailable); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, done := startRun(t, ctx, out, "--data", path, "--shutdown-timeout", "1s")
+
+	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := dialer.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /admin/backup HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n\r\n", testAdminToken)
+	res, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK || res.ContentLength < 8<<20 {
+		t.Fatalf("backup: status %d, %d bytes; want 200 and over 8 MiB", res.StatusCode, res.ContentLength)
+	}
+	// The client reads nothing more.
+
+	cancel()
+	waitRun(t, done, 1*time.Second+5*time.Second)
+	if !strings.Contains(out.String(), "aborting backups in flight") {
+		t.Errorf("the log does not say that the backup was aborted:\n%s", out)
+	}
+	db, err = store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatalf("the data file did not close: %v", err)
+	}
+	db.Close()
+}
+
+// The child process of TestOneClientCannotHoldTheDescriptors: run() under
+// a low limit on open files, which the parent cannot set for itself.
+const (
+	connChildEnv     = "PETSTORE_TEST_CONN_CHILD"
+	connChildArgsEnv = "PETSTORE_TEST_CONN_CHILD_ARGS"
+	childFileLimit   = 200
+)
+
+func runConnChild() {
+	lim := syscall.Rlimit{Cur: childFileLimit, Max: childFileLimit}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		fmt.Println("setrlimit:", err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	args := strings.Split(os.Getenv(connChildArgsEnv), "\x1f")
+	if err := run(ctx, args, func(string) string { return "" }, os.Stdout); err != nil {
+		fmt.Println("run:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// startLimited starts the service in a child process whose limit on open
+// files is childFileLimit, soft and hard, and returns its address.
+func startLimited(t *testing.T, args ...string) string {
+	t.Helper()
+	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0", "--admin-token", testAdminToken,
+		"--data", filepath.Join(t.TempDir(), "p.db"), "--shutdown-timeout", "1s"}, args...)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
+	cmd.Env = append(os.Environ(), connChildEnv+"=1", connChildArgsEnv+"="+strings.Join(args, "\x1f"))
+	out := &syncBuffer{}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	listening := make(chan string, 1)
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(stdout)
+		re := regexp.MustCompile(`listening on http://(\S+)`)
+		for sc.Scan() {
+			out.Write(append(sc.Bytes(), '\n'))
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				listening <- m[1]
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("the service did not stop after SIGTERM:\n%s", out)
+		}
+	})
+	select {
+	case addr := <-listening:
+		return strings.Replace(addr, "localhost", "127.0.0.1", 1)
+	case <-exited:
+		t.Fatalf("the service ended before listening:\n%s", out)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no 'listening on' line:\n%s", out)
+	}
+	return ""
+}
+
+// hold opens n connections from 127.0.0.1 to addr, each sending one
+// request and then staying idle (what a client holding keep-alive
+// connections does), and returns them.
+func hold(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	d := net.Dialer{Timeout: 5 * time.Second}
+	for range n {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("after %d connections: %v", len(conns), err)
+		}
+		conns = append(conns, c)
+		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	}
+	return conns
+}
+
+// answered counts the connections that got their answer (within a few
+// seconds for all) and the ones closed without one.
+func answered(conns []net.Conn) (ok, closed int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for _, c := range conns {
+		_ = c.SetReadDeadline(deadline)
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		switch {
+		case err == nil && res.StatusCode == http.StatusOK:
+			ok++
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
+			closed++
+		}
+	}
+	return ok, closed
+}
+
+// otherClientServed fails the test unless a client on another address
+// (127.0.0.2) gets its answers on new connections.
+func otherClientServed(t *testing.T, addr string) {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+	for i := range 3 {
+		res, err := client.Get("http://" + addr + "/healthz")
+		if err != nil {
+			t.Fatalf("another client, request %d: %v", i, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("another client, request %d: status %d", i, res.StatusCode)
+		}
+	}
+}
+
+// TestOneClientCannotHoldTheDescriptors: under a limit of 200 open files,
+// one address holding twice that many idle keep-alive connections does not
+// keep another client out, with the per-client cap above the limit (idle
+// connections are closed to make room) and below it (the client's extra
+// connections are closed at once).
+func TestOneClientCannotHoldTheDescriptors(t *testing.T) {
+	if os.Getenv(connChildEnv) != "" {
+		runConnChild()
+	}
+	t.Run("idle connections make room", func(t *testing.T) {
+		addr := startLimited(t) // the default cap, 256, is above the limit
+		conns := hold(t, addr, 2*childFileLimit)
+		otherClientServed(t, addr)
+		if ok, _ := answered(conns); ok == 0 {
+			t.Error("none of the held connections was answered")
+		}
+	})
+	t.Run("per-client cap", func(t *testing.T) {
+		addr := startLimited(t, "--max-client-conns", "20")
+		conns := hold(t, addr, 30)
+		ok, closed := answered(conns)
+		if ok != 20 || closed != 10 {
+			t.Errorf("30 connections from one address with a cap of 20: %d answered, %d closed; want 20 and 10", ok, closed)
+		}
+		otherClientServed(t, addr)
+	})
+}
