@@ -78,6 +78,7 @@ func (s *Server) routes() error {
 	e.GET("/openapi.yaml", s.serveDoc(s.public.yaml, "application/yaml"))
 	e.GET("/openapi.json", s.serveDoc(s.public.json, echo.MIMEApplicationJSON))
 	e.GET("/admin/openapi.yaml", chain(s.serveDoc(s.admin.yaml, "application/yaml"), s.requireAdmin))
+	e.GET("/admin/openapi.json", chain(s.serveDoc(s.admin.json, echo.MIMEApplicationJSON), s.requireAdmin))
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	return s.siteRoutes()
