@@ -25,6 +25,10 @@ func (s *Server) routes() error {
 	// so that unknown hosts and paths are logged, carry a request id, and
 	// get 421 rather than a 404.
 	every := []echo.MiddlewareFunc{s.requestID, s.accessLog, s.recoverPanics, securityHeaders, limitHeaders, s.routeHost}
+	if len(s.cfg.CORSOrigins) > 0 {
+		// Before the limits, so that a script sees their 429 and 503.
+		every = append(every, cors(s.cfg.CORSOrigins))
+	}
 	if s.cfg.RateLimit > 0 {
 		every = append(every, s.rateLimit())
 	}

@@ -60,6 +60,9 @@ type Config struct {
 	// MaxInFlight caps requests served at once (503 past it); 0 means
 	// DefaultMaxInFlight.
 	MaxInFlight int
+	// CORSOrigins are the origins (scheme://host[:port], or * for any)
+	// whose scripts may call the public API; none turns CORS off.
+	CORSOrigins []string
 	// SkipValidation turns request validation off. Only benchmarks use it,
 	// to measure what validation costs.
 	SkipValidation bool
@@ -100,6 +103,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	for _, o := range cfg.CORSOrigins {
+		if err := CheckCORSOrigin(o); err != nil {
+			return nil, err
+		}
 	}
 	public, err := loadDoc(cfg.Spec)
 	if err != nil {
