@@ -26,7 +26,9 @@ func (s *Server) routes() error {
 	// get 421 rather than a 404.
 	every := []echo.MiddlewareFunc{s.requestID, s.accessLog, s.recoverPanics, securityHeaders, limitHeaders, s.routeHost}
 	if len(s.cfg.CORSOrigins) > 0 {
-		// Before the limits, so that a script sees their 429 and 503.
+		// Before the limits, so that a script can read their 429 and 503.
+		// Preflights are answered here, uncounted: they cost no more than
+		// the 429 that would refuse them.
 		every = append(every, cors(s.cfg.CORSOrigins))
 	}
 	if s.cfg.RateLimit > 0 {
