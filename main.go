@@ -52,6 +52,7 @@ type config struct {
 	acmeCAAIdentities                 listFlag
 	adminToken                        string
 	publicIPs, dnsResolvers           listFlag
+	corsOrigins                       listFlag
 	rateLimit                         float64
 	cpuProfile                        string
 	maxInFlight, maxClientConns       int
@@ -103,6 +104,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
 	fs.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this file until shutdown (for diagnosis; read it with go tool pprof)")
 	fs.BoolVar(&c.logJSON, "log-json", false, "write logs as JSON lines instead of key=value text")
+	fs.Var(&c.corsOrigins, "cors-origin", "origin (scheme://host[:port], or *) whose browser scripts may call the public API (repeatable or comma-separated; default: none)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -137,6 +139,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if c.rateLimit < 0 {
 		return c, errors.New("--rate-limit must be 0 (off) or more")
+	}
+	for _, o := range c.corsOrigins {
+		if err := handlers.CheckCORSOrigin(o); err != nil {
+			return c, fmt.Errorf("--cors-origin: %w", err)
+		}
 	}
 	return c, envErr
 }
@@ -206,6 +213,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	srv, err := handlers.New(handlers.Config{
 		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
 		Conns: conns,
+		CORSOrigins: cfg.corsOrigins,
 	})
 	if err != nil {
 		return err
@@ -358,7 +366,7 @@ func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
 	fmt.Fprintf(w, "  API                   %s/pets, %s/categories, %s/store/...\n", base, base, base)
 	fmt.Fprintf(w, "  spec                  %s/openapi.yaml (and .json)\n", base)
 	fmt.Fprintf(w, "  dashboard             %s/dashboard/\n", base)
-	fmt.Fprintf(w, "  admin API             %s/admin/ (spec at /admin/openapi.yaml)\n", base)
+	fmt.Fprintf(w, "  admin API             %s/admin/ (spec at /admin/openapi.yaml and .json)\n", base)
 	fmt.Fprintf(w, "  backup, metrics       %s/admin/backup, %s/metrics (with the admin token)\n", base, base)
 	fmt.Fprintf(w, "  data                  %s\n", cfg.data)
 	switch {

@@ -188,3 +188,29 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 		t.Errorf("--help: %v\n%s", err, help.String())
 	}
 }
+
+func TestConfigCORSOrigins(t *testing.T) {
+	env := func(k string) string {
+		return map[string]string{"PETSTORE_CORS_ORIGIN": "https://app.example.com, http://localhost:3000"}[k]
+	}
+	cfg, err := parseConfig(nil, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(cfg.corsOrigins); got != "[https://app.example.com http://localhost:3000]" {
+		t.Errorf("PETSTORE_CORS_ORIGIN gives %s", got)
+	}
+	cfg, err = parseConfig([]string{"--cors-origin", "https://a.example", "--cors-origin", "https://b.example"}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(cfg.corsOrigins); got != "[https://a.example https://b.example]" {
+		t.Errorf("repeated --cors-origin gives %s", got)
+	}
+	if cfg, _ := parseConfig(nil, func(string) string { return "" }, io.Discard); len(cfg.corsOrigins) != 0 {
+		t.Errorf("CORS is on by default: %v", cfg.corsOrigins)
+	}
+	if _, err := parseConfig([]string{"--cors-origin", "https://app.example.com/"}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "--cors-origin") {
+		t.Errorf("an origin with a path: %v", err)
+	}
+}

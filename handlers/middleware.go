@@ -114,9 +114,11 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // validate checks the request against its operation in the OpenAPI
-// document: security first, then parameters, then the body.
+// document: security first, then parameters, then the body, then that the
+// query holds no parameter the operation does not define.
 func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 	quick := newQuickCheck(op, &s.valOpts)
+	known := queryParameters(op)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if quick != nil && quick.passes(c) {
@@ -139,6 +141,9 @@ func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 				Options:    &s.valOpts,
 			}
 			if err := openapi3filter.ValidateRequest(c.Request().Context(), in); err != nil {
+				return err
+			}
+			if err := refuseUnknownQuery(c.QueryParams(), known); err != nil {
 				return err
 			}
 			return next(c)

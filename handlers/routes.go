@@ -24,6 +24,12 @@ func (s *Server) routes() error {
 	// so that unknown hosts and paths are logged, carry a request id, and
 	// get 421 rather than a 404.
 	every := []echo.MiddlewareFunc{s.requestID, s.accessLog, s.recoverPanics, securityHeaders, limitHeaders, s.routeHost}
+	if len(s.cfg.CORSOrigins) > 0 {
+		// Before the limits, so that a script can read their 429 and 503.
+		// Preflights are answered here, uncounted: they cost no more than
+		// the 429 that would refuse them.
+		every = append(every, cors(s.cfg.CORSOrigins))
+	}
 	if s.cfg.RateLimit > 0 {
 		every = append(every, s.rateLimit())
 	}
@@ -77,6 +83,7 @@ func (s *Server) routes() error {
 	e.GET("/openapi.yaml", s.serveDoc(s.public.yaml, "application/yaml"))
 	e.GET("/openapi.json", s.serveDoc(s.public.json, echo.MIMEApplicationJSON))
 	e.GET("/admin/openapi.yaml", chain(s.serveDoc(s.admin.yaml, "application/yaml"), s.requireAdmin))
+	e.GET("/admin/openapi.json", chain(s.serveDoc(s.admin.json, echo.MIMEApplicationJSON), s.requireAdmin))
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	return s.siteRoutes()

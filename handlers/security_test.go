@@ -31,7 +31,7 @@ func adminRequests(t *testing.T) [][2]string {
 	if len(out) < 10 {
 		t.Fatalf("the admin document has only %d operations", len(out))
 	}
-	return append(out, [2]string{"GET", "/admin/openapi.yaml"})
+	return append(out, [2]string{"GET", "/admin/openapi.yaml"}, [2]string{"GET", "/admin/openapi.json"})
 }
 
 func TestEveryAdminRouteNeedsTheToken(t *testing.T) {

@@ -64,6 +64,9 @@ type Config struct {
 	// Conns, when set, is the guard of the listeners' connections, for
 	// /metrics.
 	Conns *ConnGuard
+	// CORSOrigins are the origins (scheme://host[:port], or * for any)
+	// whose scripts may call the public API; none turns CORS off.
+	CORSOrigins []string
 	// SkipValidation turns request validation off. Only benchmarks use it,
 	// to measure what validation costs.
 	SkipValidation bool
@@ -107,6 +110,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	for _, o := range cfg.CORSOrigins {
+		if err := CheckCORSOrigin(o); err != nil {
+			return nil, err
+		}
 	}
 	public, err := loadDoc(cfg.Spec)
 	if err != nil {

@@ -329,10 +329,13 @@ func checkErrorBody(tb testing.TB, req *http.Request, r *response) {
 	if e.Status != r.status || e.Code == "" || e.Message == "" {
 		tb.Errorf("%s %s -> %d: bad Error body %+v", req.Method, req.URL.Path, r.status, e)
 	}
-	pub, _ := specs(tb)
-	codes := pub.doc.Components.Schemas["Error"].Value.Properties["code"].Value.Enum
+	doc, _ := specs(tb)
+	if p := req.URL.Path; strings.HasPrefix(p, "/admin/") || p == "/metrics" {
+		_, doc = specs(tb)
+	}
+	codes := doc.doc.Components.Schemas["Error"].Value.Properties["code"].Value.Enum
 	if !slices.Contains(codes, any(e.Code)) {
-		tb.Errorf("%s %s -> %d: code %q is not in the Error schema's enum", req.Method, req.URL.Path, r.status, e.Code)
+		tb.Errorf("%s %s -> %d: code %q is not in the Error schema's enum of its document", req.Method, req.URL.Path, r.status, e.Code)
 	}
 }
 

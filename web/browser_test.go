@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,7 +97,8 @@ const (
 // chromium is not installed (and fails it in CI, where it must be). Every
 // uncaught exception or console error of the page (a Content-Security-Policy
 // violation is one) fails the test: the pages must run clean under the CSP.
-func newTab(t *testing.T) context.Context {
+// Messages containing one of expected are what the test provokes on purpose.
+func newTab(t *testing.T, expected ...string) context.Context {
 	t.Helper()
 	browser.once.Do(startBrowser)
 	if browser.missing {
@@ -128,7 +130,8 @@ func newTab(t *testing.T) context.Context {
 			}
 			// Chromium logs every 4xx/5xx fetch as a network error; the
 			// tests provoke some on purpose and check the page's words.
-			if m.Type == chromedp.ConsoleException || (m.Type == chromedp.ConsoleError && m.Source != "network") {
+			if (m.Type == chromedp.ConsoleException || (m.Type == chromedp.ConsoleError && m.Source != "network")) &&
+				!slices.ContainsFunc(expected, func(e string) bool { return strings.Contains(m.Text, e) }) {
 				mu.Lock()
 				problems = append(problems, fmt.Sprintf("%s (%s:%d)", m.Text, m.URL, m.Line+1))
 				mu.Unlock()

@@ -61,6 +61,8 @@ type serverOptions struct {
 	// listeners where it validates challenges: verified domains get
 	// certificates. It implies dns.
 	acme bool
+	// corsOrigins are the origins allowed to call the API from scripts.
+	corsOrigins []string
 }
 
 func newServer(t *testing.T, opt serverOptions) *testServer {
@@ -74,7 +76,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		t.Fatal(err)
 	}
 	ts := &testServer{db: db}
-	cfg := handlers.Config{Store: db, Spec: readSpec(t)}
+	cfg := handlers.Config{Store: db, Spec: readSpec(t), CORSOrigins: opt.corsOrigins}
 	var (
 		manager *domains.Manager
 		pebble  *domaintest.Pebble

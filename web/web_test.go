@@ -155,7 +155,7 @@ func TestReferenceRendersTheSpec(t *testing.T) {
 		}
 	}
 	// Every component schema has its section.
-	for _, name := range []string{"PetStatus", "NewPet", "Pet", "Pets", "NewCategory", "Category", "Order", "InventoryItem", "InventoryUpdate", "Error"} {
+	for _, name := range []string{"PetStatus", "NewPet", "Pet", "Pets", "NewCategory", "Category", "NewOrder", "OrderUpdate", "Order", "InventoryItem", "InventoryUpdate", "Error"} {
 		if !strings.Contains(page, `id="schema-`+name+`"`) {
 			t.Errorf("no section for the schema %s", name)
 		}

@@ -1,0 +1,287 @@
+// Command driver calls every operation of both OpenAPI documents through the
+// Go clients that oapi-codegen generates from them with its defaults, as a
+// user of the API would write it: request bodies are the generated types,
+// filled field by field, and every answer must decode into the generated
+// type of its status. TestGeneratedClients (handlers/generatedclient_test.go)
+// generates the clients, compiles them with this file (it is in testdata, so
+// never part of the module's own build) and runs it against a real server.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"petstore/handlers/internal/generatedclient/adminapi"
+	"petstore/handlers/internal/generatedclient/publicapi"
+)
+
+func main() {
+	base, key, token := os.Getenv("PETSTORE_URL"), os.Getenv("PETSTORE_API_KEY"), os.Getenv("PETSTORE_ADMIN_TOKEN")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	httpClient := &http.Client{Timeout: 30 * time.Second}
+
+	api, err := publicapi.NewClientWithResponses(base, publicapi.WithHTTPClient(httpClient),
+		publicapi.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			if r.Method != http.MethodGet {
+				r.Header.Set("X-API-Key", key)
+			}
+			return nil
+		}))
+	check("publicapi.NewClientWithResponses", err)
+	admin, err := adminapi.NewClientWithResponses(base, adminapi.WithHTTPClient(httpClient),
+		adminapi.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("Authorization", "Bearer "+token)
+			return nil
+		}))
+	check("adminapi.NewClientWithResponses", err)
+
+	public(ctx, api)
+	operator(ctx, admin)
+	if failures > 0 {
+		os.Exit(1)
+	}
+}
+
+func public(ctx context.Context, api *publicapi.ClientWithResponses) {
+	desc := "Loyal companions"
+	cr, err := api.CreateCategoryWithResponse(ctx, publicapi.NewCategory{Name: "Dogs", Description: &desc})
+	check("createCategory", err)
+	dogs := expect("createCategory", cr, cr.Body, http.StatusCreated, cr.JSON201)
+	var dogsID int64 = dogs.Id // a required id is a plain value, not a pointer
+	if cr.Headers201 == nil || cr.Headers201.Location == nil {
+		fail("createCategory: no Location header parsed")
+	}
+	cr, err = api.CreateCategoryWithResponse(ctx, publicapi.NewCategory{Name: "Empty"})
+	check("createCategory", err)
+	empty := expect("createCategory", cr, cr.Body, http.StatusCreated, cr.JSON201)
+
+	limit := publicapi.Limit(1)
+	lc, err := api.ListCategoriesWithResponse(ctx, &publicapi.ListCategoriesParams{Limit: &limit})
+	check("listCategories", err)
+	if cats := expect("listCategories", lc, lc.Body, http.StatusOK, lc.JSON200); len(cats) != 1 {
+		fail("listCategories: %d categories on a page of 1", len(cats))
+	}
+	if lc.Headers200 == nil || lc.Headers200.Link == nil || !strings.Contains(*lc.Headers200.Link, `rel="next"`) {
+		fail("listCategories: no Link to the next page")
+	}
+	gc, err := api.GetCategoryWithResponse(ctx, dogsID)
+	check("getCategory", err)
+	expect("getCategory", gc, gc.Body, http.StatusOK, gc.JSON200)
+	rc, err := api.ReplaceCategoryWithResponse(ctx, dogsID, publicapi.NewCategory{Name: "Dogs", Description: &desc})
+	check("replaceCategory", err)
+	expect("replaceCategory", rc, rc.Body, http.StatusOK, rc.JSON200)
+
+	available := publicapi.Available
+	cp, err := api.CreatePetWithResponse(ctx, publicapi.NewPet{Name: "Rex", CategoryId: dogsID, Status: &available})
+	check("createPet", err)
+	rex := expect("createPet", cp, cp.Body, http.StatusCreated, cp.JSON201)
+	var rexID int64 = rex.Id
+	if cp.Headers201 == nil || cp.Headers201.Location == nil || *cp.Headers201.Location != fmt.Sprintf("/pets/%d", rexID) {
+		fail("createPet: Location %v", cp.Headers201)
+	}
+	lp, err := api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Status: &available, CategoryId: &dogsID, Limit: &limit})
+	check("listPets", err)
+	if pets := expect("listPets", lp, lp.Body, http.StatusOK, lp.JSON200); len(pets) != 1 || pets[0].Name != "Rex" {
+		fail("listPets: %+v", pets)
+	}
+	gp, err := api.GetPetByIdWithResponse(ctx, rexID)
+	check("getPetById", err)
+	expect("getPetById", gp, gp.Body, http.StatusOK, gp.JSON200)
+	if gp.Headers200 == nil || gp.Headers200.Deprecation == nil || gp.Headers200.Sunset == nil {
+		fail("getPetById: no Deprecation or Sunset header parsed")
+	}
+	gp, err = api.GetPetByIdWithResponse(ctx, 999999)
+	check("getPetById", err)
+	if e := expect("getPetById", gp, gp.Body, http.StatusNotFound, gp.JSON404); e.Code != publicapi.ErrorCodeNotFound || e.Status != http.StatusNotFound {
+		fail("getPetById: error %+v", e)
+	}
+	pending := publicapi.Pending
+	rp, err := api.ReplacePetWithResponse(ctx, rexID, publicapi.NewPet{Name: "Rex", CategoryId: dogsID, Status: &pending})
+	check("replacePet", err)
+	expect("replacePet", rp, rp.Body, http.StatusOK, rp.JSON200)
+
+	si, err := api.SetInventoryWithResponse(ctx, rexID, publicapi.InventoryUpdate{Quantity: 5})
+	check("setInventory", err)
+	expect("setInventory", si, si.Body, http.StatusOK, si.JSON200)
+	gi, err := api.GetInventoryItemWithResponse(ctx, rexID)
+	check("getInventoryItem", err)
+	if item := expect("getInventoryItem", gi, gi.Body, http.StatusOK, gi.JSON200); item.Quantity != 5 || item.Status != publicapi.Pending {
+		fail("getInventoryItem: %+v", item)
+	}
+	li, err := api.ListInventoryWithResponse(ctx, &publicapi.ListInventoryParams{Limit: &limit})
+	check("listInventory", err)
+	expect("listInventory", li, li.Body, http.StatusOK, li.JSON200)
+
+	// The README's calls: POST {petId, quantity} and PUT {shipDate, complete}.
+	quantity := int32(2)
+	po, err := api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID, Quantity: &quantity})
+	check("placeOrder", err)
+	order := expect("placeOrder", po, po.Body, http.StatusCreated, po.JSON201)
+	if order.Id == nil || order.Quantity == nil || *order.Quantity != 2 {
+		fail("placeOrder: %+v", order)
+		return
+	}
+	complete := false
+	lo, err := api.ListOrdersWithResponse(ctx, &publicapi.ListOrdersParams{PetId: &rexID, Complete: &complete, Limit: &limit})
+	check("listOrders", err)
+	expect("listOrders", lo, lo.Body, http.StatusOK, lo.JSON200)
+	ship, done := time.Date(2026, 12, 3, 15, 30, 0, 0, time.UTC), true
+	uo, err := api.UpdateOrderWithResponse(ctx, *order.Id, publicapi.OrderUpdate{ShipDate: &ship, Complete: &done})
+	check("updateOrder", err)
+	expect("updateOrder", uo, uo.Body, http.StatusOK, uo.JSON200)
+	// What a GET returned may be sent back as it is.
+	got, err := api.GetOrderWithResponse(ctx, *order.Id)
+	check("getOrder", err)
+	read := expect("getOrder", got, got.Body, http.StatusOK, got.JSON200)
+	uo, err = api.UpdateOrderWithResponse(ctx, *order.Id, publicapi.OrderUpdate{
+		PetId: read.PetId, Quantity: read.Quantity, ShipDate: read.ShipDate, Complete: read.Complete,
+	})
+	check("updateOrder", err)
+	expect("updateOrder", uo, uo.Body, http.StatusOK, uo.JSON200)
+
+	po, err = api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID})
+	check("placeOrder", err)
+	second := expect("placeOrder", po, po.Body, http.StatusCreated, po.JSON201)
+	if second.Id != nil {
+		co, err := api.CancelOrderWithResponse(ctx, *second.Id)
+		check("cancelOrder", err)
+		expectNoContent("cancelOrder", co, co.Body)
+	}
+	tooMany := int32(4) // 5 in stock, 2 taken
+	po, err = api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID, Quantity: &tooMany})
+	check("placeOrder", err)
+	if e := expect("placeOrder", po, po.Body, http.StatusConflict, po.JSON409); e.Code != publicapi.ErrorCodeInsufficientStock {
+		fail("placeOrder: error %+v", e)
+	}
+
+	dp, err := api.DeletePetWithResponse(ctx, rexID)
+	check("deletePet", err)
+	expectNoContent("deletePet", dp, dp.Body)
+	dc, err := api.DeleteCategoryWithResponse(ctx, empty.Id)
+	check("deleteCategory", err)
+	expectNoContent("deleteCategory", dc, dc.Body)
+}
+
+func operator(ctx context.Context, admin *adminapi.ClientWithResponses) {
+	gp, err := admin.GetProjectWithResponse(ctx)
+	check("getProject", err)
+	project := expect("getProject", gp, gp.Body, http.StatusOK, gp.JSON200)
+	pro := adminapi.Pro
+	up, err := admin.UpdateProjectWithResponse(ctx, adminapi.ProjectPatch{Plan: &pro})
+	check("updateProject", err)
+	if p := expect("updateProject", up, up.Body, http.StatusOK, up.JSON200); p.Plan != adminapi.Pro {
+		fail("updateProject: plan %q", p.Plan)
+	}
+
+	ck, err := admin.CreateAPIKeyWithResponse(ctx, adminapi.NewAPIKey{Name: "generated client"})
+	check("createAPIKey", err)
+	created := expect("createAPIKey", ck, ck.Body, http.StatusCreated, ck.JSON201)
+	lk, err := admin.ListAPIKeysWithResponse(ctx)
+	check("listAPIKeys", err)
+	expect("listAPIKeys", lk, lk.Body, http.StatusOK, lk.JSON200)
+	rk, err := admin.RevokeAPIKeyWithResponse(ctx, created.Id)
+	check("revokeAPIKey", err)
+	expectNoContent("revokeAPIKey", rk, rk.Body)
+
+	for _, name := range []string{"shop.example.com", "old.example.com"} {
+		ad, err := admin.AddDomainWithResponse(ctx, adminapi.NewDomain{Name: name})
+		check("addDomain", err)
+		expect("addDomain", ad, ad.Body, http.StatusCreated, ad.JSON201)
+	}
+	ad, err := admin.AddDomainWithResponse(ctx, adminapi.NewDomain{Name: "shop.example.com"})
+	check("addDomain", err)
+	if e := expect("addDomain", ad, ad.Body, http.StatusConflict, ad.JSON409); e.Code != adminapi.ErrorCodeDomainExists {
+		fail("addDomain: error %+v", e)
+	}
+	ld, err := admin.ListDomainsWithResponse(ctx)
+	check("listDomains", err)
+	expect("listDomains", ld, ld.Body, http.StatusOK, ld.JSON200)
+	gd, err := admin.GetDomainWithResponse(ctx, "shop.example.com")
+	check("getDomain", err)
+	expect("getDomain", gd, gd.Body, http.StatusOK, gd.JSON200)
+	vd, err := admin.VerifyDomainWithResponse(ctx, "shop.example.com")
+	check("verifyDomain", err)
+	if d := expect("verifyDomain", vd, vd.Body, http.StatusOK, vd.JSON200); d.Check == nil {
+		fail("verifyDomain: no check in %+v", d)
+	}
+
+	// Redirect targets must be verified domains or the default address;
+	// this server's DNS verifies none.
+	primary, moved := project.DefaultAddress, adminapi.N301
+	us, err := admin.UpdateSettingsWithResponse(ctx, adminapi.Settings{Domains: adminapi.DomainSettings{
+		Primary:   &primary,
+		Redirects: &[]adminapi.Redirect{{From: "old.example.com", To: project.DefaultAddress, Status: &moved}},
+	}})
+	check("updateSettings", err)
+	expect("updateSettings", us, us.Body, http.StatusOK, us.JSON200)
+	gs, err := admin.GetSettingsWithResponse(ctx)
+	check("getSettings", err)
+	if s := expect("getSettings", gs, gs.Body, http.StatusOK, gs.JSON200); s.Domains.Redirects == nil || len(*s.Domains.Redirects) != 1 {
+		fail("getSettings: %+v", s)
+	}
+	rd, err := admin.RemoveDomainWithResponse(ctx, "old.example.com")
+	check("removeDomain", err)
+	expectNoContent("removeDomain", rd, rd.Body)
+
+	bk, err := admin.BackupWithResponse(ctx)
+	check("backup", err)
+	if bk.StatusCode() != http.StatusOK || len(bk.Body) == 0 {
+		fail("backup: %d, %d bytes", bk.StatusCode(), len(bk.Body))
+	}
+	mt, err := admin.MetricsWithResponse(ctx)
+	check("metrics", err)
+	if mt.StatusCode() != http.StatusOK || !bytes.Contains(mt.Body, []byte("petstore_up 1")) {
+		fail("metrics: %d %s", mt.StatusCode(), mt.Body)
+	}
+}
+
+var failures int
+
+func fail(format string, args ...any) {
+	failures++
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+// check stops at an error of the client itself: it could not send the
+// request or not parse the answer into the generated types.
+func check(op string, err error) {
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", op, err)
+		os.Exit(1)
+	}
+}
+
+// expect checks the status, that the client parsed the body into the
+// generated type of that status, and that the type holds every member of
+// the body (no unknown field). It returns the parsed value.
+func expect[T any](op string, r interface{ StatusCode() int }, body []byte, status int, parsed *T) T {
+	var zero T
+	if r.StatusCode() != status {
+		fail("%s: status %d, want %d: %s", op, r.StatusCode(), status, body)
+		return zero
+	}
+	if parsed == nil {
+		fail("%s: the client did not parse the %d answer into %T: %s", op, status, zero, body)
+		return zero
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var strict T
+	if err := dec.Decode(&strict); err != nil {
+		fail("%s: the %d answer does not fit %T: %v: %s", op, status, zero, err, body)
+	}
+	return *parsed
+}
+
+func expectNoContent(op string, r interface{ StatusCode() int }, body []byte) {
+	if r.StatusCode() != http.StatusNoContent {
+		fail("%s: status %d, want 204: %s", op, r.StatusCode(), body)
+	}
+}
