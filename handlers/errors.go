@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -48,6 +50,8 @@ var statusOf = map[string]int{
 	codeRateLimited:          http.StatusTooManyRequests,
 	store.EINTERNAL:          http.StatusInternalServerError,
 	codeUnavailable:          http.StatusServiceUnavailable,
+
+	store.EINSUFFICIENTSTORAGE: http.StatusInsufficientStorage,
 }
 
 // codeOfStatus names the error of a status that arrives without a code of
@@ -67,6 +71,9 @@ var codeOfStatus = map[int]string{
 	http.StatusTooManyRequests:             codeRateLimited,
 	http.StatusServiceUnavailable:          codeUnavailable,
 }
+
+// fullDiskRetryAfter is the Retry-After of a 507: an operator has to free space.
+const fullDiskRetryAfter = time.Minute
 
 // Error is the body of every non-2xx response: the API's Error schema.
 type Error struct {
@@ -88,6 +95,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	body := s.classify(err, c)
+	if body.Code == store.EINSUFFICIENTSTORAGE {
+		// A full disk is not freed at once; clients should not retry in a loop.
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(fullDiskRetryAfter/time.Second)))
+	}
 	if body.Status >= 500 {
 		s.log.Error("request failed",
 			"request_id", requestID(c),

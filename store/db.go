@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -49,6 +51,11 @@ type DB struct {
 	// commits and grouped count the committer's transactions and the writes
 	// they carried, so that benchmarks can report writes per commit.
 	commits, grouped atomic.Int64
+	// fault is the storage failure of the last write that failed, nil again
+	// as soon as a write commits: while it is set the store is degraded and
+	// Ping fails. probing lets one Ping at a time try a write to recover.
+	fault   atomic.Pointer[error]
+	probing atomic.Bool
 
 	// API keys by the SHA-256 of their secret, so that authenticating a
 	// request costs a hash and a map lookup instead of a transaction.
@@ -92,9 +99,13 @@ var allBuckets = [][]byte{
 	bktOrdersByPet, bktOrdersByComplete, bktOrdersByPetComplete,
 }
 
-// Open opens (creating it if needed) the bbolt file at path. It fails after
-// about a second if another process holds the file.
+// Open opens (creating it if needed) the bbolt file at path. It refuses a file
+// that is not a complete bbolt file (see checkFile), and fails after about a
+// second if another process holds the file. Its errors name the file.
 func Open(path string, opts Options) (*DB, error) {
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: openTimeout,
 		// The hashmap freelist keeps allocation O(1) as the file fragments,
@@ -107,8 +118,10 @@ func Open(path string, opts Options) (*DB, error) {
 		// passes 1 GiB.
 		InitialMmapSize: 1 << 30,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("data file %s is in use by another process (is another petstore running on it?)", path)
+	} else if err != nil {
+		return nil, fmt.Errorf("data file %s: %w", path, err)
 	}
 	db := &DB{
 		bolt:      bdb,
@@ -170,17 +183,74 @@ func (db *DB) Close() error {
 // Path is the file's path, as given to Open.
 func (db *DB) Path() string { return db.path }
 
-// Ping reports whether the store can serve reads, for readiness probes.
+// Ping reports whether the store can serve reads and writes, for readiness
+// probes. While the last write failed (a damaged file, a read-only or full
+// disk), it tries a write of its own: a store that nobody sends writes to
+// while it is not ready would otherwise never find out that it recovered.
 func (db *DB) Ping(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.read(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bktPets) == nil {
 			return errors.New("store: pets bucket missing")
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	fault := db.fault.Load()
+	if fault == nil {
+		return nil
+	}
+	if !db.probing.CompareAndSwap(false, true) {
+		return fmt.Errorf("store: writes fail: %w", *fault)
+	}
+	defer db.probing.Store(false)
+	err = db.write(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bktMeta).Put(metaWriteProbe, []byte(db.timestamp().Format(time.RFC3339)))
+	})
+	if err != nil {
+		return fmt.Errorf("store: writes fail: %w", err)
+	}
+	return nil
+}
+
+// panicError describes a panic recovered from a transaction. A fault is told
+// apart: the runtime calls it a nil dereference, which would mislead.
+func panicError(kind string, p any) error {
+	if fault, ok := p.(interface{ Addr() uintptr }); ok {
+		return fmt.Errorf("store: %s transaction faulted on the mapped data file at %#x (was the file cut, or did its disk fail?)", kind, fault.Addr())
+	}
+	return fmt.Errorf("store: %s transaction panicked: %v", kind, p)
+}
+
+// metaWriteProbe is the key Ping writes to find out whether writes work again.
+var metaWriteProbe = []byte("write_probe")
+
+// Degraded returns the storage failure of the last write, or nil when the
+// last write committed.
+func (db *DB) Degraded() error {
+	if f := db.fault.Load(); f != nil {
+		return *f
+	}
+	return nil
+}
+
+// update is bbolt's Update, made safe to call from the committer: a panic
+// (bbolt asserts on a damaged file, and a fault in the mapped file is a panic
+// on this goroutine, see committer) becomes the error of the transaction,
+// which bbolt has rolled back. It records whether the store can write.
+func (db *DB) update(fn func(*bolt.Tx) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError("write", p)
+		}
+		if err == nil {
+			db.fault.Store(nil)
+		} else {
+			db.fault.Store(&err)
+		}
+	}()
+	return db.bolt.Update(fn)
 }
 
 // writeReq is one write waiting for the committer. Requests are pooled,
@@ -231,6 +301,9 @@ func (db *DB) group(r *writeReq) error {
 // commit with 64 writers.)
 func (db *DB) committer() {
 	defer close(db.committed)
+	// A page of the mapped file that is gone (the file was cut while open)
+	// is a SIGBUS; on this goroutine it becomes a panic that update recovers.
+	debug.SetPanicOnFault(true)
 	group := make([]*writeReq, 0, maxGroup)
 	for first := range db.queue {
 		group = append(group[:0], first)
@@ -256,7 +329,7 @@ func (db *DB) committer() {
 				break fill
 			}
 		}
-		err := db.bolt.Update(func(tx *bolt.Tx) error {
+		err := db.update(func(tx *bolt.Tx) error {
 			for _, r := range group {
 				if err := r.run(tx); err != nil {
 					return err
@@ -276,7 +349,7 @@ func (db *DB) committer() {
 		// One write's storage failure must not fail the others: each runs
 		// again alone (write's functions may run more than once).
 		for _, r := range group {
-			err := db.bolt.Update(r.run)
+			err := db.update(r.run)
 			db.pets.committed()
 			r.done <- err
 		}
@@ -302,6 +375,9 @@ func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	appErr := r.appErr
 	r.fn, r.appErr = nil, nil
 	reqPool.Put(r)
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return &Error{Code: EINSUFFICIENTSTORAGE, Message: "the server's disk is full: nothing was written; retry after the seconds in Retry-After", cause: err}
+	}
 	if err != nil {
 		return err
 	}
@@ -311,11 +387,19 @@ func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return nil
 }
 
-// read runs fn in a read transaction.
-func (db *DB) read(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+// read runs fn in a read transaction. A page of the mapped file that is gone
+// (the file was cut while open) is an error instead of a SIGBUS that kills
+// the process, and so is a panic of bbolt's on a damaged page.
+func (db *DB) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError("read", p)
+		}
+	}()
 	return db.bolt.View(fn)
 }
 
