@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -201,6 +202,13 @@ func (db *DB) Ping(ctx context.Context) error {
 	if fault == nil {
 		return nil
 	}
+	if diskFull(*fault) {
+		// A small write may still fit in pages the file already has, so
+		// the probe alone would say ready while every larger write fails.
+		if free, ok := freeSpace(filepath.Dir(db.path)); ok && free < minFreeSpace {
+			return fmt.Errorf("store: writes fail: the disk is full (%d bytes free): %w", free, *fault)
+		}
+	}
 	if !db.probing.CompareAndSwap(false, true) {
 		return fmt.Errorf("store: writes fail: %w", *fault)
 	}
@@ -221,6 +229,16 @@ func panicError(kind string, p any) error {
 		return fmt.Errorf("store: %s transaction faulted on the mapped data file at %#x (was the file cut, or did its disk fail?)", kind, fault.Addr())
 	}
 	return fmt.Errorf("store: %s transaction panicked: %v", kind, p)
+}
+
+// minFreeSpace is the free space a store degraded by a full disk waits for
+// before it tries writing again: well above what one commit of the largest
+// writes takes.
+const minFreeSpace = 1 << 20
+
+// diskFull reports whether err says that the disk or the user's quota is full.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // metaWriteProbe is the key Ping writes to find out whether writes work again.
@@ -375,7 +393,7 @@ func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	appErr := r.appErr
 	r.fn, r.appErr = nil, nil
 	reqPool.Put(r)
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+	if diskFull(err) {
 		return &Error{Code: EINSUFFICIENTSTORAGE, Message: "the server's disk is full: nothing was written; retry after the seconds in Retry-After", cause: err}
 	}
 	if err != nil {
