@@ -57,6 +57,9 @@ type DB struct {
 	// Ping fails. probing lets one Ping at a time try a write to recover.
 	fault   atomic.Pointer[error]
 	probing atomic.Bool
+	// stuck is set when a failed transaction kept bbolt's writer lock (see
+	// update); writes fail at once from then on.
+	stuck atomic.Pointer[error]
 
 	// API keys by the SHA-256 of their secret, so that authenticating a
 	// request costs a hash and a map lookup instead of a transaction.
@@ -178,6 +181,10 @@ func (db *DB) Close() error {
 	}
 	db.closeMu.Unlock()
 	<-db.committed
+	if stuck := db.stuck.Load(); stuck != nil {
+		// bbolt's Close would wait for the writer lock forever.
+		return fmt.Errorf("store: %s left open: %w", db.path, *stuck)
+	}
 	return db.bolt.Close()
 }
 
@@ -256,19 +263,54 @@ func (db *DB) Degraded() error {
 // update is bbolt's Update, made safe to call from the committer: a panic
 // (bbolt asserts on a damaged file, and a fault in the mapped file is a panic
 // on this goroutine, see committer) becomes the error of the transaction,
-// which bbolt has rolled back. It records whether the store can write.
+// which is rolled back. It records whether the store can write.
+//
+// bbolt holds its writer lock until a write transaction is rolled back or
+// committed. When the rollback after a panic panics as well (it reads the
+// freelist page, which may be what is damaged), the lock stays held and
+// every later write would wait for it forever: from then on update fails at
+// once instead, and Close leaves the file to the process's exit.
 func (db *DB) update(fn func(*bolt.Tx) error) (err error) {
+	if stuck := db.stuck.Load(); stuck != nil {
+		return *stuck
+	}
 	defer func() {
-		if p := recover(); p != nil {
-			err = panicError("write", p)
-		}
 		if err == nil {
 			db.fault.Store(nil)
 		} else {
 			db.fault.Store(&err)
 		}
 	}()
-	return db.bolt.Update(fn)
+	tx, err := db.bolt.Begin(true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError("write", p)
+			if !rollbackAfterPanic(tx) {
+				err = fmt.Errorf("%w; its rollback failed too, so the store takes no more writes until a restart", err)
+				db.stuck.Store(&err)
+			}
+		}
+	}()
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// rollbackAfterPanic rolls back a write transaction that panicked, and
+// reports whether that released bbolt's writer lock.
+func rollbackAfterPanic(tx *bolt.Tx) (released bool) {
+	defer func() {
+		if recover() != nil {
+			released = false
+		}
+	}()
+	_ = tx.Rollback() // ErrTxClosed when bbolt's own rollback already ran
+	return true
 }
 
 // writeReq is one write waiting for the committer. Requests are pooled,
