@@ -13,6 +13,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // maxGroup caps the writes committed in one transaction, so that one
@@ -122,7 +123,7 @@ func Open(path string, opts Options) (*DB, error) {
 		// passes 1 GiB.
 		InitialMmapSize: 1 << 30,
 	})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("data file %s is in use by another process (is another petstore running on it?)", path)
 	} else if err != nil {
 		return nil, fmt.Errorf("data file %s: %w", path, err)
