@@ -88,6 +88,13 @@ func checkFile(path string) error {
 	default:
 		return fmt.Errorf("data file %s is damaged: neither meta page is valid (%v; %v)", path, err0, err1)
 	}
+	// The size again, now that the meta page is read: another process may
+	// be running on the file (bbolt's lock, taken after this check, refuses
+	// it then), and a file only grows before its meta page says so.
+	if info, err = f.Stat(); err != nil {
+		return err
+	}
+	size = info.Size()
 	if need := int64(meta.pgid) * int64(meta.pageSize); size < need {
 		return fmt.Errorf("data file %s is truncated: it has %d bytes, its header says %d (%d pages of %d bytes); restore it from a backup",
 			path, size, need, meta.pgid, meta.pageSize)
