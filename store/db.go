@@ -310,7 +310,7 @@ func rollbackAfterPanic(tx *bolt.Tx) (released bool) {
 			released = false
 		}
 	}()
-	_ = tx.Rollback() // ErrTxClosed when bbolt's own rollback already ran
+	_ = tx.Rollback() // ErrTxClosed when Commit rolled back itself before the panic
 	return true
 }
 
