@@ -194,7 +194,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	db, err := store.Open(cfg.data, store.Options{})
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", cfg.data, err)
+		return err // it names the file and says what is wrong with it
 	}
 	defer db.Close()
 	newToken, err := db.EnsureAdminToken(ctx, cfg.adminToken)

@@ -303,6 +303,12 @@ func (m *Manager) List(ctx context.Context) ([]store.Domain, error) {
 	return ds, err
 }
 
+// Page returns one page of the attached domains, in the order of List, and
+// the cursor of the next page (nil on the last); see store.DomainsPage.
+func (m *Manager) Page(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error) {
+	return m.db.DomainsPage(ctx, limit, after)
+}
+
 // lookupName lets a client name a domain the way it typed it: case and a
 // trailing dot do not matter, and an IDN may be given in Unicode.
 func lookupName(name string) string {

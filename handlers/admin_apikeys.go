@@ -11,14 +11,15 @@ import (
 )
 
 func (s *Server) listAPIKeys(c echo.Context) error {
-	keys, err := s.store.APIKeys(c.Request().Context())
+	p, err := page(c)
 	if err != nil {
 		return err
 	}
-	if keys == nil {
-		keys = []store.APIKey{}
+	keys, next, err := s.store.APIKeys(c.Request().Context(), p)
+	if err != nil {
+		return err
 	}
-	return c.JSON(http.StatusOK, keys)
+	return listResponse(c, keys, next)
 }
 
 // newAPIKey is the answer to a create: the only time the secret is shown.

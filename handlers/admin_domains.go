@@ -2,8 +2,12 @@ package handlers
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"net/http"
 	"net/url"
+	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -22,15 +26,47 @@ func (s *Server) domainView(d store.Domain) domainView {
 }
 
 func (s *Server) listDomains(c echo.Context) error {
-	ds, err := s.domains.List(c.Request().Context())
+	limit, err := pageLimit(c)
 	if err != nil {
 		return err
+	}
+	var after *store.DomainCursor
+	if raw := c.QueryParam("cursor"); raw != "" {
+		cur, ok := decodeDomainCursor(raw)
+		if !ok {
+			return errBadCursor
+		}
+		after = &cur
+	}
+	ds, next, err := s.domains.Page(c.Request().Context(), limit, after)
+	if err != nil {
+		return err
+	}
+	if next != nil {
+		setNextPage(c, encodeDomainCursor(*next))
 	}
 	out := make([]domainView, 0, len(ds))
 	for _, d := range ds {
 		out = append(out, s.domainView(d))
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// A domain cursor is the added time (Unix nanoseconds) and the name of the
+// last domain of a page, encoded like the other cursors so that clients
+// treat it as opaque.
+func encodeDomainCursor(cur store.DomainCursor) string {
+	b := binary.BigEndian.AppendUint64(nil, uint64(cur.AddedAt.UnixNano()))
+	return base64.RawURLEncoding.EncodeToString(append(b, cur.Name...))
+}
+
+func decodeDomainCursor(s string) (store.DomainCursor, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) < 9 || !utf8.Valid(b[8:]) {
+		return store.DomainCursor{}, false
+	}
+	added := time.Unix(0, int64(binary.BigEndian.Uint64(b))).UTC()
+	return store.DomainCursor{AddedAt: added, Name: string(b[8:])}, true
 }
 
 func (s *Server) addDomain(c echo.Context) error {

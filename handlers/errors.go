@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -49,6 +51,8 @@ var statusOf = map[string]int{
 	codeRateLimited:          http.StatusTooManyRequests,
 	store.EINTERNAL:          http.StatusInternalServerError,
 	codeUnavailable:          http.StatusServiceUnavailable,
+
+	store.EINSUFFICIENTSTORAGE: http.StatusInsufficientStorage,
 }
 
 // codeOfStatus names the error of a status that arrives without a code of
@@ -68,6 +72,9 @@ var codeOfStatus = map[int]string{
 	http.StatusTooManyRequests:             codeRateLimited,
 	http.StatusServiceUnavailable:          codeUnavailable,
 }
+
+// fullDiskRetryAfter is the Retry-After of a 507: an operator has to free space.
+const fullDiskRetryAfter = time.Minute
 
 // Error is the body of every non-2xx response: the API's Error schema.
 type Error struct {
@@ -93,6 +100,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 		// A client turned away gives its connection back: kept alive, it
 		// would hold a descriptor the service is short of, for free.
 		c.Response().Header().Set(echo.HeaderConnection, "close")
+	}
+	if body.Code == store.EINSUFFICIENTSTORAGE {
+		// A full disk is not freed at once; clients should not retry in a loop.
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(fullDiskRetryAfter/time.Second)))
 	}
 	if body.Status >= 500 {
 		s.log.Error("request failed",

@@ -98,22 +98,34 @@ func queryID(c echo.Context, name string) (int64, error) {
 // encoded so that clients treat it as opaque and take it from the Link header.
 func page(c echo.Context) (store.Page, error) {
 	var p store.Page
-	if raw := c.QueryParam("limit"); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err != nil || n < 1 || n > store.MaxPageSize {
-			return p, apiError(store.EINVALID, "query parameter \"limit\": must be an integer from 1 to %d", store.MaxPageSize)
-		}
-		p.Limit = n
+	var err error
+	if p.Limit, err = pageLimit(c); err != nil {
+		return p, err
 	}
 	if raw := c.QueryParam("cursor"); raw != "" {
 		after, ok := decodeCursor(raw)
 		if !ok {
-			return p, apiError(store.EINVALID, "query parameter \"cursor\": not a cursor this service issued; follow the Link header of the previous page")
+			return p, errBadCursor
 		}
 		p.After = after
 	}
 	return p, nil
 }
+
+// pageLimit reads limit: 0 when it is absent, for the default.
+func pageLimit(c echo.Context) (int, error) {
+	raw := c.QueryParam("limit")
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > store.MaxPageSize {
+		return 0, apiError(store.EINVALID, "query parameter \"limit\": must be an integer from 1 to %d", store.MaxPageSize)
+	}
+	return n, nil
+}
+
+var errBadCursor = apiError(store.EINVALID, "query parameter \"cursor\": not a cursor this service issued; follow the Link header of the previous page")
 
 func encodeCursor(after int64) string {
 	var b [8]byte
@@ -130,14 +142,20 @@ func decodeCursor(s string) (int64, bool) {
 	return after, after > 0
 }
 
+// setNextPage puts the URL of the next page in a Link header: the same path
+// and query with the cursor moved on.
+func setNextPage(c echo.Context, cursor string) {
+	q := c.Request().URL.Query()
+	q.Set("cursor", cursor)
+	u := url.URL{Path: c.Request().URL.Path, RawQuery: q.Encode()}
+	c.Response().Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, u.String()))
+}
+
 // listResponse writes one page and, when there is a next one, its URL in a
 // Link header: the same path and query with the cursor moved on.
 func listResponse[T any](c echo.Context, items []T, next int64) error {
 	if next > 0 {
-		q := c.Request().URL.Query()
-		q.Set("cursor", encodeCursor(next))
-		u := url.URL{Path: c.Request().URL.Path, RawQuery: q.Encode()}
-		c.Response().Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, u.String()))
+		setNextPage(c, encodeCursor(next))
 	}
 	if pets, ok := any(items).([]store.Pet); ok {
 		// The store's encoder gives json.Marshal's bytes without reflection.

@@ -60,21 +60,25 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (APIKey, string, er
 	return rec.APIKey, secret, nil
 }
 
-// APIKeys lists the API keys in id order, without their secrets.
-func (db *DB) APIKeys(ctx context.Context) ([]APIKey, error) {
+// APIKeys lists one page of the API keys in id order, without their
+// secrets, and the After of the next page (0 when this is the last).
+func (db *DB) APIKeys(ctx context.Context, p Page) ([]APIKey, int64, error) {
 	keys := []APIKey{}
+	var next int64
 	err := db.read(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bktAPIKeys).ForEach(func(k, v []byte) error {
+		var err error
+		next, err = walkPage(tx.Bucket(bktAPIKeys), nil, p, func(id int64, v []byte) error {
 			var rec apiKeyRecord
-			err := decodeJSON(btoi(k), v, &rec)
+			err := decodeJSON(id, v, &rec)
 			keys = append(keys, rec.APIKey)
 			return err
 		})
+		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return keys, nil
+	return keys, next, nil
 }
 
 // RevokeAPIKey deletes an API key; it stops authenticating at once.

@@ -48,9 +48,18 @@ func TestAPIKeys(t *testing.T) {
 		}
 	}
 
-	keys, err := db.APIKeys(ctx)
-	if err != nil || len(keys) != 2 || keys[0] != k1 || keys[1] != k2 {
-		t.Fatalf("APIKeys: %+v, %v", keys, err)
+	keys, next, err := db.APIKeys(ctx, store.Page{})
+	if err != nil || len(keys) != 2 || keys[0] != k1 || keys[1] != k2 || next != 0 {
+		t.Fatalf("APIKeys: %+v, %d, %v", keys, next, err)
+	}
+	// Pages of one: the first names where the second starts.
+	keys, next, err = db.APIKeys(ctx, store.Page{Limit: 1})
+	if err != nil || len(keys) != 1 || keys[0] != k1 || next != k1.ID {
+		t.Fatalf("APIKeys, first page of 1: %+v, %d, %v", keys, next, err)
+	}
+	keys, next, err = db.APIKeys(ctx, store.Page{Limit: 1, After: next})
+	if err != nil || len(keys) != 1 || keys[0] != k2 || next != 0 {
+		t.Fatalf("APIKeys, second page of 1: %+v, %d, %v", keys, next, err)
 	}
 
 	if err := db.RevokeAPIKey(ctx, k1.ID); err != nil {
@@ -69,14 +78,14 @@ func TestAPIKeys(t *testing.T) {
 	if _, ok := db.AuthenticateAPIKey(s1); ok {
 		t.Fatal("a revoked key authenticates after a restart")
 	}
-	if keys, err := db.APIKeys(ctx); err != nil || len(keys) != 1 || keys[0] != k2 {
+	if keys, _, err := db.APIKeys(ctx, store.Page{}); err != nil || len(keys) != 1 || keys[0] != k2 {
 		t.Fatalf("APIKeys after restart: %+v, %v", keys, err)
 	}
 }
 
 func TestAPIKeys_EmptyListIsNotNil(t *testing.T) {
 	db := MustOpenDB(t)
-	keys, err := db.APIKeys(ctx)
+	keys, _, err := db.APIKeys(ctx, store.Page{})
 	if err != nil || keys == nil || len(keys) != 0 {
 		t.Fatalf("APIKeys on a new store: %#v, %v; want an empty slice (JSON [])", keys, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +83,64 @@ func TestGroupStorageFailureRetriesEachWriteAlone(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A panic inside a write, the committer's goroutine, fails that write with an
+// error instead of ending the process; the writes grouped with it commit,
+// the store is degraded until a write commits again.
+func TestGroupPanicFailsThatWriteAlone(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "petstore.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+
+	// Hold the committer so that the panicking write and a good one are
+	// committed as one group.
+	gate, held := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- db.write(ctx, func(tx *bolt.Tx) error {
+			select {
+			case <-gate:
+			default:
+				close(held)
+				<-gate
+			}
+			return tx.Bucket(bktMeta).Put([]byte("test-first"), []byte("v"))
+		})
+	}()
+	<-held
+	panicked, good := make(chan error, 1), make(chan error, 1)
+	go func() {
+		panicked <- db.write(ctx, func(*bolt.Tx) error { panic("a bug in a write") })
+	}()
+	for len(db.queue) < 1 { // queued first, behind the held commit
+		time.Sleep(time.Millisecond)
+	}
+	go func() {
+		good <- db.write(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bktMeta).Put([]byte("test-good"), []byte("v")) })
+	}()
+	for len(db.queue) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+
+	if err := <-first; err != nil {
+		t.Fatalf("the write before the group: %v", err)
+	}
+	err = <-panicked
+	if err == nil || !strings.Contains(err.Error(), "a bug in a write") || ErrorCode(err) != EINTERNAL {
+		t.Fatalf("the panicking write: %v, want an internal error that names the panic", err)
+	}
+	if err := <-good; err != nil {
+		t.Fatalf("the write grouped with the panicking one: %v", err)
+	}
+	if err := db.Degraded(); err != nil {
+		t.Fatalf("the store is degraded after a good write: %v", err)
+	}
+	if err := db.write(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bktMeta).Put([]byte("test-after"), []byte("v")) }); err != nil {
+		t.Fatalf("a write after the panic: %v", err)
+	}
 }

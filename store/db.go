@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // maxGroup caps the writes committed in one transaction, so that one
@@ -49,6 +53,14 @@ type DB struct {
 	// commits and grouped count the committer's transactions and the writes
 	// they carried, so that benchmarks can report writes per commit.
 	commits, grouped atomic.Int64
+	// fault is the storage failure of the last write that failed, nil again
+	// as soon as a write commits: while it is set the store is degraded and
+	// Ping fails. probing lets one Ping at a time try a write to recover.
+	fault   atomic.Pointer[error]
+	probing atomic.Bool
+	// stuck is set when a failed transaction kept bbolt's writer lock (see
+	// update); writes fail at once from then on.
+	stuck atomic.Pointer[error]
 
 	// API keys by the SHA-256 of their secret, so that authenticating a
 	// request costs a hash and a map lookup instead of a transaction.
@@ -92,9 +104,13 @@ var allBuckets = [][]byte{
 	bktOrdersByPet, bktOrdersByComplete, bktOrdersByPetComplete,
 }
 
-// Open opens (creating it if needed) the bbolt file at path. It fails after
-// about a second if another process holds the file.
+// Open opens (creating it if needed) the bbolt file at path. It refuses a file
+// that is not a complete bbolt file (see checkFile), and fails after about a
+// second if another process holds the file. Its errors name the file.
 func Open(path string, opts Options) (*DB, error) {
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: openTimeout,
 		// The hashmap freelist keeps allocation O(1) as the file fragments,
@@ -107,8 +123,10 @@ func Open(path string, opts Options) (*DB, error) {
 		// passes 1 GiB.
 		InitialMmapSize: 1 << 30,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("data file %s is in use by another process (is another petstore running on it?)", path)
+	} else if err != nil {
+		return nil, fmt.Errorf("data file %s: %w", path, err)
 	}
 	db := &DB{
 		bolt:      bdb,
@@ -164,23 +182,136 @@ func (db *DB) Close() error {
 	}
 	db.closeMu.Unlock()
 	<-db.committed
+	if stuck := db.stuck.Load(); stuck != nil {
+		// bbolt's Close would wait for the writer lock forever.
+		return fmt.Errorf("store: %s left open: %w", db.path, *stuck)
+	}
 	return db.bolt.Close()
 }
 
 // Path is the file's path, as given to Open.
 func (db *DB) Path() string { return db.path }
 
-// Ping reports whether the store can serve reads, for readiness probes.
+// Ping reports whether the store can serve reads and writes, for readiness
+// probes. While the last write failed (a damaged file, a read-only or full
+// disk), it tries a write of its own: a store that nobody sends writes to
+// while it is not ready would otherwise never find out that it recovered.
 func (db *DB) Ping(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.read(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bktPets) == nil {
 			return errors.New("store: pets bucket missing")
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	fault := db.fault.Load()
+	if fault == nil {
+		return nil
+	}
+	if diskFull(*fault) {
+		// A small write may still fit in pages the file already has, so
+		// the probe alone would say ready while every larger write fails.
+		if free, ok := freeSpace(filepath.Dir(db.path)); ok && free < minFreeSpace {
+			return fmt.Errorf("store: writes fail: the disk is full (%d bytes free): %w", free, *fault)
+		}
+	}
+	if !db.probing.CompareAndSwap(false, true) {
+		return fmt.Errorf("store: writes fail: %w", *fault)
+	}
+	defer db.probing.Store(false)
+	err = db.write(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bktMeta).Put(metaWriteProbe, []byte(db.timestamp().Format(time.RFC3339)))
+	})
+	if err != nil {
+		return fmt.Errorf("store: writes fail: %w", err)
+	}
+	return nil
+}
+
+// panicError describes a panic recovered from a transaction. A fault is told
+// apart: the runtime calls it a nil dereference, which would mislead.
+func panicError(kind string, p any) error {
+	if fault, ok := p.(interface{ Addr() uintptr }); ok {
+		return fmt.Errorf("store: %s transaction faulted on the mapped data file at %#x (was the file cut, or did its disk fail?)", kind, fault.Addr())
+	}
+	return fmt.Errorf("store: %s transaction panicked: %v", kind, p)
+}
+
+// minFreeSpace is the free space a store degraded by a full disk waits for
+// before it tries writing again: well above what one commit of the largest
+// writes takes.
+const minFreeSpace = 1 << 20
+
+// diskFull reports whether err says that the disk or the user's quota is full.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// metaWriteProbe is the key Ping writes to find out whether writes work again.
+var metaWriteProbe = []byte("write_probe")
+
+// Degraded returns the storage failure of the last write, or nil when the
+// last write committed.
+func (db *DB) Degraded() error {
+	if f := db.fault.Load(); f != nil {
+		return *f
+	}
+	return nil
+}
+
+// update is bbolt's Update, made safe to call from the committer: a panic
+// (bbolt asserts on a damaged file, and a fault in the mapped file is a panic
+// on this goroutine, see committer) becomes the error of the transaction,
+// which is rolled back. It records whether the store can write.
+//
+// bbolt holds its writer lock until a write transaction is rolled back or
+// committed. When the rollback after a panic panics as well (it reads the
+// freelist page, which may be what is damaged), the lock stays held and
+// every later write would wait for it forever: from then on update fails at
+// once instead, and Close leaves the file to the process's exit.
+func (db *DB) update(fn func(*bolt.Tx) error) (err error) {
+	if stuck := db.stuck.Load(); stuck != nil {
+		return *stuck
+	}
+	defer func() {
+		if err == nil {
+			db.fault.Store(nil)
+		} else {
+			db.fault.Store(&err)
+		}
+	}()
+	tx, err := db.bolt.Begin(true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError("write", p)
+			if !rollbackAfterPanic(tx) {
+				err = fmt.Errorf("%w; its rollback failed too, so the store takes no more writes until a restart", err)
+				db.stuck.Store(&err)
+			}
+		}
+	}()
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// rollbackAfterPanic rolls back a write transaction that panicked, and
+// reports whether that released bbolt's writer lock.
+func rollbackAfterPanic(tx *bolt.Tx) (released bool) {
+	defer func() {
+		if recover() != nil {
+			released = false
+		}
+	}()
+	_ = tx.Rollback() // ErrTxClosed when Commit rolled back itself before the panic
+	return true
 }
 
 // writeReq is one write waiting for the committer. Requests are pooled,
@@ -231,6 +362,9 @@ func (db *DB) group(r *writeReq) error {
 // commit with 64 writers.)
 func (db *DB) committer() {
 	defer close(db.committed)
+	// A page of the mapped file that is gone (the file was cut while open)
+	// is a SIGBUS; on this goroutine it becomes a panic that update recovers.
+	debug.SetPanicOnFault(true)
 	group := make([]*writeReq, 0, maxGroup)
 	for first := range db.queue {
 		group = append(group[:0], first)
@@ -256,7 +390,7 @@ func (db *DB) committer() {
 				break fill
 			}
 		}
-		err := db.bolt.Update(func(tx *bolt.Tx) error {
+		err := db.update(func(tx *bolt.Tx) error {
 			for _, r := range group {
 				if err := r.run(tx); err != nil {
 					return err
@@ -276,7 +410,7 @@ func (db *DB) committer() {
 		// One write's storage failure must not fail the others: each runs
 		// again alone (write's functions may run more than once).
 		for _, r := range group {
-			err := db.bolt.Update(r.run)
+			err := db.update(r.run)
 			db.pets.committed()
 			r.done <- err
 		}
@@ -302,6 +436,9 @@ func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	appErr := r.appErr
 	r.fn, r.appErr = nil, nil
 	reqPool.Put(r)
+	if diskFull(err) {
+		return &Error{Code: EINSUFFICIENTSTORAGE, Message: "the server's disk is full: nothing was written; retry after the seconds in Retry-After", cause: err}
+	}
 	if err != nil {
 		return err
 	}
@@ -311,11 +448,19 @@ func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return nil
 }
 
-// read runs fn in a read transaction.
-func (db *DB) read(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+// read runs fn in a read transaction. A page of the mapped file that is gone
+// (the file was cut while open) is an error instead of a SIGBUS that kills
+// the process, and so is a panic of bbolt's on a damaged page.
+func (db *DB) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError("read", p)
+		}
+	}()
 	return db.bolt.View(fn)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -49,7 +50,8 @@ func (db *DB) Domain(ctx context.Context, name string) (Domain, error) {
 	return d, err
 }
 
-// Domains returns every attached domain, oldest first.
+// Domains returns every attached domain, oldest first (by name among those
+// added in the same second).
 func (db *DB) Domains(ctx context.Context) ([]Domain, error) {
 	var out []Domain
 	err := db.read(ctx, func(tx *bolt.Tx) error {
@@ -62,8 +64,48 @@ func (db *DB) Domains(ctx context.Context) ([]Domain, error) {
 			return nil
 		})
 	})
-	sort.SliceStable(out, func(i, j int) bool { return out[i].AddedAt.Before(out[j].AddedAt) })
+	sort.Slice(out, func(i, j int) bool { return out[i].cursor().before(out[j].cursor()) })
 	return out, err
+}
+
+// DomainCursor is a place in the list of domains, which is ordered by when
+// they were added, then by name: the last domain of a page.
+type DomainCursor struct {
+	AddedAt time.Time
+	Name    string
+}
+
+func (d Domain) cursor() DomainCursor { return DomainCursor{AddedAt: d.AddedAt, Name: d.Name} }
+
+// before reports whether c comes before d in the list.
+func (c DomainCursor) before(d DomainCursor) bool {
+	if !c.AddedAt.Equal(d.AddedAt) {
+		return c.AddedAt.Before(d.AddedAt)
+	}
+	return c.Name < d.Name
+}
+
+// DomainsPage returns at most limit domains (1..MaxPageSize, 0 for
+// DefaultPageSize) that come after the cursor (nil for the first page), in
+// the order of Domains, and the cursor of the next page (nil on the last).
+// Domains are few, so it reads them all; a cursor stays valid when its
+// domain is removed.
+func (db *DB) DomainsPage(ctx context.Context, limit int, after *DomainCursor) ([]Domain, *DomainCursor, error) {
+	all, err := db.Domains(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	start := 0
+	if after != nil {
+		start = sort.Search(len(all), func(i int) bool { return after.before(all[i].cursor()) })
+	}
+	page := all[start:]
+	if n := (Page{Limit: limit}).limit(); len(page) > n {
+		page = page[:n]
+		next := page[n-1].cursor()
+		return page, &next, nil
+	}
+	return page, nil, nil
 }
 
 // UpdateDomain applies fn to a domain and saves it in one transaction. fn may

@@ -17,6 +17,8 @@ const (
 	EDOMAINEXISTS      = "domain_exists"
 	ENOCNAMETARGET     = "cname_target_unknown" // started without --domain or --cname-target
 	EINTERNAL          = "internal"
+	// EINSUFFICIENTSTORAGE: the disk is full; the write was not made.
+	EINSUFFICIENTSTORAGE = "insufficient_storage"
 )
 
 // Error is an application error: a machine-readable code and a message that is
@@ -24,9 +26,19 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// cause is the failure behind the code, for the server's log only.
+	cause error
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Error() string {
+	if e.cause != nil {
+		return e.Code + ": " + e.Message + ": " + e.cause.Error()
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Unwrap gives the failure behind the code, if any.
+func (e *Error) Unwrap() error { return e.cause }
 
 // Errorf builds an *Error with a formatted message.
 func Errorf(code, format string, args ...any) *Error {

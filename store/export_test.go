@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"time"
@@ -70,4 +71,13 @@ func (db *DB) CertLockRecords() map[string]time.Time {
 		})
 	})
 	return recs
+}
+
+// PageSizeOf returns the page size in a data file's first meta page.
+func PageSizeOf(file []byte) int {
+	m, err := readMeta(bytes.NewReader(file), 0)
+	if err != nil {
+		return 0
+	}
+	return int(m.pageSize)
 }

@@ -327,3 +327,30 @@ func TestDashboardCertificate(t *testing.T) {
 		t.Errorf("the API says the certificate is %q", d.Certificate.State)
 	}
 }
+
+// TestDashboardShowsEveryAPIKey: the admin lists come in pages (100 at
+// most); the dashboard follows the Link headers and shows every key.
+func TestDashboardShowsEveryAPIKey(t *testing.T) {
+	t.Parallel()
+	ctx := newTab(t)
+	ts := newServer(t, serverOptions{})
+	const keys = 130
+	for i := range keys {
+		if _, _, err := ts.db.CreateAPIKey(context.Background(), fmt.Sprintf("key %03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do(t, ctx, "signing in",
+		chromedp.Navigate(ts.url+"/dashboard/"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		paste("token", testAdminToken),
+		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+		chromedp.WaitVisible(chromedp.ID("view-project")),
+		chromedp.Click(chromedp.ID("tab-api-keys")),
+	)
+	last := fmt.Sprintf("key %03d", keys-1)
+	waitText(t, ctx, "#keys tbody", last)
+	if n := run(t, ctx, "counting the keys", chromedp.Evaluate[int](`document.querySelectorAll('#keys tbody tr').length`)); n != keys {
+		t.Errorf("the dashboard shows %d keys, want %d", n, keys)
+	}
+}

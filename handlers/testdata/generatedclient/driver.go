@@ -183,7 +183,7 @@ func operator(ctx context.Context, admin *adminapi.ClientWithResponses) {
 	ck, err := admin.CreateAPIKeyWithResponse(ctx, adminapi.NewAPIKey{Name: "generated client"})
 	check("createAPIKey", err)
 	created := expect("createAPIKey", ck, ck.Body, http.StatusCreated, ck.JSON201)
-	lk, err := admin.ListAPIKeysWithResponse(ctx)
+	lk, err := admin.ListAPIKeysWithResponse(ctx, nil)
 	check("listAPIKeys", err)
 	expect("listAPIKeys", lk, lk.Body, http.StatusOK, lk.JSON200)
 	rk, err := admin.RevokeAPIKeyWithResponse(ctx, created.Id)
@@ -200,7 +200,7 @@ func operator(ctx context.Context, admin *adminapi.ClientWithResponses) {
 	if e := expect("addDomain", ad, ad.Body, http.StatusConflict, ad.JSON409); e.Code != adminapi.ErrorCodeDomainExists {
 		fail("addDomain: error %+v", e)
 	}
-	ld, err := admin.ListDomainsWithResponse(ctx)
+	ld, err := admin.ListDomainsWithResponse(ctx, nil)
 	check("listDomains", err)
 	expect("listDomains", ld, ld.Body, http.StatusOK, ld.JSON200)
 	gd, err := admin.GetDomainWithResponse(ctx, "shop.example.com")

@@ -78,7 +78,25 @@
   // api calls the admin API and returns the decoded body, or throws an
   // ApiError (the Error body) or a NetworkError. A 401 ends the session,
   // except while signing in, where it only means a wrong token.
-  async function api(method, path, body, { signingIn = false } = {}) {
+  async function api(method, path, body, options) {
+    return (await apiResponse(method, path, body, options)).data;
+  }
+
+  // apiList gets every item of an admin list, page by page: the largest
+  // pages, then the URL in each answer's Link: <...>; rel="next".
+  async function apiList(path) {
+    const items = [];
+    let next = `${path}?limit=100`;
+    for (let pages = 0; next && pages < 1000; pages++) {
+      const { data, headers } = await apiResponse('GET', next);
+      items.push(...data);
+      const link = /<([^>]+)>;\s*rel="next"/.exec(headers.get('Link') || '');
+      next = link ? link[1] : null;
+    }
+    return items;
+  }
+
+  async function apiResponse(method, path, body, { signingIn = false } = {}) {
     const headers = { Accept: 'application/json', Authorization: `Bearer ${state.token}` };
     const init = { method, headers, credentials: 'omit', cache: 'no-store' };
     if (body !== undefined) {
@@ -91,7 +109,7 @@
     } catch (err) {
       throw new NetworkError(err.message);
     }
-    if (res.status === 204) return null;
+    if (res.status === 204) return { data: null, headers: res.headers };
     let data = null;
     const text = await res.text();
     if (text) {
@@ -102,7 +120,7 @@
       if (res.status === 401 && !signingIn) signOut('Your session ended: the admin token was not accepted. Sign in again.');
       throw e;
     }
-    return data;
+    return { data, headers: res.headers };
   }
 
   const LEADS = {
@@ -118,6 +136,7 @@
     rate_limited: 'Too many requests in a short time. Wait a moment and try again.',
     internal: 'Something failed on the server.',
     unavailable: 'The server is busy or not ready. Try again in a moment.',
+    insufficient_storage: "The server's disk is full, so nothing was saved. Try again once space has been freed.",
   };
 
   // errorContent says what went wrong in words: what the code means, then
@@ -328,7 +347,7 @@
   // ---- API keys -------------------------------------------------------------
 
   async function loadKeys() {
-    const keys = await api('GET', '/admin/api-keys');
+    const keys = await apiList('/admin/api-keys');
     const rows = keys.map((k) => {
       const revoke = el('button', { type: 'button', className: 'button button-quiet button-small', textContent: 'Revoke', 'aria-label': `Revoke the key ${k.name}` });
       revoke.addEventListener('click', () => revokeKey(k, revoke));
@@ -402,7 +421,7 @@
   async function loadDomains() {
     const [project, domains, settings] = await Promise.all([
       api('GET', '/admin/project'),
-      api('GET', '/admin/domains'),
+      apiList('/admin/domains'),
       api('GET', '/admin/settings'),
     ]);
     state.project = project;
