@@ -22,6 +22,7 @@ const (
 	codeMethodNotAllowed     = "method_not_allowed"
 	codeGone                 = "gone"
 	codePayloadTooLarge      = "payload_too_large"
+	codeRequestTimeout       = "request_timeout"
 	codeUnsupportedMediaType = "unsupported_media_type"
 	codeUnknownHost          = "unknown_host"
 	codeHeadersTooLarge      = "headers_too_large"
@@ -41,6 +42,7 @@ var statusOf = map[string]int{
 	store.EDOMAINEXISTS:      http.StatusConflict,
 	codeGone:                 http.StatusGone,
 	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	codeRequestTimeout:       http.StatusRequestTimeout,
 	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	codeUnknownHost:          http.StatusMisdirectedRequest,
 	codeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
@@ -59,6 +61,7 @@ var codeOfStatus = map[int]string{
 	http.StatusMethodNotAllowed:            codeMethodNotAllowed,
 	http.StatusConflict:                    store.ECONFLICT,
 	http.StatusGone:                        codeGone,
+	http.StatusRequestTimeout:              codeRequestTimeout,
 	http.StatusRequestEntityTooLarge:       codePayloadTooLarge,
 	http.StatusUnsupportedMediaType:        codeUnsupportedMediaType,
 	http.StatusMisdirectedRequest:          codeUnknownHost,

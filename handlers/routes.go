@@ -94,11 +94,11 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 			return err
 		}
 		mw := []echo.MiddlewareFunc{wholeSegments}
-		// A body is capped at BodyLimit before the validator reads it. An
-		// operation that takes none refuses one (400, after authentication),
-		// so it never answers 413.
+		// A body is read whole, within BodyLimit, before anything judges
+		// the request. An operation that takes none refuses one (400, after
+		// authentication), so it never answers 413.
 		if op.Operation.RequestBody != nil {
-			mw = append(mw, middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprintf("%dB", s.cfg.BodyLimit)}))
+			mw = append(mw, readBody(s.cfg.BodyLimit))
 		}
 		if dep, err := s.deprecation(op); err != nil {
 			return err
@@ -187,6 +187,9 @@ func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
 func refuseBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if r := c.Request(); r.ContentLength > 0 || r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
+			// The body is not read, so the connection cannot carry another
+			// request after it.
+			c.Response().Header().Set(echo.HeaderConnection, "close")
 			return apiError(store.EINVALID, "body: %s %s takes no request body", r.Method, c.Path())
 		}
 		return next(c)
