@@ -40,8 +40,8 @@ func readBody(limit int64) echo.MiddlewareFunc {
 			if int64(len(data)) > limit {
 				return bodyTooLarge(c, limit)
 			}
-			r.Body = io.NopCloser(bytes.NewReader(data))
-			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+			r.Body = newReadBodyBytes(data)
+			r.GetBody = func() (io.ReadCloser, error) { return newReadBodyBytes(data), nil }
 			r.ContentLength = int64(len(data))
 			return next(c)
 		}
@@ -81,3 +81,18 @@ func bodyReadError(err error) error {
 	}
 	return apiError(store.EINVALID, "body: could not be read (malformed chunked encoding)")
 }
+
+// readBodyBytes is a body readBody has read: the validator reads it again
+// through GetBody, decodeBody takes its bytes as they are.
+type readBodyBytes struct {
+	bytes.Reader
+	data []byte
+}
+
+func newReadBodyBytes(data []byte) *readBodyBytes {
+	b := &readBodyBytes{data: data}
+	b.Reset(data)
+	return b
+}
+
+func (*readBodyBytes) Close() error { return nil }

@@ -1,10 +1,8 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -116,8 +114,6 @@ func (s *Server) classify(err error, c echo.Context) Error {
 		httpErr *echo.HTTPError
 		reqErr  *openapi3filter.RequestError
 		secErr  *openapi3filter.SecurityRequirementsError
-		synErr  *json.SyntaxError
-		typeErr *json.UnmarshalTypeError
 	)
 	switch {
 	case errors.As(err, &appErr):
@@ -130,10 +126,6 @@ func (s *Server) classify(err error, c echo.Context) Error {
 		return newError(codeUnauthorized, s.unauthorizedMessage(c))
 	case errors.As(err, &reqErr):
 		return requestErrorBody(reqErr)
-	case errors.As(err, &synErr), errors.Is(err, io.ErrUnexpectedEOF):
-		return newError(store.EINVALID, "body: malformed JSON")
-	case errors.As(err, &typeErr):
-		return newError(store.EINVALID, fmt.Sprintf("%s: must be %s", fieldName(typeErr.Field), typeName(typeErr.Type.String())))
 	case errors.As(err, &httpErr):
 		return s.echoErrorBody(httpErr, c)
 	default:
@@ -245,28 +237,6 @@ func schemaReason(e *openapi3.SchemaError) string {
 		return e.Reason
 	}
 	return fmt.Sprintf("does not match the %q rule of the schema", e.SchemaField)
-}
-
-// fieldName makes a json.UnmarshalTypeError field path readable ("" is the
-// whole body).
-func fieldName(f string) string {
-	if f == "" {
-		return "body"
-	}
-	return "body." + f
-}
-
-func typeName(goType string) string {
-	switch goType {
-	case "int64", "int", "int32":
-		return "an integer within int64 range"
-	case "string", "store.PetStatus":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	default:
-		return "a JSON value of the documented type"
-	}
 }
 
 // allowedMethods lists the methods that the matched path does support, for

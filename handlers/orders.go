@@ -36,9 +36,9 @@ func (s *Server) listOrders(c echo.Context) error {
 }
 
 // orderInput is the Order schema as a request body: every field optional,
-// so that an absent field can be told from a zero one.
+// so that an absent field can be told from a zero one. The read-only id is
+// not in it: the validator refuses it, and so does decodeBody.
 type orderInput struct {
-	ID       *int64  `json:"id"`
 	PetID    *int64  `json:"petId"`
 	Quantity *int    `json:"quantity"`
 	ShipDate *string `json:"shipDate"`
@@ -49,9 +49,6 @@ func decodeOrder(c echo.Context) (orderInput, *time.Time, error) {
 	var in orderInput
 	if err := decodeBody(c, &in); err != nil {
 		return in, nil, err
-	}
-	if in.ID != nil {
-		return in, nil, apiError(store.EINVALID, "body.id: is assigned by the server and must not be sent")
 	}
 	if in.ShipDate == nil {
 		return in, nil, nil
