@@ -25,6 +25,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"petstore/domains"
 	"petstore/handlers"
@@ -119,7 +120,29 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if c.rateLimit < 0 {
 		return c, errors.New("--rate-limit must be 0 (off) or more")
 	}
-	return c, envErr
+	if envErr != nil {
+		return c, envErr
+	}
+	return c, checkAdminToken(c.adminToken)
+}
+
+// minAdminTokenLength keeps a given admin token out of reach of guessing;
+// generated ones are far longer.
+const minAdminTokenLength = 32
+
+// checkAdminToken refuses a given admin token that is short, or that has
+// white space around it: clients trim it from the header they send, so it
+// would never match what was stored.
+func checkAdminToken(token string) error {
+	switch {
+	case token == "":
+		return nil // none given: the stored one, or a generated one
+	case strings.TrimSpace(token) != token:
+		return errors.New("--admin-token (PETSTORE_ADMIN_TOKEN) has white space at its start or end; give it without")
+	case utf8.RuneCountInString(token) < minAdminTokenLength:
+		return fmt.Errorf("--admin-token (PETSTORE_ADMIN_TOKEN) is %d characters long; it must have at least %d", utf8.RuneCountInString(token), minAdminTokenLength)
+	}
+	return nil
 }
 
 // defaultGCPercent is the collector's target unless GOGC says otherwise.

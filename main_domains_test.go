@@ -33,7 +33,7 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 	}
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
 	args := []string{
-		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret",
+		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret-of-the-domains-test-32",
 		"--domain", "petstore.test",
 		// No --http-listen: TLS-ALPN-01 is then the only challenge, so this
 		// test proves it (the handlers tests obtain through HTTP-01).
@@ -42,7 +42,7 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 		"--acme-caa-identity", "pebble.test",
 	}
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": dns.Addr()}
-	admin := []string{"Authorization", "Bearer admin-secret"}
+	admin := []string{"Authorization", "Bearer admin-secret-of-the-domains-test-32"}
 
 	first := start(t, env, args...)
 	if code, body := first.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...); code != 200 || !strings.Contains(body, `"defaultAddress":"petstore.petstore.test"`) {
