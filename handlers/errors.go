@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -89,6 +91,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	body := s.classify(err, c)
+	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
+		s.failures.fail(clientAddr(c.Request()), time.Now())
+	}
 	if body.Status >= 500 {
 		s.log.Error("request failed",
 			"request_id", requestID(c),
@@ -115,6 +120,10 @@ func (s *Server) classify(err error, c echo.Context) Error {
 		reqErr  *openapi3filter.RequestError
 		secErr  *openapi3filter.SecurityRequirementsError
 	)
+	if locked := lockedOut(err); locked != nil {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(locked.retryAfter))
+		return newError(codeRateLimited, locked.Error())
+	}
 	switch {
 	case errors.As(err, &appErr):
 		status, ok := statusOf[appErr.Code]

@@ -24,7 +24,7 @@ func (s *Server) routes() error {
 	// Every answer passes through these, the router's 404 and 405 included,
 	// so that unknown hosts and paths are logged, carry a request id, and
 	// get 421 rather than a 404.
-	every := []echo.MiddlewareFunc{s.requestID, s.accessLog, s.recoverPanics, securityHeaders, limitHeaders, s.routeHost}
+	every := []echo.MiddlewareFunc{s.requestID, s.accessLog, s.recoverPanics, securityHeaders, limitHeaders, s.routeHost, s.guardOperatorPaths}
 	if s.cfg.RateLimit > 0 {
 		every = append(every, s.rateLimit())
 	}
@@ -77,7 +77,7 @@ func (s *Server) routes() error {
 	// Outside the API documents: the documents themselves, probes and the site.
 	e.GET("/openapi.yaml", s.serveDoc(s.public.yaml, "application/yaml"))
 	e.GET("/openapi.json", s.serveDoc(s.public.json, echo.MIMEApplicationJSON))
-	e.GET("/admin/openapi.yaml", chain(s.serveDoc(s.admin.yaml, "application/yaml"), s.requireAdmin))
+	e.GET("/admin/openapi.yaml", s.serveDoc(s.admin.yaml, "application/yaml")) // guardOperatorPaths asks for the token
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	return s.siteRoutes()
@@ -107,6 +107,10 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 		}
 		if !s.cfg.SkipValidation {
 			mw = append(mw, s.validate(op))
+			s.validated[routeKey(r.method, r.path)] = true
+			if r.method == http.MethodGet {
+				s.validated[routeKey(http.MethodHead, r.path)] = true
+			}
 		}
 		if op.Operation.RequestBody == nil {
 			mw = append(mw, refuseBody)

@@ -33,6 +33,9 @@ const (
 	// Far above what 2 cores serve with low latency (a few dozen), far
 	// below what exhausts memory.
 	DefaultMaxInFlight = 1024
+	// DefaultCredentialFailures is how many failed credential attempts a
+	// client address may make in a minute before it gets 429.
+	DefaultCredentialFailures = 10
 )
 
 // Config is everything the HTTP layer needs; main fills it from flags.
@@ -60,6 +63,12 @@ type Config struct {
 	// MaxInFlight caps requests served at once (503 past it); 0 means
 	// DefaultMaxInFlight.
 	MaxInFlight int
+	// CredentialFailures is how many failed credential attempts (API key
+	// or admin token) a client address may make in a minute before every
+	// credential it sends gets 429, whatever RateLimit is; 0 means
+	// DefaultCredentialFailures, negative turns the limit off (tests that
+	// send wrong credentials on purpose).
+	CredentialFailures int
 	// SkipValidation turns request validation off. Only benchmarks use it,
 	// to measure what validation costs.
 	SkipValidation bool
@@ -81,6 +90,11 @@ type Server struct {
 	sitePage []byte
 	// reqMetrics counts requests for GET /metrics (metrics.go).
 	reqMetrics httpMetrics
+	// validated holds the routes whose requests the validator checks,
+	// credentials included, as routeKey.
+	validated map[string]bool
+	// failures limits failed credential attempts per client address.
+	failures *failureLimiter
 }
 
 // New builds the server: parses both OpenAPI documents, registers every
@@ -100,6 +114,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.CredentialFailures == 0 {
+		cfg.CredentialFailures = DefaultCredentialFailures
 	}
 	public, err := loadDoc(cfg.Spec)
 	if err != nil {
@@ -125,6 +142,9 @@ func New(cfg Config) (*Server, error) {
 		echo:    echo.New(),
 		public:  public,
 		admin:   admin,
+
+		validated: map[string]bool{},
+		failures:  newFailureLimiter(cfg.CredentialFailures),
 	}
 	if cfg.AccessLog != nil {
 		s.access = newAccessWriter(cfg.AccessLog, cfg.AccessLogJSON)
