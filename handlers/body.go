@@ -40,8 +40,12 @@ func readBody(limit int64) echo.MiddlewareFunc {
 			if int64(len(data)) > limit {
 				return bodyTooLarge(c, limit)
 			}
-			r.Body = newReadBodyBytes(data)
-			r.GetBody = func() (io.ReadCloser, error) { return newReadBodyBytes(data), nil }
+			body := &readBodyBytes{data: data}
+			body.Reset(data)
+			r.Body = body
+			// Its readers take turns (the validator's security check, its
+			// body check, the handler): one body, rewound, serves them all.
+			r.GetBody = func() (io.ReadCloser, error) { body.Reset(data); return body, nil }
 			r.ContentLength = int64(len(data))
 			return next(c)
 		}
@@ -87,12 +91,6 @@ func bodyReadError(err error) error {
 type readBodyBytes struct {
 	bytes.Reader
 	data []byte
-}
-
-func newReadBodyBytes(data []byte) *readBodyBytes {
-	b := &readBodyBytes{data: data}
-	b.Reset(data)
-	return b
 }
 
 func (*readBodyBytes) Close() error { return nil }
