@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -76,6 +77,9 @@ func typeName(t reflect.Type) string {
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t == reflect.TypeFor[time.Time]() {
+		return "an RFC 3339 date-time such as 2026-12-24T10:00:00Z"
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int64, reflect.Int32:
