@@ -41,7 +41,7 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 		orderPets    = 3
 		stockPets    = 2
 		initialStock = 100000
-		adminToken   = "crash-test-admin-token"
+		adminToken   = "crash-test-admin-token-of-32-chars"
 	)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "petstore")

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"petstore/domains"
 	"petstore/handlers"
@@ -145,7 +146,29 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			return c, fmt.Errorf("--cors-origin: %w", err)
 		}
 	}
-	return c, envErr
+	if envErr != nil {
+		return c, envErr
+	}
+	return c, checkAdminToken(c.adminToken)
+}
+
+// minAdminTokenLength keeps a given admin token out of reach of guessing;
+// generated ones are far longer.
+const minAdminTokenLength = 32
+
+// checkAdminToken refuses a given admin token that is short, or that has
+// white space around it: clients trim it from the header they send, so it
+// would never match what was stored.
+func checkAdminToken(token string) error {
+	switch {
+	case token == "":
+		return nil // none given: the stored one, or a generated one
+	case strings.TrimSpace(token) != token:
+		return errors.New("--admin-token (PETSTORE_ADMIN_TOKEN) has white space at its start or end; give it without")
+	case utf8.RuneCountInString(token) < minAdminTokenLength:
+		return fmt.Errorf("--admin-token (PETSTORE_ADMIN_TOKEN) is %d characters long; it must have at least %d", utf8.RuneCountInString(token), minAdminTokenLength)
+	}
+	return nil
 }
 
 // letsEncryptCA is the default --acme-ca.
@@ -212,7 +235,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	srv, err := handlers.New(handlers.Config{
 		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
-		Conns: conns,
+		Conns:       conns,
 		CORSOrigins: cfg.corsOrigins,
 	})
 	if err != nil {

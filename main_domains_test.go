@@ -33,7 +33,7 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 	}
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
 	args := []string{
-		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret",
+		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret-of-the-domains-test-32",
 		"--domain", "petstore.test",
 		// No --http-listen: TLS-ALPN-01 is then the only challenge, so this
 		// test proves it (the handlers tests obtain through HTTP-01).
@@ -43,7 +43,7 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 		"--allow-test-tlds",
 	}
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": dns.Addr(), "PETSTORE_DNS_ALLOW_PRIVATE": "true"}
-	admin := []string{"Authorization", "Bearer admin-secret"}
+	admin := []string{"Authorization", "Bearer admin-secret-of-the-domains-test-32"}
 
 	first := start(t, env, args...)
 	if code, body := first.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...); code != 200 || !strings.Contains(body, `"defaultAddress":"petstore.petstore.test"`) {
@@ -128,12 +128,12 @@ func TestRunFallsBackToTheNextCA(t *testing.T) {
 		"PETSTORE_ACME_CA":        unreachable + "," + pebble.DirectoryURL(),
 		"PETSTORE_RENEW_INTERVAL": "1m",
 	}
-	in := start(t, env, "--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret",
+	in := start(t, env, "--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret-of-the-domains-test-32",
 		"--domain", "petstore.test", "--https-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort)),
 		"--acme-ca-root", rootFile, "--acme-profile", "default", "--acme-caa-identity", "pebble.test",
 		"--allow-test-tlds", "--dns-allow-private")
 	defer in.stop(t)
-	admin := []string{"Authorization", "Bearer admin-secret"}
+	admin := []string{"Authorization", "Bearer admin-secret-of-the-domains-test-32"}
 	in.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...)
 	dns.SetCNAME(t, "api.shop.test", "cname.petstore.test")
 	if code, body := in.call(t, "POST", "/admin/domains", `{"name":"api.shop.test"}`, admin...); code != 201 {

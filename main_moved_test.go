@@ -48,13 +48,13 @@ func TestRunKeepsMovedDomainCertificate(t *testing.T) {
 	}
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
 	args := []string{
-		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret",
+		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret-of-the-domains-test-32",
 		"--domain", "petstore.test", "--https-listen", tlsAddr,
 		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
 		"--acme-caa-identity", "pebble.test", "--allow-test-tlds", "--dns-allow-private",
 	}
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": resolver.Addr()}
-	admin := []string{"Authorization", "Bearer admin-secret"}
+	admin := []string{"Authorization", "Bearer admin-secret-of-the-domains-test-32"}
 	var domain struct {
 		State       string `json:"state"`
 		MovedAt     string `json:"movedAt"`

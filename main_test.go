@@ -214,3 +214,42 @@ func TestConfigCORSOrigins(t *testing.T) {
 		t.Errorf("an origin with a path: %v", err)
 	}
 }
+
+// TestRunRefusesAWeakAdminToken: a short admin token, or one with white
+// space around it (stored as given, compared trimmed: the operator would be
+// locked out), stops the start with a message that says what is wrong.
+func TestRunRefusesAWeakAdminToken(t *testing.T) {
+	long := strings.Repeat("k", minAdminTokenLength)
+	for _, tc := range []struct {
+		name, flag, env, mentions string
+	}{
+		{"one character", "a", "", "at least 32"},
+		{"31 characters", long[1:], "", "at least 32"},
+		{"a space before", " " + long, "", "white space"},
+		{"a newline after", long + "\n", "", "white space"},
+		{"short, from the environment", "", "short-token", "PETSTORE_ADMIN_TOKEN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"--data", filepath.Join(t.TempDir(), "petstore.db"), "--listen", "127.0.0.1:0"}
+			if tc.flag != "" {
+				args = append(args, "--admin-token", tc.flag)
+			}
+			getenv := func(k string) string {
+				if k == "PETSTORE_ADMIN_TOKEN" {
+					return tc.env
+				}
+				return ""
+			}
+			// Cancelled: a start that is not refused ends at once, with no error.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			err := run(ctx, args, getenv, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.mentions) {
+				t.Fatalf("run: %v; want an error that mentions %q", err, tc.mentions)
+			}
+		})
+	}
+	if _, err := parseConfig([]string{"--admin-token", long}, func(string) string { return "" }, io.Discard); err != nil {
+		t.Errorf("a token of %d characters: %v", len(long), err)
+	}
+}

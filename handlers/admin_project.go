@@ -50,16 +50,6 @@ func (s *Server) updateProject(c echo.Context) error {
 	if err := decodeBody(c, &in); err != nil {
 		return err
 	}
-	if in.Plan != nil {
-		switch *in.Plan {
-		case store.PlanFree, store.PlanPro, store.PlanEnterprise:
-		default:
-			return apiError(store.EINVALID, "body.plan: must be one of free, pro, enterprise")
-		}
-	}
-	if in.Name != nil && strings.TrimSpace(*in.Name) == "" {
-		return apiError(store.EINVALID, "body.name: must not be blank")
-	}
 	p, err := s.store.UpdateProject(c.Request().Context(), func(p *store.Project) error {
 		if in.Name != nil {
 			p.Name = strings.TrimSpace(*in.Name)

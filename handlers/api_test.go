@@ -254,7 +254,7 @@ func TestWritesNeedAValidAPIKey(t *testing.T) {
 }
 
 func TestAdminNeedsTheToken(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newTestServer(t, withoutCredentialLimit)
 	for _, h := range []http.Header{
 		{},
 		{"Authorization": {"Bearer wrong"}},

@@ -22,6 +22,9 @@ var errBadCredentials = errors.New("missing or invalid credentials")
 // operations need which credential, and this checks the credential.
 func (s *Server) authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	req := in.RequestValidationInput.Request
+	if err := s.failures.check(req); err != nil {
+		return err
+	}
 	switch in.SecuritySchemeName {
 	case schemeAPIKey:
 		if _, ok := s.store.AuthenticateAPIKey(req.Header.Get(headerAPIKey)); ok {
@@ -33,16 +36,6 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 		}
 	}
 	return errBadCredentials
-}
-
-// requireAdmin guards admin routes that are outside the admin document.
-func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if !s.store.CheckAdminToken(bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))) {
-			return apiError(codeUnauthorized, "this route needs the admin token in an Authorization: Bearer header")
-		}
-		return next(c)
-	}
 }
 
 func bearerToken(h string) string {

@@ -1,10 +1,8 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,6 +22,7 @@ const (
 	codeMethodNotAllowed     = "method_not_allowed"
 	codeGone                 = "gone"
 	codePayloadTooLarge      = "payload_too_large"
+	codeRequestTimeout       = "request_timeout"
 	codeUnsupportedMediaType = "unsupported_media_type"
 	codeUnknownHost          = "unknown_host"
 	codeHeadersTooLarge      = "headers_too_large"
@@ -44,6 +43,7 @@ var statusOf = map[string]int{
 	store.ENOCNAMETARGET:     http.StatusConflict,
 	codeGone:                 http.StatusGone,
 	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	codeRequestTimeout:       http.StatusRequestTimeout,
 	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	codeUnknownHost:          http.StatusMisdirectedRequest,
 	codeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
@@ -64,6 +64,7 @@ var codeOfStatus = map[int]string{
 	http.StatusMethodNotAllowed:            codeMethodNotAllowed,
 	http.StatusConflict:                    store.ECONFLICT,
 	http.StatusGone:                        codeGone,
+	http.StatusRequestTimeout:              codeRequestTimeout,
 	http.StatusRequestEntityTooLarge:       codePayloadTooLarge,
 	http.StatusUnsupportedMediaType:        codeUnsupportedMediaType,
 	http.StatusMisdirectedRequest:          codeUnknownHost,
@@ -105,6 +106,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		// A full disk is not freed at once; clients should not retry in a loop.
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(fullDiskRetryAfter/time.Second)))
 	}
+	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
+		s.failures.fail(clientAddr(c.Request()), time.Now())
+	}
 	if body.Status >= 500 {
 		s.log.Error("request failed",
 			"request_id", requestID(c),
@@ -130,9 +134,11 @@ func (s *Server) classify(err error, c echo.Context) Error {
 		httpErr *echo.HTTPError
 		reqErr  *openapi3filter.RequestError
 		secErr  *openapi3filter.SecurityRequirementsError
-		synErr  *json.SyntaxError
-		typeErr *json.UnmarshalTypeError
 	)
+	if locked := lockedOut(err); locked != nil {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(locked.retryAfter))
+		return newError(codeRateLimited, locked.Error())
+	}
 	switch {
 	case errors.As(err, &appErr):
 		status, ok := statusOf[appErr.Code]
@@ -144,10 +150,6 @@ func (s *Server) classify(err error, c echo.Context) Error {
 		return newError(codeUnauthorized, s.unauthorizedMessage(c))
 	case errors.As(err, &reqErr):
 		return requestErrorBody(reqErr)
-	case errors.As(err, &synErr), errors.Is(err, io.ErrUnexpectedEOF):
-		return newError(store.EINVALID, "body: malformed JSON")
-	case errors.As(err, &typeErr):
-		return newError(store.EINVALID, fmt.Sprintf("%s: must be %s", fieldName(typeErr.Field), typeName(typeErr.Type.String())))
 	case errors.As(err, &httpErr):
 		return s.echoErrorBody(httpErr, c)
 	default:
@@ -259,28 +261,6 @@ func schemaReason(e *openapi3.SchemaError) string {
 		return e.Reason
 	}
 	return fmt.Sprintf("does not match the %q rule of the schema", e.SchemaField)
-}
-
-// fieldName makes a json.UnmarshalTypeError field path readable ("" is the
-// whole body).
-func fieldName(f string) string {
-	if f == "" {
-		return "body"
-	}
-	return "body." + f
-}
-
-func typeName(goType string) string {
-	switch goType {
-	case "int64", "int", "int32":
-		return "an integer within int64 range"
-	case "string", "store.PetStatus":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	default:
-		return "a JSON value of the documented type"
-	}
 }
 
 // allowedMethods lists the methods that the matched path does support, for

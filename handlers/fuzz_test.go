@@ -95,6 +95,21 @@ func FuzzRequest(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(s.method, s.target, s.contentType, s.auth, s.header, []byte(s.body))
 	}
+	// The corpus of the body scanner's fuzz test, from when the service had
+	// a scanner of its own: each body operation's example and awkward
+	// bodies, with a valid credential (TestBodiesFollowTheValidator replays
+	// them all against kin-openapi's verdicts).
+	_, admin := specs(f)
+	for _, bo := range bodyOperations(f) {
+		auth := authAPIKey
+		if bo.doc == admin {
+			auth = authAdmin
+		}
+		f.Add(bo.method, bo.path, "application/json", auth, "", exampleBody(f, bo.op))
+		for _, b := range awkwardBodies(f, bo.op)[:40] {
+			f.Add(bo.method, bo.path, "application/json", auth, "", b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, method, target, contentType string, auth uint8, header string, body []byte) {
 		raw, ok := rawRequest(ts, method, target, contentType, auth, header, body)
 		if !ok {

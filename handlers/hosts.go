@@ -24,6 +24,9 @@ func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
 		if req.TLS != nil && req.TLS.ServerName != "" && !strings.EqualFold(domains.HostName(req.Host), req.TLS.ServerName) {
 			return apiError(codeUnknownHost, "the Host header does not match the TLS server name")
 		}
+		if onCleartextListener(req) && operatorPath(req.URL.Path) {
+			return echo.ErrNotFound
+		}
 		r := s.domains.Route(req.Host)
 		switch r.Decision {
 		case domains.ServeAll:
@@ -52,7 +55,8 @@ func operatorPath(p string) bool {
 // HTTPSRedirect is the handler of the plain-HTTP listener beside the TLS
 // one: every host this service serves over TLS is sent there (redirect
 // sources straight to their target); loopback and unknown hosts go to the
-// server as they are (421 for the unknown).
+// server as they are (421 for the unknown), except operator paths, which
+// are 404 there: the admin token never crosses port 80.
 func (s *Server) HTTPSRedirect() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := s.domains.Route(r.Host)
@@ -64,7 +68,7 @@ func (s *Server) HTTPSRedirect() http.Handler {
 		case route.Decision == domains.ServePublic,
 			route.Decision == domains.ServeAll && !domains.IsLocal(host):
 		default:
-			s.ServeHTTP(w, r)
+			s.ServeHTTP(w, markCleartext(r))
 			return
 		}
 		http.Redirect(w, r, "https://"+host+pathAndQuery(r), status)

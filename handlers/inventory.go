@@ -35,7 +35,7 @@ func (s *Server) getInventoryItem(c echo.Context) error {
 
 // inventoryUpdate is the InventoryUpdate schema.
 type inventoryUpdate struct {
-	Quantity *int `json:"quantity"`
+	Quantity int `json:"quantity"`
 }
 
 func (s *Server) setInventory(c echo.Context) error {
@@ -47,10 +47,7 @@ func (s *Server) setInventory(c echo.Context) error {
 	if err := decodeBody(c, &in); err != nil {
 		return err
 	}
-	if in.Quantity == nil {
-		return apiError(store.EINVALID, "body.quantity: is required")
-	}
-	item, err := s.store.SetStock(c.Request().Context(), id, *in.Quantity)
+	item, err := s.store.SetStock(c.Request().Context(), id, in.Quantity)
 	if err != nil {
 		return err
 	}

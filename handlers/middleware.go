@@ -134,13 +134,22 @@ func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 					params[n] = values[i]
 				}
 			}
+			req := c.Request()
+			if op.Operation.RequestBody == nil && req.Body != nil && req.Body != http.NoBody {
+				// The security check would read a body of any length into
+				// memory. An operation that takes none never reads it:
+				// refuseBody answers after the credential is judged.
+				noBody := *req
+				noBody.Body = http.NoBody
+				req = &noBody
+			}
 			in := &openapi3filter.RequestValidationInput{
-				Request:    c.Request(),
+				Request:    req,
 				PathParams: params,
 				Route:      op,
 				Options:    &s.valOpts,
 			}
-			if err := openapi3filter.ValidateRequest(c.Request().Context(), in); err != nil {
+			if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
 				return err
 			}
 			if err := refuseUnknownQuery(c.QueryParams(), known); err != nil {

@@ -1,74 +1,95 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 
 	"petstore/store"
 )
 
-// decodeBody reads the JSON body into v. The validator has already checked
-// it against the schema; decoding still refuses what the schema cannot
-// express, such as integers beyond int64, and what encoding/json would
-// quietly change (see wellFormed).
+// decodeBody decodes the JSON body into v, in one pass. The validator has
+// already judged it against the schema; decoding still refuses what the
+// schema cannot express and what a lenient decoder would quietly change:
+// integers beyond the Go type, duplicate member names (where parsers differ
+// on which one wins), invalid UTF-8 and unpaired surrogate escapes (RFC
+// 7493, I-JSON), and, with validation off, unknown members.
 func decodeBody(c echo.Context, v any) error {
-	if cb, ok := c.Request().Body.(*checkedBody); ok {
-		// The quick check has read it and found it one strict JSON value
-		// with valid UTF-8 and no repeated member: what the checks below
-		// the decode would refuse, it has not passed.
-		dec := json.NewDecoder(&cb.Reader)
-		dec.DisallowUnknownFields()
-		return dec.Decode(v)
+	var raw []byte
+	if b, ok := c.Request().Body.(*readBodyBytes); ok {
+		raw = b.data // read by readBody: no copy
+	} else {
+		var err error
+		if raw, err = io.ReadAll(c.Request().Body); err != nil {
+			return err
+		}
 	}
-	raw, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		return err
+	if err := json.Unmarshal(raw, v, json.RejectUnknownMembers(true)); err != nil {
+		return decodeError(err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return apiError(store.EINVALID, "body: more than one JSON value")
-	}
-	return wellFormed(raw)
+	return nil
 }
 
-// wellFormed refuses JSON that encoding/json accepts only by changing it:
-// invalid UTF-8 and unpaired surrogate escapes (which it turns into U+FFFD,
-// so that what is stored is not what was sent) and duplicate member names
-// (where the last one wins, while another parser, such as a proxy's or the
-// validator's, may keep the first). jsontext checks both (RFC 7493, I-JSON).
-func wellFormed(raw []byte) error {
-	if jsontext.Value(raw).IsValid() {
-		return nil
-	}
-	_, err := jsontext.NewDecoder(bytes.NewReader(raw)).ReadValue()
-	var syn *jsontext.SyntacticError
+// decodeError names the body field a decoding error is about.
+func decodeError(err error) error {
+	var (
+		syn *jsontext.SyntacticError
+		sem *json.SemanticError
+	)
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &syn) && errors.Is(syn.Err, jsontext.ErrDuplicateName):
-		where := "body" + strings.ReplaceAll(string(syn.JSONPointer.Parent()), "/", ".")
-		return apiError(store.EINVALID, "%s: member %q appears more than once", where, syn.JSONPointer.LastToken())
+		return apiError(store.EINVALID, "%s: member %q appears more than once", bodyField(syn.JSONPointer.Parent()), syn.JSONPointer.LastToken())
 	case errors.As(err, &syn):
-		where := "body" + strings.ReplaceAll(string(syn.JSONPointer), "/", ".")
-		return apiError(store.EINVALID, "%s: not valid UTF-8 (invalid bytes or an unpaired surrogate escape such as \\ud800)", where)
-	default:
+		return apiError(store.EINVALID, "%s: malformed JSON or text that is not valid UTF-8 (invalid bytes or an unpaired surrogate escape such as \\ud800)", bodyField(syn.JSONPointer))
+	case errors.As(err, &sem) && errors.Is(sem.Err, json.ErrUnknownName):
+		return apiError(store.EINVALID, "%s: unknown field", bodyField(sem.JSONPointer))
+	case errors.As(err, &sem):
+		return apiError(store.EINVALID, "%s: must be %s", bodyField(sem.JSONPointer), typeName(sem.GoType))
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return apiError(store.EINVALID, "body: malformed JSON")
+	default:
+		return err
+	}
+}
+
+// bodyField is a JSON pointer into the body as messages name fields:
+// body.shipDate.
+func bodyField(p jsontext.Pointer) string {
+	return "body" + strings.ReplaceAll(string(p), "/", ".")
+}
+
+// typeName says in a client's words what a Go type accepts.
+func typeName(t reflect.Type) string {
+	if t == nil {
+		return "a JSON value of the documented type"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeFor[time.Time]() {
+		return "an RFC 3339 date-time such as 2026-12-24T10:00:00Z"
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer within int64 range"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	default:
+		return "a JSON value of the documented type"
 	}
 }
 

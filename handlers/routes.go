@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"petstore/store"
 )
@@ -23,7 +22,7 @@ func (s *Server) routes() error {
 	// Every answer passes through these, the router's 404 and 405 included,
 	// so that unknown hosts and paths are logged, carry a request id, and
 	// get 421 rather than a 404.
-	every := []echo.MiddlewareFunc{s.requestID, s.accessLog, s.recoverPanics, securityHeaders, limitHeaders, s.routeHost}
+	every := []echo.MiddlewareFunc{s.requestID, s.accessLog, s.recoverPanics, securityHeaders, limitHeaders, s.routeHost, s.guardOperatorPaths}
 	if len(s.cfg.CORSOrigins) > 0 {
 		// Before the limits, so that a script can read their 429 and 503.
 		// Preflights are answered here, uncounted: they cost no more than
@@ -82,8 +81,9 @@ func (s *Server) routes() error {
 	// Outside the API documents: the documents themselves, probes and the site.
 	e.GET("/openapi.yaml", s.serveDoc(s.public.yaml, "application/yaml"))
 	e.GET("/openapi.json", s.serveDoc(s.public.json, echo.MIMEApplicationJSON))
-	e.GET("/admin/openapi.yaml", chain(s.serveDoc(s.admin.yaml, "application/yaml"), s.requireAdmin))
-	e.GET("/admin/openapi.json", chain(s.serveDoc(s.admin.json, echo.MIMEApplicationJSON), s.requireAdmin))
+	// guardOperatorPaths asks for the token on both.
+	e.GET("/admin/openapi.yaml", s.serveDoc(s.admin.yaml, "application/yaml"))
+	e.GET("/admin/openapi.json", s.serveDoc(s.admin.json, echo.MIMEApplicationJSON))
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	return s.siteRoutes()
@@ -100,11 +100,11 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 			return err
 		}
 		mw := []echo.MiddlewareFunc{wholeSegments}
-		// A body is capped at BodyLimit before the validator reads it. An
-		// operation that takes none refuses one (400, after authentication),
-		// so it never answers 413.
+		// A body is read whole, within BodyLimit, before anything judges
+		// the request. An operation that takes none refuses one (400, after
+		// authentication), so it never answers 413.
 		if op.Operation.RequestBody != nil {
-			mw = append(mw, middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprintf("%dB", s.cfg.BodyLimit)}))
+			mw = append(mw, readBody(s.cfg.BodyLimit))
 		}
 		if dep, err := s.deprecation(op); err != nil {
 			return err
@@ -113,6 +113,10 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 		}
 		if !s.cfg.SkipValidation {
 			mw = append(mw, s.validate(op))
+			s.validated[routeKey(r.method, r.path)] = true
+			if r.method == http.MethodGet {
+				s.validated[routeKey(http.MethodHead, r.path)] = true
+			}
 		}
 		if op.Operation.RequestBody == nil {
 			mw = append(mw, refuseBody)
@@ -170,6 +174,9 @@ func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
 func refuseBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if r := c.Request(); r.ContentLength > 0 || r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
+			// The body is not read, so the connection cannot carry another
+			// request after it.
+			c.Response().Header().Set(echo.HeaderConnection, "close")
 			return apiError(store.EINVALID, "body: %s %s takes no request body", r.Method, c.Path())
 		}
 		return next(c)

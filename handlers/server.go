@@ -34,6 +34,9 @@ const (
 	// Far above what 2 cores serve with low latency (a few dozen), far
 	// below what exhausts memory.
 	DefaultMaxInFlight = 1024
+	// DefaultCredentialFailures is how many failed credential attempts a
+	// client address may make in a minute before it gets 429.
+	DefaultCredentialFailures = 10
 )
 
 // Config is everything the HTTP layer needs; main fills it from flags.
@@ -67,6 +70,12 @@ type Config struct {
 	// CORSOrigins are the origins (scheme://host[:port], or * for any)
 	// whose scripts may call the public API; none turns CORS off.
 	CORSOrigins []string
+	// CredentialFailures is how many failed credential attempts (API key
+	// or admin token) a client address may make in a minute before every
+	// credential it sends gets 429, whatever RateLimit is; 0 means
+	// DefaultCredentialFailures, negative turns the limit off (tests that
+	// send wrong credentials on purpose).
+	CredentialFailures int
 	// SkipValidation turns request validation off. Only benchmarks use it,
 	// to measure what validation costs.
 	SkipValidation bool
@@ -91,6 +100,11 @@ type Server struct {
 	// aborted ends when AbortBackups is called: backups in flight stop.
 	aborted      context.Context
 	abortBackups context.CancelFunc
+	// validated holds the routes whose requests the validator checks,
+	// credentials included, as routeKey.
+	validated map[string]bool
+	// failures limits failed credential attempts per client address.
+	failures *failureLimiter
 }
 
 // New builds the server: parses both OpenAPI documents, registers every
@@ -116,6 +130,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	if cfg.CredentialFailures == 0 {
+		cfg.CredentialFailures = DefaultCredentialFailures
+	}
 	public, err := loadDoc(cfg.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("openapi.yaml: %w", err)
@@ -140,6 +157,9 @@ func New(cfg Config) (*Server, error) {
 		echo:    echo.New(),
 		public:  public,
 		admin:   admin,
+
+		validated: map[string]bool{},
+		failures:  newFailureLimiter(cfg.CredentialFailures),
 	}
 	s.metrics = newHTTPMetrics(s)
 	s.aborted, s.abortBackups = context.WithCancel(context.Background())

@@ -232,10 +232,11 @@ func (ts *testServer) validate(req *http.Request, reqBody []byte, r *response) {
 	if r.status >= 400 && req.Method != http.MethodHead {
 		checkErrorBody(ts.tb, req, r)
 	}
-	// Redirects, 421 and 431 are decided from the request's envelope before
-	// any operation, so no operation documents them; their Error body was
-	// checked above.
+	// Redirects, 408, 421 and 431 are decided from the request's envelope
+	// before any operation, so no operation documents them; their Error
+	// body was checked above.
 	if ts.hostLevel || r.status == http.StatusMisdirectedRequest || r.status == http.StatusRequestHeaderFieldsTooLarge ||
+		r.status == http.StatusRequestTimeout ||
 		r.status >= 300 && r.status < 400 {
 		return
 	}

@@ -1,0 +1,96 @@
+package handlers
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/store"
+)
+
+// readBody reads the body of an operation that takes one, whole and within
+// limit, before anything judges the request. kin-openapi's security check
+// reads the body too, and reports a failed read as a failed credential:
+// read first, a body that is too large is 413, one that is cut short or
+// whose chunked framing is broken is 400, one that arrives too slowly is
+// 408, and only a wrong credential is 401. The body is then handed on from
+// memory, so the validator and the handler read the same bytes.
+func readBody(limit int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.Body == nil || r.Body == http.NoBody {
+				return next(c)
+			}
+			if r.ContentLength > limit {
+				return bodyTooLarge(c, limit)
+			}
+			data, err := readAtMost(r, limit)
+			if err != nil {
+				// The framing is broken or the client stalled: what follows on
+				// the connection cannot be trusted to be a request.
+				c.Response().Header().Set(echo.HeaderConnection, "close")
+				return bodyReadError(err)
+			}
+			if int64(len(data)) > limit {
+				return bodyTooLarge(c, limit)
+			}
+			body := &readBodyBytes{data: data}
+			body.Reset(data)
+			r.Body = body
+			// Its readers take turns (the validator's security check, its
+			// body check, the handler): one body, rewound, serves them all.
+			r.GetBody = func() (io.ReadCloser, error) { body.Reset(data); return body, nil }
+			r.ContentLength = int64(len(data))
+			return next(c)
+		}
+	}
+}
+
+// readAtMost reads the body, or limit+1 bytes of it when it is longer: one
+// allocation of the right size when the length is declared.
+func readAtMost(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength >= 0 {
+		data := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, data); err != nil {
+			return nil, err
+		}
+		return data, nil
+	}
+	return io.ReadAll(io.LimitReader(r.Body, limit+1))
+}
+
+func bodyTooLarge(c echo.Context, limit int64) error {
+	// The rest of the body is not read: the connection cannot carry another
+	// request after it.
+	c.Response().Header().Set(echo.HeaderConnection, "close")
+	return apiError(codePayloadTooLarge, "request body is larger than the limit of %d KiB", limit>>10)
+}
+
+// bodyReadError says why a body could not be read: the connection's read
+// deadline (the client sent it too slowly), or a body that ended before its
+// declared length or with broken chunked framing.
+func bodyReadError(err error) error {
+	var ne net.Error
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return apiError(codeRequestTimeout, "the request body did not arrive within the server's read timeout")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return apiError(store.EINVALID, "body: the connection ended before the whole body arrived")
+	}
+	return apiError(store.EINVALID, "body: could not be read (malformed chunked encoding)")
+}
+
+// readBodyBytes is a body readBody has read: the validator reads it again
+// through GetBody, decodeBody takes its bytes as they are.
+type readBodyBytes struct {
+	bytes.Reader
+	data []byte
+}
+
+func (*readBodyBytes) Close() error { return nil }

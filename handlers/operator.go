@@ -1,0 +1,187 @@
+package handlers
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// tokenPath reports whether a path is the operator's API: the admin API,
+// backups and metrics. Every method on it needs the admin token, OPTIONS
+// and unknown methods included, so that nothing about it (not even which
+// methods exist) is told to someone without the token.
+func tokenPath(p string) bool {
+	return p == "/admin" || strings.HasPrefix(p, "/admin/") || p == "/metrics" || strings.HasPrefix(p, "/metrics/")
+}
+
+// guardOperatorPaths asks for the admin token on operator paths before
+// anything else answers: Echo's OPTIONS and 405 answers, the admin
+// document, and paths that do not exist. The operations of the admin
+// document are left to the validator, which checks the token itself after
+// the body is read (see readBody).
+func (s *Server) guardOperatorPaths(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if !tokenPath(r.URL.Path) || s.validated[routeKey(r.Method, c.Path())] {
+			return next(c)
+		}
+		if err := s.failures.check(r); err != nil {
+			return err
+		}
+		if !s.store.CheckAdminToken(bearerToken(r.Header.Get(echo.HeaderAuthorization))) {
+			return apiError(codeUnauthorized, "this route needs the admin token in an Authorization: Bearer header")
+		}
+		return next(c)
+	}
+}
+
+// cleartextListener marks a request that came in on --http-listen, the
+// public port 80 beside the TLS listener.
+type cleartextListener struct{}
+
+// onCleartextListener reports whether r came in on --http-listen, where
+// operator paths are never served: the admin token and backups would cross
+// the network in the clear.
+func onCleartextListener(r *http.Request) bool {
+	return r.Context().Value(cleartextListener{}) != nil
+}
+
+func markCleartext(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), cleartextListener{}, true))
+}
+
+// Failed credential attempts are limited per client address whatever the
+// general rate limit is: after Config.CredentialFailures of them in
+// credentialFailureWindow, every credential from that address gets 429
+// until the oldest of those failures is a window old.
+const (
+	credentialFailureWindow = time.Minute
+	// failureLimiterSize bounds the addresses remembered; the least
+	// recently failed is forgotten first.
+	failureLimiterSize = 10000
+)
+
+// failureLimiter remembers the times of the last failed credential attempts
+// of recently failing client addresses (IPv6 grouped by /64, which one
+// client usually holds whole), in least-recently-failed order.
+// A nil *failureLimiter limits nothing.
+type failureLimiter struct {
+	max     int // failures allowed in a window
+	mu      sync.Mutex
+	byAddr  map[string]*list.Element // of *failures
+	recency *list.List               // front: the address that failed last
+}
+
+type failures struct {
+	addr  string
+	times []time.Time // a ring of max; next is the oldest once full
+	n     int
+	next  int
+}
+
+// newFailureLimiter allows max failures per window; 0 or less: nil.
+func newFailureLimiter(max int) *failureLimiter {
+	if max <= 0 {
+		return nil
+	}
+	return &failureLimiter{max: max, byAddr: map[string]*list.Element{}, recency: list.New()}
+}
+
+// errTooManyFailures is the error of a request whose address is locked out;
+// retryAfter is in whole seconds.
+type errTooManyFailures struct{ retryAfter int }
+
+func (e *errTooManyFailures) Error() string {
+	return "too many failed credential attempts from this address; retry after " + strconv.Itoa(e.retryAfter) + " s"
+}
+
+// check returns an errTooManyFailures when r's address is locked out.
+func (l *failureLimiter) check(r *http.Request) error {
+	if l == nil {
+		return nil
+	}
+	if wait := l.lockedFor(clientAddr(r), time.Now()); wait > 0 {
+		return &errTooManyFailures{retryAfter: int(math.Ceil(wait.Seconds()))}
+	}
+	return nil
+}
+
+// lockedFor is how long addr stays locked out at now; 0 when it is not.
+func (l *failureLimiter) lockedFor(addr string, now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.byAddr[addr]
+	if !ok {
+		return 0
+	}
+	f := e.Value.(*failures)
+	if f.n < l.max {
+		return 0
+	}
+	return max(f.times[f.next].Add(credentialFailureWindow).Sub(now), 0)
+}
+
+// fail records a failed attempt from addr at now.
+func (l *failureLimiter) fail(addr string, now time.Time) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var f *failures
+	if e, ok := l.byAddr[addr]; ok {
+		f = e.Value.(*failures)
+		l.recency.MoveToFront(e)
+	} else {
+		f = &failures{addr: addr, times: make([]time.Time, l.max)}
+		l.byAddr[addr] = l.recency.PushFront(f)
+		if l.recency.Len() > failureLimiterSize {
+			oldest := l.recency.Back()
+			l.recency.Remove(oldest)
+			delete(l.byAddr, oldest.Value.(*failures).addr)
+		}
+	}
+	f.times[f.next] = now
+	f.next = (f.next + 1) % l.max
+	f.n = min(f.n+1, l.max)
+}
+
+// clientAddr is the address a request's failures are counted under: the
+// peer's IPv4 address, or its IPv6 /64.
+func clientAddr(r *http.Request) string {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	a := ap.Addr().Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+// presentedCredential reports whether r carries a credential at all: only
+// attempts with one count as failures.
+func presentedCredential(r *http.Request) bool {
+	return r.Header.Get(headerAPIKey) != "" || r.Header.Get(echo.HeaderAuthorization) != ""
+}
+
+// lockedOut finds the lock-out in an error, also inside kin-openapi's
+// security error.
+func lockedOut(err error) *errTooManyFailures {
+	var locked *errTooManyFailures
+	if errors.As(err, &locked) {
+		return locked
+	}
+	return nil
+}
