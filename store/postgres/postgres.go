@@ -28,8 +28,13 @@ var migrations embed.FS
 // DB is a store on a PostgreSQL database. All its methods are safe for
 // concurrent use, from this process and from others sharing the database.
 type DB struct {
-	pool *pgxpool.Pool
-	now  func() time.Time
+	pool  *pgxpool.Pool
+	now   func() time.Time
+	cache cache
+	// stopWatch ends the watcher of other instances' changes; watched is
+	// closed when it has ended.
+	stopWatch context.CancelFunc
+	watched   chan struct{}
 }
 
 // Open connects to the database at url (a postgres:// URL) and brings its
@@ -51,14 +56,29 @@ func Open(ctx context.Context, url string, opts store.Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("migrating the database schema: %w", err)
 	}
+	if err := db.reload(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	watchCtx, stop := context.WithCancel(context.Background())
+	db.stopWatch, db.watched = stop, make(chan struct{})
+	go func() {
+		defer close(db.watched)
+		db.watch(watchCtx)
+	}()
 	return db, nil
 }
 
-// Close closes the connections.
+// Close stops watching for changes and closes the connections.
 func (db *DB) Close() error {
+	db.stopWatch()
+	<-db.watched
 	db.pool.Close()
 	return nil
 }
+
+// timestamp is the store's notion of now, as on bbolt: UTC, whole seconds.
+func (db *DB) timestamp() time.Time { return db.now().UTC().Truncate(time.Second) }
 
 // Ping reports whether the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }

@@ -68,3 +68,15 @@ CREATE TABLE certmagic_locks (
     owner   TEXT NOT NULL,
     expires TIMESTAMPTZ NOT NULL
 );
+
+-- Deploy ids, which the project's deploy list carries.
+CREATE SEQUENCE deploy_ids;
+
+-- changes counts the writes that other instances must see at once (API
+-- keys, the admin token, domains, settings, the project): each instance
+-- polls it and reloads what it caches when it moves.
+CREATE TABLE changes (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    version BIGINT NOT NULL
+);
+INSERT INTO changes (id, version) VALUES (1, 0);
