@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,6 +36,9 @@ type DB struct {
 	// closed when it has ended.
 	stopWatch context.CancelFunc
 	watched   chan struct{}
+	// The certificate locks this process holds, by name (kv.go).
+	locksMu sync.Mutex
+	locks   map[string]*heldLock
 }
 
 // Open connects to the database at url (a postgres:// URL) and brings its

@@ -122,3 +122,64 @@ func waitFor(t *testing.T, changed <-chan struct{}, cond func() bool) {
 		}
 	}
 }
+
+// The key/value space and its locks, across two instances.
+func TestKVAndLocksAcrossInstances(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	a, err := postgres.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := postgres.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, k := range []string{"certificates/ca/a.test/a.test.crt", "certificates/ca/a.test/a.test.key", "certificates/ca/b.test/b.test.crt", "certificatesx"} {
+		if err := a.KVPut(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := b.KVGet(ctx, "certificates/ca/a.test/a.test.key"); err != nil || string(v) != "certificates/ca/a.test/a.test.key" {
+		t.Errorf("KVGet: %q %v", v, err)
+	}
+	if _, err := b.KVGet(ctx, "nope"); store.ErrorCode(err) != store.ENOTFOUND {
+		t.Errorf("a missing key: %v", err)
+	}
+	keys, err := b.KVKeys(ctx, "certificates/ca/a.test")
+	if err != nil || len(keys) != 2 {
+		t.Errorf("KVKeys: %v %v", keys, err)
+	}
+	if err := b.KVDelete(ctx, "certificates/ca/a.test"); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := a.KVKeys(ctx, "certificates"); len(keys) != 1 || keys[0] != "certificates/ca/b.test/b.test.crt" {
+		t.Errorf("after deleting a prefix: %v", keys)
+	}
+	if info, err := a.KVStat(ctx, "certificatesx"); err != nil || info.Size != int64(len("certificatesx")) {
+		t.Errorf("KVStat: %+v %v", info, err)
+	}
+
+	if err := a.Lock(ctx, "issue_cert_a.test"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.TryLock(ctx, "issue_cert_a.test"); ok || err != nil {
+		t.Fatalf("the other instance took a held lock: %v %v", ok, err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- b.Lock(ctx, "issue_cert_a.test") }()
+	if err := a.Unlock(ctx, "issue_cert_a.test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiting for the lock: %v", err)
+	}
+	if err := b.Unlock(ctx, "issue_cert_a.test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx, "issue_cert_a.test"); err == nil {
+		t.Error("unlocking a lock that is not held succeeds")
+	}
+}
