@@ -116,7 +116,7 @@ func (m *Manager) setUpCertificates(a *ACME) {
 		Logger:           zl,
 	})
 	m.certs = certmagic.New(m.cache, certmagic.Config{
-		Storage: m.db.CertStorage(),
+		Storage: CertStorage(m.db),
 		// On-demand issuance serves names nobody obtained ahead of time (the
 		// default address); the decision function denies everything else.
 		OnDemand: &certmagic.OnDemandConfig{DecisionFunc: m.decide},

@@ -73,10 +73,18 @@ func Open(ctx context.Context, url string, opts store.Options) (*DB, error) {
 	return db, nil
 }
 
-// Close stops watching for changes and closes the connections.
+// Close stops watching for changes, stops renewing the leases of the locks
+// it holds (they expire), and closes the connections.
 func (db *DB) Close() error {
 	db.stopWatch()
 	<-db.watched
+	db.locksMu.Lock()
+	for _, h := range db.locks {
+		h.stop()
+		<-h.done
+	}
+	db.locks = nil
+	db.locksMu.Unlock()
 	db.pool.Close()
 	return nil
 }
