@@ -13,28 +13,13 @@ import (
 	"petstore/store"
 )
 
-// KeyValueStore is what certificates need from the store: a key/value
-// space shared by every instance, with locks. Both stores offer it.
-type KeyValueStore interface {
-	KVPut(ctx context.Context, key string, value []byte) error
-	KVGet(ctx context.Context, key string) ([]byte, error)
-	KVStat(ctx context.Context, key string) (store.KVInfo, error)
-	// KVDelete deletes key and every key under key + "/".
-	KVDelete(ctx context.Context, key string) error
-	// KVKeys returns the keys under prefix + "/" (every key for ""), sorted.
-	KVKeys(ctx context.Context, prefix string) ([]string, error)
-	Lock(ctx context.Context, name string) error
-	TryLock(ctx context.Context, name string) (bool, error)
-	Unlock(ctx context.Context, name string) error
-}
-
 // CertStorage is certmagic's storage (certificates, keys, the ACME
 // account) on the store's key/value space. "Directories" are implicit, as
 // certmagic's model has it: a key is a directory when other keys start
 // with it and a slash.
-func CertStorage(kv KeyValueStore) certmagic.Storage { return certStorage{kv} }
+func CertStorage(kv store.KeyValue) certmagic.Storage { return certStorage{kv} }
 
-type certStorage struct{ kv KeyValueStore }
+type certStorage struct{ kv store.KeyValue }
 
 var (
 	_ certmagic.Storage   = certStorage{}

@@ -22,7 +22,7 @@ import (
 
 // Config configures a Manager.
 type Config struct {
-	Store    *store.DB
+	Store    store.Store
 	Platform Platform
 	// PublicIPs are shown as A/AAAA fallbacks for apex domains.
 	PublicIPs []netip.Addr
@@ -62,7 +62,7 @@ type ACME struct {
 // redirects, removal, and the routing decision for every request's Host.
 type Manager struct {
 	cfg   Config
-	db    *store.DB
+	db    store.Store
 	log   *slog.Logger
 	now   func() time.Time
 	table atomic.Pointer[routingTable]

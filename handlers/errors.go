@@ -47,6 +47,7 @@ var statusOf = map[string]int{
 	store.EUNPROCESSABLE:     http.StatusUnprocessableEntity,
 	codeRateLimited:          http.StatusTooManyRequests,
 	store.EINTERNAL:          http.StatusInternalServerError,
+	store.ENOTSUPPORTED:      http.StatusNotImplemented,
 	codeUnavailable:          http.StatusServiceUnavailable,
 }
 

@@ -16,6 +16,9 @@ const (
 	EPLANREQUIRED      = "plan_required"
 	EDOMAINEXISTS      = "domain_exists"
 	EINTERNAL          = "internal"
+	// ENOTSUPPORTED: the store cannot do this (a backup of PostgreSQL is
+	// pg_dump's job).
+	ENOTSUPPORTED = "not_supported"
 )
 
 // Error is an application error: a machine-readable code and a message that is
