@@ -48,16 +48,16 @@ func main() {
 // config is the command line, after the environment filled what it left out.
 type config struct {
 	listen, data, database, domain, cnameTarget string
-	httpsListen, httpListen           string
-	acmeCA, acmeCARoot, acmeEmail     string
-	acmeProfile                       string
-	acmeCAAIdentities                 listFlag
-	adminToken                        string
-	publicIPs, dnsResolvers           listFlag
-	rateLimit                         float64
-	cpuProfile                        string
-	maxInFlight                       int
-	logJSON                           bool
+	httpsListen, httpListen                     string
+	acmeCA, acmeCARoot, acmeEmail               string
+	acmeProfile                                 string
+	acmeCAAIdentities                           listFlag
+	adminToken                                  string
+	publicIPs, dnsResolvers                     listFlag
+	rateLimit                                   float64
+	cpuProfile                                  string
+	maxInFlight                                 int
+	logJSON                                     bool
 }
 
 // listFlag is a flag that may be repeated or hold a comma-separated list.

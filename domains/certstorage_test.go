@@ -249,4 +249,3 @@ func testLock(t *testing.T, s, other certmagic.Storage) {
 		t.Fatal("Unlock of a lock that is not held succeeded")
 	}
 }
-
