@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -28,6 +29,7 @@ import (
 	"petstore/domains"
 	"petstore/handlers"
 	"petstore/store"
+	"petstore/store/postgres"
 )
 
 //go:embed openapi.yaml
@@ -44,22 +46,22 @@ func main() {
 
 // config is the command line, after the environment filled what it left out.
 type config struct {
-	listen, data, domain, cnameTarget string
-	httpsListen, httpListen           string
-	acmeCARoot, acmeEmail             string
-	acmeCAs                           listFlag
-	acmeProfile                       string
-	renewInterval                     time.Duration
-	acmeCAAIdentities                 listFlag
-	adminToken                        string
-	publicIPs, dnsResolvers           listFlag
-	corsOrigins                       listFlag
-	rateLimit                         float64
-	cpuProfile                        string
-	maxInFlight, maxClientConns       int
-	shutdownTimeout                   time.Duration
-	logJSON                           bool
-	allowTestTLDs, dnsAllowPrivate    bool
+	listen, data, database, domain, cnameTarget string
+	httpsListen, httpListen                     string
+	acmeCARoot, acmeEmail                       string
+	acmeCAs                                     listFlag
+	acmeProfile                                 string
+	renewInterval                               time.Duration
+	acmeCAAIdentities                           listFlag
+	adminToken                                  string
+	publicIPs, dnsResolvers                     listFlag
+	corsOrigins                                 listFlag
+	rateLimit                                   float64
+	cpuProfile                                  string
+	maxInFlight, maxClientConns                 int
+	shutdownTimeout                             time.Duration
+	logJSON                                     bool
+	allowTestTLDs, dnsAllowPrivate              bool
 }
 
 // listFlag is a flag that may be repeated or hold a comma-separated list.
@@ -84,6 +86,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.SetOutput(out)
 	fs.StringVar(&c.listen, "listen", "localhost:8080", "plain-HTTP listener (development, or behind a TLS-terminating proxy)")
 	fs.StringVar(&c.data, "data", "./petstore.db", "the bbolt data file")
+	fs.StringVar(&c.database, "database", "", "postgres:// URL of a PostgreSQL database that several instances share, instead of the bbolt file")
 	fs.StringVar(&c.domain, "domain", "", "platform domain: the project is served at <slug>.<domain>; empty for development on localhost")
 	fs.StringVar(&c.cnameTarget, "cname-target", "", "the value customers' CNAME records must have (default cname.<domain>)")
 	fs.Var(&c.publicIPs, "public-ip", "public address shown as the A/AAAA fallback for apex domains (repeatable or comma-separated)")
@@ -128,6 +131,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if c.renewInterval <= 0 {
 		return c, errors.New("--renew-interval must be positive")
+	}
+	if c.database != "" && (given["data"] || getenv("PETSTORE_DATA") != "") {
+		return c, errors.New("--data and --database name two stores: give one (--database for PostgreSQL, --data for a bbolt file)")
+	}
+	if c.database != "" && !strings.HasPrefix(c.database, "postgres://") && !strings.HasPrefix(c.database, "postgresql://") {
+		return c, errors.New("--database must be a postgres:// URL")
 	}
 	if c.cnameTarget == "" && c.domain != "" {
 		c.cnameTarget = "cname." + c.domain
@@ -215,7 +224,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		defer pprof.StopCPUProfile()
 	}
 
-	db, err := store.Open(cfg.data, store.Options{})
+	db, err := openStore(ctx, cfg)
 	if err != nil {
 		return err // it names the file and says what is wrong with it
 	}
@@ -323,7 +332,7 @@ var domainsNow = time.Now
 
 // newDomainManager builds the custom-domain manager from the flags:
 // certificates only when this process terminates TLS.
-func newDomainManager(cfg config, db *store.DB, log *slog.Logger) (*domains.Manager, error) {
+func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Manager, error) {
 	var publicIPs []netip.Addr
 	for _, s := range cfg.publicIPs {
 		a, err := netip.ParseAddr(s)
@@ -391,7 +400,7 @@ func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
 	fmt.Fprintf(w, "  dashboard             %s/dashboard/\n", base)
 	fmt.Fprintf(w, "  admin API             %s/admin/ (spec at /admin/openapi.yaml and .json)\n", base)
 	fmt.Fprintf(w, "  backup, metrics       %s/admin/backup, %s/metrics (with the admin token)\n", base, base)
-	fmt.Fprintf(w, "  data                  %s\n", cfg.data)
+	fmt.Fprintf(w, "  data                  %s\n", cfg.dataDescription())
 	switch {
 	case newToken != "":
 		fmt.Fprintf(w, "  admin token           %s\n", newToken)
@@ -401,4 +410,33 @@ func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
 	default:
 		fmt.Fprintln(w, "  admin token           set at first start (lost it? start once with --admin-token NEW)")
 	}
+}
+
+// openStore opens the PostgreSQL database of --database, or else the bbolt
+// file of --data.
+func openStore(ctx context.Context, cfg config) (store.Store, error) {
+	if cfg.database != "" {
+		db, err := postgres.Open(ctx, cfg.database, store.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("opening the database %s: %w", cfg.dataDescription(), err)
+		}
+		return db, nil
+	}
+	db, err := store.Open(cfg.data, store.Options{})
+	if err != nil {
+		return nil, err // it names the file and says what is wrong with it
+	}
+	return db, nil
+}
+
+// dataDescription names the store for people: the file, or the database
+// URL without its password.
+func (c config) dataDescription() string {
+	if c.database == "" {
+		return c.data
+	}
+	if u, err := url.Parse(c.database); err == nil {
+		return u.Redacted()
+	}
+	return "(a PostgreSQL database)"
 }

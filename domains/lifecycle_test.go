@@ -123,7 +123,7 @@ func TestRenewalWithoutVisitors(t *testing.T) {
 	}
 	// The new certificate is the one in storage.
 	iss := certmagic.ACMEIssuer{CA: pebble.DirectoryURL()}
-	pemBytes, err := db.CertStorage().Load(context.Background(), certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
+	pemBytes, err := domains.CertStorage(db).Load(context.Background(), certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestCertificateStateIsHonest(t *testing.T) {
 	clk.t = time.Now()
 
 	iss := certmagic.ACMEIssuer{CA: pebble.DirectoryURL()}
-	if err := db.CertStorage().Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)); err != nil {
+	if err := domains.CertStorage(db).Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)); err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := m.Get(ctx, name); d.Certificate.State == store.CertIssued {

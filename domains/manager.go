@@ -23,7 +23,7 @@ import (
 
 // Config configures a Manager.
 type Config struct {
-	Store    *store.DB
+	Store    store.Store
 	Platform Platform
 	// PublicIPs are shown as A/AAAA fallbacks for apex domains.
 	PublicIPs []netip.Addr
@@ -78,7 +78,7 @@ type ACME struct {
 // redirects, removal, and the routing decision for every request's Host.
 type Manager struct {
 	cfg   Config
-	db    *store.DB
+	db    store.Store
 	log   *slog.Logger
 	now   func() time.Time
 	table atomic.Pointer[routingTable]
@@ -156,7 +156,7 @@ func (m *Manager) setUpCertificates(a *ACME) {
 		RenewCheckInterval: renewEvery,
 		Logger:             zl,
 	})
-	storage := m.db.CertStorage()
+	storage := CertStorage(m.db)
 	m.certs = certmagic.New(m.cache, certmagic.Config{Storage: storage, OnEvent: m.onEvent, Logger: zl})
 	m.onDemand = certmagic.New(m.cache, certmagic.Config{
 		Storage: storage,

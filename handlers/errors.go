@@ -50,6 +50,7 @@ var statusOf = map[string]int{
 	store.EUNPROCESSABLE:     http.StatusUnprocessableEntity,
 	codeRateLimited:          http.StatusTooManyRequests,
 	store.EINTERNAL:          http.StatusInternalServerError,
+	store.ENOTSUPPORTED:      http.StatusNotImplemented,
 	codeUnavailable:          http.StatusServiceUnavailable,
 
 	store.EINSUFFICIENTSTORAGE: http.StatusInsufficientStorage,

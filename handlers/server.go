@@ -41,7 +41,7 @@ const (
 
 // Config is everything the HTTP layer needs; main fills it from flags.
 type Config struct {
-	Store *store.DB
+	Store store.Store
 	// Spec is openapi.yaml, embedded by main.
 	Spec   []byte
 	Logger *slog.Logger
@@ -84,7 +84,7 @@ type Config struct {
 // Server serves the public API, the admin API and the site.
 type Server struct {
 	cfg     Config
-	store   *store.DB
+	store   store.Store
 	log     *slog.Logger
 	access  *accessWriter // nil: access lines go through log
 	now     func() time.Time

@@ -216,7 +216,7 @@ func seedTLSStore(ctx context.Context, file, adminToken string, ca *testCA, caUR
 		}
 	}
 	issuerKey := acmeIssuerKey(caURL)
-	storage := db.CertStorage()
+	storage := domains.CertStorage(db)
 	now := time.Now()
 
 	work := make(chan string)
@@ -321,7 +321,7 @@ func checkTLSStore(ctx context.Context, file, caURL string, names []string) erro
 			problems = append(problems, fmt.Sprintf("domain %s: state %s, certificate %s %s", d.Name, d.State, d.Certificate.State, d.Certificate.Error))
 		}
 	}
-	storage := db.CertStorage()
+	storage := domains.CertStorage(db)
 	if keys, err := storage.List(ctx, "acme", true); err == nil {
 		problems = append(problems, fmt.Sprintf("ACME account data in storage: %s", strings.Join(keys, ", ")))
 	} else if !errors.Is(err, fs.ErrNotExist) {

@@ -189,6 +189,10 @@ func (db *DB) Close() error {
 	return db.bolt.Close()
 }
 
+// OnChange does nothing: one process owns the file, so no other instance
+// changes what this one caches.
+func (db *DB) OnChange(func()) {}
+
 // Path is the file's path, as given to Open.
 func (db *DB) Path() string { return db.path }
 

@@ -134,8 +134,7 @@ func TestReopen_KeepsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certs := db.CertStorage()
-	if err := certs.Store(ctx, "certificates/ca/example.com/example.com.crt", []byte("PEM")); err != nil {
+	if err := db.KVPut(ctx, "certificates/ca/example.com/example.com.crt", []byte("PEM")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -166,7 +165,7 @@ func TestReopen_KeepsEverything(t *testing.T) {
 	if err != nil || proj.Plan != store.PlanPro || len(proj.Deploys) != 1 || proj.Deploys[0] != dep {
 		t.Fatalf("project after restart: %+v, %v", proj, err)
 	}
-	if got, err := db.CertStorage().Load(ctx, "certificates/ca/example.com/example.com.crt"); err != nil || string(got) != "PEM" {
+	if got, err := db.KVGet(ctx, "certificates/ca/example.com/example.com.crt"); err != nil || string(got) != "PEM" {
 		t.Fatalf("certificate after restart: %q, %v", got, err)
 	}
 	// New ids continue after the old ones.

@@ -95,6 +95,13 @@ func (db *DB) DomainsPage(ctx context.Context, limit int, after *DomainCursor) (
 	if err != nil {
 		return nil, nil, err
 	}
+	page, next := PageOfDomains(all, limit, after)
+	return page, next, nil
+}
+
+// PageOfDomains cuts one page out of all the domains, in the order of
+// Domains: what DomainsPage answers, for every store.
+func PageOfDomains(all []Domain, limit int, after *DomainCursor) ([]Domain, *DomainCursor) {
 	start := 0
 	if after != nil {
 		start = sort.Search(len(all), func(i int) bool { return after.before(all[i].cursor()) })
@@ -103,9 +110,9 @@ func (db *DB) DomainsPage(ctx context.Context, limit int, after *DomainCursor) (
 	if n := (Page{Limit: limit}).limit(); len(page) > n {
 		page = page[:n]
 		next := page[n-1].cursor()
-		return page, &next, nil
+		return page, &next
 	}
-	return page, nil, nil
+	return page, nil
 }
 
 // UpdateDomain applies fn to a domain and saves it in one transaction. fn may

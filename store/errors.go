@@ -19,6 +19,9 @@ const (
 	EINTERNAL          = "internal"
 	// EINSUFFICIENTSTORAGE: the disk is full; the write was not made.
 	EINSUFFICIENTSTORAGE = "insufficient_storage"
+	// ENOTSUPPORTED: the store cannot do this (a backup of PostgreSQL is
+	// pg_dump's job).
+	ENOTSUPPORTED = "not_supported"
 )
 
 // Error is an application error: a machine-readable code and a message that is

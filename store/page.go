@@ -21,6 +21,10 @@ func (p Page) limit() int {
 	return p.Limit
 }
 
+// Size is the page size actually used: DefaultPageSize for 0, otherwise
+// Limit clamped to 1..MaxPageSize.
+func (p Page) Size() int { return p.limit() }
+
 // walkPage visits the entries of a page in key order: the keys of b that are
 // prefix followed by an 8-byte id greater than p.After, at most p.limit() of
 // them. It returns the After of the next page, or 0 when this one is the last.

@@ -1,18 +1,53 @@
-package store_test
+package domains_test
 
 import (
 	"context"
 	"errors"
 	"io/fs"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/certmagic"
+
+	"petstore/domains"
+	"petstore/store"
+	"petstore/store/postgres"
+	"petstore/store/postgres/pgtest"
 )
+
+// forEachStore runs a test of the certificate storage on each store: a
+// bbolt file, and a PostgreSQL database (where PostgreSQL is installed).
+// Lock tests get two handles on the same data, as two instances would
+// have; on bbolt, whose file one process owns, both are the same DB.
+func forEachStore(t *testing.T, test func(t *testing.T, a, b certmagic.Storage)) {
+	t.Run("bbolt", func(t *testing.T) {
+		db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		s := domains.CertStorage(db)
+		test(t, s, s)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.URL(t)
+		open := func() certmagic.Storage {
+			db, err := postgres.Open(context.Background(), url, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return domains.CertStorage(db)
+		}
+		test(t, open(), open())
+	})
+}
 
 func mustStore(tb testing.TB, s certmagic.Storage, keys ...string) {
 	tb.Helper()
+	ctx := context.Background()
 	for _, k := range keys {
 		if err := s.Store(ctx, k, []byte("value of "+k)); err != nil {
 			tb.Fatal(err)
@@ -20,10 +55,11 @@ func mustStore(tb testing.TB, s certmagic.Storage, keys ...string) {
 	}
 }
 
-func TestCertStorage_StoreLoadStat(t *testing.T) {
+func TestCertStorage_StoreLoadStat(t *testing.T) { forEachStore(t, testStoreLoadStat) }
+
+func testStoreLoadStat(t *testing.T, s, _ certmagic.Storage) {
+	ctx := context.Background()
 	now := time.Date(2026, 2, 3, 4, 5, 6, 7, time.UTC)
-	db := MustOpenDB(t)
-	s := db.CertStorage()
 
 	if err := s.Store(ctx, "acme/ca/users/me/me.key", []byte("KEY")); err != nil {
 		t.Fatal(err)
@@ -70,9 +106,10 @@ func TestCertStorage_StoreLoadStat(t *testing.T) {
 	}
 }
 
-func TestCertStorage_List(t *testing.T) {
-	db := MustOpenDB(t)
-	s := db.CertStorage()
+func TestCertStorage_List(t *testing.T) { forEachStore(t, testList) }
+
+func testList(t *testing.T, s, _ certmagic.Storage) {
+	ctx := context.Background()
 	mustStore(t, s,
 		"certificates/ca/a.com/a.com.crt",
 		"certificates/ca/a.com/a.com.key",
@@ -119,9 +156,10 @@ func TestCertStorage_List(t *testing.T) {
 	}
 }
 
-func TestCertStorage_Delete(t *testing.T) {
-	db := MustOpenDB(t)
-	s := db.CertStorage()
+func TestCertStorage_Delete(t *testing.T) { forEachStore(t, testDelete) }
+
+func testDelete(t *testing.T, s, _ certmagic.Storage) {
+	ctx := context.Background()
 	mustStore(t, s,
 		"certificates/ca/a.com/a.com.crt",
 		"certificates/ca/a.com/a.com.key",
@@ -159,9 +197,11 @@ func TestCertStorage_Delete(t *testing.T) {
 	}
 }
 
-func TestCertStorage_Lock(t *testing.T) {
-	db := MustOpenDB(t)
-	s := db.CertStorage()
+func TestCertStorage_Lock(t *testing.T) { forEachStore(t, testLock) }
+
+// testLock locks through one handle and waits through the other.
+func testLock(t *testing.T, s, other certmagic.Storage) {
+	ctx := context.Background()
 	if err := s.Lock(ctx, "issue_cert_a.com"); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +211,7 @@ func TestCertStorage_Lock(t *testing.T) {
 	}
 
 	got := make(chan error, 1)
-	go func() { got <- s.Lock(ctx, "issue_cert_a.com") }()
+	go func() { got <- other.Lock(ctx, "issue_cert_a.com") }()
 	select {
 	case err := <-got:
 		t.Fatalf("a second Lock of a held name returned %v without waiting", err)
@@ -199,7 +239,7 @@ func TestCertStorage_Lock(t *testing.T) {
 	if ok, err := tl.TryLock(ctx, "issue_cert_a.com"); ok || err != nil {
 		t.Fatalf("TryLock of a held lock: %v, %v", ok, err)
 	}
-	if err := s.Unlock(ctx, "issue_cert_a.com"); err != nil {
+	if err := other.Unlock(ctx, "issue_cert_a.com"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := tl.TryLock(ctx, "issue_cert_a.com"); !ok || err != nil {
@@ -207,32 +247,5 @@ func TestCertStorage_Lock(t *testing.T) {
 	}
 	if err := s.Unlock(ctx, "never-locked"); err == nil {
 		t.Fatal("Unlock of a lock that is not held succeeded")
-	}
-}
-
-func TestCertStorage_LockRecords(t *testing.T) {
-	db := MustOpenDB(t)
-	s := db.CertStorage()
-	if err := s.Lock(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Lock(ctx, "b"); err != nil {
-		t.Fatal(err)
-	}
-	recs := db.CertLockRecords()
-	if len(recs) != 2 || !recs["a"].After(time.Now()) || !recs["b"].After(time.Now()) {
-		t.Fatalf("lock records while held: %v; want a and b, expiring in the future", recs)
-	}
-	if err := s.Unlock(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
-	if recs := db.CertLockRecords(); len(recs) != 1 || recs["b"].IsZero() {
-		t.Fatalf("lock records after unlocking a: %v; want only b", recs)
-	}
-	// A lock held when the process stops is dropped at the next start: the
-	// file lock proves its holder is gone.
-	db = mustReopen(t, db)
-	if recs := db.CertLockRecords(); len(recs) != 0 {
-		t.Fatalf("lock records after a restart: %v; want none", recs)
 	}
 }

@@ -1,0 +1,131 @@
+package domains
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/caddyserver/certmagic"
+
+	"petstore/store"
+)
+
+// CertStorage is certmagic's storage (certificates, keys, the ACME
+// account) on the store's key/value space. "Directories" are implicit, as
+// certmagic's model has it: a key is a directory when other keys start
+// with it and a slash.
+func CertStorage(kv store.KeyValue) certmagic.Storage { return certStorage{kv} }
+
+type certStorage struct{ kv store.KeyValue }
+
+var (
+	_ certmagic.Storage   = certStorage{}
+	_ certmagic.TryLocker = certStorage{}
+)
+
+func (s certStorage) String() string { return fmt.Sprintf("petstore:%T", s.kv) }
+
+// notExist wraps fs.ErrNotExist, which certmagic checks for a missing key.
+func notExist(key string) error {
+	return fmt.Errorf("certmagic storage: key %q: %w", key, fs.ErrNotExist)
+}
+
+// cleanKey makes "a/b", "/a/b" and "a/b/" one key.
+func cleanKey(key string) string { return strings.Trim(key, "/") }
+
+// missing turns the store's not-found into certmagic's.
+func missing(key string, err error) error {
+	if store.ErrorCode(err) == store.ENOTFOUND {
+		return notExist(key)
+	}
+	return err
+}
+
+func (s certStorage) Store(ctx context.Context, key string, value []byte) error {
+	key = cleanKey(key)
+	if key == "" {
+		return fmt.Errorf("certmagic storage: empty key")
+	}
+	return s.kv.KVPut(ctx, key, value)
+}
+
+func (s certStorage) Load(ctx context.Context, key string) ([]byte, error) {
+	key = cleanKey(key)
+	v, err := s.kv.KVGet(ctx, key)
+	return v, missing(key, err)
+}
+
+// Delete deletes a key, or a directory with everything under it.
+func (s certStorage) Delete(ctx context.Context, key string) error {
+	return s.kv.KVDelete(ctx, cleanKey(key))
+}
+
+func (s certStorage) Exists(ctx context.Context, key string) bool {
+	_, err := s.Stat(ctx, key)
+	return err == nil
+}
+
+func (s certStorage) Stat(ctx context.Context, key string) (certmagic.KeyInfo, error) {
+	key = cleanKey(key)
+	info, err := s.kv.KVStat(ctx, key)
+	if err == nil {
+		return certmagic.KeyInfo{Key: key, Modified: info.Modified, Size: info.Size, IsTerminal: true}, nil
+	}
+	if store.ErrorCode(err) != store.ENOTFOUND {
+		return certmagic.KeyInfo{}, err
+	}
+	keys, err := s.kv.KVKeys(ctx, key)
+	if err != nil {
+		return certmagic.KeyInfo{}, err
+	}
+	if len(keys) == 0 {
+		return certmagic.KeyInfo{}, notExist(key)
+	}
+	return certmagic.KeyInfo{Key: key, IsTerminal: false}, nil
+}
+
+// List returns the keys and directories directly under prefix, or with
+// recursive every key and directory below it.
+func (s certStorage) List(ctx context.Context, prefix string, recursive bool) ([]string, error) {
+	prefix = cleanKey(prefix)
+	keys, err := s.kv.KVKeys(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 && prefix != "" {
+		if _, err := s.kv.KVStat(ctx, prefix); err != nil {
+			return nil, missing(prefix, err)
+		}
+	}
+	seen := map[string]bool{}
+	dir := ""
+	if prefix != "" {
+		dir = prefix + "/"
+	}
+	for _, k := range keys {
+		parts := strings.Split(strings.TrimPrefix(k, dir), "/")
+		if !recursive {
+			parts = parts[:1]
+		}
+		for i := range parts {
+			seen[path.Join(prefix, path.Join(parts[:i+1]...))] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (s certStorage) Lock(ctx context.Context, name string) error { return s.kv.Lock(ctx, name) }
+
+func (s certStorage) TryLock(ctx context.Context, name string) (bool, error) {
+	return s.kv.TryLock(ctx, name)
+}
+
+func (s certStorage) Unlock(ctx context.Context, name string) error { return s.kv.Unlock(ctx, name) }

@@ -1,0 +1,410 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"petstore/store"
+)
+
+// changeTx runs fn in a transaction that also records a change for the
+// other instances, then reloads this instance's cache at once.
+func (db *DB) changeTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return bump(ctx, tx)
+	})
+	if err != nil {
+		return err
+	}
+	return db.reload(ctx)
+}
+
+// EnsureAdminToken makes sure there is an admin token, as the bbolt store
+// does: a given token replaces the stored hash; without one, a first start
+// generates a token and returns it (once), and later starts return "".
+func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error) {
+	token := given
+	if token == "" {
+		var err error
+		if token, err = store.NewSecret(store.AdminTokenPrefix); err != nil {
+			return "", err
+		}
+	}
+	hash := sha256.Sum256([]byte(token))
+	var created bool
+	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+		sql := `INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1) ON CONFLICT (key) DO NOTHING`
+		if given != "" {
+			sql = `INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
+		}
+		tag, err := tx.Exec(ctx, sql, hash[:])
+		created = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	if err != nil || given != "" || !created {
+		return "", err
+	}
+	return token, nil
+}
+
+// CheckAdminToken reports whether token is the admin token, in constant time.
+func (db *DB) CheckAdminToken(token string) bool {
+	hash := sha256.Sum256([]byte(token))
+	db.cache.mu.RLock()
+	want := db.cache.adminHash
+	db.cache.mu.RUnlock()
+	return want != nil && token != "" && subtle.ConstantTimeCompare(want, hash[:]) == 1
+}
+
+// CreateAPIKey creates a key and returns its secret, which is not stored.
+func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, string, error) {
+	secret, err := store.NewSecret(store.APIKeyPrefix)
+	if err != nil {
+		return store.APIKey{}, "", err
+	}
+	hash := sha256.Sum256([]byte(secret))
+	k := store.APIKey{
+		Name:      name,
+		Prefix:    secret[len(store.APIKeyPrefix) : len(store.APIKeyPrefix)+8],
+		CreatedAt: db.timestamp(),
+	}
+	err = db.changeTx(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `INSERT INTO api_keys (name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
+			k.Name, k.Prefix, hash[:], k.CreatedAt).Scan(&k.ID)
+	})
+	if err != nil {
+		return store.APIKey{}, "", err
+	}
+	return k, secret, nil
+}
+
+// APIKeys lists one page of the keys in id order, without their secrets.
+func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64, error) {
+	if p.After == math.MaxInt64 {
+		return []store.APIKey{}, 0, nil
+	}
+	return pageOf(ctx, db.pool, p, func(k *store.APIKey) int64 { return k.ID }, func(r pgx.Rows) (store.APIKey, error) {
+		var k store.APIKey
+		err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt)
+		k.CreatedAt = k.CreatedAt.UTC()
+		return k, err
+	}, `SELECT id, name, prefix, created_at FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2`)
+}
+
+// RevokeAPIKey deletes a key; every instance refuses it within a second.
+func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
+	return db.changeTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
+		if err == nil && tag.RowsAffected() == 0 {
+			err = store.Errorf(store.ENOTFOUND, "api key %d not found", id)
+		}
+		return err
+	})
+}
+
+// AuthenticateAPIKey looks a secret up in memory, in constant time.
+func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
+	hash := sha256.Sum256([]byte(secret))
+	db.cache.mu.RLock()
+	k, ok := db.cache.keys[hash]
+	db.cache.mu.RUnlock()
+	return k, ok
+}
+
+// metaJSON reads a JSON singleton from meta; a missing one leaves v as it is.
+func metaJSON(ctx context.Context, q querier, key string, v any, lock bool) error {
+	sql := `SELECT value FROM meta WHERE key = $1`
+	if lock {
+		sql += ` FOR UPDATE`
+	}
+	var data []byte
+	err := q.QueryRow(ctx, sql, key).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %s: %w", key, err)
+	}
+	return nil
+}
+
+func putMetaJSON(ctx context.Context, tx pgx.Tx, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, data)
+	return err
+}
+
+// lockMeta makes sure a singleton's row exists and locks it, so that
+// read-modify-write transactions on it queue.
+func lockMeta(ctx context.Context, tx pgx.Tx, key string, v any) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, 'null') ON CONFLICT (key) DO NOTHING`, key); err != nil {
+		return err
+	}
+	return metaJSON(ctx, tx, key, v, true)
+}
+
+func project(ctx context.Context, q querier, lock bool) (store.Project, error) {
+	p := store.DefaultProject()
+	var err error
+	if tx, ok := q.(pgx.Tx); ok && lock {
+		err = lockMeta(ctx, tx, "project", &p)
+	} else {
+		err = metaJSON(ctx, q, "project", &p, false)
+	}
+	if p.Deploys == nil {
+		p.Deploys = []store.Deploy{}
+	}
+	return p, err
+}
+
+// Project returns the project and its settings.
+func (db *DB) Project(ctx context.Context) (store.Project, error) {
+	return project(ctx, db.pool, false)
+}
+
+// UpdateProject applies fn to the project in one transaction; an error from
+// fn leaves it as it was.
+func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error) {
+	var p store.Project
+	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if p, err = project(ctx, tx, true); err != nil {
+			return err
+		}
+		if err := fn(&p); err != nil {
+			return err
+		}
+		if err := store.ValidateProject(&p); err != nil {
+			return err
+		}
+		return putMetaJSON(ctx, tx, "project", &p)
+	})
+	if err != nil {
+		return store.Project{}, err
+	}
+	return p, nil
+}
+
+// RecordDeploy adds a deploy to the project, keeping the newest MaxDeploys.
+func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, error) {
+	if d.At.IsZero() {
+		d.At = db.timestamp()
+	}
+	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+		p, err := project(ctx, tx, true)
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT nextval('deploy_ids')`).Scan(&d.ID); err != nil {
+			return err
+		}
+		p.Deploys = append([]store.Deploy{d}, p.Deploys...)
+		if len(p.Deploys) > store.MaxDeploys {
+			p.Deploys = p.Deploys[:store.MaxDeploys]
+		}
+		return putMetaJSON(ctx, tx, "project", &p)
+	})
+	if err != nil {
+		return store.Deploy{}, err
+	}
+	return d, nil
+}
+
+func domainMissing(name string) *store.Error {
+	return store.Errorf(store.ENOTFOUND, "domain %s is not attached", name)
+}
+
+func decodeDomain(name string, data []byte) (store.Domain, error) {
+	var d store.Domain
+	if err := json.Unmarshal(data, &d); err != nil {
+		return store.Domain{}, fmt.Errorf("domain %s: %w", name, err)
+	}
+	return d, nil
+}
+
+func encodeDomain(d *store.Domain) ([]byte, error) {
+	if d.Records == nil {
+		d.Records = []store.DNSRecord{}
+	}
+	return json.Marshal(d)
+}
+
+// AddDomain attaches a domain.
+func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
+	if d.AddedAt.IsZero() {
+		d.AddedAt = db.timestamp()
+	}
+	data, err := encodeDomain(d)
+	if err != nil {
+		return err
+	}
+	return db.changeTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO domains (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, d.Name, data)
+		if err == nil && tag.RowsAffected() == 0 {
+			err = store.Errorf(store.EDOMAINEXISTS, "%s is attached already", d.Name)
+		}
+		return err
+	})
+}
+
+// Domain returns one attached domain.
+func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
+	var data []byte
+	if err := db.pool.QueryRow(ctx, `SELECT value FROM domains WHERE name = $1`, name).Scan(&data); err != nil {
+		return store.Domain{}, notFound(err, domainMissing(name))
+	}
+	return decodeDomain(name, data)
+}
+
+// Domains lists the attached domains, oldest first.
+func (db *DB) Domains(ctx context.Context) ([]store.Domain, error) {
+	return domains(ctx, db.pool, false)
+}
+
+func domains(ctx context.Context, q querier, lock bool) ([]store.Domain, error) {
+	sql := `SELECT name, value FROM domains`
+	if lock {
+		sql += ` FOR SHARE`
+	}
+	rows, err := q.Query(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Domain, error) {
+		var name string
+		var data []byte
+		if err := r.Scan(&name, &data); err != nil {
+			return store.Domain{}, err
+		}
+		return decodeDomain(name, data)
+	})
+	slices.SortStableFunc(out, func(a, b store.Domain) int { return a.AddedAt.Compare(b.AddedAt) })
+	return out, err
+}
+
+// DomainsPage returns one page of the attached domains, in the order of
+// Domains. Domains are few, so it reads them all, as on bbolt.
+func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error) {
+	all, err := db.Domains(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	page, next := store.PageOfDomains(all, limit, after)
+	return page, next, nil
+}
+
+// UpdateDomain applies fn to a domain in one transaction; an error from fn
+// leaves it as it was.
+func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Domain) error) (store.Domain, error) {
+	var d store.Domain
+	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+		var data []byte
+		if err := tx.QueryRow(ctx, `SELECT value FROM domains WHERE name = $1 FOR UPDATE`, name).Scan(&data); err != nil {
+			return notFound(err, domainMissing(name))
+		}
+		var err error
+		if d, err = decodeDomain(name, data); err != nil {
+			return err
+		}
+		if err := fn(&d); err != nil {
+			return err
+		}
+		d.Name = name
+		if data, err = encodeDomain(&d); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE domains SET value = $2 WHERE name = $1`, name, data)
+		return err
+	})
+	if err != nil {
+		return store.Domain{}, err
+	}
+	return d, nil
+}
+
+// RemoveDomain detaches a domain, with the redirects from or to it and its
+// place as the primary domain.
+func (db *DB) RemoveDomain(ctx context.Context, name string) error {
+	return db.changeTx(ctx, func(tx pgx.Tx) error {
+		s, err := settings(ctx, tx, true)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM domains WHERE name = $1`, name)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return domainMissing(name)
+		}
+		s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r store.Redirect) bool { return r.From == name || r.To == name })
+		if s.Domains.Primary == name {
+			s.Domains.Primary = ""
+		}
+		return putMetaJSON(ctx, tx, "settings", &s)
+	})
+}
+
+func settings(ctx context.Context, q querier, lock bool) (store.Settings, error) {
+	var s store.Settings
+	var err error
+	if tx, ok := q.(pgx.Tx); ok && lock {
+		err = lockMeta(ctx, tx, "settings", &s)
+	} else {
+		err = metaJSON(ctx, q, "settings", &s, false)
+	}
+	if s.Domains.Redirects == nil {
+		s.Domains.Redirects = []store.Redirect{}
+	}
+	return s, err
+}
+
+// Settings returns the domain settings.
+func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
+	return settings(ctx, db.pool, false)
+}
+
+// UpdateSettings applies fn to the settings, given the attached domains, in
+// one transaction; an error from fn leaves them as they were.
+func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, attached map[string]store.Domain) error) (store.Settings, error) {
+	var s store.Settings
+	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if s, err = settings(ctx, tx, true); err != nil {
+			return err
+		}
+		list, err := domains(ctx, tx, true)
+		if err != nil {
+			return err
+		}
+		attached := make(map[string]store.Domain, len(list))
+		for _, d := range list {
+			attached[d.Name] = d
+		}
+		if err := fn(&s, attached); err != nil {
+			return err
+		}
+		return putMetaJSON(ctx, tx, "settings", &s)
+	})
+	if err != nil {
+		return store.Settings{}, err
+	}
+	return s, nil
+}

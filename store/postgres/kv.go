@@ -1,0 +1,151 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"petstore/store"
+)
+
+// The key/value space that certificates, keys and the ACME account live
+// in (domains adapts it to certmagic's Storage), shared by every instance,
+// so that a certificate obtained by one is served by all.
+
+func kvMissing(key string) *store.Error {
+	return store.Errorf(store.ENOTFOUND, "key %q does not exist", key)
+}
+
+// KVPut stores value at key.
+func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
+	_, err := db.pool.Exec(ctx, `INSERT INTO certmagic (key, value, modified) VALUES ($1, $2, $3)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, modified = excluded.modified`, key, value, db.now().UTC())
+	return err
+}
+
+// KVGet returns the value at key.
+func (db *DB) KVGet(ctx context.Context, key string) ([]byte, error) {
+	var v []byte
+	err := db.pool.QueryRow(ctx, `SELECT value FROM certmagic WHERE key = $1`, key).Scan(&v)
+	return v, notFound(err, kvMissing(key))
+}
+
+// KVStat returns the size and modification time of the value at key.
+func (db *DB) KVStat(ctx context.Context, key string) (store.KVInfo, error) {
+	info := store.KVInfo{Key: key}
+	err := db.pool.QueryRow(ctx, `SELECT length(value), modified FROM certmagic WHERE key = $1`, key).Scan(&info.Size, &info.Modified)
+	return info, notFound(err, kvMissing(key))
+}
+
+// KVDelete deletes key and every key under key + "/".
+func (db *DB) KVDelete(ctx context.Context, key string) error {
+	_, err := db.pool.Exec(ctx, `DELETE FROM certmagic WHERE key = $1 OR (left(key, length($2)) = $2)`, key, key+"/")
+	return err
+}
+
+// KVKeys returns the keys under prefix + "/" (every key for ""), sorted.
+func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
+	dir := ""
+	if prefix != "" {
+		dir = prefix + "/"
+	}
+	rows, err := db.pool.Query(ctx, `SELECT key FROM certmagic WHERE left(key, length($1)) = $1 ORDER BY key`, dir)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// Locks are lease rows: a holder owns a row until its lease expires, and
+// renews the lease while it holds the lock, so that a crashed instance's
+// lock frees itself within a lease. This is plain SQL that any
+// Postgres-compatible database runs; advisory locks would be PostgreSQL's
+// own, and bound to one pooled connection that the pool may close.
+const lockLease = 30 * time.Second
+
+// instanceID tells this process's lease rows from others'.
+var instanceID = func() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()
+
+type heldLock struct {
+	owner string
+	stop  context.CancelFunc
+	done  chan struct{}
+}
+
+// TryLock takes the named lock if no live lease holds it.
+func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	owner := instanceID + "-" + hex.EncodeToString(b[:])
+	tag, err := db.pool.Exec(ctx, `INSERT INTO certmagic_locks (name, owner, expires) VALUES ($1, $2, now() + $3::interval)
+		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+		WHERE certmagic_locks.expires < now()`, name, owner, lockLease.String())
+	if err != nil || tag.RowsAffected() == 0 {
+		return false, err
+	}
+	renewCtx, stop := context.WithCancel(context.Background())
+	h := &heldLock{owner: owner, stop: stop, done: make(chan struct{})}
+	go db.renew(renewCtx, name, h)
+	db.locksMu.Lock()
+	if db.locks == nil {
+		db.locks = map[string]*heldLock{}
+	}
+	db.locks[name] = h
+	db.locksMu.Unlock()
+	return true, nil
+}
+
+// renew extends the lease of a held lock until it is released.
+func (db *DB) renew(ctx context.Context, name string, h *heldLock) {
+	defer close(h.done)
+	t := time.NewTicker(lockLease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_, _ = db.pool.Exec(ctx, `UPDATE certmagic_locks SET expires = now() + $3::interval WHERE name = $1 AND owner = $2`,
+				name, h.owner, lockLease.String())
+		}
+	}
+}
+
+// Lock waits for the named lock, polling its row, until ctx ends.
+func (db *DB) Lock(ctx context.Context, name string) error {
+	wait := 50 * time.Millisecond
+	for {
+		ok, err := db.TryLock(ctx, name)
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// Unlock releases a lock this store holds.
+func (db *DB) Unlock(ctx context.Context, name string) error {
+	db.locksMu.Lock()
+	h := db.locks[name]
+	delete(db.locks, name)
+	db.locksMu.Unlock()
+	if h == nil {
+		return store.Errorf(store.ECONFLICT, "lock %q is not held", name)
+	}
+	h.stop()
+	<-h.done
+	_, err := db.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM certmagic_locks WHERE name = $1 AND owner = $2`, name, h.owner)
+	return err
+}

@@ -1,0 +1,229 @@
+package postgres
+
+import (
+	"context"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"petstore/store"
+)
+
+func scanCategory(r pgx.Rows) (store.Category, error) {
+	var c store.Category
+	err := r.Scan(&c.ID, &c.Name, &c.Description)
+	return c, err
+}
+
+func categoryNotFound(id int64) *store.Error {
+	return store.Errorf(store.ENOTFOUND, "category %d not found", id)
+}
+
+// CreateCategory adds a category.
+func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
+	return db.pool.QueryRow(ctx, `INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING id`,
+		c.Name, c.Description).Scan(&c.ID)
+}
+
+// Category returns one category.
+func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
+	var c store.Category
+	err := db.pool.QueryRow(ctx, `SELECT id, name, description FROM categories WHERE id = $1`, id).
+		Scan(&c.ID, &c.Name, &c.Description)
+	return c, notFound(err, categoryNotFound(id))
+}
+
+// ReplaceCategory replaces a category's name and description.
+func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
+	tag, err := db.pool.Exec(ctx, `UPDATE categories SET name = $2, description = $3 WHERE id = $1`, c.ID, c.Name, c.Description)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = categoryNotFound(c.ID)
+	}
+	return err
+}
+
+// DeleteCategory removes a category that has no pets.
+func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		// The exclusive lock waits for pets being added to it (they hold a
+		// share lock), so the count below is final.
+		if err := tx.QueryRow(ctx, `SELECT id FROM categories WHERE id = $1 FOR UPDATE`, id).Scan(&id); err != nil {
+			return notFound(err, categoryNotFound(id))
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pets WHERE category_id = $1`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return store.Errorf(store.ECONFLICT, "category %d still has %d %s", id, n, plural(n, "pet", "pets"))
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM categories WHERE id = $1`, id)
+		return err
+	})
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// ListCategories returns one page of categories.
+func (db *DB) ListCategories(ctx context.Context, p store.Page) ([]store.Category, int64, error) {
+	if p.After == math.MaxInt64 {
+		return []store.Category{}, 0, nil
+	}
+	return pageOf(ctx, db.pool, p, func(c *store.Category) int64 { return c.ID }, scanCategory,
+		`SELECT id, name, description FROM categories WHERE id > $1 ORDER BY id LIMIT $2`)
+}
+
+func scanItem(r pgx.Rows) (store.InventoryItem, error) {
+	var it store.InventoryItem
+	err := r.Scan(&it.PetID, &it.Quantity, &it.Status)
+	return it, err
+}
+
+// InventoryItem returns the stock of one pet.
+func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryItem, error) {
+	var it store.InventoryItem
+	err := db.pool.QueryRow(ctx, `SELECT pet_id, quantity, status FROM inventory WHERE pet_id = $1`, petID).
+		Scan(&it.PetID, &it.Quantity, &it.Status)
+	return it, notFound(err, petNotFound(petID))
+}
+
+// SetStock sets the stock of one pet.
+func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (store.InventoryItem, error) {
+	if qty < 0 || qty > store.MaxStock {
+		return store.InventoryItem{}, store.Errorf(store.EINVALID, "quantity must be between 0 and %d, got %d", store.MaxStock, qty)
+	}
+	it := store.InventoryItem{PetID: petID}
+	err := db.pool.QueryRow(ctx, `UPDATE inventory SET quantity = $2 WHERE pet_id = $1 RETURNING quantity, status`, petID, qty).
+		Scan(&it.Quantity, &it.Status)
+	return it, notFound(err, petNotFound(petID))
+}
+
+// ListInventory returns one page of inventory entries, by pet id.
+func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]store.InventoryItem, int64, error) {
+	if f.Status != "" && !f.Status.Valid() {
+		return nil, 0, invalidStatus(f.Status)
+	}
+	if f.After == math.MaxInt64 {
+		return []store.InventoryItem{}, 0, nil
+	}
+	id := func(it *store.InventoryItem) int64 { return it.PetID }
+	const cols = `SELECT pet_id, quantity, status FROM inventory WHERE pet_id > $1`
+	const order = ` ORDER BY pet_id LIMIT $2`
+	if f.Status != "" {
+		return pageOf(ctx, db.pool, f.Page, id, scanItem, cols+` AND status = $3`+order, f.Status)
+	}
+	return pageOf(ctx, db.pool, f.Page, id, scanItem, cols+order)
+}
+
+func scanOrder(r pgx.Rows) (store.Order, error) {
+	var o store.Order
+	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
+	return o, err
+}
+
+func orderNotFound(id int64) *store.Error {
+	return store.Errorf(store.ENOTFOUND, "order %d not found", id)
+}
+
+// PlaceOrder takes the stock and records the order in one transaction: the
+// inventory row is locked from the check to the update, so concurrent
+// orders, from any instance, never oversell.
+func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
+	in := *o
+	if in.PetID <= 0 {
+		return store.Errorf(store.EINVALID, "petId is required")
+	}
+	if in.Quantity == 0 {
+		in.Quantity = 1
+	}
+	if in.Quantity < 1 || in.Quantity > store.MaxOrderQuantity {
+		return store.Errorf(store.EINVALID, "quantity must be between 1 and %d, got %d", store.MaxOrderQuantity, in.Quantity)
+	}
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		var status store.PetStatus
+		var stock int
+		err := tx.QueryRow(ctx, `SELECT p.status, i.quantity FROM pets p JOIN inventory i ON i.pet_id = p.id
+			WHERE p.id = $1 FOR UPDATE OF p, i`, in.PetID).Scan(&status, &stock)
+		if err != nil {
+			return notFound(err, store.Errorf(store.EUNPROCESSABLE, "pet %d does not exist", in.PetID))
+		}
+		if status == store.StatusSold {
+			return store.Errorf(store.ECONFLICT, "pet %d is sold", in.PetID)
+		}
+		if stock < in.Quantity {
+			return store.Errorf(store.EINSUFFICIENTSTOCK, "pet %d has %d in stock, the order asks for %d", in.PetID, stock, in.Quantity)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE inventory SET quantity = quantity - $2 WHERE pet_id = $1`, in.PetID, in.Quantity); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `INSERT INTO orders (pet_id, quantity, ship_date, complete) VALUES ($1, $2, $3, $4) RETURNING id`,
+			in.PetID, in.Quantity, in.ShipDate, in.Complete).Scan(&in.ID)
+	})
+	if err != nil {
+		return err
+	}
+	*o = in
+	return nil
+}
+
+// Order returns one order.
+func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
+	var o store.Order
+	err := db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id = $1`, id).
+		Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
+	return o, notFound(err, orderNotFound(id))
+}
+
+// UpdateOrder changes an order's ship date or completion.
+func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (store.Order, error) {
+	var o store.Order
+	err := db.pool.QueryRow(ctx, `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete)
+		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete`, id, u.ShipDate, u.Complete).
+		Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
+	return o, notFound(err, orderNotFound(id))
+}
+
+// CancelOrder removes an incomplete order and returns its stock.
+func (db *DB) CancelOrder(ctx context.Context, id int64) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		var petID int64
+		var qty int
+		var complete bool
+		err := tx.QueryRow(ctx, `SELECT pet_id, quantity, complete FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&petID, &qty, &complete)
+		if err != nil {
+			return notFound(err, orderNotFound(id))
+		}
+		if complete {
+			return store.Errorf(store.ECONFLICT, "order %d is complete and cannot be cancelled", id)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE inventory SET quantity = LEAST(quantity + $2, $3) WHERE pet_id = $1`, petID, qty, store.MaxStock); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM orders WHERE id = $1`, id)
+		return err
+	})
+}
+
+// ListOrders returns one page of orders, filtered by pet and completion.
+func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Order, int64, error) {
+	if f.After == math.MaxInt64 {
+		return []store.Order{}, 0, nil
+	}
+	id := func(o *store.Order) int64 { return o.ID }
+	const cols = `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id > $1`
+	const order = ` ORDER BY id LIMIT $2`
+	switch {
+	case f.PetID != 0 && f.Complete != nil:
+		return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+` AND pet_id = $3 AND complete = $4`+order, f.PetID, *f.Complete)
+	case f.PetID != 0:
+		return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+` AND pet_id = $3`+order, f.PetID)
+	case f.Complete != nil:
+		return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+` AND complete = $3`+order, *f.Complete)
+	}
+	return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+order)
+}

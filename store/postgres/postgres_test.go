@@ -1,0 +1,185 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"petstore/store"
+	"petstore/store/postgres"
+	"petstore/store/postgres/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
+}
+
+func open(t *testing.T) *postgres.DB {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), pgtest.URL(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOrdersNeverOversell(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	c := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	p := store.Pet{Name: "Rex", CategoryID: c.ID}
+	if err := db.CreatePet(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SetStock(ctx, p.ID, 50); err != nil {
+		t.Fatal(err)
+	}
+	var placed, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			err := db.PlaceOrder(ctx, &store.Order{PetID: p.ID, Quantity: 1})
+			switch store.ErrorCode(err) {
+			case "":
+				placed.Add(1)
+			case store.EINSUFFICIENTSTOCK:
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	it, err := db.InventoryItem(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if placed.Load() != 50 || refused.Load() != 150 || it.Quantity != 0 {
+		t.Errorf("placed %d, refused %d, stock left %d", placed.Load(), refused.Load(), it.Quantity)
+	}
+}
+
+// Two instances on one database: a key revoked through one is refused by
+// the other within a second, and a change of the admin token reaches it.
+func TestChangesReachOtherInstances(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	a, err := postgres.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := postgres.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	changed := make(chan struct{}, 10)
+	b.OnChange(func() { changed <- struct{}{} })
+
+	token, err := a.EnsureAdminToken(ctx, "")
+	if err != nil || token == "" {
+		t.Fatalf("first token %q, %v", token, err)
+	}
+	if again, err := b.EnsureAdminToken(ctx, ""); err != nil || again != "" {
+		t.Fatalf("second instance's start: %q, %v", again, err)
+	}
+	key, secret, err := a.CreateAPIKey(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, changed, func() bool { _, ok := b.AuthenticateAPIKey(secret); return ok })
+	if err := a.RevokeAPIKey(ctx, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, changed, func() bool { _, ok := b.AuthenticateAPIKey(secret); return !ok })
+	const next = "pat_replaced-by-the-operator-0123456789"
+	if _, err := a.EnsureAdminToken(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, changed, func() bool { return b.CheckAdminToken(next) && !b.CheckAdminToken(token) })
+}
+
+// waitFor waits for cond, re-checking after each change notification, for
+// at most a second.
+func waitFor(t *testing.T, changed <-chan struct{}, cond func() bool) {
+	t.Helper()
+	deadline := time.After(time.Second)
+	for !cond() {
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the other instance did not see the change within a second")
+		}
+	}
+}
+
+// The key/value space and its locks, across two instances.
+func TestKVAndLocksAcrossInstances(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	a, err := postgres.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := postgres.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, k := range []string{"certificates/ca/a.test/a.test.crt", "certificates/ca/a.test/a.test.key", "certificates/ca/b.test/b.test.crt", "certificatesx"} {
+		if err := a.KVPut(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := b.KVGet(ctx, "certificates/ca/a.test/a.test.key"); err != nil || string(v) != "certificates/ca/a.test/a.test.key" {
+		t.Errorf("KVGet: %q %v", v, err)
+	}
+	if _, err := b.KVGet(ctx, "nope"); store.ErrorCode(err) != store.ENOTFOUND {
+		t.Errorf("a missing key: %v", err)
+	}
+	keys, err := b.KVKeys(ctx, "certificates/ca/a.test")
+	if err != nil || len(keys) != 2 {
+		t.Errorf("KVKeys: %v %v", keys, err)
+	}
+	if err := b.KVDelete(ctx, "certificates/ca/a.test"); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := a.KVKeys(ctx, "certificates"); len(keys) != 1 || keys[0] != "certificates/ca/b.test/b.test.crt" {
+		t.Errorf("after deleting a prefix: %v", keys)
+	}
+	if info, err := a.KVStat(ctx, "certificatesx"); err != nil || info.Size != int64(len("certificatesx")) {
+		t.Errorf("KVStat: %+v %v", info, err)
+	}
+
+	if err := a.Lock(ctx, "issue_cert_a.test"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.TryLock(ctx, "issue_cert_a.test"); ok || err != nil {
+		t.Fatalf("the other instance took a held lock: %v %v", ok, err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- b.Lock(ctx, "issue_cert_a.test") }()
+	if err := a.Unlock(ctx, "issue_cert_a.test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiting for the lock: %v", err)
+	}
+	if err := b.Unlock(ctx, "issue_cert_a.test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx, "issue_cert_a.test"); err == nil {
+		t.Error("unlocking a lock that is not held succeeds")
+	}
+}

@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"io"
+)
+
+// Store is what the handlers and the domains use: the entities and their
+// rules, the admin surface, and the key/value space of certificates. It
+// has two implementations: the bbolt file of one instance (DB), and a
+// PostgreSQL database that several instances share (store/postgres).
+type Store interface {
+	Pets
+	Admin
+	KeyValue
+
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
+	// Size is the size in bytes of the data, as a backup would have it.
+	Size(ctx context.Context) (int64, error)
+	// BackupSized writes a consistent copy of the data to the writer open
+	// returns, after telling it the size; a store that cannot (PostgreSQL:
+	// pg_dump does it) answers ENOTSUPPORTED before calling open.
+	BackupSized(ctx context.Context, open func(size int64) (io.Writer, error)) (int64, error)
+	// OnChange registers fn to run after another instance changed API keys,
+	// the admin token, domains, settings or the project (never, for a
+	// store that one instance owns).
+	OnChange(fn func())
+	Close() error
+}
+
+// Pets are the entities of the public API and their rules.
+type Pets interface {
+	CreatePet(ctx context.Context, p *Pet) error
+	Pet(ctx context.Context, id int64) (Pet, error)
+	PetJSON(ctx context.Context, id int64) ([]byte, error)
+	ReplacePet(ctx context.Context, p *Pet) error
+	DeletePet(ctx context.Context, id int64) error
+	ListPets(ctx context.Context, f PetFilter) ([]Pet, int64, error)
+	ImportPets(ctx context.Context, categoryID int64, n int, status PetStatus) error
+
+	CreateCategory(ctx context.Context, c *Category) error
+	Category(ctx context.Context, id int64) (Category, error)
+	ReplaceCategory(ctx context.Context, c *Category) error
+	DeleteCategory(ctx context.Context, id int64) error
+	ListCategories(ctx context.Context, p Page) ([]Category, int64, error)
+
+	InventoryItem(ctx context.Context, petID int64) (InventoryItem, error)
+	SetStock(ctx context.Context, petID int64, qty int) (InventoryItem, error)
+	ListInventory(ctx context.Context, f InventoryFilter) ([]InventoryItem, int64, error)
+
+	PlaceOrder(ctx context.Context, o *Order) error
+	Order(ctx context.Context, id int64) (Order, error)
+	UpdateOrder(ctx context.Context, id int64, u OrderUpdate) (Order, error)
+	CancelOrder(ctx context.Context, id int64) error
+	ListOrders(ctx context.Context, f OrderFilter) ([]Order, int64, error)
+}
+
+// Admin is the project, its credentials and its custom domains.
+type Admin interface {
+	EnsureAdminToken(ctx context.Context, given string) (string, error)
+	CheckAdminToken(token string) bool
+
+	CreateAPIKey(ctx context.Context, name string) (APIKey, string, error)
+	// APIKeys lists one page of the keys in id order, and the After of the
+	// next page (0 on the last).
+	APIKeys(ctx context.Context, p Page) ([]APIKey, int64, error)
+	RevokeAPIKey(ctx context.Context, id int64) error
+	AuthenticateAPIKey(secret string) (APIKey, bool)
+
+	Project(ctx context.Context) (Project, error)
+	UpdateProject(ctx context.Context, fn func(*Project) error) (Project, error)
+	RecordDeploy(ctx context.Context, d Deploy) (Deploy, error)
+
+	AddDomain(ctx context.Context, d *Domain) error
+	Domain(ctx context.Context, name string) (Domain, error)
+	Domains(ctx context.Context) ([]Domain, error)
+	DomainsPage(ctx context.Context, limit int, after *DomainCursor) ([]Domain, *DomainCursor, error)
+	UpdateDomain(ctx context.Context, name string, fn func(*Domain) error) (Domain, error)
+	RemoveDomain(ctx context.Context, name string) error
+	Settings(ctx context.Context) (Settings, error)
+	UpdateSettings(ctx context.Context, fn func(s *Settings, attached map[string]Domain) error) (Settings, error)
+}
+
+// KeyValue is the space of certificates, their keys and the ACME account,
+// with the locks that keep two instances from ordering one certificate at
+// once. The store knows nothing of TLS; domains adapts it to certmagic.
+type KeyValue interface {
+	KVPut(ctx context.Context, key string, value []byte) error
+	// KVGet answers ENOTFOUND for a missing key.
+	KVGet(ctx context.Context, key string) ([]byte, error)
+	KVStat(ctx context.Context, key string) (KVInfo, error)
+	// KVDelete deletes key and every key under key + "/".
+	KVDelete(ctx context.Context, key string) error
+	// KVKeys returns the keys under prefix + "/" (every key for ""), sorted.
+	KVKeys(ctx context.Context, prefix string) ([]string, error)
+	Lock(ctx context.Context, name string) error
+	TryLock(ctx context.Context, name string) (bool, error)
+	Unlock(ctx context.Context, name string) error
+}
+
+var _ Store = (*DB)(nil)
