@@ -67,9 +67,6 @@ func (m *Manager) CheckDue(ctx context.Context) {
 		if d.NextCheckAt == nil || d.NextCheckAt.After(now) {
 			continue
 		}
-		res := m.cfg.Checker.Check(ctx, d.Name)
-		if _, err := m.apply(ctx, d.Name, res, false); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
-			m.log.Error("background check", "domain", d.Name, "err", err)
-		}
+		m.checkDueDomain(ctx, d.Name)
 	}
 }

@@ -66,6 +66,13 @@ func (m *Manager) obtain(name string) {
 // attempt runs one issuance attempt: one ACME order per CA at most, each
 // CA in turn until one issues.
 func (m *Manager) attempt(ctx context.Context, name string) {
+	release, wanted := m.claimAttempt(ctx, name)
+	if release != nil {
+		defer release()
+	}
+	if !wanted {
+		return
+	}
 	started := m.now().UTC()
 	m.updateCert(ctx, name, func(c *store.Certificate) {
 		if c.State != store.CertIssued && c.State != store.CertRenewing {

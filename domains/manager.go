@@ -82,6 +82,10 @@ type Manager struct {
 	log   *slog.Logger
 	now   func() time.Time
 	table atomic.Pointer[routingTable]
+	// refreshMu keeps one routing-table rebuild at a time (routing.go).
+	refreshMu sync.Mutex
+	// storeChanged wakes followChanges (instances.go).
+	storeChanged chan struct{}
 
 	// Certificates; all nil without ACME. certs manages attached domains'
 	// certificates, so that maintenance renews them without visitors;
@@ -142,6 +146,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := m.keepMovedCertificates(context.Background()); err != nil {
 		return nil, err
 	}
+	m.followStore()
 	return m, nil
 }
 

@@ -45,17 +45,27 @@ type routingTable struct {
 // Refresh rebuilds the routing table from the store. Every change the
 // manager makes calls it; call it after changing the project's slug.
 func (m *Manager) Refresh(ctx context.Context) error {
+	_, _, err := m.refresh(ctx)
+	return err
+}
+
+// refresh rebuilds the routing table and returns the one it replaced.
+// Refreshes run one at a time: one that read the store before a change
+// must not store its table after the refresh that follows the change.
+func (m *Manager) refresh(ctx context.Context) (before, after *routingTable, err error) {
+	m.refreshMu.Lock()
+	defer m.refreshMu.Unlock()
 	p, err := m.db.Project(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ds, err := m.db.Domains(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	s, err := m.db.Settings(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	t := &routingTable{
 		defaultAddr: m.DefaultAddress(p),
@@ -78,8 +88,7 @@ func (m *Manager) Refresh(ctx context.Context) error {
 	for _, r := range s.Domains.Redirects {
 		t.redirects[r.From] = r
 	}
-	m.table.Store(t)
-	return nil
+	return m.table.Swap(t), t, nil
 }
 
 // Route decides what a request with this Host header gets.

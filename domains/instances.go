@@ -1,0 +1,168 @@
+package domains
+
+import (
+	"context"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+
+	"petstore/store"
+)
+
+// Several instances may share one store (PostgreSQL). What one of them
+// changes, the others learn from the store's change notice: the routing
+// table is rebuilt, and the certificates in this instance's memory follow
+// the domains' new states. Storage needs nothing: it is shared, and the
+// instance that made the change already changed it.
+
+// followStore registers for the store's change notices. The store calls
+// the listener on its own goroutine, sometimes inside a write of this
+// instance, so the listener only wakes followChanges.
+func (m *Manager) followStore() {
+	m.storeChanged = make(chan struct{}, 1)
+	m.db.OnChange(m.wake)
+	m.wg.Add(1)
+	go m.followChanges()
+}
+
+func (m *Manager) wake() {
+	select {
+	case m.storeChanged <- struct{}{}:
+	default: // a wake-up is pending; it reads the newest state
+	}
+}
+
+func (m *Manager) followChanges() {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.storeChanged:
+			m.syncWithStore(m.ctx)
+		}
+	}
+}
+
+// syncWithStore rebuilds the routing table and brings the certificate
+// cache in line with it. Changes this instance made itself were applied
+// when it made them; seeing them again here finds nothing left to do, or
+// repeats steps that change nothing the second time.
+func (m *Manager) syncWithStore(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	before, after, err := m.refresh(ctx)
+	if err != nil {
+		// The store may be away for a while: try again soon, whether or
+		// not another notice comes.
+		m.log.Warn("following another instance's change", "err", err)
+		time.AfterFunc(time.Second, m.wake)
+		return
+	}
+	if m.certs == nil || before == nil {
+		return
+	}
+	for name := range before.served {
+		switch {
+		case !after.served[name]:
+			// Removed elsewhere: the next handshake must fail, so the
+			// certificate leaves this instance's memory too.
+			m.forget(name)
+		case before.certAllowed[name] && !after.certAllowed[name]:
+			// Moved elsewhere: served until expiry, never renewed.
+			m.keepCertificate(ctx, name)
+		}
+	}
+	for name := range after.certAllowed {
+		if before.served[name] && !before.certAllowed[name] {
+			// Verified again elsewhere: managed again.
+			m.releaseCertificate(ctx, name)
+		}
+	}
+}
+
+// forget drops every trace of a removed domain from this instance's
+// memory: an attempt in flight, and its certificate, kept or managed.
+func (m *Manager) forget(name string) {
+	m.stopObtaining(name)
+	m.dropKept(name)
+	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
+}
+
+// dnsCheckLockPrefix names the lock an instance holds while it checks a
+// domain's DNS in the background.
+const dnsCheckLockPrefix = "dnscheck/"
+
+// checkDueDomain runs the background check of one domain whose check was
+// due when the list was read, unless another instance is checking it or
+// already did. The lock is the store's named lock, the one certmagic's
+// storage uses: it works on both stores with no store API for queues. A
+// row lock such as SELECT ... FOR UPDATE SKIP LOCKED would hold a
+// transaction open for the whole DNS check, which can take seconds, and
+// the bbolt store has no rows to lock. Once the check is applied the
+// domain's NextCheckAt has moved, so the instance that takes the lock next
+// finds it not due and skips it.
+func (m *Manager) checkDueDomain(ctx context.Context, name string) {
+	lock := dnsCheckLockPrefix + name
+	got, err := m.db.TryLock(ctx, lock)
+	if err != nil {
+		m.log.Warn("background check: taking its lock", "domain", name, "err", err)
+		return
+	}
+	if !got {
+		return // another instance is checking it now
+	}
+	defer func() {
+		if err := m.db.Unlock(context.WithoutCancel(ctx), lock); err != nil {
+			m.log.Warn("background check: releasing its lock", "domain", name, "err", err)
+		}
+	}()
+	// The list may be older than another instance's check.
+	d, err := m.db.Domain(ctx, name)
+	if err != nil || d.NextCheckAt == nil || d.NextCheckAt.After(m.now()) {
+		return
+	}
+	res := m.cfg.Checker.Check(ctx, name)
+	if _, err := m.apply(ctx, name, res, false); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
+		m.log.Error("background check", "domain", name, "err", err)
+	}
+}
+
+// certAttemptLockPrefix names the lock an instance holds while it makes a
+// domain's first issuance attempt.
+const certAttemptLockPrefix = "certattempt/"
+
+// claimAttempt makes this instance the only one attempting name's
+// certificate, and reports whether an attempt is still wanted. certmagic's
+// storage lock alone keeps two orders from running at once, but an
+// instance that waited on it would order right after another instance's
+// failure, skipping the back-off that failure recorded; and one that finds
+// the certificate obtained elsewhere only needs to load it. release is
+// non-nil when the claim was taken.
+func (m *Manager) claimAttempt(ctx context.Context, name string) (release func(), wanted bool) {
+	lock := certAttemptLockPrefix + name
+	got, err := m.db.TryLock(ctx, lock)
+	if err != nil || !got {
+		// Another instance is attempting it; the store will show its result.
+		return nil, false
+	}
+	release = func() {
+		if err := m.db.Unlock(context.WithoutCancel(ctx), lock); err != nil {
+			m.log.Warn("certificate attempt: releasing its lock", "domain", name, "err", err)
+		}
+	}
+	d, err := m.db.Domain(ctx, name)
+	if err != nil {
+		return release, false
+	}
+	c := d.Certificate
+	switch {
+	case c.NextAttemptAt != nil && m.now().Before(*c.NextAttemptAt):
+		return release, false
+	case c.State == store.CertIssued || c.State == store.CertRenewing:
+		if _, err := m.certs.CacheManagedCertificate(ctx, name); err == nil {
+			return release, false
+		}
+	}
+	return release, true
+}
