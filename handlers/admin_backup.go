@@ -33,8 +33,14 @@ func (s *Server) backup(c echo.Context) error {
 		h.Set("Cache-Control", "no-store")
 	}
 	if c.Request().Method == http.MethodHead {
-		size, err := s.store.Size(ctx)
-		if err != nil {
+		// The size a GET would send, and the same refusal from a store
+		// that takes no backups (PostgreSQL), without copying anything.
+		size := int64(-1)
+		_, err := s.store.BackupSized(ctx, func(n int64) (io.Writer, error) {
+			size = n
+			return nil, errHeadersOnly
+		})
+		if size < 0 {
 			return err
 		}
 		setHeaders(size)
@@ -70,6 +76,9 @@ func (s *Server) backup(c echo.Context) error {
 	s.log.Warn("backup interrupted", "request_id", requestID(c), "bytes", n, "err", err)
 	return nil
 }
+
+// errHeadersOnly ends a HEAD's backup once its size is known.
+var errHeadersOnly = errors.New("headers only")
 
 // AbortBackups stops the backup downloads in flight, for a shutdown that
 // cannot wait for them: each ends as an interrupted download.

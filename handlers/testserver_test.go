@@ -26,6 +26,7 @@ import (
 	"petstore/domains"
 	"petstore/handlers"
 	"petstore/store"
+	"petstore/store/postgres/pgtest"
 )
 
 // specDoc is a parsed OpenAPI document with a router, as a client of the
@@ -291,6 +292,7 @@ var (
 // document unexercised: a new operation cannot arrive without a test.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.Stop()
 	if f := flag.Lookup("test.run"); code != 0 || f == nil || f.Value.String() != "" || testing.Short() {
 		os.Exit(code)
 	}
