@@ -330,6 +330,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 // waiting.
 var domainsNow = time.Now
 
+// domainsTickEvery, when set, is how often the custom domains' background
+// loops look for due work (tests that need a round within a second); zero
+// keeps the manager's default.
+var domainsTickEvery time.Duration
+
 // newDomainManager builds the custom-domain manager from the flags:
 // certificates only when this process terminates TLS.
 func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Manager, error) {
@@ -352,6 +357,7 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 		AllowTestTLDs: cfg.allowTestTLDs,
 		Logger:        log,
 		Now:           domainsNow,
+		TickEvery:     domainsTickEvery,
 	}
 	if cfg.httpsListen != "" {
 		a := &domains.ACME{

@@ -122,6 +122,7 @@ func (m *Manager) checkDueDomain(ctx context.Context, name string) {
 	if err != nil || d.NextCheckAt == nil || d.NextCheckAt.After(m.now()) {
 		return
 	}
+	m.log.Info("checking a domain's DNS in the background", "domain", name)
 	res := m.cfg.Checker.Check(ctx, name)
 	if _, err := m.apply(ctx, name, res, false); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
 		m.log.Error("background check", "domain", name, "err", err)

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/domains/domaintest"
+	"petstore/store/postgres/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
+}
+
+// TestTwoInstancesShareOneDatabase runs two instances of the service
+// through run() on one PostgreSQL database, as behind a load balancer:
+// stock taken through both never oversells, a key revoked on one is
+// refused by the other within a second, a domain verified through one
+// gets one certificate from the CA and is served by both, removing it on
+// one fails the other's next handshake within a second, and a due
+// background check runs on exactly one of them.
+func TestTwoInstancesShareOneDatabase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL, pebble and challtestsrv")
+	}
+	databaseURL := pgtest.URL(t)
+	var clockMu sync.Mutex
+	now := time.Now().UTC()
+	domainsNow = func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
+	domainsTickEvery = 50 * time.Millisecond
+	t.Cleanup(func() { domainsNow, domainsTickEvery = time.Now, 0 })
+	advance := func(d time.Duration) { clockMu.Lock(); defer clockMu.Unlock(); now = now.Add(d) }
+
+	const name = "api.shared.test"
+	// Pebble validates through challtestsrv; the services' checker asks a
+	// resolver the test can make fail.
+	challtestsrv := domaintest.StartDNS(t)
+	pebble := domaintest.StartPebble(t, challtestsrv, domaintest.PebbleOptions{})
+	challtestsrv.AddA(t, "cname.petstore.test", "127.0.0.1")
+	challtestsrv.SetCNAME(t, name, "cname.petstore.test")
+	resolver := domaintest.StartFaultyDNS(t)
+
+	dir := t.TempDir()
+	rootFile := filepath.Join(dir, "pebble-roots.pem")
+	if err := os.WriteFile(rootFile, pebble.RootsPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const adminToken = "admin-secret-of-the-instances-test"
+	common := []string{
+		"--database", databaseURL, "--admin-token", adminToken, "--max-client-conns", "0",
+		"--domain", "petstore.test",
+		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
+		"--acme-caa-identity", "pebble.test", "--allow-test-tlds", "--dns-allow-private",
+	}
+	env := map[string]string{"PETSTORE_DNS_RESOLVER": resolver.Addr()}
+	admin := []string{"Authorization", "Bearer " + adminToken}
+	// Pebble validates TLS-ALPN-01 on one port: a's. b serves beside it.
+	tlsA := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
+	tlsB := freeLoopbackAddr(t)
+	a := start(t, env, append(common, "--https-listen", tlsA)...)
+	b := start(t, env, append(common, "--https-listen", tlsB)...)
+
+	t.Run("orders through both never oversell", func(t *testing.T) {
+		key := createKey(t, a, admin, "orders")
+		for _, c := range [][3]string{
+			{"POST", "/categories", `{"name":"dogs"}`},
+			{"POST", "/pets", `{"name":"Rex","categoryId":1}`},
+			{"PUT", "/store/inventory/1", `{"quantity":50}`},
+		} {
+			if code, body := a.call(t, c[0], c[1], c[2], "X-API-Key", key); code != 200 && code != 201 {
+				t.Fatalf("%s %s: %d %s", c[0], c[1], code, body)
+			}
+		}
+		// b learns of the key created on a within a poll; setting the
+		// stock again is a write that needs it.
+		waitFor(t, "b accepts a's key", 2*time.Second, func() bool {
+			code, _ := b.call(t, "PUT", "/store/inventory/1", `{"quantity":50}`, "X-API-Key", key)
+			return code == 200
+		})
+		var mu sync.Mutex
+		codes := map[int]int{}
+		var wg sync.WaitGroup
+		for i := range 200 {
+			in := a
+			if i%2 == 1 {
+				in = b
+			}
+			wg.Go(func() {
+				code, body := in.call(t, "POST", "/store/orders", `{"petId":1,"quantity":1}`, "X-API-Key", key)
+				if code != 201 && !(code == 409 && strings.Contains(body, "insufficient_stock")) {
+					t.Errorf("order: %d %s", code, body)
+				}
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if codes[201] != 50 || codes[409] != 150 {
+			t.Errorf("200 orders against stock 50: %v, want 50 placed and 150 refused", codes)
+		}
+		for _, in := range []*instance{a, b} {
+			if _, body := in.call(t, "GET", "/store/inventory/1", "", "X-API-Key", key); !strings.Contains(body, `"quantity":0`) {
+				t.Errorf("inventory after the orders: %s", body)
+			}
+		}
+	})
+
+	t.Run("a key revoked on one is refused by the other within 1 s", func(t *testing.T) {
+		code, body := a.call(t, "POST", "/admin/api-keys", `{"name":"revoked"}`, admin...)
+		var key struct {
+			ID     int64  `json:"id"`
+			Secret string `json:"secret"`
+		}
+		if err := json.Unmarshal([]byte(body), &key); code != 201 || err != nil {
+			t.Fatalf("creating a key: %d %s", code, body)
+		}
+		post := func() int {
+			code, _ := b.call(t, "POST", "/categories", `{"name":"cats"}`, "X-API-Key", key.Secret)
+			return code
+		}
+		waitFor(t, "b accepts the new key", 2*time.Second, func() bool { return post() == 201 })
+		if code, body := a.call(t, "DELETE", fmt.Sprintf("/admin/api-keys/%d", key.ID), "", admin...); code != 204 {
+			t.Fatalf("revoking: %d %s", code, body)
+		}
+		waitFor(t, "b refuses the revoked key", time.Second, func() bool { return post() == 401 })
+	})
+
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pebble.IssuerRootPEM(t))
+	handshake := func(addr string) (string, error) {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr,
+			&tls.Config{ServerName: name, RootCAs: roots})
+		if err != nil {
+			return "", err
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
+	}
+
+	t.Run("a domain verified through one is issued once and served by both", func(t *testing.T) {
+		if code, body := a.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...); code != 200 {
+			t.Fatalf("PATCH project: %d %s", code, body)
+		}
+		if code, body := a.call(t, "POST", "/admin/domains", `{"name":"`+name+`"}`, admin...); code != 201 {
+			t.Fatalf("add: %d %s", code, body)
+		}
+		resolver.SetCNAME(t, name, "cname.petstore.test")
+		if code, body := a.call(t, "POST", "/admin/domains/"+name+"/verify", "", admin...); code != 200 || !strings.Contains(body, `"state":"verified"`) {
+			t.Fatalf("verify: %d %s", code, body)
+		}
+		// Both instances' certificate loops tick every 50 ms meanwhile, so b
+		// sees the verified domain without a certificate many times over.
+		waitFor(t, "the certificate", 30*time.Second, func() bool {
+			_, body := b.call(t, "GET", "/admin/domains/"+name, "", admin...)
+			return strings.Contains(body, `"state":"issued"`)
+		})
+		serialA, err := handshake(tlsA)
+		if err != nil {
+			t.Fatalf("handshake with a: %v", err)
+		}
+		var serialB string
+		waitFor(t, "b serves the domain", 2*time.Second, func() bool {
+			serialB, err = handshake(tlsB)
+			return err == nil
+		})
+		if serialA != serialB {
+			t.Errorf("a serves certificate %s, b %s", serialA, serialB)
+		}
+		// The only name either instance ever orders is this one (the
+		// default address gets no handshake in this test).
+		log := pebble.Log()
+		if orders, issued := strings.Count(log, "Added order"), strings.Count(log, "Issued certificate"); orders != 1 || issued != 1 {
+			t.Errorf("pebble saw %d orders and issued %d certificates, want 1 and 1:\n%s", orders, issued, log)
+		}
+	})
+
+	t.Run("removing it on one fails the other's next handshake within 1 s", func(t *testing.T) {
+		if _, err := handshake(tlsB); err != nil {
+			t.Fatalf("b does not serve the domain before its removal: %v", err)
+		}
+		if code, body := a.call(t, "DELETE", "/admin/domains/"+name, "", admin...); code != 204 {
+			t.Fatalf("remove: %d %s", code, body)
+		}
+		if _, err := handshake(tlsA); err == nil {
+			t.Error("a still serves the removed domain")
+		}
+		waitFor(t, "b's handshake fails", time.Second, func() bool {
+			_, err := handshake(tlsB)
+			return err != nil
+		})
+	})
+
+	t.Run("a background check runs on exactly one instance", func(t *testing.T) {
+		const pending = "late.shared.test"
+		if code, body := a.call(t, "POST", "/admin/domains", `{"name":"`+pending+`"}`, admin...); code != 201 {
+			t.Fatalf("add: %d %s", code, body)
+		}
+		// Lookups that get no answer: the check lasts the checker's
+		// timeout, many times the instances' 50 ms tick, so without the
+		// lock the other instance would start the same check meanwhile.
+		resolver.SetFault(domaintest.Drop, 1)
+		defer resolver.SetFault(domaintest.NoFault, 0)
+		started := func() int {
+			line := `msg="checking a domain's DNS in the background" domain=` + pending
+			return strings.Count(a.out.String(), line) + strings.Count(b.out.String(), line)
+		}
+		if n := started(); n != 0 {
+			t.Fatalf("%d background checks before the first was due", n)
+		}
+		advance(2 * time.Minute) // the first re-check is due a minute after adding
+		waitFor(t, "the background check", 30*time.Second, func() bool {
+			_, body := a.call(t, "GET", "/admin/domains/"+pending, "", admin...)
+			return strings.Contains(body, `"checkAttempts":1`)
+		})
+		if n := started(); n != 1 {
+			t.Errorf("the due check ran %d times, want once:\n--- a:\n%s\n--- b:\n%s", n, a.out, b.out)
+		}
+	})
+}
+
+// createKey creates an API key through the admin API and returns its secret.
+func createKey(t *testing.T, in *instance, admin []string, name string) string {
+	t.Helper()
+	code, body := in.call(t, "POST", "/admin/api-keys", `{"name":"`+name+`"}`, admin...)
+	var key struct{ Secret string }
+	if err := json.Unmarshal([]byte(body), &key); code != 201 || err != nil || key.Secret == "" {
+		t.Fatalf("creating an API key: %d %s", code, body)
+	}
+	return key.Secret
+}
+
+// waitFor polls cond until it holds, failing the test after limit.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// freeLoopbackAddr is a loopback address with a port nothing listens on.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
