@@ -160,8 +160,11 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 		if code, body := a.call(t, "POST", "/admin/domains", `{"name":"`+name+`"}`, admin...); code != 201 {
 			t.Fatalf("add: %d %s", code, body)
 		}
-		// The service's resolver sees the record; the CA's DNS does not
-		// yet, so the first attempt fails validation.
+		// The service's resolver sees the record; the CA's DNS sends the
+		// CA to another address, where validation hangs for a second, then
+		// fails: a first attempt that fails, and lasts 20 of b's ticks.
+		holdValidations(t, net.JoinHostPort("127.0.0.2", strconv.Itoa(pebble.TLSPort)), time.Second)
+		challtestsrv.AddA(t, name, "127.0.0.2")
 		resolver.SetCNAME(t, name, "cname.petstore.test")
 		if code, body := a.call(t, "POST", "/admin/domains/"+name+"/verify", "", admin...); code != 200 || !strings.Contains(body, `"state":"verified"`) {
 			t.Fatalf("verify: %d %s", code, body)
@@ -177,6 +180,7 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 			}
 		}
 		waitFor(t, "the failed attempt", 30*time.Second, certState("failed"))
+		challtestsrv.ClearA(t, name)
 		challtestsrv.SetCNAME(t, name, "cname.petstore.test")
 		advance(2 * time.Minute) // past the first back-off, a minute
 		waitFor(t, "the certificate", 30*time.Second, certState("issued"))
@@ -301,4 +305,24 @@ func freeLoopbackAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// holdValidations listens on addr and closes each connection after hold,
+// unanswered: a validation there fails, slowly.
+func holdValidations(t *testing.T, addr string, hold time.Duration) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			time.AfterFunc(hold, func() { conn.Close() })
+		}
+	}()
 }
