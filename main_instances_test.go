@@ -180,6 +180,16 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 			}
 		}
 		waitFor(t, "the failed attempt", 30*time.Second, certState("failed"))
+		// The failure set the next attempt a minute ahead on the stopped
+		// clock. An instance that waited on the certificate's storage
+		// lock meanwhile would order again once it got the lock, which
+		// its wait polls for at least once a second: for longer than that,
+		// the CA must see no new order.
+		for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if n := strings.Count(pebble.Log(), "Added order"); n != 1 {
+				t.Fatalf("%d orders while the failed attempt's back-off runs, want 1:\n%s", n, pebble.Log())
+			}
+		}
 		challtestsrv.ClearA(t, name)
 		challtestsrv.SetCNAME(t, name, "cname.petstore.test")
 		advance(2 * time.Minute) // past the first back-off, a minute
