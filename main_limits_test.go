@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 )
 
@@ -179,7 +180,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out := &syncBuffer{}
+	out := &domaintest.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base, done := startRun(t, ctx, out, "--data", path, "--shutdown-timeout", "1s")
@@ -253,7 +254,7 @@ func startLimited(t *testing.T, args ...string) string {
 		"--data", filepath.Join(t.TempDir(), "p.db"), "--shutdown-timeout", "1s"}, args...)
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
 	cmd.Env = append(os.Environ(), connChildEnv+"=1", connChildArgsEnv+"="+strings.Join(args, "\x1f"))
-	out := &syncBuffer{}
+	out := &domaintest.SyncBuffer{}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
 )
@@ -76,9 +77,9 @@ func BenchmarkAPI(b *testing.B) {
 // reportCPU starts measuring the process's CPU time; the function it
 // returns reports it per operation as cpu-us/op.
 func reportCPU(b *testing.B) func() {
-	start, ok := cpuTime(b)
+	start, ok := domaintest.CPUTime(b)
 	return func() {
-		if end, _ := cpuTime(b); ok && b.N > 0 {
+		if end, _ := domaintest.CPUTime(b); ok && b.N > 0 {
 			b.ReportMetric(float64((end-start).Microseconds())/float64(b.N), "cpu-us/op")
 		}
 	}
