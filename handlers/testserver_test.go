@@ -24,6 +24,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"petstore/domains"
+	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
 )
@@ -127,15 +128,13 @@ func (ts *testServer) with(t testing.TB) *testServer {
 	return &c
 }
 
-const testAdminToken = "test-admin-token"
-
 type serverOption func(*handlers.Config)
 
 func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	tb.Helper()
 	pub, _ := specs(tb)
 	db := MustOpenDB(tb)
-	if _, err := db.EnsureAdminToken(context.Background(), testAdminToken); err != nil {
+	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		tb.Fatal(err)
 	}
 	cfg := handlers.Config{Store: db, Spec: publicSpec}
@@ -162,7 +161,7 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ts := &testServer{tb: tb, db: db, srv: srv, admin: testAdminToken}
+	ts := &testServer{tb: tb, db: db, srv: srv, admin: domaintest.AdminToken}
 	ts.http = httptest.NewServer(srv)
 	tb.Cleanup(ts.http.Close)
 	if err := srv.RecordDeploy(context.Background()); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 )
 
@@ -21,7 +22,7 @@ func openDomains(t *testing.T, ctx context.Context, ts *testServer) {
 	do(t, ctx, "signing in",
 		chromedp.Navigate(ts.url+"/dashboard/"),
 		chromedp.WaitVisible(chromedp.ID("token")),
-		paste("token", testAdminToken),
+		paste("token", domaintest.AdminToken),
 		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
 		chromedp.WaitVisible(chromedp.ID("view-project")),
 		chromedp.Click(chromedp.ID("tab-domains")),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 )
 
@@ -28,7 +29,7 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 	if status := ts.admin(t, http.MethodPost, "/admin/domains", `{"name":"`+name+`"}`, nil); status != http.StatusCreated {
 		t.Fatalf("adding the domain: %d", status)
 	}
-	ts.dns.SetCNAME(t, name, cnameTarget)
+	ts.dns.SetCNAME(t, name, domaintest.CNAMETarget)
 	var d store.Domain
 	verify := func(want string) {
 		t.Helper()
@@ -53,7 +54,7 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 	do(t, ctx, "signing in",
 		chromedp.Navigate(ts.url+"/dashboard/#domains"),
 		chromedp.WaitVisible(chromedp.ID("token")),
-		paste("token", testAdminToken),
+		paste("token", domaintest.AdminToken),
 		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
 		chromedp.WaitVisible(chromedp.CSS(card+" button.verify")),
 	)
@@ -92,7 +93,7 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 	waitText(t, ctx, card+" .state-help", "becomes Verified again by itself")
 
 	// The DNS back: verified, and the note is gone.
-	ts.dns.SetCNAME(t, name, cnameTarget)
+	ts.dns.SetCNAME(t, name, domaintest.CNAMETarget)
 	do(t, ctx, "re-verifying", chromedp.Click(chromedp.CSS(card+" button.verify")))
 	waitText(t, ctx, card+" .state", "Verified")
 	if n := run(t, ctx, "looking for the note", chromedp.Evaluate[int](`document.querySelectorAll('`+card+` .live-note').length`)); n != 0 {
