@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -14,37 +13,16 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// Extensions of the public document that the reference shows.
-const (
-	extStability       = "x-stability"         // "beta" or "experimental"
-	extSunset          = "x-deprecated-sunset" // YYYY-MM-DD
-	extDeprecatedSince = "x-deprecated-since"  // YYYY-MM-DD
-	extHideTryIt       = "x-hideTryItPanel"    // true: no try-it panel
-)
-
 // Where the server publishes the document itself (PRODUCT.md, section 2).
 const (
 	specYAMLPath = "/openapi.yaml"
 	specJSONPath = "/openapi.json"
 )
 
-// RenderReference renders the reference page of an OpenAPI 3 document
-// (YAML or JSON). It is meant to run once at start: the document is
+// RenderReference renders the reference page of an OpenAPI 3 document as
+// ParseSpec gives it. It is meant to run once at start: the document is
 // embedded in the binary and does not change while it runs.
-//
-// It parses the document itself, rather than taking a parsed one, to learn
-// where each operation is written: the page lists operations in the
-// author's order, which a parsed document's maps have lost.
-func RenderReference(spec []byte) ([]byte, error) {
-	loader := openapi3.NewLoader()
-	loader.IncludeOrigin = true
-	doc, err := loader.LoadFromData(spec)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the OpenAPI document: %w", err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		return nil, fmt.Errorf("validating the OpenAPI document: %w", err)
-	}
+func RenderReference(doc *openapi3.T) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := referenceTemplate.Execute(&buf, buildReference(doc)); err != nil {
 		return nil, fmt.Errorf("rendering the reference: %w", err)
@@ -259,12 +237,12 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 		ov.line = op.Origin.Key.Line
 	}
 	ov.Description, _ = renderMarkdown(op.Description, mdOptions{headingShift: 3, idPrefix: ov.ID + "-"})
-	if s, ok := op.Extensions[extStability].(string); ok {
+	if s, ok := op.Extensions[ExtStability].(string); ok {
 		ov.Stability = s
 	}
 	if op.Deprecated {
-		ov.Sunset, _ = op.Extensions[extSunset].(string)
-		ov.DeprecatedSince, _ = op.Extensions[extDeprecatedSince].(string)
+		ov.Sunset, _ = op.Extensions[ExtSunset].(string)
+		ov.DeprecatedSince, _ = op.Extensions[ExtDeprecatedSince].(string)
 	}
 	ov.Auth = authOf(doc, op)
 
@@ -309,7 +287,7 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 		}
 	}
 
-	if hide, _ := op.Extensions[extHideTryIt].(bool); !hide {
+	if hide, _ := op.Extensions[ExtHideTryIt].(bool); !hide {
 		ov.TryIt = buildTryIt(ov, params, order)
 		ov.TryIt.Path = basePath + path
 		ov.TryIt.KeyHeader = apiKeyHeader(doc, ov.Auth)
