@@ -45,7 +45,9 @@ var (
 	loadSpecsErr  error
 )
 
-func mustLoadDoc(data []byte) (*specDoc, error) {
+// loadSpecDoc parses a document and builds the router the harness checks
+// responses with.
+func loadSpecDoc(data []byte) (*specDoc, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(data)
 	if err != nil {
 		return nil, err
@@ -66,14 +68,14 @@ func specs(tb testing.TB) (pub, admin *specDoc) {
 		if publicSpec, loadSpecsErr = os.ReadFile(filepath.Join("..", "openapi.yaml")); loadSpecsErr != nil {
 			return
 		}
-		if publicDoc, loadSpecsErr = mustLoadDoc(publicSpec); loadSpecsErr != nil {
+		if publicDoc, loadSpecsErr = loadSpecDoc(publicSpec); loadSpecsErr != nil {
 			return
 		}
 		var adminSpec []byte
 		if adminSpec, loadSpecsErr = os.ReadFile("openapi-admin.yaml"); loadSpecsErr != nil {
 			return
 		}
-		adminDoc, loadSpecsErr = mustLoadDoc(adminSpec)
+		adminDoc, loadSpecsErr = loadSpecDoc(adminSpec)
 	})
 	if loadSpecsErr != nil {
 		if tb == nil {
@@ -132,7 +134,7 @@ type serverOption func(*handlers.Config)
 
 func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	tb.Helper()
-	pub, _ := specs(tb)
+	specs(tb)
 	db := MustOpenDB(tb)
 	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		tb.Fatal(err)
@@ -156,7 +158,6 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 		tb.Cleanup(m.Close)
 		cfg.Domains = m
 	}
-	_ = pub
 	srv, err := handlers.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
