@@ -13,6 +13,10 @@ import (
 	"go.uber.org/zap"
 )
 
+// DefaultCA is the ACME directory certificates come from unless the
+// operator names others (--acme-ca): Let's Encrypt's production CA.
+const DefaultCA = "https://acme-v02.api.letsencrypt.org/directory"
+
 // setUpCertificates builds the cache, the configs and the issuers from a.
 func (m *Manager) setUpCertificates(a *ACME) {
 	zl := zapToSlog(m.log)
