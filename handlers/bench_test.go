@@ -11,7 +11,6 @@ import (
 
 	"petstore/domains/domaintest"
 	"petstore/handlers"
-	"petstore/store"
 )
 
 // BenchmarkAPI measures the full Echo stack (routing, validation, store,
@@ -28,10 +27,7 @@ func BenchmarkAPI(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			ts := newTestServer(b, func(c *handlers.Config) { c.SkipValidation = !validate })
-			var cat store.Category
-			ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
-			var pet store.Pet
-			ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&pet)
+			cat, pet := ts.addRex(0)
 			getPath := fmt.Sprintf("/pets/%d", pet.ID)
 			newPet := fmt.Sprintf(`{"name":"Bench","categoryId":%d,"status":"available"}`, cat.ID)
 
@@ -129,10 +125,7 @@ func BenchmarkGetPetVsEcho(b *testing.B) {
 	})
 	b.Run("petstore", func(b *testing.B) {
 		ts := newTestServer(b)
-		var cat store.Category
-		ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
-		var pet store.Pet
-		ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&pet)
+		_, pet := ts.addRex(0)
 		run(b, ts.srv, fmt.Sprintf("/pets/%d", pet.ID))
 	})
 }

@@ -341,6 +341,19 @@ func checkErrorBody(tb testing.TB, req *http.Request, r *response) {
 }
 
 // do sends a public API request; writes carry the API key.
+// addRex adds the category "dogs" and the pet Rex in it, with stock in the
+// inventory when stock is above 0: the data most tests start from.
+func (ts *testServer) addRex(stock int) (store.Category, store.Pet) {
+	var cat store.Category
+	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
+	var pet store.Pet
+	ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&pet)
+	if stock > 0 {
+		ts.do("PUT", fmt.Sprintf("/store/inventory/%d", pet.ID), fmt.Sprintf(`{"quantity":%d}`, stock)).wantStatus(200)
+	}
+	return cat, pet
+}
+
 func (ts *testServer) do(method, path, body string) *response {
 	ts.tb.Helper()
 	h := http.Header{}
