@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"petstore/domains/domaintest"
 )
 
 // The browser tests run in a real headless Chromium, shared by the tests of
@@ -187,6 +189,19 @@ func paste(id, text string) chromedp.Action[chromedp.Void] {
 		f.value = %q;
 		f.dispatchEvent(new Event('input', {bubbles: true}));
 	})()`, id, text))
+}
+
+// signIn opens the dashboard at url, signs in with the test servers' admin
+// token, and then runs then.
+func signIn(t *testing.T, ctx context.Context, url string, then ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	steps := []chromedp.Action[chromedp.Void]{
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		paste("token", domaintest.AdminToken),
+		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+	}
+	do(t, ctx, "signing in", append(steps, then...)...)
 }
 
 // textOf returns the rendered text of the first element matching css.

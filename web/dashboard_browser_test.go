@@ -303,11 +303,7 @@ func TestDashboardCertificate(t *testing.T) {
 	ts.dns.SetCNAME(t, "api.example.com", domaintest.CNAMETarget)
 
 	card := domainCard("api.example.com")
-	do(t, ctx, "signing in",
-		chromedp.Navigate(ts.url+"/dashboard/#domains"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		paste("token", domaintest.AdminToken),
-		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+	signIn(t, ctx, ts.url+"/dashboard/#domains",
 		viewLoaded("domains"),
 		chromedp.WaitVisible(chromedp.CSS(card+" button.verify")),
 		// A mark that a reload would wipe out.
@@ -343,11 +339,7 @@ func TestDashboardShowsEveryAPIKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	do(t, ctx, "signing in",
-		chromedp.Navigate(ts.url+"/dashboard/"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		paste("token", domaintest.AdminToken),
-		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+	signIn(t, ctx, ts.url+"/dashboard/",
 		chromedp.WaitVisible(chromedp.ID("view-project")),
 		chromedp.Click(chromedp.ID("tab-api-keys")),
 	)

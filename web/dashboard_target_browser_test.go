@@ -9,7 +9,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"petstore/domains/domaintest"
 	"petstore/store"
 )
 
@@ -17,11 +16,7 @@ import (
 // page has loaded the project, the domains and the settings.
 func openDomains(t *testing.T, ctx context.Context, ts *testServer) {
 	t.Helper()
-	do(t, ctx, "signing in",
-		chromedp.Navigate(ts.url+"/dashboard/"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		paste("token", domaintest.AdminToken),
-		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+	signIn(t, ctx, ts.url+"/dashboard/",
 		chromedp.WaitVisible(chromedp.ID("view-project")),
 		chromedp.Click(chromedp.ID("tab-domains")),
 		viewLoaded("domains"),

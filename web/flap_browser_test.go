@@ -51,11 +51,7 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 	// A SERVFAIL: a warning, the domain stays verified.
 	ts.dns.SetServfail(t, name)
 	verify(store.DomainVerified)
-	do(t, ctx, "signing in",
-		chromedp.Navigate(ts.url+"/dashboard/#domains"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		paste("token", domaintest.AdminToken),
-		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+	signIn(t, ctx, ts.url+"/dashboard/#domains",
 		viewLoaded("domains"),
 		chromedp.WaitVisible(chromedp.CSS(card+" button.verify")),
 	)
