@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
 	"petstore/store/postgres"
@@ -30,7 +31,7 @@ func startOnPostgres(t *testing.T, databaseURL string) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.EnsureAdminToken(context.Background(), testAdminToken); err != nil {
+	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := handlers.New(handlers.Config{Store: db, Spec: publicSpec})
@@ -39,7 +40,7 @@ func startOnPostgres(t *testing.T, databaseURL string) *testServer {
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &testServer{tb: t, srv: srv, http: hs, admin: testAdminToken}
+	return &testServer{tb: t, srv: srv, http: hs, admin: domaintest.AdminToken}
 }
 
 // TestBackupOnPostgresPointsToPgDump: a backup of a shared database is
