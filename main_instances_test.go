@@ -30,7 +30,8 @@ func TestMain(m *testing.M) {
 // through run() on one PostgreSQL database, as behind a load balancer:
 // stock taken through both never oversells, a key revoked on one is
 // refused by the other within a second, a domain verified through one
-// gets one certificate from the CA and is served by both, removing it on
+// gets one certificate from the CA and is served by both, a redirect
+// saved on one is followed by the other within a second, removing it on
 // one fails the other's next handshake within a second, and a due
 // background check runs on exactly one of them.
 func TestTwoInstancesShareOneDatabase(t *testing.T) {
@@ -215,6 +216,31 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 		}
 	})
 
+	t.Run("a redirect saved on one is followed by the other within 1 s", func(t *testing.T) {
+		redirectOnB := func() int {
+			req, _ := http.NewRequest("GET", b.base+"/pets", nil)
+			req.Host = name
+			res, err := noFollow.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res.StatusCode
+		}
+		if code := redirectOnB(); code == 308 {
+			t.Fatal("b redirects before any redirect was saved")
+		}
+		settings := `{"domains":{"redirects":[{"from":"` + name + `","to":"petstore.petstore.test","status":308}]}}`
+		if code, body := a.call(t, "PUT", "/admin/settings", settings, admin...); code != 200 {
+			t.Fatalf("saving the redirect: %d %s", code, body)
+		}
+		waitFor(t, "b redirects", time.Second, func() bool { return redirectOnB() == 308 })
+		if code, body := a.call(t, "PUT", "/admin/settings", `{"domains":{}}`, admin...); code != 200 {
+			t.Fatalf("clearing the redirect: %d %s", code, body)
+		}
+		waitFor(t, "b stops redirecting", time.Second, func() bool { return redirectOnB() != 308 })
+	})
+
 	t.Run("removing it on one fails the other's next handshake within 1 s", func(t *testing.T) {
 		if _, err := handshake(tlsB); err != nil {
 			t.Fatalf("b does not serve the domain before its removal: %v", err)
@@ -282,6 +308,12 @@ func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 		}
 		time.Sleep(125 * time.Millisecond)
 	}
+}
+
+// noFollow is a client that shows redirects instead of following them.
+var noFollow = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Timeout:       5 * time.Second,
 }
 
 // callFrom is in.call from another loopback source address, whose failed
