@@ -143,7 +143,12 @@ const certAttemptLockPrefix = "certattempt/"
 func (m *Manager) claimAttempt(ctx context.Context, name string) (release func(), wanted bool) {
 	lock := certAttemptLockPrefix + name
 	got, err := m.db.TryLock(ctx, lock)
-	if err != nil || !got {
+	if err != nil {
+		// The certificate loop tries again at its next round.
+		m.log.Warn("certificate attempt: taking its lock", "domain", name, "err", err)
+		return nil, false
+	}
+	if !got {
 		// Another instance is attempting it; the store will show its result.
 		return nil, false
 	}
