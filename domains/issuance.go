@@ -24,7 +24,13 @@ const (
 	maxRetryAfter               = time.Hour
 )
 
-type obtainRun struct{ cancel context.CancelFunc }
+type obtainRun struct {
+	cancel context.CancelFunc
+	// again is set when obtain was called while this attempt ran: the
+	// attempt's end looks again, so that a call that came as it was
+	// finishing (releasing its claim) is not lost.
+	again bool
+}
 
 // obtain makes sure the certificate of name is being requested: it starts
 // an attempt unless one is in flight (Verify and Re-verify attach to it,
@@ -35,7 +41,11 @@ type obtainRun struct{ cancel context.CancelFunc }
 func (m *Manager) obtain(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.obtaining[name] != nil || m.ctx.Err() != nil {
+	if run := m.obtaining[name]; run != nil {
+		run.again = true
+		return
+	}
+	if m.ctx.Err() != nil {
 		return
 	}
 	d, err := m.db.Domain(m.ctx, name)
@@ -53,11 +63,18 @@ func (m *Manager) obtain(name string) {
 		defer m.wg.Done()
 		defer func() {
 			m.mu.Lock()
+			again := false
 			if m.obtaining[name] == run {
 				delete(m.obtaining, name)
+				again = run.again
 			}
 			m.mu.Unlock()
 			cancel()
+			if again {
+				// Starts nothing while the failure's back-off runs, or
+				// once the certificate is in storage.
+				m.obtain(name)
+			}
 		}()
 		m.attempt(ctx, name)
 	}()
