@@ -30,6 +30,8 @@ import (
 	"petstore/handlers"
 	"petstore/store"
 	"petstore/store/postgres"
+
+	"petstore/store/boltstore"
 )
 
 //go:embed openapi.yaml
@@ -422,7 +424,7 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 		}
 		return db, nil
 	}
-	db, err := store.Open(cfg.data, store.Options{})
+	db, err := boltstore.Open(cfg.data, store.Options{})
 	if err != nil {
 		return nil, err // it names the file and says what is wrong with it
 	}

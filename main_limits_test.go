@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"petstore/store"
+
+	"petstore/store/boltstore"
 )
 
 // testAdminToken is an admin token long enough for any start-up check.
@@ -164,7 +166,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.db")
 	// Tens of MB: far more than the socket buffers between server and
 	// client hold, so the copy is still running when shutdown comes.
-	db, err := store.Open(path, store.Options{})
+	db, err := boltstore.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +216,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 	if !strings.Contains(out.String(), "aborting backups in flight") {
 		t.Errorf("the log does not say that the backup was aborted:\n%s", out)
 	}
-	db, err = store.Open(path, store.Options{})
+	db, err = boltstore.Open(path, store.Options{})
 	if err != nil {
 		t.Fatalf("the data file did not close: %v", err)
 	}

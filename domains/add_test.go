@@ -9,13 +9,15 @@ import (
 
 	"petstore/domains"
 	"petstore/store"
+
+	"petstore/store/boltstore"
 )
 
 // managerWith builds a manager on a fresh store (plan pro, one successful
 // deploy) from cfg, which gets the store.
 func managerWith(t *testing.T, cfg domains.Config) *domains.Manager {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

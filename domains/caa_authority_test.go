@@ -10,6 +10,8 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
+
+	"petstore/store/boltstore"
 )
 
 // TestCAAFromTheCA: with no --acme-caa-identity, the CAA check takes the
@@ -23,7 +25,7 @@ func TestCAAFromTheCA(t *testing.T) {
 	}
 	dns := domaintest.StartDNS(t)
 	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
-	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

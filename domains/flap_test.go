@@ -16,14 +16,16 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
+
+	"petstore/store/boltstore"
 )
 
 // newFlapManager is a manager whose checker asks a FaultyDNS, with
 // certificates from pebble when pebble is given (served on pebble's
 // TLS-ALPN port, where pebble validates).
-func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, clk *clock) (*domains.Manager, *store.DB) {
+func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, clk *clock) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

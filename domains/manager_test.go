@@ -11,6 +11,8 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
+
+	"petstore/store/boltstore"
 )
 
 // clock is a settable time for the background schedule.
@@ -26,9 +28,9 @@ func (c *clock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager, *store.DB) {
+func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"petstore/store"
+
+	"petstore/store/boltstore"
 )
 
 // Keys of the rows' results: the jobs file their results under them and
@@ -318,7 +320,7 @@ func (b *bench) startPetstore(name, data string, extra ...string) (*proc, error)
 func (b *bench) importStore(ctx context.Context, path string, n int) (int64, time.Duration, error) {
 	b.progress("importing %s pets into %s with store.ImportPets", humanCount(n), path)
 	t := time.Now()
-	db, err := store.Open(path, store.Options{})
+	db, err := boltstore.Open(path, store.Options{})
 	if err != nil {
 		return 0, 0, err
 	}

@@ -14,6 +14,8 @@ import (
 
 	"petstore/domains"
 	"petstore/store"
+
+	"petstore/store/boltstore"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
@@ -55,7 +57,7 @@ func TestSeedTLSStore_ServedWithoutCA(t *testing.T) {
 		t.Fatalf("right after seeding: %v", err)
 	}
 
-	db, err := store.Open(path, store.Options{})
+	db, err := boltstore.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
