@@ -53,7 +53,7 @@ func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
 // Domains returns every attached domain, oldest first (by name among those
 // added in the same second).
 func (db *DB) Domains(ctx context.Context) ([]store.Domain, error) {
-	var out []store.Domain
+	out := []store.Domain{}
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {
 			var d store.Domain
