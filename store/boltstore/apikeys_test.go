@@ -85,10 +85,3 @@ func TestAPIKeys(t *testing.T) {
 	}
 }
 
-func TestAPIKeys_EmptyListIsNotNil(t *testing.T) {
-	db := MustOpenDB(t)
-	keys, _, err := db.APIKeys(ctx, store.Page{})
-	if err != nil || keys == nil || len(keys) != 0 {
-		t.Fatalf("APIKeys on a new store: %#v, %v; want an empty slice (JSON [])", keys, err)
-	}
-}

@@ -318,8 +318,10 @@ func testOrderRace(t *testing.T, s store.Store) {
 	var placed, refused int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	start := make(chan struct{})
 	for range 200 {
 		wg.Go(func() {
+			<-start
 			err := s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: 1})
 			mu.Lock()
 			defer mu.Unlock()
@@ -333,6 +335,7 @@ func testOrderRace(t *testing.T, s store.Store) {
 			}
 		})
 	}
+	close(start)
 	wg.Wait()
 	it := must(s.InventoryItem(ctx, rex.ID))(t)
 	if placed != 50 || refused != 150 || it.Quantity != 0 {
