@@ -84,4 +84,3 @@ func TestAPIKeys(t *testing.T) {
 		t.Fatalf("APIKeys after restart: %+v, %v", keys, err)
 	}
 }
-
