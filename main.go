@@ -196,6 +196,9 @@ const defaultGCPercent = 400
 // run starts the service and blocks until ctx ends, then shuts down
 // gracefully: in-flight requests finish and the data file is closed.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "migrate" {
+		return runMigrate(ctx, args[1:], getenv, stdout)
+	}
 	cfg, err := parseConfig(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
