@@ -196,14 +196,19 @@ func textOf(t *testing.T, ctx context.Context, css string) string {
 }
 
 // waitText waits until the element matching css shows text containing want.
+// An element the page keeps hidden (the hidden attribute, on it or on an
+// ancestor) shows nothing, although its innerText is its text.
 func waitText(t *testing.T, ctx context.Context, css, want string) string {
 	t.Helper()
-	expr := fmt.Sprintf(`(() => { const el = document.querySelector(%q); return !!el && el.innerText.includes(%q); })()`, css, want)
+	expr := fmt.Sprintf(`(() => { const el = document.querySelector(%q); return !!el && !el.closest('[hidden]') && el.innerText.includes(%q); })()`, css, want)
 	pollCtx, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
 	_, err := chromedp.Run(pollCtx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond)))
 	if err != nil {
-		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).innerText || "(no such element)"`, css)))
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(() => {
+			const el = document.querySelector(%q);
+			return !el ? "(no such element)" : (el.closest('[hidden]') ? "(hidden) " : "") + el.innerText;
+		})()`, css)))
 		t.Fatalf("waiting for %s to show %q: %v; it shows: %q", css, want, err, got)
 	}
 	return run(t, ctx, "reading "+css, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).innerText`, css)))

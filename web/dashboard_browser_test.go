@@ -306,6 +306,7 @@ func TestDashboardCertificate(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("token")),
 		paste("token", testAdminToken),
 		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+		viewLoaded("domains"),
 		chromedp.WaitVisible(chromedp.CSS(card+" button.verify")),
 		// A mark that a reload would wipe out.
 		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`),

@@ -55,6 +55,7 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("token")),
 		paste("token", testAdminToken),
 		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+		viewLoaded("domains"),
 		chromedp.WaitVisible(chromedp.CSS(card+" button.verify")),
 	)
 	waitText(t, ctx, card+" .live-note", "only a warning: the domain stays Verified and keeps its certificate")
