@@ -7,8 +7,8 @@ import (
 	"petstore/store"
 )
 
-// recordReader reads a record in exactly the form the append encoders
-// write. Anything else (escaped strings, other spacing or field order, a
+// recordReader reads a record in exactly the form the append encoders of
+// store/records.go write. Anything else (escaped strings, other spacing or field order, a
 // record written by something else) stops it, and the caller then decodes
 // with json.Unmarshal: what it accepts, it reads as json.Unmarshal would.
 type recordReader struct {
