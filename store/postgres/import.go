@@ -91,40 +91,31 @@ func refuseNonEmpty(ctx context.Context, tx pgx.Tx) error {
 // gives follows both the last id the other store gave and the largest one
 // copied.
 func continueSequences(ctx context.Context, tx pgx.Tx, s *store.Snapshot) error {
-	maxID := func(last int64, ids func(yield func(int64))) int64 {
-		ids(func(id int64) { last = max(last, id) })
-		return last
+	last := s.LastIDs
+	for _, c := range s.Categories {
+		last.Categories = max(last.Categories, c.ID)
 	}
-	deploys := maxID(s.LastIDs.Deploys, func(y func(int64)) {
-		for _, d := range s.Project.Deploys {
-			y(d.ID)
-		}
-	})
+	for _, p := range s.Pets {
+		last.Pets = max(last.Pets, p.ID)
+	}
+	for _, o := range s.Orders {
+		last.Orders = max(last.Orders, o.ID)
+	}
+	for _, k := range s.APIKeys {
+		last.APIKeys = max(last.APIKeys, k.ID)
+	}
+	for _, d := range s.Project.Deploys {
+		last.Deploys = max(last.Deploys, d.ID)
+	}
 	for _, seq := range []struct {
 		sequence string
 		last     int64
 	}{
-		{`pg_get_serial_sequence('categories', 'id')`, maxID(s.LastIDs.Categories, func(y func(int64)) {
-			for _, c := range s.Categories {
-				y(c.ID)
-			}
-		})},
-		{`pg_get_serial_sequence('pets', 'id')`, maxID(s.LastIDs.Pets, func(y func(int64)) {
-			for _, p := range s.Pets {
-				y(p.ID)
-			}
-		})},
-		{`pg_get_serial_sequence('orders', 'id')`, maxID(s.LastIDs.Orders, func(y func(int64)) {
-			for _, o := range s.Orders {
-				y(o.ID)
-			}
-		})},
-		{`pg_get_serial_sequence('api_keys', 'id')`, maxID(s.LastIDs.APIKeys, func(y func(int64)) {
-			for _, k := range s.APIKeys {
-				y(k.ID)
-			}
-		})},
-		{`'deploy_ids'`, deploys},
+		{`pg_get_serial_sequence('categories', 'id')`, last.Categories},
+		{`pg_get_serial_sequence('pets', 'id')`, last.Pets},
+		{`pg_get_serial_sequence('orders', 'id')`, last.Orders},
+		{`pg_get_serial_sequence('api_keys', 'id')`, last.APIKeys},
+		{`'deploy_ids'`, last.Deploys},
 	} {
 		if seq.last <= 0 {
 			continue // never used: the sequence starts at 1 as it is
