@@ -29,9 +29,8 @@ import (
 	"petstore/domains"
 	"petstore/handlers"
 	"petstore/store"
-	"petstore/store/postgres"
-
 	"petstore/store/boltstore"
+	"petstore/store/postgres"
 )
 
 //go:embed openapi.yaml

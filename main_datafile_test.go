@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

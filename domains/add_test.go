@@ -9,7 +9,6 @@ import (
 
 	"petstore/domains"
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

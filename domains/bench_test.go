@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

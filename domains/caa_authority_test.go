@@ -10,7 +10,6 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

@@ -13,10 +13,9 @@ import (
 
 	"petstore/domains"
 	"petstore/store"
+	"petstore/store/boltstore"
 	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
-
-	"petstore/store/boltstore"
 )
 
 // forEachStore runs a test of the certificate storage on each store: a

@@ -16,7 +16,6 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

@@ -11,7 +11,6 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

@@ -19,7 +19,6 @@ import (
 
 	"petstore/handlers"
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

@@ -12,7 +12,6 @@ import (
 
 	"petstore/handlers"
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

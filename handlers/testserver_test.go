@@ -26,7 +26,6 @@ import (
 	"petstore/domains"
 	"petstore/handlers"
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

@@ -30,7 +30,6 @@ import (
 
 	"petstore/domains"
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

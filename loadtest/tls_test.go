@@ -14,7 +14,6 @@ import (
 
 	"petstore/domains"
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

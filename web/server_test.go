@@ -21,7 +21,6 @@ import (
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

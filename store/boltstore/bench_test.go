@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

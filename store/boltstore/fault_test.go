@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"petstore/store"
-
 	"petstore/store/boltstore"
 )
 
