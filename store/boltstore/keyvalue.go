@@ -88,7 +88,7 @@ func (db *DB) KVDelete(ctx context.Context, key string) error {
 
 // KVKeys returns the keys under prefix + "/" (every key for ""), sorted.
 func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
-	var keys []string
+	keys := []string{}
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		dir := dirPrefix(prefix)
 		c := tx.Bucket(bktCerts).Cursor()
