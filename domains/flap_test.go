@@ -15,12 +15,13 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // newFlapManager is a manager whose checker asks a FaultyDNS, with
 // certificates from pebble when pebble is given (served on pebble's
 // TLS-ALPN port, where pebble validates).
-func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, clk *clock) (*domains.Manager, *store.DB) {
+func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, clk *clock) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
 	cfg := domains.Config{

@@ -15,12 +15,13 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // acmeManager is a manager with certificates from pebble, on a fresh
 // store. checkDNS is what the manager's own DNS check sees; pebble
 // resolves through the DNS it was started with.
-func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebble, clk *clock, a domains.ACME) (*domains.Manager, *store.DB) {
+func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebble, clk *clock, a domains.ACME) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
 	if a.CA == "" {
@@ -50,7 +51,7 @@ func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebb
 	return m, db
 }
 
-func waitCert(t *testing.T, db *store.DB, name, what string, within time.Duration, cond func(store.Certificate) bool) store.Certificate {
+func waitCert(t *testing.T, db *boltstore.DB, name, what string, within time.Duration, cond func(store.Certificate) bool) store.Certificate {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

@@ -10,6 +10,7 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // clock is a settable time for the background schedule.
@@ -25,7 +26,7 @@ func (c *clock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager, *store.DB) {
+func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
 	m, err := domains.NewManager(domains.Config{
