@@ -330,3 +330,33 @@ func certSerials(t *testing.T, chain []byte) string {
 	}
 	return fmt.Sprintf("%x", leaf.SerialNumber)
 }
+
+// TestTroubleshootingNamesTheCAsIdentities: without --acme-caa-identity
+// the troubleshooting steps name the issuer domains the CA announces in
+// its directory (Pebble: pebble.letsencrypt.org), the ones the CAA check
+// uses, not a vague "the certificate authority".
+func TestTroubleshootingNamesTheCAsIdentities(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble")
+	}
+	ourDNS := domaintest.StartDNS(t)
+	caDNS := domaintest.StartDNS(t)
+	ourDNS.AddA(t, "cname.petstore.test", "127.0.0.1")
+	caDNS.SetDefaultIPv4(t, "")
+	pebble := domaintest.StartPebble(t, caDNS, domaintest.PebbleOptions{})
+	clk := &clock{t: time.Now()}
+	m, db := acmeManager(t, ourDNS, pebble, clk, domains.ACME{})
+	const name = "nocert.example.org"
+	addVerified(t, m, ourDNS, name)
+	// The CA cannot reach the name: the attempt fails and no certificate comes.
+	waitCert(t, db, name, "a failed attempt", 20*time.Second, func(c store.Certificate) bool { return c.State == store.CertFailed })
+	clk.advance(31 * time.Minute)
+	d, err := m.Get(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := strings.Join(m.Troubleshooting(d), "\n")
+	if !strings.Contains(steps, "allow pebble.letsencrypt.org;") {
+		t.Errorf("troubleshooting does not name the CA's CAA identity:\n%s", steps)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -458,13 +459,9 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 		m.now().Sub(*d.VerifiedAt) < 30*time.Minute {
 		return nil
 	}
-	caa := "the certificate authority"
-	if ids := m.cfg.Checker.CAAIdentities; len(ids) > 0 {
-		caa = strings.Join(ids, ", ")
-	}
 	steps := []string{
 		"Confirm the domain still verifies: choose Re-verify and check that it reports no findings.",
-		fmt.Sprintf("Check that CAA records on %s or its parent domains allow %s; a CAA record that names only another CA blocks the certificate.", d.Name, caa),
+		fmt.Sprintf("Check that CAA records on %s or its parent domains allow %s; a CAA record that names only another CA blocks the certificate.", d.Name, m.caaIssuerNames()),
 		"Choose Re-verify to trigger a new certificate attempt.",
 	}
 	if d.Certificate.Error != "" {
@@ -475,6 +472,28 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 			c.NextAttemptAt.UTC().Format("2006-01-02 15:04"), c.NextAttemptReason))
 	}
 	return steps
+}
+
+// caaIssuerNames names the issuer domains a CAA record must name, as the
+// CAA check takes them: from --acme-caa-identity, else from each CA's
+// directory (meta.caaIdentities). Checks have usually read the directory
+// already; the timeout bounds the fetch when they have not, since the
+// answer to an API call waits for it.
+func (m *Manager) caaIssuerNames() string {
+	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
+	defer cancel()
+	var ids []string
+	for _, ca := range m.cfg.Checker.caaAuthorities(ctx) {
+		for _, id := range ca.Identities {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return "the certificate authority"
+	}
+	return strings.Join(ids, " or ")
 }
 
 // TLSConfig is the configuration of the HTTPS listener: certificates from
