@@ -24,7 +24,11 @@ type realClock struct {
 	offset time.Duration
 }
 
-func (c *realClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return time.Now().Add(c.offset) }
+func (c *realClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
 func (c *realClock) set(offset time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
