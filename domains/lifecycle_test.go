@@ -180,7 +180,10 @@ func TestCertificateStateIsHonest(t *testing.T) {
 	}
 }
 
-var orderAdded = regexp.MustCompile(`Added order "([^"]+)"`)
+var (
+	orderAdded   = regexp.MustCompile(`Added order "([^"]+)"`)
+	invalidAuthz = regexp.MustCompile(`authz \S+ set INVALID`)
+)
 
 // TestIssuanceBacksOff: while the CA still sees the old record, ten
 // Verify and Re-verify calls within 5 s make one attempt at a time, later
@@ -232,6 +235,18 @@ func TestIssuanceBacksOff(t *testing.T) {
 	if c.State != store.CertFailed || c.FailedAttempts != 1 || c.NextAttemptAt.Sub(c.LastAttempt.At) != time.Minute {
 		t.Fatalf("after the first failed attempt: %+v", c)
 	}
+	// Every validation pebble failed is on the record: the Verify calls
+	// after the failure started nothing, and the history the hourly limit
+	// counts on was kept.
+	failed := len(invalidAuthz.FindAllString(pebble.Log(), -1))
+	if failed != len(c.FailedValidations) || len(c.Events) != 1 {
+		t.Fatalf("pebble failed %d validations, the domain records %d and events %+v", failed, len(c.FailedValidations), c.Events)
+	}
+	type attemptFailures struct {
+		at     time.Time
+		failed int
+	}
+	history := []attemptFailures{{c.LastAttempt.At, failed}}
 	if !strings.Contains(c.NextAttemptReason, "still sees the old record") || !strings.Contains(c.NextAttemptReason, "TTL (") {
 		t.Errorf("reason: %q", c.NextAttemptReason)
 	}
@@ -268,6 +283,20 @@ func TestIssuanceBacksOff(t *testing.T) {
 		}
 		if len(c.FailedValidations) > 5 {
 			t.Errorf("%d failed validations within the hour", len(c.FailedValidations))
+		}
+		// Pebble's count, by the time of each attempt: never more than 5
+		// failed validations within an hour.
+		now := len(invalidAuthz.FindAllString(pebble.Log(), -1))
+		history = append(history, attemptFailures{c.LastAttempt.At, now - failed})
+		failed = now
+		inHour := 0
+		for _, h := range history {
+			if h.at.After(c.LastAttempt.At.Add(-time.Hour)) {
+				inHour += h.failed
+			}
+		}
+		if inHour > 5 {
+			t.Errorf("attempt %d: pebble failed %d validations in the hour before it: %+v", attempt, inHour, history)
 		}
 	}
 	assertSequentialOrders(t, pebble.Log())

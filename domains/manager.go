@@ -364,9 +364,9 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 				d.NextCheckAt = &next
 			}
 		}
-		if change.wantCert {
-			d.Certificate = store.Certificate{State: store.CertPending, UpdatedAt: &now}
-		}
+		// wantsCertificate marked the record pending unless it is backing
+		// off; the record keeps its failures and events, which the back-off
+		// and the CA's hourly limit count on.
 		return nil
 	})
 	if err != nil {
