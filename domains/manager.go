@@ -389,14 +389,17 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 	steps := []string{
 		"Confirm the domain still verifies: choose Re-verify and check that it reports no findings.",
 		fmt.Sprintf("Check that CAA records on %s or its parent domains allow %s; a CAA record that names only another CA blocks the certificate.", d.Name, m.caaIssuerNames()),
-		"Choose Re-verify to trigger a new certificate attempt.",
 	}
 	if d.Certificate.Error != "" {
 		steps = append(steps, "The last attempt failed with: "+d.Certificate.Error)
 	}
+	// While failed attempts back off, Re-verify starts nothing: saying it
+	// does would send the customer clicking.
 	if c := d.Certificate; c.NextAttemptAt != nil && m.now().Before(*c.NextAttemptAt) {
 		steps = append(steps, fmt.Sprintf("The next attempt starts by itself at %s UTC (Re-verify does not bring it forward): %s.",
 			c.NextAttemptAt.UTC().Format("2006-01-02 15:04"), c.NextAttemptReason))
+	} else {
+		steps = append(steps, "Choose Re-verify to start a new certificate attempt.")
 	}
 	return steps
 }
