@@ -177,7 +177,7 @@ var (
 // Verify and Re-verify calls within 5 s make one attempt at a time, later
 // attempts wait longer, the failed validations stay within the CA's hourly
 // limit, and the domain says when and why it tries next. Pebble's log is
-// the witness of the orders.
+// the witness of the orders and of the failed validations.
 func TestIssuanceBacksOff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble")
