@@ -263,6 +263,9 @@ func TestIssuanceBacksOff(t *testing.T) {
 		if backoff := time.Minute << (attempt - 1); delay < backoff {
 			t.Errorf("attempt %d: next after %v, want at least %v", attempt, delay, backoff)
 		}
+		if before := delays[len(delays)-2]; delay < before {
+			t.Errorf("attempt %d: next after %v, sooner than the %v before", attempt, delay, before)
+		}
 		if strings.Contains(c.NextAttemptReason, "per hour") {
 			limited = true
 			if first := c.FailedValidations[0]; c.NextAttemptAt.Before(first.Add(time.Hour)) && len(c.FailedValidations) > 3 {
