@@ -178,6 +178,14 @@ func TestTroubleshootingAfter30Minutes(t *testing.T) {
 			t.Errorf("troubleshooting lacks %q:\n%s", want, steps)
 		}
 	}
+	// Backing off: the steps say when the next attempt starts, and do not
+	// send the customer to Re-verify, which would start nothing.
+	next := clk.now().Add(20 * time.Minute)
+	d.Certificate.NextAttemptAt, d.Certificate.NextAttemptReason = &next, "the certificate authority did not answer"
+	steps = strings.Join(m.Troubleshooting(d), "\n")
+	if !strings.Contains(steps, "starts by itself at "+next.Format("2006-01-02 15:04")) || strings.Contains(steps, "Choose Re-verify to") {
+		t.Errorf("troubleshooting while backing off:\n%s", steps)
+	}
 	d.Certificate.State = store.CertIssued
 	if steps := m.Troubleshooting(d); steps != nil {
 		t.Errorf("troubleshooting with a certificate: %v", steps)
