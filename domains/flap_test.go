@@ -38,7 +38,7 @@ type flapOptions struct {
 	checkEvery time.Duration
 }
 
-func startFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, o flapOptions) (*domains.Manager, *store.DB) {
+func startFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, o flapOptions) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
 	cfg := domains.Config{

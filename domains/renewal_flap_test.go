@@ -16,6 +16,7 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // realClock follows the wall clock, as certmagic's maintenance does, and
@@ -42,7 +43,7 @@ func (c *realClock) set(offset time.Duration) {
 type shortLivedDomain struct {
 	name     string
 	m        *domains.Manager
-	db       *store.DB
+	db       *boltstore.DB
 	resolver *domaintest.FaultyDNS
 	pebble   *domaintest.Pebble
 	clk      *realClock
