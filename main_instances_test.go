@@ -20,12 +20,6 @@ import (
 	"petstore/store/postgres/pgtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
-}
-
 // TestTwoInstancesShareOneDatabase runs two instances of the service
 // through run() on one PostgreSQL database, as behind a load balancer:
 // stock taken through both never oversells, a key revoked on one is
