@@ -341,6 +341,26 @@ func checkErrorBody(tb testing.TB, req *http.Request, r *response) {
 }
 
 // do sends a public API request; writes carry the API key.
+// orderedQuantity adds up the quantities of every order of a pet, through
+// every page.
+func orderedQuantity(t testing.TB, db store.Store, petID int64) int {
+	t.Helper()
+	total := 0
+	for f := (store.OrderFilter{PetID: petID, Page: store.Page{Limit: store.MaxPageSize}}); ; {
+		orders, next, err := db.ListOrders(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range orders {
+			total += o.Quantity
+		}
+		if next == 0 {
+			return total
+		}
+		f.After = next
+	}
+}
+
 // addRex adds the category "dogs" and the pet Rex in it, with stock in the
 // inventory when stock is above 0: the data most tests start from.
 func (ts *testServer) addRex(stock int) (store.Category, store.Pet) {
