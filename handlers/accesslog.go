@@ -20,21 +20,6 @@ type accessLine struct {
 	duration                         time.Duration
 }
 
-// attrs are the line's fields as slog attributes, in the order the access
-// writer writes them: for a logger without the writer, and for the test
-// that holds the writer to slog's own format.
-func (l accessLine) attrs() []slog.Attr {
-	return []slog.Attr{
-		slog.String("request_id", l.requestID),
-		slog.String("method", l.method),
-		slog.String("route", l.route),
-		slog.Int("status", l.status),
-		slog.Int64("bytes", l.bytes),
-		slog.Duration("duration", l.duration),
-		slog.String("remote", l.remote),
-	}
-}
-
 // accessWriter writes access lines straight to the log's output, byte for
 // byte as slog's TextHandler or JSONHandler (default options) would write
 // the same record, so that the access lines and the other lines form one

@@ -51,7 +51,15 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 				h = slog.NewJSONHandler(&want, nil)
 			}
 			rec := slog.NewRecord(at, l.level, "request", 0)
-			rec.AddAttrs(l.attrs()...)
+			rec.AddAttrs(
+				slog.String("request_id", l.requestID),
+				slog.String("method", l.method),
+				slog.String("route", l.route),
+				slog.Int("status", l.status),
+				slog.Int64("bytes", l.bytes),
+				slog.Duration("duration", l.duration),
+				slog.String("remote", l.remote),
+			)
 			if err := h.Handle(context.Background(), rec); err != nil {
 				t.Fatal(err)
 			}
