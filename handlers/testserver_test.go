@@ -86,18 +86,6 @@ func specs(tb testing.TB) (pub, admin *specDoc) {
 	return publicDoc, adminDoc
 }
 
-// MustOpenDB opens a store on a fresh file in a temporary folder and closes
-// it when the test ends.
-func MustOpenDB(tb testing.TB) *store.DB {
-	tb.Helper()
-	db, err := store.Open(filepath.Join(tb.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
-}
-
 // testServer is the real server on a loopback port with a fresh store, an
 // admin token and an API key, and a record of the operations that tests
 // exercised.
@@ -135,7 +123,7 @@ type serverOption func(*handlers.Config)
 func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	tb.Helper()
 	specs(tb)
-	db := MustOpenDB(tb)
+	db := domaintest.OpenStore(tb)
 	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		tb.Fatal(err)
 	}
