@@ -158,7 +158,7 @@ func propertyOrder(s *openapi3.Schema) []string {
 }
 
 // sizeFact words a bound on a length or a count: "exactly 3 characters",
-// "1 to 50 items", "up to 100 characters", "at least 1 items".
+// "1 to 50 items", "up to 100 characters", "at least 2 items".
 func sizeFact(min uint64, max *uint64, unit string) (string, bool) {
 	switch {
 	case min > 0 && max != nil && min == *max:
