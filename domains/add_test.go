@@ -3,11 +3,11 @@ package domains_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"petstore/domains"
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
@@ -16,11 +16,7 @@ import (
 // plan pro, one successful deploy.
 func deployedStore(t *testing.T) *boltstore.DB {
 	t.Helper()
-	db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := domaintest.OpenStore(t)
 	ctx := context.Background()
 	if _, err := db.UpdateProject(ctx, func(p *store.Project) error { p.Plan = store.PlanPro; return nil }); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -12,8 +11,8 @@ import (
 	"github.com/caddyserver/certmagic"
 
 	"petstore/domains"
+	"petstore/domains/domaintest"
 	"petstore/store"
-	"petstore/store/boltstore"
 	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
 )
@@ -24,12 +23,7 @@ import (
 // have; on bbolt, whose file one process owns, both are the same DB.
 func forEachStore(t *testing.T, test func(t *testing.T, a, b certmagic.Storage)) {
 	t.Run("bbolt", func(t *testing.T) {
-		db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		s := domains.CertStorage(db)
+		s := domains.CertStorage(domaintest.OpenStore(t))
 		test(t, s, s)
 	})
 	t.Run("postgres", func(t *testing.T) {

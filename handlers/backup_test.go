@@ -278,20 +278,7 @@ func checkStockAndOrders(t *testing.T, what string, db *boltstore.DB, given map[
 				t.Errorf("%s: pet %d has no inventory entry: %v", what, p.ID, err)
 				continue
 			}
-			total := inv.Quantity
-			for op := (store.Page{Limit: store.MaxPageSize}); ; {
-				list, next, err := db.ListOrders(ctx, store.OrderFilter{PetID: p.ID, Page: op})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, o := range list {
-					total += o.Quantity
-				}
-				if next == 0 {
-					break
-				}
-				op.After = next
-			}
+			total := inv.Quantity + orderedQuantity(t, db, p.ID)
 			want, ok := given[p.ID]
 			if !ok {
 				want = newStock

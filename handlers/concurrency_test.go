@@ -49,21 +49,7 @@ func TestConcurrentOrdersNeverOversell(t *testing.T) {
 	if err != nil || inv.Quantity != 0 {
 		t.Fatalf("stock after the race: %+v, %v", inv, err)
 	}
-	stored := 0
-	for p := (store.OrderFilter{PetID: pet.ID}); ; {
-		orders, next, err := ts.db.ListOrders(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range orders {
-			stored += o.Quantity
-		}
-		if next == 0 {
-			break
-		}
-		p.After = next
-	}
-	if stored != 50 {
+	if stored := orderedQuantity(t, ts.db, pet.ID); stored != 50 {
 		t.Fatalf("stored orders add up to %d units, want 50", stored)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/domains/domaintest"
 	"petstore/handlers"
 )
 
@@ -104,7 +105,7 @@ func TestCORSOffByDefault(t *testing.T) {
 
 func TestCORSOriginChecked(t *testing.T) {
 	for _, bad := range []string{"app.example.com", "https://app.example.com/", "https://app.example.com/shop", "ftp://x.example", "https://*.example.com", "null"} {
-		if _, err := handlers.New(handlers.Config{Store: MustOpenDB(t), Spec: publicSpec, CORSOrigins: []string{bad}}); err == nil {
+		if _, err := handlers.New(handlers.Config{Store: domaintest.OpenStore(t), Spec: publicSpec, CORSOrigins: []string{bad}}); err == nil {
 			t.Errorf("origin %q accepted", bad)
 		}
 	}

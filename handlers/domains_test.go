@@ -374,7 +374,7 @@ func TestRedirects(t *testing.T) {
 }
 
 func TestAddDomainNeedsADeploy(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	_, _ = db.UpdateProject(context.Background(), func(p *store.Project) error { p.Plan = store.PlanPro; return nil })
 	m, err := domains.NewManager(domains.Config{Store: db, Checker: &domains.Checker{}})
 	if err != nil {

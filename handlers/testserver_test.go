@@ -88,18 +88,6 @@ func specs(tb testing.TB) (pub, admin *specDoc) {
 	return publicDoc, adminDoc
 }
 
-// MustOpenDB opens a store on a fresh file in a temporary folder and closes
-// it when the test ends.
-func MustOpenDB(tb testing.TB) *boltstore.DB {
-	tb.Helper()
-	db, err := boltstore.Open(filepath.Join(tb.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
-}
-
 // testServer is the real server on a loopback port with a fresh store, an
 // admin token and an API key, and a record of the operations that tests
 // exercised.
@@ -137,7 +125,7 @@ type serverOption func(*handlers.Config)
 func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	tb.Helper()
 	specs(tb)
-	db := MustOpenDB(tb)
+	db := domaintest.OpenStore(tb)
 	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		tb.Fatal(err)
 	}
@@ -344,6 +332,26 @@ func checkErrorBody(tb testing.TB, req *http.Request, r *response) {
 }
 
 // do sends a public API request; writes carry the API key.
+// orderedQuantity adds up the quantities of every order of a pet, through
+// every page.
+func orderedQuantity(t testing.TB, db store.Store, petID int64) int {
+	t.Helper()
+	total := 0
+	for f := (store.OrderFilter{PetID: petID, Page: store.Page{Limit: store.MaxPageSize}}); ; {
+		orders, next, err := db.ListOrders(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range orders {
+			total += o.Quantity
+		}
+		if next == 0 {
+			return total
+		}
+		f.After = next
+	}
+}
+
 // addRex adds the category "dogs" and the pet Rex in it, with stock in the
 // inventory when stock is above 0: the data most tests start from.
 func (ts *testServer) addRex(stock int) (store.Category, store.Pet) {

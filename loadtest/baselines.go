@@ -10,6 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	bolt "go.etcd.io/bbolt"
+
+	"petstore/handlers"
 )
 
 // baselinePet is the answer of the Echo baseline: the size and shape of a
@@ -34,15 +36,10 @@ func serveEchoBaseline(addr string) error {
 	pet := baselinePet{ID: 1, Name: "Rex", CategoryID: 1, Status: "available"}
 	e.GET("/pets/:petId", func(c echo.Context) error { return c.JSON(http.StatusOK, pet) })
 	e.GET("/readyz", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
-	srv := &http.Server{
-		Addr:              addr,
-		Handler:           e,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-	}
+	// The same server settings as the service's, so that only the handler
+	// differs.
+	srv := handlers.NewHTTPServer(e, nil, nil)
+	srv.Addr = addr
 	return srv.ListenAndServe()
 }
 

@@ -157,20 +157,29 @@ func propertyOrder(s *openapi3.Schema) []string {
 	return names
 }
 
+// sizeFact words a bound on a length or a count: "exactly 3 characters",
+// "1 to 50 items", "up to 100 characters", "at least 2 items".
+func sizeFact(min uint64, max *uint64, unit string) (string, bool) {
+	switch {
+	case min > 0 && max != nil && min == *max:
+		return fmt.Sprintf("exactly %d %s", min, unit), true
+	case min > 0 && max != nil:
+		return fmt.Sprintf("%d to %d %s", min, *max, unit), true
+	case max != nil:
+		return fmt.Sprintf("up to %d %s", *max, unit), true
+	case min > 0:
+		return fmt.Sprintf("at least %d %s", min, unit), true
+	}
+	return "", false
+}
+
 // facts words a schema's limits and flags the way a reader needs them.
 func facts(s *openapi3.Schema) []fact {
 	var out []fact
 	add := func(text, code string) { out = append(out, fact{Text: text, Code: code}) }
 
-	switch {
-	case s.MinLength > 0 && s.MaxLength != nil && s.MinLength == *s.MaxLength:
-		add(fmt.Sprintf("exactly %d characters", s.MinLength), "")
-	case s.MinLength > 0 && s.MaxLength != nil:
-		add(fmt.Sprintf("%d to %d characters", s.MinLength, *s.MaxLength), "")
-	case s.MaxLength != nil:
-		add(fmt.Sprintf("up to %d characters", *s.MaxLength), "")
-	case s.MinLength > 0:
-		add(fmt.Sprintf("at least %d characters", s.MinLength), "")
+	if text, ok := sizeFact(s.MinLength, s.MaxLength, "characters"); ok {
+		add(text, "")
 	}
 
 	minOp, maxOp := "minimum", "maximum"
@@ -198,13 +207,8 @@ func facts(s *openapi3.Schema) []fact {
 		add("multiple of "+num(*s.MultipleOf), "")
 	}
 
-	switch {
-	case s.MinItems > 0 && s.MaxItems != nil:
-		add(fmt.Sprintf("%d to %d items", s.MinItems, *s.MaxItems), "")
-	case s.MaxItems != nil:
-		add(fmt.Sprintf("up to %d items", *s.MaxItems), "")
-	case s.MinItems > 0:
-		add(fmt.Sprintf("at least %d items", s.MinItems), "")
+	if text, ok := sizeFact(s.MinItems, s.MaxItems, "items"); ok {
+		add(text, "")
 	}
 	if s.UniqueItems {
 		add("items unique", "")

@@ -20,7 +20,6 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
-	"petstore/store"
 	"petstore/store/boltstore"
 )
 
@@ -62,11 +61,7 @@ type serverOptions struct {
 
 func newServer(t *testing.T, opt serverOptions) *testServer {
 	t.Helper()
-	db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := domaintest.OpenStore(t)
 	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,21 @@
+package domaintest
+
+import (
+	"path/filepath"
+	"testing"
+
+	"petstore/store"
+	"petstore/store/boltstore"
+)
+
+// OpenStore opens a store on a fresh file in tb's temporary folder and
+// closes it when the test ends.
+func OpenStore(tb testing.TB) *boltstore.DB {
+	tb.Helper()
+	db, err := boltstore.Open(filepath.Join(tb.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
