@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +27,7 @@ import (
 // one fails the other's next handshake within a second, and a due
 // background check runs on exactly one of them.
 func TestTwoInstancesShareOneDatabase(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts PostgreSQL, pebble and challtestsrv")
-	}
+	challtestsrv, pebble, rootFile := startACME(t)
 	databaseURL := pgtest.URL(t)
 	var clockMu sync.Mutex
 	now := time.Now().UTC()
@@ -43,25 +39,15 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 	const name = "api.shared.test"
 	// Pebble validates through challtestsrv; the services' checker asks a
 	// resolver the test can make fail.
-	challtestsrv := domaintest.StartDNS(t)
-	pebble := domaintest.StartPebble(t, challtestsrv, domaintest.PebbleOptions{})
-	challtestsrv.AddA(t, "cname.petstore.test", "127.0.0.1")
 	resolver := domaintest.StartFaultyDNS(t)
-
-	dir := t.TempDir()
-	rootFile := filepath.Join(dir, "pebble-roots.pem")
-	if err := os.WriteFile(rootFile, pebble.RootsPEM(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	const adminToken = "admin-secret-of-the-instances-test"
 	common := []string{
-		"--database", databaseURL, "--admin-token", adminToken, "--max-client-conns", "0",
+		"--database", databaseURL, "--admin-token", domaintest.AdminToken, "--max-client-conns", "0",
 		"--domain", "petstore.test",
 		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
 		"--acme-caa-identity", "pebble.test", "--allow-test-tlds", "--dns-allow-private",
 	}
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": resolver.Addr()}
-	admin := []string{"Authorization", "Bearer " + adminToken}
+	admin := []string{"Authorization", "Bearer " + domaintest.AdminToken}
 	// Pebble validates TLS-ALPN-01 on one port: a's. b serves beside it.
 	tlsA := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
 	tlsB := freeLoopbackAddr(t)
