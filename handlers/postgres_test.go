@@ -60,9 +60,9 @@ func TestBackupOnPostgresPointsToPgDump(t *testing.T) {
 	}
 }
 
-// TestReadyzFollowsTheDatabase: /readyz fails while the database cannot be
-// reached, and returns to 200 by itself when it can again, with no
-// restart: the pool reconnects. The network between the service and
+// TestReadyzFollowsTheDatabase: /readyz fails (and data requests answer
+// 500) while the database cannot be reached, and returns to 200 by itself
+// when it can again, with no restart: the pool reconnects. The network between the service and
 // PostgreSQL is a loopback relay the test cuts and restores; the
 // database's own side is shown too, by terminating every connection of
 // the service from a side connection.
@@ -94,6 +94,8 @@ func TestReadyzFollowsTheDatabase(t *testing.T) {
 	relay.cut()
 	r := ts.send(http.MethodGet, "/readyz", "", http.Header{})
 	r.wantError(http.StatusServiceUnavailable, "unavailable")
+	// What the README says the rest of the API answers meanwhile.
+	ts.do(http.MethodGet, "/pets", "").wantError(http.StatusInternalServerError, "internal")
 	relay.restore(t)
 	readyWithin("after the network came back", http.StatusOK)
 
