@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -127,7 +126,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		}
 	})
 	if len(c.acmeCAs) == 0 {
-		c.acmeCAs = listFlag{letsEncryptCA}
+		c.acmeCAs = listFlag{domains.DefaultCA}
 	}
 	if c.renewInterval <= 0 {
 		return c, errors.New("--renew-interval must be positive")
@@ -179,17 +178,6 @@ func checkAdminToken(token string) error {
 	}
 	return nil
 }
-
-// letsEncryptCA is the default --acme-ca.
-const letsEncryptCA = "https://acme-v02.api.letsencrypt.org/directory"
-
-// defaultGCPercent is the collector's target unless GOGC says otherwise.
-// The live heap is small (about 4 MB), so Go's default of 100 collects
-// every few thousand requests: about a tenth of the CPU under load. At 400
-// the heap may grow to about five times the live heap while busy (the load
-// benchmark ends at 75-100 MB resident instead of about 50); idle memory is
-// unchanged.
-const defaultGCPercent = 400
 
 // run starts the service and blocks until ctx ends, then shuts down
 // gracefully: in-flight requests finish and the data file is closed.
@@ -258,70 +246,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	newServer := func(h http.Handler, tc *tls.Config) *http.Server {
 		return handlers.NewHTTPServer(h, tc, errorLog)
 	}
-	type listener struct {
-		ln  net.Listener
-		srv *http.Server
-	}
-	var listeners []listener
-	listen := func(addr string, srv *http.Server) (net.Addr, error) {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, err
-		}
-		ln = conns.Listener(ln)
-		conns.Track(srv)
-		if srv.TLSConfig != nil {
-			ln = tls.NewListener(ln, srv.TLSConfig)
-		}
-		listeners = append(listeners, listener{ln, srv})
-		return ln.Addr(), nil
-	}
-	defer func() {
-		for _, l := range listeners {
-			l.ln.Close()
-		}
-	}()
-	plainAddr, err := listen(cfg.listen, newServer(srv, nil))
+	listeners := handlers.NewListeners(conns)
+	defer listeners.Close()
+	plainAddr, err := listeners.Listen(cfg.listen, newServer(srv, nil))
 	if err != nil {
 		return err
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listen(cfg.httpsListen, newServer(srv, manager.TLSConfig())); err != nil {
+		if _, err := listeners.Listen(cfg.httpsListen, newServer(srv, manager.TLSConfig())); err != nil {
 			return err
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listen(cfg.httpListen, newServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil)); err != nil {
+		if _, err := listeners.Listen(cfg.httpListen, newServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil)); err != nil {
 			return err
 		}
 	}
-	// Start-up parsed specs and rendered pages; hand that garbage back to
-	// the OS now rather than keep it as idle heap (measured: idle RSS 27.9 -> 22.2 MB).
-	debug.FreeOSMemory()
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
+	handlers.SettleMemoryAfterStart(getenv("GOGC") != "")
 	printBanner(logOut, cfg, plainAddr, newToken)
 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
 	go manager.Run(background)
 	go handlers.ReleaseMemoryWhenIdle(background, 5*time.Second)
-	serveErr := make(chan error, len(listeners))
-	for _, l := range listeners {
-		go func() { serveErr <- l.srv.Serve(l.ln) }()
-	}
-	select {
-	case err := <-serveErr:
+	if err := listeners.Serve(ctx); err != nil {
 		return err
-	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing in-flight requests")
-	servers := make([]*http.Server, len(listeners))
-	for i, l := range listeners {
-		servers[i] = l.srv
-	}
-	handlers.ShutdownServers(servers, cfg.shutdownTimeout, srv.AbortBackups, log)
+	handlers.ShutdownServers(listeners.Servers(), cfg.shutdownTimeout, srv.AbortBackups, log)
 	return nil
 }
 

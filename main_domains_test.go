@@ -20,20 +20,11 @@ import (
 // after a restart of the service the same certificate is served without a
 // new issuance.
 func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts pebble and challtestsrv")
-	}
-	dns := domaintest.StartDNS(t)
-	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
-	dns.AddA(t, "cname.petstore.test", "127.0.0.1")
+	dns, pebble, rootFile := startACME(t)
 	dir := t.TempDir()
-	rootFile := filepath.Join(dir, "pebble-roots.pem")
-	if err := os.WriteFile(rootFile, pebble.RootsPEM(), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
 	args := []string{
-		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret-of-the-domains-test-32",
+		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", domaintest.AdminToken,
 		"--domain", "petstore.test",
 		// No --http-listen: TLS-ALPN-01 is then the only challenge, so this
 		// test proves it (the handlers tests obtain through HTTP-01).
@@ -43,7 +34,7 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 		"--allow-test-tlds",
 	}
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": dns.Addr(), "PETSTORE_DNS_ALLOW_PRIVATE": "true"}
-	admin := []string{"Authorization", "Bearer admin-secret-of-the-domains-test-32"}
+	admin := []string{"Authorization", "Bearer " + domaintest.AdminToken}
 
 	first := start(t, env, args...)
 	if code, body := first.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...); code != 200 || !strings.Contains(body, `"defaultAddress":"petstore.petstore.test"`) {
@@ -111,29 +102,20 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 // environment twin, comma-separated), the first unreachable: the
 // certificate comes from the second, and the domain answer names it.
 func TestRunFallsBackToTheNextCA(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts pebble and challtestsrv")
-	}
-	dns := domaintest.StartDNS(t)
-	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
-	dns.AddA(t, "cname.petstore.test", "127.0.0.1")
+	dns, pebble, rootFile := startACME(t)
 	dir := t.TempDir()
-	rootFile := filepath.Join(dir, "pebble-roots.pem")
-	if err := os.WriteFile(rootFile, pebble.RootsPEM(), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	const unreachable = "https://127.0.0.1:1/dir"
 	env := map[string]string{
 		"PETSTORE_DNS_RESOLVER":   dns.Addr(),
 		"PETSTORE_ACME_CA":        unreachable + "," + pebble.DirectoryURL(),
 		"PETSTORE_RENEW_INTERVAL": "1m",
 	}
-	in := start(t, env, "--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret-of-the-domains-test-32",
+	in := start(t, env, "--data", filepath.Join(dir, "petstore.db"), "--admin-token", domaintest.AdminToken,
 		"--domain", "petstore.test", "--https-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort)),
 		"--acme-ca-root", rootFile, "--acme-profile", "default", "--acme-caa-identity", "pebble.test",
 		"--allow-test-tlds", "--dns-allow-private")
 	defer in.stop(t)
-	admin := []string{"Authorization", "Bearer admin-secret-of-the-domains-test-32"}
+	admin := []string{"Authorization", "Bearer " + domaintest.AdminToken}
 	in.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...)
 	dns.SetCNAME(t, "api.shop.test", "cname.petstore.test")
 	if code, body := in.call(t, "POST", "/admin/domains", `{"name":"api.shop.test"}`, admin...); code != 201 {
@@ -156,4 +138,22 @@ func TestRunFallsBackToTheNextCA(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// startACME starts challtestsrv and a Pebble that validates through it,
+// points the CNAME target at 127.0.0.1 (where Pebble validates), and writes
+// Pebble's roots to a file for --acme-ca-root.
+func startACME(t *testing.T) (dns *domaintest.DNS, pebble *domaintest.Pebble, rootFile string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts pebble and challtestsrv")
+	}
+	dns = domaintest.StartDNS(t)
+	pebble = domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
+	dns.AddA(t, domaintest.CNAMETarget, "127.0.0.1")
+	rootFile = filepath.Join(t.TempDir(), "pebble-roots.pem")
+	if err := os.WriteFile(rootFile, pebble.RootsPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dns, pebble, rootFile
 }

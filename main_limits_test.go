@@ -20,11 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 )
-
-// testAdminToken is an admin token long enough for any start-up check.
-const testAdminToken = "pat_test_0123456789abcdef0123456789abcdef"
 
 // stalledOut is a stdout whose reader stops reading once the service is up:
 // it keeps what it was given until then, and every later Write blocks until
@@ -65,7 +63,7 @@ func startRun(t *testing.T, ctx context.Context, out interface {
 }, args ...string) (string, chan error) {
 	t.Helper()
 	done := make(chan error, 1)
-	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0", "--admin-token", testAdminToken}, args...)
+	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0", "--admin-token", domaintest.AdminToken}, args...)
 	go func() { done <- run(ctx, args, func(string) string { return "" }, out) }()
 	listening := regexp.MustCompile(`listening on (http://\S+)`)
 	deadline := time.Now().Add(10 * time.Second)
@@ -145,7 +143,7 @@ func TestLogReaderThatStopsDoesNotBlockRequests(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	status, body, err := get("/metrics", "Authorization", "Bearer "+testAdminToken)
+	status, body, err := get("/metrics", "Authorization", "Bearer "+domaintest.AdminToken)
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("/metrics: %d %v", status, err)
 	}
@@ -179,7 +177,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out := &syncBuffer{}
+	out := &domaintest.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base, done := startRun(t, ctx, out, "--data", path, "--shutdown-timeout", "1s")
@@ -199,7 +197,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "GET /admin/backup HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n\r\n", testAdminToken)
+	fmt.Fprintf(conn, "GET /admin/backup HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n\r\n", domaintest.AdminToken)
 	res, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -249,11 +247,11 @@ func runConnChild() {
 // files is childFileLimit, soft and hard, and returns its address.
 func startLimited(t *testing.T, args ...string) string {
 	t.Helper()
-	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0", "--admin-token", testAdminToken,
+	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0", "--admin-token", domaintest.AdminToken,
 		"--data", filepath.Join(t.TempDir(), "p.db"), "--shutdown-timeout", "1s"}, args...)
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
 	cmd.Env = append(os.Environ(), connChildEnv+"=1", connChildArgsEnv+"="+strings.Join(args, "\x1f"))
-	out := &syncBuffer{}
+	out := &domaintest.SyncBuffer{}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,9 +21,6 @@ import (
 // restart of run() with no new issuance, and is verified again when its
 // DNS comes back.
 func TestRunKeepsMovedDomainCertificate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts pebble and challtestsrv")
-	}
 	var mu sync.Mutex
 	now := time.Now().UTC()
 	domainsNow = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -34,27 +30,21 @@ func TestRunKeepsMovedDomainCertificate(t *testing.T) {
 	const name = "shop.moving.test"
 	// Pebble validates through challtestsrv; the service's checker asks a
 	// DNS server whose answers the test changes.
-	challtestsrv := domaintest.StartDNS(t)
-	pebble := domaintest.StartPebble(t, challtestsrv, domaintest.PebbleOptions{})
-	challtestsrv.AddA(t, "cname.petstore.test", "127.0.0.1")
+	challtestsrv, pebble, rootFile := startACME(t)
 	challtestsrv.SetCNAME(t, name, "cname.petstore.test")
 	resolver := domaintest.StartFaultyDNS(t)
 	resolver.SetCNAME(t, name, "cname.petstore.test")
 
 	dir := t.TempDir()
-	rootFile := filepath.Join(dir, "pebble-roots.pem")
-	if err := os.WriteFile(rootFile, pebble.RootsPEM(), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
 	args := []string{
-		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", "admin-secret-of-the-domains-test-32",
+		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", domaintest.AdminToken,
 		"--domain", "petstore.test", "--https-listen", tlsAddr,
 		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
 		"--acme-caa-identity", "pebble.test", "--allow-test-tlds", "--dns-allow-private",
 	}
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": resolver.Addr()}
-	admin := []string{"Authorization", "Bearer admin-secret-of-the-domains-test-32"}
+	admin := []string{"Authorization", "Bearer " + domaintest.AdminToken}
 	var domain struct {
 		State       string `json:"state"`
 		MovedAt     string `json:"movedAt"`

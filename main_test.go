@@ -13,30 +13,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/domains/domaintest"
 )
-
-// syncBuffer collects the service's output while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // instance is one run() of the service on a loopback port.
 type instance struct {
 	base   string
-	out    *syncBuffer
+	out    *domaintest.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
@@ -45,7 +29,7 @@ type instance struct {
 func start(t *testing.T, env map[string]string, args ...string) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{out: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	in := &instance{out: &domaintest.SyncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0"}, args...)
 	go func() { in.done <- run(ctx, args, func(k string) string { return env[k] }, in.out) }()
 	listening := regexp.MustCompile(`listening on (http://\S+)`)

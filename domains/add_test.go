@@ -11,9 +11,9 @@ import (
 	"petstore/store"
 )
 
-// managerWith builds a manager on a fresh store (plan pro, one successful
-// deploy) from cfg, which gets the store.
-func managerWith(t *testing.T, cfg domains.Config) *domains.Manager {
+// deployedStore is a fresh store whose project can have custom domains:
+// plan pro, one successful deploy.
+func deployedStore(t *testing.T) *store.DB {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
 	if err != nil {
@@ -27,7 +27,14 @@ func managerWith(t *testing.T, cfg domains.Config) *domains.Manager {
 	if _, err := db.RecordDeploy(ctx, store.Deploy{Version: "1.0.0", Status: "succeeded"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Store = db
+	return db
+}
+
+// managerWith builds a manager on a fresh store (plan pro, one successful
+// deploy) from cfg, which gets the store.
+func managerWith(t *testing.T, cfg domains.Config) *domains.Manager {
+	t.Helper()
+	cfg.Store = deployedStore(t)
 	if cfg.Checker == nil {
 		cfg.Checker = &domains.Checker{}
 	}

@@ -2,7 +2,6 @@ package domains_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,18 +22,8 @@ func TestCAAFromTheCA(t *testing.T) {
 	}
 	dns := domaintest.StartDNS(t)
 	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
-	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := deployedStore(t)
 	ctx := context.Background()
-	if _, err := db.UpdateProject(ctx, func(p *store.Project) error { p.Plan = store.PlanPro; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.RecordDeploy(ctx, store.Deploy{Version: "1.0.0", Status: "succeeded"}); err != nil {
-		t.Fatal(err)
-	}
 	const cname = "cname.petstore.test"
 	m, err := domains.NewManager(domains.Config{
 		Store:    db,

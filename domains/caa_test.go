@@ -2,7 +2,6 @@ package domains_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"petstore/domains"
+	"petstore/domains/domaintest"
 )
 
 // caaServer is a real DNS server playing a resolver that does not chase
@@ -26,16 +26,7 @@ type caaServer struct {
 func startCAAServer(t *testing.T) (*caaServer, string) {
 	t.Helper()
 	s := &caaServer{records: map[string][]dns.RR{}, servfail: map[string]bool{}}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: s, NotifyStartedFunc: func() { close(started) }}
-	go func() { _ = srv.ActivateAndServe() }()
-	<-started
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	return s, pc.LocalAddr().String()
+	return s, domaintest.ServeDNS(t, s)
 }
 
 func (s *caaServer) add(t *testing.T, records ...string) {

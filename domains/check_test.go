@@ -344,16 +344,7 @@ func newZoneServer(t *testing.T, zone string, records ...string) (*zoneServer, s
 		}
 		z.records = append(z.records, rr)
 	}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: z, NotifyStartedFunc: func() { close(started) }}
-	go func() { _ = srv.ActivateAndServe() }()
-	<-started
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	return z, pc.LocalAddr().String()
+	return z, domaintest.ServeDNS(t, z)
 }
 
 func (z *zoneServer) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {

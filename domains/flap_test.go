@@ -8,7 +8,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -23,18 +22,7 @@ import (
 // TLS-ALPN port, where pebble validates).
 func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, clk *clock) (*domains.Manager, *store.DB) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx := context.Background()
-	if _, err := db.UpdateProject(ctx, func(p *store.Project) error { p.Plan = store.PlanPro; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.RecordDeploy(ctx, store.Deploy{Version: "1.0.0", Status: "succeeded"}); err != nil {
-		t.Fatal(err)
-	}
+	db := deployedStore(t)
 	cfg := domains.Config{
 		Store:    db,
 		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,18 +22,7 @@ import (
 // resolves through the DNS it was started with.
 func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebble, clk *clock, a domains.ACME) (*domains.Manager, *store.DB) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx := context.Background()
-	if _, err := db.UpdateProject(ctx, func(p *store.Project) error { p.Plan = store.PlanPro; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.RecordDeploy(ctx, store.Deploy{Version: "1.0.0", Status: "succeeded"}); err != nil {
-		t.Fatal(err)
-	}
+	db := deployedStore(t)
 	if a.CA == "" {
 		a.CA = pebble.DirectoryURL()
 	}

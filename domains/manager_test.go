@@ -2,7 +2,6 @@ package domains_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,18 +27,7 @@ func (c *clock) advance(d time.Duration) {
 
 func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager, *store.DB) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx := context.Background()
-	if _, err := db.UpdateProject(ctx, func(p *store.Project) error { p.Plan = store.PlanPro; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.RecordDeploy(ctx, store.Deploy{Version: "1.0.0", Status: "succeeded"}); err != nil {
-		t.Fatal(err)
-	}
+	db := deployedStore(t)
 	m, err := domains.NewManager(domains.Config{
 		Store:    db,
 		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},

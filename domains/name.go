@@ -1,10 +1,9 @@
-// Package domains holds the DNS side of custom domains: normalising what a
-// customer types, the records they must create, and checking that those
-// records are in place (including CAA) before a certificate is requested.
-//
-// The package is pure logic with no storage or HTTP: callers keep the state,
-// call Check when the customer asks or when Backoff says so, and show the
-// Records and Findings as they are.
+// Package domains owns customers' custom domains: normalising what a
+// customer types, the records they must create, checking that those records
+// are in place (CAA included), and, in Manager, keeping the domains in the
+// store, re-checking them when Backoff says so, and obtaining and serving
+// their certificates through certmagic. The HTTP API over it is package
+// handlers'.
 package domains
 
 import (

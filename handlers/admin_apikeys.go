@@ -19,7 +19,7 @@ func (s *Server) listAPIKeys(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return listResponse(c, keys, next)
+	return respondList(c, keys, next)
 }
 
 // newAPIKey is the answer to a create: the only time the secret is shown.
@@ -43,7 +43,7 @@ func (s *Server) createAPIKey(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return created(c, fmt.Sprintf("/admin/api-keys/%d", key.ID), newAPIKey{APIKey: key, Secret: secret})
+	return respondCreated(c, fmt.Sprintf("/admin/api-keys/%d", key.ID), newAPIKey{APIKey: key, Secret: secret})
 }
 
 func (s *Server) revokeAPIKey(c echo.Context) error {

@@ -49,7 +49,7 @@ func (s *Server) listDomains(c echo.Context) error {
 	for _, d := range ds {
 		out = append(out, s.domainView(d))
 	}
-	return c.JSON(http.StatusOK, out)
+	return respond(c, http.StatusOK, out)
 }
 
 // A domain cursor is the added time (Unix nanoseconds) and the name of the
@@ -80,7 +80,7 @@ func (s *Server) addDomain(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return created(c, "/admin/domains/"+url.PathEscape(d.Name), s.domainView(d))
+	return respondCreated(c, "/admin/domains/"+url.PathEscape(d.Name), s.domainView(d))
 }
 
 func (s *Server) getDomain(c echo.Context) error {
@@ -88,7 +88,7 @@ func (s *Server) getDomain(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.domainView(d))
+	return respond(c, http.StatusOK, s.domainView(d))
 }
 
 func (s *Server) verifyDomain(c echo.Context) error {
@@ -96,7 +96,7 @@ func (s *Server) verifyDomain(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.domainView(d))
+	return respond(c, http.StatusOK, s.domainView(d))
 }
 
 func (s *Server) removeDomain(c echo.Context) error {
@@ -111,7 +111,7 @@ func (s *Server) getSettings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, st)
+	return respond(c, http.StatusOK, st)
 }
 
 func (s *Server) updateSettings(c echo.Context) error {
@@ -123,7 +123,7 @@ func (s *Server) updateSettings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, st)
+	return respond(c, http.StatusOK, st)
 }
 
 // RefreshDomains reloads the routing table from the store, for callers

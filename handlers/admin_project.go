@@ -35,7 +35,7 @@ func (s *Server) getProject(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.projectView(p))
+	return respond(c, http.StatusOK, s.projectView(p))
 }
 
 // projectPatch is the ProjectPatch schema: absent fields stay as they are.
@@ -69,7 +69,7 @@ func (s *Server) updateProject(c echo.Context) error {
 	if err := s.domains.Refresh(c.Request().Context()); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.projectView(p))
+	return respond(c, http.StatusOK, s.projectView(p))
 }
 
 // RecordDeploy records that this binary's spec is deployed. A restart with

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
 )
@@ -339,7 +340,7 @@ func startOn(t *testing.T, db *store.DB) *testServer {
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &testServer{tb: t, db: db, srv: srv, http: hs, admin: testAdminToken}
+	return &testServer{tb: t, db: db, srv: srv, http: hs, admin: domaintest.AdminToken}
 }
 
 // TestBackupRestoresThroughTheService restores the way the README says: a

@@ -17,11 +17,7 @@ import (
 // changes what is stored.
 func TestBadInputsGetClearErrors(t *testing.T) {
 	ts := newTestServer(t)
-	var cat store.Category
-	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
-	var pet store.Pet
-	ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&pet)
-	ts.do("PUT", fmt.Sprintf("/store/inventory/%d", pet.ID), `{"quantity":3}`).wantStatus(200)
+	_, pet := ts.addRex(3)
 	long := strings.Repeat("n", 101)
 	megabyte := `{"name":"` + strings.Repeat("x", 1<<20) + `","categoryId":1}`
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"petstore/domains/domaintest"
 	"petstore/handlers"
-	"petstore/store"
 )
 
 // BenchmarkAPI measures the full Echo stack (routing, validation, store,
@@ -27,10 +27,7 @@ func BenchmarkAPI(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			ts := newTestServer(b, func(c *handlers.Config) { c.SkipValidation = !validate })
-			var cat store.Category
-			ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
-			var pet store.Pet
-			ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&pet)
+			cat, pet := ts.addRex(0)
 			getPath := fmt.Sprintf("/pets/%d", pet.ID)
 			newPet := fmt.Sprintf(`{"name":"Bench","categoryId":%d,"status":"available"}`, cat.ID)
 
@@ -76,9 +73,9 @@ func BenchmarkAPI(b *testing.B) {
 // reportCPU starts measuring the process's CPU time; the function it
 // returns reports it per operation as cpu-us/op.
 func reportCPU(b *testing.B) func() {
-	start, ok := cpuTime(b)
+	start, ok := domaintest.CPUTime(b)
 	return func() {
-		if end, _ := cpuTime(b); ok && b.N > 0 {
+		if end, _ := domaintest.CPUTime(b); ok && b.N > 0 {
 			b.ReportMetric(float64((end-start).Microseconds())/float64(b.N), "cpu-us/op")
 		}
 	}
@@ -128,10 +125,7 @@ func BenchmarkGetPetVsEcho(b *testing.B) {
 	})
 	b.Run("petstore", func(b *testing.B) {
 		ts := newTestServer(b)
-		var cat store.Category
-		ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
-		var pet store.Pet
-		ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&pet)
+		_, pet := ts.addRex(0)
 		run(b, ts.srv, fmt.Sprintf("/pets/%d", pet.ID))
 	})
 }

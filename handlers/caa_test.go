@@ -18,8 +18,8 @@ func TestCAAWarningVerifies(t *testing.T) {
 	ts := newTestServer(t, func(c *handlers.Config) {
 		m, err := domains.NewManager(domains.Config{
 			Store:    c.Store,
-			Platform: domains.Platform{Domain: platformDomain, CNAMETarget: cnameTarget},
-			Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: cnameTarget, Timeout: time.Second},
+			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+			Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -29,7 +29,7 @@ func TestCAAWarningVerifies(t *testing.T) {
 	})
 	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
 	ts.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantStatus(201)
-	dns.SetCNAME(t, "shop.example.com", cnameTarget)
+	dns.SetCNAME(t, "shop.example.com", domaintest.CNAMETarget)
 	dns.AddCAA(t, "example.com", "issue", "other-ca.example")
 
 	var d domainJSON

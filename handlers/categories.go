@@ -18,7 +18,7 @@ func (s *Server) listCategories(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return listResponse(c, cats, next)
+	return respondList(c, cats, next)
 }
 
 func (s *Server) createCategory(c echo.Context) error {
@@ -29,7 +29,7 @@ func (s *Server) createCategory(c echo.Context) error {
 	if err := s.store.CreateCategory(c.Request().Context(), &cat); err != nil {
 		return err
 	}
-	return created(c, fmt.Sprintf("/categories/%d", cat.ID), cat)
+	return respondCreated(c, fmt.Sprintf("/categories/%d", cat.ID), cat)
 }
 
 func (s *Server) getCategory(c echo.Context) error {
@@ -41,7 +41,7 @@ func (s *Server) getCategory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, cat)
+	return respond(c, http.StatusOK, cat)
 }
 
 func (s *Server) replaceCategory(c echo.Context) error {
@@ -57,7 +57,7 @@ func (s *Server) replaceCategory(c echo.Context) error {
 	if err := s.store.ReplaceCategory(c.Request().Context(), &cat); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, cat)
+	return respond(c, http.StatusOK, cat)
 }
 
 func (s *Server) deleteCategory(c echo.Context) error {

@@ -15,11 +15,7 @@ import (
 // insufficient_stock, and the stock ends at 0. Cancelling returns stock.
 func TestConcurrentOrdersNeverOversell(t *testing.T) {
 	ts := newTestServer(t)
-	var cat store.Category
-	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
-	var pet store.Pet
-	ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&pet)
-	ts.do("PUT", fmt.Sprintf("/store/inventory/%d", pet.ID), `{"quantity":50}`).wantStatus(200)
+	_, pet := ts.addRex(50)
 
 	const clients = 200
 	var (

@@ -7,12 +7,8 @@ import (
 
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
-)
 
-// Extensions on a deprecated operation that carry its dates (YYYY-MM-DD).
-const (
-	extSunset          = "x-deprecated-sunset"
-	extDeprecatedSince = "x-deprecated-since"
+	"petstore/web"
 )
 
 // deprecation returns the middleware of a deprecated operation: Deprecation
@@ -23,11 +19,11 @@ func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 	if !op.Operation.Deprecated {
 		return nil, nil
 	}
-	sunset, err := specDate(op, extSunset)
+	sunset, err := specDate(op, web.ExtSunset)
 	if err != nil {
 		return nil, err
 	}
-	since, err := specDate(op, extDeprecatedSince)
+	since, err := specDate(op, web.ExtDeprecatedSince)
 	if err != nil {
 		return nil, err
 	}

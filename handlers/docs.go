@@ -16,7 +16,7 @@ func (s *Server) serveDoc(body []byte, contentType string) echo.HandlerFunc {
 
 // healthz says the process is up; it touches nothing else.
 func (s *Server) healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	return respond(c, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // readyz says the store answers: a read transaction goes through.
@@ -25,5 +25,5 @@ func (s *Server) readyz(c echo.Context) error {
 		s.log.Error("readiness check failed", "err", err)
 		return apiError(codeUnavailable, "the data store is not ready")
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	return respond(c, http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"petstore/domains"
+	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
 )
@@ -95,7 +96,7 @@ func TestAddDomainWithoutCNAMETarget(t *testing.T) {
 
 	withTarget := newTestServer(t)
 	withTarget.adminDo("GET", "/admin/project", "").wantStatus(200).decode(&p)
-	if p.CNAMETarget == nil || *p.CNAMETarget != "cname.petstore.test" {
-		t.Errorf("cnameTarget %v, want cname.petstore.test", p.CNAMETarget)
+	if p.CNAMETarget == nil || *p.CNAMETarget != domaintest.CNAMETarget {
+		t.Errorf("cnameTarget %v, want %s", p.CNAMETarget, domaintest.CNAMETarget)
 	}
 }

@@ -18,12 +18,6 @@ import (
 	"petstore/store"
 )
 
-const (
-	platformDomain = "petstore.test"
-	cnameTarget    = "cname.petstore.test"
-	caaIdentity    = "pebble.test"
-)
-
 // domainEnv is a test server with the custom-domain machinery wired to a
 // real DNS server (challtestsrv) and a real ACME CA (pebble), with the TLS
 // and HTTP listeners where pebble validates challenges.
@@ -41,15 +35,15 @@ func newDomainEnv(t *testing.T) *domainEnv {
 	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
 	// Pebble validates against 127.0.0.1: every test name resolves there
 	// through the CNAME target.
-	dns.AddA(t, cnameTarget, "127.0.0.1")
+	dns.AddA(t, domaintest.CNAMETarget, "127.0.0.1")
 	env := &domainEnv{dns: dns, pebble: pebble}
 	env.testServer = newTestServer(t, func(c *handlers.Config) {
 		m, err := domains.NewManager(domains.Config{
 			Store:    c.Store,
-			Platform: domains.Platform{Domain: platformDomain, CNAMETarget: cnameTarget},
+			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
 			Checker: &domains.Checker{
-				Resolvers: []string{dns.Addr()}, CNAMETarget: cnameTarget,
-				CAAIdentities: []string{caaIdentity}, Timeout: time.Second,
+				Resolvers: []string{dns.Addr()}, CNAMETarget: domaintest.CNAMETarget,
+				CAAIdentities: []string{domaintest.CAAIdentity}, Timeout: time.Second,
 				AllowPrivateNameservers: true,
 			},
 			AllowTestTLDs: true,
@@ -162,7 +156,7 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	if d.Name != "shop.example.com" || d.State != "pending" || d.Apex || res.header.Get("Location") != "/admin/domains/shop.example.com" {
 		t.Fatalf("added domain %+v, Location %q", d.Domain, res.header.Get("Location"))
 	}
-	if len(d.Records) != 1 || d.Records[0].Type != "CNAME" || d.Records[0].Host != "shop" || d.Records[0].Value != cnameTarget || d.Records[0].TTL != 3600 {
+	if len(d.Records) != 1 || d.Records[0].Type != "CNAME" || d.Records[0].Host != "shop" || d.Records[0].Value != domaintest.CNAMETarget || d.Records[0].TTL != 3600 {
 		t.Fatalf("records to create: %+v", d.Records)
 	}
 	e.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantError(409, "domain_exists")
@@ -189,11 +183,11 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	e.dns.SetCNAME(t, "shop.example.com", "elsewhere.example.net")
 	d = e.verify(t, "shop.example.com")
 	if codes := findingCodes(d); len(codes) != 1 || codes[0] != "cname_mismatch" ||
-		!strings.Contains(d.Check.Findings[0].Message, "elsewhere.example.net") || !strings.Contains(d.Check.Findings[0].Message, cnameTarget) {
+		!strings.Contains(d.Check.Findings[0].Message, "elsewhere.example.net") || !strings.Contains(d.Check.Findings[0].Message, domaintest.CNAMETarget) {
 		t.Fatalf("CNAME mismatch: %+v", d.Check)
 	}
 	// The right CNAME, but CAA on the parent names another CA.
-	e.dns.SetCNAME(t, "shop.example.com", cnameTarget)
+	e.dns.SetCNAME(t, "shop.example.com", domaintest.CNAMETarget)
 	e.dns.AddCAA(t, "example.com", "issue", "other-ca.example")
 	if d = e.verify(t, "shop.example.com"); strings.Join(findingCodes(d), ",") != "caa_blocks_ca" || d.State != "pending" {
 		t.Fatalf("CAA: state %s, findings %v", d.State, findingCodes(d))
@@ -281,8 +275,8 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	before := e.pebble.Log()
 	m2, err := domains.NewManager(domains.Config{
 		Store:         e.db,
-		Platform:      domains.Platform{Domain: platformDomain, CNAMETarget: cnameTarget},
-		Checker:       &domains.Checker{Resolvers: []string{e.dns.Addr()}, CNAMETarget: cnameTarget, AllowPrivateNameservers: true},
+		Platform:      domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+		Checker:       &domains.Checker{Resolvers: []string{e.dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, AllowPrivateNameservers: true},
 		AllowTestTLDs: true,
 		ACME:          &domains.ACME{CA: e.pebble.DirectoryURL(), TrustedRoots: e.pebble.RootsPool(), Profile: "default", HTTPPort: e.pebble.HTTPPort, TLSPort: e.pebble.TLSPort},
 	})

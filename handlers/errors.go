@@ -119,11 +119,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 			"err", err)
 	}
 	if c.Request().Method == http.MethodHead {
-		c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		jsonType(c)
 		_ = c.NoContent(body.Status)
 		return
 	}
-	if werr := c.JSON(body.Status, body); werr != nil {
+	if werr := respond(c, body.Status, body); werr != nil {
 		s.log.Warn("writing error response", "request_id", requestID(c), "err", werr)
 	}
 }

@@ -23,8 +23,8 @@ func TestDomainAnswersWhileDNSFlaps(t *testing.T) {
 	ts := newTestServer(t, func(c *handlers.Config) {
 		m, err := domains.NewManager(domains.Config{
 			Store:         c.Store,
-			Platform:      domains.Platform{Domain: platformDomain, CNAMETarget: cnameTarget},
-			Checker:       &domains.Checker{Resolvers: []string{resolver.Addr()}, CNAMETarget: cnameTarget, Timeout: time.Second, AllowPrivateNameservers: true},
+			Platform:      domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+			Checker:       &domains.Checker{Resolvers: []string{resolver.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second, AllowPrivateNameservers: true},
 			Now:           clock,
 			AllowTestTLDs: true,
 		})
@@ -35,7 +35,7 @@ func TestDomainAnswersWhileDNSFlaps(t *testing.T) {
 		c.Domains = m
 	})
 	const name = "shop.flap.test"
-	resolver.SetCNAME(t, name, cnameTarget)
+	resolver.SetCNAME(t, name, domaintest.CNAMETarget)
 	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
 	ts.adminDo("POST", "/admin/domains", `{"name":"`+name+`"}`).wantStatus(201)
 	verify := func() store.Domain {

@@ -31,9 +31,9 @@ const generatedClientPackage = "handlers/internal/generatedclient"
 
 // TestGeneratedClients generates Go clients for both OpenAPI documents with
 // oapi-codegen (a tool dependency in go.mod) and its default options,
-// compiles them with testdata/generatedclient/driver.go, and runs the driver
-// against the real server through a proxy that validates every request and
-// answer against the documents. It fails when the generated code does not
+// compiles them with the module's testdata/generatedclient/driver.go, and
+// runs the driver against the real server through a proxy that validates
+// every request and answer against the documents. It fails when the generated code does not
 // compile, when a type cannot be filled as a user would (the driver's
 // requests), when an answer does not decode into its generated type, and
 // when an operation of either document is left uncalled.
@@ -50,7 +50,7 @@ func TestGeneratedClients(t *testing.T) {
 	// it from the build cache.
 	generator := strings.TrimSpace(string(goCommand(t, root, "tool", "-n", "oapi-codegen")))
 	overlay := map[string]string{
-		filepath.Join(root, generatedClientPackage, "driver", "main.go"): filepath.Join(root, "handlers", "testdata", "generatedclient", "driver.go"),
+		filepath.Join(root, generatedClientPackage, "driver", "main.go"): filepath.Join(root, "testdata", "generatedclient", "driver.go"),
 	}
 	for _, g := range []struct{ pkg, spec string }{
 		{"publicapi", "openapi.yaml"},

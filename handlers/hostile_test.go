@@ -81,11 +81,7 @@ func wantHeader(name, contains string) func(t *testing.T, r *response) {
 // against the Error contract and every answer against the spec.
 func TestHostileRequests(t *testing.T) {
 	ts := newTestServer(t)
-	var cat store.Category
-	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
-	var pet store.Pet
-	ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&pet)
-	ts.do("PUT", fmt.Sprintf("/store/inventory/%d", pet.ID), `{"quantity":3}`).wantStatus(200)
+	cat, pet := ts.addRex(3)
 
 	newPet := func(name string) string {
 		b, _ := json.Marshal(map[string]any{"name": name, "categoryId": cat.ID})

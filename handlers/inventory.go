@@ -18,7 +18,7 @@ func (s *Server) listInventory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return listResponse(c, items, next)
+	return respondList(c, items, next)
 }
 
 func (s *Server) getInventoryItem(c echo.Context) error {
@@ -30,7 +30,7 @@ func (s *Server) getInventoryItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, item)
+	return respond(c, http.StatusOK, item)
 }
 
 // inventoryUpdate is the InventoryUpdate schema.
@@ -51,5 +51,5 @@ func (s *Server) setInventory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, item)
+	return respond(c, http.StatusOK, item)
 }

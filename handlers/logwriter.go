@@ -23,8 +23,8 @@ const logDropReportInterval = 10 * time.Second
 
 // LogWriter is the service's log output. Write only appends to a bounded
 // buffer in memory and never waits for the sink; a goroutine writes the
-// buffer out every interval (one write per line measured a third of a
-// request's time). Each Write is one whole record, kept or dropped whole.
+// buffer out every interval, because a write to the sink per line would cost
+// more than the request it records. Each Write is one whole record, kept or dropped whole.
 // It is safe for concurrent use.
 type LogWriter struct {
 	sink     io.Writer

@@ -32,7 +32,7 @@ func (s *Server) listOrders(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return listResponse(c, orders, next)
+	return respondList(c, orders, next)
 }
 
 // orderInput is the Order schema as a request body: every field optional,
@@ -80,7 +80,7 @@ func (s *Server) placeOrder(c echo.Context) error {
 	if err := s.store.PlaceOrder(c.Request().Context(), &o); err != nil {
 		return err
 	}
-	return created(c, fmt.Sprintf("/store/orders/%d", o.ID), o)
+	return respondCreated(c, fmt.Sprintf("/store/orders/%d", o.ID), o)
 }
 
 func (s *Server) getOrder(c echo.Context) error {
@@ -92,7 +92,7 @@ func (s *Server) getOrder(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, o)
+	return respond(c, http.StatusOK, o)
 }
 
 // updateOrder changes shipDate and complete. petId and quantity are fixed
@@ -124,7 +124,7 @@ func (s *Server) updateOrder(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, o)
+	return respond(c, http.StatusOK, o)
 }
 
 func (s *Server) cancelOrder(c echo.Context) error {

@@ -23,7 +23,7 @@ func (s *Server) listPets(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return listResponse(c, pets, next)
+	return respondList(c, pets, next)
 }
 
 func (s *Server) createPet(c echo.Context) error {
@@ -34,7 +34,7 @@ func (s *Server) createPet(c echo.Context) error {
 	if err := s.store.CreatePet(c.Request().Context(), &pet); err != nil {
 		return err
 	}
-	return created(c, "/pets/"+strconv.FormatInt(pet.ID, 10), &pet)
+	return respondCreated(c, "/pets/"+strconv.FormatInt(pet.ID, 10), &pet)
 }
 
 func (s *Server) getPet(c echo.Context) error {
@@ -47,8 +47,7 @@ func (s *Server) getPet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	jsonType(c)
-	return c.JSONBlob(http.StatusOK, pet)
+	return respondEncoded(c, http.StatusOK, pet)
 }
 
 func (s *Server) replacePet(c echo.Context) error {
@@ -64,7 +63,7 @@ func (s *Server) replacePet(c echo.Context) error {
 	if err := s.store.ReplacePet(c.Request().Context(), &pet); err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, &pet)
+	return respond(c, http.StatusOK, &pet)
 }
 
 func (s *Server) deletePet(c echo.Context) error {

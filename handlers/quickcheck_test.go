@@ -19,7 +19,7 @@ import (
 // testCredential is the one credential testAuth accepts, for every scheme.
 const testCredential = "good"
 
-// testAuth stands in for Server.credentialOK: both the quick check and the
+// testAuth stands in for Server.authenticate: both the quick check and the
 // validator get it, as in the server.
 func testAuth(r *http.Request, scheme string) bool {
 	switch scheme {

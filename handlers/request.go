@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"reflect"
 	"strconv"
@@ -170,59 +169,4 @@ func setNextPage(c echo.Context, cursor string) {
 	q.Set("cursor", cursor)
 	u := url.URL{Path: c.Request().URL.Path, RawQuery: q.Encode()}
 	c.Response().Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, u.String()))
-}
-
-// listResponse writes one page and, when there is a next one, its URL in a
-// Link header: the same path and query with the cursor moved on.
-func listResponse[T any](c echo.Context, items []T, next int64) error {
-	if next > 0 {
-		setNextPage(c, encodeCursor(next))
-	}
-	if pets, ok := any(items).([]store.Pet); ok {
-		// The store's encoder gives json.Marshal's bytes without reflection.
-		b := make([]byte, 0, 2+len(pets)*96)
-		b = append(b, '[')
-		for i := range pets {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = pets[i].AppendJSON(b)
-		}
-		jsonType(c)
-		return c.JSONBlob(http.StatusOK, append(b, ']'))
-	}
-	if items == nil {
-		items = []T{}
-	}
-	jsonType(c)
-	return c.JSON(http.StatusOK, items)
-}
-
-// created answers 201 with the new resource and its Location.
-func created(c echo.Context, location string, v any) error {
-	h := c.Response().Header()
-	h[echo.HeaderLocation] = []string{location} // the key is canonical
-	return writeJSON(c, http.StatusCreated, v)
-}
-
-// jsonAppender is a value that encodes itself as json.Marshal would, only
-// faster (store.Pet).
-type jsonAppender interface{ AppendJSON([]byte) []byte }
-
-// writeJSON answers with v as JSON.
-func writeJSON(c echo.Context, status int, v any) error {
-	jsonType(c)
-	if a, ok := v.(jsonAppender); ok {
-		return c.JSONBlob(status, a.AppendJSON(make([]byte, 0, 128)))
-	}
-	return c.JSON(status, v)
-}
-
-// jsonContentType is the Content-Type of every JSON answer, shared.
-var jsonContentType = []string{echo.MIMEApplicationJSON}
-
-// jsonType sets the answer's Content-Type to JSON without an allocation;
-// Echo's JSON methods then leave it as it is.
-func jsonType(c echo.Context) {
-	c.Response().Header()[echo.HeaderContentType] = jsonContentType
 }

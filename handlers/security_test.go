@@ -1,7 +1,6 @@
 package handlers_test
 
 import (
-	"bytes"
 	"crypto/tls"
 	"io"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/domains/domaintest"
 	"petstore/handlers"
 )
 
@@ -61,7 +61,7 @@ func TestOperatorRoutesUnreachableThroughCustomerDomains(t *testing.T) {
 // failing one, and finds neither the API key nor the admin token in any
 // log line.
 func TestNoSecretInLogs(t *testing.T) {
-	var logs syncBuffer
+	var logs domaintest.SyncBuffer
 	ts := newTestServer(t, func(c *handlers.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c.AccessLog, c.AccessLogJSON = &logs, true
@@ -88,7 +88,7 @@ func TestNoSecretInLogs(t *testing.T) {
 // Config.AccessLog: the route pattern, the final status (an error's
 // included) and nothing else.
 func TestAccessLogLine(t *testing.T) {
-	var logs syncBuffer
+	var logs domaintest.SyncBuffer
 	ts := newTestServer(t, func(c *handlers.Config) { c.AccessLog = &logs })
 	logs.Reset()
 	ts.do("GET", "/pets/12345", "").wantError(404, "not_found")
@@ -221,28 +221,4 @@ func TestSlowHeadersAreDropped(t *testing.T) {
 		t.Fatalf("connection with unfinished headers: closed after %v (err %v), want within 10 s", took, err)
 	}
 	t.Logf("dropped after %v", took.Round(time.Millisecond))
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers (the logger).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
 }

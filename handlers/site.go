@@ -17,7 +17,7 @@ import (
 // renderSite renders the reference page from the public document. New calls
 // it once: the document is embedded and cannot change while the binary runs.
 func renderSite(d *apiDoc) ([]byte, error) {
-	return web.RenderReference(d.yaml)
+	return web.RenderReference(d.doc)
 }
 
 // siteRoutes mounts the reference at /, the dashboard at /dashboard/, and

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
 )
@@ -36,7 +37,7 @@ func onSmallDisk(tb testing.TB, dir *string) serverOption {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	if _, err := db.EnsureAdminToken(context.Background(), testAdminToken); err != nil {
+	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		tb.Fatal(err)
 	}
 	return func(cfg *handlers.Config) { cfg.Store = db }

@@ -24,6 +24,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"petstore/domains"
+	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
 )
@@ -44,7 +45,9 @@ var (
 	loadSpecsErr  error
 )
 
-func mustLoadDoc(data []byte) (*specDoc, error) {
+// loadSpecDoc parses a document and builds the router the harness checks
+// responses with.
+func loadSpecDoc(data []byte) (*specDoc, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(data)
 	if err != nil {
 		return nil, err
@@ -65,14 +68,14 @@ func specs(tb testing.TB) (pub, admin *specDoc) {
 		if publicSpec, loadSpecsErr = os.ReadFile(filepath.Join("..", "openapi.yaml")); loadSpecsErr != nil {
 			return
 		}
-		if publicDoc, loadSpecsErr = mustLoadDoc(publicSpec); loadSpecsErr != nil {
+		if publicDoc, loadSpecsErr = loadSpecDoc(publicSpec); loadSpecsErr != nil {
 			return
 		}
 		var adminSpec []byte
 		if adminSpec, loadSpecsErr = os.ReadFile("openapi-admin.yaml"); loadSpecsErr != nil {
 			return
 		}
-		adminDoc, loadSpecsErr = mustLoadDoc(adminSpec)
+		adminDoc, loadSpecsErr = loadSpecDoc(adminSpec)
 	})
 	if loadSpecsErr != nil {
 		if tb == nil {
@@ -127,15 +130,13 @@ func (ts *testServer) with(t testing.TB) *testServer {
 	return &c
 }
 
-const testAdminToken = "test-admin-token"
-
 type serverOption func(*handlers.Config)
 
 func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	tb.Helper()
-	pub, _ := specs(tb)
+	specs(tb)
 	db := MustOpenDB(tb)
-	if _, err := db.EnsureAdminToken(context.Background(), testAdminToken); err != nil {
+	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		tb.Fatal(err)
 	}
 	cfg := handlers.Config{Store: db, Spec: publicSpec}
@@ -157,12 +158,11 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 		tb.Cleanup(m.Close)
 		cfg.Domains = m
 	}
-	_ = pub
 	srv, err := handlers.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ts := &testServer{tb: tb, db: db, srv: srv, admin: testAdminToken}
+	ts := &testServer{tb: tb, db: db, srv: srv, admin: domaintest.AdminToken}
 	ts.http = httptest.NewServer(srv)
 	tb.Cleanup(ts.http.Close)
 	if err := srv.RecordDeploy(context.Background()); err != nil {
@@ -341,6 +341,19 @@ func checkErrorBody(tb testing.TB, req *http.Request, r *response) {
 }
 
 // do sends a public API request; writes carry the API key.
+// addRex adds the category "dogs" and the pet Rex in it, with stock in the
+// inventory when stock is above 0: the data most tests start from.
+func (ts *testServer) addRex(stock int) (store.Category, store.Pet) {
+	var cat store.Category
+	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
+	var pet store.Pet
+	ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&pet)
+	if stock > 0 {
+		ts.do("PUT", fmt.Sprintf("/store/inventory/%d", pet.ID), fmt.Sprintf(`{"quantity":%d}`, stock)).wantStatus(200)
+	}
+	return cat, pet
+}
+
 func (ts *testServer) do(method, path, body string) *response {
 	ts.tb.Helper()
 	h := http.Header{}

@@ -108,7 +108,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.SetOutput(out)
 	fs.Usage = func() {
 		fmt.Fprintln(out, "usage: go run ./loadtest [flags]   (from the module root; Linux)")
-		fmt.Fprintln(out, "Builds petstore, starts it on 127.0.0.1 and measures it; see the Performance section of README.md.")
+		fmt.Fprintln(out, "Builds petstore, starts it on 127.0.0.1 and measures it; see docs/performance.md.")
 		fs.PrintDefaults()
 	}
 	fs.DurationVar(&c.duration, "duration", defaultDuration, "measured duration of each row")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"log/slog"
@@ -13,26 +12,9 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/domaintest"
 	"petstore/store"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestSeedTLSStore_ServedWithoutCA checks the seeding against the service's
 // own domain manager, in process: the certificates are where certmagic looks
@@ -59,7 +41,7 @@ func TestSeedTLSStore_ServedWithoutCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs domaintest.SyncBuffer
 	m, err := domains.NewManager(domains.Config{
 		Store:    db,
 		Platform: domains.Platform{Domain: tlsPlatformDomain, CNAMETarget: "cname." + tlsPlatformDomain},

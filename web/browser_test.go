@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"petstore/domains/domaintest"
 )
 
 // The browser tests run in a real headless Chromium, shared by the tests of
@@ -189,6 +191,19 @@ func paste(id, text string) chromedp.Action[chromedp.Void] {
 	})()`, id, text))
 }
 
+// signIn opens the dashboard at url, signs in with the test servers' admin
+// token, and then runs then.
+func signIn(t *testing.T, ctx context.Context, url string, then ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	steps := []chromedp.Action[chromedp.Void]{
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		paste("token", domaintest.AdminToken),
+		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+	}
+	do(t, ctx, "signing in", append(steps, then...)...)
+}
+
 // textOf returns the rendered text of the first element matching css.
 func textOf(t *testing.T, ctx context.Context, css string) string {
 	t.Helper()
@@ -196,14 +211,19 @@ func textOf(t *testing.T, ctx context.Context, css string) string {
 }
 
 // waitText waits until the element matching css shows text containing want.
+// An element the page keeps hidden (the hidden attribute, on it or on an
+// ancestor) shows nothing, although its innerText is its text.
 func waitText(t *testing.T, ctx context.Context, css, want string) string {
 	t.Helper()
-	expr := fmt.Sprintf(`(() => { const el = document.querySelector(%q); return !!el && el.innerText.includes(%q); })()`, css, want)
+	expr := fmt.Sprintf(`(() => { const el = document.querySelector(%q); return !!el && !el.closest('[hidden]') && el.innerText.includes(%q); })()`, css, want)
 	pollCtx, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
 	_, err := chromedp.Run(pollCtx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond)))
 	if err != nil {
-		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).innerText || "(no such element)"`, css)))
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(() => {
+			const el = document.querySelector(%q);
+			return !el ? "(no such element)" : (el.closest('[hidden]') ? "(hidden) " : "") + el.innerText;
+		})()`, css)))
 		t.Fatalf("waiting for %s to show %q: %v; it shows: %q", css, want, err, got)
 	}
 	return run(t, ctx, "reading "+css, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).innerText`, css)))

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"petstore/domains/domaintest"
 )
 
 // crossOriginResult is what the page on the other origin saw of one call:
@@ -67,7 +69,7 @@ func crossOriginCalls(t *testing.T, corsOrigin func(pageOrigin string) []string)
 				body: JSON.stringify({name: "Bello", categoryId: 1})}),
 			await call("/admin/project", {headers: {"Authorization": "Bearer " + token}}),
 		]);
-	})()`, ts.url, key, testAdminToken)
+	})()`, ts.url, key, domaintest.AdminToken)
 	out := run(t, ctx, "calling the API from the other origin", chromedp.Evaluate[string](script, chromedp.EvalAwaitPromise))
 	var results []crossOriginResult
 	if err := json.Unmarshal([]byte(out), &results); err != nil || len(results) != 3 {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"petstore/domains/domaintest"
 )
 
 // focusedElement describes the element with the keyboard focus: its id,
@@ -52,11 +54,11 @@ func TestDashboard(t *testing.T) {
 	)
 	waitText(t, ctx, "#sign-in-error", "not accepted")
 	do(t, ctx, "signing in",
-		paste("token", testAdminToken),
+		paste("token", domaintest.AdminToken),
 		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
 		chromedp.WaitVisible(chromedp.ID("view-project")),
 	)
-	if got := run(t, ctx, "reading sessionStorage", chromedp.Evaluate[string](`sessionStorage.getItem('petstore.adminToken')`)); got != testAdminToken {
+	if got := run(t, ctx, "reading sessionStorage", chromedp.Evaluate[string](`sessionStorage.getItem('petstore.adminToken')`)); got != domaintest.AdminToken {
 		t.Errorf("sessionStorage holds %q, want the token", got)
 	}
 	if c := run(t, ctx, "reading cookies", chromedp.Evaluate[string](`document.cookie`)); c != "" {
@@ -118,7 +120,7 @@ func TestDashboard(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(shop+" .record")),
 	)
 	record := textOf(t, ctx, shop+" .record")
-	for _, want := range []string{"CNAME", "shop", cnameTarget, "3600"} {
+	for _, want := range []string{"CNAME", "shop", domaintest.CNAMETarget, "3600"} {
 		if !strings.Contains(record, want) {
 			t.Errorf("the record shown lacks %q:\n%s", want, record)
 		}
@@ -134,7 +136,7 @@ func TestDashboard(t *testing.T) {
 	// explained, with the fix.
 	ts.dns.SetCNAME(t, "shop.example.com", "elsewhere.example.net")
 	do(t, ctx, "verifying", chromedp.Click(chromedp.CSS(shop+" button.verify")))
-	finding := waitText(t, ctx, shop+" .findings", "must point to "+cnameTarget+" exactly")
+	finding := waitText(t, ctx, shop+" .findings", "must point to "+domaintest.CNAMETarget+" exactly")
 	for _, want := range []string{"The CNAME record points elsewhere", "elsewhere.example.net", "How to fix it", "change the value of the CNAME record"} {
 		if !strings.Contains(finding, want) {
 			t.Errorf("the finding lacks %q:\n%s", want, finding)
@@ -150,7 +152,7 @@ func TestDashboard(t *testing.T) {
 	// Fixed at the DNS provider, verified at once.
 	// This time from the keyboard: the focus stays on the button through
 	// the check and the card's update.
-	ts.dns.SetCNAME(t, "shop.example.com", cnameTarget)
+	ts.dns.SetCNAME(t, "shop.example.com", domaintest.CNAMETarget)
 	do(t, ctx, "verifying again", chromedp.Focus(chromedp.CSS(shop+" button.verify")), chromedp.KeyEvent(kb.Enter))
 	waitText(t, ctx, shop+" .state", "Verified")
 	waitText(t, ctx, shop+" .check", "Everything checks out")
@@ -298,14 +300,11 @@ func TestDashboardCertificate(t *testing.T) {
 	if status := ts.admin(t, http.MethodPost, "/admin/domains", `{"name":"api.example.com"}`, nil); status != http.StatusCreated {
 		t.Fatalf("adding the domain: %d", status)
 	}
-	ts.dns.SetCNAME(t, "api.example.com", cnameTarget)
+	ts.dns.SetCNAME(t, "api.example.com", domaintest.CNAMETarget)
 
 	card := domainCard("api.example.com")
-	do(t, ctx, "signing in",
-		chromedp.Navigate(ts.url+"/dashboard/#domains"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		paste("token", testAdminToken),
-		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+	signIn(t, ctx, ts.url+"/dashboard/#domains",
+		viewLoaded("domains"),
 		chromedp.WaitVisible(chromedp.CSS(card+" button.verify")),
 		// A mark that a reload would wipe out.
 		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`),
@@ -340,11 +339,7 @@ func TestDashboardShowsEveryAPIKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	do(t, ctx, "signing in",
-		chromedp.Navigate(ts.url+"/dashboard/"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		paste("token", testAdminToken),
-		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+	signIn(t, ctx, ts.url+"/dashboard/",
 		chromedp.WaitVisible(chromedp.ID("view-project")),
 		chromedp.Click(chromedp.ID("tab-api-keys")),
 	)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -14,20 +13,14 @@ import (
 )
 
 // openDomains signs in and opens the Domains page, and waits until the
-// page has loaded the project, the domains and the settings (the primary
-// domain's choices are filled).
+// page has loaded the project, the domains and the settings.
 func openDomains(t *testing.T, ctx context.Context, ts *testServer) {
 	t.Helper()
-	do(t, ctx, "signing in",
-		chromedp.Navigate(ts.url+"/dashboard/"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		paste("token", testAdminToken),
-		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+	signIn(t, ctx, ts.url+"/dashboard/",
 		chromedp.WaitVisible(chromedp.ID("view-project")),
 		chromedp.Click(chromedp.ID("tab-domains")),
-		chromedp.WaitVisible(chromedp.ID("view-domains")),
+		viewLoaded("domains"),
 	)
-	run(t, ctx, "waiting for the settings", chromedp.Poll[bool](`document.getElementById('primary').options.length > 0`, chromedp.WithPollingInterval(50*time.Millisecond)))
 }
 
 // optionsOf lists the option values of the first select matching css.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 )
 
@@ -28,7 +29,7 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 	if status := ts.admin(t, http.MethodPost, "/admin/domains", `{"name":"`+name+`"}`, nil); status != http.StatusCreated {
 		t.Fatalf("adding the domain: %d", status)
 	}
-	ts.dns.SetCNAME(t, name, cnameTarget)
+	ts.dns.SetCNAME(t, name, domaintest.CNAMETarget)
 	var d store.Domain
 	verify := func(want string) {
 		t.Helper()
@@ -50,11 +51,8 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 	// A SERVFAIL: a warning, the domain stays verified.
 	ts.dns.SetServfail(t, name)
 	verify(store.DomainVerified)
-	do(t, ctx, "signing in",
-		chromedp.Navigate(ts.url+"/dashboard/#domains"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		paste("token", testAdminToken),
-		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+	signIn(t, ctx, ts.url+"/dashboard/#domains",
+		viewLoaded("domains"),
 		chromedp.WaitVisible(chromedp.CSS(card+" button.verify")),
 	)
 	waitText(t, ctx, card+" .live-note", "only a warning: the domain stays Verified and keeps its certificate")
@@ -92,7 +90,7 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 	waitText(t, ctx, card+" .state-help", "becomes Verified again by itself")
 
 	// The DNS back: verified, and the note is gone.
-	ts.dns.SetCNAME(t, name, cnameTarget)
+	ts.dns.SetCNAME(t, name, domaintest.CNAMETarget)
 	do(t, ctx, "re-verifying", chromedp.Click(chromedp.CSS(card+" button.verify")))
 	waitText(t, ctx, card+" .state", "Verified")
 	if n := run(t, ctx, "looking for the note", chromedp.Evaluate[int](`document.querySelectorAll('`+card+` .live-note').length`)); n != 0 {

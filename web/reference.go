@@ -2,8 +2,6 @@ package web
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -15,37 +13,16 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// Extensions of the public document that the reference shows.
-const (
-	extStability       = "x-stability"         // "beta" or "experimental"
-	extSunset          = "x-deprecated-sunset" // YYYY-MM-DD
-	extDeprecatedSince = "x-deprecated-since"  // YYYY-MM-DD
-	extHideTryIt       = "x-hideTryItPanel"    // true: no try-it panel
-)
-
 // Where the server publishes the document itself (PRODUCT.md, section 2).
 const (
 	specYAMLPath = "/openapi.yaml"
 	specJSONPath = "/openapi.json"
 )
 
-// RenderReference renders the reference page of an OpenAPI 3 document
-// (YAML or JSON). It is meant to run once at start: the document is
+// RenderReference renders the reference page of an OpenAPI 3 document as
+// ParseSpec gives it. It is meant to run once at start: the document is
 // embedded in the binary and does not change while it runs.
-//
-// It parses the document itself, rather than taking a parsed one, to learn
-// where each operation is written: the page lists operations in the
-// author's order, which a parsed document's maps have lost.
-func RenderReference(spec []byte) ([]byte, error) {
-	loader := openapi3.NewLoader()
-	loader.IncludeOrigin = true
-	doc, err := loader.LoadFromData(spec)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the OpenAPI document: %w", err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		return nil, fmt.Errorf("validating the OpenAPI document: %w", err)
-	}
+func RenderReference(doc *openapi3.T) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := referenceTemplate.Execute(&buf, buildReference(doc)); err != nil {
 		return nil, fmt.Errorf("rendering the reference: %w", err)
@@ -260,12 +237,12 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 		ov.line = op.Origin.Key.Line
 	}
 	ov.Description, _ = renderMarkdown(op.Description, mdOptions{headingShift: 3, idPrefix: ov.ID + "-"})
-	if s, ok := op.Extensions[extStability].(string); ok {
+	if s, ok := op.Extensions[ExtStability].(string); ok {
 		ov.Stability = s
 	}
 	if op.Deprecated {
-		ov.Sunset, _ = op.Extensions[extSunset].(string)
-		ov.DeprecatedSince, _ = op.Extensions[extDeprecatedSince].(string)
+		ov.Sunset, _ = op.Extensions[ExtSunset].(string)
+		ov.DeprecatedSince, _ = op.Extensions[ExtDeprecatedSince].(string)
 	}
 	ov.Auth = authOf(doc, op)
 
@@ -310,7 +287,7 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 		}
 	}
 
-	if hide, _ := op.Extensions[extHideTryIt].(bool); !hide {
+	if hide, _ := op.Extensions[ExtHideTryIt].(bool); !hide {
 		ov.TryIt = buildTryIt(ov, params, order)
 		ov.TryIt.Path = basePath + path
 		ov.TryIt.KeyHeader = apiKeyHeader(doc, ov.Auth)
@@ -384,156 +361,6 @@ func mediaViews(content openapi3.Content, brief bool) []mediaView {
 		out = append(out, mediaView{Type: t, Schema: sv, Examples: examplesOf(mt)})
 	}
 	return out
-}
-
-// examplesOf lists a media type's examples: its own, or else the one its
-// schema gives or implies.
-func examplesOf(mt *openapi3.MediaType) []exampleView {
-	if mt.Example != nil {
-		return []exampleView{{JSON: exampleJSON(mt.Example, mt.Schema)}}
-	}
-	if len(mt.Examples) > 0 {
-		names := make([]string, 0, len(mt.Examples))
-		for n := range mt.Examples {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		var out []exampleView
-		for _, n := range names {
-			ex := mt.Examples[n]
-			if ex == nil || ex.Value == nil || ex.Value.Value == nil {
-				continue
-			}
-			title := ex.Value.Summary
-			if title == "" {
-				title = n
-			}
-			out = append(out, exampleView{Title: title, JSON: exampleJSON(ex.Value.Value, mt.Schema)})
-		}
-		return out
-	}
-	if mt.Schema != nil {
-		if ex, ok := exampleFromSchema(mt.Schema, 0); ok {
-			return []exampleView{{JSON: exampleJSON(ex, mt.Schema)}}
-		}
-	}
-	return nil
-}
-
-// exampleFromSchema builds an example value from a schema's own example or,
-// for objects and arrays, from their parts' examples.
-func exampleFromSchema(ref *openapi3.SchemaRef, depth int) (any, bool) {
-	if ref == nil || ref.Value == nil || depth > 8 {
-		return nil, false
-	}
-	s := ref.Value
-	switch {
-	case s.Example != nil:
-		return s.Example, true
-	case s.Default != nil:
-		return s.Default, true
-	case len(s.Enum) > 0:
-		return s.Enum[0], true
-	case s.Type.Is(openapi3.TypeObject) || len(s.Properties) > 0:
-		obj := map[string]any{}
-		for name, p := range s.Properties {
-			if v, ok := exampleFromSchema(p, depth+1); ok {
-				obj[name] = v
-			}
-		}
-		return obj, len(obj) > 0
-	case s.Type.Is(openapi3.TypeArray):
-		if v, ok := exampleFromSchema(s.Items, depth+1); ok {
-			return []any{v}, true
-		}
-	}
-	return nil, false
-}
-
-// exampleJSON indents an example as JSON with each object's keys in the
-// order its schema lists them, the order the reader has just seen them in,
-// rather than encoding/json's alphabetical one.
-func exampleJSON(v any, schema *openapi3.SchemaRef) string {
-	var b strings.Builder
-	writeJSON(&b, v, schema, "")
-	return b.String()
-}
-
-func writeJSON(b *strings.Builder, v any, schema *openapi3.SchemaRef, indent string) {
-	var s *openapi3.Schema
-	if schema != nil {
-		s = schema.Value
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		if len(x) == 0 {
-			b.WriteString("{}")
-			return
-		}
-		var keys []string
-		if s != nil {
-			for _, k := range propertyOrder(s) {
-				if _, ok := x[k]; ok {
-					keys = append(keys, k)
-				}
-			}
-		}
-		var rest []string
-		for k := range x {
-			if s == nil || s.Properties[k] == nil {
-				rest = append(rest, k)
-			}
-		}
-		sort.Strings(rest)
-		keys = append(keys, rest...)
-		b.WriteString("{\n")
-		for i, k := range keys {
-			var ps *openapi3.SchemaRef
-			if s != nil {
-				ps = s.Properties[k]
-			}
-			b.WriteString(indent + "  " + scalarJSON(k) + ": ")
-			writeJSON(b, x[k], ps, indent+"  ")
-			if i < len(keys)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(indent + "}")
-	case []any:
-		if len(x) == 0 {
-			b.WriteString("[]")
-			return
-		}
-		var items *openapi3.SchemaRef
-		if s != nil {
-			items = s.Items
-		}
-		b.WriteString("[\n")
-		for i, item := range x {
-			b.WriteString(indent + "  ")
-			writeJSON(b, item, items, indent+"  ")
-			if i < len(x)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(indent + "]")
-	default:
-		b.WriteString(scalarJSON(x))
-	}
-}
-
-// scalarJSON encodes without escaping <, > and &: the page escapes what it
-// shows, and a Link header example should read as one.
-func scalarJSON(v any) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return fmt.Sprint(v)
-	}
-	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 // authOf describes what an operation needs: its own security, or the

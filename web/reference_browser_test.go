@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -249,10 +251,9 @@ func TestReferenceAnchors(t *testing.T) {
 	}
 	for _, target := range []string{m[1], "/#operation/getPetById"} {
 		do(t, ctx, "following "+target, chromedp.Navigate(ts.url+target), chromedp.WaitVisible(chromedp.CSS("h1")))
-		got := run(t, ctx, "reading :target", chromedp.Evaluate[string](`(() => { const el = document.querySelector(':target'); return el ? el.id : ''; })()`))
-		if got != "getPetById" {
-			t.Errorf("%s: the page targets %q, want getPetById", target, got)
-		}
+		// A link within the page loaded already is a hashchange, which the
+		// page follows after the navigation: wait for the target it sets.
+		waitTarget(t, ctx, target, "getPetById")
 		top := run(t, ctx, "reading where it is", chromedp.Evaluate[float64](`document.getElementById('getPetById').getBoundingClientRect().top`))
 		if top < -1 || top > 200 {
 			t.Errorf("%s: #getPetById is at %v px from the top of the window, not scrolled to", target, top)
@@ -279,4 +280,17 @@ func TestReferenceScreenshots(t *testing.T) {
 	}
 	do(t, ctx, "back to a laptop", chromedp.Navigate(ts.url+"/#getPetById"), chromedp.WaitVisible(chromedp.CSS("#getPetById")))
 	screenshot(t, ctx, "reference-operation-desktop", desktopWidth, desktopHeight, false)
+}
+
+// waitTarget waits until the element with the id want is the page's
+// :target, and fails with what the target is otherwise.
+func waitTarget(t *testing.T, ctx context.Context, link, want string) {
+	t.Helper()
+	pollCtx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	if _, err := chromedp.Run(pollCtx, chromedp.Poll[bool](fmt.Sprintf(`(document.querySelector(':target') || {}).id === %q`, want),
+		chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(':target') || {}).id || ''`))
+		t.Errorf("%s: the page targets %q, want %s: %v", link, got, want, err)
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"petstore/domains/domaintest"
 )
 
 // TestSiteRoutes checks the site as the server mounts it, from Go: status
@@ -86,7 +88,7 @@ func TestSiteOnCustomDomains(t *testing.T) {
 	if status := ts.admin(t, http.MethodPost, "/admin/domains", `{"name":"docs.example.com"}`, nil); status != http.StatusCreated {
 		t.Fatalf("adding the domain: %d", status)
 	}
-	ts.dns.SetCNAME(t, "docs.example.com", cnameTarget)
+	ts.dns.SetCNAME(t, "docs.example.com", domaintest.CNAMETarget)
 	var d struct{ State string }
 	if ts.admin(t, http.MethodPost, "/admin/domains/docs.example.com/verify", "", &d); d.State != "verified" {
 		t.Fatalf("the domain is %q after verify", d.State)

@@ -27,12 +27,6 @@ import (
 // spec's file, a fresh store, and (for the domains page) the custom-domain
 // manager asking a real DNS server.
 
-const (
-	testAdminToken = "pat_browser-test-token"
-	platformDomain = "petstore.test"
-	cnameTarget    = "cname.petstore.test"
-)
-
 // readSpec returns ../openapi.yaml, the file main embeds.
 func readSpec(t *testing.T) []byte {
 	t.Helper()
@@ -72,7 +66,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.EnsureAdminToken(context.Background(), testAdminToken); err != nil {
+	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		t.Fatal(err)
 	}
 	ts := &testServer{db: db}
@@ -86,9 +80,9 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		dc := domains.Config{
 			Store:    db,
 			Now:      ts.now,
-			Platform: domains.Platform{Domain: platformDomain, CNAMETarget: cnameTarget},
+			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
 			Checker: &domains.Checker{
-				Resolvers: []string{ts.dns.Addr()}, CNAMETarget: cnameTarget, Timeout: time.Second,
+				Resolvers: []string{ts.dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second,
 				AllowPrivateNameservers: true,
 			},
 			AllowTestTLDs: true,
@@ -97,7 +91,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 			pebble = domaintest.StartPebble(t, ts.dns, domaintest.PebbleOptions{})
 			// Pebble validates on 127.0.0.1: test names resolve there
 			// through the CNAME target.
-			ts.dns.AddA(t, cnameTarget, "127.0.0.1")
+			ts.dns.AddA(t, domaintest.CNAMETarget, "127.0.0.1")
 			dc.ACME = &domains.ACME{
 				CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: "default",
 				HTTPPort: pebble.HTTPPort, TLSPort: pebble.TLSPort,
@@ -181,7 +175,7 @@ func (ts *testServer) call(t *testing.T, method, path, body string, header map[s
 // admin calls the admin API and decodes a 2xx answer into out.
 func (ts *testServer) admin(t *testing.T, method, path, body string, out any) int {
 	t.Helper()
-	status, _, b := ts.call(t, method, path, body, map[string]string{"Authorization": "Bearer " + testAdminToken})
+	status, _, b := ts.call(t, method, path, body, map[string]string{"Authorization": "Bearer " + domaintest.AdminToken})
 	if out != nil && status < 300 {
 		if err := json.Unmarshal(b, out); err != nil {
 			t.Fatalf("%s %s: decoding %s: %v", method, path, b, err)

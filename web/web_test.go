@@ -16,7 +16,11 @@ import (
 
 func mustRender(t *testing.T, spec []byte) []byte {
 	t.Helper()
-	page, err := RenderReference(spec)
+	doc, err := ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := RenderReference(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,13 +235,13 @@ func TestReferenceOddSpec(t *testing.T) {
 	}
 }
 
-func TestRenderReferenceRefusesABrokenSpec(t *testing.T) {
+func TestParseSpecRefusesABrokenSpec(t *testing.T) {
 	for name, spec := range map[string]string{
 		"not YAML":    "openapi: [",
 		"not OpenAPI": "openapi: 3.0.3\ninfo: {title: x}\npaths: {}\n",
 	} {
-		if _, err := RenderReference([]byte(spec)); err == nil {
-			t.Errorf("%s: rendered", name)
+		if _, err := ParseSpec([]byte(spec)); err == nil {
+			t.Errorf("%s: parsed", name)
 		}
 	}
 }

@@ -45,7 +45,7 @@ func StartDNS(tb testing.TB) *DNS {
 			tb.Cleanup(func() {
 				d.proc.stop()
 				if tb.Failed() {
-					tb.Logf("domaintest: challtestsrv output:\n%s", d.proc.logs.tail())
+					tb.Logf("domaintest: challtestsrv output:\n%s", d.proc.logs.Tail())
 				}
 			})
 			return d
@@ -80,7 +80,7 @@ func tryStartDNS(bin string) (*DNS, error) {
 	}
 	if err := d.waitReady(15 * time.Second); err != nil {
 		d.proc.stop()
-		return nil, fmt.Errorf("challtestsrv did not start: %v\n%s", err, d.proc.logs.tail())
+		return nil, fmt.Errorf("challtestsrv did not start: %v\n%s", err, d.proc.logs.Tail())
 	}
 	return d, nil
 }

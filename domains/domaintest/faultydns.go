@@ -46,17 +46,25 @@ type FaultyDNS struct {
 // StartFaultyDNS starts a FaultyDNS and stops it when tb's test ends.
 func StartFaultyDNS(tb testing.TB) *FaultyDNS {
 	tb.Helper()
+	f := &FaultyDNS{records: map[string][]dns.RR{}}
+	f.addr = ServeDNS(tb, f)
+	return f
+}
+
+// ServeDNS serves h over UDP on a free loopback port until tb's test ends,
+// and returns the server's address (host:port) once it answers.
+func ServeDNS(tb testing.TB, h dns.Handler) string {
+	tb.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("domaintest: %v", err)
 	}
-	f := &FaultyDNS{addr: pc.LocalAddr().String(), records: map[string][]dns.RR{}}
 	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: f, NotifyStartedFunc: func() { close(started) }}
+	srv := &dns.Server{PacketConn: pc, Handler: h, NotifyStartedFunc: func() { close(started) }}
 	go func() { _ = srv.ActivateAndServe() }()
 	<-started
 	tb.Cleanup(func() { _ = srv.Shutdown() })
-	return f
+	return pc.LocalAddr().String()
 }
 
 // Addr returns the server's address, host:port (UDP only).

@@ -101,13 +101,13 @@ func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 		}
 		if err := p.waitReady(20 * time.Second); err != nil {
 			p.proc.stop()
-			lastErr = fmt.Errorf("pebble did not start: %v\n%s", err, p.proc.logs.tail())
+			lastErr = fmt.Errorf("pebble did not start: %v\n%s", err, p.proc.logs.Tail())
 			continue
 		}
 		tb.Cleanup(func() {
 			p.proc.stop()
 			if tb.Failed() {
-				tb.Logf("domaintest: pebble output:\n%s", p.proc.logs.tail())
+				tb.Logf("domaintest: pebble output:\n%s", p.proc.logs.Tail())
 			}
 		})
 		return p

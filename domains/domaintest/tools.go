@@ -163,44 +163,16 @@ func freeDNSPort() (int, error) {
 	return 0, fmt.Errorf("no port free for both TCP and UDP: %v", lastErr)
 }
 
-// logBuffer collects a child process's output for failure messages.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// tail keeps failure messages readable when a server logged a lot.
-func (l *logBuffer) tail() string {
-	const max = 4000
-	s := l.String()
-	if len(s) > max {
-		s = "...\n" + s[len(s)-max:]
-	}
-	return s
-}
-
 // process is a started server binary.
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	logs *logBuffer
+	logs *SyncBuffer
 	done chan struct{} // closed when the process has exited
 }
 
 func startProcess(name, bin string, args, env []string) (*process, error) {
-	p := &process{name: name, logs: &logBuffer{}, done: make(chan struct{})}
+	p := &process{name: name, logs: &SyncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout = p.logs
 	p.cmd.Stderr = p.logs

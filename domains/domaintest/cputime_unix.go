@@ -1,6 +1,6 @@
 //go:build unix
 
-package handlers_test
+package domaintest
 
 import (
 	"syscall"
@@ -8,11 +8,12 @@ import (
 	"time"
 )
 
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime(b *testing.B) (time.Duration, bool) {
+// CPUTime is the process's user and system CPU time so far, for benchmarks
+// that report CPU per operation.
+func CPUTime(tb testing.TB) (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }

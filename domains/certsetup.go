@@ -1,0 +1,116 @@
+// Setting up certmagic for a Manager: the certificate cache, the configs for
+// attached domains and for on-demand names, one ACME issuer per CA, and what
+// the HTTPS listener and the HTTP-01 challenge use from them.
+
+package domains
+
+import (
+	"crypto/tls"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
+)
+
+// DefaultCA is the ACME directory certificates come from unless the
+// operator names others (--acme-ca): Let's Encrypt's production CA.
+const DefaultCA = "https://acme-v02.api.letsencrypt.org/directory"
+
+// setUpCertificates builds the cache, the configs and the issuers from a.
+func (m *Manager) setUpCertificates(a *ACME) {
+	zl := zapToSlog(m.log)
+	renewEvery := a.RenewInterval
+	if renewEvery <= 0 {
+		renewEvery = 10 * time.Minute
+	}
+	m.cache = certmagic.NewCache(certmagic.CacheOptions{
+		GetConfigForCert:   m.configForCert,
+		RenewCheckInterval: renewEvery,
+		Logger:             zl,
+	})
+	storage := CertStorage(m.db)
+	m.certs = certmagic.New(m.cache, certmagic.Config{Storage: storage, OnEvent: m.onEvent, Logger: zl})
+	m.onDemand = certmagic.New(m.cache, certmagic.Config{
+		Storage: storage,
+		// On-demand issuance serves names nobody obtained ahead of time (the
+		// default address); the decision function denies everything else.
+		OnDemand: &certmagic.OnDemandConfig{DecisionFunc: m.decide},
+		OnEvent:  m.onEvent,
+		Logger:   zl,
+	})
+	// The ACME client's log is where a failed validation shows, whatever
+	// challenge type or CA it was.
+	issuerLog := zap.New(validationWatch{Core: zl.Core(), failed: m.noteFailedValidation})
+	m.challengeTypes = 1
+	if !a.DisableHTTPChallenge {
+		m.challengeTypes = 2
+	}
+	var issuers []certmagic.Issuer
+	for _, ca := range append([]string{a.CA}, a.FallbackCAs...) {
+		iss := certmagic.NewACMEIssuer(m.certs, certmagic.ACMEIssuer{
+			CA:                   ca,
+			TestCA:               ca,
+			Email:                a.Email,
+			Agreed:               true,
+			TrustedRoots:         a.TrustedRoots,
+			AltHTTPPort:          a.HTTPPort,
+			AltTLSALPNPort:       a.TLSPort,
+			DisableHTTPChallenge: a.DisableHTTPChallenge,
+			Profile:              a.Profile,
+			Logger:               issuerLog,
+		})
+		m.issuers = append(m.issuers, iss)
+		issuers = append(issuers, iss)
+	}
+	m.certs.Issuers = issuers
+	m.onDemand.Issuers = issuers
+	m.obtainer = certmagic.New(m.cache, certmagic.Config{Storage: storage, OnEvent: m.onEvent, Logger: zl})
+	m.obtainer.Issuers = make([]certmagic.Issuer, len(m.issuers))
+	for i, iss := range m.issuers {
+		m.obtainer.Issuers[i] = promptlessIssuer{iss}
+	}
+	m.wg.Add(1)
+	go m.certificateLoop()
+}
+
+// configForCert tells maintenance which config a cached certificate
+// belongs to: an attached domain's is renewed in the background; the
+// default address's (and a moved domain's, which gets no new one) stay
+// with the on-demand config, which maintenance skips.
+func (m *Manager) configForCert(c certmagic.Certificate) (*certmagic.Config, error) {
+	t := m.table.Load()
+	for _, n := range c.Names {
+		if !t.certAllowed[n] || n == t.defaultAddr {
+			return m.onDemand, nil
+		}
+	}
+	return m.certs, nil
+}
+
+// TLSConfig is the configuration of the HTTPS listener: certificates from
+// the cache, loaded or obtained on demand for allowed names only, and
+// TLS-ALPN-01 challenges answered in the handshake.
+func (m *Manager) TLSConfig() *tls.Config {
+	if m.certs == nil {
+		return nil
+	}
+	tc := m.onDemand.TLSConfig()
+	tc.GetCertificate = m.getCertificate
+	tc.NextProtos = append(tc.NextProtos, "h2", "http/1.1")
+	tc.MinVersion = tls.VersionTLS12
+	return tc
+}
+
+// HTTPChallengeHandler answers ACME HTTP-01 challenges and passes every
+// other request to next.
+func (m *Manager) HTTPChallengeHandler(next http.Handler) http.Handler {
+	if len(m.issuers) == 0 {
+		return next
+	}
+	// Challenges in flight are kept per name, whichever CA asked.
+	return m.issuers[0].HTTPChallengeHandler(next)
+}
+
+// CertificatesEnabled reports whether this manager obtains certificates.
+func (m *Manager) CertificatesEnabled() bool { return m.certs != nil }

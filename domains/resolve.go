@@ -1,0 +1,410 @@
+// DNS transport for Checker: finding the zone of a name and its nameservers,
+// asking them (or the resolvers when they cannot be reached) and following
+// CNAME chains. The rules and their wording live in check.go.
+
+package domains
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// resolvers returns the configured resolvers with ports, or the system's.
+func (c *Checker) resolvers() []string {
+	var out []string
+	for _, r := range c.Resolvers {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(r); err != nil {
+			r = net.JoinHostPort(strings.Trim(r, "[]"), "53")
+		}
+		out = append(out, r)
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if conf, err := dns.ClientConfigFromFile("/etc/resolv.conf"); err == nil {
+		for _, s := range conf.Servers {
+			out = append(out, net.JoinHostPort(s, conf.Port))
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"127.0.0.1:53"}
+	}
+	return out
+}
+
+// session holds what one Check learned about where to ask.
+type session struct {
+	c         *Checker
+	resolvers []string
+	timeout   time.Duration
+
+	zone    string   // the zone holding the name, "" when not found
+	auth    []string // addresses (host:port) of the zone's nameservers that answer
+	nsNames []string
+
+	// foundZone is the zone the resolvers named, kept even when its
+	// nameservers cannot or may not be asked.
+	foundZone string
+
+	// fellBack records that an in-zone question went to the resolvers after
+	// the nameservers failed, so the result is not purely authoritative.
+	fellBack atomic.Bool
+	// maxTTL is the longest TTL among the answers, for Result.MaxTTL.
+	maxTTL atomic.Uint32
+}
+
+// discover finds the zone of name and its reachable nameservers. Any failure
+// leaves s.auth empty, which sends every question to the resolvers.
+func (s *session) discover(ctx context.Context, name string) {
+	reg := RegistrableDomain(name)
+	zone := ""
+	for cand := name; cand != ""; {
+		r, _, err := s.exchange(ctx, s.resolvers, cand, dns.TypeSOA, true, false)
+		if err != nil {
+			return // resolvers that cannot answer SOA (or are down) will not answer for parents either
+		}
+		if zone = soaZone(r, cand); zone != "" {
+			break
+		}
+		if cand == reg || reg == "" {
+			return
+		}
+		_, cand, _ = strings.Cut(cand, ".")
+	}
+	if zone == "" {
+		return
+	}
+	s.foundZone = zone
+
+	r, _, err := s.exchange(ctx, s.resolvers, zone, dns.TypeNS, true, false)
+	if err != nil {
+		return
+	}
+	var hosts []string
+	for _, rr := range r.Answer {
+		if ns, ok := rr.(*dns.NS); ok && canonical(ns.Hdr.Name) == zone {
+			hosts = append(hosts, canonical(ns.Ns))
+		}
+	}
+	if len(hosts) == 0 {
+		return
+	}
+	slices.Sort(hosts)
+	hosts = slices.Compact(hosts)
+
+	port := "53"
+	if s.c.NameserverPort > 0 {
+		port = strconv.Itoa(s.c.NameserverPort)
+	}
+	// Two or three nameservers are plenty to ask; resolving a dozen without
+	// glue, one after the other, would cost more than the check itself.
+	const maxHosts = 4
+	lookup := hosts[:min(len(hosts), maxHosts)]
+	found := make([][]netip.Addr, len(lookup))
+	var wg sync.WaitGroup
+	for i, h := range lookup {
+		wg.Go(func() { found[i] = s.hostAddrs(ctx, h, r.Extra) })
+	}
+	wg.Wait()
+
+	var v4, v6 []string
+	for _, ips := range found {
+		for _, ip := range ips {
+			if !s.c.AllowPrivateNameservers && !publicAddr(ip) {
+				continue
+			}
+			if ip.Is4() {
+				v4 = append(v4, net.JoinHostPort(ip.String(), port))
+			} else {
+				v6 = append(v6, net.JoinHostPort(ip.String(), port))
+			}
+		}
+	}
+	// IPv4 first: hosts without IPv6 connectivity would otherwise spend a
+	// timeout on every question before reaching a server that works.
+	slices.Sort(v4)
+	slices.Sort(v6)
+	addrs := append(slices.Compact(v4), slices.Compact(v6)...)
+	const maxServers = 6
+	if len(addrs) > maxServers {
+		addrs = addrs[:maxServers]
+	}
+	if len(addrs) == 0 {
+		return
+	}
+
+	// Probe once so an unreachable or lame set of nameservers costs one
+	// timeout here instead of one per question, and put the server that
+	// answered first.
+	_, srv, err := s.exchange(ctx, addrs, zone, dns.TypeSOA, false, true)
+	if err != nil {
+		return
+	}
+	i := slices.Index(addrs, srv)
+	addrs[0], addrs[i] = addrs[i], addrs[0]
+
+	s.zone, s.auth, s.nsNames = zone, addrs, lookup
+}
+
+// hostAddrs returns a nameserver's addresses, from the glue in extra when
+// present, else from the resolvers.
+func (s *session) hostAddrs(ctx context.Context, host string, extra []dns.RR) []netip.Addr {
+	var out []netip.Addr
+	for _, rr := range extra {
+		if canonical(rr.Header().Name) != host {
+			continue
+		}
+		if ip, ok := rrAddr(rr); ok {
+			out = append(out, ip)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		if _, rrs, err := s.rrset(ctx, host, t); err == nil {
+			for _, rr := range rrs {
+				if ip, ok := rrAddr(rr); ok {
+					out = append(out, ip)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// publicAddr reports whether ip may be a nameserver on the Internet: not
+// loopback, private, link-local, unspecified or multicast.
+func publicAddr(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsValid() && !ip.IsLoopback() && !ip.IsPrivate() && !ip.IsLinkLocalUnicast() &&
+		!ip.IsLinkLocalMulticast() && !ip.IsUnspecified() && !ip.IsMulticast()
+}
+
+// soaZone returns the zone that a SOA answer for cand reveals: cand itself
+// when it owns a SOA, or the zone named in the authority section of a
+// negative answer. Answers that went through an alias are ignored, as their
+// SOA belongs to the alias target's zone.
+func soaZone(r *dns.Msg, cand string) string {
+	for _, rr := range r.Answer {
+		switch rr := rr.(type) {
+		case *dns.SOA:
+			if canonical(rr.Hdr.Name) == cand {
+				return cand
+			}
+		case *dns.CNAME:
+			if canonical(rr.Hdr.Name) == cand {
+				return ""
+			}
+		}
+	}
+	for _, rr := range r.Ns {
+		if soa, ok := rr.(*dns.SOA); ok && isSubdomain(cand, canonical(soa.Hdr.Name)) {
+			return canonical(soa.Hdr.Name)
+		}
+	}
+	return ""
+}
+
+// isSubdomain reports whether name is zone or under it.
+func isSubdomain(name, zone string) bool {
+	return zone != "" && (name == zone || strings.HasSuffix(name, "."+zone))
+}
+
+// query asks one question: the zone's nameservers when the name is in their
+// zone, else (or when they fail) the resolvers.
+func (s *session) query(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
+	if len(s.auth) > 0 && isSubdomain(name, s.zone) {
+		r, _, err := s.exchange(ctx, s.auth, name, qtype, false, true)
+		if err == nil {
+			s.noteTTLs(r)
+			return r, nil
+		}
+		s.fellBack.Store(true)
+	}
+	r, _, err := s.exchange(ctx, s.resolvers, name, qtype, true, false)
+	if err == nil {
+		s.noteTTLs(r)
+	}
+	return r, err
+}
+
+func (s *session) noteTTLs(r *dns.Msg) {
+	for _, rr := range r.Answer {
+		for ttl := rr.Header().Ttl; ; {
+			cur := s.maxTTL.Load()
+			if ttl <= cur || s.maxTTL.CompareAndSwap(cur, ttl) {
+				break
+			}
+		}
+	}
+}
+
+// maxChain bounds CNAME chains: real ones are one or two long, and a loop
+// must end somewhere.
+const maxChain = 8
+
+// rrset resolves name/qtype, following CNAMEs, and returns the alias chain
+// (the targets, in order) and the records of qtype at its end.
+func (s *session) rrset(ctx context.Context, name string, qtype uint16) (chain []string, rrs []dns.RR, err error) {
+	cur := canonical(name)
+	seen := map[string]bool{cur: true}
+	for range maxChain {
+		r, err := s.query(ctx, cur, qtype)
+		if err != nil {
+			return chain, nil, err
+		}
+		followed := false
+		for t := cnameOf(r.Answer, cur); t != ""; t = cnameOf(r.Answer, cur) {
+			if seen[t] || len(chain) >= maxChain {
+				return chain, nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME records loop or chain too long")}
+			}
+			seen[t] = true
+			chain = append(chain, t)
+			cur, followed = t, true
+		}
+		rrs = ownedBy(r.Answer, cur, qtype)
+		// An authoritative server stops at an alias leaving its zone, and
+		// some servers follow only one alias: ask for the target then.
+		if len(rrs) > 0 || !followed || r.Rcode == dns.RcodeNameError {
+			return chain, rrs, nil
+		}
+	}
+	return chain, nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME chain too long")}
+}
+
+func cnameOf(rrs []dns.RR, owner string) string {
+	for _, rr := range rrs {
+		if c, ok := rr.(*dns.CNAME); ok && canonical(c.Hdr.Name) == owner {
+			return canonical(c.Target)
+		}
+	}
+	return ""
+}
+
+func ownedBy(rrs []dns.RR, owner string, qtype uint16) []dns.RR {
+	var out []dns.RR
+	for _, rr := range rrs {
+		if rr.Header().Rrtype == qtype && canonical(rr.Header().Name) == owner {
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+func rrAddr(rr dns.RR) (netip.Addr, bool) {
+	var ip net.IP
+	switch rr := rr.(type) {
+	case *dns.A:
+		ip = rr.A
+	case *dns.AAAA:
+		ip = rr.AAAA
+	default:
+		return netip.Addr{}, false
+	}
+	a, ok := netip.AddrFromSlice(ip)
+	return a.Unmap(), ok
+}
+
+// lookupError is a DNS question that got no usable answer.
+type lookupError struct {
+	name  string
+	qtype uint16
+	err   error
+}
+
+func (e *lookupError) Error() string {
+	return fmt.Sprintf("looking up %s %s: %v", e.name, dns.TypeToString[e.qtype], e.err)
+}
+
+func (e *lookupError) Unwrap() error { return e.err }
+
+// rcodeError is a server's refusal or failure to answer.
+type rcodeError struct {
+	server string
+	rcode  int
+}
+
+func (e *rcodeError) Error() string {
+	return fmt.Sprintf("%s answered %s", e.server, dns.RcodeToString[e.rcode])
+}
+
+// exchange asks servers in turn until one gives a usable answer (NOERROR or
+// NXDOMAIN, and authoritative when wantAA), and returns it with the server.
+func (s *session) exchange(ctx context.Context, servers []string, name string, qtype uint16, rd, wantAA bool) (*dns.Msg, string, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	m.RecursionDesired = rd
+	// 1232 bytes avoids IP fragmentation (DNS flag day 2020); bigger answers
+	// come back truncated and are retried over TCP.
+	m.SetEdns0(1232, false)
+
+	var lastErr error = errors.New("no DNS server configured")
+	for _, srv := range servers {
+		if err := ctx.Err(); err != nil {
+			return nil, "", &lookupError{name: name, qtype: qtype, err: err}
+		}
+		r, err := s.exchangeOne(ctx, m, srv, "udp")
+		if err == nil && r.Truncated {
+			r, err = s.exchangeOne(ctx, m, srv, "tcp")
+		}
+		switch {
+		case err != nil:
+			lastErr = err
+		case r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError:
+			lastErr = &rcodeError{server: srv, rcode: r.Rcode}
+		case wantAA && !r.Authoritative:
+			lastErr = fmt.Errorf("%s is not authoritative for %s", srv, name)
+		default:
+			return r, srv, nil
+		}
+	}
+	return nil, "", &lookupError{name: name, qtype: qtype, err: lastErr}
+}
+
+func (s *session) exchangeOne(ctx context.Context, m *dns.Msg, server, network string) (*dns.Msg, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	client := &dns.Client{Net: network, Timeout: s.timeout}
+	conn, err := client.DialContext(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	// miekg/dns honours the context's deadline but not its cancellation:
+	// closing the connection makes a cancelled check return at once.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	r, _, err := client.ExchangeWithConnContext(ctx, m, conn)
+	if err != nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return r, err
+}
+
+// answers asks several questions about name at once.
+func (s *session) answers(ctx context.Context, name string, qtypes ...uint16) ([]*dns.Msg, []error) {
+	msgs := make([]*dns.Msg, len(qtypes))
+	errs := make([]error, len(qtypes))
+	var wg sync.WaitGroup
+	for i, t := range qtypes {
+		wg.Go(func() { msgs[i], errs[i] = s.query(ctx, name, t) })
+	}
+	wg.Wait()
+	return msgs, errs
+}

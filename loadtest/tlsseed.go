@@ -1,0 +1,310 @@
+// The data file the TLS rows start the server on: a test CA, verified
+// domains and their certificates written into certmagic's storage as the
+// service leaves them after issuing, and a check that the server left them
+// as they were.
+
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"github.com/mholt/acmez/v3/acme"
+
+	"petstore/domains"
+	"petstore/store"
+)
+
+// testCA is the one CA that signs every certificate of the TLS servers; the
+// client trusts it and nothing else.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+func newTestCA(now time.Time) (*testCA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "Petstore loadtest CA", Organization: []string{"Petstore loadtest"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(365 * 24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		MaxPathLenZero:        true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &testCA{cert: cert, key: key, pool: pool}, nil
+}
+
+// issue makes what an ACME CA hands certmagic for name: a certificate for an
+// ECDSA P-256 key (certmagic's default key type), valid 90 days from an hour
+// ago, the name its only SAN, for server authentication; the chain PEM is
+// the leaf then the CA's certificate (an ACME CA's leaf then intermediate),
+// the key PEM is certmagic's encoding of the key.
+func (ca *testCA) issue(name string, now time.Time) (chainPEM, keyPEM []byte, leaf *x509.Certificate, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	notBefore := now.Add(-time.Hour).Truncate(time.Second)
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		DNSNames:              []string{name},
+		NotBefore:             notBefore,
+		NotAfter:              notBefore.Add(tlsCertLifetime),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if leaf, err = x509.ParseCertificate(der); err != nil {
+		return nil, nil, nil, err
+	}
+	chainPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	chainPEM = append(chainPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})...)
+	if keyPEM, err = certmagic.PEMEncodePrivateKey(key); err != nil {
+		return nil, nil, nil, err
+	}
+	return chainPEM, keyPEM, leaf, nil
+}
+
+// acmeIssuerKey is the issuer key under which certmagic's ACME issuer for
+// the CA at caURL stores its certificates, asked of a throwaway issuer
+// rather than computed here so that it follows certmagic.
+func acmeIssuerKey(caURL string) string {
+	return certmagic.NewACMEIssuer(&certmagic.Config{}, certmagic.ACMEIssuer{CA: caURL, TestCA: caURL}).IssuerKey()
+}
+
+// certMetadata is the metadata file certmagic writes beside a certificate
+// it obtained (Config.saveCertResource): the CertificateResource as indented
+// JSON, its issuer data the acme.Certificate that the ACME client returned,
+// with the renewal information (ARI) a CA supporting it attaches: a window
+// at two thirds of the lifetime, a time picked in it, asked again in 6 hours.
+func certMetadata(name string, leaf *x509.Certificate, caURL string, now time.Time) ([]byte, error) {
+	ariID, err := acme.ARIUniqueIdentifier(leaf)
+	if err != nil {
+		return nil, err
+	}
+	ari := &acme.RenewalInfo{UniqueIdentifier: ariID}
+	lifetime := leaf.NotAfter.Sub(leaf.NotBefore)
+	ari.SuggestedWindow.Start = leaf.NotBefore.Add(lifetime * 2 / 3).UTC().Truncate(time.Second)
+	ari.SuggestedWindow.End = ari.SuggestedWindow.Start.Add(48 * time.Hour)
+	ari.SelectedTime = ari.SuggestedWindow.Start.Add(24 * time.Hour)
+	retry := now.Add(6 * time.Hour).UTC().Truncate(time.Second)
+	ari.RetryAfter = &retry
+	base := strings.TrimSuffix(caURL, "/directory")
+	issuerData, err := json.Marshal(acme.Certificate{
+		URL:         base + "/acme/cert/" + leaf.SerialNumber.Text(16),
+		CA:          caURL,
+		Account:     base + "/acme/acct/1",
+		RenewalInfo: ari,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(certmagic.CertificateResource{SANs: []string{name}, IssuerData: issuerData}, "", "\t")
+}
+
+// seedTLSStore writes the data file of a TLS server as the service leaves it
+// once it has certificates for names: the project on plan pro, the admin
+// token, each name a verified domain (next DNS check in hours, not during
+// the run) whose certificate is issued, and each certificate, its key and
+// metadata in certmagic's storage in the same file, at the keys where
+// certmagic's ACME issuer for caURL stores and looks for them.
+func seedTLSStore(ctx context.Context, file, adminToken string, ca *testCA, caURL string, names []string) (err error) {
+	db, err := store.Open(file, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if _, err := db.UpdateProject(ctx, func(p *store.Project) error {
+		p.Plan = store.PlanPro
+		return nil
+	}); err != nil {
+		return err
+	}
+	if adminToken != "" {
+		if _, err := db.EnsureAdminToken(ctx, adminToken); err != nil {
+			return err
+		}
+	}
+	issuerKey := acmeIssuerKey(caURL)
+	storage := domains.CertStorage(db)
+	now := time.Now()
+
+	work := make(chan string)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for range min(tlsSeedWorkers, len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range work {
+				if err := seedTLSDomain(ctx, db, storage, issuerKey, ca, caURL, name, now); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("seeding %s: %w", name, err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, name := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- name
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+func seedTLSDomain(ctx context.Context, db *store.DB, storage certmagic.Storage, issuerKey string, ca *testCA, caURL, name string, now time.Time) error {
+	chainPEM, keyPEM, leaf, err := ca.issue(name, now)
+	if err != nil {
+		return err
+	}
+	meta, err := certMetadata(name, leaf, caURL, now)
+	if err != nil {
+		return err
+	}
+	// What certmagic's saveCertResource writes, at the same keys.
+	for _, kv := range []struct {
+		key   string
+		value []byte
+	}{
+		{certmagic.StorageKeys.SitePrivateKey(issuerKey, name), keyPEM},
+		{certmagic.StorageKeys.SiteCert(issuerKey, name), chainPEM},
+		{certmagic.StorageKeys.SiteMeta(issuerKey, name), meta},
+	} {
+		if err := storage.Store(ctx, kv.key, kv.value); err != nil {
+			return err
+		}
+	}
+	added := now.Add(-2 * time.Hour).UTC()
+	verified := added.Add(time.Minute)
+	issued := verified.Add(30 * time.Second)
+	nextCheck := verified.Add(6 * time.Hour)
+	nb, na := leaf.NotBefore.UTC(), leaf.NotAfter.UTC()
+	d := store.Domain{
+		Name:        name,
+		Apex:        domains.IsApex(name),
+		State:       store.DomainVerified,
+		AddedAt:     added,
+		VerifiedAt:  &verified,
+		NextCheckAt: &nextCheck,
+		Records:     domains.RequiredRecords(name, "cname."+tlsPlatformDomain, nil),
+		Check:       &store.DomainCheck{Verified: true, CheckedAt: verified, Findings: []store.Finding{}},
+		Certificate: store.Certificate{
+			State: store.CertIssued, Issuer: leaf.Issuer.CommonName,
+			NotBefore: &nb, NotAfter: &na, UpdatedAt: &issued,
+		},
+	}
+	return db.AddDomain(ctx, &d)
+}
+
+// checkTLSStore reports what a TLS server left in its data file that shows
+// it went to its CA: a domain whose certificate is no longer issued (the
+// manager records pending or failed as soon as an attempt starts), ACME
+// account data, or certificate files other than the seeded ones.
+func checkTLSStore(ctx context.Context, file, caURL string, names []string) error {
+	db, err := store.Open(file, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ds, err := db.Domains(ctx)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	if len(ds) != len(names) {
+		problems = append(problems, fmt.Sprintf("%d domains, want %d", len(ds), len(names)))
+	}
+	for _, d := range ds {
+		if d.State != store.DomainVerified || d.Certificate.State != store.CertIssued {
+			problems = append(problems, fmt.Sprintf("domain %s: state %s, certificate %s %s", d.Name, d.State, d.Certificate.State, d.Certificate.Error))
+		}
+	}
+	storage := domains.CertStorage(db)
+	if keys, err := storage.List(ctx, "acme", true); err == nil {
+		problems = append(problems, fmt.Sprintf("ACME account data in storage: %s", strings.Join(keys, ", ")))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	certsPrefix := certmagic.StorageKeys.CertsPrefix(acmeIssuerKey(caURL))
+	all, err := storage.List(ctx, "", true)
+	if err != nil {
+		return err
+	}
+	var stray []string
+	for _, k := range all {
+		if k != path.Dir(certsPrefix) && k != certsPrefix && !strings.HasPrefix(k, certsPrefix+"/") {
+			stray = append(stray, k)
+		}
+	}
+	if files, err := storage.List(ctx, certsPrefix, true); err != nil {
+		return err
+	} else if want := 4 * len(names); len(files) != want { // a directory and 3 files per name
+		problems = append(problems, fmt.Sprintf("%d keys under %s, want %d", len(files), certsPrefix, want))
+	}
+	if len(stray) > 0 {
+		problems = append(problems, fmt.Sprintf("storage keys the seeding did not write: %s", strings.Join(stray, ", ")))
+	}
+	if len(problems) > 0 {
+		if len(problems) > maxErrSamples {
+			problems = append(problems[:maxErrSamples], fmt.Sprintf("(%d more)", len(problems)-maxErrSamples))
+		}
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,36 @@
+package web
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// Extensions of the public document: the reference shows them and the
+// handlers act on the deprecation dates.
+const (
+	ExtStability       = "x-stability"         // "beta" or "experimental"
+	ExtSunset          = "x-deprecated-sunset" // YYYY-MM-DD
+	ExtDeprecatedSince = "x-deprecated-since"  // YYYY-MM-DD
+	ExtHideTryIt       = "x-hideTryItPanel"    // true: no try-it panel
+)
+
+// ParseSpec parses and validates an OpenAPI 3 document (YAML or JSON). The
+// server does it once at start and hands the result to both the validator
+// and RenderReference.
+//
+// It records where each element is written: the reference lists operations
+// in the author's order, which the parsed document's maps have lost.
+func ParseSpec(data []byte) (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	loader.IncludeOrigin = true
+	doc, err := loader.LoadFromData(data)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the OpenAPI document: %w", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("validating the OpenAPI document: %w", err)
+	}
+	return doc, nil
+}
