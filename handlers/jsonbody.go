@@ -13,15 +13,14 @@ import (
 )
 
 // kin-openapi decodes a JSON body with encoding/json before its schema
-// check, the largest part of what validating a POST costs beyond the
-// handler's own decode. Its registry of body decoders takes another: this
-// one decodes with go-json-experiment, the handlers' decoder, to the same
-// values (numbers as json.Number, so that 64-bit integers keep every
-// digit) with fewer allocations. Like kin-openapi's, it lets repeated
-// member names and invalid UTF-8 through: decodeBody refuses those with
-// messages that say which member. Unlike it, it refuses data after the
-// document, which decodeBody refuses anyway. kin-openapi's registry is the
-// process's, so the registration is too.
+// check, a large part of what validating a POST costs. Its registry of body
+// decoders takes another: this one decodes with go-json-experiment, the
+// handlers' decoder, to the same values (numbers as json.Number, so that
+// 64-bit integers keep every digit) with fewer allocations. Like
+// kin-openapi's, it lets repeated member names and invalid UTF-8 through:
+// decodeBody refuses those with messages that say which member. Unlike it,
+// it refuses data after the document, which decodeBody refuses anyway.
+// kin-openapi's registry is the process's, so the registration is too.
 func init() {
 	openapi3filter.RegisterBodyDecoder(echo.MIMEApplicationJSON, decodeBodyForValidation)
 }
