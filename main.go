@@ -28,6 +28,7 @@ import (
 	"petstore/domains"
 	"petstore/handlers"
 	"petstore/store"
+	"petstore/store/boltstore"
 	"petstore/store/postgres"
 )
 
@@ -182,6 +183,9 @@ func checkAdminToken(token string) error {
 // run starts the service and blocks until ctx ends, then shuts down
 // gracefully: in-flight requests finish and the data file is closed.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "migrate" {
+		return runMigrate(ctx, args[1:], getenv, stdout)
+	}
 	cfg, err := parseConfig(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -374,7 +378,7 @@ func openStore(ctx context.Context, cfg config) (store.Store, error) {
 		}
 		return db, nil
 	}
-	db, err := store.Open(cfg.data, store.Options{})
+	db, err := boltstore.Open(cfg.data, store.Options{})
 	if err != nil {
 		return nil, err // it names the file and says what is wrong with it
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // runOnce runs the service on a data file and returns run's error; a
@@ -35,7 +36,7 @@ func TestRunRefusesDamagedDataFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	cut := filepath.Join(dir, "cut.db")
-	db, err := store.Open(cut, store.Options{})
+	db, err := boltstore.Open(cut, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

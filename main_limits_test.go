@@ -22,6 +22,7 @@ import (
 
 	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // stalledOut is a stdout whose reader stops reading once the service is up:
@@ -162,7 +163,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.db")
 	// Tens of MB: far more than the socket buffers between server and
 	// client hold, so the copy is still running when shutdown comes.
-	db, err := store.Open(path, store.Options{})
+	db, err := boltstore.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 	if !strings.Contains(out.String(), "aborting backups in flight") {
 		t.Errorf("the log does not say that the backup was aborted:\n%s", out)
 	}
-	db, err = store.Open(path, store.Options{})
+	db, err = boltstore.Open(path, store.Options{})
 	if err != nil {
 		t.Fatalf("the data file did not close: %v", err)
 	}

@@ -9,13 +9,14 @@ import (
 
 	"petstore/domains"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // deployedStore is a fresh store whose project can have custom domains:
 // plan pro, one successful deploy.
-func deployedStore(t *testing.T) *store.DB {
+func deployedStore(t *testing.T) *boltstore.DB {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // benchManager is a manager over a store with n verified domains
@@ -22,7 +23,7 @@ import (
 // each in its certificate cache.
 func benchManager(b *testing.B, n int, certs bool) *Manager {
 	b.Helper()
-	db, err := store.Open(filepath.Join(b.TempDir(), "bench.db"), store.Options{})
+	db, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"petstore/domains"
 	"petstore/store"
+	"petstore/store/boltstore"
 	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
 )
@@ -23,7 +24,7 @@ import (
 // have; on bbolt, whose file one process owns, both are the same DB.
 func forEachStore(t *testing.T, test func(t *testing.T, a, b certmagic.Storage)) {
 	t.Run("bbolt", func(t *testing.T) {
-		db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+		db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

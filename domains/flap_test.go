@@ -15,12 +15,30 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // newFlapManager is a manager whose checker asks a FaultyDNS, with
 // certificates from pebble when pebble is given (served on pebble's
 // TLS-ALPN port, where pebble validates).
-func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, clk *clock) (*domains.Manager, *store.DB) {
+func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, clk *clock) (*domains.Manager, *boltstore.DB) {
+	t.Helper()
+	return startFlapManager(t, resolver, pebble, flapOptions{now: clk.now, profile: "default"})
+}
+
+// flapOptions tunes startFlapManager.
+type flapOptions struct {
+	now     func() time.Time
+	profile string // pebble's certificate profile
+	// renewInterval is how often certmagic's maintenance looks at the
+	// certificates; zero keeps the default.
+	renewInterval time.Duration
+	// checkEvery, when set, makes every check due that long after the last,
+	// whatever it found, so that each CheckDue round checks again.
+	checkEvery time.Duration
+}
+
+func startFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, o flapOptions) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
 	cfg := domains.Config{
@@ -28,12 +46,14 @@ func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domain
 		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
 		Checker: &domains.Checker{Resolvers: []string{resolver.Addr()}, CNAMETarget: "cname.petstore.test",
 			CAAIdentities: []string{"pebble.test"}, Timeout: 200 * time.Millisecond, AllowPrivateNameservers: true},
-		Now:           clk.now,
+		Now:           o.now,
 		AllowTestTLDs: true,
+		RecheckEvery:  o.checkEvery,
+		ConfirmEvery:  o.checkEvery,
 	}
 	if pebble != nil {
-		cfg.ACME = &domains.ACME{CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: "default",
-			TLSPort: pebble.TLSPort, DisableHTTPChallenge: true}
+		cfg.ACME = &domains.ACME{CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: o.profile,
+			TLSPort: pebble.TLSPort, DisableHTTPChallenge: true, RenewInterval: o.renewInterval}
 	}
 	m, err := domains.NewManager(cfg)
 	if err != nil {

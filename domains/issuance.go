@@ -145,12 +145,19 @@ func (m *Manager) recordFailure(ctx context.Context, name string, err error, val
 	now := m.now().UTC()
 	msg := err.Error()
 	m.updateCert(ctx, name, func(c *store.Certificate) {
+		// How long this attempt waited after the failure before it: the
+		// next waits no less, so that the delays only grow while attempts
+		// keep failing, also after the hourly limit set one.
+		var waited time.Duration
+		if prev := lastFailureAt(c.Events); c.FailedAttempts > 0 && c.LastAttempt != nil && !prev.IsZero() {
+			waited = min(c.LastAttempt.At.Sub(prev), maxRetryAfter)
+		}
 		c.FailedValidations = recentFailures(c.FailedValidations, now)
 		for range validations {
 			c.FailedValidations = append(c.FailedValidations, now)
 		}
 		c.FailedAttempts++
-		next, limited := m.nextAttempt(now, c.FailedAttempts, c.FailedValidations)
+		next, limited := m.nextAttempt(now, c.FailedAttempts, c.FailedValidations, waited)
 		c.NextAttemptAt = &next
 		c.NextAttemptReason = m.waitReason(ctx, name, err, validations, limited)
 		if c.State != store.CertIssued && c.State != store.CertRenewing {
@@ -163,14 +170,15 @@ func (m *Manager) recordFailure(ctx context.Context, name string, err error, val
 }
 
 // nextAttempt is when the attempt after the failures-th failure in a row
-// may start: 1, 2, 4 ... minutes later, at most an hour, and never so soon
-// that the failed validations of the hour before could pass the CA's limit
-// (an attempt may fail one validation per challenge type). limited says
-// the hourly limit, not the back-off, set the time.
-func (m *Manager) nextAttempt(now time.Time, failures int, failedValidations []time.Time) (next time.Time, limited bool) {
+// may start: 1, 2, 4 ... minutes later but no sooner than atLeast, at most
+// an hour, and never so soon that the failed validations of the hour
+// before could pass the CA's limit (an attempt may fail one validation per
+// challenge type). limited says the hourly limit, not the back-off, set
+// the time.
+func (m *Manager) nextAttempt(now time.Time, failures int, failedValidations []time.Time, atLeast time.Duration) (next time.Time, limited bool) {
 	wait := maxRetryAfter
 	if failures <= 7 {
-		wait = min(firstRetryAfter<<max(failures-1, 0), maxRetryAfter)
+		wait = min(max(firstRetryAfter<<max(failures-1, 0), atLeast), maxRetryAfter)
 	}
 	next = now.Add(wait)
 	room := maxFailedValidationsPerHour - m.challengeTypes
@@ -181,6 +189,16 @@ func (m *Manager) nextAttempt(now time.Time, failures int, failedValidations []t
 		}
 	}
 	return next, false
+}
+
+// lastFailureAt is when the latest failed event happened; zero if none.
+func lastFailureAt(events []store.CertEvent) time.Time {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Kind == store.CertEventFailed {
+			return events[i].At
+		}
+	}
+	return time.Time{}
 }
 
 // recentFailures keeps the failed validations of the hour before now.

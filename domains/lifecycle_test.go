@@ -15,12 +15,13 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // acmeManager is a manager with certificates from pebble, on a fresh
 // store. checkDNS is what the manager's own DNS check sees; pebble
 // resolves through the DNS it was started with.
-func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebble, clk *clock, a domains.ACME) (*domains.Manager, *store.DB) {
+func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebble, clk *clock, a domains.ACME) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
 	if a.CA == "" {
@@ -50,7 +51,7 @@ func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebb
 	return m, db
 }
 
-func waitCert(t *testing.T, db *store.DB, name, what string, within time.Duration, cond func(store.Certificate) bool) store.Certificate {
+func waitCert(t *testing.T, db *boltstore.DB, name, what string, within time.Duration, cond func(store.Certificate) bool) store.Certificate {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -168,13 +169,16 @@ func TestCertificateStateIsHonest(t *testing.T) {
 	}
 }
 
-var orderAdded = regexp.MustCompile(`Added order "([^"]+)"`)
+var (
+	orderAdded   = regexp.MustCompile(`Added order "([^"]+)"`)
+	invalidAuthz = regexp.MustCompile(`authz \S+ set INVALID`)
+)
 
 // TestIssuanceBacksOff: while the CA still sees the old record, ten
 // Verify and Re-verify calls within 5 s make one attempt at a time, later
 // attempts wait longer, the failed validations stay within the CA's hourly
 // limit, and the domain says when and why it tries next. Pebble's log is
-// the witness of the orders.
+// the witness of the orders and of the failed validations.
 func TestIssuanceBacksOff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble")
@@ -220,6 +224,18 @@ func TestIssuanceBacksOff(t *testing.T) {
 	if c.State != store.CertFailed || c.FailedAttempts != 1 || c.NextAttemptAt.Sub(c.LastAttempt.At) != time.Minute {
 		t.Fatalf("after the first failed attempt: %+v", c)
 	}
+	// Every validation pebble failed is on the record: the Verify calls
+	// after the failure started nothing, and the history the hourly limit
+	// counts on was kept.
+	failed := len(invalidAuthz.FindAllString(pebble.Log(), -1))
+	if failed != len(c.FailedValidations) || len(c.Events) != 1 {
+		t.Fatalf("pebble failed %d validations, the domain records %d and events %+v", failed, len(c.FailedValidations), c.Events)
+	}
+	type attemptFailures struct {
+		at     time.Time
+		failed int
+	}
+	history := []attemptFailures{{c.LastAttempt.At, failed}}
 	if !strings.Contains(c.NextAttemptReason, "still sees the old record") || !strings.Contains(c.NextAttemptReason, "TTL (") {
 		t.Errorf("reason: %q", c.NextAttemptReason)
 	}
@@ -248,6 +264,9 @@ func TestIssuanceBacksOff(t *testing.T) {
 		if backoff := time.Minute << (attempt - 1); delay < backoff {
 			t.Errorf("attempt %d: next after %v, want at least %v", attempt, delay, backoff)
 		}
+		if before := delays[len(delays)-2]; delay < before {
+			t.Errorf("attempt %d: next after %v, sooner than the %v before", attempt, delay, before)
+		}
 		if strings.Contains(c.NextAttemptReason, "per hour") {
 			limited = true
 			if first := c.FailedValidations[0]; c.NextAttemptAt.Before(first.Add(time.Hour)) && len(c.FailedValidations) > 3 {
@@ -256,6 +275,20 @@ func TestIssuanceBacksOff(t *testing.T) {
 		}
 		if len(c.FailedValidations) > 5 {
 			t.Errorf("%d failed validations within the hour", len(c.FailedValidations))
+		}
+		// Pebble's count, by the time of each attempt: never more than 5
+		// failed validations within an hour.
+		now := len(invalidAuthz.FindAllString(pebble.Log(), -1))
+		history = append(history, attemptFailures{c.LastAttempt.At, now - failed})
+		failed = now
+		inHour := 0
+		for _, h := range history {
+			if h.at.After(c.LastAttempt.At.Add(-time.Hour)) {
+				inHour += h.failed
+			}
+		}
+		if inHour > 5 {
+			t.Errorf("attempt %d: pebble failed %d validations in the hour before it: %+v", attempt, inHour, history)
 		}
 	}
 	assertSequentialOrders(t, pebble.Log())
@@ -317,4 +350,34 @@ func certSerials(t *testing.T, chain []byte) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%x", leaf.SerialNumber)
+}
+
+// TestTroubleshootingNamesTheCAsIdentities: without --acme-caa-identity
+// the troubleshooting steps name the issuer domains the CA announces in
+// its directory (Pebble: pebble.letsencrypt.org), the ones the CAA check
+// uses, not a vague "the certificate authority".
+func TestTroubleshootingNamesTheCAsIdentities(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble")
+	}
+	ourDNS := domaintest.StartDNS(t)
+	caDNS := domaintest.StartDNS(t)
+	ourDNS.AddA(t, "cname.petstore.test", "127.0.0.1")
+	caDNS.SetDefaultIPv4(t, "")
+	pebble := domaintest.StartPebble(t, caDNS, domaintest.PebbleOptions{})
+	clk := &clock{t: time.Now()}
+	m, db := acmeManager(t, ourDNS, pebble, clk, domains.ACME{})
+	const name = "nocert.example.org"
+	addVerified(t, m, ourDNS, name)
+	// The CA cannot reach the name: the attempt fails and no certificate comes.
+	waitCert(t, db, name, "a failed attempt", 20*time.Second, func(c store.Certificate) bool { return c.State == store.CertFailed })
+	clk.advance(31 * time.Minute)
+	d, err := m.Get(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := strings.Join(m.Troubleshooting(d), "\n")
+	if !strings.Contains(steps, "allow pebble.letsencrypt.org;") {
+		t.Errorf("troubleshooting does not name the CA's CAA identity:\n%s", steps)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -290,9 +291,9 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 				d.NextCheckAt = &next
 			}
 		}
-		if change.wantCert {
-			d.Certificate = store.Certificate{State: store.CertPending, UpdatedAt: &now}
-		}
+		// wantsCertificate marked the record pending unless it is backing
+		// off; the record keeps its failures and events, which the back-off
+		// and the CA's hourly limit count on.
 		return nil
 	})
 	if err != nil {
@@ -385,23 +386,44 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 		m.now().Sub(*d.VerifiedAt) < 30*time.Minute {
 		return nil
 	}
-	caa := "the certificate authority"
-	if ids := m.cfg.Checker.CAAIdentities; len(ids) > 0 {
-		caa = strings.Join(ids, ", ")
-	}
 	steps := []string{
 		"Confirm the domain still verifies: choose Re-verify and check that it reports no findings.",
-		fmt.Sprintf("Check that CAA records on %s or its parent domains allow %s; a CAA record that names only another CA blocks the certificate.", d.Name, caa),
-		"Choose Re-verify to trigger a new certificate attempt.",
+		fmt.Sprintf("Check that CAA records on %s or its parent domains allow %s; a CAA record that names only another CA blocks the certificate.", d.Name, m.caaIssuerNames()),
 	}
 	if d.Certificate.Error != "" {
 		steps = append(steps, "The last attempt failed with: "+d.Certificate.Error)
 	}
+	// While failed attempts back off, Re-verify starts nothing: saying it
+	// does would send the customer clicking.
 	if c := d.Certificate; c.NextAttemptAt != nil && m.now().Before(*c.NextAttemptAt) {
 		steps = append(steps, fmt.Sprintf("The next attempt starts by itself at %s UTC (Re-verify does not bring it forward): %s.",
 			c.NextAttemptAt.UTC().Format("2006-01-02 15:04"), c.NextAttemptReason))
+	} else {
+		steps = append(steps, "Choose Re-verify to start a new certificate attempt.")
 	}
 	return steps
+}
+
+// caaIssuerNames names the issuer domains a CAA record must name, as the
+// CAA check takes them: from --acme-caa-identity, else from each CA's
+// directory (meta.caaIdentities). Checks have usually read the directory
+// already; the timeout bounds the fetch when they have not, since the
+// answer to an API call waits for it.
+func (m *Manager) caaIssuerNames() string {
+	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
+	defer cancel()
+	var ids []string
+	for _, ca := range m.cfg.Checker.caaAuthorities(ctx) {
+		for _, id := range ca.Identities {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return "the certificate authority"
+	}
+	return strings.Join(ids, " or ")
 }
 
 // CNAMETarget is where customers point their domains; "" when the service

@@ -10,6 +10,7 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // clock is a settable time for the background schedule.
@@ -25,7 +26,7 @@ func (c *clock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager, *store.DB) {
+func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
 	m, err := domains.NewManager(domains.Config{
@@ -176,6 +177,14 @@ func TestTroubleshootingAfter30Minutes(t *testing.T) {
 		if !strings.Contains(steps, want) {
 			t.Errorf("troubleshooting lacks %q:\n%s", want, steps)
 		}
+	}
+	// Backing off: the steps say when the next attempt starts, and do not
+	// send the customer to Re-verify, which would start nothing.
+	next := clk.now().Add(20 * time.Minute)
+	d.Certificate.NextAttemptAt, d.Certificate.NextAttemptReason = &next, "the certificate authority did not answer"
+	steps = strings.Join(m.Troubleshooting(d), "\n")
+	if !strings.Contains(steps, "starts by itself at "+next.Format("2006-01-02 15:04")) || strings.Contains(steps, "Choose Re-verify to") {
+		t.Errorf("troubleshooting while backing off:\n%s", steps)
 	}
 	d.Certificate.State = store.CertIssued
 	if steps := m.Troubleshooting(d); steps != nil {

@@ -20,6 +20,7 @@ import (
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // writeClient sends API writes from goroutines other than the test's, so it
@@ -196,7 +197,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	if err := os.WriteFile(path, res.body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bk, err := store.Open(path, store.Options{})
+	bk, err := boltstore.Open(path, store.Options{})
 	if err != nil {
 		t.Fatalf("opening the backup: %v", err)
 	}
@@ -261,7 +262,7 @@ func TestBackupUnderLoad(t *testing.T) {
 // quantities of its orders is the stock it was given: given[id] for the
 // pets in given, newStock for the other pets in stocked, and for the rest
 // newStock or 0 (created, but their stock not yet answered).
-func checkStockAndOrders(t *testing.T, what string, db *store.DB, given map[int64]int, stocked map[int64]bool) {
+func checkStockAndOrders(t *testing.T, what string, db *boltstore.DB, given map[int64]int, stocked map[int64]bool) {
 	t.Helper()
 	ctx := context.Background()
 	seen := 0
@@ -312,7 +313,7 @@ func checkStockAndOrders(t *testing.T, what string, db *store.DB, given map[int6
 	}
 }
 
-func countOrders(t *testing.T, db *store.DB) int {
+func countOrders(t *testing.T, db *boltstore.DB) int {
 	t.Helper()
 	n := 0
 	for page := (store.Page{Limit: store.MaxPageSize}); ; {
@@ -330,7 +331,7 @@ func countOrders(t *testing.T, db *store.DB) int {
 
 // startOn starts a server on an open store, as the service does on its data
 // file, with the admin token and API key of the test servers.
-func startOn(t *testing.T, db *store.DB) *testServer {
+func startOn(t *testing.T, db *boltstore.DB) *testServer {
 	t.Helper()
 	specs(t)
 	srv, err := handlers.New(handlers.Config{Store: db, Spec: publicSpec,
@@ -362,7 +363,7 @@ func TestBackupRestoresThroughTheService(t *testing.T) {
 	// A second service with its own data file, then stopped: the file the
 	// backup replaces.
 	path := filepath.Join(t.TempDir(), "petstore.db")
-	other, err := store.Open(path, store.Options{})
+	other, err := boltstore.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +377,7 @@ func TestBackupRestoresThroughTheService(t *testing.T) {
 	if err := os.WriteFile(path, body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	restored, err := store.Open(path, store.Options{})
+	restored, err := boltstore.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

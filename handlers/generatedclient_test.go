@@ -33,10 +33,10 @@ const generatedClientPackage = "handlers/internal/generatedclient"
 // oapi-codegen (a tool dependency in go.mod) and its default options,
 // compiles them with the module's testdata/generatedclient/driver.go, and
 // runs the driver against the real server through a proxy that validates
-// every request and answer against the documents. It fails when the generated code does not
-// compile, when a type cannot be filled as a user would (the driver's
-// requests), when an answer does not decode into its generated type, and
-// when an operation of either document is left uncalled.
+// every request and answer against the documents. It fails when the
+// generated code does not compile, when a type cannot be filled as a user
+// would (the driver's requests), when an answer does not decode into its
+// generated type, and when an operation of either document is left uncalled.
 func TestGeneratedClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds oapi-codegen and the generated clients")

@@ -13,6 +13,7 @@ import (
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // onSmallDisk is a server option: the store on a 4 MiB tmpfs mounted for the
@@ -32,7 +33,7 @@ func onSmallDisk(tb testing.TB, dir *string) serverOption {
 			tb.Errorf("unmounting %s: %v", *dir, err)
 		}
 	})
-	db, err := store.Open(filepath.Join(*dir, "petstore.db"), store.Options{})
+	db, err := boltstore.Open(filepath.Join(*dir, "petstore.db"), store.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

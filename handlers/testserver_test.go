@@ -27,6 +27,7 @@ import (
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // specDoc is a parsed OpenAPI document with a router, as a client of the
@@ -88,9 +89,9 @@ func specs(tb testing.TB) (pub, admin *specDoc) {
 
 // MustOpenDB opens a store on a fresh file in a temporary folder and closes
 // it when the test ends.
-func MustOpenDB(tb testing.TB) *store.DB {
+func MustOpenDB(tb testing.TB) *boltstore.DB {
 	tb.Helper()
-	db, err := store.Open(filepath.Join(tb.TempDir(), "petstore.db"), store.Options{})
+	db, err := boltstore.Open(filepath.Join(tb.TempDir(), "petstore.db"), store.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func MustOpenDB(tb testing.TB) *store.DB {
 // exercised.
 type testServer struct {
 	tb     testing.TB
-	db     *store.DB
+	db     *boltstore.DB
 	srv    *handlers.Server
 	http   *httptest.Server
 	admin  string // admin token

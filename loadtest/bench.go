@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/store/postgres/pgtest"
 )
 
 // Keys of the rows' results: the jobs file their results under them and
@@ -72,7 +74,11 @@ type bench struct {
 	procs      []*proc
 	smallProc  *proc // the server on the small store
 	tlsTargets []*tlsTarget
-	jobs       []job
+	// pgCluster is the PostgreSQL server of the PostgreSQL rows; pgSkipped
+	// says why there are none.
+	pgCluster *pgtest.Cluster
+	pgSkipped string
+	jobs      []job
 
 	loads map[string]*loadResult
 
@@ -131,6 +137,9 @@ func (b *bench) cleanup() {
 	for _, p := range b.procs {
 		p.kill()
 	}
+	if b.pgCluster != nil {
+		b.pgCluster.Stop()
+	}
 	if b.dir != "" {
 		os.RemoveAll(b.dir)
 	}
@@ -168,6 +177,9 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 	if err := b.smallStore(ctx); err != nil {
+		return err
+	}
+	if err := b.postgresStore(ctx); err != nil {
 		return err
 	}
 	if b.cfg.bigPets > 0 {

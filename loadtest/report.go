@@ -179,6 +179,8 @@ func (b *bench) buildReport() *report {
 		rpsVs(orders, echoRPS, "Echo baseline", "", 0),
 		rpsVs(orders, fsyncRPS, "one fsync per write", "", 0))
 
+	b.postgresReport(r)
+
 	bigCaveat := c.bigPets != targetBigPets
 	if c.bigPets > 0 {
 		bf, bd := b.loads[keyBigFirst], b.loads[keyBigDeep]

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // importStore creates a data file holding one category and n pets
@@ -26,7 +27,7 @@ import (
 func (b *bench) importStore(ctx context.Context, path string, n int) (int64, time.Duration, error) {
 	b.progress("importing %s pets into %s with store.ImportPets", humanCount(n), path)
 	t := time.Now()
-	db, err := store.Open(path, store.Options{})
+	db, err := boltstore.Open(path, store.Options{})
 	if err != nil {
 		return 0, 0, err
 	}

@@ -14,6 +14,7 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // TestSeedTLSStore_ServedWithoutCA checks the seeding against the service's
@@ -37,7 +38,7 @@ func TestSeedTLSStore_ServedWithoutCA(t *testing.T) {
 		t.Fatalf("right after seeding: %v", err)
 	}
 
-	db, err := store.Open(path, store.Options{})
+	db, err := boltstore.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 
 	"petstore/domains"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // testCA is the one CA that signs every certificate of the TLS servers; the
@@ -149,7 +150,7 @@ func certMetadata(name string, leaf *x509.Certificate, caURL string, now time.Ti
 // metadata in certmagic's storage in the same file, at the keys where
 // certmagic's ACME issuer for caURL stores and looks for them.
 func seedTLSStore(ctx context.Context, file, adminToken string, ca *testCA, caURL string, names []string) (err error) {
-	db, err := store.Open(file, store.Options{})
+	db, err := boltstore.Open(file, store.Options{})
 	if err != nil {
 		return err
 	}
@@ -208,7 +209,7 @@ func seedTLSStore(ctx context.Context, file, adminToken string, ca *testCA, caUR
 	return ctx.Err()
 }
 
-func seedTLSDomain(ctx context.Context, db *store.DB, storage certmagic.Storage, issuerKey string, ca *testCA, caURL, name string, now time.Time) error {
+func seedTLSDomain(ctx context.Context, db *boltstore.DB, storage certmagic.Storage, issuerKey string, ca *testCA, caURL, name string, now time.Time) error {
 	chainPEM, keyPEM, leaf, err := ca.issue(name, now)
 	if err != nil {
 		return err
@@ -257,7 +258,7 @@ func seedTLSDomain(ctx context.Context, db *store.DB, storage certmagic.Storage,
 // manager records pending or failed as soon as an attempt starts), ACME
 // account data, or certificate files other than the seeded ones.
 func checkTLSStore(ctx context.Context, file, caURL string, names []string) error {
-	db, err := store.Open(file, store.Options{})
+	db, err := boltstore.Open(file, store.Options{})
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,12 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// ErrorWithCause builds an *Error whose cause, a failure the client must not
+// see, goes to the server's log.
+func ErrorWithCause(cause error, code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), cause: cause}
+}
+
 // ErrorCode returns the code of an application error, or EINTERNAL for any
 // other non-nil error (and "" for nil).
 func ErrorCode(err error) string {

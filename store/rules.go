@@ -1,19 +1,114 @@
 package store
 
-// The rules every implementation of the store keeps the same way, exported
-// for the PostgreSQL store (store/postgres).
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"sort"
+	"time"
+)
 
-// Secret prefixes: a leaked secret says what it is.
+// The rules every implementation of the store keeps the same way.
+
+// Secret prefixes: a leaked secret says what it is (secret scanners, logs),
+// and an API key cannot be mistaken for the admin token.
 const (
-	AdminTokenPrefix = adminTokenPrefix
-	APIKeyPrefix     = apiKeyPrefix
+	AdminTokenPrefix = "pat_"
+	APIKeyPrefix     = "psk_"
 )
 
 // NewSecret returns prefix followed by 256 random bits in unpadded base64url.
-func NewSecret(prefix string) (string, error) { return newSecret(prefix) }
+func NewSecret(prefix string) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return prefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// MaxDeploys is how many deploys the project keeps, newest first.
+const MaxDeploys = 20
 
 // DefaultProject is the project of an instance whose settings were never saved.
-func DefaultProject() Project { return defaultProject() }
+func DefaultProject() Project {
+	return Project{Name: "Petstore", Slug: "petstore", Plan: PlanFree, Deploys: []Deploy{}}
+}
 
-// ValidateProject guards what other parts rely on: the plan, the name, the slug.
-func ValidateProject(p *Project) error { return validateProject(p) }
+// ValidateProject guards what other parts rely on: the plan gates custom
+// domains, and the slug becomes a DNS label of the default address.
+func ValidateProject(p *Project) error {
+	switch {
+	case p.Name == "":
+		return Errorf(EINVALID, "name is required")
+	case p.Plan != PlanFree && p.Plan != PlanPro && p.Plan != PlanEnterprise:
+		return Errorf(EINVALID, "plan %q is not one of free, pro, enterprise", p.Plan)
+	case !isDNSLabel(p.Slug):
+		return Errorf(EINVALID, "slug %q is not a DNS label (1 to 63 lowercase letters, digits and inner hyphens)", p.Slug)
+	}
+	return nil
+}
+
+func isDNSLabel(s string) bool {
+	if len(s) < 1 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// DomainCursor is a place in the list of domains, which is ordered by when
+// they were added, then by name: the last domain of a page.
+type DomainCursor struct {
+	AddedAt time.Time
+	Name    string
+}
+
+func (d Domain) cursor() DomainCursor { return DomainCursor{AddedAt: d.AddedAt, Name: d.Name} }
+
+// before reports whether c comes before d in the list.
+func (c DomainCursor) before(d DomainCursor) bool {
+	if !c.AddedAt.Equal(d.AddedAt) {
+		return c.AddedAt.Before(d.AddedAt)
+	}
+	return c.Name < d.Name
+}
+
+// SortDomains puts domains in the order of Admin.Domains: by when they were
+// added, then by name.
+func SortDomains(ds []Domain) {
+	sort.Slice(ds, func(i, j int) bool { return ds[i].cursor().before(ds[j].cursor()) })
+}
+
+// PageOfDomains cuts one page out of all the domains, in the order of
+// Domains: what DomainsPage answers, for every store.
+func PageOfDomains(all []Domain, limit int, after *DomainCursor) ([]Domain, *DomainCursor) {
+	start := 0
+	if after != nil {
+		start = sort.Search(len(all), func(i int) bool { return after.before(all[i].cursor()) })
+	}
+	page := all[start:]
+	if n := (Page{Limit: limit}).Size(); len(page) > n {
+		page = page[:n]
+		next := page[n-1].cursor()
+		return page, &next
+	}
+	return page, nil
+}
+
+// Size is the page size actually used: DefaultPageSize for 0, otherwise
+// Limit clamped to 1..MaxPageSize.
+func (p Page) Size() int {
+	switch {
+	case p.Limit == 0:
+		return DefaultPageSize
+	case p.Limit < 1:
+		return 1
+	case p.Limit > MaxPageSize:
+		return MaxPageSize
+	}
+	return p.Limit
+}

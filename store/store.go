@@ -3,11 +3,12 @@ package store
 import (
 	"context"
 	"io"
+	"time"
 )
 
 // Store is what the handlers and the domains use: the entities and their
 // rules, the admin surface, and the key/value space of certificates. It
-// has two implementations: the bbolt file of one instance (DB), and a
+// has two implementations: the bbolt file of one instance (boltstore), and a
 // PostgreSQL database that several instances share (store/postgres).
 type Store interface {
 	Pets
@@ -99,4 +100,8 @@ type KeyValue interface {
 	Unlock(ctx context.Context, name string) error
 }
 
-var _ Store = (*DB)(nil)
+// Options tunes a store. The zero value is what production uses.
+type Options struct {
+	// Now is the clock for timestamps the store assigns; nil means time.Now.
+	Now func() time.Time
+}

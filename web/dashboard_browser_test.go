@@ -186,7 +186,7 @@ func TestDashboard(t *testing.T) {
 		chromedp.Click(chromedp.ID("tab-domains")),
 		viewLoaded("domains"),
 	)
-	waitText(t, ctx, shop+" .troubleshooting", "Choose Re-verify to trigger a new certificate attempt")
+	waitText(t, ctx, shop+" .troubleshooting", "Choose Re-verify to start a new certificate attempt")
 
 	// A second domain, the primary domain and a redirect to it.
 	www := domainCard("www.example.com")

@@ -88,6 +88,21 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 		}
 	}
 	waitText(t, ctx, card+" .state-help", "becomes Verified again by itself")
+	// The certificate part agrees with the note: not renewed while moved.
+	if cert := waitText(t, ctx, card+" .certificate", "not renewed while the domain is moved"); strings.Contains(cert, "renews by itself") {
+		t.Errorf("a moved domain's certificate reads as renewing by itself:\n%s", cert)
+	}
+	// Expired while moved: a new one comes only with the DNS back.
+	if _, err := ts.db.UpdateDomain(context.Background(), name, func(d *store.Domain) error {
+		d.Certificate.State = store.CertExpired
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "re-verifying", chromedp.Click(chromedp.CSS(card+" button.verify")))
+	if cert := waitText(t, ctx, card+" .certificate", "once its DNS points here again"); strings.Contains(cert, "until it is renewed") {
+		t.Errorf("a moved domain's expired certificate reads as about to be renewed:\n%s", cert)
+	}
 
 	// The DNS back: verified, and the note is gone.
 	ts.dns.SetCNAME(t, name, domaintest.CNAMETarget)

@@ -21,6 +21,7 @@ import (
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // The browser tests drive the real server: handlers.New with the embedded
@@ -39,7 +40,7 @@ func readSpec(t *testing.T) []byte {
 
 type testServer struct {
 	url string
-	db  *store.DB
+	db  *boltstore.DB
 	dns *domaintest.DNS // nil unless asked for
 	// ahead moves the domain manager's clock forward (nanoseconds), for
 	// what happens only after a while.
@@ -61,7 +62,7 @@ type serverOptions struct {
 
 func newServer(t *testing.T, opt serverOptions) *testServer {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -295,7 +295,7 @@ func domains(ctx context.Context, q querier, lock bool) ([]store.Domain, error) 
 		}
 		return decodeDomain(name, data)
 	})
-	slices.SortStableFunc(out, func(a, b store.Domain) int { return a.AddedAt.Compare(b.AddedAt) })
+	store.SortDomains(out)
 	return out, err
 }
 

@@ -123,7 +123,17 @@ func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]sto
 func scanOrder(r pgx.Rows) (store.Order, error) {
 	var o store.Order
 	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
-	return o, err
+	return inUTC(o), err
+}
+
+// inUTC gives the order's ship date in UTC, as the store's other times are:
+// pgx reads a TIMESTAMPTZ in the local zone.
+func inUTC(o store.Order) store.Order {
+	if o.ShipDate != nil {
+		d := o.ShipDate.UTC()
+		o.ShipDate = &d
+	}
+	return o
 }
 
 func orderNotFound(id int64) *store.Error {
@@ -176,7 +186,7 @@ func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 	var o store.Order
 	err := db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id = $1`, id).
 		Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
-	return o, notFound(err, orderNotFound(id))
+	return inUTC(o), notFound(err, orderNotFound(id))
 }
 
 // UpdateOrder changes an order's ship date or completion.
@@ -185,7 +195,7 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (s
 	err := db.pool.QueryRow(ctx, `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete)
 		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete`, id, u.ShipDate, u.Complete).
 		Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
-	return o, notFound(err, orderNotFound(id))
+	return inUTC(o), notFound(err, orderNotFound(id))
 }
 
 // CancelOrder removes an incomplete order and returns its stock.

@@ -156,19 +156,26 @@ func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int
 	return pageOf(ctx, db.pool, f.Page, petID, scanPet, cols+order)
 }
 
-// ImportPets adds n pets in one category, each with an inventory entry (a
-// bulk load for benchmarks and tests).
+// ImportPets adds n pets of the given status (empty means available) in one
+// category, named "pet 1" to "pet n" in creation order, each with an
+// inventory entry of quantity 0 (a bulk load for benchmarks and tests).
 func (db *DB) ImportPets(ctx context.Context, categoryID int64, n int, status store.PetStatus) error {
+	in, err := normalizePet(store.Pet{CategoryID: categoryID, Status: status})
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return store.Errorf(store.EINVALID, "cannot import %d pets", n)
+	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		if err := lockCategory(ctx, tx, categoryID); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO pets (name, category_id, status)
-			SELECT 'pet ' || g, $1, $2 FROM generate_series(1, $3) AS g`, categoryID, status, n); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO inventory (pet_id, quantity, status)
-			SELECT id, 0, status FROM pets p WHERE NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = p.id)`)
+		_, err := tx.Exec(ctx, `WITH created AS (
+				INSERT INTO pets (name, category_id, status)
+				SELECT 'pet ' || g, $1, $2 FROM generate_series(1, $3) AS g ORDER BY g
+				RETURNING id, status)
+			INSERT INTO inventory (pet_id, quantity, status) SELECT id, 0, status FROM created`, categoryID, in.Status, n)
 		return err
 	})
 }

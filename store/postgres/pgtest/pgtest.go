@@ -2,7 +2,8 @@
 // postgresql binaries, initdb into a temporary folder, a server on a free
 // loopback port, and a fresh database for each test. Nothing outside the
 // folder is touched, and the server stops when the test binary ends
-// (Stop, from TestMain).
+// (Stop, from TestMain). The load benchmark starts a durable one with
+// Start.
 package pgtest
 
 import (
@@ -26,14 +27,22 @@ import (
 // InstallHint says how to get the binaries.
 const InstallHint = "install PostgreSQL's server (apt-get install -y postgresql); the tests look for initdb and pg_ctl in /usr/lib/postgresql/*/bin or on PATH"
 
-var cluster struct {
+// ErrNotInstalled is Start's error when PostgreSQL's binaries are missing.
+var ErrNotInstalled = errors.New("PostgreSQL is not installed: " + InstallHint)
+
+// Cluster is a private PostgreSQL server in a temporary folder.
+type Cluster struct {
+	dir  string // the temporary folder: data and socket
+	bin  string // where initdb and pg_ctl are
+	port int
+	dbs  atomic.Int64
+}
+
+// shared is the cluster of the tests, started by the first URL.
+var shared struct {
 	once    sync.Once
-	dir     string // the temporary folder: data and socket
-	bin     string // where initdb and pg_ctl are
-	port    int
+	cluster *Cluster
 	err     error
-	missing bool
-	dbs     atomic.Int64
 }
 
 // URL returns the URL of a new, empty database on the shared private
@@ -42,52 +51,56 @@ var cluster struct {
 // where CI is set (CI installs them).
 func URL(tb testing.TB) string {
 	tb.Helper()
-	cluster.once.Do(start)
-	if cluster.missing {
+	// Tests trade durability for speed: nothing they write must survive a
+	// crash of the machine.
+	shared.once.Do(func() { shared.cluster, shared.err = Start(false) })
+	if errors.Is(shared.err, ErrNotInstalled) {
 		if os.Getenv("CI") != "" {
 			tb.Fatalf("PostgreSQL is not installed, so the PostgreSQL tests cannot run: %s", InstallHint)
 		}
 		tb.Skipf("PostgreSQL is not installed: %s", InstallHint)
 	}
-	if cluster.err != nil {
-		tb.Fatalf("starting a private PostgreSQL cluster: %v", cluster.err)
+	if shared.err != nil {
+		tb.Fatalf("starting a private PostgreSQL cluster: %v", shared.err)
 	}
-	name := fmt.Sprintf("t%d_%d", os.Getpid(), cluster.dbs.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL("postgres"))
+	url, err := shared.cluster.NewDatabase(context.Background())
 	if err != nil {
-		tb.Fatalf("connecting to the private cluster: %v", err)
+		tb.Fatal(err)
+	}
+	return url
+}
+
+// Stop stops the shared cluster of the tests, if one was started.
+func Stop() {
+	if shared.cluster != nil {
+		shared.cluster.Stop()
+	}
+}
+
+// NewDatabase creates a new, empty database on the cluster and returns its URL.
+func (c *Cluster) NewDatabase(ctx context.Context) (string, error) {
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), c.dbs.Add(1))
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.url("postgres"))
+	if err != nil {
+		return "", fmt.Errorf("connecting to the private cluster: %w", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		tb.Fatalf("creating database %s: %v", name, err)
+		return "", fmt.Errorf("creating database %s: %w", name, err)
 	}
-	return dbURL(name)
+	return c.url(name), nil
 }
 
-func dbURL(name string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", cluster.port, name)
+func (c *Cluster) url(name string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, name)
 }
 
-// Stop stops the cluster, if one was started, and removes its folder.
-func Stop() {
-	if cluster.dir == "" {
-		return
-	}
-	if cluster.err == nil {
-		_ = runAsPostgres(filepath.Join(cluster.bin, "pg_ctl"), "-D", filepath.Join(cluster.dir, "data"), "-m", "immediate", "-w", "stop")
-	}
-	_ = os.RemoveAll(cluster.dir)
-}
-
-func start() {
-	cluster.bin = findBin()
-	if cluster.bin == "" {
-		cluster.missing = true
-		return
-	}
-	cluster.err = startCluster()
+// Stop stops the server and removes its folder.
+func (c *Cluster) Stop() {
+	_ = runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop")
+	_ = os.RemoveAll(c.dir)
 }
 
 func findBin() string {
@@ -103,31 +116,50 @@ func findBin() string {
 	return filepath.Dir(matches[len(matches)-1])
 }
 
-func startCluster() error {
+// Start starts a private cluster on a free loopback port. A durable one
+// keeps PostgreSQL's defaults (fsync, synchronous commits, full page
+// writes), as a benchmark of durable writes needs; otherwise they are off.
+func Start(durable bool) (*Cluster, error) {
+	c := &Cluster{bin: findBin()}
+	if c.bin == "" {
+		return nil, ErrNotInstalled
+	}
 	dir, err := os.MkdirTemp("", "petstore-pg-")
 	if err != nil {
+		return nil, err
+	}
+	c.dir = dir
+	if err := c.start(durable); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(durable bool) error {
+	if err := giveToPostgres(c.dir); err != nil {
 		return err
 	}
-	cluster.dir = dir
-	if err := giveToPostgres(dir); err != nil {
-		return err
-	}
-	data := filepath.Join(dir, "data")
-	if err := runAsPostgres(filepath.Join(cluster.bin, "initdb"), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D", data); err != nil {
+	data := filepath.Join(c.dir, "data")
+	if err := runAsPostgres(filepath.Join(c.bin, "initdb"), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D", data); err != nil {
 		return fmt.Errorf("initdb: %w", err)
 	}
+	speed := " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	if durable {
+		speed = ""
+	}
 	// A taken port fails the start; try a few.
+	var err error
 	for range 5 {
-		if cluster.port, err = freePort(); err != nil {
+		if c.port, err = freePort(); err != nil {
 			return err
 		}
-		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
-			cluster.port, dir)
-		if err = runAsPostgres(filepath.Join(cluster.bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err == nil {
+		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300%s", c.port, c.dir, speed)
+		if err = runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start"); err == nil {
 			return nil
 		}
 	}
-	log, _ := os.ReadFile(filepath.Join(dir, "log"))
+	log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
 	return fmt.Errorf("pg_ctl start: %w\n%s", err, log)
 }
 
@@ -168,3 +200,6 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// Installed reports whether PostgreSQL's binaries are there.
+func Installed() bool { return findBin() != "" }

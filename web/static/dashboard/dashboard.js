@@ -665,7 +665,7 @@
     // warning, like a finding that does not keep the domain from verifying.
     const warn = f.warning || f.code === 'dns_error';
     return el('li', { className: `finding finding-${f.code}${warn ? ' warning' : ''}` },
-      el('p', { className: 'finding-title', textContent: (f.warning ? 'Warning: ' : '') + (FINDING_TITLES[f.code] || 'Problem found') }),
+      el('p', { className: 'finding-title', textContent: (warn ? 'Warning: ' : '') + (FINDING_TITLES[f.code] || 'Problem found') }),
       el('p', { className: 'finding-message', textContent: f.message }),
       f.found && f.found.length ? el('p', { className: 'found' }, 'Found: ', f.found.flatMap((x, i) => (i ? [', ', code(x)] : [code(x)]))) : null,
       f.expected ? el('p', { className: 'found' }, 'Expected: ', code(f.expected)) : null,
@@ -677,17 +677,25 @@
 
   function certificateSection(d) {
     const c = d.certificate || { state: 'none' };
+    // A moved domain's certificate is served but not renewed, and it gets a
+    // new one only once its DNS points here again.
+    const moved = d.state === 'moved';
     let text;
     switch (c.state) {
       case 'issued':
-        text = [`Issued${c.issuer ? ` by ${c.issuer}` : ''}`, c.notAfter ? [', valid until ', timeEl(c.notAfter)] : '', '. It renews by itself',
-          c.renewalDueAt ? [' from ', timeEl(c.renewalDueAt)] : '', ', no visitor needed.'];
+        text = [`Issued${c.issuer ? ` by ${c.issuer}` : ''}`, c.notAfter ? [', valid until ', timeEl(c.notAfter)] : '',
+          moved
+            ? '. It is not renewed while the domain is moved.'
+            : ['. It renews by itself', c.renewalDueAt ? [' from ', timeEl(c.renewalDueAt)] : '', ', no visitor needed.']];
         break;
       case 'renewing':
         text = ['Being renewed in the background; the current certificate stays in use', c.notAfter ? [' until ', timeEl(c.notAfter)] : '', '.'];
         break;
       case 'expired':
-        text = ['Expired', c.notAfter ? [' at ', timeEl(c.notAfter)] : '', '. Visitors see a warning until it is renewed.'];
+        text = ['Expired', c.notAfter ? [' at ', timeEl(c.notAfter)] : '',
+          moved
+            ? '. It is not renewed while the domain is moved; a new one is requested by itself once its DNS points here again.'
+            : '. Visitors see a warning until it is renewed.'];
         break;
       case 'pending':
         text = ['Being requested from the certificate authority. This page updates by itself.'];
@@ -696,7 +704,8 @@
         text = [`The last attempt failed${c.error ? `: ${sentence(c.error)}` : '.'}`];
         break;
       default:
-        text = [d.state === 'verified' ? 'Not requested yet. Re-verify to request one.' : 'Requested once the domain verifies.'];
+        text = [d.state === 'verified' ? 'Not requested yet. Re-verify to request one.'
+          : moved ? 'None. One is requested by itself once its DNS points here again.' : 'Requested once the domain verifies.'];
     }
     const details = [];
     if (c.serial) details.push(el('li', {}, 'Serial ', code(c.serial), c.issuerCA ? [' from ', code(c.issuerCA)] : []));
@@ -709,7 +718,7 @@
     }
     return el('section', { className: 'certificate', 'aria-label': `Certificate of ${d.name}` },
       el('h4', {}, 'Certificate ', el('span', { className: `pill pill-cert-${c.state}`, textContent: c.state })),
-      el('p', {}, ...text.flat()),
+      el('p', {}, ...text.flat(2)),
       details.length ? el('ul', { className: 'certificate-details' }, ...details) : null,
     );
   }

@@ -1,0 +1,148 @@
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// A storage failure in a group fails that write alone: the others run again
+// each in its own transaction and get their own outcome, application errors
+// included, through the pooled requests.
+func TestGroupStorageFailureRetriesEachWriteAlone(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	put := func(key string) func(*bolt.Tx) error {
+		return func(tx *bolt.Tx) error { return tx.Bucket(bktMeta).Put([]byte(key), []byte("v")) }
+	}
+
+	// Hold the committer in a first write so that the next ones queue up
+	// and are committed as one group.
+	gate, held := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- db.write(ctx, func(tx *bolt.Tx) error {
+			select {
+			case <-gate:
+			default:
+				close(held)
+				<-gate
+			}
+			return put("test-first")(tx)
+		})
+	}()
+	<-held
+
+	broken := errors.New("disk on fire")
+	appErr := store.Errorf(store.ECONFLICT, "no")
+	writes := []struct {
+		fn   func(*bolt.Tx) error
+		want error
+	}{
+		{put("test-b"), nil},
+		{func(*bolt.Tx) error { return broken }, broken},
+		{func(*bolt.Tx) error { return appErr }, appErr},
+		{put("test-e"), nil},
+	}
+	results := make([]chan error, len(writes))
+	for i, w := range writes {
+		results[i] = make(chan error, 1)
+		go func() { results[i] <- db.write(ctx, w.fn) }()
+		for len(db.queue) < i+1 { // queued in this order
+			time.Sleep(time.Millisecond)
+		}
+	}
+	commits0, grouped0 := db.commits.Load(), db.grouped.Load()
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range writes {
+		if err := <-results[i]; err != w.want {
+			t.Errorf("write %d: %v, want %v", i, err, w.want)
+		}
+	}
+	// The held write's commit, then one for the rest.
+	if c, g := db.commits.Load()-commits0, db.grouped.Load()-grouped0; c != 2 || g != 1+int64(len(writes)) {
+		t.Errorf("%d group commits of %d writes; want 2 of 1+%d", c, g, len(writes))
+	}
+	db.bolt.View(func(tx *bolt.Tx) error {
+		for _, k := range []string{"test-first", "test-b", "test-e"} {
+			if tx.Bucket(bktMeta).Get([]byte(k)) == nil {
+				t.Errorf("%s not written", k)
+			}
+		}
+		return nil
+	})
+}
+
+// A panic inside a write, the committer's goroutine, fails that write with an
+// error instead of ending the process; the writes grouped with it commit,
+// the store is degraded until a write commits again.
+func TestGroupPanicFailsThatWriteAlone(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+
+	// Hold the committer so that the panicking write and a good one are
+	// committed as one group.
+	gate, held := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- db.write(ctx, func(tx *bolt.Tx) error {
+			select {
+			case <-gate:
+			default:
+				close(held)
+				<-gate
+			}
+			return tx.Bucket(bktMeta).Put([]byte("test-first"), []byte("v"))
+		})
+	}()
+	<-held
+	panicked, good := make(chan error, 1), make(chan error, 1)
+	go func() {
+		panicked <- db.write(ctx, func(*bolt.Tx) error { panic("a bug in a write") })
+	}()
+	for len(db.queue) < 1 { // queued first, behind the held commit
+		time.Sleep(time.Millisecond)
+	}
+	go func() {
+		good <- db.write(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bktMeta).Put([]byte("test-good"), []byte("v")) })
+	}()
+	for len(db.queue) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+
+	if err := <-first; err != nil {
+		t.Fatalf("the write before the group: %v", err)
+	}
+	err = <-panicked
+	if err == nil || !strings.Contains(err.Error(), "a bug in a write") || store.ErrorCode(err) != store.EINTERNAL {
+		t.Fatalf("the panicking write: %v, want an internal error that names the panic", err)
+	}
+	if err := <-good; err != nil {
+		t.Fatalf("the write grouped with the panicking one: %v", err)
+	}
+	if err := db.Degraded(); err != nil {
+		t.Fatalf("the store is degraded after a good write: %v", err)
+	}
+	if err := db.write(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bktMeta).Put([]byte("test-after"), []byte("v")) }); err != nil {
+		t.Fatalf("a write after the panic: %v", err)
+	}
+}

@@ -1,0 +1,243 @@
+package boltstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// Domains are keyed by their normalised name; settings live in the meta
+// bucket. Both are few (a project has a handful of domains, a platform at
+// most thousands), so lists load them whole.
+var (
+	bktDomains   = []byte("domains")
+	metaSettings = []byte("settings")
+)
+
+func init() { allBuckets = append(allBuckets, bktDomains) }
+
+// AddDomain stores a new domain. EDOMAINEXISTS when the name is attached.
+func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
+	if d.AddedAt.IsZero() {
+		d.AddedAt = db.timestamp()
+	}
+	var exists bool
+	err := db.write(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bktDomains)
+		if exists = b.Get([]byte(d.Name)) != nil; exists {
+			return nil
+		}
+		return putDomain(b, d)
+	})
+	if err == nil && exists {
+		return store.Errorf(store.EDOMAINEXISTS, "%s is attached already", d.Name)
+	}
+	return err
+}
+
+// Domain returns one domain by its normalised name.
+func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
+	var d store.Domain
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		d, err = getDomain(tx.Bucket(bktDomains), name)
+		return err
+	})
+	return d, err
+}
+
+// Domains returns every attached domain, oldest first (by name among those
+// added in the same second).
+func (db *DB) Domains(ctx context.Context) ([]store.Domain, error) {
+	out := []store.Domain{}
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {
+			var d store.Domain
+			if err := json.Unmarshal(v, &d); err != nil {
+				return corrupt(fmt.Errorf("domain %s: %w", k, err))
+			}
+			out = append(out, d)
+			return nil
+		})
+	})
+	store.SortDomains(out)
+	return out, err
+}
+
+// DomainsPage returns at most limit domains (1..MaxPageSize, 0 for
+// DefaultPageSize) that come after the cursor (nil for the first page), in
+// the order of Domains, and the cursor of the next page (nil on the last).
+// Domains are few, so it reads them all; a cursor stays valid when its
+// domain is removed.
+func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error) {
+	all, err := db.Domains(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	page, next := store.PageOfDomains(all, limit, after)
+	return page, next, nil
+}
+
+// UpdateDomain applies fn to a domain and saves it in one transaction. fn may
+// run more than once, each time on a fresh copy; its error is returned as
+// it is and nothing is saved. ENOTFOUND when the domain is not attached
+// (it may have been removed meanwhile).
+func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Domain) error) (store.Domain, error) {
+	var d store.Domain
+	var fnErr error
+	err := db.write(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bktDomains)
+		var err error
+		if d, fnErr = getDomain(b, name); fnErr != nil {
+			if store.ErrorCode(fnErr) == store.EINTERNAL {
+				return fnErr
+			}
+			return nil
+		}
+		if fnErr = fn(&d); fnErr != nil {
+			return nil
+		}
+		d.Name = name
+		err = putDomain(b, &d)
+		return err
+	})
+	if err == nil {
+		err = fnErr
+	}
+	if err != nil {
+		return store.Domain{}, err
+	}
+	return d, nil
+}
+
+// RemoveDomain detaches a domain and, in the same transaction, drops the
+// redirects from or to it and clears it as primary: settings never name a
+// domain that is gone.
+func (db *DB) RemoveDomain(ctx context.Context, name string) error {
+	var missing bool
+	err := db.write(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bktDomains)
+		if missing = b.Get([]byte(name)) == nil; missing {
+			return nil
+		}
+		if err := b.Delete([]byte(name)); err != nil {
+			return err
+		}
+		s, err := getSettings(tx)
+		if err != nil {
+			return err
+		}
+		kept := s.Domains.Redirects[:0]
+		for _, r := range s.Domains.Redirects {
+			if r.From != name && r.To != name {
+				kept = append(kept, r)
+			}
+		}
+		s.Domains.Redirects = kept
+		if s.Domains.Primary == name {
+			s.Domains.Primary = ""
+		}
+		return putSettings(tx, &s)
+	})
+	if err == nil && missing {
+		return store.Errorf(store.ENOTFOUND, "domain %s is not attached", name)
+	}
+	return err
+}
+
+// Settings returns the project's settings (empty when never saved).
+func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
+	var s store.Settings
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		s, err = getSettings(tx)
+		return err
+	})
+	return s, err
+}
+
+// UpdateSettings applies fn to the settings and saves them in one
+// transaction, so that checks fn makes against the attached domains hold
+// when the settings are saved. fn may run more than once; its error is
+// returned as it is and nothing is saved.
+func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, attached map[string]store.Domain) error) (store.Settings, error) {
+	var s store.Settings
+	var fnErr error
+	err := db.write(ctx, func(tx *bolt.Tx) error {
+		var err error
+		if s, err = getSettings(tx); err != nil {
+			return err
+		}
+		attached := map[string]store.Domain{}
+		err = tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {
+			var d store.Domain
+			if err := json.Unmarshal(v, &d); err != nil {
+				return corrupt(fmt.Errorf("domain %s: %w", k, err))
+			}
+			attached[d.Name] = d
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if fnErr = fn(&s, attached); fnErr != nil {
+			return nil
+		}
+		return putSettings(tx, &s)
+	})
+	if err == nil {
+		err = fnErr
+	}
+	if err != nil {
+		return store.Settings{}, err
+	}
+	return s, nil
+}
+
+func getDomain(b *bolt.Bucket, name string) (store.Domain, error) {
+	data := b.Get([]byte(name))
+	if data == nil {
+		return store.Domain{}, store.Errorf(store.ENOTFOUND, "domain %s is not attached", name)
+	}
+	var d store.Domain
+	if err := json.Unmarshal(data, &d); err != nil {
+		return store.Domain{}, corrupt(fmt.Errorf("domain %s: %w", name, err))
+	}
+	return d, nil
+}
+
+func putDomain(b *bolt.Bucket, d *store.Domain) error {
+	if d.Records == nil {
+		d.Records = []store.DNSRecord{}
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(d.Name), data)
+}
+
+func getSettings(tx *bolt.Tx) (store.Settings, error) {
+	var s store.Settings
+	if data := tx.Bucket(bktMeta).Get(metaSettings); data != nil {
+		if err := json.Unmarshal(data, &s); err != nil {
+			return store.Settings{}, corrupt(fmt.Errorf("settings: %w", err))
+		}
+	}
+	if s.Domains.Redirects == nil {
+		s.Domains.Redirects = []store.Redirect{}
+	}
+	return s, nil
+}
+
+func putSettings(tx *bolt.Tx, s *store.Settings) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bktMeta).Put(metaSettings, data)
+}

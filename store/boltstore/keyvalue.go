@@ -1,0 +1,216 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// The key/value space of certificates, their keys and the ACME account
+// (domains adapts it to certmagic's Storage). Values are stored under
+// their key as an 8-byte modification time (Unix nanoseconds) followed by
+// the bytes.
+
+// certLockLease is how long a lock record is said to be valid. The records are
+// for whoever inspects the file; exclusion comes from the in-process lock,
+// since bbolt's file lock lets a single process own the file.
+const certLockLease = time.Hour
+
+func kvMissing(key string) *store.Error {
+	return store.Errorf(store.ENOTFOUND, "key %q does not exist", key)
+}
+
+// KVPut stores value at key.
+func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
+	rec := make([]byte, 8+len(value))
+	binary.BigEndian.PutUint64(rec, uint64(db.now().UnixNano()))
+	copy(rec[8:], value)
+	return db.write(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bktCerts).Put([]byte(key), rec)
+	})
+}
+
+// KVGet returns the value at key.
+func (db *DB) KVGet(ctx context.Context, key string) ([]byte, error) {
+	var value []byte
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		rec := tx.Bucket(bktCerts).Get([]byte(key))
+		if len(rec) < 8 {
+			return kvMissing(key)
+		}
+		value = bytes.Clone(rec[8:]) // bbolt's bytes die with the transaction
+		return nil
+	})
+	return value, err
+}
+
+// KVStat returns the size and modification time of the value at key.
+func (db *DB) KVStat(ctx context.Context, key string) (store.KVInfo, error) {
+	var info store.KVInfo
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		rec := tx.Bucket(bktCerts).Get([]byte(key))
+		if len(rec) < 8 {
+			return kvMissing(key)
+		}
+		info = store.KVInfo{Key: key, Size: int64(len(rec) - 8), Modified: time.Unix(0, int64(binary.BigEndian.Uint64(rec)))}
+		return nil
+	})
+	return info, err
+}
+
+// KVDelete deletes key and every key under key + "/".
+func (db *DB) KVDelete(ctx context.Context, key string) error {
+	return db.write(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bktCerts)
+		var doomed [][]byte
+		if key != "" && b.Get([]byte(key)) != nil {
+			doomed = append(doomed, []byte(key))
+		}
+		prefix := dirPrefix(key)
+		c := b.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			doomed = append(doomed, bytes.Clone(k))
+		}
+		for _, k := range doomed {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// KVKeys returns the keys under prefix + "/" (every key for ""), sorted.
+func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
+	keys := []string{}
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		dir := dirPrefix(prefix)
+		c := tx.Bucket(bktCerts).Cursor()
+		for k, _ := c.Seek(dir); k != nil && bytes.HasPrefix(k, dir); k, _ = c.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			keys = append(keys, string(k))
+		}
+		return nil
+	})
+	return keys, err
+}
+
+func dirPrefix(key string) []byte {
+	if key == "" {
+		return nil
+	}
+	return []byte(key + "/")
+}
+
+// Lock waits for the named lock until ctx ends.
+func (db *DB) Lock(ctx context.Context, name string) error {
+	for {
+		ok, wait := db.tryLock(name)
+		if ok {
+			break
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := db.putLockRecord(ctx, name); err != nil {
+		db.unlock(name)
+		return err
+	}
+	return nil
+}
+
+// TryLock takes the named lock if it is free.
+func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if ok, _ := db.tryLock(name); !ok {
+		return false, nil
+	}
+	if err := db.putLockRecord(ctx, name); err != nil {
+		db.unlock(name)
+		return false, err
+	}
+	return true, nil
+}
+
+// Unlock releases a lock this process holds.
+func (db *DB) Unlock(ctx context.Context, name string) error {
+	if !db.holdsLock(name) {
+		return store.Errorf(store.ECONFLICT, "lock %q is not held", name)
+	}
+	err := db.write(context.WithoutCancel(ctx), func(tx *bolt.Tx) error {
+		return tx.Bucket(bktCertLocks).Delete([]byte(name))
+	})
+	db.unlock(name)
+	return err
+}
+
+// lockRecord is what the file says of a held lock.
+type lockRecord struct {
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires"`
+}
+
+func (db *DB) putLockRecord(ctx context.Context, name string) error {
+	now := db.now()
+	rec, err := json.Marshal(lockRecord{Created: now, Expires: now.Add(certLockLease)})
+	if err != nil {
+		return err
+	}
+	return db.write(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bktCertLocks).Put([]byte(name), rec)
+	})
+}
+
+// tryLock takes the in-process lock, or returns a channel closed when its
+// holder releases it.
+func (db *DB) tryLock(name string) (bool, <-chan struct{}) {
+	db.locksMu.Lock()
+	defer db.locksMu.Unlock()
+	if wait, held := db.locks[name]; held {
+		return false, wait
+	}
+	db.locks[name] = make(chan struct{})
+	return true, nil
+}
+
+func (db *DB) holdsLock(name string) bool {
+	db.locksMu.Lock()
+	defer db.locksMu.Unlock()
+	_, held := db.locks[name]
+	return held
+}
+
+func (db *DB) unlock(name string) {
+	db.locksMu.Lock()
+	defer db.locksMu.Unlock()
+	if wait, held := db.locks[name]; held {
+		close(wait)
+		delete(db.locks, name)
+	}
+}
+
+// clearCertLocks drops lock records left by a process that died holding
+// them: with the file lock held, no other process can hold one.
+func clearCertLocks(tx *bolt.Tx) error {
+	if k, _ := tx.Bucket(bktCertLocks).Cursor().First(); k == nil {
+		return nil
+	}
+	if err := tx.DeleteBucket(bktCertLocks); err != nil {
+		return err
+	}
+	_, err := tx.CreateBucket(bktCertLocks)
+	return err
+}

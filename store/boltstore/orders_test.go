@@ -1,0 +1,240 @@
+package boltstore_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"petstore/store"
+)
+
+func TestPlaceOrder(t *testing.T) {
+	db := MustOpenDB(t)
+	c := mustCategory(t, db, "dogs")
+	p := mustPet(t, db, "Rex", c.ID, "")
+	mustStock(t, db, p.ID, 3)
+
+	ship := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	o := store.Order{ID: 77, PetID: p.ID, ShipDate: &ship}
+	if err := db.PlaceOrder(ctx, &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.ID != 1 || o.Quantity != 1 || o.Complete {
+		t.Fatalf("placed %+v: want id 1 (client id ignored), quantity defaulted to 1", o)
+	}
+	got, err := db.Order(ctx, o.ID)
+	if err != nil || got.ID != o.ID || got.PetID != p.ID || got.Quantity != 1 || got.ShipDate == nil || !got.ShipDate.Equal(ship) {
+		t.Fatalf("Order: %+v, %v; want %+v", got, err, o)
+	}
+	if it, _ := db.InventoryItem(ctx, p.ID); it.Quantity != 2 {
+		t.Fatalf("stock %d after ordering 1 of 3", it.Quantity)
+	}
+	_, err = db.Order(ctx, 5)
+	assertError(t, err, store.ENOTFOUND, "order 5 not found")
+}
+
+func TestPlaceOrder_Errors(t *testing.T) {
+	db := MustOpenDB(t)
+	c := mustCategory(t, db, "dogs")
+	p := mustPet(t, db, "Rex", c.ID, "")
+	sold := mustPet(t, db, "Old", c.ID, store.StatusSold)
+	mustStock(t, db, p.ID, 3)
+	mustStock(t, db, sold.ID, 3)
+
+	for _, tc := range []struct {
+		order     store.Order
+		code, msg string
+	}{
+		{store.Order{Quantity: 1}, store.EINVALID, "petId is required"},
+		{store.Order{PetID: -1}, store.EINVALID, "petId is required"},
+		{store.Order{PetID: p.ID, Quantity: -1}, store.EINVALID, "quantity must be between 1 and 10000, got -1"},
+		{store.Order{PetID: p.ID, Quantity: 10001}, store.EINVALID, "quantity must be between 1 and 10000, got 10001"},
+		{store.Order{PetID: 9}, store.EUNPROCESSABLE, "pet 9 does not exist"},
+		{store.Order{PetID: sold.ID}, store.ECONFLICT, fmt.Sprintf("pet %d is sold", sold.ID)},
+		{store.Order{PetID: p.ID, Quantity: 5}, store.EINSUFFICIENTSTOCK, fmt.Sprintf("pet %d has 3 in stock, the order asks for 5", p.ID)},
+	} {
+		o := tc.order
+		assertError(t, db.PlaceOrder(ctx, &o), tc.code, tc.msg)
+		if o != tc.order {
+			t.Fatalf("a failed PlaceOrder changed its argument: %+v", o)
+		}
+	}
+	if it, _ := db.InventoryItem(ctx, p.ID); it.Quantity != 3 {
+		t.Fatalf("stock %d after failed orders, want 3", it.Quantity)
+	}
+	if orders, _, err := db.ListOrders(ctx, store.OrderFilter{}); err != nil || len(orders) != 0 {
+		t.Fatalf("orders after failed placements: %+v, %v", orders, err)
+	}
+	// The whole stock can be ordered at once.
+	if err := db.PlaceOrder(ctx, &store.Order{PetID: p.ID, Quantity: 3}); err != nil {
+		t.Fatal(err)
+	}
+	assertError(t, db.PlaceOrder(ctx, &store.Order{PetID: p.ID}), store.EINSUFFICIENTSTOCK,
+		fmt.Sprintf("pet %d has 0 in stock, the order asks for 1", p.ID))
+}
+
+func TestCancelOrder(t *testing.T) {
+	db := MustOpenDB(t)
+	c := mustCategory(t, db, "dogs")
+	p := mustPet(t, db, "Rex", c.ID, "")
+	mustStock(t, db, p.ID, 10)
+
+	o := store.Order{PetID: p.ID, Quantity: 4}
+	if err := db.PlaceOrder(ctx, &o); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CancelOrder(ctx, o.ID); err != nil {
+		t.Fatal(err)
+	}
+	if it, _ := db.InventoryItem(ctx, p.ID); it.Quantity != 10 {
+		t.Fatalf("stock %d after cancelling, want 10 back", it.Quantity)
+	}
+	_, err := db.Order(ctx, o.ID)
+	assertError(t, err, store.ENOTFOUND, fmt.Sprintf("order %d not found", o.ID))
+	assertError(t, db.CancelOrder(ctx, o.ID), store.ENOTFOUND, fmt.Sprintf("order %d not found", o.ID))
+
+	// A complete order stays, and so does the stock.
+	done := store.Order{PetID: p.ID, Quantity: 2, Complete: true}
+	if err := db.PlaceOrder(ctx, &done); err != nil {
+		t.Fatal(err)
+	}
+	assertError(t, db.CancelOrder(ctx, done.ID), store.ECONFLICT, fmt.Sprintf("order %d is complete and cannot be cancelled", done.ID))
+	if it, _ := db.InventoryItem(ctx, p.ID); it.Quantity != 8 {
+		t.Fatalf("stock %d after refusing to cancel, want 8", it.Quantity)
+	}
+
+	// Stock given back never passes MaxStock.
+	big := store.Order{PetID: p.ID, Quantity: 5}
+	if err := db.PlaceOrder(ctx, &big); err != nil {
+		t.Fatal(err)
+	}
+	mustStock(t, db, p.ID, store.MaxStock-1)
+	if err := db.CancelOrder(ctx, big.ID); err != nil {
+		t.Fatal(err)
+	}
+	if it, _ := db.InventoryItem(ctx, p.ID); it.Quantity != store.MaxStock {
+		t.Fatalf("stock %d, want it capped at %d", it.Quantity, store.MaxStock)
+	}
+
+	// The order of a deleted pet can still be cancelled.
+	o2 := store.Order{PetID: p.ID}
+	if err := db.PlaceOrder(ctx, &o2); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeletePet(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Order(ctx, o2.ID); err != nil {
+		t.Fatalf("an order must outlive its pet: %v", err)
+	}
+	if err := db.CancelOrder(ctx, o2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if orders, _, _ := db.ListOrders(ctx, store.OrderFilter{PetID: p.ID}); len(orders) != 1 || orders[0].ID != done.ID {
+		t.Fatalf("orders of the deleted pet: %+v; want only the complete one", orders)
+	}
+}
+
+func TestUpdateOrder(t *testing.T) {
+	db := MustOpenDB(t)
+	c := mustCategory(t, db, "dogs")
+	p := mustPet(t, db, "Rex", c.ID, "")
+	mustStock(t, db, p.ID, 10)
+	o := store.Order{PetID: p.ID, Quantity: 2}
+	if err := db.PlaceOrder(ctx, &o); err != nil {
+		t.Fatal(err)
+	}
+	ship := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	yes := true
+	got, err := db.UpdateOrder(ctx, o.ID, store.OrderUpdate{ShipDate: &ship})
+	if err != nil || got.ShipDate == nil || !got.ShipDate.Equal(ship) || got.Complete || got.Quantity != 2 || got.PetID != p.ID {
+		t.Fatalf("ship date update: %+v, %v", got, err)
+	}
+	got, err = db.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: &yes})
+	if err != nil || !got.Complete || got.ShipDate == nil || !got.ShipDate.Equal(ship) {
+		t.Fatalf("complete update: %+v, %v", got, err)
+	}
+	stored, err := db.Order(ctx, o.ID)
+	if err != nil || !stored.Complete || !stored.ShipDate.Equal(ship) {
+		t.Fatalf("stored after updates: %+v, %v", stored, err)
+	}
+	_, err = db.UpdateOrder(ctx, 99, store.OrderUpdate{Complete: &yes})
+	assertError(t, err, store.ENOTFOUND, "order 99 not found")
+}
+
+func TestListOrders_FiltersAndPagination(t *testing.T) {
+	db := MustOpenDB(t)
+	c := mustCategory(t, db, "dogs")
+	pets := []store.Pet{mustPet(t, db, "a", c.ID, ""), mustPet(t, db, "b", c.ID, ""), mustPet(t, db, "c", c.ID, "")}
+	for _, p := range pets {
+		mustStock(t, db, p.ID, 1000)
+	}
+	want := map[int64]store.Order{}
+	for i := range 45 {
+		o := store.Order{PetID: pets[i%3].ID, Quantity: 1 + i%4, Complete: i%5 == 0}
+		if err := db.PlaceOrder(ctx, &o); err != nil {
+			t.Fatal(err)
+		}
+		want[o.ID] = o
+	}
+	check := func(t *testing.T) {
+		t.Helper()
+		yes, no := true, false
+		for _, limit := range []int{1, 6, 100} {
+			for _, pet := range []int64{0, pets[0].ID, pets[1].ID, pets[2].ID} {
+				for _, complete := range []*bool{nil, &yes, &no} {
+					f := store.OrderFilter{PetID: pet, Complete: complete, Page: store.Page{Limit: limit}}
+					var exp, got []int64
+					for id, o := range want {
+						if (pet == 0 || o.PetID == pet) && (complete == nil || o.Complete == *complete) {
+							exp = append(exp, id)
+						}
+					}
+					slices.Sort(exp)
+					for {
+						page, next, err := db.ListOrders(ctx, f)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, o := range page {
+							got = append(got, o.ID)
+						}
+						if next == 0 {
+							break
+						}
+						f.After = next
+					}
+					if !slices.Equal(got, exp) {
+						t.Fatalf("filter pet %d complete %v limit %d: got %v, want %v", pet, complete, limit, got, exp)
+					}
+				}
+			}
+		}
+	}
+	check(t)
+	yes, no := true, false
+	for id, o := range want {
+		switch id % 4 {
+		case 0:
+			o.Complete = !o.Complete
+			u := store.OrderUpdate{Complete: &no}
+			if o.Complete {
+				u.Complete = &yes
+			}
+			if _, err := db.UpdateOrder(ctx, id, u); err != nil {
+				t.Fatal(err)
+			}
+			want[id] = o
+		case 1:
+			if o.Complete {
+				continue
+			}
+			if err := db.CancelOrder(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			delete(want, id)
+		}
+	}
+	check(t)
+}

@@ -1,0 +1,258 @@
+package boltstore
+
+import (
+	"context"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// CreatePet stores a new pet and its inventory entry (quantity 0) in one
+// transaction, and sets p.ID. An empty status means available. The category
+// must exist.
+func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
+	in, err := normalizePet(*p)
+	if err != nil {
+		return err
+	}
+	var created store.Pet
+	err = db.write(ctx, func(tx *bolt.Tx) error {
+		created = in
+		return createPet(tx, &created)
+	})
+	if err != nil {
+		return err
+	}
+	*p = created
+	return nil
+}
+
+// Pet returns the pet with the given id.
+func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
+	var p store.Pet
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		p, err = getPet(tx, id)
+		return err
+	})
+	return p, err
+}
+
+// PetJSON returns the pet's stored JSON, which is its API form: a read
+// that only sends the pet on needs neither decode nor encode. Hot pets come
+// from memory (petcache.go); the bytes may be shared, so callers must not
+// modify them.
+func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if v, ok := db.pets.get(id); ok {
+		return v, nil
+	}
+	gen := db.pets.generation() // before the transaction begins
+	var out []byte
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		k := idKey(id)
+		v := tx.Bucket(bktPets).Get(k[:])
+		if v == nil {
+			return petNotFound(id)
+		}
+		// v is only valid inside the transaction.
+		out = append(make([]byte, 0, len(v)), v...)
+		return nil
+	})
+	if err == nil {
+		db.pets.fill(id, out, gen)
+	}
+	return out, err
+}
+
+// ReplacePet replaces every field of the pet p.ID with those of p. A status
+// change moves the pet's inventory entry to the new status too.
+func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
+	in, err := normalizePet(*p)
+	if err != nil {
+		return err
+	}
+	defer db.pets.forget(in.ID) // after the commit, before the answer
+	err = db.write(ctx, func(tx *bolt.Tx) error {
+		old, err := getPet(tx, in.ID)
+		if err != nil {
+			return err
+		}
+		if in.CategoryID != old.CategoryID && !exists(tx.Bucket(bktCategories), in.CategoryID) {
+			return categoryMissing(in.CategoryID)
+		}
+		// Checks done; from here on only writes.
+		if err := unindexPet(tx, &old); err != nil {
+			return err
+		}
+		if err := putPet(tx.Bucket(bktPets), &in); err != nil {
+			return err
+		}
+		if err := indexPet(tx, &in); err != nil {
+			return err
+		}
+		if in.Status != old.Status {
+			return corrupt(setInventoryStatus(tx, in.ID, in.Status))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	*p = in
+	return nil
+}
+
+// DeletePet deletes a pet and its inventory entry. Its orders stay: they are
+// a record of what was sold.
+func (db *DB) DeletePet(ctx context.Context, id int64) error {
+	defer db.pets.forget(id) // after the commit, before the answer
+	return db.write(ctx, func(tx *bolt.Tx) error {
+		old, err := getPet(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := unindexPet(tx, &old); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bktPets).Delete(itob(id)); err != nil {
+			return err
+		}
+		return tx.Bucket(bktInventory).Delete(itob(id))
+	})
+}
+
+// ListPets returns one page of pets in id order, filtered by status and
+// category, and the After of the next page (0 when this is the last one).
+func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int64, error) {
+	if f.Status != "" && !f.Status.Valid() {
+		return nil, 0, invalidStatus(f.Status)
+	}
+	pets := make([]store.Pet, 0, f.Size())
+	var next int64
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bktPets)
+		var idx *bolt.Bucket
+		var prefix []byte
+		switch {
+		case f.Status != "" && f.CategoryID != 0:
+			idx, prefix = tx.Bucket(bktPetsByCategoryStatus), cat(itob(f.CategoryID), statusPrefix(f.Status))
+		case f.Status != "":
+			idx, prefix = tx.Bucket(bktPetsByStatus), statusPrefix(f.Status)
+		case f.CategoryID != 0:
+			idx, prefix = tx.Bucket(bktPetsByCategory), itob(f.CategoryID)
+		}
+		var err error
+		if idx == nil {
+			next, err = walkPage(b, nil, f.Page, func(id int64, v []byte) error {
+				p, err := decodePet(id, v)
+				pets = append(pets, p)
+				return err
+			})
+			return err
+		}
+		next, err = walkPage(idx, prefix, f.Page, func(id int64, _ []byte) error {
+			p, err := getPet(tx, id)
+			pets = append(pets, p)
+			return corrupt(err)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return pets, next, nil
+}
+
+// normalizePet applies the defaults and checks what can be checked without
+// the store.
+func normalizePet(p store.Pet) (store.Pet, error) {
+	if p.Status == "" {
+		p.Status = store.StatusAvailable
+	}
+	if !p.Status.Valid() {
+		return p, invalidStatus(p.Status)
+	}
+	return p, nil
+}
+
+func invalidStatus(s store.PetStatus) *store.Error {
+	return store.Errorf(store.EINVALID, "status %q is not one of available, pending, sold", s)
+}
+
+func categoryMissing(id int64) *store.Error {
+	return store.Errorf(store.EUNPROCESSABLE, "category %d does not exist", id)
+}
+
+func petNotFound(id int64) *store.Error {
+	return store.Errorf(store.ENOTFOUND, "pet %d not found", id)
+}
+
+// createPet stores p with a new id, its indexes and its inventory entry.
+func createPet(tx *bolt.Tx, p *store.Pet) error {
+	if !exists(tx.Bucket(bktCategories), p.CategoryID) {
+		return categoryMissing(p.CategoryID)
+	}
+	b := tx.Bucket(bktPets)
+	id, err := nextID(b)
+	if err != nil {
+		return err
+	}
+	p.ID = id
+	if err := putPet(b, p); err != nil {
+		return err
+	}
+	if err := indexPet(tx, p); err != nil {
+		return err
+	}
+	return putInventory(tx.Bucket(bktInventory), &store.InventoryItem{PetID: id, Status: p.Status})
+}
+
+func getPet(tx *bolt.Tx, id int64) (store.Pet, error) {
+	k := idKey(id)
+	v := tx.Bucket(bktPets).Get(k[:])
+	if v == nil {
+		return store.Pet{}, petNotFound(id)
+	}
+	return decodePet(id, v)
+}
+
+// petIndexEntries lists the index keys that p has (see keys.go), built in
+// one allocation: bbolt's Put and Delete let their key escape.
+func petIndexEntries(p *store.Pet) [3]indexEntry {
+	s := p.Status
+	k := make([]byte, 0, 2*len(s)+42)
+	k = appendID(append(append(k, s...), 0), p.ID)
+	byStatus := len(k)
+	k = appendID(appendID(k, p.CategoryID), p.ID)
+	byCategory := len(k)
+	k = appendID(append(append(appendID(k, p.CategoryID), s...), 0), p.ID)
+	return [3]indexEntry{
+		{bktPetsByStatus, k[:byStatus]},
+		{bktPetsByCategory, k[byStatus:byCategory]},
+		{bktPetsByCategoryStatus, k[byCategory:]},
+	}
+}
+
+func indexPet(tx *bolt.Tx, p *store.Pet) error {
+	for _, e := range petIndexEntries(p) {
+		b := tx.Bucket(e.bucket)
+		b.FillPercent = appendFill
+		if err := b.Put(e.key, empty); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func unindexPet(tx *bolt.Tx, p *store.Pet) error {
+	for _, e := range petIndexEntries(p) {
+		if err := tx.Bucket(e.bucket).Delete(e.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}

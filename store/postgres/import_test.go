@@ -1,0 +1,237 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"petstore/store"
+	"petstore/store/boltstore"
+	"petstore/store/postgres"
+	"petstore/store/postgres/pgtest"
+)
+
+// fillBolt writes every kind of thing a bbolt file holds, with gaps in the
+// id sequences (deleted records), and returns the secrets it was given.
+func fillBolt(t *testing.T, ctx context.Context, db *boltstore.DB) (adminToken, liveKey, revokedKey string) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	dogs, gone, cats := store.Category{Name: "dogs", Description: "barks"}, store.Category{Name: "gone"}, store.Category{Name: "cats"}
+	for _, c := range []*store.Category{&dogs, &gone, &cats} {
+		must(db.CreateCategory(ctx, c))
+	}
+	must(db.DeleteCategory(ctx, gone.ID))
+	rex, tom, ghost := store.Pet{Name: "Rex", CategoryID: dogs.ID}, store.Pet{Name: "Tom \"the cat\" ✓", CategoryID: cats.ID, Status: store.StatusPending}, store.Pet{Name: "Ghost", CategoryID: dogs.ID}
+	for _, p := range []*store.Pet{&rex, &tom, &ghost} {
+		must(db.CreatePet(ctx, p))
+	}
+	_, err := db.SetStock(ctx, rex.ID, 40)
+	must(err)
+	_, err = db.SetStock(ctx, tom.ID, 7)
+	must(err)
+	ship := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	o1, o2, o3 := store.Order{PetID: rex.ID, Quantity: 3, ShipDate: &ship}, store.Order{PetID: tom.ID, Quantity: 2}, store.Order{PetID: rex.ID}
+	for _, o := range []*store.Order{&o1, &o2, &o3} {
+		must(db.PlaceOrder(ctx, o))
+	}
+	done := true
+	_, err = db.UpdateOrder(ctx, o2.ID, store.OrderUpdate{Complete: &done})
+	must(err)
+	must(db.CancelOrder(ctx, o3.ID))
+	must(db.DeletePet(ctx, ghost.ID))
+
+	adminToken, err = db.EnsureAdminToken(ctx, "")
+	must(err)
+	_, liveKey, err = db.CreateAPIKey(ctx, "ci")
+	must(err)
+	revoked, revokedKey, err := db.CreateAPIKey(ctx, "old laptop")
+	must(err)
+	must(db.RevokeAPIKey(ctx, revoked.ID))
+
+	_, err = db.UpdateProject(ctx, func(p *store.Project) error { p.Name, p.Slug, p.Plan = "Shop", "shop", store.PlanPro; return nil })
+	must(err)
+	for _, v := range []string{"v1", "v2"} {
+		_, err = db.RecordDeploy(ctx, store.Deploy{Version: v, SpecSHA256: "abc", Status: "published"})
+		must(err)
+	}
+	verified := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, d := range []store.Domain{
+		{Name: "shop.example.com", State: store.DomainVerified, AddedAt: verified.Add(-time.Hour), VerifiedAt: &verified,
+			Records:     []store.DNSRecord{{Type: "CNAME", Host: "shop", Name: "shop.example.com", Value: "shop.petstore.test", TTL: 300}},
+			Certificate: store.Certificate{State: store.CertIssued, Issuer: "Pebble", Names: []string{"shop.example.com"}, NotAfter: &verified}},
+		{Name: "old.example.com", State: store.DomainPending, AddedAt: verified},
+	} {
+		must(db.AddDomain(ctx, &d))
+	}
+	_, err = db.UpdateSettings(ctx, func(s *store.Settings, _ map[string]store.Domain) error {
+		s.Domains.Primary = "shop.example.com"
+		s.Domains.Redirects = []store.Redirect{{From: "old.example.com", To: "shop.example.com", Status: 301}}
+		return nil
+	})
+	must(err)
+	for key, value := range map[string]string{
+		"certificates/acme-v02.api.letsencrypt.org-directory/shop.example.com/shop.example.com.crt":  "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+		"certificates/acme-v02.api.letsencrypt.org-directory/shop.example.com/shop.example.com.key":  "-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\n",
+		"certificates/acme-v02.api.letsencrypt.org-directory/shop.example.com/shop.example.com.json": `{"sans":["shop.example.com"]}`,
+		"acme/acme-v02.api.letsencrypt.org-directory/users/default/default.key":                      "\x00\x01binary\xff",
+	} {
+		must(db.KVPut(ctx, key, []byte(value)))
+	}
+	return adminToken, liveKey, revokedKey
+}
+
+// The move copies every entity, credential, domain, setting and
+// certificate with its id, and PostgreSQL then answers what the file did.
+func TestImportFromBolt(t *testing.T) {
+	ctx := context.Background()
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	adminToken, liveKey, revokedKey := fillBolt(t, ctx, bolt)
+
+	url := pgtest.URL(t)
+	target, err := postgres.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := store.Copy(ctx, bolt, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(copied.Pets) != 2 || len(copied.KV) != 4 || len(copied.APIKeys) != 1 {
+		t.Errorf("copied %d pets, %d keys of the key/value space, %d API keys", len(copied.Pets), len(copied.KV), len(copied.APIKeys))
+	}
+	// A second move into the same database is refused, and changes nothing.
+	_, err = store.Copy(ctx, bolt, target)
+	if store.ErrorCode(err) != store.ECONFLICT || !strings.Contains(store.ErrorMessage(err), "the target database is not empty") {
+		t.Errorf("a second move: %v", err)
+	}
+	target.Close()
+
+	// A fresh connection sees what the file holds.
+	pg, err := postgres.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	want, err := bolt.Export(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.KV {
+		want.KV[i].Modified = want.KV[i].Modified.Truncate(time.Microsecond) // PostgreSQL's precision
+	}
+	got := exportPostgres(t, ctx, pg)
+	for name, pair := range map[string][2]any{
+		"categories": {want.Categories, got.Categories},
+		"pets":       {want.Pets, got.Pets},
+		"inventory":  {want.Inventory, got.Inventory},
+		"orders":     {want.Orders, got.Orders},
+		"API keys":   {publicKeys(want.APIKeys), got.APIKeys},
+		"project":    {want.Project, got.Project},
+		"domains":    {want.Domains, got.Domains},
+		"settings":   {want.Settings, got.Settings},
+		"key/value":  {want.KV, got.KV},
+	} {
+		w, _ := json.Marshal(pair[0])
+		g, _ := json.Marshal(pair[1])
+		if string(w) != string(g) {
+			t.Errorf("%s:\n got %s\nwant %s", name, g, w)
+		}
+	}
+	if !pg.CheckAdminToken(adminToken) {
+		t.Error("the admin token does not check on PostgreSQL")
+	}
+	if k, ok := pg.AuthenticateAPIKey(liveKey); !ok || k.Name != "ci" {
+		t.Errorf("the API key: %+v %v", k, ok)
+	}
+	if _, ok := pg.AuthenticateAPIKey(revokedKey); ok {
+		t.Error("a key revoked before the move authenticates")
+	}
+	// New ids continue after the ones the file gave, deleted ones included.
+	c := store.Category{Name: "birds"}
+	p := store.Pet{Name: "Tweety", CategoryID: want.Categories[0].ID}
+	o := store.Order{PetID: want.Pets[0].ID}
+	if err := pg.CreateCategory(ctx, &c); err != nil || c.ID != want.LastIDs.Categories+1 {
+		t.Errorf("a new category: id %d %v, want %d", c.ID, err, want.LastIDs.Categories+1)
+	}
+	if err := pg.CreatePet(ctx, &p); err != nil || p.ID != want.LastIDs.Pets+1 {
+		t.Errorf("a new pet: id %d %v, want %d", p.ID, err, want.LastIDs.Pets+1)
+	}
+	if err := pg.PlaceOrder(ctx, &o); err != nil || o.ID != want.LastIDs.Orders+1 {
+		t.Errorf("a new order: id %d %v, want %d", o.ID, err, want.LastIDs.Orders+1)
+	}
+	if k, _, err := pg.CreateAPIKey(ctx, "new"); err != nil || k.ID != want.LastIDs.APIKeys+1 {
+		t.Errorf("a new API key: id %d %v, want %d", k.ID, err, want.LastIDs.APIKeys+1)
+	}
+	if d, err := pg.RecordDeploy(ctx, store.Deploy{Version: "v3"}); err != nil || d.ID != want.LastIDs.Deploys+1 {
+		t.Errorf("a new deploy: id %d %v, want %d", d.ID, err, want.LastIDs.Deploys+1)
+	}
+}
+
+func publicKeys(keys []store.StoredAPIKey) []store.APIKey {
+	out := []store.APIKey{}
+	for _, k := range keys {
+		out = append(out, k.APIKey)
+	}
+	return out
+}
+
+// exportPostgres reads back through the store's own API what Import wrote.
+func exportPostgres(t *testing.T, ctx context.Context, pg *postgres.DB) (s struct {
+	Categories []store.Category
+	Pets       []store.Pet
+	Inventory  []store.InventoryItem
+	Orders     []store.Order
+	APIKeys    []store.APIKey
+	Project    store.Project
+	Domains    []store.Domain
+	Settings   store.Settings
+	KV         []store.KVEntry
+}) {
+	t.Helper()
+	var err error
+	page := store.Page{Limit: store.MaxPageSize}
+	check := func(e error) {
+		t.Helper()
+		if e != nil {
+			t.Fatal(e)
+		}
+	}
+	s.Categories, _, err = pg.ListCategories(ctx, page)
+	check(err)
+	s.Pets, _, err = pg.ListPets(ctx, store.PetFilter{Page: page})
+	check(err)
+	s.Inventory, _, err = pg.ListInventory(ctx, store.InventoryFilter{Page: page})
+	check(err)
+	s.Orders, _, err = pg.ListOrders(ctx, store.OrderFilter{Page: page})
+	check(err)
+	s.APIKeys, _, err = pg.APIKeys(ctx, page)
+	check(err)
+	s.Project, err = pg.Project(ctx)
+	check(err)
+	s.Domains, err = pg.Domains(ctx)
+	check(err)
+	s.Settings, err = pg.Settings(ctx)
+	check(err)
+	keys, err := pg.KVKeys(ctx, "")
+	check(err)
+	for _, k := range keys {
+		v, err := pg.KVGet(ctx, k)
+		check(err)
+		info, err := pg.KVStat(ctx, k)
+		check(err)
+		s.KV = append(s.KV, store.KVEntry{Key: k, Value: v, Modified: info.Modified.UTC()})
+	}
+	return s
+}

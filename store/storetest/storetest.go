@@ -1,0 +1,348 @@
+// Package storetest is the behaviour every implementation of store.Store
+// must have, as one suite that each implementation's tests run: the same
+// calls must give the same answers, error codes and messages included, on
+// the bbolt file and on PostgreSQL.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/store"
+)
+
+// Open returns a new, empty store that lives until the test ends.
+type Open func(t *testing.T) store.Store
+
+// Run runs the whole suite, each part on a new store from open.
+func Run(t *testing.T, open Open) {
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, s store.Store)
+	}{
+		{"Pets", testPets},
+		{"Categories", testCategories},
+		{"Inventory", testInventory},
+		{"Orders", testOrders},
+		{"OrderRace", testOrderRace},
+		{"PetPages", testPetPages},
+		{"OrderAndInventoryPages", testOrderAndInventoryPages},
+		{"ImportPets", testImportPets},
+		{"APIKeys", testAPIKeys},
+		{"AdminToken", testAdminToken},
+		{"Project", testProject},
+		{"Domains", testDomains},
+		{"Settings", testSettings},
+		{"KeyValue", testKeyValue},
+		{"Locks", testLocks},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
+	}
+}
+
+var ctx = context.Background()
+
+// wantError fails unless err is an *store.Error with this code and message.
+func wantError(t *testing.T, what string, err error, code, message string) {
+	t.Helper()
+	var e *store.Error
+	if !errors.As(err, &e) {
+		t.Errorf("%s: got %v, want %s %q", what, err, code, message)
+		return
+	}
+	if e.Code != code || e.Message != message {
+		t.Errorf("%s: got %s %q, want %s %q", what, e.Code, e.Message, code, message)
+	}
+}
+
+// must gives v, or fails the test with err: must(s.Pet(ctx, id))(t).
+func must[T any](v T, err error) func(*testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newCategory(t *testing.T, s store.Store, name string) store.Category {
+	t.Helper()
+	c := store.Category{Name: name, Description: "all the " + name}
+	check(t, s.CreateCategory(ctx, &c))
+	return c
+}
+
+func newPet(t *testing.T, s store.Store, name string, categoryID int64, status store.PetStatus) store.Pet {
+	t.Helper()
+	p := store.Pet{Name: name, CategoryID: categoryID, Status: status}
+	check(t, s.CreatePet(ctx, &p))
+	return p
+}
+
+func testPets(t *testing.T, s store.Store) {
+	dogs := newCategory(t, s, "dogs")
+	cats := newCategory(t, s, "cats")
+	rex := newPet(t, s, "Rex", dogs.ID, "")
+	if rex.ID <= 0 || rex.Status != store.StatusAvailable {
+		t.Fatalf("created %+v: want an id and the status available", rex)
+	}
+	if got := must(s.Pet(ctx, rex.ID))(t); got != rex {
+		t.Errorf("Pet: %+v, want %+v", got, rex)
+	}
+	if got := string(must(s.PetJSON(ctx, rex.ID))(t)); got != string(rex.AppendJSON(nil)) {
+		t.Errorf("PetJSON: %s, want %s", got, rex.AppendJSON(nil))
+	}
+	_, err := s.Pet(ctx, 999)
+	wantError(t, "a missing pet", err, store.ENOTFOUND, "pet 999 not found")
+	_, err = s.PetJSON(ctx, 999)
+	wantError(t, "PetJSON of a missing pet", err, store.ENOTFOUND, "pet 999 not found")
+	err = s.CreatePet(ctx, &store.Pet{Name: "Ghost", CategoryID: 77})
+	wantError(t, "a pet in a missing category", err, store.EUNPROCESSABLE, "category 77 does not exist")
+	err = s.CreatePet(ctx, &store.Pet{Name: "Odd", CategoryID: dogs.ID, Status: "lost"})
+	wantError(t, "a pet with an unknown status", err, store.EINVALID, `status "lost" is not one of available, pending, sold`)
+
+	// A replacement moves the inventory entry to the new status.
+	must(s.SetStock(ctx, rex.ID, 3))(t)
+	rex2 := store.Pet{ID: rex.ID, Name: "Rex II", CategoryID: cats.ID, Status: store.StatusPending}
+	check(t, s.ReplacePet(ctx, &rex2))
+	if got := must(s.Pet(ctx, rex.ID))(t); got != rex2 {
+		t.Errorf("after ReplacePet: %+v, want %+v", got, rex2)
+	}
+	if got := string(must(s.PetJSON(ctx, rex.ID))(t)); got != string(rex2.AppendJSON(nil)) {
+		t.Errorf("PetJSON after ReplacePet: %s", got)
+	}
+	if it := must(s.InventoryItem(ctx, rex.ID))(t); it != (store.InventoryItem{PetID: rex.ID, Quantity: 3, Status: store.StatusPending}) {
+		t.Errorf("inventory after a status change: %+v", it)
+	}
+	err = s.ReplacePet(ctx, &store.Pet{ID: rex.ID, Name: "Rex", CategoryID: 77})
+	wantError(t, "a replacement into a missing category", err, store.EUNPROCESSABLE, "category 77 does not exist")
+	err = s.ReplacePet(ctx, &store.Pet{ID: 999, Name: "Nobody", CategoryID: dogs.ID})
+	wantError(t, "replacing a missing pet", err, store.ENOTFOUND, "pet 999 not found")
+
+	// Deleting a pet deletes its inventory entry; its orders stay.
+	o := store.Order{PetID: rex.ID, Quantity: 1}
+	check(t, s.PlaceOrder(ctx, &o))
+	check(t, s.DeletePet(ctx, rex.ID))
+	_, err = s.Pet(ctx, rex.ID)
+	wantError(t, "a deleted pet", err, store.ENOTFOUND, fmt.Sprintf("pet %d not found", rex.ID))
+	_, err = s.InventoryItem(ctx, rex.ID)
+	wantError(t, "a deleted pet's inventory", err, store.ENOTFOUND, fmt.Sprintf("pet %d not found", rex.ID))
+	if got := must(s.Order(ctx, o.ID))(t); got.PetID != rex.ID {
+		t.Errorf("the order of a deleted pet: %+v", got)
+	}
+	wantError(t, "deleting a missing pet", s.DeletePet(ctx, rex.ID), store.ENOTFOUND, fmt.Sprintf("pet %d not found", rex.ID))
+	// The deleted pet's stock is gone: cancelling its order gives nothing back, and works.
+	check(t, s.CancelOrder(ctx, o.ID))
+	// Ids are never reused.
+	if next := newPet(t, s, "Next", dogs.ID, ""); next.ID <= rex.ID {
+		t.Errorf("a new pet got id %d after %d was deleted", next.ID, rex.ID)
+	}
+}
+
+func testCategories(t *testing.T, s store.Store) {
+	dogs := newCategory(t, s, "dogs")
+	if got := must(s.Category(ctx, dogs.ID))(t); got != dogs {
+		t.Errorf("Category: %+v, want %+v", got, dogs)
+	}
+	_, err := s.Category(ctx, 999)
+	wantError(t, "a missing category", err, store.ENOTFOUND, "category 999 not found")
+	renamed := store.Category{ID: dogs.ID, Name: "hounds"}
+	check(t, s.ReplaceCategory(ctx, &renamed))
+	if got := must(s.Category(ctx, dogs.ID))(t); got != renamed {
+		t.Errorf("after ReplaceCategory: %+v, want %+v", got, renamed)
+	}
+	wantError(t, "replacing a missing category", s.ReplaceCategory(ctx, &store.Category{ID: 999, Name: "x"}), store.ENOTFOUND, "category 999 not found")
+
+	// A category with pets cannot go.
+	rex := newPet(t, s, "Rex", dogs.ID, "")
+	wantError(t, "deleting a category with a pet", s.DeleteCategory(ctx, dogs.ID), store.ECONFLICT, fmt.Sprintf("category %d still has 1 pet", dogs.ID))
+	newPet(t, s, "Fido", dogs.ID, store.StatusSold)
+	wantError(t, "deleting a category with pets", s.DeleteCategory(ctx, dogs.ID), store.ECONFLICT, fmt.Sprintf("category %d still has 2 pets", dogs.ID))
+	// Moving a pet out counts.
+	cats := newCategory(t, s, "cats")
+	check(t, s.ReplacePet(ctx, &store.Pet{ID: rex.ID, Name: "Rex", CategoryID: cats.ID}))
+	wantError(t, "after moving a pet out", s.DeleteCategory(ctx, dogs.ID), store.ECONFLICT, fmt.Sprintf("category %d still has 1 pet", dogs.ID))
+	check(t, s.DeleteCategory(ctx, newCategory(t, s, "empty").ID))
+	wantError(t, "deleting a missing category", s.DeleteCategory(ctx, 999), store.ENOTFOUND, "category 999 not found")
+
+	// Pages of categories.
+	for i := range 5 {
+		newCategory(t, s, fmt.Sprintf("c%d", i))
+	}
+	var all []store.Category
+	after := int64(0)
+	for range 10 {
+		page, next := must2(s.ListCategories(ctx, store.Page{Limit: 2, After: after}))(t)
+		if page == nil {
+			t.Fatal("ListCategories: a nil list")
+		}
+		all = append(all, page...)
+		if next == 0 {
+			break
+		}
+		after = next
+	}
+	if len(all) != 7 || !slices.IsSortedFunc(all, func(a, b store.Category) int { return int(a.ID - b.ID) }) {
+		t.Errorf("categories by pages of 2: %+v", all)
+	}
+	if page, next, err := s.ListCategories(ctx, store.Page{After: all[len(all)-1].ID}); err != nil || page == nil || len(page) != 0 || next != 0 {
+		t.Errorf("past the last category: %v %d %v", page, next, err)
+	}
+}
+
+// must2 is must for the lists' three results.
+func must2[T any](v []T, next int64, err error) func(*testing.T) ([]T, int64) {
+	return func(t *testing.T) ([]T, int64) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, next
+	}
+}
+
+func testInventory(t *testing.T, s store.Store) {
+	dogs := newCategory(t, s, "dogs")
+	rex := newPet(t, s, "Rex", dogs.ID, "")
+	if it := must(s.InventoryItem(ctx, rex.ID))(t); it != (store.InventoryItem{PetID: rex.ID, Status: store.StatusAvailable}) {
+		t.Errorf("a new pet's inventory: %+v", it)
+	}
+	if it := must(s.SetStock(ctx, rex.ID, store.MaxStock))(t); it.Quantity != store.MaxStock {
+		t.Errorf("SetStock: %+v", it)
+	}
+	_, err := s.SetStock(ctx, rex.ID, store.MaxStock+1)
+	wantError(t, "too much stock", err, store.EINVALID, fmt.Sprintf("quantity must be between 0 and %d, got %d", store.MaxStock, store.MaxStock+1))
+	_, err = s.SetStock(ctx, rex.ID, -1)
+	wantError(t, "negative stock", err, store.EINVALID, fmt.Sprintf("quantity must be between 0 and %d, got -1", store.MaxStock))
+	_, err = s.SetStock(ctx, 999, 1)
+	wantError(t, "the stock of a missing pet", err, store.ENOTFOUND, "pet 999 not found")
+	_, err = s.InventoryItem(ctx, 999)
+	wantError(t, "the inventory of a missing pet", err, store.ENOTFOUND, "pet 999 not found")
+	_, _, err = s.ListInventory(ctx, store.InventoryFilter{Status: "lost"})
+	wantError(t, "an unknown status filter", err, store.EINVALID, `status "lost" is not one of available, pending, sold`)
+}
+
+func testOrders(t *testing.T, s store.Store) {
+	dogs := newCategory(t, s, "dogs")
+	rex := newPet(t, s, "Rex", dogs.ID, "")
+	must(s.SetStock(ctx, rex.ID, 5))(t)
+
+	o := store.Order{PetID: rex.ID}
+	check(t, s.PlaceOrder(ctx, &o))
+	if o.ID <= 0 || o.Quantity != 1 || o.Complete || o.ShipDate != nil {
+		t.Errorf("placed %+v: want an id and quantity 1", o)
+	}
+	if got := must(s.Order(ctx, o.ID))(t); !sameOrder(got, o) {
+		t.Errorf("Order: %+v, want %+v", got, o)
+	}
+	big := store.Order{PetID: rex.ID, Quantity: 4}
+	check(t, s.PlaceOrder(ctx, &big))
+	if it := must(s.InventoryItem(ctx, rex.ID))(t); it.Quantity != 0 {
+		t.Errorf("stock after ordering 5 of 5: %d", it.Quantity)
+	}
+	err := s.PlaceOrder(ctx, &store.Order{PetID: rex.ID})
+	wantError(t, "ordering past the stock", err, store.EINSUFFICIENTSTOCK, fmt.Sprintf("pet %d has 0 in stock, the order asks for 1", rex.ID))
+	wantError(t, "an order without a pet", s.PlaceOrder(ctx, &store.Order{}), store.EINVALID, "petId is required")
+	err = s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: store.MaxOrderQuantity + 1})
+	wantError(t, "too large an order", err, store.EINVALID, fmt.Sprintf("quantity must be between 1 and %d, got %d", store.MaxOrderQuantity, store.MaxOrderQuantity+1))
+	err = s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: -1})
+	wantError(t, "a negative order", err, store.EINVALID, fmt.Sprintf("quantity must be between 1 and %d, got -1", store.MaxOrderQuantity))
+	wantError(t, "an order for a missing pet", s.PlaceOrder(ctx, &store.Order{PetID: 999}), store.EUNPROCESSABLE, "pet 999 does not exist")
+	sold := newPet(t, s, "Sold", dogs.ID, store.StatusSold)
+	must(s.SetStock(ctx, sold.ID, 5))(t)
+	wantError(t, "an order for a sold pet", s.PlaceOrder(ctx, &store.Order{PetID: sold.ID}), store.ECONFLICT, fmt.Sprintf("pet %d is sold", sold.ID))
+
+	// Cancelling gives the stock back; a complete order cannot be cancelled.
+	check(t, s.CancelOrder(ctx, big.ID))
+	if it := must(s.InventoryItem(ctx, rex.ID))(t); it.Quantity != 4 {
+		t.Errorf("stock after cancelling an order of 4: %d", it.Quantity)
+	}
+	_, err = s.Order(ctx, big.ID)
+	wantError(t, "a cancelled order", err, store.ENOTFOUND, fmt.Sprintf("order %d not found", big.ID))
+	wantError(t, "cancelling a missing order", s.CancelOrder(ctx, big.ID), store.ENOTFOUND, fmt.Sprintf("order %d not found", big.ID))
+
+	ship := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	done := true
+	updated := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{ShipDate: &ship, Complete: &done}))(t)
+	if !updated.Complete || updated.ShipDate == nil || !updated.ShipDate.Equal(ship) || updated.Quantity != 1 {
+		t.Errorf("UpdateOrder: %+v", updated)
+	}
+	if got := must(s.Order(ctx, o.ID))(t); !sameOrder(got, updated) || got.ShipDate.Location() != time.UTC {
+		t.Errorf("after UpdateOrder: %+v, want %+v in UTC", got, updated)
+	}
+	// A nil field is left as it is.
+	if got := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{}))(t); !sameOrder(got, updated) {
+		t.Errorf("an empty update: %+v", got)
+	}
+	_, err = s.UpdateOrder(ctx, 999, store.OrderUpdate{Complete: &done})
+	wantError(t, "updating a missing order", err, store.ENOTFOUND, "order 999 not found")
+	wantError(t, "cancelling a complete order", s.CancelOrder(ctx, o.ID), store.ECONFLICT, fmt.Sprintf("order %d is complete and cannot be cancelled", o.ID))
+
+	// Cancelling never pushes the stock past MaxStock.
+	late := store.Order{PetID: rex.ID, Quantity: 2}
+	check(t, s.PlaceOrder(ctx, &late))
+	must(s.SetStock(ctx, rex.ID, store.MaxStock-1))(t)
+	check(t, s.CancelOrder(ctx, late.ID))
+	if it := must(s.InventoryItem(ctx, rex.ID))(t); it.Quantity != store.MaxStock {
+		t.Errorf("stock after cancelling near MaxStock: %d", it.Quantity)
+	}
+}
+
+func sameOrder(a, b store.Order) bool {
+	if (a.ShipDate == nil) != (b.ShipDate == nil) || a.ShipDate != nil && !a.ShipDate.Equal(*b.ShipDate) {
+		return false
+	}
+	a.ShipDate, b.ShipDate = nil, nil
+	return a == b
+}
+
+// testOrderRace places 200 orders of one unit at once against a stock of
+// 50: exactly 50 are placed, and the stock ends at 0.
+func testOrderRace(t *testing.T, s store.Store) {
+	dogs := newCategory(t, s, "dogs")
+	rex := newPet(t, s, "Rex", dogs.ID, "")
+	must(s.SetStock(ctx, rex.ID, 50))(t)
+	var placed, refused int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 200 {
+		wg.Go(func() {
+			<-start
+			err := s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: 1})
+			mu.Lock()
+			defer mu.Unlock()
+			switch store.ErrorCode(err) {
+			case "":
+				placed++
+			case store.EINSUFFICIENTSTOCK:
+				refused++
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	it := must(s.InventoryItem(ctx, rex.ID))(t)
+	if placed != 50 || refused != 150 || it.Quantity != 0 {
+		t.Errorf("placed %d, refused %d, stock left %d; want 50, 150, 0", placed, refused, it.Quantity)
+	}
+	orders, _ := must2(s.ListOrders(ctx, store.OrderFilter{PetID: rex.ID, Page: store.Page{Limit: store.MaxPageSize}}))(t)
+	if len(orders) != 50 {
+		t.Errorf("%d orders stored, want 50", len(orders))
+	}
+}
