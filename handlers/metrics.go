@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -36,6 +37,21 @@ type httpMetrics struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// series holds the series of requests and duration for each route,
+	// method and status answered so far, so that a request finds its
+	// series in one lookup: the vectors' WithLabelValues hashes the labels
+	// again on every call, and formatting the status allocates.
+	series sync.Map // seriesKey -> *requestSeries
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type requestSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 func newHTTPMetrics(s *Server) *httpMetrics {
@@ -68,9 +84,17 @@ func (m *httpMetrics) observe(method, route string, status int, d time.Duration)
 	if route == "" {
 		route = unmatchedRoute
 	}
-	method = methodLabel(method)
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(route, method).Observe(d.Seconds())
+	key := seriesKey{route: route, method: methodLabel(method), status: status}
+	s, ok := m.series.Load(key)
+	if !ok {
+		s, _ = m.series.LoadOrStore(key, &requestSeries{
+			requests: m.requests.WithLabelValues(key.route, key.method, strconv.Itoa(status)),
+			duration: m.duration.WithLabelValues(key.route, key.method),
+		})
+	}
+	rs := s.(*requestSeries)
+	rs.requests.Inc()
+	rs.duration.Observe(d.Seconds())
 }
 
 // methodLabel keeps the method label to the standard methods: any other
