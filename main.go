@@ -131,6 +131,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if len(c.acmeCAs) == 0 {
 		c.acmeCAs = listFlag{domains.DefaultCA}
 	}
+	for _, src := range c.proxyProtocolFrom {
+		if _, err := netip.ParsePrefix(src); err != nil {
+			if _, err := netip.ParseAddr(src); err != nil {
+				return c, fmt.Errorf("--proxy-protocol-from: %q is neither an IP address nor a CIDR range", src)
+			}
+		}
+	}
 	if c.renewInterval <= 0 {
 		return c, errors.New("--renew-interval must be positive")
 	}
