@@ -18,7 +18,7 @@ import (
 // proxiedGet sends path on a new connection from 127.0.0.1 to addr, after
 // a PROXY v1 header naming client when client is not empty, and returns
 // the status (0: closed without an answer) and body.
-func proxiedGet(t *testing.T, addr, client, path string) (int, string) {
+func proxiedGet(t *testing.T, addr, client, path string, header ...string) (int, string) {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -27,7 +27,7 @@ func proxiedGet(t *testing.T, addr, client, path string) (int, string) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	_, port, _ := net.SplitHostPort(addr)
-	req := "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+	req := "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + strings.Join(header, "") + "\r\n"
 	if client != "" {
 		req = fmt.Sprintf("PROXY TCP4 %s 127.0.0.1 40000 %s\r\n", client, port) + req
 	}
@@ -75,6 +75,26 @@ func TestRunReadsTheProxyProtocol(t *testing.T) {
 	}
 	if status, body := proxiedGet(t, addr, "", "/pets"); status != 0 {
 		t.Errorf("balancer's connection without a header: %d %s, want it closed unanswered", status, body)
+	}
+}
+
+// TestRunCountsFailedCredentialsPerCarriedClient: the limit of failed
+// credentials counts the client a PROXY header carries, so one client's
+// wrong tokens do not lock out another behind the same balancer.
+func TestRunCountsFailedCredentialsPerCarriedClient(t *testing.T) {
+	in := start(t, nil, "--data", filepath.Join(t.TempDir(), "p.db"), "--admin-token", domaintest.AdminToken,
+		"--proxy-protocol-from", "127.0.0.0/8")
+	addr := strings.Replace(strings.TrimPrefix(in.base, "http://"), "localhost", "127.0.0.1", 1)
+	wrongToken := "Authorization: Bearer " + strings.Repeat("x", 40) + "\r\n"
+	var last int
+	for range 11 {
+		last, _ = proxiedGet(t, addr, "198.51.100.9", "/admin/project", wrongToken)
+	}
+	if last != http.StatusTooManyRequests {
+		t.Errorf("11th wrong token from 198.51.100.9: %d, want 429", last)
+	}
+	if status, body := proxiedGet(t, addr, "198.51.100.10", "/admin/project", wrongToken); status != http.StatusUnauthorized {
+		t.Errorf("a wrong token from another client behind the balancer: %d %s, want 401", status, body)
 	}
 }
 

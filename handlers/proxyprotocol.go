@@ -10,9 +10,9 @@ import (
 	proxyproto "github.com/pires/go-proxyproto"
 )
 
-// ProxyHeaderTimeout is how long a connection from a trusted source has to
+// proxyHeaderTimeout is how long a connection from a trusted source has to
 // send its PROXY protocol header before it is closed.
-const ProxyHeaderTimeout = 5 * time.Second
+const proxyHeaderTimeout = 5 * time.Second
 
 // proxyProtocolListener reads the PROXY protocol header of connections from
 // trusted sources (a TCP load balancer), so that their RemoteAddr is the
@@ -22,7 +22,7 @@ const ProxyHeaderTimeout = 5 * time.Second
 // go-proxyproto reads the header lazily, on the first Read or RemoteAddr,
 // and the ConnGuard above asks RemoteAddr in its Accept: a trusted source
 // that opened a connection and sent nothing would stop the accept loop for
-// ProxyHeaderTimeout. So each header is read on its own goroutine and Accept
+// proxyHeaderTimeout. So each header is read on its own goroutine and Accept
 // hands out connections whose header is in.
 type proxyProtocolListener struct {
 	inner *proxyproto.Listener
@@ -49,7 +49,7 @@ func proxyProtocolPolicy(trusted []string) (proxyproto.ConnPolicyFunc, error) {
 // newProxyProtocolListener wraps ln, reading headers as policy says.
 func newProxyProtocolListener(ln net.Listener, policy proxyproto.ConnPolicyFunc) net.Listener {
 	l := &proxyProtocolListener{
-		inner: &proxyproto.Listener{Listener: ln, ConnPolicy: policy, ReadHeaderTimeout: ProxyHeaderTimeout},
+		inner: &proxyproto.Listener{Listener: ln, ConnPolicy: policy, ReadHeaderTimeout: proxyHeaderTimeout},
 		ready: make(chan acceptResult),
 		done:  make(chan struct{}),
 	}

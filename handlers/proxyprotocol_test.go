@@ -161,11 +161,11 @@ func TestProxyProtocolSilentClientDoesNotBlockAccept(t *testing.T) {
 	if status, body := get(t, c); status != 200 || body != "198.51.100.7" {
 		t.Fatalf("client after a silent one: %d %q", status, body)
 	}
-	if took := time.Since(began); took >= ProxyHeaderTimeout/2 {
-		t.Errorf("the client after a silent one was answered after %s, near the header timeout %s", took, ProxyHeaderTimeout)
+	if took := time.Since(began); took >= proxyHeaderTimeout/2 {
+		t.Errorf("the client after a silent one was answered after %s, near the header timeout %s", took, proxyHeaderTimeout)
 	}
 	// The silent connection is closed once its header time is up.
-	_ = silent.SetReadDeadline(time.Now().Add(2 * ProxyHeaderTimeout))
+	_ = silent.SetReadDeadline(time.Now().Add(2 * proxyHeaderTimeout))
 	if _, err := silent.Read(make([]byte, 1)); err != io.EOF {
 		t.Errorf("silent connection: read %v, want it closed (EOF)", err)
 	}
