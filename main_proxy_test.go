@@ -20,7 +20,14 @@ import (
 // the status (0: closed without an answer) and body.
 func proxiedGet(t *testing.T, addr, client, path string, header ...string) (int, string) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	return proxiedGetFrom(t, "127.0.0.1", addr, client, path, header...)
+}
+
+// proxiedGetFrom is proxiedGet on a connection from the address local.
+func proxiedGetFrom(t *testing.T, local, addr, client, path string, header ...string) (int, string) {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +82,9 @@ func TestRunReadsTheProxyProtocol(t *testing.T) {
 	}
 	if status, body := proxiedGet(t, addr, "", "/pets"); status != 0 {
 		t.Errorf("balancer's connection without a header: %d %s, want it closed unanswered", status, body)
+	}
+	if status, body := proxiedGetFrom(t, "127.0.0.2", addr, "198.51.100.11", "/pets"); status != http.StatusBadRequest {
+		t.Errorf("PROXY line from an untrusted source: %d %s, want 400 (a malformed request)", status, body)
 	}
 }
 
