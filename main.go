@@ -56,6 +56,7 @@ type config struct {
 	adminToken                                  string
 	publicIPs, dnsResolvers                     listFlag
 	corsOrigins                                 listFlag
+	proxyProtocolFrom                           listFlag
 	rateLimit                                   float64
 	cpuProfile                                  string
 	maxInFlight, maxClientConns                 int
@@ -104,6 +105,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
+	fs.Var(&c.proxyProtocolFrom, "proxy-protocol-from", "address or CIDR range of a TCP load balancer whose connections, on every listener, begin with a PROXY protocol header (v1 or v2) naming the client (repeatable or comma-separated; default: none, no header read)")
 	fs.IntVar(&c.maxClientConns, "max-client-conns", handlers.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
 	fs.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this file until shutdown (for diagnosis; read it with go tool pprof)")
@@ -128,6 +130,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	})
 	if len(c.acmeCAs) == 0 {
 		c.acmeCAs = listFlag{domains.DefaultCA}
+	}
+	for _, src := range c.proxyProtocolFrom {
+		if _, err := netip.ParsePrefix(src); err != nil {
+			if _, err := netip.ParseAddr(src); err != nil {
+				return c, fmt.Errorf("--proxy-protocol-from: %q is neither an IP address nor a CIDR range", src)
+			}
+		}
 	}
 	if c.renewInterval <= 0 {
 		return c, errors.New("--renew-interval must be positive")
@@ -252,6 +261,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	listeners := handlers.NewListeners(conns)
 	defer listeners.Close()
+	if len(cfg.proxyProtocolFrom) > 0 {
+		if err := listeners.ReadProxyProtocolFrom(cfg.proxyProtocolFrom); err != nil {
+			return err
+		}
+	}
 	plainAddr, err := listeners.Listen(cfg.listen, newServer(srv, nil))
 	if err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+
+	proxyproto "github.com/pires/go-proxyproto"
 )
 
 // Listeners are the service's listening sockets, each with the server that
@@ -12,6 +14,9 @@ import (
 type Listeners struct {
 	conns *ConnGuard
 	list  []listener
+	// proxyProtocol decides which connections begin with a PROXY protocol
+	// header; nil: none does.
+	proxyProtocol proxyproto.ConnPolicyFunc
 }
 
 type listener struct {
@@ -22,12 +27,30 @@ type listener struct {
 // NewListeners returns an empty set whose connections conns admits.
 func NewListeners(conns *ConnGuard) *Listeners { return &Listeners{conns: conns} }
 
+// ReadProxyProtocolFrom makes the listeners opened after it require a PROXY
+// protocol header (v1 or v2) on connections from sources (IP addresses or
+// CIDR ranges, such as a TCP load balancer's) and take the client address
+// it carries as the connection's. It fails on a source that is neither.
+func (l *Listeners) ReadProxyProtocolFrom(sources []string) error {
+	policy, err := proxyProtocolPolicy(sources)
+	if err != nil {
+		return err
+	}
+	l.proxyProtocol = policy
+	return nil
+}
+
 // Listen opens addr for srv (with TLS when srv has a TLSConfig) and returns
 // the address it got, which names the port when addr asked for port 0.
 func (l *Listeners) Listen(addr string, srv *http.Server) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if l.proxyProtocol != nil {
+		// Innermost, so that the guard and everything above it see the
+		// client the header names.
+		ln = newProxyProtocolListener(ln, l.proxyProtocol)
 	}
 	ln = l.conns.Listener(ln)
 	l.conns.Track(srv)
