@@ -112,3 +112,18 @@ func (p Page) Size() int {
 	}
 	return p.Limit
 }
+
+// NormalizeOrder applies a new order's default quantity (1) and refuses
+// what no store may keep: an order with no pet, or a quantity out of bounds.
+func NormalizeOrder(o Order) (Order, error) {
+	if o.PetID <= 0 {
+		return o, Errorf(EINVALID, "petId is required")
+	}
+	if o.Quantity == 0 {
+		o.Quantity = 1
+	}
+	if o.Quantity < 1 || o.Quantity > MaxOrderQuantity {
+		return o, Errorf(EINVALID, "quantity must be between 1 and %d, got %d", MaxOrderQuantity, o.Quantity)
+	}
+	return o, nil
+}

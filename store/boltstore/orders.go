@@ -12,18 +12,12 @@ import (
 // and stores the order, in one transaction, so that concurrent orders never
 // oversell. It sets o.ID and o.Quantity.
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
-	in := *o
-	if in.PetID <= 0 {
-		return store.Errorf(store.EINVALID, "petId is required")
-	}
-	if in.Quantity == 0 {
-		in.Quantity = 1
-	}
-	if in.Quantity < 1 || in.Quantity > store.MaxOrderQuantity {
-		return store.Errorf(store.EINVALID, "quantity must be between 1 and %d, got %d", store.MaxOrderQuantity, in.Quantity)
+	in, err := store.NormalizeOrder(*o)
+	if err != nil {
+		return err
 	}
 	var placed store.Order
-	err := db.write(ctx, func(tx *bolt.Tx) error {
+	err = db.write(ctx, func(tx *bolt.Tx) error {
 		placed = in
 		pet, err := getPet(tx, in.PetID)
 		if err != nil {

@@ -144,17 +144,11 @@ func orderNotFound(id int64) *store.Error {
 // inventory row is locked from the check to the update, so concurrent
 // orders, from any instance, never oversell.
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
-	in := *o
-	if in.PetID <= 0 {
-		return store.Errorf(store.EINVALID, "petId is required")
+	in, err := store.NormalizeOrder(*o)
+	if err != nil {
+		return err
 	}
-	if in.Quantity == 0 {
-		in.Quantity = 1
-	}
-	if in.Quantity < 1 || in.Quantity > store.MaxOrderQuantity {
-		return store.Errorf(store.EINVALID, "quantity must be between 1 and %d, got %d", store.MaxOrderQuantity, in.Quantity)
-	}
-	err := db.tx(ctx, func(tx pgx.Tx) error {
+	err = db.tx(ctx, func(tx pgx.Tx) error {
 		var status store.PetStatus
 		var stock int
 		err := tx.QueryRow(ctx, `SELECT p.status, i.quantity FROM pets p JOIN inventory i ON i.pet_id = p.id
