@@ -123,11 +123,7 @@ func newClient(conns int) *client {
 // measuredPhase sends w for d with the server's CPU time, and the client's
 // (this process's), read from /proc just before and just after.
 func (b *bench) measuredPhase(ctx context.Context, p *proc, client *client, w workload, d time.Duration) (*loadResult, error) {
-	cpu0, err := p.cpuTime(b.clkTck)
-	if err != nil {
-		return nil, err
-	}
-	self0, err := selfCPUTime(b.clkTck)
+	cpu0, self0, err := b.cpuTimes(p)
 	if err != nil {
 		return nil, err
 	}
@@ -137,17 +133,24 @@ func (b *bench) measuredPhase(ctx context.Context, p *proc, client *client, w wo
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cpu1, err := p.cpuTime(b.clkTck)
-	if err != nil {
-		return nil, err
-	}
-	self1, err := selfCPUTime(b.clkTck)
+	cpu1, self1, err := b.cpuTimes(p)
 	if err != nil {
 		return nil, err
 	}
 	res.cpu, res.hasCPU = cpu1-cpu0, true
 	res.clientCPU = self1 - self0
 	return res, nil
+}
+
+// cpuTimes reads the CPU time p's server and this process have used so far.
+func (b *bench) cpuTimes(p *proc) (server, self time.Duration, err error) {
+	if server, err = p.cpuTime(b.clkTck); err != nil {
+		return 0, 0, err
+	}
+	if self, err = selfCPUTime(b.clkTck); err != nil {
+		return 0, 0, err
+	}
+	return server, self, nil
 }
 
 // phase sends w from b.cfg.connections workers, each one request at a time

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
-	"net/http"
-	"strconv"
 
 	"petstore/store"
 	"petstore/store/postgres"
@@ -63,38 +60,15 @@ func (b *bench) postgresStore(ctx context.Context) error {
 	}
 	client := newClient(b.cfg.connections)
 	api := &apiClient{client: client.Client, base: p.base()}
-	var key struct {
-		Secret string `json:"secret"`
+	ids, err := b.seedThroughAPI(ctx, api, n)
+	if err != nil {
+		return fmt.Errorf("PostgreSQL: %w", err)
 	}
-	if err := api.call(ctx, "POST", "/admin/api-keys", http.Header{"Authorization": {"Bearer " + b.adminToken}}, `{"name":"loadtest"}`, 201, &key); err != nil {
-		return fmt.Errorf("seeding PostgreSQL: %w", err)
-	}
-	api.apiKey = key.Secret
-	ids := idRange(1, n) // imported in order into a new database
-	for _, id := range ids[:b.cfg.stockPets] {
-		if err := api.call(ctx, "PUT", fmt.Sprintf("/store/inventory/%d", id), nil, fmt.Sprintf(`{"quantity":%d}`, store.MaxStock), 200, nil); err != nil {
-			return fmt.Errorf("seeding stock on PostgreSQL: %w", err)
-		}
-	}
-	getPaths := make([]string, n)
-	for i, id := range ids {
-		getPaths[i] = "/pets/" + strconv.FormatInt(id, 10)
-	}
-	orderBodies := make([][]byte, b.cfg.stockPets)
-	for i, id := range ids[:b.cfg.stockPets] {
-		orderBodies[i] = fmt.Appendf(nil, `{"petId":%d,"quantity":1}`, id)
-	}
-	newPet := fmt.Appendf(nil, `{"name":"Bench","categoryId":%d,"status":"available"}`, catID)
+	getPet, postPet, order := b.apiWorkloads(ids, catID, api.apiKey)
 	b.jobs = append(b.jobs,
-		b.httpJob(keyPGGetPet, labelPGGetPet, p, client, workload{method: "GET", next: func(r *mrand.Rand) (string, []byte) {
-			return getPaths[r.IntN(len(getPaths))], nil
-		}}),
-		b.httpJob(keyPGPostPets, labelPGPostPets, p, client, workload{method: "POST", apiKey: api.apiKey, next: func(*mrand.Rand) (string, []byte) {
-			return "/pets", newPet
-		}}),
-		b.httpJob(keyPGOrders, labelPGOrders, p, client, workload{method: "POST", apiKey: api.apiKey, next: func(r *mrand.Rand) (string, []byte) {
-			return "/store/orders", orderBodies[r.IntN(len(orderBodies))]
-		}}),
+		b.httpJob(keyPGGetPet, labelPGGetPet, p, client, getPet),
+		b.httpJob(keyPGPostPets, labelPGPostPets, p, client, postPet),
+		b.httpJob(keyPGOrders, labelPGOrders, p, client, order),
 	)
 	return nil
 }

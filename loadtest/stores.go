@@ -75,18 +75,9 @@ func (b *bench) smallStore(ctx context.Context) error {
 
 	// Through the API: an API key for the writes, stock for the orders.
 	b.progress("through the API: an API key, stock for %d pets", b.cfg.stockPets)
-	var key struct {
-		Secret string `json:"secret"`
-	}
-	if err := api.call(ctx, "POST", "/admin/api-keys", http.Header{"Authorization": {"Bearer " + b.adminToken}}, `{"name":"loadtest"}`, 201, &key); err != nil {
-		return fmt.Errorf("seeding: %w", err)
-	}
-	api.apiKey = key.Secret
-	ids := idRange(1, n) // imported in order into a new file
-	for _, id := range ids[:b.cfg.stockPets] {
-		if err := api.call(ctx, "PUT", fmt.Sprintf("/store/inventory/%d", id), nil, fmt.Sprintf(`{"quantity":%d}`, store.MaxStock), 200, nil); err != nil {
-			return fmt.Errorf("seeding stock: %w", err)
-		}
+	ids, err := b.seedThroughAPI(ctx, api, n)
+	if err != nil {
+		return err
 	}
 
 	// The pages the list rows ask for, checked once. Creates during the run
@@ -97,7 +88,43 @@ func (b *bench) smallStore(ctx context.Context) error {
 	b.checkPage(ctx, api, first, ids[:pageLimit])
 	b.checkPage(ctx, api, deep, ids[deepIdx:deepIdx+pageLimit])
 
-	getPaths := make([]string, n)
+	getPet, postPet, order := b.apiWorkloads(ids, catID, api.apiKey)
+	b.jobs = append(b.jobs,
+		b.httpJob(keyGetPet, "GET /pets/{id}", p, client, getPet),
+		b.httpJob(keyFirstPage, fmt.Sprintf("GET /pets?limit=%d first page, %s pets", pageLimit, humanCount(n)), p, client, get(first)),
+		b.httpJob(keyDeepPage, fmt.Sprintf("GET /pets?limit=%d 90%% deep, %s pets", pageLimit, humanCount(n)), p, client, get(deep)),
+		b.httpJob(keySite, "GET / (the site)", p, client, get("/")),
+		b.httpJob(keyPostPets, "POST /pets", p, client, postPet),
+		b.httpJob(keyOrders, "POST /store/orders", p, client, order),
+	)
+	return nil
+}
+
+// seedThroughAPI creates an API key for the writes on api and gives the
+// first cfg.stockPets pets full stock. The store holds the n pets imported
+// in order into a new store, so their ids are 1..n; it returns them.
+func (b *bench) seedThroughAPI(ctx context.Context, api *apiClient, n int) ([]int64, error) {
+	var key struct {
+		Secret string `json:"secret"`
+	}
+	if err := api.call(ctx, "POST", "/admin/api-keys", http.Header{"Authorization": {"Bearer " + b.adminToken}}, `{"name":"loadtest"}`, 201, &key); err != nil {
+		return nil, fmt.Errorf("seeding: %w", err)
+	}
+	api.apiKey = key.Secret
+	ids := idRange(1, n)
+	for _, id := range ids[:b.cfg.stockPets] {
+		if err := api.call(ctx, "PUT", fmt.Sprintf("/store/inventory/%d", id), nil, fmt.Sprintf(`{"quantity":%d}`, store.MaxStock), 200, nil); err != nil {
+			return nil, fmt.Errorf("seeding stock: %w", err)
+		}
+	}
+	return ids, nil
+}
+
+// apiWorkloads are the workloads every store is measured on: a random pet
+// of ids by id, a new pet in category catID, and an order of one of a
+// stocked pet (the first cfg.stockPets ids), the writes with apiKey.
+func (b *bench) apiWorkloads(ids []int64, catID int64, apiKey string) (getPet, postPet, order workload) {
+	getPaths := make([]string, len(ids))
 	for i, id := range ids {
 		getPaths[i] = "/pets/" + strconv.FormatInt(id, 10)
 	}
@@ -106,21 +133,16 @@ func (b *bench) smallStore(ctx context.Context) error {
 		orderBodies[i] = fmt.Appendf(nil, `{"petId":%d,"quantity":1}`, id)
 	}
 	newPet := fmt.Appendf(nil, `{"name":"Bench","categoryId":%d,"status":"available"}`, catID)
-	b.jobs = append(b.jobs,
-		b.httpJob(keyGetPet, "GET /pets/{id}", p, client, workload{method: "GET", next: func(r *mrand.Rand) (string, []byte) {
-			return getPaths[r.IntN(len(getPaths))], nil
-		}}),
-		b.httpJob(keyFirstPage, fmt.Sprintf("GET /pets?limit=%d first page, %s pets", pageLimit, humanCount(n)), p, client, get(first)),
-		b.httpJob(keyDeepPage, fmt.Sprintf("GET /pets?limit=%d 90%% deep, %s pets", pageLimit, humanCount(n)), p, client, get(deep)),
-		b.httpJob(keySite, "GET / (the site)", p, client, get("/")),
-		b.httpJob(keyPostPets, "POST /pets", p, client, workload{method: "POST", apiKey: api.apiKey, next: func(*mrand.Rand) (string, []byte) {
-			return "/pets", newPet
-		}}),
-		b.httpJob(keyOrders, "POST /store/orders", p, client, workload{method: "POST", apiKey: api.apiKey, next: func(r *mrand.Rand) (string, []byte) {
-			return "/store/orders", orderBodies[r.IntN(len(orderBodies))]
-		}}),
-	)
-	return nil
+	getPet = workload{method: "GET", next: func(r *mrand.Rand) (string, []byte) {
+		return getPaths[r.IntN(len(getPaths))], nil
+	}}
+	postPet = workload{method: "POST", apiKey: apiKey, next: func(*mrand.Rand) (string, []byte) {
+		return "/pets", newPet
+	}}
+	order = workload{method: "POST", apiKey: apiKey, next: func(r *mrand.Rand) (string, []byte) {
+		return "/store/orders", orderBodies[r.IntN(len(orderBodies))]
+	}}
+	return getPet, postPet, order
 }
 
 // bigStore imports the large store with the store package, times the
