@@ -306,15 +306,27 @@ func productionServer(t *testing.T, ts *testServer) string {
 // rawExchange writes raw bytes to addr and reads one response.
 func rawExchange(t *testing.T, addr, raw string) (*http.Response, []byte) {
 	t.Helper()
+	return exchange(t, addr, raw, false, 5*time.Second)
+}
+
+// exchange writes raw to addr, closes its write side when cut is set, and
+// reads the one answer, all within the given time.
+func exchange(t *testing.T, addr, raw string, cut bool, within time.Duration) (*http.Response, []byte) {
+	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	// Write concurrently: the server may answer (431) and close before it
-	// has read all of a large request.
-	go func() { _, _ = io.WriteString(conn, raw) }()
+	_ = conn.SetDeadline(time.Now().Add(within))
+	// Write concurrently: the server may answer (431, 413) and close before
+	// it has read all of a large request.
+	go func() {
+		_, _ = io.WriteString(conn, raw)
+		if cut {
+			_ = conn.(*net.TCPConn).CloseWrite()
+		}
+	}()
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("reading the answer: %v", err)
@@ -495,26 +507,6 @@ func TestBodyErrorsAreNotCredentialErrors(t *testing.T) {
 // when cut is set, and reads the one answer.
 func sendBody(t *testing.T, addr, head, body string, cut bool) (*http.Response, []byte) {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
-	go func() {
-		// The server may answer (413) before it has read everything.
-		_, _ = io.WriteString(conn, head+body)
-		if cut {
-			_ = conn.(*net.TCPConn).CloseWrite()
-		}
-	}()
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("reading the answer: %v", err)
-	}
-	got, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("reading the answer's body: %v", err)
-	}
+	res, got := exchange(t, addr, head+body, cut, 20*time.Second)
 	return res, bytes.TrimSpace(got)
 }
