@@ -20,6 +20,20 @@ type accessLine struct {
 	duration                         time.Duration
 }
 
+// attrs are the line's attributes as a slog record carries them; the
+// accessWriter writes the same ones in the same order.
+func (l accessLine) attrs() []slog.Attr {
+	return []slog.Attr{
+		slog.String("request_id", l.requestID),
+		slog.String("method", l.method),
+		slog.String("route", l.route),
+		slog.Int("status", l.status),
+		slog.Int64("bytes", l.bytes),
+		slog.Duration("duration", l.duration),
+		slog.String("remote", l.remote),
+	}
+}
+
 // accessWriter writes access lines straight to the log's output, byte for
 // byte as slog's TextHandler or JSONHandler (default options) would write
 // the same record, so that the access lines and the other lines form one

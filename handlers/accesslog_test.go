@@ -51,15 +51,7 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 				h = slog.NewJSONHandler(&want, nil)
 			}
 			rec := slog.NewRecord(at, l.level, "request", 0)
-			rec.AddAttrs(
-				slog.String("request_id", l.requestID),
-				slog.String("method", l.method),
-				slog.String("route", l.route),
-				slog.Int("status", l.status),
-				slog.Int64("bytes", l.bytes),
-				slog.Duration("duration", l.duration),
-				slog.String("remote", l.remote),
-			)
+			rec.AddAttrs(l.attrs()...)
 			if err := h.Handle(context.Background(), rec); err != nil {
 				t.Fatal(err)
 			}

@@ -84,15 +84,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			s.access.write(end, line)
 			return nil
 		}
-		s.log.LogAttrs(req.Context(), line.level, "request",
-			slog.String("request_id", line.requestID),
-			slog.String("method", line.method),
-			slog.String("route", line.route),
-			slog.Int("status", line.status),
-			slog.Int64("bytes", line.bytes),
-			slog.Duration("duration", line.duration),
-			slog.String("remote", line.remote),
-		)
+		s.log.LogAttrs(req.Context(), line.level, "request", line.attrs()...)
 		return nil
 	}
 }
