@@ -363,31 +363,48 @@
     $('keys-empty').hidden = rows.length !== 0;
   }
 
-  $('key-form').addEventListener('submit', async (e) => {
-    e.preventDefault();
-    clearError();
-    const input = $('key-name');
-    const name = input.value.trim();
-    if (!name) {
-      showError(new Error('Say what the key is for, e.g. "shop frontend".'));
-      input.focus();
-      return;
-    }
-    const button = e.submitter || e.target.querySelector('button[type="submit"]');
-    button.disabled = true;
-    try {
-      const key = await api('POST', '/admin/api-keys', { name });
-      input.value = '';
+  // onNameSubmit runs a form of one name field: an empty name gets hint;
+  // otherwise post(name) runs with the submit button disabled, the field is
+  // emptied and done(result) follows. refocusOnError puts the caret back in
+  // the field after a failure, for a name the user is likely to correct.
+  function onNameSubmit({ form, field, hint, post, done, refocusOnError = false }) {
+    $(form).addEventListener('submit', async (e) => {
+      e.preventDefault();
+      clearError();
+      const input = $(field);
+      const name = input.value.trim();
+      if (!name) {
+        showError(new Error(hint));
+        input.focus();
+        return;
+      }
+      const button = e.submitter || e.target.querySelector('button[type="submit"]');
+      button.disabled = true;
+      try {
+        const result = await post(name);
+        input.value = '';
+        await done(result);
+      } catch (err) {
+        showError(err);
+        if (refocusOnError) input.focus();
+      } finally {
+        button.disabled = false;
+      }
+    });
+  }
+
+  onNameSubmit({
+    form: 'key-form',
+    field: 'key-name',
+    hint: 'Say what the key is for, e.g. "shop frontend".',
+    post: (name) => api('POST', '/admin/api-keys', { name }),
+    done: async (key) => {
       $('new-key-secret').value = key.secret;
       $('new-key').hidden = false;
       $('new-key').focus();
       announce(`Key ${key.name} created. Copy its secret now: it is shown only once.`);
       await loadKeys();
-    } catch (err) {
-      showError(err);
-    } finally {
-      button.disabled = false;
-    }
+    },
   });
 
   $('new-key-done').addEventListener('click', () => {
@@ -863,21 +880,12 @@
     renderSettings();
   }
 
-  $('domain-form').addEventListener('submit', async (e) => {
-    e.preventDefault();
-    clearError();
-    const input = $('domain-name');
-    const name = input.value.trim();
-    if (!name) {
-      showError(new Error('Enter a domain, e.g. shop.example.com.'));
-      input.focus();
-      return;
-    }
-    const button = e.submitter || e.target.querySelector('button[type="submit"]');
-    button.disabled = true;
-    try {
-      const d = await api('POST', '/admin/domains', { name });
-      input.value = '';
+  onNameSubmit({
+    form: 'domain-form',
+    field: 'domain-name',
+    hint: 'Enter a domain, e.g. shop.example.com.',
+    post: (name) => api('POST', '/admin/domains', { name }),
+    done: (d) => {
       updateDomain(d);
       const li = cardOf(d.name);
       announce(`${d.name} added. Create the DNS record shown, then choose Verify.`);
@@ -886,12 +894,8 @@
         const first = li.querySelector('button.verify');
         if (first) first.focus();
       }
-    } catch (err) {
-      showError(err);
-      input.focus();
-    } finally {
-      button.disabled = false;
-    }
+    },
+    refocusOnError: true,
   });
 
   // ---- the menu beside each domain ------------------------------------------
