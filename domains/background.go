@@ -28,16 +28,36 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-func (m *Manager) resume(ctx context.Context) {
+// untilClosed is the body of one of the manager's goroutines: it calls do
+// each time ch delivers, until Close.
+func untilClosed[T any](m *Manager, ch <-chan T, do func(context.Context)) {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-ch:
+			do(m.ctx)
+		}
+	}
+}
+
+// certificateDomains lists the domains for the certificate work; none when
+// the manager issues no certificates, or when the store fails (logged).
+func (m *Manager) certificateDomains(ctx context.Context) []store.Domain {
 	if m.certs == nil {
-		return
+		return nil
 	}
 	ds, err := m.db.Domains(ctx)
 	if err != nil {
 		m.log.Error("listing domains", "err", err)
-		return
+		return nil
 	}
-	for _, d := range ds {
+	return ds
+}
+
+func (m *Manager) resume(ctx context.Context) {
+	for _, d := range m.certificateDomains(ctx) {
 		switch {
 		case d.State != store.DomainVerified:
 		case d.Certificate.State == store.CertIssued:

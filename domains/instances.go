@@ -33,15 +33,7 @@ func (m *Manager) wake() {
 }
 
 func (m *Manager) followChanges() {
-	defer m.wg.Done()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-m.storeChanged:
-			m.syncWithStore(m.ctx)
-		}
-	}
+	untilClosed(m, m.storeChanged, m.syncWithStore)
 }
 
 // syncWithStore rebuilds the routing table and brings the certificate

@@ -274,17 +274,9 @@ func problemText(err error) string {
 // certificateLoop keeps the stored certificate records honest and starts
 // due attempts until Close, every TickEvery.
 func (m *Manager) certificateLoop() {
-	defer m.wg.Done()
 	t := time.NewTicker(m.cfg.TickEvery)
 	defer t.Stop()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-t.C:
-			m.TendCertificates(m.ctx)
-		}
-	}
+	untilClosed(m, t.C, m.TendCertificates)
 }
 
 // TendCertificates does one round of the certificate loop now: verified
@@ -292,14 +284,7 @@ func (m *Manager) certificateLoop() {
 // certificate whose file left storage is recorded as removed and requested
 // again; one past its notAfter is recorded as expired. Exported for tests.
 func (m *Manager) TendCertificates(ctx context.Context) {
-	if m.certs == nil {
-		return
-	}
-	ds, err := m.db.Domains(ctx)
-	if err != nil {
-		m.log.Error("listing domains", "err", err)
-		return
-	}
+	ds := m.certificateDomains(ctx)
 	now := m.now().UTC()
 	for _, d := range ds {
 		if ctx.Err() != nil {
