@@ -16,7 +16,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"petstore/domains"
-	"petstore/handlers"
 )
 
 // bodyOperation is an operation of either document that takes a JSON body,
@@ -66,18 +65,10 @@ const echoJSON = "application/json"
 // 400 invalid_request, and what it accepts is answered as the spec says
 // (the harness checks every answer), never with a 5xx.
 func TestBodiesFollowTheValidator(t *testing.T) {
-	ts := newTestServer(t, func(c *handlers.Config) {
-		m, err := domains.NewManager(domains.Config{
-			Store: c.Store,
-			// DNS answered by nothing (a closed loopback port): offline.
-			Checker: &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(m.Close)
-		c.Domains = m
-	})
+	ts := newTestServer(t, withDomains(t, domains.Config{
+		// DNS answered by nothing (a closed loopback port): offline.
+		Checker: &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
+	}))
 	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201)
 	ts.do("POST", "/pets", `{"name":"Rex","categoryId":1}`).wantStatus(201)
 	opts := &openapi3filter.Options{

@@ -6,7 +6,6 @@ import (
 
 	"petstore/domains"
 	"petstore/domains/domaintest"
-	"petstore/handlers"
 )
 
 // TestCAAWarningVerifies: without the CA's CAA identity (no
@@ -15,18 +14,10 @@ import (
 // verifies.
 func TestCAAWarningVerifies(t *testing.T) {
 	dns := domaintest.StartDNS(t)
-	ts := newTestServer(t, func(c *handlers.Config) {
-		m, err := domains.NewManager(domains.Config{
-			Store:    c.Store,
-			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-			Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(m.Close)
-		c.Domains = m
-	})
+	ts := newTestServer(t, withDomains(t, domains.Config{
+		Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+		Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second},
+	}))
 	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
 	ts.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantStatus(201)
 	dns.SetCNAME(t, "shop.example.com", domaintest.CNAMETarget)

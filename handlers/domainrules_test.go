@@ -7,7 +7,6 @@ import (
 
 	"petstore/domains"
 	"petstore/domains/domaintest"
-	"petstore/handlers"
 	"petstore/store"
 )
 
@@ -73,14 +72,7 @@ func TestAddDomainSpecialUseNames(t *testing.T) {
 // domain is refused with cname_target_unknown, instead of records with an
 // empty value.
 func TestAddDomainWithoutCNAMETarget(t *testing.T) {
-	ts := newTestServer(t, func(c *handlers.Config) {
-		m, err := domains.NewManager(domains.Config{Store: c.Store, Checker: &domains.Checker{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(m.Close)
-		c.Domains = m
-	})
+	ts := newTestServer(t, withDomains(t, domains.Config{Checker: &domains.Checker{}}))
 	var p struct{ CNAMETarget *string }
 	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200).decode(&p)
 	if p.CNAMETarget == nil || *p.CNAMETarget != "" {

@@ -38,7 +38,7 @@ func newDomainEnv(t *testing.T) *domainEnv {
 	dns.AddA(t, domaintest.CNAMETarget, "127.0.0.1")
 	env := &domainEnv{dns: dns, pebble: pebble}
 	env.testServer = newTestServer(t, func(c *handlers.Config) {
-		m, err := domains.NewManager(domains.Config{
+		env.manager = newManager(t, domains.Config{
 			Store:    c.Store,
 			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
 			Checker: &domains.Checker{
@@ -52,12 +52,7 @@ func newDomainEnv(t *testing.T) *domainEnv {
 				HTTPPort: pebble.HTTPPort, TLSPort: pebble.TLSPort,
 			},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(m.Close)
-		env.manager = m
-		c.Domains = m
+		c.Domains = env.manager
 	})
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", itoa(pebble.TLSPort)))
 	if err != nil {
@@ -376,11 +371,8 @@ func TestRedirects(t *testing.T) {
 func TestAddDomainNeedsADeploy(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	_, _ = db.UpdateProject(context.Background(), func(p *store.Project) error { p.Plan = store.PlanPro; return nil })
-	m, err := domains.NewManager(domains.Config{Store: db, Checker: &domains.Checker{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.Add(context.Background(), "shop.example.com")
+	m := newManager(t, domains.Config{Store: db, Checker: &domains.Checker{}})
+	_, err := m.Add(context.Background(), "shop.example.com")
 	var appErr *store.Error
 	if !errors.As(err, &appErr) || appErr.Code != store.ECONFLICT || !strings.Contains(appErr.Message, "deploy") {
 		t.Fatalf("adding without a deploy: %v", err)

@@ -7,7 +7,6 @@ import (
 
 	"petstore/domains"
 	"petstore/domains/domaintest"
-	"petstore/handlers"
 	"petstore/store"
 )
 
@@ -20,20 +19,12 @@ func TestDomainAnswersWhileDNSFlaps(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	ts := newTestServer(t, func(c *handlers.Config) {
-		m, err := domains.NewManager(domains.Config{
-			Store:         c.Store,
-			Platform:      domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-			Checker:       &domains.Checker{Resolvers: []string{resolver.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second, AllowPrivateNameservers: true},
-			Now:           clock,
-			AllowTestTLDs: true,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(m.Close)
-		c.Domains = m
-	})
+	ts := newTestServer(t, withDomains(t, domains.Config{
+		Platform:      domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+		Checker:       &domains.Checker{Resolvers: []string{resolver.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second, AllowPrivateNameservers: true},
+		Now:           clock,
+		AllowTestTLDs: true,
+	}))
 	const name = "shop.flap.test"
 	resolver.SetCNAME(t, name, domaintest.CNAMETarget)
 	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)

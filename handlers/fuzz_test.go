@@ -54,17 +54,13 @@ func FuzzRequest(f *testing.F) {
 	// (a closed loopback port), so that a verify fails fast and offline.
 	var manager *domains.Manager
 	ts := newTestServer(f, func(c *handlers.Config) {
-		m, err := domains.NewManager(domains.Config{
+		manager = newManager(f, domains.Config{
 			Store:         c.Store,
 			Platform:      domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
 			Checker:       &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},
 			AllowTestTLDs: true,
 		})
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Cleanup(m.Close)
-		manager, c.Domains = m, m
+		c.Domains = manager
 	})
 	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
 	ts.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantStatus(201)

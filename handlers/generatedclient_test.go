@@ -21,7 +21,6 @@ import (
 	_ "github.com/oapi-codegen/runtime"
 
 	"petstore/domains"
-	"petstore/handlers"
 )
 
 // generatedClientPackage is where the test places the generated clients and
@@ -80,20 +79,12 @@ func TestGeneratedClients(t *testing.T) {
 	driver := filepath.Join(tmp, "driver")
 	goCommand(t, root, "build", "-overlay", overlayFile, "-o", driver, "./"+generatedClientPackage+"/driver")
 
-	ts := newTestServer(t, func(c *handlers.Config) {
-		// Custom domains need a CNAME target; DNS is answered by nothing (a
-		// closed loopback port), so that a verify fails fast and offline.
-		m, err := domains.NewManager(domains.Config{
-			Store:    c.Store,
-			Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-			Checker:  &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(m.Close)
-		c.Domains = m
-	})
+	// Custom domains need a CNAME target; DNS is answered by nothing (a
+	// closed loopback port), so that a verify fails fast and offline.
+	ts := newTestServer(t, withDomains(t, domains.Config{
+		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:  &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},
+	}))
 	called := map[string]bool{}
 	var mu sync.Mutex
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

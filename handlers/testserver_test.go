@@ -122,6 +122,26 @@ func (ts *testServer) with(t testing.TB) *testServer {
 
 type serverOption func(*handlers.Config)
 
+// withDomains gives the server a domains manager made from cfg on the
+// server's store, closed when the test ends.
+func withDomains(tb testing.TB, cfg domains.Config) serverOption {
+	return func(c *handlers.Config) {
+		cfg.Store = c.Store
+		c.Domains = newManager(tb, cfg)
+	}
+}
+
+// newManager makes a domains manager, closed when the test ends.
+func newManager(tb testing.TB, cfg domains.Config) *domains.Manager {
+	tb.Helper()
+	m, err := domains.NewManager(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(m.Close)
+	return m
+}
+
 func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	tb.Helper()
 	specs(tb)
@@ -136,17 +156,12 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	if cfg.Domains == nil {
 		// A CNAME target, so that domains can be added; no DNS (a closed
 		// loopback port), so that a verify fails fast and offline.
-		m, err := domains.NewManager(domains.Config{
+		cfg.Domains = newManager(tb, domains.Config{
 			Store:         db,
 			Platform:      domains.Platform{CNAMETarget: "cname.petstore.test"},
 			Checker:       &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},
 			AllowTestTLDs: true,
 		})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(m.Close)
-		cfg.Domains = m
 	}
 	srv, err := handlers.New(cfg)
 	if err != nil {
