@@ -327,22 +327,30 @@
       status.textContent = 'Nothing to save.';
       return;
     }
+    await saving(e, status, 'Project settings saved.', async () => {
+      state.project = await api('PATCH', '/admin/project', patch);
+      showProjectName();
+      $('project-plan').value = state.project.plan;
+    });
+  });
+
+  // saving runs save with the form's submit button disabled, and says in
+  // status (and to screen readers, as done) how it went.
+  async function saving(e, status, done, save) {
     const button = e.submitter || e.target.querySelector('button[type="submit"]');
     button.disabled = true;
     status.textContent = 'Saving…';
     try {
-      state.project = await api('PATCH', '/admin/project', patch);
-      showProjectName();
-      $('project-plan').value = state.project.plan;
+      await save();
       status.textContent = 'Saved.';
-      announce('Project settings saved.');
+      announce(done);
     } catch (err) {
       status.textContent = '';
       showError(err);
     } finally {
       button.disabled = false;
     }
-  });
+  }
 
   // ---- API keys -------------------------------------------------------------
 
@@ -1067,20 +1075,10 @@
     }));
     const domains = { redirects };
     if ($('primary').value) domains.primary = $('primary').value;
-    const button = e.submitter || e.target.querySelector('button[type="submit"]');
-    button.disabled = true;
-    status.textContent = 'Saving…';
-    try {
+    await saving(e, status, 'Domain settings saved.', async () => {
       state.settings = await api('PUT', '/admin/settings', { domains });
       renderSettings();
-      status.textContent = 'Saved.';
-      announce('Domain settings saved.');
-    } catch (err) {
-      status.textContent = '';
-      showError(err);
-    } finally {
-      button.disabled = false;
-    }
+    });
   });
 
   // ---- copy buttons and the confirmation dialog -------------------------------
