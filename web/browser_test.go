@@ -167,6 +167,11 @@ func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action
 	}
 }
 
+// submit clicks the submit button of the form with the given id.
+func submit(form string) chromedp.Action[chromedp.Void] {
+	return chromedp.Click(chromedp.CSS("#" + form + " button[type=submit]"))
+}
+
 // run runs one action that returns a value.
 func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
@@ -199,7 +204,7 @@ func signIn(t *testing.T, ctx context.Context, url string, then ...chromedp.Acti
 		chromedp.Navigate(url),
 		chromedp.WaitVisible(chromedp.ID("token")),
 		paste("token", domaintest.AdminToken),
-		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+		submit("sign-in-form"),
 	}
 	do(t, ctx, "signing in", append(steps, then...)...)
 }

@@ -31,6 +31,17 @@ func viewLoaded(name string) chromedp.Action[chromedp.Void] {
 	return chromedp.WaitVisible(chromedp.CSS("#view-" + name + ":not([aria-busy])"))
 }
 
+// submitIn opens a dashboard view, fills in its form with fill, submits it
+// and goes on with then.
+func submitIn(view, form string, fill chromedp.Action[chromedp.Void], then ...chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(append([]chromedp.Action[chromedp.Void]{
+		chromedp.Click(chromedp.ID("tab-" + view)),
+		viewLoaded(view),
+		fill,
+		submit(form),
+	}, then...)...)
+}
+
 // domainCard is the CSS selector of a domain's card on the Domains page.
 func domainCard(name string) string { return fmt.Sprintf(`li.domain[data-name=%q]`, name) }
 
@@ -50,12 +61,12 @@ func TestDashboard(t *testing.T) {
 	do(t, ctx, "opening the dashboard", chromedp.Navigate(ts.url+"/dashboard/"), chromedp.WaitVisible(chromedp.ID("token")))
 	do(t, ctx, "signing in with a wrong token",
 		chromedp.SendKeys(chromedp.ID("token"), "pat_wrong"),
-		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+		submit("sign-in-form"),
 	)
 	waitText(t, ctx, "#sign-in-error", "not accepted")
 	do(t, ctx, "signing in",
 		paste("token", domaintest.AdminToken),
-		chromedp.Click(chromedp.CSS("#sign-in-form button[type=submit]")),
+		submit("sign-in-form"),
 		chromedp.WaitVisible(chromedp.ID("view-project")),
 	)
 	if got := run(t, ctx, "reading sessionStorage", chromedp.Evaluate[string](`sessionStorage.getItem('petstore.adminToken')`)); got != domaintest.AdminToken {
@@ -71,13 +82,9 @@ func TestDashboard(t *testing.T) {
 	waitText(t, ctx, "#project-address", project.DefaultAddress)
 
 	// API keys: the secret is shown once and works.
-	do(t, ctx, "creating an API key",
-		chromedp.Click(chromedp.ID("tab-api-keys")),
-		viewLoaded("api-keys"),
+	do(t, ctx, "creating an API key", submitIn("api-keys", "key-form",
 		chromedp.SendKeys(chromedp.ID("key-name"), "browser test"),
-		chromedp.Click(chromedp.CSS("#key-form button[type=submit]")),
-		chromedp.WaitVisible(chromedp.ID("new-key")),
-	)
+		chromedp.WaitVisible(chromedp.ID("new-key"))))
 	secret := run(t, ctx, "reading the secret", chromedp.Value(chromedp.ID("new-key-secret")))
 	if status, _, b := ts.call(t, http.MethodPost, "/categories", `{"name":"Dogs"}`, map[string]string{"X-API-Key": secret}); status != http.StatusCreated {
 		t.Errorf("the secret shown does not authenticate: %d %s", status, b)
@@ -89,21 +96,13 @@ func TestDashboard(t *testing.T) {
 	}
 
 	// A domain on the free plan: the API's 403 is shown in words.
-	do(t, ctx, "adding a domain on the free plan",
-		chromedp.Click(chromedp.ID("tab-domains")),
-		viewLoaded("domains"),
-		chromedp.SendKeys(chromedp.ID("domain-name"), "shop.example.com"),
-		chromedp.Click(chromedp.CSS("#domain-form button[type=submit]")),
-	)
+	do(t, ctx, "adding a domain on the free plan", submitIn("domains", "domain-form",
+		chromedp.SendKeys(chromedp.ID("domain-name"), "shop.example.com")))
 	waitText(t, ctx, "#app-error", "Custom domains need the Pro plan")
 
 	// The plan goes to pro.
-	do(t, ctx, "choosing the Pro plan",
-		chromedp.Click(chromedp.ID("tab-project")),
-		viewLoaded("project"),
-		chromedp.SetValue(chromedp.ID("project-plan"), "pro"),
-		chromedp.Click(chromedp.CSS("#project-form button[type=submit]")),
-	)
+	do(t, ctx, "choosing the Pro plan", submitIn("project", "project-form",
+		chromedp.SetValue(chromedp.ID("project-plan"), "pro")))
 	waitText(t, ctx, "#project-status", "Saved")
 	ts.admin(t, http.MethodGet, "/admin/project", "", &project)
 	if project.Plan != "pro" {
@@ -112,13 +111,9 @@ func TestDashboard(t *testing.T) {
 
 	// Add: the exact CNAME record to create, with copy buttons.
 	shop := domainCard("shop.example.com")
-	do(t, ctx, "adding shop.example.com",
-		chromedp.Click(chromedp.ID("tab-domains")),
-		viewLoaded("domains"),
+	do(t, ctx, "adding shop.example.com", submitIn("domains", "domain-form",
 		chromedp.SetValue(chromedp.ID("domain-name"), "Shop.Example.com."),
-		chromedp.Click(chromedp.CSS("#domain-form button[type=submit]")),
-		chromedp.WaitVisible(chromedp.CSS(shop+" .record")),
-	)
+		chromedp.WaitVisible(chromedp.CSS(shop+" .record"))))
 	record := textOf(t, ctx, shop+" .record")
 	for _, want := range []string{"CNAME", "shop", domaintest.CNAMETarget, "3600"} {
 		if !strings.Contains(record, want) {
@@ -192,7 +187,7 @@ func TestDashboard(t *testing.T) {
 	www := domainCard("www.example.com")
 	do(t, ctx, "adding www.example.com",
 		chromedp.SetValue(chromedp.ID("domain-name"), "www.example.com"),
-		chromedp.Click(chromedp.CSS("#domain-form button[type=submit]")),
+		submit("domain-form"),
 		chromedp.WaitVisible(chromedp.CSS(www+" .record")),
 		chromedp.SetValue(chromedp.ID("primary"), "shop.example.com"),
 		chromedp.Click(chromedp.ID("add-redirect")),
@@ -200,7 +195,7 @@ func TestDashboard(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#redirects .redirect-from"), "www.example.com"),
 		chromedp.SetValue(chromedp.CSS("#redirects .redirect-to"), "shop.example.com"),
 		chromedp.SetValue(chromedp.CSS("#redirects .redirect-status"), "308"),
-		chromedp.Click(chromedp.CSS("#settings-form button[type=submit]")),
+		submit("settings-form"),
 	)
 	waitText(t, ctx, "#settings-status", "Saved")
 	var settings struct {
