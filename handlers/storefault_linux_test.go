@@ -2,12 +2,9 @@ package handlers_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 
 	"petstore/domains/domaintest"
@@ -21,18 +18,7 @@ import (
 // root); elsewhere the test is skipped.
 func onSmallDisk(tb testing.TB, dir *string) serverOption {
 	tb.Helper()
-	*dir = filepath.Join(tb.TempDir(), "small-disk")
-	if err := os.Mkdir(*dir, 0o700); err != nil {
-		tb.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", *dir, "tmpfs", 0, "size="+strconv.Itoa(4<<20)); err != nil {
-		tb.Skipf("cannot mount a small tmpfs to run out of disk space (needs root): %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := syscall.Unmount(*dir, 0); err != nil {
-			tb.Errorf("unmounting %s: %v", *dir, err)
-		}
-	})
+	*dir = domaintest.MountSmallDisk(tb, 4<<20)
 	db, err := boltstore.Open(filepath.Join(*dir, "petstore.db"), store.Options{})
 	if err != nil {
 		tb.Fatal(err)
@@ -44,31 +30,6 @@ func onSmallDisk(tb testing.TB, dir *string) serverOption {
 	return func(cfg *handlers.Config) { cfg.Store = db }
 }
 
-// fillDisk writes a file until dir's file system is full, and returns it.
-func fillDisk(tb testing.TB, dir string) string {
-	tb.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for n := len(chunk); n > 0; n /= 2 { // the last bytes too
-		for i := 0; ; i++ {
-			if i > 1<<14 {
-				tb.Fatal("the disk never filled up")
-			}
-			if _, err := f.Write(chunk[:n]); errors.Is(err, syscall.ENOSPC) {
-				break
-			} else if err != nil {
-				tb.Fatal(err)
-			}
-		}
-	}
-	return path
-}
-
 // A full disk is 507 insufficient_storage with Retry-After on the public and
 // the admin API (documented in both), /readyz is 503 while writes fail, and
 // the service recovers by itself once there is space again.
@@ -76,7 +37,7 @@ func TestStoreFault_DiskFullIsInsufficientStorage(t *testing.T) {
 	var dir string
 	ts := newTestServer(t, onSmallDisk(t, &dir))
 	ts.do(http.MethodPost, "/categories", `{"name":"dogs"}`).wantStatus(http.StatusCreated)
-	filler := fillDisk(t, dir)
+	filler := domaintest.FillDisk(t, dir)
 
 	var r *response
 	for i := 0; i < 1000; i++ { // bbolt may still have pages to reuse; new pets need more
