@@ -111,17 +111,6 @@ func (e *domainEnv) httpsGet(t *testing.T, host, path string) (*http.Response, e
 	return c.Get("https://" + host + path)
 }
 
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func findingCodes(d domainJSON) []string {
 	var out []string
 	if d.Check != nil {
@@ -196,7 +185,7 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	if d = e.verify(t, "shop.example.com"); d.State != "verified" || len(findingCodes(d)) != 0 {
 		t.Fatalf("verify: state %s, findings %v", d.State, findingCodes(d))
 	}
-	waitFor(t, "certificate issued", 15*time.Second, func() bool {
+	domaintest.WaitFor(t, "certificate issued", 15*time.Second, 50*time.Millisecond, func() bool {
 		got, err := e.db.Domain(ctx, "shop.example.com")
 		return err == nil && got.Certificate.State == store.CertIssued
 	})

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	proxyproto "github.com/pires/go-proxyproto"
+
+	"petstore/domains/domaintest"
 )
 
 // startProxyListeners serves, on a loopback port behind a ConnGuard capping
@@ -66,19 +67,8 @@ func proxyHeader(t *testing.T, version byte, client, addr string) []byte {
 
 // get sends a GET on c and returns the status and body; status 0 when the
 // connection was closed without an answer.
-func get(t *testing.T, c net.Conn) (int, string) {
-	t.Helper()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
-		return 0, ""
-	}
-	res, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		return 0, ""
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(body)
+func get(c net.Conn) (int, string) {
+	return domaintest.Exchange(c, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
 }
 
 func dialFrom(t *testing.T, local, addr string) net.Conn {
@@ -99,24 +89,24 @@ func TestProxyProtocolCarriedAddress(t *testing.T) {
 		if _, err := c.Write(proxyHeader(t, version, "198.51.100.7", addr)); err != nil {
 			t.Fatal(err)
 		}
-		if status, body := get(t, c); status != 200 || body != "198.51.100.7" {
+		if status, body := get(c); status != 200 || body != "198.51.100.7" {
 			t.Errorf("PROXY v%d for 198.51.100.7: %d %q, want 200 and the carried address", version, status, body)
 		}
 	}
 	t.Run("trusted source without a header is closed", func(t *testing.T) {
-		if status, body := get(t, dialFrom(t, "127.0.0.1", addr)); status != 0 {
+		if status, body := get(dialFrom(t, "127.0.0.1", addr)); status != 0 {
 			t.Errorf("no header from a trusted source: answered %d %q, want the connection closed", status, body)
 		}
 	})
 	t.Run("untrusted source is served as itself, header unread", func(t *testing.T) {
-		if status, body := get(t, dialFrom(t, "127.0.0.2", addr)); status != 200 || body != "127.0.0.2" {
+		if status, body := get(dialFrom(t, "127.0.0.2", addr)); status != 200 || body != "127.0.0.2" {
 			t.Errorf("plain request from an untrusted source: %d %q, want 200 127.0.0.2", status, body)
 		}
 		c := dialFrom(t, "127.0.0.2", addr)
 		if _, err := c.Write(proxyHeader(t, 1, "198.51.100.7", addr)); err != nil {
 			t.Fatal(err)
 		}
-		if status, body := get(t, c); status != http.StatusBadRequest {
+		if status, body := get(c); status != http.StatusBadRequest {
 			t.Errorf("PROXY line from an untrusted source: %d %q, want 400 (not a request)", status, body)
 		}
 	})
@@ -132,7 +122,7 @@ func TestProxyProtocolCapPerCarriedAddress(t *testing.T) {
 		if _, err := c.Write(proxyHeader(t, 2, client, addr)); err != nil {
 			t.Fatal(err)
 		}
-		status, _ = get(t, c) // the connection stays open, counted
+		status, _ = get(c) // the connection stays open, counted
 		return status
 	}
 	for _, client := range []string{"198.51.100.7", "198.51.100.8"} {
@@ -158,7 +148,7 @@ func TestProxyProtocolSilentClientDoesNotBlockAccept(t *testing.T) {
 	if _, err := c.Write(proxyHeader(t, 1, "198.51.100.7", addr)); err != nil {
 		t.Fatal(err)
 	}
-	if status, body := get(t, c); status != 200 || body != "198.51.100.7" {
+	if status, body := get(c); status != 200 || body != "198.51.100.7" {
 		t.Fatalf("client after a silent one: %d %q", status, body)
 	}
 	if took := time.Since(began); took >= proxyHeaderTimeout/2 {
@@ -183,7 +173,7 @@ func TestProxyProtocolBeforeTLS(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(cert.Leaf)
 	c := tls.Client(raw, &tls.Config{ServerName: "localhost", RootCAs: pool})
-	if status, body := get(t, c); status != 200 || body != "198.51.100.7" {
+	if status, body := get(c); status != 200 || body != "198.51.100.7" {
 		t.Errorf("HTTPS after a PROXY v2 header: %d %q, want 200 and the carried address", status, body)
 	}
 }
