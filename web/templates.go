@@ -16,11 +16,11 @@ var (
 		"lower":          strings.ToLower,
 		"stabilityTitle": stabilityTitle,
 		"rows":           textareaRows,
-	}).ParseFS(templates, "templates/reference.html"))
+	}).ParseFS(templates, "templates/reference.html", "templates/page-start.html"))
 
 	dashboardTemplate = template.Must(template.New("dashboard.html").Funcs(template.FuncMap{
 		"asset": dashboardAssets.url,
-	}).ParseFS(templates, "templates/dashboard.html"))
+	}).ParseFS(templates, "templates/dashboard.html", "templates/page-start.html"))
 )
 
 // stabilityTitle says what an x-stability value promises, in the words of
