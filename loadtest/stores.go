@@ -120,9 +120,9 @@ func (b *bench) seedThroughAPI(ctx context.Context, api *apiClient, n int) ([]in
 	return ids, nil
 }
 
-// apiWorkloads are the workloads every store is measured on: a random pet
-// of ids by id, a new pet in category catID, and an order of one of a
-// stocked pet (the first cfg.stockPets ids), the writes with apiKey.
+// apiWorkloads are the workloads every store is measured on: reading a
+// random pet of ids, creating a pet in category catID, and ordering one of
+// a stocked pet (the first cfg.stockPets ids); the writes send apiKey.
 func (b *bench) apiWorkloads(ids []int64, catID int64, apiKey string) (getPet, postPet, order workload) {
 	getPaths := make([]string, len(ids))
 	for i, id := range ids {
