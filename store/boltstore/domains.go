@@ -71,15 +71,8 @@ func (db *DB) Domains(ctx context.Context) ([]store.Domain, error) {
 // DomainsPage returns at most limit domains (1..MaxPageSize, 0 for
 // DefaultPageSize) that come after the cursor (nil for the first page), in
 // the order of Domains, and the cursor of the next page (nil on the last).
-// Domains are few, so it reads them all; a cursor stays valid when its
-// domain is removed.
 func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error) {
-	all, err := db.Domains(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	page, next := store.PageOfDomains(all, limit, after)
-	return page, next, nil
+	return store.DomainsPageOf(ctx, db.Domains, limit, after)
 }
 
 // UpdateDomain applies fn to a domain and saves it in one transaction. fn may
