@@ -99,13 +99,7 @@ func TestReverifyServfailKeepsDomainVerified(t *testing.T) {
 	m, _ := newFlapManager(t, resolver, nil, clk)
 	ctx := context.Background()
 	const name = "shop.flap.test"
-	resolver.SetCNAME(t, name, "cname.petstore.test")
-	if _, err := m.Add(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := m.Verify(ctx, name); err != nil || d.State != store.DomainVerified {
-		t.Fatalf("verify: %+v %v", d, err)
-	}
+	addVerified(t, m, resolver, name)
 
 	resolver.SetFault(domaintest.ServFail, 1)
 	d, err := m.Verify(ctx, name)
@@ -137,13 +131,7 @@ func TestMovedOnlyOnEvidenceOverAnHour(t *testing.T) {
 	m, db := newFlapManager(t, resolver, nil, clk)
 	ctx := context.Background()
 	const name = "shop.moving.test"
-	resolver.SetCNAME(t, name, "cname.petstore.test")
-	if _, err := m.Add(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := m.Verify(ctx, name); err != nil || d.State != store.DomainVerified {
-		t.Fatalf("verify: %+v %v", d, err)
-	}
+	addVerified(t, m, resolver, name)
 	state := func(step string, want string, checks int) store.Domain {
 		t.Helper()
 		d, err := db.Domain(ctx, name)
@@ -233,16 +221,10 @@ func TestFlappingDNSKeepsServing(t *testing.T) {
 	challtestsrv.AddA(t, "cname.petstore.test", "127.0.0.1")
 	challtestsrv.SetCNAME(t, name, "cname.petstore.test")
 	resolver := domaintest.StartFaultyDNS(t)
-	resolver.SetCNAME(t, name, "cname.petstore.test")
 	clk := &clock{t: time.Now().UTC()}
 	m, db := newFlapManager(t, resolver, pebble, clk)
 	ctx := context.Background()
-	if _, err := m.Add(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := m.Verify(ctx, name); err != nil || d.State != store.DomainVerified {
-		t.Fatalf("verify: %+v %v", d, err)
-	}
+	addVerified(t, m, resolver, name)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		d, _ := db.Domain(ctx, name)

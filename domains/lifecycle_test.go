@@ -66,7 +66,14 @@ func waitCert(t *testing.T, db *boltstore.DB, name, what string, within time.Dur
 	}
 }
 
-func addVerified(t *testing.T, m *domains.Manager, dns *domaintest.DNS, name string) store.Domain {
+// cnameServer is a test DNS server that can point a name elsewhere:
+// domaintest's DNS and FaultyDNS.
+type cnameServer interface {
+	SetCNAME(tb testing.TB, name, target string)
+}
+
+// addVerified points name at the platform on dns, adds it and verifies it.
+func addVerified(t *testing.T, m *domains.Manager, dns cnameServer, name string) store.Domain {
 	t.Helper()
 	dns.SetCNAME(t, name, "cname.petstore.test")
 	if _, err := m.Add(context.Background(), name); err != nil {
