@@ -74,6 +74,24 @@ func mustPet(tb testing.TB, db *boltstore.DB, name string, categoryID int64, sta
 	return p
 }
 
+// mustStockedDog creates the category "dogs" and the pet "Rex" in it, of
+// the given status, with quantity in stock.
+func mustStockedDog(tb testing.TB, db *boltstore.DB, status store.PetStatus, quantity int) store.Pet {
+	tb.Helper()
+	p := mustPet(tb, db, "Rex", mustCategory(tb, db, "dogs").ID, status)
+	mustStock(tb, db, p.ID, quantity)
+	return p
+}
+
+// mustOrder places o and returns it as placed.
+func mustOrder(tb testing.TB, db *boltstore.DB, o store.Order) store.Order {
+	tb.Helper()
+	if err := db.PlaceOrder(ctx, &o); err != nil {
+		tb.Fatal(err)
+	}
+	return o
+}
+
 func mustStock(tb testing.TB, db *boltstore.DB, petID int64, qty int) {
 	tb.Helper()
 	if _, err := db.SetStock(ctx, petID, qty); err != nil {
@@ -116,10 +134,7 @@ func TestReopen_KeepsEverything(t *testing.T) {
 	c := mustCategory(t, db, "dogs")
 	p := mustPet(t, db, "Rex", c.ID, store.StatusPending)
 	mustStock(t, db, p.ID, 7)
-	o := store.Order{PetID: p.ID, Quantity: 2}
-	if err := db.PlaceOrder(ctx, &o); err != nil {
-		t.Fatal(err)
-	}
+	o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 2})
 	key, secret, err := db.CreateAPIKey(ctx, "ci")
 	if err != nil {
 		t.Fatal(err)

@@ -195,10 +195,7 @@ func TestStockUnderRacingOrdersCancellationsAndRestocks(t *testing.T) {
 	start := before.Quantity + 30
 	taken := 0
 	for range 10 {
-		o := store.Order{PetID: p.ID, Quantity: 2}
-		if err := db.PlaceOrder(ctx, &o); err != nil {
-			t.Fatal(err)
-		}
+		o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 2})
 		taken += 2
 		if o.ID%2 == 0 {
 			if err := db.CancelOrder(ctx, o.ID); err != nil {
