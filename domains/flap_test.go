@@ -26,6 +26,17 @@ func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domain
 	return startFlapManager(t, resolver, pebble, flapOptions{now: clk.now, profile: "default"})
 }
 
+// verifiedOnFaultyDNS starts a FaultyDNS and a manager that asks it, on a
+// clock at noon that only the test moves, and adds and verifies name.
+func verifiedOnFaultyDNS(t *testing.T, name string) (*domains.Manager, *boltstore.DB, *domaintest.FaultyDNS, *clock) {
+	t.Helper()
+	resolver := domaintest.StartFaultyDNS(t)
+	clk := &clock{t: noon}
+	m, db := newFlapManager(t, resolver, nil, clk)
+	addVerified(t, m, resolver, name)
+	return m, db, resolver, clk
+}
+
 // flapOptions tunes startFlapManager.
 type flapOptions struct {
 	now     func() time.Time
@@ -94,12 +105,9 @@ func warned(d store.Domain) bool {
 // chooses Re-verify is recorded as a warning, retried within minutes, and
 // changes nothing else.
 func TestReverifyServfailKeepsDomainVerified(t *testing.T) {
-	resolver := domaintest.StartFaultyDNS(t)
-	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	m, _ := newFlapManager(t, resolver, nil, clk)
-	ctx := context.Background()
 	const name = "shop.flap.test"
-	addVerified(t, m, resolver, name)
+	m, _, resolver, clk := verifiedOnFaultyDNS(t, name)
+	ctx := context.Background()
 
 	resolver.SetFault(domaintest.ServFail, 1)
 	d, err := m.Verify(ctx, name)
@@ -126,12 +134,9 @@ func TestReverifyServfailKeepsDomainVerified(t *testing.T) {
 // run; an answer pointing here resets it; a moved domain comes back by
 // itself.
 func TestMovedOnlyOnEvidenceOverAnHour(t *testing.T) {
-	resolver := domaintest.StartFaultyDNS(t)
-	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	m, db := newFlapManager(t, resolver, nil, clk)
-	ctx := context.Background()
 	const name = "shop.moving.test"
-	addVerified(t, m, resolver, name)
+	m, db, resolver, clk := verifiedOnFaultyDNS(t, name)
+	ctx := context.Background()
 	state := func(step string, want string, checks int) store.Domain {
 		t.Helper()
 		d, err := db.Domain(ctx, name)
