@@ -43,6 +43,15 @@ func AdminTokenOrNew(given string) (token string, hash [sha256.Size]byte, err er
 // MaxDeploys is how many deploys the project keeps, newest first.
 const MaxDeploys = 20
 
+// AddDeploy puts d first, as the newest deploy, and keeps the newest
+// MaxDeploys.
+func (p *Project) AddDeploy(d Deploy) {
+	p.Deploys = append([]Deploy{d}, p.Deploys...)
+	if len(p.Deploys) > MaxDeploys {
+		p.Deploys = p.Deploys[:MaxDeploys]
+	}
+}
+
 // DefaultProject is the project of an instance whose settings were never saved.
 func DefaultProject() Project {
 	return Project{Name: "Petstore", Slug: "petstore", Plan: PlanFree, Deploys: []Deploy{}}

@@ -69,10 +69,7 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 		if rec.ID, err = nextID(tx.Bucket(bktMeta)); err != nil {
 			return err
 		}
-		p.Deploys = append([]store.Deploy{rec}, p.Deploys...)
-		if len(p.Deploys) > store.MaxDeploys {
-			p.Deploys = p.Deploys[:store.MaxDeploys]
-		}
+		p.AddDeploy(rec)
 		return putProject(tx, &p)
 	})
 	if err != nil {

@@ -211,10 +211,7 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 		if err := tx.QueryRow(ctx, `SELECT nextval('deploy_ids')`).Scan(&d.ID); err != nil {
 			return err
 		}
-		p.Deploys = append([]store.Deploy{d}, p.Deploys...)
-		if len(p.Deploys) > store.MaxDeploys {
-			p.Deploys = p.Deploys[:store.MaxDeploys]
-		}
+		p.AddDeploy(d)
 		return putMetaJSON(ctx, tx, "project", &p)
 	})
 	if err != nil {
