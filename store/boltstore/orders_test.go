@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"petstore/store"
+	"petstore/store/storetest"
 )
 
 func TestPlaceOrder(t *testing.T) {
@@ -157,27 +158,18 @@ func TestListOrders_FiltersAndPagination(t *testing.T) {
 		for _, limit := range []int{1, 6, 100} {
 			for _, pet := range []int64{0, pets[0].ID, pets[1].ID, pets[2].ID} {
 				for _, complete := range []*bool{nil, &yes, &no} {
-					f := store.OrderFilter{PetID: pet, Complete: complete, Page: store.Page{Limit: limit}}
-					var exp, got []int64
+					f := store.OrderFilter{PetID: pet, Complete: complete}
+					var exp []int64
 					for id, o := range want {
 						if (pet == 0 || o.PetID == pet) && (complete == nil || o.Complete == *complete) {
 							exp = append(exp, id)
 						}
 					}
 					slices.Sort(exp)
-					for {
-						page, next, err := db.ListOrders(ctx, f)
-						if err != nil {
-							t.Fatal(err)
-						}
-						for _, o := range page {
-							got = append(got, o.ID)
-						}
-						if next == 0 {
-							break
-						}
-						f.After = next
-					}
+					got := storetest.Walk(t, "orders", limit, storetest.OrderID, func(p store.Page) ([]store.Order, int64, error) {
+						f.Page = p
+						return db.ListOrders(ctx, f)
+					})
 					if !slices.Equal(got, exp) {
 						t.Fatalf("filter pet %d complete %v limit %d: got %v, want %v", pet, complete, limit, got, exp)
 					}
