@@ -85,11 +85,17 @@ func mustPet(tb testing.TB, db *boltstore.DB, name string, categoryID int64, sta
 	return p
 }
 
-// mustStockedDog creates the category "dogs" and the pet "Rex" in it, of
-// the given status, with quantity in stock.
+// mustDog creates the category "dogs" and the pet "Rex" in it, of the
+// given status.
+func mustDog(tb testing.TB, db *boltstore.DB, status store.PetStatus) store.Pet {
+	tb.Helper()
+	return mustPet(tb, db, "Rex", mustCategory(tb, db, "dogs").ID, status)
+}
+
+// mustStockedDog is mustDog with quantity in stock.
 func mustStockedDog(tb testing.TB, db *boltstore.DB, status store.PetStatus, quantity int) store.Pet {
 	tb.Helper()
-	p := mustPet(tb, db, "Rex", mustCategory(tb, db, "dogs").ID, status)
+	p := mustDog(tb, db, status)
 	mustStock(tb, db, p.ID, quantity)
 	return p
 }
