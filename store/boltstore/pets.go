@@ -222,21 +222,9 @@ func petIndexEntries(p *store.Pet) [3]indexEntry {
 }
 
 func indexPet(tx *bolt.Tx, p *store.Pet) error {
-	for _, e := range petIndexEntries(p) {
-		b := tx.Bucket(e.bucket)
-		b.FillPercent = appendFill
-		if err := b.Put(e.key, empty); err != nil {
-			return err
-		}
-	}
-	return nil
+	return putIndexEntries(tx, petIndexEntries(p))
 }
 
 func unindexPet(tx *bolt.Tx, p *store.Pet) error {
-	for _, e := range petIndexEntries(p) {
-		if err := tx.Bucket(e.bucket).Delete(e.key); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deleteIndexEntries(tx, petIndexEntries(p))
 }
