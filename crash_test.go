@@ -412,46 +412,36 @@ func (m *crashModel) runWriters(ctx context.Context, wg *sync.WaitGroup, c *cras
 		}
 		return nil
 	}
-	goWriter(func() error {
-		id, o := pick()
-		if o == nil {
-			return idle()
+	// changeOrder sends method with body on a picked order and records the
+	// outcome in the fields flags returns: inFlight when no answer came,
+	// done when the answer was want.
+	changeOrder := func(method, body string, want int, flags func(*orderRec) (inFlight, done *bool), acked *atomic.Int64) func() error {
+		return func() error {
+			id, o := pick()
+			if o == nil {
+				return idle()
+			}
+			st, err := c.do(ctx, method, fmt.Sprintf("/store/orders/%d", id), body, "", nil)
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			o.busy = false
+			inFlight, done := flags(o)
+			if err != nil {
+				*inFlight = true
+				return err
+			}
+			if st != want {
+				return fmt.Errorf("%s /store/orders/%d: %d", method, id, st)
+			}
+			*done = true
+			acked.Add(1)
+			return nil
 		}
-		st, err := c.do(ctx, "DELETE", fmt.Sprintf("/store/orders/%d", id), "", "", nil)
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		o.busy = false
-		if err != nil {
-			o.cancelInFlight = true
-			return err
-		}
-		if st != 204 {
-			return fmt.Errorf("DELETE /store/orders/%d: %d", id, st)
-		}
-		o.cancelled = true
-		counts.cancels.Add(1)
-		return nil
-	})
-	goWriter(func() error {
-		id, o := pick()
-		if o == nil {
-			return idle()
-		}
-		st, err := c.do(ctx, "PUT", fmt.Sprintf("/store/orders/%d", id), `{"complete":true}`, "", nil)
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		o.busy = false
-		if err != nil {
-			o.completeInFlight = true
-			return err
-		}
-		if st != 200 {
-			return fmt.Errorf("PUT /store/orders/%d: %d", id, st)
-		}
-		o.complete = true
-		counts.completes.Add(1)
-		return nil
-	})
+	}
+	goWriter(changeOrder("DELETE", "", 204,
+		func(o *orderRec) (*bool, *bool) { return &o.cancelInFlight, &o.cancelled }, &counts.cancels))
+	goWriter(changeOrder("PUT", `{"complete":true}`, 200,
+		func(o *orderRec) (*bool, *bool) { return &o.completeInFlight, &o.complete }, &counts.completes))
 	// One sequential stock setter per stock pet, so that "the latest
 	// acknowledged value, or the one in flight" is the whole truth.
 	for id, s := range m.stock {

@@ -23,16 +23,13 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 	dns, pebble, rootFile := startACME(t)
 	dir := t.TempDir()
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
-	args := []string{
+	args := append([]string{
 		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", domaintest.AdminToken,
 		"--domain", "petstore.test",
 		// No --http-listen: TLS-ALPN-01 is then the only challenge, so this
 		// test proves it (the handlers tests obtain through HTTP-01).
 		"--https-listen", tlsAddr,
-		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
-		"--acme-caa-identity", "pebble.test",
-		"--allow-test-tlds",
-	}
+	}, pebbleFlags(pebble, rootFile)...)
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": dns.Addr(), "PETSTORE_DNS_ALLOW_PRIVATE": "true"}
 	admin := []string{"Authorization", "Bearer " + domaintest.AdminToken}
 
@@ -137,6 +134,16 @@ func TestRunFallsBackToTheNextCA(t *testing.T) {
 			t.Fatalf("no certificate within 30 s: %s", body)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// pebbleFlags are the flags that make the service obtain its certificates
+// from pebble, with the CAA identity pebble announces, for names under the
+// test TLD.
+func pebbleFlags(pebble *domaintest.Pebble, rootFile string) []string {
+	return []string{
+		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
+		"--acme-caa-identity", "pebble.test", "--allow-test-tlds",
 	}
 }
 

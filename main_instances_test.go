@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,19 +41,17 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 	// Pebble validates through challtestsrv; the services' checker asks a
 	// resolver the test can make fail.
 	resolver := domaintest.StartFaultyDNS(t)
-	common := []string{
+	common := append([]string{
 		"--database", databaseURL, "--admin-token", domaintest.AdminToken, "--max-client-conns", "0",
-		"--domain", "petstore.test",
-		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
-		"--acme-caa-identity", "pebble.test", "--allow-test-tlds", "--dns-allow-private",
-	}
+		"--domain", "petstore.test", "--dns-allow-private",
+	}, pebbleFlags(pebble, rootFile)...)
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": resolver.Addr()}
 	admin := []string{"Authorization", "Bearer " + domaintest.AdminToken}
 	// Pebble validates TLS-ALPN-01 on one port: a's. b serves beside it.
 	tlsA := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
 	tlsB := freeLoopbackAddr(t)
-	a := start(t, env, append(common, "--https-listen", tlsA)...)
-	b := start(t, env, append(common, "--https-listen", tlsB)...)
+	a := start(t, env, slices.Concat(common, []string{"--https-listen", tlsA})...)
+	b := start(t, env, slices.Concat(common, []string{"--https-listen", tlsB})...)
 
 	t.Run("orders through both never oversell", func(t *testing.T) {
 		key := createKey(t, a, admin, "orders")

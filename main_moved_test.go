@@ -37,12 +37,10 @@ func TestRunKeepsMovedDomainCertificate(t *testing.T) {
 
 	dir := t.TempDir()
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
-	args := []string{
+	args := append([]string{
 		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", domaintest.AdminToken,
-		"--domain", "petstore.test", "--https-listen", tlsAddr,
-		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
-		"--acme-caa-identity", "pebble.test", "--allow-test-tlds", "--dns-allow-private",
-	}
+		"--domain", "petstore.test", "--https-listen", tlsAddr, "--dns-allow-private",
+	}, pebbleFlags(pebble, rootFile)...)
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": resolver.Addr()}
 	admin := []string{"Authorization", "Bearer " + domaintest.AdminToken}
 	var domain struct {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"testing"
 
 	"petstore/store/postgres/pgtest"
@@ -10,7 +9,5 @@ import (
 // TestMain stops the private PostgreSQL cluster that tests on --database
 // started, if any.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
+	pgtest.Main(m)
 }

@@ -161,33 +161,36 @@ func TestCheckChalltestsrv(t *testing.T) {
 		contains(t, "message", f.Message, "other-ca.example, letsencrypt.org", "pki.goog")
 	})
 
-	t.Run("CAA for the platform's CA", func(t *testing.T) {
-		d.SetCNAME(t, "shop.caaok.test", target)
-		d.AddCAA(t, "caaok.test", "issue", "letsencrypt.org; validationmethods=http-01")
-		verified(t, check(t, c, "shop.caaok.test"))
-	})
-
-	t.Run("CAA issue with no CA forbids all", func(t *testing.T) {
-		d.SetCNAME(t, "shop.caanone.test", target)
-		d.AddCAA(t, "caanone.test", "issue", ";")
-		d.AddCAA(t, "caanone.test", "issuewild", "letsencrypt.org")
-		f := finding(t, check(t, c, "shop.caanone.test"), domains.CodeCAABlocksCA)
-		contains(t, "message", f.Message, "forbid every certificate authority")
-	})
-
-	t.Run("CAA issuewild and iodef only do not restrict a plain name", func(t *testing.T) {
-		d.SetCNAME(t, "shop.caawild.test", target)
-		d.AddCAA(t, "caawild.test", "issuewild", "other-ca.example")
-		d.AddCAA(t, "caawild.test", "iodef", "mailto:security@caawild.test")
-		verified(t, check(t, c, "shop.caawild.test"))
-	})
-
-	t.Run("CAA: the closest RRset is the relevant one", func(t *testing.T) {
-		d.SetCNAME(t, "a.b.caaclimb.test", target)
-		d.AddCAA(t, "caaclimb.test", "issue", "other-ca.example")
-		d.AddCAA(t, "b.caaclimb.test", "issue", "letsencrypt.org")
-		verified(t, check(t, c, "a.b.caaclimb.test"))
-	})
+	for _, tc := range []struct {
+		test, name string
+		caa        [][3]string // owner, tag, value
+		// blockedBecause is what the CAA finding's message says; "" when
+		// the name is verified.
+		blockedBecause string
+	}{
+		{"CAA for the platform's CA", "shop.caaok.test",
+			[][3]string{{"caaok.test", "issue", "letsencrypt.org; validationmethods=http-01"}}, ""},
+		{"CAA issue with no CA forbids all", "shop.caanone.test",
+			[][3]string{{"caanone.test", "issue", ";"}, {"caanone.test", "issuewild", "letsencrypt.org"}}, "forbid every certificate authority"},
+		{"CAA issuewild and iodef only do not restrict a plain name", "shop.caawild.test",
+			[][3]string{{"caawild.test", "issuewild", "other-ca.example"}, {"caawild.test", "iodef", "mailto:security@caawild.test"}}, ""},
+		{"CAA: the closest RRset is the relevant one", "a.b.caaclimb.test",
+			[][3]string{{"caaclimb.test", "issue", "other-ca.example"}, {"b.caaclimb.test", "issue", "letsencrypt.org"}}, ""},
+	} {
+		t.Run(tc.test, func(t *testing.T) {
+			d.SetCNAME(t, tc.name, target)
+			for _, rr := range tc.caa {
+				d.AddCAA(t, rr[0], rr[1], rr[2])
+			}
+			r := check(t, c, tc.name)
+			if tc.blockedBecause == "" {
+				verified(t, r)
+				return
+			}
+			f := finding(t, r, domains.CodeCAABlocksCA)
+			contains(t, "message", f.Message, tc.blockedBecause)
+		})
+	}
 
 	t.Run("CAA at the alias target counts", func(t *testing.T) {
 		// RFC 8659 looks CAA up following aliases: the target's CAA is the

@@ -26,6 +26,17 @@ func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domain
 	return startFlapManager(t, resolver, pebble, flapOptions{now: clk.now, profile: "default"})
 }
 
+// verifiedOnFaultyDNS starts a FaultyDNS and a manager that asks it, on a
+// clock at noon that only the test moves, and adds and verifies name.
+func verifiedOnFaultyDNS(t *testing.T, name string) (*domains.Manager, *boltstore.DB, *domaintest.FaultyDNS, *clock) {
+	t.Helper()
+	resolver := domaintest.StartFaultyDNS(t)
+	clk := &clock{t: noon}
+	m, db := newFlapManager(t, resolver, nil, clk)
+	addVerified(t, m, resolver, name)
+	return m, db, resolver, clk
+}
+
 // flapOptions tunes startFlapManager.
 type flapOptions struct {
 	now     func() time.Time
@@ -94,18 +105,9 @@ func warned(d store.Domain) bool {
 // chooses Re-verify is recorded as a warning, retried within minutes, and
 // changes nothing else.
 func TestReverifyServfailKeepsDomainVerified(t *testing.T) {
-	resolver := domaintest.StartFaultyDNS(t)
-	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	m, _ := newFlapManager(t, resolver, nil, clk)
-	ctx := context.Background()
 	const name = "shop.flap.test"
-	resolver.SetCNAME(t, name, "cname.petstore.test")
-	if _, err := m.Add(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := m.Verify(ctx, name); err != nil || d.State != store.DomainVerified {
-		t.Fatalf("verify: %+v %v", d, err)
-	}
+	m, _, resolver, clk := verifiedOnFaultyDNS(t, name)
+	ctx := context.Background()
 
 	resolver.SetFault(domaintest.ServFail, 1)
 	d, err := m.Verify(ctx, name)
@@ -132,18 +134,9 @@ func TestReverifyServfailKeepsDomainVerified(t *testing.T) {
 // run; an answer pointing here resets it; a moved domain comes back by
 // itself.
 func TestMovedOnlyOnEvidenceOverAnHour(t *testing.T) {
-	resolver := domaintest.StartFaultyDNS(t)
-	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	m, db := newFlapManager(t, resolver, nil, clk)
-	ctx := context.Background()
 	const name = "shop.moving.test"
-	resolver.SetCNAME(t, name, "cname.petstore.test")
-	if _, err := m.Add(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := m.Verify(ctx, name); err != nil || d.State != store.DomainVerified {
-		t.Fatalf("verify: %+v %v", d, err)
-	}
+	m, db, resolver, clk := verifiedOnFaultyDNS(t, name)
+	ctx := context.Background()
 	state := func(step string, want string, checks int) store.Domain {
 		t.Helper()
 		d, err := db.Domain(ctx, name)
@@ -233,16 +226,10 @@ func TestFlappingDNSKeepsServing(t *testing.T) {
 	challtestsrv.AddA(t, "cname.petstore.test", "127.0.0.1")
 	challtestsrv.SetCNAME(t, name, "cname.petstore.test")
 	resolver := domaintest.StartFaultyDNS(t)
-	resolver.SetCNAME(t, name, "cname.petstore.test")
 	clk := &clock{t: time.Now().UTC()}
 	m, db := newFlapManager(t, resolver, pebble, clk)
 	ctx := context.Background()
-	if _, err := m.Add(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := m.Verify(ctx, name); err != nil || d.State != store.DomainVerified {
-		t.Fatalf("verify: %+v %v", d, err)
-	}
+	addVerified(t, m, resolver, name)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		d, _ := db.Domain(ctx, name)

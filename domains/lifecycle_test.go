@@ -66,7 +66,14 @@ func waitCert(t *testing.T, db *boltstore.DB, name, what string, within time.Dur
 	}
 }
 
-func addVerified(t *testing.T, m *domains.Manager, dns *domaintest.DNS, name string) store.Domain {
+// cnameServer is a test DNS server that can point a name elsewhere:
+// domaintest's DNS and FaultyDNS.
+type cnameServer interface {
+	SetCNAME(tb testing.TB, name, target string)
+}
+
+// addVerified points name at the platform on dns, adds it and verifies it.
+func addVerified(t *testing.T, m *domains.Manager, dns cnameServer, name string) store.Domain {
 	t.Helper()
 	dns.SetCNAME(t, name, "cname.petstore.test")
 	if _, err := m.Add(context.Background(), name); err != nil {
@@ -79,14 +86,30 @@ func addVerified(t *testing.T, m *domains.Manager, dns *domaintest.DNS, name str
 	return d
 }
 
+// startOurDNS starts the DNS server the checker asks, where the CNAME
+// target cname.petstore.test has an address.
+func startOurDNS(t *testing.T) *domaintest.DNS {
+	dns := domaintest.StartDNS(t)
+	dns.AddA(t, "cname.petstore.test", "127.0.0.1")
+	return dns
+}
+
+// startCADNS starts a DNS server of the CA's own, where a name has no
+// address unless a test gives it one: the CA sees other records than the
+// checker.
+func startCADNS(t *testing.T) *domaintest.DNS {
+	dns := domaintest.StartDNS(t)
+	dns.SetDefaultIPv4(t, "")
+	return dns
+}
+
 // TestRenewalWithoutVisitors: a certificate that lives 40 seconds is
 // renewed by maintenance before it expires, with no TLS client at all.
 func TestRenewalWithoutVisitors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble and waits for a renewal")
 	}
-	dns := domaintest.StartDNS(t)
-	dns.AddA(t, "cname.petstore.test", "127.0.0.1")
+	dns := startOurDNS(t)
 	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{Profiles: map[string]int{"short": 40}})
 	m, db := acmeManager(t, dns, pebble, nil, domains.ACME{Profile: "short", RenewInterval: time.Second})
 	const name = "renew.example.org"
@@ -133,8 +156,7 @@ func TestCertificateStateIsHonest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble")
 	}
-	dns := domaintest.StartDNS(t)
-	dns.AddA(t, "cname.petstore.test", "127.0.0.1")
+	dns := startOurDNS(t)
 	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
 	clk := &clock{t: time.Now()}
 	m, db := acmeManager(t, dns, pebble, clk, domains.ACME{})
@@ -183,10 +205,7 @@ func TestIssuanceBacksOff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble")
 	}
-	ourDNS := domaintest.StartDNS(t)
-	caDNS := domaintest.StartDNS(t)
-	ourDNS.AddA(t, "cname.petstore.test", "127.0.0.1")
-	caDNS.SetDefaultIPv4(t, "")
+	ourDNS, caDNS := startOurDNS(t), startCADNS(t)
 	const name = "slowdns.example.org"
 	// The CA's resolver still has the record from before the customer's
 	// change: a name with no address.
@@ -322,8 +341,7 @@ func TestIssuerFallback(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble")
 	}
-	dns := domaintest.StartDNS(t)
-	dns.AddA(t, "cname.petstore.test", "127.0.0.1")
+	dns := startOurDNS(t)
 	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
 	const unreachable = "https://127.0.0.1:1/dir"
 	m, db := acmeManager(t, dns, pebble, nil, domains.ACME{CA: unreachable, FallbackCAs: []string{pebble.DirectoryURL()}})
@@ -360,10 +378,7 @@ func TestTroubleshootingNamesTheCAsIdentities(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble")
 	}
-	ourDNS := domaintest.StartDNS(t)
-	caDNS := domaintest.StartDNS(t)
-	ourDNS.AddA(t, "cname.petstore.test", "127.0.0.1")
-	caDNS.SetDefaultIPv4(t, "")
+	ourDNS, caDNS := startOurDNS(t), startCADNS(t)
 	pebble := domaintest.StartPebble(t, caDNS, domaintest.PebbleOptions{})
 	clk := &clock{t: time.Now()}
 	m, db := acmeManager(t, ourDNS, pebble, clk, domains.ACME{})

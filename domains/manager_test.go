@@ -42,14 +42,25 @@ func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager
 	return m, db
 }
 
+// noon is the fixed start of the tests' clocks.
+var noon = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// newManagerAtNoon starts a DNS server and a manager that asks it, on a
+// clock at noon that only the test moves.
+func newManagerAtNoon(t *testing.T) (*domains.Manager, *boltstore.DB, *domaintest.DNS, *clock) {
+	t.Helper()
+	dns := domaintest.StartDNS(t)
+	clk := &clock{t: noon}
+	m, db := newManager(t, dns, clk)
+	return m, db, dns, clk
+}
+
 // TestBackgroundChecks: a pending domain is re-checked on the backoff
 // schedule until its DNS is right; a verified one whose DNS moves away is
 // flagged as moved, is no longer allowed new certificates, and comes back
 // when its DNS does.
 func TestBackgroundChecks(t *testing.T) {
-	dns := domaintest.StartDNS(t)
-	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	m, db := newManager(t, dns, clk)
+	m, db, dns, clk := newManagerAtNoon(t)
 	ctx := context.Background()
 	const name = "bg.example.org"
 
@@ -120,9 +131,7 @@ func TestBackgroundChecks(t *testing.T) {
 // TestPendingChecksStopAfter48Hours: the backoff gives up on a domain
 // whose DNS never came, so it stops being checked in the background.
 func TestPendingChecksStopAfter48Hours(t *testing.T) {
-	dns := domaintest.StartDNS(t)
-	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	m, db := newManager(t, dns, clk)
+	m, db, _, clk := newManagerAtNoon(t)
 	ctx := context.Background()
 	if _, err := m.Add(ctx, "never.example.org"); err != nil {
 		t.Fatal(err)
@@ -151,9 +160,7 @@ func TestPendingChecksStopAfter48Hours(t *testing.T) {
 // certificate gets the troubleshooting steps of the original
 // specification, and only after 30 minutes.
 func TestTroubleshootingAfter30Minutes(t *testing.T) {
-	dns := domaintest.StartDNS(t)
-	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	m, db := newManager(t, dns, clk)
+	m, db, dns, clk := newManagerAtNoon(t)
 	ctx := context.Background()
 	dns.SetCNAME(t, "slow.example.org", "cname.petstore.test")
 	if _, err := m.Add(ctx, "slow.example.org"); err != nil {

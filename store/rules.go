@@ -1,7 +1,9 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"sort"
 	"time"
@@ -25,8 +27,30 @@ func NewSecret(prefix string) (string, error) {
 	return prefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
+// AdminTokenOrNew returns the given admin token, or a new one when none is
+// given, with the SHA-256 hash that is stored in its place. Stores draw it
+// before their transaction so that every run of it stores the same token.
+func AdminTokenOrNew(given string) (token string, hash [sha256.Size]byte, err error) {
+	token = given
+	if token == "" {
+		if token, err = NewSecret(AdminTokenPrefix); err != nil {
+			return "", hash, err
+		}
+	}
+	return token, sha256.Sum256([]byte(token)), nil
+}
+
 // MaxDeploys is how many deploys the project keeps, newest first.
 const MaxDeploys = 20
+
+// AddDeploy puts d first, as the newest deploy, and keeps the newest
+// MaxDeploys.
+func (p *Project) AddDeploy(d Deploy) {
+	p.Deploys = append([]Deploy{d}, p.Deploys...)
+	if len(p.Deploys) > MaxDeploys {
+		p.Deploys = p.Deploys[:MaxDeploys]
+	}
+}
 
 // DefaultProject is the project of an instance whose settings were never saved.
 func DefaultProject() Project {
@@ -99,6 +123,18 @@ func PageOfDomains(all []Domain, limit int, after *DomainCursor) ([]Domain, *Dom
 	return page, nil
 }
 
+// DomainsPageOf answers DomainsPage for a store whose domains are listed
+// by all: domains are few, so it reads them all; a cursor stays valid when
+// its domain is removed.
+func DomainsPageOf(ctx context.Context, all func(context.Context) ([]Domain, error), limit int, after *DomainCursor) ([]Domain, *DomainCursor, error) {
+	domains, err := all(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	page, next := PageOfDomains(domains, limit, after)
+	return page, next, nil
+}
+
 // Size is the page size actually used: DefaultPageSize for 0, otherwise
 // Limit clamped to 1..MaxPageSize.
 func (p Page) Size() int {
@@ -126,4 +162,35 @@ func NormalizeOrder(o Order) (Order, error) {
 		return o, Errorf(EINVALID, "quantity must be between 1 and %d, got %d", MaxOrderQuantity, o.Quantity)
 	}
 	return o, nil
+}
+
+// NormalizePet applies a pet's default status (available) and refuses a
+// status that is not one of the three.
+func NormalizePet(p Pet) (Pet, error) {
+	if p.Status == "" {
+		p.Status = StatusAvailable
+	}
+	if !p.Status.Valid() {
+		return p, InvalidStatus(p.Status)
+	}
+	return p, nil
+}
+
+// InvalidStatus is the error for a pet status, in a pet or a filter, that
+// is not one of the three.
+func InvalidStatus(s PetStatus) *Error {
+	return Errorf(EINVALID, "status %q is not one of available, pending, sold", s)
+}
+
+// PetImportTemplate checks an ImportPets call and returns the pet each
+// imported pet starts from: its category and normalized status.
+func PetImportTemplate(categoryID int64, n int, status PetStatus) (Pet, error) {
+	in, err := NormalizePet(Pet{CategoryID: categoryID, Status: status})
+	if err != nil {
+		return in, err
+	}
+	if n < 0 {
+		return in, Errorf(EINVALID, "cannot import %d pets", n)
+	}
+	return in, nil
 }

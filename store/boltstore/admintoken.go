@@ -24,18 +24,12 @@ func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error
 	if given == "" && have {
 		return "", nil // loaded at Open: the usual start, which needs no write
 	}
-	token := given
-	if token == "" {
-		var err error
-		// Drawn before the transaction so that every run of it stores the
-		// same token.
-		if token, err = store.NewSecret(store.AdminTokenPrefix); err != nil {
-			return "", err
-		}
+	token, hash, err := store.AdminTokenOrNew(given)
+	if err != nil {
+		return "", err
 	}
-	hash := sha256.Sum256([]byte(token))
 	var stored []byte
-	err := db.write(ctx, func(tx *bolt.Tx) error {
+	err = db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktMeta)
 		stored = nil
 		if given == "" {

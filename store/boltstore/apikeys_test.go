@@ -7,16 +7,11 @@ import (
 	"time"
 
 	"petstore/store"
-	"petstore/store/boltstore"
 )
 
 func TestAPIKeys(t *testing.T) {
 	now := time.Date(2026, 3, 4, 5, 6, 7, 890, time.UTC)
-	db, err := boltstore.Open(t.TempDir()+"/db", store.Options{Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := mustOpenAt(t, now)
 
 	k1, s1, err := db.CreateAPIKey(ctx, "ci")
 	if err != nil {

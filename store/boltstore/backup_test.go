@@ -45,10 +45,7 @@ func TestBackup_RoundTrip(t *testing.T) {
 		mustStock(t, db, p.ID, 10)
 		pets = append(pets, p)
 	}
-	o := store.Order{PetID: pets[1].ID, Quantity: 4}
-	if err := db.PlaceOrder(ctx, &o); err != nil {
-		t.Fatal(err)
-	}
+	o := mustOrder(t, db, store.Order{PetID: pets[1].ID, Quantity: 4})
 	if err := db.Check(ctx); err != nil {
 		t.Fatalf("Check of the live file: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
@@ -192,7 +193,7 @@ func BenchmarkDurableWrites(b *testing.B) {
 		b.SetParallelism((writers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 		commits0, writes0 := db.CommitStats()
 		pages0 := db.PagesWritten()
-		cpu0, cpuOK := cpuTime(b)
+		cpu0, cpuOK := domaintest.CPUTime(b)
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			buf := make([]byte, 128<<10)
@@ -207,7 +208,7 @@ func BenchmarkDurableWrites(b *testing.B) {
 			}
 		})
 		b.StopTimer()
-		cpu, _ := cpuTime(b)
+		cpu, _ := domaintest.CPUTime(b)
 		commits, writes := db.CommitStats()
 		if cpuOK {
 			b.ReportMetric(float64((cpu-cpu0).Microseconds())/float64(b.N), "cpu-µs/write")

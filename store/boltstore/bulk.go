@@ -24,12 +24,9 @@ var importChunk = 50_000
 // Each transaction is committed on its own: when a later one fails or ctx is
 // cancelled between two, the pets of the earlier ones stay, all consistent.
 func (db *DB) ImportPets(ctx context.Context, categoryID int64, n int, status store.PetStatus) error {
-	in, err := normalizePet(store.Pet{CategoryID: categoryID, Status: status})
+	in, err := store.PetImportTemplate(categoryID, n, status)
 	if err != nil {
 		return err
-	}
-	if n < 0 {
-		return store.Errorf(store.EINVALID, "cannot import %d pets", n)
 	}
 	for done := 0; done < n; {
 		if err := ctx.Err(); err != nil {

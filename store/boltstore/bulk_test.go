@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"petstore/store"
+	"petstore/store/storetest"
 )
 
 // TestImportPets checks that imported pets are indistinguishable from
@@ -83,22 +84,11 @@ func TestImportPets(t *testing.T) {
 			{store.PetFilter{CategoryID: cats.ID, Status: store.StatusAvailable}, ids(32, 41)},
 			{store.PetFilter{CategoryID: dogs.ID, Status: store.StatusAvailable}, []int64{1}},
 		} {
-			var got []int64
 			f := tc.f
-			f.Limit = 4
-			for {
-				page, next, err := db.ListPets(ctx, f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, p := range page {
-					got = append(got, p.ID)
-				}
-				if next == 0 {
-					break
-				}
-				f.After = next
-			}
+			got := storetest.Walk(t, "pets", 4, storetest.PetID, func(p store.Page) ([]store.Pet, int64, error) {
+				f.Page = p
+				return db.ListPets(ctx, f)
+			})
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("filter %+v: got %v, want %v", tc.f, got, tc.want)
 			}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"petstore/store"
+	"petstore/store/storetest"
 )
 
 func TestCategory_CRUD(t *testing.T) {
@@ -69,21 +70,8 @@ func TestListCategories_Pagination(t *testing.T) {
 	}
 	want = append(want[:9], want[10:]...)
 
-	var got []int64
-	p := store.Page{Limit: 4}
-	for {
-		page, next, err := db.ListCategories(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range page {
-			got = append(got, c.ID)
-		}
-		if next == 0 {
-			break
-		}
-		p.After = next
-	}
+	got := storetest.Walk(t, "categories", 4, func(c store.Category) int64 { return c.ID },
+		func(p store.Page) ([]store.Category, int64, error) { return db.ListCategories(ctx, p) })
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}

@@ -17,32 +17,9 @@ import (
 // each in its own transaction and get their own outcome, application errors
 // included, through the pooled requests.
 func TestGroupStorageFailureRetriesEachWriteAlone(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openCommitterTest(t)
 	ctx := context.Background()
-	put := func(key string) func(*bolt.Tx) error {
-		return func(tx *bolt.Tx) error { return tx.Bucket(bktMeta).Put([]byte(key), []byte("v")) }
-	}
-
-	// Hold the committer in a first write so that the next ones queue up
-	// and are committed as one group.
-	gate, held := make(chan struct{}), make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- db.write(ctx, func(tx *bolt.Tx) error {
-			select {
-			case <-gate:
-			default:
-				close(held)
-				<-gate
-			}
-			return put("test-first")(tx)
-		})
-	}()
-	<-held
+	gate, first := holdCommitter(db)
 
 	broken := errors.New("disk on fire")
 	appErr := store.Errorf(store.ECONFLICT, "no")
@@ -50,18 +27,16 @@ func TestGroupStorageFailureRetriesEachWriteAlone(t *testing.T) {
 		fn   func(*bolt.Tx) error
 		want error
 	}{
-		{put("test-b"), nil},
+		{putMeta("test-b"), nil},
 		{func(*bolt.Tx) error { return broken }, broken},
 		{func(*bolt.Tx) error { return appErr }, appErr},
-		{put("test-e"), nil},
+		{putMeta("test-e"), nil},
 	}
 	results := make([]chan error, len(writes))
 	for i, w := range writes {
 		results[i] = make(chan error, 1)
 		go func() { results[i] <- db.write(ctx, w.fn) }()
-		for len(db.queue) < i+1 { // queued in this order
-			time.Sleep(time.Millisecond)
-		}
+		waitQueued(db, i+1) // queued in this order
 	}
 	commits0, grouped0 := db.commits.Load(), db.grouped.Load()
 	close(gate)
@@ -91,48 +66,25 @@ func TestGroupStorageFailureRetriesEachWriteAlone(t *testing.T) {
 // error instead of ending the process; the writes grouped with it commit,
 // the store is degraded until a write commits again.
 func TestGroupPanicFailsThatWriteAlone(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openCommitterTest(t)
 	ctx := context.Background()
-
-	// Hold the committer so that the panicking write and a good one are
-	// committed as one group.
-	gate, held := make(chan struct{}), make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- db.write(ctx, func(tx *bolt.Tx) error {
-			select {
-			case <-gate:
-			default:
-				close(held)
-				<-gate
-			}
-			return tx.Bucket(bktMeta).Put([]byte("test-first"), []byte("v"))
-		})
-	}()
-	<-held
+	// The panicking write and a good one are committed as one group.
+	gate, first := holdCommitter(db)
 	panicked, good := make(chan error, 1), make(chan error, 1)
 	go func() {
 		panicked <- db.write(ctx, func(*bolt.Tx) error { panic("a bug in a write") })
 	}()
-	for len(db.queue) < 1 { // queued first, behind the held commit
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(db, 1) // queued first, behind the held commit
 	go func() {
-		good <- db.write(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bktMeta).Put([]byte("test-good"), []byte("v")) })
+		good <- db.write(ctx, putMeta("test-good"))
 	}()
-	for len(db.queue) < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(db, 2)
 	close(gate)
 
 	if err := <-first; err != nil {
 		t.Fatalf("the write before the group: %v", err)
 	}
-	err = <-panicked
+	err := <-panicked
 	if err == nil || !strings.Contains(err.Error(), "a bug in a write") || store.ErrorCode(err) != store.EINTERNAL {
 		t.Fatalf("the panicking write: %v, want an internal error that names the panic", err)
 	}
@@ -142,7 +94,52 @@ func TestGroupPanicFailsThatWriteAlone(t *testing.T) {
 	if err := db.Degraded(); err != nil {
 		t.Fatalf("the store is degraded after a good write: %v", err)
 	}
-	if err := db.write(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bktMeta).Put([]byte("test-after"), []byte("v")) }); err != nil {
+	if err := db.write(ctx, putMeta("test-after")); err != nil {
 		t.Fatalf("a write after the panic: %v", err)
+	}
+}
+
+// openCommitterTest opens a store on a fresh file and closes it when the
+// test ends.
+func openCommitterTest(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// putMeta is a write that stores key in the meta bucket.
+func putMeta(key string) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error { return tx.Bucket(bktMeta).Put([]byte(key), []byte("v")) }
+}
+
+// holdCommitter holds the committer in a first write, which stores
+// "test-first", until gate is closed, so that the writes queued meanwhile
+// are committed as one group; first gets that write's outcome.
+func holdCommitter(db *DB) (gate chan struct{}, first chan error) {
+	gate, held := make(chan struct{}), make(chan struct{})
+	first = make(chan error, 1)
+	go func() {
+		first <- db.write(context.Background(), func(tx *bolt.Tx) error {
+			select {
+			case <-gate:
+			default:
+				close(held)
+				<-gate
+			}
+			return putMeta("test-first")(tx)
+		})
+	}()
+	<-held
+	return gate, first
+}
+
+// waitQueued waits until n writes wait in the committer's queue.
+func waitQueued(db *DB, n int) {
+	for len(db.queue) < n {
+		time.Sleep(time.Millisecond)
 	}
 }

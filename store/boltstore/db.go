@@ -450,6 +450,29 @@ func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return nil
 }
 
+// writeRefusable is write for a change that a caller's function may refuse
+// with an error of any kind, to be returned as it is: step returns the
+// changed value, the refusal (which must come before anything is written,
+// and ends the run with nothing written) and a storage error. On any error
+// the zero value is returned.
+func writeRefusable[T any](ctx context.Context, db *DB, step func(tx *bolt.Tx) (v T, refused, err error)) (T, error) {
+	var v T
+	var refused error
+	err := db.write(ctx, func(tx *bolt.Tx) error {
+		var err error
+		v, refused, err = step(tx)
+		return err
+	})
+	if err == nil {
+		err = refused
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
 // read runs fn in a read transaction. A page of the mapped file that is gone
 // (the file was cut while open) is an error instead of a SIGBUS that kills
 // the process, and so is a panic of bbolt's on a damaged page.

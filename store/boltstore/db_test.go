@@ -24,7 +24,18 @@ func MustOpenDB(tb testing.TB) *boltstore.DB {
 
 func mustOpenPath(tb testing.TB, path string) *boltstore.DB {
 	tb.Helper()
-	db, err := boltstore.Open(path, store.Options{})
+	return mustOpenWith(tb, path, store.Options{})
+}
+
+// mustOpenAt opens a store on a fresh file whose clock stands at now.
+func mustOpenAt(tb testing.TB, now time.Time) *boltstore.DB {
+	tb.Helper()
+	return mustOpenWith(tb, filepath.Join(tb.TempDir(), "petstore.db"), store.Options{Now: func() time.Time { return now }})
+}
+
+func mustOpenWith(tb testing.TB, path string, opts store.Options) *boltstore.DB {
+	tb.Helper()
+	db, err := boltstore.Open(path, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -74,6 +85,30 @@ func mustPet(tb testing.TB, db *boltstore.DB, name string, categoryID int64, sta
 	return p
 }
 
+// mustDog creates the category "dogs" and the pet "Rex" in it, of the
+// given status.
+func mustDog(tb testing.TB, db *boltstore.DB, status store.PetStatus) store.Pet {
+	tb.Helper()
+	return mustPet(tb, db, "Rex", mustCategory(tb, db, "dogs").ID, status)
+}
+
+// mustStockedDog is mustDog with quantity in stock.
+func mustStockedDog(tb testing.TB, db *boltstore.DB, status store.PetStatus, quantity int) store.Pet {
+	tb.Helper()
+	p := mustDog(tb, db, status)
+	mustStock(tb, db, p.ID, quantity)
+	return p
+}
+
+// mustOrder places o and returns it as placed.
+func mustOrder(tb testing.TB, db *boltstore.DB, o store.Order) store.Order {
+	tb.Helper()
+	if err := db.PlaceOrder(ctx, &o); err != nil {
+		tb.Fatal(err)
+	}
+	return o
+}
+
 func mustStock(tb testing.TB, db *boltstore.DB, petID int64, qty int) {
 	tb.Helper()
 	if _, err := db.SetStock(ctx, petID, qty); err != nil {
@@ -116,10 +151,7 @@ func TestReopen_KeepsEverything(t *testing.T) {
 	c := mustCategory(t, db, "dogs")
 	p := mustPet(t, db, "Rex", c.ID, store.StatusPending)
 	mustStock(t, db, p.ID, 7)
-	o := store.Order{PetID: p.ID, Quantity: 2}
-	if err := db.PlaceOrder(ctx, &o); err != nil {
-		t.Fatal(err)
-	}
+	o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 2})
 	key, secret, err := db.CreateAPIKey(ctx, "ci")
 	if err != nil {
 		t.Fatal(err)

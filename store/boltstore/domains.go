@@ -71,15 +71,8 @@ func (db *DB) Domains(ctx context.Context) ([]store.Domain, error) {
 // DomainsPage returns at most limit domains (1..MaxPageSize, 0 for
 // DefaultPageSize) that come after the cursor (nil for the first page), in
 // the order of Domains, and the cursor of the next page (nil on the last).
-// Domains are few, so it reads them all; a cursor stays valid when its
-// domain is removed.
 func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error) {
-	all, err := db.Domains(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	page, next := store.PageOfDomains(all, limit, after)
-	return page, next, nil
+	return store.DomainsPageOf(ctx, db.Domains, limit, after)
 }
 
 // UpdateDomain applies fn to a domain and saves it in one transaction. fn may
@@ -87,31 +80,21 @@ func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCur
 // it is and nothing is saved. ENOTFOUND when the domain is not attached
 // (it may have been removed meanwhile).
 func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Domain) error) (store.Domain, error) {
-	var d store.Domain
-	var fnErr error
-	err := db.write(ctx, func(tx *bolt.Tx) error {
+	return writeRefusable(ctx, db, func(tx *bolt.Tx) (store.Domain, error, error) {
 		b := tx.Bucket(bktDomains)
-		var err error
-		if d, fnErr = getDomain(b, name); fnErr != nil {
-			if store.ErrorCode(fnErr) == store.EINTERNAL {
-				return fnErr
+		d, err := getDomain(b, name)
+		if err != nil {
+			if store.ErrorCode(err) == store.EINTERNAL {
+				return d, nil, err
 			}
-			return nil
+			return d, err, nil
 		}
-		if fnErr = fn(&d); fnErr != nil {
-			return nil
+		if refused := fn(&d); refused != nil {
+			return d, refused, nil
 		}
 		d.Name = name
-		err = putDomain(b, &d)
-		return err
+		return d, nil, putDomain(b, &d)
 	})
-	if err == nil {
-		err = fnErr
-	}
-	if err != nil {
-		return store.Domain{}, err
-	}
-	return d, nil
 }
 
 // RemoveDomain detaches a domain and, in the same transaction, drops the
@@ -165,12 +148,10 @@ func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
 // when the settings are saved. fn may run more than once; its error is
 // returned as it is and nothing is saved.
 func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, attached map[string]store.Domain) error) (store.Settings, error) {
-	var s store.Settings
-	var fnErr error
-	err := db.write(ctx, func(tx *bolt.Tx) error {
-		var err error
-		if s, err = getSettings(tx); err != nil {
-			return err
+	return writeRefusable(ctx, db, func(tx *bolt.Tx) (store.Settings, error, error) {
+		s, err := getSettings(tx)
+		if err != nil {
+			return s, nil, err
 		}
 		attached := map[string]store.Domain{}
 		err = tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {
@@ -182,20 +163,13 @@ func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, att
 			return nil
 		})
 		if err != nil {
-			return err
+			return s, nil, err
 		}
-		if fnErr = fn(&s, attached); fnErr != nil {
-			return nil
+		if refused := fn(&s, attached); refused != nil {
+			return s, refused, nil
 		}
-		return putSettings(tx, &s)
+		return s, nil, putSettings(tx, &s)
 	})
-	if err == nil {
-		err = fnErr
-	}
-	if err != nil {
-		return store.Settings{}, err
-	}
-	return s, nil
 }
 
 func getDomain(b *bolt.Bucket, name string) (store.Domain, error) {

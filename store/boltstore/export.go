@@ -18,49 +18,20 @@ import (
 func (db *DB) Export(ctx context.Context) (*store.Snapshot, error) {
 	s := &store.Snapshot{}
 	err := db.read(ctx, func(tx *bolt.Tx) error {
-		err := forEachRecord(ctx, tx, bktCategories, func(id int64, v []byte) error {
-			var c store.Category
-			err := decodeJSON(id, v, &c)
-			s.Categories = append(s.Categories, c)
-			return err
-		})
-		if err != nil {
-			return err
+		for _, export := range []func() error{
+			func() error {
+				return exportRecords(ctx, tx, bktCategories, decodeJSONRecord[store.Category], &s.Categories)
+			},
+			func() error { return exportRecords(ctx, tx, bktPets, decodePet, &s.Pets) },
+			func() error { return exportRecords(ctx, tx, bktInventory, decodeInventory, &s.Inventory) },
+			func() error { return exportRecords(ctx, tx, bktOrders, decodeJSONRecord[store.Order], &s.Orders) },
+			func() error { return exportRecords(ctx, tx, bktAPIKeys, decodeStoredAPIKey, &s.APIKeys) },
+		} {
+			if err := export(); err != nil {
+				return err
+			}
 		}
-		err = forEachRecord(ctx, tx, bktPets, func(id int64, v []byte) error {
-			p, err := decodePet(id, v)
-			s.Pets = append(s.Pets, p)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		err = forEachRecord(ctx, tx, bktInventory, func(id int64, v []byte) error {
-			it, err := decodeInventory(id, v)
-			s.Inventory = append(s.Inventory, it)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		err = forEachRecord(ctx, tx, bktOrders, func(id int64, v []byte) error {
-			var o store.Order
-			err := decodeJSON(id, v, &o)
-			s.Orders = append(s.Orders, o)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		err = forEachRecord(ctx, tx, bktAPIKeys, func(id int64, v []byte) error {
-			var rec apiKeyRecord
-			err := decodeJSON(id, v, &rec)
-			s.APIKeys = append(s.APIKeys, store.StoredAPIKey{APIKey: rec.APIKey, SHA256: rec.Hash})
-			return err
-		})
-		if err != nil {
-			return err
-		}
+		var err error
 		if h := tx.Bucket(bktMeta).Get(metaAdminHash); h != nil {
 			s.AdminTokenSHA256 = bytes.Clone(h)
 		}
@@ -109,6 +80,30 @@ func (db *DB) Export(ctx context.Context) (*store.Snapshot, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// exportRecords appends the records of an entity bucket, decoded, to out,
+// in id order.
+func exportRecords[T any](ctx context.Context, tx *bolt.Tx, bucket []byte, decode func(id int64, v []byte) (T, error), out *[]T) error {
+	return forEachRecord(ctx, tx, bucket, func(id int64, v []byte) error {
+		rec, err := decode(id, v)
+		*out = append(*out, rec)
+		return err
+	})
+}
+
+// decodeJSONRecord decodes a record stored as plain JSON.
+func decodeJSONRecord[T any](id int64, v []byte) (T, error) {
+	var rec T
+	err := decodeJSON(id, v, &rec)
+	return rec, err
+}
+
+// decodeStoredAPIKey decodes an API key record as a snapshot holds it.
+func decodeStoredAPIKey(id int64, v []byte) (store.StoredAPIKey, error) {
+	var rec apiKeyRecord
+	err := decodeJSON(id, v, &rec)
+	return store.StoredAPIKey{APIKey: rec.APIKey, SHA256: rec.Hash}, err
 }
 
 // forEachRecord visits the records of an entity bucket in id order.

@@ -74,15 +74,7 @@ func TestWrite_DiskFullIsInsufficientStorageAndRecovers(t *testing.T) {
 		p := store.Pet{Name: "Rex", CategoryID: c.ID}
 		err = db.CreatePet(ctx, &p)
 	}
-	if got := store.ErrorCode(err); got != store.EINSUFFICIENTSTORAGE {
-		t.Fatalf("write on a full disk: %v, code %q, want %q", err, got, store.EINSUFFICIENTSTORAGE)
-	}
-	if db.Degraded() == nil {
-		t.Fatal("the store is not degraded while writes fail")
-	}
-	if err := db.Ping(ctx); err == nil {
-		t.Fatal("Ping succeeded while the disk is full")
-	}
+	checkFailedWrite(t, db, err, store.EINSUFFICIENTSTORAGE, "on a full disk")
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)

@@ -138,14 +138,21 @@ func TestWrite_FileCutWhileOpenFailsWritesNotTheProcess(t *testing.T) {
 		if err == nil {
 			t.Fatal("a write to the cut file succeeded")
 		}
-		if code := store.ErrorCode(err); code != store.EINTERNAL {
-			t.Fatalf("write error %v: code %q, want %q", err, code, store.EINTERNAL)
-		}
-		if db.Degraded() == nil {
-			t.Fatal("the store is not degraded after a failed write")
-		}
-		if err := db.Ping(ctx); err == nil {
-			t.Fatal("Ping succeeded on the cut file")
-		}
+		checkFailedWrite(t, db, err, store.EINTERNAL, "on the cut file")
+	}
+}
+
+// checkFailedWrite checks that a write failed with the code want, and that
+// the store then says it is degraded and fails Ping; where says when.
+func checkFailedWrite(t *testing.T, db *boltstore.DB, err error, want, where string) {
+	t.Helper()
+	if code := store.ErrorCode(err); code != want {
+		t.Fatalf("write %s: %v, code %q, want %q", where, err, code, want)
+	}
+	if db.Degraded() == nil {
+		t.Fatalf("the store is not degraded after a failed write %s", where)
+	}
+	if err := db.Ping(ctx); err == nil {
+		t.Fatalf("Ping succeeded %s", where)
 	}
 }

@@ -44,7 +44,7 @@ func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (store.Invento
 // one).
 func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]store.InventoryItem, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
-		return nil, 0, invalidStatus(f.Status)
+		return nil, 0, store.InvalidStatus(f.Status)
 	}
 	items := make([]store.InventoryItem, 0, f.Size())
 	var next int64

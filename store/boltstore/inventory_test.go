@@ -11,8 +11,7 @@ import (
 
 func TestSetStock(t *testing.T) {
 	db := MustOpenDB(t)
-	c := mustCategory(t, db, "dogs")
-	p := mustPet(t, db, "Rex", c.ID, store.StatusPending)
+	p := mustDog(t, db, store.StatusPending)
 
 	it, err := db.SetStock(ctx, p.ID, store.MaxStock)
 	if err != nil || it != (store.InventoryItem{PetID: p.ID, Quantity: store.MaxStock, Status: store.StatusPending}) {
@@ -106,11 +105,7 @@ func TestListInventory(t *testing.T) {
 // cancellations move the stock by exactly their quantities.
 func TestStockUnderRacingOrdersCancellationsAndRestocks(t *testing.T) {
 	db := MustOpenDB(t)
-	c := mustCategory(t, db, "dogs")
-	p := mustPet(t, db, "Rex", c.ID, store.StatusAvailable)
-	if _, err := db.SetStock(ctx, p.ID, 40); err != nil {
-		t.Fatal(err)
-	}
+	p := mustStockedDog(t, db, store.StatusAvailable, 40)
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -195,10 +190,7 @@ func TestStockUnderRacingOrdersCancellationsAndRestocks(t *testing.T) {
 	start := before.Quantity + 30
 	taken := 0
 	for range 10 {
-		o := store.Order{PetID: p.ID, Quantity: 2}
-		if err := db.PlaceOrder(ctx, &o); err != nil {
-			t.Fatal(err)
-		}
+		o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 2})
 		taken += 2
 		if o.ID%2 == 0 {
 			if err := db.CancelOrder(ctx, o.ID); err != nil {

@@ -50,6 +50,28 @@ func appendID(b []byte, v int64) []byte {
 // indexEntry is one index key and its bucket.
 type indexEntry struct{ bucket, key []byte }
 
+// putIndexEntries adds a record's entries to its index buckets.
+func putIndexEntries(tx *bolt.Tx, entries [3]indexEntry) error {
+	for _, e := range entries {
+		b := tx.Bucket(e.bucket)
+		b.FillPercent = appendFill
+		if err := b.Put(e.key, empty); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteIndexEntries removes a record's entries from its index buckets.
+func deleteIndexEntries(tx *bolt.Tx, entries [3]indexEntry) error {
+	for _, e := range entries {
+		if err := tx.Bucket(e.bucket).Delete(e.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func btoi(b []byte) int64 {
 	return int64(binary.BigEndian.Uint64(b))
 }

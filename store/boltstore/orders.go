@@ -195,21 +195,9 @@ func orderIndexEntries(o *store.Order) [3]indexEntry {
 }
 
 func indexOrder(tx *bolt.Tx, o *store.Order) error {
-	for _, e := range orderIndexEntries(o) {
-		b := tx.Bucket(e.bucket)
-		b.FillPercent = appendFill
-		if err := b.Put(e.key, empty); err != nil {
-			return err
-		}
-	}
-	return nil
+	return putIndexEntries(tx, orderIndexEntries(o))
 }
 
 func unindexOrder(tx *bolt.Tx, o *store.Order) error {
-	for _, e := range orderIndexEntries(o) {
-		if err := tx.Bucket(e.bucket).Delete(e.key); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deleteIndexEntries(tx, orderIndexEntries(o))
 }

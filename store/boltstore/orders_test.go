@@ -7,19 +7,15 @@ import (
 	"time"
 
 	"petstore/store"
+	"petstore/store/storetest"
 )
 
 func TestPlaceOrder(t *testing.T) {
 	db := MustOpenDB(t)
-	c := mustCategory(t, db, "dogs")
-	p := mustPet(t, db, "Rex", c.ID, "")
-	mustStock(t, db, p.ID, 3)
+	p := mustStockedDog(t, db, "", 3)
 
 	ship := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	o := store.Order{ID: 77, PetID: p.ID, ShipDate: &ship}
-	if err := db.PlaceOrder(ctx, &o); err != nil {
-		t.Fatal(err)
-	}
+	o := mustOrder(t, db, store.Order{ID: 77, PetID: p.ID, ShipDate: &ship})
 	if o.ID != 1 || o.Quantity != 1 || o.Complete {
 		t.Fatalf("placed %+v: want id 1 (client id ignored), quantity defaulted to 1", o)
 	}
@@ -76,14 +72,9 @@ func TestPlaceOrder_Errors(t *testing.T) {
 
 func TestCancelOrder(t *testing.T) {
 	db := MustOpenDB(t)
-	c := mustCategory(t, db, "dogs")
-	p := mustPet(t, db, "Rex", c.ID, "")
-	mustStock(t, db, p.ID, 10)
+	p := mustStockedDog(t, db, "", 10)
 
-	o := store.Order{PetID: p.ID, Quantity: 4}
-	if err := db.PlaceOrder(ctx, &o); err != nil {
-		t.Fatal(err)
-	}
+	o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 4})
 	if err := db.CancelOrder(ctx, o.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -95,20 +86,14 @@ func TestCancelOrder(t *testing.T) {
 	assertError(t, db.CancelOrder(ctx, o.ID), store.ENOTFOUND, fmt.Sprintf("order %d not found", o.ID))
 
 	// A complete order stays, and so does the stock.
-	done := store.Order{PetID: p.ID, Quantity: 2, Complete: true}
-	if err := db.PlaceOrder(ctx, &done); err != nil {
-		t.Fatal(err)
-	}
+	done := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 2, Complete: true})
 	assertError(t, db.CancelOrder(ctx, done.ID), store.ECONFLICT, fmt.Sprintf("order %d is complete and cannot be cancelled", done.ID))
 	if it, _ := db.InventoryItem(ctx, p.ID); it.Quantity != 8 {
 		t.Fatalf("stock %d after refusing to cancel, want 8", it.Quantity)
 	}
 
 	// Stock given back never passes MaxStock.
-	big := store.Order{PetID: p.ID, Quantity: 5}
-	if err := db.PlaceOrder(ctx, &big); err != nil {
-		t.Fatal(err)
-	}
+	big := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 5})
 	mustStock(t, db, p.ID, store.MaxStock-1)
 	if err := db.CancelOrder(ctx, big.ID); err != nil {
 		t.Fatal(err)
@@ -118,10 +103,7 @@ func TestCancelOrder(t *testing.T) {
 	}
 
 	// The order of a deleted pet can still be cancelled.
-	o2 := store.Order{PetID: p.ID}
-	if err := db.PlaceOrder(ctx, &o2); err != nil {
-		t.Fatal(err)
-	}
+	o2 := mustOrder(t, db, store.Order{PetID: p.ID})
 	if err := db.DeletePet(ctx, p.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -138,13 +120,8 @@ func TestCancelOrder(t *testing.T) {
 
 func TestUpdateOrder(t *testing.T) {
 	db := MustOpenDB(t)
-	c := mustCategory(t, db, "dogs")
-	p := mustPet(t, db, "Rex", c.ID, "")
-	mustStock(t, db, p.ID, 10)
-	o := store.Order{PetID: p.ID, Quantity: 2}
-	if err := db.PlaceOrder(ctx, &o); err != nil {
-		t.Fatal(err)
-	}
+	p := mustStockedDog(t, db, "", 10)
+	o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 2})
 	ship := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	yes := true
 	got, err := db.UpdateOrder(ctx, o.ID, store.OrderUpdate{ShipDate: &ship})
@@ -172,10 +149,7 @@ func TestListOrders_FiltersAndPagination(t *testing.T) {
 	}
 	want := map[int64]store.Order{}
 	for i := range 45 {
-		o := store.Order{PetID: pets[i%3].ID, Quantity: 1 + i%4, Complete: i%5 == 0}
-		if err := db.PlaceOrder(ctx, &o); err != nil {
-			t.Fatal(err)
-		}
+		o := mustOrder(t, db, store.Order{PetID: pets[i%3].ID, Quantity: 1 + i%4, Complete: i%5 == 0})
 		want[o.ID] = o
 	}
 	check := func(t *testing.T) {
@@ -184,27 +158,18 @@ func TestListOrders_FiltersAndPagination(t *testing.T) {
 		for _, limit := range []int{1, 6, 100} {
 			for _, pet := range []int64{0, pets[0].ID, pets[1].ID, pets[2].ID} {
 				for _, complete := range []*bool{nil, &yes, &no} {
-					f := store.OrderFilter{PetID: pet, Complete: complete, Page: store.Page{Limit: limit}}
-					var exp, got []int64
+					f := store.OrderFilter{PetID: pet, Complete: complete}
+					var exp []int64
 					for id, o := range want {
 						if (pet == 0 || o.PetID == pet) && (complete == nil || o.Complete == *complete) {
 							exp = append(exp, id)
 						}
 					}
 					slices.Sort(exp)
-					for {
-						page, next, err := db.ListOrders(ctx, f)
-						if err != nil {
-							t.Fatal(err)
-						}
-						for _, o := range page {
-							got = append(got, o.ID)
-						}
-						if next == 0 {
-							break
-						}
-						f.After = next
-					}
+					got := storetest.Walk(t, "orders", limit, storetest.OrderID, func(p store.Page) ([]store.Order, int64, error) {
+						f.Page = p
+						return db.ListOrders(ctx, f)
+					})
 					if !slices.Equal(got, exp) {
 						t.Fatalf("filter pet %d complete %v limit %d: got %v, want %v", pet, complete, limit, got, exp)
 					}

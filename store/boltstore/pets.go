@@ -12,7 +12,7 @@ import (
 // transaction, and sets p.ID. An empty status means available. The category
 // must exist.
 func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
-	in, err := normalizePet(*p)
+	in, err := store.NormalizePet(*p)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
 // ReplacePet replaces every field of the pet p.ID with those of p. A status
 // change moves the pet's inventory entry to the new status too.
 func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
-	in, err := normalizePet(*p)
+	in, err := store.NormalizePet(*p)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 // category, and the After of the next page (0 when this is the last one).
 func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
-		return nil, 0, invalidStatus(f.Status)
+		return nil, 0, store.InvalidStatus(f.Status)
 	}
 	pets := make([]store.Pet, 0, f.Size())
 	var next int64
@@ -165,22 +165,6 @@ func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int
 		return nil, 0, err
 	}
 	return pets, next, nil
-}
-
-// normalizePet applies the defaults and checks what can be checked without
-// the store.
-func normalizePet(p store.Pet) (store.Pet, error) {
-	if p.Status == "" {
-		p.Status = store.StatusAvailable
-	}
-	if !p.Status.Valid() {
-		return p, invalidStatus(p.Status)
-	}
-	return p, nil
-}
-
-func invalidStatus(s store.PetStatus) *store.Error {
-	return store.Errorf(store.EINVALID, "status %q is not one of available, pending, sold", s)
 }
 
 func categoryMissing(id int64) *store.Error {
@@ -238,21 +222,9 @@ func petIndexEntries(p *store.Pet) [3]indexEntry {
 }
 
 func indexPet(tx *bolt.Tx, p *store.Pet) error {
-	for _, e := range petIndexEntries(p) {
-		b := tx.Bucket(e.bucket)
-		b.FillPercent = appendFill
-		if err := b.Put(e.key, empty); err != nil {
-			return err
-		}
-	}
-	return nil
+	return putIndexEntries(tx, petIndexEntries(p))
 }
 
 func unindexPet(tx *bolt.Tx, p *store.Pet) error {
-	for _, e := range petIndexEntries(p) {
-		if err := tx.Bucket(e.bucket).Delete(e.key); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deleteIndexEntries(tx, petIndexEntries(p))
 }

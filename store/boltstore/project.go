@@ -27,29 +27,19 @@ func (db *DB) Project(ctx context.Context) (store.Project, error) {
 // transaction. fn may run more than once, each time on a fresh copy; an error
 // from it is returned as it is, and nothing is saved.
 func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error) {
-	var p store.Project
-	var fnErr error
-	err := db.write(ctx, func(tx *bolt.Tx) error {
-		fnErr = nil
-		var err error
-		if p, err = getProject(tx); err != nil {
-			return err
+	return writeRefusable(ctx, db, func(tx *bolt.Tx) (store.Project, error, error) {
+		p, err := getProject(tx)
+		if err != nil {
+			return p, nil, err
 		}
-		if fnErr = fn(&p); fnErr != nil {
-			return nil
+		if refused := fn(&p); refused != nil {
+			return p, refused, nil
 		}
 		if err := store.ValidateProject(&p); err != nil {
-			return err
+			return p, nil, err
 		}
-		return putProject(tx, &p)
+		return p, nil, putProject(tx, &p)
 	})
-	if err == nil {
-		err = fnErr
-	}
-	if err != nil {
-		return store.Project{}, err
-	}
-	return p, nil
 }
 
 // RecordDeploy adds a deploy to the project with a new id (and the current
@@ -69,10 +59,7 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 		if rec.ID, err = nextID(tx.Bucket(bktMeta)); err != nil {
 			return err
 		}
-		p.Deploys = append([]store.Deploy{rec}, p.Deploys...)
-		if len(p.Deploys) > store.MaxDeploys {
-			p.Deploys = p.Deploys[:store.MaxDeploys]
-		}
+		p.AddDeploy(rec)
 		return putProject(tx, &p)
 	})
 	if err != nil {

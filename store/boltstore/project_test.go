@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"petstore/store"
-	"petstore/store/boltstore"
 )
 
 func TestProject(t *testing.T) {
@@ -51,11 +50,7 @@ func TestProject(t *testing.T) {
 
 func TestRecordDeploy_KeepsNewest(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	db, err := boltstore.Open(t.TempDir()+"/db", store.Options{Now: func() time.Time { return at }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := mustOpenAt(t, at)
 
 	for i := 1; i <= store.MaxDeploys+5; i++ {
 		d, err := db.RecordDeploy(ctx, store.Deploy{Version: fmt.Sprint(i), Status: "succeeded"})

@@ -118,21 +118,23 @@ func TestRecordDecodersMatchEncodingJSON(t *testing.T) {
 
 func checkPetDecoding(t *testing.T, v []byte) {
 	t.Helper()
-	var want store.Pet
-	wantErr := json.Unmarshal(v, &want)
-	got, err := decodePet(1, v)
-	if (err != nil) != (wantErr != nil) || (err == nil && got != want) {
-		t.Fatalf("decodePet(%q) = %+v, %v; json.Unmarshal: %+v, %v", v, got, err, want, wantErr)
-	}
+	checkDecoding(t, "decodePet", decodePet, v)
 }
 
 func checkInventoryDecoding(t *testing.T, v []byte) {
 	t.Helper()
-	var want store.InventoryItem
+	checkDecoding(t, "decodeInventory", decodeInventory, v)
+}
+
+// checkDecoding checks that decode, named name, accepts and refuses what
+// json.Unmarshal does, and decodes to the same value.
+func checkDecoding[T comparable](t *testing.T, name string, decode func(int64, []byte) (T, error), v []byte) {
+	t.Helper()
+	var want T
 	wantErr := json.Unmarshal(v, &want)
-	got, err := decodeInventory(1, v)
+	got, err := decode(1, v)
 	if (err != nil) != (wantErr != nil) || (err == nil && got != want) {
-		t.Fatalf("decodeInventory(%q) = %+v, %v; json.Unmarshal: %+v, %v", v, got, err, want, wantErr)
+		t.Fatalf("%s(%q) = %+v, %v; json.Unmarshal: %+v, %v", name, v, got, err, want, wantErr)
 	}
 }
 

@@ -34,16 +34,12 @@ func (db *DB) changeTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // does: a given token replaces the stored hash; without one, a first start
 // generates a token and returns it (once), and later starts return "".
 func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error) {
-	token := given
-	if token == "" {
-		var err error
-		if token, err = store.NewSecret(store.AdminTokenPrefix); err != nil {
-			return "", err
-		}
+	token, hash, err := store.AdminTokenOrNew(given)
+	if err != nil {
+		return "", err
 	}
-	hash := sha256.Sum256([]byte(token))
 	var created bool
-	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+	err = db.changeTx(ctx, func(tx pgx.Tx) error {
 		sql := `INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1) ON CONFLICT (key) DO NOTHING`
 		if given != "" {
 			sql = `INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
@@ -215,10 +211,7 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 		if err := tx.QueryRow(ctx, `SELECT nextval('deploy_ids')`).Scan(&d.ID); err != nil {
 			return err
 		}
-		p.Deploys = append([]store.Deploy{d}, p.Deploys...)
-		if len(p.Deploys) > store.MaxDeploys {
-			p.Deploys = p.Deploys[:store.MaxDeploys]
-		}
+		p.AddDeploy(d)
 		return putMetaJSON(ctx, tx, "project", &p)
 	})
 	if err != nil {
@@ -302,12 +295,7 @@ func domains(ctx context.Context, q querier, lock bool) ([]store.Domain, error) 
 // DomainsPage returns one page of the attached domains, in the order of
 // Domains. Domains are few, so it reads them all, as on bbolt.
 func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error) {
-	all, err := db.Domains(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	page, next := store.PageOfDomains(all, limit, after)
-	return page, next, nil
+	return store.DomainsPageOf(ctx, db.Domains, limit, after)
 }
 
 // UpdateDomain applies fn to a domain in one transaction; an error from fn

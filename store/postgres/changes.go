@@ -49,14 +49,19 @@ func (db *DB) OnChange(fn func()) {
 // failed poll (the database away) is retried at the next tick; the pool
 // reconnects by itself.
 func (db *DB) watch(ctx context.Context) {
-	t := time.NewTicker(pollInterval)
+	everyTick(ctx, pollInterval, func() { _ = db.reloadIfChanged(ctx) })
+}
+
+// everyTick calls fn every interval until ctx ends.
+func everyTick(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = db.reloadIfChanged(ctx)
+			fn()
 		}
 	}
 }

@@ -105,17 +105,10 @@ func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
 // renew extends the lease of a held lock until it is released.
 func (db *DB) renew(ctx context.Context, name string, h *heldLock) {
 	defer close(h.done)
-	t := time.NewTicker(lockLease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_, _ = db.pool.Exec(ctx, `UPDATE certmagic_locks SET expires = now() + $3::interval WHERE name = $1 AND owner = $2`,
-				name, h.owner, lockLease.String())
-		}
-	}
+	everyTick(ctx, lockLease/3, func() {
+		_, _ = db.pool.Exec(ctx, `UPDATE certmagic_locks SET expires = now() + $3::interval WHERE name = $1 AND owner = $2`,
+			name, h.owner, lockLease.String())
+	})
 }
 
 // Lock waits for the named lock, polling its row, until ctx ends.

@@ -106,7 +106,7 @@ func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (store.Invento
 // ListInventory returns one page of inventory entries, by pet id.
 func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]store.InventoryItem, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
-		return nil, 0, invalidStatus(f.Status)
+		return nil, 0, store.InvalidStatus(f.Status)
 	}
 	if f.After == math.MaxInt64 {
 		return []store.InventoryItem{}, 0, nil

@@ -20,20 +20,6 @@ func categoryMissing(id int64) *store.Error {
 	return store.Errorf(store.EUNPROCESSABLE, "category %d does not exist", id)
 }
 
-func invalidStatus(s store.PetStatus) *store.Error {
-	return store.Errorf(store.EINVALID, "status %q is not one of available, pending, sold", s)
-}
-
-func normalizePet(p store.Pet) (store.Pet, error) {
-	if p.Status == "" {
-		p.Status = store.StatusAvailable
-	}
-	if !p.Status.Valid() {
-		return p, invalidStatus(p.Status)
-	}
-	return p, nil
-}
-
 func scanPet(r pgx.Rows) (store.Pet, error) {
 	var p store.Pet
 	err := r.Scan(&p.ID, &p.Name, &p.CategoryID, &p.Status)
@@ -52,7 +38,7 @@ func lockCategory(ctx context.Context, tx pgx.Tx, id int64) error {
 // CreatePet adds a pet in an existing category, with an inventory entry of
 // quantity 0.
 func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
-	in, err := normalizePet(*p)
+	in, err := store.NormalizePet(*p)
 	if err != nil {
 		return err
 	}
@@ -93,7 +79,7 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
 
 // ReplacePet replaces a pet; its inventory entry takes the new status.
 func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
-	in, err := normalizePet(*p)
+	in, err := store.NormalizePet(*p)
 	if err != nil {
 		return err
 	}
@@ -138,7 +124,7 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 // ListPets returns one page of pets, filtered by status and category.
 func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
-		return nil, 0, invalidStatus(f.Status)
+		return nil, 0, store.InvalidStatus(f.Status)
 	}
 	if f.After == math.MaxInt64 {
 		return []store.Pet{}, 0, nil
@@ -160,12 +146,9 @@ func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int
 // category, named "pet 1" to "pet n" in creation order, each with an
 // inventory entry of quantity 0 (a bulk load for benchmarks and tests).
 func (db *DB) ImportPets(ctx context.Context, categoryID int64, n int, status store.PetStatus) error {
-	in, err := normalizePet(store.Pet{CategoryID: categoryID, Status: status})
+	in, err := store.PetImportTemplate(categoryID, n, status)
 	if err != nil {
 		return err
-	}
-	if n < 0 {
-		return store.Errorf(store.EINVALID, "cannot import %d pets", n)
 	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		if err := lockCategory(ctx, tx, categoryID); err != nil {

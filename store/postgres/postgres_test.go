@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -12,14 +11,19 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
+	pgtest.Main(m)
 }
 
 func open(t *testing.T) *postgres.DB {
 	t.Helper()
-	db, err := postgres.Open(context.Background(), pgtest.URL(t), store.Options{})
+	return openAt(t, pgtest.URL(t))
+}
+
+// openAt opens a store on the database at url, one instance of those that
+// share it, and closes it when the test ends.
+func openAt(t *testing.T, url string) *postgres.DB {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), url, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,16 +36,7 @@ func open(t *testing.T) *postgres.DB {
 func TestChangesReachOtherInstances(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := context.Background()
-	a, err := postgres.Open(ctx, url, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := postgres.Open(ctx, url, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openAt(t, url), openAt(t, url)
 	changed := make(chan struct{}, 10)
 	b.OnChange(func() { changed <- struct{}{} })
 
@@ -86,16 +81,7 @@ func waitFor(t *testing.T, changed <-chan struct{}, cond func() bool) {
 func TestKVAndLocksAcrossInstances(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := context.Background()
-	a, err := postgres.Open(ctx, url, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := postgres.Open(ctx, url, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openAt(t, url), openAt(t, url)
 	for _, k := range []string{"certificates/ca/a.test/a.test.crt", "certificates/ca/a.test/a.test.key", "certificates/ca/b.test/b.test.crt", "certificatesx"} {
 		if err := a.KVPut(ctx, k, []byte(k)); err != nil {
 			t.Fatal(err)

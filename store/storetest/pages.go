@@ -8,10 +8,10 @@ import (
 	"petstore/store"
 )
 
-// walk lists every page of limit items through list, checking that each is
+// Walk lists every page of limit items through list, checking that each is
 // a non-nil list of at most limit items in increasing id order that starts
 // after the cursor, and returns the ids of all.
-func walk[T any](t *testing.T, what string, limit int, id func(T) int64, list func(store.Page) ([]T, int64, error)) []int64 {
+func Walk[T any](t *testing.T, what string, limit int, id func(T) int64, list func(store.Page) ([]T, int64, error)) []int64 {
 	t.Helper()
 	var ids []int64
 	p := store.Page{Limit: limit}
@@ -41,8 +41,9 @@ func walk[T any](t *testing.T, what string, limit int, id func(T) int64, list fu
 	return nil
 }
 
-func petID(p store.Pet) int64             { return p.ID }
-func orderID(o store.Order) int64         { return o.ID }
+// PetID and OrderID are the ids Walk needs of pets and orders.
+func PetID(p store.Pet) int64             { return p.ID }
+func OrderID(o store.Order) int64         { return o.ID }
 func itemID(it store.InventoryItem) int64 { return it.PetID }
 func keyID(k store.APIKey) int64          { return k.ID }
 
@@ -74,7 +75,7 @@ func testPetPages(t *testing.T, s store.Store) {
 		for _, limit := range []int{1, 7, 0, store.MaxPageSize + 5} {
 			f.Limit = limit
 			what := fmt.Sprintf("pets %+v", f)
-			got := walk(t, what, limit, petID, func(p store.Page) ([]store.Pet, int64, error) {
+			got := Walk(t, what, limit, PetID, func(p store.Page) ([]store.Pet, int64, error) {
 				f.Page = p
 				return s.ListPets(ctx, f)
 			})
@@ -134,7 +135,7 @@ func testOrderAndInventoryPages(t *testing.T, s store.Store) {
 		}
 		for _, limit := range []int{1, 4, 0} {
 			what := fmt.Sprintf("orders pet %d complete %v limit %d", f.PetID, f.Complete, limit)
-			got := walk(t, what, limit, orderID, func(p store.Page) ([]store.Order, int64, error) {
+			got := Walk(t, what, limit, OrderID, func(p store.Page) ([]store.Order, int64, error) {
 				f.Page = p
 				return s.ListOrders(ctx, f)
 			})
@@ -150,7 +151,7 @@ func testOrderAndInventoryPages(t *testing.T, s store.Store) {
 				want = append(want, p.ID)
 			}
 		}
-		got := walk(t, fmt.Sprintf("inventory %q", f.Status), 1, itemID, func(p store.Page) ([]store.InventoryItem, int64, error) {
+		got := Walk(t, fmt.Sprintf("inventory %q", f.Status), 1, itemID, func(p store.Page) ([]store.InventoryItem, int64, error) {
 			f.Page = p
 			return s.ListInventory(ctx, f)
 		})

@@ -77,6 +77,14 @@ func Stop() {
 	}
 }
 
+// Main runs the tests of a package that uses the shared cluster, then stops
+// the cluster: call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
 // NewDatabase creates a new, empty database on the cluster and returns its URL.
 func (c *Cluster) NewDatabase(ctx context.Context) (string, error) {
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), c.dbs.Add(1))
