@@ -170,7 +170,7 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 				t.Fatalf("%d orders while the failed attempt's back-off runs, want 1:\n%s", n, pebble.Log())
 			}
 		}
-		challtestsrv.ClearA(t, name)
+		challtestsrv.Clear(t, domaintest.A, name)
 		challtestsrv.SetCNAME(t, name, "cname.petstore.test")
 		advance(2 * time.Minute) // past the first back-off, a minute
 		waitFor(t, "the certificate", 30*time.Second, certState("issued"))

@@ -98,7 +98,7 @@ func TestCAAFromTheCA(t *testing.T) {
 	if !strings.Contains(f.Expected, "accounturi="+prefix) {
 		t.Fatalf("the record that would allow does not name the account: %q", f.Expected)
 	}
-	dns.ClearCAA(t, "bound.example.com")
+	dns.Clear(t, domaintest.CAA, "bound.example.com")
 	_, value, _ := strings.Cut(f.Expected, " issue ")
 	dns.AddCAA(t, "bound.example.com", "issue", strings.Trim(value, `"`))
 	if d := verify("shop.bound.example.com"); d.State != store.DomainVerified {

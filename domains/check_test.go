@@ -135,7 +135,7 @@ func TestCheckChalltestsrv(t *testing.T) {
 	t.Run("fixing the record shows at once", func(t *testing.T) {
 		d.AddA(t, "shop.fix.test", "192.0.2.1")
 		finding(t, check(t, c, "shop.fix.test"), domains.CodeConflictingRecord)
-		d.ClearA(t, "shop.fix.test")
+		d.Clear(t, domaintest.A, "shop.fix.test")
 		d.SetCNAME(t, "shop.fix.test", target)
 		verified(t, check(t, c, "shop.fix.test"))
 	})
@@ -276,7 +276,7 @@ func TestCheckChalltestsrv(t *testing.T) {
 		f := finding(t, check(t, c, "shop.fail.test"), domains.CodeDNSError)
 		contains(t, "message", f.Message, "shop.fail.test", "SERVFAIL")
 		contains(t, "fix", f.Fix, "try again")
-		d.ClearServfail(t, "shop.fail.test")
+		d.Clear(t, domaintest.Servfail, "shop.fail.test")
 		finding(t, check(t, c, "shop.fail.test"), domains.CodeNoRecord)
 	})
 

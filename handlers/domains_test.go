@@ -162,7 +162,7 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	if d = e.verify(t, "shop.example.com"); !strings.Contains(strings.Join(findingCodes(d), ","), "conflicting_record") {
 		t.Fatalf("A record: findings %v", findingCodes(d))
 	}
-	e.dns.ClearA(t, "shop.example.com")
+	e.dns.Clear(t, domaintest.A, "shop.example.com")
 	// A CNAME to somewhere else: both values named.
 	e.dns.SetCNAME(t, "shop.example.com", "elsewhere.example.net")
 	d = e.verify(t, "shop.example.com")
@@ -179,7 +179,7 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	if _, _, err := e.handshake("shop.example.com"); err == nil {
 		t.Fatal("a domain that does not verify got a certificate")
 	}
-	e.dns.ClearCAA(t, "example.com")
+	e.dns.Clear(t, domaintest.CAA, "example.com")
 
 	// Verified: the certificate comes from pebble with no client handshake.
 	if d = e.verify(t, "shop.example.com"); d.State != "verified" || len(findingCodes(d)) != 0 {

@@ -171,7 +171,7 @@ func TestDashboard(t *testing.T) {
 	if state := textOf(t, ctx, shop+" .state"); state != "Verified" {
 		t.Errorf("state %q with a warning, want Verified", state)
 	}
-	ts.dns.ClearCAA(t, "example.com")
+	ts.dns.Clear(t, domaintest.CAA, "example.com")
 	// Half an hour later still without a certificate (this server has no
 	// CA), the API gives troubleshooting steps and the page shows them.
 	ts.ahead.Store(int64(31 * time.Minute))

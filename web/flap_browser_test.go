@@ -59,7 +59,7 @@ func TestDashboardDNSFlapsAndMoves(t *testing.T) {
 	waitText(t, ctx, card+" .finding.warning", "SERVFAIL")
 
 	// Pointing elsewhere once: nothing changes yet, and the rule is told.
-	ts.dns.ClearServfail(t, name)
+	ts.dns.Clear(t, domaintest.Servfail, name)
 	ts.dns.SetCNAME(t, name, "old-host.example.net")
 	do(t, ctx, "re-verifying", chromedp.Click(chromedp.CSS(card+" button.verify")))
 	note := waitText(t, ctx, card+" .live-note", "found its DNS pointing elsewhere")

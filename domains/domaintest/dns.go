@@ -223,46 +223,29 @@ func (d *DNS) AddTXT(tb testing.TB, host, value string) {
 	d.must(tb, "/set-txt", map[string]any{"host": fqdn(host), "value": value})
 }
 
-// ClearA removes host's A records.
-func (d *DNS) ClearA(tb testing.TB, host string) {
-	tb.Helper()
-	d.must(tb, "/clear-a", map[string]any{"host": fqdn(host)})
-}
-
-// ClearAAAA removes host's AAAA records.
-func (d *DNS) ClearAAAA(tb testing.TB, host string) {
-	tb.Helper()
-	d.must(tb, "/clear-aaaa", map[string]any{"host": fqdn(host)})
-}
-
-// ClearCNAME removes host's CNAME.
-func (d *DNS) ClearCNAME(tb testing.TB, host string) {
-	tb.Helper()
-	d.must(tb, "/clear-cname", map[string]any{"host": fqdn(host)})
-}
-
-// ClearCAA removes host's CAA records.
-func (d *DNS) ClearCAA(tb testing.TB, host string) {
-	tb.Helper()
-	d.must(tb, "/clear-caa", map[string]any{"host": fqdn(host)})
-}
-
-// ClearTXT removes host's TXT records.
-func (d *DNS) ClearTXT(tb testing.TB, host string) {
-	tb.Helper()
-	d.must(tb, "/clear-txt", map[string]any{"host": fqdn(host)})
-}
-
 // SetServfail makes every query for host (exactly) answer SERVFAIL.
 func (d *DNS) SetServfail(tb testing.TB, host string) {
 	tb.Helper()
 	d.must(tb, "/set-servfail", map[string]any{"host": fqdn(host)})
 }
 
-// ClearServfail undoes SetServfail.
-func (d *DNS) ClearServfail(tb testing.TB, host string) {
+// Record names what Clear removes from a host.
+type Record string
+
+// The kinds Clear takes; Servfail undoes SetServfail.
+const (
+	A        Record = "a"
+	AAAA     Record = "aaaa"
+	CNAME    Record = "cname"
+	CAA      Record = "caa"
+	TXT      Record = "txt"
+	Servfail Record = "servfail"
+)
+
+// Clear removes host's records of kind.
+func (d *DNS) Clear(tb testing.TB, kind Record, host string) {
 	tb.Helper()
-	d.must(tb, "/clear-servfail", map[string]any{"host": fqdn(host)})
+	d.must(tb, "/clear-"+string(kind), map[string]any{"host": fqdn(host)})
 }
 
 // SetDefaultIPv4 sets the address every name without A records gets; ""

@@ -47,8 +47,8 @@ func TestStartDNS(t *testing.T) {
 	if r := query(t, d.Addr(), "shop.example.test", dns.TypeAAAA); len(r.Answer) != 1 {
 		t.Errorf("AAAA answer %v", r.Answer)
 	}
-	d.ClearA(t, "shop.example.test")
-	d.ClearAAAA(t, "shop.example.test")
+	d.Clear(t, domaintest.A, "shop.example.test")
+	d.Clear(t, domaintest.AAAA, "shop.example.test")
 	if r := query(t, d.Addr(), "shop.example.test", dns.TypeA); len(r.Answer) != 0 {
 		t.Errorf("after ClearA: %v", r.Answer)
 	}
@@ -59,7 +59,7 @@ func TestStartDNS(t *testing.T) {
 	if len(r.Answer) != 2 || r.Answer[0].Header().Rrtype != dns.TypeCNAME || r.Answer[1].(*dns.A).A.String() != "192.0.2.9" {
 		t.Errorf("CNAME then A expected, got %v", r.Answer)
 	}
-	d.ClearCNAME(t, "www.example.test")
+	d.Clear(t, domaintest.CNAME, "www.example.test")
 	if r := query(t, d.Addr(), "www.example.test", dns.TypeCNAME); len(r.Answer) != 0 {
 		t.Errorf("after ClearCNAME: %v", r.Answer)
 	}
@@ -69,7 +69,7 @@ func TestStartDNS(t *testing.T) {
 	if len(r.Answer) != 1 || r.Answer[0].(*dns.CAA).Value != "letsencrypt.org" || r.Answer[0].(*dns.CAA).Tag != "issue" {
 		t.Errorf("CAA answer %v", r.Answer)
 	}
-	d.ClearCAA(t, "example.test")
+	d.Clear(t, domaintest.CAA, "example.test")
 	if r := query(t, d.Addr(), "example.test", dns.TypeCAA); len(r.Answer) != 0 {
 		t.Errorf("after ClearCAA: %v", r.Answer)
 	}
@@ -78,13 +78,13 @@ func TestStartDNS(t *testing.T) {
 	if r := query(t, d.Addr(), "example.test", dns.TypeTXT); len(r.Answer) != 1 {
 		t.Errorf("TXT answer %v", r.Answer)
 	}
-	d.ClearTXT(t, "example.test")
+	d.Clear(t, domaintest.TXT, "example.test")
 
 	d.SetServfail(t, "broken.example.test")
 	if r := query(t, d.Addr(), "broken.example.test", dns.TypeA); r.Rcode != dns.RcodeServerFailure {
 		t.Errorf("rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
 	}
-	d.ClearServfail(t, "broken.example.test")
+	d.Clear(t, domaintest.Servfail, "broken.example.test")
 	if r := query(t, d.Addr(), "broken.example.test", dns.TypeA); r.Rcode != dns.RcodeSuccess {
 		t.Errorf("after ClearServfail: rcode %s", dns.RcodeToString[r.Rcode])
 	}
