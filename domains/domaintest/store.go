@@ -16,6 +16,10 @@ func OpenStore(tb testing.TB) *boltstore.DB {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { db.Close() })
+	tb.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
 	return db
 }

@@ -3,10 +3,12 @@ package boltstore_test
 import (
 	"strings"
 	"testing"
+
+	"petstore/domains/domaintest"
 )
 
 func TestAdminToken(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	if db.CheckAdminToken("") || db.CheckAdminToken("anything") {
 		t.Fatal("a token checks before any was set")
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
@@ -30,7 +31,7 @@ func restore(tb testing.TB, backup []byte) *boltstore.DB {
 }
 
 func TestBackup_RoundTrip(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	if _, err := db.EnsureAdminToken(ctx, "admin-secret"); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestBackup_RoundTrip(t *testing.T) {
 // is open: the backup holds the file as it was when the transaction began,
 // and the write lands in the live file.
 func TestBackup_IsASnapshot(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	c := mustCategory(t, db, "dogs")
 	before := mustPet(t, db, "Before", c.ID, "")
 
@@ -146,7 +147,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 }
 
 func TestBackup_Failures(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	mustCategory(t, db, "dogs")
 
 	t.Run("open fails", func(t *testing.T) {
@@ -207,7 +208,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // start (bolt.Options.InitialMmapSize), a slow backup download stalls every
 // request that touches the store until it ends.
 func TestBackup_WritersGoOnDuringASlowBackup(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	c := mustCategory(t, db, "dogs")
 	before := mustPet(t, db, "Before", c.ID, "")
 

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 
 // BenchmarkGetPet measures a read: one read transaction and a JSON decode.
 func BenchmarkGetPet(b *testing.B) {
-	db := MustOpenDB(b)
+	db := domaintest.OpenStore(b)
 	c := mustCategory(b, db, "dogs")
 	if err := db.BulkCreatePets(ctx, 1000, c.ID); err != nil {
 		b.Fatal(err)
@@ -46,7 +46,7 @@ func BenchmarkCreatePetParallel(b *testing.B) {
 			name = "one-fsync-each"
 		}
 		b.Run(name, func(b *testing.B) {
-			db := MustOpenDB(b)
+			db := domaintest.OpenStore(b)
 			if !grouped {
 				db.Unbatched()
 			}
@@ -68,7 +68,7 @@ func BenchmarkCreatePetParallel(b *testing.B) {
 // BenchmarkCreatePetSerial is a lone writer through the batching path, which
 // must cost no more than the unbatched baseline.
 func BenchmarkCreatePetSerial(b *testing.B) {
-	db := MustOpenDB(b)
+	db := domaintest.OpenStore(b)
 	c := mustCategory(b, db, "dogs")
 	b.ResetTimer()
 	for b.Loop() {
@@ -81,7 +81,7 @@ func BenchmarkCreatePetSerial(b *testing.B) {
 // BenchmarkCreatePetSerialNoBatch is the baseline: one transaction, one
 // fsync, per create.
 func BenchmarkCreatePetSerialNoBatch(b *testing.B) {
-	db := MustOpenDB(b)
+	db := domaintest.OpenStore(b)
 	db.Unbatched()
 	c := mustCategory(b, db, "dogs")
 	b.ResetTimer()
@@ -178,7 +178,7 @@ func BenchmarkListPetsDeepPageByStatus(b *testing.B) {
 func BenchmarkDurableWrites(b *testing.B) {
 	const writers = 64
 	setup := func(b *testing.B) (*boltstore.DB, int64) {
-		db := MustOpenDB(b)
+		db := domaintest.OpenStore(b)
 		c := mustCategory(b, db, "loadtest")
 		if err := db.ImportPets(ctx, c.ID, 10_000, store.StatusAvailable); err != nil {
 			b.Fatal(err)

@@ -3,12 +3,13 @@ package boltstore_test
 import (
 	"testing"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/storetest"
 )
 
 func TestCategory_CRUD(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	c := store.Category{ID: 50, Name: "dogs", Description: "barks"}
 	if err := db.CreateCategory(ctx, &c); err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestCategory_CRUD(t *testing.T) {
 }
 
 func TestDeleteCategory_WithPets(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	mustCategory(t, db, "a")
 	mustCategory(t, db, "b")
 	c := mustCategory(t, db, "c")
@@ -60,7 +61,7 @@ func TestDeleteCategory_WithPets(t *testing.T) {
 }
 
 func TestListCategories_Pagination(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	var want []int64
 	for range 25 {
 		want = append(want, mustCategory(t, db, "c").ID)

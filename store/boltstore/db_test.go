@@ -9,18 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
 
 var ctx = context.Background()
-
-// MustOpenDB opens a store on a fresh file in a temporary directory and
-// closes it when the test ends.
-func MustOpenDB(tb testing.TB) *boltstore.DB {
-	tb.Helper()
-	return mustOpenPath(tb, filepath.Join(tb.TempDir(), "petstore.db"))
-}
 
 func mustOpenPath(tb testing.TB, path string) *boltstore.DB {
 	tb.Helper()
@@ -117,7 +111,7 @@ func mustStock(tb testing.TB, db *boltstore.DB, petID int64, qty int) {
 }
 
 func TestOpen_SecondOpenerFails(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	start := time.Now()
 	if db2, err := boltstore.Open(db.Path(), store.Options{}); err == nil {
 		db2.Close()
@@ -129,7 +123,7 @@ func TestOpen_SecondOpenerFails(t *testing.T) {
 }
 
 func TestPing(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	if err := db.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +141,7 @@ func TestPing(t *testing.T) {
 }
 
 func TestReopen_KeepsEverything(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	c := mustCategory(t, db, "dogs")
 	p := mustPet(t, db, "Rex", c.ID, store.StatusPending)
 	mustStock(t, db, p.ID, 7)

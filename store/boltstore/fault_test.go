@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
@@ -16,7 +17,7 @@ import (
 // it removes pages that the file's header says are there.
 func compactFile(tb testing.TB, n int) string {
 	tb.Helper()
-	db := MustOpenDB(tb)
+	db := domaintest.OpenStore(tb)
 	c := mustCategory(tb, db, "bulk")
 	if err := db.BulkCreatePets(ctx, n, c.ID); err != nil {
 		tb.Fatal(err)
@@ -108,7 +109,7 @@ func TestOpen_RefusesDamagedFiles(t *testing.T) {
 }
 
 func TestOpen_FileInUseSaysSo(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	db2, err := boltstore.Open(db.Path(), store.Options{})
 	if err == nil {
 		db2.Close()

@@ -6,11 +6,12 @@ import (
 	"sync"
 	"testing"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 )
 
 func TestSetStock(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	p := mustDog(t, db, store.StatusPending)
 
 	it, err := db.SetStock(ctx, p.ID, store.MaxStock)
@@ -37,7 +38,7 @@ func TestSetStock(t *testing.T) {
 }
 
 func TestListInventory(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	c := mustCategory(t, db, "dogs")
 	statuses := []store.PetStatus{store.StatusAvailable, store.StatusPending, store.StatusSold}
 	want := map[int64]store.InventoryItem{}
@@ -104,7 +105,7 @@ func TestListInventory(t *testing.T) {
 // for from a stock that had it, and once the restocks stop, orders and
 // cancellations move the stock by exactly their quantities.
 func TestStockUnderRacingOrdersCancellationsAndRestocks(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	p := mustStockedDog(t, db, store.StatusAvailable, 40)
 	var (
 		wg     sync.WaitGroup

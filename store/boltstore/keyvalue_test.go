@@ -2,11 +2,13 @@ package boltstore_test
 
 import (
 	"testing"
+
+	"petstore/domains/domaintest"
 	"time"
 )
 
 func TestLockRecords(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	s := db
 	if err := s.Lock(ctx, "a"); err != nil {
 		t.Fatal(err)

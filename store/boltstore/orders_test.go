@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/storetest"
 )
 
 func TestPlaceOrder(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	p := mustStockedDog(t, db, "", 3)
 
 	ship := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -31,7 +32,7 @@ func TestPlaceOrder(t *testing.T) {
 }
 
 func TestPlaceOrder_Errors(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	c := mustCategory(t, db, "dogs")
 	p := mustPet(t, db, "Rex", c.ID, "")
 	sold := mustPet(t, db, "Old", c.ID, store.StatusSold)
@@ -71,7 +72,7 @@ func TestPlaceOrder_Errors(t *testing.T) {
 }
 
 func TestCancelOrder(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	p := mustStockedDog(t, db, "", 10)
 
 	o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 4})
@@ -119,7 +120,7 @@ func TestCancelOrder(t *testing.T) {
 }
 
 func TestUpdateOrder(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	p := mustStockedDog(t, db, "", 10)
 	o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 2})
 	ship := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
@@ -141,7 +142,7 @@ func TestUpdateOrder(t *testing.T) {
 }
 
 func TestListOrders_FiltersAndPagination(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	c := mustCategory(t, db, "dogs")
 	pets := []store.Pet{mustPet(t, db, "a", c.ID, ""), mustPet(t, db, "b", c.ID, ""), mustPet(t, db, "c", c.ID, "")}
 	for _, p := range pets {

@@ -8,12 +8,13 @@ import (
 	"sync"
 	"testing"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
 
 func TestPet_CRUD(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	dogs := mustCategory(t, db, "dogs")
 	cats := mustCategory(t, db, "cats")
 
@@ -62,7 +63,7 @@ func TestPet_CRUD(t *testing.T) {
 }
 
 func TestPet_Errors(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	dogs := mustCategory(t, db, "dogs")
 	p := mustPet(t, db, "Rex", dogs.ID, "")
 
@@ -127,7 +128,7 @@ func listAllPets(tb testing.TB, db *boltstore.DB, f store.PetFilter) []int64 {
 }
 
 func TestListPets_FiltersAndPagination(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	cats := []store.Category{mustCategory(t, db, "a"), mustCategory(t, db, "b"), mustCategory(t, db, "c")}
 	statuses := []store.PetStatus{store.StatusAvailable, store.StatusPending, store.StatusSold}
 
@@ -195,7 +196,7 @@ func TestListPets_FiltersAndPagination(t *testing.T) {
 }
 
 func TestListPets_Limits(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	c := mustCategory(t, db, "a")
 	for range store.MaxPageSize + 5 {
 		mustPet(t, db, "p", c.ID, "")
@@ -222,7 +223,7 @@ func TestListPets_Limits(t *testing.T) {
 // TestPetJSONIsTheAPIForm: the stored bytes decode to the same pet that
 // Pet returns, and a missing pet is ENOTFOUND.
 func TestPetJSONIsTheAPIForm(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	ctx := context.Background()
 	c := &store.Category{Name: "dogs"}
 	if err := db.CreateCategory(ctx, c); err != nil {
@@ -249,7 +250,7 @@ func TestPetJSONIsTheAPIForm(t *testing.T) {
 // kind of change, and expects each read after an acknowledged write to show
 // it; then races readers against a writer.
 func TestPetJSONFollowsWrites(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	cat := store.Category{Name: "dogs"}
 	if err := db.CreateCategory(ctx, &cat); err != nil {
 		t.Fatal(err)

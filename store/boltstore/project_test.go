@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 )
 
 func TestProject(t *testing.T) {
-	db := MustOpenDB(t)
+	db := domaintest.OpenStore(t)
 	p, err := db.Project(ctx)
 	if err != nil || p.Name != "Petstore" || p.Slug != "petstore" || p.Plan != store.PlanFree || p.Deploys == nil || len(p.Deploys) != 0 {
 		t.Fatalf("default project: %#v, %v", p, err)
