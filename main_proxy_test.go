@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,22 +31,12 @@ func proxiedGetFrom(t *testing.T, local, addr, client, path string, header ...st
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	_, port, _ := net.SplitHostPort(addr)
 	req := "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + strings.Join(header, "") + "\r\n"
 	if client != "" {
 		req = fmt.Sprintf("PROXY TCP4 %s 127.0.0.1 40000 %s\r\n", client, port) + req
 	}
-	if _, err := io.WriteString(c, req); err != nil {
-		return 0, ""
-	}
-	res, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		return 0, ""
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(body)
+	return domaintest.Exchange(c, req)
 }
 
 // TestRunReadsTheProxyProtocol: with --proxy-protocol-from naming the
