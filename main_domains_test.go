@@ -24,29 +24,27 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 	dir := t.TempDir()
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
 	args := append([]string{
-		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", domaintest.AdminToken,
-		"--domain", "petstore.test",
+		"--data", filepath.Join(dir, "petstore.db"),
 		// No --http-listen: TLS-ALPN-01 is then the only challenge, so this
 		// test proves it (the handlers tests obtain through HTTP-01).
 		"--https-listen", tlsAddr,
-	}, pebbleFlags(pebble, rootFile)...)
+	}, customDomainFlags(pebble, rootFile)...)
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": dns.Addr(), "PETSTORE_DNS_ALLOW_PRIVATE": "true"}
-	admin := []string{"Authorization", "Bearer " + domaintest.AdminToken}
 
 	first := start(t, env, args...)
-	if code, body := first.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...); code != 200 || !strings.Contains(body, `"defaultAddress":"petstore.petstore.test"`) {
+	if code, body := first.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, adminAuth...); code != 200 || !strings.Contains(body, `"defaultAddress":"petstore.petstore.test"`) {
 		t.Fatalf("PATCH project: %d %s", code, body)
 	}
-	if code, body := first.call(t, "POST", "/admin/domains", `{"name":"api.shop.test"}`, admin...); code != 201 || !strings.Contains(body, `"host":"api"`) {
+	if code, body := first.call(t, "POST", "/admin/domains", `{"name":"api.shop.test"}`, adminAuth...); code != 201 || !strings.Contains(body, `"host":"api"`) {
 		t.Fatalf("add: %d %s", code, body)
 	}
 	dns.SetCNAME(t, "api.shop.test", "cname.petstore.test")
-	if code, body := first.call(t, "POST", "/admin/domains/api.shop.test/verify", "", admin...); code != 200 || !strings.Contains(body, `"state":"verified"`) {
+	if code, body := first.call(t, "POST", "/admin/domains/api.shop.test/verify", "", adminAuth...); code != 200 || !strings.Contains(body, `"state":"verified"`) {
 		t.Fatalf("verify: %d %s", code, body)
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		_, body := first.call(t, "GET", "/admin/domains/api.shop.test", "", admin...)
+		_, body := first.call(t, "GET", "/admin/domains/api.shop.test", "", adminAuth...)
 		if strings.Contains(body, `"state":"issued"`) {
 			break
 		}
@@ -112,18 +110,17 @@ func TestRunFallsBackToTheNextCA(t *testing.T) {
 		"--acme-ca-root", rootFile, "--acme-profile", "default", "--acme-caa-identity", "pebble.test",
 		"--allow-test-tlds", "--dns-allow-private")
 	defer in.stop(t)
-	admin := []string{"Authorization", "Bearer " + domaintest.AdminToken}
-	in.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...)
+	in.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, adminAuth...)
 	dns.SetCNAME(t, "api.shop.test", "cname.petstore.test")
-	if code, body := in.call(t, "POST", "/admin/domains", `{"name":"api.shop.test"}`, admin...); code != 201 {
+	if code, body := in.call(t, "POST", "/admin/domains", `{"name":"api.shop.test"}`, adminAuth...); code != 201 {
 		t.Fatalf("add: %d %s", code, body)
 	}
-	if code, body := in.call(t, "POST", "/admin/domains/api.shop.test/verify", "", admin...); code != 200 {
+	if code, body := in.call(t, "POST", "/admin/domains/api.shop.test/verify", "", adminAuth...); code != 200 {
 		t.Fatalf("verify: %d %s", code, body)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, body := in.call(t, "GET", "/admin/domains/api.shop.test", "", admin...)
+		_, body := in.call(t, "GET", "/admin/domains/api.shop.test", "", adminAuth...)
 		if strings.Contains(body, `"state":"issued"`) {
 			if !strings.Contains(body, `"issuerCA":"`+pebble.DirectoryURL()+`"`) {
 				t.Errorf("the details do not name the CA that issued: %s", body)
@@ -137,11 +134,15 @@ func TestRunFallsBackToTheNextCA(t *testing.T) {
 	}
 }
 
-// pebbleFlags are the flags that make the service obtain its certificates
-// from pebble, with the CAA identity pebble announces, for names under the
-// test TLD.
-func pebbleFlags(pebble *domaintest.Pebble, rootFile string) []string {
+// adminAuth is the header the admin API wants, as call's header arguments.
+var adminAuth = []string{"Authorization", "Bearer " + domaintest.AdminToken}
+
+// customDomainFlags are the flags every custom-domain test gives the
+// service: the admin token, the service's own domain, and pebble as the CA
+// (with the CAA identity pebble announces) for names under the test TLD.
+func customDomainFlags(pebble *domaintest.Pebble, rootFile string) []string {
 	return []string{
+		"--admin-token", domaintest.AdminToken, "--domain", "petstore.test",
 		"--acme-ca", pebble.DirectoryURL(), "--acme-ca-root", rootFile, "--acme-profile", "default",
 		"--acme-caa-identity", "pebble.test", "--allow-test-tlds",
 	}

@@ -42,11 +42,9 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 	// resolver the test can make fail.
 	resolver := domaintest.StartFaultyDNS(t)
 	common := append([]string{
-		"--database", databaseURL, "--admin-token", domaintest.AdminToken, "--max-client-conns", "0",
-		"--domain", "petstore.test", "--dns-allow-private",
-	}, pebbleFlags(pebble, rootFile)...)
+		"--database", databaseURL, "--max-client-conns", "0", "--dns-allow-private",
+	}, customDomainFlags(pebble, rootFile)...)
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": resolver.Addr()}
-	admin := []string{"Authorization", "Bearer " + domaintest.AdminToken}
 	// Pebble validates TLS-ALPN-01 on one port: a's. b serves beside it.
 	tlsA := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
 	tlsB := freeLoopbackAddr(t)
@@ -54,7 +52,7 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 	b := start(t, env, slices.Concat(common, []string{"--https-listen", tlsB})...)
 
 	t.Run("orders through both never oversell", func(t *testing.T) {
-		key := createKey(t, a, admin, "orders")
+		key := createKey(t, a, adminAuth, "orders")
 		for _, c := range [][3]string{
 			{"POST", "/categories", `{"name":"dogs"}`},
 			{"POST", "/pets", `{"name":"Rex","categoryId":1}`},
@@ -102,7 +100,7 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 	})
 
 	t.Run("a key revoked on one is refused by the other within 1 s", func(t *testing.T) {
-		code, body := a.call(t, "POST", "/admin/api-keys", `{"name":"revoked"}`, admin...)
+		code, body := a.call(t, "POST", "/admin/api-keys", `{"name":"revoked"}`, adminAuth...)
 		var key struct {
 			ID     int64  `json:"id"`
 			Secret string `json:"secret"`
@@ -115,7 +113,7 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 			return code
 		}
 		waitFor(t, "b accepts the new key", time.Second, func() bool { return post() == 201 })
-		if code, body := a.call(t, "DELETE", fmt.Sprintf("/admin/api-keys/%d", key.ID), "", admin...); code != 204 {
+		if code, body := a.call(t, "DELETE", fmt.Sprintf("/admin/api-keys/%d", key.ID), "", adminAuth...); code != 204 {
 			t.Fatalf("revoking: %d %s", code, body)
 		}
 		waitFor(t, "b refuses the revoked key", time.Second, func() bool { return post() == 401 })
@@ -134,10 +132,10 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 	}
 
 	t.Run("a domain verified through one is ordered once per attempt and served by both", func(t *testing.T) {
-		if code, body := a.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...); code != 200 {
+		if code, body := a.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, adminAuth...); code != 200 {
 			t.Fatalf("PATCH project: %d %s", code, body)
 		}
-		if code, body := a.call(t, "POST", "/admin/domains", `{"name":"`+name+`"}`, admin...); code != 201 {
+		if code, body := a.call(t, "POST", "/admin/domains", `{"name":"`+name+`"}`, adminAuth...); code != 201 {
 			t.Fatalf("add: %d %s", code, body)
 		}
 		// The service's resolver sees the record; the CA's DNS sends the
@@ -146,7 +144,7 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 		holdValidations(t, net.JoinHostPort("127.0.0.2", strconv.Itoa(pebble.TLSPort)), time.Second)
 		challtestsrv.AddA(t, name, "127.0.0.2")
 		resolver.SetCNAME(t, name, "cname.petstore.test")
-		if code, body := a.call(t, "POST", "/admin/domains/"+name+"/verify", "", admin...); code != 200 || !strings.Contains(body, `"state":"verified"`) {
+		if code, body := a.call(t, "POST", "/admin/domains/"+name+"/verify", "", adminAuth...); code != 200 || !strings.Contains(body, `"state":"verified"`) {
 			t.Fatalf("verify: %d %s", code, body)
 		}
 		// Both instances' certificate loops tick every 50 ms meanwhile, so b
@@ -155,7 +153,7 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 		// failure recorded holds for both.
 		certState := func(want string) func() bool {
 			return func() bool {
-				_, body := b.call(t, "GET", "/admin/domains/"+name, "", admin...)
+				_, body := b.call(t, "GET", "/admin/domains/"+name, "", adminAuth...)
 				return strings.Contains(body, `"certificate":{"state":"`+want+`"`)
 			}
 		}
@@ -210,11 +208,11 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 			t.Fatal("b redirects before any redirect was saved")
 		}
 		settings := `{"domains":{"redirects":[{"from":"` + name + `","to":"petstore.petstore.test","status":308}]}}`
-		if code, body := a.call(t, "PUT", "/admin/settings", settings, admin...); code != 200 {
+		if code, body := a.call(t, "PUT", "/admin/settings", settings, adminAuth...); code != 200 {
 			t.Fatalf("saving the redirect: %d %s", code, body)
 		}
 		waitFor(t, "b redirects", time.Second, func() bool { return redirectOnB() == 308 })
-		if code, body := a.call(t, "PUT", "/admin/settings", `{"domains":{}}`, admin...); code != 200 {
+		if code, body := a.call(t, "PUT", "/admin/settings", `{"domains":{}}`, adminAuth...); code != 200 {
 			t.Fatalf("clearing the redirect: %d %s", code, body)
 		}
 		waitFor(t, "b stops redirecting", time.Second, func() bool { return redirectOnB() != 308 })
@@ -224,7 +222,7 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 		if _, err := handshake(tlsB); err != nil {
 			t.Fatalf("b does not serve the domain before its removal: %v", err)
 		}
-		if code, body := a.call(t, "DELETE", "/admin/domains/"+name, "", admin...); code != 204 {
+		if code, body := a.call(t, "DELETE", "/admin/domains/"+name, "", adminAuth...); code != 204 {
 			t.Fatalf("remove: %d %s", code, body)
 		}
 		if _, err := handshake(tlsA); err == nil {
@@ -238,7 +236,7 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 
 	t.Run("a background check runs on exactly one instance", func(t *testing.T) {
 		const pending = "late.shared.test"
-		if code, body := a.call(t, "POST", "/admin/domains", `{"name":"`+pending+`"}`, admin...); code != 201 {
+		if code, body := a.call(t, "POST", "/admin/domains", `{"name":"`+pending+`"}`, adminAuth...); code != 201 {
 			t.Fatalf("add: %d %s", code, body)
 		}
 		// Lookups that get no answer: the check lasts the checker's
@@ -255,7 +253,7 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 		}
 		advance(2 * time.Minute) // the first re-check is due a minute after adding
 		waitFor(t, "the background check", 30*time.Second, func() bool {
-			_, body := a.call(t, "GET", "/admin/domains/"+pending, "", admin...)
+			_, body := a.call(t, "GET", "/admin/domains/"+pending, "", adminAuth...)
 			return strings.Contains(body, `"checkAttempts":1`)
 		})
 		if n := started(); n != 1 {
@@ -267,7 +265,7 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 // createKey creates an API key through the admin API and returns its secret.
 func createKey(t *testing.T, in *instance, admin []string, name string) string {
 	t.Helper()
-	code, body := in.call(t, "POST", "/admin/api-keys", `{"name":"`+name+`"}`, admin...)
+	code, body := in.call(t, "POST", "/admin/api-keys", `{"name":"`+name+`"}`, adminAuth...)
 	var key struct{ Secret string }
 	if err := json.Unmarshal([]byte(body), &key); code != 201 || err != nil || key.Secret == "" {
 		t.Fatalf("creating an API key: %d %s", code, body)

@@ -38,11 +38,9 @@ func TestRunKeepsMovedDomainCertificate(t *testing.T) {
 	dir := t.TempDir()
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
 	args := append([]string{
-		"--data", filepath.Join(dir, "petstore.db"), "--admin-token", domaintest.AdminToken,
-		"--domain", "petstore.test", "--https-listen", tlsAddr, "--dns-allow-private",
-	}, pebbleFlags(pebble, rootFile)...)
+		"--data", filepath.Join(dir, "petstore.db"), "--https-listen", tlsAddr, "--dns-allow-private",
+	}, customDomainFlags(pebble, rootFile)...)
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": resolver.Addr()}
-	admin := []string{"Authorization", "Bearer " + domaintest.AdminToken}
 	var domain struct {
 		State       string `json:"state"`
 		MovedAt     string `json:"movedAt"`
@@ -52,7 +50,7 @@ func TestRunKeepsMovedDomainCertificate(t *testing.T) {
 	}
 	reverify := func(in *instance) {
 		t.Helper()
-		code, body := in.call(t, "POST", "/admin/domains/"+name+"/verify", "", admin...)
+		code, body := in.call(t, "POST", "/admin/domains/"+name+"/verify", "", adminAuth...)
 		domain.MovedAt = ""
 		if err := json.Unmarshal([]byte(body), &domain); code != 200 || err != nil {
 			t.Fatalf("verify: %d %s", code, body)
@@ -60,10 +58,10 @@ func TestRunKeepsMovedDomainCertificate(t *testing.T) {
 	}
 
 	first := start(t, env, args...)
-	if code, body := first.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, admin...); code != 200 {
+	if code, body := first.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, adminAuth...); code != 200 {
 		t.Fatalf("PATCH project: %d %s", code, body)
 	}
-	if code, body := first.call(t, "POST", "/admin/domains", `{"name":"`+name+`"}`, admin...); code != 201 {
+	if code, body := first.call(t, "POST", "/admin/domains", `{"name":"`+name+`"}`, adminAuth...); code != 201 {
 		t.Fatalf("add: %d %s", code, body)
 	}
 	reverify(first)
@@ -73,7 +71,7 @@ func TestRunKeepsMovedDomainCertificate(t *testing.T) {
 			t.Fatalf("no certificate within 30 s: %+v", domain)
 		}
 		time.Sleep(100 * time.Millisecond)
-		_, body := first.call(t, "GET", "/admin/domains/"+name, "", admin...)
+		_, body := first.call(t, "GET", "/admin/domains/"+name, "", adminAuth...)
 		_ = json.Unmarshal([]byte(body), &domain)
 	}
 	roots := x509.NewCertPool()
