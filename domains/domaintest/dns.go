@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"petstore/store/postgres/pgtest"
 )
 
 // DNS is a running pebble-challtestsrv serving DNS only, on loopback.
@@ -61,7 +63,7 @@ func tryStartDNS(bin string) (*DNS, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgmtPort, err := freeTCPPort()
+	mgmtPort, err := pgtest.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"petstore/store/postgres/pgtest"
 )
 
 // PebbleOptions tunes StartPebble. The zero value is what most tests want.
@@ -72,7 +74,7 @@ func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 		if p != 0 {
 			return p
 		}
-		p, err := freeTCPPort()
+		p, err := pgtest.FreePort()
 		if err != nil {
 			tb.Fatalf("domaintest: %v", err)
 		}

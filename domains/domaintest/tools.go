@@ -129,18 +129,6 @@ var pebbleDir = sync.OnceValues(func() (string, error) {
 	return dir, nil
 })
 
-// freeTCPPort returns a loopback TCP port that was free a moment ago. The
-// server started on it may still lose a race for it, which callers detect
-// and answer by trying other ports.
-func freeTCPPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // freeDNSPort returns a loopback port free for both TCP and UDP, as a DNS
 // server listens on both.
 func freeDNSPort() (int, error) {

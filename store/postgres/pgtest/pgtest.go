@@ -159,7 +159,7 @@ func (c *Cluster) start(durable bool) error {
 	// A taken port fails the start; try a few.
 	var err error
 	for range 5 {
-		if c.port, err = freePort(); err != nil {
+		if c.port, err = FreePort(); err != nil {
 			return err
 		}
 		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300%s", c.port, c.dir, speed)
@@ -200,7 +200,10 @@ func runAsPostgres(name string, args ...string) error {
 	return nil
 }
 
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port that was free a moment ago. The
+// server started on it may still lose a race for it, which callers detect
+// and answer by trying other ports.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
