@@ -20,6 +20,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"petstore/domains/domaintest"
 )
 
 // TestKillNineLosesNoAcknowledgedWrite runs the real binary, hammers it with
@@ -208,12 +210,9 @@ type crashClient struct {
 	http *http.Client
 }
 
-// errNoAnswer is a request that got no complete answer: in flight at the
-// kill, or sent after it.
-var errNoAnswer = errors.New("no answer")
-
-// do sends a request and returns the status once the whole answer is
-// read; a status is an acknowledgement only then.
+// do sends a request, with the API key on writes, through
+// domaintest.DoJSON: a status is an acknowledgement only once the whole
+// answer is read.
 func (c *crashClient) do(ctx context.Context, method, path, body, auth string, out any) (int, error) {
 	var rd io.Reader
 	if body != "" {
@@ -231,21 +230,7 @@ func (c *crashClient) do(ctx context.Context, method, path, body, auth string, o
 	} else if method != "GET" {
 		req.Header.Set("X-API-Key", c.key)
 	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		return 0, errNoAnswer
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		return 0, errNoAnswer
-	}
-	if out != nil && res.StatusCode < 300 {
-		if err := json.Unmarshal(data, out); err != nil {
-			return 0, fmt.Errorf("%s %s: decoding %q: %w", method, path, data, err)
-		}
-	}
-	return res.StatusCode, nil
+	return domaintest.DoJSON(c.http, req, out)
 }
 
 func (c *crashClient) call(ctx context.Context, method, path, body, auth string, out any) int {
@@ -338,7 +323,7 @@ func (m *crashModel) runWriters(ctx context.Context, wg *sync.WaitGroup, c *cras
 			defer wg.Done()
 			for ctx.Err() == nil {
 				if err := f(); err != nil {
-					if !errors.Is(err, errNoAnswer) && ctx.Err() == nil {
+					if !errors.Is(err, domaintest.ErrNoAnswer) && ctx.Err() == nil {
 						c.t.Error(err)
 					}
 					counts.cutOff.Add(1)

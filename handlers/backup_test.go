@@ -2,9 +2,7 @@ package handlers_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -37,21 +35,7 @@ func (w *writeClient) send(method, path, body string, out any) (int, error) {
 	}
 	req.Header.Set("X-API-Key", w.key)
 	req.Header.Set("Content-Type", "application/json")
-	res, err := w.c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		return res.StatusCode, err
-	}
-	if res.StatusCode < 300 && out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return res.StatusCode, fmt.Errorf("%s %s: %v: %s", method, path, err, data)
-		}
-	}
-	return res.StatusCode, nil
+	return domaintest.DoJSON(w.c, req, out)
 }
 
 // ackedPet is a pet whose creation and stock were both answered 2xx.

@@ -2,6 +2,9 @@ package domaintest
 
 import (
 	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -23,4 +26,30 @@ func Exchange(c net.Conn, raw string) (status int, body string) {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(b)
+}
+
+// ErrNoAnswer is a request that got no complete answer: the connection
+// failed or closed before the whole body was read.
+var ErrNoAnswer = errors.New("no answer")
+
+// DoJSON sends req with c and returns the status once the whole answer is
+// read, as only then is a status an acknowledgement; a 2xx body is decoded
+// into out when out is not nil. An answer that did not come whole is an
+// error wrapping ErrNoAnswer.
+func DoJSON(c *http.Client, req *http.Request, out any) (int, error) {
+	res, err := c.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrNoAnswer, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrNoAnswer, err)
+	}
+	if out != nil && res.StatusCode < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return res.StatusCode, fmt.Errorf("%s %s: decoding %q: %w", req.Method, req.URL.Path, data, err)
+		}
+	}
+	return res.StatusCode, nil
 }
