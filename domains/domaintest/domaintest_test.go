@@ -50,7 +50,7 @@ func TestStartDNS(t *testing.T) {
 	d.Clear(t, domaintest.A, "shop.example.test")
 	d.Clear(t, domaintest.AAAA, "shop.example.test")
 	if r := query(t, d.Addr(), "shop.example.test", dns.TypeA); len(r.Answer) != 0 {
-		t.Errorf("after ClearA: %v", r.Answer)
+		t.Errorf("after Clear(A): %v", r.Answer)
 	}
 
 	d.SetCNAME(t, "www.example.test", "target.example.test")
@@ -71,7 +71,7 @@ func TestStartDNS(t *testing.T) {
 	}
 	d.Clear(t, domaintest.CAA, "example.test")
 	if r := query(t, d.Addr(), "example.test", dns.TypeCAA); len(r.Answer) != 0 {
-		t.Errorf("after ClearCAA: %v", r.Answer)
+		t.Errorf("after Clear(CAA): %v", r.Answer)
 	}
 
 	d.AddTXT(t, "example.test", "hello")
@@ -86,7 +86,7 @@ func TestStartDNS(t *testing.T) {
 	}
 	d.Clear(t, domaintest.Servfail, "broken.example.test")
 	if r := query(t, d.Addr(), "broken.example.test", dns.TypeA); r.Rcode != dns.RcodeSuccess {
-		t.Errorf("after ClearServfail: rcode %s", dns.RcodeToString[r.Rcode])
+		t.Errorf("after Clear(Servfail): rcode %s", dns.RcodeToString[r.Rcode])
 	}
 
 	// Two instances do not share ports or records.
