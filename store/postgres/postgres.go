@@ -24,6 +24,11 @@ import (
 	"petstore/store"
 )
 
+// defaultMaxConns is each instance's connection pool size unless the URL
+// sets pool_max_conns: several instances stay well inside PostgreSQL's
+// default max_connections of 100.
+const defaultMaxConns = 16
+
 //go:embed migrations/*.sql
 var migrations embed.FS
 
@@ -48,6 +53,12 @@ func Open(ctx context.Context, url string, opts store.Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("the database URL: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgx's default (the number of CPUs, at least 4) would queue every
+		// request of a busy instance behind a handful of connections; the
+		// URL's pool_max_conns overrides this.
+		cfg.MaxConns = defaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
