@@ -23,9 +23,10 @@ type Store interface {
 	// returns, after telling it the size; a store that cannot (PostgreSQL:
 	// pg_dump does it) answers ENOTSUPPORTED before calling open.
 	BackupSized(ctx context.Context, open func(size int64) (io.Writer, error)) (int64, error)
-	// OnChange registers fn to run after another instance changed API keys,
-	// the admin token, domains, settings or the project (never, for a
-	// store that one instance owns).
+	// OnChange registers fn to run after this or another instance changed
+	// API keys, the admin token, domains, settings or the project (never,
+	// for a store that one instance owns). It may run inside the caller's
+	// write, so it must not block.
 	OnChange(fn func())
 	Close() error
 }

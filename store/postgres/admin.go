@@ -16,7 +16,10 @@ import (
 )
 
 // changeTx runs fn in a transaction that also records a change for the
-// other instances, then reloads this instance's cache at once.
+// other instances, then reloads this instance's cache at once. The change
+// is committed when that reload runs: a reload that fails (the database
+// gone for a moment, the caller's context ended) is not the write's
+// failure, and the watcher's next poll reloads instead.
 func (db *DB) changeTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	err := db.tx(ctx, func(tx pgx.Tx) error {
 		if err := fn(tx); err != nil {
@@ -27,7 +30,8 @@ func (db *DB) changeTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	return db.reload(ctx)
+	_ = db.reload(context.WithoutCancel(ctx))
+	return nil
 }
 
 // EnsureAdminToken makes sure there is an admin token, as the bbolt store

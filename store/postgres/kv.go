@@ -81,6 +81,15 @@ type heldLock struct {
 
 // TryLock takes the named lock if no live lease holds it.
 func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
+	// A lease this process holds is not taken again, even when its renewals
+	// failed and its row expired: one holder per name and process, so that
+	// a holder's Unlock never releases another's lease.
+	db.locksMu.Lock()
+	_, held := db.locks[name]
+	db.locksMu.Unlock()
+	if held {
+		return false, nil
+	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	owner := instanceID + "-" + hex.EncodeToString(b[:])
