@@ -61,7 +61,11 @@ func (a *acmeAuthority) get(ctx context.Context) CertificateAuthority {
 	if !a.known && time.Since(a.failedAt) >= directoryRetry {
 		ids, err := a.fetchIdentities(ctx)
 		if err != nil {
-			a.failedAt = time.Now()
+			// A caller that gave up is not the CA failing: ask again at
+			// the next check rather than a minute later.
+			if ctx.Err() == nil {
+				a.failedAt = time.Now()
+			}
 		} else {
 			a.identities, a.known = ids, true
 		}

@@ -138,10 +138,13 @@ func NewManager(cfg Config) (*Manager, error) {
 		m.setUpCertificates(cfg.ACME)
 		m.wireCAA(cfg.ACME)
 	}
+	// On failure, Close stops what setUpCertificates started.
 	if err := m.Refresh(context.Background()); err != nil {
+		m.Close()
 		return nil, err
 	}
 	if err := m.keepMovedCertificates(context.Background()); err != nil {
+		m.Close()
 		return nil, err
 	}
 	m.followStore()
@@ -239,7 +242,11 @@ func (m *Manager) List(ctx context.Context) ([]store.Domain, error) {
 // Page returns one page of the attached domains, in the order of List, and
 // the cursor of the next page (nil on the last); see store.DomainsPage.
 func (m *Manager) Page(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error) {
-	return m.db.DomainsPage(ctx, limit, after)
+	ds, next, err := m.db.DomainsPage(ctx, limit, after)
+	for i := range ds {
+		ds[i] = m.honest(ctx, ds[i])
+	}
+	return ds, next, err
 }
 
 // lookupName lets a client name a domain the way it typed it: case and a

@@ -8,18 +8,22 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 )
 
 // Exchange writes a raw request on c and reads one answer within 10
-// seconds: its status and body, or status 0 when c was closed (or the
-// time ran out) without an answer.
+// seconds: its status and body, status 0 when c was closed without an
+// answer, or -1 when the time ran out with c still open.
 func Exchange(c net.Conn, raw string) (status int, body string) {
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(c, raw); err != nil {
 		return 0, ""
 	}
 	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return -1, ""
+	}
 	if err != nil {
 		return 0, ""
 	}
