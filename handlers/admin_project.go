@@ -52,7 +52,9 @@ func (s *Server) updateProject(c echo.Context) error {
 	}
 	p, err := s.store.UpdateProject(c.Request().Context(), func(p *store.Project) error {
 		if in.Name != nil {
-			p.Name = strings.TrimSpace(*in.Name)
+			if p.Name = strings.TrimSpace(*in.Name); p.Name == "" {
+				return store.Errorf(store.EINVALID, "body.name: must not be blank")
+			}
 		}
 		if in.Slug != nil {
 			p.Slug = *in.Slug

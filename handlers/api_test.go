@@ -168,6 +168,10 @@ func TestEveryOperation(t *testing.T) {
 	if project.Plan != "pro" || project.DefaultAddress != "localhost" {
 		t.Errorf("project after PATCH: %+v", project)
 	}
+	// A blank name is named as such, and changes nothing.
+	if res := ts.adminDo("PATCH", "/admin/project", `{"name":"   "}`).wantError(400, "invalid_request"); !strings.Contains(string(res.body), "must not be blank") {
+		t.Errorf("blank name: %s", res.body)
+	}
 	var keys []store.APIKey
 	ts.adminDo("GET", "/admin/api-keys", "").wantStatus(200).decode(&keys)
 	if len(keys) != 1 {

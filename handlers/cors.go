@@ -18,7 +18,8 @@ import (
 var corsExposedHeaders = []string{"Link", "Location", "X-Request-Id", "Deprecation", "Sunset", "Retry-After"}
 
 // CheckCORSOrigin refuses what a browser never sends as an Origin, so that
-// a typo in --cors-origin (a trailing slash, a path, a missing scheme) is
+// a typo in --cors-origin (a trailing slash, a path, a missing scheme,
+// upper case in the host, the scheme's default port) is
 // reported at start instead of silently matching nothing. "*" allows every
 // origin; there are no patterns.
 func CheckCORSOrigin(origin string) error {
@@ -28,7 +29,8 @@ func CheckCORSOrigin(origin string) error {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 		u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || u.String() != origin ||
-		strings.ContainsAny(u.Host, "*?") {
+		strings.ContainsAny(u.Host, "*?") || u.Host != strings.ToLower(u.Host) ||
+		(u.Scheme == "https" && u.Port() == "443") || (u.Scheme == "http" && u.Port() == "80") {
 		return fmt.Errorf("CORS origin %q: must be scheme://host[:port] as a browser sends it, such as https://app.example.com, or *", origin)
 	}
 	return nil

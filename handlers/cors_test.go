@@ -104,12 +104,12 @@ func TestCORSOffByDefault(t *testing.T) {
 }
 
 func TestCORSOriginChecked(t *testing.T) {
-	for _, bad := range []string{"app.example.com", "https://app.example.com/", "https://app.example.com/shop", "ftp://x.example", "https://*.example.com", "null"} {
+	for _, bad := range []string{"app.example.com", "https://app.example.com/", "https://app.example.com/shop", "ftp://x.example", "https://*.example.com", "null", "https://App.example.com", "https://app.example.com:443", "http://localhost:80"} {
 		if _, err := handlers.New(handlers.Config{Store: domaintest.OpenStore(t), Spec: publicSpec, CORSOrigins: []string{bad}}); err == nil {
 			t.Errorf("origin %q accepted", bad)
 		}
 	}
-	for _, good := range []string{"https://app.example.com", "http://localhost:3000", "*"} {
+	for _, good := range []string{"https://app.example.com", "http://localhost:3000", "https://app.example.com:8443", "*"} {
 		if err := handlers.CheckCORSOrigin(good); err != nil {
 			t.Errorf("origin %q refused: %v", good, err)
 		}

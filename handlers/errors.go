@@ -189,10 +189,6 @@ func (s *Server) echoErrorBody(he *echo.HTTPError, c echo.Context) Error {
 			msg += "; allowed: " + allow
 		}
 		return newError(codeMethodNotAllowed, msg)
-	case http.StatusRequestEntityTooLarge:
-		return newError(codePayloadTooLarge, fmt.Sprintf("request body is larger than the limit of %d KiB", s.cfg.BodyLimit>>10))
-	case http.StatusTooManyRequests:
-		return newError(codeRateLimited, "too many requests from this client; retry after the number of seconds in Retry-After")
 	}
 	code, ok := codeOfStatus[he.Code]
 	if !ok || he.Code >= 500 {

@@ -110,7 +110,7 @@ func methodLabel(m string) string {
 
 var (
 	storeSizeDesc = prometheus.NewDesc("petstore_store_size_bytes",
-		"Bytes in use in the bbolt data file: the size of a backup taken now (the file on disk may be larger, preallocated).", nil, nil)
+		"Bytes of data in the store: in the bbolt data file, the size of a backup taken now (the file on disk may be larger, preallocated); with PostgreSQL, the database's size on disk.", nil, nil)
 	domainsDesc = prometheus.NewDesc("petstore_domains",
 		"Custom domains attached, by state.", []string{"state"}, nil)
 	expiryDesc = prometheus.NewDesc("petstore_certificate_expiry_days",
