@@ -80,7 +80,7 @@ func (m *Manager) onEvent(ctx context.Context, event string, data map[string]any
 		if renewal {
 			now := m.now().UTC()
 			m.updateCert(ctx, name, func(c *store.Certificate) {
-				c.State = store.CertRenewing
+				c.State = stateWhileRenewing(c, now, store.CertRenewing)
 				c.LastAttempt = &store.CertAttempt{At: now, Renewal: true}
 			})
 		}
@@ -113,13 +113,23 @@ func (m *Manager) onEvent(ctx context.Context, event string, data map[string]any
 		m.updateCert(ctx, name, func(c *store.Certificate) {
 			// The current certificate stays in use until it expires;
 			// maintenance tries again.
-			c.State = store.CertIssued
+			c.State = stateWhileRenewing(c, now, store.CertIssued)
 			c.Error = msg
 			c.LastAttempt = &store.CertAttempt{At: now, Renewal: true, Error: msg}
 			c.Events = addEvent(c.Events, store.CertEvent{Kind: store.CertEventFailed, At: now, Detail: "renewal: " + msg})
 		})
 	}
 	return nil
+}
+
+// stateWhileRenewing is the state of a certificate being renewed, or whose
+// renewal failed: an expired one stays expired, so that the state does not
+// swing between issued and expired while renewals keep failing.
+func stateWhileRenewing(c *store.Certificate, now time.Time, state string) string {
+	if c.NotAfter != nil && !now.Before(*c.NotAfter) {
+		return store.CertExpired
+	}
+	return state
 }
 
 func parseLeaf(pemBytes []byte) (*x509.Certificate, error) {
