@@ -72,7 +72,7 @@ func TestLoadtestQuick(t *testing.T) {
 		"GET /pets?limit=20 first page, " + big + " pets",
 		"GET /pets?limit=20 90% deep, " + big + " pets",
 	}
-	tlsRows := []string{tlsRowOneDomain, tlsRowMany(cfg.tlsDomains)}
+	tlsRows := []string{tlsRow(1), tlsRow(cfg.tlsDomains)}
 	loadRows = append(loadRows, tlsRows...)
 	// Without PostgreSQL's binaries its rows are one skipped line.
 	var skipped []string
@@ -120,8 +120,8 @@ func TestLoadtestQuick(t *testing.T) {
 			t.Errorf("row %q: no handshake", label)
 		}
 	}
-	if v := lines[tlsRowMany(cfg.tlsDomains)].verdict; v != "PASS*" && v != "MISS*" {
-		t.Errorf("row %q: verdict %q, want a verdict with the caveat of a domain count other than the target's", tlsRowMany(cfg.tlsDomains), v)
+	if v := lines[tlsRow(cfg.tlsDomains)].verdict; v != "PASS*" && v != "MISS*" {
+		t.Errorf("row %q: verdict %q, want a verdict with the caveat of a domain count other than the target's", tlsRow(cfg.tlsDomains), v)
 	}
 	if !strings.Contains(text, "nothing was asked of the CA") {
 		t.Errorf("no note that the TLS servers asked nothing of the CA")

@@ -163,6 +163,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		err = fmt.Errorf("-pets must be at least %d (a 90%% deep page needs another page after it)", minPets)
 	case c.bigPets != 0 && c.bigPets < minPets:
 		err = fmt.Errorf("-big-pets must be 0 (skip) or at least %d", minPets)
+	case c.bigPets == c.pets:
+		err = errors.New("-big-pets must differ from -pets: the rows are named by their store's size")
 	case c.stockPets < 1 || c.stockPets > c.pets:
 		err = errors.New("-stock-pets must be from 1 to -pets")
 	case c.readyStarts < 1:

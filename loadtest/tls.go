@@ -26,9 +26,6 @@ import (
 // on: a server that asks its CA for anything fails the handshake or logs it,
 // and either is an error of the run.
 const (
-	keyTLSOne  = "tls-one"
-	keyTLSMany = "tls-many"
-
 	tlsACMECA         = "https://127.0.0.1:1/directory"
 	tlsPlatformDomain = "petstore.test"
 	tlsCertLifetime   = 90 * 24 * time.Hour // as Let's Encrypt's
@@ -119,13 +116,13 @@ func (w *logWatch) summary() (lines, handshakeErrs, certmagic int, samples []str
 
 // tlsTarget is one TLS server and the names its clients ask for.
 type tlsTarget struct {
-	key, label string
-	proc       *proc
-	data       string // its data file
-	addr       string // its --https-listen
-	names      []string
-	configs    []*tls.Config // one per name: its SNI, the test CA, no session cache
-	watch      *logWatch
+	label   string
+	proc    *proc
+	data    string // its data file
+	addr    string // its --https-listen
+	names   []string
+	configs []*tls.Config // one per name: its SNI, the test CA, no session cache
+	watch   *logWatch
 }
 
 func newTLSClientConfigs(names []string, roots *x509.CertPool) []*tls.Config {
@@ -179,24 +176,6 @@ func (b *bench) tlsPhase(ctx context.Context, t *tlsTarget, d time.Duration) *lo
 	})
 }
 
-// tlsMeasuredPhase is tlsPhase with the server's CPU time read before and after.
-func (b *bench) tlsMeasuredPhase(ctx context.Context, t *tlsTarget, d time.Duration) (*loadResult, error) {
-	cpu0, err := t.proc.cpuTime(b.clkTck)
-	if err != nil {
-		return nil, err
-	}
-	res := b.tlsPhase(ctx, t, d)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	cpu1, err := t.proc.cpuTime(b.clkTck)
-	if err != nil {
-		return nil, err
-	}
-	res.cpu, res.hasCPU = cpu1-cpu0, true
-	return res, nil
-}
-
 // warmPass opens one connection for every name, b.cfg.connections at a
 // time, so that every certificate is in the server's memory cache before
 // anything is measured (the first handshake for a name may load it from
@@ -211,9 +190,7 @@ func (b *bench) warmPass(ctx context.Context, t *tlsTarget) (tls.ConnectionState
 		wg       sync.WaitGroup
 	)
 	for range min(b.cfg.connections, len(t.names)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for ctx.Err() == nil && failures.Load() < tlsWarmPassMaxErrors {
 				i := int(next.Add(1)) - 1
 				if i >= len(t.names) {
@@ -234,7 +211,7 @@ func (b *bench) warmPass(ctx context.Context, t *tlsTarget) (tls.ConnectionState
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -256,32 +233,23 @@ func (b *bench) tlsServers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range []struct {
-		key, label string
-		n          int
-	}{
-		{keyTLSOne, tlsRowOneDomain, 1},
-		{keyTLSMany, tlsRowMany(b.cfg.tlsDomains), b.cfg.tlsDomains},
-	} {
-		t, err := b.tlsServer(ctx, ca, s.key, s.label, s.n)
+	for _, n := range []int{1, b.cfg.tlsDomains} {
+		label := tlsRow(n)
+		t, err := b.tlsServer(ctx, ca, label, n)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			b.fail("%s: %v", s.label, err)
+			b.fail("%s: %v", label, err)
 			continue
 		}
 		b.tlsTargets = append(b.tlsTargets, t)
-		b.jobs = append(b.jobs, job{
-			key: t.key, label: t.label,
-			warm:  func(ctx context.Context, d time.Duration) *loadResult { return b.tlsPhase(ctx, t, d) },
-			slice: func(ctx context.Context, d time.Duration) (*loadResult, error) { return b.tlsMeasuredPhase(ctx, t, d) },
-		})
+		b.jobs = append(b.jobs, b.serverJob(label, t.proc, func(ctx context.Context, d time.Duration) *loadResult { return b.tlsPhase(ctx, t, d) }))
 	}
 	return nil
 }
 
-func (b *bench) tlsServer(ctx context.Context, ca *testCA, key, label string, n int) (*tlsTarget, error) {
+func (b *bench) tlsServer(ctx context.Context, ca *testCA, label string, n int) (*tlsTarget, error) {
 	names := tlsDomainNames(n)
 	data := filepath.Join(b.dir, fmt.Sprintf("tls-%d.db", n))
 	b.progress("seeding %s with issued certificates into %s", domainCount(n), data)
@@ -294,15 +262,11 @@ func (b *bench) tlsServer(ctx context.Context, ca *testCA, key, label string, n 
 	if err != nil {
 		return nil, err
 	}
-	t := &tlsTarget{key: key, label: label, data: data, addr: httpsAddr, names: names,
+	t := &tlsTarget{label: label, data: data, addr: httpsAddr, names: names,
 		configs: newTLSClientConfigs(names, ca.pool), watch: &logWatch{}}
-	t.proc, err = b.startProcWatched(fmt.Sprintf("petstore (TLS, %s)", domainCount(n)), b.bin, t.watch,
-		"--listen", "ADDR", "--data", data, "--rate-limit", "0", "--admin-token", b.adminToken,
-		"--https-listen", httpsAddr, "--acme-ca", tlsACMECA, "--domain", tlsPlatformDomain)
+	t.proc, _, err = b.startPetstore(ctx, fmt.Sprintf("petstore (TLS, %s)", domainCount(n)), t.watch,
+		"--data", data, "--admin-token", b.adminToken, "--https-listen", httpsAddr, "--acme-ca", tlsACMECA, "--domain", tlsPlatformDomain)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := t.proc.waitReady(ctx, "/readyz", readyTimeout); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()

@@ -20,11 +20,11 @@ import (
 	"math/big"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/certmagic"
 	"github.com/mholt/acmez/v3/acme"
+	"golang.org/x/sync/errgroup"
 
 	"petstore/domains"
 	"petstore/store"
@@ -174,37 +174,21 @@ func seedTLSStore(ctx context.Context, file, adminToken string, ca *testCA, caUR
 	storage := domains.CertStorage(db)
 	now := time.Now()
 
-	work := make(chan string)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	for range min(tlsSeedWorkers, len(names)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for name := range work {
-				if err := seedTLSDomain(ctx, db, storage, issuerKey, ca, caURL, name, now); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("seeding %s: %w", name, err)
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(tlsSeedWorkers)
 	for _, name := range names {
-		if ctx.Err() != nil {
+		if gctx.Err() != nil {
 			break
 		}
-		work <- name
+		g.Go(func() error {
+			if err := seedTLSDomain(gctx, db, storage, issuerKey, ca, caURL, name, now); err != nil {
+				return fmt.Errorf("seeding %s: %w", name, err)
+			}
+			return nil
+		})
 	}
-	close(work)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }

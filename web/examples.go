@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,13 +22,8 @@ func examplesOf(mt *openapi3.MediaType) []exampleView {
 		return []exampleView{{JSON: exampleJSON(mt.Example, mt.Schema)}}
 	}
 	if len(mt.Examples) > 0 {
-		names := make([]string, 0, len(mt.Examples))
-		for n := range mt.Examples {
-			names = append(names, n)
-		}
-		sort.Strings(names)
 		var out []exampleView
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(mt.Examples)) {
 			ex := mt.Examples[n]
 			if ex == nil || ex.Value == nil || ex.Value.Value == nil {
 				continue

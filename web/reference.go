@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -98,14 +100,8 @@ type responseView struct {
 	Status, Reason string
 	Success        bool
 	Description    template.HTML
-	Headers        []headerView
+	Headers        []paramView // a header is shown as a parameter is
 	Media          []mediaView
-}
-
-type headerView struct {
-	Name        string
-	Description template.HTML
-	Schema      *schemaView
 }
 
 type tryItView struct {
@@ -133,7 +129,7 @@ func buildReference(doc *openapi3.T) *referenceView {
 	v := &referenceView{SpecYAML: specYAMLPath, SpecJSON: specJSONPath}
 	if doc.Info != nil {
 		v.Title, v.Version = doc.Info.Title, doc.Info.Version
-		v.Description, v.Sections = renderMarkdown(doc.Info.Description, mdOptions{headingShift: 0, idPrefix: "section-"})
+		v.Description, v.Sections = renderMarkdown(doc.Info.Description, 0, "section-")
 		if l := doc.Info.License; l != nil {
 			v.License = &linkView{Text: l.Name, URL: l.URL}
 		}
@@ -150,7 +146,7 @@ func buildReference(doc *openapi3.T) *referenceView {
 	tags := map[string]*tagView{}
 	addTag := func(name, desc string) *tagView {
 		t := &tagView{ID: "tag-" + slug(name), Name: name}
-		t.Description, _ = renderMarkdown(desc, mdOptions{headingShift: 2, idPrefix: t.ID + "-"})
+		t.Description, _ = renderMarkdown(desc, 2, t.ID+"-")
 		tags[name] = t
 		v.Tags = append(v.Tags, t)
 		return t
@@ -185,12 +181,7 @@ func buildReference(doc *openapi3.T) *referenceView {
 	v.Tags = kept
 
 	if doc.Components != nil {
-		names := make([]string, 0, len(doc.Components.Schemas))
-		for name := range doc.Components.Schemas {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(doc.Components.Schemas)) {
 			ref := doc.Components.Schemas[name]
 			// Expanded from its own definition, not through the $ref,
 			// so that the section shows the schema rather than a link to
@@ -236,7 +227,7 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 	if op.Origin != nil && op.Origin.Key != nil {
 		ov.line = op.Origin.Key.Line
 	}
-	ov.Description, _ = renderMarkdown(op.Description, mdOptions{headingShift: 3, idPrefix: ov.ID + "-"})
+	ov.Description, _ = renderMarkdown(op.Description, 3, ov.ID+"-")
 	if s, ok := op.Extensions[ExtStability].(string); ok {
 		ov.Stability = s
 	}
@@ -263,7 +254,7 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 	}
 	for _, key := range order {
 		p := params[key]
-		desc, _ := renderMarkdown(p.Description, mdOptions{headingShift: 4, idPrefix: ov.ID + "-"})
+		desc, _ := renderMarkdown(p.Description, 4, ov.ID+"-")
 		ov.Params = append(ov.Params, paramView{
 			Name: p.Name, In: p.In, Required: p.Required, Deprecated: p.Deprecated,
 			Description: desc, Schema: newSchemaBuilder().build(p.Schema, 0),
@@ -271,7 +262,7 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 	}
 
 	if rb := op.RequestBody; rb != nil && rb.Value != nil {
-		desc, _ := renderMarkdown(rb.Value.Description, mdOptions{headingShift: 4, idPrefix: ov.ID + "-"})
+		desc, _ := renderMarkdown(rb.Value.Description, 4, ov.ID+"-")
 		ov.Body = &bodyView{Required: rb.Value.Required, Description: desc, Media: mediaViews(rb.Value.Content, false)}
 	}
 
@@ -318,20 +309,15 @@ func buildResponse(opID, code string, r *openapi3.Response) responseView {
 		rv.Reason = "any other status"
 	}
 	if r.Description != nil {
-		rv.Description, _ = renderMarkdown(*r.Description, mdOptions{headingShift: 4, idPrefix: opID + "-"})
+		rv.Description, _ = renderMarkdown(*r.Description, 4, opID+"-")
 	}
-	names := make([]string, 0, len(r.Headers))
-	for name := range r.Headers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(r.Headers)) {
 		h := r.Headers[name]
 		if h == nil || h.Value == nil {
 			continue
 		}
-		desc, _ := renderMarkdown(h.Value.Description, mdOptions{headingShift: 5, idPrefix: opID + "-"})
-		rv.Headers = append(rv.Headers, headerView{Name: name, Description: desc, Schema: newSchemaBuilder().build(h.Value.Schema, 0)})
+		desc, _ := renderMarkdown(h.Value.Description, 5, opID+"-")
+		rv.Headers = append(rv.Headers, paramView{Name: name, Description: desc, Schema: newSchemaBuilder().build(h.Value.Schema, 0)})
 	}
 	// Error bodies are alike across the operations: shown in full under
 	// Schemas, they are summed up here, which keeps the page a fifth of
@@ -343,13 +329,8 @@ func buildResponse(opID, code string, r *openapi3.Response) responseView {
 // mediaViews lists a body's media types. A brief one names a component
 // schema's fields and links to its full description instead of repeating it.
 func mediaViews(content openapi3.Content, brief bool) []mediaView {
-	types := make([]string, 0, len(content))
-	for t := range content {
-		types = append(types, t)
-	}
-	sort.Strings(types)
 	var out []mediaView
-	for _, t := range types {
+	for _, t := range slices.Sorted(maps.Keys(content)) {
 		mt := content[t]
 		if mt == nil {
 			continue

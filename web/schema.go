@@ -85,7 +85,7 @@ func (b *schemaBuilder) build(ref *openapi3.SchemaRef, depth int) *schemaView {
 		v.Type = strings.Join(s.Type.Slice(), " or ")
 	}
 	v.Format = s.Format
-	v.Description, _ = renderMarkdown(s.Description, mdOptions{headingShift: 5, idPrefix: "schema-"})
+	v.Description, _ = renderMarkdown(s.Description, 5, "schema-")
 	for _, e := range s.Enum {
 		v.Enum = append(v.Enum, valueText(e))
 	}

@@ -175,14 +175,8 @@ func NewSite(referencePage []byte) (*Site, error) {
 		// The dashboard's URLs say nothing secret, but nothing about the
 		// operator's session needs to leave the page either.
 		dashboard:       newResource(dash, "text/html; charset=utf-8", cachePage, pageHeaders("no-referrer")...),
-		siteAssets:      map[string]*Resource{},
-		dashboardAssets: map[string]*Resource{},
-	}
-	for _, a := range siteAssets.list {
-		s.siteAssets[a.hashedName] = newResource(a.body, a.contentType, cacheAsset)
-	}
-	for _, a := range dashboardAssets.list {
-		s.dashboardAssets[a.hashedName] = newResource(a.body, a.contentType, cacheAsset)
+		siteAssets:      siteAssets.resources(),
+		dashboardAssets: dashboardAssets.resources(),
 	}
 	return s, nil
 }

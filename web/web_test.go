@@ -357,7 +357,7 @@ func TestAssets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, set := range []*assetSet{siteAssets, dashboardAssets} {
-		for _, a := range set.list {
+		for _, a := range set.byName {
 			url, err := set.url(a.name)
 			if err != nil {
 				t.Fatal(err)
@@ -386,7 +386,7 @@ func TestAssets(t *testing.T) {
 	}
 	// The pages link the files that are served.
 	for page, set := range map[*Resource]*assetSet{site.Reference(): siteAssets, site.Dashboard(): dashboardAssets} {
-		for _, a := range set.list {
+		for _, a := range set.byName {
 			if !bytes.Contains(page.Body(), []byte(set.prefix+a.hashedName)) {
 				t.Errorf("a page does not link %s%s", set.prefix, a.hashedName)
 			}
