@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"maps"
@@ -25,11 +24,11 @@ const (
 // ParseSpec gives it. It is meant to run once at start: the document is
 // embedded in the binary and does not change while it runs.
 func RenderReference(doc *openapi3.T) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := referenceTemplate.Execute(&buf, buildReference(doc)); err != nil {
+	page, err := execute(referenceTemplate, buildReference(doc))
+	if err != nil {
 		return nil, fmt.Errorf("rendering the reference: %w", err)
 	}
-	return buf.Bytes(), nil
+	return page, nil
 }
 
 // referenceView is what the page template shows.
@@ -364,12 +363,18 @@ func authOf(doc *openapi3.T, op *openapi3.Operation) []authView {
 	return out
 }
 
-func describeScheme(doc *openapi3.T, name string) string {
-	if doc.Components == nil || doc.Components.SecuritySchemes[name] == nil || doc.Components.SecuritySchemes[name].Value == nil {
-		return name
+// securityScheme is the document's scheme of that name, or nil.
+func securityScheme(doc *openapi3.T, name string) *openapi3.SecurityScheme {
+	if doc.Components == nil || doc.Components.SecuritySchemes[name] == nil {
+		return nil
 	}
-	s := doc.Components.SecuritySchemes[name].Value
+	return doc.Components.SecuritySchemes[name].Value
+}
+
+func describeScheme(doc *openapi3.T, name string) string {
+	s := securityScheme(doc, name)
 	switch {
+	case s == nil:
 	case s.Type == "apiKey":
 		return fmt.Sprintf("an API key in the %s %s", s.Name, map[string]string{"header": "header", "query": "query parameter", "cookie": "cookie"}[s.In])
 	case s.Type == "http" && strings.EqualFold(s.Scheme, "bearer"):
@@ -384,11 +389,8 @@ func describeScheme(doc *openapi3.T, name string) string {
 // accepts, for the try-it panel's key field.
 func apiKeyHeader(doc *openapi3.T, auth []authView) string {
 	for _, a := range auth {
-		if doc.Components == nil {
-			return ""
-		}
-		if s := doc.Components.SecuritySchemes[a.Scheme]; s != nil && s.Value != nil && s.Value.Type == "apiKey" && s.Value.In == "header" {
-			return s.Value.Name
+		if s := securityScheme(doc, a.Scheme); s != nil && s.Type == "apiKey" && s.In == "header" {
+			return s.Name
 		}
 	}
 	return ""

@@ -1,9 +1,11 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -94,20 +96,11 @@ func (b *schemaBuilder) build(ref *openapi3.SchemaRef, depth int) *schemaView {
 		v.Example = valueText(s.Example)
 	}
 
-	required := map[string]bool{}
-	for _, r := range s.Required {
-		required[r] = true
+	for _, name := range propertyOrder(s) {
+		v.Props = append(v.Props, propView{Name: name, Required: slices.Contains(s.Required, name), Schema: b.build(s.Properties[name], depth+1)})
 	}
-	names := propertyOrder(s)
-	for _, name := range names {
-		v.Props = append(v.Props, propView{Name: name, Required: required[name], Schema: b.build(s.Properties[name], depth+1)})
-	}
-	if s.AdditionalProperties.Has != nil && !*s.AdditionalProperties.Has {
-		v.Closed = true
-	}
-	if s.Items != nil {
-		v.Items = b.build(s.Items, depth+1)
-	}
+	v.Closed = s.AdditionalProperties.Has != nil && !*s.AdditionalProperties.Has
+	v.Items = b.build(s.Items, depth+1)
 	for _, group := range []struct {
 		kind string
 		list openapi3.SchemaRefs
@@ -128,10 +121,6 @@ func (b *schemaBuilder) build(ref *openapi3.SchemaRef, depth int) *schemaView {
 // required ones first, each group in the document's order when it is known
 // (alphabetically when not).
 func propertyOrder(s *openapi3.Schema) []string {
-	required := map[string]bool{}
-	for _, r := range s.Required {
-		required[r] = true
-	}
 	line := func(name string) int {
 		// The property's own position: for a $ref that is where the $ref
 		// is written, not where the component it names is.
@@ -140,21 +129,15 @@ func propertyOrder(s *openapi3.Schema) []string {
 		}
 		return 0
 	}
-	names := make([]string, 0, len(s.Properties))
-	for name := range s.Properties {
-		names = append(names, name)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		a, c := names[i], names[j]
-		if required[a] != required[c] {
-			return required[a]
+	return slices.SortedFunc(maps.Keys(s.Properties), func(a, c string) int {
+		if ra, rc := slices.Contains(s.Required, a), slices.Contains(s.Required, c); ra != rc {
+			if ra {
+				return -1
+			}
+			return 1
 		}
-		if la, lc := line(a), line(c); la != lc {
-			return la < lc
-		}
-		return a < c
+		return cmp.Or(cmp.Compare(line(a), line(c)), strings.Compare(a, c))
 	})
-	return names
 }
 
 // sizeFact words a bound on a length or a count: "exactly 3 characters",

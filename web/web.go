@@ -166,7 +166,9 @@ type Site struct {
 // NewSite prepares the reference page (as RenderReference made it), the
 // dashboard and the embedded assets for serving.
 func NewSite(referencePage []byte) (*Site, error) {
-	dash, err := renderDashboard()
+	// The dashboard is static: everything about the project comes from
+	// the admin API at run time, after sign-in.
+	dash, err := execute(dashboardTemplate, nil)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the dashboard: %w", err)
 	}

@@ -247,7 +247,7 @@ func TestParseSpecRefusesABrokenSpec(t *testing.T) {
 }
 
 func TestDashboardPageIsCSPFriendly(t *testing.T) {
-	page, err := renderDashboard()
+	page, err := execute(dashboardTemplate, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
