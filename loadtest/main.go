@@ -134,21 +134,9 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if c.quick {
-		if !given["duration"] {
-			c.duration = quickDuration
-		}
-		if !given["warmup"] {
-			c.warmup = quickWarmup
-		}
-		if !given["rounds"] {
-			c.rounds = quickRounds
-		}
-		if !given["settle"] {
-			c.settle = quickSettle
-		}
-		if !given["big-pets"] {
-			c.bigPets = quickBigPets
+	for name, v := range map[string]any{"duration": quickDuration, "warmup": quickWarmup, "rounds": quickRounds, "settle": quickSettle, "big-pets": quickBigPets} {
+		if c.quick && !given[name] {
+			fs.Set(name, fmt.Sprint(v)) // valid: the same values as the usage names
 		}
 	}
 	var err error

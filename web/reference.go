@@ -1,13 +1,13 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -170,14 +170,10 @@ func buildReference(doc *openapi3.T) *referenceView {
 			t.Operations = append(t.Operations, buildOperation(doc, basePath, path, method, item, op))
 		}
 	}
-	var kept []*tagView
 	for _, t := range v.Tags {
-		sort.SliceStable(t.Operations, func(i, j int) bool { return operationLess(t.Operations[i], t.Operations[j]) })
-		if len(t.Operations) > 0 {
-			kept = append(kept, t)
-		}
+		slices.SortStableFunc(t.Operations, compareOperations)
 	}
-	v.Tags = kept
+	v.Tags = slices.DeleteFunc(v.Tags, func(t *tagView) bool { return len(t.Operations) == 0 })
 
 	if doc.Components != nil {
 		for _, name := range slices.Sorted(maps.Keys(doc.Components.Schemas)) {
@@ -198,16 +194,10 @@ var methodRank = map[string]int{
 	http.MethodDelete: 4, http.MethodHead: 5, http.MethodOptions: 6, http.MethodTrace: 7,
 }
 
-// operationLess puts operations in the order the document lists them, or
-// by path and method when it was parsed without positions.
-func operationLess(a, b *operationView) bool {
-	if a.line != b.line {
-		return a.line < b.line
-	}
-	if a.Path != b.Path {
-		return a.Path < b.Path
-	}
-	return methodRank[a.Method] < methodRank[b.Method]
+// compareOperations puts operations in the order the document lists them,
+// or by path and method when it was parsed without positions.
+func compareOperations(a, b *operationView) int {
+	return cmp.Or(cmp.Compare(a.line, b.line), strings.Compare(a.Path, b.Path), cmp.Compare(methodRank[a.Method], methodRank[b.Method]))
 }
 
 func buildOperation(doc *openapi3.T, basePath, path, method string, item *openapi3.PathItem, op *openapi3.Operation) *operationView {
@@ -237,22 +227,20 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 	ov.Auth = authOf(doc, op)
 
 	// Path-level parameters apply unless the operation redefines them.
-	params := map[string]*openapi3.Parameter{}
-	var order []string
+	var params []*openapi3.Parameter
 	for _, list := range []openapi3.Parameters{item.Parameters, op.Parameters} {
 		for _, p := range list {
 			if p == nil || p.Value == nil {
 				continue
 			}
-			key := p.Value.In + " " + p.Value.Name
-			if _, seen := params[key]; !seen {
-				order = append(order, key)
+			if i := slices.IndexFunc(params, func(q *openapi3.Parameter) bool { return q.In == p.Value.In && q.Name == p.Value.Name }); i >= 0 {
+				params[i] = p.Value
+			} else {
+				params = append(params, p.Value)
 			}
-			params[key] = p.Value
 		}
 	}
-	for _, key := range order {
-		p := params[key]
+	for _, p := range params {
 		desc, _ := renderMarkdown(p.Description, 4, ov.ID+"-")
 		ov.Params = append(ov.Params, paramView{
 			Name: p.Name, In: p.In, Required: p.Required, Deprecated: p.Deprecated,
@@ -266,9 +254,7 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 	}
 
 	if op.Responses != nil {
-		codes := op.Responses.Keys()
-		sort.Slice(codes, func(i, j int) bool { return statusLess(codes[i], codes[j]) })
-		for _, code := range codes {
+		for _, code := range slices.SortedFunc(maps.Keys(op.Responses.Map()), compareStatus) {
 			rr := op.Responses.Value(code)
 			if rr == nil || rr.Value == nil {
 				continue
@@ -278,16 +264,16 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 	}
 
 	if hide, _ := op.Extensions[ExtHideTryIt].(bool); !hide {
-		ov.TryIt = buildTryIt(ov, params, order)
+		ov.TryIt = buildTryIt(ov, params)
 		ov.TryIt.Path = basePath + path
 		ov.TryIt.KeyHeader = apiKeyHeader(doc, ov.Auth)
 	}
 	return ov
 }
 
-// statusLess orders response codes numerically, ranges (2XX) after their
-// codes, default last.
-func statusLess(a, b string) bool {
+// compareStatus orders response codes numerically, ranges (2XX) after
+// their codes, default last.
+func compareStatus(a, b string) int {
 	rank := func(s string) string {
 		switch {
 		case s == "default":
@@ -297,7 +283,7 @@ func statusLess(a, b string) bool {
 		}
 		return s
 	}
-	return rank(a) < rank(b)
+	return strings.Compare(rank(a), rank(b))
 }
 
 func buildResponse(opID, code string, r *openapi3.Response) responseView {
@@ -359,7 +345,7 @@ func authOf(doc *openapi3.T, op *openapi3.Operation) []authView {
 			out = append(out, authView{Scheme: name, Description: describeScheme(doc, name)})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Scheme < out[j].Scheme })
+	slices.SortFunc(out, func(a, b authView) int { return strings.Compare(a.Scheme, b.Scheme) })
 	return out
 }
 
@@ -396,10 +382,9 @@ func apiKeyHeader(doc *openapi3.T, auth []authView) string {
 	return ""
 }
 
-func buildTryIt(ov *operationView, params map[string]*openapi3.Parameter, order []string) *tryItView {
+func buildTryIt(ov *operationView, params []*openapi3.Parameter) *tryItView {
 	t := &tryItView{}
-	for _, key := range order {
-		p := params[key]
+	for _, p := range params {
 		if p.In != "path" && p.In != "query" && p.In != "header" {
 			continue
 		}
