@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -159,9 +158,7 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 	b.clkTck = clockTicks()
-	var tok [16]byte
-	rand.Read(tok[:])
-	b.adminToken = "pat_loadtest_" + hex.EncodeToString(tok[:])
+	b.adminToken = "pat_loadtest_" + rand.Text()
 
 	b.progress("building petstore (go build -o %s .)", filepath.Join(b.dir, "petstore"))
 	t := time.Now()
@@ -175,23 +172,9 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 	defer fsync.Close()
-	if err := b.echoBaseline(ctx); err != nil {
-		return err
-	}
 	b.jobs = append(b.jobs, job{label: labelFsyncBaseline, slice: fsync.run})
-	if err := b.smallStore(ctx); err != nil {
-		return err
-	}
-	if err := b.postgresStore(ctx); err != nil {
-		return err
-	}
-	if b.cfg.bigPets > 0 {
-		if err := b.bigStore(ctx); err != nil {
-			return err
-		}
-	}
-	if b.cfg.tlsDomains > 0 {
-		if err := b.tlsServers(ctx); err != nil {
+	for _, setUp := range []func(context.Context) error{b.echoBaseline, b.smallStore, b.postgresStore, b.bigStore, b.tlsServers} {
+		if err := setUp(ctx); err != nil {
 			return err
 		}
 	}

@@ -50,16 +50,19 @@ func (r *loadResult) rps() float64 {
 	return float64(r.requests) / r.elapsed.Seconds()
 }
 
-func (r *loadResult) cpuPerReq() time.Duration { return r.perReq(r.cpu) }
-
-// clientCPUPerReq is the client's CPU time per request.
-func (r *loadResult) clientCPUPerReq() time.Duration { return r.perReq(r.clientCPU) }
-
-func (r *loadResult) perReq(d time.Duration) time.Duration {
+func (r *loadResult) cpuPerReq() time.Duration {
 	if r == nil || r.requests == 0 || !r.hasCPU {
 		return 0
 	}
-	return d / time.Duration(r.requests)
+	return r.cpu / time.Duration(r.requests)
+}
+
+// clientCPUPerReq is the client's CPU time per request.
+func (r *loadResult) clientCPUPerReq() time.Duration {
+	if r == nil || r.requests == 0 || !r.hasCPU {
+		return 0
+	}
+	return r.clientCPU / time.Duration(r.requests)
 }
 
 const maxErrSamples = 5

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -156,6 +157,28 @@ func TestLoadtestQuick(t *testing.T) {
 	}
 	if len(rep.labels()) != len(loadRows)+len(valueRows)+len(skipped) {
 		t.Errorf("rows %q: a row the test does not know; add it above", rep.labels())
+	}
+}
+
+// A run that fails before measuring anything still prints its table: every
+// row there, none measured.
+func TestReportOfNothingMeasured(t *testing.T) {
+	cfg, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bench{cfg: cfg, loads: map[string]*loadResult{}}
+	var out bytes.Buffer
+	b.buildReport().print(&out)
+	for _, l := range b.buildReport().lines {
+		if l.measured != "" && l.measured != "-" || l.rps != "" && l.rps != "-" {
+			t.Errorf("row %q: measured %q, req/s %q", l.label, l.measured, l.rps)
+		}
+	}
+	for _, label := range []string{labelGetPet, labelPostPets, tlsRow(cfg.tlsDomains), pageRow(cfg.bigPets, true)} {
+		if !strings.Contains(out.String(), label+" ") {
+			t.Errorf("no row %q in\n%s", label, out.String())
+		}
 	}
 }
 

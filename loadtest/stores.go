@@ -149,6 +149,9 @@ func (b *bench) pageJobs(ctx context.Context, p *proc, client *client, n int) []
 // adds the jobs of its first and deep pages.
 func (b *bench) bigStore(ctx context.Context) error {
 	n := b.cfg.bigPets
+	if n == 0 {
+		return nil // -big-pets 0: skipped
+	}
 	data := filepath.Join(b.dir, "big.db")
 	var err error
 	if _, b.importTime, err = b.importStore(ctx, data, n); err != nil {

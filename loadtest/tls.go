@@ -47,13 +47,11 @@ func domainCount(n int) string {
 	return thousands(float64(n)) + " verified domains"
 }
 
-// tlsDomainName is the i-th verified domain of a TLS server.
-func tlsDomainName(i int) string { return fmt.Sprintf("d%d.loadtest.example.com", i) }
-
+// tlsDomainNames are the verified domains of a TLS server with n.
 func tlsDomainNames(n int) []string {
 	names := make([]string, n)
 	for i := range names {
-		names[i] = tlsDomainName(i)
+		names[i] = fmt.Sprintf("d%d.loadtest.example.com", i)
 	}
 	return names
 }
@@ -229,6 +227,9 @@ func (b *bench) warmPass(ctx context.Context, t *tlsTarget) (tls.ConnectionState
 // server that cannot serve every name is an error of the run; its row
 // stays unmeasured and the others go on.
 func (b *bench) tlsServers(ctx context.Context) error {
+	if b.cfg.tlsDomains == 0 {
+		return nil // -tls-domains 0: skipped
+	}
 	ca, err := newTestCA(time.Now())
 	if err != nil {
 		return err
