@@ -171,7 +171,7 @@ func (b *bench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer fsync.Close()
+	defer fsync.db.Close()
 	b.jobs = append(b.jobs, job{label: labelFsyncBaseline, slice: fsync.run})
 	for _, setUp := range []func(context.Context) error{b.echoBaseline, b.smallStore, b.postgresStore, b.bigStore, b.tlsServers} {
 		if err := setUp(ctx); err != nil {

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // report is the printed result: a header, one table, notes and errors.
@@ -337,24 +340,14 @@ func latency(d time.Duration) string {
 	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 }
 
+var english = message.NewPrinter(language.English)
+
 // thousands writes a rate with thousands separators.
-func thousands(v float64) string {
-	s := fmt.Sprintf("%.0f", v)
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}
+func thousands(v float64) string { return english.Sprintf("%.0f", v) }
 
 func median(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
+	return slices.Sorted(slices.Values(ds))[len(ds)/2]
 }

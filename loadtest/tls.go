@@ -114,28 +114,13 @@ func (w *logWatch) summary() (lines, handshakeErrs, certmagic int, samples []str
 
 // tlsTarget is one TLS server and the names its clients ask for.
 type tlsTarget struct {
-	label   string
-	proc    *proc
-	data    string // its data file
-	addr    string // its --https-listen
-	names   []string
-	configs []*tls.Config // one per name: its SNI, the test CA, no session cache
-	watch   *logWatch
-}
-
-func newTLSClientConfigs(names []string, roots *x509.CertPool) []*tls.Config {
-	configs := make([]*tls.Config, len(names))
-	for i, name := range names {
-		configs[i] = &tls.Config{
-			ServerName: name,
-			RootCAs:    roots,
-			NextProtos: []string{"h2", "http/1.1"},
-			// No ClientSessionCache: nothing to resume, and the client
-			// does not offer resumption, so no session tickets are sent.
-			MinVersion: tls.VersionTLS12,
-		}
-	}
-	return configs
+	label string
+	proc  *proc
+	data  string // its data file
+	addr  string // its --https-listen
+	names []string
+	roots *x509.CertPool // the test CA, the only one the client trusts
+	watch *logWatch
 }
 
 // handshake opens one new connection with the SNI of name i, completes the
@@ -145,7 +130,14 @@ func newTLSClientConfigs(names []string, roots *x509.CertPool) []*tls.Config {
 func (t *tlsTarget) handshake(ctx context.Context, i int) (lat time.Duration, st tls.ConnectionState, err error) {
 	ctx, cancel := context.WithTimeout(ctx, tlsDialTimeout)
 	defer cancel()
-	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: t.configs[i]}
+	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: &tls.Config{
+		ServerName: t.names[i],
+		RootCAs:    t.roots,
+		NextProtos: []string{"h2", "http/1.1"},
+		// No ClientSessionCache: nothing to resume, and the client does
+		// not offer resumption, so no session tickets are sent.
+		MinVersion: tls.VersionTLS12,
+	}}
 	t0 := time.Now()
 	conn, err := d.DialContext(ctx, "tcp", t.addr)
 	if err != nil {
@@ -264,7 +256,7 @@ func (b *bench) tlsServer(ctx context.Context, ca *testCA, label string, n int) 
 		return nil, err
 	}
 	t := &tlsTarget{label: label, data: data, addr: httpsAddr, names: names,
-		configs: newTLSClientConfigs(names, ca.pool), watch: &logWatch{}}
+		roots: ca.pool, watch: &logWatch{}}
 	t.proc, _, err = b.startPetstore(ctx, fmt.Sprintf("petstore (TLS, %s)", domainCount(n)), t.watch,
 		"--data", data, "--admin-token", b.adminToken, "--https-listen", httpsAddr, "--acme-ca", tlsACMECA, "--domain", tlsPlatformDomain)
 	if err != nil {

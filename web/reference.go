@@ -417,10 +417,8 @@ func buildTryIt(ov *operationView, params []*openapi3.Parameter) *tryItView {
 	}
 	if ov.Body != nil && len(ov.Body.Media) > 0 {
 		m := ov.Body.Media[0]
-		for _, mv := range ov.Body.Media {
-			if mv.Type == "application/json" {
-				m = mv
-			}
+		if i := slices.IndexFunc(ov.Body.Media, func(m mediaView) bool { return m.Type == "application/json" }); i >= 0 {
+			m = ov.Body.Media[i]
 		}
 		t.BodyType = m.Type
 		if len(m.Examples) > 0 {
