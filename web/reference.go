@@ -14,12 +14,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// Where the server publishes the document itself (PRODUCT.md, section 2).
-const (
-	specYAMLPath = "/openapi.yaml"
-	specJSONPath = "/openapi.json"
-)
-
 // RenderReference renders the reference page of an OpenAPI 3 document as
 // ParseSpec gives it. It is meant to run once at start: the document is
 // embedded in the binary and does not change while it runs.
@@ -36,14 +30,10 @@ type referenceView struct {
 	Title, Version string
 	Description    template.HTML
 	Sections       []heading // the description's headings, for the contents
-	License        *linkView
-	SpecYAML       string
-	SpecJSON       string
+	License        *openapi3.License
 	Tags           []*tagView
 	Schemas        []namedSchema
 }
-
-type linkView struct{ Text, URL string }
 
 type tagView struct {
 	ID, Name    string
@@ -125,13 +115,10 @@ type namedSchema struct {
 }
 
 func buildReference(doc *openapi3.T) *referenceView {
-	v := &referenceView{SpecYAML: specYAMLPath, SpecJSON: specJSONPath}
+	v := &referenceView{}
 	if doc.Info != nil {
-		v.Title, v.Version = doc.Info.Title, doc.Info.Version
+		v.Title, v.Version, v.License = doc.Info.Title, doc.Info.Version, doc.Info.License
 		v.Description, v.Sections = renderMarkdown(doc.Info.Description, 0, "section-")
-		if l := doc.Info.License; l != nil {
-			v.License = &linkView{Text: l.Name, URL: l.URL}
-		}
 	}
 	// The try-it panels call paths under the first server's path, the
 	// only part of it a same-origin request can use.
