@@ -181,10 +181,7 @@ func (b *bench) measure(ctx context.Context) error {
 	if err := b.runJobs(ctx); err != nil {
 		return err
 	}
-	if b.afterLoadRSS, err = b.smallProc.rss(); err != nil {
-		return err
-	}
-	if err := b.waitRSSSettled(ctx); err != nil {
+	if err := b.rssAfterLoad(ctx); err != nil {
 		return err
 	}
 	for _, p := range b.procs {
@@ -243,10 +240,14 @@ func (b *bench) runJobs(ctx context.Context) error {
 	return nil
 }
 
-// waitRSSSettled polls the small store's RSS after the load, until it is
-// within targetSettledVsIdle of its idle RSS or cfg.rssWait has passed.
-func (b *bench) waitRSSSettled(ctx context.Context) error {
+// rssAfterLoad reads the small store's RSS and peak RSS right after the
+// load, then polls its RSS until it is within targetSettledVsIdle of its
+// idle RSS or cfg.rssWait has passed.
+func (b *bench) rssAfterLoad(ctx context.Context) error {
 	var err error
+	if b.afterLoadRSS, err = b.smallProc.rss(); err != nil {
+		return err
+	}
 	if b.peakRSS, err = b.smallProc.procStatus("VmHWM"); err != nil {
 		return err
 	}

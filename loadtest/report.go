@@ -34,7 +34,8 @@ type line struct {
 }
 
 // check is one judgement: a measured value (a ratio, or a figure) against
-// a target, or shown for information when op is "".
+// a target, or shown for information when op is "", or the mark of a
+// baseline when unit is "" too.
 type check struct {
 	on     string // what is compared: "CPU/req vs Echo baseline"
 	value  float64
@@ -46,8 +47,11 @@ type check struct {
 }
 
 func (c check) cells() (measured, target, verdict string) {
-	if !c.ok {
+	switch {
+	case !c.ok:
 		return "-", c.fmt(c.target, c.op != ""), "not measured"
+	case c.unit == "": // a baseline: nothing to judge
+		return "-", "-", "-"
 	}
 	measured = c.fmt(c.value, true)
 	if c.op == "" {
@@ -145,8 +149,8 @@ func (b *bench) buildReport() *report {
 	}
 
 	echo, fsync := b.loads[labelEchoBaseline], b.loads[labelFsyncBaseline]
-	r.load(labelEchoBaseline, echo, check{on: "baseline of GET CPU/req, POST req/s"})
-	r.load(labelFsyncBaseline, fsync, check{on: "baseline of POST req/s"})
+	r.load(labelEchoBaseline, echo, check{on: "baseline of GET CPU/req, POST req/s", ok: echo != nil})
+	r.load(labelFsyncBaseline, fsync, check{on: "baseline of POST req/s", ok: fsync != nil})
 
 	get, first, deep := b.loads[labelGetPet], b.loads[pageRow(c.pets, false)], b.loads[pageRow(c.pets, true)]
 	r.load(labelGetPet, get, cpuVs(get, echo, "Echo baseline", "<=", targetGetPetCPU))
@@ -183,7 +187,7 @@ func (b *bench) buildReport() *report {
 	if c.tlsDomains > 0 {
 		manyLabel := tlsRow(c.tlsDomains)
 		one, many := b.loads[tlsRow(1)], b.loads[manyLabel]
-		r.load(tlsRow(1), one, check{on: "baseline of handshakes/s"})
+		r.load(tlsRow(1), one, check{on: "baseline of handshakes/s", ok: one != nil})
 		vsOne := versus("handshakes/s vs 1 domain", many.rps(), one.rps(), ">=", targetTLSManyVsOne)
 		vsOne.caveat = c.tlsDomains != targetTLSDomains
 		r.load(manyLabel, many, vsOne, cpuVs(many, one, "1 domain", "", 0))
@@ -265,28 +269,21 @@ func (r *report) load(label string, res *loadResult, checks ...check) {
 		}
 		l.errors = fmt.Sprint(res.errors)
 	}
-	r.judge(l, res != nil, checks)
+	r.judge(l, checks)
 }
 
 // value adds a row whose measure is a figure, not a load.
 func (r *report) value(label string, c check) {
-	r.judge(line{label: label}, c.ok, []check{c})
+	r.judge(line{label: label}, []check{c})
 }
 
-func (r *report) judge(l line, measured bool, checks []check) {
+func (r *report) judge(l line, checks []check) {
 	for i, c := range checks {
 		if i > 0 {
 			l = line{}
 		}
 		l.on = c.on
-		if c.op == "" && c.unit == "" { // a baseline: nothing to judge
-			l.measured, l.target, l.verdict = "-", "-", "-"
-			if !measured {
-				l.verdict = "not measured"
-			}
-		} else {
-			l.measured, l.target, l.verdict = c.cells()
-		}
+		l.measured, l.target, l.verdict = c.cells()
 		r.lines = append(r.lines, l)
 	}
 }

@@ -160,11 +160,7 @@ func (pageNodes) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 
 func renderRawHTMLAsText(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
 	if entering {
-		segs := n.(*ast.RawHTML).Segments
-		for i := 0; i < segs.Len(); i++ {
-			s := segs.At(i)
-			html.DefaultWriter.Write(w, s.Value(source))
-		}
+		html.DefaultWriter.Write(w, n.(*ast.RawHTML).Segments.Value(source))
 	}
 	return ast.WalkSkipChildren, nil
 }
@@ -173,19 +169,12 @@ func renderHTMLBlockAsText(w util.BufWriter, source []byte, n ast.Node, entering
 	if !entering {
 		return ast.WalkContinue, nil
 	}
-	_, _ = w.WriteString("<p>")
-	lines := n.Lines()
-	for i := 0; i < lines.Len(); i++ {
-		s := lines.At(i)
-		html.DefaultWriter.Write(w, bytes.TrimRight(s.Value(source), "\n"))
-		if i < lines.Len()-1 {
-			_ = w.WriteByte('\n')
-		}
-	}
+	raw := n.Lines().Value(source)
 	if b := n.(*ast.HTMLBlock); b.HasClosure() {
-		_ = w.WriteByte('\n')
-		html.DefaultWriter.Write(w, bytes.TrimRight(b.ClosureLine.Value(source), "\n"))
+		raw = append(raw, b.ClosureLine.Value(source)...)
 	}
+	_, _ = w.WriteString("<p>")
+	html.DefaultWriter.Write(w, bytes.TrimRight(raw, "\n"))
 	_, _ = w.WriteString("</p>\n")
 	return ast.WalkContinue, nil
 }
