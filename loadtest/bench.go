@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -314,9 +315,7 @@ func (a *apiClient) do(ctx context.Context, method, path string, h http.Header, 
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range h {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, h)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -325,7 +325,7 @@ func (r *report) labels() []string {
 	return out
 }
 
-// tlsRowMany is the label of the TLS row with n verified domains.
+// tlsRow is the label of the TLS row of the server with n verified domains.
 func tlsRow(n int) string {
 	return "new TLS connections, " + domainCount(n)
 }

@@ -35,10 +35,8 @@ func examplesOf(mt *openapi3.MediaType) []exampleView {
 		}
 		return out
 	}
-	if mt.Schema != nil {
-		if ex, ok := exampleFromSchema(mt.Schema, 0); ok {
-			return []exampleView{{JSON: exampleJSON(ex, mt.Schema)}}
-		}
+	if ex, ok := exampleFromSchema(mt.Schema, 0); ok {
+		return []exampleView{{JSON: exampleJSON(ex, mt.Schema)}}
 	}
 	return nil
 }

@@ -168,7 +168,7 @@ func buildReference(doc *openapi3.T) *referenceView {
 			// Expanded from its own definition, not through the $ref,
 			// so that the section shows the schema rather than a link to
 			// itself.
-			sv := newSchemaBuilder().build(&openapi3.SchemaRef{Value: ref.Value}, 0)
+			sv := schemaOf(&openapi3.SchemaRef{Value: ref.Value})
 			v.Schemas = append(v.Schemas, namedSchema{Name: name, Schema: sv})
 		}
 	}
@@ -204,9 +204,7 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 		ov.line = op.Origin.Key.Line
 	}
 	ov.Description, _ = renderMarkdown(op.Description, 3, ov.ID+"-")
-	if s, ok := op.Extensions[ExtStability].(string); ok {
-		ov.Stability = s
-	}
+	ov.Stability, _ = op.Extensions[ExtStability].(string)
 	if op.Deprecated {
 		ov.Sunset, _ = op.Extensions[ExtSunset].(string)
 		ov.DeprecatedSince, _ = op.Extensions[ExtDeprecatedSince].(string)
@@ -231,7 +229,7 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 		desc, _ := renderMarkdown(p.Description, 4, ov.ID+"-")
 		ov.Params = append(ov.Params, paramView{
 			Name: p.Name, In: p.In, Required: p.Required, Deprecated: p.Deprecated,
-			Description: desc, Schema: newSchemaBuilder().build(p.Schema, 0),
+			Description: desc, Schema: schemaOf(p.Schema),
 		})
 	}
 
@@ -289,7 +287,7 @@ func buildResponse(opID, code string, r *openapi3.Response) responseView {
 			continue
 		}
 		desc, _ := renderMarkdown(h.Value.Description, 5, opID+"-")
-		rv.Headers = append(rv.Headers, paramView{Name: name, Description: desc, Schema: newSchemaBuilder().build(h.Value.Schema, 0)})
+		rv.Headers = append(rv.Headers, paramView{Name: name, Description: desc, Schema: schemaOf(h.Value.Schema)})
 	}
 	// Error bodies are alike across the operations: shown in full under
 	// Schemas, they are summed up here, which keeps the page a fifth of
@@ -307,7 +305,7 @@ func mediaViews(content openapi3.Content, brief bool) []mediaView {
 		if mt == nil {
 			continue
 		}
-		sv := newSchemaBuilder().build(mt.Schema, 0)
+		sv := schemaOf(mt.Schema)
 		if sv != nil && brief && sv.Ref != "" {
 			sv.Brief = true
 		}

@@ -56,31 +56,29 @@ type propView struct {
 	Schema   *schemaView
 }
 
-// schemaBuilder resolves one schema tree; it remembers the $refs being
-// expanded so a recursive schema stops at its second appearance.
-type schemaBuilder struct {
-	expanding map[string]bool
-}
-
-func newSchemaBuilder() *schemaBuilder { return &schemaBuilder{expanding: map[string]bool{}} }
-
 // maxSchemaDepth bounds nesting that $refs do not catch (deeply inlined
 // schemas); the page would be unreadable long before.
 const maxSchemaDepth = 12
 
-func (b *schemaBuilder) build(ref *openapi3.SchemaRef, depth int) *schemaView {
+// schemaOf resolves one schema tree for the page.
+func schemaOf(ref *openapi3.SchemaRef) *schemaView { return buildSchema(ref, map[string]bool{}, 0) }
+
+// buildSchema resolves ref, depth deep in its tree; expanding holds the
+// $refs being expanded, so that a recursive schema stops at its second
+// appearance.
+func buildSchema(ref *openapi3.SchemaRef, expanding map[string]bool, depth int) *schemaView {
 	if ref == nil || ref.Value == nil {
 		return nil
 	}
 	v := &schemaView{}
 	if name, ok := strings.CutPrefix(ref.Ref, componentSchemaPrefix); ok {
 		v.Ref = name
-		if b.expanding[name] || depth > maxSchemaDepth {
+		if expanding[name] || depth > maxSchemaDepth {
 			v.Cycle = true
 			return v
 		}
-		b.expanding[name] = true
-		defer delete(b.expanding, name)
+		expanding[name] = true
+		defer delete(expanding, name)
 	}
 	s := ref.Value
 	if s.Type != nil {
@@ -97,10 +95,10 @@ func (b *schemaBuilder) build(ref *openapi3.SchemaRef, depth int) *schemaView {
 	}
 
 	for _, name := range propertyOrder(s) {
-		v.Props = append(v.Props, propView{Name: name, Required: slices.Contains(s.Required, name), Schema: b.build(s.Properties[name], depth+1)})
+		v.Props = append(v.Props, propView{Name: name, Required: slices.Contains(s.Required, name), Schema: buildSchema(s.Properties[name], expanding, depth+1)})
 	}
 	v.Closed = s.AdditionalProperties.Has != nil && !*s.AdditionalProperties.Has
-	v.Items = b.build(s.Items, depth+1)
+	v.Items = buildSchema(s.Items, expanding, depth+1)
 	for _, group := range []struct {
 		kind string
 		list openapi3.SchemaRefs
@@ -110,7 +108,7 @@ func (b *schemaBuilder) build(ref *openapi3.SchemaRef, depth int) *schemaView {
 		}
 		v.VariantKind = group.kind
 		for _, r := range group.list {
-			v.Variants = append(v.Variants, b.build(r, depth+1))
+			v.Variants = append(v.Variants, buildSchema(r, expanding, depth+1))
 		}
 		break
 	}

@@ -82,12 +82,6 @@ func gzipBytes(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// Body returns the uncompressed body; callers must not modify it.
-func (r *Resource) Body() []byte { return r.body }
-
-// ETag returns the strong ETag of the uncompressed body.
-func (r *Resource) ETag() string { return r.etag }
-
 // ServeHTTP answers GET and HEAD, with 304 when the client's copy is current.
 func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
