@@ -75,8 +75,6 @@ func (c check) fmt(v float64, show bool) string {
 	switch c.unit {
 	case "x":
 		return fmt.Sprintf("%.2fx", v)
-	case "MB":
-		return fmt.Sprintf("%.2f MB", v)
 	case "ms":
 		return fmt.Sprintf("%.1f ms", v)
 	}
@@ -312,17 +310,6 @@ func (r *report) print(w io.Writer) {
 			fmt.Fprintln(w, "  - "+e)
 		}
 	}
-}
-
-// labels lists the rows of the table, for the test.
-func (r *report) labels() []string {
-	var out []string
-	for _, l := range r.lines {
-		if l.label != "" {
-			out = append(out, l.label)
-		}
-	}
-	return out
 }
 
 // tlsRow is the label of the TLS row of the server with n verified domains.

@@ -203,15 +203,12 @@ func seedTLSDomain(ctx context.Context, db *boltstore.DB, storage certmagic.Stor
 		return err
 	}
 	// What certmagic's saveCertResource writes, at the same keys.
-	for _, kv := range []struct {
-		key   string
-		value []byte
-	}{
-		{certmagic.StorageKeys.SitePrivateKey(issuerKey, name), keyPEM},
-		{certmagic.StorageKeys.SiteCert(issuerKey, name), chainPEM},
-		{certmagic.StorageKeys.SiteMeta(issuerKey, name), meta},
+	for key, value := range map[string][]byte{
+		certmagic.StorageKeys.SitePrivateKey(issuerKey, name): keyPEM,
+		certmagic.StorageKeys.SiteCert(issuerKey, name):       chainPEM,
+		certmagic.StorageKeys.SiteMeta(issuerKey, name):       meta,
 	} {
-		if err := storage.Store(ctx, kv.key, kv.value); err != nil {
+		if err := storage.Store(ctx, key, value); err != nil {
 			return err
 		}
 	}
