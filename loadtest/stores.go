@@ -1,5 +1,6 @@
 // The small and the big store: importing their pets, starting the server on
-// them, and the paging checks and jobs that read them.
+// them, and the paging checks and jobs that read them; the jobs of single
+// pets, creates and orders, which the PostgreSQL store has too.
 
 package main
 

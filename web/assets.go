@@ -27,8 +27,8 @@ var contentTypes = map[string]string{
 // can be cached for good and a new binary's version is never mistaken for
 // the old one.
 type asset struct {
-	name, hashedName, contentType string
-	body                          []byte
+	hashedName, contentType string
+	body                    []byte
 }
 
 // assetSet is the files of one folder of static, with their URLs.
@@ -67,7 +67,6 @@ func mustLoadAssets(dir, prefix string) *assetSet {
 		}
 		sum := sha256.Sum256(body)
 		s.byName[e.Name()] = asset{
-			name:        e.Name(),
 			hashedName:  strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:5]) + ext,
 			contentType: ctype,
 			body:        body,

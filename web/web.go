@@ -76,8 +76,8 @@ func newResource(body []byte, contentType, cacheControl string, extra ...[2]stri
 
 func gzipBytes(b []byte) []byte {
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression) // the level is valid
-	_, _ = zw.Write(b)                                          // writes to a bytes.Buffer do not fail
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b) // writes to a bytes.Buffer do not fail
 	_ = zw.Close()
 	return buf.Bytes()
 }

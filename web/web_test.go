@@ -357,13 +357,13 @@ func TestAssets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, set := range []*assetSet{siteAssets, dashboardAssets} {
-		for _, a := range set.byName {
-			url, err := set.url(a.name)
+		for name := range set.byName {
+			url, err := set.url(name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !regexp.MustCompile(`^/[a-z/]+/[a-z]+\.[0-9a-f]{10}\.(css|js)$`).MatchString(url) {
-				t.Errorf("%s: URL %s is not content-hashed", a.name, url)
+				t.Errorf("%s: URL %s is not content-hashed", name, url)
 			}
 		}
 	}
