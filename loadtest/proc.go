@@ -127,7 +127,9 @@ func (p *proc) waitReady(ctx context.Context) (time.Duration, error) {
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base()+path, nil)
 		resp, err := client.Do(req)
+		var last any = err // shown if the deadline passes
 		if err == nil {
+			last = resp.Status
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -142,17 +144,10 @@ func (p *proc) waitReady(ctx context.Context) (time.Duration, error) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("%s: %s did not answer 200 within %v (last: %v)\n%s", p.name, path, timeout, errOrStatus(resp, err), indent(p.stderr.String()))
+			return 0, fmt.Errorf("%s: %s did not answer 200 within %v (last: %v)\n%s", p.name, path, timeout, last, indent(p.stderr.String()))
 		}
 		time.Sleep(500 * time.Microsecond)
 	}
-}
-
-func errOrStatus(resp *http.Response, err error) string {
-	if err != nil {
-		return err.Error()
-	}
-	return resp.Status
 }
 
 // stop asks the process to shut down gracefully, and kills it after a while.
