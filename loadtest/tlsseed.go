@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"math/big"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -268,12 +269,9 @@ func checkTLSStore(ctx context.Context, file, caURL string, names []string) erro
 	if err != nil {
 		return err
 	}
-	var stray []string
-	for _, k := range all {
-		if k != path.Dir(certsPrefix) && k != certsPrefix && !strings.HasPrefix(k, certsPrefix+"/") {
-			stray = append(stray, k)
-		}
-	}
+	stray := slices.DeleteFunc(all, func(k string) bool {
+		return k == path.Dir(certsPrefix) || k == certsPrefix || strings.HasPrefix(k, certsPrefix+"/")
+	})
 	if files, err := storage.List(ctx, certsPrefix, true); err != nil {
 		return err
 	} else if want := 4 * len(names); len(files) != want { // a directory and 3 files per name
