@@ -198,6 +198,10 @@ func TestFlags_Quick(t *testing.T) {
 	if _, err := parseFlags([]string{"-pets", "10"}, &sink); err == nil {
 		t.Fatal("-pets 10 accepted")
 	}
+	// The rows of the two stores are named by their sizes.
+	if _, err := parseFlags([]string{"-pets", "2000", "-big-pets", "2000"}, &sink); err == nil {
+		t.Fatal("-big-pets equal to -pets accepted")
+	}
 }
 
 // The README's example: the cursor after pet 1.
