@@ -54,7 +54,8 @@ type job struct {
 	slice func(ctx context.Context, d time.Duration) (*loadResult, error)
 }
 
-// serverJob is the job of a row whose load send sends to the server p.
+// serverJob is the job of a row whose load, sent by send, goes to the
+// server p: send warms it up and sends each slice, which measured measures.
 func (b *bench) serverJob(label string, p *proc, send func(ctx context.Context, d time.Duration) *loadResult) job {
 	return job{label: label, warm: send, slice: b.measured(p, send)}
 }

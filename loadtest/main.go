@@ -133,7 +133,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for name, v := range map[string]any{"duration": quickDuration, "warmup": quickWarmup, "rounds": quickRounds, "settle": quickSettle, "big-pets": quickBigPets} {
 		if c.quick && !given[name] {
-			fs.Set(name, fmt.Sprint(v)) // valid: the same values as the usage names
+			fs.Set(name, fmt.Sprint(v)) // cannot fail: each value is of its flag's type
 		}
 	}
 	var err error
