@@ -62,8 +62,6 @@ func openFsyncBaseline(dir string) (*fsyncBaseline, error) {
 	return &fsyncBaseline{db: db}, nil
 }
 
-func (f *fsyncBaseline) Close() error { return f.db.Close() }
-
 var (
 	fsyncBucket = []byte("pets")
 	fsyncValue  = []byte(`{"id":1,"name":"Rex","categoryId":1,"status":"available"}..`) // 60 bytes

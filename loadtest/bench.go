@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,47 +18,51 @@ import (
 	"petstore/store/postgres/pgtest"
 )
 
-// Keys of the rows' results: the jobs file their results under them and
-// buildReport reads them from there.
+// Labels of the rows measured on both stores; the PostgreSQL rows add
+// onPostgres. A row's label names its results (bench.loads) too.
 const (
-	keyEcho      = "echo"
-	keyFsync     = "fsync"
-	keyGetPet    = "get-pet"
-	keyFirstPage = "first-page"
-	keyDeepPage  = "deep-page"
-	keySite      = "site"
-	keyOrders    = "orders"
-	keyPostPets  = "post-pets"
-	keyBigFirst  = "big-first-page"
-	keyBigDeep   = "big-deep-page"
+	labelGetPet     = "GET /pets/{id}"
+	labelPostPets   = "POST /pets (durable)"
+	labelOrders     = "POST /store/orders (durable)"
+	onPostgres      = ", PostgreSQL"
+	labelPGGetPet   = labelGetPet + onPostgres
+	labelPGPostPets = labelPostPets + onPostgres
+	labelPGOrders   = labelOrders + onPostgres
+	labelSite       = "GET / (the site)"
 )
 
 // pageLimit is the page size of the list rows.
 const pageLimit = 20
 
-// readyTimeout bounds a server's start.
-const readyTimeout = 60 * time.Second
+// pageRow is the label of the row reading the first page of a store of n
+// pets, or one 90% deep.
+func pageRow(n int, deep bool) string {
+	if deep {
+		return fmt.Sprintf("GET /pets?limit=%d 90%% deep, %s pets", pageLimit, humanCount(n))
+	}
+	return fmt.Sprintf("GET /pets?limit=%d first page, %s pets", pageLimit, humanCount(n))
+}
 
 // job is one row's load: a warm-up, then measured slices. The jobs of a run
 // take turns, slice by slice (see runJobs), so that a row and the baseline
 // it is judged against see the same background load on the machine.
 type job struct {
-	key, label string
+	label string
 	// warm sends unmeasured load for d; nil means no warm-up.
 	warm func(ctx context.Context, d time.Duration) *loadResult
 	// slice sends load for d and measures it.
 	slice func(ctx context.Context, d time.Duration) (*loadResult, error)
 }
 
-// httpJob is a job sending w to p.
-func (b *bench) httpJob(key, label string, p *proc, client *client, w workload) job {
-	return job{
-		key: key, label: label,
-		warm: func(ctx context.Context, d time.Duration) *loadResult { return b.phase(ctx, p, client.Client, w, d) },
-		slice: func(ctx context.Context, d time.Duration) (*loadResult, error) {
-			return b.measuredPhase(ctx, p, client, w, d)
-		},
-	}
+// serverJob is the job of a row whose load, sent by send, goes to the
+// server p: send warms it up and sends each slice, which measured measures.
+func (b *bench) serverJob(label string, p *proc, send func(ctx context.Context, d time.Duration) *loadResult) job {
+	return job{label: label, warm: send, slice: b.measured(p, send)}
+}
+
+// httpJob is the job of a row sending w to p.
+func (b *bench) httpJob(label string, p *proc, client *client, w workload) job {
+	return b.serverJob(label, p, func(ctx context.Context, d time.Duration) *loadResult { return b.phase(ctx, p, client, w, d) })
 }
 
 // bench is one run: its settings, the processes it started and what it
@@ -80,7 +84,7 @@ type bench struct {
 	pgSkipped string
 	jobs      []job
 
-	loads map[string]*loadResult
+	loads map[string]*loadResult // by row label
 
 	buildTime time.Duration
 
@@ -156,13 +160,11 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 	b.clkTck = clockTicks()
-	var tok [16]byte
-	rand.Read(tok[:])
-	b.adminToken = "pat_loadtest_" + hex.EncodeToString(tok[:])
+	b.adminToken = "pat_loadtest_" + rand.Text()
 
 	b.progress("building petstore (go build -o %s .)", filepath.Join(b.dir, "petstore"))
 	t := time.Now()
-	if b.bin, _, err = buildServer(ctx, b.dir); err != nil {
+	if b.bin, err = buildServer(ctx, b.dir); err != nil {
 		return err
 	}
 	b.buildTime = time.Since(t)
@@ -171,34 +173,17 @@ func (b *bench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer fsync.Close()
-	b.jobs = append(b.jobs, job{key: keyFsync, label: "bbolt baseline (one fsync per put)", slice: fsync.run})
-	if err := b.echoBaseline(ctx); err != nil {
-		return err
-	}
-	if err := b.smallStore(ctx); err != nil {
-		return err
-	}
-	if err := b.postgresStore(ctx); err != nil {
-		return err
-	}
-	if b.cfg.bigPets > 0 {
-		if err := b.bigStore(ctx); err != nil {
-			return err
-		}
-	}
-	if b.cfg.tlsDomains > 0 {
-		if err := b.tlsServers(ctx); err != nil {
+	defer fsync.db.Close()
+	b.jobs = append(b.jobs, job{label: labelFsyncBaseline, slice: fsync.run})
+	for _, setUp := range []func(context.Context) error{b.echoBaseline, b.smallStore, b.postgresStore, b.bigStore, b.tlsServers} {
+		if err := setUp(ctx); err != nil {
 			return err
 		}
 	}
 	if err := b.runJobs(ctx); err != nil {
 		return err
 	}
-	if b.afterLoadRSS, err = b.smallProc.rss(); err != nil {
-		return err
-	}
-	if err := b.waitRSSSettled(ctx); err != nil {
+	if err := b.rssAfterLoad(ctx); err != nil {
 		return err
 	}
 	for _, p := range b.procs {
@@ -219,7 +204,7 @@ func (b *bench) runJobs(ctx context.Context) error {
 	warm := map[string]*loadResult{}
 	for _, j := range b.jobs {
 		if j.warm != nil && b.cfg.warmup > 0 {
-			warm[j.key] = j.warm(ctx, b.cfg.warmup)
+			warm[j.label] = j.warm(ctx, b.cfg.warmup)
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -232,15 +217,15 @@ func (b *bench) runJobs(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", j.label, err)
 			}
-			if b.loads[j.key] == nil {
-				b.loads[j.key] = &loadResult{}
+			if b.loads[j.label] == nil {
+				b.loads[j.label] = &loadResult{}
 			}
-			b.loads[j.key].add(res)
+			b.loads[j.label].add(res)
 		}
 	}
 	for _, j := range b.jobs {
-		res := b.loads[j.key]
-		if w := warm[j.key]; w != nil && w.errors > 0 {
+		res := b.loads[j.label]
+		if w := warm[j.label]; w != nil && w.errors > 0 {
 			res.errors += w.errors
 			res.errSamples = append(w.errSamples, res.errSamples...)
 		}
@@ -257,10 +242,14 @@ func (b *bench) runJobs(ctx context.Context) error {
 	return nil
 }
 
-// waitRSSSettled polls the small store's RSS after the load, until it is
-// within targetSettledVsIdle of its idle RSS or cfg.rssWait has passed.
-func (b *bench) waitRSSSettled(ctx context.Context) error {
+// rssAfterLoad reads the small store's RSS and peak RSS right after the
+// load, then polls its RSS until it is within targetSettledVsIdle of its
+// idle RSS or cfg.rssWait has passed.
+func (b *bench) rssAfterLoad(ctx context.Context) error {
 	var err error
+	if b.afterLoadRSS, err = b.smallProc.rss(); err != nil {
+		return err
+	}
 	if b.peakRSS, err = b.smallProc.procStatus("VmHWM"); err != nil {
 		return err
 	}
@@ -298,24 +287,21 @@ func (b *bench) echoBaseline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := b.startProc("Echo baseline", self, echoBaselineArg, "ADDR")
+	p, _, err := b.startServer(ctx, "Echo baseline", self, nil, echoBaselineArg, "ADDR")
 	if err != nil {
-		return err
-	}
-	if _, err := p.waitReady(ctx, "/readyz", readyTimeout); err != nil {
 		return err
 	}
 	if b.echoIdleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err
 	}
-	b.jobs = append(b.jobs, b.httpJob(keyEcho, "Echo baseline GET "+echoBaselinePath, p, newClient(b.cfg.connections), get(echoBaselinePath)))
+	b.jobs = append(b.jobs, b.httpJob(labelEchoBaseline, p, newClient(b.cfg.connections), get(echoBaselinePath)))
 	return nil
 }
 
-// startPetstore starts the binary on a data file, rate limiter off.
-func (b *bench) startPetstore(name, data string, extra ...string) (*proc, error) {
-	args := append([]string{"--listen", "ADDR", "--data", data, "--rate-limit", "0"}, extra...)
-	return b.startProc(name, b.bin, args...)
+// startPetstore starts the binary on loopback, rate limiter off, with args
+// that name its store, and waits until it is ready.
+func (b *bench) startPetstore(ctx context.Context, name string, watch io.Writer, args ...string) (*proc, time.Duration, error) {
+	return b.startServer(ctx, name, b.bin, watch, append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)...)
 }
 
 // apiClient makes the few one-off calls of seeding and checks.
@@ -325,19 +311,12 @@ type apiClient struct {
 	apiKey string
 }
 
-func (a *apiClient) call(ctx context.Context, method, path string, h http.Header, body string, want int, out any) error {
-	_, err := a.do(ctx, method, path, h, body, want, out)
-	return err
-}
-
 func (a *apiClient) do(ctx context.Context, method, path string, h http.Header, body string, want int, out any) (http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, method, a.base+path, strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range h {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, h)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -40,15 +41,17 @@ type loadResult struct {
 	p50, p99   time.Duration // set by finish
 }
 
+// rps, cpuPerReq and clientCPUPerReq are 0 for a row that was not measured
+// (nil), which the report shows as such.
 func (r *loadResult) rps() float64 {
-	if r.elapsed <= 0 {
+	if r == nil || r.elapsed <= 0 {
 		return 0
 	}
 	return float64(r.requests) / r.elapsed.Seconds()
 }
 
 func (r *loadResult) cpuPerReq() time.Duration {
-	if r.requests == 0 || !r.hasCPU {
+	if r == nil || r.requests == 0 || !r.hasCPU {
 		return 0
 	}
 	return r.cpu / time.Duration(r.requests)
@@ -56,7 +59,7 @@ func (r *loadResult) cpuPerReq() time.Duration {
 
 // clientCPUPerReq is the client's CPU time per request.
 func (r *loadResult) clientCPUPerReq() time.Duration {
-	if r.requests == 0 || !r.hasCPU {
+	if r == nil || r.requests == 0 || !r.hasCPU {
 		return 0
 	}
 	return r.clientCPU / time.Duration(r.requests)
@@ -120,34 +123,34 @@ func newClient(conns int) *client {
 	return c
 }
 
-// measuredPhase sends w for d with the server's CPU time, and the client's
-// (this process's), read from /proc just before and just after.
-func (b *bench) measuredPhase(ctx context.Context, p *proc, client *client, w workload, d time.Duration) (*loadResult, error) {
-	cpu0, self0, err := b.cpuTimes(p)
-	if err != nil {
-		return nil, err
+// measured is a job's slice: load sent by send for d, with the CPU time
+// the server p and this process (the client) used meanwhile, read from
+// /proc just before and just after.
+func (b *bench) measured(p *proc, send func(ctx context.Context, d time.Duration) *loadResult) func(ctx context.Context, d time.Duration) (*loadResult, error) {
+	return func(ctx context.Context, d time.Duration) (*loadResult, error) {
+		cpu0, self0, err := b.cpuTimes(p)
+		if err != nil {
+			return nil, err
+		}
+		res := send(ctx, d)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cpu1, self1, err := b.cpuTimes(p)
+		if err != nil {
+			return nil, err
+		}
+		res.cpu, res.clientCPU, res.hasCPU = cpu1-cpu0, self1-self0, true
+		return res, nil
 	}
-	dials0 := client.dials.Load()
-	res := b.phase(ctx, p, client.Client, w, d)
-	res.dials = client.dials.Load() - dials0
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	cpu1, self1, err := b.cpuTimes(p)
-	if err != nil {
-		return nil, err
-	}
-	res.cpu, res.hasCPU = cpu1-cpu0, true
-	res.clientCPU = self1 - self0
-	return res, nil
 }
 
 // cpuTimes reads the CPU time p's server and this process have used so far.
 func (b *bench) cpuTimes(p *proc) (server, self time.Duration, err error) {
-	if server, err = p.cpuTime(b.clkTck); err != nil {
+	if server, err = procCPUTime(p.pid(), p.name, b.clkTck); err != nil {
 		return 0, 0, err
 	}
-	if self, err = selfCPUTime(b.clkTck); err != nil {
+	if self, err = procCPUTime(os.Getpid(), "loadtest", b.clkTck); err != nil {
 		return 0, 0, err
 	}
 	return server, self, nil
@@ -155,10 +158,11 @@ func (b *bench) cpuTimes(p *proc) (server, self time.Duration, err error) {
 
 // phase sends w from b.cfg.connections workers, each one request at a time
 // on its own keep-alive connection, until d has passed.
-func (b *bench) phase(ctx context.Context, p *proc, client *http.Client, w workload, d time.Duration) *loadResult {
-	return runWorkers(ctx, b.cfg.connections, d, func(rng *rand.Rand) (time.Duration, bool, string) {
+func (b *bench) phase(ctx context.Context, p *proc, client *client, w workload, d time.Duration) *loadResult {
+	dials0 := client.dials.Load()
+	res := runWorkers(ctx, b.cfg.connections, d, func(rng *rand.Rand) (time.Duration, bool, string) {
 		path, body := w.next(rng)
-		status, msg, lat, err := do(ctx, client, p.base(), w, path, body)
+		status, msg, lat, err := do(ctx, client.Client, p.base(), w, path, body)
 		switch {
 		case err != nil:
 			return 0, false, fmt.Sprintf("%s %s: %v", w.method, path, err)
@@ -167,6 +171,8 @@ func (b *bench) phase(ctx context.Context, p *proc, client *http.Client, w workl
 		}
 		return lat, true, ""
 	})
+	res.dials = client.dials.Load() - dials0
+	return res
 }
 
 // runWorkers runs attempts from n workers, each one at a time, until d has
@@ -181,9 +187,7 @@ func runWorkers(ctx context.Context, n int, d time.Duration, attempt func(rng *r
 	start := time.Now()
 	deadline := start.Add(d)
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(start.UnixNano())))
 			mine := &loadResult{lats: make([]time.Duration, 0, 1024)}
 			failedInARow := 0
@@ -211,7 +215,7 @@ func runWorkers(ctx context.Context, n int, d time.Duration, attempt func(rng *r
 			mu.Lock()
 			res.add(mine)
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	res.elapsed = time.Since(start)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -72,7 +74,7 @@ func TestLoadtestQuick(t *testing.T) {
 		"GET /pets?limit=20 first page, " + big + " pets",
 		"GET /pets?limit=20 90% deep, " + big + " pets",
 	}
-	tlsRows := []string{tlsRowOneDomain, tlsRowMany(cfg.tlsDomains)}
+	tlsRows := []string{tlsRow(1), tlsRow(cfg.tlsDomains)}
 	loadRows = append(loadRows, tlsRows...)
 	// Without PostgreSQL's binaries its rows are one skipped line.
 	var skipped []string
@@ -96,15 +98,17 @@ func TestLoadtestQuick(t *testing.T) {
 	}
 
 	lines := map[string]line{}
+	labelled := 0 // lines with a label: rows, counting any label twice
 	for _, l := range rep.lines {
 		if l.label != "" {
 			lines[l.label] = l
+			labelled++
 		}
 	}
 	text := out.String()
 	for _, label := range append(append([]string{}, loadRows...), valueRows...) {
 		if _, ok := lines[label]; !ok {
-			t.Errorf("no row %q; rows: %q", label, rep.labels())
+			t.Errorf("no row %q; rows: %q", label, slices.Sorted(maps.Keys(lines)))
 		}
 		if !strings.Contains(text, label) {
 			t.Errorf("row %q is not in the printed table", label)
@@ -120,8 +124,8 @@ func TestLoadtestQuick(t *testing.T) {
 			t.Errorf("row %q: no handshake", label)
 		}
 	}
-	if v := lines[tlsRowMany(cfg.tlsDomains)].verdict; v != "PASS*" && v != "MISS*" {
-		t.Errorf("row %q: verdict %q, want a verdict with the caveat of a domain count other than the target's", tlsRowMany(cfg.tlsDomains), v)
+	if v := lines[tlsRow(cfg.tlsDomains)].verdict; v != "PASS*" && v != "MISS*" {
+		t.Errorf("row %q: verdict %q, want a verdict with the caveat of a domain count other than the target's", tlsRow(cfg.tlsDomains), v)
 	}
 	if !strings.Contains(text, "nothing was asked of the CA") {
 		t.Errorf("no note that the TLS servers asked nothing of the CA")
@@ -154,8 +158,30 @@ func TestLoadtestQuick(t *testing.T) {
 			t.Errorf("keep-alive: %s", n)
 		}
 	}
-	if len(rep.labels()) != len(loadRows)+len(valueRows)+len(skipped) {
-		t.Errorf("rows %q: a row the test does not know; add it above", rep.labels())
+	if labelled != len(loadRows)+len(valueRows)+len(skipped) {
+		t.Errorf("rows %q: a row the test does not know; add it above", slices.Sorted(maps.Keys(lines)))
+	}
+}
+
+// A run that fails before measuring anything still prints its table: every
+// row there, none measured.
+func TestReportOfNothingMeasured(t *testing.T) {
+	cfg, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bench{cfg: cfg, loads: map[string]*loadResult{}}
+	var out bytes.Buffer
+	b.buildReport().print(&out)
+	for _, l := range b.buildReport().lines {
+		if l.measured != "" && l.measured != "-" || l.rps != "" && l.rps != "-" {
+			t.Errorf("row %q: measured %q, req/s %q", l.label, l.measured, l.rps)
+		}
+	}
+	for _, label := range []string{labelGetPet, labelPostPets, tlsRow(cfg.tlsDomains), pageRow(cfg.bigPets, true)} {
+		if !strings.Contains(out.String(), label+" ") {
+			t.Errorf("no row %q in\n%s", label, out.String())
+		}
 	}
 }
 
@@ -171,6 +197,10 @@ func TestFlags_Quick(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-pets", "10"}, &sink); err == nil {
 		t.Fatal("-pets 10 accepted")
+	}
+	// The rows of the two stores are named by their sizes.
+	if _, err := parseFlags([]string{"-pets", "2000", "-big-pets", "2000"}, &sink); err == nil {
+		t.Fatal("-big-pets equal to -pets accepted")
 	}
 }
 

@@ -88,18 +88,15 @@ type config struct {
 	quick       bool
 }
 
-// Defaults, and those of -quick.
+// The defaults of -quick, and limits of the flags.
 const (
-	defaultDuration = 5 * time.Second
-	defaultWarmup   = time.Second
-	quickDuration   = 2 * time.Second
-	quickWarmup     = 500 * time.Millisecond
-	quickRounds     = 2
-	quickSettle     = 500 * time.Millisecond
-	defaultBigPets  = 1_000_000
-	quickBigPets    = 100_000
-	minPets         = 250
-	maxTLSDomains   = 100_000
+	quickDuration = 2 * time.Second
+	quickWarmup   = 500 * time.Millisecond
+	quickRounds   = 2
+	quickSettle   = 500 * time.Millisecond
+	quickBigPets  = 100_000
+	minPets       = 250
+	maxTLSDomains = 100_000
 )
 
 func parseFlags(args []string, out io.Writer) (config, error) {
@@ -111,12 +108,12 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		fmt.Fprintln(out, "Builds petstore, starts it on 127.0.0.1 and measures it; see docs/performance.md.")
 		fs.PrintDefaults()
 	}
-	fs.DurationVar(&c.duration, "duration", defaultDuration, "measured duration of each row")
+	fs.DurationVar(&c.duration, "duration", 5*time.Second, "measured duration of each row")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds the measured duration is cut into: the rows take turns, one slice each per round, so that all see the same background load")
-	fs.DurationVar(&c.warmup, "warmup", defaultWarmup, "unmeasured warm-up of each row")
+	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up of each row")
 	fs.IntVar(&c.connections, "connections", 64, "concurrent keep-alive connections")
 	fs.IntVar(&c.pets, "pets", 10_000, "pets in the small store (single pets, pages, site, orders, creates)")
-	fs.IntVar(&c.bigPets, "big-pets", defaultBigPets, "pets imported into the large store (list pages, idle RSS, time to ready); 0 skips it")
+	fs.IntVar(&c.bigPets, "big-pets", 1_000_000, "pets imported into the large store (list pages, idle RSS, time to ready); 0 skips it")
 	fs.IntVar(&c.stockPets, "stock-pets", 16, "pets given 1,000,000 in stock for POST /store/orders")
 	fs.IntVar(&c.readyStarts, "ready-starts", 3, "starts of the large store timed to ready (the median is reported)")
 	fs.IntVar(&c.tlsDomains, "tls-domains", targetTLSDomains, "verified domains (each with its certificate) of the server the 1-domain TLS row is compared with; 0 skips the TLS rows")
@@ -134,21 +131,9 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if c.quick {
-		if !given["duration"] {
-			c.duration = quickDuration
-		}
-		if !given["warmup"] {
-			c.warmup = quickWarmup
-		}
-		if !given["rounds"] {
-			c.rounds = quickRounds
-		}
-		if !given["settle"] {
-			c.settle = quickSettle
-		}
-		if !given["big-pets"] {
-			c.bigPets = quickBigPets
+	for name, v := range map[string]any{"duration": quickDuration, "warmup": quickWarmup, "rounds": quickRounds, "settle": quickSettle, "big-pets": quickBigPets} {
+		if c.quick && !given[name] {
+			fs.Set(name, fmt.Sprint(v)) // cannot fail: each value is of its flag's type
 		}
 	}
 	var err error
@@ -163,6 +148,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		err = fmt.Errorf("-pets must be at least %d (a 90%% deep page needs another page after it)", minPets)
 	case c.bigPets != 0 && c.bigPets < minPets:
 		err = fmt.Errorf("-big-pets must be 0 (skip) or at least %d", minPets)
+	case c.bigPets == c.pets:
+		err = errors.New("-big-pets must differ from -pets: the rows are named by their store's size")
 	case c.stockPets < 1 || c.stockPets > c.pets:
 		err = errors.New("-stock-pets must be from 1 to -pets")
 	case c.readyStarts < 1:

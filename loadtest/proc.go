@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,19 +33,15 @@ type proc struct {
 	logFile *os.File
 }
 
-// startProc starts bin with args, where the literal argument "ADDR" is
-// replaced by a free loopback address. The process is killed if the
+// startServer starts bin with args, where the literal argument "ADDR" is
+// replaced by a free loopback address, and waits for it to answer 200 on
+// /readyz; ready is how long that took from the start. Its stdout (its log)
+// also goes to watch, when watch is not nil. The process is killed if the
 // benchmark dies (see setParentDeathSignal) and by b.cleanup otherwise.
-func (b *bench) startProc(name, bin string, args ...string) (*proc, error) {
-	return b.startProcWatched(name, bin, nil, args...)
-}
-
-// startProcWatched is startProc with the process's stdout (its log) also
-// written to watch, when watch is not nil.
-func (b *bench) startProcWatched(name, bin string, watch io.Writer, args ...string) (*proc, error) {
+func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writer, args ...string) (p *proc, ready time.Duration, err error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	args = append([]string(nil), args...)
 	for i, a := range args {
@@ -54,11 +51,11 @@ func (b *bench) startProcWatched(name, bin string, watch io.Writer, args ...stri
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = serverEnv()
-	p := &proc{name: name, cmd: cmd, addr: addr, done: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}}
+	p = &proc{name: name, cmd: cmd, addr: addr, done: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}}
 	cmd.Stderr = p.stderr
 	if b.cfg.serverLog != "" {
 		if p.logFile, err = os.OpenFile(b.cfg.serverLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		fmt.Fprintf(p.logFile, "=== loadtest: %s on %s\n", name, addr)
 		cmd.Stdout = p.logFile
@@ -76,7 +73,7 @@ func (b *bench) startProcWatched(name, bin string, watch io.Writer, args ...stri
 		if p.logFile != nil {
 			p.logFile.Close()
 		}
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+		return nil, 0, fmt.Errorf("starting %s: %w", name, err)
 	}
 	b.procs = append(b.procs, p)
 	go func() {
@@ -86,20 +83,15 @@ func (b *bench) startProcWatched(name, bin string, watch io.Writer, args ...stri
 		}
 		close(p.done)
 	}()
-	return p, nil
+	ready, err = p.waitReady(ctx)
+	return p, ready, err
 }
 
 // serverEnv is the environment without PETSTORE_ variables, so that the
 // caller's own settings (a JSON log, a rate limit) do not change what is
 // measured.
 func serverEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PETSTORE_") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PETSTORE_") })
 }
 
 // freeLoopbackAddr finds a free port on 127.0.0.1. Knowing the address
@@ -122,9 +114,10 @@ func (p *proc) exitedErr() error {
 	return fmt.Errorf("%s exited: %v\n%s", p.name, p.waitErr, indent(p.stderr.String()))
 }
 
-// waitReady polls path (200 means ready) from the moment the process was
+// waitReady polls /readyz (200 means ready) from the moment the process was
 // started, and returns how long it took.
-func (p *proc) waitReady(ctx context.Context, path string, timeout time.Duration) (time.Duration, error) {
+func (p *proc) waitReady(ctx context.Context) (time.Duration, error) {
+	const path, timeout = "/readyz", 60 * time.Second
 	client := &http.Client{
 		Timeout:   time.Second,
 		Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
@@ -134,7 +127,9 @@ func (p *proc) waitReady(ctx context.Context, path string, timeout time.Duration
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base()+path, nil)
 		resp, err := client.Do(req)
+		var last any = err // shown if the deadline passes
 		if err == nil {
+			last = resp.Status
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -149,17 +144,10 @@ func (p *proc) waitReady(ctx context.Context, path string, timeout time.Duration
 		default:
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("%s: %s did not answer 200 within %v (last: %v)\n%s", p.name, path, timeout, errOrStatus(resp, err), indent(p.stderr.String()))
+			return 0, fmt.Errorf("%s: %s did not answer 200 within %v (last: %v)\n%s", p.name, path, timeout, last, indent(p.stderr.String()))
 		}
 		time.Sleep(500 * time.Microsecond)
 	}
-}
-
-func errOrStatus(resp *http.Response, err error) string {
-	if err != nil {
-		return err.Error()
-	}
-	return resp.Status
 }
 
 // stop asks the process to shut down gracefully, and kills it after a while.
@@ -186,31 +174,15 @@ func (p *proc) stop() error {
 
 // kill ends the process at once; for cleanup after an interruption.
 func (p *proc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	p.stopped = true
-	p.cmd.Process.Kill()
+	p.cmd.Process.Kill() // fails only when it has exited already
 	select {
 	case <-p.done:
 	case <-time.After(5 * time.Second):
 	}
 }
 
-// cpuTime is the process's user+system time so far, all threads, from
-// /proc/<pid>/stat.
-func (p *proc) cpuTime(clkTck int64) (time.Duration, error) {
-	return procCPUTime(p.pid(), p.name, clkTck)
-}
-
-// selfCPUTime is cpuTime of the benchmark's own process: during a load
-// row's slice, the client's work.
-func selfCPUTime(clkTck int64) (time.Duration, error) {
-	return procCPUTime(os.Getpid(), "loadtest", clkTck)
-}
-
+// procCPUTime is the user+system time so far, all threads, of the process
+// pid (named name in errors), from /proc/<pid>/stat.
 func procCPUTime(pid int, name string, clkTck int64) (time.Duration, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -267,24 +239,23 @@ func clockTicks() int64 {
 }
 
 // buildServer builds the petstore binary from the module root into dir.
-func buildServer(ctx context.Context, dir string) (bin, root string, err error) {
+func buildServer(ctx context.Context, dir string) (bin string, err error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		return "", "", errors.New("the go command is not on PATH")
+		return "", errors.New("the go command is not on PATH")
 	}
 	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
 	gomod := strings.TrimSpace(string(out))
 	if err != nil || gomod == "" || gomod == os.DevNull {
-		return "", "", errors.New("run from inside the petstore module (go env GOMOD is empty)")
+		return "", errors.New("run from inside the petstore module (go env GOMOD is empty)")
 	}
-	root = filepath.Dir(gomod)
 	bin = filepath.Join(dir, "petstore")
 	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, ".")
-	cmd.Dir = root
+	cmd.Dir = filepath.Dir(gomod)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("go build: %v\n%s", err, indent(string(out)))
+		return "", fmt.Errorf("go build: %v\n%s", err, indent(string(out)))
 	}
-	return bin, root, nil
+	return bin, nil
 }
 
 // tailBuffer keeps the first and the last bytes written to it, up to max

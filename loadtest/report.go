@@ -8,6 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // report is the printed result: a header, one table, notes and errors.
@@ -31,7 +34,8 @@ type line struct {
 }
 
 // check is one judgement: a measured value (a ratio, or a figure) against
-// a target, or shown for information when op is "".
+// a target, or shown for information when op is "", or the mark of a
+// baseline when unit is "" too.
 type check struct {
 	on     string // what is compared: "CPU/req vs Echo baseline"
 	value  float64
@@ -43,8 +47,11 @@ type check struct {
 }
 
 func (c check) cells() (measured, target, verdict string) {
-	if !c.ok {
+	switch {
+	case !c.ok:
 		return "-", c.fmt(c.target, c.op != ""), "not measured"
+	case c.unit == "": // a baseline: nothing to judge
+		return "-", "-", "-"
 	}
 	measured = c.fmt(c.value, true)
 	if c.op == "" {
@@ -68,48 +75,36 @@ func (c check) fmt(v float64, show bool) string {
 	switch c.unit {
 	case "x":
 		return fmt.Sprintf("%.2fx", v)
-	case "MB":
-		return fmt.Sprintf("%.2f MB", v)
 	case "ms":
 		return fmt.Sprintf("%.1f ms", v)
 	}
 	return fmt.Sprintf("%.2f %s", v, c.unit)
 }
 
-func ratio(a, b float64) (float64, bool) {
-	if a <= 0 || b <= 0 {
-		return 0, false
+// versus judges the ratio a/b, measured when both are.
+func versus(on string, a, b float64, op string, target float64) check {
+	c := check{on: on, unit: "x", op: op, target: target}
+	if a > 0 && b > 0 {
+		c.value, c.ok = a/b, true
 	}
-	return a / b, true
+	return c
 }
 
 // cpuVs compares CPU per request of res with that of base.
 func cpuVs(res, base *loadResult, baseName, op string, target float64) check {
-	c := check{on: "CPU/req vs " + baseName, unit: "x", op: op, target: target}
-	if res != nil && base != nil {
-		c.value, c.ok = ratio(float64(res.cpuPerReq()), float64(base.cpuPerReq()))
-	}
-	return c
+	return versus("CPU/req vs "+baseName, float64(res.cpuPerReq()), float64(base.cpuPerReq()), op, target)
 }
 
 // cpuCeiling is the req/s ratio of res to base that the CPU alone would
 // allow: with the cores fully used, each row's rate is the cores over the
 // client's and the server's CPU per request together.
 func cpuCeiling(res, base *loadResult, baseName string) check {
-	c := check{on: "CPU ceiling vs " + baseName, unit: "x"}
-	if res != nil && base != nil {
-		c.value, c.ok = ratio(float64(base.cpuPerReq()+base.clientCPUPerReq()), float64(res.cpuPerReq()+res.clientCPUPerReq()))
-	}
-	return c
+	return versus("CPU ceiling vs "+baseName, float64(base.cpuPerReq()+base.clientCPUPerReq()), float64(res.cpuPerReq()+res.clientCPUPerReq()), "", 0)
 }
 
-// rpsVs compares req/s of res with baseRPS.
-func rpsVs(res *loadResult, baseRPS float64, baseName, op string, target float64) check {
-	c := check{on: "req/s vs " + baseName, unit: "x", op: op, target: target}
-	if res != nil {
-		c.value, c.ok = ratio(res.rps(), baseRPS)
-	}
-	return c
+// rpsVs compares req/s of res with that of base.
+func rpsVs(res, base *loadResult, baseName, op string, target float64) check {
+	return versus("req/s vs "+baseName, res.rps(), base.rps(), op, target)
 }
 
 func mb(bytes int64) float64 { return float64(bytes) / (1 << 20) }
@@ -131,7 +126,6 @@ const (
 	targetSmallPets     = 10_000
 	targetTLSManyVsOne  = 0.9   // new TLS connections/s with 1,000 domains, x with 1
 	targetTLSDomains    = 1_000 // the domains of that target
-	tlsRowOneDomain     = "new TLS connections, 1 verified domain"
 	labelReadyTime      = "time to ready after start"
 	labelEchoBaseline   = "Echo baseline: GET " + echoBaselinePath + ", no middleware (own process)"
 	labelFsyncBaseline  = "bbolt baseline: sequential puts, one fsync each (req = put)"
@@ -152,42 +146,35 @@ func (b *bench) buildReport() *report {
 		fmt.Sprintf("load average before: %s, after: %s (other work on the machine makes every figure worse)", b.loadBefore, b.loadAfter),
 	}
 
-	echo, fsync := b.loads[keyEcho], b.loads[keyFsync]
-	var echoRPS, fsyncRPS float64
-	if echo != nil {
-		echoRPS = echo.rps()
-	}
-	if fsync != nil {
-		fsyncRPS = fsync.rps()
-	}
-	r.load(labelEchoBaseline, echo, check{on: "baseline of GET CPU/req, POST req/s"})
-	r.load(labelFsyncBaseline, fsync, check{on: "baseline of POST req/s"})
+	echo, fsync := b.loads[labelEchoBaseline], b.loads[labelFsyncBaseline]
+	r.load(labelEchoBaseline, echo, check{on: "baseline of GET CPU/req, POST req/s", ok: echo != nil})
+	r.load(labelFsyncBaseline, fsync, check{on: "baseline of POST req/s", ok: fsync != nil})
 
-	get, first, deep := b.loads[keyGetPet], b.loads[keyFirstPage], b.loads[keyDeepPage]
-	r.load("GET /pets/{id}", get, cpuVs(get, echo, "Echo baseline", "<=", targetGetPetCPU))
-	r.load(fmt.Sprintf("GET /pets?limit=%d first page, %s pets", pageLimit, small), first, cpuVs(first, echo, "Echo baseline", "", 0))
-	r.load(fmt.Sprintf("GET /pets?limit=%d 90%% deep, %s pets", pageLimit, small), deep, cpuVs(deep, first, "first page", "<=", targetDeepVsFirst))
-	site := b.loads[keySite]
-	r.load("GET / (the site)", site, cpuVs(site, echo, "Echo baseline", "", 0))
-	post := b.loads[keyPostPets]
-	r.load("POST /pets (durable)", post,
-		rpsVs(post, echoRPS, "Echo baseline", ">=", targetPostVsEcho),
-		rpsVs(post, fsyncRPS, "one fsync per write", ">=", targetPostVsFsync),
+	get, first, deep := b.loads[labelGetPet], b.loads[pageRow(c.pets, false)], b.loads[pageRow(c.pets, true)]
+	r.load(labelGetPet, get, cpuVs(get, echo, "Echo baseline", "<=", targetGetPetCPU))
+	r.load(pageRow(c.pets, false), first, cpuVs(first, echo, "Echo baseline", "", 0))
+	r.load(pageRow(c.pets, true), deep, cpuVs(deep, first, "first page", "<=", targetDeepVsFirst))
+	site := b.loads[labelSite]
+	r.load(labelSite, site, cpuVs(site, echo, "Echo baseline", "", 0))
+	post := b.loads[labelPostPets]
+	r.load(labelPostPets, post,
+		rpsVs(post, echo, "Echo baseline", ">=", targetPostVsEcho),
+		rpsVs(post, fsync, "one fsync per write", ">=", targetPostVsFsync),
 		cpuCeiling(post, echo, "Echo baseline"))
-	orders := b.loads[keyOrders]
-	r.load("POST /store/orders (durable)", orders,
-		rpsVs(orders, echoRPS, "Echo baseline", "", 0),
-		rpsVs(orders, fsyncRPS, "one fsync per write", "", 0))
+	orders := b.loads[labelOrders]
+	r.load(labelOrders, orders,
+		rpsVs(orders, echo, "Echo baseline", "", 0),
+		rpsVs(orders, fsync, "one fsync per write", "", 0))
 
 	b.postgresReport(r)
 
 	bigCaveat := c.bigPets != targetBigPets
 	if c.bigPets > 0 {
-		bf, bd := b.loads[keyBigFirst], b.loads[keyBigDeep]
+		bf, bd := b.loads[pageRow(c.bigPets, false)], b.loads[pageRow(c.bigPets, true)]
 		vsSmall := cpuVs(bf, first, "first page at "+small, "<=", targetBigVsSmall)
 		vsSmall.caveat = bigCaveat || c.pets != targetSmallPets
-		r.load(fmt.Sprintf("GET /pets?limit=%d first page, %s pets", pageLimit, big), bf, vsSmall)
-		r.load(fmt.Sprintf("GET /pets?limit=%d 90%% deep, %s pets", pageLimit, big), bd, cpuVs(bd, bf, "first page at "+big, "<=", targetDeepVsFirst))
+		r.load(pageRow(c.bigPets, false), bf, vsSmall)
+		r.load(pageRow(c.bigPets, true), bd, cpuVs(bd, bf, "first page at "+big, "<=", targetDeepVsFirst))
 	} else {
 		r.lines = append(r.lines, line{label: "GET /pets, large store", on: "skipped (-big-pets 0)", verdict: "skipped"})
 	}
@@ -196,14 +183,11 @@ func (b *bench) buildReport() *report {
 	// --https-listen of a server with 1 verified domain and of one with
 	// cfg.tlsDomains, SNI spread over them; req = connection.
 	if c.tlsDomains > 0 {
-		one, many := b.loads[keyTLSOne], b.loads[keyTLSMany]
-		manyLabel := tlsRowMany(c.tlsDomains)
-		r.load(tlsRowOneDomain, one, check{on: "baseline of handshakes/s"})
-		vsOne := check{on: "handshakes/s vs 1 domain", unit: "x", op: ">=", target: targetTLSManyVsOne,
-			caveat: c.tlsDomains != targetTLSDomains}
-		if one != nil && many != nil {
-			vsOne.value, vsOne.ok = ratio(many.rps(), one.rps())
-		}
+		manyLabel := tlsRow(c.tlsDomains)
+		one, many := b.loads[tlsRow(1)], b.loads[manyLabel]
+		r.load(tlsRow(1), one, check{on: "baseline of handshakes/s", ok: one != nil})
+		vsOne := versus("handshakes/s vs 1 domain", many.rps(), one.rps(), ">=", targetTLSManyVsOne)
+		vsOne.caveat = c.tlsDomains != targetTLSDomains
 		r.load(manyLabel, many, vsOne, cpuVs(many, one, "1 domain", "", 0))
 		if c.tlsDomains != targetTLSDomains {
 			r.notes = append(r.notes, fmt.Sprintf("* the TLS target names %s domains; this run used %s: run with the defaults for the verdict.",
@@ -283,28 +267,21 @@ func (r *report) load(label string, res *loadResult, checks ...check) {
 		}
 		l.errors = fmt.Sprint(res.errors)
 	}
-	r.judge(l, res != nil, checks)
+	r.judge(l, checks)
 }
 
 // value adds a row whose measure is a figure, not a load.
 func (r *report) value(label string, c check) {
-	r.judge(line{label: label}, c.ok, []check{c})
+	r.judge(line{label: label}, []check{c})
 }
 
-func (r *report) judge(l line, measured bool, checks []check) {
+func (r *report) judge(l line, checks []check) {
 	for i, c := range checks {
 		if i > 0 {
 			l = line{}
 		}
 		l.on = c.on
-		if c.op == "" && c.unit == "" { // a baseline: nothing to judge
-			l.measured, l.target, l.verdict = "-", "-", "-"
-			if !measured {
-				l.verdict = "not measured"
-			}
-		} else {
-			l.measured, l.target, l.verdict = c.cells()
-		}
+		l.measured, l.target, l.verdict = c.cells()
 		r.lines = append(r.lines, l)
 	}
 }
@@ -335,19 +312,8 @@ func (r *report) print(w io.Writer) {
 	}
 }
 
-// labels lists the rows of the table, for the test.
-func (r *report) labels() []string {
-	var out []string
-	for _, l := range r.lines {
-		if l.label != "" {
-			out = append(out, l.label)
-		}
-	}
-	return out
-}
-
-// tlsRowMany is the label of the TLS row with n verified domains.
-func tlsRowMany(n int) string {
+// tlsRow is the label of the TLS row of the server with n verified domains.
+func tlsRow(n int) string {
 	return "new TLS connections, " + domainCount(n)
 }
 
@@ -358,24 +324,14 @@ func latency(d time.Duration) string {
 	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 }
 
+var english = message.NewPrinter(language.English)
+
 // thousands writes a rate with thousands separators.
-func thousands(v float64) string {
-	s := fmt.Sprintf("%.0f", v)
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}
+func thousands(v float64) string { return english.Sprintf("%.0f", v) }
 
 func median(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
+	return slices.Sorted(slices.Values(ds))[len(ds)/2]
 }

@@ -1,5 +1,6 @@
 // The small and the big store: importing their pets, starting the server on
-// them, and the paging checks and jobs that read them.
+// them, and the paging checks and jobs that read them; the jobs of single
+// pets, creates and orders, which the PostgreSQL store has too.
 
 package main
 
@@ -21,18 +22,15 @@ import (
 	"petstore/store/boltstore"
 )
 
-// importStore creates a data file holding one category and n pets
-// (available, ids 1..n) with store.ImportPets, and the admin token: a store
-// as it is after its first start. It returns the category's id.
-func (b *bench) importStore(ctx context.Context, path string, n int) (int64, time.Duration, error) {
-	b.progress("importing %s pets into %s with store.ImportPets", humanCount(n), path)
+// seedStore gives the new store db what it holds after the service's first
+// start, the admin token, then one category and n pets (available, ids
+// 1..n) with store.ImportPets, and closes it. It returns the category's id
+// and how long the seeding took; where names db in the progress line.
+func (b *bench) seedStore(ctx context.Context, db store.Store, where string, n int) (int64, time.Duration, error) {
+	b.progress("importing %s pets into %s with store.ImportPets", humanCount(n), where)
 	t := time.Now()
-	db, err := boltstore.Open(path, store.Options{})
-	if err != nil {
-		return 0, 0, err
-	}
 	cat := store.Category{Name: "loadtest", Description: "pets of the load benchmark"}
-	err = db.CreateCategory(ctx, &cat)
+	err := db.CreateCategory(ctx, &cat)
 	if err == nil {
 		err = db.ImportPets(ctx, cat.ID, n, store.StatusAvailable)
 	}
@@ -48,6 +46,15 @@ func (b *bench) importStore(ctx context.Context, path string, n int) (int64, tim
 	return cat.ID, time.Since(t), nil
 }
 
+// importStore creates a data file of n pets with seedStore.
+func (b *bench) importStore(ctx context.Context, path string, n int) (int64, time.Duration, error) {
+	db, err := boltstore.Open(path, store.Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	return b.seedStore(ctx, db, path, n)
+}
+
 // smallStore starts the server on a new file of cfg.pets pets, measures its
 // time to ready and idle RSS, and adds the jobs of single pets, first and
 // deep pages, the site, orders and creates.
@@ -59,90 +66,83 @@ func (b *bench) smallStore(ctx context.Context) error {
 		return err
 	}
 	b.smallImport = d
-	p, err := b.startPetstore(fmt.Sprintf("petstore (%s pets)", humanCount(n)), data, "--admin-token", b.adminToken)
+	p, ready, err := b.startPetstore(ctx, fmt.Sprintf("petstore (%s pets)", humanCount(n)), nil, "--data", data, "--admin-token", b.adminToken)
 	if err != nil {
 		return err
 	}
-	b.smallProc = p
-	if b.smallReady, err = p.waitReady(ctx, "/readyz", readyTimeout); err != nil {
-		return err
-	}
+	b.smallProc, b.smallReady = p, ready
 	if b.idleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err
 	}
 	client := newClient(b.cfg.connections)
-	api := &apiClient{client: client.Client, base: p.base()}
-
-	// Through the API: an API key for the writes, stock for the orders.
-	b.progress("through the API: an API key, stock for %d pets", b.cfg.stockPets)
-	ids, err := b.seedThroughAPI(ctx, api, n)
+	jobs, err := b.apiJobs(ctx, p, client, n, catID, "")
 	if err != nil {
 		return err
 	}
-
-	// The pages the list rows ask for, checked once. Creates during the run
-	// add pets after the last, so these pages stay the same.
-	first := "/pets?limit=" + strconv.Itoa(pageLimit)
-	deepIdx := n * 9 / 10
-	deep := first + "&cursor=" + encodeCursor(ids[deepIdx-1])
-	b.checkPage(ctx, api, first, ids[:pageLimit])
-	b.checkPage(ctx, api, deep, ids[deepIdx:deepIdx+pageLimit])
-
-	getPet, postPet, order := b.apiWorkloads(ids, catID, api.apiKey)
-	b.jobs = append(b.jobs,
-		b.httpJob(keyGetPet, "GET /pets/{id}", p, client, getPet),
-		b.httpJob(keyFirstPage, fmt.Sprintf("GET /pets?limit=%d first page, %s pets", pageLimit, humanCount(n)), p, client, get(first)),
-		b.httpJob(keyDeepPage, fmt.Sprintf("GET /pets?limit=%d 90%% deep, %s pets", pageLimit, humanCount(n)), p, client, get(deep)),
-		b.httpJob(keySite, "GET / (the site)", p, client, get("/")),
-		b.httpJob(keyPostPets, "POST /pets", p, client, postPet),
-		b.httpJob(keyOrders, "POST /store/orders", p, client, order),
-	)
+	b.jobs = append(b.jobs, jobs...)
+	b.jobs = append(b.jobs, b.pageJobs(ctx, p, client, n)...)
+	b.jobs = append(b.jobs, b.httpJob(labelSite, p, client, get("/")))
 	return nil
 }
 
-// seedThroughAPI creates an API key for the writes on api and gives the
-// first cfg.stockPets pets full stock. The store holds the n pets imported
-// in order into a new store, so their ids are 1..n; it returns them.
-func (b *bench) seedThroughAPI(ctx context.Context, api *apiClient, n int) ([]int64, error) {
+// apiJobs makes, through p's API, an API key for the writes and gives the
+// first cfg.stockPets pets full stock (the store holds the n pets imported
+// in order into a new store, ids 1..n, of category catID). It returns the
+// jobs of reading a random pet, creating a pet and ordering one of a
+// stocked pet, their labels ending with suffix.
+func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, catID int64, suffix string) ([]job, error) {
+	b.progress("through the API of %s: an API key, stock for %d pets", p.name, b.cfg.stockPets)
+	api := &apiClient{client: client.Client, base: p.base()}
 	var key struct {
 		Secret string `json:"secret"`
 	}
-	if err := api.call(ctx, "POST", "/admin/api-keys", http.Header{"Authorization": {"Bearer " + b.adminToken}}, `{"name":"loadtest"}`, 201, &key); err != nil {
+	if _, err := api.do(ctx, "POST", "/admin/api-keys", http.Header{"Authorization": {"Bearer " + b.adminToken}}, `{"name":"loadtest"}`, 201, &key); err != nil {
 		return nil, fmt.Errorf("seeding: %w", err)
 	}
 	api.apiKey = key.Secret
-	ids := idRange(1, n)
-	for _, id := range ids[:b.cfg.stockPets] {
-		if err := api.call(ctx, "PUT", fmt.Sprintf("/store/inventory/%d", id), nil, fmt.Sprintf(`{"quantity":%d}`, store.MaxStock), 200, nil); err != nil {
+	orderBodies := make([][]byte, b.cfg.stockPets)
+	for i := range orderBodies {
+		id := i + 1
+		if _, err := api.do(ctx, "PUT", fmt.Sprintf("/store/inventory/%d", id), nil, fmt.Sprintf(`{"quantity":%d}`, store.MaxStock), 200, nil); err != nil {
 			return nil, fmt.Errorf("seeding stock: %w", err)
 		}
-	}
-	return ids, nil
-}
-
-// apiWorkloads are the workloads every store is measured on: reading a
-// random pet of ids, creating a pet in category catID, and ordering one of
-// a stocked pet (the first cfg.stockPets ids); the writes send apiKey.
-func (b *bench) apiWorkloads(ids []int64, catID int64, apiKey string) (getPet, postPet, order workload) {
-	getPaths := make([]string, len(ids))
-	for i, id := range ids {
-		getPaths[i] = "/pets/" + strconv.FormatInt(id, 10)
-	}
-	orderBodies := make([][]byte, b.cfg.stockPets)
-	for i, id := range ids[:b.cfg.stockPets] {
 		orderBodies[i] = fmt.Appendf(nil, `{"petId":%d,"quantity":1}`, id)
 	}
+	getPaths := make([]string, n)
+	for i := range getPaths {
+		getPaths[i] = "/pets/" + strconv.Itoa(i+1)
+	}
 	newPet := fmt.Appendf(nil, `{"name":"Bench","categoryId":%d,"status":"available"}`, catID)
-	getPet = workload{method: "GET", next: func(r *mrand.Rand) (string, []byte) {
+	getPet := workload{method: "GET", next: func(r *mrand.Rand) (string, []byte) {
 		return getPaths[r.IntN(len(getPaths))], nil
 	}}
-	postPet = workload{method: "POST", apiKey: apiKey, next: func(*mrand.Rand) (string, []byte) {
+	postPet := workload{method: "POST", apiKey: api.apiKey, next: func(*mrand.Rand) (string, []byte) {
 		return "/pets", newPet
 	}}
-	order = workload{method: "POST", apiKey: apiKey, next: func(r *mrand.Rand) (string, []byte) {
+	order := workload{method: "POST", apiKey: api.apiKey, next: func(r *mrand.Rand) (string, []byte) {
 		return "/store/orders", orderBodies[r.IntN(len(orderBodies))]
 	}}
-	return getPet, postPet, order
+	return []job{
+		b.httpJob(labelGetPet+suffix, p, client, getPet),
+		b.httpJob(labelPostPets+suffix, p, client, postPet),
+		b.httpJob(labelOrders+suffix, p, client, order),
+	}, nil
+}
+
+// pageJobs checks the first page of p's pets and one 90% deep, the store
+// holding the n pets 1..n, and returns the jobs reading them. Creates
+// during the run add pets after the last, so these pages stay the same.
+func (b *bench) pageJobs(ctx context.Context, p *proc, client *client, n int) []job {
+	api := &apiClient{client: client.Client, base: p.base()}
+	first := "/pets?limit=" + strconv.Itoa(pageLimit)
+	after := int64(n) * 9 / 10
+	deep := first + "&cursor=" + encodeCursor(after)
+	b.checkPage(ctx, api, first, idRange(1, pageLimit))
+	b.checkPage(ctx, api, deep, idRange(after+1, pageLimit))
+	return []job{
+		b.httpJob(pageRow(n, false), p, client, get(first)),
+		b.httpJob(pageRow(n, true), p, client, get(deep)),
+	}
 }
 
 // bigStore imports the large store with the store package, times the
@@ -150,6 +150,9 @@ func (b *bench) apiWorkloads(ids []int64, catID int64, apiKey string) (getPet, p
 // adds the jobs of its first and deep pages.
 func (b *bench) bigStore(ctx context.Context) error {
 	n := b.cfg.bigPets
+	if n == 0 {
+		return nil // -big-pets 0: skipped
+	}
 	data := filepath.Join(b.dir, "big.db")
 	var err error
 	if _, b.importTime, err = b.importStore(ctx, data, n); err != nil {
@@ -167,11 +170,8 @@ func (b *bench) bigStore(ctx context.Context) error {
 				return err
 			}
 		}
-		if p, err = b.startPetstore(name, data); err != nil {
-			return err
-		}
-		d, err := p.waitReady(ctx, "/readyz", readyTimeout)
-		if err != nil {
+		var d time.Duration
+		if p, d, err = b.startPetstore(ctx, name, nil, "--data", data); err != nil {
 			return err
 		}
 		b.progress("start %d of %d on %s pets: ready in %v", i+1, b.cfg.readyStarts, humanCount(n), d.Round(100*time.Microsecond))
@@ -180,17 +180,7 @@ func (b *bench) bigStore(ctx context.Context) error {
 	if b.bigIdleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err
 	}
-	client := newClient(b.cfg.connections)
-	api := &apiClient{client: client.Client, base: p.base()}
-	first := "/pets?limit=" + strconv.Itoa(pageLimit)
-	after := int64(n) * 9 / 10 // imported ids are 1..n
-	deep := first + "&cursor=" + encodeCursor(after)
-	b.checkPage(ctx, api, first, idRange(1, pageLimit))
-	b.checkPage(ctx, api, deep, idRange(after+1, pageLimit))
-	b.jobs = append(b.jobs,
-		b.httpJob(keyBigFirst, fmt.Sprintf("GET /pets?limit=%d first page, %s pets", pageLimit, humanCount(n)), p, client, get(first)),
-		b.httpJob(keyBigDeep, fmt.Sprintf("GET /pets?limit=%d 90%% deep, %s pets", pageLimit, humanCount(n)), p, client, get(deep)),
-	)
+	b.jobs = append(b.jobs, b.pageJobs(ctx, p, newClient(b.cfg.connections), n)...)
 	return nil
 }
 

@@ -26,9 +26,6 @@ import (
 // on: a server that asks its CA for anything fails the handshake or logs it,
 // and either is an error of the run.
 const (
-	keyTLSOne  = "tls-one"
-	keyTLSMany = "tls-many"
-
 	tlsACMECA         = "https://127.0.0.1:1/directory"
 	tlsPlatformDomain = "petstore.test"
 	tlsCertLifetime   = 90 * 24 * time.Hour // as Let's Encrypt's
@@ -50,13 +47,11 @@ func domainCount(n int) string {
 	return thousands(float64(n)) + " verified domains"
 }
 
-// tlsDomainName is the i-th verified domain of a TLS server.
-func tlsDomainName(i int) string { return fmt.Sprintf("d%d.loadtest.example.com", i) }
-
+// tlsDomainNames are the verified domains of a TLS server with n.
 func tlsDomainNames(n int) []string {
 	names := make([]string, n)
 	for i := range names {
-		names[i] = tlsDomainName(i)
+		names[i] = fmt.Sprintf("d%d.loadtest.example.com", i)
 	}
 	return names
 }
@@ -119,28 +114,13 @@ func (w *logWatch) summary() (lines, handshakeErrs, certmagic int, samples []str
 
 // tlsTarget is one TLS server and the names its clients ask for.
 type tlsTarget struct {
-	key, label string
-	proc       *proc
-	data       string // its data file
-	addr       string // its --https-listen
-	names      []string
-	configs    []*tls.Config // one per name: its SNI, the test CA, no session cache
-	watch      *logWatch
-}
-
-func newTLSClientConfigs(names []string, roots *x509.CertPool) []*tls.Config {
-	configs := make([]*tls.Config, len(names))
-	for i, name := range names {
-		configs[i] = &tls.Config{
-			ServerName: name,
-			RootCAs:    roots,
-			NextProtos: []string{"h2", "http/1.1"},
-			// No ClientSessionCache: nothing to resume, and the client
-			// does not offer resumption, so no session tickets are sent.
-			MinVersion: tls.VersionTLS12,
-		}
-	}
-	return configs
+	label string
+	proc  *proc
+	data  string // its data file
+	addr  string // its --https-listen
+	names []string
+	roots *x509.CertPool // the test CA, the only one the client trusts
+	watch *logWatch
 }
 
 // handshake opens one new connection with the SNI of name i, completes the
@@ -150,7 +130,14 @@ func newTLSClientConfigs(names []string, roots *x509.CertPool) []*tls.Config {
 func (t *tlsTarget) handshake(ctx context.Context, i int) (lat time.Duration, st tls.ConnectionState, err error) {
 	ctx, cancel := context.WithTimeout(ctx, tlsDialTimeout)
 	defer cancel()
-	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: t.configs[i]}
+	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: &tls.Config{
+		ServerName: t.names[i],
+		RootCAs:    t.roots,
+		NextProtos: []string{"h2", "http/1.1"},
+		// No ClientSessionCache: nothing to resume, and the client does
+		// not offer resumption, so no session tickets are sent.
+		MinVersion: tls.VersionTLS12,
+	}}
 	t0 := time.Now()
 	conn, err := d.DialContext(ctx, "tcp", t.addr)
 	if err != nil {
@@ -179,24 +166,6 @@ func (b *bench) tlsPhase(ctx context.Context, t *tlsTarget, d time.Duration) *lo
 	})
 }
 
-// tlsMeasuredPhase is tlsPhase with the server's CPU time read before and after.
-func (b *bench) tlsMeasuredPhase(ctx context.Context, t *tlsTarget, d time.Duration) (*loadResult, error) {
-	cpu0, err := t.proc.cpuTime(b.clkTck)
-	if err != nil {
-		return nil, err
-	}
-	res := b.tlsPhase(ctx, t, d)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	cpu1, err := t.proc.cpuTime(b.clkTck)
-	if err != nil {
-		return nil, err
-	}
-	res.cpu, res.hasCPU = cpu1-cpu0, true
-	return res, nil
-}
-
 // warmPass opens one connection for every name, b.cfg.connections at a
 // time, so that every certificate is in the server's memory cache before
 // anything is measured (the first handshake for a name may load it from
@@ -211,9 +180,7 @@ func (b *bench) warmPass(ctx context.Context, t *tlsTarget) (tls.ConnectionState
 		wg       sync.WaitGroup
 	)
 	for range min(b.cfg.connections, len(t.names)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for ctx.Err() == nil && failures.Load() < tlsWarmPassMaxErrors {
 				i := int(next.Add(1)) - 1
 				if i >= len(t.names) {
@@ -234,7 +201,7 @@ func (b *bench) warmPass(ctx context.Context, t *tlsTarget) (tls.ConnectionState
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -252,36 +219,29 @@ func (b *bench) warmPass(ctx context.Context, t *tlsTarget) (tls.ConnectionState
 // server that cannot serve every name is an error of the run; its row
 // stays unmeasured and the others go on.
 func (b *bench) tlsServers(ctx context.Context) error {
+	if b.cfg.tlsDomains == 0 {
+		return nil // -tls-domains 0: skipped
+	}
 	ca, err := newTestCA(time.Now())
 	if err != nil {
 		return err
 	}
-	for _, s := range []struct {
-		key, label string
-		n          int
-	}{
-		{keyTLSOne, tlsRowOneDomain, 1},
-		{keyTLSMany, tlsRowMany(b.cfg.tlsDomains), b.cfg.tlsDomains},
-	} {
-		t, err := b.tlsServer(ctx, ca, s.key, s.label, s.n)
+	for _, n := range []int{1, b.cfg.tlsDomains} {
+		t, err := b.tlsServer(ctx, ca, n)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			b.fail("%s: %v", s.label, err)
+			b.fail("%s: %v", tlsRow(n), err)
 			continue
 		}
 		b.tlsTargets = append(b.tlsTargets, t)
-		b.jobs = append(b.jobs, job{
-			key: t.key, label: t.label,
-			warm:  func(ctx context.Context, d time.Duration) *loadResult { return b.tlsPhase(ctx, t, d) },
-			slice: func(ctx context.Context, d time.Duration) (*loadResult, error) { return b.tlsMeasuredPhase(ctx, t, d) },
-		})
+		b.jobs = append(b.jobs, b.serverJob(t.label, t.proc, func(ctx context.Context, d time.Duration) *loadResult { return b.tlsPhase(ctx, t, d) }))
 	}
 	return nil
 }
 
-func (b *bench) tlsServer(ctx context.Context, ca *testCA, key, label string, n int) (*tlsTarget, error) {
+func (b *bench) tlsServer(ctx context.Context, ca *testCA, n int) (*tlsTarget, error) {
 	names := tlsDomainNames(n)
 	data := filepath.Join(b.dir, fmt.Sprintf("tls-%d.db", n))
 	b.progress("seeding %s with issued certificates into %s", domainCount(n), data)
@@ -294,15 +254,11 @@ func (b *bench) tlsServer(ctx context.Context, ca *testCA, key, label string, n 
 	if err != nil {
 		return nil, err
 	}
-	t := &tlsTarget{key: key, label: label, data: data, addr: httpsAddr, names: names,
-		configs: newTLSClientConfigs(names, ca.pool), watch: &logWatch{}}
-	t.proc, err = b.startProcWatched(fmt.Sprintf("petstore (TLS, %s)", domainCount(n)), b.bin, t.watch,
-		"--listen", "ADDR", "--data", data, "--rate-limit", "0", "--admin-token", b.adminToken,
-		"--https-listen", httpsAddr, "--acme-ca", tlsACMECA, "--domain", tlsPlatformDomain)
+	t := &tlsTarget{label: tlsRow(n), data: data, addr: httpsAddr, names: names,
+		roots: ca.pool, watch: &logWatch{}}
+	t.proc, _, err = b.startPetstore(ctx, fmt.Sprintf("petstore (TLS, %s)", domainCount(n)), t.watch,
+		"--data", data, "--admin-token", b.adminToken, "--https-listen", httpsAddr, "--acme-ca", tlsACMECA, "--domain", tlsPlatformDomain)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := t.proc.waitReady(ctx, "/readyz", readyTimeout); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
@@ -316,7 +272,7 @@ func (b *bench) tlsServer(ctx context.Context, ca *testCA, key, label string, n 
 	warmed := time.Since(t1)
 	b.progress("%s: one handshake per name in %v", t.proc.name, warmed.Round(time.Millisecond))
 	b.notes = append(b.notes, fmt.Sprintf("%s: seeding (%s, certificates, keys, metadata) took %.2f s; the pass over every name after ready (one handshake each, %d at a time, loading certificates not cached yet) took %.2f s; %s, %s, %s, ALPN %q",
-		label, domainCount(n), seeded.Seconds(), min(b.cfg.connections, n), warmed.Seconds(),
+		t.label, domainCount(n), seeded.Seconds(), min(b.cfg.connections, n), warmed.Seconds(),
 		tls.VersionName(st.Version), st.CurveID, tls.CipherSuiteName(st.CipherSuite), st.NegotiatedProtocol))
 	return t, nil
 }
@@ -328,20 +284,18 @@ func (b *bench) checkTLSServers(ctx context.Context) {
 	if len(b.tlsTargets) == 0 {
 		return
 	}
-	clean := true
+	failed := len(b.errors)
 	for _, t := range b.tlsTargets {
 		lines, hsErrs, cm, samples := t.watch.summary()
 		if lines > 0 {
-			clean = false
 			b.fail("%s: the server logged %d warning(s) or error(s), %d of them TLS handshake errors and %d from certmagic, e.g.\n%s",
 				t.label, lines, hsErrs, cm, indent(strings.Join(samples, "\n")))
 		}
 		if err := checkTLSStore(ctx, t.data, tlsACMECA, t.names); err != nil {
-			clean = false
 			b.fail("%s: the data file after the run: %v", t.label, err)
 		}
 	}
-	if clean {
+	if len(b.errors) == failed {
 		b.notes = append(b.notes, fmt.Sprintf("TLS servers: nothing was asked of the CA (--acme-ca %s, where nothing listens): no warning or error in their logs, no handshake error, every domain's certificate still issued, no ACME account and no other file in their certificate storage", tlsACMECA))
 	}
 }

@@ -84,7 +84,7 @@ func TestSeedTLSStore_ServedWithoutCA(t *testing.T) {
 		}
 	}()
 
-	target := &tlsTarget{addr: ln.Addr().String(), names: names, configs: newTLSClientConfigs(names, ca.pool)}
+	target := &tlsTarget{addr: ln.Addr().String(), names: names, roots: ca.pool}
 	for round := range 2 { // from storage, then from the cache
 		for i, name := range names {
 			_, st, err := target.handshake(ctx, i)
@@ -104,8 +104,7 @@ func TestSeedTLSStore_ServedWithoutCA(t *testing.T) {
 		}
 	}
 	// A name that is not a verified domain gets no certificate, and asks nothing.
-	unknown := &tlsTarget{addr: target.addr, names: []string{"stranger.example.com"},
-		configs: newTLSClientConfigs([]string{"stranger.example.com"}, ca.pool)}
+	unknown := &tlsTarget{addr: target.addr, names: []string{"stranger.example.com"}, roots: ca.pool}
 	if _, _, err := unknown.handshake(ctx, 0); err == nil {
 		t.Error("handshake for a name that is not attached succeeded")
 	}

@@ -19,12 +19,13 @@ import (
 	"io/fs"
 	"math/big"
 	"path"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/certmagic"
 	"github.com/mholt/acmez/v3/acme"
+	"golang.org/x/sync/errgroup"
 
 	"petstore/domains"
 	"petstore/store"
@@ -174,37 +175,21 @@ func seedTLSStore(ctx context.Context, file, adminToken string, ca *testCA, caUR
 	storage := domains.CertStorage(db)
 	now := time.Now()
 
-	work := make(chan string)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	for range min(tlsSeedWorkers, len(names)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for name := range work {
-				if err := seedTLSDomain(ctx, db, storage, issuerKey, ca, caURL, name, now); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("seeding %s: %w", name, err)
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(tlsSeedWorkers)
 	for _, name := range names {
-		if ctx.Err() != nil {
+		if gctx.Err() != nil {
 			break
 		}
-		work <- name
+		g.Go(func() error {
+			if err := seedTLSDomain(gctx, db, storage, issuerKey, ca, caURL, name, now); err != nil {
+				return fmt.Errorf("seeding %s: %w", name, err)
+			}
+			return nil
+		})
 	}
-	close(work)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }
@@ -219,15 +204,12 @@ func seedTLSDomain(ctx context.Context, db *boltstore.DB, storage certmagic.Stor
 		return err
 	}
 	// What certmagic's saveCertResource writes, at the same keys.
-	for _, kv := range []struct {
-		key   string
-		value []byte
-	}{
-		{certmagic.StorageKeys.SitePrivateKey(issuerKey, name), keyPEM},
-		{certmagic.StorageKeys.SiteCert(issuerKey, name), chainPEM},
-		{certmagic.StorageKeys.SiteMeta(issuerKey, name), meta},
+	for key, value := range map[string][]byte{
+		certmagic.StorageKeys.SitePrivateKey(issuerKey, name): keyPEM,
+		certmagic.StorageKeys.SiteCert(issuerKey, name):       chainPEM,
+		certmagic.StorageKeys.SiteMeta(issuerKey, name):       meta,
 	} {
-		if err := storage.Store(ctx, kv.key, kv.value); err != nil {
+		if err := storage.Store(ctx, key, value); err != nil {
 			return err
 		}
 	}
@@ -287,12 +269,9 @@ func checkTLSStore(ctx context.Context, file, caURL string, names []string) erro
 	if err != nil {
 		return err
 	}
-	var stray []string
-	for _, k := range all {
-		if k != path.Dir(certsPrefix) && k != certsPrefix && !strings.HasPrefix(k, certsPrefix+"/") {
-			stray = append(stray, k)
-		}
-	}
+	stray := slices.DeleteFunc(all, func(k string) bool {
+		return k == path.Dir(certsPrefix) || k == certsPrefix || strings.HasPrefix(k, certsPrefix+"/")
+	})
 	if files, err := storage.List(ctx, certsPrefix, true); err != nil {
 		return err
 	} else if want := 4 * len(names); len(files) != want { // a directory and 3 files per name

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"sort"
 	"strings"
 )
 
@@ -28,15 +27,14 @@ var contentTypes = map[string]string{
 // can be cached for good and a new binary's version is never mistaken for
 // the old one.
 type asset struct {
-	name, hashedName, contentType string
-	body                          []byte
+	hashedName, contentType string
+	body                    []byte
 }
 
 // assetSet is the files of one folder of static, with their URLs.
 type assetSet struct {
-	prefix string // the URL path they are served under
-	list   []asset
-	byName map[string]*asset
+	prefix string           // the URL path they are served under
+	byName map[string]asset // by file name
 }
 
 // The embedded files cannot change while the binary runs, so their hashes
@@ -46,46 +44,44 @@ var (
 	dashboardAssets = mustLoadAssets("static/dashboard", DashboardAssetsPath)
 )
 
+// mustLoadAssets panics on an error: the files are embedded, so an error is
+// a build mistake.
 func mustLoadAssets(dir, prefix string) *assetSet {
-	s, err := loadAssets(static, dir, prefix)
+	entries, err := fs.ReadDir(static, dir)
 	if err != nil {
-		panic(err) // the files are embedded: this is a build mistake
+		panic(err)
 	}
-	return s
-}
-
-func loadAssets(fsys fs.FS, dir, prefix string) (*assetSet, error) {
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, err
-	}
-	s := &assetSet{prefix: prefix, byName: map[string]*asset{}}
+	s := &assetSet{prefix: prefix, byName: map[string]asset{}}
 	for _, e := range entries {
 		if e.IsDir() {
 			continue
 		}
-		body, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		body, err := fs.ReadFile(static, path.Join(dir, e.Name()))
 		if err != nil {
-			return nil, err
+			panic(err)
 		}
 		ext := path.Ext(e.Name())
 		ctype := contentTypes[ext]
 		if ctype == "" {
-			return nil, fmt.Errorf("web: no content type for %s", e.Name())
+			panic(fmt.Sprintf("web: no content type for %s", e.Name()))
 		}
 		sum := sha256.Sum256(body)
-		s.list = append(s.list, asset{
-			name:        e.Name(),
+		s.byName[e.Name()] = asset{
 			hashedName:  strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:5]) + ext,
 			contentType: ctype,
 			body:        body,
-		})
+		}
 	}
-	sort.Slice(s.list, func(i, j int) bool { return s.list[i].name < s.list[j].name })
-	for i := range s.list {
-		s.byName[s.list[i].name] = &s.list[i]
+	return s
+}
+
+// resources prepares the files for serving, by hashed name.
+func (s *assetSet) resources() map[string]*Resource {
+	m := map[string]*Resource{}
+	for _, a := range s.byName {
+		m[a.hashedName] = newResource(a.body, a.contentType, cacheAsset)
 	}
-	return s, nil
+	return m
 }
 
 // url returns the path a page links to for the file name, or an error when

@@ -7,7 +7,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -20,13 +21,8 @@ func examplesOf(mt *openapi3.MediaType) []exampleView {
 		return []exampleView{{JSON: exampleJSON(mt.Example, mt.Schema)}}
 	}
 	if len(mt.Examples) > 0 {
-		names := make([]string, 0, len(mt.Examples))
-		for n := range mt.Examples {
-			names = append(names, n)
-		}
-		sort.Strings(names)
 		var out []exampleView
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(mt.Examples)) {
 			ex := mt.Examples[n]
 			if ex == nil || ex.Value == nil || ex.Value.Value == nil {
 				continue
@@ -39,10 +35,8 @@ func examplesOf(mt *openapi3.MediaType) []exampleView {
 		}
 		return out
 	}
-	if mt.Schema != nil {
-		if ex, ok := exampleFromSchema(mt.Schema, 0); ok {
-			return []exampleView{{JSON: exampleJSON(ex, mt.Schema)}}
-		}
+	if ex, ok := exampleFromSchema(mt.Schema, 0); ok {
+		return []exampleView{{JSON: exampleJSON(ex, mt.Schema)}}
 	}
 	return nil
 }
@@ -81,71 +75,47 @@ func exampleFromSchema(ref *openapi3.SchemaRef, depth int) (any, bool) {
 // order its schema lists them, the order the reader has just seen them in,
 // rather than encoding/json's alphabetical one.
 func exampleJSON(v any, schema *openapi3.SchemaRef) string {
-	var b strings.Builder
-	writeJSON(&b, v, schema, "")
-	return b.String()
+	var compact, indented bytes.Buffer
+	writeOrdered(&compact, v, schema)
+	if err := json.Indent(&indented, compact.Bytes(), "", "  "); err != nil {
+		return compact.String()
+	}
+	return indented.String()
 }
 
-func writeJSON(b *strings.Builder, v any, schema *openapi3.SchemaRef, indent string) {
-	var s *openapi3.Schema
-	if schema != nil {
+// writeOrdered writes v as compact JSON, objects' keys in schema's order
+// and the keys it does not list after them, alphabetically.
+func writeOrdered(b *bytes.Buffer, v any, schema *openapi3.SchemaRef) {
+	s := &openapi3.Schema{}
+	if schema != nil && schema.Value != nil {
 		s = schema.Value
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		if len(x) == 0 {
-			b.WriteString("{}")
-			return
-		}
-		var keys []string
-		if s != nil {
-			for _, k := range propertyOrder(s) {
-				if _, ok := x[k]; ok {
-					keys = append(keys, k)
-				}
+		keys := slices.DeleteFunc(propertyOrder(s), func(k string) bool { _, ok := x[k]; return !ok })
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if s.Properties[k] == nil {
+				keys = append(keys, k)
 			}
 		}
-		var rest []string
-		for k := range x {
-			if s == nil || s.Properties[k] == nil {
-				rest = append(rest, k)
-			}
-		}
-		sort.Strings(rest)
-		keys = append(keys, rest...)
-		b.WriteString("{\n")
+		b.WriteByte('{')
 		for i, k := range keys {
-			var ps *openapi3.SchemaRef
-			if s != nil {
-				ps = s.Properties[k]
-			}
-			b.WriteString(indent + "  " + scalarJSON(k) + ": ")
-			writeJSON(b, x[k], ps, indent+"  ")
-			if i < len(keys)-1 {
+			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteByte('\n')
+			b.WriteString(scalarJSON(k) + ":")
+			writeOrdered(b, x[k], s.Properties[k])
 		}
-		b.WriteString(indent + "}")
+		b.WriteByte('}')
 	case []any:
-		if len(x) == 0 {
-			b.WriteString("[]")
-			return
-		}
-		var items *openapi3.SchemaRef
-		if s != nil {
-			items = s.Items
-		}
-		b.WriteString("[\n")
+		b.WriteByte('[')
 		for i, item := range x {
-			b.WriteString(indent + "  ")
-			writeJSON(b, item, items, indent+"  ")
-			if i < len(x)-1 {
+			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteByte('\n')
+			writeOrdered(b, item, s.Items)
 		}
-		b.WriteString(indent + "]")
+		b.WriteByte(']')
 	default:
 		b.WriteString(scalarJSON(x))
 	}

@@ -31,26 +31,20 @@ type heading struct {
 	Text  string
 }
 
-// mdOptions shape the output to its place in the page.
-type mdOptions struct {
-	// headingShift is added to heading levels: a "## Errors" inside a
-	// section that is itself an h2 becomes an h3.
-	headingShift int
-	// idPrefix prefixes heading ids, so that they cannot collide with the
-	// operation ids the page also uses as anchors.
-	idPrefix string
-}
-
 var markdown = goldmark.New(
 	goldmark.WithExtensions(extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignNone))),
 	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(pageNodes{}, 100))),
 )
 
-// renderMarkdown converts src to HTML and lists its headings.
-func renderMarkdown(src string, opt mdOptions) (template.HTML, []heading) {
+// renderMarkdown converts src to HTML and lists its headings, shaped to
+// their place in the page: headingShift is added to heading levels (a
+// "## Errors" inside a section that is itself an h2 becomes an h3), and
+// idPrefix prefixes heading ids, so that they cannot collide with the
+// operation ids the page also uses as anchors.
+func renderMarkdown(src string, headingShift int, idPrefix string) (template.HTML, []heading) {
 	source := []byte(src)
 	doc := markdown.Parser().Parse(text.NewReader(source))
-	headings := fitToPage(doc, source, opt)
+	headings := fitToPage(doc, source, headingShift, idPrefix)
 	var b bytes.Buffer
 	if err := markdown.Renderer().Render(&b, source, doc); err != nil {
 		// Rendering writes to memory and cannot fail; show the text if it does.
@@ -63,7 +57,7 @@ var reURLScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
 
 // fitToPage shifts and names headings, drops links to unsafe schemes and
 // marks external ones, and turns table alignment into classes.
-func fitToPage(doc ast.Node, source []byte, opt mdOptions) []heading {
+func fitToPage(doc ast.Node, source []byte, headingShift int, idPrefix string) []heading {
 	var headings []heading
 	ids := map[string]int{}
 	var unsafeLinks []*ast.Link
@@ -73,9 +67,9 @@ func fitToPage(doc ast.Node, source []byte, opt mdOptions) []heading {
 		}
 		switch n := n.(type) {
 		case *ast.Heading:
-			n.Level = min(n.Level+opt.headingShift, 6)
+			n.Level = min(n.Level+headingShift, 6)
 			plain := plainText(n, source)
-			id := opt.idPrefix + slug(plain)
+			id := idPrefix + slug(plain)
 			if k := ids[id]; k > 0 {
 				ids[id]++
 				id += "-" + strconv.Itoa(k)
@@ -166,11 +160,7 @@ func (pageNodes) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 
 func renderRawHTMLAsText(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
 	if entering {
-		segs := n.(*ast.RawHTML).Segments
-		for i := 0; i < segs.Len(); i++ {
-			s := segs.At(i)
-			html.DefaultWriter.Write(w, s.Value(source))
-		}
+		html.DefaultWriter.Write(w, n.(*ast.RawHTML).Segments.Value(source))
 	}
 	return ast.WalkSkipChildren, nil
 }
@@ -179,19 +169,12 @@ func renderHTMLBlockAsText(w util.BufWriter, source []byte, n ast.Node, entering
 	if !entering {
 		return ast.WalkContinue, nil
 	}
-	_, _ = w.WriteString("<p>")
-	lines := n.Lines()
-	for i := 0; i < lines.Len(); i++ {
-		s := lines.At(i)
-		html.DefaultWriter.Write(w, bytes.TrimRight(s.Value(source), "\n"))
-		if i < lines.Len()-1 {
-			_ = w.WriteByte('\n')
-		}
-	}
+	raw := n.Lines().Value(source)
 	if b := n.(*ast.HTMLBlock); b.HasClosure() {
-		_ = w.WriteByte('\n')
-		html.DefaultWriter.Write(w, bytes.TrimRight(b.ClosureLine.Value(source), "\n"))
+		raw = append(raw, b.ClosureLine.Value(source)...)
 	}
+	_, _ = w.WriteString("<p>")
+	html.DefaultWriter.Write(w, bytes.TrimRight(raw, "\n"))
 	_, _ = w.WriteString("</p>\n")
 	return ast.WalkContinue, nil
 }

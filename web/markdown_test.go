@@ -36,7 +36,7 @@ func TestMarkdown(t *testing.T) {
 		{"quote", "> said\n> twice", "<blockquote>\n<p>said\ntwice</p>\n</blockquote>\n"},
 		{"rule", "a\n\n---\n\nb", "<p>a</p>\n<hr>\n<p>b</p>\n"},
 	} {
-		got, _ := renderMarkdown(tc.in, mdOptions{})
+		got, _ := renderMarkdown(tc.in, 0, "")
 		if string(got) != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
@@ -44,7 +44,7 @@ func TestMarkdown(t *testing.T) {
 }
 
 func TestMarkdownHeadings(t *testing.T) {
-	got, heads := renderMarkdown("## Errors\ntext\n## Errors\n### `x-stability` flags", mdOptions{headingShift: 1, idPrefix: "doc-"})
+	got, heads := renderMarkdown("## Errors\ntext\n## Errors\n### `x-stability` flags", 1, "doc-")
 	want := `<h3 id="doc-errors">Errors</h3>` + "\n<p>text</p>\n" +
 		`<h3 id="doc-errors-1">Errors</h3>` + "\n" +
 		`<h4 id="doc-x-stability-flags"><code>x-stability</code> flags</h4>` + "\n"

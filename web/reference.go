@@ -1,33 +1,28 @@
 package web
 
 import (
-	"bytes"
+	"cmp"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// Where the server publishes the document itself (PRODUCT.md, section 2).
-const (
-	specYAMLPath = "/openapi.yaml"
-	specJSONPath = "/openapi.json"
-)
-
 // RenderReference renders the reference page of an OpenAPI 3 document as
 // ParseSpec gives it. It is meant to run once at start: the document is
 // embedded in the binary and does not change while it runs.
 func RenderReference(doc *openapi3.T) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := referenceTemplate.Execute(&buf, buildReference(doc)); err != nil {
+	page, err := execute(referenceTemplate, buildReference(doc))
+	if err != nil {
 		return nil, fmt.Errorf("rendering the reference: %w", err)
 	}
-	return buf.Bytes(), nil
+	return page, nil
 }
 
 // referenceView is what the page template shows.
@@ -35,14 +30,10 @@ type referenceView struct {
 	Title, Version string
 	Description    template.HTML
 	Sections       []heading // the description's headings, for the contents
-	License        *linkView
-	SpecYAML       string
-	SpecJSON       string
+	License        *openapi3.License
 	Tags           []*tagView
 	Schemas        []namedSchema
 }
-
-type linkView struct{ Text, URL string }
 
 type tagView struct {
 	ID, Name    string
@@ -98,14 +89,8 @@ type responseView struct {
 	Status, Reason string
 	Success        bool
 	Description    template.HTML
-	Headers        []headerView
+	Headers        []paramView // a header is shown as a parameter is
 	Media          []mediaView
-}
-
-type headerView struct {
-	Name        string
-	Description template.HTML
-	Schema      *schemaView
 }
 
 type tryItView struct {
@@ -130,13 +115,10 @@ type namedSchema struct {
 }
 
 func buildReference(doc *openapi3.T) *referenceView {
-	v := &referenceView{SpecYAML: specYAMLPath, SpecJSON: specJSONPath}
+	v := &referenceView{}
 	if doc.Info != nil {
-		v.Title, v.Version = doc.Info.Title, doc.Info.Version
-		v.Description, v.Sections = renderMarkdown(doc.Info.Description, mdOptions{headingShift: 0, idPrefix: "section-"})
-		if l := doc.Info.License; l != nil {
-			v.License = &linkView{Text: l.Name, URL: l.URL}
-		}
+		v.Title, v.Version, v.License = doc.Info.Title, doc.Info.Version, doc.Info.License
+		v.Description, v.Sections = renderMarkdown(doc.Info.Description, 0, "section-")
 	}
 	// The try-it panels call paths under the first server's path, the
 	// only part of it a same-origin request can use.
@@ -150,7 +132,7 @@ func buildReference(doc *openapi3.T) *referenceView {
 	tags := map[string]*tagView{}
 	addTag := func(name, desc string) *tagView {
 		t := &tagView{ID: "tag-" + slug(name), Name: name}
-		t.Description, _ = renderMarkdown(desc, mdOptions{headingShift: 2, idPrefix: t.ID + "-"})
+		t.Description, _ = renderMarkdown(desc, 2, t.ID+"-")
 		tags[name] = t
 		v.Tags = append(v.Tags, t)
 		return t
@@ -175,27 +157,18 @@ func buildReference(doc *openapi3.T) *referenceView {
 			t.Operations = append(t.Operations, buildOperation(doc, basePath, path, method, item, op))
 		}
 	}
-	var kept []*tagView
 	for _, t := range v.Tags {
-		sort.SliceStable(t.Operations, func(i, j int) bool { return operationLess(t.Operations[i], t.Operations[j]) })
-		if len(t.Operations) > 0 {
-			kept = append(kept, t)
-		}
+		slices.SortStableFunc(t.Operations, compareOperations)
 	}
-	v.Tags = kept
+	v.Tags = slices.DeleteFunc(v.Tags, func(t *tagView) bool { return len(t.Operations) == 0 })
 
 	if doc.Components != nil {
-		names := make([]string, 0, len(doc.Components.Schemas))
-		for name := range doc.Components.Schemas {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(doc.Components.Schemas)) {
 			ref := doc.Components.Schemas[name]
 			// Expanded from its own definition, not through the $ref,
 			// so that the section shows the schema rather than a link to
 			// itself.
-			sv := newSchemaBuilder().build(&openapi3.SchemaRef{Value: ref.Value}, 0)
+			sv := schemaOf(&openapi3.SchemaRef{Value: ref.Value})
 			v.Schemas = append(v.Schemas, namedSchema{Name: name, Schema: sv})
 		}
 	}
@@ -208,16 +181,10 @@ var methodRank = map[string]int{
 	http.MethodDelete: 4, http.MethodHead: 5, http.MethodOptions: 6, http.MethodTrace: 7,
 }
 
-// operationLess puts operations in the order the document lists them, or
-// by path and method when it was parsed without positions.
-func operationLess(a, b *operationView) bool {
-	if a.line != b.line {
-		return a.line < b.line
-	}
-	if a.Path != b.Path {
-		return a.Path < b.Path
-	}
-	return methodRank[a.Method] < methodRank[b.Method]
+// compareOperations puts operations in the order the document lists them,
+// or by path and method when it was parsed without positions.
+func compareOperations(a, b *operationView) int {
+	return cmp.Or(cmp.Compare(a.line, b.line), strings.Compare(a.Path, b.Path), cmp.Compare(methodRank[a.Method], methodRank[b.Method]))
 }
 
 func buildOperation(doc *openapi3.T, basePath, path, method string, item *openapi3.PathItem, op *openapi3.Operation) *operationView {
@@ -236,10 +203,8 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 	if op.Origin != nil && op.Origin.Key != nil {
 		ov.line = op.Origin.Key.Line
 	}
-	ov.Description, _ = renderMarkdown(op.Description, mdOptions{headingShift: 3, idPrefix: ov.ID + "-"})
-	if s, ok := op.Extensions[ExtStability].(string); ok {
-		ov.Stability = s
-	}
+	ov.Description, _ = renderMarkdown(op.Description, 3, ov.ID+"-")
+	ov.Stability, _ = op.Extensions[ExtStability].(string)
 	if op.Deprecated {
 		ov.Sunset, _ = op.Extensions[ExtSunset].(string)
 		ov.DeprecatedSince, _ = op.Extensions[ExtDeprecatedSince].(string)
@@ -247,38 +212,34 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 	ov.Auth = authOf(doc, op)
 
 	// Path-level parameters apply unless the operation redefines them.
-	params := map[string]*openapi3.Parameter{}
-	var order []string
+	var params []*openapi3.Parameter
 	for _, list := range []openapi3.Parameters{item.Parameters, op.Parameters} {
 		for _, p := range list {
 			if p == nil || p.Value == nil {
 				continue
 			}
-			key := p.Value.In + " " + p.Value.Name
-			if _, seen := params[key]; !seen {
-				order = append(order, key)
+			if i := slices.IndexFunc(params, func(q *openapi3.Parameter) bool { return q.In == p.Value.In && q.Name == p.Value.Name }); i >= 0 {
+				params[i] = p.Value
+			} else {
+				params = append(params, p.Value)
 			}
-			params[key] = p.Value
 		}
 	}
-	for _, key := range order {
-		p := params[key]
-		desc, _ := renderMarkdown(p.Description, mdOptions{headingShift: 4, idPrefix: ov.ID + "-"})
+	for _, p := range params {
+		desc, _ := renderMarkdown(p.Description, 4, ov.ID+"-")
 		ov.Params = append(ov.Params, paramView{
 			Name: p.Name, In: p.In, Required: p.Required, Deprecated: p.Deprecated,
-			Description: desc, Schema: newSchemaBuilder().build(p.Schema, 0),
+			Description: desc, Schema: schemaOf(p.Schema),
 		})
 	}
 
 	if rb := op.RequestBody; rb != nil && rb.Value != nil {
-		desc, _ := renderMarkdown(rb.Value.Description, mdOptions{headingShift: 4, idPrefix: ov.ID + "-"})
+		desc, _ := renderMarkdown(rb.Value.Description, 4, ov.ID+"-")
 		ov.Body = &bodyView{Required: rb.Value.Required, Description: desc, Media: mediaViews(rb.Value.Content, false)}
 	}
 
 	if op.Responses != nil {
-		codes := op.Responses.Keys()
-		sort.Slice(codes, func(i, j int) bool { return statusLess(codes[i], codes[j]) })
-		for _, code := range codes {
+		for _, code := range slices.SortedFunc(maps.Keys(op.Responses.Map()), compareStatus) {
 			rr := op.Responses.Value(code)
 			if rr == nil || rr.Value == nil {
 				continue
@@ -288,16 +249,16 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 	}
 
 	if hide, _ := op.Extensions[ExtHideTryIt].(bool); !hide {
-		ov.TryIt = buildTryIt(ov, params, order)
+		ov.TryIt = buildTryIt(ov, params)
 		ov.TryIt.Path = basePath + path
 		ov.TryIt.KeyHeader = apiKeyHeader(doc, ov.Auth)
 	}
 	return ov
 }
 
-// statusLess orders response codes numerically, ranges (2XX) after their
-// codes, default last.
-func statusLess(a, b string) bool {
+// compareStatus orders response codes numerically, ranges (2XX) after
+// their codes, default last.
+func compareStatus(a, b string) int {
 	rank := func(s string) string {
 		switch {
 		case s == "default":
@@ -307,7 +268,7 @@ func statusLess(a, b string) bool {
 		}
 		return s
 	}
-	return rank(a) < rank(b)
+	return strings.Compare(rank(a), rank(b))
 }
 
 func buildResponse(opID, code string, r *openapi3.Response) responseView {
@@ -318,20 +279,15 @@ func buildResponse(opID, code string, r *openapi3.Response) responseView {
 		rv.Reason = "any other status"
 	}
 	if r.Description != nil {
-		rv.Description, _ = renderMarkdown(*r.Description, mdOptions{headingShift: 4, idPrefix: opID + "-"})
+		rv.Description, _ = renderMarkdown(*r.Description, 4, opID+"-")
 	}
-	names := make([]string, 0, len(r.Headers))
-	for name := range r.Headers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(r.Headers)) {
 		h := r.Headers[name]
 		if h == nil || h.Value == nil {
 			continue
 		}
-		desc, _ := renderMarkdown(h.Value.Description, mdOptions{headingShift: 5, idPrefix: opID + "-"})
-		rv.Headers = append(rv.Headers, headerView{Name: name, Description: desc, Schema: newSchemaBuilder().build(h.Value.Schema, 0)})
+		desc, _ := renderMarkdown(h.Value.Description, 5, opID+"-")
+		rv.Headers = append(rv.Headers, paramView{Name: name, Description: desc, Schema: schemaOf(h.Value.Schema)})
 	}
 	// Error bodies are alike across the operations: shown in full under
 	// Schemas, they are summed up here, which keeps the page a fifth of
@@ -343,18 +299,13 @@ func buildResponse(opID, code string, r *openapi3.Response) responseView {
 // mediaViews lists a body's media types. A brief one names a component
 // schema's fields and links to its full description instead of repeating it.
 func mediaViews(content openapi3.Content, brief bool) []mediaView {
-	types := make([]string, 0, len(content))
-	for t := range content {
-		types = append(types, t)
-	}
-	sort.Strings(types)
 	var out []mediaView
-	for _, t := range types {
+	for _, t := range slices.Sorted(maps.Keys(content)) {
 		mt := content[t]
 		if mt == nil {
 			continue
 		}
-		sv := newSchemaBuilder().build(mt.Schema, 0)
+		sv := schemaOf(mt.Schema)
 		if sv != nil && brief && sv.Ref != "" {
 			sv.Brief = true
 		}
@@ -379,16 +330,22 @@ func authOf(doc *openapi3.T, op *openapi3.Operation) []authView {
 			out = append(out, authView{Scheme: name, Description: describeScheme(doc, name)})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Scheme < out[j].Scheme })
+	slices.SortFunc(out, func(a, b authView) int { return strings.Compare(a.Scheme, b.Scheme) })
 	return out
 }
 
-func describeScheme(doc *openapi3.T, name string) string {
-	if doc.Components == nil || doc.Components.SecuritySchemes[name] == nil || doc.Components.SecuritySchemes[name].Value == nil {
-		return name
+// securityScheme is the document's scheme of that name, or nil.
+func securityScheme(doc *openapi3.T, name string) *openapi3.SecurityScheme {
+	if doc.Components == nil || doc.Components.SecuritySchemes[name] == nil {
+		return nil
 	}
-	s := doc.Components.SecuritySchemes[name].Value
+	return doc.Components.SecuritySchemes[name].Value
+}
+
+func describeScheme(doc *openapi3.T, name string) string {
+	s := securityScheme(doc, name)
 	switch {
+	case s == nil:
 	case s.Type == "apiKey":
 		return fmt.Sprintf("an API key in the %s %s", s.Name, map[string]string{"header": "header", "query": "query parameter", "cookie": "cookie"}[s.In])
 	case s.Type == "http" && strings.EqualFold(s.Scheme, "bearer"):
@@ -403,20 +360,16 @@ func describeScheme(doc *openapi3.T, name string) string {
 // accepts, for the try-it panel's key field.
 func apiKeyHeader(doc *openapi3.T, auth []authView) string {
 	for _, a := range auth {
-		if doc.Components == nil {
-			return ""
-		}
-		if s := doc.Components.SecuritySchemes[a.Scheme]; s != nil && s.Value != nil && s.Value.Type == "apiKey" && s.Value.In == "header" {
-			return s.Value.Name
+		if s := securityScheme(doc, a.Scheme); s != nil && s.Type == "apiKey" && s.In == "header" {
+			return s.Name
 		}
 	}
 	return ""
 }
 
-func buildTryIt(ov *operationView, params map[string]*openapi3.Parameter, order []string) *tryItView {
+func buildTryIt(ov *operationView, params []*openapi3.Parameter) *tryItView {
 	t := &tryItView{}
-	for _, key := range order {
-		p := params[key]
+	for _, p := range params {
 		if p.In != "path" && p.In != "query" && p.In != "header" {
 			continue
 		}
@@ -449,10 +402,8 @@ func buildTryIt(ov *operationView, params map[string]*openapi3.Parameter, order 
 	}
 	if ov.Body != nil && len(ov.Body.Media) > 0 {
 		m := ov.Body.Media[0]
-		for _, mv := range ov.Body.Media {
-			if mv.Type == "application/json" {
-				m = mv
-			}
+		if i := slices.IndexFunc(ov.Body.Media, func(m mediaView) bool { return m.Type == "application/json" }); i >= 0 {
+			m = ov.Body.Media[i]
 		}
 		t.BodyType = m.Type
 		if len(m.Examples) > 0 {

@@ -1,9 +1,11 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -54,38 +56,36 @@ type propView struct {
 	Schema   *schemaView
 }
 
-// schemaBuilder resolves one schema tree; it remembers the $refs being
-// expanded so a recursive schema stops at its second appearance.
-type schemaBuilder struct {
-	expanding map[string]bool
-}
-
-func newSchemaBuilder() *schemaBuilder { return &schemaBuilder{expanding: map[string]bool{}} }
-
 // maxSchemaDepth bounds nesting that $refs do not catch (deeply inlined
 // schemas); the page would be unreadable long before.
 const maxSchemaDepth = 12
 
-func (b *schemaBuilder) build(ref *openapi3.SchemaRef, depth int) *schemaView {
+// schemaOf resolves one schema tree for the page.
+func schemaOf(ref *openapi3.SchemaRef) *schemaView { return buildSchema(ref, map[string]bool{}, 0) }
+
+// buildSchema resolves ref, depth deep in its tree; expanding holds the
+// $refs being expanded, so that a recursive schema stops at its second
+// appearance.
+func buildSchema(ref *openapi3.SchemaRef, expanding map[string]bool, depth int) *schemaView {
 	if ref == nil || ref.Value == nil {
 		return nil
 	}
 	v := &schemaView{}
 	if name, ok := strings.CutPrefix(ref.Ref, componentSchemaPrefix); ok {
 		v.Ref = name
-		if b.expanding[name] || depth > maxSchemaDepth {
+		if expanding[name] || depth > maxSchemaDepth {
 			v.Cycle = true
 			return v
 		}
-		b.expanding[name] = true
-		defer delete(b.expanding, name)
+		expanding[name] = true
+		defer delete(expanding, name)
 	}
 	s := ref.Value
 	if s.Type != nil {
 		v.Type = strings.Join(s.Type.Slice(), " or ")
 	}
 	v.Format = s.Format
-	v.Description, _ = renderMarkdown(s.Description, mdOptions{headingShift: 5, idPrefix: "schema-"})
+	v.Description, _ = renderMarkdown(s.Description, 5, "schema-")
 	for _, e := range s.Enum {
 		v.Enum = append(v.Enum, valueText(e))
 	}
@@ -94,20 +94,11 @@ func (b *schemaBuilder) build(ref *openapi3.SchemaRef, depth int) *schemaView {
 		v.Example = valueText(s.Example)
 	}
 
-	required := map[string]bool{}
-	for _, r := range s.Required {
-		required[r] = true
+	for _, name := range propertyOrder(s) {
+		v.Props = append(v.Props, propView{Name: name, Required: slices.Contains(s.Required, name), Schema: buildSchema(s.Properties[name], expanding, depth+1)})
 	}
-	names := propertyOrder(s)
-	for _, name := range names {
-		v.Props = append(v.Props, propView{Name: name, Required: required[name], Schema: b.build(s.Properties[name], depth+1)})
-	}
-	if s.AdditionalProperties.Has != nil && !*s.AdditionalProperties.Has {
-		v.Closed = true
-	}
-	if s.Items != nil {
-		v.Items = b.build(s.Items, depth+1)
-	}
+	v.Closed = s.AdditionalProperties.Has != nil && !*s.AdditionalProperties.Has
+	v.Items = buildSchema(s.Items, expanding, depth+1)
 	for _, group := range []struct {
 		kind string
 		list openapi3.SchemaRefs
@@ -117,7 +108,7 @@ func (b *schemaBuilder) build(ref *openapi3.SchemaRef, depth int) *schemaView {
 		}
 		v.VariantKind = group.kind
 		for _, r := range group.list {
-			v.Variants = append(v.Variants, b.build(r, depth+1))
+			v.Variants = append(v.Variants, buildSchema(r, expanding, depth+1))
 		}
 		break
 	}
@@ -128,10 +119,6 @@ func (b *schemaBuilder) build(ref *openapi3.SchemaRef, depth int) *schemaView {
 // required ones first, each group in the document's order when it is known
 // (alphabetically when not).
 func propertyOrder(s *openapi3.Schema) []string {
-	required := map[string]bool{}
-	for _, r := range s.Required {
-		required[r] = true
-	}
 	line := func(name string) int {
 		// The property's own position: for a $ref that is where the $ref
 		// is written, not where the component it names is.
@@ -140,21 +127,15 @@ func propertyOrder(s *openapi3.Schema) []string {
 		}
 		return 0
 	}
-	names := make([]string, 0, len(s.Properties))
-	for name := range s.Properties {
-		names = append(names, name)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		a, c := names[i], names[j]
-		if required[a] != required[c] {
-			return required[a]
+	return slices.SortedFunc(maps.Keys(s.Properties), func(a, c string) int {
+		if ra, rc := slices.Contains(s.Required, a), slices.Contains(s.Required, c); ra != rc {
+			if ra {
+				return -1
+			}
+			return 1
 		}
-		if la, lc := line(a), line(c); la != lc {
-			return la < lc
-		}
-		return a < c
+		return cmp.Or(cmp.Compare(line(a), line(c)), strings.Compare(a, c))
 	})
-	return names
 }
 
 // sizeFact words a bound on a length or a count: "exactly 3 characters",

@@ -13,15 +13,26 @@ var templates embed.FS
 var (
 	referenceTemplate = template.Must(template.New("reference.html").Funcs(template.FuncMap{
 		"asset":          siteAssets.url,
+		"pageStart":      newPageStart,
 		"lower":          strings.ToLower,
 		"stabilityTitle": stabilityTitle,
 		"rows":           textareaRows,
 	}).ParseFS(templates, "templates/reference.html", "templates/page-start.html"))
 
 	dashboardTemplate = template.Must(template.New("dashboard.html").Funcs(template.FuncMap{
-		"asset": dashboardAssets.url,
+		"asset":     dashboardAssets.url,
+		"pageStart": newPageStart,
 	}).ParseFS(templates, "templates/dashboard.html", "templates/page-start.html"))
 )
+
+// pageStart is what the start of a page (templates/page-start.html) says
+// of it: its title, the name of its stylesheet and script without the
+// extension, the text of its skip link, and its referrer policy if any.
+type pageStart struct{ Title, Assets, Skip, Referrer string }
+
+func newPageStart(title, assets, skip, referrer string) pageStart {
+	return pageStart{Title: title, Assets: assets, Skip: skip, Referrer: referrer}
+}
 
 // stabilityTitle says what an x-stability value promises, in the words of
 // the document's Versioning section.
@@ -41,11 +52,10 @@ func textareaRows(s string) int {
 	return min(max(n, 4), 16)
 }
 
-// renderDashboard renders the dashboard page. It is static: everything
-// about the project comes from the admin API at run time, after sign-in.
-func renderDashboard() ([]byte, error) {
+// execute renders a page.
+func execute(t *template.Template, data any) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := dashboardTemplate.Execute(&buf, nil); err != nil {
+	if err := t.Execute(&buf, data); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

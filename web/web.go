@@ -76,17 +76,11 @@ func newResource(body []byte, contentType, cacheControl string, extra ...[2]stri
 
 func gzipBytes(b []byte) []byte {
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression) // the level is valid
-	_, _ = zw.Write(b)                                          // writes to a bytes.Buffer do not fail
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b) // writes to a bytes.Buffer do not fail
 	_ = zw.Close()
 	return buf.Bytes()
 }
-
-// Body returns the uncompressed body; callers must not modify it.
-func (r *Resource) Body() []byte { return r.body }
-
-// ETag returns the strong ETag of the uncompressed body.
-func (r *Resource) ETag() string { return r.etag }
 
 // ServeHTTP answers GET and HEAD, with 304 when the client's copy is current.
 func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -166,7 +160,9 @@ type Site struct {
 // NewSite prepares the reference page (as RenderReference made it), the
 // dashboard and the embedded assets for serving.
 func NewSite(referencePage []byte) (*Site, error) {
-	dash, err := renderDashboard()
+	// The dashboard is static: everything about the project comes from
+	// the admin API at run time, after sign-in.
+	dash, err := execute(dashboardTemplate, nil)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the dashboard: %w", err)
 	}
@@ -175,14 +171,8 @@ func NewSite(referencePage []byte) (*Site, error) {
 		// The dashboard's URLs say nothing secret, but nothing about the
 		// operator's session needs to leave the page either.
 		dashboard:       newResource(dash, "text/html; charset=utf-8", cachePage, pageHeaders("no-referrer")...),
-		siteAssets:      map[string]*Resource{},
-		dashboardAssets: map[string]*Resource{},
-	}
-	for _, a := range siteAssets.list {
-		s.siteAssets[a.hashedName] = newResource(a.body, a.contentType, cacheAsset)
-	}
-	for _, a := range dashboardAssets.list {
-		s.dashboardAssets[a.hashedName] = newResource(a.body, a.contentType, cacheAsset)
+		siteAssets:      siteAssets.resources(),
+		dashboardAssets: dashboardAssets.resources(),
 	}
 	return s, nil
 }

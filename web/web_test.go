@@ -247,7 +247,7 @@ func TestParseSpecRefusesABrokenSpec(t *testing.T) {
 }
 
 func TestDashboardPageIsCSPFriendly(t *testing.T) {
-	page, err := renderDashboard()
+	page, err := execute(dashboardTemplate, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestResourceServing(t *testing.T) {
 	ref := site.Reference()
 
 	plain := get(t, ref, http.MethodGet, nil)
-	if plain.Code != http.StatusOK || !bytes.Equal(plain.Body.Bytes(), ref.Body()) {
+	if plain.Code != http.StatusOK || !bytes.Equal(plain.Body.Bytes(), ref.body) {
 		t.Fatalf("GET: %d, %d bytes", plain.Code, plain.Body.Len())
 	}
 	h := plain.Header()
@@ -310,7 +310,7 @@ func TestResourceServing(t *testing.T) {
 		"Content-Security-Policy": ContentSecurityPolicy,
 		"X-Content-Type-Options":  "nosniff",
 		"Vary":                    "Accept-Encoding",
-		"ETag":                    ref.ETag(),
+		"ETag":                    ref.etag,
 	} {
 		if got := h.Get(k); got != want {
 			t.Errorf("%s: %q, want %q", k, got, want)
@@ -321,7 +321,7 @@ func TestResourceServing(t *testing.T) {
 	}
 
 	gz := get(t, ref, http.MethodGet, map[string]string{"Accept-Encoding": "br, gzip;q=0.8"})
-	if gz.Header().Get("Content-Encoding") != "gzip" || gz.Header().Get("ETag") == ref.ETag() {
+	if gz.Header().Get("Content-Encoding") != "gzip" || gz.Header().Get("ETag") == ref.etag {
 		t.Fatalf("gzip: encoding %q, ETag %q", gz.Header().Get("Content-Encoding"), gz.Header().Get("ETag"))
 	}
 	zr, err := gzip.NewReader(gz.Body)
@@ -329,14 +329,14 @@ func TestResourceServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	unzipped, _ := io.ReadAll(zr)
-	if !bytes.Equal(unzipped, ref.Body()) {
+	if !bytes.Equal(unzipped, ref.body) {
 		t.Errorf("the gzip variant is not the page")
 	}
-	if gz.Body.Len() > len(ref.Body())/5 {
-		t.Logf("gzip: %d of %d bytes", gz.Body.Len(), len(ref.Body()))
+	if gz.Body.Len() > len(ref.body)/5 {
+		t.Logf("gzip: %d of %d bytes", gz.Body.Len(), len(ref.body))
 	}
 
-	for _, etag := range []string{ref.ETag(), gz.Header().Get("ETag"), "W/" + ref.ETag(), `"other", ` + ref.ETag()} {
+	for _, etag := range []string{ref.etag, gz.Header().Get("ETag"), "W/" + ref.etag, `"other", ` + ref.etag} {
 		nm := get(t, ref, http.MethodGet, map[string]string{"If-None-Match": etag, "Accept-Encoding": "gzip"})
 		if nm.Code != http.StatusNotModified || nm.Body.Len() != 0 || nm.Header().Get("ETag") == "" {
 			t.Errorf("If-None-Match %s: %d with %d bytes", etag, nm.Code, nm.Body.Len())
@@ -357,13 +357,13 @@ func TestAssets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, set := range []*assetSet{siteAssets, dashboardAssets} {
-		for _, a := range set.list {
-			url, err := set.url(a.name)
+		for name := range set.byName {
+			url, err := set.url(name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !regexp.MustCompile(`^/[a-z/]+/[a-z]+\.[0-9a-f]{10}\.(css|js)$`).MatchString(url) {
-				t.Errorf("%s: URL %s is not content-hashed", a.name, url)
+				t.Errorf("%s: URL %s is not content-hashed", name, url)
 			}
 		}
 	}
@@ -386,8 +386,8 @@ func TestAssets(t *testing.T) {
 	}
 	// The pages link the files that are served.
 	for page, set := range map[*Resource]*assetSet{site.Reference(): siteAssets, site.Dashboard(): dashboardAssets} {
-		for _, a := range set.list {
-			if !bytes.Contains(page.Body(), []byte(set.prefix+a.hashedName)) {
+		for _, a := range set.byName {
+			if !bytes.Contains(page.body, []byte(set.prefix+a.hashedName)) {
 				t.Errorf("a page does not link %s%s", set.prefix, a.hashedName)
 			}
 		}
