@@ -63,7 +63,7 @@ type DB struct {
 	// API keys by the SHA-256 of their secret, so that authenticating a
 	// request costs a hash and a map lookup instead of a transaction.
 	keysMu sync.RWMutex
-	keys   map[[32]byte]apiKeyRecord
+	keys   map[[32]byte]store.StoredAPIKey
 
 	// The admin token's hash, cached for the same reason.
 	adminMu   sync.RWMutex
@@ -130,7 +130,7 @@ func Open(path string, opts store.Options) (*DB, error) {
 		bolt:      bdb,
 		path:      path,
 		now:       opts.Now,
-		keys:      make(map[[32]byte]apiKeyRecord),
+		keys:      make(map[[32]byte]store.StoredAPIKey),
 		locks:     make(map[string]chan struct{}),
 		queue:     make(chan *writeReq, maxGroup),
 		committed: make(chan struct{}),

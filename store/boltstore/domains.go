@@ -2,8 +2,6 @@ package boltstore
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -34,38 +32,20 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 		return putDomain(b, d)
 	})
 	if err == nil && exists {
-		return store.Errorf(store.EDOMAINEXISTS, "%s is attached already", d.Name)
+		return store.DomainAttached(d.Name)
 	}
 	return err
 }
 
 // Domain returns one domain by its normalised name.
 func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
-	var d store.Domain
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		var err error
-		d, err = getDomain(tx.Bucket(bktDomains), name)
-		return err
-	})
-	return d, err
+	return readValue(ctx, db, func(tx *bolt.Tx) (store.Domain, error) { return getDomain(tx.Bucket(bktDomains), name) })
 }
 
 // Domains returns every attached domain, oldest first (by name among those
 // added in the same second).
 func (db *DB) Domains(ctx context.Context) ([]store.Domain, error) {
-	out := []store.Domain{}
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {
-			var d store.Domain
-			if err := json.Unmarshal(v, &d); err != nil {
-				return corrupt(fmt.Errorf("domain %s: %w", k, err))
-			}
-			out = append(out, d)
-			return nil
-		})
-	})
-	store.SortDomains(out)
-	return out, err
+	return readValue(ctx, db, allDomains)
 }
 
 // DomainsPage returns at most limit domains (1..MaxPageSize, 0 for
@@ -124,23 +104,17 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 		if s.Domains.Primary == name {
 			s.Domains.Primary = ""
 		}
-		return putSettings(tx, &s)
+		return putMetaJSON(tx, metaSettings, &s)
 	})
 	if err == nil && missing {
-		return store.Errorf(store.ENOTFOUND, "domain %s is not attached", name)
+		return store.DomainNotAttached(name)
 	}
 	return err
 }
 
 // Settings returns the project's settings (empty when never saved).
 func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
-	var s store.Settings
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		var err error
-		s, err = getSettings(tx)
-		return err
-	})
-	return s, err
+	return readValue(ctx, db, getSettings)
 }
 
 // UpdateSettings applies fn to the settings and saves them in one
@@ -153,42 +127,43 @@ func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, att
 		if err != nil {
 			return s, nil, err
 		}
-		attached := map[string]store.Domain{}
-		err = tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {
-			var d store.Domain
-			if err := json.Unmarshal(v, &d); err != nil {
-				return corrupt(fmt.Errorf("domain %s: %w", k, err))
-			}
-			attached[d.Name] = d
-			return nil
-		})
+		all, err := allDomains(tx)
 		if err != nil {
 			return s, nil, err
+		}
+		attached := make(map[string]store.Domain, len(all))
+		for _, d := range all {
+			attached[d.Name] = d
 		}
 		if refused := fn(&s, attached); refused != nil {
 			return s, refused, nil
 		}
-		return s, nil, putSettings(tx, &s)
+		return s, nil, putMetaJSON(tx, metaSettings, &s)
 	})
 }
 
 func getDomain(b *bolt.Bucket, name string) (store.Domain, error) {
 	data := b.Get([]byte(name))
 	if data == nil {
-		return store.Domain{}, store.Errorf(store.ENOTFOUND, "domain %s is not attached", name)
+		return store.Domain{}, store.DomainNotAttached(name)
 	}
-	var d store.Domain
-	if err := json.Unmarshal(data, &d); err != nil {
-		return store.Domain{}, corrupt(fmt.Errorf("domain %s: %w", name, err))
-	}
-	return d, nil
+	return store.UnmarshalDomain(name, data)
+}
+
+// allDomains returns every domain, in the order of Domains.
+func allDomains(tx *bolt.Tx) ([]store.Domain, error) {
+	out := []store.Domain{}
+	err := tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {
+		d, err := store.UnmarshalDomain(string(k), v)
+		out = append(out, d)
+		return err
+	})
+	store.SortDomains(out)
+	return out, err
 }
 
 func putDomain(b *bolt.Bucket, d *store.Domain) error {
-	if d.Records == nil {
-		d.Records = []store.DNSRecord{}
-	}
-	data, err := json.Marshal(d)
+	data, err := store.MarshalDomain(d)
 	if err != nil {
 		return err
 	}
@@ -196,22 +171,5 @@ func putDomain(b *bolt.Bucket, d *store.Domain) error {
 }
 
 func getSettings(tx *bolt.Tx) (store.Settings, error) {
-	var s store.Settings
-	if data := tx.Bucket(bktMeta).Get(metaSettings); data != nil {
-		if err := json.Unmarshal(data, &s); err != nil {
-			return store.Settings{}, corrupt(fmt.Errorf("settings: %w", err))
-		}
-	}
-	if s.Domains.Redirects == nil {
-		s.Domains.Redirects = []store.Redirect{}
-	}
-	return s, nil
-}
-
-func putSettings(tx *bolt.Tx, s *store.Settings) error {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	return tx.Bucket(bktMeta).Put(metaSettings, data)
+	return store.UnmarshalSettings(tx.Bucket(bktMeta).Get(metaSettings))
 }

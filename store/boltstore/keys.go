@@ -100,16 +100,6 @@ func completeByte(c bool) []byte {
 	return []byte{0}
 }
 
-// getJSON decodes the value at id into v and reports whether it exists.
-func getJSON(b *bolt.Bucket, id int64, v any) (bool, error) {
-	k := idKey(id)
-	data := b.Get(k[:])
-	if data == nil {
-		return false, nil
-	}
-	return true, decodeJSON(id, data, v)
-}
-
 // putJSON stores v at id.
 func putJSON(b *bolt.Bucket, id int64, v any) error {
 	data, err := json.Marshal(v)
@@ -180,12 +170,16 @@ func exists(b *bolt.Bucket, id int64) bool {
 	return id > 0 && b.Get(k[:]) != nil
 }
 
-// decodeJSON decodes a stored value, naming the record when it is corrupt.
-func decodeJSON(id int64, data []byte, v any) error {
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("decode record %d: %w", id, err)
+// decodeJSONRecord decodes a record stored as JSON, naming it when it is
+// corrupt. It is also the slow path of the hand-written decoders
+// (records.go), apart so that its value's escape to json.Unmarshal does not
+// put theirs on the heap too.
+func decodeJSONRecord[T any](id int64, data []byte) (T, error) {
+	var rec T
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, fmt.Errorf("decode record %d: %w", id, err)
 	}
-	return nil
+	return rec, nil
 }
 
 // corrupt turns a "not found" met where the store's own invariants promise a

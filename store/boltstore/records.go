@@ -106,7 +106,7 @@ func decodePet(id int64, v []byte) (store.Pet, error) {
 		p.Name, p.Status = string(name), petStatus(status)
 		return p, nil
 	}
-	return decodeJSONPet(id, v)
+	return decodeJSONRecord[store.Pet](id, v)
 }
 
 // decodeInventory decodes a stored inventory entry.
@@ -124,22 +124,7 @@ func decodeInventory(id int64, v []byte) (store.InventoryItem, error) {
 		it.Quantity, it.Status = int(q), petStatus(status)
 		return it, nil
 	}
-	return decodeJSONInventory(id, v)
-}
-
-// decodeJSONPet is decodePet's slow path, apart so that its value's escape
-// to json.Unmarshal does not put the fast path's on the heap too.
-func decodeJSONPet(id int64, v []byte) (store.Pet, error) {
-	var p store.Pet
-	err := decodeJSON(id, v, &p)
-	return p, err
-}
-
-// decodeJSONInventory is decodeInventory's slow path (see decodeJSONPet).
-func decodeJSONInventory(id int64, v []byte) (store.InventoryItem, error) {
-	var it store.InventoryItem
-	err := decodeJSON(id, v, &it)
-	return it, err
+	return decodeJSONRecord[store.InventoryItem](id, v)
 }
 
 // petStatus converts without allocating for the statuses there are.
