@@ -22,10 +22,6 @@ import (
 // since bbolt's file lock lets a single process own the file.
 const certLockLease = time.Hour
 
-func kvMissing(key string) *store.Error {
-	return store.Errorf(store.ENOTFOUND, "key %q does not exist", key)
-}
-
 // KVPut stores value at key.
 func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
 	rec := make([]byte, 8+len(value))
@@ -42,7 +38,7 @@ func (db *DB) KVGet(ctx context.Context, key string) ([]byte, error) {
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		rec := tx.Bucket(bktCerts).Get([]byte(key))
 		if len(rec) < 8 {
-			return kvMissing(key)
+			return store.KeyMissing(key)
 		}
 		value = bytes.Clone(rec[8:]) // bbolt's bytes die with the transaction
 		return nil
@@ -56,7 +52,7 @@ func (db *DB) KVStat(ctx context.Context, key string) (store.KVInfo, error) {
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		rec := tx.Bucket(bktCerts).Get([]byte(key))
 		if len(rec) < 8 {
-			return kvMissing(key)
+			return store.KeyMissing(key)
 		}
 		info = store.KVInfo{Key: key, Size: int64(len(rec) - 8), Modified: time.Unix(0, int64(binary.BigEndian.Uint64(rec)))}
 		return nil
@@ -148,7 +144,7 @@ func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
 // Unlock releases a lock this process holds.
 func (db *DB) Unlock(ctx context.Context, name string) error {
 	if !db.holdsLock(name) {
-		return store.Errorf(store.ECONFLICT, "lock %q is not held", name)
+		return store.LockNotHeld(name)
 	}
 	err := db.write(context.WithoutCancel(ctx), func(tx *bolt.Tx) error {
 		return tx.Bucket(bktCertLocks).Delete([]byte(name))

@@ -6,8 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -91,9 +89,6 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 
 // APIKeys lists one page of the keys in id order, without their secrets.
 func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64, error) {
-	if p.After == math.MaxInt64 {
-		return []store.APIKey{}, 0, nil
-	}
 	return pageOf(ctx, db.pool, p, func(k *store.APIKey) int64 { return k.ID }, func(r pgx.Rows) (store.APIKey, error) {
 		var k store.APIKey
 		err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt)
@@ -107,7 +102,7 @@ func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 	return db.changeTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
 		if err == nil && tag.RowsAffected() == 0 {
-			err = store.Errorf(store.ENOTFOUND, "api key %d not found", id)
+			err = store.NotFound("api key", id)
 		}
 		return err
 	})
@@ -122,24 +117,23 @@ func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
 	return k, ok
 }
 
-// metaJSON reads a JSON singleton from meta; a missing one leaves v as it is.
-func metaJSON(ctx context.Context, q querier, key string, v any, lock bool) error {
+// meta reads a singleton of the meta table: nil when it was never saved.
+// lock takes its row for the rest of the transaction, creating it first,
+// so that read-modify-write transactions on it queue.
+func meta(ctx context.Context, q querier, key string, lock bool) ([]byte, error) {
 	sql := `SELECT value FROM meta WHERE key = $1`
 	if lock {
+		if _, err := q.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, 'null') ON CONFLICT (key) DO NOTHING`, key); err != nil {
+			return nil, err
+		}
 		sql += ` FOR UPDATE`
 	}
 	var data []byte
 	err := q.QueryRow(ctx, sql, key).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
+		return nil, nil
 	}
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("decode %s: %w", key, err)
-	}
-	return nil
+	return data, err
 }
 
 func putMetaJSON(ctx context.Context, tx pgx.Tx, key string, v any) error {
@@ -151,27 +145,12 @@ func putMetaJSON(ctx context.Context, tx pgx.Tx, key string, v any) error {
 	return err
 }
 
-// lockMeta makes sure a singleton's row exists and locks it, so that
-// read-modify-write transactions on it queue.
-func lockMeta(ctx context.Context, tx pgx.Tx, key string, v any) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, 'null') ON CONFLICT (key) DO NOTHING`, key); err != nil {
-		return err
-	}
-	return metaJSON(ctx, tx, key, v, true)
-}
-
 func project(ctx context.Context, q querier, lock bool) (store.Project, error) {
-	p := store.DefaultProject()
-	var err error
-	if tx, ok := q.(pgx.Tx); ok && lock {
-		err = lockMeta(ctx, tx, "project", &p)
-	} else {
-		err = metaJSON(ctx, q, "project", &p, false)
+	data, err := meta(ctx, q, "project", lock)
+	if err != nil {
+		return store.Project{}, err
 	}
-	if p.Deploys == nil {
-		p.Deploys = []store.Deploy{}
-	}
-	return p, err
+	return store.UnmarshalProject(data)
 }
 
 // Project returns the project and its settings.
@@ -224,38 +203,19 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 	return d, nil
 }
 
-func domainMissing(name string) *store.Error {
-	return store.Errorf(store.ENOTFOUND, "domain %s is not attached", name)
-}
-
-func decodeDomain(name string, data []byte) (store.Domain, error) {
-	var d store.Domain
-	if err := json.Unmarshal(data, &d); err != nil {
-		return store.Domain{}, fmt.Errorf("domain %s: %w", name, err)
-	}
-	return d, nil
-}
-
-func encodeDomain(d *store.Domain) ([]byte, error) {
-	if d.Records == nil {
-		d.Records = []store.DNSRecord{}
-	}
-	return json.Marshal(d)
-}
-
 // AddDomain attaches a domain.
 func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 	if d.AddedAt.IsZero() {
 		d.AddedAt = db.timestamp()
 	}
-	data, err := encodeDomain(d)
+	data, err := store.MarshalDomain(d)
 	if err != nil {
 		return err
 	}
 	return db.changeTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO domains (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, d.Name, data)
 		if err == nil && tag.RowsAffected() == 0 {
-			err = store.Errorf(store.EDOMAINEXISTS, "%s is attached already", d.Name)
+			err = store.DomainAttached(d.Name)
 		}
 		return err
 	})
@@ -265,9 +225,9 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
 	var data []byte
 	if err := db.pool.QueryRow(ctx, `SELECT value FROM domains WHERE name = $1`, name).Scan(&data); err != nil {
-		return store.Domain{}, notFound(err, domainMissing(name))
+		return store.Domain{}, notFound(err, store.DomainNotAttached(name))
 	}
-	return decodeDomain(name, data)
+	return store.UnmarshalDomain(name, data)
 }
 
 // Domains lists the attached domains, oldest first.
@@ -290,7 +250,7 @@ func domains(ctx context.Context, q querier, lock bool) ([]store.Domain, error) 
 		if err := r.Scan(&name, &data); err != nil {
 			return store.Domain{}, err
 		}
-		return decodeDomain(name, data)
+		return store.UnmarshalDomain(name, data)
 	})
 	store.SortDomains(out)
 	return out, err
@@ -309,17 +269,17 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 	err := db.changeTx(ctx, func(tx pgx.Tx) error {
 		var data []byte
 		if err := tx.QueryRow(ctx, `SELECT value FROM domains WHERE name = $1 FOR UPDATE`, name).Scan(&data); err != nil {
-			return notFound(err, domainMissing(name))
+			return notFound(err, store.DomainNotAttached(name))
 		}
 		var err error
-		if d, err = decodeDomain(name, data); err != nil {
+		if d, err = store.UnmarshalDomain(name, data); err != nil {
 			return err
 		}
 		if err := fn(&d); err != nil {
 			return err
 		}
 		d.Name = name
-		if data, err = encodeDomain(&d); err != nil {
+		if data, err = store.MarshalDomain(&d); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE domains SET value = $2 WHERE name = $1`, name, data)
@@ -344,7 +304,7 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return domainMissing(name)
+			return store.DomainNotAttached(name)
 		}
 		s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r store.Redirect) bool { return r.From == name || r.To == name })
 		if s.Domains.Primary == name {
@@ -355,17 +315,11 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 }
 
 func settings(ctx context.Context, q querier, lock bool) (store.Settings, error) {
-	var s store.Settings
-	var err error
-	if tx, ok := q.(pgx.Tx); ok && lock {
-		err = lockMeta(ctx, tx, "settings", &s)
-	} else {
-		err = metaJSON(ctx, q, "settings", &s, false)
+	data, err := meta(ctx, q, "settings", lock)
+	if err != nil {
+		return store.Settings{}, err
 	}
-	if s.Domains.Redirects == nil {
-		s.Domains.Redirects = []store.Redirect{}
-	}
-	return s, err
+	return store.UnmarshalSettings(data)
 }
 
 // Settings returns the domain settings.

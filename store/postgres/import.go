@@ -39,7 +39,7 @@ func (db *DB) Import(ctx context.Context, s *store.Snapshot) error {
 			b.queue(`INSERT INTO api_keys (id, name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4, $5)`, k.ID, k.Name, k.Prefix, k.SHA256, k.CreatedAt)
 		}
 		for _, d := range s.Domains {
-			data, err := encodeDomain(&d)
+			data, err := store.MarshalDomain(&d)
 			if err != nil {
 				return err
 			}
