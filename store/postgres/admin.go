@@ -13,25 +13,6 @@ import (
 	"petstore/store"
 )
 
-// changeTx runs fn in a transaction that also records a change for the
-// other instances, then reloads this instance's cache at once. The change
-// is committed when that reload runs: a reload that fails (the database
-// gone for a moment, the caller's context ended) is not the write's
-// failure, and the watcher's next poll reloads instead.
-func (db *DB) changeTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	err := db.tx(ctx, func(tx pgx.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return bump(ctx, tx)
-	})
-	if err != nil {
-		return err
-	}
-	_ = db.reload(context.WithoutCancel(ctx))
-	return nil
-}
-
 // EnsureAdminToken makes sure there is an admin token, as the bbolt store
 // does: a given token replaces the stored hash; without one, a first start
 // generates a token and returns it (once), and later starts return "".
@@ -41,7 +22,7 @@ func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error
 		return "", err
 	}
 	var created bool
-	err = db.changeTx(ctx, func(tx pgx.Tx) error {
+	err = db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		sql := `INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1) ON CONFLICT (key) DO NOTHING`
 		if given != "" {
 			sql = `INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
@@ -77,7 +58,7 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 		Prefix:    secret[len(store.APIKeyPrefix) : len(store.APIKeyPrefix)+8],
 		CreatedAt: db.timestamp(),
 	}
-	err = db.changeTx(ctx, func(tx pgx.Tx) error {
+	err = db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `INSERT INTO api_keys (name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
 			k.Name, k.Prefix, hash[:], k.CreatedAt).Scan(&k.ID)
 	})
@@ -99,7 +80,7 @@ func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64,
 
 // RevokeAPIKey deletes a key; every instance refuses it within a second.
 func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
-	return db.changeTx(ctx, func(tx pgx.Tx) error {
+	return db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
 		if err == nil && tag.RowsAffected() == 0 {
 			err = store.NotFound("api key", id)
@@ -162,7 +143,7 @@ func (db *DB) Project(ctx context.Context) (store.Project, error) {
 // fn leaves it as it was.
 func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error) {
 	var p store.Project
-	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
 		var err error
 		if p, err = project(ctx, tx, true); err != nil {
 			return err
@@ -186,7 +167,7 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 	if d.At.IsZero() {
 		d.At = db.timestamp()
 	}
-	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
 		p, err := project(ctx, tx, true)
 		if err != nil {
 			return err
@@ -212,7 +193,7 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 	if err != nil {
 		return err
 	}
-	return db.changeTx(ctx, func(tx pgx.Tx) error {
+	return db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO domains (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, d.Name, data)
 		if err == nil && tag.RowsAffected() == 0 {
 			err = store.DomainAttached(d.Name)
@@ -266,7 +247,7 @@ func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCur
 // leaves it as it was.
 func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Domain) error) (store.Domain, error) {
 	var d store.Domain
-	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
 		var data []byte
 		if err := tx.QueryRow(ctx, `SELECT value FROM domains WHERE name = $1 FOR UPDATE`, name).Scan(&data); err != nil {
 			return notFound(err, store.DomainNotAttached(name))
@@ -294,7 +275,7 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 // RemoveDomain detaches a domain, with the redirects from or to it and its
 // place as the primary domain.
 func (db *DB) RemoveDomain(ctx context.Context, name string) error {
-	return db.changeTx(ctx, func(tx pgx.Tx) error {
+	return db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
 		s, err := settings(ctx, tx, true)
 		if err != nil {
 			return err
@@ -331,7 +312,7 @@ func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
 // one transaction; an error from fn leaves them as they were.
 func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, attached map[string]store.Domain) error) (store.Settings, error) {
 	var s store.Settings
-	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
 		var err error
 		if s, err = settings(ctx, tx, true); err != nil {
 			return err

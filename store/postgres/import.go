@@ -18,7 +18,7 @@ const importBatch = 1000
 // every id and setting each sequence past the ids the other store gave. It
 // refuses a database that holds anything already: the move never merges.
 func (db *DB) Import(ctx context.Context, s *store.Snapshot) error {
-	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+	err := db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		if err := refuseNonEmpty(ctx, tx); err != nil {
 			return err
 		}

@@ -72,7 +72,13 @@ func Open(ctx context.Context, url string, opts store.Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("migrating the database schema: %w", err)
 	}
-	if err := db.reload(ctx); err != nil {
+	// The credentials whatever the counts say (a database may have them
+	// from before the counts were kept), then the counts.
+	err = db.loadCredentials(ctx)
+	if err == nil {
+		err = db.catchUp(ctx)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
