@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -23,18 +24,13 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 	if d.AddedAt.IsZero() {
 		d.AddedAt = db.timestamp()
 	}
-	var exists bool
-	err := db.write(ctx, func(tx *bolt.Tx) error {
+	return db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktDomains)
-		if exists = b.Get([]byte(d.Name)) != nil; exists {
-			return nil
+		if b.Get([]byte(d.Name)) != nil {
+			return store.DomainAttached(d.Name)
 		}
 		return putDomain(b, d)
 	})
-	if err == nil && exists {
-		return store.DomainAttached(d.Name)
-	}
-	return err
 }
 
 // Domain returns one domain by its normalised name.
@@ -60,20 +56,17 @@ func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCur
 // it is and nothing is saved. ENOTFOUND when the domain is not attached
 // (it may have been removed meanwhile).
 func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Domain) error) (store.Domain, error) {
-	return writeRefusable(ctx, db, func(tx *bolt.Tx) (store.Domain, error, error) {
+	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Domain, error) {
 		b := tx.Bucket(bktDomains)
 		d, err := getDomain(b, name)
 		if err != nil {
-			if store.ErrorCode(err) == store.EINTERNAL {
-				return d, nil, err
-			}
-			return d, err, nil
+			return d, err
 		}
-		if refused := fn(&d); refused != nil {
-			return d, refused, nil
+		if err := fn(&d); err != nil {
+			return d, refusal{err}
 		}
 		d.Name = name
-		return d, nil, putDomain(b, &d)
+		return d, putDomain(b, &d)
 	})
 }
 
@@ -81,11 +74,10 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 // redirects from or to it and clears it as primary: settings never name a
 // domain that is gone.
 func (db *DB) RemoveDomain(ctx context.Context, name string) error {
-	var missing bool
-	err := db.write(ctx, func(tx *bolt.Tx) error {
+	return db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktDomains)
-		if missing = b.Get([]byte(name)) == nil; missing {
-			return nil
+		if b.Get([]byte(name)) == nil {
+			return store.DomainNotAttached(name)
 		}
 		if err := b.Delete([]byte(name)); err != nil {
 			return err
@@ -94,22 +86,12 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		kept := s.Domains.Redirects[:0]
-		for _, r := range s.Domains.Redirects {
-			if r.From != name && r.To != name {
-				kept = append(kept, r)
-			}
-		}
-		s.Domains.Redirects = kept
+		s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r store.Redirect) bool { return r.From == name || r.To == name })
 		if s.Domains.Primary == name {
 			s.Domains.Primary = ""
 		}
 		return putMetaJSON(tx, metaSettings, &s)
 	})
-	if err == nil && missing {
-		return store.DomainNotAttached(name)
-	}
-	return err
 }
 
 // Settings returns the project's settings (empty when never saved).
@@ -122,23 +104,23 @@ func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
 // when the settings are saved. fn may run more than once; its error is
 // returned as it is and nothing is saved.
 func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, attached map[string]store.Domain) error) (store.Settings, error) {
-	return writeRefusable(ctx, db, func(tx *bolt.Tx) (store.Settings, error, error) {
+	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Settings, error) {
 		s, err := getSettings(tx)
 		if err != nil {
-			return s, nil, err
+			return s, err
 		}
 		all, err := allDomains(tx)
 		if err != nil {
-			return s, nil, err
+			return s, err
 		}
 		attached := make(map[string]store.Domain, len(all))
 		for _, d := range all {
 			attached[d.Name] = d
 		}
-		if refused := fn(&s, attached); refused != nil {
-			return s, refused, nil
+		if err := fn(&s, attached); err != nil {
+			return s, refusal{err}
 		}
-		return s, nil, putMetaJSON(tx, metaSettings, &s)
+		return s, putMetaJSON(tx, metaSettings, &s)
 	})
 }
 

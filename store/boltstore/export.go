@@ -3,9 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -42,14 +40,12 @@ func (db *DB) Export(ctx context.Context) (*store.Snapshot, error) {
 			return err
 		}
 		err = tx.Bucket(bktCerts).ForEach(func(k, v []byte) error {
-			if len(v) < 8 {
+			e, ok := decodeKV(k, v)
+			if !ok {
 				return fmt.Errorf("key %q: a record of %d bytes has no modification time", k, len(v))
 			}
-			s.KV = append(s.KV, store.KVEntry{
-				Key:      string(k),
-				Value:    bytes.Clone(v[8:]),
-				Modified: time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
-			})
+			e.Value = bytes.Clone(e.Value)
+			s.KV = append(s.KV, e)
 			return nil
 		})
 		if err != nil {

@@ -20,18 +20,18 @@ func (db *DB) Project(ctx context.Context) (store.Project, error) {
 // transaction. fn may run more than once, each time on a fresh copy; an error
 // from it is returned as it is, and nothing is saved.
 func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error) {
-	return writeRefusable(ctx, db, func(tx *bolt.Tx) (store.Project, error, error) {
+	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Project, error) {
 		p, err := getProject(tx)
 		if err != nil {
-			return p, nil, err
+			return p, err
 		}
-		if refused := fn(&p); refused != nil {
-			return p, refused, nil
+		if err := fn(&p); err != nil {
+			return p, refusal{err}
 		}
 		if err := store.ValidateProject(&p); err != nil {
-			return p, nil, err
+			return p, err
 		}
-		return p, nil, putMetaJSON(tx, metaProject, &p)
+		return p, putMetaJSON(tx, metaProject, &p)
 	})
 }
 
