@@ -32,6 +32,19 @@ func NewSecret(prefix string) (string, error) {
 	return prefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
+// NewAPIKey draws a new API key's secret, and returns the key as it is
+// stored (the secret's SHA-256, never the secret) and the secret, which
+// only its creator sees.
+func NewAPIKey(name string, createdAt time.Time) (StoredAPIKey, string, error) {
+	secret, err := NewSecret(APIKeyPrefix)
+	if err != nil {
+		return StoredAPIKey{}, "", err
+	}
+	hash := sha256.Sum256([]byte(secret))
+	prefix := secret[len(APIKeyPrefix) : len(APIKeyPrefix)+8]
+	return StoredAPIKey{APIKey: APIKey{Name: name, Prefix: prefix, CreatedAt: createdAt}, SHA256: hash[:]}, secret, nil
+}
+
 // AdminTokenOrNew returns the given admin token, or a new one when none is
 // given, with the SHA-256 hash that is stored in its place. Stores draw it
 // before their transaction so that every run of it stores the same token.
@@ -68,8 +81,8 @@ func ValidateProject(p *Project) error {
 	switch {
 	case p.Name == "":
 		return Errorf(EINVALID, "name is required")
-	case p.Plan != PlanFree && p.Plan != PlanPro && p.Plan != PlanEnterprise:
-		return Errorf(EINVALID, "plan %q is not one of free, pro, enterprise", p.Plan)
+	case !slices.Contains(plans, p.Plan):
+		return Errorf(EINVALID, "plan %q is not one of %s", p.Plan, strings.Join(plans, ", "))
 	case !isDNSLabel(p.Slug):
 		return Errorf(EINVALID, "slug %q is not a DNS label (1 to 63 lowercase letters, digits and inner hyphens)", p.Slug)
 	}

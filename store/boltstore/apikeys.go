@@ -14,18 +14,9 @@ import (
 // CreateAPIKey creates an API key and returns it with its secret. The secret
 // is not stored and cannot be recovered: this is the only time it is seen.
 func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, string, error) {
-	secret, err := store.NewSecret(store.APIKeyPrefix)
+	rec, secret, err := store.NewAPIKey(name, db.timestamp())
 	if err != nil {
 		return store.APIKey{}, "", err
-	}
-	hash := sha256.Sum256([]byte(secret))
-	rec := store.StoredAPIKey{
-		APIKey: store.APIKey{
-			Name:      name,
-			Prefix:    secret[len(store.APIKeyPrefix) : len(store.APIKeyPrefix)+8],
-			CreatedAt: db.timestamp(),
-		},
-		SHA256: hash[:],
 	}
 	err = db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktAPIKeys)
@@ -37,14 +28,14 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 		if err := putJSON(b, id, &rec); err != nil {
 			return err
 		}
-		return tx.Bucket(bktAPIKeysByHash).Put(hash[:], itob(id))
+		return tx.Bucket(bktAPIKeysByHash).Put(rec.SHA256, itob(id))
 	})
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
 	// Only now that the key is on disk may it authenticate.
 	db.keysMu.Lock()
-	db.keys[hash] = rec
+	db.keys[[32]byte(rec.SHA256)] = rec
 	db.keysMu.Unlock()
 	return rec.APIKey, secret, nil
 }

@@ -74,11 +74,7 @@ func (t table[T]) page(ctx context.Context, db *DB, index, prefix []byte, p stor
 // readValue returns what fn finds in one read transaction.
 func readValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, error)) (T, error) {
 	var v T
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		var err error
-		v, err = fn(tx)
-		return err
-	})
+	err := db.read(ctx, keepValue(&v, fn))
 	return v, err
 }
 
@@ -87,14 +83,19 @@ func readValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, erro
 // error.
 func writeValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, error)) (T, error) {
 	var v T
-	err := db.write(ctx, func(tx *bolt.Tx) error {
-		var err error
-		v, err = fn(tx)
-		return err
-	})
-	if err != nil {
+	if err := db.write(ctx, keepValue(&v, fn)); err != nil {
 		var zero T
 		return zero, err
 	}
 	return v, nil
+}
+
+// keepValue adapts fn to a transaction's function that keeps fn's value in
+// *v.
+func keepValue[T any](v *T, fn func(tx *bolt.Tx) (T, error)) func(tx *bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
+		var err error
+		*v, err = fn(tx)
+		return err
+	}
 }

@@ -48,24 +48,18 @@ func (db *DB) CheckAdminToken(token string) bool {
 
 // CreateAPIKey creates a key and returns its secret, which is not stored.
 func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, string, error) {
-	secret, err := store.NewSecret(store.APIKeyPrefix)
+	k, secret, err := store.NewAPIKey(name, db.timestamp())
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
-	hash := sha256.Sum256([]byte(secret))
-	k := store.APIKey{
-		Name:      name,
-		Prefix:    secret[len(store.APIKeyPrefix) : len(store.APIKeyPrefix)+8],
-		CreatedAt: db.timestamp(),
-	}
 	err = db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `INSERT INTO api_keys (name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
-			k.Name, k.Prefix, hash[:], k.CreatedAt).Scan(&k.ID)
+			k.Name, k.Prefix, k.SHA256, k.CreatedAt).Scan(&k.ID)
 	})
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
-	return k, secret, nil
+	return k.APIKey, secret, nil
 }
 
 // APIKeys lists one page of the keys in id order, without their secrets.
@@ -98,23 +92,24 @@ func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
 	return k, ok
 }
 
-// meta reads a singleton of the meta table: nil when it was never saved.
-// lock takes its row for the rest of the transaction, creating it first,
-// so that read-modify-write transactions on it queue.
-func meta(ctx context.Context, q querier, key string, lock bool) ([]byte, error) {
+// meta reads a singleton of the meta table with unmarshal, which takes nil
+// for one never saved. lock takes its row for the rest of the transaction,
+// creating it first, so that read-modify-write transactions on it queue.
+func meta[T any](ctx context.Context, q querier, key string, lock bool, unmarshal func([]byte) (T, error)) (T, error) {
 	sql := `SELECT value FROM meta WHERE key = $1`
 	if lock {
 		if _, err := q.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, 'null') ON CONFLICT (key) DO NOTHING`, key); err != nil {
-			return nil, err
+			var zero T
+			return zero, err
 		}
 		sql += ` FOR UPDATE`
 	}
 	var data []byte
-	err := q.QueryRow(ctx, sql, key).Scan(&data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+	if err := q.QueryRow(ctx, sql, key).Scan(&data); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		var zero T
+		return zero, err
 	}
-	return data, err
+	return unmarshal(data)
 }
 
 func putMetaJSON(ctx context.Context, tx pgx.Tx, key string, v any) error {
@@ -126,17 +121,9 @@ func putMetaJSON(ctx context.Context, tx pgx.Tx, key string, v any) error {
 	return err
 }
 
-func project(ctx context.Context, q querier, lock bool) (store.Project, error) {
-	data, err := meta(ctx, q, "project", lock)
-	if err != nil {
-		return store.Project{}, err
-	}
-	return store.UnmarshalProject(data)
-}
-
 // Project returns the project and its settings.
 func (db *DB) Project(ctx context.Context) (store.Project, error) {
-	return project(ctx, db.pool, false)
+	return meta(ctx, db.pool, "project", false, store.UnmarshalProject)
 }
 
 // UpdateProject applies fn to the project in one transaction; an error from
@@ -145,7 +132,7 @@ func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) 
 	var p store.Project
 	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
 		var err error
-		if p, err = project(ctx, tx, true); err != nil {
+		if p, err = meta(ctx, tx, "project", true, store.UnmarshalProject); err != nil {
 			return err
 		}
 		if err := fn(&p); err != nil {
@@ -168,7 +155,7 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 		d.At = db.timestamp()
 	}
 	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
-		p, err := project(ctx, tx, true)
+		p, err := meta(ctx, tx, "project", true, store.UnmarshalProject)
 		if err != nil {
 			return err
 		}
@@ -276,7 +263,7 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 // place as the primary domain.
 func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 	return db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
-		s, err := settings(ctx, tx, true)
+		s, err := meta(ctx, tx, "settings", true, store.UnmarshalSettings)
 		if err != nil {
 			return err
 		}
@@ -295,17 +282,9 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 	})
 }
 
-func settings(ctx context.Context, q querier, lock bool) (store.Settings, error) {
-	data, err := meta(ctx, q, "settings", lock)
-	if err != nil {
-		return store.Settings{}, err
-	}
-	return store.UnmarshalSettings(data)
-}
-
 // Settings returns the domain settings.
 func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
-	return settings(ctx, db.pool, false)
+	return meta(ctx, db.pool, "settings", false, store.UnmarshalSettings)
 }
 
 // UpdateSettings applies fn to the settings, given the attached domains, in
@@ -314,7 +293,7 @@ func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, att
 	var s store.Settings
 	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
 		var err error
-		if s, err = settings(ctx, tx, true); err != nil {
+		if s, err = meta(ctx, tx, "settings", true, store.UnmarshalSettings); err != nil {
 			return err
 		}
 		list, err := domains(ctx, tx, true)

@@ -37,11 +37,8 @@ func openAt(t *testing.T, url string) *postgres.DB {
 // Two instances on one database: a key revoked through one is refused by
 // the other within a second, and a change of the admin token reaches it.
 func TestChangesReachOtherInstances(t *testing.T) {
-	url := pgtest.URL(t)
 	ctx := context.Background()
-	a, b := openAt(t, url), openAt(t, url)
-	changed := make(chan struct{}, 10)
-	b.OnChange(func() { changed <- struct{}{} })
+	b, a, changed := twoInstances(t, pgtest.URL(t))
 
 	token, err := a.EnsureAdminToken(ctx, "")
 	if err != nil || token == "" {
@@ -73,9 +70,7 @@ func TestChangesReachOtherInstances(t *testing.T) {
 func TestOnlyCredentialChangesReloadCredentials(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := context.Background()
-	a, b := openAt(t, url), openAt(t, url)
-	changed := make(chan struct{}, 10)
-	a.OnChange(func() { changed <- struct{}{} })
+	a, b, changed := twoInstances(t, url)
 
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -108,6 +103,16 @@ func TestOnlyCredentialChangesReloadCredentials(t *testing.T) {
 	if _, ok := a.AuthenticateAPIKey(hidden); !ok {
 		t.Error("a key change did not reload every key")
 	}
+}
+
+// twoInstances opens two instances on the database at url; changed
+// receives the change notices of the first.
+func twoInstances(t *testing.T, url string) (watched, other *postgres.DB, changed <-chan struct{}) {
+	t.Helper()
+	notices := make(chan struct{}, 10)
+	watched, other = openAt(t, url), openAt(t, url)
+	watched.OnChange(func() { notices <- struct{}{} })
+	return watched, other, notices
 }
 
 // waitFor waits for cond, re-checking after each change notification, for
