@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -83,24 +84,15 @@ func ValidateProject(p *Project) error {
 		return Errorf(EINVALID, "name is required")
 	case !slices.Contains(plans, p.Plan):
 		return Errorf(EINVALID, "plan %q is not one of %s", p.Plan, strings.Join(plans, ", "))
-	case !isDNSLabel(p.Slug):
+	case !dnsLabel.MatchString(p.Slug):
 		return Errorf(EINVALID, "slug %q is not a DNS label (1 to 63 lowercase letters, digits and inner hyphens)", p.Slug)
 	}
 	return nil
 }
 
-func isDNSLabel(s string) bool {
-	if len(s) < 1 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// dnsLabel is a lowercase DNS label: 1 to 63 letters, digits and inner
+// hyphens.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // DomainCursor is a place in the list of domains, which is ordered by when
 // they were added, then by name: the last domain of a page.

@@ -76,19 +76,6 @@ func btoi(b []byte) int64 {
 	return int64(binary.BigEndian.Uint64(b))
 }
 
-// cat joins key parts into a new slice.
-func cat(parts ...[]byte) []byte {
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	k := make([]byte, 0, n+8)
-	for _, p := range parts {
-		k = append(k, p...)
-	}
-	return k
-}
-
 func statusPrefix(s store.PetStatus) []byte {
 	return append([]byte(s), 0)
 }
@@ -109,8 +96,8 @@ func putJSON(b *bolt.Bucket, id int64, v any) error {
 	return b.Put(itob(id), data)
 }
 
-// appendFill is the FillPercent of the buckets that putRecord, indexPet and
-// indexOrder write. Their keys only grow within a key range (entity ids come
+// appendFill is the FillPercent of the buckets that putRecord and
+// putIndexEntries write. Their keys only grow within a key range (entity ids come
 // from a sequence, and every index key ends with one), so inserts land at
 // the end of a range. bbolt splits a node that outgrows its page into pieces
 // of FillPercent of a page: at its default, half a page, every split leaves

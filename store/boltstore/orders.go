@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -45,7 +46,7 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 		if err := putOrder(b, &placed); err != nil {
 			return err
 		}
-		return indexOrder(tx, &placed)
+		return putIndexEntries(tx, orderIndexEntries(&placed))
 	})
 	if err != nil {
 		return err
@@ -75,13 +76,13 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (s
 		if u.Complete != nil {
 			o.Complete = *u.Complete
 		}
-		if err := unindexOrder(tx, &old); err != nil {
+		if err := deleteIndexEntries(tx, orderIndexEntries(&old)); err != nil {
 			return o, err
 		}
 		if err := putOrder(tx.Bucket(bktOrders), &o); err != nil {
 			return o, err
 		}
-		return o, indexOrder(tx, &o)
+		return o, putIndexEntries(tx, orderIndexEntries(&o))
 	})
 }
 
@@ -105,7 +106,7 @@ func (db *DB) CancelOrder(ctx context.Context, id int64) error {
 		} else if store.ErrorCode(err) != store.ENOTFOUND {
 			return err
 		}
-		if err := unindexOrder(tx, &o); err != nil {
+		if err := deleteIndexEntries(tx, orderIndexEntries(&o)); err != nil {
 			return err
 		}
 		return tx.Bucket(bktOrders).Delete(itob(id))
@@ -118,7 +119,7 @@ func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Orde
 	var index, prefix []byte
 	switch {
 	case f.PetID != 0 && f.Complete != nil:
-		index, prefix = bktOrdersByPetComplete, cat(itob(f.PetID), completeByte(*f.Complete))
+		index, prefix = bktOrdersByPetComplete, slices.Concat(itob(f.PetID), completeByte(*f.Complete))
 	case f.PetID != 0:
 		index, prefix = bktOrdersByPet, itob(f.PetID)
 	case f.Complete != nil:
@@ -145,12 +146,4 @@ func orderIndexEntries(o *store.Order) [3]indexEntry {
 		{bktOrdersByComplete, k[byPet:byComplete]},
 		{bktOrdersByPetComplete, k[byComplete:]},
 	}
-}
-
-func indexOrder(tx *bolt.Tx, o *store.Order) error {
-	return putIndexEntries(tx, orderIndexEntries(o))
-}
-
-func unindexOrder(tx *bolt.Tx, o *store.Order) error {
-	return deleteIndexEntries(tx, orderIndexEntries(o))
 }

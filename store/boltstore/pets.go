@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -79,13 +80,13 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 			return store.CategoryMissing(in.CategoryID)
 		}
 		// Checks done; from here on only writes.
-		if err := unindexPet(tx, &old); err != nil {
+		if err := deleteIndexEntries(tx, petIndexEntries(&old)); err != nil {
 			return err
 		}
 		if err := putPet(tx.Bucket(bktPets), &in); err != nil {
 			return err
 		}
-		if err := indexPet(tx, &in); err != nil {
+		if err := putIndexEntries(tx, petIndexEntries(&in)); err != nil {
 			return err
 		}
 		if in.Status != old.Status {
@@ -109,7 +110,7 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 		if err != nil {
 			return err
 		}
-		if err := unindexPet(tx, &old); err != nil {
+		if err := deleteIndexEntries(tx, petIndexEntries(&old)); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bktPets).Delete(itob(id)); err != nil {
@@ -128,7 +129,7 @@ func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int
 	var index, prefix []byte
 	switch {
 	case f.Status != "" && f.CategoryID != 0:
-		index, prefix = bktPetsByCategoryStatus, cat(itob(f.CategoryID), statusPrefix(f.Status))
+		index, prefix = bktPetsByCategoryStatus, slices.Concat(itob(f.CategoryID), statusPrefix(f.Status))
 	case f.Status != "":
 		index, prefix = bktPetsByStatus, statusPrefix(f.Status)
 	case f.CategoryID != 0:
@@ -151,7 +152,7 @@ func createPet(tx *bolt.Tx, p *store.Pet) error {
 	if err := putPet(b, p); err != nil {
 		return err
 	}
-	if err := indexPet(tx, p); err != nil {
+	if err := putIndexEntries(tx, petIndexEntries(p)); err != nil {
 		return err
 	}
 	return putInventory(tx.Bucket(bktInventory), &store.InventoryItem{PetID: id, Status: p.Status})
@@ -172,12 +173,4 @@ func petIndexEntries(p *store.Pet) [3]indexEntry {
 		{bktPetsByCategory, k[byStatus:byCategory]},
 		{bktPetsByCategoryStatus, k[byCategory:]},
 	}
-}
-
-func indexPet(tx *bolt.Tx, p *store.Pet) error {
-	return putIndexEntries(tx, petIndexEntries(p))
-}
-
-func unindexPet(tx *bolt.Tx, p *store.Pet) error {
-	return deleteIndexEntries(tx, petIndexEntries(p))
 }
