@@ -66,8 +66,7 @@ type DB struct {
 	keys   map[[32]byte]store.StoredAPIKey
 
 	// The admin token's hash, cached for the same reason.
-	adminMu   sync.RWMutex
-	adminHash []byte
+	adminHash atomic.Pointer[[]byte]
 
 	// Certmagic locks held by this process, by name; the channel is closed on
 	// unlock to wake up waiters.

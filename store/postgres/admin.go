@@ -64,7 +64,7 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 
 // APIKeys lists one page of the keys in id order, without their secrets.
 func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64, error) {
-	return pageOf(ctx, db.pool, p, func(k *store.APIKey) int64 { return k.ID }, func(r pgx.Rows) (store.APIKey, error) {
+	return pageOf(ctx, db.pool, p, func(k *store.APIKey) int64 { return k.ID }, func(r pgx.Row) (store.APIKey, error) {
 		var k store.APIKey
 		err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt)
 		k.CreatedAt = k.CreatedAt.UTC()

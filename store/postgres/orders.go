@@ -8,7 +8,7 @@ import (
 	"petstore/store"
 )
 
-func scanCategory(r pgx.Rows) (store.Category, error) {
+func scanCategory(r pgx.Row) (store.Category, error) {
 	var c store.Category
 	err := r.Scan(&c.ID, &c.Name, &c.Description)
 	return c, err
@@ -22,9 +22,7 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 
 // Category returns one category.
 func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
-	var c store.Category
-	err := db.pool.QueryRow(ctx, `SELECT id, name, description FROM categories WHERE id = $1`, id).
-		Scan(&c.ID, &c.Name, &c.Description)
+	c, err := scanCategory(db.pool.QueryRow(ctx, `SELECT id, name, description FROM categories WHERE id = $1`, id))
 	return c, notFound(err, store.NotFound("category", id))
 }
 
@@ -63,7 +61,7 @@ func (db *DB) ListCategories(ctx context.Context, p store.Page) ([]store.Categor
 		`SELECT id, name, description FROM categories WHERE id > $1 ORDER BY id LIMIT $2`)
 }
 
-func scanItem(r pgx.Rows) (store.InventoryItem, error) {
+func scanItem(r pgx.Row) (store.InventoryItem, error) {
 	var it store.InventoryItem
 	err := r.Scan(&it.PetID, &it.Quantity, &it.Status)
 	return it, err
@@ -71,9 +69,7 @@ func scanItem(r pgx.Rows) (store.InventoryItem, error) {
 
 // InventoryItem returns the stock of one pet.
 func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryItem, error) {
-	var it store.InventoryItem
-	err := db.pool.QueryRow(ctx, `SELECT pet_id, quantity, status FROM inventory WHERE pet_id = $1`, petID).
-		Scan(&it.PetID, &it.Quantity, &it.Status)
+	it, err := scanItem(db.pool.QueryRow(ctx, `SELECT pet_id, quantity, status FROM inventory WHERE pet_id = $1`, petID))
 	return it, notFound(err, store.NotFound("pet", petID))
 }
 
@@ -82,9 +78,7 @@ func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (store.Invento
 	if err := store.CheckStock(qty); err != nil {
 		return store.InventoryItem{}, err
 	}
-	it := store.InventoryItem{PetID: petID}
-	err := db.pool.QueryRow(ctx, `UPDATE inventory SET quantity = $2 WHERE pet_id = $1 RETURNING quantity, status`, petID, qty).
-		Scan(&it.Quantity, &it.Status)
+	it, err := scanItem(db.pool.QueryRow(ctx, `UPDATE inventory SET quantity = $2 WHERE pet_id = $1 RETURNING pet_id, quantity, status`, petID, qty))
 	return it, notFound(err, store.NotFound("pet", petID))
 }
 
@@ -102,20 +96,16 @@ func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]sto
 	return pageOf(ctx, db.pool, f.Page, id, scanItem, cols+order)
 }
 
-func scanOrder(r pgx.Rows) (store.Order, error) {
+// scanOrder reads an order, its ship date in UTC as the store's other times
+// are: pgx reads a TIMESTAMPTZ in the local zone.
+func scanOrder(r pgx.Row) (store.Order, error) {
 	var o store.Order
 	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
-	return inUTC(o), err
-}
-
-// inUTC gives the order's ship date in UTC, as the store's other times are:
-// pgx reads a TIMESTAMPTZ in the local zone.
-func inUTC(o store.Order) store.Order {
 	if o.ShipDate != nil {
 		d := o.ShipDate.UTC()
 		o.ShipDate = &d
 	}
-	return o
+	return o, err
 }
 
 // PlaceOrder takes the stock and records the order in one transaction: the
@@ -152,19 +142,15 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 
 // Order returns one order.
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
-	var o store.Order
-	err := db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id = $1`, id).
-		Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
-	return inUTC(o), notFound(err, store.NotFound("order", id))
+	o, err := scanOrder(db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id = $1`, id))
+	return o, notFound(err, store.NotFound("order", id))
 }
 
 // UpdateOrder changes an order's ship date or completion.
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (store.Order, error) {
-	var o store.Order
-	err := db.pool.QueryRow(ctx, `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete)
-		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete`, id, u.ShipDate, u.Complete).
-		Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
-	return inUTC(o), notFound(err, store.NotFound("order", id))
+	o, err := scanOrder(db.pool.QueryRow(ctx, `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete)
+		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete`, id, u.ShipDate, u.Complete))
+	return o, notFound(err, store.NotFound("order", id))
 }
 
 // CancelOrder removes an incomplete order and returns its stock.

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,7 +12,7 @@ import (
 // entry, and a category's before its pets are counted, in every
 // transaction, so that concurrent writers queue instead of deadlocking.
 
-func scanPet(r pgx.Rows) (store.Pet, error) {
+func scanPet(r pgx.Row) (store.Pet, error) {
 	var p store.Pet
 	err := r.Scan(&p.ID, &p.Name, &p.CategoryID, &p.Status)
 	return p, err
@@ -55,9 +54,7 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 
 // Pet returns one pet.
 func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
-	var p store.Pet
-	err := db.pool.QueryRow(ctx, `SELECT id, name, category_id, status FROM pets WHERE id = $1`, id).
-		Scan(&p.ID, &p.Name, &p.CategoryID, &p.Status)
+	p, err := scanPet(db.pool.QueryRow(ctx, `SELECT id, name, category_id, status FROM pets WHERE id = $1`, id))
 	return p, notFound(err, store.NotFound("pet", id))
 }
 
@@ -67,7 +64,7 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(p)
+	return p.AppendJSON(nil), nil
 }
 
 // ReplacePet replaces a pet; its inventory entry takes the new status.
