@@ -36,40 +36,28 @@ type cache struct {
 	listeners   []func()
 }
 
-// change is the kind of a change, for the changes row.
-type change int
-
+// The kinds of change, as the changes row counts them: every change in
+// version, and those that leave the credentials alone in other_version too
+// (migrations/0002_change_kinds.sql).
 const (
+	// credentialsChange changes API keys or the admin token.
+	credentialsChange = `UPDATE changes SET version = version + 1 WHERE id = 1`
 	// otherChange leaves the credentials alone: domains, settings, the
 	// project.
-	otherChange change = iota
-	// credentialsChange changes API keys or the admin token.
-	credentialsChange
+	otherChange = `UPDATE changes SET version = version + 1, other_version = other_version + 1 WHERE id = 1`
 )
 
-// The changes row counts every change in version, and those that leave the
-// credentials alone in other_version (migrations/0002_change_kinds.sql).
-const (
-	bumpCredentials = `UPDATE changes SET version = version + 1 WHERE id = 1`
-	bumpOther       = `UPDATE changes SET version = version + 1, other_version = other_version + 1 WHERE id = 1`
-	readCounts      = `SELECT version, version - other_version FROM changes WHERE id = 1`
-)
-
-// changeTx runs fn in a transaction that also records a change of this
-// kind for the other instances, then catches this instance up at once. The
-// change is committed when that runs: a catch-up that fails (the database
-// gone for a moment, the caller's context ended) is not the write's
-// failure, and the watcher's next poll catches up instead.
-func (db *DB) changeTx(ctx context.Context, kind change, fn func(pgx.Tx) error) error {
-	bump := bumpOther
-	if kind == credentialsChange {
-		bump = bumpCredentials
-	}
+// changeTx runs fn in a transaction that also counts the change (one of
+// the kinds above) for the other instances, then catches this instance up
+// at once. The change is committed when that runs: a catch-up that fails
+// (the database gone for a moment, the caller's context ended) is not the
+// write's failure, and the watcher's next poll catches up instead.
+func (db *DB) changeTx(ctx context.Context, kind string, fn func(pgx.Tx) error) error {
 	err := db.tx(ctx, func(tx pgx.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, bump)
+		_, err := tx.Exec(ctx, kind)
 		return err
 	})
 	if err != nil {
@@ -114,7 +102,7 @@ func everyTick(ctx context.Context, interval time.Duration, fn func()) {
 // last told.
 func (db *DB) catchUp(ctx context.Context) error {
 	var version, credentials int64
-	if err := db.pool.QueryRow(ctx, readCounts).Scan(&version, &credentials); err != nil {
+	if err := db.pool.QueryRow(ctx, `SELECT version, version - other_version FROM changes WHERE id = 1`).Scan(&version, &credentials); err != nil {
 		return err
 	}
 	db.cache.mu.RLock()
