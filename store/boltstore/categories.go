@@ -10,22 +10,15 @@ import (
 
 // CreateCategory stores a new category and sets c.ID.
 func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
-	var created store.Category
-	err := db.write(ctx, func(tx *bolt.Tx) error {
-		created = *c
+	return create(ctx, db, c, *c, func(tx *bolt.Tx, created *store.Category) error {
 		b := tx.Bucket(bktCategories)
 		id, err := nextID(b)
 		if err != nil {
 			return err
 		}
 		created.ID = id
-		return putJSON(b, id, &created)
+		return putJSON(b, id, created)
 	})
-	if err != nil {
-		return err
-	}
-	*c = created
-	return nil
 }
 
 // Category returns the category with the given id.

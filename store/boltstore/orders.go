@@ -17,9 +17,7 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 	if err != nil {
 		return err
 	}
-	var placed store.Order
-	err = db.write(ctx, func(tx *bolt.Tx) error {
-		placed = in
+	return create(ctx, db, o, in, func(tx *bolt.Tx, placed *store.Order) error {
 		pet, err := petTable.get(tx, in.PetID)
 		if err != nil {
 			if store.ErrorCode(err) == store.ENOTFOUND {
@@ -43,16 +41,11 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 		if placed.ID, err = nextID(b); err != nil {
 			return err
 		}
-		if err := putOrder(b, &placed); err != nil {
+		if err := putOrder(b, placed); err != nil {
 			return err
 		}
-		return putIndexEntries(tx, orderIndexEntries(&placed))
+		return putIndexEntries(tx, orderIndexEntries(placed))
 	})
-	if err != nil {
-		return err
-	}
-	*o = placed
-	return nil
 }
 
 // Order returns the order with the given id.

@@ -17,16 +17,7 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 	if err != nil {
 		return err
 	}
-	var created store.Pet
-	err = db.write(ctx, func(tx *bolt.Tx) error {
-		created = in
-		return createPet(tx, &created)
-	})
-	if err != nil {
-		return err
-	}
-	*p = created
-	return nil
+	return create(ctx, db, p, in, createPet)
 }
 
 // Pet returns the pet with the given id.

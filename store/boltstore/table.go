@@ -90,6 +90,20 @@ func writeValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, err
 	return v, nil
 }
 
+// create runs a write that inserts a new record made from in (insert sets
+// its id), and sets *out to the record of the run that committed.
+func create[T any](ctx context.Context, db *DB, out *T, in T, insert func(tx *bolt.Tx, rec *T) error) error {
+	var rec T
+	err := db.write(ctx, func(tx *bolt.Tx) error {
+		rec = in
+		return insert(tx, &rec)
+	})
+	if err == nil {
+		*out = rec
+	}
+	return err
+}
+
 // keepValue adapts fn to a transaction's function that keeps fn's value in
 // *v.
 func keepValue[T any](v *T, fn func(tx *bolt.Tx) (T, error)) func(tx *bolt.Tx) error {
