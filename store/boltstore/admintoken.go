@@ -52,10 +52,3 @@ func (db *DB) CheckAdminToken(token string) bool {
 	want := db.adminHash.Load()
 	return want != nil && token != "" && subtle.ConstantTimeCompare(*want, hash[:]) == 1
 }
-
-func (db *DB) loadAdminHash(tx *bolt.Tx) {
-	if h := tx.Bucket(bktMeta).Get(metaAdminHash); h != nil {
-		h = bytes.Clone(h)
-		db.adminHash.Store(&h)
-	}
-}

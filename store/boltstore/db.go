@@ -3,6 +3,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -164,7 +165,10 @@ func (db *DB) init() error {
 		if err := db.loadAPIKeys(tx); err != nil {
 			return err
 		}
-		db.loadAdminHash(tx)
+		if h := tx.Bucket(bktMeta).Get(metaAdminHash); h != nil {
+			h = bytes.Clone(h)
+			db.adminHash.Store(&h)
+		}
 		return nil
 	})
 }

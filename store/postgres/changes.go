@@ -143,23 +143,17 @@ func (db *DB) loadCredentials(ctx context.Context) error {
 		if err != nil && err != pgx.ErrNoRows {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, name, prefix, created_at, sha256 FROM api_keys`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k store.APIKey
-			var h []byte
-			if err := rows.Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt, &h); err != nil {
-				return err
-			}
+		var k store.APIKey
+		var h []byte
+		rows, _ := tx.Query(ctx, `SELECT id, name, prefix, created_at, sha256 FROM api_keys`) // its error comes back from ForEachRow
+		_, err = pgx.ForEachRow(rows, []any{&k.ID, &k.Name, &k.Prefix, &k.CreatedAt, &h}, func() error {
 			if len(h) == sha256.Size {
 				k.CreatedAt = k.CreatedAt.UTC()
 				keys[[32]byte(h)] = k
 			}
-		}
-		return rows.Err()
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return err
