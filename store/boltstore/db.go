@@ -437,11 +437,12 @@ func (db *DB) committer() {
 //
 // The committer runs fn in a transaction shared with other writers, may run
 // it more than once, and rolls back the whole group when one fn fails. So an
-// application failure (an *Error) must not fail the transaction: write turns
-// it into a successful, write-less run and returns it to the caller after the
-// commit. For that to be correct, fn must return an *Error (or a refusal) only
-// before it has written anything; any other error is a storage failure and aborts the group
-// (the committer then runs each write of the group alone).
+// application failure (an *Error, or a refusal) must not fail the
+// transaction: write turns it into a successful, write-less run and returns
+// it to the caller after the commit. For that to be correct, fn must return
+// one only before it has written anything; any other error is a storage
+// failure and aborts the group (the committer then runs each write of the
+// group alone).
 func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err

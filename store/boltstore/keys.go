@@ -97,9 +97,9 @@ func putJSON(b *bolt.Bucket, id int64, v any) error {
 }
 
 // appendFill is the FillPercent of the buckets that putRecord and
-// putIndexEntries write. Their keys only grow within a key range (entity ids come
-// from a sequence, and every index key ends with one), so inserts land at
-// the end of a range. bbolt splits a node that outgrows its page into pieces
+// putIndexEntries write. Their keys only grow within a key range (entity
+// ids come from a sequence, and every index key ends with one), so inserts
+// land at the end of a range. bbolt splits a node that outgrows its page into pieces
 // of FillPercent of a page: at its default, half a page, every split leaves
 // a half-empty node behind that is never filled, and the node taking the
 // inserts, which each commit reads and rewrites in full, starts half full.
