@@ -112,6 +112,28 @@ func meta[T any](ctx context.Context, q querier, key string, lock bool, unmarsha
 	return unmarshal(data)
 }
 
+// updateMeta applies change to a singleton of the meta table, read with
+// unmarshal, and saves it, in one transaction that holds its row; an error
+// from change leaves it as it was.
+func updateMeta[T any](ctx context.Context, db *DB, key string, unmarshal func([]byte) (T, error), change func(pgx.Tx, *T) error) (T, error) {
+	var v T
+	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
+		var err error
+		if v, err = meta(ctx, tx, key, true, unmarshal); err != nil {
+			return err
+		}
+		if err := change(tx, &v); err != nil {
+			return err
+		}
+		return putMetaJSON(ctx, tx, key, &v)
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
 func putMetaJSON(ctx context.Context, tx pgx.Tx, key string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -129,24 +151,12 @@ func (db *DB) Project(ctx context.Context) (store.Project, error) {
 // UpdateProject applies fn to the project in one transaction; an error from
 // fn leaves it as it was.
 func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error) {
-	var p store.Project
-	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
-		var err error
-		if p, err = meta(ctx, tx, "project", true, store.UnmarshalProject); err != nil {
+	return updateMeta(ctx, db, "project", store.UnmarshalProject, func(_ pgx.Tx, p *store.Project) error {
+		if err := fn(p); err != nil {
 			return err
 		}
-		if err := fn(&p); err != nil {
-			return err
-		}
-		if err := store.ValidateProject(&p); err != nil {
-			return err
-		}
-		return putMetaJSON(ctx, tx, "project", &p)
+		return store.ValidateProject(p)
 	})
-	if err != nil {
-		return store.Project{}, err
-	}
-	return p, nil
 }
 
 // RecordDeploy adds a deploy to the project, keeping the newest MaxDeploys.
@@ -154,16 +164,12 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 	if d.At.IsZero() {
 		d.At = db.timestamp()
 	}
-	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
-		p, err := meta(ctx, tx, "project", true, store.UnmarshalProject)
-		if err != nil {
-			return err
-		}
+	_, err := updateMeta(ctx, db, "project", store.UnmarshalProject, func(tx pgx.Tx, p *store.Project) error {
 		if err := tx.QueryRow(ctx, `SELECT nextval('deploy_ids')`).Scan(&d.ID); err != nil {
 			return err
 		}
 		p.AddDeploy(d)
-		return putMetaJSON(ctx, tx, "project", &p)
+		return nil
 	})
 	if err != nil {
 		return store.Deploy{}, err
@@ -262,11 +268,7 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 // RemoveDomain detaches a domain, with the redirects from or to it and its
 // place as the primary domain.
 func (db *DB) RemoveDomain(ctx context.Context, name string) error {
-	return db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
-		s, err := meta(ctx, tx, "settings", true, store.UnmarshalSettings)
-		if err != nil {
-			return err
-		}
+	_, err := updateMeta(ctx, db, "settings", store.UnmarshalSettings, func(tx pgx.Tx, s *store.Settings) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM domains WHERE name = $1`, name)
 		if err != nil {
 			return err
@@ -278,8 +280,9 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 		if s.Domains.Primary == name {
 			s.Domains.Primary = ""
 		}
-		return putMetaJSON(ctx, tx, "settings", &s)
+		return nil
 	})
+	return err
 }
 
 // Settings returns the domain settings.
@@ -290,12 +293,7 @@ func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
 // UpdateSettings applies fn to the settings, given the attached domains, in
 // one transaction; an error from fn leaves them as they were.
 func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, attached map[string]store.Domain) error) (store.Settings, error) {
-	var s store.Settings
-	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
-		var err error
-		if s, err = meta(ctx, tx, "settings", true, store.UnmarshalSettings); err != nil {
-			return err
-		}
+	return updateMeta(ctx, db, "settings", store.UnmarshalSettings, func(tx pgx.Tx, s *store.Settings) error {
 		list, err := domains(ctx, tx, true)
 		if err != nil {
 			return err
@@ -304,13 +302,6 @@ func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, att
 		for _, d := range list {
 			attached[d.Name] = d
 		}
-		if err := fn(&s, attached); err != nil {
-			return err
-		}
-		return putMetaJSON(ctx, tx, "settings", &s)
+		return fn(s, attached)
 	})
-	if err != nil {
-		return store.Settings{}, err
-	}
-	return s, nil
 }
