@@ -109,6 +109,9 @@ const (
 	PlanEnterprise = "enterprise"
 )
 
+// plans lists the plans, lowest first, for ValidateProject.
+var plans = []string{PlanFree, PlanPro, PlanEnterprise}
+
 // Project is the one project this instance serves, with its settings.
 type Project struct {
 	Name    string   `json:"name"`

@@ -1,11 +1,17 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -25,6 +31,19 @@ func NewSecret(prefix string) (string, error) {
 		return "", err
 	}
 	return prefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// NewAPIKey draws a new API key's secret, and returns the key as it is
+// stored (the secret's SHA-256, never the secret) and the secret, which
+// only its creator sees.
+func NewAPIKey(name string, createdAt time.Time) (StoredAPIKey, string, error) {
+	secret, err := NewSecret(APIKeyPrefix)
+	if err != nil {
+		return StoredAPIKey{}, "", err
+	}
+	hash := sha256.Sum256([]byte(secret))
+	prefix := secret[len(APIKeyPrefix) : len(APIKeyPrefix)+8]
+	return StoredAPIKey{APIKey: APIKey{Name: name, Prefix: prefix, CreatedAt: createdAt}, SHA256: hash[:]}, secret, nil
 }
 
 // AdminTokenOrNew returns the given admin token, or a new one when none is
@@ -63,26 +82,17 @@ func ValidateProject(p *Project) error {
 	switch {
 	case p.Name == "":
 		return Errorf(EINVALID, "name is required")
-	case p.Plan != PlanFree && p.Plan != PlanPro && p.Plan != PlanEnterprise:
-		return Errorf(EINVALID, "plan %q is not one of free, pro, enterprise", p.Plan)
-	case !isDNSLabel(p.Slug):
+	case !slices.Contains(plans, p.Plan):
+		return Errorf(EINVALID, "plan %q is not one of %s", p.Plan, strings.Join(plans, ", "))
+	case !dnsLabel.MatchString(p.Slug):
 		return Errorf(EINVALID, "slug %q is not a DNS label (1 to 63 lowercase letters, digits and inner hyphens)", p.Slug)
 	}
 	return nil
 }
 
-func isDNSLabel(s string) bool {
-	if len(s) < 1 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// dnsLabel is a lowercase DNS label: 1 to 63 letters, digits and inner
+// hyphens.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // DomainCursor is a place in the list of domains, which is ordered by when
 // they were added, then by name: the last domain of a page.
@@ -93,46 +103,33 @@ type DomainCursor struct {
 
 func (d Domain) cursor() DomainCursor { return DomainCursor{AddedAt: d.AddedAt, Name: d.Name} }
 
-// before reports whether c comes before d in the list.
-func (c DomainCursor) before(d DomainCursor) bool {
-	if !c.AddedAt.Equal(d.AddedAt) {
-		return c.AddedAt.Before(d.AddedAt)
-	}
-	return c.Name < d.Name
+// compare orders cursors as the list of domains is ordered.
+func (c DomainCursor) compare(d DomainCursor) int {
+	return cmp.Or(c.AddedAt.Compare(d.AddedAt), strings.Compare(c.Name, d.Name))
 }
 
 // SortDomains puts domains in the order of Admin.Domains: by when they were
 // added, then by name.
 func SortDomains(ds []Domain) {
-	sort.Slice(ds, func(i, j int) bool { return ds[i].cursor().before(ds[j].cursor()) })
-}
-
-// PageOfDomains cuts one page out of all the domains, in the order of
-// Domains: what DomainsPage answers, for every store.
-func PageOfDomains(all []Domain, limit int, after *DomainCursor) ([]Domain, *DomainCursor) {
-	start := 0
-	if after != nil {
-		start = sort.Search(len(all), func(i int) bool { return after.before(all[i].cursor()) })
-	}
-	page := all[start:]
-	if n := (Page{Limit: limit}).Size(); len(page) > n {
-		page = page[:n]
-		next := page[n-1].cursor()
-		return page, &next
-	}
-	return page, nil
+	slices.SortFunc(ds, func(a, b Domain) int { return a.cursor().compare(b.cursor()) })
 }
 
 // DomainsPageOf answers DomainsPage for a store whose domains are listed
 // by all: domains are few, so it reads them all; a cursor stays valid when
 // its domain is removed.
 func DomainsPageOf(ctx context.Context, all func(context.Context) ([]Domain, error), limit int, after *DomainCursor) ([]Domain, *DomainCursor, error) {
-	domains, err := all(ctx)
+	page, err := all(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	page, next := PageOfDomains(domains, limit, after)
-	return page, next, nil
+	if after != nil {
+		page = page[sort.Search(len(page), func(i int) bool { return after.compare(page[i].cursor()) < 0 }):]
+	}
+	if n := (Page{Limit: limit}).Size(); len(page) > n {
+		next := page[n-1].cursor()
+		return page[:n], &next, nil
+	}
+	return page, nil, nil
 }
 
 // Size is the page size actually used: DefaultPageSize for 0, otherwise
@@ -193,4 +190,133 @@ func PetImportTemplate(categoryID int64, n int, status PetStatus) (Pet, error) {
 		return in, Errorf(EINVALID, "cannot import %d pets", n)
 	}
 	return in, nil
+}
+
+// The refusals below are worded here once, so that both stores answer the
+// same calls with the same messages.
+
+// NotFound answers for a record that is not there: "pet 3 not found".
+func NotFound(what string, id int64) *Error {
+	return Errorf(ENOTFOUND, "%s %d not found", what, id)
+}
+
+// CategoryMissing refuses a pet in a category that does not exist.
+func CategoryMissing(id int64) *Error {
+	return Errorf(EUNPROCESSABLE, "category %d does not exist", id)
+}
+
+// CategoryInUse refuses to delete a category that n pets belong to.
+func CategoryInUse(id int64, n int) *Error {
+	pets := "pets"
+	if n == 1 {
+		pets = "pet"
+	}
+	return Errorf(ECONFLICT, "category %d still has %d %s", id, n, pets)
+}
+
+// CheckStock refuses a stock out of bounds.
+func CheckStock(qty int) error {
+	if qty < 0 || qty > MaxStock {
+		return Errorf(EINVALID, "quantity must be between 0 and %d, got %d", MaxStock, qty)
+	}
+	return nil
+}
+
+// OrderedPetMissing refuses an order for a pet that does not exist.
+func OrderedPetMissing(id int64) *Error {
+	return Errorf(EUNPROCESSABLE, "pet %d does not exist", id)
+}
+
+// CheckOrderable refuses an order of qty units of a pet that is sold or
+// has less stock.
+func CheckOrderable(petID int64, status PetStatus, stock, qty int) error {
+	if status == StatusSold {
+		return Errorf(ECONFLICT, "pet %d is sold", petID)
+	}
+	if stock < qty {
+		return Errorf(EINSUFFICIENTSTOCK, "pet %d has %d in stock, the order asks for %d", petID, stock, qty)
+	}
+	return nil
+}
+
+// OrderComplete refuses to cancel an order that is complete.
+func OrderComplete(id int64) *Error {
+	return Errorf(ECONFLICT, "order %d is complete and cannot be cancelled", id)
+}
+
+// DomainNotAttached answers for a domain that is not attached.
+func DomainNotAttached(name string) *Error {
+	return Errorf(ENOTFOUND, "domain %s is not attached", name)
+}
+
+// DomainAttached refuses to attach a domain twice.
+func DomainAttached(name string) *Error {
+	return Errorf(EDOMAINEXISTS, "%s is attached already", name)
+}
+
+// KeyMissing answers for a key of the key/value space that is not there.
+func KeyMissing(key string) *Error {
+	return Errorf(ENOTFOUND, "key %q does not exist", key)
+}
+
+// LockNotHeld refuses to release a lock that this process does not hold.
+func LockNotHeld(name string) *Error {
+	return Errorf(ECONFLICT, "lock %q is not held", name)
+}
+
+// Both stores keep the project, the settings and each domain as JSON; the
+// functions below read and write that JSON the same way for both, with
+// empty lists rather than null.
+
+// MarshalDomain gives the JSON a domain is stored as.
+func MarshalDomain(d *Domain) ([]byte, error) {
+	if d.Records == nil {
+		d.Records = []DNSRecord{}
+	}
+	return json.Marshal(d)
+}
+
+// UnmarshalDomain reads a stored domain.
+func UnmarshalDomain(name string, data []byte) (Domain, error) {
+	var d Domain
+	if err := json.Unmarshal(data, &d); err != nil {
+		return Domain{}, fmt.Errorf("domain %s: %w", name, err)
+	}
+	return d, nil
+}
+
+// UnmarshalProject reads the stored project: the default project when
+// none was stored (data is nil or null).
+func UnmarshalProject(data []byte) (Project, error) {
+	p := DefaultProject()
+	if err := unmarshalSingleton("project", data, &p); err != nil {
+		return Project{}, err
+	}
+	if p.Deploys == nil {
+		p.Deploys = []Deploy{}
+	}
+	return p, nil
+}
+
+// UnmarshalSettings reads the stored settings: empty ones when none were
+// stored (data is nil or null).
+func UnmarshalSettings(data []byte) (Settings, error) {
+	var s Settings
+	if err := unmarshalSingleton("settings", data, &s); err != nil {
+		return Settings{}, err
+	}
+	if s.Domains.Redirects == nil {
+		s.Domains.Redirects = []Redirect{}
+	}
+	return s, nil
+}
+
+func unmarshalSingleton(name string, data []byte, v any) error {
+	if data == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %s: %w", name, err)
+	}
+	return nil
 }

@@ -28,10 +28,10 @@ type Snapshot struct {
 }
 
 // StoredAPIKey is an API key as stored: the SHA-256 of its secret, never
-// the secret.
+// the secret. Its JSON form is the bbolt file's record.
 type StoredAPIKey struct {
 	APIKey
-	SHA256 []byte
+	SHA256 []byte `json:"sha256"`
 }
 
 // KVEntry is one value of the key/value space.

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -18,10 +19,7 @@ var metaAdminHash = []byte("admin_token_sha256")
 // none, a new one is generated and returned, the only time it is seen (only
 // its hash is stored). It returns "" when it generated nothing.
 func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error) {
-	db.adminMu.RLock()
-	have := db.adminHash != nil
-	db.adminMu.RUnlock()
-	if given == "" && have {
+	if given == "" && db.adminHash.Load() != nil {
 		return "", nil // loaded at Open: the usual start, which needs no write
 	}
 	token, hash, err := store.AdminTokenOrNew(given)
@@ -31,24 +29,18 @@ func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error
 	var stored []byte
 	err = db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktMeta)
-		stored = nil
-		if given == "" {
-			if old := b.Get(metaAdminHash); old != nil {
-				stored = append([]byte(nil), old...)
-				return nil
-			}
+		if old := b.Get(metaAdminHash); given == "" && old != nil {
+			stored = bytes.Clone(old) // by a call that ran meanwhile
+			return nil
 		}
-		return b.Put(metaAdminHash, hash[:])
+		stored = hash[:]
+		return b.Put(metaAdminHash, stored)
 	})
 	if err != nil {
 		return "", err
 	}
-	if stored != nil {
-		db.setAdminHash(stored)
-		return "", nil
-	}
-	db.setAdminHash(hash[:])
-	if given != "" {
+	db.adminHash.Store(&stored)
+	if given != "" || !bytes.Equal(stored, hash[:]) {
 		return "", nil
 	}
 	return token, nil
@@ -57,20 +49,6 @@ func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error
 // CheckAdminToken reports whether token is the admin token, in constant time.
 func (db *DB) CheckAdminToken(token string) bool {
 	hash := sha256.Sum256([]byte(token))
-	db.adminMu.RLock()
-	want := db.adminHash
-	db.adminMu.RUnlock()
-	return want != nil && token != "" && subtle.ConstantTimeCompare(want, hash[:]) == 1
-}
-
-func (db *DB) setAdminHash(h []byte) {
-	db.adminMu.Lock()
-	db.adminHash = h
-	db.adminMu.Unlock()
-}
-
-func (db *DB) loadAdminHash(tx *bolt.Tx) {
-	if h := tx.Bucket(bktMeta).Get(metaAdminHash); h != nil {
-		db.setAdminHash(append([]byte(nil), h...))
-	}
+	want := db.adminHash.Load()
+	return want != nil && token != "" && subtle.ConstantTimeCompare(*want, hash[:]) == 1
 }

@@ -11,28 +11,12 @@ import (
 	"petstore/store"
 )
 
-// apiKeyRecord is what the apikeys bucket holds: the key and the SHA-256 of
-// its secret, never the secret.
-type apiKeyRecord struct {
-	store.APIKey
-	Hash []byte `json:"sha256"`
-}
-
 // CreateAPIKey creates an API key and returns it with its secret. The secret
 // is not stored and cannot be recovered: this is the only time it is seen.
 func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, string, error) {
-	secret, err := store.NewSecret(store.APIKeyPrefix)
+	rec, secret, err := store.NewAPIKey(name, db.timestamp())
 	if err != nil {
 		return store.APIKey{}, "", err
-	}
-	hash := sha256.Sum256([]byte(secret))
-	rec := apiKeyRecord{
-		APIKey: store.APIKey{
-			Name:      name,
-			Prefix:    secret[len(store.APIKeyPrefix) : len(store.APIKeyPrefix)+8],
-			CreatedAt: db.timestamp(),
-		},
-		Hash: hash[:],
 	}
 	err = db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktAPIKeys)
@@ -44,14 +28,14 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 		if err := putJSON(b, id, &rec); err != nil {
 			return err
 		}
-		return tx.Bucket(bktAPIKeysByHash).Put(hash[:], itob(id))
+		return tx.Bucket(bktAPIKeysByHash).Put(rec.SHA256, itob(id))
 	})
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
 	// Only now that the key is on disk may it authenticate.
 	db.keysMu.Lock()
-	db.keys[hash] = rec
+	db.keys[[32]byte(rec.SHA256)] = rec
 	db.keysMu.Unlock()
 	return rec.APIKey, secret, nil
 }
@@ -59,38 +43,21 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 // APIKeys lists one page of the API keys in id order, without their
 // secrets, and the After of the next page (0 when this is the last).
 func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64, error) {
-	keys := []store.APIKey{}
-	var next int64
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		var err error
-		next, err = walkPage(tx.Bucket(bktAPIKeys), nil, p, func(id int64, v []byte) error {
-			var rec apiKeyRecord
-			err := decodeJSON(id, v, &rec)
-			keys = append(keys, rec.APIKey)
-			return err
-		})
-		return err
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return keys, next, nil
+	// Decoded as a store.APIKey, a record leaves its hash behind.
+	withoutHashes := table[store.APIKey]{apiKeyTable.bucket, decodeJSONRecord[store.APIKey], apiKeyTable.what}
+	return withoutHashes.page(ctx, db, nil, nil, p)
 }
 
 // RevokeAPIKey deletes an API key; it stops authenticating at once.
 func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 	var hash [32]byte
 	err := db.write(ctx, func(tx *bolt.Tx) error {
-		var rec apiKeyRecord
-		ok, err := getJSON(tx.Bucket(bktAPIKeys), id, &rec)
+		rec, err := apiKeyTable.get(tx, id)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			return store.Errorf(store.ENOTFOUND, "api key %d not found", id)
-		}
-		copy(hash[:], rec.Hash)
-		if err := tx.Bucket(bktAPIKeysByHash).Delete(rec.Hash); err != nil {
+		copy(hash[:], rec.SHA256)
+		if err := tx.Bucket(bktAPIKeysByHash).Delete(rec.SHA256); err != nil {
 			return err
 		}
 		return tx.Bucket(bktAPIKeys).Delete(itob(id))
@@ -115,7 +82,7 @@ func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
 	db.keysMu.RLock()
 	rec, ok := db.keys[hash]
 	db.keysMu.RUnlock()
-	if !ok || subtle.ConstantTimeCompare(rec.Hash, hash[:]) != 1 {
+	if !ok || subtle.ConstantTimeCompare(rec.SHA256, hash[:]) != 1 {
 		return store.APIKey{}, false
 	}
 	return rec.APIKey, true
@@ -124,14 +91,14 @@ func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
 // loadAPIKeys fills the in-memory key map from the file.
 func (db *DB) loadAPIKeys(tx *bolt.Tx) error {
 	return tx.Bucket(bktAPIKeys).ForEach(func(k, v []byte) error {
-		var rec apiKeyRecord
-		if err := decodeJSON(btoi(k), v, &rec); err != nil {
+		rec, err := apiKeyTable.decode(btoi(k), v)
+		if err != nil {
 			return err
 		}
-		if len(rec.Hash) != sha256.Size {
-			return fmt.Errorf("api key %d: stored hash has %d bytes", rec.ID, len(rec.Hash))
+		if len(rec.SHA256) != sha256.Size {
+			return fmt.Errorf("api key %d: stored hash has %d bytes", rec.ID, len(rec.SHA256))
 		}
-		db.keys[[32]byte(rec.Hash)] = rec
+		db.keys[[32]byte(rec.SHA256)] = rec
 		return nil
 	})
 }

@@ -3,6 +3,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -63,11 +64,10 @@ type DB struct {
 	// API keys by the SHA-256 of their secret, so that authenticating a
 	// request costs a hash and a map lookup instead of a transaction.
 	keysMu sync.RWMutex
-	keys   map[[32]byte]apiKeyRecord
+	keys   map[[32]byte]store.StoredAPIKey
 
 	// The admin token's hash, cached for the same reason.
-	adminMu   sync.RWMutex
-	adminHash []byte
+	adminHash atomic.Pointer[[]byte]
 
 	// Certmagic locks held by this process, by name; the channel is closed on
 	// unlock to wake up waiters.
@@ -130,7 +130,7 @@ func Open(path string, opts store.Options) (*DB, error) {
 		bolt:      bdb,
 		path:      path,
 		now:       opts.Now,
-		keys:      make(map[[32]byte]apiKeyRecord),
+		keys:      make(map[[32]byte]store.StoredAPIKey),
 		locks:     make(map[string]chan struct{}),
 		queue:     make(chan *writeReq, maxGroup),
 		committed: make(chan struct{}),
@@ -165,7 +165,10 @@ func (db *DB) init() error {
 		if err := db.loadAPIKeys(tx); err != nil {
 			return err
 		}
-		db.loadAdminHash(tx)
+		if h := tx.Bucket(bktMeta).Get(metaAdminHash); h != nil {
+			h = bytes.Clone(h)
+			db.adminHash.Store(&h)
+		}
 		return nil
 	})
 }
@@ -321,23 +324,34 @@ func rollbackAfterPanic(tx *bolt.Tx) (released bool) {
 type writeReq struct {
 	fn func(*bolt.Tx) error
 	// appErr is the application error of fn's last run (see write).
-	appErr *store.Error
+	appErr error
 	done   chan error
 }
 
 var reqPool = sync.Pool{New: func() any { return &writeReq{done: make(chan error, 1)} }}
 
-// run runs r's function in tx, keeping an application error aside so that
-// it does not roll back the writes that share tx.
+// run runs r's function in tx, keeping an application error (an *Error or
+// a refusal) aside so that it does not roll back the writes that share tx.
 func (r *writeReq) run(tx *bolt.Tx) error {
 	r.appErr = nil // fn may be re-run: only the last run counts
-	err := r.fn(tx)
-	if e, ok := err.(*store.Error); ok {
-		r.appErr = e
-		return nil
+	switch err := r.fn(tx).(type) {
+	case *store.Error:
+		r.appErr = err
+	case refusal:
+		r.appErr = err.err
+	default:
+		return err
 	}
-	return err
+	return nil
 }
+
+// refusal carries an error of any kind with which a caller's function
+// (UpdateProject's, for one) refused a change: write returns it as it is,
+// as it does an *Error, and the same rule holds: it must come before
+// anything is written.
+type refusal struct{ err error }
+
+func (r refusal) Error() string { return r.err.Error() }
 
 var errClosed = errors.New("store: closed")
 
@@ -423,11 +437,12 @@ func (db *DB) committer() {
 //
 // The committer runs fn in a transaction shared with other writers, may run
 // it more than once, and rolls back the whole group when one fn fails. So an
-// application failure (an *Error) must not fail the transaction: write turns
-// it into a successful, write-less run and returns it to the caller after the
-// commit. For that to be correct, fn must return an *Error only before it has
-// written anything; any other error is a storage failure and aborts the group
-// (the committer then runs each write of the group alone).
+// application failure (an *Error, or a refusal) must not fail the
+// transaction: write turns it into a successful, write-less run and returns
+// it to the caller after the commit. For that to be correct, fn must return
+// one only before it has written anything; any other error is a storage
+// failure and aborts the group (the committer then runs each write of the
+// group alone).
 func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -444,33 +459,7 @@ func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	if appErr != nil {
-		return appErr
-	}
-	return nil
-}
-
-// writeRefusable is write for a change that a caller's function may refuse
-// with an error of any kind, to be returned as it is: step returns the
-// changed value, the refusal (which must come before anything is written,
-// and ends the run with nothing written) and a storage error. On any error
-// the zero value is returned.
-func writeRefusable[T any](ctx context.Context, db *DB, step func(tx *bolt.Tx) (v T, refused, err error)) (T, error) {
-	var v T
-	var refused error
-	err := db.write(ctx, func(tx *bolt.Tx) error {
-		var err error
-		v, refused, err = step(tx)
-		return err
-	})
-	if err == nil {
-		err = refused
-	}
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return v, nil
+	return appErr
 }
 
 // read runs fn in a read transaction. A page of the mapped file that is gone

@@ -2,8 +2,7 @@ package boltstore
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -25,47 +24,24 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 	if d.AddedAt.IsZero() {
 		d.AddedAt = db.timestamp()
 	}
-	var exists bool
-	err := db.write(ctx, func(tx *bolt.Tx) error {
+	return db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktDomains)
-		if exists = b.Get([]byte(d.Name)) != nil; exists {
-			return nil
+		if b.Get([]byte(d.Name)) != nil {
+			return store.DomainAttached(d.Name)
 		}
 		return putDomain(b, d)
 	})
-	if err == nil && exists {
-		return store.Errorf(store.EDOMAINEXISTS, "%s is attached already", d.Name)
-	}
-	return err
 }
 
 // Domain returns one domain by its normalised name.
 func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
-	var d store.Domain
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		var err error
-		d, err = getDomain(tx.Bucket(bktDomains), name)
-		return err
-	})
-	return d, err
+	return readValue(ctx, db, func(tx *bolt.Tx) (store.Domain, error) { return getDomain(tx.Bucket(bktDomains), name) })
 }
 
 // Domains returns every attached domain, oldest first (by name among those
 // added in the same second).
 func (db *DB) Domains(ctx context.Context) ([]store.Domain, error) {
-	out := []store.Domain{}
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {
-			var d store.Domain
-			if err := json.Unmarshal(v, &d); err != nil {
-				return corrupt(fmt.Errorf("domain %s: %w", k, err))
-			}
-			out = append(out, d)
-			return nil
-		})
-	})
-	store.SortDomains(out)
-	return out, err
+	return readValue(ctx, db, allDomains)
 }
 
 // DomainsPage returns at most limit domains (1..MaxPageSize, 0 for
@@ -80,20 +56,17 @@ func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCur
 // it is and nothing is saved. ENOTFOUND when the domain is not attached
 // (it may have been removed meanwhile).
 func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Domain) error) (store.Domain, error) {
-	return writeRefusable(ctx, db, func(tx *bolt.Tx) (store.Domain, error, error) {
+	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Domain, error) {
 		b := tx.Bucket(bktDomains)
 		d, err := getDomain(b, name)
 		if err != nil {
-			if store.ErrorCode(err) == store.EINTERNAL {
-				return d, nil, err
-			}
-			return d, err, nil
+			return d, err
 		}
-		if refused := fn(&d); refused != nil {
-			return d, refused, nil
+		if err := fn(&d); err != nil {
+			return d, refusal{err}
 		}
 		d.Name = name
-		return d, nil, putDomain(b, &d)
+		return d, putDomain(b, &d)
 	})
 }
 
@@ -101,11 +74,10 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 // redirects from or to it and clears it as primary: settings never name a
 // domain that is gone.
 func (db *DB) RemoveDomain(ctx context.Context, name string) error {
-	var missing bool
-	err := db.write(ctx, func(tx *bolt.Tx) error {
+	return db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktDomains)
-		if missing = b.Get([]byte(name)) == nil; missing {
-			return nil
+		if b.Get([]byte(name)) == nil {
+			return store.DomainNotAttached(name)
 		}
 		if err := b.Delete([]byte(name)); err != nil {
 			return err
@@ -114,33 +86,17 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		kept := s.Domains.Redirects[:0]
-		for _, r := range s.Domains.Redirects {
-			if r.From != name && r.To != name {
-				kept = append(kept, r)
-			}
-		}
-		s.Domains.Redirects = kept
+		s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r store.Redirect) bool { return r.From == name || r.To == name })
 		if s.Domains.Primary == name {
 			s.Domains.Primary = ""
 		}
-		return putSettings(tx, &s)
+		return putMetaJSON(tx, metaSettings, &s)
 	})
-	if err == nil && missing {
-		return store.Errorf(store.ENOTFOUND, "domain %s is not attached", name)
-	}
-	return err
 }
 
 // Settings returns the project's settings (empty when never saved).
 func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
-	var s store.Settings
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		var err error
-		s, err = getSettings(tx)
-		return err
-	})
-	return s, err
+	return readValue(ctx, db, getSettings)
 }
 
 // UpdateSettings applies fn to the settings and saves them in one
@@ -148,47 +104,48 @@ func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
 // when the settings are saved. fn may run more than once; its error is
 // returned as it is and nothing is saved.
 func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, attached map[string]store.Domain) error) (store.Settings, error) {
-	return writeRefusable(ctx, db, func(tx *bolt.Tx) (store.Settings, error, error) {
+	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Settings, error) {
 		s, err := getSettings(tx)
 		if err != nil {
-			return s, nil, err
+			return s, err
 		}
-		attached := map[string]store.Domain{}
-		err = tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {
-			var d store.Domain
-			if err := json.Unmarshal(v, &d); err != nil {
-				return corrupt(fmt.Errorf("domain %s: %w", k, err))
-			}
-			attached[d.Name] = d
-			return nil
-		})
+		all, err := allDomains(tx)
 		if err != nil {
-			return s, nil, err
+			return s, err
 		}
-		if refused := fn(&s, attached); refused != nil {
-			return s, refused, nil
+		attached := make(map[string]store.Domain, len(all))
+		for _, d := range all {
+			attached[d.Name] = d
 		}
-		return s, nil, putSettings(tx, &s)
+		if err := fn(&s, attached); err != nil {
+			return s, refusal{err}
+		}
+		return s, putMetaJSON(tx, metaSettings, &s)
 	})
 }
 
 func getDomain(b *bolt.Bucket, name string) (store.Domain, error) {
 	data := b.Get([]byte(name))
 	if data == nil {
-		return store.Domain{}, store.Errorf(store.ENOTFOUND, "domain %s is not attached", name)
+		return store.Domain{}, store.DomainNotAttached(name)
 	}
-	var d store.Domain
-	if err := json.Unmarshal(data, &d); err != nil {
-		return store.Domain{}, corrupt(fmt.Errorf("domain %s: %w", name, err))
-	}
-	return d, nil
+	return store.UnmarshalDomain(name, data)
+}
+
+// allDomains returns every domain, in the order of Domains.
+func allDomains(tx *bolt.Tx) ([]store.Domain, error) {
+	out := []store.Domain{}
+	err := tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {
+		d, err := store.UnmarshalDomain(string(k), v)
+		out = append(out, d)
+		return err
+	})
+	store.SortDomains(out)
+	return out, err
 }
 
 func putDomain(b *bolt.Bucket, d *store.Domain) error {
-	if d.Records == nil {
-		d.Records = []store.DNSRecord{}
-	}
-	data, err := json.Marshal(d)
+	data, err := store.MarshalDomain(d)
 	if err != nil {
 		return err
 	}
@@ -196,22 +153,5 @@ func putDomain(b *bolt.Bucket, d *store.Domain) error {
 }
 
 func getSettings(tx *bolt.Tx) (store.Settings, error) {
-	var s store.Settings
-	if data := tx.Bucket(bktMeta).Get(metaSettings); data != nil {
-		if err := json.Unmarshal(data, &s); err != nil {
-			return store.Settings{}, corrupt(fmt.Errorf("settings: %w", err))
-		}
-	}
-	if s.Domains.Redirects == nil {
-		s.Domains.Redirects = []store.Redirect{}
-	}
-	return s, nil
-}
-
-func putSettings(tx *bolt.Tx, s *store.Settings) error {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	return tx.Bucket(bktMeta).Put(metaSettings, data)
+	return store.UnmarshalSettings(tx.Bucket(bktMeta).Get(metaSettings))
 }

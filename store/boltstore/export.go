@@ -3,10 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -19,13 +16,11 @@ func (db *DB) Export(ctx context.Context) (*store.Snapshot, error) {
 	s := &store.Snapshot{}
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		for _, export := range []func() error{
-			func() error {
-				return exportRecords(ctx, tx, bktCategories, decodeJSONRecord[store.Category], &s.Categories)
-			},
-			func() error { return exportRecords(ctx, tx, bktPets, decodePet, &s.Pets) },
-			func() error { return exportRecords(ctx, tx, bktInventory, decodeInventory, &s.Inventory) },
-			func() error { return exportRecords(ctx, tx, bktOrders, decodeJSONRecord[store.Order], &s.Orders) },
-			func() error { return exportRecords(ctx, tx, bktAPIKeys, decodeStoredAPIKey, &s.APIKeys) },
+			func() error { return exportRecords(ctx, tx, categoryTable, &s.Categories) },
+			func() error { return exportRecords(ctx, tx, petTable, &s.Pets) },
+			func() error { return exportRecords(ctx, tx, inventoryTable, &s.Inventory) },
+			func() error { return exportRecords(ctx, tx, orderTable, &s.Orders) },
+			func() error { return exportRecords(ctx, tx, apiKeyTable, &s.APIKeys) },
 		} {
 			if err := export(); err != nil {
 				return err
@@ -41,27 +36,16 @@ func (db *DB) Export(ctx context.Context) (*store.Snapshot, error) {
 		if s.Settings, err = getSettings(tx); err != nil {
 			return err
 		}
-		err = tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {
-			var d store.Domain
-			if err := json.Unmarshal(v, &d); err != nil {
-				return corrupt(fmt.Errorf("domain %s: %w", k, err))
-			}
-			s.Domains = append(s.Domains, d)
-			return nil
-		})
-		if err != nil {
+		if s.Domains, err = allDomains(tx); err != nil {
 			return err
 		}
-		store.SortDomains(s.Domains)
 		err = tx.Bucket(bktCerts).ForEach(func(k, v []byte) error {
-			if len(v) < 8 {
+			e, ok := decodeKV(k, v)
+			if !ok {
 				return fmt.Errorf("key %q: a record of %d bytes has no modification time", k, len(v))
 			}
-			s.KV = append(s.KV, store.KVEntry{
-				Key:      string(k),
-				Value:    bytes.Clone(v[8:]),
-				Modified: time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
-			})
+			e.Value = bytes.Clone(e.Value)
+			s.KV = append(s.KV, e)
 			return nil
 		})
 		if err != nil {
@@ -82,40 +66,19 @@ func (db *DB) Export(ctx context.Context) (*store.Snapshot, error) {
 	return s, nil
 }
 
-// exportRecords appends the records of an entity bucket, decoded, to out,
+// exportRecords appends the records of an entity table, decoded, to out,
 // in id order.
-func exportRecords[T any](ctx context.Context, tx *bolt.Tx, bucket []byte, decode func(id int64, v []byte) (T, error), out *[]T) error {
-	return forEachRecord(ctx, tx, bucket, func(id int64, v []byte) error {
-		rec, err := decode(id, v)
-		*out = append(*out, rec)
-		return err
-	})
-}
-
-// decodeJSONRecord decodes a record stored as plain JSON.
-func decodeJSONRecord[T any](id int64, v []byte) (T, error) {
-	var rec T
-	err := decodeJSON(id, v, &rec)
-	return rec, err
-}
-
-// decodeStoredAPIKey decodes an API key record as a snapshot holds it.
-func decodeStoredAPIKey(id int64, v []byte) (store.StoredAPIKey, error) {
-	var rec apiKeyRecord
-	err := decodeJSON(id, v, &rec)
-	return store.StoredAPIKey{APIKey: rec.APIKey, SHA256: rec.Hash}, err
-}
-
-// forEachRecord visits the records of an entity bucket in id order.
-func forEachRecord(ctx context.Context, tx *bolt.Tx, bucket []byte, visit func(id int64, v []byte) error) error {
-	return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
+func exportRecords[T any](ctx context.Context, tx *bolt.Tx, t table[T], out *[]T) error {
+	return tx.Bucket(t.bucket).ForEach(func(k, v []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if len(k) != 8 {
-			return fmt.Errorf("bucket %s: key %x is not an id", bucket, k)
+			return fmt.Errorf("bucket %s: key %x is not an id", t.bucket, k)
 		}
-		return visit(btoi(k), v)
+		rec, err := t.decode(btoi(k), v)
+		*out = append(*out, rec)
+		return err
 	})
 }
 

@@ -10,33 +10,22 @@ import (
 
 // InventoryItem returns the stock of a pet.
 func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryItem, error) {
-	var it store.InventoryItem
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		var err error
-		it, err = getInventory(tx, petID)
-		return err
-	})
-	return it, err
+	return inventoryTable.read(ctx, db, petID)
 }
 
 // SetStock sets the stock of a pet to qty (0..MaxStock).
 func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (store.InventoryItem, error) {
-	if qty < 0 || qty > store.MaxStock {
-		return store.InventoryItem{}, store.Errorf(store.EINVALID, "quantity must be between 0 and %d, got %d", store.MaxStock, qty)
-	}
-	var it store.InventoryItem
-	err := db.write(ctx, func(tx *bolt.Tx) error {
-		var err error
-		if it, err = getInventory(tx, petID); err != nil {
-			return err
-		}
-		it.Quantity = qty
-		return putInventory(tx.Bucket(bktInventory), &it)
-	})
-	if err != nil {
+	if err := store.CheckStock(qty); err != nil {
 		return store.InventoryItem{}, err
 	}
-	return it, nil
+	return writeValue(ctx, db, func(tx *bolt.Tx) (store.InventoryItem, error) {
+		it, err := inventoryTable.get(tx, petID)
+		if err != nil {
+			return it, err
+		}
+		it.Quantity = qty
+		return it, putInventory(tx.Bucket(bktInventory), &it)
+	})
 }
 
 // ListInventory returns one page of inventory entries in pet id order,
@@ -46,45 +35,17 @@ func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]sto
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)
 	}
-	items := make([]store.InventoryItem, 0, f.Size())
-	var next int64
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		var err error
-		if f.Status == "" {
-			next, err = walkPage(tx.Bucket(bktInventory), nil, f.Page, func(id int64, v []byte) error {
-				it, err := decodeInventory(id, v)
-				items = append(items, it)
-				return err
-			})
-			return err
-		}
-		// An entry exists for exactly each pet and has its pet's status, so
-		// the pets' status index is the inventory's too.
-		next, err = walkPage(tx.Bucket(bktPetsByStatus), statusPrefix(f.Status), f.Page, func(id int64, _ []byte) error {
-			it, err := getInventory(tx, id)
-			items = append(items, it)
-			return corrupt(err)
-		})
-		return err
-	})
-	if err != nil {
-		return nil, 0, err
+	if f.Status == "" {
+		return inventoryTable.page(ctx, db, nil, nil, f.Page)
 	}
-	return items, next, nil
-}
-
-func getInventory(tx *bolt.Tx, petID int64) (store.InventoryItem, error) {
-	k := idKey(petID)
-	v := tx.Bucket(bktInventory).Get(k[:])
-	if v == nil {
-		return store.InventoryItem{}, petNotFound(petID)
-	}
-	return decodeInventory(petID, v)
+	// An entry exists for exactly each pet and has its pet's status, so the
+	// pets' status index is the inventory's too.
+	return inventoryTable.page(ctx, db, bktPetsByStatus, statusPrefix(f.Status), f.Page)
 }
 
 // setInventoryStatus keeps a pet's inventory entry in its pet's status.
 func setInventoryStatus(tx *bolt.Tx, petID int64, s store.PetStatus) error {
-	it, err := getInventory(tx, petID)
+	it, err := inventoryTable.get(tx, petID)
 	if err != nil {
 		return err
 	}

@@ -76,19 +76,6 @@ func btoi(b []byte) int64 {
 	return int64(binary.BigEndian.Uint64(b))
 }
 
-// cat joins key parts into a new slice.
-func cat(parts ...[]byte) []byte {
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	k := make([]byte, 0, n+8)
-	for _, p := range parts {
-		k = append(k, p...)
-	}
-	return k
-}
-
 func statusPrefix(s store.PetStatus) []byte {
 	return append([]byte(s), 0)
 }
@@ -100,16 +87,6 @@ func completeByte(c bool) []byte {
 	return []byte{0}
 }
 
-// getJSON decodes the value at id into v and reports whether it exists.
-func getJSON(b *bolt.Bucket, id int64, v any) (bool, error) {
-	k := idKey(id)
-	data := b.Get(k[:])
-	if data == nil {
-		return false, nil
-	}
-	return true, decodeJSON(id, data, v)
-}
-
 // putJSON stores v at id.
 func putJSON(b *bolt.Bucket, id int64, v any) error {
 	data, err := json.Marshal(v)
@@ -119,10 +96,10 @@ func putJSON(b *bolt.Bucket, id int64, v any) error {
 	return b.Put(itob(id), data)
 }
 
-// appendFill is the FillPercent of the buckets that putRecord, indexPet and
-// indexOrder write. Their keys only grow within a key range (entity ids come
-// from a sequence, and every index key ends with one), so inserts land at
-// the end of a range. bbolt splits a node that outgrows its page into pieces
+// appendFill is the FillPercent of the buckets that putRecord and
+// putIndexEntries write. Their keys only grow within a key range (entity
+// ids come from a sequence, and every index key ends with one), so inserts
+// land at the end of a range. bbolt splits a node that outgrows its page into pieces
 // of FillPercent of a page: at its default, half a page, every split leaves
 // a half-empty node behind that is never filled, and the node taking the
 // inserts, which each commit reads and rewrites in full, starts half full.
@@ -180,12 +157,16 @@ func exists(b *bolt.Bucket, id int64) bool {
 	return id > 0 && b.Get(k[:]) != nil
 }
 
-// decodeJSON decodes a stored value, naming the record when it is corrupt.
-func decodeJSON(id int64, data []byte, v any) error {
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("decode record %d: %w", id, err)
+// decodeJSONRecord decodes a record stored as JSON, naming it when it is
+// corrupt. It is also the slow path of the hand-written decoders
+// (records.go), apart so that its value's escape to json.Unmarshal does not
+// put theirs on the heap too.
+func decodeJSONRecord[T any](id int64, data []byte) (T, error) {
+	var rec T
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, fmt.Errorf("decode record %d: %w", id, err)
 	}
-	return nil
+	return rec, nil
 }
 
 // corrupt turns a "not found" met where the store's own invariants promise a

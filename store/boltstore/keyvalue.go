@@ -22,10 +22,6 @@ import (
 // since bbolt's file lock lets a single process own the file.
 const certLockLease = time.Hour
 
-func kvMissing(key string) *store.Error {
-	return store.Errorf(store.ENOTFOUND, "key %q does not exist", key)
-}
-
 // KVPut stores value at key.
 func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
 	rec := make([]byte, 8+len(value))
@@ -38,30 +34,35 @@ func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
 
 // KVGet returns the value at key.
 func (db *DB) KVGet(ctx context.Context, key string) ([]byte, error) {
-	var value []byte
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		rec := tx.Bucket(bktCerts).Get([]byte(key))
-		if len(rec) < 8 {
-			return kvMissing(key)
-		}
-		value = bytes.Clone(rec[8:]) // bbolt's bytes die with the transaction
-		return nil
+	return readValue(ctx, db, func(tx *bolt.Tx) ([]byte, error) {
+		e, err := getKV(tx, key)
+		return bytes.Clone(e.Value), err // bbolt's bytes die with the transaction
 	})
-	return value, err
 }
 
 // KVStat returns the size and modification time of the value at key.
 func (db *DB) KVStat(ctx context.Context, key string) (store.KVInfo, error) {
-	var info store.KVInfo
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		rec := tx.Bucket(bktCerts).Get([]byte(key))
-		if len(rec) < 8 {
-			return kvMissing(key)
-		}
-		info = store.KVInfo{Key: key, Size: int64(len(rec) - 8), Modified: time.Unix(0, int64(binary.BigEndian.Uint64(rec)))}
-		return nil
+	return readValue(ctx, db, func(tx *bolt.Tx) (store.KVInfo, error) {
+		e, err := getKV(tx, key)
+		return store.KVInfo{Key: key, Size: int64(len(e.Value)), Modified: e.Modified}, err
 	})
-	return info, err
+}
+
+func getKV(tx *bolt.Tx, key string) (store.KVEntry, error) {
+	e, ok := decodeKV([]byte(key), tx.Bucket(bktCerts).Get([]byte(key)))
+	if !ok {
+		return e, store.KeyMissing(key)
+	}
+	return e, nil
+}
+
+// decodeKV decodes the record at key, or reports that it holds no value.
+// The entry's value is bbolt's, valid only in the transaction.
+func decodeKV(key, rec []byte) (store.KVEntry, bool) {
+	if len(rec) < 8 {
+		return store.KVEntry{}, false
+	}
+	return store.KVEntry{Key: string(key), Value: rec[8:], Modified: time.Unix(0, int64(binary.BigEndian.Uint64(rec))).UTC()}, true
 }
 
 // KVDelete deletes key and every key under key + "/".
@@ -115,7 +116,7 @@ func (db *DB) Lock(ctx context.Context, name string) error {
 	for {
 		ok, wait := db.tryLock(name)
 		if ok {
-			break
+			return db.putLockRecord(ctx, name)
 		}
 		select {
 		case <-wait:
@@ -123,11 +124,6 @@ func (db *DB) Lock(ctx context.Context, name string) error {
 			return ctx.Err()
 		}
 	}
-	if err := db.putLockRecord(ctx, name); err != nil {
-		db.unlock(name)
-		return err
-	}
-	return nil
 }
 
 // TryLock takes the named lock if it is free.
@@ -138,17 +134,14 @@ func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
 	if ok, _ := db.tryLock(name); !ok {
 		return false, nil
 	}
-	if err := db.putLockRecord(ctx, name); err != nil {
-		db.unlock(name)
-		return false, err
-	}
-	return true, nil
+	err := db.putLockRecord(ctx, name)
+	return err == nil, err
 }
 
 // Unlock releases a lock this process holds.
 func (db *DB) Unlock(ctx context.Context, name string) error {
 	if !db.holdsLock(name) {
-		return store.Errorf(store.ECONFLICT, "lock %q is not held", name)
+		return store.LockNotHeld(name)
 	}
 	err := db.write(context.WithoutCancel(ctx), func(tx *bolt.Tx) error {
 		return tx.Bucket(bktCertLocks).Delete([]byte(name))
@@ -163,15 +156,20 @@ type lockRecord struct {
 	Expires time.Time `json:"expires"`
 }
 
+// putLockRecord records the lock this process just took, or releases it
+// when the record cannot be written.
 func (db *DB) putLockRecord(ctx context.Context, name string) error {
 	now := db.now()
 	rec, err := json.Marshal(lockRecord{Created: now, Expires: now.Add(certLockLease)})
-	if err != nil {
-		return err
+	if err == nil {
+		err = db.write(ctx, func(tx *bolt.Tx) error {
+			return tx.Bucket(bktCertLocks).Put([]byte(name), rec)
+		})
 	}
-	return db.write(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bktCertLocks).Put([]byte(name), rec)
-	})
+	if err != nil {
+		db.unlock(name)
+	}
+	return err
 }
 
 // tryLock takes the in-process lock, or returns a channel closed when its

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"math"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -24,7 +25,8 @@ func walkPage(b *bolt.Bucket, prefix []byte, p store.Page, visit func(id int64, 
 	c := b.Cursor()
 	n := 0
 	var last int64
-	for k, v := c.Seek(cat(prefix, itob(after+1))); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	// prefix is clipped so that appending the id copies it.
+	for k, v := c.Seek(appendID(slices.Clip(prefix), after+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		if len(k) != len(prefix)+8 {
 			continue // a longer key of another prefix family; cannot happen with validated statuses
 		}

@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -16,27 +17,12 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 	if err != nil {
 		return err
 	}
-	var created store.Pet
-	err = db.write(ctx, func(tx *bolt.Tx) error {
-		created = in
-		return createPet(tx, &created)
-	})
-	if err != nil {
-		return err
-	}
-	*p = created
-	return nil
+	return create(ctx, db, p, in, createPet)
 }
 
 // Pet returns the pet with the given id.
 func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
-	var p store.Pet
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		var err error
-		p, err = getPet(tx, id)
-		return err
-	})
-	return p, err
+	return petTable.read(ctx, db, id)
 }
 
 // PetJSON returns the pet's stored JSON, which is its API form: a read
@@ -56,7 +42,7 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
 		k := idKey(id)
 		v := tx.Bucket(bktPets).Get(k[:])
 		if v == nil {
-			return petNotFound(id)
+			return store.NotFound("pet", id)
 		}
 		// v is only valid inside the transaction.
 		out = append(make([]byte, 0, len(v)), v...)
@@ -77,21 +63,21 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 	}
 	defer db.pets.forget(in.ID) // after the commit, before the answer
 	err = db.write(ctx, func(tx *bolt.Tx) error {
-		old, err := getPet(tx, in.ID)
+		old, err := petTable.get(tx, in.ID)
 		if err != nil {
 			return err
 		}
 		if in.CategoryID != old.CategoryID && !exists(tx.Bucket(bktCategories), in.CategoryID) {
-			return categoryMissing(in.CategoryID)
+			return store.CategoryMissing(in.CategoryID)
 		}
 		// Checks done; from here on only writes.
-		if err := unindexPet(tx, &old); err != nil {
+		if err := deleteIndexEntries(tx, petIndexEntries(&old)); err != nil {
 			return err
 		}
 		if err := putPet(tx.Bucket(bktPets), &in); err != nil {
 			return err
 		}
-		if err := indexPet(tx, &in); err != nil {
+		if err := putIndexEntries(tx, petIndexEntries(&in)); err != nil {
 			return err
 		}
 		if in.Status != old.Status {
@@ -111,11 +97,11 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 func (db *DB) DeletePet(ctx context.Context, id int64) error {
 	defer db.pets.forget(id) // after the commit, before the answer
 	return db.write(ctx, func(tx *bolt.Tx) error {
-		old, err := getPet(tx, id)
+		old, err := petTable.get(tx, id)
 		if err != nil {
 			return err
 		}
-		if err := unindexPet(tx, &old); err != nil {
+		if err := deleteIndexEntries(tx, petIndexEntries(&old)); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bktPets).Delete(itob(id)); err != nil {
@@ -131,54 +117,22 @@ func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)
 	}
-	pets := make([]store.Pet, 0, f.Size())
-	var next int64
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bktPets)
-		var idx *bolt.Bucket
-		var prefix []byte
-		switch {
-		case f.Status != "" && f.CategoryID != 0:
-			idx, prefix = tx.Bucket(bktPetsByCategoryStatus), cat(itob(f.CategoryID), statusPrefix(f.Status))
-		case f.Status != "":
-			idx, prefix = tx.Bucket(bktPetsByStatus), statusPrefix(f.Status)
-		case f.CategoryID != 0:
-			idx, prefix = tx.Bucket(bktPetsByCategory), itob(f.CategoryID)
-		}
-		var err error
-		if idx == nil {
-			next, err = walkPage(b, nil, f.Page, func(id int64, v []byte) error {
-				p, err := decodePet(id, v)
-				pets = append(pets, p)
-				return err
-			})
-			return err
-		}
-		next, err = walkPage(idx, prefix, f.Page, func(id int64, _ []byte) error {
-			p, err := getPet(tx, id)
-			pets = append(pets, p)
-			return corrupt(err)
-		})
-		return err
-	})
-	if err != nil {
-		return nil, 0, err
+	var index, prefix []byte
+	switch {
+	case f.Status != "" && f.CategoryID != 0:
+		index, prefix = bktPetsByCategoryStatus, slices.Concat(itob(f.CategoryID), statusPrefix(f.Status))
+	case f.Status != "":
+		index, prefix = bktPetsByStatus, statusPrefix(f.Status)
+	case f.CategoryID != 0:
+		index, prefix = bktPetsByCategory, itob(f.CategoryID)
 	}
-	return pets, next, nil
-}
-
-func categoryMissing(id int64) *store.Error {
-	return store.Errorf(store.EUNPROCESSABLE, "category %d does not exist", id)
-}
-
-func petNotFound(id int64) *store.Error {
-	return store.Errorf(store.ENOTFOUND, "pet %d not found", id)
+	return petTable.page(ctx, db, index, prefix, f.Page)
 }
 
 // createPet stores p with a new id, its indexes and its inventory entry.
 func createPet(tx *bolt.Tx, p *store.Pet) error {
 	if !exists(tx.Bucket(bktCategories), p.CategoryID) {
-		return categoryMissing(p.CategoryID)
+		return store.CategoryMissing(p.CategoryID)
 	}
 	b := tx.Bucket(bktPets)
 	id, err := nextID(b)
@@ -189,19 +143,10 @@ func createPet(tx *bolt.Tx, p *store.Pet) error {
 	if err := putPet(b, p); err != nil {
 		return err
 	}
-	if err := indexPet(tx, p); err != nil {
+	if err := putIndexEntries(tx, petIndexEntries(p)); err != nil {
 		return err
 	}
 	return putInventory(tx.Bucket(bktInventory), &store.InventoryItem{PetID: id, Status: p.Status})
-}
-
-func getPet(tx *bolt.Tx, id int64) (store.Pet, error) {
-	k := idKey(id)
-	v := tx.Bucket(bktPets).Get(k[:])
-	if v == nil {
-		return store.Pet{}, petNotFound(id)
-	}
-	return decodePet(id, v)
 }
 
 // petIndexEntries lists the index keys that p has (see keys.go), built in
@@ -219,12 +164,4 @@ func petIndexEntries(p *store.Pet) [3]indexEntry {
 		{bktPetsByCategory, k[byStatus:byCategory]},
 		{bktPetsByCategoryStatus, k[byCategory:]},
 	}
-}
-
-func indexPet(tx *bolt.Tx, p *store.Pet) error {
-	return putIndexEntries(tx, petIndexEntries(p))
-}
-
-func unindexPet(tx *bolt.Tx, p *store.Pet) error {
-	return deleteIndexEntries(tx, petIndexEntries(p))
 }

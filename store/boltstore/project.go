@@ -3,7 +3,6 @@ package boltstore
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -14,31 +13,25 @@ var metaProject = []byte("project")
 
 // Project returns the project's settings.
 func (db *DB) Project(ctx context.Context) (store.Project, error) {
-	var p store.Project
-	err := db.read(ctx, func(tx *bolt.Tx) error {
-		var err error
-		p, err = getProject(tx)
-		return err
-	})
-	return p, err
+	return readValue(ctx, db, getProject)
 }
 
 // UpdateProject applies fn to the project's settings and saves them, in one
 // transaction. fn may run more than once, each time on a fresh copy; an error
 // from it is returned as it is, and nothing is saved.
 func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error) {
-	return writeRefusable(ctx, db, func(tx *bolt.Tx) (store.Project, error, error) {
+	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Project, error) {
 		p, err := getProject(tx)
 		if err != nil {
-			return p, nil, err
+			return p, err
 		}
-		if refused := fn(&p); refused != nil {
-			return p, refused, nil
+		if err := fn(&p); err != nil {
+			return p, refusal{err}
 		}
 		if err := store.ValidateProject(&p); err != nil {
-			return p, nil, err
+			return p, err
 		}
-		return p, nil, putProject(tx, &p)
+		return p, putMetaJSON(tx, metaProject, &p)
 	})
 }
 
@@ -48,45 +41,30 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 	if d.At.IsZero() {
 		d.At = db.timestamp()
 	}
-	var rec store.Deploy
-	err := db.write(ctx, func(tx *bolt.Tx) error {
+	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Deploy, error) {
 		p, err := getProject(tx)
 		if err != nil {
-			return err
+			return d, err
 		}
-		rec = d
+		rec := d
 		// The meta bucket's sequence numbers deploys and nothing else.
 		if rec.ID, err = nextID(tx.Bucket(bktMeta)); err != nil {
-			return err
+			return rec, err
 		}
 		p.AddDeploy(rec)
-		return putProject(tx, &p)
+		return rec, putMetaJSON(tx, metaProject, &p)
 	})
-	if err != nil {
-		return store.Deploy{}, err
-	}
-	return rec, nil
 }
 
 func getProject(tx *bolt.Tx) (store.Project, error) {
-	data := tx.Bucket(bktMeta).Get(metaProject)
-	if data == nil {
-		return store.DefaultProject(), nil
-	}
-	var p store.Project
-	if err := json.Unmarshal(data, &p); err != nil {
-		return store.Project{}, fmt.Errorf("decode project: %w", err)
-	}
-	if p.Deploys == nil {
-		p.Deploys = []store.Deploy{}
-	}
-	return p, nil
+	return store.UnmarshalProject(tx.Bucket(bktMeta).Get(metaProject))
 }
 
-func putProject(tx *bolt.Tx, p *store.Project) error {
-	data, err := json.Marshal(p)
+// putMetaJSON stores v at key of the meta bucket.
+func putMetaJSON(tx *bolt.Tx, key []byte, v any) error {
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return tx.Bucket(bktMeta).Put(metaProject, data)
+	return tx.Bucket(bktMeta).Put(key, data)
 }

@@ -25,8 +25,9 @@ func (r *recordReader) lit(s string) {
 	r.ok = false
 }
 
-// int consumes an integer as strconv.AppendInt writes it.
-func (r *recordReader) int() int64 {
+// int consumes key, then an integer as strconv.AppendInt writes it.
+func (r *recordReader) int(key string) int64 {
+	r.lit(key)
 	if !r.ok {
 		return 0
 	}
@@ -56,10 +57,11 @@ func (r *recordReader) int() int64 {
 	return v
 }
 
-// str consumes a quoted string that needs no unescaping: valid UTF-8 with no
-// backslash, quote or control character, which json.Unmarshal takes as it
-// is.
-func (r *recordReader) str() []byte {
+// str consumes key, then a quoted string that needs no unescaping: valid
+// UTF-8 with no backslash, quote or control character, which
+// json.Unmarshal takes as it is.
+func (r *recordReader) str(key string) []byte {
+	r.lit(key)
 	if !r.ok || len(r.b) == 0 || r.b[0] != '"' {
 		r.ok = false
 		return nil
@@ -84,62 +86,36 @@ func (r *recordReader) str() []byte {
 	return s
 }
 
-// done reports whether the whole record was read.
-func (r *recordReader) done() bool {
+// end consumes the record's closing brace and reports whether the whole
+// record was read.
+func (r *recordReader) end() bool {
+	r.lit(`}`)
 	return r.ok && len(r.b) == 0
 }
 
 // decodePet decodes a stored pet.
 func decodePet(id int64, v []byte) (store.Pet, error) {
 	r := recordReader{b: v, ok: true}
-	var p store.Pet
-	r.lit(`{"id":`)
-	p.ID = r.int()
-	r.lit(`,"name":`)
-	name := r.str()
-	r.lit(`,"categoryId":`)
-	p.CategoryID = r.int()
-	r.lit(`,"status":`)
-	status := r.str()
-	r.lit(`}`)
-	if r.done() {
-		p.Name, p.Status = string(name), petStatus(status)
-		return p, nil
+	petID := r.int(`{"id":`)
+	name := r.str(`,"name":`)
+	categoryID := r.int(`,"categoryId":`)
+	status := r.str(`,"status":`)
+	if r.end() {
+		return store.Pet{ID: petID, Name: string(name), CategoryID: categoryID, Status: petStatus(status)}, nil
 	}
-	return decodeJSONPet(id, v)
+	return decodeJSONRecord[store.Pet](id, v)
 }
 
 // decodeInventory decodes a stored inventory entry.
 func decodeInventory(id int64, v []byte) (store.InventoryItem, error) {
 	r := recordReader{b: v, ok: true}
-	var it store.InventoryItem
-	r.lit(`{"petId":`)
-	it.PetID = r.int()
-	r.lit(`,"quantity":`)
-	q := r.int()
-	r.lit(`,"status":`)
-	status := r.str()
-	r.lit(`}`)
-	if r.done() && int64(int(q)) == q {
-		it.Quantity, it.Status = int(q), petStatus(status)
-		return it, nil
+	petID := r.int(`{"petId":`)
+	quantity := r.int(`,"quantity":`)
+	status := r.str(`,"status":`)
+	if r.end() && int64(int(quantity)) == quantity {
+		return store.InventoryItem{PetID: petID, Quantity: int(quantity), Status: petStatus(status)}, nil
 	}
-	return decodeJSONInventory(id, v)
-}
-
-// decodeJSONPet is decodePet's slow path, apart so that its value's escape
-// to json.Unmarshal does not put the fast path's on the heap too.
-func decodeJSONPet(id int64, v []byte) (store.Pet, error) {
-	var p store.Pet
-	err := decodeJSON(id, v, &p)
-	return p, err
-}
-
-// decodeJSONInventory is decodeInventory's slow path (see decodeJSONPet).
-func decodeJSONInventory(id int64, v []byte) (store.InventoryItem, error) {
-	var it store.InventoryItem
-	err := decodeJSON(id, v, &it)
-	return it, err
+	return decodeJSONRecord[store.InventoryItem](id, v)
 }
 
 // petStatus converts without allocating for the statuses there are.

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -195,18 +196,18 @@ func TestIndexKeysLayout(t *testing.T) {
 	for _, s := range []store.PetStatus{store.StatusAvailable, store.StatusPending, store.StatusSold} {
 		p := store.Pet{ID: 1<<40 + 7, CategoryID: 300, Status: s}
 		want := [3]indexEntry{
-			{bktPetsByStatus, cat(statusPrefix(s), itob(p.ID))},
-			{bktPetsByCategory, cat(itob(p.CategoryID), itob(p.ID))},
-			{bktPetsByCategoryStatus, cat(itob(p.CategoryID), statusPrefix(s), itob(p.ID))},
+			{bktPetsByStatus, slices.Concat(statusPrefix(s), itob(p.ID))},
+			{bktPetsByCategory, slices.Concat(itob(p.CategoryID), itob(p.ID))},
+			{bktPetsByCategoryStatus, slices.Concat(itob(p.CategoryID), statusPrefix(s), itob(p.ID))},
 		}
 		checkIndexEntries(t, petIndexEntries(&p), want)
 	}
 	for _, complete := range []bool{false, true} {
 		o := store.Order{ID: 1<<33 + 5, PetID: 77, Complete: complete}
 		want := [3]indexEntry{
-			{bktOrdersByPet, cat(itob(o.PetID), itob(o.ID))},
-			{bktOrdersByComplete, cat(completeByte(complete), itob(o.ID))},
-			{bktOrdersByPetComplete, cat(itob(o.PetID), completeByte(complete), itob(o.ID))},
+			{bktOrdersByPet, slices.Concat(itob(o.PetID), itob(o.ID))},
+			{bktOrdersByComplete, slices.Concat(completeByte(complete), itob(o.ID))},
+			{bktOrdersByPetComplete, slices.Concat(itob(o.PetID), completeByte(complete), itob(o.ID))},
 		}
 		checkIndexEntries(t, orderIndexEntries(&o), want)
 	}

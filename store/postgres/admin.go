@@ -6,33 +6,12 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
 
 	"petstore/store"
 )
-
-// changeTx runs fn in a transaction that also records a change for the
-// other instances, then reloads this instance's cache at once. The change
-// is committed when that reload runs: a reload that fails (the database
-// gone for a moment, the caller's context ended) is not the write's
-// failure, and the watcher's next poll reloads instead.
-func (db *DB) changeTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	err := db.tx(ctx, func(tx pgx.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return bump(ctx, tx)
-	})
-	if err != nil {
-		return err
-	}
-	_ = db.reload(context.WithoutCancel(ctx))
-	return nil
-}
 
 // EnsureAdminToken makes sure there is an admin token, as the bbolt store
 // does: a given token replaces the stored hash; without one, a first start
@@ -43,7 +22,7 @@ func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error
 		return "", err
 	}
 	var created bool
-	err = db.changeTx(ctx, func(tx pgx.Tx) error {
+	err = db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		sql := `INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1) ON CONFLICT (key) DO NOTHING`
 		if given != "" {
 			sql = `INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
@@ -69,32 +48,23 @@ func (db *DB) CheckAdminToken(token string) bool {
 
 // CreateAPIKey creates a key and returns its secret, which is not stored.
 func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, string, error) {
-	secret, err := store.NewSecret(store.APIKeyPrefix)
+	k, secret, err := store.NewAPIKey(name, db.timestamp())
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
-	hash := sha256.Sum256([]byte(secret))
-	k := store.APIKey{
-		Name:      name,
-		Prefix:    secret[len(store.APIKeyPrefix) : len(store.APIKeyPrefix)+8],
-		CreatedAt: db.timestamp(),
-	}
-	err = db.changeTx(ctx, func(tx pgx.Tx) error {
+	err = db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `INSERT INTO api_keys (name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
-			k.Name, k.Prefix, hash[:], k.CreatedAt).Scan(&k.ID)
+			k.Name, k.Prefix, k.SHA256, k.CreatedAt).Scan(&k.ID)
 	})
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
-	return k, secret, nil
+	return k.APIKey, secret, nil
 }
 
 // APIKeys lists one page of the keys in id order, without their secrets.
 func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64, error) {
-	if p.After == math.MaxInt64 {
-		return []store.APIKey{}, 0, nil
-	}
-	return pageOf(ctx, db.pool, p, func(k *store.APIKey) int64 { return k.ID }, func(r pgx.Rows) (store.APIKey, error) {
+	return pageOf(ctx, db.pool, p, func(k *store.APIKey) int64 { return k.ID }, func(r pgx.Row) (store.APIKey, error) {
 		var k store.APIKey
 		err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt)
 		k.CreatedAt = k.CreatedAt.UTC()
@@ -104,10 +74,10 @@ func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64,
 
 // RevokeAPIKey deletes a key; every instance refuses it within a second.
 func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
-	return db.changeTx(ctx, func(tx pgx.Tx) error {
+	return db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
 		if err == nil && tag.RowsAffected() == 0 {
-			err = store.Errorf(store.ENOTFOUND, "api key %d not found", id)
+			err = store.NotFound("api key", id)
 		}
 		return err
 	})
@@ -122,24 +92,46 @@ func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
 	return k, ok
 }
 
-// metaJSON reads a JSON singleton from meta; a missing one leaves v as it is.
-func metaJSON(ctx context.Context, q querier, key string, v any, lock bool) error {
+// meta reads a singleton of the meta table with unmarshal, which takes nil
+// for one never saved. lock takes its row for the rest of the transaction,
+// creating it first, so that read-modify-write transactions on it queue.
+func meta[T any](ctx context.Context, q querier, key string, lock bool, unmarshal func([]byte) (T, error)) (T, error) {
 	sql := `SELECT value FROM meta WHERE key = $1`
 	if lock {
+		if _, err := q.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, 'null') ON CONFLICT (key) DO NOTHING`, key); err != nil {
+			var zero T
+			return zero, err
+		}
 		sql += ` FOR UPDATE`
 	}
 	var data []byte
-	err := q.QueryRow(ctx, sql, key).Scan(&data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
+	if err := q.QueryRow(ctx, sql, key).Scan(&data); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		var zero T
+		return zero, err
 	}
+	return unmarshal(data)
+}
+
+// updateMeta applies change to a singleton of the meta table, read with
+// unmarshal, and saves it, in one transaction that holds its row; an error
+// from change leaves it as it was.
+func updateMeta[T any](ctx context.Context, db *DB, key string, unmarshal func([]byte) (T, error), change func(pgx.Tx, *T) error) (T, error) {
+	var v T
+	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
+		var err error
+		if v, err = meta(ctx, tx, key, true, unmarshal); err != nil {
+			return err
+		}
+		if err := change(tx, &v); err != nil {
+			return err
+		}
+		return putMetaJSON(ctx, tx, key, &v)
+	})
 	if err != nil {
-		return err
+		var zero T
+		return zero, err
 	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("decode %s: %w", key, err)
-	}
-	return nil
+	return v, nil
 }
 
 func putMetaJSON(ctx context.Context, tx pgx.Tx, key string, v any) error {
@@ -151,55 +143,20 @@ func putMetaJSON(ctx context.Context, tx pgx.Tx, key string, v any) error {
 	return err
 }
 
-// lockMeta makes sure a singleton's row exists and locks it, so that
-// read-modify-write transactions on it queue.
-func lockMeta(ctx context.Context, tx pgx.Tx, key string, v any) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, 'null') ON CONFLICT (key) DO NOTHING`, key); err != nil {
-		return err
-	}
-	return metaJSON(ctx, tx, key, v, true)
-}
-
-func project(ctx context.Context, q querier, lock bool) (store.Project, error) {
-	p := store.DefaultProject()
-	var err error
-	if tx, ok := q.(pgx.Tx); ok && lock {
-		err = lockMeta(ctx, tx, "project", &p)
-	} else {
-		err = metaJSON(ctx, q, "project", &p, false)
-	}
-	if p.Deploys == nil {
-		p.Deploys = []store.Deploy{}
-	}
-	return p, err
-}
-
 // Project returns the project and its settings.
 func (db *DB) Project(ctx context.Context) (store.Project, error) {
-	return project(ctx, db.pool, false)
+	return meta(ctx, db.pool, "project", false, store.UnmarshalProject)
 }
 
 // UpdateProject applies fn to the project in one transaction; an error from
 // fn leaves it as it was.
 func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error) {
-	var p store.Project
-	err := db.changeTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if p, err = project(ctx, tx, true); err != nil {
+	return updateMeta(ctx, db, "project", store.UnmarshalProject, func(_ pgx.Tx, p *store.Project) error {
+		if err := fn(p); err != nil {
 			return err
 		}
-		if err := fn(&p); err != nil {
-			return err
-		}
-		if err := store.ValidateProject(&p); err != nil {
-			return err
-		}
-		return putMetaJSON(ctx, tx, "project", &p)
+		return store.ValidateProject(p)
 	})
-	if err != nil {
-		return store.Project{}, err
-	}
-	return p, nil
 }
 
 // RecordDeploy adds a deploy to the project, keeping the newest MaxDeploys.
@@ -207,16 +164,12 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 	if d.At.IsZero() {
 		d.At = db.timestamp()
 	}
-	err := db.changeTx(ctx, func(tx pgx.Tx) error {
-		p, err := project(ctx, tx, true)
-		if err != nil {
-			return err
-		}
+	_, err := updateMeta(ctx, db, "project", store.UnmarshalProject, func(tx pgx.Tx, p *store.Project) error {
 		if err := tx.QueryRow(ctx, `SELECT nextval('deploy_ids')`).Scan(&d.ID); err != nil {
 			return err
 		}
 		p.AddDeploy(d)
-		return putMetaJSON(ctx, tx, "project", &p)
+		return nil
 	})
 	if err != nil {
 		return store.Deploy{}, err
@@ -224,38 +177,19 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 	return d, nil
 }
 
-func domainMissing(name string) *store.Error {
-	return store.Errorf(store.ENOTFOUND, "domain %s is not attached", name)
-}
-
-func decodeDomain(name string, data []byte) (store.Domain, error) {
-	var d store.Domain
-	if err := json.Unmarshal(data, &d); err != nil {
-		return store.Domain{}, fmt.Errorf("domain %s: %w", name, err)
-	}
-	return d, nil
-}
-
-func encodeDomain(d *store.Domain) ([]byte, error) {
-	if d.Records == nil {
-		d.Records = []store.DNSRecord{}
-	}
-	return json.Marshal(d)
-}
-
 // AddDomain attaches a domain.
 func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 	if d.AddedAt.IsZero() {
 		d.AddedAt = db.timestamp()
 	}
-	data, err := encodeDomain(d)
+	data, err := store.MarshalDomain(d)
 	if err != nil {
 		return err
 	}
-	return db.changeTx(ctx, func(tx pgx.Tx) error {
+	return db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO domains (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, d.Name, data)
 		if err == nil && tag.RowsAffected() == 0 {
-			err = store.Errorf(store.EDOMAINEXISTS, "%s is attached already", d.Name)
+			err = store.DomainAttached(d.Name)
 		}
 		return err
 	})
@@ -265,9 +199,9 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
 	var data []byte
 	if err := db.pool.QueryRow(ctx, `SELECT value FROM domains WHERE name = $1`, name).Scan(&data); err != nil {
-		return store.Domain{}, notFound(err, domainMissing(name))
+		return store.Domain{}, notFound(err, store.DomainNotAttached(name))
 	}
-	return decodeDomain(name, data)
+	return store.UnmarshalDomain(name, data)
 }
 
 // Domains lists the attached domains, oldest first.
@@ -290,7 +224,7 @@ func domains(ctx context.Context, q querier, lock bool) ([]store.Domain, error) 
 		if err := r.Scan(&name, &data); err != nil {
 			return store.Domain{}, err
 		}
-		return decodeDomain(name, data)
+		return store.UnmarshalDomain(name, data)
 	})
 	store.SortDomains(out)
 	return out, err
@@ -306,20 +240,20 @@ func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCur
 // leaves it as it was.
 func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Domain) error) (store.Domain, error) {
 	var d store.Domain
-	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
 		var data []byte
 		if err := tx.QueryRow(ctx, `SELECT value FROM domains WHERE name = $1 FOR UPDATE`, name).Scan(&data); err != nil {
-			return notFound(err, domainMissing(name))
+			return notFound(err, store.DomainNotAttached(name))
 		}
 		var err error
-		if d, err = decodeDomain(name, data); err != nil {
+		if d, err = store.UnmarshalDomain(name, data); err != nil {
 			return err
 		}
 		if err := fn(&d); err != nil {
 			return err
 		}
 		d.Name = name
-		if data, err = encodeDomain(&d); err != nil {
+		if data, err = store.MarshalDomain(&d); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE domains SET value = $2 WHERE name = $1`, name, data)
@@ -334,54 +268,32 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 // RemoveDomain detaches a domain, with the redirects from or to it and its
 // place as the primary domain.
 func (db *DB) RemoveDomain(ctx context.Context, name string) error {
-	return db.changeTx(ctx, func(tx pgx.Tx) error {
-		s, err := settings(ctx, tx, true)
-		if err != nil {
-			return err
-		}
+	_, err := updateMeta(ctx, db, "settings", store.UnmarshalSettings, func(tx pgx.Tx, s *store.Settings) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM domains WHERE name = $1`, name)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return domainMissing(name)
+			return store.DomainNotAttached(name)
 		}
 		s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r store.Redirect) bool { return r.From == name || r.To == name })
 		if s.Domains.Primary == name {
 			s.Domains.Primary = ""
 		}
-		return putMetaJSON(ctx, tx, "settings", &s)
+		return nil
 	})
-}
-
-func settings(ctx context.Context, q querier, lock bool) (store.Settings, error) {
-	var s store.Settings
-	var err error
-	if tx, ok := q.(pgx.Tx); ok && lock {
-		err = lockMeta(ctx, tx, "settings", &s)
-	} else {
-		err = metaJSON(ctx, q, "settings", &s, false)
-	}
-	if s.Domains.Redirects == nil {
-		s.Domains.Redirects = []store.Redirect{}
-	}
-	return s, err
+	return err
 }
 
 // Settings returns the domain settings.
 func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
-	return settings(ctx, db.pool, false)
+	return meta(ctx, db.pool, "settings", false, store.UnmarshalSettings)
 }
 
 // UpdateSettings applies fn to the settings, given the attached domains, in
 // one transaction; an error from fn leaves them as they were.
 func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, attached map[string]store.Domain) error) (store.Settings, error) {
-	var s store.Settings
-	err := db.changeTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if s, err = settings(ctx, tx, true); err != nil {
-			return err
-		}
+	return updateMeta(ctx, db, "settings", store.UnmarshalSettings, func(tx pgx.Tx, s *store.Settings) error {
 		list, err := domains(ctx, tx, true)
 		if err != nil {
 			return err
@@ -390,13 +302,6 @@ func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, att
 		for _, d := range list {
 			attached[d.Name] = d
 		}
-		if err := fn(&s, attached); err != nil {
-			return err
-		}
-		return putMetaJSON(ctx, tx, "settings", &s)
+		return fn(s, attached)
 	})
-	if err != nil {
-		return store.Settings{}, err
-	}
-	return s, nil
 }

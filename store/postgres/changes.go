@@ -14,26 +14,57 @@ import (
 // What an instance caches, and how it learns that another instance changed
 // it. Authenticating a request must not cost a query, so API keys and the
 // admin token's hash are held in memory, as the bbolt store does. Every
-// write that changes them (or domains, settings, the project) bumps the
-// one-row changes table in its transaction; each instance polls that row
-// and reloads when it moves. Polling a row is plain SQL that every
-// Postgres-compatible database runs, where LISTEN/NOTIFY is not; at
+// write that changes them, or domains, settings or the project, bumps the
+// one-row changes table in its transaction, with the kind of change; each
+// instance polls that row, reloads the credentials when they changed, and
+// tells its listeners of every change. Polling a row is plain SQL that
+// every Postgres-compatible database runs, where LISTEN/NOTIFY is not; at
 // pollInterval it costs a few tiny queries a second per instance and
 // keeps every instance within a second of every change.
 const pollInterval = 250 * time.Millisecond
 
 type cache struct {
-	mu        sync.RWMutex
-	version   int64
-	keys      map[[32]byte]store.APIKey
-	adminHash []byte
-	listeners []func()
+	mu sync.RWMutex
+	// version is the changes row's count of every change, as of the last
+	// notice to the listeners.
+	version int64
+	// credentials is its count of credential changes as of keys and
+	// adminHash.
+	credentials int64
+	keys        map[[32]byte]store.APIKey
+	adminHash   []byte
+	listeners   []func()
 }
 
-// bump records a change, in the transaction that makes it.
-func bump(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, `UPDATE changes SET version = version + 1 WHERE id = 1`)
-	return err
+// The kinds of change, as the changes row counts them: every change in
+// version, and those that leave the credentials alone in other_version too
+// (migrations/0002_change_kinds.sql).
+const (
+	// credentialsChange changes API keys or the admin token.
+	credentialsChange = `UPDATE changes SET version = version + 1 WHERE id = 1`
+	// otherChange leaves the credentials alone: domains, settings, the
+	// project.
+	otherChange = `UPDATE changes SET version = version + 1, other_version = other_version + 1 WHERE id = 1`
+)
+
+// changeTx runs fn in a transaction that also counts the change (one of
+// the kinds above) for the other instances, then catches this instance up
+// at once. The change is committed when that runs: a catch-up that fails
+// (the database gone for a moment, the caller's context ended) is not the
+// write's failure, and the watcher's next poll catches up instead.
+func (db *DB) changeTx(ctx context.Context, kind string, fn func(pgx.Tx) error) error {
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, kind)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_ = db.catchUp(context.WithoutCancel(ctx))
+	return nil
 }
 
 // OnChange registers fn to run after this or another instance changed API
@@ -45,11 +76,11 @@ func (db *DB) OnChange(fn func()) {
 	db.cache.mu.Unlock()
 }
 
-// watch polls the changes row until ctx ends, reloading on every move. A
-// failed poll (the database away) is retried at the next tick; the pool
+// watch catches up with the changes row every pollInterval until ctx ends.
+// A failed poll (the database away) is retried at the next tick; the pool
 // reconnects by itself.
 func (db *DB) watch(ctx context.Context) {
-	everyTick(ctx, pollInterval, func() { _ = db.reloadIfChanged(ctx) })
+	everyTick(ctx, pollInterval, func() { _ = db.catchUp(ctx) })
 }
 
 // everyTick calls fn every interval until ctx ends.
@@ -66,68 +97,72 @@ func everyTick(ctx context.Context, interval time.Duration, fn func()) {
 	}
 }
 
-// reloadIfChanged reloads the cache when the changes row moved since the
-// last load, and tells the listeners.
-func (db *DB) reloadIfChanged(ctx context.Context) error {
-	var v int64
-	if err := db.pool.QueryRow(ctx, `SELECT version FROM changes WHERE id = 1`).Scan(&v); err != nil {
+// catchUp reloads the credentials when they changed since they were
+// loaded, then tells the listeners when anything changed since they were
+// last told.
+func (db *DB) catchUp(ctx context.Context) error {
+	var version, credentials int64
+	if err := db.pool.QueryRow(ctx, `SELECT version, version - other_version FROM changes WHERE id = 1`).Scan(&version, &credentials); err != nil {
 		return err
 	}
 	db.cache.mu.RLock()
-	same := v == db.cache.version
+	stale := credentials > db.cache.credentials
 	db.cache.mu.RUnlock()
-	if same {
-		return nil
+	if stale {
+		if err := db.loadCredentials(ctx); err != nil {
+			return err
+		}
 	}
-	return db.reload(ctx)
+	db.cache.mu.Lock()
+	if version <= db.cache.version {
+		db.cache.mu.Unlock()
+		return nil // no change, or a newer catch-up told the listeners
+	}
+	db.cache.version = version
+	listeners := db.cache.listeners
+	db.cache.mu.Unlock()
+	for _, fn := range listeners {
+		fn()
+	}
+	return nil
 }
 
-// reload reads what the cache holds, as of one snapshot.
-func (db *DB) reload(ctx context.Context) error {
+// loadCredentials reads the API keys and the admin token's hash, as of one
+// snapshot, into the cache.
+func (db *DB) loadCredentials(ctx context.Context) error {
 	var (
-		version int64
-		hash    []byte
-		keys    = map[[32]byte]store.APIKey{}
+		credentials int64
+		hash        []byte
+		keys        = map[[32]byte]store.APIKey{}
 	)
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT version FROM changes WHERE id = 1`).Scan(&version); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT version - other_version FROM changes WHERE id = 1`).Scan(&credentials); err != nil {
 			return err
 		}
 		err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'admin_token_sha256'`).Scan(&hash)
 		if err != nil && err != pgx.ErrNoRows {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, name, prefix, created_at, sha256 FROM api_keys`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k store.APIKey
-			var h []byte
-			if err := rows.Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt, &h); err != nil {
-				return err
-			}
+		var k store.APIKey
+		var h []byte
+		rows, _ := tx.Query(ctx, `SELECT id, name, prefix, created_at, sha256 FROM api_keys`) // its error comes back from ForEachRow
+		_, err = pgx.ForEachRow(rows, []any{&k.ID, &k.Name, &k.Prefix, &k.CreatedAt, &h}, func() error {
 			if len(h) == sha256.Size {
 				k.CreatedAt = k.CreatedAt.UTC()
 				keys[[32]byte(h)] = k
 			}
-		}
-		return rows.Err()
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return err
 	}
 	db.cache.mu.Lock()
-	if version < db.cache.version {
-		db.cache.mu.Unlock()
+	defer db.cache.mu.Unlock()
+	if credentials < db.cache.credentials {
 		return nil // a newer load got here first
 	}
-	db.cache.version, db.cache.keys, db.cache.adminHash = version, keys, hash
-	listeners := db.cache.listeners
-	db.cache.mu.Unlock()
-	for _, fn := range listeners {
-		fn()
-	}
+	db.cache.credentials, db.cache.keys, db.cache.adminHash = credentials, keys, hash
 	return nil
 }

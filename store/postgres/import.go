@@ -18,7 +18,7 @@ const importBatch = 1000
 // every id and setting each sequence past the ids the other store gave. It
 // refuses a database that holds anything already: the move never merges.
 func (db *DB) Import(ctx context.Context, s *store.Snapshot) error {
-	err := db.changeTx(ctx, func(tx pgx.Tx) error {
+	err := db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		if err := refuseNonEmpty(ctx, tx); err != nil {
 			return err
 		}
@@ -39,7 +39,7 @@ func (db *DB) Import(ctx context.Context, s *store.Snapshot) error {
 			b.queue(`INSERT INTO api_keys (id, name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4, $5)`, k.ID, k.Name, k.Prefix, k.SHA256, k.CreatedAt)
 		}
 		for _, d := range s.Domains {
-			data, err := encodeDomain(&d)
+			data, err := store.MarshalDomain(&d)
 			if err != nil {
 				return err
 			}

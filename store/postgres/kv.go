@@ -15,10 +15,6 @@ import (
 // in (domains adapts it to certmagic's Storage), shared by every instance,
 // so that a certificate obtained by one is served by all.
 
-func kvMissing(key string) *store.Error {
-	return store.Errorf(store.ENOTFOUND, "key %q does not exist", key)
-}
-
 // KVPut stores value at key.
 func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
 	_, err := db.pool.Exec(ctx, `INSERT INTO certmagic (key, value, modified) VALUES ($1, $2, $3)
@@ -30,14 +26,14 @@ func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
 func (db *DB) KVGet(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
 	err := db.pool.QueryRow(ctx, `SELECT value FROM certmagic WHERE key = $1`, key).Scan(&v)
-	return v, notFound(err, kvMissing(key))
+	return v, notFound(err, store.KeyMissing(key))
 }
 
 // KVStat returns the size and modification time of the value at key.
 func (db *DB) KVStat(ctx context.Context, key string) (store.KVInfo, error) {
 	info := store.KVInfo{Key: key}
 	err := db.pool.QueryRow(ctx, `SELECT length(value), modified FROM certmagic WHERE key = $1`, key).Scan(&info.Size, &info.Modified)
-	return info, notFound(err, kvMissing(key))
+	return info, notFound(err, store.KeyMissing(key))
 }
 
 // KVDelete deletes key and every key under key + "/".
@@ -144,7 +140,7 @@ func (db *DB) Unlock(ctx context.Context, name string) error {
 	delete(db.locks, name)
 	db.locksMu.Unlock()
 	if h == nil {
-		return store.Errorf(store.ECONFLICT, "lock %q is not held", name)
+		return store.LockNotHeld(name)
 	}
 	h.stop()
 	<-h.done

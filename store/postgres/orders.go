@@ -2,21 +2,16 @@ package postgres
 
 import (
 	"context"
-	"math"
 
 	"github.com/jackc/pgx/v5"
 
 	"petstore/store"
 )
 
-func scanCategory(r pgx.Rows) (store.Category, error) {
+func scanCategory(r pgx.Row) (store.Category, error) {
 	var c store.Category
 	err := r.Scan(&c.ID, &c.Name, &c.Description)
 	return c, err
-}
-
-func categoryNotFound(id int64) *store.Error {
-	return store.Errorf(store.ENOTFOUND, "category %d not found", id)
 }
 
 // CreateCategory adds a category.
@@ -27,17 +22,15 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 
 // Category returns one category.
 func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
-	var c store.Category
-	err := db.pool.QueryRow(ctx, `SELECT id, name, description FROM categories WHERE id = $1`, id).
-		Scan(&c.ID, &c.Name, &c.Description)
-	return c, notFound(err, categoryNotFound(id))
+	c, err := scanCategory(db.pool.QueryRow(ctx, `SELECT id, name, description FROM categories WHERE id = $1`, id))
+	return c, notFound(err, store.NotFound("category", id))
 }
 
 // ReplaceCategory replaces a category's name and description.
 func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
 	tag, err := db.pool.Exec(ctx, `UPDATE categories SET name = $2, description = $3 WHERE id = $1`, c.ID, c.Name, c.Description)
 	if err == nil && tag.RowsAffected() == 0 {
-		err = categoryNotFound(c.ID)
+		err = store.NotFound("category", c.ID)
 	}
 	return err
 }
@@ -48,37 +41,27 @@ func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
 		// The exclusive lock waits for pets being added to it (they hold a
 		// share lock), so the count below is final.
 		if err := tx.QueryRow(ctx, `SELECT id FROM categories WHERE id = $1 FOR UPDATE`, id).Scan(&id); err != nil {
-			return notFound(err, categoryNotFound(id))
+			return notFound(err, store.NotFound("category", id))
 		}
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pets WHERE category_id = $1`, id).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
-			return store.Errorf(store.ECONFLICT, "category %d still has %d %s", id, n, plural(n, "pet", "pets"))
+			return store.CategoryInUse(id, n)
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM categories WHERE id = $1`, id)
 		return err
 	})
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // ListCategories returns one page of categories.
 func (db *DB) ListCategories(ctx context.Context, p store.Page) ([]store.Category, int64, error) {
-	if p.After == math.MaxInt64 {
-		return []store.Category{}, 0, nil
-	}
 	return pageOf(ctx, db.pool, p, func(c *store.Category) int64 { return c.ID }, scanCategory,
 		`SELECT id, name, description FROM categories WHERE id > $1 ORDER BY id LIMIT $2`)
 }
 
-func scanItem(r pgx.Rows) (store.InventoryItem, error) {
+func scanItem(r pgx.Row) (store.InventoryItem, error) {
 	var it store.InventoryItem
 	err := r.Scan(&it.PetID, &it.Quantity, &it.Status)
 	return it, err
@@ -86,30 +69,23 @@ func scanItem(r pgx.Rows) (store.InventoryItem, error) {
 
 // InventoryItem returns the stock of one pet.
 func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryItem, error) {
-	var it store.InventoryItem
-	err := db.pool.QueryRow(ctx, `SELECT pet_id, quantity, status FROM inventory WHERE pet_id = $1`, petID).
-		Scan(&it.PetID, &it.Quantity, &it.Status)
-	return it, notFound(err, petNotFound(petID))
+	it, err := scanItem(db.pool.QueryRow(ctx, `SELECT pet_id, quantity, status FROM inventory WHERE pet_id = $1`, petID))
+	return it, notFound(err, store.NotFound("pet", petID))
 }
 
 // SetStock sets the stock of one pet.
 func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (store.InventoryItem, error) {
-	if qty < 0 || qty > store.MaxStock {
-		return store.InventoryItem{}, store.Errorf(store.EINVALID, "quantity must be between 0 and %d, got %d", store.MaxStock, qty)
+	if err := store.CheckStock(qty); err != nil {
+		return store.InventoryItem{}, err
 	}
-	it := store.InventoryItem{PetID: petID}
-	err := db.pool.QueryRow(ctx, `UPDATE inventory SET quantity = $2 WHERE pet_id = $1 RETURNING quantity, status`, petID, qty).
-		Scan(&it.Quantity, &it.Status)
-	return it, notFound(err, petNotFound(petID))
+	it, err := scanItem(db.pool.QueryRow(ctx, `UPDATE inventory SET quantity = $2 WHERE pet_id = $1 RETURNING pet_id, quantity, status`, petID, qty))
+	return it, notFound(err, store.NotFound("pet", petID))
 }
 
 // ListInventory returns one page of inventory entries, by pet id.
 func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]store.InventoryItem, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)
-	}
-	if f.After == math.MaxInt64 {
-		return []store.InventoryItem{}, 0, nil
 	}
 	id := func(it *store.InventoryItem) int64 { return it.PetID }
 	const cols = `SELECT pet_id, quantity, status FROM inventory WHERE pet_id > $1`
@@ -120,24 +96,16 @@ func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]sto
 	return pageOf(ctx, db.pool, f.Page, id, scanItem, cols+order)
 }
 
-func scanOrder(r pgx.Rows) (store.Order, error) {
+// scanOrder reads an order, its ship date in UTC as the store's other times
+// are: pgx reads a TIMESTAMPTZ in the local zone.
+func scanOrder(r pgx.Row) (store.Order, error) {
 	var o store.Order
 	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
-	return inUTC(o), err
-}
-
-// inUTC gives the order's ship date in UTC, as the store's other times are:
-// pgx reads a TIMESTAMPTZ in the local zone.
-func inUTC(o store.Order) store.Order {
 	if o.ShipDate != nil {
 		d := o.ShipDate.UTC()
 		o.ShipDate = &d
 	}
-	return o
-}
-
-func orderNotFound(id int64) *store.Error {
-	return store.Errorf(store.ENOTFOUND, "order %d not found", id)
+	return o, err
 }
 
 // PlaceOrder takes the stock and records the order in one transaction: the
@@ -154,13 +122,10 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 		err := tx.QueryRow(ctx, `SELECT p.status, i.quantity FROM pets p JOIN inventory i ON i.pet_id = p.id
 			WHERE p.id = $1 FOR UPDATE OF p, i`, in.PetID).Scan(&status, &stock)
 		if err != nil {
-			return notFound(err, store.Errorf(store.EUNPROCESSABLE, "pet %d does not exist", in.PetID))
+			return notFound(err, store.OrderedPetMissing(in.PetID))
 		}
-		if status == store.StatusSold {
-			return store.Errorf(store.ECONFLICT, "pet %d is sold", in.PetID)
-		}
-		if stock < in.Quantity {
-			return store.Errorf(store.EINSUFFICIENTSTOCK, "pet %d has %d in stock, the order asks for %d", in.PetID, stock, in.Quantity)
+		if err := store.CheckOrderable(in.PetID, status, stock, in.Quantity); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE inventory SET quantity = quantity - $2 WHERE pet_id = $1`, in.PetID, in.Quantity); err != nil {
 			return err
@@ -177,19 +142,15 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 
 // Order returns one order.
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
-	var o store.Order
-	err := db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id = $1`, id).
-		Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
-	return inUTC(o), notFound(err, orderNotFound(id))
+	o, err := scanOrder(db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id = $1`, id))
+	return o, notFound(err, store.NotFound("order", id))
 }
 
 // UpdateOrder changes an order's ship date or completion.
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (store.Order, error) {
-	var o store.Order
-	err := db.pool.QueryRow(ctx, `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete)
-		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete`, id, u.ShipDate, u.Complete).
-		Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
-	return inUTC(o), notFound(err, orderNotFound(id))
+	o, err := scanOrder(db.pool.QueryRow(ctx, `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete)
+		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete`, id, u.ShipDate, u.Complete))
+	return o, notFound(err, store.NotFound("order", id))
 }
 
 // CancelOrder removes an incomplete order and returns its stock.
@@ -200,10 +161,10 @@ func (db *DB) CancelOrder(ctx context.Context, id int64) error {
 		var complete bool
 		err := tx.QueryRow(ctx, `SELECT pet_id, quantity, complete FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&petID, &qty, &complete)
 		if err != nil {
-			return notFound(err, orderNotFound(id))
+			return notFound(err, store.NotFound("order", id))
 		}
 		if complete {
-			return store.Errorf(store.ECONFLICT, "order %d is complete and cannot be cancelled", id)
+			return store.OrderComplete(id)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE inventory SET quantity = LEAST(quantity + $2, $3) WHERE pet_id = $1`, petID, qty, store.MaxStock); err != nil {
 			return err
@@ -215,9 +176,6 @@ func (db *DB) CancelOrder(ctx context.Context, id int64) error {
 
 // ListOrders returns one page of orders, filtered by pet and completion.
 func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Order, int64, error) {
-	if f.After == math.MaxInt64 {
-		return []store.Order{}, 0, nil
-	}
 	id := func(o *store.Order) int64 { return o.ID }
 	const cols = `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id > $1`
 	const order = ` ORDER BY id LIMIT $2`

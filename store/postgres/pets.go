@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,13 +12,7 @@ import (
 // entry, and a category's before its pets are counted, in every
 // transaction, so that concurrent writers queue instead of deadlocking.
 
-func petNotFound(id int64) *store.Error { return store.Errorf(store.ENOTFOUND, "pet %d not found", id) }
-
-func categoryMissing(id int64) *store.Error {
-	return store.Errorf(store.EUNPROCESSABLE, "category %d does not exist", id)
-}
-
-func scanPet(r pgx.Rows) (store.Pet, error) {
+func scanPet(r pgx.Row) (store.Pet, error) {
 	var p store.Pet
 	err := r.Scan(&p.ID, &p.Name, &p.CategoryID, &p.Status)
 	return p, err
@@ -32,7 +24,7 @@ func petID(p *store.Pet) int64 { return p.ID }
 // pet is added to it, or says that it does not exist.
 func lockCategory(ctx context.Context, tx pgx.Tx, id int64) error {
 	err := tx.QueryRow(ctx, `SELECT id FROM categories WHERE id = $1 FOR SHARE`, id).Scan(&id)
-	return notFound(err, categoryMissing(id))
+	return notFound(err, store.CategoryMissing(id))
 }
 
 // CreatePet adds a pet in an existing category, with an inventory entry of
@@ -62,10 +54,8 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 
 // Pet returns one pet.
 func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
-	var p store.Pet
-	err := db.pool.QueryRow(ctx, `SELECT id, name, category_id, status FROM pets WHERE id = $1`, id).
-		Scan(&p.ID, &p.Name, &p.CategoryID, &p.Status)
-	return p, notFound(err, petNotFound(id))
+	p, err := scanPet(db.pool.QueryRow(ctx, `SELECT id, name, category_id, status FROM pets WHERE id = $1`, id))
+	return p, notFound(err, store.NotFound("pet", id))
 }
 
 // PetJSON returns one pet in its API form.
@@ -74,7 +64,7 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(p)
+	return p.AppendJSON(nil), nil
 }
 
 // ReplacePet replaces a pet; its inventory entry takes the new status.
@@ -86,7 +76,7 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 	err = db.tx(ctx, func(tx pgx.Tx) error {
 		var oldCategory int64
 		if err := tx.QueryRow(ctx, `SELECT category_id FROM pets WHERE id = $1 FOR UPDATE`, in.ID).Scan(&oldCategory); err != nil {
-			return notFound(err, petNotFound(in.ID))
+			return notFound(err, store.NotFound("pet", in.ID))
 		}
 		if in.CategoryID != oldCategory {
 			if err := lockCategory(ctx, tx, in.CategoryID); err != nil {
@@ -111,7 +101,7 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 func (db *DB) DeletePet(ctx context.Context, id int64) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT id FROM pets WHERE id = $1 FOR UPDATE`, id).Scan(&id); err != nil {
-			return notFound(err, petNotFound(id))
+			return notFound(err, store.NotFound("pet", id))
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM inventory WHERE pet_id = $1`, id); err != nil {
 			return err
@@ -125,9 +115,6 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)
-	}
-	if f.After == math.MaxInt64 {
-		return []store.Pet{}, 0, nil
 	}
 	const cols = `SELECT id, name, category_id, status FROM pets WHERE id > $1`
 	const order = ` ORDER BY id LIMIT $2`

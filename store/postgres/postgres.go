@@ -72,7 +72,13 @@ func Open(ctx context.Context, url string, opts store.Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("migrating the database schema: %w", err)
 	}
-	if err := db.reload(ctx); err != nil {
+	// The credentials whatever the counts say (a database may have them
+	// from before the counts were kept), then the counts.
+	err = db.loadCredentials(ctx)
+	if err == nil {
+		err = db.catchUp(ctx)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -178,7 +184,7 @@ func (db *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 // by id with "id > $1" and "LIMIT $2" as its first two parameters. It asks
 // for one row more than the page holds, to know whether another follows,
 // and returns the After of the next page, or 0 for the last one.
-func pageOf[T any](ctx context.Context, q querier, p store.Page, id func(*T) int64, scan func(pgx.Rows) (T, error), query string, args ...any) ([]T, int64, error) {
+func pageOf[T any](ctx context.Context, q querier, p store.Page, id func(*T) int64, scan func(pgx.Row) (T, error), query string, args ...any) ([]T, int64, error) {
 	size := p.Size()
 	out := make([]T, 0, size)
 	if p.After < 0 {

@@ -2,8 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"petstore/store"
 	"petstore/store/postgres"
@@ -34,11 +37,8 @@ func openAt(t *testing.T, url string) *postgres.DB {
 // Two instances on one database: a key revoked through one is refused by
 // the other within a second, and a change of the admin token reaches it.
 func TestChangesReachOtherInstances(t *testing.T) {
-	url := pgtest.URL(t)
 	ctx := context.Background()
-	a, b := openAt(t, url), openAt(t, url)
-	changed := make(chan struct{}, 10)
-	b.OnChange(func() { changed <- struct{}{} })
+	b, a, changed := twoInstances(t, pgtest.URL(t))
 
 	token, err := a.EnsureAdminToken(ctx, "")
 	if err != nil || token == "" {
@@ -61,6 +61,58 @@ func TestChangesReachOtherInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, changed, func() bool { return b.CheckAdminToken(next) && !b.CheckAdminToken(token) })
+}
+
+// A change of domains, settings or the project reaches the other instances
+// without reloading their credentials; a change of the credentials reloads
+// them. A key written behind the stores' back shows which: an instance
+// learns of it only from a reload.
+func TestOnlyCredentialChangesReloadCredentials(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	a, b, changed := twoInstances(t, url)
+
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	const hidden = "psk_written-behind-the-stores-back"
+	hash := sha256.Sum256([]byte(hidden))
+	if _, err := conn.Exec(ctx, `INSERT INTO api_keys (name, prefix, sha256, created_at) VALUES ('hidden', 'written-', $1, now())`, hash[:]); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := b.AddDomain(ctx, &store.Domain{Name: "shop.example"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(time.Second):
+		t.Fatal("the other instance did not see the new domain within a second")
+	}
+	if _, ok := a.AuthenticateAPIKey(hidden); ok {
+		t.Error("a domain change reloaded the other instance's API keys")
+	}
+
+	_, secret, err := b.CreateAPIKey(ctx, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, changed, func() bool { _, ok := a.AuthenticateAPIKey(secret); return ok })
+	if _, ok := a.AuthenticateAPIKey(hidden); !ok {
+		t.Error("a key change did not reload every key")
+	}
+}
+
+// twoInstances opens two instances on the database at url; changed
+// receives the change notices of the first.
+func twoInstances(t *testing.T, url string) (watched, other *postgres.DB, changed <-chan struct{}) {
+	t.Helper()
+	notices := make(chan struct{}, 10)
+	watched, other = openAt(t, url), openAt(t, url)
+	watched.OnChange(func() { notices <- struct{}{} })
+	return watched, other, notices
 }
 
 // waitFor waits for cond, re-checking after each change notification, for

@@ -100,6 +100,18 @@ func testProject(t *testing.T, s store.Store) {
 	}
 	_, err := s.UpdateProject(ctx, func(p *store.Project) error { p.Slug = "Not A Label"; return nil })
 	wantError(t, "an invalid slug", err, store.EINVALID, `slug "Not A Label" is not a DNS label (1 to 63 lowercase letters, digits and inner hyphens)`)
+	for _, slug := range []string{"", "-shop", "shop-", "sh_op", "shöp", strings.Repeat("a", 64)} {
+		_, err := s.UpdateProject(ctx, func(p *store.Project) error { p.Slug = slug; return nil })
+		wantError(t, "slug "+slug, err, store.EINVALID, fmt.Sprintf("slug %q is not a DNS label (1 to 63 lowercase letters, digits and inner hyphens)", slug))
+	}
+	for _, slug := range []string{"a", "7", "my-shop-2", strings.Repeat("a", 63)} {
+		if _, err := s.UpdateProject(ctx, func(p *store.Project) error { p.Slug = slug; return nil }); err != nil {
+			t.Errorf("slug %q: %v", slug, err)
+		}
+	}
+	_, err = s.UpdateProject(ctx, func(p *store.Project) error { p.Plan = "gold"; return nil })
+	wantError(t, "an unknown plan", err, store.EINVALID, `plan "gold" is not one of free, pro, enterprise`)
+	must(s.UpdateProject(ctx, func(p *store.Project) error { p.Slug = "shop"; return nil }))(t)
 	_, err = s.UpdateProject(ctx, func(p *store.Project) error { return store.Errorf(store.EPLANREQUIRED, "from fn") })
 	wantError(t, "fn's error", err, store.EPLANREQUIRED, "from fn")
 	if got := must(s.Project(ctx))(t); got.Slug != "shop" {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -96,6 +97,10 @@ func testPetPages(t *testing.T, s store.Store) {
 	// A negative limit means one, a negative cursor the start.
 	if one, _, err := s.ListPets(ctx, store.PetFilter{Page: store.Page{Limit: -5, After: -5}}); err != nil || len(one) != 1 || one[0] != pets[0] {
 		t.Errorf("limit -5 after -5: %+v %v", one, err)
+	}
+	// The largest cursor is past every id: an empty page, the last.
+	if none, next, err := s.ListPets(ctx, store.PetFilter{Page: store.Page{After: math.MaxInt64}}); err != nil || none == nil || len(none) != 0 || next != 0 {
+		t.Errorf("after the largest id: %+v next %d %v", none, next, err)
 	}
 	_, _, err = s.ListPets(ctx, store.PetFilter{Status: "lost"})
 	wantError(t, "an unknown status filter", err, store.EINVALID, `status "lost" is not one of available, pending, sold`)

@@ -1,0 +1,115 @@
+package boltstore
+
+import (
+	"context"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// table is an entity bucket: records of type T by id, how one is decoded,
+// and what a missing one is called in errors.
+type table[T any] struct {
+	bucket []byte
+	decode func(id int64, v []byte) (T, error)
+	// what names the entity in "pet 3 not found".
+	what string
+}
+
+var (
+	petTable      = table[store.Pet]{bktPets, decodePet, "pet"}
+	categoryTable = table[store.Category]{bktCategories, decodeJSONRecord[store.Category], "category"}
+	orderTable    = table[store.Order]{bktOrders, decodeJSONRecord[store.Order], "order"}
+	// An inventory entry is keyed by its pet's id, and missing with its pet.
+	inventoryTable = table[store.InventoryItem]{bktInventory, decodeInventory, "pet"}
+	apiKeyTable    = table[store.StoredAPIKey]{bktAPIKeys, decodeJSONRecord[store.StoredAPIKey], "api key"}
+)
+
+// get returns the record with the given id, or ENOTFOUND.
+func (t table[T]) get(tx *bolt.Tx, id int64) (T, error) {
+	k := idKey(id)
+	v := tx.Bucket(t.bucket).Get(k[:])
+	if v == nil {
+		var zero T
+		return zero, store.NotFound(t.what, id)
+	}
+	return t.decode(id, v)
+}
+
+// read returns the record with the given id, in a read transaction of its own.
+func (t table[T]) read(ctx context.Context, db *DB, id int64) (T, error) {
+	return readValue(ctx, db, func(tx *bolt.Tx) (T, error) { return t.get(tx, id) })
+}
+
+// page lists one page of the records in id order, and the After of the
+// next page (0 on the last). With an index bucket, the records are those
+// whose ids follow prefix in it.
+func (t table[T]) page(ctx context.Context, db *DB, index, prefix []byte, p store.Page) ([]T, int64, error) {
+	out := make([]T, 0, p.Size())
+	var next int64
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		if index == nil {
+			next, err = walkPage(tx.Bucket(t.bucket), nil, p, func(id int64, v []byte) error {
+				rec, err := t.decode(id, v)
+				out = append(out, rec)
+				return err
+			})
+			return err
+		}
+		next, err = walkPage(tx.Bucket(index), prefix, p, func(id int64, _ []byte) error {
+			rec, err := t.get(tx, id)
+			out = append(out, rec)
+			return corrupt(err)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, next, nil
+}
+
+// readValue returns what fn finds in one read transaction.
+func readValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, error)) (T, error) {
+	var v T
+	err := db.read(ctx, keepValue(&v, fn))
+	return v, err
+}
+
+// writeValue runs fn in a write (see write, whose rules fn keeps) and
+// returns the value of its run that committed, or the zero value and the
+// error.
+func writeValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, error)) (T, error) {
+	var v T
+	if err := db.write(ctx, keepValue(&v, fn)); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// create runs a write that inserts a new record made from in (insert sets
+// its id), and sets *out to the record of the run that committed.
+func create[T any](ctx context.Context, db *DB, out *T, in T, insert func(tx *bolt.Tx, rec *T) error) error {
+	var rec T
+	err := db.write(ctx, func(tx *bolt.Tx) error {
+		rec = in
+		return insert(tx, &rec)
+	})
+	if err == nil {
+		*out = rec
+	}
+	return err
+}
+
+// keepValue adapts fn to a transaction's function that keeps fn's value in
+// *v.
+func keepValue[T any](v *T, fn func(tx *bolt.Tx) (T, error)) func(tx *bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
+		var err error
+		*v, err = fn(tx)
+		return err
+	}
+}
