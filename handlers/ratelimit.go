@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -19,12 +20,14 @@ const rateLimitClients = 1 << 14
 // twice that, and answers 429 with Retry-After past it. A client is its
 // peer address, IPv6 ones grouped by /64 (clientKeyOf).
 func (s *Server) rateLimit() echo.MiddlewareFunc {
-	burst := max(2*s.cfg.RateLimit, 1)
+	// Whole tokens; math.Floor, since a conversion to int overflows for
+	// rates near the top of float64.
+	burst := math.Floor(max(2*s.cfg.RateLimit, 1))
 	retryAfter := "1"
 	if s.cfg.RateLimit < 1 {
 		retryAfter = fmt.Sprint(int(1/s.cfg.RateLimit + 0.999))
 	}
-	limiter := newRateLimiter(s.cfg.RateLimit, float64(int(burst)), rateLimitClients)
+	limiter := newRateLimiter(s.cfg.RateLimit, burst, rateLimitClients)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if !limiter.allow(clientKeyOf(c.Request().RemoteAddr), time.Now()) {
