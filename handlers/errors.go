@@ -108,7 +108,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(fullDiskRetryAfter/time.Second)))
 	}
 	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
-		s.failures.fail(clientAddr(c.Request()), time.Now())
+		s.failures.fail(clientKeyOf(c.Request().RemoteAddr), time.Now())
 	}
 	if body.Status >= 500 {
 		s.log.Error("request failed",
