@@ -83,18 +83,6 @@ func (s *Server) placeOrder(c echo.Context) error {
 	return respondCreated(c, fmt.Sprintf("/store/orders/%d", o.ID), o)
 }
 
-func (s *Server) getOrder(c echo.Context) error {
-	id, err := pathID(c, "orderId")
-	if err != nil {
-		return err
-	}
-	o, err := s.store.Order(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	return respond(c, http.StatusOK, o)
-}
-
 // updateOrder changes shipDate and complete. petId and quantity are fixed
 // once the stock is taken: sending them is allowed only unchanged, so that
 // a client can PUT back the order it read.
@@ -125,15 +113,4 @@ func (s *Server) updateOrder(c echo.Context) error {
 		return err
 	}
 	return respond(c, http.StatusOK, o)
-}
-
-func (s *Server) cancelOrder(c echo.Context) error {
-	id, err := pathID(c, "orderId")
-	if err != nil {
-		return err
-	}
-	if err := s.store.CancelOrder(c.Request().Context(), id); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }
