@@ -136,7 +136,9 @@ func (s *Server) classify(err error, c echo.Context) Error {
 		reqErr  *openapi3filter.RequestError
 		secErr  *openapi3filter.SecurityRequirementsError
 	)
-	if locked := lockedOut(err); locked != nil {
+	// Also inside kin-openapi's security error.
+	var locked *errTooManyFailures
+	if errors.As(err, &locked) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(locked.retryAfter))
 		return newError(codeRateLimited, locked.Error())
 	}
@@ -176,8 +178,8 @@ func (s *Server) unauthorizedMessage(c echo.Context) string {
 	return "the API key in X-API-Key is not valid (unknown or revoked)"
 }
 
-// echoErrorBody describes errors raised by Echo itself and its middleware:
-// unknown routes, wrong methods, body limits, rate limits.
+// echoErrorBody describes an *echo.HTTPError: the router's 404 and 405, the
+// echo.ErrNotFound of this package, and any other by its status.
 func (s *Server) echoErrorBody(he *echo.HTTPError, c echo.Context) Error {
 	req := c.Request()
 	switch he.Code {
@@ -185,7 +187,8 @@ func (s *Server) echoErrorBody(he *echo.HTTPError, c echo.Context) Error {
 		return newError(store.ENOTFOUND, fmt.Sprintf("no route for %s %s", req.Method, req.URL.Path))
 	case http.StatusMethodNotAllowed:
 		msg := fmt.Sprintf("%s is not allowed on %s", req.Method, req.URL.Path)
-		if allow := allowedMethods(c); allow != "" {
+		// Echo's router has set Allow to the path's methods.
+		if allow := c.Response().Header().Get(echo.HeaderAllow); allow != "" {
 			msg += "; allowed: " + allow
 		}
 		return newError(codeMethodNotAllowed, msg)
@@ -258,12 +261,6 @@ func schemaReason(e *openapi3.SchemaError) string {
 		return e.Reason
 	}
 	return fmt.Sprintf("does not match the %q rule of the schema", e.SchemaField)
-}
-
-// allowedMethods lists the methods that the matched path does support, for
-// the Allow header and the 405 message.
-func allowedMethods(c echo.Context) string {
-	return c.Response().Header().Get(echo.HeaderAllow)
 }
 
 func requestID(c echo.Context) string {

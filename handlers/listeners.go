@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
 
@@ -32,9 +33,9 @@ func NewListeners(conns *ConnGuard) *Listeners { return &Listeners{conns: conns}
 // CIDR ranges, such as a TCP load balancer's) and take the client address
 // it carries as the connection's. It fails on a source that is neither.
 func (l *Listeners) ReadProxyProtocolFrom(sources []string) error {
-	policy, err := proxyProtocolPolicy(sources)
+	policy, err := proxyproto.PolicyFromRanges(sources, proxyproto.REQUIRE, proxyproto.SKIP)
 	if err != nil {
-		return err
+		return fmt.Errorf("--proxy-protocol-from: %w", err)
 	}
 	l.proxyProtocol = policy
 	return nil

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -17,8 +16,11 @@ import (
 // backups and metrics. Every method on it needs the admin token, OPTIONS
 // and unknown methods included, so that nothing about it (not even which
 // methods exist) is told to someone without the token.
-func tokenPath(p string) bool {
-	return p == "/admin" || strings.HasPrefix(p, "/admin/") || p == "/metrics" || strings.HasPrefix(p, "/metrics/")
+func tokenPath(p string) bool { return inTree(p, "/admin") || inTree(p, "/metrics") }
+
+// inTree reports whether path p is root or below it.
+func inTree(p, root string) bool {
+	return strings.HasPrefix(p, root) && (len(p) == len(root) || p[len(root)] == '/')
 }
 
 // guardOperatorPaths asks for the admin token on operator paths before
@@ -141,14 +143,4 @@ func (l *failureLimiter) fail(k clientKey, now time.Time) {
 // attempts with one count as failures.
 func presentedCredential(r *http.Request) bool {
 	return r.Header.Get(headerAPIKey) != "" || r.Header.Get(echo.HeaderAuthorization) != ""
-}
-
-// lockedOut finds the lock-out in an error, also inside kin-openapi's
-// security error.
-func lockedOut(err error) *errTooManyFailures {
-	var locked *errTooManyFailures
-	if errors.As(err, &locked) {
-		return locked
-	}
-	return nil
 }

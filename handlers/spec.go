@@ -68,16 +68,4 @@ func routeKey(method, echoPath string) string { return method + " " + echoPath }
 
 // echoPath turns an OpenAPI path template into Echo's form:
 // /pets/{petId} -> /pets/:petId.
-func echoPath(p string) string {
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '{':
-			b.WriteByte(':')
-		case '}':
-		default:
-			b.WriteByte(p[i])
-		}
-	}
-	return b.String()
-}
+func echoPath(p string) string { return strings.NewReplacer("{", ":", "}", "").Replace(p) }
