@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -46,16 +45,6 @@ type accessWriter struct {
 	json bool
 	slog slog.Handler // on w, in the same format
 	bufs sync.Pool
-	// stamp is the text format's last time, kept for the lines of the same
-	// millisecond (dozens of them under load): formatting a time is a
-	// fifth of writing a line.
-	stamp atomic.Pointer[textStamp]
-}
-
-// textStamp is a millisecond and its text form.
-type textStamp struct {
-	ms   int64
-	text []byte
 }
 
 func newAccessWriter(w io.Writer, json bool) *accessWriter {
@@ -80,29 +69,16 @@ func (a *accessWriter) write(t time.Time, l accessLine) {
 	if a.json {
 		b = appendJSONLine(b, t, l)
 	} else {
-		b = appendTextLine(b, a.textTime(t), l)
+		b = appendTextLine(b, t, l)
 	}
 	_, _ = a.w.Write(b)
 	*bp = b
 	a.bufs.Put(bp)
 }
 
-// textTime is t as the text format writes it (appendRFC3339Millis).
-func (a *accessWriter) textTime(t time.Time) []byte {
-	ms := t.UnixMilli()
-	if st := a.stamp.Load(); st != nil && st.ms == ms && t.Location() == time.Local {
-		return st.text
-	}
-	st := &textStamp{ms: ms, text: appendRFC3339Millis(nil, t)}
-	if t.Location() == time.Local {
-		a.stamp.Store(st)
-	}
-	return st.text
-}
-
-func appendTextLine(b []byte, stamp []byte, l accessLine) []byte {
+func appendTextLine(b []byte, t time.Time, l accessLine) []byte {
 	b = append(b, "time="...)
-	b = append(b, stamp...)
+	b = appendRFC3339Millis(b, t)
 	b = append(b, " level="...)
 	b = append(b, l.level.String()...)
 	b = append(b, " msg=request request_id="...)

@@ -23,8 +23,7 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 		time.Date(2026, 11, 21, 18, 28, 12, 123456789, time.UTC),
 		time.Date(2026, 1, 2, 3, 4, 5, 999999999, time.FixedZone("x", 5*3600+30*60)),
 		time.Date(2026, 1, 2, 3, 4, 5, 100000, time.FixedZone("y", -7*3600)),
-		// Local times go through the writer's per-millisecond cache: the
-		// same millisecond twice, then the next one.
+		// Local times: the same millisecond twice, then the next one.
 		time.Date(2026, 3, 29, 1, 30, 0, 123000000, time.Local),
 		time.Date(2026, 3, 29, 1, 30, 0, 123999999, time.Local),
 		time.Date(2026, 3, 29, 1, 30, 0, 124000000, time.Local),
