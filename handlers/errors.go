@@ -56,8 +56,8 @@ var statusOf = map[string]int{
 	store.EINSUFFICIENTSTORAGE: http.StatusInsufficientStorage,
 }
 
-// codeOfStatus names the error of a status that arrives without a code of
-// ours (from Echo or net/http): the reverse of statusOf for unambiguous codes.
+// codeOfStatus names the error of a status below 500 that arrives without a
+// code of ours (from Echo): the reverse of statusOf for unambiguous codes.
 var codeOfStatus = map[int]string{
 	http.StatusBadRequest:                  store.EINVALID,
 	http.StatusUnauthorized:                codeUnauthorized,
@@ -72,7 +72,6 @@ var codeOfStatus = map[int]string{
 	http.StatusRequestHeaderFieldsTooLarge: codeHeadersTooLarge,
 	http.StatusUnprocessableEntity:         store.EUNPROCESSABLE,
 	http.StatusTooManyRequests:             codeRateLimited,
-	http.StatusServiceUnavailable:          codeUnavailable,
 }
 
 // fullDiskRetryAfter is the Retry-After of a 507: an operator has to free space.

@@ -42,7 +42,8 @@ func (l *Listeners) ReadProxyProtocolFrom(sources []string) error {
 }
 
 // Listen opens addr for srv (with TLS when srv has a TLSConfig) and returns
-// the address it got, which names the port when addr asked for port 0.
+// the address it got, which names the port when addr asked for port 0. It
+// sets srv's ConnState, which the guard follows.
 func (l *Listeners) Listen(addr string, srv *http.Server) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -54,7 +55,7 @@ func (l *Listeners) Listen(addr string, srv *http.Server) (net.Addr, error) {
 		ln = newProxyProtocolListener(ln, l.proxyProtocol)
 	}
 	ln = l.conns.Listener(ln)
-	l.conns.Track(srv)
+	srv.ConnState = l.conns.connState
 	if srv.TLSConfig != nil {
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"math"
 	"net/http"
+	"slices"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -69,8 +70,7 @@ func newQuickCheck(op *routers.Route, opts *openapi3filter.Options) *quickCheck 
 		}
 		q.security = *sec
 	}
-	params := append(openapi3.Parameters{}, op.PathItem.Parameters...)
-	params = append(params, o.Parameters...)
+	params := slices.Concat(op.PathItem.Parameters, o.Parameters)
 	if len(params) == 0 && len(q.security) == 0 {
 		return nil // nothing for the validator to do that this would save
 	}

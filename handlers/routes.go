@@ -113,20 +113,20 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 		}
 		if !s.cfg.SkipValidation {
 			mw = append(mw, s.validate(op))
-			s.validated[routeKey(r.method, r.path)] = true
-			if r.method == http.MethodGet {
-				s.validated[routeKey(http.MethodHead, r.path)] = true
-			}
 		}
 		if op.Operation.RequestBody == nil {
 			mw = append(mw, refuseBody)
 		}
 		h := chain(r.handle, mw...)
-		s.echo.Add(r.method, r.path, h)
+		methods := []string{r.method}
 		if r.method == http.MethodGet {
 			// HEAD is GET without the body (net/http drops it); Echo does
 			// not add it by itself.
-			s.echo.Add(http.MethodHead, r.path, h)
+			methods = append(methods, http.MethodHead)
+		}
+		for _, m := range methods {
+			s.echo.Add(m, r.path, h)
+			s.validated[routeKey(m, r.path)] = !s.cfg.SkipValidation
 		}
 		registered[routeKey(r.method, r.path)] = true
 	}
