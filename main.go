@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	_ "embed"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -267,9 +265,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
-	newServer := func(h http.Handler, tc *tls.Config) *http.Server {
-		return handlers.NewHTTPServer(h, tc, errorLog)
-	}
 	listeners := handlers.NewListeners(conns)
 	defer listeners.Close()
 	if len(cfg.proxyProtocolFrom) > 0 {
@@ -277,17 +272,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 	}
-	plainAddr, err := listeners.Listen(cfg.listen, newServer(srv, nil))
+	plainAddr, err := listeners.Listen(cfg.listen, handlers.NewHTTPServer(srv, nil, errorLog))
 	if err != nil {
 		return err
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listeners.Listen(cfg.httpsListen, newServer(srv, manager.TLSConfig())); err != nil {
+		if _, err := listeners.Listen(cfg.httpsListen, handlers.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
 			return err
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.Listen(cfg.httpListen, newServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil)); err != nil {
+		if _, err := listeners.Listen(cfg.httpListen, handlers.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
 			return err
 		}
 	}
@@ -302,7 +297,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	log.Info("shutting down: finishing in-flight requests")
-	handlers.ShutdownServers(listeners.Servers(), cfg.shutdownTimeout, srv.AbortBackups, log)
+	listeners.Shutdown(cfg.shutdownTimeout, srv.AbortBackups, log)
 	return nil
 }
 

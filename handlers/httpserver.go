@@ -30,19 +30,19 @@ func NewHTTPServer(h http.Handler, tc *tls.Config, errorLog *log.Logger) *http.S
 	}
 }
 
-// ShutdownServers stops servers together: they stop accepting, and the
+// Shutdown stops the servers together: they stop accepting, and the
 // requests in flight get until timeout to finish. Past it, abort is called
 // (it stops backups in flight, whose read transactions would otherwise keep
 // the data file from closing) and every connection left is closed, so that
 // shutdown ends soon after timeout whatever clients do.
-func ShutdownServers(servers []*http.Server, timeout time.Duration, abort func(), log *slog.Logger) {
+func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	var unfinished atomic.Bool
-	for _, srv := range servers {
+	for _, one := range l.list {
 		wg.Go(func() {
-			if srv.Shutdown(ctx) != nil {
+			if one.srv.Shutdown(ctx) != nil {
 				unfinished.Store(true)
 			}
 		})
@@ -53,7 +53,7 @@ func ShutdownServers(servers []*http.Server, timeout time.Duration, abort func()
 	}
 	log.Warn("shutdown timeout passed: aborting backups in flight and closing the connections left", "timeout", timeout)
 	abort()
-	for _, srv := range servers {
-		_ = srv.Close()
+	for _, one := range l.list {
+		_ = one.srv.Close()
 	}
 }

@@ -78,15 +78,6 @@ func (l *Listeners) Serve(ctx context.Context) error {
 	}
 }
 
-// Servers are the servers, for ShutdownServers.
-func (l *Listeners) Servers() []*http.Server {
-	servers := make([]*http.Server, len(l.list))
-	for i, one := range l.list {
-		servers[i] = one.srv
-	}
-	return servers
-}
-
 // Close closes the listening sockets.
 func (l *Listeners) Close() {
 	for _, one := range l.list {

@@ -55,8 +55,7 @@ func respondList[T any](c echo.Context, items []T, next int64) error {
 
 // respondCreated answers 201 with the new resource and its Location.
 func respondCreated(c echo.Context, location string, v any) error {
-	h := c.Response().Header()
-	h[echo.HeaderLocation] = []string{location} // the key is canonical
+	c.Response().Header()[echo.HeaderLocation] = []string{location} // the key is canonical
 	return respond(c, http.StatusCreated, v)
 }
 

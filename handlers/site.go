@@ -52,11 +52,9 @@ func serveResource(r *web.Resource) echo.HandlerFunc {
 // file of an earlier build gets a clear miss rather than a wrong file.
 func serveAsset(lookup func(name string) *web.Resource) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := lookup(c.Param("*"))
-		if r == nil {
-			return echo.ErrNotFound
+		if r := lookup(c.Param("*")); r != nil {
+			return serveResource(r)(c)
 		}
-		r.ServeHTTP(c.Response(), c.Request())
-		return nil
+		return echo.ErrNotFound
 	}
 }
