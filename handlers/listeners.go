@@ -4,8 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	proxyproto "github.com/pires/go-proxyproto"
 )
@@ -75,6 +79,34 @@ func (l *Listeners) Serve(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 		return nil
+	}
+}
+
+// Shutdown stops the servers together: they stop accepting, and the
+// requests in flight get until timeout to finish. Past it, abort is called
+// (it stops backups in flight, whose read transactions would otherwise keep
+// the data file from closing) and every connection left is closed, so that
+// shutdown ends soon after timeout whatever clients do.
+func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	var unfinished atomic.Bool
+	for _, one := range l.list {
+		wg.Go(func() {
+			if one.srv.Shutdown(ctx) != nil {
+				unfinished.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	if !unfinished.Load() {
+		return
+	}
+	log.Warn("shutdown timeout passed: aborting backups in flight and closing the connections left", "timeout", timeout)
+	abort()
+	for _, one := range l.list {
+		_ = one.srv.Close()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -134,16 +135,10 @@ func (q *quickCheck) authenticated(r *http.Request) bool {
 // plainDecimal parses digits without sign or leading zero, at most
 // maxQuickDigits of them.
 func plainDecimal(s string) (int64, bool) {
-	if s == "" || len(s) > maxQuickDigits || (s[0] == '0' && len(s) > 1) {
+	// ParseInt alone would take a sign.
+	if s == "" || len(s) > maxQuickDigits || s[0] < '0' || s[0] > '9' || (s[0] == '0' && len(s) > 1) {
 		return 0, false
 	}
-	var n int64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }

@@ -24,8 +24,8 @@ var (
 // their own policy, Referrer-Policy and X-Frame-Options (web sets them);
 // JSON and YAML need neither (they send no referrer and have nothing to
 // click), and CSP's frame-ancestors already forbids framing them. Each
-// header costs every answer about half a microsecond in net/http, so none
-// is sent without a reason.
+// header costs every answer a measurable share of its time in net/http, so
+// none is sent without a reason.
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
