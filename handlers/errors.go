@@ -193,7 +193,7 @@ func (s *Server) echoErrorBody(he *echo.HTTPError, c echo.Context) Error {
 		return newError(codeMethodNotAllowed, msg)
 	}
 	code, ok := codeOfStatus[he.Code]
-	if !ok || he.Code >= 500 {
+	if !ok {
 		return internalError()
 	}
 	msg := http.StatusText(he.Code)

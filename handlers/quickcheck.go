@@ -66,9 +66,6 @@ func newQuickCheck(op *routers.Route, opts *openapi3filter.Options) *quickCheck 
 		}
 	}
 	if len(*sec) > 0 {
-		if opts == nil || opts.AuthenticationFunc == nil {
-			return nil
-		}
 		q.security = *sec
 	}
 	params := slices.Concat(op.PathItem.Parameters, o.Parameters)
