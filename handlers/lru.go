@@ -45,5 +45,3 @@ func (m *lruMap[K, V]) peek(k K) (v *V, found bool) {
 	}
 	return nil, false
 }
-
-func (m *lruMap[K, V]) len() int { return m.order.Len() }

@@ -53,7 +53,7 @@ func TestFailureLimiterWindowAndBound(t *testing.T) {
 	for i := range failureLimiterSize + 5 {
 		l.fail(client("10.0."+strconv.Itoa(i/256)+"."+strconv.Itoa(i%256)), t0)
 	}
-	if n := l.byClient.len(); n != failureLimiterSize || len(l.byClient.items) != failureLimiterSize {
+	if n := l.byClient.order.Len(); n != failureLimiterSize || len(l.byClient.items) != failureLimiterSize {
 		t.Errorf("%d addresses remembered (%d in the map), want %d", n, len(l.byClient.items), failureLimiterSize)
 	}
 	if _, ok := l.byClient.peek(client("192.0.2.1")); ok {

@@ -20,9 +20,7 @@ const rateLimitClients = 1 << 14
 // twice that, and answers 429 with Retry-After past it. A client is its
 // peer address, IPv6 ones grouped by /64 (clientKeyOf).
 func (s *Server) rateLimit() echo.MiddlewareFunc {
-	// Whole tokens; math.Floor, since a conversion to int overflows for
-	// rates near the top of float64.
-	burst := math.Floor(max(2*s.cfg.RateLimit, 1))
+	burst := math.Floor(max(2*s.cfg.RateLimit, 1)) // whole tokens
 	retryAfter := "1"
 	if s.cfg.RateLimit < 1 {
 		retryAfter = fmt.Sprint(int(1/s.cfg.RateLimit + 0.999))
