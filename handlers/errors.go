@@ -135,7 +135,7 @@ func (s *Server) classify(err error, c echo.Context) Error {
 		reqErr  *openapi3filter.RequestError
 		secErr  *openapi3filter.SecurityRequirementsError
 	)
-	// Also inside kin-openapi's security error.
+	// A lock-out, also when kin-openapi's security error wraps it.
 	var locked *errTooManyFailures
 	if errors.As(err, &locked) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(locked.retryAfter))
