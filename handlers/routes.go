@@ -95,9 +95,9 @@ func (s *Server) routes() error {
 func (s *Server) register(doc *apiDoc, routes []route) error {
 	registered := map[string]bool{}
 	for _, r := range routes {
-		op, err := doc.operation(r.method, r.path)
-		if err != nil {
-			return err
+		op, ok := doc.ops[routeKey(r.method, r.path)]
+		if !ok {
+			return fmt.Errorf("route %s %s is not in the OpenAPI document", r.method, r.path)
 		}
 		mw := []echo.MiddlewareFunc{wholeSegments}
 		// A body is read whole, within BodyLimit, before anything judges

@@ -42,16 +42,6 @@ func loadDoc(data []byte) (*apiDoc, error) {
 	return d, nil
 }
 
-// operation returns the spec's operation for an Echo route, or an error that
-// stops the server from starting: a route the spec lacks is a bug.
-func (d *apiDoc) operation(method, path string) (*routers.Route, error) {
-	r, ok := d.ops[routeKey(method, path)]
-	if !ok {
-		return nil, fmt.Errorf("route %s %s is not in the OpenAPI document", method, path)
-	}
-	return r, nil
-}
-
 // missing lists the spec's operations that have no route among registered.
 func (d *apiDoc) missing(registered map[string]bool) []string {
 	var out []string
