@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	_ "embed"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -111,23 +109,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this file until shutdown (for diagnosis; read it with go tool pprof)")
 	fs.BoolVar(&c.logJSON, "log-json", false, "write logs as JSON lines instead of key=value text")
 	fs.Var(&c.corsOrigins, "cors-origin", "origin (scheme://host[:port], or *) whose browser scripts may call the public API (repeatable or comma-separated; default: none)")
-	if err := fs.Parse(args); err != nil {
+	given, err := parseFlags(fs, args, getenv)
+	if err != nil {
 		return c, err
 	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(name); v != "" && !given[f.Name] && envErr == nil {
-			if err := fs.Set(f.Name, v); err != nil {
-				envErr = fmt.Errorf("%s: %w", name, err)
-			}
-		}
-	})
 	if len(c.acmeCAs) == 0 {
 		c.acmeCAs = listFlag{domains.DefaultCA}
 	}
@@ -144,7 +129,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if c.database != "" && (given["data"] || getenv("PETSTORE_DATA") != "") {
 		return c, errors.New("--data and --database name two stores: give one (--database for PostgreSQL, --data for a bbolt file)")
 	}
-	if c.database != "" && !strings.HasPrefix(c.database, "postgres://") && !strings.HasPrefix(c.database, "postgresql://") {
+	if c.database != "" && !isPostgresURL(c.database) {
 		return c, errors.New("--database must be a postgres:// URL")
 	}
 	if c.cnameTarget == "" && c.domain != "" {
@@ -164,10 +149,34 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			return c, fmt.Errorf("--cors-origin: %w", err)
 		}
 	}
-	if envErr != nil {
-		return c, envErr
-	}
 	return c, checkAdminToken(c.adminToken)
+}
+
+// parseFlags parses args into fs, then sets each flag --some-name that args
+// did not give from its environment twin PETSTORE_SOME_NAME, when that is
+// set. It returns the names of the flags args gave.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (given map[string]bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	given = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(name); v != "" && !given[f.Name] && err == nil {
+			if setErr := fs.Set(f.Name, v); setErr != nil {
+				err = fmt.Errorf("%s: %w", name, setErr)
+			}
+		}
+	})
+	return given, err
+}
+
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
 // minAdminTokenLength keeps a given admin token out of reach of guessing;
@@ -256,9 +265,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
-	newServer := func(h http.Handler, tc *tls.Config) *http.Server {
-		return handlers.NewHTTPServer(h, tc, errorLog)
-	}
 	listeners := handlers.NewListeners(conns)
 	defer listeners.Close()
 	if len(cfg.proxyProtocolFrom) > 0 {
@@ -266,17 +272,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 	}
-	plainAddr, err := listeners.Listen(cfg.listen, newServer(srv, nil))
+	plainAddr, err := listeners.Listen(cfg.listen, handlers.NewHTTPServer(srv, nil, errorLog))
 	if err != nil {
 		return err
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listeners.Listen(cfg.httpsListen, newServer(srv, manager.TLSConfig())); err != nil {
+		if _, err := listeners.Listen(cfg.httpsListen, handlers.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
 			return err
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.Listen(cfg.httpListen, newServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil)); err != nil {
+		if _, err := listeners.Listen(cfg.httpListen, handlers.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
 			return err
 		}
 	}
@@ -291,7 +297,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	log.Info("shutting down: finishing in-flight requests")
-	handlers.ShutdownServers(listeners.Servers(), cfg.shutdownTimeout, srv.AbortBackups, log)
+	listeners.Shutdown(cfg.shutdownTimeout, srv.AbortBackups, log)
 	return nil
 }
 

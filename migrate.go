@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -23,23 +22,12 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	var cfg config
 	fs.StringVar(&cfg.data, "data", "./petstore.db", "the bbolt data file to copy (stop the service that uses it first)")
 	fs.StringVar(&cfg.database, "database", "", "postgres:// URL of the empty PostgreSQL database to copy it into")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+	if _, err := parseFlags(fs, args, getenv); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("migrate: %w", err)
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("migrate: unexpected argument %q (flags start with --)", fs.Arg(0))
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for name, v := range map[string]*string{"data": &cfg.data, "database": &cfg.database} {
-		if env := getenv("PETSTORE_" + strings.ToUpper(name)); env != "" && !given[name] {
-			*v = env
-		}
-	}
-	if !strings.HasPrefix(cfg.database, "postgres://") && !strings.HasPrefix(cfg.database, "postgresql://") {
+	if !isPostgresURL(cfg.database) {
 		return errors.New("migrate: --database (or PETSTORE_DATABASE) must be the postgres:// URL of the database to copy into")
 	}
 	if _, err := os.Stat(cfg.data); err != nil {

@@ -1,14 +1,12 @@
 package handlers
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 )
 
 // accessLine is what the access log says about one request.
@@ -37,59 +35,50 @@ func (l accessLine) attrs() []slog.Attr {
 // accessWriter writes access lines straight to the log's output, byte for
 // byte as slog's TextHandler or JSONHandler (default options) would write
 // the same record, so that the access lines and the other lines form one
-// log. Going through slog.Logger cost about a tenth of a small request (the
+// log. Going through slog costs a noticeable share of a small request (the
 // caller's PC, a Record with more attributes than it holds inline, generic
-// attribute encoding); this is a few appends into a pooled buffer.
+// attribute encoding); this is a few appends into a pooled buffer. Only
+// lines whose values all need no quoting take that path (plain); slog's
+// handler writes the others, so that its quoting rules stay its own.
 type accessWriter struct {
 	w    io.Writer // safe for concurrent use; each line is one Write
 	json bool
+	slog slog.Handler // on w, in the same format
 	bufs sync.Pool
-	// stamp is the text format's last time, kept for the lines of the same
-	// millisecond (dozens of them under load): formatting a time is a
-	// fifth of writing a line.
-	stamp atomic.Pointer[textStamp]
-}
-
-// textStamp is a millisecond and its text form.
-type textStamp struct {
-	ms   int64
-	text []byte
 }
 
 func newAccessWriter(w io.Writer, json bool) *accessWriter {
-	return &accessWriter{w: w, json: json, bufs: sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}}
+	a := &accessWriter{w: w, json: json, bufs: sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}}
+	a.slog = slog.NewTextHandler(w, nil)
+	if json {
+		a.slog = slog.NewJSONHandler(w, nil)
+	}
+	return a
 }
 
 // write writes l with t as its time.
 func (a *accessWriter) write(t time.Time, l accessLine) {
+	if !plain(l.requestID) || !plain(l.method) || !plain(l.route) || !plain(l.remote) {
+		r := slog.NewRecord(t, l.level, "request", 0)
+		r.AddAttrs(l.attrs()...)
+		_ = a.slog.Handle(context.Background(), r)
+		return
+	}
 	bp := a.bufs.Get().(*[]byte)
 	b := (*bp)[:0]
 	if a.json {
 		b = appendJSONLine(b, t, l)
 	} else {
-		b = appendTextLine(b, a.textTime(t), l)
+		b = appendTextLine(b, t, l)
 	}
 	_, _ = a.w.Write(b)
 	*bp = b
 	a.bufs.Put(bp)
 }
 
-// textTime is t as the text format writes it (appendRFC3339Millis).
-func (a *accessWriter) textTime(t time.Time) []byte {
-	ms := t.UnixMilli()
-	if st := a.stamp.Load(); st != nil && st.ms == ms && t.Location() == time.Local {
-		return st.text
-	}
-	st := &textStamp{ms: ms, text: appendRFC3339Millis(nil, t)}
-	if t.Location() == time.Local {
-		a.stamp.Store(st)
-	}
-	return st.text
-}
-
-func appendTextLine(b []byte, stamp []byte, l accessLine) []byte {
+func appendTextLine(b []byte, t time.Time, l accessLine) []byte {
 	b = append(b, "time="...)
-	b = append(b, stamp...)
+	b = appendRFC3339Millis(b, t)
 	b = append(b, " level="...)
 	b = append(b, l.level.String()...)
 	b = append(b, " msg=request request_id="...)
@@ -115,11 +104,11 @@ func appendJSONLine(b []byte, t time.Time, l accessLine) []byte {
 	b = append(b, `","level":"`...)
 	b = append(b, l.level.String()...)
 	b = append(b, `","msg":"request","request_id":`...)
-	b = appendJSONString(b, l.requestID)
+	b = strconv.AppendQuote(b, l.requestID)
 	b = append(b, `,"method":`...)
-	b = appendJSONString(b, l.method)
+	b = strconv.AppendQuote(b, l.method)
 	b = append(b, `,"route":`...)
-	b = appendJSONString(b, l.route)
+	b = strconv.AppendQuote(b, l.route)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(l.status), 10)
 	b = append(b, `,"bytes":`...)
@@ -128,7 +117,7 @@ func appendJSONLine(b []byte, t time.Time, l accessLine) []byte {
 	b = append(b, `,"duration":`...)
 	b = strconv.AppendInt(b, int64(l.duration), 10)
 	b = append(b, `,"remote":`...)
-	b = appendJSONString(b, l.remote)
+	b = strconv.AppendQuote(b, l.remote)
 	return append(b, "}\n"...)
 }
 
@@ -144,85 +133,22 @@ func appendRFC3339Millis(b []byte, t time.Time) []byte {
 	return append(b[:n+prefixLen], b[n+prefixLen+1:]...)
 }
 
-// appendTextString is a string value as slog's TextHandler writes it:
-// as is, or quoted when it is empty or holds a space, '=', a quote, a
-// control or unprintable character, or invalid UTF-8.
+// appendTextString is a plain string value as slog's TextHandler writes
+// it: as it is, or "" when empty.
 func appendTextString(b []byte, s string) []byte {
-	if textNeedsQuoting(s) {
-		return strconv.AppendQuote(b, s)
+	if s == "" {
+		return append(b, `""`...)
 	}
 	return append(b, s...)
 }
 
-func textNeedsQuoting(s string) bool {
-	if s == "" {
-		return true
+// plain reports whether both formats write s as it is (quoted, for JSON,
+// as strconv quotes it): printable ASCII without space, '=' or '"'.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '=' || c == '"' {
+			return false
+		}
 	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c != '\\' && (c == ' ' || c == '=' || c == '"' || c < 0x20) {
-				return true
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError || unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return true
-		}
-		i += size
-	}
-	return false
-}
-
-// appendJSONString is s as a JSON string the way slog's JSONHandler writes
-// it: no HTML escaping, invalid UTF-8 as U+FFFD, U+2028 and U+2029
-// escaped.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return true
 }

@@ -9,11 +9,12 @@ import (
 )
 
 // TestAccessLineMatchesSlog writes access lines with awkward values and
-// compares them byte for byte with what slog's own handlers write for the
-// same record: the fast path must not change the log's format.
+// plain ones, and compares them byte for byte with what slog's own
+// handlers write for the same record: the fast path must not change the
+// log's format.
 func TestAccessLineMatchesSlog(t *testing.T) {
 	values := []string{
-		"", "plain", "/pets/:petId", "127.0.0.1", "::1", "a b", "a=b", `say "hi"`, `back\slash`,
+		"", "plain", "/pets/:petId", "127.0.0.1", "::1", "a b", "a=b", `say "hi"`, `q"uote`, `back\slash`,
 		"tab\there", "new\nline", "cr\r", "\x00nul", "\x1fus", "del\x7f", "<html>&amp;", "é ü ß", "日本",
 		"\u2028ls\u2029ps", "bad\xffutf8", "\xc3", "nbsp\u00a0", "zero\u200bwidth", "emoji 🐕", "\u0085nel",
 	}
@@ -22,41 +23,63 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 		time.Date(2026, 11, 21, 18, 28, 12, 123456789, time.UTC),
 		time.Date(2026, 1, 2, 3, 4, 5, 999999999, time.FixedZone("x", 5*3600+30*60)),
 		time.Date(2026, 1, 2, 3, 4, 5, 100000, time.FixedZone("y", -7*3600)),
-		// Local times go through the writer's per-millisecond cache: the
-		// same millisecond twice, then the next one.
+		// Local times: the same millisecond twice, then the next one.
 		time.Date(2026, 3, 29, 1, 30, 0, 123000000, time.Local),
 		time.Date(2026, 3, 29, 1, 30, 0, 123999999, time.Local),
 		time.Date(2026, 3, 29, 1, 30, 0, 124000000, time.Local),
 	}
 	durations := []time.Duration{0, 1, 999, 1500 * time.Microsecond, 2*time.Second + 3, -5 * time.Millisecond}
+	var lines []accessLine
+	var at []time.Time
+	for i, v := range values {
+		l := accessLine{
+			level:     slog.LevelInfo,
+			requestID: v, method: values[(i+1)%len(values)], route: values[(i+2)%len(values)], remote: values[(i+3)%len(values)],
+			status: 200 + i, bytes: int64(i * 1000), duration: durations[i%len(durations)],
+		}
+		if i%3 == 0 {
+			l.level = slog.LevelError
+		}
+		lines, at = append(lines, l), append(at, times[i%len(times)])
+	}
+	// Lines whose values are all plain take the fast path: each of them at
+	// every time, with every duration.
+	plainLines := []accessLine{
+		{requestID: "0123456789abcdef01234567", method: "GET", route: "/pets/:petId", remote: "127.0.0.1", status: 200, bytes: 61},
+		{requestID: "client-id_1.2", method: "OPTIONS", route: "", remote: "2001:db8::1", status: 404},
+	}
+	for i, t := range times {
+		for j, l := range plainLines {
+			l.duration = durations[(i+j)%len(durations)]
+			lines, at = append(lines, l), append(at, t)
+		}
+	}
+	// Each value alone among plain ones: the fast path must leave every
+	// value that needs quoting or escaping to slog.
+	for i, v := range values {
+		l := plainLines[0]
+		l.route = v
+		lines, at = append(lines, l), append(at, times[i%len(times)])
+	}
 	for _, json := range []bool{false, true} {
-		w := newAccessWriter(nil, json)
-		for i, v := range values {
-			l := accessLine{
-				level:     slog.LevelInfo,
-				requestID: v, method: values[(i+1)%len(values)], route: values[(i+2)%len(values)], remote: values[(i+3)%len(values)],
-				status: 200 + i, bytes: int64(i * 1000), duration: durations[i%len(durations)],
-			}
-			if i%3 == 0 {
-				l.level = slog.LevelError
-			}
-			at := times[i%len(times)]
-			var got bytes.Buffer
-			w.w = &got
-			w.write(at, l)
+		var got bytes.Buffer
+		w := newAccessWriter(&got, json)
+		for i, l := range lines {
+			got.Reset()
+			w.write(at[i], l)
 
 			var want bytes.Buffer
 			var h slog.Handler = slog.NewTextHandler(&want, nil)
 			if json {
 				h = slog.NewJSONHandler(&want, nil)
 			}
-			rec := slog.NewRecord(at, l.level, "request", 0)
+			rec := slog.NewRecord(at[i], l.level, "request", 0)
 			rec.AddAttrs(l.attrs()...)
 			if err := h.Handle(context.Background(), rec); err != nil {
 				t.Fatal(err)
 			}
 			if got.String() != want.String() {
-				t.Errorf("json=%v, value %q:\n got %s\nwant %s", json, v, got.String(), want.String())
+				t.Errorf("json=%v, line %d:\n got %s\nwant %s", json, i, got.String(), want.String())
 			}
 		}
 	}

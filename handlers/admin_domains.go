@@ -2,12 +2,9 @@ package handlers
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"net/http"
 	"net/url"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -32,41 +29,24 @@ func (s *Server) listDomains(c echo.Context) error {
 	}
 	var after *store.DomainCursor
 	if raw := c.QueryParam("cursor"); raw != "" {
-		cur, ok := decodeDomainCursor(raw)
-		if !ok {
+		addedAt, name, ok := decodeCursor(raw)
+		if !ok || name == "" {
 			return errBadCursor
 		}
-		after = &cur
+		after = &store.DomainCursor{AddedAt: time.Unix(0, addedAt).UTC(), Name: name}
 	}
 	ds, next, err := s.domains.Page(c.Request().Context(), limit, after)
 	if err != nil {
 		return err
 	}
 	if next != nil {
-		setNextPage(c, encodeDomainCursor(*next))
+		setNextPage(c, encodeCursor(next.AddedAt.UnixNano(), next.Name))
 	}
 	out := make([]domainView, 0, len(ds))
 	for _, d := range ds {
 		out = append(out, s.domainView(d))
 	}
 	return respond(c, http.StatusOK, out)
-}
-
-// A domain cursor is the added time (Unix nanoseconds) and the name of the
-// last domain of a page, encoded like the other cursors so that clients
-// treat it as opaque.
-func encodeDomainCursor(cur store.DomainCursor) string {
-	b := binary.BigEndian.AppendUint64(nil, uint64(cur.AddedAt.UnixNano()))
-	return base64.RawURLEncoding.EncodeToString(append(b, cur.Name...))
-}
-
-func decodeDomainCursor(s string) (store.DomainCursor, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) < 9 || !utf8.Valid(b[8:]) {
-		return store.DomainCursor{}, false
-	}
-	added := time.Unix(0, int64(binary.BigEndian.Uint64(b))).UTC()
-	return store.DomainCursor{AddedAt: added, Name: string(b[8:])}, true
 }
 
 func (s *Server) addDomain(c echo.Context) error {
@@ -83,20 +63,16 @@ func (s *Server) addDomain(c echo.Context) error {
 	return respondCreated(c, "/admin/domains/"+url.PathEscape(d.Name), s.domainView(d))
 }
 
-func (s *Server) getDomain(c echo.Context) error {
-	d, err := s.domains.Get(c.Request().Context(), c.Param("name"))
-	if err != nil {
-		return err
+// domainByName answers 200 with the domain that get returns for the name
+// path parameter (Get, or Verify, which checks it first).
+func (s *Server) domainByName(get func(context.Context, string) (store.Domain, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		d, err := get(c.Request().Context(), c.Param("name"))
+		if err != nil {
+			return err
+		}
+		return respond(c, http.StatusOK, s.domainView(d))
 	}
-	return respond(c, http.StatusOK, s.domainView(d))
-}
-
-func (s *Server) verifyDomain(c echo.Context) error {
-	d, err := s.domains.Verify(c.Request().Context(), c.Param("name"))
-	if err != nil {
-		return err
-	}
-	return respond(c, http.StatusOK, s.domainView(d))
 }
 
 func (s *Server) removeDomain(c echo.Context) error {

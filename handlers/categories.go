@@ -9,18 +9,6 @@ import (
 	"petstore/store"
 )
 
-func (s *Server) listCategories(c echo.Context) error {
-	p, err := page(c)
-	if err != nil {
-		return err
-	}
-	cats, next, err := s.store.ListCategories(c.Request().Context(), p)
-	if err != nil {
-		return err
-	}
-	return respondList(c, cats, next)
-}
-
 func (s *Server) createCategory(c echo.Context) error {
 	var cat store.Category
 	if err := decodeNewCategory(c, &cat); err != nil {
@@ -30,18 +18,6 @@ func (s *Server) createCategory(c echo.Context) error {
 		return err
 	}
 	return respondCreated(c, fmt.Sprintf("/categories/%d", cat.ID), cat)
-}
-
-func (s *Server) getCategory(c echo.Context) error {
-	id, err := pathID(c, "categoryId")
-	if err != nil {
-		return err
-	}
-	cat, err := s.store.Category(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	return respond(c, http.StatusOK, cat)
 }
 
 func (s *Server) replaceCategory(c echo.Context) error {
@@ -58,17 +34,6 @@ func (s *Server) replaceCategory(c echo.Context) error {
 		return err
 	}
 	return respond(c, http.StatusOK, cat)
-}
-
-func (s *Server) deleteCategory(c echo.Context) error {
-	id, err := pathID(c, "categoryId")
-	if err != nil {
-		return err
-	}
-	if err := s.store.DeleteCategory(c.Request().Context(), id); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }
 
 // newCategory is the NewCategory schema.

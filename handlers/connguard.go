@@ -28,7 +28,7 @@ const DefaultMaxClientConns = 256
 //     clients holding the most first, so that new clients get in.
 //
 // A connection is counted from accept to close. Idleness comes from the
-// http.Server's ConnState (Track).
+// http.Server's ConnState (set by Listeners.Listen).
 type ConnGuard struct {
 	maxPerClient int // 0: no cap
 	// highWater is the number of open connections past which idle ones are
@@ -39,6 +39,9 @@ type ConnGuard struct {
 	perClient map[clientKey]int
 	conns     map[*guardedConn]struct{} // open
 
+	// For /metrics: connections closed at accept because their client was
+	// at its cap, idle ones closed because descriptors ran short, and new
+	// ones closed at accept for that reason with nothing idle to close.
 	clientCapped, shed, refused atomic.Uint64
 }
 
@@ -57,22 +60,11 @@ func NewConnGuard(maxPerClient int) (g *ConnGuard, fileLimit int, err error) {
 	return g, fileLimit, err
 }
 
-// ConnStats are the guard's counters, for /metrics.
-type ConnStats struct {
-	Open int
-	// ClientCapped counts connections closed at accept because their
-	// client was at its cap, Shed idle connections closed because
-	// descriptors ran short, Refused new ones closed at accept for the same
-	// reason with nothing idle to close.
-	ClientCapped, Shed, Refused uint64
-}
-
-// Stats returns the current counters.
-func (g *ConnGuard) Stats() ConnStats {
+// open is the number of connections open, for /metrics.
+func (g *ConnGuard) open() int {
 	g.mu.Lock()
-	open := len(g.conns)
-	g.mu.Unlock()
-	return ConnStats{Open: open, ClientCapped: g.clientCapped.Load(), Shed: g.shed.Load(), Refused: g.refused.Load()}
+	defer g.mu.Unlock()
+	return len(g.conns)
 }
 
 // Listener wraps ln so that its connections are counted and capped.
@@ -80,20 +72,9 @@ func (g *ConnGuard) Listener(ln net.Listener) net.Listener {
 	return &guardedListener{Listener: ln, g: g}
 }
 
-// Track makes g follow srv's connections between requests, chaining any
-// ConnState hook srv already has.
-func (g *ConnGuard) Track(srv *http.Server) {
-	prev := srv.ConnState
-	srv.ConnState = func(c net.Conn, st http.ConnState) {
-		g.connState(c, st)
-		if prev != nil {
-			prev(c, st)
-		}
-	}
-}
-
-// connState runs twice per request on a keep-alive connection: an atomic
-// store, no lock.
+// connState is the http.Server's ConnState: it follows the connections
+// between requests. It runs twice per request on a keep-alive connection:
+// an atomic store, no lock.
 func (g *ConnGuard) connState(c net.Conn, st http.ConnState) {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()

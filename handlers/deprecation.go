@@ -31,8 +31,7 @@ func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 	// Shared by every answer, as in securityHeaders.
 	deprecationValue := []string{fmt.Sprintf("@%d", since.Unix())}
 	sunsetValue := []string{sunset.Format(http.TimeFormat)}
-	link := fmt.Sprintf(`<%s>; rel="deprecation"; type="text/html", <%s>; rel="sunset"; type="text/html"`, doc, doc)
-	linkValue := []string{link}
+	linkValue := []string{fmt.Sprintf(`<%s>; rel="deprecation"; type="text/html", <%s>; rel="sunset"; type="text/html"`, doc, doc)}
 	gone := fmt.Sprintf("%s %s was removed on %s; see %s for what replaces it",
 		op.Method, op.Path, sunset.Format(time.DateOnly), doc)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {

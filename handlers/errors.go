@@ -56,8 +56,8 @@ var statusOf = map[string]int{
 	store.EINSUFFICIENTSTORAGE: http.StatusInsufficientStorage,
 }
 
-// codeOfStatus names the error of a status that arrives without a code of
-// ours (from Echo or net/http): the reverse of statusOf for unambiguous codes.
+// codeOfStatus names the error of a status below 500 that arrives without a
+// code of ours (from Echo): the reverse of statusOf for unambiguous codes.
 var codeOfStatus = map[int]string{
 	http.StatusBadRequest:                  store.EINVALID,
 	http.StatusUnauthorized:                codeUnauthorized,
@@ -72,7 +72,6 @@ var codeOfStatus = map[int]string{
 	http.StatusRequestHeaderFieldsTooLarge: codeHeadersTooLarge,
 	http.StatusUnprocessableEntity:         store.EUNPROCESSABLE,
 	http.StatusTooManyRequests:             codeRateLimited,
-	http.StatusServiceUnavailable:          codeUnavailable,
 }
 
 // fullDiskRetryAfter is the Retry-After of a 507: an operator has to free space.
@@ -108,7 +107,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(fullDiskRetryAfter/time.Second)))
 	}
 	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
-		s.failures.fail(clientAddr(c.Request()), time.Now())
+		s.failures.fail(clientKeyOf(c.Request().RemoteAddr), time.Now())
 	}
 	if body.Status >= 500 {
 		s.log.Error("request failed",
@@ -136,7 +135,9 @@ func (s *Server) classify(err error, c echo.Context) Error {
 		reqErr  *openapi3filter.RequestError
 		secErr  *openapi3filter.SecurityRequirementsError
 	)
-	if locked := lockedOut(err); locked != nil {
+	// A lock-out, also when kin-openapi's security error wraps it.
+	var locked *errTooManyFailures
+	if errors.As(err, &locked) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(locked.retryAfter))
 		return newError(codeRateLimited, locked.Error())
 	}
@@ -176,8 +177,8 @@ func (s *Server) unauthorizedMessage(c echo.Context) string {
 	return "the API key in X-API-Key is not valid (unknown or revoked)"
 }
 
-// echoErrorBody describes errors raised by Echo itself and its middleware:
-// unknown routes, wrong methods, body limits, rate limits.
+// echoErrorBody describes an *echo.HTTPError: the router's 404 and 405, the
+// echo.ErrNotFound of this package, and any other by its status.
 func (s *Server) echoErrorBody(he *echo.HTTPError, c echo.Context) Error {
 	req := c.Request()
 	switch he.Code {
@@ -185,13 +186,14 @@ func (s *Server) echoErrorBody(he *echo.HTTPError, c echo.Context) Error {
 		return newError(store.ENOTFOUND, fmt.Sprintf("no route for %s %s", req.Method, req.URL.Path))
 	case http.StatusMethodNotAllowed:
 		msg := fmt.Sprintf("%s is not allowed on %s", req.Method, req.URL.Path)
-		if allow := allowedMethods(c); allow != "" {
+		// Echo's router has set Allow to the path's methods.
+		if allow := c.Response().Header().Get(echo.HeaderAllow); allow != "" {
 			msg += "; allowed: " + allow
 		}
 		return newError(codeMethodNotAllowed, msg)
 	}
 	code, ok := codeOfStatus[he.Code]
-	if !ok || he.Code >= 500 {
+	if !ok {
 		return internalError()
 	}
 	msg := http.StatusText(he.Code)
@@ -258,12 +260,6 @@ func schemaReason(e *openapi3.SchemaError) string {
 		return e.Reason
 	}
 	return fmt.Sprintf("does not match the %q rule of the schema", e.SchemaField)
-}
-
-// allowedMethods lists the methods that the matched path does support, for
-// the Allow header and the 405 message.
-func allowedMethods(c echo.Context) string {
-	return c.Response().Header().Get(echo.HeaderAllow)
 }
 
 func requestID(c echo.Context) string {

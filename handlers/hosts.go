@@ -47,10 +47,7 @@ func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
 
 // operatorPath reports whether a path belongs to the operator (admin API,
 // dashboard, metrics): those are never served on customers' domains.
-func operatorPath(p string) bool {
-	return p == "/admin" || strings.HasPrefix(p, "/admin/") || p == "/dashboard" || strings.HasPrefix(p, "/dashboard/") ||
-		p == "/metrics" || strings.HasPrefix(p, "/metrics/")
-}
+func operatorPath(p string) bool { return tokenPath(p) || inTree(p, "/dashboard") }
 
 // HTTPSRedirect is the handler of the plain-HTTP listener beside the TLS
 // one: every host this service serves over TLS is sent there (redirect

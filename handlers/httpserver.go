@@ -1,13 +1,9 @@
 package handlers
 
 import (
-	"context"
 	"crypto/tls"
 	"log"
-	"log/slog"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -27,33 +23,5 @@ func NewHTTPServer(h http.Handler, tc *tls.Config, errorLog *log.Logger) *http.S
 		// headers get its 431 Error body rather than net/http's plain text.
 		MaxHeaderBytes: 1 << 20,
 		ErrorLog:       errorLog,
-	}
-}
-
-// ShutdownServers stops servers together: they stop accepting, and the
-// requests in flight get until timeout to finish. Past it, abort is called
-// (it stops backups in flight, whose read transactions would otherwise keep
-// the data file from closing) and every connection left is closed, so that
-// shutdown ends soon after timeout whatever clients do.
-func ShutdownServers(servers []*http.Server, timeout time.Duration, abort func(), log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var wg sync.WaitGroup
-	var unfinished atomic.Bool
-	for _, srv := range servers {
-		wg.Go(func() {
-			if srv.Shutdown(ctx) != nil {
-				unfinished.Store(true)
-			}
-		})
-	}
-	wg.Wait()
-	if !unfinished.Load() {
-		return
-	}
-	log.Warn("shutdown timeout passed: aborting backups in flight and closing the connections left", "timeout", timeout)
-	abort()
-	for _, srv := range servers {
-		_ = srv.Close()
 	}
 }

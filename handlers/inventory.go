@@ -21,18 +21,6 @@ func (s *Server) listInventory(c echo.Context) error {
 	return respondList(c, items, next)
 }
 
-func (s *Server) getInventoryItem(c echo.Context) error {
-	id, err := pathID(c, "petId")
-	if err != nil {
-		return err
-	}
-	item, err := s.store.InventoryItem(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	return respond(c, http.StatusOK, item)
-}
-
 // inventoryUpdate is the InventoryUpdate schema.
 type inventoryUpdate struct {
 	Quantity int `json:"quantity"`

@@ -3,8 +3,13 @@ package handlers
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	proxyproto "github.com/pires/go-proxyproto"
 )
@@ -32,16 +37,17 @@ func NewListeners(conns *ConnGuard) *Listeners { return &Listeners{conns: conns}
 // CIDR ranges, such as a TCP load balancer's) and take the client address
 // it carries as the connection's. It fails on a source that is neither.
 func (l *Listeners) ReadProxyProtocolFrom(sources []string) error {
-	policy, err := proxyProtocolPolicy(sources)
+	policy, err := proxyproto.PolicyFromRanges(sources, proxyproto.REQUIRE, proxyproto.SKIP)
 	if err != nil {
-		return err
+		return fmt.Errorf("--proxy-protocol-from: %w", err)
 	}
 	l.proxyProtocol = policy
 	return nil
 }
 
 // Listen opens addr for srv (with TLS when srv has a TLSConfig) and returns
-// the address it got, which names the port when addr asked for port 0.
+// the address it got, which names the port when addr asked for port 0. It
+// sets srv's ConnState, which the guard follows.
 func (l *Listeners) Listen(addr string, srv *http.Server) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -53,7 +59,7 @@ func (l *Listeners) Listen(addr string, srv *http.Server) (net.Addr, error) {
 		ln = newProxyProtocolListener(ln, l.proxyProtocol)
 	}
 	ln = l.conns.Listener(ln)
-	l.conns.Track(srv)
+	srv.ConnState = l.conns.connState
 	if srv.TLSConfig != nil {
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
@@ -76,13 +82,32 @@ func (l *Listeners) Serve(ctx context.Context) error {
 	}
 }
 
-// Servers are the servers, for ShutdownServers.
-func (l *Listeners) Servers() []*http.Server {
-	servers := make([]*http.Server, len(l.list))
-	for i, one := range l.list {
-		servers[i] = one.srv
+// Shutdown stops the servers together: they stop accepting, and the
+// requests in flight get until timeout to finish. Past it, abort is called
+// (it stops backups in flight, whose read transactions would otherwise keep
+// the data file from closing) and every connection left is closed, so that
+// shutdown ends soon after timeout whatever clients do.
+func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	var unfinished atomic.Bool
+	for _, one := range l.list {
+		wg.Go(func() {
+			if one.srv.Shutdown(ctx) != nil {
+				unfinished.Store(true)
+			}
+		})
 	}
-	return servers
+	wg.Wait()
+	if !unfinished.Load() {
+		return
+	}
+	log.Warn("shutdown timeout passed: aborting backups in flight and closing the connections left", "timeout", timeout)
+	abort()
+	for _, one := range l.list {
+		_ = one.srv.Close()
+	}
 }
 
 // Close closes the listening sockets.

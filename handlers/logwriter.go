@@ -87,11 +87,9 @@ func (l *LogWriter) Write(p []byte) (int, error) {
 // does not take it: shutdown must not hang on a log reader.
 func (l *LogWriter) Close(wait time.Duration) {
 	close(l.stop)
-	t := time.NewTimer(wait)
-	defer t.Stop()
 	select {
 	case <-l.done:
-	case <-t.C:
+	case <-time.After(wait):
 	}
 }
 

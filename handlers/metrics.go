@@ -168,12 +168,11 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if d, ok := c.s.cfg.AccessLog.(interface{ Dropped() uint64 }); ok {
 		ch <- prometheus.MustNewConstMetric(logDroppedDesc, prometheus.CounterValue, float64(d.Dropped()))
 	}
-	if c.s.cfg.Conns != nil {
-		st := c.s.cfg.Conns.Stats()
-		ch <- prometheus.MustNewConstMetric(connsOpenDesc, prometheus.GaugeValue, float64(st.Open))
-		ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(st.ClientCapped), "client_cap")
-		ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(st.Shed), "idle")
-		ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(st.Refused), "refused")
+	if g := c.s.cfg.Conns; g != nil {
+		ch <- prometheus.MustNewConstMetric(connsOpenDesc, prometheus.GaugeValue, float64(g.open()))
+		ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(g.clientCapped.Load()), "client_cap")
+		ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(g.shed.Load()), "idle")
+		ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(g.refused.Load()), "refused")
 	}
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
 }

@@ -1,12 +1,9 @@
 package handlers
 
 import (
-	"container/list"
 	"context"
-	"errors"
 	"math"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +16,11 @@ import (
 // backups and metrics. Every method on it needs the admin token, OPTIONS
 // and unknown methods included, so that nothing about it (not even which
 // methods exist) is told to someone without the token.
-func tokenPath(p string) bool {
-	return p == "/admin" || strings.HasPrefix(p, "/admin/") || p == "/metrics" || strings.HasPrefix(p, "/metrics/")
+func tokenPath(p string) bool { return inTree(p, "/admin") || inTree(p, "/metrics") }
+
+// inTree reports whether path p is root or below it.
+func inTree(p, root string) bool {
+	return strings.HasPrefix(p, root) && (len(p) == len(root) || p[len(root)] == '/')
 }
 
 // guardOperatorPaths asks for the admin token on operator paths before
@@ -65,24 +65,21 @@ func markCleartext(r *http.Request) *http.Request {
 // until the oldest of those failures is a window old.
 const (
 	credentialFailureWindow = time.Minute
-	// failureLimiterSize bounds the addresses remembered; the least
+	// failureLimiterSize bounds the clients remembered; the least
 	// recently failed is forgotten first.
 	failureLimiterSize = 10000
 )
 
 // failureLimiter remembers the times of the last failed credential attempts
-// of recently failing client addresses (IPv6 grouped by /64, which one
-// client usually holds whole), in least-recently-failed order.
+// of recently failing clients (clientKeyOf), in least-recently-failed order.
 // A nil *failureLimiter limits nothing.
 type failureLimiter struct {
-	max     int // failures allowed in a window
-	mu      sync.Mutex
-	byAddr  map[string]*list.Element // of *failures
-	recency *list.List               // front: the address that failed last
+	max      int // failures allowed in a window
+	mu       sync.Mutex
+	byClient *lruMap[clientKey, failures]
 }
 
 type failures struct {
-	addr  string
 	times []time.Time // a ring of max; next is the oldest once full
 	n     int
 	next  int
@@ -93,7 +90,7 @@ func newFailureLimiter(max int) *failureLimiter {
 	if max <= 0 {
 		return nil
 	}
-	return &failureLimiter{max: max, byAddr: map[string]*list.Element{}, recency: list.New()}
+	return &failureLimiter{max: max, byClient: newLRUMap[clientKey, failures](failureLimiterSize)}
 }
 
 // errTooManyFailures is the error of a request whose address is locked out;
@@ -109,79 +106,41 @@ func (l *failureLimiter) check(r *http.Request) error {
 	if l == nil {
 		return nil
 	}
-	if wait := l.lockedFor(clientAddr(r), time.Now()); wait > 0 {
+	if wait := l.lockedFor(clientKeyOf(r.RemoteAddr), time.Now()); wait > 0 {
 		return &errTooManyFailures{retryAfter: int(math.Ceil(wait.Seconds()))}
 	}
 	return nil
 }
 
-// lockedFor is how long addr stays locked out at now; 0 when it is not.
-func (l *failureLimiter) lockedFor(addr string, now time.Time) time.Duration {
+// lockedFor is how long client k stays locked out at now; 0 when it is not.
+func (l *failureLimiter) lockedFor(k clientKey, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e, ok := l.byAddr[addr]
-	if !ok {
-		return 0
-	}
-	f := e.Value.(*failures)
-	if f.n < l.max {
+	f, found := l.byClient.peek(k)
+	if !found || f.n < l.max {
 		return 0
 	}
 	return max(f.times[f.next].Add(credentialFailureWindow).Sub(now), 0)
 }
 
-// fail records a failed attempt from addr at now.
-func (l *failureLimiter) fail(addr string, now time.Time) {
+// fail records a failed attempt from client k at now.
+func (l *failureLimiter) fail(k clientKey, now time.Time) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var f *failures
-	if e, ok := l.byAddr[addr]; ok {
-		f = e.Value.(*failures)
-		l.recency.MoveToFront(e)
-	} else {
-		f = &failures{addr: addr, times: make([]time.Time, l.max)}
-		l.byAddr[addr] = l.recency.PushFront(f)
-		if l.recency.Len() > failureLimiterSize {
-			oldest := l.recency.Back()
-			l.recency.Remove(oldest)
-			delete(l.byAddr, oldest.Value.(*failures).addr)
-		}
+	f, found := l.byClient.use(k)
+	if !found {
+		f.times = make([]time.Time, l.max)
 	}
 	f.times[f.next] = now
 	f.next = (f.next + 1) % l.max
 	f.n = min(f.n+1, l.max)
 }
 
-// clientAddr is the address a request's failures are counted under: the
-// peer's IPv4 address, or its IPv6 /64.
-func clientAddr(r *http.Request) string {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	a := ap.Addr().Unmap()
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.String()
-}
-
 // presentedCredential reports whether r carries a credential at all: only
 // attempts with one count as failures.
 func presentedCredential(r *http.Request) bool {
 	return r.Header.Get(headerAPIKey) != "" || r.Header.Get(echo.HeaderAuthorization) != ""
-}
-
-// lockedOut finds the lock-out in an error, also inside kin-openapi's
-// security error.
-func lockedOut(err error) *errTooManyFailures {
-	var locked *errTooManyFailures
-	if errors.As(err, &locked) {
-		return locked
-	}
-	return nil
 }

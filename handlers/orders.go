@@ -45,32 +45,29 @@ type orderInput struct {
 	Complete *bool      `json:"complete"`
 }
 
-func decodeOrder(c echo.Context) (orderInput, *time.Time, error) {
+// decodeOrder decodes the body with its shipDate in UTC.
+func decodeOrder(c echo.Context) (orderInput, error) {
 	var in orderInput
-	if err := decodeBody(c, &in); err != nil {
-		return in, nil, err
+	if err := decodeBody(c, &in); err != nil || in.ShipDate == nil {
+		return in, err
 	}
-	if in.ShipDate == nil {
-		return in, nil, nil
-	}
-	t := *in.ShipDate
 	// An offset can carry a valid date out of the years JSON date-times
 	// can hold (0000-9999), which the store could then not encode.
-	if t = t.UTC(); t.Year() < 1 || t.Year() > 9999 {
-		return in, nil, apiError(store.EINVALID, "body.shipDate: must fall within the years 0001 to 9999 in UTC")
+	if *in.ShipDate = in.ShipDate.UTC(); in.ShipDate.Year() < 1 || in.ShipDate.Year() > 9999 {
+		return in, apiError(store.EINVALID, "body.shipDate: must fall within the years 0001 to 9999 in UTC")
 	}
-	return in, &t, nil
+	return in, nil
 }
 
 func (s *Server) placeOrder(c echo.Context) error {
-	in, ship, err := decodeOrder(c)
+	in, err := decodeOrder(c)
 	if err != nil {
 		return err
 	}
 	if in.PetID == nil {
 		return apiError(store.EINVALID, "body.petId: is required to place an order")
 	}
-	o := store.Order{PetID: *in.PetID, Quantity: 1, ShipDate: ship}
+	o := store.Order{PetID: *in.PetID, Quantity: 1, ShipDate: in.ShipDate}
 	if in.Quantity != nil {
 		o.Quantity = *in.Quantity
 	}
@@ -83,18 +80,6 @@ func (s *Server) placeOrder(c echo.Context) error {
 	return respondCreated(c, fmt.Sprintf("/store/orders/%d", o.ID), o)
 }
 
-func (s *Server) getOrder(c echo.Context) error {
-	id, err := pathID(c, "orderId")
-	if err != nil {
-		return err
-	}
-	o, err := s.store.Order(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	return respond(c, http.StatusOK, o)
-}
-
 // updateOrder changes shipDate and complete. petId and quantity are fixed
 // once the stock is taken: sending them is allowed only unchanged, so that
 // a client can PUT back the order it read.
@@ -103,7 +88,7 @@ func (s *Server) updateOrder(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in, ship, err := decodeOrder(c)
+	in, err := decodeOrder(c)
 	if err != nil {
 		return err
 	}
@@ -120,20 +105,9 @@ func (s *Server) updateOrder(c echo.Context) error {
 			return apiError(store.EINVALID, "body.quantity: cannot change; cancel the order and place a new one")
 		}
 	}
-	o, err := s.store.UpdateOrder(ctx, id, store.OrderUpdate{ShipDate: ship, Complete: in.Complete})
+	o, err := s.store.UpdateOrder(ctx, id, store.OrderUpdate{ShipDate: in.ShipDate, Complete: in.Complete})
 	if err != nil {
 		return err
 	}
 	return respond(c, http.StatusOK, o)
-}
-
-func (s *Server) cancelOrder(c echo.Context) error {
-	id, err := pathID(c, "orderId")
-	if err != nil {
-		return err
-	}
-	if err := s.store.CancelOrder(c.Request().Context(), id); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }

@@ -66,17 +66,6 @@ func (s *Server) replacePet(c echo.Context) error {
 	return respond(c, http.StatusOK, &pet)
 }
 
-func (s *Server) deletePet(c echo.Context) error {
-	id, err := pathID(c, "petId")
-	if err != nil {
-		return err
-	}
-	if err := s.store.DeletePet(c.Request().Context(), id); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
-}
-
 // newPet is the NewPet schema. decodeBody refuses unknown fields, id among
 // them, even when validation is off.
 type newPet struct {

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -34,16 +33,6 @@ type proxyProtocolListener struct {
 type acceptResult struct {
 	conn net.Conn
 	err  error
-}
-
-// proxyProtocolPolicy requires a header from trusted (IP addresses and CIDR
-// ranges) and reads none from other sources.
-func proxyProtocolPolicy(trusted []string) (proxyproto.ConnPolicyFunc, error) {
-	policy, err := proxyproto.PolicyFromRanges(trusted, proxyproto.REQUIRE, proxyproto.SKIP)
-	if err != nil {
-		return nil, fmt.Errorf("--proxy-protocol-from: %w", err)
-	}
-	return policy, nil
 }
 
 // newProxyProtocolListener wraps ln, reading headers as policy says.

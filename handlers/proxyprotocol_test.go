@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -45,9 +46,7 @@ func startProxyListeners(t *testing.T, trusted []string, tc *tls.Config, maxPerC
 	t.Cleanup(func() {
 		cancel()
 		<-served
-		for _, srv := range ls.Servers() {
-			_ = srv.Close()
-		}
+		ls.Shutdown(0, func() {}, slog.New(slog.DiscardHandler))
 	})
 	return addr.String(), guard
 }

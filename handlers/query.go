@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
 
 	"petstore/store"
@@ -18,19 +17,13 @@ import (
 // if no filter had been asked for.
 func queryParameters(op *routers.Route) []string {
 	var names []string
-	add := func(params openapi3.Parameters) {
-		for _, p := range params {
-			if p.Value != nil && p.Value.In == "query" && !slices.Contains(names, p.Value.Name) {
-				names = append(names, p.Value.Name)
-			}
+	for _, p := range slices.Concat(op.PathItem.Parameters, op.Operation.Parameters) {
+		if p.Value != nil && p.Value.In == "query" {
+			names = append(names, p.Value.Name)
 		}
 	}
-	if op.PathItem != nil {
-		add(op.PathItem.Parameters)
-	}
-	add(op.Operation.Parameters)
 	slices.Sort(names)
-	return names
+	return slices.Compact(names)
 }
 
 // refuseUnknownQuery answers 400 naming every query parameter of the request

@@ -1,7 +1,10 @@
 package handlers
 
 import (
+	"math"
 	"net/http"
+	"slices"
+	"strconv"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -33,12 +36,11 @@ type quickCheck struct {
 	opts     *openapi3filter.Options
 }
 
-// intParam is an integer path parameter and its schema's bounds.
+// intParam is an integer path parameter and its schema's bounds, infinite
+// where the schema sets none.
 type intParam struct {
 	name     string
 	min, max float64
-	hasMin   bool
-	hasMax   bool
 }
 
 // maxQuickDigits keeps values within 2^53, which the validator (decoding
@@ -64,13 +66,9 @@ func newQuickCheck(op *routers.Route, opts *openapi3filter.Options) *quickCheck 
 		}
 	}
 	if len(*sec) > 0 {
-		if opts == nil || opts.AuthenticationFunc == nil {
-			return nil
-		}
 		q.security = *sec
 	}
-	params := append(openapi3.Parameters{}, op.PathItem.Parameters...)
-	params = append(params, o.Parameters...)
+	params := slices.Concat(op.PathItem.Parameters, o.Parameters)
 	if len(params) == 0 && len(q.security) == 0 {
 		return nil // nothing for the validator to do that this would save
 	}
@@ -86,29 +84,19 @@ func newQuickCheck(op *routers.Route, opts *openapi3filter.Options) *quickCheck 
 			s.Not != nil || len(s.AllOf) > 0 || len(s.AnyOf) > 0 || len(s.OneOf) > 0 {
 			return nil
 		}
-		ip := intParam{name: p.Name}
+		ip := intParam{name: p.Name, min: math.Inf(-1), max: math.Inf(1)}
 		if s.Min != nil {
-			ip.min, ip.hasMin = *s.Min, true
+			ip.min = *s.Min
 		}
 		if s.Max != nil {
-			ip.max, ip.hasMax = *s.Max, true
+			ip.max = *s.Max
 		}
 		if s.Format == "int32" {
-			ip.setBounds(-1<<31, 1<<31-1)
+			ip.min, ip.max = max(ip.min, -1<<31), min(ip.max, 1<<31-1)
 		}
 		q.params = append(q.params, ip)
 	}
 	return q
-}
-
-// setBounds narrows the bounds to a format's range.
-func (p *intParam) setBounds(lo, hi float64) {
-	if !p.hasMin || p.min < lo {
-		p.min, p.hasMin = lo, true
-	}
-	if !p.hasMax || p.max > hi {
-		p.max, p.hasMax = hi, true
-	}
 }
 
 // passes reports whether the request passes the operation's validation
@@ -124,7 +112,7 @@ func (q *quickCheck) passes(c echo.Context) bool {
 	for i := range q.params {
 		p := &q.params[i]
 		n, ok := plainDecimal(c.Param(p.name))
-		if !ok || p.hasMin && float64(n) < p.min || p.hasMax && float64(n) > p.max {
+		if !ok || float64(n) < p.min || float64(n) > p.max {
 			return false
 		}
 	}
@@ -144,16 +132,10 @@ func (q *quickCheck) authenticated(r *http.Request) bool {
 // plainDecimal parses digits without sign or leading zero, at most
 // maxQuickDigits of them.
 func plainDecimal(s string) (int64, bool) {
-	if s == "" || len(s) > maxQuickDigits || (s[0] == '0' && len(s) > 1) {
+	// ParseInt alone would take a sign.
+	if s == "" || len(s) > maxQuickDigits || s[0] < '0' || s[0] > '9' || (s[0] == '0' && len(s) > 1) {
 		return 0, false
 	}
-	var n int64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -10,7 +11,7 @@ import (
 )
 
 // rateLimitClients bounds the clients whose buckets the rate limiter
-// remembers (under 100 bytes each); past it, the least recently seen is
+// remembers (under 200 bytes each); past it, the least recently seen is
 // forgotten. A forgotten client starts again with a full burst, which only
 // a client that was idle while this many others were served can gain.
 const rateLimitClients = 1 << 14
@@ -19,12 +20,12 @@ const rateLimitClients = 1 << 14
 // twice that, and answers 429 with Retry-After past it. A client is its
 // peer address, IPv6 ones grouped by /64 (clientKeyOf).
 func (s *Server) rateLimit() echo.MiddlewareFunc {
-	burst := max(2*s.cfg.RateLimit, 1)
+	burst := math.Floor(max(2*s.cfg.RateLimit, 1)) // whole tokens
 	retryAfter := "1"
 	if s.cfg.RateLimit < 1 {
 		retryAfter = fmt.Sprint(int(1/s.cfg.RateLimit + 0.999))
 	}
-	limiter := newRateLimiter(s.cfg.RateLimit, float64(int(burst)), rateLimitClients)
+	limiter := newRateLimiter(s.cfg.RateLimit, burst, rateLimitClients)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if !limiter.allow(clientKeyOf(c.Request().RemoteAddr), time.Now()) {
@@ -58,94 +59,39 @@ func clientKeyOf(remoteAddr string) clientKey {
 	return k
 }
 
-// rateLimiter is a token bucket per client, for at most max clients, in a
-// least-recently-used order kept as a doubly linked list of slots indexed
-// by int32: no allocation per client or per request, and a fixed ceiling on
-// memory whatever the number of addresses a flood comes from.
+// rateLimiter is a token bucket per client, for at most max clients.
 type rateLimiter struct {
 	rate, burst float64
-	max         int
-	epoch       time.Time // slots keep their times as offsets from it
 
-	mu     sync.Mutex
-	slots  []bucketSlot
-	index  map[clientKey]int32
-	newest int32 // most recently used slot; -1 when empty
+	mu      sync.Mutex
+	buckets *lruMap[clientKey, bucket]
 }
 
-type bucketSlot struct {
-	key        clientKey
-	tokens     float64
-	last       time.Duration // since epoch
-	prev, next int32         // towards older, towards newer; circular
+type bucket struct {
+	tokens float64
+	last   time.Time
 }
 
 func newRateLimiter(rate, burst float64, max int) *rateLimiter {
-	return &rateLimiter{rate: rate, burst: burst, max: max, epoch: time.Now(), index: make(map[clientKey]int32), newest: -1}
+	return &rateLimiter{rate: rate, burst: burst, buckets: newLRUMap[clientKey, bucket](max)}
 }
 
 // allow takes a token from k's bucket, refilled at rate since its last
 // request, and reports whether there was one.
 func (l *rateLimiter) allow(k clientKey, now time.Time) bool {
-	at := now.Sub(l.epoch)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	i, ok := l.index[k]
-	if !ok {
-		i = l.slotFor(k)
-		l.slots[i].tokens, l.slots[i].last = l.burst, at
-	} else {
-		l.touch(i)
+	b, found := l.buckets.use(k)
+	if !found {
+		b.tokens, b.last = l.burst, now
 	}
-	b := &l.slots[i]
-	if elapsed := at - b.last; elapsed > 0 {
+	if elapsed := now.Sub(b.last); elapsed > 0 {
 		b.tokens = min(l.burst, b.tokens+elapsed.Seconds()*l.rate)
-		b.last = at
+		b.last = now
 	}
 	if b.tokens < 1 {
 		return false
 	}
 	b.tokens--
 	return true
-}
-
-// slotFor returns a slot for k, new while there are fewer than max, else
-// the least recently used one, forgotten; either way the newest.
-func (l *rateLimiter) slotFor(k clientKey) int32 {
-	var i int32
-	if len(l.slots) < l.max {
-		i = int32(len(l.slots))
-		l.slots = append(l.slots, bucketSlot{prev: i, next: i})
-		if l.newest >= 0 {
-			l.link(i)
-		}
-	} else {
-		i = l.slots[l.newest].next // the oldest
-		delete(l.index, l.slots[i].key)
-	}
-	l.slots[i].key = k
-	l.index[k] = i
-	l.newest = i
-	return i
-}
-
-// touch makes slot i the newest.
-func (l *rateLimiter) touch(i int32) {
-	if i == l.newest {
-		return
-	}
-	s := &l.slots[i]
-	l.slots[s.prev].next = s.next
-	l.slots[s.next].prev = s.prev
-	l.link(i)
-	l.newest = i
-}
-
-// link puts slot i after the newest, between it and the oldest.
-func (l *rateLimiter) link(i int32) {
-	newest := l.newest
-	oldest := l.slots[newest].next
-	l.slots[i].prev, l.slots[i].next = newest, oldest
-	l.slots[newest].next = i
-	l.slots[oldest].prev = i
 }

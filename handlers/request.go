@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -26,14 +27,11 @@ import (
 // on which one wins), invalid UTF-8 and unpaired surrogate escapes (RFC
 // 7493, I-JSON), and, with validation off, unknown members.
 func decodeBody(c echo.Context, v any) error {
+	// readBody, in front of every operation that takes a body, has read it
+	// (no copy here); when there was none, it is empty.
 	var raw []byte
 	if b, ok := c.Request().Body.(*readBodyBytes); ok {
-		raw = b.data // read by readBody: no copy
-	} else {
-		var err error
-		if raw, err = io.ReadAll(c.Request().Body); err != nil {
-			return err
-		}
+		raw = b.data
 	}
 	if err := json.Unmarshal(raw, v, json.RejectUnknownMembers(true)); err != nil {
 		return decodeError(err)
@@ -123,8 +121,8 @@ func page(c echo.Context) (store.Page, error) {
 		return p, err
 	}
 	if raw := c.QueryParam("cursor"); raw != "" {
-		after, ok := decodeCursor(raw)
-		if !ok {
+		after, name, ok := decodeCursor(raw)
+		if !ok || name != "" || after < 1 {
 			return p, errBadCursor
 		}
 		p.After = after
@@ -147,19 +145,19 @@ func pageLimit(c echo.Context) (int, error) {
 
 var errBadCursor = apiError(store.EINVALID, "query parameter \"cursor\": not a cursor this service issued; follow the Link header of the previous page")
 
-func encodeCursor(after int64) string {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(after))
-	return base64.RawURLEncoding.EncodeToString(b[:])
+// encodeCursor encodes the last item of a page: its number (an id, or a
+// domain's added time) and, for domains, its name.
+func encodeCursor(n int64, name string) string {
+	b := binary.BigEndian.AppendUint64(nil, uint64(n))
+	return base64.RawURLEncoding.EncodeToString(append(b, name...))
 }
 
-func decodeCursor(s string) (int64, bool) {
+func decodeCursor(s string) (n int64, name string, ok bool) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != 8 {
-		return 0, false
+	if err != nil || len(b) < 8 || !utf8.Valid(b[8:]) {
+		return 0, "", false
 	}
-	after := int64(binary.BigEndian.Uint64(b))
-	return after, after > 0
+	return int64(binary.BigEndian.Uint64(b)), string(b[8:]), true
 }
 
 // setNextPage puts the URL of the next page in a Link header: the same path

@@ -32,7 +32,7 @@ func respondEncoded(c echo.Context, status int, b []byte) error {
 // An empty page is [], never null.
 func respondList[T any](c echo.Context, items []T, next int64) error {
 	if next > 0 {
-		setNextPage(c, encodeCursor(next))
+		setNextPage(c, encodeCursor(next, ""))
 	}
 	if len(items) > 0 {
 		if _, ok := any(&items[0]).(jsonAppender); ok {
@@ -55,8 +55,7 @@ func respondList[T any](c echo.Context, items []T, next int64) error {
 
 // respondCreated answers 201 with the new resource and its Location.
 func respondCreated(c echo.Context, location string, v any) error {
-	h := c.Response().Header()
-	h[echo.HeaderLocation] = []string{location} // the key is canonical
+	c.Response().Header()[echo.HeaderLocation] = []string{location} // the key is canonical
 	return respond(c, http.StatusCreated, v)
 }
 

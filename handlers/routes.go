@@ -40,32 +40,32 @@ func (s *Server) routes() error {
 		{http.MethodPost, "/pets", s.createPet},
 		{http.MethodGet, "/pets/:petId", s.getPet},
 		{http.MethodPut, "/pets/:petId", s.replacePet},
-		{http.MethodDelete, "/pets/:petId", s.deletePet},
-		{http.MethodGet, "/categories", s.listCategories},
+		{http.MethodDelete, "/pets/:petId", deleteByID("petId", s.store.DeletePet)},
+		{http.MethodGet, "/categories", listPage(s.store.ListCategories)},
 		{http.MethodPost, "/categories", s.createCategory},
-		{http.MethodGet, "/categories/:categoryId", s.getCategory},
+		{http.MethodGet, "/categories/:categoryId", getByID("categoryId", s.store.Category)},
 		{http.MethodPut, "/categories/:categoryId", s.replaceCategory},
-		{http.MethodDelete, "/categories/:categoryId", s.deleteCategory},
+		{http.MethodDelete, "/categories/:categoryId", deleteByID("categoryId", s.store.DeleteCategory)},
 		{http.MethodGet, "/store/orders", s.listOrders},
 		{http.MethodPost, "/store/orders", s.placeOrder},
-		{http.MethodGet, "/store/orders/:orderId", s.getOrder},
+		{http.MethodGet, "/store/orders/:orderId", getByID("orderId", s.store.Order)},
 		{http.MethodPut, "/store/orders/:orderId", s.updateOrder},
-		{http.MethodDelete, "/store/orders/:orderId", s.cancelOrder},
+		{http.MethodDelete, "/store/orders/:orderId", deleteByID("orderId", s.store.CancelOrder)},
 		{http.MethodGet, "/store/inventory", s.listInventory},
-		{http.MethodGet, "/store/inventory/:petId", s.getInventoryItem},
+		{http.MethodGet, "/store/inventory/:petId", getByID("petId", s.store.InventoryItem)},
 		{http.MethodPut, "/store/inventory/:petId", s.setInventory},
 	}
 	admin := []route{
 		{http.MethodGet, "/admin/project", s.getProject},
 		{http.MethodPatch, "/admin/project", s.updateProject},
-		{http.MethodGet, "/admin/api-keys", s.listAPIKeys},
+		{http.MethodGet, "/admin/api-keys", listPage(s.store.APIKeys)},
 		{http.MethodPost, "/admin/api-keys", s.createAPIKey},
-		{http.MethodDelete, "/admin/api-keys/:id", s.revokeAPIKey},
+		{http.MethodDelete, "/admin/api-keys/:id", deleteByID("id", s.store.RevokeAPIKey)},
 		{http.MethodGet, "/admin/domains", s.listDomains},
 		{http.MethodPost, "/admin/domains", s.addDomain},
-		{http.MethodGet, "/admin/domains/:name", s.getDomain},
+		{http.MethodGet, "/admin/domains/:name", s.domainByName(s.domains.Get)},
 		{http.MethodDelete, "/admin/domains/:name", s.removeDomain},
-		{http.MethodPost, "/admin/domains/:name/verify", s.verifyDomain},
+		{http.MethodPost, "/admin/domains/:name/verify", s.domainByName(s.domains.Verify)},
 		{http.MethodGet, "/admin/settings", s.getSettings},
 		{http.MethodPut, "/admin/settings", s.updateSettings},
 		{http.MethodGet, "/admin/backup", s.backup},
@@ -95,9 +95,9 @@ func (s *Server) routes() error {
 func (s *Server) register(doc *apiDoc, routes []route) error {
 	registered := map[string]bool{}
 	for _, r := range routes {
-		op, err := doc.operation(r.method, r.path)
-		if err != nil {
-			return err
+		op, ok := doc.ops[routeKey(r.method, r.path)]
+		if !ok {
+			return fmt.Errorf("route %s %s is not in the OpenAPI document", r.method, r.path)
 		}
 		mw := []echo.MiddlewareFunc{wholeSegments}
 		// A body is read whole, within BodyLimit, before anything judges
@@ -113,20 +113,20 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 		}
 		if !s.cfg.SkipValidation {
 			mw = append(mw, s.validate(op))
-			s.validated[routeKey(r.method, r.path)] = true
-			if r.method == http.MethodGet {
-				s.validated[routeKey(http.MethodHead, r.path)] = true
-			}
 		}
 		if op.Operation.RequestBody == nil {
 			mw = append(mw, refuseBody)
 		}
 		h := chain(r.handle, mw...)
-		s.echo.Add(r.method, r.path, h)
+		methods := []string{r.method}
 		if r.method == http.MethodGet {
 			// HEAD is GET without the body (net/http drops it); Echo does
 			// not add it by itself.
-			s.echo.Add(http.MethodHead, r.path, h)
+			methods = append(methods, http.MethodHead)
+		}
+		for _, m := range methods {
+			s.echo.Add(m, r.path, h)
+			s.validated[routeKey(m, r.path)] = !s.cfg.SkipValidation
 		}
 		registered[routeKey(r.method, r.path)] = true
 	}

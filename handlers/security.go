@@ -1,10 +1,6 @@
 package handlers
 
-import (
-	"strconv"
-
-	"github.com/labstack/echo/v4"
-)
+import "github.com/labstack/echo/v4"
 
 // apiCSP is the Content-Security-Policy of everything that is not a page:
 // JSON, YAML and errors load nothing and may be framed by no one. The site
@@ -28,8 +24,8 @@ var (
 // their own policy, Referrer-Policy and X-Frame-Options (web sets them);
 // JSON and YAML need neither (they send no referrer and have nothing to
 // click), and CSP's frame-ancestors already forbids framing them. Each
-// header costs every answer about half a microsecond in net/http, so none
-// is sent without a reason.
+// header costs every answer a measurable share of its time in net/http, so
+// none is sent without a reason.
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
@@ -54,7 +50,7 @@ func limitInFlight(max int) echo.MiddlewareFunc {
 				defer func() { <-slots }()
 				return next(c)
 			default:
-				c.Response().Header().Set("Retry-After", strconv.Itoa(1))
+				c.Response().Header().Set("Retry-After", "1")
 				return apiError(codeUnavailable, "the server is at its limit of %d requests in flight; retry after the seconds in Retry-After", max)
 			}
 		}

@@ -147,6 +147,16 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
+// TestRateLimitHuge: a rate so high that twice it is beyond int64 still
+// serves requests (the burst once overflowed to a negative number of
+// tokens, and every request got 429).
+func TestRateLimitHuge(t *testing.T) {
+	ts := newTestServer(t, func(c *handlers.Config) { c.RateLimit = 5e18 })
+	for range 3 {
+		ts.send("GET", "/pets", "", http.Header{}).wantStatus(200)
+	}
+}
+
 // TestInFlightCap holds two requests open (their bodies arrive slowly) on
 // a server that serves two at a time: a third gets 503 with Retry-After,
 // and once the two finish, requests are served again.

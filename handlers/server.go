@@ -93,8 +93,6 @@ type Server struct {
 	admin   *apiDoc
 	domains *domains.Manager
 	valOpts openapi3filter.Options
-	// sitePage is the reference page, rendered once at start.
-	sitePage []byte
 	// metrics counts requests for GET /metrics (metrics.go).
 	metrics *httpMetrics
 	// aborted ends when AbortBackups is called: backups in flight stop.
@@ -176,9 +174,6 @@ func New(cfg Config) (*Server, error) {
 		RejectWhenRequestBodyNotSpecified: true,
 	}
 	s.valOpts.WithCustomSchemaErrorFunc(schemaReason)
-	if s.sitePage, err = renderSite(public); err != nil {
-		return nil, fmt.Errorf("rendering the reference page: %w", err)
-	}
 
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -14,17 +15,16 @@ import (
 // it needs no token to load: it is a static page that asks for the token
 // and sends it to the admin API, which checks it.
 
-// renderSite renders the reference page from the public document. New calls
-// it once: the document is embedded and cannot change while the binary runs.
-func renderSite(d *apiDoc) ([]byte, error) {
-	return web.RenderReference(d.doc)
-}
-
 // siteRoutes mounts the reference at /, the dashboard at /dashboard/, and
-// their assets. Everything is prepared here, once (compression, ETags), so a
-// request costs a lookup and a write.
+// their assets. Everything is prepared here, once (the page rendered from
+// the embedded document, compression, ETags), so a request costs a lookup
+// and a write.
 func (s *Server) siteRoutes() error {
-	site, err := web.NewSite(s.sitePage)
+	page, err := web.RenderReference(s.public.doc)
+	if err != nil {
+		return fmt.Errorf("rendering the reference page: %w", err)
+	}
+	site, err := web.NewSite(page)
 	if err != nil {
 		return err
 	}
@@ -52,11 +52,9 @@ func serveResource(r *web.Resource) echo.HandlerFunc {
 // file of an earlier build gets a clear miss rather than a wrong file.
 func serveAsset(lookup func(name string) *web.Resource) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := lookup(c.Param("*"))
-		if r == nil {
-			return echo.ErrNotFound
+		if r := lookup(c.Param("*")); r != nil {
+			return serveResource(r)(c)
 		}
-		r.ServeHTTP(c.Response(), c.Request())
-		return nil
+		return echo.ErrNotFound
 	}
 }

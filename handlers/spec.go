@@ -42,16 +42,6 @@ func loadDoc(data []byte) (*apiDoc, error) {
 	return d, nil
 }
 
-// operation returns the spec's operation for an Echo route, or an error that
-// stops the server from starting: a route the spec lacks is a bug.
-func (d *apiDoc) operation(method, path string) (*routers.Route, error) {
-	r, ok := d.ops[routeKey(method, path)]
-	if !ok {
-		return nil, fmt.Errorf("route %s %s is not in the OpenAPI document", method, path)
-	}
-	return r, nil
-}
-
 // missing lists the spec's operations that have no route among registered.
 func (d *apiDoc) missing(registered map[string]bool) []string {
 	var out []string
@@ -68,16 +58,4 @@ func routeKey(method, echoPath string) string { return method + " " + echoPath }
 
 // echoPath turns an OpenAPI path template into Echo's form:
 // /pets/{petId} -> /pets/:petId.
-func echoPath(p string) string {
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '{':
-			b.WriteByte(':')
-		case '}':
-		default:
-			b.WriteByte(p[i])
-		}
-	}
-	return b.String()
-}
+func echoPath(p string) string { return strings.NewReplacer("{", ":", "}", "").Replace(p) }
