@@ -65,22 +65,37 @@ func (in *instance) stop(t *testing.T) {
 	})
 }
 
+// call sends a request to in and returns the answer's status and body,
+// failing the test when there is no answer.
 func (in *instance) call(t *testing.T, method, path, body string, header ...string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, in.base+path, strings.NewReader(body))
+	code, data, err := in.do(http.DefaultClient, method, path, body, header...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, data
+}
+
+// do is call with a client of the caller's, for other goroutines than the
+// test's, which must not call t.Fatal: an error is returned instead.
+func (in *instance) do(client *http.Client, method, path, body string, header ...string) (int, string, error) {
+	req, err := http.NewRequest(method, in.base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(data)
+	data, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(data), err
 }
 
 // TestRunServesAndSurvivesRestart starts the service twice on one data
