@@ -252,47 +252,20 @@ func startLimited(t *testing.T, args ...string) string {
 		"--data", filepath.Join(t.TempDir(), "p.db"), "--shutdown-timeout", "1s"}, args...)
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
 	cmd.Env = append(os.Environ(), connChildEnv+"=1", connChildArgsEnv+"="+strings.Join(args, "\x1f"))
-	out := &domaintest.SyncBuffer{}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	listening := make(chan string, 1)
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(stdout)
-		re := regexp.MustCompile(`listening on http://(\S+)`)
-		for sc.Scan() {
-			out.Write(append(sc.Bytes(), '\n'))
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				listening <- m[1]
-			}
-		}
-		_ = cmd.Wait()
-	}()
+	proc := domaintest.StartProcess(t, cmd)
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case <-proc.Done():
 		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("the service did not stop after SIGTERM:\n%s", out)
+			t.Errorf("the service did not stop after SIGTERM:\n%s", proc.Out)
 		}
 	})
-	select {
-	case addr := <-listening:
-		return strings.Replace(addr, "localhost", "127.0.0.1", 1)
-	case <-exited:
-		t.Fatalf("the service ended before listening:\n%s", out)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no 'listening on' line:\n%s", out)
+	addr, err := proc.WaitOutput(20*time.Second, regexp.MustCompile(`listening on http://(\S+)`))
+	if err != nil {
+		t.Fatalf("the service did not listen: %v\n%s", err, proc.Out)
 	}
-	return ""
+	return strings.Replace(addr, "localhost", "127.0.0.1", 1)
 }
 
 // hold opens n connections from 127.0.0.1 to addr, each sending one

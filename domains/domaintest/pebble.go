@@ -10,12 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
-
-	"petstore/store/postgres/pgtest"
 )
 
 // PebbleOptions tunes StartPebble. The zero value is what most tests want.
@@ -45,7 +44,7 @@ type Pebble struct {
 	listen, mgmt string // host:port of the ACME and management servers
 	rootsPEM     []byte
 	roots        *x509.CertPool
-	proc         *process
+	proc         *Process
 }
 
 // StartPebble starts pebble using dns as its only resolver, waits until its
@@ -74,48 +73,25 @@ func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 		if p != 0 {
 			return p
 		}
-		p, err := pgtest.FreePort()
-		if err != nil {
-			tb.Fatalf("domaintest: %v", err)
-		}
-		return p
+		return freePort(tb)
 	}
-	cfgDir := tb.TempDir()
+	cfgFile := filepath.Join(tb.TempDir(), "pebble-config.json")
+	env := append(os.Environ(), "PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0")
+	env = append(env, opts.Env...)
 
-	var lastErr error
-	for attempt := range 5 {
-		p := &Pebble{
-			HTTPPort: pickPort(opts.HTTPPort),
-			TLSPort:  pickPort(opts.TLSPort),
-			listen:   net.JoinHostPort("127.0.0.1", strconv.Itoa(pickPort(0))),
-			mgmt:     net.JoinHostPort("127.0.0.1", strconv.Itoa(pickPort(0))),
-			rootsPEM: rootsPEM,
-			roots:    roots,
-		}
-		cfgFile := filepath.Join(cfgDir, fmt.Sprintf("pebble-config-%d.json", attempt))
+	p := &Pebble{rootsPEM: rootsPEM, roots: roots}
+	p.proc = startServer(tb, "pebble", 20*time.Second, func() (*exec.Cmd, func() error) {
+		p.HTTPPort, p.TLSPort = pickPort(opts.HTTPPort), pickPort(opts.TLSPort)
+		p.listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
+		p.mgmt = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
 		if err := p.writeConfig(cfgFile, dir, opts.Profiles); err != nil {
 			tb.Fatalf("domaintest: %v", err)
 		}
-		env := append([]string{"PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0"}, opts.Env...)
-		p.proc, err = startProcess("pebble", bin, []string{"-config", cfgFile, "-dnsserver", dns.Addr()}, env)
-		if err != nil {
-			tb.Fatalf("domaintest: %v", err)
-		}
-		if err := p.waitReady(20 * time.Second); err != nil {
-			p.proc.stop()
-			lastErr = fmt.Errorf("pebble did not start: %v\n%s", err, p.proc.logs.Tail())
-			continue
-		}
-		tb.Cleanup(func() {
-			p.proc.stop()
-			if tb.Failed() {
-				tb.Logf("domaintest: pebble output:\n%s", p.proc.logs.Tail())
-			}
-		})
-		return p
-	}
-	tb.Fatalf("domaintest: %v", lastErr)
-	return nil
+		cmd := exec.Command(bin, "-config", cfgFile, "-dnsserver", dns.Addr())
+		cmd.Env = env
+		return cmd, p.ready
+	})
+	return p
 }
 
 func (p *Pebble) writeConfig(file, pebbleDir string, extraProfiles map[string]int) error {
@@ -163,31 +139,19 @@ func (p *Pebble) writeConfig(file, pebbleDir string, extraProfiles map[string]in
 	return os.WriteFile(file, b, 0o600)
 }
 
-func (p *Pebble) waitReady(timeout time.Duration) error {
+func (p *Pebble) ready() error {
 	client := p.HTTPClient()
 	client.Timeout = 2 * time.Second
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		if p.proc.exited() {
-			return fmt.Errorf("it exited")
-		}
-		lastErr = getOK(client, p.DirectoryURL())
-		if lastErr == nil {
-			lastErr = getOK(client, p.ManagementURL()+"/roots/0")
-		}
-		if lastErr == nil {
-			// Pebble exits when it cannot listen; the servers that answered
-			// were someone else's if it did.
-			time.Sleep(50 * time.Millisecond)
-			if p.proc.exited() || p.proc.bindFailed() {
-				return fmt.Errorf("a port was taken")
-			}
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := getOK(client, p.DirectoryURL()); err != nil {
+		return err
 	}
-	return lastErr
+	if err := getOK(client, p.ManagementURL()+"/roots/0"); err != nil {
+		return err
+	}
+	// Pebble exits when it cannot listen, so the servers that answered were
+	// someone else's if it exits now.
+	time.Sleep(50 * time.Millisecond)
+	return nil
 }
 
 func getOK(c *http.Client, url string) error {
@@ -257,4 +221,4 @@ func (p *Pebble) IssuerRootPEM(tb testing.TB) []byte {
 
 // Log returns what pebble printed so far: tests read it to show that a
 // name was, or was not, asked of the CA.
-func (p *Pebble) Log() string { return p.proc.logs.String() }
+func (p *Pebble) Log() string { return p.proc.Out.String() }
