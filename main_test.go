@@ -20,16 +20,28 @@ import (
 // instance is one run() of the service on a loopback port.
 type instance struct {
 	base   string
-	out    *domaintest.SyncBuffer
+	out    output
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
 }
 
+// output is what run writes to, for the test to read back.
+type output interface {
+	io.Writer
+	String() string
+}
+
 func start(t *testing.T, env map[string]string, args ...string) *instance {
 	t.Helper()
+	return startWriting(t, &domaintest.SyncBuffer{}, env, args...)
+}
+
+// startWriting is start with run writing to out.
+func startWriting(t *testing.T, out output, env map[string]string, args ...string) *instance {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{out: &domaintest.SyncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	in := &instance{out: out, cancel: cancel, done: make(chan error, 1)}
 	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0"}, args...)
 	go func() { in.done <- run(ctx, args, func(k string) string { return env[k] }, in.out) }()
 	listening := regexp.MustCompile(`listening on (http://\S+)`)
@@ -52,6 +64,13 @@ func start(t *testing.T, env map[string]string, args ...string) *instance {
 
 func (in *instance) stop(t *testing.T) {
 	t.Helper()
+	in.stopWithin(t, 20*time.Second)
+}
+
+// stopWithin ends run's context and fails the test unless run returns
+// within limit, without an error.
+func (in *instance) stopWithin(t *testing.T, limit time.Duration) {
+	t.Helper()
 	in.once.Do(func() {
 		in.cancel()
 		select {
@@ -59,8 +78,8 @@ func (in *instance) stop(t *testing.T) {
 			if err != nil {
 				t.Errorf("run: %v", err)
 			}
-		case <-time.After(20 * time.Second):
-			t.Error("run did not return after cancel")
+		case <-time.After(limit):
+			t.Errorf("run did not return within %s of the end of its context", limit)
 		}
 	})
 }
