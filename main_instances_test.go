@@ -27,8 +27,8 @@ import (
 // one fails the other's next handshake within a second, and a due
 // background check runs on exactly one of them.
 func TestTwoInstancesShareOneDatabase(t *testing.T) {
+	databaseURL := pgtest.URL(t) // first: without PostgreSQL the test is skipped
 	challtestsrv, pebble, rootFile := startACME(t)
-	databaseURL := pgtest.URL(t)
 	var clockMu sync.Mutex
 	now := time.Now().UTC()
 	domainsNow = func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
