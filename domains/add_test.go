@@ -35,12 +35,7 @@ func managerWith(t *testing.T, cfg domains.Config) *domains.Manager {
 	if cfg.Checker == nil {
 		cfg.Checker = &domains.Checker{}
 	}
-	m, err := domains.NewManager(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	return m
+	return domaintest.NewManager(t, cfg)
 }
 
 func wantCode(t *testing.T, err error, code string, mentions ...string) {

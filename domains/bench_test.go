@@ -10,11 +10,12 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"math/big"
+	"path/filepath"
 	"testing"
 	"time"
 
-	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // benchManager is a manager over a store with n verified domains
@@ -22,7 +23,11 @@ import (
 // each in its certificate cache.
 func benchManager(b *testing.B, n int, certs bool) *Manager {
 	b.Helper()
-	db := domaintest.OpenStore(b)
+	db, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
 	ctx := context.Background()
 	for i := range n {
 		d := store.Domain{Name: fmt.Sprintf("d%d.example.com", i), State: store.DomainVerified}

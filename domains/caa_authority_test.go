@@ -25,7 +25,7 @@ func TestCAAFromTheCA(t *testing.T) {
 	db := deployedStore(t)
 	ctx := context.Background()
 	const cname = "cname.petstore.test"
-	m, err := domains.NewManager(domains.Config{
+	m := domaintest.NewManager(t, domains.Config{
 		Store:    db,
 		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: cname},
 		Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: cname, Timeout: time.Second},
@@ -36,10 +36,6 @@ func TestCAAFromTheCA(t *testing.T) {
 			HTTPPort: pebble.HTTPPort, TLSPort: pebble.TLSPort,
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
 	verify := func(name string) store.Domain {
 		t.Helper()
 		d, err := m.Verify(ctx, name)

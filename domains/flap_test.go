@@ -66,11 +66,7 @@ func startFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *doma
 		cfg.ACME = &domains.ACME{CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: o.profile,
 			TLSPort: pebble.TLSPort, DisableHTTPChallenge: true, RenewInterval: o.renewInterval}
 	}
-	m, err := domains.NewManager(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	m := domaintest.NewManager(t, cfg)
 	if pebble != nil {
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort)))
 		if err != nil {

@@ -35,7 +35,7 @@ func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebb
 	if clk != nil {
 		now = clk.now
 	}
-	m, err := domains.NewManager(domains.Config{
+	m := domaintest.NewManager(t, domains.Config{
 		Store:    db,
 		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
 		Checker:  &domains.Checker{Resolvers: []string{checkDNS.Addr()}, CNAMETarget: "cname.petstore.test", Timeout: time.Second},
@@ -44,10 +44,6 @@ func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebb
 		// The tests start due attempts themselves (TendCertificates).
 		TickEvery: time.Hour,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
 	return m, db
 }
 

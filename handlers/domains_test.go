@@ -38,7 +38,7 @@ func newDomainEnv(t *testing.T) *domainEnv {
 	dns.AddA(t, domaintest.CNAMETarget, "127.0.0.1")
 	env := &domainEnv{dns: dns, pebble: pebble}
 	env.testServer = newTestServer(t, func(c *handlers.Config) {
-		env.manager = newManager(t, domains.Config{
+		env.manager = domaintest.NewManager(t, domains.Config{
 			Store:    c.Store,
 			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
 			Checker: &domains.Checker{
@@ -360,7 +360,7 @@ func TestRedirects(t *testing.T) {
 func TestAddDomainNeedsADeploy(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	_, _ = db.UpdateProject(context.Background(), func(p *store.Project) error { p.Plan = store.PlanPro; return nil })
-	m := newManager(t, domains.Config{Store: db, Checker: &domains.Checker{}})
+	m := domaintest.NewManager(t, domains.Config{Store: db, Checker: &domains.Checker{}})
 	_, err := m.Add(context.Background(), "shop.example.com")
 	var appErr *store.Error
 	if !errors.As(err, &appErr) || appErr.Code != store.ECONFLICT || !strings.Contains(appErr.Message, "deploy") {
