@@ -90,10 +90,6 @@ func (d *DNS) expectA(host string, want netip.Addr) error {
 // Addr returns the DNS server's address, host:port (UDP and TCP).
 func (d *DNS) Addr() string { return d.addr }
 
-// ManagementURL returns the base URL of challtestsrv's management API, for
-// calls the methods do not cover.
-func (d *DNS) ManagementURL() string { return d.mgmt }
-
 var mgmtClient = &http.Client{Timeout: 5 * time.Second}
 
 func (d *DNS) post(path string, body any) error {
@@ -167,12 +163,6 @@ func (d *DNS) AddCAA(tb testing.TB, host, tag, value string) {
 	d.must(tb, "/add-caa", map[string]any{"host": fqdn(host), "policies": []map[string]string{{"tag": tag, "value": value}}})
 }
 
-// AddTXT adds a TXT record on host.
-func (d *DNS) AddTXT(tb testing.TB, host, value string) {
-	tb.Helper()
-	d.must(tb, "/set-txt", map[string]any{"host": fqdn(host), "value": value})
-}
-
 // SetServfail makes every query for host (exactly) answer SERVFAIL.
 func (d *DNS) SetServfail(tb testing.TB, host string) {
 	tb.Helper()
@@ -188,7 +178,6 @@ const (
 	AAAA     Record = "aaaa"
 	CNAME    Record = "cname"
 	CAA      Record = "caa"
-	TXT      Record = "txt"
 	Servfail Record = "servfail"
 )
 

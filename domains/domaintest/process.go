@@ -38,8 +38,8 @@ func StartProcess(tb testing.TB, cmd *exec.Cmd) *Process {
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// Exited reports whether the process has exited.
-func (p *Process) Exited() bool {
+// exited reports whether the process has exited.
+func (p *Process) exited() bool {
 	select {
 	case <-p.done:
 		return true
@@ -50,7 +50,7 @@ func (p *Process) Exited() bool {
 
 // Kill sends SIGKILL and waits for the process to be gone.
 func (p *Process) Kill() error {
-	if p.Exited() {
+	if p.exited() {
 		return nil
 	}
 	_ = p.Cmd.Process.Kill()
@@ -69,12 +69,12 @@ func (p *Process) bindFailed() bool {
 	return strings.Contains(s, "address already in use") || strings.Contains(s, "bind:")
 }
 
-// WaitReady calls ready until it returns nil, and fails when the process
+// waitReady calls ready until it returns nil, and fails when the process
 // exits or logs that it lost a port first, or within has passed.
-func (p *Process) WaitReady(within time.Duration, ready func() error) error {
+func (p *Process) waitReady(within time.Duration, ready func() error) error {
 	deadline := time.Now().Add(within)
 	for {
-		if p.Exited() {
+		if p.exited() {
 			return errors.New("it exited")
 		}
 		if p.bindFailed() {
@@ -84,7 +84,7 @@ func (p *Process) WaitReady(within time.Duration, ready func() error) error {
 		if err == nil {
 			// A listener that was taken was logged before the server
 			// answered: the answer came from someone else's.
-			if p.bindFailed() || p.Exited() {
+			if p.bindFailed() || p.exited() {
 				return errors.New("a port was taken")
 			}
 			return nil
@@ -100,7 +100,7 @@ func (p *Process) WaitReady(within time.Duration, ready func() error) error {
 // submatch.
 func (p *Process) WaitOutput(within time.Duration, re *regexp.Regexp) (string, error) {
 	var found string
-	err := p.WaitReady(within, func() error {
+	err := p.waitReady(within, func() error {
 		m := re.FindStringSubmatch(p.Out.String())
 		if m == nil {
 			return fmt.Errorf("no output matching %s", re)
@@ -122,7 +122,7 @@ func startServer(tb testing.TB, name string, within time.Duration, attempt func(
 	for range 5 {
 		cmd, ready := attempt()
 		p := StartProcess(tb, cmd)
-		if err := p.WaitReady(within, ready); err != nil {
+		if err := p.waitReady(within, ready); err != nil {
 			_ = p.Kill()
 			lastErr = fmt.Errorf("%s did not start: %v\n%s", name, err, p.Out.Tail())
 			continue
