@@ -1,6 +1,7 @@
 package domaintest
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -69,19 +70,13 @@ func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 	if !roots.AppendCertsFromPEM(rootsPEM) {
 		tb.Fatalf("domaintest: no certificate in pebble.minica.pem")
 	}
-	pickPort := func(p int) int {
-		if p != 0 {
-			return p
-		}
-		return freePort(tb)
-	}
 	cfgFile := filepath.Join(tb.TempDir(), "pebble-config.json")
 	env := append(os.Environ(), "PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0")
 	env = append(env, opts.Env...)
 
 	p := &Pebble{rootsPEM: rootsPEM, roots: roots}
 	p.proc = startServer(tb, "pebble", 20*time.Second, func() (*exec.Cmd, func() error) {
-		p.HTTPPort, p.TLSPort = pickPort(opts.HTTPPort), pickPort(opts.TLSPort)
+		p.HTTPPort, p.TLSPort = cmp.Or(opts.HTTPPort, freePort(tb)), cmp.Or(opts.TLSPort, freePort(tb))
 		p.listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
 		p.mgmt = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
 		if err := p.writeConfig(cfgFile, dir, opts.Profiles); err != nil {
@@ -95,44 +90,32 @@ func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 }
 
 func (p *Pebble) writeConfig(file, pebbleDir string, extraProfiles map[string]int) error {
-	type profile struct {
-		Description    string `json:"description"`
-		ValidityPeriod int    `json:"validityPeriod"`
+	profile := func(description string, seconds int) map[string]any {
+		return map[string]any{"description": description, "validityPeriod": seconds}
 	}
-	var cfg struct {
-		Pebble struct {
-			ListenAddress           string             `json:"listenAddress"`
-			ManagementListenAddress string             `json:"managementListenAddress"`
-			Certificate             string             `json:"certificate"`
-			PrivateKey              string             `json:"privateKey"`
-			HTTPPort                int                `json:"httpPort"`
-			TLSPort                 int                `json:"tlsPort"`
-			OCSPResponderURL        string             `json:"ocspResponderURL"`
-			KeyAlgorithm            string             `json:"keyAlgorithm"`
-			RetryAfter              map[string]int     `json:"retryAfter"`
-			Profiles                map[string]profile `json:"profiles"`
-		} `json:"pebble"`
-	}
-	c := &cfg.Pebble
-	c.ListenAddress = p.listen
-	c.ManagementListenAddress = p.mgmt
-	c.Certificate = filepath.Join(pebbleDir, "test", "certs", "localhost", "cert.pem")
-	c.PrivateKey = filepath.Join(pebbleDir, "test", "certs", "localhost", "key.pem")
-	c.HTTPPort = p.HTTPPort
-	c.TLSPort = p.TLSPort
-	c.KeyAlgorithm = "ecdsa"
-	// The stock 3 and 5 seconds make each issuance take about 5 s.
-	c.RetryAfter = map[string]int{"authz": 0, "order": 0}
 	// Pebble's stock profiles; clients should ask for "default", or pebble
 	// may pick the six-day one.
-	c.Profiles = map[string]profile{
-		"default":    {Description: "The profile you know and love", ValidityPeriod: 7776000},
-		"shortlived": {Description: "A short-lived cert profile, without actual enforcement", ValidityPeriod: 518400},
+	profiles := map[string]any{
+		"default":    profile("The profile you know and love", 7776000),
+		"shortlived": profile("A short-lived cert profile, without actual enforcement", 518400),
 	}
 	for name, seconds := range extraProfiles {
-		c.Profiles[name] = profile{Description: name, ValidityPeriod: seconds}
+		profiles[name] = profile(name, seconds)
 	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
+	certs := filepath.Join(pebbleDir, "test", "certs", "localhost")
+	b, err := json.MarshalIndent(map[string]any{"pebble": map[string]any{
+		"listenAddress":           p.listen,
+		"managementListenAddress": p.mgmt,
+		"certificate":             filepath.Join(certs, "cert.pem"),
+		"privateKey":              filepath.Join(certs, "key.pem"),
+		"httpPort":                p.HTTPPort,
+		"tlsPort":                 p.TLSPort,
+		"ocspResponderURL":        "",
+		"keyAlgorithm":            "ecdsa",
+		// The stock 3 and 5 seconds make each issuance take about 5 s.
+		"retryAfter": map[string]int{"authz": 0, "order": 0},
+		"profiles":   profiles,
+	}}, "", "  ")
 	if err != nil {
 		return err
 	}
