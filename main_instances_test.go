@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -281,7 +282,12 @@ func createKey(t *testing.T, in *instance, name string) string {
 // an address may fail 10 times a minute.
 func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	domaintest.WaitFor(t, what, limit, time.Second/8, cond)
+	domaintest.WaitFor(t, limit, time.Second/8, func() error {
+		if !cond() {
+			return errors.New(what)
+		}
+		return nil
+	})
 }
 
 // noFollow is a client that shows redirects instead of following them.

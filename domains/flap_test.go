@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -226,17 +227,12 @@ func TestFlappingDNSKeepsServing(t *testing.T) {
 	m, db := newFlapManager(t, resolver, pebble, clk)
 	ctx := context.Background()
 	addVerified(t, m, resolver, name)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		d, _ := db.Domain(ctx, name)
-		if d.Certificate.State == store.CertIssued {
-			break
+	domaintest.WaitFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if d, _ := db.Domain(ctx, name); d.Certificate.State != store.CertIssued {
+			return fmt.Errorf("no certificate: %+v", d.Certificate)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no certificate within 30 s: %+v", d.Certificate)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(pebble.IssuerRootPEM(t))
 	handshake := func(step string) {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -185,9 +186,11 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	if d = e.verify(t, "shop.example.com"); d.State != "verified" || len(findingCodes(d)) != 0 {
 		t.Fatalf("verify: state %s, findings %v", d.State, findingCodes(d))
 	}
-	domaintest.WaitFor(t, "certificate issued", 15*time.Second, 50*time.Millisecond, func() bool {
-		got, err := e.db.Domain(ctx, "shop.example.com")
-		return err == nil && got.Certificate.State == store.CertIssued
+	domaintest.WaitFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		if got, err := e.db.Domain(ctx, "shop.example.com"); err != nil || got.Certificate.State != store.CertIssued {
+			return fmt.Errorf("certificate not issued: %+v, %v", got.Certificate, err)
+		}
+		return nil
 	})
 	got, _ := e.db.Domain(ctx, "shop.example.com")
 	if got.Certificate.Issuer == "" || got.Certificate.NotAfter == nil || !got.Certificate.NotAfter.After(time.Now()) {
