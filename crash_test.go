@@ -118,8 +118,6 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 	checkBolt(t, data)
 }
 
-var listeningOn = regexp.MustCompile(`listening on (http://\S+)`)
-
 // startService starts the built binary and returns it with its base URL
 // once it listens.
 func startService(t *testing.T, bin string, args []string) (*domaintest.Process, string) {

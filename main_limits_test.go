@@ -204,11 +204,11 @@ func startLimited(t *testing.T, args ...string) string {
 			t.Errorf("the service did not stop after SIGTERM:\n%s", proc.Out)
 		}
 	})
-	addr, err := proc.WaitOutput(20*time.Second, regexp.MustCompile(`listening on http://(\S+)`))
+	base, err := proc.WaitOutput(20*time.Second, listeningOn)
 	if err != nil {
 		t.Fatalf("the service did not listen: %v\n%s", err, proc.Out)
 	}
-	return strings.Replace(addr, "localhost", "127.0.0.1", 1)
+	return strings.Replace(strings.TrimPrefix(base, "http://"), "localhost", "127.0.0.1", 1)
 }
 
 // hold opens n connections from 127.0.0.1 to addr, each sending one

@@ -37,6 +37,9 @@ func start(t *testing.T, env map[string]string, args ...string) *instance {
 	return startWriting(t, &domaintest.SyncBuffer{}, env, args...)
 }
 
+// listeningOn finds the service's base URL in its banner.
+var listeningOn = regexp.MustCompile(`listening on (http://\S+)`)
+
 // startWriting is start with run writing to out.
 func startWriting(t *testing.T, out output, env map[string]string, args ...string) *instance {
 	t.Helper()
@@ -44,10 +47,9 @@ func startWriting(t *testing.T, out output, env map[string]string, args ...strin
 	in := &instance{out: out, cancel: cancel, done: make(chan error, 1)}
 	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0"}, args...)
 	go func() { in.done <- run(ctx, args, func(k string) string { return env[k] }, in.out) }()
-	listening := regexp.MustCompile(`listening on (http://\S+)`)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if m := listening.FindStringSubmatch(in.out.String()); m != nil {
+		if m := listeningOn.FindStringSubmatch(in.out.String()); m != nil {
 			in.base = m[1]
 			t.Cleanup(func() { in.stop(t) })
 			return in
