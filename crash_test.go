@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,8 +52,8 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 	data := filepath.Join(dir, "petstore.db")
 	args := []string{"--data", data, "--rate-limit", "0", "--admin-token", adminToken, "--listen", "127.0.0.1:0"}
 
-	proc := startProcess(t, bin, args)
-	c := &crashClient{t: t, base: proc.base, http: &http.Client{
+	proc, base := startService(t, bin, args)
+	c := &crashClient{t: t, base: base, http: &http.Client{
 		Timeout:   10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 32},
 	}}
@@ -96,13 +94,12 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 		counts := m.runWriters(ctx, &wg, c, round)
 		after := time.Duration(50+rand.IntN(451)) * time.Millisecond
 		time.Sleep(after)
-		proc.kill(t)
+		kill(t, proc)
 		cancel()
 		wg.Wait()
 
 		checkBolt(t, data)
-		proc = startProcess(t, bin, args)
-		c.base = proc.base
+		proc, c.base = startService(t, bin, args)
 		c.http.CloseIdleConnections()
 		summary, wrong := m.verify(t, c)
 		outcome := fmt.Sprintf("all %d acknowledged writes of the round were found", counts.total())
@@ -117,67 +114,27 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 			break
 		}
 	}
-	proc.kill(t)
+	kill(t, proc)
 	checkBolt(t, data)
 }
 
-// process is one run of the binary.
-type process struct {
-	cmd    *exec.Cmd
-	base   string
-	stderr *bytes.Buffer
-	done   chan struct{}
-}
-
-func startProcess(t *testing.T, bin string, args []string) *process {
+// startService starts the built binary and returns it with its base URL
+// once it listens.
+func startService(t *testing.T, bin string, args []string) (*domaintest.Process, string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	stdout, err := cmd.StdoutPipe()
+	proc := domaintest.StartProcess(t, exec.Command(bin, args...))
+	base, err := proc.WaitOutput(15*time.Second, listeningOn)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the service did not listen: %v\n%s", err, proc.Out.Tail())
 	}
-	p := &process{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.done })
-	found := make(chan string, 1)
-	go func() {
-		defer close(p.done)
-		listening := regexp.MustCompile(`listening on (http://\S+)`)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
-	}()
-	select {
-	case p.base = <-found:
-		return p
-	case <-p.done:
-		t.Fatalf("the service exited before listening: %s", p.stderr)
-	case <-time.After(15 * time.Second):
-		t.Fatalf("no 'listening on' line within 15 s: %s", p.stderr)
-	}
-	return nil
+	return proc, base
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
-func (p *process) kill(t *testing.T) {
+func kill(t *testing.T, proc *domaintest.Process) {
 	t.Helper()
-	_ = p.cmd.Process.Kill()
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the process did not die after SIGKILL")
+	if err := proc.Kill(); err != nil {
+		t.Fatal(err)
 	}
 }
 

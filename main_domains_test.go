@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -42,17 +43,12 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 	if code, body := first.call(t, "POST", "/admin/domains/api.shop.test/verify", "", adminAuth...); code != 200 || !strings.Contains(body, `"state":"verified"`) {
 		t.Fatalf("verify: %d %s", code, body)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, body := first.call(t, "GET", "/admin/domains/api.shop.test", "", adminAuth...)
-		if strings.Contains(body, `"state":"issued"`) {
-			break
+	domaintest.WaitFor(t, 15*time.Second, 100*time.Millisecond, func() error {
+		if _, body := first.call(t, "GET", "/admin/domains/api.shop.test", "", adminAuth...); !strings.Contains(body, `"state":"issued"`) {
+			return fmt.Errorf("no certificate: %s", body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no certificate within 15 s: %s", body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(pebble.IssuerRootPEM(t))
 	serial := func() string {
@@ -118,19 +114,15 @@ func TestRunFallsBackToTheNextCA(t *testing.T) {
 	if code, body := in.call(t, "POST", "/admin/domains/api.shop.test/verify", "", adminAuth...); code != 200 {
 		t.Fatalf("verify: %d %s", code, body)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, body := in.call(t, "GET", "/admin/domains/api.shop.test", "", adminAuth...)
-		if strings.Contains(body, `"state":"issued"`) {
-			if !strings.Contains(body, `"issuerCA":"`+pebble.DirectoryURL()+`"`) {
-				t.Errorf("the details do not name the CA that issued: %s", body)
-			}
-			break
+	var body string
+	domaintest.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if _, body = in.call(t, "GET", "/admin/domains/api.shop.test", "", adminAuth...); !strings.Contains(body, `"state":"issued"`) {
+			return fmt.Errorf("no certificate: %s", body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no certificate within 30 s: %s", body)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if !strings.Contains(body, `"issuerCA":"`+pebble.DirectoryURL()+`"`) {
+		t.Errorf("the details do not name the CA that issued: %s", body)
 	}
 }
 

@@ -55,69 +55,17 @@ func (o *stalledOut) String() string {
 	return o.buf.String()
 }
 
-// startRun runs run() with args on a loopback port, writing to out, and
-// returns the base URL once the banner says it, and the channel run's
-// result arrives on.
-func startRun(t *testing.T, ctx context.Context, out interface {
-	io.Writer
-	String() string
-}, args ...string) (string, chan error) {
-	t.Helper()
-	done := make(chan error, 1)
-	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0", "--admin-token", domaintest.AdminToken}, args...)
-	go func() { done <- run(ctx, args, func(string) string { return "" }, out) }()
-	listening := regexp.MustCompile(`listening on (http://\S+)`)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := listening.FindStringSubmatch(out.String()); m != nil {
-			return m[1], done
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("run returned before listening: %v\n%s", err, out)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	t.Fatalf("no 'listening on' line in:\n%s", out)
-	return "", nil
-}
-
-// waitRun fails the test unless run returns within limit.
-func waitRun(t *testing.T, done chan error, limit time.Duration) {
-	t.Helper()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("run: %v", err)
-		}
-	case <-time.After(limit):
-		t.Fatalf("run did not return within %s of the end of its context", limit)
-	}
-}
-
 // TestLogReaderThatStopsDoesNotBlockRequests: with stdout on a reader that
 // stopped reading, requests (far more than fill any log buffer) are still
 // answered, the dropped lines are counted in /metrics, and shutdown ends.
 func TestLogReaderThatStopsDoesNotBlockRequests(t *testing.T) {
 	out := &stalledOut{release: make(chan struct{})}
 	defer close(out.release)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	base, done := startRun(t, ctx, out, "--data", filepath.Join(t.TempDir(), "p.db"))
+	in := startWriting(t, out, nil, "--admin-token", domaintest.AdminToken, "--data", filepath.Join(t.TempDir(), "p.db"))
 
 	client := &http.Client{Timeout: 5 * time.Second}
 	get := func(path string, header ...string) (int, string, error) {
-		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		res, err := client.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		return res.StatusCode, string(body), err
+		return in.do(client, http.MethodGet, path, "", header...)
 	}
 	// About 300 bytes of log a request: 8000 of them are over 2 MB, twice
 	// what the log holds in memory.
@@ -152,8 +100,7 @@ func TestLogReaderThatStopsDoesNotBlockRequests(t *testing.T) {
 	if m == nil || m[1] == "0" {
 		t.Errorf("petstore_log_lines_dropped_total: want > 0, got %v", m)
 	}
-	cancel()
-	waitRun(t, done, 10*time.Second)
+	in.stopWithin(t, 10*time.Second)
 }
 
 // TestShutdownAbortsASlowBackup: a backup download whose client stopped
@@ -178,10 +125,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out := &domaintest.SyncBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	base, done := startRun(t, ctx, out, "--data", path, "--shutdown-timeout", "1s")
+	in := start(t, nil, "--admin-token", domaintest.AdminToken, "--data", path, "--shutdown-timeout", "1s")
 
 	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
@@ -193,7 +137,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 		}
 		return serr
 	}}
-	conn, err := dialer.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	conn, err := dialer.Dial("tcp", strings.TrimPrefix(in.base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,10 +152,9 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 	}
 	// The client reads nothing more.
 
-	cancel()
-	waitRun(t, done, 1*time.Second+5*time.Second)
-	if !strings.Contains(out.String(), "aborting backups in flight") {
-		t.Errorf("the log does not say that the backup was aborted:\n%s", out)
+	in.stopWithin(t, 1*time.Second+5*time.Second)
+	if !strings.Contains(in.out.String(), "aborting backups in flight") {
+		t.Errorf("the log does not say that the backup was aborted:\n%s", in.out)
 	}
 	db, err = boltstore.Open(path, store.Options{})
 	if err != nil {
@@ -252,47 +195,20 @@ func startLimited(t *testing.T, args ...string) string {
 		"--data", filepath.Join(t.TempDir(), "p.db"), "--shutdown-timeout", "1s"}, args...)
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
 	cmd.Env = append(os.Environ(), connChildEnv+"=1", connChildArgsEnv+"="+strings.Join(args, "\x1f"))
-	out := &domaintest.SyncBuffer{}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	listening := make(chan string, 1)
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(stdout)
-		re := regexp.MustCompile(`listening on http://(\S+)`)
-		for sc.Scan() {
-			out.Write(append(sc.Bytes(), '\n'))
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				listening <- m[1]
-			}
-		}
-		_ = cmd.Wait()
-	}()
+	proc := domaintest.StartProcess(t, cmd)
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case <-proc.Done():
 		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("the service did not stop after SIGTERM:\n%s", out)
+			t.Errorf("the service did not stop after SIGTERM:\n%s", proc.Out)
 		}
 	})
-	select {
-	case addr := <-listening:
-		return strings.Replace(addr, "localhost", "127.0.0.1", 1)
-	case <-exited:
-		t.Fatalf("the service ended before listening:\n%s", out)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no 'listening on' line:\n%s", out)
+	base, err := proc.WaitOutput(20*time.Second, listeningOn)
+	if err != nil {
+		t.Fatalf("the service did not listen: %v\n%s", err, proc.Out)
 	}
-	return ""
+	return strings.Replace(strings.TrimPrefix(base, "http://"), "localhost", "127.0.0.1", 1)
 }
 
 // hold opens n connections from 127.0.0.1 to addr, each sending one

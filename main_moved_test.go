@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -65,15 +66,13 @@ func TestRunKeepsMovedDomainCertificate(t *testing.T) {
 		t.Fatalf("add: %d %s", code, body)
 	}
 	reverify(first)
-	deadline := time.Now().Add(30 * time.Second)
-	for domain.Certificate.State != "issued" {
-		if time.Now().After(deadline) {
-			t.Fatalf("no certificate within 30 s: %+v", domain)
-		}
-		time.Sleep(100 * time.Millisecond)
+	domaintest.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() error {
 		_, body := first.call(t, "GET", "/admin/domains/"+name, "", adminAuth...)
-		_ = json.Unmarshal([]byte(body), &domain)
-	}
+		if err := json.Unmarshal([]byte(body), &domain); err != nil || domain.Certificate.State != "issued" {
+			return fmt.Errorf("no certificate: %s", body)
+		}
+		return nil
+	})
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(pebble.IssuerRootPEM(t))
 	serial := func(step string) string {

@@ -51,13 +51,12 @@ func TestRunReadsTheProxyProtocol(t *testing.T) {
 	if status, body := proxiedGet(t, addr, "198.51.100.7", "/pets"); status != http.StatusOK {
 		t.Fatalf("first request of 198.51.100.7: %d %s", status, body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(in.out.String(), "remote=198.51.100.7") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no access log line with remote=198.51.100.7 in:\n%s", in.out)
+	domaintest.WaitFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if !strings.Contains(in.out.String(), "remote=198.51.100.7") {
+			return fmt.Errorf("no access log line with remote=198.51.100.7 in:\n%s", in.out)
 		}
-		time.Sleep(10 * time.Millisecond) // polling the log for the line
-	}
+		return nil
+	})
 	status, body := proxiedGet(t, addr, "198.51.100.7", "/pets")
 	var e struct {
 		Code   string

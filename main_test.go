@@ -20,22 +20,36 @@ import (
 // instance is one run() of the service on a loopback port.
 type instance struct {
 	base   string
-	out    *domaintest.SyncBuffer
+	out    output
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
 }
 
+// output is what run writes to, for the test to read back.
+type output interface {
+	io.Writer
+	String() string
+}
+
 func start(t *testing.T, env map[string]string, args ...string) *instance {
 	t.Helper()
+	return startWriting(t, &domaintest.SyncBuffer{}, env, args...)
+}
+
+// listeningOn finds the service's base URL in its banner.
+var listeningOn = regexp.MustCompile(`listening on (http://\S+)`)
+
+// startWriting is start with run writing to out.
+func startWriting(t *testing.T, out output, env map[string]string, args ...string) *instance {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{out: &domaintest.SyncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	in := &instance{out: out, cancel: cancel, done: make(chan error, 1)}
 	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0"}, args...)
 	go func() { in.done <- run(ctx, args, func(k string) string { return env[k] }, in.out) }()
-	listening := regexp.MustCompile(`listening on (http://\S+)`)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if m := listening.FindStringSubmatch(in.out.String()); m != nil {
+		if m := listeningOn.FindStringSubmatch(in.out.String()); m != nil {
 			in.base = m[1]
 			t.Cleanup(func() { in.stop(t) })
 			return in
@@ -52,6 +66,13 @@ func start(t *testing.T, env map[string]string, args ...string) *instance {
 
 func (in *instance) stop(t *testing.T) {
 	t.Helper()
+	in.stopWithin(t, 20*time.Second)
+}
+
+// stopWithin ends run's context and fails the test unless run returns
+// within limit, without an error.
+func (in *instance) stopWithin(t *testing.T, limit time.Duration) {
+	t.Helper()
 	in.once.Do(func() {
 		in.cancel()
 		select {
@@ -59,28 +80,43 @@ func (in *instance) stop(t *testing.T) {
 			if err != nil {
 				t.Errorf("run: %v", err)
 			}
-		case <-time.After(20 * time.Second):
-			t.Error("run did not return after cancel")
+		case <-time.After(limit):
+			t.Errorf("run did not return within %s of the end of its context", limit)
 		}
 	})
 }
 
+// call sends a request to in and returns the answer's status and body,
+// failing the test when there is no answer.
 func (in *instance) call(t *testing.T, method, path, body string, header ...string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, in.base+path, strings.NewReader(body))
+	code, data, err := in.do(http.DefaultClient, method, path, body, header...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, data
+}
+
+// do is call with a client of the caller's, for other goroutines than the
+// test's, which must not call t.Fatal: an error is returned instead.
+func (in *instance) do(client *http.Client, method, path, body string, header ...string) (int, string, error) {
+	req, err := http.NewRequest(method, in.base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(data)
+	data, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(data), err
 }
 
 // TestRunServesAndSurvivesRestart starts the service twice on one data

@@ -35,12 +35,7 @@ func managerWith(t *testing.T, cfg domains.Config) *domains.Manager {
 	if cfg.Checker == nil {
 		cfg.Checker = &domains.Checker{}
 	}
-	m, err := domains.NewManager(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	return m
+	return domaintest.NewManager(t, cfg)
 }
 
 func wantCode(t *testing.T, err error, code string, mentions ...string) {
@@ -64,20 +59,20 @@ func TestAddRefusesSpecialUseNames(t *testing.T) {
 	platform := domains.Platform{Domain: "petstore.app", CNAMETarget: "cname.petstore.app"}
 	strict := managerWith(t, domains.Config{Platform: platform})
 	ctx := context.Background()
-	for name, mention := range map[string]string{
-		"shop.localhost":     ".localhost",
-		"shop.invalid":       ".invalid",
-		"shop.example":       ".example",
-		"printer.local":      ".local",
-		"duckduck.onion":     ".onion",
-		"wiki.corp.internal": ".internal",
-		"name.alt":           ".alt",
-		"shop.test":          ".test",
-		"shop.zz":            "not a top-level domain",
-		"4.3.2.in-addr.arpa": ".arpa",
+	for _, refused := range []struct{ name, mention string }{
+		{"shop.localhost", ".localhost"},
+		{"shop.invalid", ".invalid"},
+		{"shop.example", ".example"},
+		{"printer.local", ".local"},
+		{"duckduck.onion", ".onion"},
+		{"wiki.corp.internal", ".internal"},
+		{"name.alt", ".alt"},
+		{"shop.test", ".test"},
+		{"shop.zz", "not a top-level domain"},
+		{"4.3.2.in-addr.arpa", ".arpa"},
 	} {
-		_, err := strict.Add(ctx, name)
-		wantCode(t, err, store.EINVALID, name, mention)
+		_, err := strict.Add(ctx, refused.name)
+		wantCode(t, err, store.EINVALID, refused.name, refused.mention)
 	}
 	for _, name := range []string{"shop.example.com", "me.blogspot.com", "xn--bcher-kva.de"} {
 		if _, err := strict.Add(ctx, name); err != nil {

@@ -2,6 +2,7 @@ package domains_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func TestCAAFromTheCA(t *testing.T) {
 	db := deployedStore(t)
 	ctx := context.Background()
 	const cname = "cname.petstore.test"
-	m, err := domains.NewManager(domains.Config{
+	m := domaintest.NewManager(t, domains.Config{
 		Store:    db,
 		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: cname},
 		Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: cname, Timeout: time.Second},
@@ -36,10 +37,6 @@ func TestCAAFromTheCA(t *testing.T) {
 			HTTPPort: pebble.HTTPPort, TLSPort: pebble.TLSPort,
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
 	verify := func(name string) store.Domain {
 		t.Helper()
 		d, err := m.Verify(ctx, name)
@@ -83,17 +80,12 @@ func TestCAAFromTheCA(t *testing.T) {
 
 	// Now the bound record is judged against the real account.
 	prefix := strings.TrimSuffix(pebble.DirectoryURL(), "/dir") + "/my-account/"
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		f = onlyFinding(t, verify("shop.bound.example.com"), domains.CodeCAABlocksCA)
-		if strings.Contains(f.Message, prefix) {
-			break
+	domaintest.WaitFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		if f = onlyFinding(t, verify("shop.bound.example.com"), domains.CodeCAABlocksCA); !strings.Contains(f.Message, prefix) {
+			return fmt.Errorf("the account URI does not show: %s", f.Message)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the account URI never showed: %s", f.Message)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	contains(t, "message", f.Message, otherAccount, "this platform's account is "+prefix)
 	if !strings.Contains(f.Expected, "accounturi="+prefix) {
 		t.Fatalf("the record that would allow does not name the account: %q", f.Expected)

@@ -101,32 +101,41 @@ func testStoreLoadStat(t *testing.T, s, _ certmagic.Storage) {
 	}
 }
 
+// certTree is the files the List and Delete tests start from. Some names
+// share a string prefix with a directory, not a path prefix.
+var certTree = []string{
+	"certificates/ca/a.com/a.com.crt",
+	"certificates/ca/a.com/a.com.key",
+	"certificates/ca/a.com.evil/x",
+	"certificates/ca/a.comb",
+	"certificates/ca/b.com/b.com.crt",
+	"certificates/ca2/c.com/c.com.crt",
+	"certificates/top.json",
+	"certificatesX/other",
+	"ocsp/a.com",
+}
+
 func TestCertStorage_List(t *testing.T) { forEachStore(t, testList) }
 
 func testList(t *testing.T, s, _ certmagic.Storage) {
 	ctx := context.Background()
-	mustStore(t, s,
-		"certificates/ca/a.com/a.com.crt",
-		"certificates/ca/a.com/a.com.key",
-		"certificates/ca/b.com/b.com.crt",
-		"certificates/ca2/c.com/c.com.crt",
-		"certificates/top.json",
-		"certificatesX/other",
-		"ocsp/a.com",
-	)
+	mustStore(t, s, certTree...)
 	for _, tc := range []struct {
 		prefix    string
 		recursive bool
 		want      []string
 	}{
 		{"certificates", false, []string{"certificates/ca", "certificates/ca2", "certificates/top.json"}},
-		{"certificates/ca", false, []string{"certificates/ca/a.com", "certificates/ca/b.com"}},
+		{"certificates/ca", false, []string{"certificates/ca/a.com", "certificates/ca/a.com.evil", "certificates/ca/a.comb", "certificates/ca/b.com"}},
 		{"certificates/ca/a.com", false, []string{"certificates/ca/a.com/a.com.crt", "certificates/ca/a.com/a.com.key"}},
 		{"certificates", true, []string{
 			"certificates/ca",
 			"certificates/ca/a.com",
+			"certificates/ca/a.com.evil",
+			"certificates/ca/a.com.evil/x",
 			"certificates/ca/a.com/a.com.crt",
 			"certificates/ca/a.com/a.com.key",
+			"certificates/ca/a.comb",
 			"certificates/ca/b.com",
 			"certificates/ca/b.com/b.com.crt",
 			"certificates/ca2",
@@ -155,13 +164,7 @@ func TestCertStorage_Delete(t *testing.T) { forEachStore(t, testDelete) }
 
 func testDelete(t *testing.T, s, _ certmagic.Storage) {
 	ctx := context.Background()
-	mustStore(t, s,
-		"certificates/ca/a.com/a.com.crt",
-		"certificates/ca/a.com/a.com.key",
-		"certificates/ca/a.com.evil/x", // shares a string prefix, not a path prefix
-		"certificates/ca/a.comb",
-		"certificates/ca/b.com/b.com.crt",
-	)
+	mustStore(t, s, certTree...)
 	// A directory goes with everything under it, and only that.
 	if err := s.Delete(ctx, "certificates/ca/a.com"); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -66,11 +67,7 @@ func startFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *doma
 		cfg.ACME = &domains.ACME{CA: pebble.DirectoryURL(), TrustedRoots: pebble.RootsPool(), Profile: o.profile,
 			TLSPort: pebble.TLSPort, DisableHTTPChallenge: true, RenewInterval: o.renewInterval}
 	}
-	m, err := domains.NewManager(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	m := domaintest.NewManager(t, cfg)
 	if pebble != nil {
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort)))
 		if err != nil {
@@ -230,17 +227,12 @@ func TestFlappingDNSKeepsServing(t *testing.T) {
 	m, db := newFlapManager(t, resolver, pebble, clk)
 	ctx := context.Background()
 	addVerified(t, m, resolver, name)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		d, _ := db.Domain(ctx, name)
-		if d.Certificate.State == store.CertIssued {
-			break
+	domaintest.WaitFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if d, _ := db.Domain(ctx, name); d.Certificate.State != store.CertIssued {
+			return fmt.Errorf("no certificate: %+v", d.Certificate)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no certificate within 30 s: %+v", d.Certificate)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(pebble.IssuerRootPEM(t))
 	handshake := func(step string) {

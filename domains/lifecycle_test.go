@@ -35,7 +35,7 @@ func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebb
 	if clk != nil {
 		now = clk.now
 	}
-	m, err := domains.NewManager(domains.Config{
+	m := domaintest.NewManager(t, domains.Config{
 		Store:    db,
 		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
 		Checker:  &domains.Checker{Resolvers: []string{checkDNS.Addr()}, CNAMETarget: "cname.petstore.test", Timeout: time.Second},
@@ -44,26 +44,20 @@ func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebb
 		// The tests start due attempts themselves (TendCertificates).
 		TickEvery: time.Hour,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
 	return m, db
 }
 
 func waitCert(t *testing.T, db *boltstore.DB, name, what string, within time.Duration, cond func(store.Certificate) bool) store.Certificate {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		d, err := db.Domain(context.Background(), name)
-		if err == nil && cond(d.Certificate) {
-			return d.Certificate
+	var d store.Domain
+	domaintest.WaitFor(t, within, 50*time.Millisecond, func() error {
+		var err error
+		if d, err = db.Domain(context.Background(), name); err != nil || !cond(d.Certificate) {
+			return fmt.Errorf("%s: certificate %+v, %v", what, d.Certificate, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v; certificate %+v", what, within, d.Certificate)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return d.Certificate
 }
 
 // cnameServer is a test DNS server that can point a name elsewhere:

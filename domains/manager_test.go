@@ -29,16 +29,12 @@ func (c *clock) advance(d time.Duration) {
 func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
-	m, err := domains.NewManager(domains.Config{
+	m := domaintest.NewManager(t, domains.Config{
 		Store:    db,
 		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
 		Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: "cname.petstore.test", Timeout: time.Second, AllowPrivateNameservers: true},
 		Now:      clk.now,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
 	return m, db
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/domaintest"
 	"petstore/store"
 )
 
@@ -88,7 +89,7 @@ func TestNormalize(t *testing.T) {
 }
 
 func TestIsApex(t *testing.T) {
-	for name, want := range map[string]bool{
+	domaintest.CheckTable(t, "IsApex", domains.IsApex, map[string]bool{
 		"example.com":           true,
 		"example.co.uk":         true,
 		"foo.github.io":         true,
@@ -99,16 +100,12 @@ func TestIsApex(t *testing.T) {
 		"bar.foo.github.io":     false,
 		"co.uk":                 false,
 		"":                      false,
-	} {
-		if got := domains.IsApex(name); got != want {
-			t.Errorf("IsApex(%q) = %v, want %v", name, got, want)
-		}
-	}
+	})
 }
 
 func TestPlatform(t *testing.T) {
 	p := domains.Platform{Domain: "PetStore.app.", CNAMETarget: "sites.petstore-dns.net"}
-	for name, want := range map[string]bool{
+	domaintest.CheckTable(t, "Owns", p.Owns, map[string]bool{
 		"petstore.app":             true,
 		"shop.petstore.app":        true,
 		"A.B.PETSTORE.APP.":        true,
@@ -118,11 +115,7 @@ func TestPlatform(t *testing.T) {
 		"notpetstore.app":          false,
 		"petstore.app.example.com": false,
 		"shop.example.com":         false,
-	} {
-		if got := p.Owns(name); got != want {
-			t.Errorf("Owns(%q) = %v, want %v", name, got, want)
-		}
-	}
+	})
 	if got, err := p.Normalize(" Shop.PetStore.app. "); store.ErrorCode(err) != store.EINVALID || !strings.Contains(store.ErrorMessage(err), "belongs to the platform") {
 		t.Errorf("Platform.Normalize(platform subdomain) = %q, %v; want EINVALID about the platform", got, err)
 	}

@@ -14,10 +14,10 @@ import (
 // through the whole HTTP stack: exactly 50 orders succeed, the rest get 409
 // insufficient_stock, and the stock ends at 0. Cancelling returns stock.
 func TestConcurrentOrdersNeverOversell(t *testing.T) {
+	const clients, stock = 200, 50
 	ts := newTestServer(t)
-	_, pet := ts.addRex(50)
+	_, pet := ts.addRex(stock)
 
-	const clients = 200
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -26,9 +26,7 @@ func TestConcurrentOrdersNeverOversell(t *testing.T) {
 	)
 	body := fmt.Sprintf(`{"petId":%d,"quantity":1}`, pet.ID)
 	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			res := ts.do("POST", "/store/orders", body)
 			mu.Lock()
 			defer mu.Unlock()
@@ -38,28 +36,24 @@ func TestConcurrentOrdersNeverOversell(t *testing.T) {
 				res.decode(&o)
 				placed = append(placed, o.ID)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	if statuses[201] != 50 || statuses[409] != clients-50 || len(statuses) != 2 {
-		t.Fatalf("statuses %v, want 50 x 201 and %d x 409", statuses, clients-50)
+	if statuses[201] != stock || statuses[409] != clients-stock || len(statuses) != 2 {
+		t.Fatalf("statuses %v, want %d x 201 and %d x 409", statuses, stock, clients-stock)
 	}
 	ctx := context.Background()
 	inv, err := ts.db.InventoryItem(ctx, pet.ID)
 	if err != nil || inv.Quantity != 0 {
 		t.Fatalf("stock after the race: %+v, %v", inv, err)
 	}
-	if stored := orderedQuantity(t, ts.db, pet.ID); stored != 50 {
-		t.Fatalf("stored orders add up to %d units, want 50", stored)
+	if stored := orderedQuantity(t, ts.db, pet.ID); stored != stock {
+		t.Fatalf("stored orders add up to %d units, want %d", stored, stock)
 	}
 
 	// Cancelling concurrently returns every unit.
 	for _, id := range placed[:20] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ts.do("DELETE", fmt.Sprintf("/store/orders/%d", id), "")
-		}()
+		wg.Go(func() { ts.do("DELETE", fmt.Sprintf("/store/orders/%d", id), "") })
 	}
 	wg.Wait()
 	if inv, _ := ts.db.InventoryItem(ctx, pet.ID); inv.Quantity != 20 {

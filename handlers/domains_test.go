@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -38,7 +39,7 @@ func newDomainEnv(t *testing.T) *domainEnv {
 	dns.AddA(t, domaintest.CNAMETarget, "127.0.0.1")
 	env := &domainEnv{dns: dns, pebble: pebble}
 	env.testServer = newTestServer(t, func(c *handlers.Config) {
-		env.manager = newManager(t, domains.Config{
+		env.manager = domaintest.NewManager(t, domains.Config{
 			Store:    c.Store,
 			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
 			Checker: &domains.Checker{
@@ -185,9 +186,11 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	if d = e.verify(t, "shop.example.com"); d.State != "verified" || len(findingCodes(d)) != 0 {
 		t.Fatalf("verify: state %s, findings %v", d.State, findingCodes(d))
 	}
-	domaintest.WaitFor(t, "certificate issued", 15*time.Second, 50*time.Millisecond, func() bool {
-		got, err := e.db.Domain(ctx, "shop.example.com")
-		return err == nil && got.Certificate.State == store.CertIssued
+	domaintest.WaitFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		if got, err := e.db.Domain(ctx, "shop.example.com"); err != nil || got.Certificate.State != store.CertIssued {
+			return fmt.Errorf("certificate not issued: %+v, %v", got.Certificate, err)
+		}
+		return nil
 	})
 	got, _ := e.db.Domain(ctx, "shop.example.com")
 	if got.Certificate.Issuer == "" || got.Certificate.NotAfter == nil || !got.Certificate.NotAfter.After(time.Now()) {
@@ -360,7 +363,7 @@ func TestRedirects(t *testing.T) {
 func TestAddDomainNeedsADeploy(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	_, _ = db.UpdateProject(context.Background(), func(p *store.Project) error { p.Plan = store.PlanPro; return nil })
-	m := newManager(t, domains.Config{Store: db, Checker: &domains.Checker{}})
+	m := domaintest.NewManager(t, domains.Config{Store: db, Checker: &domains.Checker{}})
 	_, err := m.Add(context.Background(), "shop.example.com")
 	var appErr *store.Error
 	if !errors.As(err, &appErr) || appErr.Code != store.ECONFLICT || !strings.Contains(appErr.Message, "deploy") {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"petstore/domains"
+	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
 )
@@ -54,7 +55,7 @@ func FuzzRequest(f *testing.F) {
 	// (a closed loopback port), so that a verify fails fast and offline.
 	var manager *domains.Manager
 	ts := newTestServer(f, func(c *handlers.Config) {
-		manager = newManager(f, domains.Config{
+		manager = domaintest.NewManager(f, domains.Config{
 			Store:         c.Store,
 			Platform:      domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
 			Checker:       &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},

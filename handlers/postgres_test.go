@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -77,17 +78,12 @@ func TestReadyzFollowsTheDatabase(t *testing.T) {
 	ts := startOnPostgres(t, u.String())
 	readyWithin := func(what string, want int) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			r := ts.send(http.MethodGet, "/readyz", "", http.Header{})
-			if r.status == want {
-				return
+		domaintest.WaitFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+			if r := ts.send(http.MethodGet, "/readyz", "", http.Header{}); r.status != want {
+				return fmt.Errorf("%s: /readyz answers %d %s, want %d", what, r.status, r.body, want)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: /readyz answers %d %s, want %d", what, r.status, r.body, want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	readyWithin("at start", http.StatusOK)
 

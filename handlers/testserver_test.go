@@ -127,19 +127,8 @@ type serverOption func(*handlers.Config)
 func withDomains(tb testing.TB, cfg domains.Config) serverOption {
 	return func(c *handlers.Config) {
 		cfg.Store = c.Store
-		c.Domains = newManager(tb, cfg)
+		c.Domains = domaintest.NewManager(tb, cfg)
 	}
-}
-
-// newManager makes a domains manager, closed when the test ends.
-func newManager(tb testing.TB, cfg domains.Config) *domains.Manager {
-	tb.Helper()
-	m, err := domains.NewManager(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(m.Close)
-	return m
 }
 
 func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
@@ -156,7 +145,7 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	if cfg.Domains == nil {
 		// A CNAME target, so that domains can be added; no DNS (a closed
 		// loopback port), so that a verify fails fast and offline.
-		cfg.Domains = newManager(tb, domains.Config{
+		cfg.Domains = domaintest.NewManager(tb, domains.Config{
 			Store:         db,
 			Platform:      domains.Platform{CNAMETarget: "cname.petstore.test"},
 			Checker:       &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},

@@ -93,11 +93,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 				HTTPPort: pebble.HTTPPort, TLSPort: pebble.TLSPort,
 			}
 		}
-		var err error
-		if manager, err = domains.NewManager(dc); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(manager.Close)
+		manager = domaintest.NewManager(t, dc)
 		cfg.Domains = manager
 	}
 	srv, err := handlers.New(cfg)

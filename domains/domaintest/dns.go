@@ -8,14 +8,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
-
-	"petstore/store/postgres/pgtest"
 )
 
 // DNS is a running pebble-challtestsrv serving DNS only, on loopback.
@@ -30,7 +29,6 @@ import (
 type DNS struct {
 	addr string // DNS host:port
 	mgmt string // management API base URL
-	proc *process
 }
 
 // StartDNS starts a challtestsrv on free loopback ports, waits until it
@@ -39,85 +37,35 @@ type DNS struct {
 func StartDNS(tb testing.TB) *DNS {
 	tb.Helper()
 	bin := toolBinary(tb, challtestsrvPkg)
-
-	var lastErr error
-	for range 5 {
-		d, err := tryStartDNS(bin)
-		if err == nil {
-			tb.Cleanup(func() {
-				d.proc.stop()
-				if tb.Failed() {
-					tb.Logf("domaintest: challtestsrv output:\n%s", d.proc.logs.Tail())
-				}
-			})
-			return d
-		}
-		lastErr = err
-	}
-	tb.Fatalf("domaintest: %v", lastErr)
-	return nil
+	d := &DNS{}
+	startServer(tb, "challtestsrv", 15*time.Second, func() (*exec.Cmd, func() error) {
+		d.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freeDNSPort(tb)))
+		mgmt := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
+		d.mgmt = "http://" + mgmt
+		return exec.Command(bin,
+			"-dnsserver", d.addr,
+			"-management", mgmt,
+			"-http01", "", "-https01", "", "-tlsalpn01", "", "-doh", "",
+			"-defaultIPv4", "", "-defaultIPv6", "",
+		), d.ready
+	})
+	return d
 }
 
-func tryStartDNS(bin string) (*DNS, error) {
-	dnsPort, err := freeDNSPort()
-	if err != nil {
-		return nil, err
-	}
-	mgmtPort, err := pgtest.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	d := &DNS{
-		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(dnsPort)),
-		mgmt: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(mgmtPort)),
-	}
-	d.proc, err = startProcess("challtestsrv", bin, []string{
-		"-dnsserver", d.addr,
-		"-management", strings.TrimPrefix(d.mgmt, "http://"),
-		"-http01", "", "-https01", "", "-tlsalpn01", "", "-doh", "",
-		"-defaultIPv4", "", "-defaultIPv6", "",
-	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.waitReady(15 * time.Second); err != nil {
-		d.proc.stop()
-		return nil, fmt.Errorf("challtestsrv did not start: %v\n%s", err, d.proc.logs.Tail())
-	}
-	return d, nil
-}
-
-// waitReady waits until this very process serves DNS over UDP and TCP and its
+// ready checks that this very server serves DNS over UDP and TCP and its
 // management API: a record set through the management port must come back
-// from the DNS port, so a server of another test that won a port race is not
-// mistaken for ours.
-func (d *DNS) waitReady(timeout time.Duration) error {
+// from the DNS port, so a server of another test that won a port race is
+// not mistaken for ours.
+func (d *DNS) ready() error {
 	host := fmt.Sprintf("ready-%d.domaintest.invalid", rand.Uint64())
 	ip := netip.AddrFrom4([4]byte{127, byte(rand.IntN(255) + 1), byte(rand.IntN(256)), byte(rand.IntN(255) + 1)})
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		if d.proc.exited() {
-			return fmt.Errorf("it exited")
-		}
-		if d.proc.bindFailed() {
-			return fmt.Errorf("a port was taken")
-		}
-		lastErr = d.post("/add-a", map[string]any{"host": host, "addresses": []string{ip.String()}})
-		if lastErr == nil {
-			lastErr = d.expectA(host, ip)
-		}
-		if lastErr == nil {
-			// Listeners are up by the time one answers; a bind failure
-			// would have been logged before.
-			if d.proc.bindFailed() || d.proc.exited() {
-				return fmt.Errorf("a port was taken")
-			}
-			return d.post("/clear-a", map[string]any{"host": host})
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := d.post("/add-a", map[string]any{"host": host, "addresses": []string{ip.String()}}); err != nil {
+		return err
 	}
-	return lastErr
+	if err := d.expectA(host, ip); err != nil {
+		return err
+	}
+	return d.post("/clear-a", map[string]any{"host": host})
 }
 
 func (d *DNS) expectA(host string, want netip.Addr) error {
@@ -141,10 +89,6 @@ func (d *DNS) expectA(host string, want netip.Addr) error {
 
 // Addr returns the DNS server's address, host:port (UDP and TCP).
 func (d *DNS) Addr() string { return d.addr }
-
-// ManagementURL returns the base URL of challtestsrv's management API, for
-// calls the methods do not cover.
-func (d *DNS) ManagementURL() string { return d.mgmt }
 
 var mgmtClient = &http.Client{Timeout: 5 * time.Second}
 
@@ -219,12 +163,6 @@ func (d *DNS) AddCAA(tb testing.TB, host, tag, value string) {
 	d.must(tb, "/add-caa", map[string]any{"host": fqdn(host), "policies": []map[string]string{{"tag": tag, "value": value}}})
 }
 
-// AddTXT adds a TXT record on host.
-func (d *DNS) AddTXT(tb testing.TB, host, value string) {
-	tb.Helper()
-	d.must(tb, "/set-txt", map[string]any{"host": fqdn(host), "value": value})
-}
-
 // SetServfail makes every query for host (exactly) answer SERVFAIL.
 func (d *DNS) SetServfail(tb testing.TB, host string) {
 	tb.Helper()
@@ -240,7 +178,6 @@ const (
 	AAAA     Record = "aaaa"
 	CNAME    Record = "cname"
 	CAA      Record = "caa"
-	TXT      Record = "txt"
 	Servfail Record = "servfail"
 )
 

@@ -73,13 +73,13 @@ func (f *FaultyDNS) Addr() string { return f.addr }
 // SetCNAME makes name an alias of target, replacing its records.
 func (f *FaultyDNS) SetCNAME(tb testing.TB, name, target string) {
 	tb.Helper()
-	f.set(tb, name, "CNAME", dns.Fqdn(target))
-}
-
-// SetA gives name these IPv4 addresses, replacing its records.
-func (f *FaultyDNS) SetA(tb testing.TB, name string, ips ...string) {
-	tb.Helper()
-	f.set(tb, name, "A", ips...)
+	rr, err := dns.NewRR(fqdn(name) + " 60 IN CNAME " + dns.Fqdn(target))
+	if err != nil {
+		tb.Fatalf("domaintest: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.records[fqdn(name)] = []dns.RR{rr}
 }
 
 // Clear removes every record of name: it answers NXDOMAIN.
@@ -87,21 +87,6 @@ func (f *FaultyDNS) Clear(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.records, fqdn(name))
-}
-
-func (f *FaultyDNS) set(tb testing.TB, name, typ string, values ...string) {
-	tb.Helper()
-	var rrs []dns.RR
-	for _, v := range values {
-		rr, err := dns.NewRR(fqdn(name) + " 60 IN " + typ + " " + v)
-		if err != nil {
-			tb.Fatalf("domaintest: %v", err)
-		}
-		rrs = append(rrs, rr)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.records[fqdn(name)] = rrs
 }
 
 // SetFault makes the server fail every n-th query from now on with fault

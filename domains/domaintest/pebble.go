@@ -1,6 +1,7 @@
 package domaintest
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -10,12 +11,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
-
-	"petstore/store/postgres/pgtest"
 )
 
 // PebbleOptions tunes StartPebble. The zero value is what most tests want.
@@ -45,7 +45,7 @@ type Pebble struct {
 	listen, mgmt string // host:port of the ACME and management servers
 	rootsPEM     []byte
 	roots        *x509.CertPool
-	proc         *process
+	proc         *Process
 }
 
 // StartPebble starts pebble using dns as its only resolver, waits until its
@@ -70,124 +70,71 @@ func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 	if !roots.AppendCertsFromPEM(rootsPEM) {
 		tb.Fatalf("domaintest: no certificate in pebble.minica.pem")
 	}
-	pickPort := func(p int) int {
-		if p != 0 {
-			return p
-		}
-		p, err := pgtest.FreePort()
-		if err != nil {
-			tb.Fatalf("domaintest: %v", err)
-		}
-		return p
-	}
-	cfgDir := tb.TempDir()
+	cfgFile := filepath.Join(tb.TempDir(), "pebble-config.json")
+	env := append(os.Environ(), "PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0")
+	env = append(env, opts.Env...)
 
-	var lastErr error
-	for attempt := range 5 {
-		p := &Pebble{
-			HTTPPort: pickPort(opts.HTTPPort),
-			TLSPort:  pickPort(opts.TLSPort),
-			listen:   net.JoinHostPort("127.0.0.1", strconv.Itoa(pickPort(0))),
-			mgmt:     net.JoinHostPort("127.0.0.1", strconv.Itoa(pickPort(0))),
-			rootsPEM: rootsPEM,
-			roots:    roots,
-		}
-		cfgFile := filepath.Join(cfgDir, fmt.Sprintf("pebble-config-%d.json", attempt))
+	p := &Pebble{rootsPEM: rootsPEM, roots: roots}
+	p.proc = startServer(tb, "pebble", 20*time.Second, func() (*exec.Cmd, func() error) {
+		p.HTTPPort, p.TLSPort = cmp.Or(opts.HTTPPort, freePort(tb)), cmp.Or(opts.TLSPort, freePort(tb))
+		p.listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
+		p.mgmt = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
 		if err := p.writeConfig(cfgFile, dir, opts.Profiles); err != nil {
 			tb.Fatalf("domaintest: %v", err)
 		}
-		env := append([]string{"PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0"}, opts.Env...)
-		p.proc, err = startProcess("pebble", bin, []string{"-config", cfgFile, "-dnsserver", dns.Addr()}, env)
-		if err != nil {
-			tb.Fatalf("domaintest: %v", err)
-		}
-		if err := p.waitReady(20 * time.Second); err != nil {
-			p.proc.stop()
-			lastErr = fmt.Errorf("pebble did not start: %v\n%s", err, p.proc.logs.Tail())
-			continue
-		}
-		tb.Cleanup(func() {
-			p.proc.stop()
-			if tb.Failed() {
-				tb.Logf("domaintest: pebble output:\n%s", p.proc.logs.Tail())
-			}
-		})
-		return p
-	}
-	tb.Fatalf("domaintest: %v", lastErr)
-	return nil
+		cmd := exec.Command(bin, "-config", cfgFile, "-dnsserver", dns.Addr())
+		cmd.Env = env
+		return cmd, p.ready
+	})
+	return p
 }
 
 func (p *Pebble) writeConfig(file, pebbleDir string, extraProfiles map[string]int) error {
-	type profile struct {
-		Description    string `json:"description"`
-		ValidityPeriod int    `json:"validityPeriod"`
+	profile := func(description string, seconds int) map[string]any {
+		return map[string]any{"description": description, "validityPeriod": seconds}
 	}
-	var cfg struct {
-		Pebble struct {
-			ListenAddress           string             `json:"listenAddress"`
-			ManagementListenAddress string             `json:"managementListenAddress"`
-			Certificate             string             `json:"certificate"`
-			PrivateKey              string             `json:"privateKey"`
-			HTTPPort                int                `json:"httpPort"`
-			TLSPort                 int                `json:"tlsPort"`
-			OCSPResponderURL        string             `json:"ocspResponderURL"`
-			KeyAlgorithm            string             `json:"keyAlgorithm"`
-			RetryAfter              map[string]int     `json:"retryAfter"`
-			Profiles                map[string]profile `json:"profiles"`
-		} `json:"pebble"`
-	}
-	c := &cfg.Pebble
-	c.ListenAddress = p.listen
-	c.ManagementListenAddress = p.mgmt
-	c.Certificate = filepath.Join(pebbleDir, "test", "certs", "localhost", "cert.pem")
-	c.PrivateKey = filepath.Join(pebbleDir, "test", "certs", "localhost", "key.pem")
-	c.HTTPPort = p.HTTPPort
-	c.TLSPort = p.TLSPort
-	c.KeyAlgorithm = "ecdsa"
-	// The stock 3 and 5 seconds make each issuance take about 5 s.
-	c.RetryAfter = map[string]int{"authz": 0, "order": 0}
 	// Pebble's stock profiles; clients should ask for "default", or pebble
 	// may pick the six-day one.
-	c.Profiles = map[string]profile{
-		"default":    {Description: "The profile you know and love", ValidityPeriod: 7776000},
-		"shortlived": {Description: "A short-lived cert profile, without actual enforcement", ValidityPeriod: 518400},
+	profiles := map[string]any{
+		"default":    profile("The profile you know and love", 7776000),
+		"shortlived": profile("A short-lived cert profile, without actual enforcement", 518400),
 	}
 	for name, seconds := range extraProfiles {
-		c.Profiles[name] = profile{Description: name, ValidityPeriod: seconds}
+		profiles[name] = profile(name, seconds)
 	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
+	certs := filepath.Join(pebbleDir, "test", "certs", "localhost")
+	b, err := json.MarshalIndent(map[string]any{"pebble": map[string]any{
+		"listenAddress":           p.listen,
+		"managementListenAddress": p.mgmt,
+		"certificate":             filepath.Join(certs, "cert.pem"),
+		"privateKey":              filepath.Join(certs, "key.pem"),
+		"httpPort":                p.HTTPPort,
+		"tlsPort":                 p.TLSPort,
+		"ocspResponderURL":        "",
+		"keyAlgorithm":            "ecdsa",
+		// The stock 3 and 5 seconds make each issuance take about 5 s.
+		"retryAfter": map[string]int{"authz": 0, "order": 0},
+		"profiles":   profiles,
+	}}, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(file, b, 0o600)
 }
 
-func (p *Pebble) waitReady(timeout time.Duration) error {
+func (p *Pebble) ready() error {
 	client := p.HTTPClient()
 	client.Timeout = 2 * time.Second
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		if p.proc.exited() {
-			return fmt.Errorf("it exited")
-		}
-		lastErr = getOK(client, p.DirectoryURL())
-		if lastErr == nil {
-			lastErr = getOK(client, p.ManagementURL()+"/roots/0")
-		}
-		if lastErr == nil {
-			// Pebble exits when it cannot listen; the servers that answered
-			// were someone else's if it did.
-			time.Sleep(50 * time.Millisecond)
-			if p.proc.exited() || p.proc.bindFailed() {
-				return fmt.Errorf("a port was taken")
-			}
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := getOK(client, p.DirectoryURL()); err != nil {
+		return err
 	}
-	return lastErr
+	if err := getOK(client, p.ManagementURL()+"/roots/0"); err != nil {
+		return err
+	}
+	// Pebble exits when it cannot listen, so the servers that answered were
+	// someone else's if it exits now.
+	time.Sleep(50 * time.Millisecond)
+	return nil
 }
 
 func getOK(c *http.Client, url string) error {
@@ -257,4 +204,4 @@ func (p *Pebble) IssuerRootPEM(tb testing.TB) []byte {
 
 // Log returns what pebble printed so far: tests read it to show that a
 // name was, or was not, asked of the CA.
-func (p *Pebble) Log() string { return p.proc.logs.String() }
+func (p *Pebble) Log() string { return p.proc.Out.String() }

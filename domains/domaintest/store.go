@@ -12,7 +12,14 @@ import (
 // closes it when the test ends.
 func OpenStore(tb testing.TB) *boltstore.DB {
 	tb.Helper()
-	db, err := boltstore.Open(filepath.Join(tb.TempDir(), "petstore.db"), store.Options{})
+	return OpenStoreFile(tb, filepath.Join(tb.TempDir(), "petstore.db"), store.Options{})
+}
+
+// OpenStoreFile opens a store on path with opts and closes it when the test
+// ends.
+func OpenStoreFile(tb testing.TB, path string, opts store.Options) *boltstore.DB {
+	tb.Helper()
+	db, err := boltstore.Open(path, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/store/postgres/pgtest"
 )
 
 const (
@@ -131,12 +133,13 @@ var pebbleDir = sync.OnceValues(func() (string, error) {
 
 // freeDNSPort returns a loopback port free for both TCP and UDP, as a DNS
 // server listens on both.
-func freeDNSPort() (int, error) {
+func freeDNSPort(tb testing.TB) int {
+	tb.Helper()
 	var lastErr error
 	for range 20 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return 0, err
+			tb.Fatalf("domaintest: %v", err)
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
@@ -146,61 +149,18 @@ func freeDNSPort() (int, error) {
 			continue
 		}
 		pc.Close()
-		return port, nil
+		return port
 	}
-	return 0, fmt.Errorf("no port free for both TCP and UDP: %v", lastErr)
+	tb.Fatalf("domaintest: no port free for both TCP and UDP: %v", lastErr)
+	return 0
 }
 
-// process is a started server binary.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	logs *SyncBuffer
-	done chan struct{} // closed when the process has exited
-}
-
-func startProcess(name, bin string, args, env []string) (*process, error) {
-	p := &process{name: name, logs: &SyncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout = p.logs
-	p.cmd.Stderr = p.logs
-	if env != nil {
-		p.cmd.Env = append(os.Environ(), env...)
+// freePort returns a free loopback TCP port.
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	port, err := pgtest.FreePort()
+	if err != nil {
+		tb.Fatalf("domaintest: %v", err)
 	}
-	if err := start(p.cmd); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// bindFailed reports whether the server logged that it lost a port: some
-// servers (challtestsrv) keep running without the listener.
-func (p *process) bindFailed() bool {
-	s := p.logs.String()
-	return strings.Contains(s, "address already in use") || strings.Contains(s, "bind:")
-}
-
-// stop kills the process: the servers keep no state worth a graceful exit.
-func (p *process) stop() {
-	if p.exited() {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-	}
+	return port
 }

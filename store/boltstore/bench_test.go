@@ -40,14 +40,13 @@ func BenchmarkGetPet(b *testing.B) {
 // this 2-core machine), grouped into shared commits and, as the baseline,
 // each in its own transaction and fsync: what grouping saves.
 func BenchmarkCreatePetParallel(b *testing.B) {
-	for _, grouped := range []bool{true, false} {
-		name := "grouped"
-		if !grouped {
-			name = "one-fsync-each"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, mode := range []struct {
+		name    string
+		grouped bool
+	}{{"grouped", true}, {"one-fsync-each", false}} {
+		b.Run(mode.name, func(b *testing.B) {
 			db := domaintest.OpenStore(b)
-			if !grouped {
+			if !mode.grouped {
 				db.Unbatched()
 			}
 			c := mustCategory(b, db, "dogs")

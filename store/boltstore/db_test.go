@@ -18,27 +18,13 @@ var ctx = context.Background()
 
 func mustOpenPath(tb testing.TB, path string) *boltstore.DB {
 	tb.Helper()
-	return mustOpenWith(tb, path, store.Options{})
+	return domaintest.OpenStoreFile(tb, path, store.Options{})
 }
 
 // mustOpenAt opens a store on a fresh file whose clock stands at now.
 func mustOpenAt(tb testing.TB, now time.Time) *boltstore.DB {
 	tb.Helper()
-	return mustOpenWith(tb, filepath.Join(tb.TempDir(), "petstore.db"), store.Options{Now: func() time.Time { return now }})
-}
-
-func mustOpenWith(tb testing.TB, path string, opts store.Options) *boltstore.DB {
-	tb.Helper()
-	db, err := boltstore.Open(path, opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			tb.Error(err)
-		}
-	})
-	return db
+	return domaintest.OpenStoreFile(tb, filepath.Join(tb.TempDir(), "petstore.db"), store.Options{Now: func() time.Time { return now }})
 }
 
 // mustReopen closes db and opens its file again, as a restart does.

@@ -1,22 +1,14 @@
 package boltstore_test
 
 import (
-	"path/filepath"
 	"testing"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
-	"petstore/store/boltstore"
 	"petstore/store/storetest"
 )
 
 // The bbolt file behaves as every store must.
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
-		db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	})
+	storetest.Run(t, func(t *testing.T) store.Store { return domaintest.OpenStore(t) })
 }

@@ -3,11 +3,11 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
 	"petstore/store/postgres"
@@ -92,11 +92,7 @@ func fillBolt(t *testing.T, ctx context.Context, db *boltstore.DB) (adminToken, 
 // certificate with its id, and PostgreSQL then answers what the file did.
 func TestImportFromBolt(t *testing.T) {
 	ctx := context.Background()
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bolt.Close()
+	bolt := domaintest.OpenStore(t)
 	adminToken, liveKey, revokedKey := fillBolt(t, ctx, bolt)
 
 	url := pgtest.URL(t)
