@@ -19,7 +19,8 @@ func (s *Server) healthz(c echo.Context) error {
 	return respond(c, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz says the store answers: a read transaction goes through.
+// readyz says the store is ready, as its Ping judges: the bbolt store reads
+// and, while its writes fail, tries one; the PostgreSQL store reaches its pool.
 func (s *Server) readyz(c echo.Context) error {
 	if err := s.store.Ping(c.Request().Context()); err != nil {
 		s.log.Error("readiness check failed", "err", err)

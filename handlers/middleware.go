@@ -175,7 +175,7 @@ func checkEnvelope(req *http.Request, op *routers.Route) error {
 }
 
 // MaxHeaderBytes is the limit on a request's target and headers together.
-// net/http is given a higher one (main sets 1 MiB) so that requests between
+// net/http is given a higher one (NewHTTPServer sets 1 MiB) so that requests between
 // the two get this 431 as an Error body instead of net/http's plain text.
 const MaxHeaderBytes = 64 << 10
 

@@ -35,9 +35,9 @@ func (s *Server) listOrders(c echo.Context) error {
 	return respondList(c, orders, next)
 }
 
-// orderInput is the Order schema as a request body: every field optional,
-// so that an absent field can be told from a zero one. The read-only id is
-// not in it: the validator refuses it, and so does decodeBody.
+// orderInput is the NewOrder and OrderUpdate schemas as a request body: every
+// field optional, so that an absent field can be told from a zero one. There
+// is no id in it: the validator refuses one, and so does decodeBody.
 type orderInput struct {
 	PetID    *int64     `json:"petId"`
 	Quantity *int       `json:"quantity"`

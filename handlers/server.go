@@ -31,8 +31,8 @@ const (
 	DefaultBodyLimit = 64 << 10
 	DefaultRateLimit = 50 // requests per second per client address
 	// DefaultMaxInFlight caps requests being served at once; past it, 503.
-	// Far above what 2 cores serve with low latency (a few dozen), far
-	// below what exhausts memory.
+	// Far above what a small VM serves with low latency, far below what
+	// exhausts memory.
 	DefaultMaxInFlight = 1024
 	// DefaultCredentialFailures is how many failed credential attempts a
 	// client address may make in a minute before it gets 429.

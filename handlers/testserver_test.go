@@ -335,7 +335,6 @@ func checkErrorBody(tb testing.TB, req *http.Request, r *response) {
 	}
 }
 
-// do sends a public API request; writes carry the API key.
 // orderedQuantity adds up the quantities of every order of a pet, through
 // every page.
 func orderedQuantity(t testing.TB, db store.Store, petID int64) int {
@@ -369,6 +368,7 @@ func (ts *testServer) addRex(stock int) (store.Category, store.Pet) {
 	return cat, pet
 }
 
+// do sends a public API request; writes carry the API key.
 func (ts *testServer) do(method, path, body string) *response {
 	ts.tb.Helper()
 	h := http.Header{}

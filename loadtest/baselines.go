@@ -28,7 +28,7 @@ const echoBaselinePath = "/pets/1"
 
 // serveEchoBaseline serves the Echo baseline on addr until killed: one Echo
 // handler, no middleware, no validation, no store, behind an http.Server
-// with the timeouts petstore's main sets, answering a small JSON object.
+// with the timeouts handlers.NewHTTPServer sets, answering a small JSON object.
 // It is what GET /pets/{id} would cost if Petstore added nothing to Echo.
 func serveEchoBaseline(addr string) error {
 	e := echo.New()

@@ -13,8 +13,8 @@
 // certificates in certmagic's storage, signed by a CA of its own, and an
 // --acme-ca nobody answers at), the server's idle RSS and its time to ready with a large store,
 // each beside the baseline it is judged against (a bare Echo handler in a
-// process of its own, and one-fsync-per-write bbolt puts) and the target the
-// issue sets. A MISS is a measurement, not a failure; the exit status is
+// process of its own, and one-fsync-per-write bbolt puts) and the target
+// docs/performance.md gives. A MISS is a measurement, not a failure; the exit status is
 // non-zero only on real errors: a server that does not start, a non-2xx
 // answer, a page that is not what it should be, a failed TLS handshake, a
 // TLS server that asked its CA for anything.

@@ -111,7 +111,7 @@ func mb(bytes int64) float64 { return float64(bytes) / (1 << 20) }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// Targets from the issue.
+// Targets the performance work set (docs/performance.md lists them).
 const (
 	targetGetPetCPU   = 1.2  // GET /pets/{id} CPU/req, x Echo baseline
 	targetPostVsEcho  = 0.55 // POST /pets req/s, x Echo baseline

@@ -42,8 +42,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startBrowser starts the shared Chromium once, as REAL-COMPONENTS.md says
-// it runs here: headless, no sandbox (containers), no GPU, nothing talking
+// startBrowser starts the shared Chromium once, the way it runs in
+// containers and CI: headless, no sandbox (containers), no GPU, nothing talking
 // to Google, and a fresh profile.
 func startBrowser() {
 	path, err := exec.LookPath("chromium")

@@ -290,8 +290,7 @@ func buildResponse(opID, code string, r *openapi3.Response) responseView {
 		rv.Headers = append(rv.Headers, paramView{Name: name, Description: desc, Schema: schemaOf(h.Value.Schema)})
 	}
 	// Error bodies are alike across the operations: shown in full under
-	// Schemas, they are summed up here, which keeps the page a fifth of
-	// the size.
+	// Schemas, they are summed up here, which keeps the page small.
 	rv.Media = mediaViews(r.Content, !rv.Success)
 	return rv
 }

@@ -36,8 +36,8 @@ func BenchmarkGetPet(b *testing.B) {
 	}
 }
 
-// BenchmarkCreatePetParallel is 64 concurrent writers (like wrk -c64 on
-// this 2-core machine), grouped into shared commits and, as the baseline,
+// BenchmarkCreatePetParallel is 64 concurrent writers (like the load
+// benchmark's 64 connections), grouped into shared commits and, as the baseline,
 // each in its own transaction and fsync: what grouping saves.
 func BenchmarkCreatePetParallel(b *testing.B) {
 	for _, mode := range []struct {
@@ -171,7 +171,7 @@ func BenchmarkListPetsDeepPageByStatus(b *testing.B) {
 // ordering one unit of one of 16 stocked pets. Besides ns/op it reports the
 // process CPU per write (what bounds writes per second on 2 cores) and the
 // writes per group commit. In the think=busy cases each writer first burns
-// about 80 µs of CPU, as a request's HTTP handling does in the server: how
+// BenchmarkThink's CPU, as a request's HTTP handling does in the server: how
 // large groups get depends on it, since writers that come straight back
 // are all queued by the time a commit ends.
 func BenchmarkDurableWrites(b *testing.B) {

@@ -374,8 +374,7 @@ func (db *DB) group(r *writeReq) error {
 // transaction. A lone write is committed at once; under load a group grows
 // to what arrived during one fsync. (bbolt's own Batch closes a group when
 // a timer fires, so under load short groups queue up behind the writer
-// lock and most of the fsyncs are wasted: measured here, 1.6 writes per
-// commit with 64 writers.)
+// lock and most of the fsyncs are wasted; docs/design.md has the figures.)
 func (db *DB) committer() {
 	defer close(db.committed)
 	// A page of the mapped file that is gone (the file was cut while open)
@@ -388,11 +387,10 @@ func (db *DB) committer() {
 		// during it, are runnable but may not have had a CPU yet: the
 		// committer goes to the back of the run queue once, so that those
 		// about to write join this group instead of waiting a whole commit
-		// for the next. With 64 writers on 2 cores this took groups from 21
-		// to 30 writes (BenchmarkDurableWrites/CreatePet/think=busy; in the
-		// server under the load benchmark, from 20 to 25), and the CPU per
-		// write down by a fifth. With nothing else runnable it returns at
-		// once, so a lone write is not delayed.
+		// for the next. BenchmarkDurableWrites shows the larger groups and the
+		// lower CPU per write this gives (docs/performance.md has figures).
+		// With nothing else runnable it returns at once, so a lone write is
+		// not delayed.
 		runtime.Gosched()
 	fill:
 		for len(group) < maxGroup {
