@@ -47,6 +47,12 @@ func TestRoutesMatchSpec(t *testing.T) {
 			t.Errorf("operation %s has no route", op)
 		}
 	}
+	// The README promises HEAD wherever GET is answered.
+	for r := range registered {
+		if path, ok := strings.CutPrefix(r, "GET "); ok && !registered["HEAD "+path] {
+			t.Errorf("GET %s has no HEAD twin", path)
+		}
+	}
 }
 
 var templateParam = regexp.MustCompile(`\{([^}]+)\}`)

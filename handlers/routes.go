@@ -79,15 +79,18 @@ func (s *Server) routes() error {
 	}
 
 	// Outside the API documents: the documents themselves, probes and the site.
-	e.GET("/openapi.yaml", s.serveDoc(s.public.yaml, "application/yaml"))
-	e.GET("/openapi.json", s.serveDoc(s.public.json, echo.MIMEApplicationJSON))
+	e.Match(getHead, "/openapi.yaml", s.serveDoc(s.public.yaml, "application/yaml"))
+	e.Match(getHead, "/openapi.json", s.serveDoc(s.public.json, echo.MIMEApplicationJSON))
 	// guardOperatorPaths asks for the token on both.
-	e.GET("/admin/openapi.yaml", s.serveDoc(s.admin.yaml, "application/yaml"))
-	e.GET("/admin/openapi.json", s.serveDoc(s.admin.json, echo.MIMEApplicationJSON))
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
+	e.Match(getHead, "/admin/openapi.yaml", s.serveDoc(s.admin.yaml, "application/yaml"))
+	e.Match(getHead, "/admin/openapi.json", s.serveDoc(s.admin.json, echo.MIMEApplicationJSON))
+	e.Match(getHead, "/healthz", s.healthz)
+	e.Match(getHead, "/readyz", s.readyz)
 	return s.siteRoutes()
 }
+
+// getHead is the methods of a read: HEAD is answered wherever GET is.
+var getHead = []string{http.MethodGet, http.MethodHead}
 
 // register adds the routes of one OpenAPI document, each behind request
 // validation against its operation, and refuses to start when the routes

@@ -29,7 +29,6 @@ func (s *Server) siteRoutes() error {
 		return err
 	}
 	e := s.echo
-	getHead := []string{http.MethodGet, http.MethodHead}
 	e.Match(getHead, web.ReferencePath, serveResource(site.Reference()))
 	e.Match(getHead, web.AssetsPath+"*", serveAsset(site.SiteAsset))
 	e.Match(getHead, "/dashboard", func(c echo.Context) error {
