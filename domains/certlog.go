@@ -4,12 +4,9 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
-
-type certmagicCertificate = certmagic.Certificate
 
 // zapToSlog gives certmagic, which logs through zap, a logger that writes
 // to the service's slog handler, so its warnings land in the same log.

@@ -34,10 +34,10 @@ type obtainRun struct {
 
 // obtain makes sure the certificate of name is being requested: it starts
 // an attempt unless one is in flight (Verify and Re-verify attach to it,
-// they never cancel it) or failed attempts are backing off (the domain
-// says until when, and the certificate loop starts the next one then).
-// A certificate obtained goes into the cache through the managed config,
-// so maintenance renews it.
+// they never cancel it). The attempt itself (claimAttempt) starts nothing
+// while failed attempts are backing off: the domain says until when, and
+// the certificate loop starts the next one then. A certificate obtained
+// goes into the cache through the managed config, so maintenance renews it.
 func (m *Manager) obtain(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -46,13 +46,6 @@ func (m *Manager) obtain(name string) {
 		return
 	}
 	if m.ctx.Err() != nil {
-		return
-	}
-	d, err := m.db.Domain(m.ctx, name)
-	if err != nil {
-		return
-	}
-	if c := d.Certificate; c.NextAttemptAt != nil && m.now().Before(*c.NextAttemptAt) {
 		return
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
@@ -98,12 +91,13 @@ func (m *Manager) attempt(ctx context.Context, name string) {
 		c.LastAttempt = &store.CertAttempt{At: started}
 		c.NextAttemptAt, c.NextAttemptReason = nil, ""
 	})
-	failedBefore := m.failedValidationCount(name)
+	m.countFailedValidations(name)
 	// A single attempt (certmagic retries only non-interactive ones): the
 	// back-off below decides when the next one starts.
 	err := m.obtainer.ObtainCertSync(ctx, name)
+	validations := m.failedValidationsCounted(name)
 	if err == nil {
-		var cert certmagicCertificate
+		var cert certmagic.Certificate
 		if cert, err = m.certs.CacheManagedCertificate(ctx, name); err == nil {
 			m.recordIssued(ctx, name, cert.Leaf, m.issuerKeyOf(ctx, name, cert.Leaf), false)
 			return
@@ -112,7 +106,6 @@ func (m *Manager) attempt(ctx context.Context, name string) {
 	if ctx.Err() != nil {
 		return
 	}
-	validations := m.failedValidationCount(name) - failedBefore
 	var problem acme.Problem
 	if validations == 0 && errors.As(err, &problem) && isValidationProblem(problem) {
 		validations = 1
@@ -316,17 +309,31 @@ func (m *Manager) TendCertificates(ctx context.Context) {
 	}
 }
 
-// noteFailedValidation counts a validation the CA reported as failed.
-func (m *Manager) noteFailedValidation(name string) {
+// countFailedValidations starts counting the validations the CA reports
+// as failed for name, for the attempt that is about to run; only attempts
+// are counted, so the map holds no more names than attempts in flight.
+func (m *Manager) countFailedValidations(name string) {
 	m.mu.Lock()
-	m.failedValidations[name]++
+	m.failedValidations[name] = 0
 	m.mu.Unlock()
 }
 
-func (m *Manager) failedValidationCount(name string) int {
+// noteFailedValidation counts a validation the CA reported as failed.
+func (m *Manager) noteFailedValidation(name string) {
+	m.mu.Lock()
+	if n, counting := m.failedValidations[name]; counting {
+		m.failedValidations[name] = n + 1
+	}
+	m.mu.Unlock()
+}
+
+// failedValidationsCounted ends the count countFailedValidations started.
+func (m *Manager) failedValidationsCounted(name string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.failedValidations[name]
+	n := m.failedValidations[name]
+	delete(m.failedValidations, name)
+	return n
 }
 
 // validationWatch passes the ACME client's log through and tells each
@@ -344,28 +351,20 @@ func (v validationWatch) With(fields []zapcore.Field) zapcore.Core {
 	return validationWatch{Core: v.Core.With(fields), fields: append(v.fields[:len(v.fields):len(v.fields)], fields...), failed: v.failed}
 }
 
+// Check adds the watch itself to the entries it counts; the wrapped core
+// adds itself to write the line.
 func (v validationWatch) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	if e.Message == failedValidationMessage && e.Level >= zapcore.ErrorLevel {
-		ce = ce.AddCore(e, validationCount{v})
+		ce = ce.AddCore(e, v)
 	}
 	return v.Core.Check(e, ce)
 }
 
-// validationCount is the part of validationWatch that only counts: the
-// line itself is written by the wrapped core.
-type validationCount struct{ v validationWatch }
-
-func (c validationCount) Enabled(zapcore.Level) bool        { return true }
-func (c validationCount) With([]zapcore.Field) zapcore.Core { return c }
-func (c validationCount) Sync() error                       { return nil }
-func (c validationCount) Check(_ zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	return ce
-}
-
-func (c validationCount) Write(_ zapcore.Entry, fields []zapcore.Field) error {
-	for _, f := range append(c.v.fields[:len(c.v.fields):len(c.v.fields)], fields...) {
+// Write only counts: the wrapped core writes the line.
+func (v validationWatch) Write(_ zapcore.Entry, fields []zapcore.Field) error {
+	for _, f := range append(v.fields[:len(v.fields):len(v.fields)], fields...) {
 		if f.Key == "identifier" && f.Type == zapcore.StringType {
-			c.v.failed(f.String)
+			v.failed(f.String)
 			return nil
 		}
 	}

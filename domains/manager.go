@@ -107,8 +107,9 @@ type Manager struct {
 	// kept holds each moved domain's certificate by name: cached
 	// unmanaged, so served but never renewed, until it expires.
 	kept map[string]keptCert
-	// failedValidations counts, per name, validations the CA reported as
-	// failed (seen in the ACME client's log), for the per-hour limit.
+	// failedValidations counts, per name with an attempt in flight,
+	// validations the CA reported as failed (seen in the ACME client's
+	// log); the domain's record keeps them for the per-hour limit.
 	failedValidations map[string]int
 }
 
