@@ -52,10 +52,12 @@ func (m *Manager) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, 
 			return cert, nil
 		}
 		// Not in the cache yet (a handshake right after a restart, before
-		// Run loaded it): from storage, never from the CA. A moved domain's
-		// certificate is kept unmanaged until it expires (moved.go) and is
-		// never loaded back as a managed one.
-		if !t.certAllowed[name] {
+		// Run loaded it, or one obtained by another instance): from
+		// storage, never from the CA, and only when the domain's record
+		// says there is one. A moved domain's certificate is kept
+		// unmanaged until it expires (moved.go) and is never loaded back
+		// as a managed one.
+		if !t.certAllowed[name] || !t.issued[name] {
 			return nil, err
 		}
 		if _, lerr := m.certs.CacheManagedCertificate(hello.Context(), name); lerr != nil {

@@ -40,6 +40,9 @@ type routingTable struct {
 	served      map[string]bool // verified, or moved but still holding a certificate
 	certAllowed map[string]bool // names the decision function lets certmagic serve
 	redirects   map[string]store.Redirect
+	// issued holds the attached domains whose record says a certificate
+	// was obtained: a handshake for one without reads no storage.
+	issued map[string]bool
 }
 
 // Refresh rebuilds the routing table from the store. Every change the
@@ -71,12 +74,17 @@ func (m *Manager) refresh(ctx context.Context) (before, after *routingTable, err
 		defaultAddr: m.DefaultAddress(p),
 		served:      make(map[string]bool, len(ds)),
 		certAllowed: make(map[string]bool, len(ds)+1),
+		issued:      make(map[string]bool, len(ds)),
 		redirects:   make(map[string]store.Redirect, len(s.Domains.Redirects)),
 	}
 	if m.cfg.Platform.Domain != "" {
 		t.certAllowed[t.defaultAddr] = true
 	}
 	for _, d := range ds {
+		switch d.Certificate.State {
+		case store.CertIssued, store.CertRenewing, store.CertExpired:
+			t.issued[d.Name] = true
+		}
 		switch d.State {
 		case store.DomainVerified:
 			t.served[d.Name] = true
