@@ -95,7 +95,7 @@ func (s *session) relevantCAA(ctx context.Context, name string) (step string, rr
 	var wg sync.WaitGroup
 	for i := range labels {
 		wg.Go(func() {
-			_, found, err := s.rrset(ctx, strings.Join(labels[i:], "."), dns.TypeCAA)
+			found, err := s.rrset(ctx, strings.Join(labels[i:], "."), dns.TypeCAA)
 			for _, rr := range found {
 				if caa, ok := rr.(*dns.CAA); ok {
 					answers[i].rrs = append(answers[i].rrs, caa)
@@ -353,12 +353,17 @@ func caaName(ca CertificateAuthority) string {
 	return "the certificate authority"
 }
 
-func caaNames(cas []CertificateAuthority) string {
+// caaIdentities lists the issuer domain names of cas, each once.
+func caaIdentities(cas []CertificateAuthority) []string {
 	var ids []string
 	for _, ca := range cas {
-		ids = append(ids, ca.Identities...)
+		for _, id := range ca.Identities {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
 	}
-	return strings.Join(slices.Compact(ids), ", ")
+	return ids
 }
 
 func caaStrings(rrs []*dns.CAA) []string {
@@ -372,16 +377,17 @@ func caaStrings(rrs []*dns.CAA) []string {
 // criticalFinding: RFC 8659 section 4.1, a CA must not issue when the
 // Relevant RRset has a critical property it does not understand.
 func criticalFinding(name, owner string, critical []*dns.CAA, cas []CertificateAuthority) Finding {
-	var tags []string
+	var tagList []string
 	for _, rr := range critical {
-		tags = append(tags, rr.Tag)
+		tagList = append(tagList, rr.Tag)
 	}
+	tags := strings.Join(slices.Compact(tagList), ", ")
 	first := critical[0]
 	allow := caaString(owner, 0, first.Tag, first.Value)
-	msg := fmt.Sprintf("The CAA record %s is marked critical (flag %d) with the property %s, which the certificate authority does not understand, so it refuses every certificate for %s. The same record with flag 0, %s, would not block it.",
-		caaRecordString(first), first.Flag, strings.Join(slices.Compact(tags), ", "), name, allow)
-	fix := fmt.Sprintf("At your DNS provider, change the flag of the CAA record(s) of %s with tag %s to 0 (%s), or delete them.",
-		owner, strings.Join(slices.Compact(tags), ", "), allow)
+	refused := fmt.Sprintf("The CAA record %s is marked critical (flag %d) with the property %s, which the certificate authority does not understand, so it refuses every certificate for %s.",
+		caaRecordString(first), first.Flag, tags, name)
+	msg := fmt.Sprintf("%s The same record with flag 0, %s, would not block it.", refused, allow)
+	fix := fmt.Sprintf("At your DNS provider, change the flag of the CAA record(s) of %s with tag %s to 0 (%s), or delete them.", owner, tags, allow)
 	if reg, above := aboveCustomer(name, owner); above {
 		// Any record of the customer's domain replaces the TLD's; one
 		// allowing the CA, when its name is known.
@@ -392,8 +398,7 @@ func criticalFinding(name, owner string, critical []*dns.CAA, cas []CertificateA
 				break
 			}
 		}
-		msg = fmt.Sprintf("The CAA record %s is marked critical (flag %d) with the property %s, which the certificate authority does not understand, so it refuses every certificate for %s. Any CAA record of %s, such as %s, would take its place.",
-			caaRecordString(first), first.Flag, strings.Join(slices.Compact(tags), ", "), name, reg, allow)
+		msg = fmt.Sprintf("%s Any CAA record of %s, such as %s, would take its place.", refused, reg, allow)
 		fix = fmt.Sprintf("%s is above your domain, where you cannot change its records; at your DNS provider, add a CAA record to %s, for example %s: the records closest to the name are the ones that count.",
 			owner, reg, allow)
 	}
@@ -402,7 +407,7 @@ func criticalFinding(name, owner string, critical []*dns.CAA, cas []CertificateA
 
 // issueFinding: the issue records exist and none lets the CAs issue.
 func issueFinding(name, owner string, issue []*dns.CAA, cas []CertificateAuthority, reasons []string, near *caaFix) Finding {
-	ids := caaNames(cas)
+	ids := strings.Join(caaIdentities(cas), ", ")
 	allow := caaString(owner, 0, "issue", cas[0].Identities[0])
 	fix := fmt.Sprintf("At your DNS provider, add the CAA record %s (keep the ones for other certificate authorities you still use), or remove the CAA records of %s that leave it out.",
 		allow, owner)
@@ -423,12 +428,7 @@ func issueFinding(name, owner string, issue []*dns.CAA, cas []CertificateAuthori
 			owner, allow)
 	}
 
-	var named []string
-	for _, rr := range issue {
-		if d, _, err := parseIssueValue(rr.Value); err == nil && d != "" {
-			named = append(named, d)
-		}
-	}
+	named := namedIssuers(issue)
 	var msg string
 	switch {
 	case near != nil:
@@ -439,9 +439,21 @@ func issueFinding(name, owner string, issue []*dns.CAA, cas []CertificateAuthori
 			owner, name, strings.Join(reasons, "; "), allow, ids)
 	default:
 		msg = fmt.Sprintf("The CAA records of %s allow only %s to issue certificates, so the certificate authority this platform uses (%s) cannot issue one for %s. The record %s would allow it.",
-			owner, strings.Join(slices.Compact(named), ", "), ids, name, allow)
+			owner, strings.Join(named, ", "), ids, name, allow)
 	}
 	return Finding{Code: CodeCAABlocksCA, Message: msg, Fix: fix, Found: caaStrings(issue), Expected: allow}
+}
+
+// namedIssuers lists the issuer domain names that the usable records of
+// issue name.
+func namedIssuers(issue []*dns.CAA) []string {
+	var named []string
+	for _, rr := range issue {
+		if d, _, err := parseIssueValue(rr.Value); err == nil && d != "" {
+			named = append(named, d)
+		}
+	}
+	return slices.Compact(named)
 }
 
 // aboveCustomer reports whether owner, where the relevant CAA records were
@@ -456,12 +468,7 @@ func aboveCustomer(name, owner string) (string, bool) {
 // records that allow no CA at all still block; records naming CAs give a
 // warning, since the CA may or may not be among them.
 func unknownCAFinding(name, owner string, issue []*dns.CAA) *Finding {
-	var named []string
-	for _, rr := range issue {
-		if d, _, err := parseIssueValue(rr.Value); err == nil && d != "" {
-			named = append(named, d)
-		}
-	}
+	named := namedIssuers(issue)
 	if len(named) == 0 {
 		return &Finding{
 			Code: CodeCAABlocksCA,
@@ -476,7 +483,7 @@ func unknownCAFinding(name, owner string, issue []*dns.CAA) *Finding {
 		Code:    CodeCAAUnchecked,
 		Warning: true,
 		Message: fmt.Sprintf("The CAA records of %s allow only %s to issue certificates for %s. This platform does not know the name its certificate authority uses in CAA records, so it cannot tell whether that authority is among them; if it is not, no certificate can be issued.",
-			owner, strings.Join(slices.Compact(named), ", "), name),
+			owner, strings.Join(named, ", "), name),
 		Fix: fmt.Sprintf("If the certificate does not arrive, ask the platform's operator which certificate authority it uses, and add a CAA record %s for it beside these.",
 			caaString(owner, 0, "issue", "<its domain>")),
 		Found: caaStrings(issue),

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -16,8 +15,6 @@ import (
 
 	"petstore/store"
 )
-
-var fsErrNotExist = fs.ErrNotExist
 
 // keepEvents is how many lifecycle events a domain keeps.
 const keepEvents = 10

@@ -111,6 +111,3 @@ func (m *Manager) HTTPChallengeHandler(next http.Handler) http.Handler {
 	// Challenges in flight are kept per name, whichever CA asked.
 	return m.issuers[0].HTTPChallengeHandler(next)
 }
-
-// CertificatesEnabled reports whether this manager obtains certificates.
-func (m *Manager) CertificatesEnabled() bool { return m.certs != nil }

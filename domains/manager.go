@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -181,7 +182,7 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	if p.Plan != store.PlanPro && p.Plan != store.PlanEnterprise {
 		return store.Domain{}, store.Errorf(store.EPLANREQUIRED, "custom domains need plan pro or above; this project is on %s", p.Plan)
 	}
-	if !hasSuccessfulDeploy(p) {
+	if !slices.ContainsFunc(p.Deploys, func(d store.Deploy) bool { return d.Status == "succeeded" }) {
 		return store.Domain{}, store.Errorf(store.ECONFLICT, "the project has no successful deploy yet; deploy it before adding a domain")
 	}
 	if m.CNAMETarget() == "" {
@@ -216,15 +217,6 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	return d, nil
 }
 
-func hasSuccessfulDeploy(p store.Project) bool {
-	for _, d := range p.Deploys {
-		if d.Status == "succeeded" {
-			return true
-		}
-	}
-	return false
-}
-
 // Get returns one attached domain.
 func (m *Manager) Get(ctx context.Context, name string) (store.Domain, error) {
 	d, err := m.db.Domain(ctx, lookupName(name))
@@ -253,7 +245,7 @@ func (m *Manager) Page(ctx context.Context, limit int, after *store.DomainCursor
 // lookupName lets a client name a domain the way it typed it: case and a
 // trailing dot do not matter, and an IDN may be given in Unicode.
 func lookupName(name string) string {
-	name = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
+	name = canonical(name)
 	if a, err := idna.Lookup.ToASCII(name); err == nil {
 		return a
 	}
@@ -353,7 +345,7 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 	for _, iss := range m.issuers {
 		prefix := certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)
-		if err := m.certs.Storage.Delete(ctx, prefix); err != nil && !errors.Is(err, errNotExist) {
+		if err := m.certs.Storage.Delete(ctx, prefix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("deleting the certificate of %s: %w", name, err)
 		}
 	}
@@ -425,14 +417,7 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 func (m *Manager) caaIssuerNames() string {
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
 	defer cancel()
-	var ids []string
-	for _, ca := range m.cfg.Checker.caaAuthorities(ctx) {
-		for _, id := range ca.Identities {
-			if !slices.Contains(ids, id) {
-				ids = append(ids, id)
-			}
-		}
-	}
+	ids := caaIdentities(m.cfg.Checker.caaAuthorities(ctx))
 	if len(ids) == 0 {
 		return "the certificate authority"
 	}
@@ -443,6 +428,3 @@ func (m *Manager) caaIssuerNames() string {
 // was started without --domain or --cname-target, and then no domain can
 // be added.
 func (m *Manager) CNAMETarget() string { return canonical(m.cfg.Platform.CNAMETarget) }
-
-// errNotExist is what storage returns for a missing key.
-var errNotExist = fsErrNotExist

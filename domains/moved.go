@@ -2,6 +2,7 @@ package domains
 
 import (
 	"context"
+	"io/fs"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -195,7 +196,7 @@ func (m *Manager) releaseCertificate(ctx context.Context, name string) {
 // storedCertificate loads a name's certificate and key from the storage of
 // the first CA (in --acme-ca order) that holds both.
 func (m *Manager) storedCertificate(ctx context.Context, name string) (certPEM, keyPEM []byte, err error) {
-	err = errNotExist
+	err = fs.ErrNotExist
 	for _, iss := range m.issuers {
 		if certPEM, err = m.certs.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name)); err != nil {
 			continue

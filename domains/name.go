@@ -177,16 +177,7 @@ type Platform struct {
 // one of them.
 func (p Platform) Owns(name string) bool {
 	n := canonical(name)
-	if n == "" {
-		return false
-	}
-	for _, d := range []string{p.Domain, p.CNAMETarget} {
-		d = canonical(d)
-		if d != "" && (n == d || strings.HasSuffix(n, "."+d)) {
-			return true
-		}
-	}
-	return false
+	return n != "" && (isSubdomain(n, canonical(p.Domain)) || isSubdomain(n, canonical(p.CNAMETarget)))
 }
 
 // Normalize is the package Normalize plus the refusal of the platform's own

@@ -122,27 +122,21 @@ func (s *session) discover(ctx context.Context, name string) {
 	}
 	wg.Wait()
 
-	var v4, v6 []string
-	for _, ips := range found {
-		for _, ip := range ips {
-			if !s.c.AllowPrivateNameservers && !publicAddr(ip) {
-				continue
-			}
-			if ip.Is4() {
-				v4 = append(v4, net.JoinHostPort(ip.String(), port))
-			} else {
-				v6 = append(v6, net.JoinHostPort(ip.String(), port))
-			}
+	var ips []netip.Addr
+	for _, ip := range slices.Concat(found...) {
+		if s.c.AllowPrivateNameservers || publicAddr(ip) {
+			ips = append(ips, ip)
 		}
 	}
-	// IPv4 first: hosts without IPv6 connectivity would otherwise spend a
-	// timeout on every question before reaching a server that works.
-	slices.Sort(v4)
-	slices.Sort(v6)
-	addrs := append(slices.Compact(v4), slices.Compact(v6)...)
+	// IPv4 first, as netip orders them: hosts without IPv6 connectivity
+	// would otherwise spend a timeout on every question before reaching a
+	// server that works.
+	slices.SortFunc(ips, netip.Addr.Compare)
+	ips = slices.Compact(ips)
 	const maxServers = 6
-	if len(addrs) > maxServers {
-		addrs = addrs[:maxServers]
+	var addrs []string
+	for _, ip := range ips[:min(len(ips), maxServers)] {
+		addrs = append(addrs, net.JoinHostPort(ip.String(), port))
 	}
 	if len(addrs) == 0 {
 		return
@@ -176,16 +170,23 @@ func (s *session) hostAddrs(ctx context.Context, host string, extra []dns.RR) []
 	if len(out) > 0 {
 		return out
 	}
+	out, _ = s.lookupAddrs(ctx, host)
+	return out
+}
+
+// lookupAddrs resolves host's A and AAAA records, CNAMEs followed; errs
+// holds the failures of the two lookups.
+func (s *session) lookupAddrs(ctx context.Context, host string) (addrs []netip.Addr, errs []error) {
 	for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
-		if _, rrs, err := s.rrset(ctx, host, t); err == nil {
-			for _, rr := range rrs {
-				if ip, ok := rrAddr(rr); ok {
-					out = append(out, ip)
-				}
+		rrs, err := s.rrset(ctx, host, t)
+		errs = append(errs, err)
+		for _, rr := range rrs {
+			if ip, ok := rrAddr(rr); ok {
+				addrs = append(addrs, ip)
 			}
 		}
 	}
-	return out
+	return addrs, errs
 }
 
 // publicAddr reports whether ip may be a nameserver on the Internet: not
@@ -259,33 +260,33 @@ func (s *session) noteTTLs(r *dns.Msg) {
 // must end somewhere.
 const maxChain = 8
 
-// rrset resolves name/qtype, following CNAMEs, and returns the alias chain
-// (the targets, in order) and the records of qtype at its end.
-func (s *session) rrset(ctx context.Context, name string, qtype uint16) (chain []string, rrs []dns.RR, err error) {
+// rrset resolves name/qtype, following CNAMEs, and returns the records of
+// qtype at the chain's end.
+func (s *session) rrset(ctx context.Context, name string, qtype uint16) ([]dns.RR, error) {
 	cur := canonical(name)
 	seen := map[string]bool{cur: true}
 	for range maxChain {
 		r, err := s.query(ctx, cur, qtype)
 		if err != nil {
-			return chain, nil, err
+			return nil, err
 		}
 		followed := false
 		for t := cnameOf(r.Answer, cur); t != ""; t = cnameOf(r.Answer, cur) {
-			if seen[t] || len(chain) >= maxChain {
-				return chain, nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME records loop or chain too long")}
+			// seen holds name and the targets so far.
+			if seen[t] || len(seen) > maxChain {
+				return nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME records loop or chain too long")}
 			}
 			seen[t] = true
-			chain = append(chain, t)
 			cur, followed = t, true
 		}
-		rrs = ownedBy(r.Answer, cur, qtype)
+		rrs := ownedBy(r.Answer, cur, qtype)
 		// An authoritative server stops at an alias leaving its zone, and
 		// some servers follow only one alias: ask for the target then.
 		if len(rrs) > 0 || !followed || r.Rcode == dns.RcodeNameError {
-			return chain, rrs, nil
+			return rrs, nil
 		}
 	}
-	return chain, nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME chain too long")}
+	return nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME chain too long")}
 }
 
 func cnameOf(rrs []dns.RR, owner string) string {
@@ -397,8 +398,9 @@ func (s *session) exchangeOne(ctx context.Context, m *dns.Msg, server, network s
 	return r, err
 }
 
-// answers asks several questions about name at once.
-func (s *session) answers(ctx context.Context, name string, qtypes ...uint16) ([]*dns.Msg, []error) {
+// answers asks several questions about name at once, and returns their
+// answer sections together.
+func (s *session) answers(ctx context.Context, name string, qtypes ...uint16) ([]dns.RR, []error) {
 	msgs := make([]*dns.Msg, len(qtypes))
 	errs := make([]error, len(qtypes))
 	var wg sync.WaitGroup
@@ -406,5 +408,11 @@ func (s *session) answers(ctx context.Context, name string, qtypes ...uint16) ([
 		wg.Go(func() { msgs[i], errs[i] = s.query(ctx, name, t) })
 	}
 	wg.Wait()
-	return msgs, errs
+	var all []dns.RR
+	for _, m := range msgs {
+		if m != nil {
+			all = append(all, m.Answer...)
+		}
+	}
+	return all, errs
 }
