@@ -90,11 +90,7 @@ func (m *Manager) onEvent(ctx context.Context, event string, data map[string]any
 			return nil
 		}
 		path, _ := data["certificate_path"].(string)
-		pemBytes, err := m.certs.Storage.Load(ctx, path)
-		if err != nil {
-			return nil
-		}
-		leaf, err := parseLeaf(pemBytes)
+		leaf, err := m.storedLeaf(ctx, path)
 		if err != nil {
 			return nil
 		}
@@ -129,6 +125,15 @@ func stateWhileRenewing(c *store.Certificate, now time.Time, state string) strin
 		return store.CertExpired
 	}
 	return state
+}
+
+// storedLeaf parses the certificate stored under key.
+func (m *Manager) storedLeaf(ctx context.Context, key string) (*x509.Certificate, error) {
+	pemBytes, err := m.certs.Storage.Load(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return parseLeaf(pemBytes)
 }
 
 func parseLeaf(pemBytes []byte) (*x509.Certificate, error) {

@@ -46,7 +46,7 @@ func (m *Manager) setUpCertificates(a *ACME) {
 	if !a.DisableHTTPChallenge {
 		m.challengeTypes = 2
 	}
-	var issuers []certmagic.Issuer
+	m.obtainer = certmagic.New(m.cache, certmagic.Config{Storage: storage, OnEvent: m.onEvent, Logger: zl})
 	for _, ca := range append([]string{a.CA}, a.FallbackCAs...) {
 		iss := certmagic.NewACMEIssuer(m.certs, certmagic.ACMEIssuer{
 			CA:                   ca,
@@ -61,15 +61,10 @@ func (m *Manager) setUpCertificates(a *ACME) {
 			Logger:               issuerLog,
 		})
 		m.issuers = append(m.issuers, iss)
-		issuers = append(issuers, iss)
+		m.certs.Issuers = append(m.certs.Issuers, iss)
+		m.obtainer.Issuers = append(m.obtainer.Issuers, promptlessIssuer{iss})
 	}
-	m.certs.Issuers = issuers
-	m.onDemand.Issuers = issuers
-	m.obtainer = certmagic.New(m.cache, certmagic.Config{Storage: storage, OnEvent: m.onEvent, Logger: zl})
-	m.obtainer.Issuers = make([]certmagic.Issuer, len(m.issuers))
-	for i, iss := range m.issuers {
-		m.obtainer.Issuers[i] = promptlessIssuer{iss}
-	}
+	m.onDemand.Issuers = m.certs.Issuers
 	m.wg.Add(1)
 	go m.certificateLoop()
 }

@@ -95,20 +95,11 @@ const dnsCheckLockPrefix = "dnscheck/"
 // domain's NextCheckAt has moved, so the instance that takes the lock next
 // finds it not due and skips it.
 func (m *Manager) checkDueDomain(ctx context.Context, name string) {
-	lock := dnsCheckLockPrefix + name
-	got, err := m.db.TryLock(ctx, lock)
-	if err != nil {
-		m.log.Warn("background check: taking its lock", "domain", name, "err", err)
-		return
+	release := m.tryLock(ctx, dnsCheckLockPrefix, name, "background check")
+	if release == nil {
+		return // another instance is checking it now, or the store failed
 	}
-	if !got {
-		return // another instance is checking it now
-	}
-	defer func() {
-		if err := m.db.Unlock(context.WithoutCancel(ctx), lock); err != nil {
-			m.log.Warn("background check: releasing its lock", "domain", name, "err", err)
-		}
-	}()
+	defer release()
 	// The list may be older than another instance's check.
 	d, err := m.db.Domain(ctx, name)
 	if err != nil || d.NextCheckAt == nil || d.NextCheckAt.After(m.now()) {
@@ -118,6 +109,25 @@ func (m *Manager) checkDueDomain(ctx context.Context, name string) {
 	res := m.cfg.Checker.Check(ctx, name)
 	if _, err := m.apply(ctx, name, res, false); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
 		m.log.Error("background check", "domain", name, "err", err)
+	}
+}
+
+// tryLock takes the store's named lock prefix+name for the work named
+// what, without waiting, and returns its release; nil when another holder
+// has it or the store failed (logged).
+func (m *Manager) tryLock(ctx context.Context, prefix, name, what string) (release func()) {
+	lock := prefix + name
+	got, err := m.db.TryLock(ctx, lock)
+	if err != nil {
+		m.log.Warn(what+": taking its lock", "domain", name, "err", err)
+	}
+	if !got {
+		return nil
+	}
+	return func() {
+		if err := m.db.Unlock(context.WithoutCancel(ctx), lock); err != nil {
+			m.log.Warn(what+": releasing its lock", "domain", name, "err", err)
+		}
 	}
 }
 
@@ -133,21 +143,11 @@ const certAttemptLockPrefix = "certattempt/"
 // the certificate obtained elsewhere only needs to load it. release is
 // non-nil when the claim was taken.
 func (m *Manager) claimAttempt(ctx context.Context, name string) (release func(), wanted bool) {
-	lock := certAttemptLockPrefix + name
-	got, err := m.db.TryLock(ctx, lock)
-	if err != nil {
-		// The certificate loop tries again at its next round.
-		m.log.Warn("certificate attempt: taking its lock", "domain", name, "err", err)
+	// Without the lock, another instance is attempting it and the store
+	// will show its result, or the store failed and the certificate loop
+	// tries again at its next round.
+	if release = m.tryLock(ctx, certAttemptLockPrefix, name, "certificate attempt"); release == nil {
 		return nil, false
-	}
-	if !got {
-		// Another instance is attempting it; the store will show its result.
-		return nil, false
-	}
-	release = func() {
-		if err := m.db.Unlock(context.WithoutCancel(ctx), lock); err != nil {
-			m.log.Warn("certificate attempt: releasing its lock", "domain", name, "err", err)
-		}
 	}
 	d, err := m.db.Domain(ctx, name)
 	if err != nil {

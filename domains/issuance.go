@@ -54,22 +54,20 @@ func (m *Manager) obtain(name string) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		defer func() {
-			m.mu.Lock()
-			again := false
-			if m.obtaining[name] == run {
-				delete(m.obtaining, name)
-				again = run.again
-			}
-			m.mu.Unlock()
-			cancel()
-			if again {
-				// Starts nothing while the failure's back-off runs, or
-				// once the certificate is in storage.
-				m.obtain(name)
-			}
-		}()
 		m.attempt(ctx, name)
+		cancel()
+		m.mu.Lock()
+		// stopObtaining may have taken the run out already.
+		again := m.obtaining[name] == run && run.again
+		if m.obtaining[name] == run {
+			delete(m.obtaining, name)
+		}
+		m.mu.Unlock()
+		if again {
+			// Starts nothing while the failure's back-off runs, or once
+			// the certificate is in storage.
+			m.obtain(name)
+		}
 	}()
 }
 
@@ -127,11 +125,8 @@ func (m *Manager) stopObtaining(name string) {
 // which issuer a cached certificate came from.
 func (m *Manager) issuerKeyOf(ctx context.Context, name string, leaf *x509.Certificate) string {
 	for _, iss := range m.issuers {
-		b, err := m.certs.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
-		if err != nil {
-			continue
-		}
-		if stored, err := parseLeaf(b); err == nil && stored.SerialNumber.Cmp(leaf.SerialNumber) == 0 {
+		stored, err := m.storedLeaf(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
+		if err == nil && stored.SerialNumber.Cmp(leaf.SerialNumber) == 0 {
 			return iss.IssuerKey()
 		}
 	}

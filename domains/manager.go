@@ -277,7 +277,7 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 		change = liveChange{}
 		if res.ZoneApex && !d.Apex {
 			d.Apex = true
-			d.Records = ZoneApexRecords(d.Name, m.cfg.Platform.CNAMETarget, m.cfg.PublicIPs)
+			d.Records = requiredRecords(d.Name, m.cfg.Platform.CNAMETarget, m.cfg.PublicIPs, true)
 		}
 		switch {
 		case d.State == store.DomainVerified || d.State == store.DomainMoved:
