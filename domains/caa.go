@@ -3,6 +3,7 @@ package domains
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -188,9 +189,9 @@ func judgeCAA(name string, rrs []*dns.CAA, cas []CertificateAuthority, methods [
 	return append(out, issueFinding(name, owner, issue, known, reasons, near))
 }
 
-// caaFix is the record that would allow issuance in place of a record that
-// was meant to.
-type caaFix struct{ from, to string }
+// caaFix is the issue value that would allow issuance in place of the
+// record from, which was meant to.
+type caaFix struct{ from, value string }
 
 // judgeIssue says why the issue record rr does not let any of the CAs issue
 // ("" when it does), and how to mend it when it names one of them.
@@ -318,12 +319,7 @@ func parseIssueValue(value string) (string, map[string]string, error) {
 // validation methods when the record lists methods.
 func mendIssue(rr *dns.CAA, id string, params map[string]string, ca CertificateAuthority, methods []string) *caaFix {
 	value := id
-	var tags []string
-	for tag := range params {
-		tags = append(tags, tag)
-	}
-	slices.Sort(tags)
-	for _, tag := range tags {
+	for _, tag := range slices.Sorted(maps.Keys(params)) {
 		v := params[tag]
 		switch tag {
 		case "accounturi":
@@ -339,8 +335,7 @@ func mendIssue(rr *dns.CAA, id string, params map[string]string, ca CertificateA
 		}
 		value += "; " + tag + "=" + v
 	}
-	owner := canonical(rr.Hdr.Name)
-	return &caaFix{from: caaRecordString(rr), to: caaString(owner, 0, "issue", value)}
+	return &caaFix{from: caaRecordString(rr), value: value}
 }
 
 func caaName(ca CertificateAuthority) string {
@@ -408,21 +403,19 @@ func criticalFinding(name, owner string, critical []*dns.CAA, cas []CertificateA
 // issueFinding: the issue records exist and none lets the CAs issue.
 func issueFinding(name, owner string, issue []*dns.CAA, cas []CertificateAuthority, reasons []string, near *caaFix) Finding {
 	ids := strings.Join(caaIdentities(cas), ", ")
-	allow := caaString(owner, 0, "issue", cas[0].Identities[0])
+	value := cas[0].Identities[0]
+	if near != nil {
+		value = near.value
+	}
+	allow := caaString(owner, 0, "issue", value)
 	fix := fmt.Sprintf("At your DNS provider, add the CAA record %s (keep the ones for other certificate authorities you still use), or remove the CAA records of %s that leave it out.",
 		allow, owner)
 	if near != nil {
-		allow = near.to
-		fix = fmt.Sprintf("At your DNS provider, change the CAA record %s to %s.", near.from, near.to)
+		fix = fmt.Sprintf("At your DNS provider, change the CAA record %s to %s.", near.from, allow)
 	}
 	if reg, above := aboveCustomer(name, owner); above {
 		// The customer cannot change a TLD's records, but records of their
 		// own domain come first in the climb and replace them.
-		value := cas[0].Identities[0]
-		if near != nil {
-			_, value, _ = strings.Cut(near.to, " issue ")
-			value = strings.Trim(value, `"`)
-		}
 		allow = caaString(reg, 0, "issue", value)
 		fix = fmt.Sprintf("%s is above your domain, where you cannot change its records; at your DNS provider, add the CAA record %s: the records closest to the name are the ones that count.",
 			owner, allow)

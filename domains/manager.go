@@ -286,8 +286,7 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 			d.State = store.DomainVerified
 			d.VerifiedAt = &now
 			d.CheckAttempts = 0
-			next := now.Add(m.cfg.RecheckEvery)
-			d.NextCheckAt = &next
+			d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
 			change.wantCert = m.certs != nil && wantsCertificate(&d.Certificate, now)
 		case !manual:
 			d.CheckAttempts++

@@ -88,8 +88,7 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 			d.MovedAt = &now
 			change.moved = true
 		}
-		next := now.Add(m.cfg.ConfirmEvery)
-		d.NextCheckAt = &next
+		d.NextCheckAt = new(now.Add(m.cfg.ConfirmEvery))
 	case pointsHere:
 		d.CheckAttempts = 0
 		d.PointsElsewhereSince, d.PointsElsewhereChecks = nil, 0
@@ -99,8 +98,7 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 			d.VerifiedAt = &now
 			change.back = true
 		}
-		next := now.Add(m.cfg.RecheckEvery)
-		d.NextCheckAt = &next
+		d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
 		change.wantCert = res.Verified && m.certs != nil && wantsCertificate(&d.Certificate, now)
 	}
 	return change

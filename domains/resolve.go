@@ -74,7 +74,7 @@ func (s *session) discover(ctx context.Context, name string) {
 	reg := RegistrableDomain(name)
 	zone := ""
 	for cand := name; cand != ""; {
-		r, _, err := s.exchange(ctx, s.resolvers, cand, dns.TypeSOA, true, false)
+		r, _, err := s.exchange(ctx, s.resolvers, cand, dns.TypeSOA, false)
 		if err != nil {
 			return // resolvers that cannot answer SOA (or are down) will not answer for parents either
 		}
@@ -91,7 +91,7 @@ func (s *session) discover(ctx context.Context, name string) {
 	}
 	s.foundZone = zone
 
-	r, _, err := s.exchange(ctx, s.resolvers, zone, dns.TypeNS, true, false)
+	r, _, err := s.exchange(ctx, s.resolvers, zone, dns.TypeNS, false)
 	if err != nil {
 		return
 	}
@@ -145,7 +145,7 @@ func (s *session) discover(ctx context.Context, name string) {
 	// Probe once so an unreachable or lame set of nameservers costs one
 	// timeout here instead of one per question, and put the server that
 	// answered first.
-	_, srv, err := s.exchange(ctx, addrs, zone, dns.TypeSOA, false, true)
+	_, srv, err := s.exchange(ctx, addrs, zone, dns.TypeSOA, true)
 	if err != nil {
 		return
 	}
@@ -231,14 +231,14 @@ func isSubdomain(name, zone string) bool {
 // zone, else (or when they fail) the resolvers.
 func (s *session) query(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
 	if len(s.auth) > 0 && isSubdomain(name, s.zone) {
-		r, _, err := s.exchange(ctx, s.auth, name, qtype, false, true)
+		r, _, err := s.exchange(ctx, s.auth, name, qtype, true)
 		if err == nil {
 			s.noteTTLs(r)
 			return r, nil
 		}
 		s.fellBack.Store(true)
 	}
-	r, _, err := s.exchange(ctx, s.resolvers, name, qtype, true, false)
+	r, _, err := s.exchange(ctx, s.resolvers, name, qtype, false)
 	if err == nil {
 		s.noteTTLs(r)
 	}
@@ -346,11 +346,13 @@ func (e *rcodeError) Error() string {
 }
 
 // exchange asks servers in turn until one gives a usable answer (NOERROR or
-// NXDOMAIN, and authoritative when wantAA), and returns it with the server.
-func (s *session) exchange(ctx context.Context, servers []string, name string, qtype uint16, rd, wantAA bool) (*dns.Msg, string, error) {
+// NXDOMAIN), and returns it with the server. Nameservers are asked
+// authoritative questions: recursion off, and only an authoritative
+// answer counts; resolvers are asked to recurse.
+func (s *session) exchange(ctx context.Context, servers []string, name string, qtype uint16, authoritative bool) (*dns.Msg, string, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), qtype)
-	m.RecursionDesired = rd
+	m.RecursionDesired = !authoritative
 	// 1232 bytes avoids IP fragmentation (DNS flag day 2020); bigger answers
 	// come back truncated and are retried over TCP.
 	m.SetEdns0(1232, false)
@@ -369,7 +371,7 @@ func (s *session) exchange(ctx context.Context, servers []string, name string, q
 			lastErr = err
 		case r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError:
 			lastErr = &rcodeError{server: srv, rcode: r.Rcode}
-		case wantAA && !r.Authoritative:
+		case authoritative && !r.Authoritative:
 			lastErr = fmt.Errorf("%s is not authoritative for %s", srv, name)
 		default:
 			return r, srv, nil
