@@ -77,7 +77,7 @@ func (m *Manager) syncWithStore(ctx context.Context) {
 // memory: an attempt in flight, and its certificate, kept or managed.
 func (m *Manager) forget(name string) {
 	m.stopObtaining(name)
-	m.dropKept(name)
+	m.dropKept(name, false)
 	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 }
 

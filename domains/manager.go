@@ -105,9 +105,6 @@ type Manager struct {
 	wg        sync.WaitGroup
 	mu        sync.Mutex
 	obtaining map[string]*obtainRun
-	// kept holds each moved domain's certificate by name: cached
-	// unmanaged, so served but never renewed, until it expires.
-	kept map[string]keptCert
 	// failedValidations counts, per name with an attempt in flight,
 	// validations the CA reported as failed (seen in the ACME client's
 	// log); the domain's record keeps them for the per-hour limit.
@@ -134,7 +131,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.ConfirmEvery <= 0 {
 		cfg.ConfirmEvery = 30 * time.Minute
 	}
-	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}, kept: map[string]keptCert{}, failedValidations: map[string]int{}}
+	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}, failedValidations: map[string]int{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if cfg.ACME != nil {
 		m.setUpCertificates(cfg.ACME)
@@ -314,7 +311,7 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 	case change.back:
 		m.releaseCertificate(ctx, name)
 	case d.State == store.DomainMoved:
-		m.dropExpiredKept(name)
+		m.dropKept(name, true)
 	}
 	if change.wantCert {
 		m.obtain(name)
@@ -340,7 +337,7 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	if m.certs == nil {
 		return nil
 	}
-	m.dropKept(name)
+	m.dropKept(name, false)
 	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 	for _, iss := range m.issuers {
 		prefix := certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)

@@ -121,33 +121,13 @@ func (m *Manager) keepCertificate(ctx context.Context, name string) {
 	if err != nil || !m.now().Before(leaf.NotAfter) {
 		return // expired: keeping it would only fail handshakes differently
 	}
-	hash, err := m.certs.CacheUnmanagedCertificatePEMBytes(ctx, certPEM, keyPEM, nil)
-	if err != nil {
+	if _, err := m.certs.CacheUnmanagedCertificatePEMBytes(ctx, certPEM, keyPEM, []string{keptTag}); err != nil {
 		m.log.Warn("keeping a moved domain's certificate", "domain", name, "err", err)
-		return
-	}
-	m.mu.Lock()
-	m.kept[name] = keptCert{hash: hash, notAfter: leaf.NotAfter}
-	m.mu.Unlock()
-}
-
-// keptCert is a moved domain's certificate in the cache.
-type keptCert struct {
-	hash     string
-	notAfter time.Time
-}
-
-// dropExpiredKept unloads a moved domain's certificate once it has expired:
-// from then on its handshakes fail at once instead of with an expired
-// certificate.
-func (m *Manager) dropExpiredKept(name string) {
-	m.mu.Lock()
-	k, ok := m.kept[name]
-	m.mu.Unlock()
-	if ok && !m.now().Before(k.notAfter) {
-		m.dropKept(name)
 	}
 }
+
+// keptTag marks a moved domain's certificate in the cache.
+const keptTag = "petstore:kept"
 
 // keepMovedCertificates brings back, at start, the certificates of the
 // domains that are moved. It runs before the listeners open: the decision
@@ -168,15 +148,20 @@ func (m *Manager) keepMovedCertificates(ctx context.Context) error {
 	return nil
 }
 
-// dropKept removes a kept certificate from the cache.
-func (m *Manager) dropKept(name string) {
-	m.mu.Lock()
-	k, ok := m.kept[name]
-	delete(m.kept, name)
-	m.mu.Unlock()
-	if ok {
-		m.cache.Remove([]string{k.hash})
+// dropKept removes a moved domain's certificate from the cache; with
+// expiredOnly, once it has expired: from then on its handshakes fail at
+// once instead of with an expired certificate.
+func (m *Manager) dropKept(name string, expiredOnly bool) {
+	if m.cache == nil {
+		return
 	}
+	var hashes []string
+	for _, c := range m.cache.AllMatchingCertificates(name) {
+		if c.HasTag(keptTag) && (!expiredOnly || !m.now().Before(c.Leaf.NotAfter)) {
+			hashes = append(hashes, c.Hash())
+		}
+	}
+	m.cache.Remove(hashes)
 }
 
 // releaseCertificate hands a domain that verified again back to certmagic:
@@ -185,7 +170,7 @@ func (m *Manager) releaseCertificate(ctx context.Context, name string) {
 	if m.certs == nil {
 		return
 	}
-	m.dropKept(name)
+	m.dropKept(name, false)
 	if _, err := m.certs.CacheManagedCertificate(ctx, name); err != nil {
 		m.log.Warn("loading the certificate of a domain that verified again", "domain", name, "err", err)
 	}
