@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"path"
@@ -83,26 +81,12 @@ func (a *acmeAuthority) get(ctx context.Context) CertificateAuthority {
 func (a *acmeAuthority) fetchIdentities(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, directoryTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.directory, nil)
-	if err != nil {
+	// acmez reads it as certmagic's own clients do, and shares what they
+	// already read.
+	client := acme.Client{Directory: a.directory, HTTPClient: a.client, UserAgent: "petstore"}
+	dir, err := client.GetDirectory(ctx)
+	if err != nil || dir.Meta == nil {
 		return nil, err
-	}
-	// Some CAs (Pebble) refuse requests without one.
-	req.Header.Set("User-Agent", "petstore")
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("ACME directory %s: %s", a.directory, resp.Status)
-	}
-	var dir acme.Directory
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&dir); err != nil {
-		return nil, fmt.Errorf("ACME directory %s: %w", a.directory, err)
-	}
-	if dir.Meta == nil {
-		return nil, nil
 	}
 	return dir.Meta.CAAIdentities, nil
 }
