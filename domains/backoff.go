@@ -51,14 +51,11 @@ func (b Backoff) NextCheck(addedAt, lastCheck time.Time, attempts int) (time.Tim
 	return next, true
 }
 
-// retryAfterFailedLookup is the wait before checking a verified or moved
-// domain again after the attempts-th check in a row whose lookups failed:
-// 1, 2, 4 ... minutes, never longer than limit. A failure says nothing
-// about the domain, so the next check should come soon, but a DNS
-// provider in trouble should not be asked every minute for hours.
-func retryAfterFailedLookup(attempts int, limit time.Duration) time.Duration {
-	wait := time.Minute
-	for i := 1; i < attempts && wait < limit; i++ {
+// doubling is the wait after the n-th failure in a row: first, then twice
+// as long after each further one, never longer than limit.
+func doubling(first time.Duration, n int, limit time.Duration) time.Duration {
+	wait := first
+	for i := 1; i < n && wait < limit; i++ {
 		wait *= 2
 	}
 	return min(wait, limit)

@@ -161,17 +161,9 @@ func judgeCAA(name string, rrs []*dns.CAA, cas []CertificateAuthority, methods [
 		return out
 	}
 
-	var known []CertificateAuthority
-	for _, ca := range cas {
-		if len(ca.Identities) > 0 {
-			known = append(known, ca)
-		}
-	}
+	known := slices.DeleteFunc(slices.Clone(cas), func(ca CertificateAuthority) bool { return len(ca.Identities) == 0 })
 	if len(known) == 0 {
-		if f := unknownCAFinding(name, owner, issue); f != nil {
-			out = append(out, *f)
-		}
-		return out
+		return append(out, unknownCAFinding(name, owner, issue))
 	}
 
 	var reasons []string
@@ -460,10 +452,10 @@ func aboveCustomer(name, owner string) (string, bool) {
 // unknownCAFinding judges issue records without knowing the CA's identity:
 // records that allow no CA at all still block; records naming CAs give a
 // warning, since the CA may or may not be among them.
-func unknownCAFinding(name, owner string, issue []*dns.CAA) *Finding {
+func unknownCAFinding(name, owner string, issue []*dns.CAA) Finding {
 	named := namedIssuers(issue)
 	if len(named) == 0 {
-		return &Finding{
+		return Finding{
 			Code: CodeCAABlocksCA,
 			Message: fmt.Sprintf("The CAA records of %s forbid every certificate authority from issuing certificates, so none can be issued for %s.",
 				owner, name),
@@ -472,7 +464,7 @@ func unknownCAFinding(name, owner string, issue []*dns.CAA) *Finding {
 			Found: caaStrings(issue),
 		}
 	}
-	return &Finding{
+	return Finding{
 		Code:    CodeCAAUnchecked,
 		Warning: true,
 		Message: fmt.Sprintf("The CAA records of %s allow only %s to issue certificates for %s. This platform does not know the name its certificate authority uses in CAA records, so it cannot tell whether that authority is among them; if it is not, no certificate can be issued.",

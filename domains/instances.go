@@ -17,12 +17,12 @@ import (
 
 // followStore registers for the store's change notices. The store calls
 // the listener on its own goroutine, sometimes inside a write of this
-// instance, so the listener only wakes followChanges.
+// instance, so the listener only wakes the goroutine that syncs with it.
 func (m *Manager) followStore() {
 	m.storeChanged = make(chan struct{}, 1)
 	m.db.OnChange(m.wake)
 	m.wg.Add(1)
-	go m.followChanges()
+	go untilClosed(m, m.storeChanged, m.syncWithStore)
 }
 
 func (m *Manager) wake() {
@@ -30,10 +30,6 @@ func (m *Manager) wake() {
 	case m.storeChanged <- struct{}{}:
 	default: // a wake-up is pending; it reads the newest state
 	}
-}
-
-func (m *Manager) followChanges() {
-	untilClosed(m, m.storeChanged, m.syncWithStore)
 }
 
 // syncWithStore rebuilds the routing table and brings the certificate

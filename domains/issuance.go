@@ -188,11 +188,7 @@ func (m *Manager) recordFailure(ctx context.Context, name string, err error, val
 // challenge type). limited says the hourly limit, not the back-off, set
 // the time.
 func (m *Manager) nextAttempt(now time.Time, failures int, failedValidations []time.Time, atLeast time.Duration) (next time.Time, limited bool) {
-	wait := maxRetryAfter
-	if failures <= 7 {
-		wait = min(max(firstRetryAfter<<max(failures-1, 0), atLeast), maxRetryAfter)
-	}
-	next = now.Add(wait)
+	next = now.Add(min(max(doubling(firstRetryAfter, failures, maxRetryAfter), atLeast), maxRetryAfter))
 	room := maxFailedValidationsPerHour - m.challengeTypes
 	if n := len(failedValidations); n > room {
 		// From this time on only room failures remain within the hour.

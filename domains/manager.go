@@ -83,7 +83,7 @@ type Manager struct {
 	table atomic.Pointer[routingTable]
 	// refreshMu keeps one routing-table rebuild at a time (routing.go).
 	refreshMu sync.Mutex
-	// storeChanged wakes followChanges (instances.go).
+	// storeChanged wakes syncWithStore (instances.go).
 	storeChanged chan struct{}
 
 	// Certificates; all nil without ACME. certs manages attached domains'

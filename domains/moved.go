@@ -72,7 +72,10 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 	switch evidenceOf(res) {
 	case noEvidence:
 		d.CheckAttempts++
-		next := now.Add(retryAfterFailedLookup(d.CheckAttempts, m.cfg.ConfirmEvery))
+		// A failure says nothing about the domain, so the next check should
+		// come soon, but a DNS provider in trouble should not be asked
+		// every minute for hours.
+		next := now.Add(doubling(time.Minute, d.CheckAttempts, m.cfg.ConfirmEvery))
 		if d.NextCheckAt == nil || next.Before(*d.NextCheckAt) || !d.NextCheckAt.After(now) {
 			d.NextCheckAt = &next
 		}

@@ -103,8 +103,7 @@ func (m *Manager) refresh(ctx context.Context) (before, after *routingTable, err
 func (m *Manager) Route(host string) Route {
 	h := HostName(host)
 	t := m.table.Load()
-	switch {
-	case h == t.defaultAddr || IsLocal(h):
+	if h == t.defaultAddr || IsLocal(h) {
 		return Route{Decision: ServeAll}
 	}
 	if r, ok := t.redirects[h]; ok {
