@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
-	"go.uber.org/zap"
 )
 
 // DefaultCA is the ACME directory certificates come from unless the
@@ -19,7 +18,7 @@ const DefaultCA = "https://acme-v02.api.letsencrypt.org/directory"
 
 // setUpCertificates builds the cache, the configs and the issuers from a.
 func (m *Manager) setUpCertificates(a *ACME) {
-	zl := zapToSlog(m.log)
+	zl := zapToSlog(m.log, nil)
 	renewEvery := a.RenewInterval
 	if renewEvery <= 0 {
 		renewEvery = 10 * time.Minute
@@ -41,7 +40,7 @@ func (m *Manager) setUpCertificates(a *ACME) {
 	})
 	// The ACME client's log is where a failed validation shows, whatever
 	// challenge type or CA it was.
-	issuerLog := zap.New(validationWatch{Core: zl.Core(), failed: m.noteFailedValidation})
+	issuerLog := zapToSlog(m.log, m.noteFailedValidation)
 	m.challengeTypes = 1
 	if !a.DisableHTTPChallenge {
 		m.challengeTypes = 2

@@ -309,14 +309,25 @@ func (m *Manager) countFailedValidations(name string) {
 	m.mu.Unlock()
 }
 
-// noteFailedValidation counts a validation the CA reported as failed.
-func (m *Manager) noteFailedValidation(name string) {
+// noteFailedValidation counts a validation that the ACME client's log
+// line reports as failed: "validating authorization", at error level, with
+// the identifier.
+func (m *Manager) noteFailedValidation(e zapcore.Entry, fields []zapcore.Field) {
+	if e.Message != failedValidationMessage || e.Level < zapcore.ErrorLevel {
+		return
+	}
+	i := slices.IndexFunc(fields, func(f zapcore.Field) bool { return f.Key == "identifier" && f.Type == zapcore.StringType })
+	if i < 0 {
+		return
+	}
 	m.mu.Lock()
-	if n, counting := m.failedValidations[name]; counting {
-		m.failedValidations[name] = n + 1
+	if n, counting := m.failedValidations[fields[i].String]; counting {
+		m.failedValidations[fields[i].String] = n + 1
 	}
 	m.mu.Unlock()
 }
+
+const failedValidationMessage = "validating authorization"
 
 // failedValidationsCounted ends the count countFailedValidations started.
 func (m *Manager) failedValidationsCounted(name string) int {
@@ -325,39 +336,4 @@ func (m *Manager) failedValidationsCounted(name string) int {
 	n := m.failedValidations[name]
 	delete(m.failedValidations, name)
 	return n
-}
-
-// validationWatch passes the ACME client's log through and tells each
-// failed validation it reports ("validating authorization", at error
-// level, with the identifier) to failed.
-type validationWatch struct {
-	zapcore.Core
-	fields []zapcore.Field
-	failed func(name string)
-}
-
-const failedValidationMessage = "validating authorization"
-
-func (v validationWatch) With(fields []zapcore.Field) zapcore.Core {
-	return validationWatch{Core: v.Core.With(fields), fields: append(v.fields[:len(v.fields):len(v.fields)], fields...), failed: v.failed}
-}
-
-// Check adds the watch itself to the entries it counts; the wrapped core
-// adds itself to write the line.
-func (v validationWatch) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if e.Message == failedValidationMessage && e.Level >= zapcore.ErrorLevel {
-		ce = ce.AddCore(e, v)
-	}
-	return v.Core.Check(e, ce)
-}
-
-// Write only counts: the wrapped core writes the line.
-func (v validationWatch) Write(_ zapcore.Entry, fields []zapcore.Field) error {
-	for _, f := range append(v.fields[:len(v.fields):len(v.fields)], fields...) {
-		if f.Key == "identifier" && f.Type == zapcore.StringType {
-			v.failed(f.String)
-			return nil
-		}
-	}
-	return nil
 }

@@ -1,11 +1,10 @@
 package domains
 
 import (
-	"io"
+	"log/slog"
 	"testing"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 // TestFailedValidationsCountedPerAttempt: the ACME client's log lines of
@@ -14,9 +13,8 @@ import (
 // without an attempt (renewals) leave nothing behind.
 func TestFailedValidationsCountedPerAttempt(t *testing.T) {
 	m := &Manager{failedValidations: map[string]int{}}
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zapcore.DebugLevel)
 	logFor := func(name string) *zap.Logger {
-		return zap.New(validationWatch{Core: core, failed: m.noteFailedValidation}).With(zap.String("identifier", name))
+		return zapToSlog(slog.New(slog.DiscardHandler), m.noteFailedValidation).With(zap.String("identifier", name))
 	}
 	log := logFor("a.example.org")
 	fail := func(l *zap.Logger) { l.Error(failedValidationMessage, zap.String("problem", "unauthorized")) }
@@ -29,6 +27,7 @@ func TestFailedValidationsCountedPerAttempt(t *testing.T) {
 	fail(log)
 	fail(log)
 	log.Warn(failedValidationMessage)
+	log.Error("another error")
 	fail(logFor("b.example.org"))
 	if n := m.failedValidationsCounted("a.example.org"); n != 2 {
 		t.Errorf("the attempt counted %d failed validations, want 2", n)
