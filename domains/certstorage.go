@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -114,12 +115,7 @@ func (s certStorage) List(ctx context.Context, prefix string, recursive bool) ([
 			seen[path.Join(prefix, path.Join(parts[:i+1]...))] = true
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 func (s certStorage) Lock(ctx context.Context, name string) error { return s.kv.Lock(ctx, name) }
