@@ -32,38 +32,41 @@ func (m *Manager) wake() {
 	}
 }
 
-// syncWithStore rebuilds the routing table and brings the certificate
+// syncWithStore rebuilds the routing table, which brings the certificate
 // cache in line with it. Changes this instance made itself were applied
-// when it made them; seeing them again here finds nothing left to do, or
-// repeats steps that change nothing the second time.
+// when it made them; seeing them again here finds nothing left to do.
 func (m *Manager) syncWithStore(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	before, after, err := m.refresh(ctx)
-	if err != nil {
+	if err := m.Refresh(ctx); err != nil {
 		// The store may be away for a while: try again soon, whether or
 		// not another notice comes.
 		m.log.Warn("following another instance's change", "err", err)
 		time.AfterFunc(time.Second, m.wake)
+	}
+}
+
+// followTable brings the certificates in this instance's memory in line
+// with a change of the routing table, whichever instance made it.
+func (m *Manager) followTable(ctx context.Context, before, after *routingTable) {
+	if m.certs == nil {
 		return
 	}
-	if m.certs == nil || before == nil {
-		return
-	}
+	moved := func(t *routingTable, name string) bool { return t.served[name] && !t.certAllowed[name] }
 	for name := range before.served {
-		switch {
-		case !after.served[name]:
-			// Removed elsewhere: the next handshake must fail, so the
-			// certificate leaves this instance's memory too.
+		if !after.served[name] {
+			// Removed: the next handshake must fail, so the certificate
+			// leaves memory too.
 			m.forget(name)
-		case before.certAllowed[name] && !after.certAllowed[name]:
-			// Moved elsewhere: served until expiry, never renewed.
-			m.keepCertificate(ctx, name)
 		}
 	}
-	for name := range after.certAllowed {
-		if before.served[name] && !before.certAllowed[name] {
-			// Verified again elsewhere: managed again.
+	for name := range after.served {
+		switch {
+		case moved(after, name) && !moved(before, name):
+			// Moved: served until expiry, never renewed.
+			m.keepCertificate(ctx, name)
+		case !moved(after, name) && moved(before, name):
+			// Verified again: managed again.
 			m.releaseCertificate(ctx, name)
 		}
 	}

@@ -137,12 +137,11 @@ func NewManager(cfg Config) (*Manager, error) {
 		m.setUpCertificates(cfg.ACME)
 		m.wireCAA(cfg.ACME)
 	}
-	// On failure, Close stops what setUpCertificates started.
+	// The first refresh also brings back the certificates of moved
+	// domains, before the listeners open: the decision function refuses
+	// moved names, so a handshake could not load them later. On failure,
+	// Close stops what setUpCertificates started.
 	if err := m.Refresh(context.Background()); err != nil {
-		m.Close()
-		return nil, err
-	}
-	if err := m.keepMovedCertificates(context.Background()); err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -268,23 +267,23 @@ func (m *Manager) Verify(ctx context.Context, name string) (store.Domain, error)
 // judgeLive: lookups that fail change nothing.
 func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck, manual bool) (store.Domain, error) {
 	now := m.now().UTC()
-	var change liveChange
+	var wantCert bool
 	d, err := m.db.UpdateDomain(ctx, name, func(d *store.Domain) error {
 		d.Check = &res
-		change = liveChange{}
+		wantCert = false
 		if res.ZoneApex && !d.Apex {
 			d.Apex = true
 			d.Records = requiredRecords(d.Name, m.cfg.Platform.CNAMETarget, m.cfg.PublicIPs, true)
 		}
 		switch {
 		case d.State == store.DomainVerified || d.State == store.DomainMoved:
-			change = m.judgeLive(d, res, now)
+			wantCert = m.judgeLive(d, res, now)
 		case res.Verified:
 			d.State = store.DomainVerified
 			d.VerifiedAt = &now
 			d.CheckAttempts = 0
 			d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
-			change.wantCert = m.certs != nil && wantsCertificate(&d.Certificate, now)
+			wantCert = m.certs != nil && wantsCertificate(&d.Certificate, now)
 		case !manual:
 			d.CheckAttempts++
 			d.NextCheckAt = nil
@@ -300,20 +299,15 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 	if err != nil {
 		return store.Domain{}, err
 	}
-	// The table first: from here on the decision function refuses a moved
-	// name, so no handshake loads its certificate back as a managed one.
+	// Refresh keeps a moved domain's certificate, or manages again the one
+	// of a domain that came back.
 	if err := m.Refresh(ctx); err != nil {
 		return store.Domain{}, err
 	}
-	switch {
-	case change.moved:
-		m.keepCertificate(ctx, name)
-	case change.back:
-		m.releaseCertificate(ctx, name)
-	case d.State == store.DomainMoved:
+	if d.State == store.DomainMoved {
 		m.dropKept(name, true)
 	}
-	if change.wantCert {
+	if wantCert {
 		m.obtain(name)
 	}
 	return m.honest(ctx, d), nil
@@ -329,16 +323,15 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 		return err
 	}
 	m.stopObtaining(name)
-	// The table first: from here on the decision function refuses the
-	// name, so no handshake can load the certificate back.
+	// Refresh takes its certificate out of the memory cache, after the
+	// table: from then on the decision function refuses the name, so no
+	// handshake can load the certificate back.
 	if err := m.Refresh(ctx); err != nil {
 		return err
 	}
 	if m.certs == nil {
 		return nil
 	}
-	m.dropKept(name, false)
-	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 	for _, iss := range m.issuers {
 		prefix := certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)
 		if err := m.certs.Storage.Delete(ctx, prefix); err != nil && !errors.Is(err, fs.ErrNotExist) {

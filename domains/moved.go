@@ -54,21 +54,14 @@ func evidenceOf(res store.DomainCheck) checkEvidence {
 	return pointsHere
 }
 
-// liveChange is what apply must do after judgeLive changed a domain.
-type liveChange struct {
-	wantCert bool // request a certificate
-	moved    bool // it just became moved: keep its certificate, unmanaged
-	back     bool // it just came back from moved: manage its certificate again
-}
-
 // judgeLive applies a check to a domain that pointed here once (verified
 // or moved). Failed lookups are retried soon and change nothing else. The
 // DNS pointing elsewhere moves a verified domain only once seen on
 // moveAfterChecks consecutive checks spread over moveAfterSpan; until
 // then, and while it is moved, it is checked every ConfirmEvery. The DNS
-// pointing here again makes it verified at once.
-func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Time) liveChange {
-	var change liveChange
+// pointing here again makes it verified at once. wantCert says a
+// certificate is to be requested.
+func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Time) (wantCert bool) {
 	switch evidenceOf(res) {
 	case noEvidence:
 		d.CheckAttempts++
@@ -89,7 +82,6 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 			now.Sub(*d.PointsElsewhereSince) >= moveAfterSpan {
 			d.State = store.DomainMoved
 			d.MovedAt = &now
-			change.moved = true
 		}
 		d.NextCheckAt = new(now.Add(m.cfg.ConfirmEvery))
 	case pointsHere:
@@ -99,21 +91,17 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 			d.State = store.DomainVerified
 			d.MovedAt = nil
 			d.VerifiedAt = &now
-			change.back = true
 		}
 		d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
-		change.wantCert = res.Verified && m.certs != nil && wantsCertificate(&d.Certificate, now)
+		return res.Verified && m.certs != nil && wantsCertificate(&d.Certificate, now)
 	}
-	return change
+	return false
 }
 
 // keepCertificate takes a moved domain's certificate out of certmagic's
 // management and caches it unmanaged: handshakes keep getting it until it
 // expires, and nothing renews it.
 func (m *Manager) keepCertificate(ctx context.Context, name string) {
-	if m.certs == nil {
-		return
-	}
 	m.stopObtaining(name)
 	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 	certPEM, keyPEM, err := m.storedCertificate(ctx, name)
@@ -131,25 +119,6 @@ func (m *Manager) keepCertificate(ctx context.Context, name string) {
 
 // keptTag marks a moved domain's certificate in the cache.
 const keptTag = "petstore:kept"
-
-// keepMovedCertificates brings back, at start, the certificates of the
-// domains that are moved. It runs before the listeners open: the decision
-// function refuses moved names, so a handshake could not load them later.
-func (m *Manager) keepMovedCertificates(ctx context.Context) error {
-	if m.certs == nil {
-		return nil
-	}
-	ds, err := m.db.Domains(ctx)
-	if err != nil {
-		return err
-	}
-	for _, d := range ds {
-		if d.State == store.DomainMoved {
-			m.keepCertificate(ctx, d.Name)
-		}
-	}
-	return nil
-}
 
 // dropKept removes a moved domain's certificate from the cache; with
 // expiredOnly, once it has expired: from then on its handshakes fail at
@@ -170,9 +139,6 @@ func (m *Manager) dropKept(name string, expiredOnly bool) {
 // releaseCertificate hands a domain that verified again back to certmagic:
 // its certificate is managed, and so renewed, again.
 func (m *Manager) releaseCertificate(ctx context.Context, name string) {
-	if m.certs == nil {
-		return
-	}
 	m.dropKept(name, false)
 	if _, err := m.certs.CacheManagedCertificate(ctx, name); err != nil {
 		m.log.Warn("loading the certificate of a domain that verified again", "domain", name, "err", err)

@@ -45,30 +45,27 @@ type routingTable struct {
 	issued map[string]bool
 }
 
-// Refresh rebuilds the routing table from the store. Every change the
+// Refresh rebuilds the routing table from the store, and brings this
+// instance's certificates in line with it (followTable). Every change the
 // manager makes calls it; call it after changing the project's slug.
+// Refreshes run one at a time, their certificate steps included: one that
+// read the store before a change must not store its table after the
+// refresh that follows the change, and once a refresh returns, the
+// certificates in memory follow the table it stored.
 func (m *Manager) Refresh(ctx context.Context) error {
-	_, _, err := m.refresh(ctx)
-	return err
-}
-
-// refresh rebuilds the routing table and returns the one it replaced.
-// Refreshes run one at a time: one that read the store before a change
-// must not store its table after the refresh that follows the change.
-func (m *Manager) refresh(ctx context.Context) (before, after *routingTable, err error) {
 	m.refreshMu.Lock()
 	defer m.refreshMu.Unlock()
 	p, err := m.db.Project(ctx)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	ds, err := m.db.Domains(ctx)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	s, err := m.db.Settings(ctx)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	t := &routingTable{
 		defaultAddr: m.DefaultAddress(p),
@@ -96,7 +93,12 @@ func (m *Manager) refresh(ctx context.Context) (before, after *routingTable, err
 	for _, r := range s.Domains.Redirects {
 		t.redirects[r.From] = r
 	}
-	return m.table.Swap(t), t, nil
+	before := m.table.Swap(t)
+	if before == nil {
+		before = &routingTable{} // at start: every moved domain is news
+	}
+	m.followTable(ctx, before, t)
+	return nil
 }
 
 // Route decides what a request with this Host header gets.
