@@ -55,9 +55,12 @@ func (m *Manager) followTable(ctx context.Context, before, after *routingTable) 
 	moved := func(t *routingTable, name string) bool { return t.served[name] && !t.certAllowed[name] }
 	for name := range before.served {
 		if !after.served[name] {
-			// Removed: the next handshake must fail, so the certificate
-			// leaves memory too.
-			m.forget(name)
+			// Removed: the next handshake must fail, so an attempt in
+			// flight stops and the certificate, kept or managed, leaves
+			// memory too.
+			m.stopObtaining(name)
+			m.dropKept(name, false)
+			m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 		}
 	}
 	for name := range after.served {
@@ -70,14 +73,6 @@ func (m *Manager) followTable(ctx context.Context, before, after *routingTable) 
 			m.releaseCertificate(ctx, name)
 		}
 	}
-}
-
-// forget drops every trace of a removed domain from this instance's
-// memory: an attempt in flight, and its certificate, kept or managed.
-func (m *Manager) forget(name string) {
-	m.stopObtaining(name)
-	m.dropKept(name, false)
-	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 }
 
 // dnsCheckLockPrefix names the lock an instance holds while it checks a

@@ -164,10 +164,7 @@ func (m *Manager) recordFailure(ctx context.Context, name string, err error, val
 		if prev := lastFailureAt(c.Events); c.FailedAttempts > 0 && c.LastAttempt != nil && !prev.IsZero() {
 			waited = min(c.LastAttempt.At.Sub(prev), maxRetryAfter)
 		}
-		c.FailedValidations = recentFailures(c.FailedValidations, now)
-		for range validations {
-			c.FailedValidations = append(c.FailedValidations, now)
-		}
+		c.FailedValidations = append(recentFailures(c.FailedValidations, now), slices.Repeat([]time.Time{now}, validations)...)
 		c.FailedAttempts++
 		next, limited := m.nextAttempt(now, c.FailedAttempts, c.FailedValidations, waited)
 		c.NextAttemptAt = &next
