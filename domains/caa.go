@@ -22,8 +22,6 @@ var defaultValidationMethods = []string{"http-01", "tls-alpn-01"}
 // CertificateAuthority is what the CAA check knows of one ACME CA that
 // certificates come from.
 type CertificateAuthority struct {
-	// Name says which CA it is in messages (its directory URL).
-	Name string
 	// Identities are the issuer domain names the CA recognises in CAA
 	// records (RFC 8555 section 7.1.1, meta.caaIdentities); empty when
 	// unknown.
@@ -227,8 +225,9 @@ func judgeIssue(rr *dns.CAA, cas []CertificateAuthority, methods []string) (stri
 	return strings.Join(reasons, "; "), fix
 }
 
-// paramsBlock applies the RFC 8657 parameters of a record naming ca; ""
-// means they let this service's certificates through.
+// paramsBlock applies the RFC 8657 parameters of a record naming ca, whose
+// identities are known; "" means they let this service's certificates
+// through.
 func paramsBlock(params map[string]string, ca CertificateAuthority, methods []string) string {
 	// Boulder looks parameters up by their exact tag: "AccountURI" is an
 	// unknown parameter to it, and unknown parameters are ignored.
@@ -239,7 +238,7 @@ func paramsBlock(params map[string]string, ca CertificateAuthority, methods []st
 			// registered yet: the one to be created gets a new URI that
 			// the record cannot name. Boulder, asked without an account,
 			// skips such records the same way.
-			return fmt.Sprintf("limits issuance to the ACME account %s, and this platform has no account with %s yet (it is created with the first certificate; check again afterwards)", uri, caaName(ca))
+			return fmt.Sprintf("limits issuance to the ACME account %s, and this platform has no account with %s yet (it is created with the first certificate; check again afterwards)", uri, ca.Identities[0])
 		case uri != ca.AccountURI:
 			return fmt.Sprintf("limits issuance to the ACME account %s, but this platform's account is %s", uri, ca.AccountURI)
 		}
@@ -328,16 +327,6 @@ func mendIssue(rr *dns.CAA, id string, params map[string]string, ca CertificateA
 		value += "; " + tag + "=" + v
 	}
 	return &caaFix{from: caaRecordString(rr), value: value}
-}
-
-func caaName(ca CertificateAuthority) string {
-	if len(ca.Identities) > 0 {
-		return ca.Identities[0]
-	}
-	if ca.Name != "" {
-		return ca.Name
-	}
-	return "the certificate authority"
 }
 
 // caaIdentities lists the issuer domain names of cas, each once.

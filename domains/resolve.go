@@ -159,13 +159,9 @@ func (s *session) discover(ctx context.Context, name string) {
 // present, else from the resolvers.
 func (s *session) hostAddrs(ctx context.Context, host string, extra []dns.RR) []netip.Addr {
 	var out []netip.Addr
-	for _, rr := range extra {
-		if canonical(rr.Header().Name) != host {
-			continue
-		}
-		if ip, ok := rrAddr(rr); ok {
-			out = append(out, ip)
-		}
+	for _, rr := range ownAddrRecords(extra, host) {
+		ip, _ := rrAddr(rr)
+		out = append(out, ip)
 	}
 	if len(out) > 0 {
 		return out
