@@ -19,13 +19,9 @@ const DefaultCA = "https://acme-v02.api.letsencrypt.org/directory"
 // setUpCertificates builds the cache, the configs and the issuers from a.
 func (m *Manager) setUpCertificates(a *ACME) {
 	zl := zapToSlog(m.log, nil)
-	renewEvery := a.RenewInterval
-	if renewEvery <= 0 {
-		renewEvery = 10 * time.Minute
-	}
 	m.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert:   m.configForCert,
-		RenewCheckInterval: renewEvery,
+		RenewCheckInterval: orDefault(a.RenewInterval, 10*time.Minute),
 		Logger:             zl,
 	})
 	storage := CertStorage(m.db)

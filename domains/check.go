@@ -90,10 +90,7 @@ type Checker struct {
 func (c *Checker) Check(ctx context.Context, name string) Result {
 	name = canonical(name)
 	res := Result{CheckedAt: time.Now().UTC(), Findings: []Finding{}}
-	s := &session{c: c, resolvers: c.resolvers(), timeout: c.Timeout}
-	if s.timeout <= 0 {
-		s.timeout = DefaultTimeout
-	}
+	s := &session{c: c, resolvers: c.resolvers(), timeout: orDefault(c.Timeout, DefaultTimeout)}
 
 	s.discover(ctx, name)
 	// A delegated subdomain with its own SOA is the apex of its zone: it

@@ -1,6 +1,7 @@
 package domains
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -116,21 +117,13 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Store == nil || cfg.Checker == nil {
 		return nil, errors.New("domains: Config.Store and Config.Checker are required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.RecheckEvery <= 0 {
-		cfg.RecheckEvery = 6 * time.Hour
-	}
-	if cfg.TickEvery <= 0 {
-		cfg.TickEvery = 30 * time.Second
-	}
-	if cfg.ConfirmEvery <= 0 {
-		cfg.ConfirmEvery = 30 * time.Minute
-	}
+	cfg.RecheckEvery = orDefault(cfg.RecheckEvery, 6*time.Hour)
+	cfg.TickEvery = orDefault(cfg.TickEvery, 30*time.Second)
+	cfg.ConfirmEvery = orDefault(cfg.ConfirmEvery, 30*time.Minute)
 	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}, failedValidations: map[string]int{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if cfg.ACME != nil {
