@@ -96,10 +96,8 @@ func (s *session) discover(ctx context.Context, name string) {
 		return
 	}
 	var hosts []string
-	for _, rr := range r.Answer {
-		if ns, ok := rr.(*dns.NS); ok && canonical(ns.Hdr.Name) == zone {
-			hosts = append(hosts, canonical(ns.Ns))
-		}
+	for _, rr := range ownedBy(r.Answer, zone, dns.TypeNS) {
+		hosts = append(hosts, canonical(rr.(*dns.NS).Ns))
 	}
 	if len(hosts) == 0 {
 		return
