@@ -93,6 +93,9 @@ func (m *Manager) Refresh(ctx context.Context) error {
 	for _, r := range s.Domains.Redirects {
 		t.redirects[r.From] = r
 	}
+	// The table first: from here on the decision function refuses a moved
+	// or removed name, so no handshake loads its certificate back as a
+	// managed one while followTable changes the cache.
 	before := m.table.Swap(t)
 	if before == nil {
 		before = &routingTable{} // at start: every moved domain is news
