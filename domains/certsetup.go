@@ -60,8 +60,10 @@ func (m *Manager) setUpCertificates(a *ACME) {
 		m.obtainer.Issuers = append(m.obtainer.Issuers, promptlessIssuer{iss})
 	}
 	m.onDemand.Issuers = m.certs.Issuers
+	// The certificate loop keeps the stored records honest and starts due
+	// attempts until Close.
 	m.wg.Add(1)
-	go m.certificateLoop()
+	go untilClosed(m, time.Tick(m.cfg.TickEvery), m.TendCertificates)
 }
 
 // configForCert tells maintenance which config a cached certificate

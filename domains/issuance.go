@@ -252,14 +252,6 @@ func problemText(err error) string {
 	return err.Error()
 }
 
-// certificateLoop keeps the stored certificate records honest and starts
-// due attempts until Close, every TickEvery.
-func (m *Manager) certificateLoop() {
-	t := time.NewTicker(m.cfg.TickEvery)
-	defer t.Stop()
-	untilClosed(m, t.C, m.TendCertificates)
-}
-
 // TendCertificates does one round of the certificate loop now: verified
 // domains without a certificate whose next attempt is due get one; a
 // certificate whose file left storage is recorded as removed and requested
