@@ -14,15 +14,14 @@ import (
 // is flagged.
 func (m *Manager) Run(ctx context.Context) {
 	m.resume(ctx)
-	t := time.NewTicker(m.cfg.TickEvery)
-	defer t.Stop()
+	tick := time.Tick(m.cfg.TickEvery)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-m.ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
 			m.CheckDue(ctx)
 		}
 	}

@@ -23,17 +23,11 @@ var defaultSteps = []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute
 // included). It returns false when checks should stop. The last check falls
 // exactly on the deadline, so a record created late in the window still counts.
 func (b Backoff) NextCheck(addedAt, lastCheck time.Time, attempts int) (time.Time, bool) {
-	steps, every, giveUp := b.Steps, b.Every, b.GiveUpAfter
+	steps, every := b.Steps, orDefault(b.Every, time.Hour)
 	if steps == nil {
 		steps = defaultSteps
 	}
-	if every <= 0 {
-		every = time.Hour
-	}
-	if giveUp <= 0 {
-		giveUp = 48 * time.Hour
-	}
-	deadline := addedAt.Add(giveUp)
+	deadline := addedAt.Add(orDefault(b.GiveUpAfter, 48*time.Hour))
 	if lastCheck.IsZero() || lastCheck.Before(addedAt) {
 		lastCheck = addedAt
 	}
@@ -51,14 +45,19 @@ func (b Backoff) NextCheck(addedAt, lastCheck time.Time, attempts int) (time.Tim
 	return next, true
 }
 
-// retryAfterFailedLookup is the wait before checking a verified or moved
-// domain again after the attempts-th check in a row whose lookups failed:
-// 1, 2, 4 ... minutes, never longer than limit. A failure says nothing
-// about the domain, so the next check should come soon, but a DNS
-// provider in trouble should not be asked every minute for hours.
-func retryAfterFailedLookup(attempts int, limit time.Duration) time.Duration {
-	wait := time.Minute
-	for i := 1; i < attempts && wait < limit; i++ {
+// orDefault is d, or def when d is unset (not positive).
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// doubling is the wait after the n-th failure in a row: first, then twice
+// as long after each further one, never longer than limit.
+func doubling(first time.Duration, n int, limit time.Duration) time.Duration {
+	wait := first
+	for i := 1; i < n && wait < limit; i++ {
 		wait *= 2
 	}
 	return min(wait, limit)

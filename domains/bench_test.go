@@ -2,17 +2,10 @@ package domains
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -46,16 +39,9 @@ func benchManager(b *testing.B, n int, certs bool) *Manager {
 	}
 	b.Cleanup(m.Close)
 	if certs {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		for i := range n {
-			name := fmt.Sprintf("d%d.example.com", i)
-			tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 1)), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-				NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(90 * 24 * time.Hour)}
-			der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := m.certs.CacheUnmanagedTLSCertificate(ctx, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil); err != nil {
+			certPEM, keyPEM := selfSigned(b, fmt.Sprintf("d%d.example.com", i), int64(i+1))
+			if _, err := m.certs.CacheUnmanagedCertificatePEMBytes(ctx, certPEM, keyPEM, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -3,6 +3,7 @@ package domains
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,8 +22,6 @@ var defaultValidationMethods = []string{"http-01", "tls-alpn-01"}
 // CertificateAuthority is what the CAA check knows of one ACME CA that
 // certificates come from.
 type CertificateAuthority struct {
-	// Name says which CA it is in messages (its directory URL).
-	Name string
 	// Identities are the issuer domain names the CA recognises in CAA
 	// records (RFC 8555 section 7.1.1, meta.caaIdentities); empty when
 	// unknown.
@@ -95,7 +94,7 @@ func (s *session) relevantCAA(ctx context.Context, name string) (step string, rr
 	var wg sync.WaitGroup
 	for i := range labels {
 		wg.Go(func() {
-			_, found, err := s.rrset(ctx, strings.Join(labels[i:], "."), dns.TypeCAA)
+			found, err := s.rrset(ctx, strings.Join(labels[i:], "."), dns.TypeCAA)
 			for _, rr := range found {
 				if caa, ok := rr.(*dns.CAA); ok {
 					answers[i].rrs = append(answers[i].rrs, caa)
@@ -160,17 +159,9 @@ func judgeCAA(name string, rrs []*dns.CAA, cas []CertificateAuthority, methods [
 		return out
 	}
 
-	var known []CertificateAuthority
-	for _, ca := range cas {
-		if len(ca.Identities) > 0 {
-			known = append(known, ca)
-		}
-	}
+	known := slices.DeleteFunc(slices.Clone(cas), func(ca CertificateAuthority) bool { return len(ca.Identities) == 0 })
 	if len(known) == 0 {
-		if f := unknownCAFinding(name, owner, issue); f != nil {
-			out = append(out, *f)
-		}
-		return out
+		return append(out, unknownCAFinding(name, owner, issue))
 	}
 
 	var reasons []string
@@ -188,9 +179,9 @@ func judgeCAA(name string, rrs []*dns.CAA, cas []CertificateAuthority, methods [
 	return append(out, issueFinding(name, owner, issue, known, reasons, near))
 }
 
-// caaFix is the record that would allow issuance in place of a record that
-// was meant to.
-type caaFix struct{ from, to string }
+// caaFix is the issue value that would allow issuance in place of the
+// record from, which was meant to.
+type caaFix struct{ from, value string }
 
 // judgeIssue says why the issue record rr does not let any of the CAs issue
 // ("" when it does), and how to mend it when it names one of them.
@@ -234,8 +225,9 @@ func judgeIssue(rr *dns.CAA, cas []CertificateAuthority, methods []string) (stri
 	return strings.Join(reasons, "; "), fix
 }
 
-// paramsBlock applies the RFC 8657 parameters of a record naming ca; ""
-// means they let this service's certificates through.
+// paramsBlock applies the RFC 8657 parameters of a record naming ca, whose
+// identities are known; "" means they let this service's certificates
+// through.
 func paramsBlock(params map[string]string, ca CertificateAuthority, methods []string) string {
 	// Boulder looks parameters up by their exact tag: "AccountURI" is an
 	// unknown parameter to it, and unknown parameters are ignored.
@@ -246,7 +238,7 @@ func paramsBlock(params map[string]string, ca CertificateAuthority, methods []st
 			// registered yet: the one to be created gets a new URI that
 			// the record cannot name. Boulder, asked without an account,
 			// skips such records the same way.
-			return fmt.Sprintf("limits issuance to the ACME account %s, and this platform has no account with %s yet (it is created with the first certificate; check again afterwards)", uri, caaName(ca))
+			return fmt.Sprintf("limits issuance to the ACME account %s, and this platform has no account with %s yet (it is created with the first certificate; check again afterwards)", uri, ca.Identities[0])
 		case uri != ca.AccountURI:
 			return fmt.Sprintf("limits issuance to the ACME account %s, but this platform's account is %s", uri, ca.AccountURI)
 		}
@@ -318,12 +310,7 @@ func parseIssueValue(value string) (string, map[string]string, error) {
 // validation methods when the record lists methods.
 func mendIssue(rr *dns.CAA, id string, params map[string]string, ca CertificateAuthority, methods []string) *caaFix {
 	value := id
-	var tags []string
-	for tag := range params {
-		tags = append(tags, tag)
-	}
-	slices.Sort(tags)
-	for _, tag := range tags {
+	for _, tag := range slices.Sorted(maps.Keys(params)) {
 		v := params[tag]
 		switch tag {
 		case "accounturi":
@@ -339,26 +326,20 @@ func mendIssue(rr *dns.CAA, id string, params map[string]string, ca CertificateA
 		}
 		value += "; " + tag + "=" + v
 	}
-	owner := canonical(rr.Hdr.Name)
-	return &caaFix{from: caaRecordString(rr), to: caaString(owner, 0, "issue", value)}
+	return &caaFix{from: caaRecordString(rr), value: value}
 }
 
-func caaName(ca CertificateAuthority) string {
-	if len(ca.Identities) > 0 {
-		return ca.Identities[0]
-	}
-	if ca.Name != "" {
-		return ca.Name
-	}
-	return "the certificate authority"
-}
-
-func caaNames(cas []CertificateAuthority) string {
+// caaIdentities lists the issuer domain names of cas, each once.
+func caaIdentities(cas []CertificateAuthority) []string {
 	var ids []string
 	for _, ca := range cas {
-		ids = append(ids, ca.Identities...)
+		for _, id := range ca.Identities {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
 	}
-	return strings.Join(slices.Compact(ids), ", ")
+	return ids
 }
 
 func caaStrings(rrs []*dns.CAA) []string {
@@ -372,16 +353,17 @@ func caaStrings(rrs []*dns.CAA) []string {
 // criticalFinding: RFC 8659 section 4.1, a CA must not issue when the
 // Relevant RRset has a critical property it does not understand.
 func criticalFinding(name, owner string, critical []*dns.CAA, cas []CertificateAuthority) Finding {
-	var tags []string
+	var tagList []string
 	for _, rr := range critical {
-		tags = append(tags, rr.Tag)
+		tagList = append(tagList, rr.Tag)
 	}
+	tags := strings.Join(slices.Compact(tagList), ", ")
 	first := critical[0]
 	allow := caaString(owner, 0, first.Tag, first.Value)
-	msg := fmt.Sprintf("The CAA record %s is marked critical (flag %d) with the property %s, which the certificate authority does not understand, so it refuses every certificate for %s. The same record with flag 0, %s, would not block it.",
-		caaRecordString(first), first.Flag, strings.Join(slices.Compact(tags), ", "), name, allow)
-	fix := fmt.Sprintf("At your DNS provider, change the flag of the CAA record(s) of %s with tag %s to 0 (%s), or delete them.",
-		owner, strings.Join(slices.Compact(tags), ", "), allow)
+	refused := fmt.Sprintf("The CAA record %s is marked critical (flag %d) with the property %s, which the certificate authority does not understand, so it refuses every certificate for %s.",
+		caaRecordString(first), first.Flag, tags, name)
+	msg := fmt.Sprintf("%s The same record with flag 0, %s, would not block it.", refused, allow)
+	fix := fmt.Sprintf("At your DNS provider, change the flag of the CAA record(s) of %s with tag %s to 0 (%s), or delete them.", owner, tags, allow)
 	if reg, above := aboveCustomer(name, owner); above {
 		// Any record of the customer's domain replaces the TLD's; one
 		// allowing the CA, when its name is known.
@@ -392,8 +374,7 @@ func criticalFinding(name, owner string, critical []*dns.CAA, cas []CertificateA
 				break
 			}
 		}
-		msg = fmt.Sprintf("The CAA record %s is marked critical (flag %d) with the property %s, which the certificate authority does not understand, so it refuses every certificate for %s. Any CAA record of %s, such as %s, would take its place.",
-			caaRecordString(first), first.Flag, strings.Join(slices.Compact(tags), ", "), name, reg, allow)
+		msg = fmt.Sprintf("%s Any CAA record of %s, such as %s, would take its place.", refused, reg, allow)
 		fix = fmt.Sprintf("%s is above your domain, where you cannot change its records; at your DNS provider, add a CAA record to %s, for example %s: the records closest to the name are the ones that count.",
 			owner, reg, allow)
 	}
@@ -402,33 +383,26 @@ func criticalFinding(name, owner string, critical []*dns.CAA, cas []CertificateA
 
 // issueFinding: the issue records exist and none lets the CAs issue.
 func issueFinding(name, owner string, issue []*dns.CAA, cas []CertificateAuthority, reasons []string, near *caaFix) Finding {
-	ids := caaNames(cas)
-	allow := caaString(owner, 0, "issue", cas[0].Identities[0])
+	ids := strings.Join(caaIdentities(cas), ", ")
+	value := cas[0].Identities[0]
+	if near != nil {
+		value = near.value
+	}
+	allow := caaString(owner, 0, "issue", value)
 	fix := fmt.Sprintf("At your DNS provider, add the CAA record %s (keep the ones for other certificate authorities you still use), or remove the CAA records of %s that leave it out.",
 		allow, owner)
 	if near != nil {
-		allow = near.to
-		fix = fmt.Sprintf("At your DNS provider, change the CAA record %s to %s.", near.from, near.to)
+		fix = fmt.Sprintf("At your DNS provider, change the CAA record %s to %s.", near.from, allow)
 	}
 	if reg, above := aboveCustomer(name, owner); above {
 		// The customer cannot change a TLD's records, but records of their
 		// own domain come first in the climb and replace them.
-		value := cas[0].Identities[0]
-		if near != nil {
-			_, value, _ = strings.Cut(near.to, " issue ")
-			value = strings.Trim(value, `"`)
-		}
 		allow = caaString(reg, 0, "issue", value)
 		fix = fmt.Sprintf("%s is above your domain, where you cannot change its records; at your DNS provider, add the CAA record %s: the records closest to the name are the ones that count.",
 			owner, allow)
 	}
 
-	var named []string
-	for _, rr := range issue {
-		if d, _, err := parseIssueValue(rr.Value); err == nil && d != "" {
-			named = append(named, d)
-		}
-	}
+	named := namedIssuers(issue)
 	var msg string
 	switch {
 	case near != nil:
@@ -439,9 +413,21 @@ func issueFinding(name, owner string, issue []*dns.CAA, cas []CertificateAuthori
 			owner, name, strings.Join(reasons, "; "), allow, ids)
 	default:
 		msg = fmt.Sprintf("The CAA records of %s allow only %s to issue certificates, so the certificate authority this platform uses (%s) cannot issue one for %s. The record %s would allow it.",
-			owner, strings.Join(slices.Compact(named), ", "), ids, name, allow)
+			owner, strings.Join(named, ", "), ids, name, allow)
 	}
 	return Finding{Code: CodeCAABlocksCA, Message: msg, Fix: fix, Found: caaStrings(issue), Expected: allow}
+}
+
+// namedIssuers lists the issuer domain names that the usable records of
+// issue name.
+func namedIssuers(issue []*dns.CAA) []string {
+	var named []string
+	for _, rr := range issue {
+		if d, _, err := parseIssueValue(rr.Value); err == nil && d != "" {
+			named = append(named, d)
+		}
+	}
+	return slices.Compact(named)
 }
 
 // aboveCustomer reports whether owner, where the relevant CAA records were
@@ -455,15 +441,10 @@ func aboveCustomer(name, owner string) (string, bool) {
 // unknownCAFinding judges issue records without knowing the CA's identity:
 // records that allow no CA at all still block; records naming CAs give a
 // warning, since the CA may or may not be among them.
-func unknownCAFinding(name, owner string, issue []*dns.CAA) *Finding {
-	var named []string
-	for _, rr := range issue {
-		if d, _, err := parseIssueValue(rr.Value); err == nil && d != "" {
-			named = append(named, d)
-		}
-	}
+func unknownCAFinding(name, owner string, issue []*dns.CAA) Finding {
+	named := namedIssuers(issue)
 	if len(named) == 0 {
-		return &Finding{
+		return Finding{
 			Code: CodeCAABlocksCA,
 			Message: fmt.Sprintf("The CAA records of %s forbid every certificate authority from issuing certificates, so none can be issued for %s.",
 				owner, name),
@@ -472,11 +453,11 @@ func unknownCAFinding(name, owner string, issue []*dns.CAA) *Finding {
 			Found: caaStrings(issue),
 		}
 	}
-	return &Finding{
+	return Finding{
 		Code:    CodeCAAUnchecked,
 		Warning: true,
 		Message: fmt.Sprintf("The CAA records of %s allow only %s to issue certificates for %s. This platform does not know the name its certificate authority uses in CAA records, so it cannot tell whether that authority is among them; if it is not, no certificate can be issued.",
-			owner, strings.Join(slices.Compact(named), ", "), name),
+			owner, strings.Join(named, ", "), name),
 		Fix: fmt.Sprintf("If the certificate does not arrive, ask the platform's operator which certificate authority it uses, and add a CAA record %s for it beside these.",
 			caaString(owner, 0, "issue", "<its domain>")),
 		Found: caaStrings(issue),

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"path"
@@ -20,11 +18,10 @@ import (
 // acmeAuthority learns, for the CAA check, what an ACME CA calls itself in
 // CAA records and which account this service holds there.
 type acmeAuthority struct {
-	directory string
-	client    *http.Client
-	storage   certmagic.Storage
-	issuer    *certmagic.ACMEIssuer
-	email     string
+	client  *http.Client
+	storage certmagic.Storage
+	issuer  *certmagic.ACMEIssuer
+	email   string
 
 	mu         sync.Mutex
 	identities []string
@@ -41,15 +38,13 @@ const directoryRetry = time.Minute
 const directoryTimeout = 5 * time.Second
 
 func newACMEAuthority(a *ACME, storage certmagic.Storage, issuer *certmagic.ACMEIssuer) *acmeAuthority {
-	// The issuer's directory: with fallback CAs there is one per CA.
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	if a.TrustedRoots != nil {
 		// As certmagic does for its own requests to the CA.
 		t.TLSClientConfig = &tls.Config{RootCAs: a.TrustedRoots}
 	}
 	return &acmeAuthority{
-		directory: issuer.CA, client: &http.Client{Transport: t, Timeout: directoryTimeout},
-		storage: storage, issuer: issuer, email: a.Email,
+		client: &http.Client{Transport: t, Timeout: directoryTimeout}, storage: storage, issuer: issuer, email: a.Email,
 	}
 }
 
@@ -75,7 +70,7 @@ func (a *acmeAuthority) get(ctx context.Context) CertificateAuthority {
 		// account is registered with the first order.
 		a.accountURI, _ = a.readAccountURI(ctx)
 	}
-	return CertificateAuthority{Name: a.directory, Identities: a.identities, AccountURI: a.accountURI}
+	return CertificateAuthority{Identities: a.identities, AccountURI: a.accountURI}
 }
 
 // fetchIdentities reads meta.caaIdentities from the ACME directory (RFC
@@ -83,26 +78,12 @@ func (a *acmeAuthority) get(ctx context.Context) CertificateAuthority {
 func (a *acmeAuthority) fetchIdentities(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, directoryTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.directory, nil)
-	if err != nil {
+	// acmez reads it as certmagic's own clients do, and shares what they
+	// already read.
+	client := acme.Client{Directory: a.issuer.CA, HTTPClient: a.client, UserAgent: "petstore"}
+	dir, err := client.GetDirectory(ctx)
+	if err != nil || dir.Meta == nil {
 		return nil, err
-	}
-	// Some CAs (Pebble) refuse requests without one.
-	req.Header.Set("User-Agent", "petstore")
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("ACME directory %s: %s", a.directory, resp.Status)
-	}
-	var dir acme.Directory
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&dir); err != nil {
-		return nil, fmt.Errorf("ACME directory %s: %w", a.directory, err)
-	}
-	if dir.Meta == nil {
-		return nil, nil
 	}
 	return dir.Meta.CAAIdentities, nil
 }

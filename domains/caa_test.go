@@ -108,7 +108,7 @@ const (
 // place and the check must then pass: the finding's advice is tested too.
 func TestCAATable(t *testing.T) {
 	srv, addr := startCAAServer(t)
-	letsEncryptCA := domains.CertificateAuthority{Name: "https://acme-v02.api.letsencrypt.org/directory", Identities: []string{letsEncrypt}, AccountURI: ourAccount}
+	letsEncryptCA := domains.CertificateAuthority{Identities: []string{letsEncrypt}, AccountURI: ourAccount}
 
 	type caaCase struct {
 		name     string   // the case, and the label its records live under

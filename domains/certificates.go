@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -16,8 +15,6 @@ import (
 
 	"petstore/store"
 )
-
-var fsErrNotExist = fs.ErrNotExist
 
 // keepEvents is how many lifecycle events a domain keeps.
 const keepEvents = 10
@@ -52,10 +49,12 @@ func (m *Manager) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, 
 			return cert, nil
 		}
 		// Not in the cache yet (a handshake right after a restart, before
-		// Run loaded it): from storage, never from the CA. A moved domain's
-		// certificate is kept unmanaged until it expires (moved.go) and is
-		// never loaded back as a managed one.
-		if !t.certAllowed[name] {
+		// Run loaded it, or one obtained by another instance): from
+		// storage, never from the CA, and only when the domain's record
+		// says there is one. A moved domain's certificate is kept
+		// unmanaged until it expires (moved.go) and is never loaded back
+		// as a managed one.
+		if !t.certAllowed[name] || !t.issued[name] {
 			return nil, err
 		}
 		if _, lerr := m.certs.CacheManagedCertificate(hello.Context(), name); lerr != nil {
@@ -66,45 +65,32 @@ func (m *Manager) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, 
 	return m.onDemand.GetCertificate(hello)
 }
 
-// onEvent keeps each domain's certificate details from certmagic's events.
-// A first issuance's failure is recorded by the attempt that asked for it
-// (issuance.go), which knows the back-off; renewals are maintenance's.
+// onEvent keeps each domain's certificate details from the events of
+// renewals, which are maintenance's. A first issuance is recorded by the
+// attempt that asked for it (issuance.go): it knows the back-off, and
+// records the certificate once it is in the cache, so that a state issued
+// means handshakes find it.
 func (m *Manager) onEvent(ctx context.Context, event string, data map[string]any) error {
 	name, _ := data["identifier"].(string)
-	if name == "" {
+	if renewal, _ := data["renewal"].(bool); name == "" || !renewal {
 		return nil
 	}
-	renewal, _ := data["renewal"].(bool)
 	switch event {
 	case "cert_obtaining":
-		if renewal {
-			now := m.now().UTC()
-			m.updateCert(ctx, name, func(c *store.Certificate) {
-				c.State = stateWhileRenewing(c, now, store.CertRenewing)
-				c.LastAttempt = &store.CertAttempt{At: now, Renewal: true}
-			})
-		}
+		now := m.now().UTC()
+		m.updateCert(ctx, name, func(c *store.Certificate) {
+			c.State = stateWhileRenewing(c, now, store.CertRenewing)
+			c.LastAttempt = &store.CertAttempt{At: now, Renewal: true}
+		})
 	case "cert_obtained":
-		if !renewal {
-			// The attempt records it once it is in the cache, so that a
-			// state issued means handshakes find it.
-			return nil
-		}
 		path, _ := data["certificate_path"].(string)
-		pemBytes, err := m.certs.Storage.Load(ctx, path)
-		if err != nil {
-			return nil
-		}
-		leaf, err := parseLeaf(pemBytes)
+		leaf, err := m.storedLeaf(ctx, path)
 		if err != nil {
 			return nil
 		}
 		issuerKey, _ := data["issuer"].(string)
-		m.recordIssued(ctx, name, leaf, issuerKey, renewal)
+		m.recordIssued(ctx, name, leaf, issuerKey, true)
 	case "cert_failed":
-		if !renewal {
-			return nil
-		}
 		msg := "the certificate authority refused or did not answer"
 		if err, ok := data["error"].(error); ok && err != nil {
 			msg = err.Error()
@@ -132,6 +118,15 @@ func stateWhileRenewing(c *store.Certificate, now time.Time, state string) strin
 	return state
 }
 
+// storedLeaf parses the certificate stored under key.
+func (m *Manager) storedLeaf(ctx context.Context, key string) (*x509.Certificate, error) {
+	pemBytes, err := m.certs.Storage.Load(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return parseLeaf(pemBytes)
+}
+
 func parseLeaf(pemBytes []byte) (*x509.Certificate, error) {
 	block, _ := pem.Decode(pemBytes)
 	if block == nil {
@@ -146,7 +141,6 @@ func parseLeaf(pemBytes []byte) (*x509.Certificate, error) {
 func (m *Manager) recordIssued(ctx context.Context, name string, leaf *x509.Certificate, issuerKey string, renewal bool) {
 	now := m.now().UTC()
 	serial := fmt.Sprintf("%x", leaf.SerialNumber)
-	nb, na := leaf.NotBefore.UTC(), leaf.NotAfter.UTC()
 	due := m.renewalDue(ctx, issuerKey, name, leaf)
 	ca := m.caOfIssuer(issuerKey)
 	m.updateCert(ctx, name, func(c *store.Certificate) {
@@ -162,7 +156,7 @@ func (m *Manager) recordIssued(ctx context.Context, name string, leaf *x509.Cert
 		}
 		c.State = store.CertIssued
 		c.Issuer, c.IssuerCA, c.Serial, c.Names = leaf.Issuer.CommonName, ca, serial, leaf.DNSNames
-		c.NotBefore, c.NotAfter, c.RenewalDueAt = &nb, &na, due
+		c.NotBefore, c.NotAfter, c.RenewalDueAt = new(leaf.NotBefore.UTC()), new(leaf.NotAfter.UTC()), due
 		c.Error, c.NextAttemptAt, c.NextAttemptReason, c.FailedAttempts = "", nil, "", 0
 	})
 }
@@ -189,18 +183,15 @@ func (m *Manager) renewalDue(ctx context.Context, issuerKey, name string, leaf *
 	if b, err := m.certs.Storage.Load(ctx, certmagic.StorageKeys.SiteMeta(issuerKey, name)); err == nil && json.Unmarshal(b, &meta) == nil {
 		if ri := meta.IssuerData.RenewalInfo; ri != nil {
 			if !ri.SelectedTime.IsZero() {
-				t := ri.SelectedTime.UTC()
-				return &t
+				return new(ri.SelectedTime.UTC())
 			}
 			if !ri.SuggestedWindow.Start.IsZero() {
-				t := ri.SuggestedWindow.Start.UTC()
-				return &t
+				return new(ri.SuggestedWindow.Start.UTC())
 			}
 		}
 	}
 	lifetime := leaf.NotAfter.Sub(leaf.NotBefore)
-	t := leaf.NotAfter.Add(-lifetime / 3).UTC()
-	return &t
+	return new(leaf.NotAfter.Add(-lifetime / 3).UTC())
 }
 
 func addEvent(events []store.CertEvent, e store.CertEvent) []store.CertEvent {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
-	"go.uber.org/zap"
 )
 
 // DefaultCA is the ACME directory certificates come from unless the
@@ -19,14 +18,10 @@ const DefaultCA = "https://acme-v02.api.letsencrypt.org/directory"
 
 // setUpCertificates builds the cache, the configs and the issuers from a.
 func (m *Manager) setUpCertificates(a *ACME) {
-	zl := zapToSlog(m.log)
-	renewEvery := a.RenewInterval
-	if renewEvery <= 0 {
-		renewEvery = 10 * time.Minute
-	}
+	zl := zapToSlog(m.log, nil)
 	m.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert:   m.configForCert,
-		RenewCheckInterval: renewEvery,
+		RenewCheckInterval: orDefault(a.RenewInterval, 10*time.Minute),
 		Logger:             zl,
 	})
 	storage := CertStorage(m.db)
@@ -41,12 +36,12 @@ func (m *Manager) setUpCertificates(a *ACME) {
 	})
 	// The ACME client's log is where a failed validation shows, whatever
 	// challenge type or CA it was.
-	issuerLog := zap.New(validationWatch{Core: zl.Core(), failed: m.noteFailedValidation})
+	issuerLog := zapToSlog(m.log, m.noteFailedValidation)
 	m.challengeTypes = 1
 	if !a.DisableHTTPChallenge {
 		m.challengeTypes = 2
 	}
-	var issuers []certmagic.Issuer
+	m.obtainer = certmagic.New(m.cache, certmagic.Config{Storage: storage, OnEvent: m.onEvent, Logger: zl})
 	for _, ca := range append([]string{a.CA}, a.FallbackCAs...) {
 		iss := certmagic.NewACMEIssuer(m.certs, certmagic.ACMEIssuer{
 			CA:                   ca,
@@ -61,17 +56,14 @@ func (m *Manager) setUpCertificates(a *ACME) {
 			Logger:               issuerLog,
 		})
 		m.issuers = append(m.issuers, iss)
-		issuers = append(issuers, iss)
+		m.certs.Issuers = append(m.certs.Issuers, iss)
+		m.obtainer.Issuers = append(m.obtainer.Issuers, promptlessIssuer{iss})
 	}
-	m.certs.Issuers = issuers
-	m.onDemand.Issuers = issuers
-	m.obtainer = certmagic.New(m.cache, certmagic.Config{Storage: storage, OnEvent: m.onEvent, Logger: zl})
-	m.obtainer.Issuers = make([]certmagic.Issuer, len(m.issuers))
-	for i, iss := range m.issuers {
-		m.obtainer.Issuers[i] = promptlessIssuer{iss}
-	}
+	m.onDemand.Issuers = m.certs.Issuers
+	// The certificate loop keeps the stored records honest and starts due
+	// attempts until Close.
 	m.wg.Add(1)
-	go m.certificateLoop()
+	go untilClosed(m, time.Tick(m.cfg.TickEvery), m.TendCertificates)
 }
 
 // configForCert tells maintenance which config a cached certificate
@@ -111,6 +103,3 @@ func (m *Manager) HTTPChallengeHandler(next http.Handler) http.Handler {
 	// Challenges in flight are kept per name, whichever CA asked.
 	return m.issuers[0].HTTPChallengeHandler(next)
 }
-
-// CertificatesEnabled reports whether this manager obtains certificates.
-func (m *Manager) CertificatesEnabled() bool { return m.certs != nil }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -19,14 +20,16 @@ import (
 // with it and a slash.
 func CertStorage(kv store.KeyValue) certmagic.Storage { return certStorage{kv} }
 
-type certStorage struct{ kv store.KeyValue }
+// certStorage takes the store's named locks (Lock, TryLock, Unlock) as
+// certmagic's locks, as they are.
+type certStorage struct{ store.KeyValue }
 
 var (
 	_ certmagic.Storage   = certStorage{}
 	_ certmagic.TryLocker = certStorage{}
 )
 
-func (s certStorage) String() string { return fmt.Sprintf("petstore:%T", s.kv) }
+func (s certStorage) String() string { return fmt.Sprintf("petstore:%T", s.KeyValue) }
 
 // notExist wraps fs.ErrNotExist, which certmagic checks for a missing key.
 func notExist(key string) error {
@@ -49,18 +52,18 @@ func (s certStorage) Store(ctx context.Context, key string, value []byte) error 
 	if key == "" {
 		return fmt.Errorf("certmagic storage: empty key")
 	}
-	return s.kv.KVPut(ctx, key, value)
+	return s.KVPut(ctx, key, value)
 }
 
 func (s certStorage) Load(ctx context.Context, key string) ([]byte, error) {
 	key = cleanKey(key)
-	v, err := s.kv.KVGet(ctx, key)
+	v, err := s.KVGet(ctx, key)
 	return v, missing(key, err)
 }
 
 // Delete deletes a key, or a directory with everything under it.
 func (s certStorage) Delete(ctx context.Context, key string) error {
-	return s.kv.KVDelete(ctx, cleanKey(key))
+	return s.KVDelete(ctx, cleanKey(key))
 }
 
 func (s certStorage) Exists(ctx context.Context, key string) bool {
@@ -70,14 +73,14 @@ func (s certStorage) Exists(ctx context.Context, key string) bool {
 
 func (s certStorage) Stat(ctx context.Context, key string) (certmagic.KeyInfo, error) {
 	key = cleanKey(key)
-	info, err := s.kv.KVStat(ctx, key)
+	info, err := s.KVStat(ctx, key)
 	if err == nil {
 		return certmagic.KeyInfo{Key: key, Modified: info.Modified, Size: info.Size, IsTerminal: true}, nil
 	}
 	if store.ErrorCode(err) != store.ENOTFOUND {
 		return certmagic.KeyInfo{}, err
 	}
-	keys, err := s.kv.KVKeys(ctx, key)
+	keys, err := s.KVKeys(ctx, key)
 	if err != nil {
 		return certmagic.KeyInfo{}, err
 	}
@@ -91,12 +94,12 @@ func (s certStorage) Stat(ctx context.Context, key string) (certmagic.KeyInfo, e
 // recursive every key and directory below it.
 func (s certStorage) List(ctx context.Context, prefix string, recursive bool) ([]string, error) {
 	prefix = cleanKey(prefix)
-	keys, err := s.kv.KVKeys(ctx, prefix)
+	keys, err := s.KVKeys(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
 	if len(keys) == 0 && prefix != "" {
-		if _, err := s.kv.KVStat(ctx, prefix); err != nil {
+		if _, err := s.KVStat(ctx, prefix); err != nil {
 			return nil, missing(prefix, err)
 		}
 	}
@@ -114,18 +117,5 @@ func (s certStorage) List(ctx context.Context, prefix string, recursive bool) ([
 			seen[path.Join(prefix, path.Join(parts[:i+1]...))] = true
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(seen)), nil
 }
-
-func (s certStorage) Lock(ctx context.Context, name string) error { return s.kv.Lock(ctx, name) }
-
-func (s certStorage) TryLock(ctx context.Context, name string) (bool, error) {
-	return s.kv.TryLock(ctx, name)
-}
-
-func (s certStorage) Unlock(ctx context.Context, name string) error { return s.kv.Unlock(ctx, name) }

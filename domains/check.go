@@ -90,10 +90,7 @@ type Checker struct {
 func (c *Checker) Check(ctx context.Context, name string) Result {
 	name = canonical(name)
 	res := Result{CheckedAt: time.Now().UTC(), Findings: []Finding{}}
-	s := &session{c: c, resolvers: c.resolvers(), timeout: c.Timeout}
-	if s.timeout <= 0 {
-		s.timeout = DefaultTimeout
-	}
+	s := &session{c: c, resolvers: c.resolvers(), timeout: orDefault(c.Timeout, DefaultTimeout)}
 
 	s.discover(ctx, name)
 	// A delegated subdomain with its own SOA is the apex of its zone: it
@@ -123,16 +120,12 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 
 // checkSubdomain: a CNAME to the target and nothing beside it.
 func (s *session) checkSubdomain(ctx context.Context, name string) []Finding {
-	msgs, errs := s.answers(ctx, name, dns.TypeCNAME, dns.TypeA, dns.TypeAAAA)
+	all, errs := s.answers(ctx, name, dns.TypeCNAME, dns.TypeA, dns.TypeAAAA)
 	if f := dnsErrorFinding(name, errs); f != nil {
 		return []Finding{*f}
 	}
 	target := canonical(s.c.CNAMETarget)
 	host := relativeHost(name)
-	var all []dns.RR
-	for _, m := range msgs {
-		all = append(all, m.Answer...)
-	}
 	cname := cnameOf(all, name)
 	own := ownAddrRecords(all, name)
 
@@ -184,15 +177,11 @@ func (s *session) checkSubdomain(ctx context.Context, name string) []Finding {
 // checkApex: the apex's addresses must be the platform's, which is what an
 // ALIAS/ANAME to the target (or the fallback A/AAAA records) produces.
 func (s *session) checkApex(ctx context.Context, name string) []Finding {
-	msgs, errs := s.answers(ctx, name, dns.TypeA, dns.TypeAAAA)
+	all, errs := s.answers(ctx, name, dns.TypeA, dns.TypeAAAA)
 	if f := dnsErrorFinding(name, errs); f != nil {
 		return []Finding{*f}
 	}
 	target := canonical(s.c.CNAMETarget)
-	var all []dns.RR
-	for _, m := range msgs {
-		all = append(all, m.Answer...)
-	}
 
 	// Some providers allow a CNAME at the apex. It breaks the zone's other
 	// records, but it does route here, so only its value is judged.
@@ -229,17 +218,7 @@ func (s *session) checkApex(ctx context.Context, name string) []Finding {
 	// when the public addresses alone do not cover the apex.
 	foreign := foreignAddrs(own, s.c.PublicIPs)
 	if len(foreign) > 0 {
-		var targetAddrs []netip.Addr
-		var errs []error
-		for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
-			_, rrs, err := s.rrset(ctx, target, t)
-			errs = append(errs, err)
-			for _, rr := range rrs {
-				if ip, ok := rrAddr(rr); ok {
-					targetAddrs = append(targetAddrs, ip)
-				}
-			}
-		}
+		targetAddrs, errs := s.lookupAddrs(ctx, target)
 		if f := dnsErrorFinding(target, errs); f != nil {
 			return []Finding{*f}
 		}

@@ -17,12 +17,12 @@ import (
 
 // followStore registers for the store's change notices. The store calls
 // the listener on its own goroutine, sometimes inside a write of this
-// instance, so the listener only wakes followChanges.
+// instance, so the listener only wakes the goroutine that syncs with it.
 func (m *Manager) followStore() {
 	m.storeChanged = make(chan struct{}, 1)
 	m.db.OnChange(m.wake)
 	m.wg.Add(1)
-	go m.followChanges()
+	go untilClosed(m, m.storeChanged, m.syncWithStore)
 }
 
 func (m *Manager) wake() {
@@ -32,53 +32,47 @@ func (m *Manager) wake() {
 	}
 }
 
-func (m *Manager) followChanges() {
-	untilClosed(m, m.storeChanged, m.syncWithStore)
-}
-
-// syncWithStore rebuilds the routing table and brings the certificate
+// syncWithStore rebuilds the routing table, which brings the certificate
 // cache in line with it. Changes this instance made itself were applied
-// when it made them; seeing them again here finds nothing left to do, or
-// repeats steps that change nothing the second time.
+// when it made them; seeing them again here finds nothing left to do.
 func (m *Manager) syncWithStore(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	before, after, err := m.refresh(ctx)
-	if err != nil {
+	if err := m.Refresh(ctx); err != nil {
 		// The store may be away for a while: try again soon, whether or
 		// not another notice comes.
 		m.log.Warn("following another instance's change", "err", err)
 		time.AfterFunc(time.Second, m.wake)
-		return
-	}
-	if m.certs == nil || before == nil {
-		return
-	}
-	for name := range before.served {
-		switch {
-		case !after.served[name]:
-			// Removed elsewhere: the next handshake must fail, so the
-			// certificate leaves this instance's memory too.
-			m.forget(name)
-		case before.certAllowed[name] && !after.certAllowed[name]:
-			// Moved elsewhere: served until expiry, never renewed.
-			m.keepCertificate(ctx, name)
-		}
-	}
-	for name := range after.certAllowed {
-		if before.served[name] && !before.certAllowed[name] {
-			// Verified again elsewhere: managed again.
-			m.releaseCertificate(ctx, name)
-		}
 	}
 }
 
-// forget drops every trace of a removed domain from this instance's
-// memory: an attempt in flight, and its certificate, kept or managed.
-func (m *Manager) forget(name string) {
-	m.stopObtaining(name)
-	m.dropKept(name)
-	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
+// followTable brings the certificates in this instance's memory in line
+// with a change of the routing table, whichever instance made it.
+func (m *Manager) followTable(ctx context.Context, before, after *routingTable) {
+	if m.certs == nil {
+		return
+	}
+	moved := func(t *routingTable, name string) bool { return t.served[name] && !t.certAllowed[name] }
+	for name := range before.served {
+		if !after.served[name] {
+			// Removed: the next handshake must fail, so an attempt in
+			// flight stops and the certificate, kept or managed, leaves
+			// memory too.
+			m.stopObtaining(name)
+			m.dropKept(name, false)
+			m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
+		}
+	}
+	for name := range after.served {
+		switch {
+		case moved(after, name) && !moved(before, name):
+			// Moved: served until expiry, never renewed.
+			m.keepCertificate(ctx, name)
+		case !moved(after, name) && moved(before, name):
+			// Verified again: managed again.
+			m.releaseCertificate(ctx, name)
+		}
+	}
 }
 
 // dnsCheckLockPrefix names the lock an instance holds while it checks a
@@ -95,20 +89,11 @@ const dnsCheckLockPrefix = "dnscheck/"
 // domain's NextCheckAt has moved, so the instance that takes the lock next
 // finds it not due and skips it.
 func (m *Manager) checkDueDomain(ctx context.Context, name string) {
-	lock := dnsCheckLockPrefix + name
-	got, err := m.db.TryLock(ctx, lock)
-	if err != nil {
-		m.log.Warn("background check: taking its lock", "domain", name, "err", err)
-		return
+	release := m.tryLock(ctx, dnsCheckLockPrefix, name, "background check")
+	if release == nil {
+		return // another instance is checking it now, or the store failed
 	}
-	if !got {
-		return // another instance is checking it now
-	}
-	defer func() {
-		if err := m.db.Unlock(context.WithoutCancel(ctx), lock); err != nil {
-			m.log.Warn("background check: releasing its lock", "domain", name, "err", err)
-		}
-	}()
+	defer release()
 	// The list may be older than another instance's check.
 	d, err := m.db.Domain(ctx, name)
 	if err != nil || d.NextCheckAt == nil || d.NextCheckAt.After(m.now()) {
@@ -118,6 +103,25 @@ func (m *Manager) checkDueDomain(ctx context.Context, name string) {
 	res := m.cfg.Checker.Check(ctx, name)
 	if _, err := m.apply(ctx, name, res, false); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
 		m.log.Error("background check", "domain", name, "err", err)
+	}
+}
+
+// tryLock takes the store's named lock prefix+name for the work named
+// what, without waiting, and returns its release; nil when another holder
+// has it or the store failed (logged).
+func (m *Manager) tryLock(ctx context.Context, prefix, name, what string) (release func()) {
+	lock := prefix + name
+	got, err := m.db.TryLock(ctx, lock)
+	if err != nil {
+		m.log.Warn(what+": taking its lock", "domain", name, "err", err)
+	}
+	if !got {
+		return nil
+	}
+	return func() {
+		if err := m.db.Unlock(context.WithoutCancel(ctx), lock); err != nil {
+			m.log.Warn(what+": releasing its lock", "domain", name, "err", err)
+		}
 	}
 }
 
@@ -133,21 +137,11 @@ const certAttemptLockPrefix = "certattempt/"
 // the certificate obtained elsewhere only needs to load it. release is
 // non-nil when the claim was taken.
 func (m *Manager) claimAttempt(ctx context.Context, name string) (release func(), wanted bool) {
-	lock := certAttemptLockPrefix + name
-	got, err := m.db.TryLock(ctx, lock)
-	if err != nil {
-		// The certificate loop tries again at its next round.
-		m.log.Warn("certificate attempt: taking its lock", "domain", name, "err", err)
+	// Without the lock, another instance is attempting it and the store
+	// will show its result, or the store failed and the certificate loop
+	// tries again at its next round.
+	if release = m.tryLock(ctx, certAttemptLockPrefix, name, "certificate attempt"); release == nil {
 		return nil, false
-	}
-	if !got {
-		// Another instance is attempting it; the store will show its result.
-		return nil, false
-	}
-	release = func() {
-		if err := m.db.Unlock(context.WithoutCancel(ctx), lock); err != nil {
-			m.log.Warn("certificate attempt: releasing its lock", "domain", name, "err", err)
-		}
 	}
 	d, err := m.db.Domain(ctx, name)
 	if err != nil {

@@ -34,10 +34,10 @@ type obtainRun struct {
 
 // obtain makes sure the certificate of name is being requested: it starts
 // an attempt unless one is in flight (Verify and Re-verify attach to it,
-// they never cancel it) or failed attempts are backing off (the domain
-// says until when, and the certificate loop starts the next one then).
-// A certificate obtained goes into the cache through the managed config,
-// so maintenance renews it.
+// they never cancel it). The attempt itself (claimAttempt) starts nothing
+// while failed attempts are backing off: the domain says until when, and
+// the certificate loop starts the next one then. A certificate obtained
+// goes into the cache through the managed config, so maintenance renews it.
 func (m *Manager) obtain(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -48,35 +48,26 @@ func (m *Manager) obtain(name string) {
 	if m.ctx.Err() != nil {
 		return
 	}
-	d, err := m.db.Domain(m.ctx, name)
-	if err != nil {
-		return
-	}
-	if c := d.Certificate; c.NextAttemptAt != nil && m.now().Before(*c.NextAttemptAt) {
-		return
-	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	run := &obtainRun{cancel: cancel}
 	m.obtaining[name] = run
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		defer func() {
-			m.mu.Lock()
-			again := false
-			if m.obtaining[name] == run {
-				delete(m.obtaining, name)
-				again = run.again
-			}
-			m.mu.Unlock()
-			cancel()
-			if again {
-				// Starts nothing while the failure's back-off runs, or
-				// once the certificate is in storage.
-				m.obtain(name)
-			}
-		}()
 		m.attempt(ctx, name)
+		cancel()
+		m.mu.Lock()
+		// stopObtaining may have taken the run out already.
+		again := m.obtaining[name] == run && run.again
+		if m.obtaining[name] == run {
+			delete(m.obtaining, name)
+		}
+		m.mu.Unlock()
+		if again {
+			// Starts nothing while the failure's back-off runs, or once
+			// the certificate is in storage.
+			m.obtain(name)
+		}
 	}()
 }
 
@@ -98,12 +89,13 @@ func (m *Manager) attempt(ctx context.Context, name string) {
 		c.LastAttempt = &store.CertAttempt{At: started}
 		c.NextAttemptAt, c.NextAttemptReason = nil, ""
 	})
-	failedBefore := m.failedValidationCount(name)
+	m.countFailedValidations(name)
 	// A single attempt (certmagic retries only non-interactive ones): the
 	// back-off below decides when the next one starts.
 	err := m.obtainer.ObtainCertSync(ctx, name)
+	validations := m.failedValidationsCounted(name)
 	if err == nil {
-		var cert certmagicCertificate
+		var cert certmagic.Certificate
 		if cert, err = m.certs.CacheManagedCertificate(ctx, name); err == nil {
 			m.recordIssued(ctx, name, cert.Leaf, m.issuerKeyOf(ctx, name, cert.Leaf), false)
 			return
@@ -112,7 +104,6 @@ func (m *Manager) attempt(ctx context.Context, name string) {
 	if ctx.Err() != nil {
 		return
 	}
-	validations := m.failedValidationCount(name) - failedBefore
 	var problem acme.Problem
 	if validations == 0 && errors.As(err, &problem) && isValidationProblem(problem) {
 		validations = 1
@@ -134,11 +125,8 @@ func (m *Manager) stopObtaining(name string) {
 // which issuer a cached certificate came from.
 func (m *Manager) issuerKeyOf(ctx context.Context, name string, leaf *x509.Certificate) string {
 	for _, iss := range m.issuers {
-		b, err := m.certs.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
-		if err != nil {
-			continue
-		}
-		if stored, err := parseLeaf(b); err == nil && stored.SerialNumber.Cmp(leaf.SerialNumber) == 0 {
+		stored, err := m.storedLeaf(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
+		if err == nil && stored.SerialNumber.Cmp(leaf.SerialNumber) == 0 {
 			return iss.IssuerKey()
 		}
 	}
@@ -176,10 +164,7 @@ func (m *Manager) recordFailure(ctx context.Context, name string, err error, val
 		if prev := lastFailureAt(c.Events); c.FailedAttempts > 0 && c.LastAttempt != nil && !prev.IsZero() {
 			waited = min(c.LastAttempt.At.Sub(prev), maxRetryAfter)
 		}
-		c.FailedValidations = recentFailures(c.FailedValidations, now)
-		for range validations {
-			c.FailedValidations = append(c.FailedValidations, now)
-		}
+		c.FailedValidations = append(recentFailures(c.FailedValidations, now), slices.Repeat([]time.Time{now}, validations)...)
 		c.FailedAttempts++
 		next, limited := m.nextAttempt(now, c.FailedAttempts, c.FailedValidations, waited)
 		c.NextAttemptAt = &next
@@ -200,11 +185,7 @@ func (m *Manager) recordFailure(ctx context.Context, name string, err error, val
 // challenge type). limited says the hourly limit, not the back-off, set
 // the time.
 func (m *Manager) nextAttempt(now time.Time, failures int, failedValidations []time.Time, atLeast time.Duration) (next time.Time, limited bool) {
-	wait := maxRetryAfter
-	if failures <= 7 {
-		wait = min(max(firstRetryAfter<<max(failures-1, 0), atLeast), maxRetryAfter)
-	}
-	next = now.Add(wait)
+	next = now.Add(min(max(doubling(firstRetryAfter, failures, maxRetryAfter), atLeast), maxRetryAfter))
 	room := maxFailedValidationsPerHour - m.challengeTypes
 	if n := len(failedValidations); n > room {
 		// From this time on only room failures remain within the hour.
@@ -271,14 +252,6 @@ func problemText(err error) string {
 	return err.Error()
 }
 
-// certificateLoop keeps the stored certificate records honest and starts
-// due attempts until Close, every TickEvery.
-func (m *Manager) certificateLoop() {
-	t := time.NewTicker(m.cfg.TickEvery)
-	defer t.Stop()
-	untilClosed(m, t.C, m.TendCertificates)
-}
-
 // TendCertificates does one round of the certificate loop now: verified
 // domains without a certificate whose next attempt is due get one; a
 // certificate whose file left storage is recorded as removed and requested
@@ -316,58 +289,40 @@ func (m *Manager) TendCertificates(ctx context.Context) {
 	}
 }
 
-// noteFailedValidation counts a validation the CA reported as failed.
-func (m *Manager) noteFailedValidation(name string) {
+// countFailedValidations starts counting the validations the CA reports
+// as failed for name, for the attempt that is about to run; only attempts
+// are counted, so the map holds no more names than attempts in flight.
+func (m *Manager) countFailedValidations(name string) {
 	m.mu.Lock()
-	m.failedValidations[name]++
+	m.failedValidations[name] = 0
 	m.mu.Unlock()
 }
 
-func (m *Manager) failedValidationCount(name string) int {
+// noteFailedValidation counts a validation that the ACME client's log
+// line reports as failed: "validating authorization", at error level, with
+// the identifier.
+func (m *Manager) noteFailedValidation(e zapcore.Entry, fields []zapcore.Field) {
+	if e.Message != failedValidationMessage || e.Level < zapcore.ErrorLevel {
+		return
+	}
+	i := slices.IndexFunc(fields, func(f zapcore.Field) bool { return f.Key == "identifier" && f.Type == zapcore.StringType })
+	if i < 0 {
+		return
+	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.failedValidations[name]
-}
-
-// validationWatch passes the ACME client's log through and tells each
-// failed validation it reports ("validating authorization", at error
-// level, with the identifier) to failed.
-type validationWatch struct {
-	zapcore.Core
-	fields []zapcore.Field
-	failed func(name string)
+	if n, counting := m.failedValidations[fields[i].String]; counting {
+		m.failedValidations[fields[i].String] = n + 1
+	}
+	m.mu.Unlock()
 }
 
 const failedValidationMessage = "validating authorization"
 
-func (v validationWatch) With(fields []zapcore.Field) zapcore.Core {
-	return validationWatch{Core: v.Core.With(fields), fields: append(v.fields[:len(v.fields):len(v.fields)], fields...), failed: v.failed}
-}
-
-func (v validationWatch) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if e.Message == failedValidationMessage && e.Level >= zapcore.ErrorLevel {
-		ce = ce.AddCore(e, validationCount{v})
-	}
-	return v.Core.Check(e, ce)
-}
-
-// validationCount is the part of validationWatch that only counts: the
-// line itself is written by the wrapped core.
-type validationCount struct{ v validationWatch }
-
-func (c validationCount) Enabled(zapcore.Level) bool        { return true }
-func (c validationCount) With([]zapcore.Field) zapcore.Core { return c }
-func (c validationCount) Sync() error                       { return nil }
-func (c validationCount) Check(_ zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	return ce
-}
-
-func (c validationCount) Write(_ zapcore.Entry, fields []zapcore.Field) error {
-	for _, f := range append(c.v.fields[:len(c.v.fields):len(c.v.fields)], fields...) {
-		if f.Key == "identifier" && f.Type == zapcore.StringType {
-			c.v.failed(f.String)
-			return nil
-		}
-	}
-	return nil
+// failedValidationsCounted ends the count countFailedValidations started.
+func (m *Manager) failedValidationsCounted(name string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.failedValidations[name]
+	delete(m.failedValidations, name)
+	return n
 }

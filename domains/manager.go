@@ -1,10 +1,12 @@
 package domains
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -82,7 +84,7 @@ type Manager struct {
 	table atomic.Pointer[routingTable]
 	// refreshMu keeps one routing-table rebuild at a time (routing.go).
 	refreshMu sync.Mutex
-	// storeChanged wakes followChanges (instances.go).
+	// storeChanged wakes syncWithStore (instances.go).
 	storeChanged chan struct{}
 
 	// Certificates; all nil without ACME. certs manages attached domains'
@@ -104,11 +106,9 @@ type Manager struct {
 	wg        sync.WaitGroup
 	mu        sync.Mutex
 	obtaining map[string]*obtainRun
-	// kept holds each moved domain's certificate by name: cached
-	// unmanaged, so served but never renewed, until it expires.
-	kept map[string]keptCert
-	// failedValidations counts, per name, validations the CA reported as
-	// failed (seen in the ACME client's log), for the per-hour limit.
+	// failedValidations counts, per name with an attempt in flight,
+	// validations the CA reported as failed (seen in the ACME client's
+	// log); the domain's record keeps them for the per-hour limit.
 	failedValidations map[string]int
 }
 
@@ -117,33 +117,24 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Store == nil || cfg.Checker == nil {
 		return nil, errors.New("domains: Config.Store and Config.Checker are required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.RecheckEvery <= 0 {
-		cfg.RecheckEvery = 6 * time.Hour
-	}
-	if cfg.TickEvery <= 0 {
-		cfg.TickEvery = 30 * time.Second
-	}
-	if cfg.ConfirmEvery <= 0 {
-		cfg.ConfirmEvery = 30 * time.Minute
-	}
-	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}, kept: map[string]keptCert{}, failedValidations: map[string]int{}}
+	cfg.RecheckEvery = orDefault(cfg.RecheckEvery, 6*time.Hour)
+	cfg.TickEvery = orDefault(cfg.TickEvery, 30*time.Second)
+	cfg.ConfirmEvery = orDefault(cfg.ConfirmEvery, 30*time.Minute)
+	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}, failedValidations: map[string]int{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if cfg.ACME != nil {
 		m.setUpCertificates(cfg.ACME)
 		m.wireCAA(cfg.ACME)
 	}
-	// On failure, Close stops what setUpCertificates started.
+	// The first refresh also brings back the certificates of moved
+	// domains, before the listeners open: the decision function refuses
+	// moved names, so a handshake could not load them later. On failure,
+	// Close stops what setUpCertificates started.
 	if err := m.Refresh(context.Background()); err != nil {
-		m.Close()
-		return nil, err
-	}
-	if err := m.keepMovedCertificates(context.Background()); err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -180,7 +171,7 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	if p.Plan != store.PlanPro && p.Plan != store.PlanEnterprise {
 		return store.Domain{}, store.Errorf(store.EPLANREQUIRED, "custom domains need plan pro or above; this project is on %s", p.Plan)
 	}
-	if !hasSuccessfulDeploy(p) {
+	if !slices.ContainsFunc(p.Deploys, func(d store.Deploy) bool { return d.Status == "succeeded" }) {
 		return store.Domain{}, store.Errorf(store.ECONFLICT, "the project has no successful deploy yet; deploy it before adding a domain")
 	}
 	if m.CNAMETarget() == "" {
@@ -215,15 +206,6 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	return d, nil
 }
 
-func hasSuccessfulDeploy(p store.Project) bool {
-	for _, d := range p.Deploys {
-		if d.Status == "succeeded" {
-			return true
-		}
-	}
-	return false
-}
-
 // Get returns one attached domain.
 func (m *Manager) Get(ctx context.Context, name string) (store.Domain, error) {
 	d, err := m.db.Domain(ctx, lookupName(name))
@@ -252,7 +234,7 @@ func (m *Manager) Page(ctx context.Context, limit int, after *store.DomainCursor
 // lookupName lets a client name a domain the way it typed it: case and a
 // trailing dot do not matter, and an IDN may be given in Unicode.
 func lookupName(name string) string {
-	name = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
+	name = canonical(name)
 	if a, err := idna.Lookup.ToASCII(name); err == nil {
 		return a
 	}
@@ -278,24 +260,23 @@ func (m *Manager) Verify(ctx context.Context, name string) (store.Domain, error)
 // judgeLive: lookups that fail change nothing.
 func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck, manual bool) (store.Domain, error) {
 	now := m.now().UTC()
-	var change liveChange
+	var wantCert bool
 	d, err := m.db.UpdateDomain(ctx, name, func(d *store.Domain) error {
 		d.Check = &res
-		change = liveChange{}
+		wantCert = false
 		if res.ZoneApex && !d.Apex {
 			d.Apex = true
-			d.Records = ZoneApexRecords(d.Name, m.cfg.Platform.CNAMETarget, m.cfg.PublicIPs)
+			d.Records = requiredRecords(d.Name, m.cfg.Platform.CNAMETarget, m.cfg.PublicIPs, true)
 		}
 		switch {
 		case d.State == store.DomainVerified || d.State == store.DomainMoved:
-			change = m.judgeLive(d, res, now)
+			wantCert = m.judgeLive(d, res, now)
 		case res.Verified:
 			d.State = store.DomainVerified
 			d.VerifiedAt = &now
 			d.CheckAttempts = 0
-			next := now.Add(m.cfg.RecheckEvery)
-			d.NextCheckAt = &next
-			change.wantCert = m.certs != nil && wantsCertificate(&d.Certificate, now)
+			d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
+			wantCert = m.certs != nil && wantsCertificate(&d.Certificate, now)
 		case !manual:
 			d.CheckAttempts++
 			d.NextCheckAt = nil
@@ -311,20 +292,15 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 	if err != nil {
 		return store.Domain{}, err
 	}
-	// The table first: from here on the decision function refuses a moved
-	// name, so no handshake loads its certificate back as a managed one.
+	// Refresh keeps a moved domain's certificate, or manages again the one
+	// of a domain that came back.
 	if err := m.Refresh(ctx); err != nil {
 		return store.Domain{}, err
 	}
-	switch {
-	case change.moved:
-		m.keepCertificate(ctx, name)
-	case change.back:
-		m.releaseCertificate(ctx, name)
-	case d.State == store.DomainMoved:
-		m.dropExpiredKept(name)
+	if d.State == store.DomainMoved {
+		m.dropKept(name, true)
 	}
-	if change.wantCert {
+	if wantCert {
 		m.obtain(name)
 	}
 	return m.honest(ctx, d), nil
@@ -340,19 +316,18 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 		return err
 	}
 	m.stopObtaining(name)
-	// The table first: from here on the decision function refuses the
-	// name, so no handshake can load the certificate back.
+	// Refresh takes its certificate out of the memory cache, after the
+	// table: from then on the decision function refuses the name, so no
+	// handshake can load the certificate back.
 	if err := m.Refresh(ctx); err != nil {
 		return err
 	}
 	if m.certs == nil {
 		return nil
 	}
-	m.dropKept(name)
-	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 	for _, iss := range m.issuers {
 		prefix := certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)
-		if err := m.certs.Storage.Delete(ctx, prefix); err != nil && !errors.Is(err, errNotExist) {
+		if err := m.certs.Storage.Delete(ctx, prefix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("deleting the certificate of %s: %w", name, err)
 		}
 	}
@@ -424,14 +399,7 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 func (m *Manager) caaIssuerNames() string {
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
 	defer cancel()
-	var ids []string
-	for _, ca := range m.cfg.Checker.caaAuthorities(ctx) {
-		for _, id := range ca.Identities {
-			if !slices.Contains(ids, id) {
-				ids = append(ids, id)
-			}
-		}
-	}
+	ids := caaIdentities(m.cfg.Checker.caaAuthorities(ctx))
 	if len(ids) == 0 {
 		return "the certificate authority"
 	}
@@ -442,6 +410,3 @@ func (m *Manager) caaIssuerNames() string {
 // was started without --domain or --cname-target, and then no domain can
 // be added.
 func (m *Manager) CNAMETarget() string { return canonical(m.cfg.Platform.CNAMETarget) }
-
-// errNotExist is what storage returns for a missing key.
-var errNotExist = fsErrNotExist

@@ -2,6 +2,7 @@ package domains
 
 import (
 	"context"
+	"io/fs"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -53,25 +54,21 @@ func evidenceOf(res store.DomainCheck) checkEvidence {
 	return pointsHere
 }
 
-// liveChange is what apply must do after judgeLive changed a domain.
-type liveChange struct {
-	wantCert bool // request a certificate
-	moved    bool // it just became moved: keep its certificate, unmanaged
-	back     bool // it just came back from moved: manage its certificate again
-}
-
 // judgeLive applies a check to a domain that pointed here once (verified
 // or moved). Failed lookups are retried soon and change nothing else. The
 // DNS pointing elsewhere moves a verified domain only once seen on
 // moveAfterChecks consecutive checks spread over moveAfterSpan; until
 // then, and while it is moved, it is checked every ConfirmEvery. The DNS
-// pointing here again makes it verified at once.
-func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Time) liveChange {
-	var change liveChange
+// pointing here again makes it verified at once. wantCert says a
+// certificate is to be requested.
+func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Time) (wantCert bool) {
 	switch evidenceOf(res) {
 	case noEvidence:
 		d.CheckAttempts++
-		next := now.Add(retryAfterFailedLookup(d.CheckAttempts, m.cfg.ConfirmEvery))
+		// A failure says nothing about the domain, so the next check should
+		// come soon, but a DNS provider in trouble should not be asked
+		// every minute for hours.
+		next := now.Add(doubling(time.Minute, d.CheckAttempts, m.cfg.ConfirmEvery))
 		if d.NextCheckAt == nil || next.Before(*d.NextCheckAt) || !d.NextCheckAt.After(now) {
 			d.NextCheckAt = &next
 		}
@@ -85,10 +82,8 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 			now.Sub(*d.PointsElsewhereSince) >= moveAfterSpan {
 			d.State = store.DomainMoved
 			d.MovedAt = &now
-			change.moved = true
 		}
-		next := now.Add(m.cfg.ConfirmEvery)
-		d.NextCheckAt = &next
+		d.NextCheckAt = new(now.Add(m.cfg.ConfirmEvery))
 	case pointsHere:
 		d.CheckAttempts = 0
 		d.PointsElsewhereSince, d.PointsElsewhereChecks = nil, 0
@@ -96,22 +91,17 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 			d.State = store.DomainVerified
 			d.MovedAt = nil
 			d.VerifiedAt = &now
-			change.back = true
 		}
-		next := now.Add(m.cfg.RecheckEvery)
-		d.NextCheckAt = &next
-		change.wantCert = res.Verified && m.certs != nil && wantsCertificate(&d.Certificate, now)
+		d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
+		return res.Verified && m.certs != nil && wantsCertificate(&d.Certificate, now)
 	}
-	return change
+	return false
 }
 
 // keepCertificate takes a moved domain's certificate out of certmagic's
 // management and caches it unmanaged: handshakes keep getting it until it
 // expires, and nothing renews it.
 func (m *Manager) keepCertificate(ctx context.Context, name string) {
-	if m.certs == nil {
-		return
-	}
 	m.stopObtaining(name)
 	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 	certPEM, keyPEM, err := m.storedCertificate(ctx, name)
@@ -122,71 +112,34 @@ func (m *Manager) keepCertificate(ctx context.Context, name string) {
 	if err != nil || !m.now().Before(leaf.NotAfter) {
 		return // expired: keeping it would only fail handshakes differently
 	}
-	hash, err := m.certs.CacheUnmanagedCertificatePEMBytes(ctx, certPEM, keyPEM, nil)
-	if err != nil {
+	if _, err := m.certs.CacheUnmanagedCertificatePEMBytes(ctx, certPEM, keyPEM, []string{keptTag}); err != nil {
 		m.log.Warn("keeping a moved domain's certificate", "domain", name, "err", err)
+	}
+}
+
+// keptTag marks a moved domain's certificate in the cache.
+const keptTag = "petstore:kept"
+
+// dropKept removes a moved domain's certificate from the cache; with
+// expiredOnly, once it has expired: from then on its handshakes fail at
+// once instead of with an expired certificate.
+func (m *Manager) dropKept(name string, expiredOnly bool) {
+	if m.cache == nil {
 		return
 	}
-	m.mu.Lock()
-	m.kept[name] = keptCert{hash: hash, notAfter: leaf.NotAfter}
-	m.mu.Unlock()
-}
-
-// keptCert is a moved domain's certificate in the cache.
-type keptCert struct {
-	hash     string
-	notAfter time.Time
-}
-
-// dropExpiredKept unloads a moved domain's certificate once it has expired:
-// from then on its handshakes fail at once instead of with an expired
-// certificate.
-func (m *Manager) dropExpiredKept(name string) {
-	m.mu.Lock()
-	k, ok := m.kept[name]
-	m.mu.Unlock()
-	if ok && !m.now().Before(k.notAfter) {
-		m.dropKept(name)
-	}
-}
-
-// keepMovedCertificates brings back, at start, the certificates of the
-// domains that are moved. It runs before the listeners open: the decision
-// function refuses moved names, so a handshake could not load them later.
-func (m *Manager) keepMovedCertificates(ctx context.Context) error {
-	if m.certs == nil {
-		return nil
-	}
-	ds, err := m.db.Domains(ctx)
-	if err != nil {
-		return err
-	}
-	for _, d := range ds {
-		if d.State == store.DomainMoved {
-			m.keepCertificate(ctx, d.Name)
+	var hashes []string
+	for _, c := range m.cache.AllMatchingCertificates(name) {
+		if c.HasTag(keptTag) && (!expiredOnly || !m.now().Before(c.Leaf.NotAfter)) {
+			hashes = append(hashes, c.Hash())
 		}
 	}
-	return nil
-}
-
-// dropKept removes a kept certificate from the cache.
-func (m *Manager) dropKept(name string) {
-	m.mu.Lock()
-	k, ok := m.kept[name]
-	delete(m.kept, name)
-	m.mu.Unlock()
-	if ok {
-		m.cache.Remove([]string{k.hash})
-	}
+	m.cache.Remove(hashes)
 }
 
 // releaseCertificate hands a domain that verified again back to certmagic:
 // its certificate is managed, and so renewed, again.
 func (m *Manager) releaseCertificate(ctx context.Context, name string) {
-	if m.certs == nil {
-		return
-	}
-	m.dropKept(name)
+	m.dropKept(name, false)
 	if _, err := m.certs.CacheManagedCertificate(ctx, name); err != nil {
 		m.log.Warn("loading the certificate of a domain that verified again", "domain", name, "err", err)
 	}
@@ -195,7 +148,7 @@ func (m *Manager) releaseCertificate(ctx context.Context, name string) {
 // storedCertificate loads a name's certificate and key from the storage of
 // the first CA (in --acme-ca order) that holds both.
 func (m *Manager) storedCertificate(ctx context.Context, name string) (certPEM, keyPEM []byte, err error) {
-	err = errNotExist
+	err = fs.ErrNotExist
 	for _, iss := range m.issuers {
 		if certPEM, err = m.certs.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name)); err != nil {
 			continue

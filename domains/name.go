@@ -177,16 +177,7 @@ type Platform struct {
 // one of them.
 func (p Platform) Owns(name string) bool {
 	n := canonical(name)
-	if n == "" {
-		return false
-	}
-	for _, d := range []string{p.Domain, p.CNAMETarget} {
-		d = canonical(d)
-		if d != "" && (n == d || strings.HasSuffix(n, "."+d)) {
-			return true
-		}
-	}
-	return false
+	return n != "" && (isSubdomain(n, canonical(p.Domain)) || isSubdomain(n, canonical(p.CNAMETarget)))
 }
 
 // Normalize is the package Normalize plus the refusal of the platform's own
@@ -211,9 +202,8 @@ func canonical(name string) string {
 // specialUseTLDs are top-level domains that never lead to a public
 // certificate: reserved by RFC 2606, RFC 6761, RFC 6762 (.local), RFC 7686
 // (.onion), RFC 9476 (.alt), RFC 3172 (.arpa) and ICANN's 2024 decision on
-// .internal. Each
-// gets its own reason; any other TLD outside the public suffix list's ICANN
-// section is refused as unknown.
+// .internal. Each gets its own reason; any other TLD outside the public
+// suffix list's ICANN section is refused as unknown.
 var specialUseTLDs = map[string]string{
 	"localhost": "is reserved for this computer (RFC 6761)",
 	"invalid":   "is reserved for names that must never resolve (RFC 6761)",

@@ -34,12 +34,8 @@ func RequiredRecords(name, cnameTarget string, publicIPs []netip.Addr) []Record 
 	return requiredRecords(name, cnameTarget, publicIPs, IsApex(name))
 }
 
-// ZoneApexRecords are the records of a subdomain that turned out to be a
-// DNS zone of its own: an apex of that zone, so ALIAS/ANAME at its @.
-func ZoneApexRecords(name, cnameTarget string, publicIPs []netip.Addr) []Record {
-	return requiredRecords(name, cnameTarget, publicIPs, true)
-}
-
+// requiredRecords is RequiredRecords with apex given: a subdomain that
+// turned out to be a DNS zone of its own is the apex of that zone.
 func requiredRecords(name, cnameTarget string, publicIPs []netip.Addr, apex bool) []Record {
 	name = canonical(name)
 	target := canonical(cnameTarget)

@@ -106,7 +106,7 @@ func notVerified(d store.Domain, defaultAddr string) string {
 // settingsName normalises a name in the settings. The default address is
 // taken as it is: in development it is localhost, which Normalize refuses.
 func settingsName(s, defaultAddr string) (string, error) {
-	if t := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), "."); t == defaultAddr {
+	if t := canonical(s); t == defaultAddr {
 		return t, nil
 	}
 	return Normalize(s)

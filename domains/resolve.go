@@ -74,7 +74,7 @@ func (s *session) discover(ctx context.Context, name string) {
 	reg := RegistrableDomain(name)
 	zone := ""
 	for cand := name; cand != ""; {
-		r, _, err := s.exchange(ctx, s.resolvers, cand, dns.TypeSOA, true, false)
+		r, _, err := s.exchange(ctx, s.resolvers, cand, dns.TypeSOA, false)
 		if err != nil {
 			return // resolvers that cannot answer SOA (or are down) will not answer for parents either
 		}
@@ -91,15 +91,13 @@ func (s *session) discover(ctx context.Context, name string) {
 	}
 	s.foundZone = zone
 
-	r, _, err := s.exchange(ctx, s.resolvers, zone, dns.TypeNS, true, false)
+	r, _, err := s.exchange(ctx, s.resolvers, zone, dns.TypeNS, false)
 	if err != nil {
 		return
 	}
 	var hosts []string
-	for _, rr := range r.Answer {
-		if ns, ok := rr.(*dns.NS); ok && canonical(ns.Hdr.Name) == zone {
-			hosts = append(hosts, canonical(ns.Ns))
-		}
+	for _, rr := range ownedBy(r.Answer, zone, dns.TypeNS) {
+		hosts = append(hosts, canonical(rr.(*dns.NS).Ns))
 	}
 	if len(hosts) == 0 {
 		return
@@ -122,27 +120,21 @@ func (s *session) discover(ctx context.Context, name string) {
 	}
 	wg.Wait()
 
-	var v4, v6 []string
-	for _, ips := range found {
-		for _, ip := range ips {
-			if !s.c.AllowPrivateNameservers && !publicAddr(ip) {
-				continue
-			}
-			if ip.Is4() {
-				v4 = append(v4, net.JoinHostPort(ip.String(), port))
-			} else {
-				v6 = append(v6, net.JoinHostPort(ip.String(), port))
-			}
+	var ips []netip.Addr
+	for _, ip := range slices.Concat(found...) {
+		if s.c.AllowPrivateNameservers || publicAddr(ip) {
+			ips = append(ips, ip)
 		}
 	}
-	// IPv4 first: hosts without IPv6 connectivity would otherwise spend a
-	// timeout on every question before reaching a server that works.
-	slices.Sort(v4)
-	slices.Sort(v6)
-	addrs := append(slices.Compact(v4), slices.Compact(v6)...)
+	// IPv4 first, as netip orders them: hosts without IPv6 connectivity
+	// would otherwise spend a timeout on every question before reaching a
+	// server that works.
+	slices.SortFunc(ips, netip.Addr.Compare)
+	ips = slices.Compact(ips)
 	const maxServers = 6
-	if len(addrs) > maxServers {
-		addrs = addrs[:maxServers]
+	var addrs []string
+	for _, ip := range ips[:min(len(ips), maxServers)] {
+		addrs = append(addrs, net.JoinHostPort(ip.String(), port))
 	}
 	if len(addrs) == 0 {
 		return
@@ -151,7 +143,7 @@ func (s *session) discover(ctx context.Context, name string) {
 	// Probe once so an unreachable or lame set of nameservers costs one
 	// timeout here instead of one per question, and put the server that
 	// answered first.
-	_, srv, err := s.exchange(ctx, addrs, zone, dns.TypeSOA, false, true)
+	_, srv, err := s.exchange(ctx, addrs, zone, dns.TypeSOA, true)
 	if err != nil {
 		return
 	}
@@ -165,27 +157,30 @@ func (s *session) discover(ctx context.Context, name string) {
 // present, else from the resolvers.
 func (s *session) hostAddrs(ctx context.Context, host string, extra []dns.RR) []netip.Addr {
 	var out []netip.Addr
-	for _, rr := range extra {
-		if canonical(rr.Header().Name) != host {
-			continue
-		}
-		if ip, ok := rrAddr(rr); ok {
-			out = append(out, ip)
-		}
+	for _, rr := range ownAddrRecords(extra, host) {
+		ip, _ := rrAddr(rr)
+		out = append(out, ip)
 	}
 	if len(out) > 0 {
 		return out
 	}
+	out, _ = s.lookupAddrs(ctx, host)
+	return out
+}
+
+// lookupAddrs resolves host's A and AAAA records, CNAMEs followed; errs
+// holds the failures of the two lookups.
+func (s *session) lookupAddrs(ctx context.Context, host string) (addrs []netip.Addr, errs []error) {
 	for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
-		if _, rrs, err := s.rrset(ctx, host, t); err == nil {
-			for _, rr := range rrs {
-				if ip, ok := rrAddr(rr); ok {
-					out = append(out, ip)
-				}
+		rrs, err := s.rrset(ctx, host, t)
+		errs = append(errs, err)
+		for _, rr := range rrs {
+			if ip, ok := rrAddr(rr); ok {
+				addrs = append(addrs, ip)
 			}
 		}
 	}
-	return out
+	return addrs, errs
 }
 
 // publicAddr reports whether ip may be a nameserver on the Internet: not
@@ -230,14 +225,14 @@ func isSubdomain(name, zone string) bool {
 // zone, else (or when they fail) the resolvers.
 func (s *session) query(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
 	if len(s.auth) > 0 && isSubdomain(name, s.zone) {
-		r, _, err := s.exchange(ctx, s.auth, name, qtype, false, true)
+		r, _, err := s.exchange(ctx, s.auth, name, qtype, true)
 		if err == nil {
 			s.noteTTLs(r)
 			return r, nil
 		}
 		s.fellBack.Store(true)
 	}
-	r, _, err := s.exchange(ctx, s.resolvers, name, qtype, true, false)
+	r, _, err := s.exchange(ctx, s.resolvers, name, qtype, false)
 	if err == nil {
 		s.noteTTLs(r)
 	}
@@ -259,33 +254,33 @@ func (s *session) noteTTLs(r *dns.Msg) {
 // must end somewhere.
 const maxChain = 8
 
-// rrset resolves name/qtype, following CNAMEs, and returns the alias chain
-// (the targets, in order) and the records of qtype at its end.
-func (s *session) rrset(ctx context.Context, name string, qtype uint16) (chain []string, rrs []dns.RR, err error) {
+// rrset resolves name/qtype, following CNAMEs, and returns the records of
+// qtype at the chain's end.
+func (s *session) rrset(ctx context.Context, name string, qtype uint16) ([]dns.RR, error) {
 	cur := canonical(name)
 	seen := map[string]bool{cur: true}
 	for range maxChain {
 		r, err := s.query(ctx, cur, qtype)
 		if err != nil {
-			return chain, nil, err
+			return nil, err
 		}
 		followed := false
 		for t := cnameOf(r.Answer, cur); t != ""; t = cnameOf(r.Answer, cur) {
-			if seen[t] || len(chain) >= maxChain {
-				return chain, nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME records loop or chain too long")}
+			// seen holds name and the targets so far.
+			if seen[t] || len(seen) > maxChain {
+				return nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME records loop or chain too long")}
 			}
 			seen[t] = true
-			chain = append(chain, t)
 			cur, followed = t, true
 		}
-		rrs = ownedBy(r.Answer, cur, qtype)
+		rrs := ownedBy(r.Answer, cur, qtype)
 		// An authoritative server stops at an alias leaving its zone, and
 		// some servers follow only one alias: ask for the target then.
 		if len(rrs) > 0 || !followed || r.Rcode == dns.RcodeNameError {
-			return chain, rrs, nil
+			return rrs, nil
 		}
 	}
-	return chain, nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME chain too long")}
+	return nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME chain too long")}
 }
 
 func cnameOf(rrs []dns.RR, owner string) string {
@@ -345,11 +340,13 @@ func (e *rcodeError) Error() string {
 }
 
 // exchange asks servers in turn until one gives a usable answer (NOERROR or
-// NXDOMAIN, and authoritative when wantAA), and returns it with the server.
-func (s *session) exchange(ctx context.Context, servers []string, name string, qtype uint16, rd, wantAA bool) (*dns.Msg, string, error) {
+// NXDOMAIN), and returns it with the server. Nameservers are asked
+// authoritative questions: recursion off, and only an authoritative
+// answer counts; resolvers are asked to recurse.
+func (s *session) exchange(ctx context.Context, servers []string, name string, qtype uint16, authoritative bool) (*dns.Msg, string, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), qtype)
-	m.RecursionDesired = rd
+	m.RecursionDesired = !authoritative
 	// 1232 bytes avoids IP fragmentation (DNS flag day 2020); bigger answers
 	// come back truncated and are retried over TCP.
 	m.SetEdns0(1232, false)
@@ -368,7 +365,7 @@ func (s *session) exchange(ctx context.Context, servers []string, name string, q
 			lastErr = err
 		case r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError:
 			lastErr = &rcodeError{server: srv, rcode: r.Rcode}
-		case wantAA && !r.Authoritative:
+		case authoritative && !r.Authoritative:
 			lastErr = fmt.Errorf("%s is not authoritative for %s", srv, name)
 		default:
 			return r, srv, nil
@@ -397,8 +394,9 @@ func (s *session) exchangeOne(ctx context.Context, m *dns.Msg, server, network s
 	return r, err
 }
 
-// answers asks several questions about name at once.
-func (s *session) answers(ctx context.Context, name string, qtypes ...uint16) ([]*dns.Msg, []error) {
+// answers asks several questions about name at once, and returns their
+// answer sections together.
+func (s *session) answers(ctx context.Context, name string, qtypes ...uint16) ([]dns.RR, []error) {
 	msgs := make([]*dns.Msg, len(qtypes))
 	errs := make([]error, len(qtypes))
 	var wg sync.WaitGroup
@@ -406,5 +404,11 @@ func (s *session) answers(ctx context.Context, name string, qtypes ...uint16) ([
 		wg.Go(func() { msgs[i], errs[i] = s.query(ctx, name, t) })
 	}
 	wg.Wait()
-	return msgs, errs
+	var all []dns.RR
+	for _, m := range msgs {
+		if m != nil {
+			all = append(all, m.Answer...)
+		}
+	}
+	return all, errs
 }

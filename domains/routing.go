@@ -40,43 +40,48 @@ type routingTable struct {
 	served      map[string]bool // verified, or moved but still holding a certificate
 	certAllowed map[string]bool // names the decision function lets certmagic serve
 	redirects   map[string]store.Redirect
+	// issued holds the attached domains whose record says a certificate
+	// was obtained: a handshake for one without reads no storage.
+	issued map[string]bool
 }
 
-// Refresh rebuilds the routing table from the store. Every change the
+// Refresh rebuilds the routing table from the store, and brings this
+// instance's certificates in line with it (followTable). Every change the
 // manager makes calls it; call it after changing the project's slug.
+// Refreshes run one at a time, their certificate steps included: one that
+// read the store before a change must not store its table after the
+// refresh that follows the change, and once a refresh returns, the
+// certificates in memory follow the table it stored.
 func (m *Manager) Refresh(ctx context.Context) error {
-	_, _, err := m.refresh(ctx)
-	return err
-}
-
-// refresh rebuilds the routing table and returns the one it replaced.
-// Refreshes run one at a time: one that read the store before a change
-// must not store its table after the refresh that follows the change.
-func (m *Manager) refresh(ctx context.Context) (before, after *routingTable, err error) {
 	m.refreshMu.Lock()
 	defer m.refreshMu.Unlock()
 	p, err := m.db.Project(ctx)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	ds, err := m.db.Domains(ctx)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	s, err := m.db.Settings(ctx)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	t := &routingTable{
 		defaultAddr: m.DefaultAddress(p),
 		served:      make(map[string]bool, len(ds)),
 		certAllowed: make(map[string]bool, len(ds)+1),
+		issued:      make(map[string]bool, len(ds)),
 		redirects:   make(map[string]store.Redirect, len(s.Domains.Redirects)),
 	}
 	if m.cfg.Platform.Domain != "" {
 		t.certAllowed[t.defaultAddr] = true
 	}
 	for _, d := range ds {
+		switch d.Certificate.State {
+		case store.CertIssued, store.CertRenewing, store.CertExpired:
+			t.issued[d.Name] = true
+		}
 		switch d.State {
 		case store.DomainVerified:
 			t.served[d.Name] = true
@@ -88,15 +93,22 @@ func (m *Manager) refresh(ctx context.Context) (before, after *routingTable, err
 	for _, r := range s.Domains.Redirects {
 		t.redirects[r.From] = r
 	}
-	return m.table.Swap(t), t, nil
+	// The table first: from here on the decision function refuses a moved
+	// or removed name, so no handshake loads its certificate back as a
+	// managed one while followTable changes the cache.
+	before := m.table.Swap(t)
+	if before == nil {
+		before = &routingTable{} // at start: every moved domain is news
+	}
+	m.followTable(ctx, before, t)
+	return nil
 }
 
 // Route decides what a request with this Host header gets.
 func (m *Manager) Route(host string) Route {
 	h := HostName(host)
 	t := m.table.Load()
-	switch {
-	case h == t.defaultAddr || IsLocal(h):
+	if h == t.defaultAddr || IsLocal(h) {
 		return Route{Decision: ServeAll}
 	}
 	if r, ok := t.redirects[h]; ok {
