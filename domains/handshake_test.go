@@ -11,14 +11,15 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/certmagic"
 
-	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // readCountingStore is a real store that counts the key/value reads made
@@ -50,7 +51,13 @@ func (s *readCountingStore) KVKeys(ctx context.Context, prefix string) ([]string
 func TestHandshakeWithoutCertificateReadsNoStorage(t *testing.T) {
 	const ca = "https://127.0.0.1:1/dir" // never contacted: no attempt starts
 	const without, with = "nocert.example.org", "cert.example.org"
-	db := &readCountingStore{Store: domaintest.OpenStore(t)}
+	// Opened here: domaintest imports this package.
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bolt.Close() })
+	db := &readCountingStore{Store: bolt}
 	ctx := context.Background()
 	for _, d := range []store.Domain{
 		{Name: without, State: store.DomainVerified, Certificate: store.Certificate{State: store.CertFailed}},
