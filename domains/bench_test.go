@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"petstore/domains/domaintest/testcert"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
@@ -40,7 +41,7 @@ func benchManager(b *testing.B, n int, certs bool) *Manager {
 	b.Cleanup(m.Close)
 	if certs {
 		for i := range n {
-			certPEM, keyPEM := selfSigned(b, fmt.Sprintf("d%d.example.com", i), int64(i+1))
+			certPEM, keyPEM := testcert.SelfSigned(b, fmt.Sprintf("d%d.example.com", i), int64(i+1))
 			if _, err := m.certs.CacheUnmanagedCertificatePEMBytes(ctx, certPEM, keyPEM, nil); err != nil {
 				b.Fatal(err)
 			}

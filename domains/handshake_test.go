@@ -2,14 +2,7 @@ package domains
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"path/filepath"
 	"sync/atomic"
@@ -18,6 +11,7 @@ import (
 
 	"github.com/caddyserver/certmagic"
 
+	"petstore/domains/domaintest/testcert"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
@@ -68,7 +62,7 @@ func TestHandshakeWithoutCertificateReadsNoStorage(t *testing.T) {
 		}
 	}
 	iss := certmagic.ACMEIssuer{CA: ca}
-	certPEM, keyPEM := selfSigned(t, with, 1)
+	certPEM, keyPEM := testcert.SelfSigned(t, with, 1)
 	for key, value := range map[string][]byte{
 		certmagic.StorageKeys.SiteCert(iss.IssuerKey(), with):       certPEM,
 		certmagic.StorageKeys.SitePrivateKey(iss.IssuerKey(), with): keyPEM,
@@ -112,25 +106,4 @@ func handshake(m *Manager, name string) error {
 		_ = tls.Server(server, m.TLSConfig()).Handshake()
 	}()
 	return tls.Client(client, &tls.Config{ServerName: name, InsecureSkipVerify: true}).Handshake()
-}
-
-// selfSigned returns a self-signed certificate of name, valid from an hour
-// ago for a day, and its key, both PEM-encoded.
-func selfSigned(tb testing.TB, name string, serial int64) (certPEM, keyPEM []byte) {
-	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(23 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }

@@ -2,15 +2,10 @@ package handlers
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"testing"
@@ -19,6 +14,7 @@ import (
 	proxyproto "github.com/pires/go-proxyproto"
 
 	"petstore/domains/domaintest"
+	"petstore/domains/domaintest/testcert"
 )
 
 // startProxyListeners serves, on a loopback port behind a ConnGuard capping
@@ -179,21 +175,9 @@ func TestProxyProtocolBeforeTLS(t *testing.T) {
 
 func selfSignedCert(t *testing.T) tls.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, err := tls.X509KeyPair(testcert.SelfSigned(t, "localhost", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"}, DNSNames: []string{"localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
+	return cert
 }
