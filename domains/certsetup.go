@@ -42,6 +42,9 @@ func (m *Manager) setUpCertificates(a *ACME) {
 		m.challengeTypes = 2
 	}
 	m.obtainer = certmagic.New(m.cache, certmagic.Config{Storage: storage, OnEvent: m.onEvent, Logger: zl})
+	// certmagic.New gives a config without issuers Let's Encrypt's: the
+	// configured CAs replace it rather than follow it.
+	m.certs.Issuers, m.obtainer.Issuers = nil, nil
 	for _, ca := range append([]string{a.CA}, a.FallbackCAs...) {
 		iss := certmagic.NewACMEIssuer(m.certs, certmagic.ACMEIssuer{
 			CA:                   ca,

@@ -193,13 +193,13 @@ func TestMovedOnlyOnEvidenceOverAnHour(t *testing.T) {
 
 	// Still moved while lookups fail; verified by itself when the DNS is back.
 	resolver.SetFault(domaintest.Drop, 1)
-	clk.t = *d.NextCheckAt
+	clk.set(*d.NextCheckAt)
 	m.CheckDue(ctx)
 	state("moved, lookups time out", store.DomainMoved, 4)
 	resolver.SetFault(domaintest.NoFault, 0)
 	resolver.SetCNAME(t, name, "cname.petstore.test")
 	d, _ = db.Domain(ctx, name)
-	clk.t = *d.NextCheckAt
+	clk.set(*d.NextCheckAt)
 	m.CheckDue(ctx)
 	d = state("DNS back", store.DomainVerified, 0)
 	if d.MovedAt != nil || d.PointsElsewhereSince != nil || !m.CertificateAllowed(name) {
@@ -254,7 +254,7 @@ func TestFlappingDNSKeepsServing(t *testing.T) {
 		before, warnings := resolver.Faulted(), 0
 		for i := 1; i <= 10; i++ {
 			d, _ := db.Domain(ctx, name)
-			clk.t = *d.NextCheckAt
+			clk.set(*d.NextCheckAt)
 			m.CheckDue(ctx)
 			d, _ = db.Domain(ctx, name)
 			if d.Check == nil || !d.Check.CheckedAt.After(time.Time{}) {
@@ -280,7 +280,7 @@ func TestFlappingDNSKeepsServing(t *testing.T) {
 	resolver.SetCNAME(t, name, "elsewhere.example.net")
 	for i := 1; i <= 3; i++ {
 		d, _ := db.Domain(ctx, name)
-		clk.t = *d.NextCheckAt
+		clk.set(*d.NextCheckAt)
 		m.CheckDue(ctx)
 	}
 	d, _ := db.Domain(ctx, name)
@@ -288,7 +288,7 @@ func TestFlappingDNSKeepsServing(t *testing.T) {
 		t.Fatalf("after 3 checks over an hour pointing elsewhere: %+v", d)
 	}
 	handshake("moved")
-	clk.t = d.Certificate.NotAfter.Add(time.Second)
+	clk.set(d.Certificate.NotAfter.Add(time.Second))
 	m.CheckDue(ctx)
 	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp",
 		net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort)), &tls.Config{ServerName: name, RootCAs: roots})

@@ -159,11 +159,11 @@ func TestCertificateStateIsHonest(t *testing.T) {
 	addVerified(t, m, dns, name)
 	c := waitCert(t, db, name, "certificate", 20*time.Second, func(c store.Certificate) bool { return c.State == store.CertIssued })
 
-	clk.t = c.NotAfter.Add(time.Second)
+	clk.set(c.NotAfter.Add(time.Second))
 	if d, _ := m.Get(ctx, name); d.Certificate.State != store.CertExpired {
 		t.Errorf("past notAfter the certificate is %q", d.Certificate.State)
 	}
-	clk.t = time.Now()
+	clk.set(time.Now())
 
 	iss := certmagic.ACMEIssuer{CA: pebble.DirectoryURL()}
 	if err := domains.CertStorage(db).Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)); err != nil {
@@ -267,7 +267,7 @@ func TestIssuanceBacksOff(t *testing.T) {
 		if n := len(orderAdded.FindAllString(pebble.Log(), -1)); n != len(orders) {
 			t.Fatalf("attempt %d started before it was due", attempt)
 		}
-		clk.t = *c.NextAttemptAt
+		clk.set(*c.NextAttemptAt)
 		m.TendCertificates(ctx)
 		c = waitCert(t, db, name, "next attempt", 20*time.Second, func(c store.Certificate) bool { return c.FailedAttempts == attempt && c.NextAttemptAt != nil })
 		orders = orderAdded.FindAllString(pebble.Log(), -1)

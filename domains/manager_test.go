@@ -26,6 +26,13 @@ func (c *clock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// set moves the clock to t; the manager's goroutines may read it meanwhile.
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
 func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
@@ -81,7 +88,7 @@ func TestBackgroundChecks(t *testing.T) {
 	}
 	// DNS fixed: the next due check verifies it.
 	dns.SetCNAME(t, name, "cname.petstore.test")
-	clk.t = *d.NextCheckAt
+	clk.set(*d.NextCheckAt)
 	m.CheckDue(ctx)
 	if d, _ = db.Domain(ctx, name); d.State != store.DomainVerified || d.VerifiedAt == nil {
 		t.Fatalf("after DNS was fixed: %+v", d)
@@ -99,7 +106,7 @@ func TestBackgroundChecks(t *testing.T) {
 	dns.SetCNAME(t, name, "elsewhere.example.net")
 	first := *d.NextCheckAt
 	for i := 1; i <= 3; i++ {
-		clk.t = *d.NextCheckAt
+		clk.set(*d.NextCheckAt)
 		m.CheckDue(ctx)
 		d, _ = db.Domain(ctx, name)
 		if want := map[bool]string{true: store.DomainMoved, false: store.DomainVerified}[i == 3]; d.State != want || d.Check.Verified {
@@ -117,7 +124,7 @@ func TestBackgroundChecks(t *testing.T) {
 	}
 	// And back.
 	dns.SetCNAME(t, name, "cname.petstore.test")
-	clk.t = *d.NextCheckAt
+	clk.set(*d.NextCheckAt)
 	m.CheckDue(ctx)
 	if d, _ = db.Domain(ctx, name); d.State != store.DomainVerified || !m.CertificateAllowed(name) {
 		t.Fatalf("after the DNS came back: %+v", d)
@@ -138,7 +145,7 @@ func TestPendingChecksStopAfter48Hours(t *testing.T) {
 		if d.NextCheckAt == nil {
 			break
 		}
-		clk.t = *d.NextCheckAt
+		clk.set(*d.NextCheckAt)
 		m.CheckDue(ctx)
 		checks++
 	}

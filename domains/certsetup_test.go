@@ -1,0 +1,49 @@
+package domains
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+
+	"petstore/store"
+	"petstore/store/boltstore"
+)
+
+// TestIssuersAreTheConfiguredCAs: certificates are asked of the configured
+// CAs, in their order, and of no other: not of Let's Encrypt, which
+// certmagic gives every config that names no issuer.
+func TestIssuersAreTheConfiguredCAs(t *testing.T) {
+	const first, second = "https://127.0.0.1:1/dir", "https://127.0.0.1:2/dir" // never contacted
+	// Opened here: domaintest imports this package.
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	m, err := NewManager(Config{
+		Store:     db,
+		Platform:  Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:   &Checker{CNAMETarget: "cname.petstore.test"},
+		ACME:      &ACME{CA: first, FallbackCAs: []string{second}},
+		TickEvery: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	want := []string{(&certmagic.ACMEIssuer{CA: first}).IssuerKey(), (&certmagic.ACMEIssuer{CA: second}).IssuerKey()}
+	for what, issuers := range map[string][]certmagic.Issuer{
+		"the attempts'": m.obtainer.Issuers, "maintenance's": m.certs.Issuers, "on-demand": m.onDemand.Issuers,
+	} {
+		var got []string
+		for _, iss := range issuers {
+			got = append(got, iss.IssuerKey())
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s issuers: %v, want %v", what, got, want)
+		}
+	}
+}
