@@ -20,7 +20,7 @@ import (
 const (
 	codeUnauthorized         = "unauthorized"
 	codeMethodNotAllowed     = "method_not_allowed"
-	codeGone                 = "gone"
+	codeGone                 = store.EGONE
 	codePayloadTooLarge      = "payload_too_large"
 	codeRequestTimeout       = "request_timeout"
 	codeUnsupportedMediaType = "unsupported_media_type"

@@ -22,6 +22,8 @@ const (
 	// ENOTSUPPORTED: the store cannot do this (a backup of PostgreSQL is
 	// pg_dump's job).
 	ENOTSUPPORTED = "not_supported"
+	// EGONE: what the cursor points after is no longer kept.
+	EGONE = "gone"
 )
 
 // Error is an application error: a machine-readable code and a message that is

@@ -14,6 +14,7 @@ type Store interface {
 	Pets
 	Admin
 	KeyValue
+	Events
 
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error

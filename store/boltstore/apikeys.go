@@ -28,7 +28,10 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 		if err := putJSON(b, id, &rec); err != nil {
 			return err
 		}
-		return tx.Bucket(bktAPIKeysByHash).Put(rec.SHA256, itob(id))
+		if err := tx.Bucket(bktAPIKeysByHash).Put(rec.SHA256, itob(id)); err != nil {
+			return err
+		}
+		return db.emit(tx, store.EventAPIKeyCreated, &rec.APIKey)
 	})
 	if err != nil {
 		return store.APIKey{}, "", err
@@ -60,7 +63,10 @@ func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 		if err := tx.Bucket(bktAPIKeysByHash).Delete(rec.SHA256); err != nil {
 			return err
 		}
-		return tx.Bucket(bktAPIKeys).Delete(itob(id))
+		if err := tx.Bucket(bktAPIKeys).Delete(itob(id)); err != nil {
+			return err
+		}
+		return db.emit(tx, store.EventAPIKeyRevoked, store.DeletedData(id))
 	})
 	if err != nil {
 		return err

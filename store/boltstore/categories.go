@@ -17,7 +17,10 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 			return err
 		}
 		created.ID = id
-		return putJSON(b, id, created)
+		if err := putJSON(b, id, created); err != nil {
+			return err
+		}
+		return db.emit(tx, store.EventCategoryCreated, created)
 	})
 }
 
@@ -33,7 +36,10 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
 		if _, err := categoryTable.get(tx, in.ID); err != nil {
 			return err
 		}
-		return putJSON(tx.Bucket(bktCategories), in.ID, &in)
+		if err := putJSON(tx.Bucket(bktCategories), in.ID, &in); err != nil {
+			return err
+		}
+		return db.emit(tx, store.EventCategoryUpdated, &in)
 	})
 }
 
@@ -46,7 +52,10 @@ func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
 		if n := countPrefix(tx.Bucket(bktPetsByCategory), itob(id)); n > 0 {
 			return store.CategoryInUse(id, n)
 		}
-		return tx.Bucket(bktCategories).Delete(itob(id))
+		if err := tx.Bucket(bktCategories).Delete(itob(id)); err != nil {
+			return err
+		}
+		return db.emit(tx, store.EventCategoryDeleted, store.DeletedData(id))
 	})
 }
 

@@ -73,6 +73,9 @@ type DB struct {
 	// unlock to wake up waiters.
 	locksMu sync.Mutex
 	locks   map[string]chan struct{}
+
+	// The webhook deliveries this process is attempting (webhooks.go).
+	deliveryLeases leases
 }
 
 // Bucket names. Entity buckets map an 8-byte big-endian id to the entity's

@@ -29,7 +29,10 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 		if b.Get([]byte(d.Name)) != nil {
 			return store.DomainAttached(d.Name)
 		}
-		return putDomain(b, d)
+		if err := putDomain(b, d); err != nil {
+			return err
+		}
+		return db.emitDomain(tx, nil, d)
 	})
 }
 
@@ -62,11 +65,18 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 		if err != nil {
 			return d, err
 		}
+		old, err := getDomain(b, name) // a copy that fn cannot reach
+		if err != nil {
+			return d, err
+		}
 		if err := fn(&d); err != nil {
 			return d, refusal{err}
 		}
 		d.Name = name
-		return d, putDomain(b, &d)
+		if err := putDomain(b, &d); err != nil {
+			return d, err
+		}
+		return d, db.emitDomain(tx, &old, &d)
 	})
 }
 
@@ -84,6 +94,9 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 		}
 		s, err := getSettings(tx)
 		if err != nil {
+			return err
+		}
+		if err := db.emit(tx, store.EventDomainRemoved, store.DomainRemovedData(name)); err != nil {
 			return err
 		}
 		s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r store.Redirect) bool { return r.From == name || r.To == name })

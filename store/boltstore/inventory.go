@@ -24,7 +24,10 @@ func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (store.Invento
 			return it, err
 		}
 		it.Quantity = qty
-		return it, putInventory(tx.Bucket(bktInventory), &it)
+		if err := putInventory(tx.Bucket(bktInventory), &it); err != nil {
+			return it, err
+		}
+		return it, db.emit(tx, store.EventInventory, &it)
 	})
 }
 

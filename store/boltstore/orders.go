@@ -37,6 +37,9 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 		if err := putInventory(tx.Bucket(bktInventory), &stock); err != nil {
 			return err
 		}
+		if err := db.emit(tx, store.EventInventory, &stock); err != nil {
+			return err
+		}
 		b := tx.Bucket(bktOrders)
 		if placed.ID, err = nextID(b); err != nil {
 			return err
@@ -44,7 +47,10 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 		if err := putOrder(b, placed); err != nil {
 			return err
 		}
-		return putIndexEntries(tx, orderIndexEntries(placed))
+		if err := putIndexEntries(tx, orderIndexEntries(placed)); err != nil {
+			return err
+		}
+		return db.emit(tx, store.EventOrderPlaced, placed)
 	})
 }
 
@@ -75,7 +81,10 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (s
 		if err := putOrder(tx.Bucket(bktOrders), &o); err != nil {
 			return o, err
 		}
-		return o, putIndexEntries(tx, orderIndexEntries(&o))
+		if err := putIndexEntries(tx, orderIndexEntries(&o)); err != nil {
+			return o, err
+		}
+		return o, db.emit(tx, store.OrderUpdateEvent(&old, &o), &o)
 	})
 }
 
@@ -96,13 +105,19 @@ func (db *DB) CancelOrder(ctx context.Context, id int64) error {
 			if err := putInventory(tx.Bucket(bktInventory), &stock); err != nil {
 				return err
 			}
+			if err := db.emit(tx, store.EventInventory, &stock); err != nil {
+				return err
+			}
 		} else if store.ErrorCode(err) != store.ENOTFOUND {
 			return err
 		}
 		if err := deleteIndexEntries(tx, orderIndexEntries(&o)); err != nil {
 			return err
 		}
-		return tx.Bucket(bktOrders).Delete(itob(id))
+		if err := tx.Bucket(bktOrders).Delete(itob(id)); err != nil {
+			return err
+		}
+		return db.emit(tx, store.EventOrderCancelled, store.DeletedData(id))
 	})
 }
 

@@ -17,7 +17,12 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 	if err != nil {
 		return err
 	}
-	return create(ctx, db, p, in, createPet)
+	return create(ctx, db, p, in, func(tx *bolt.Tx, rec *store.Pet) error {
+		if err := createPet(tx, rec); err != nil {
+			return err
+		}
+		return db.emit(tx, store.EventPetCreated, rec)
+	})
 }
 
 // Pet returns the pet with the given id.
@@ -81,9 +86,11 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 			return err
 		}
 		if in.Status != old.Status {
-			return corrupt(setInventoryStatus(tx, in.ID, in.Status))
+			if err := corrupt(setInventoryStatus(tx, in.ID, in.Status)); err != nil {
+				return err
+			}
 		}
-		return nil
+		return db.emit(tx, store.EventPetUpdated, &in)
 	})
 	if err != nil {
 		return err
@@ -107,7 +114,10 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 		if err := tx.Bucket(bktPets).Delete(itob(id)); err != nil {
 			return err
 		}
-		return tx.Bucket(bktInventory).Delete(itob(id))
+		if err := tx.Bucket(bktInventory).Delete(itob(id)); err != nil {
+			return err
+		}
+		return db.emit(tx, store.EventPetDeleted, store.DeletedData(id))
 	})
 }
 

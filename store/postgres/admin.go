@@ -53,8 +53,11 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 		return store.APIKey{}, "", err
 	}
 	err = db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, `INSERT INTO api_keys (name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
-			k.Name, k.Prefix, k.SHA256, k.CreatedAt).Scan(&k.ID)
+		if err := tx.QueryRow(ctx, `INSERT INTO api_keys (name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
+			k.Name, k.Prefix, k.SHA256, k.CreatedAt).Scan(&k.ID); err != nil {
+			return err
+		}
+		return emit(tx, store.EventAPIKeyCreated, &k.APIKey)
 	})
 	if err != nil {
 		return store.APIKey{}, "", err
@@ -79,7 +82,10 @@ func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 		if err == nil && tag.RowsAffected() == 0 {
 			err = store.NotFound("api key", id)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return emit(tx, store.EventAPIKeyRevoked, store.DeletedData(id))
 	})
 }
 
@@ -191,7 +197,10 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 		if err == nil && tag.RowsAffected() == 0 {
 			err = store.DomainAttached(d.Name)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return emitDomain(tx, nil, d)
 	})
 }
 
@@ -249,6 +258,10 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 		if d, err = store.UnmarshalDomain(name, data); err != nil {
 			return err
 		}
+		old, err := store.UnmarshalDomain(name, data)
+		if err != nil {
+			return err
+		}
 		if err := fn(&d); err != nil {
 			return err
 		}
@@ -256,8 +269,10 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 		if data, err = store.MarshalDomain(&d); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE domains SET value = $2 WHERE name = $1`, name, data)
-		return err
+		if _, err = tx.Exec(ctx, `UPDATE domains SET value = $2 WHERE name = $1`, name, data); err != nil {
+			return err
+		}
+		return emitDomain(tx, &old, &d)
 	})
 	if err != nil {
 		return store.Domain{}, err
@@ -275,6 +290,9 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 		}
 		if tag.RowsAffected() == 0 {
 			return store.DomainNotAttached(name)
+		}
+		if err := emit(tx, store.EventDomainRemoved, store.DomainRemovedData(name)); err != nil {
+			return err
 		}
 		s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r store.Redirect) bool { return r.From == name || r.To == name })
 		if s.Domains.Primary == name {

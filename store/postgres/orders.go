@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,8 +17,18 @@ func scanCategory(r pgx.Row) (store.Category, error) {
 
 // CreateCategory adds a category.
 func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
-	return db.pool.QueryRow(ctx, `INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING id`,
-		c.Name, c.Description).Scan(&c.ID)
+	in := *c
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING id`,
+			in.Name, in.Description).Scan(&in.ID); err != nil {
+			return err
+		}
+		return emit(tx, store.EventCategoryCreated, &in)
+	})
+	if err == nil {
+		*c = in
+	}
+	return err
 }
 
 // Category returns one category.
@@ -28,11 +39,17 @@ func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
 
 // ReplaceCategory replaces a category's name and description.
 func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
-	tag, err := db.pool.Exec(ctx, `UPDATE categories SET name = $2, description = $3 WHERE id = $1`, c.ID, c.Name, c.Description)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = store.NotFound("category", c.ID)
-	}
-	return err
+	in := *c
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE categories SET name = $2, description = $3 WHERE id = $1`, in.ID, in.Name, in.Description)
+		if err == nil && tag.RowsAffected() == 0 {
+			return store.NotFound("category", in.ID)
+		}
+		if err != nil {
+			return err
+		}
+		return emit(tx, store.EventCategoryUpdated, &in)
+	})
 }
 
 // DeleteCategory removes a category that has no pets.
@@ -50,8 +67,10 @@ func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
 		if n > 0 {
 			return store.CategoryInUse(id, n)
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM categories WHERE id = $1`, id)
-		return err
+		if _, err := tx.Exec(ctx, `DELETE FROM categories WHERE id = $1`, id); err != nil {
+			return err
+		}
+		return emit(tx, store.EventCategoryDeleted, store.DeletedData(id))
 	})
 }
 
@@ -78,8 +97,16 @@ func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (store.Invento
 	if err := store.CheckStock(qty); err != nil {
 		return store.InventoryItem{}, err
 	}
-	it, err := scanItem(db.pool.QueryRow(ctx, `UPDATE inventory SET quantity = $2 WHERE pet_id = $1 RETURNING pet_id, quantity, status`, petID, qty))
-	return it, notFound(err, store.NotFound("pet", petID))
+	var it store.InventoryItem
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		it, err = scanItem(tx.QueryRow(ctx, `UPDATE inventory SET quantity = $2 WHERE pet_id = $1 RETURNING pet_id, quantity, status`, petID, qty))
+		if err != nil {
+			return notFound(err, store.NotFound("pet", petID))
+		}
+		return emit(tx, store.EventInventory, &it)
+	})
+	return it, err
 }
 
 // ListInventory returns one page of inventory entries, by pet id.
@@ -130,8 +157,14 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 		if _, err := tx.Exec(ctx, `UPDATE inventory SET quantity = quantity - $2 WHERE pet_id = $1`, in.PetID, in.Quantity); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `INSERT INTO orders (pet_id, quantity, ship_date, complete) VALUES ($1, $2, $3, $4) RETURNING id`,
-			in.PetID, in.Quantity, in.ShipDate, in.Complete).Scan(&in.ID)
+		if err := emit(tx, store.EventInventory, &store.InventoryItem{PetID: in.PetID, Quantity: stock - in.Quantity, Status: status}); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `INSERT INTO orders (pet_id, quantity, ship_date, complete) VALUES ($1, $2, $3, $4) RETURNING id`,
+			in.PetID, in.Quantity, in.ShipDate, in.Complete).Scan(&in.ID); err != nil {
+			return err
+		}
+		return emit(tx, store.EventOrderPlaced, &in)
 	})
 	if err != nil {
 		return err
@@ -148,9 +181,24 @@ func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 
 // UpdateOrder changes an order's ship date or completion.
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (store.Order, error) {
-	o, err := scanOrder(db.pool.QueryRow(ctx, `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete)
-		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete`, id, u.ShipDate, u.Complete))
-	return o, notFound(err, store.NotFound("order", id))
+	var o store.Order
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		var wasComplete bool
+		if err := tx.QueryRow(ctx, `SELECT complete FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&wasComplete); err != nil {
+			return notFound(err, store.NotFound("order", id))
+		}
+		var err error
+		o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete)
+			WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete`, id, u.ShipDate, u.Complete))
+		if err != nil {
+			return err
+		}
+		return emit(tx, store.OrderUpdateEvent(&store.Order{Complete: wasComplete}, &o), &o)
+	})
+	if err != nil {
+		return store.Order{}, err
+	}
+	return o, nil
 }
 
 // CancelOrder removes an incomplete order and returns its stock.
@@ -166,11 +214,20 @@ func (db *DB) CancelOrder(ctx context.Context, id int64) error {
 		if complete {
 			return store.OrderComplete(id)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE inventory SET quantity = LEAST(quantity + $2, $3) WHERE pet_id = $1`, petID, qty, store.MaxStock); err != nil {
+		it, err := scanItem(tx.QueryRow(ctx, `UPDATE inventory SET quantity = LEAST(quantity + $2, $3) WHERE pet_id = $1
+			RETURNING pet_id, quantity, status`, petID, qty, store.MaxStock))
+		switch {
+		case err == nil:
+			if err := emit(tx, store.EventInventory, &it); err != nil {
+				return err
+			}
+		case !errors.Is(err, pgx.ErrNoRows): // a pet deleted since has no stock to take it back
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM orders WHERE id = $1`, id)
-		return err
+		if _, err := tx.Exec(ctx, `DELETE FROM orders WHERE id = $1`, id); err != nil {
+			return err
+		}
+		return emit(tx, store.EventOrderCancelled, store.DeletedData(id))
 	})
 }
 

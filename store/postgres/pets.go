@@ -42,8 +42,10 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 			in.Name, in.CategoryID, in.Status).Scan(&in.ID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO inventory (pet_id, quantity, status) VALUES ($1, 0, $2)`, in.ID, in.Status)
-		return err
+		if _, err := tx.Exec(ctx, `INSERT INTO inventory (pet_id, quantity, status) VALUES ($1, 0, $2)`, in.ID, in.Status); err != nil {
+			return err
+		}
+		return emit(tx, store.EventPetCreated, &in)
 	})
 	if err != nil {
 		return err
@@ -87,8 +89,10 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 			in.ID, in.Name, in.CategoryID, in.Status); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE inventory SET status = $2 WHERE pet_id = $1`, in.ID, in.Status)
-		return err
+		if _, err := tx.Exec(ctx, `UPDATE inventory SET status = $2 WHERE pet_id = $1`, in.ID, in.Status); err != nil {
+			return err
+		}
+		return emit(tx, store.EventPetUpdated, &in)
 	})
 	if err != nil {
 		return err
@@ -106,8 +110,10 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM inventory WHERE pet_id = $1`, id); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM pets WHERE id = $1`, id)
-		return err
+		if _, err := tx.Exec(ctx, `DELETE FROM pets WHERE id = $1`, id); err != nil {
+			return err
+		}
+		return emit(tx, store.EventPetDeleted, store.DeletedData(id))
 	})
 }
 

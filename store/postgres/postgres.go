@@ -171,7 +171,14 @@ func (db *DB) migrate(ctx context.Context) error {
 // again; fn must have no effect outside the transaction.
 func (db *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, db.pool, fn)
+		err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+			// The outbox: the events fn recorded go in with its changes.
+			o := &outboxTx{Tx: tx}
+			if err := fn(o); err != nil {
+				return err
+			}
+			return o.flush(ctx, db.now())
+		})
 		var pgErr *pgconn.PgError
 		if attempt < 10 && errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01") {
 			continue

@@ -40,6 +40,8 @@ func Run(t *testing.T, open Open) {
 		{"Settings", testSettings},
 		{"KeyValue", testKeyValue},
 		{"Locks", testLocks},
+		{"Events", testEvents},
+		{"Deliveries", testDeliveries},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}

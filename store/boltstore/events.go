@@ -1,0 +1,162 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// The outbox. Every write that changes an entity calls emit in its own
+// transaction, so an event is on disk exactly when its change is, with the
+// same fsync. Writes commit one at a time, so the bucket's sequence orders
+// events by commit: a reader's cursor never passes an event that commits
+// later.
+//
+//	events   seq8 -> createdAt(unix ns)8 to8 len(type)1 type data
+var bktEvents = []byte("events")
+
+func init() { allBuckets = append(allBuckets, bktEvents) }
+
+// emit records the event of a change in the write's transaction. Like every
+// write, it must come after the write's checks.
+func (db *DB) emit(tx *bolt.Tx, typ string, data any) error {
+	e, err := store.NewEvent(typ, data)
+	if err != nil {
+		return err
+	}
+	_, err = db.putEvent(tx, e, 0)
+	return err
+}
+
+// putEvent stores e, for every subscriber or, with to, for one webhook.
+func (db *DB) putEvent(tx *bolt.Tx, e store.PendingEvent, to int64) (store.Event, error) {
+	b := tx.Bucket(bktEvents)
+	seq, err := b.NextSequence()
+	if err != nil {
+		return store.Event{}, err
+	}
+	now := db.now().UTC()
+	v := make([]byte, 8, 8+8+8+1+len(e.Type)+len(e.Data))
+	binary.BigEndian.PutUint64(v, seq)
+	v = binary.BigEndian.AppendUint64(v, uint64(now.UnixNano()))
+	v = binary.BigEndian.AppendUint64(v, uint64(to))
+	v = append(v, byte(len(e.Type)))
+	v = append(v, e.Type...)
+	v = append(v, e.Data...)
+	b.FillPercent = appendFill
+	if err := b.Put(v[:8], v[8:]); err != nil {
+		return store.Event{}, err
+	}
+	return store.Event{ID: store.EventID{Seq: seq}, Type: e.Type, CreatedAt: now, Data: e.Data}, nil
+}
+
+// decodeEvent reads a stored event, and the webhook it is for (0: all).
+func decodeEvent(k, v []byte) (store.Event, int64, error) {
+	if len(k) != 8 || len(v) < 17 || len(v) < 17+int(v[16]) {
+		return store.Event{}, 0, fmt.Errorf("store: event %x is damaged", k)
+	}
+	n := int(v[16])
+	return store.Event{
+		ID:        store.EventID{Seq: binary.BigEndian.Uint64(k)},
+		CreatedAt: time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
+		Type:      string(v[17 : 17+n]),
+		Data:      bytes.Clone(v[17+n:]),
+	}, int64(binary.BigEndian.Uint64(v[8:])), nil
+}
+
+// Events lists the events f selects, oldest first.
+func (db *DB) Events(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	limit := store.Page{Limit: f.Limit}.Size()
+	var out []store.Event
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bktEvents).Cursor()
+		// Tx is 0 for every event of a bbolt file; an id of another store
+		// (Tx set) comes after them all.
+		if f.After.Tx != 0 {
+			return nil
+		}
+		start := idKey(int64(f.After.Seq + 1))
+		for k, v := c.Seek(start[:]); k != nil && len(out) < limit; k, v = c.Next() {
+			if !f.Matches(string(v[17 : 17+int(v[16])])) {
+				continue
+			}
+			e, _, err := decodeEvent(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// OldestEvent is the oldest event kept.
+func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
+	return readValue(ctx, db, func(tx *bolt.Tx) (store.EventID, error) {
+		k, _ := tx.Bucket(bktEvents).Cursor().First()
+		if k == nil {
+			return store.EventID{}, nil
+		}
+		return store.EventID{Seq: binary.BigEndian.Uint64(k)}, nil
+	})
+}
+
+// RecordEvent records an event of no entity's change.
+func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64) (store.Event, error) {
+	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Event, error) {
+		return db.putEvent(tx, e, to)
+	})
+}
+
+// pruneBatch bounds one pruning transaction, so that pruning a large
+// backlog never holds the writer for long.
+const pruneBatch = 1000
+
+// PruneEvents deletes the events and deliveries made before t, a batch per
+// transaction.
+func (db *DB) PruneEvents(ctx context.Context, t time.Time) (int, error) {
+	total := 0
+	for {
+		n, err := writeValue(ctx, db, func(tx *bolt.Tx) (int, error) {
+			var old [][]byte
+			b := tx.Bucket(bktEvents)
+			c := b.Cursor()
+			for k, v := c.First(); k != nil && len(old) < pruneBatch; k, v = c.Next() {
+				if len(v) < 8 || !time.Unix(0, int64(binary.BigEndian.Uint64(v))).Before(t) {
+					break
+				}
+				old = append(old, k)
+			}
+			// Deleted after the walk: a cursor may skip keys deleted under it.
+			for _, k := range old {
+				if err := b.Delete(k); err != nil {
+					return 0, err
+				}
+			}
+			n := len(old)
+			m, err := pruneDeliveries(tx, t, pruneBatch-n)
+			return n + m, err
+		})
+		total += n
+		if err != nil || n < pruneBatch {
+			return total, err
+		}
+	}
+}
+
+// emitDomain records the events of a domain's change (old nil: added).
+func (db *DB) emitDomain(tx *bolt.Tx, old, updated *store.Domain) error {
+	for _, typ := range store.DomainEvents(old, updated) {
+		if err := db.emit(tx, typ, updated); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,389 @@
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// Webhooks and their deliveries. A delivery is one attempt; a pending one is
+// also in the due index until it is attempted. One process owns the file,
+// so its leases are in memory: a restart forgets them, and the attempts
+// they covered are made again (at least once).
+//
+//	webhooks                   id8 -> JSON
+//	deliveries                 id8 -> JSON (deliveryRecord)
+//	idx_deliveries_webhook     webhook8 delivery8
+//	idx_deliveries_due         scheduledAt(unix ns)8 delivery8
+//	meta events_dispatched     the seq8 of the last event fanned out
+var (
+	bktWebhooks          = []byte("webhooks")
+	bktDeliveries        = []byte("deliveries")
+	bktDeliveriesWebhook = []byte("idx_deliveries_webhook")
+	bktDeliveriesDue     = []byte("idx_deliveries_due")
+	metaDispatched       = []byte("events_dispatched")
+)
+
+func init() {
+	allBuckets = append(allBuckets, bktWebhooks, bktDeliveries, bktDeliveriesWebhook, bktDeliveriesDue)
+}
+
+var webhookTable = table[store.Webhook]{bktWebhooks, decodeJSONRecord[store.Webhook], "webhook"}
+
+// deliveryRecord is a stored delivery: the event's id is kept apart, as
+// the API shows it as text.
+type deliveryRecord struct {
+	store.Delivery
+	EventSeq uint64 `json:"eventSeq"`
+}
+
+// leases are the deliveries this process is attempting. The zero value is
+// ready.
+type leases struct {
+	mu    sync.Mutex
+	until map[int64]time.Time
+}
+
+func (db *DB) leases() *leases {
+	l := &db.deliveryLeases
+	l.mu.Lock()
+	if l.until == nil {
+		l.until = map[int64]time.Time{}
+	}
+	l.mu.Unlock()
+	return l
+}
+
+func getDelivery(tx *bolt.Tx, id int64) (deliveryRecord, error) {
+	k := idKey(id)
+	v := tx.Bucket(bktDeliveries).Get(k[:])
+	if v == nil {
+		return deliveryRecord{}, store.DeliveryNotFound(id)
+	}
+	var r deliveryRecord
+	err := json.Unmarshal(v, &r)
+	r.EventID = store.EventID{Seq: r.EventSeq}
+	return r, err
+}
+
+func dueKey(r *deliveryRecord) []byte {
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(r.ScheduledAt.UnixNano()))
+	return appendID(k, r.ID)
+}
+
+// putDelivery stores r with its index entries; a new one (ID 0) gets an id.
+func putDelivery(tx *bolt.Tx, r *deliveryRecord) error {
+	b := tx.Bucket(bktDeliveries)
+	if r.ID == 0 {
+		id, err := nextID(b)
+		if err != nil {
+			return err
+		}
+		r.ID = id
+		if err := tx.Bucket(bktDeliveriesWebhook).Put(appendID(itob(r.WebhookID), id), empty); err != nil {
+			return err
+		}
+	}
+	due := tx.Bucket(bktDeliveriesDue)
+	if r.State == store.DeliveryPending {
+		if err := due.Put(dueKey(r), empty); err != nil {
+			return err
+		}
+	} else if err := due.Delete(dueKey(r)); err != nil {
+		return err
+	}
+	r.EventSeq = r.EventID.Seq
+	b.FillPercent = appendFill
+	return putJSON(b, r.ID, r)
+}
+
+// CreateWebhook stores a new webhook and sets its id.
+func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook) error {
+	in := *w
+	in.CreatedAt = db.timestamp()
+	return create(ctx, db, w, in, func(tx *bolt.Tx, rec *store.Webhook) error {
+		b := tx.Bucket(bktWebhooks)
+		id, err := nextID(b)
+		if err != nil {
+			return err
+		}
+		rec.ID = id
+		return putJSON(b, id, rec)
+	})
+}
+
+// Webhook returns one webhook, its secret included.
+func (db *DB) Webhook(ctx context.Context, id int64) (store.Webhook, error) {
+	return webhookTable.read(ctx, db, id)
+}
+
+// Webhooks lists one page of webhooks in id order.
+func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int64, error) {
+	return webhookTable.page(ctx, db, nil, nil, p)
+}
+
+// UpdateWebhook applies fn to a webhook and saves it.
+func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error) (store.Webhook, error) {
+	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Webhook, error) {
+		w, err := webhookTable.get(tx, id)
+		if err != nil {
+			return w, err
+		}
+		if err := fn(&w); err != nil {
+			return w, refusal{err}
+		}
+		w.ID = id
+		return w, putJSON(tx.Bucket(bktWebhooks), id, &w)
+	})
+}
+
+// DeleteWebhook deletes a webhook and its deliveries.
+func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
+	return db.write(ctx, func(tx *bolt.Tx) error {
+		if _, err := webhookTable.get(tx, id); err != nil {
+			return err
+		}
+		var ids []int64
+		prefix := itob(id)
+		c := tx.Bucket(bktDeliveriesWebhook).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && len(k) == 16 && btoi(k[:8]) == id; k, _ = c.Next() {
+			ids = append(ids, btoi(k[8:]))
+		}
+		for _, d := range ids {
+			if err := deleteDelivery(tx, d); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bktWebhooks).Delete(prefix)
+	})
+}
+
+func deleteDelivery(tx *bolt.Tx, id int64) error {
+	r, err := getDelivery(tx, id)
+	if err != nil {
+		return corrupt(err)
+	}
+	if err := tx.Bucket(bktDeliveriesDue).Delete(dueKey(&r)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bktDeliveriesWebhook).Delete(appendID(itob(r.WebhookID), id)); err != nil {
+		return err
+	}
+	return tx.Bucket(bktDeliveries).Delete(itob(id))
+}
+
+// FanOut makes the first delivery of each event since the last FanOut for
+// each enabled webhook that subscribes to it.
+func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error) {
+	return writeValue(ctx, db, func(tx *bolt.Tx) (int, error) {
+		meta := tx.Bucket(bktMeta)
+		var last uint64
+		if v := meta.Get(metaDispatched); len(v) == 8 {
+			last = binary.BigEndian.Uint64(v)
+		}
+		var hooks []store.Webhook
+		if err := tx.Bucket(bktWebhooks).ForEach(func(k, v []byte) error {
+			w, err := webhookTable.decode(btoi(k), v)
+			if w.Enabled {
+				hooks = append(hooks, w)
+			}
+			return err
+		}); err != nil {
+			return 0, err
+		}
+		start := idKey(int64(last + 1))
+		c := tx.Bucket(bktEvents).Cursor()
+		n := 0
+		for k, v := c.Seek(start[:]); k != nil && n < limit; k, v = c.Next() {
+			e, to, err := decodeEvent(k, v)
+			if err != nil {
+				return n, err
+			}
+			last = e.ID.Seq
+			n++
+			for i := range hooks {
+				if !store.Routes(&e, to, &hooks[i]) {
+					continue
+				}
+				r := deliveryRecord{Delivery: store.Delivery{
+					WebhookID: hooks[i].ID, EventID: e.ID, EventType: e.Type,
+					Attempt: 1, State: store.DeliveryPending, ScheduledAt: now.UTC(),
+				}}
+				if err := putDelivery(tx, &r); err != nil {
+					return n, err
+				}
+			}
+		}
+		if n == 0 {
+			return 0, nil
+		}
+		return n, meta.Put(metaDispatched, binary.BigEndian.AppendUint64(nil, last))
+	})
+}
+
+// ClaimDeliveries leases the deliveries due at now, none of busy's.
+func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
+	l := db.leases()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []store.Claimed
+	perHook := map[int64]int{}
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bktDeliveriesDue).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+			if len(k) != 16 || int64(binary.BigEndian.Uint64(k)) > now.UnixNano() {
+				break
+			}
+			id := btoi(k[8:])
+			if until, ok := l.until[id]; ok && until.After(now) {
+				continue
+			}
+			r, err := getDelivery(tx, id)
+			if err != nil {
+				return corrupt(err)
+			}
+			if slices.Contains(busy, r.WebhookID) || perHook[r.WebhookID] >= store.MaxInFlightPerWebhook {
+				continue
+			}
+			w, err := webhookTable.get(tx, r.WebhookID)
+			if err != nil {
+				continue
+			}
+			ek := idKey(int64(r.EventID.Seq))
+			v := tx.Bucket(bktEvents).Get(ek[:])
+			if v == nil {
+				continue // pruned; PruneEvents deletes the delivery too
+			}
+			e, _, err := decodeEvent(ek[:], v)
+			if err != nil {
+				return err
+			}
+			perHook[r.WebhookID]++
+			out = append(out, store.Claimed{Delivery: r.Delivery, Event: e, Webhook: w})
+		}
+		return nil
+	})
+	for _, d := range out {
+		l.until[d.ID] = leaseUntil
+	}
+	return out, err
+}
+
+// FinishDelivery records an attempt's outcome.
+func (db *DB) FinishDelivery(ctx context.Context, d *store.Claimed, o store.Outcome) error {
+	defer func() {
+		l := db.leases()
+		l.mu.Lock()
+		delete(l.until, d.ID)
+		l.mu.Unlock()
+	}()
+	return db.write(ctx, func(tx *bolt.Tx) error {
+		r, err := getDelivery(tx, d.ID)
+		if err != nil {
+			return err
+		}
+		if r.State != store.DeliveryPending {
+			return nil // finished by another attempt
+		}
+		w, err := webhookTable.get(tx, r.WebhookID)
+		if err != nil {
+			return err
+		}
+		store.ApplyOutcome(&r.Delivery, &w, o)
+		if err := putDelivery(tx, &r); err != nil {
+			return err
+		}
+		if o.Next != nil {
+			next := deliveryRecord{Delivery: store.NextAttempt(&r.Delivery, *o.Next)}
+			if err := putDelivery(tx, &next); err != nil {
+				return err
+			}
+		}
+		if err := putJSON(tx.Bucket(bktWebhooks), w.ID, &w); err != nil {
+			return err
+		}
+		if o.Disable != "" {
+			return db.emit(tx, store.EventWebhookDisabled, w.Public())
+		}
+		return nil
+	})
+}
+
+// Deliveries lists a webhook's deliveries, newest first.
+func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]store.Delivery, int64, error) {
+	size := p.Size()
+	var out []store.Delivery
+	var next int64
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		if _, err := webhookTable.get(tx, webhookID); err != nil {
+			return err
+		}
+		c := tx.Bucket(bktDeliveriesWebhook).Cursor()
+		after := p.After
+		if after <= 0 {
+			after = 1<<63 - 1
+		}
+		k, _ := c.Seek(appendID(itob(webhookID), after))
+		if k == nil || btoi(k[:8]) != webhookID || btoi(k[8:]) >= after {
+			k, _ = c.Prev()
+		}
+		for ; k != nil && btoi(k[:8]) == webhookID; k, _ = c.Prev() {
+			if len(out) == size {
+				next = out[size-1].ID
+				break
+			}
+			r, err := getDelivery(tx, btoi(k[8:]))
+			if err != nil {
+				return corrupt(err)
+			}
+			out = append(out, r.Delivery)
+		}
+		return nil
+	})
+	return out, next, err
+}
+
+// RetryDelivery makes a new pending delivery of a delivery's event, due now.
+func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time) (store.Delivery, error) {
+	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Delivery, error) {
+		r, err := getDelivery(tx, id)
+		if err != nil || r.WebhookID != webhookID {
+			return store.Delivery{}, store.DeliveryNotFound(id)
+		}
+		ek := idKey(int64(r.EventID.Seq))
+		if tx.Bucket(bktEvents).Get(ek[:]) == nil {
+			return store.Delivery{}, store.EventPruned(r.EventID)
+		}
+		next := deliveryRecord{Delivery: store.ManualRetry(&r.Delivery, now)}
+		return next.Delivery, putDelivery(tx, &next)
+	})
+}
+
+// pruneDeliveries deletes up to limit finished deliveries scheduled before t.
+func pruneDeliveries(tx *bolt.Tx, t time.Time, limit int) (int, error) {
+	var ids []int64
+	c := tx.Bucket(bktDeliveries).Cursor()
+	for k, v := c.First(); k != nil && len(ids) < limit; k, v = c.Next() {
+		var r deliveryRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return 0, err
+		}
+		if r.State == store.DeliveryPending || !r.ScheduledAt.Before(t) {
+			break
+		}
+		ids = append(ids, r.ID)
+	}
+	for _, id := range ids {
+		if err := deleteDelivery(tx, id); err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), nil
+}

@@ -1,0 +1,378 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The event types. Each write that changes an entity records its events in
+// the same transaction (the outbox); the types say what happened.
+const (
+	EventPetCreated      = "pet.created"
+	EventPetUpdated      = "pet.updated"
+	EventPetDeleted      = "pet.deleted"
+	EventCategoryCreated = "category.created"
+	EventCategoryUpdated = "category.updated"
+	EventCategoryDeleted = "category.deleted"
+	EventOrderPlaced     = "order.placed"
+	EventOrderUpdated    = "order.updated"
+	EventOrderCompleted  = "order.completed"
+	EventOrderCancelled  = "order.cancelled"
+	EventInventory       = "inventory.updated"
+
+	EventDomainAdded    = "domain.added"
+	EventDomainVerified = "domain.verified"
+	EventDomainMoved    = "domain.moved"
+	EventDomainRemoved  = "domain.removed"
+
+	EventCertIssued   = "certificate.issued"
+	EventCertRenewed  = "certificate.renewed"
+	EventCertFailed   = "certificate.failed"
+	EventCertExpiring = "certificate.expiring"
+	EventCertExpired  = "certificate.expired"
+
+	EventAPIKeyCreated   = "apikey.created"
+	EventAPIKeyRevoked   = "apikey.revoked"
+	EventWebhookDisabled = "webhook.disabled"
+	EventWebhookTest     = "webhook.test"
+)
+
+// EventTypes lists every type a subscription may name, in the order the
+// documents list them.
+var EventTypes = []string{
+	EventPetCreated, EventPetUpdated, EventPetDeleted,
+	EventCategoryCreated, EventCategoryUpdated, EventCategoryDeleted,
+	EventOrderPlaced, EventOrderUpdated, EventOrderCompleted, EventOrderCancelled,
+	EventInventory,
+	EventDomainAdded, EventDomainVerified, EventDomainMoved, EventDomainRemoved,
+	EventCertIssued, EventCertRenewed, EventCertFailed, EventCertExpiring, EventCertExpired,
+	EventAPIKeyCreated, EventAPIKeyRevoked, EventWebhookDisabled, EventWebhookTest,
+}
+
+// PublicEventKinds are the kinds (the part of a type before the dot) of the
+// public API's events, which GET /events carries; every other kind is an
+// administration event (GET /admin/events).
+var PublicEventKinds = []string{"pet", "category", "order", "inventory"}
+
+// AdminEventKinds are the kinds GET /admin/events carries.
+var AdminEventKinds = []string{"domain", "certificate", "apikey", "webhook"}
+
+// EventKind is the part of an event type before its dot.
+func EventKind(typ string) string {
+	kind, _, _ := strings.Cut(typ, ".")
+	return kind
+}
+
+// EventID orders events: events sort by (Tx, Seq). On PostgreSQL Tx is the
+// writing transaction's id and Seq a sequence; on bbolt, whose writes
+// commit one at a time, Tx is 0 and Seq the file's own counter. Its text
+// form, "evt_" and 32 hex digits, sorts as the pair does.
+type EventID struct {
+	Tx, Seq uint64
+}
+
+// String is the id as the API shows it.
+func (id EventID) String() string {
+	return fmt.Sprintf("evt_%016x%016x", id.Tx, id.Seq)
+}
+
+// IsZero reports whether id is the cursor before every event.
+func (id EventID) IsZero() bool { return id == EventID{} }
+
+// Less reports whether id comes before o.
+func (id EventID) Less(o EventID) bool {
+	return id.Tx < o.Tx || id.Tx == o.Tx && id.Seq < o.Seq
+}
+
+// ParseEventID reads an id in its API form.
+func ParseEventID(s string) (EventID, error) {
+	hexPart, ok := strings.CutPrefix(s, "evt_")
+	if !ok || len(hexPart) != 32 {
+		return EventID{}, Errorf(EINVALID, "%q is not an event id: one is \"evt_\" and 32 hexadecimal digits", s)
+	}
+	if _, err := hex.DecodeString(hexPart); err != nil {
+		return EventID{}, Errorf(EINVALID, "%q is not an event id: one is \"evt_\" and 32 hexadecimal digits", s)
+	}
+	tx, _ := strconv.ParseUint(hexPart[:16], 16, 64)
+	seq, _ := strconv.ParseUint(hexPart[16:], 16, 64)
+	return EventID{tx, seq}, nil
+}
+
+// Event is one change, as webhooks and the streams deliver it.
+type Event struct {
+	ID        EventID
+	Type      string
+	CreatedAt time.Time
+	// Data is the resource as the API answers it, or {"id": …} for a
+	// deletion.
+	Data json.RawMessage
+}
+
+// AppendJSON appends the event's envelope. The bytes are the same on every
+// read, so a retried delivery is signed over the same body.
+func (e *Event) AppendJSON(b []byte) []byte {
+	b = append(b, `{"id":"`...)
+	b = append(b, e.ID.String()...)
+	b = append(b, `","type":`...)
+	b = strconv.AppendQuote(b, e.Type)
+	b = append(b, `,"createdAt":"`...)
+	b = e.CreatedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","data":`...)
+	b = append(b, e.Data...)
+	return append(b, '}')
+}
+
+// EventFilter selects events for Events: those after After (the zero id:
+// from the oldest) of the given kinds (none: every kind), at most Limit.
+type EventFilter struct {
+	After EventID
+	Kinds []string
+	Limit int
+}
+
+// Matches reports whether an event of type typ passes the kinds filter.
+func (f EventFilter) Matches(typ string) bool {
+	if len(f.Kinds) == 0 {
+		return true
+	}
+	kind := EventKind(typ)
+	for _, k := range f.Kinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// EventGone is the answer to a cursor older than the oldest retained event.
+func EventGone(after, oldest EventID) *Error {
+	return Errorf(EGONE, "events after %s are no longer kept; the oldest available is %s: start from it, or from the start with no cursor", after, oldest)
+}
+
+// NewEvent builds the pending event of a change: data is encoded as the
+// API answers it.
+func NewEvent(typ string, data any) (PendingEvent, error) {
+	var raw []byte
+	var err error
+	switch v := data.(type) {
+	case *Pet:
+		raw = v.AppendJSON(nil)
+	case *InventoryItem:
+		raw = v.AppendJSON(nil)
+	case *Order:
+		raw, err = v.AppendJSON(nil)
+	case json.RawMessage:
+		raw = v
+	default:
+		raw, err = json.Marshal(data)
+	}
+	return PendingEvent{Type: typ, Data: raw}, err
+}
+
+// DeletedData is the data of a deletion event: the id of what is gone.
+func DeletedData(id int64) json.RawMessage {
+	return append(strconv.AppendInt([]byte(`{"id":`), id, 10), '}')
+}
+
+// PendingEvent is an event a write records; the store gives it its id and
+// time when it writes it.
+type PendingEvent struct {
+	Type string
+	Data json.RawMessage
+}
+
+// OrderUpdateEvent is the type of the event of an order's update.
+func OrderUpdateEvent(old, updated *Order) string {
+	if updated.Complete && !old.Complete {
+		return EventOrderCompleted
+	}
+	return EventOrderUpdated
+}
+
+// DomainEvents lists the events of a domain's change from old to updated
+// (old nil: added). A change that is neither a new state of the domain nor
+// of its certificate (a DNS check that found the same) has none.
+func DomainEvents(old, updated *Domain) []string {
+	var out []string
+	switch {
+	case old == nil:
+		out = append(out, EventDomainAdded)
+	case old.State != updated.State && updated.State == DomainVerified:
+		out = append(out, EventDomainVerified)
+	case old.State != updated.State && updated.State == DomainMoved:
+		out = append(out, EventDomainMoved)
+	}
+	if old != nil {
+		if t := certificateEvent(old.Certificate, updated.Certificate); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// certificateEvent is the event of a certificate's change, if it has one.
+func certificateEvent(old, updated Certificate) string {
+	if old.State == updated.State && old.Serial == updated.Serial {
+		return ""
+	}
+	switch updated.State {
+	case CertIssued:
+		if old.Serial != "" && old.Serial != updated.Serial && updated.Serial != "" {
+			return EventCertRenewed
+		}
+		if old.State != CertIssued && old.State != CertRenewing {
+			return EventCertIssued
+		}
+	case CertFailed:
+		if old.State != CertFailed {
+			return EventCertFailed
+		}
+	case CertExpired:
+		if old.State != CertExpired {
+			return EventCertExpired
+		}
+	}
+	return ""
+}
+
+// Webhook is an endpoint that events are delivered to.
+type Webhook struct {
+	ID          int64     `json:"id"`
+	URL         string    `json:"url"`
+	Events      []string  `json:"events"`
+	Description string    `json:"description"`
+	Enabled     bool      `json:"enabled"`
+	CreatedAt   time.Time `json:"createdAt"`
+	// DisabledReason says why the service disabled it (empty when the
+	// operator did, or when it is enabled).
+	DisabledReason string `json:"disabledReason,omitempty"`
+	// FailingSince is the first failed attempt since the last success.
+	FailingSince *time.Time `json:"failingSince,omitempty"`
+	// Secret signs deliveries (Standard Webhooks' whsec_ form). The API
+	// shows it only when it is made.
+	Secret string `json:"secret,omitempty"`
+}
+
+// Subscribes reports whether the webhook takes events of type typ.
+func (w *Webhook) Subscribes(typ string) bool {
+	for _, e := range w.Events {
+		if e == "*" || e == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// Delivery states.
+const (
+	DeliveryPending   = "pending"
+	DeliverySucceeded = "succeeded"
+	DeliveryFailed    = "failed"
+)
+
+// Delivery is one attempt to deliver one event to one webhook; a failed
+// attempt is followed by the next one's pending delivery until the
+// schedule ends.
+type Delivery struct {
+	ID        int64   `json:"id"`
+	WebhookID int64   `json:"webhookId"`
+	EventID   EventID `json:"-"`
+	EventType string  `json:"eventType"`
+	Attempt   int     `json:"attempt"`
+	// Manual marks an operator's retry, which is not retried in turn.
+	Manual bool   `json:"manual,omitempty"`
+	State  string `json:"state"`
+	// ScheduledAt is when the attempt is due.
+	ScheduledAt time.Time  `json:"scheduledAt"`
+	AttemptedAt *time.Time `json:"attemptedAt,omitempty"`
+	// Status is the receiver's HTTP status; Error says why there was none
+	// or why it was not a success.
+	Status     int    `json:"status,omitempty"`
+	Error      string `json:"error,omitempty"`
+	DurationMS int64  `json:"durationMs,omitempty"`
+	Response   string `json:"response,omitempty"`
+	// NextAttemptAt is when the attempt after a failed one is due (nil
+	// when there is none).
+	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
+}
+
+// Claimed is a delivery due now, with what its attempt needs.
+type Claimed struct {
+	Delivery
+	Event   Event
+	Webhook Webhook
+}
+
+// Outcome is what an attempt found.
+type Outcome struct {
+	AttemptedAt time.Time
+	Status      int
+	Error       string
+	Duration    time.Duration
+	Response    string
+	Succeeded   bool
+	// Next is when the next attempt is due; nil for none (success, or the
+	// schedule's end).
+	Next *time.Time
+	// Disable disables the webhook, with this reason, and records
+	// webhook.disabled for the others.
+	Disable string
+}
+
+// Events is the outbox, the webhooks and their deliveries.
+type Events interface {
+	// Events lists the events that f selects, oldest first. On
+	// PostgreSQL it lists only events whose writers have all finished, so
+	// that a cursor never passes an event that commits later.
+	Events(ctx context.Context, f EventFilter) ([]Event, error)
+	// OldestEvent is the oldest event kept (the zero id when none is).
+	OldestEvent(ctx context.Context) (EventID, error)
+	// RecordEvent records an event of no entity's change (webhook.test
+	// goes to one webhook only: to).
+	RecordEvent(ctx context.Context, e PendingEvent, to int64) (Event, error)
+	// PruneEvents deletes events and deliveries made before t.
+	PruneEvents(ctx context.Context, t time.Time) (int, error)
+
+	CreateWebhook(ctx context.Context, w *Webhook) error
+	Webhook(ctx context.Context, id int64) (Webhook, error)
+	Webhooks(ctx context.Context, p Page) ([]Webhook, int64, error)
+	UpdateWebhook(ctx context.Context, id int64, fn func(*Webhook) error) (Webhook, error)
+	DeleteWebhook(ctx context.Context, id int64) error
+
+	// FanOut makes the first pending delivery of each event recorded
+	// since the last FanOut, for each enabled webhook that subscribes to
+	// it, due at now; it reports how many events it read.
+	FanOut(ctx context.Context, now time.Time, limit int) (int, error)
+	// ClaimDeliveries leases up to limit deliveries due at now, none of
+	// the webhooks in busy, until leaseUntil: no other instance attempts
+	// them before then.
+	ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]Claimed, error)
+	// FinishDelivery records an attempt's outcome, with the next attempt's
+	// pending delivery when o.Next is set.
+	FinishDelivery(ctx context.Context, d *Claimed, o Outcome) error
+	// Deliveries lists a webhook's deliveries, newest first; After is a
+	// delivery id (0: the newest).
+	Deliveries(ctx context.Context, webhookID int64, p Page) ([]Delivery, int64, error)
+	// RetryDelivery makes a new pending delivery of the event of delivery
+	// id, due at now.
+	RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time) (Delivery, error)
+}
+
+// WebhookNotFound is the answer for a webhook id that names none.
+func WebhookNotFound(id int64) *Error { return NotFound("webhook", id) }
+
+// DeliveryNotFound is the answer for a delivery id that names none.
+func DeliveryNotFound(id int64) *Error { return NotFound("delivery", id) }
+
+// DomainRemovedData is the data of domain.removed: the name, a domain's id.
+func DomainRemovedData(name string) json.RawMessage {
+	data, _ := json.Marshal(struct {
+		Name string `json:"name"`
+	}{name})
+	return data
+}

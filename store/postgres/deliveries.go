@@ -1,0 +1,246 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"petstore/store"
+)
+
+// insertDelivery stores a new delivery and sets its id.
+func insertDelivery(ctx context.Context, tx pgx.Tx, d *store.Delivery) error {
+	if err := tx.QueryRow(ctx, `INSERT INTO deliveries (webhook_id, event_tx, event_seq, state, scheduled_at, value)
+		VALUES ($1, $2, $3, $4, $5, '{}') RETURNING id`,
+		d.WebhookID, int64(d.EventID.Tx), int64(d.EventID.Seq), d.State, d.ScheduledAt).Scan(&d.ID); err != nil {
+		return err
+	}
+	return putDelivery(ctx, tx, d)
+}
+
+func putDelivery(ctx context.Context, tx pgx.Tx, d *store.Delivery) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE deliveries SET state = $2, value = $3, lease_until = NULL WHERE id = $1`, d.ID, d.State, data)
+	return err
+}
+
+func decodeDelivery(id, tx, seq int64, data []byte) (store.Delivery, error) {
+	var d store.Delivery
+	err := json.Unmarshal(data, &d)
+	d.ID = id
+	d.EventID = store.EventID{Tx: uint64(tx), Seq: uint64(seq)}
+	return d, err
+}
+
+// FanOut makes the first delivery of each event since the last FanOut for
+// each enabled webhook that subscribes to it. The dispatch row's lock
+// makes one instance at a time do it.
+func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error) {
+	n := 0
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		n = 0
+		var lastTx, lastSeq int64
+		if err := tx.QueryRow(ctx, `SELECT tx, seq FROM event_dispatch WHERE id = 1 FOR UPDATE`).Scan(&lastTx, &lastSeq); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT `+eventCols+` FROM events WHERE (tx, seq) > ($1, $2) AND `+visible+`
+			ORDER BY tx, seq LIMIT $3`, lastTx, lastSeq, limit)
+		if err != nil {
+			return err
+		}
+		type routed struct {
+			e  store.Event
+			to int64
+		}
+		evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (routed, error) {
+			e, to, err := scanEvent(r)
+			return routed{e, to}, err
+		})
+		if err != nil || len(evs) == 0 {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT id, value FROM webhooks ORDER BY id`)
+		if err != nil {
+			return err
+		}
+		hooks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Webhook, error) { return scanWebhook(r) })
+		if err != nil {
+			return err
+		}
+		var hookIDs, txs, seqs []int64
+		var types []string
+		for _, ev := range evs {
+			for i := range hooks {
+				if store.Routes(&ev.e, ev.to, &hooks[i]) {
+					hookIDs = append(hookIDs, hooks[i].ID)
+					txs = append(txs, int64(ev.e.ID.Tx))
+					seqs = append(seqs, int64(ev.e.ID.Seq))
+					types = append(types, ev.e.Type)
+				}
+			}
+		}
+		if len(hookIDs) > 0 {
+			// The value is filled from the columns, in the same form
+			// putDelivery writes.
+			if _, err := tx.Exec(ctx, `INSERT INTO deliveries (webhook_id, event_tx, event_seq, state, scheduled_at, value)
+				SELECT h, t, s, 'pending', $5, convert_to(json_build_object('webhookId', h, 'eventType', y, 'attempt', 1,
+					'state', 'pending', 'scheduledAt', $6::text)::text, 'UTF8')
+				FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS u(h, t, s, y)`,
+				hookIDs, txs, seqs, types, now, now.UTC().Format(time.RFC3339Nano)); err != nil {
+				return err
+			}
+		}
+		last := evs[len(evs)-1].e.ID
+		n = len(evs)
+		_, err = tx.Exec(ctx, `UPDATE event_dispatch SET tx = $1, seq = $2 WHERE id = 1`, int64(last.Tx), int64(last.Seq))
+		return err
+	})
+	return n, err
+}
+
+// ClaimDeliveries leases the deliveries due at now, at most
+// MaxInFlightPerWebhook of each webhook and none of busy's. SKIP LOCKED
+// and the lease keep two instances from claiming the same one.
+func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
+	if busy == nil {
+		busy = []int64{}
+	}
+	rows, err := db.pool.Query(ctx, `UPDATE deliveries d SET lease_until = $2
+		FROM events e, webhooks w
+		WHERE d.id IN (
+			SELECT id FROM deliveries WHERE id IN (
+				SELECT id FROM (
+					SELECT id, row_number() OVER (PARTITION BY webhook_id ORDER BY scheduled_at, id) AS n
+					FROM deliveries
+					WHERE state = 'pending' AND scheduled_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+					AND webhook_id <> ALL($3::bigint[])) r
+				WHERE n <= $5)
+			ORDER BY scheduled_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+		AND e.tx = d.event_tx AND e.seq = d.event_seq AND w.id = d.webhook_id
+		RETURNING d.id, d.event_tx, d.event_seq, d.value, e.type, e.created_at, e.data, w.id, w.value`,
+		now, leaseUntil, busy, limit, store.MaxInFlightPerWebhook)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) {
+		var c store.Claimed
+		var id, etx, eseq, wid int64
+		var dv, data, wv []byte
+		if err := r.Scan(&id, &etx, &eseq, &dv, &c.Event.Type, &c.Event.CreatedAt, &data, &wid, &wv); err != nil {
+			return c, err
+		}
+		var err error
+		if c.Delivery, err = decodeDelivery(id, etx, eseq, dv); err != nil {
+			return c, err
+		}
+		c.Event.ID, c.Event.Data, c.Event.CreatedAt = c.Delivery.EventID, data, c.Event.CreatedAt.UTC()
+		if err := json.Unmarshal(wv, &c.Webhook); err != nil {
+			return c, err
+		}
+		c.Webhook.ID = wid
+		return c, nil
+	})
+}
+
+// FinishDelivery records an attempt's outcome.
+func (db *DB) FinishDelivery(ctx context.Context, c *store.Claimed, o store.Outcome) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		var etx, eseq int64
+		var dv []byte
+		err := tx.QueryRow(ctx, `SELECT event_tx, event_seq, value FROM deliveries WHERE id = $1 FOR UPDATE`, c.ID).Scan(&etx, &eseq, &dv)
+		if err != nil {
+			return notFound(err, store.DeliveryNotFound(c.ID))
+		}
+		d, err := decodeDelivery(c.ID, etx, eseq, dv)
+		if err != nil || d.State != store.DeliveryPending {
+			return err
+		}
+		w, err := scanWebhook(tx.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1 FOR UPDATE`, d.WebhookID))
+		if err != nil {
+			return notFound(err, store.WebhookNotFound(d.WebhookID))
+		}
+		store.ApplyOutcome(&d, &w, o)
+		if err := putDelivery(ctx, tx, &d); err != nil {
+			return err
+		}
+		if o.Next != nil {
+			next := store.NextAttempt(&d, *o.Next)
+			if err := insertDelivery(ctx, tx, &next); err != nil {
+				return err
+			}
+		}
+		if err := putWebhook(ctx, tx, &w); err != nil {
+			return err
+		}
+		if o.Disable != "" {
+			return emit(tx, store.EventWebhookDisabled, w.Public())
+		}
+		return nil
+	})
+}
+
+// Deliveries lists a webhook's deliveries, newest first.
+func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]store.Delivery, int64, error) {
+	if _, err := db.Webhook(ctx, webhookID); err != nil {
+		return nil, 0, err
+	}
+	after := p.After
+	if after <= 0 {
+		after = 1<<63 - 1
+	}
+	size := p.Size()
+	rows, err := db.pool.Query(ctx, `SELECT id, event_tx, event_seq, value FROM deliveries
+		WHERE webhook_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`, webhookID, after, size+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
+		var id, tx, seq int64
+		var v []byte
+		if err := r.Scan(&id, &tx, &seq, &v); err != nil {
+			return store.Delivery{}, err
+		}
+		return decodeDelivery(id, tx, seq, v)
+	})
+	var next int64
+	if len(out) > size {
+		out = out[:size]
+		next = out[size-1].ID
+	}
+	return out, next, err
+}
+
+// RetryDelivery makes a new pending delivery of a delivery's event, due now.
+func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time) (store.Delivery, error) {
+	var out store.Delivery
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		var etx, eseq, wid int64
+		var dv []byte
+		err := tx.QueryRow(ctx, `SELECT event_tx, event_seq, webhook_id, value FROM deliveries WHERE id = $1`, id).Scan(&etx, &eseq, &wid, &dv)
+		if err != nil {
+			return notFound(err, store.DeliveryNotFound(id))
+		}
+		if wid != webhookID {
+			return store.DeliveryNotFound(id)
+		}
+		d, err := decodeDelivery(id, etx, eseq, dv)
+		if err != nil {
+			return err
+		}
+		var kept bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE tx = $1 AND seq = $2)`, etx, eseq).Scan(&kept); err != nil {
+			return err
+		}
+		if !kept {
+			return store.EventPruned(d.EventID)
+		}
+		out = store.ManualRetry(&d, now)
+		return insertDelivery(ctx, tx, &out)
+	})
+	return out, err
+}

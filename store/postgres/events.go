@@ -1,0 +1,217 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"petstore/store"
+)
+
+// outboxTx is the transaction db.tx hands to a write: emit keeps the
+// write's events, and db.tx inserts them before it commits, in one
+// statement. Every write that changes an entity runs in db.tx, so this is
+// the one place where events are written.
+type outboxTx struct {
+	pgx.Tx
+	events  []store.PendingEvent
+	targets []int64
+}
+
+// emit records the event of a change in the write's transaction.
+func emit(tx pgx.Tx, typ string, data any) error {
+	e, err := store.NewEvent(typ, data)
+	if err != nil {
+		return err
+	}
+	return emitPending(tx, e, 0)
+}
+
+func emitPending(tx pgx.Tx, e store.PendingEvent, to int64) error {
+	o, ok := tx.(*outboxTx)
+	if !ok {
+		return errors.New("store: an event recorded outside db.tx")
+	}
+	o.events = append(o.events, e)
+	o.targets = append(o.targets, to)
+	return nil
+}
+
+// flush inserts the events, in the order they were recorded.
+func (o *outboxTx) flush(ctx context.Context, now time.Time) error {
+	switch len(o.events) {
+	case 0:
+		return nil
+	case 1:
+		_, err := o.Exec(ctx, `INSERT INTO events (type, created_at, target, data) VALUES ($1, $2, $3, $4)`,
+			o.events[0].Type, now, o.targets[0], []byte(o.events[0].Data))
+		return err
+	}
+	types := make([]string, len(o.events))
+	data := make([][]byte, len(o.events))
+	for i, e := range o.events {
+		types[i], data[i] = e.Type, e.Data
+	}
+	_, err := o.Exec(ctx, `INSERT INTO events (type, created_at, target, data)
+		SELECT t, $2, g, d FROM unnest($1::text[], $3::bigint[], $4::bytea[]) WITH ORDINALITY AS u(t, g, d, n) ORDER BY n`,
+		types, now, o.targets, data)
+	return err
+}
+
+// visible limits a query of events to those whose writers have all
+// finished (migrations/0003_events.sql says why).
+const visible = `tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
+
+func scanEvent(r pgx.Row) (store.Event, int64, error) {
+	var e store.Event
+	var tx, seq, to int64
+	var data []byte
+	err := r.Scan(&tx, &seq, &e.Type, &e.CreatedAt, &to, &data)
+	e.ID = store.EventID{Tx: uint64(tx), Seq: uint64(seq)}
+	e.CreatedAt = e.CreatedAt.UTC()
+	e.Data = data
+	return e, to, err
+}
+
+const eventCols = `tx, seq, type, created_at, target, data`
+
+// Events lists the events f selects, oldest first, of finished writers only.
+func (db *DB) Events(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	limit := store.Page{Limit: f.Limit}.Size()
+	kinds := f.Kinds
+	if kinds == nil {
+		kinds = []string{}
+	}
+	rows, err := db.pool.Query(ctx, `SELECT `+eventCols+` FROM events
+		WHERE (tx, seq) > ($1, $2) AND `+visible+`
+		AND (cardinality($3::text[]) = 0 OR split_part(type, '.', 1) = ANY($3::text[]))
+		ORDER BY tx, seq LIMIT $4`, int64(f.After.Tx), int64(f.After.Seq), kinds, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
+		e, _, err := scanEvent(r)
+		return e, err
+	})
+}
+
+// OldestEvent is the oldest event kept.
+func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
+	var tx, seq int64
+	err := db.pool.QueryRow(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`).Scan(&tx, &seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.EventID{}, nil
+	}
+	return store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, err
+}
+
+// RecordEvent records an event of no entity's change.
+func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64) (store.Event, error) {
+	var out store.Event
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		var err error
+		out, _, err = scanEvent(tx.QueryRow(ctx, `INSERT INTO events (type, created_at, target, data) VALUES ($1, $2, $3, $4)
+			RETURNING `+eventCols, e.Type, db.now(), to, []byte(e.Data)))
+		return err
+	})
+	return out, err
+}
+
+// PruneEvents deletes the events and finished deliveries made before t.
+func (db *DB) PruneEvents(ctx context.Context, t time.Time) (int, error) {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM events WHERE created_at < $1`, t)
+	if err != nil {
+		return 0, err
+	}
+	tag2, err := db.pool.Exec(ctx, `DELETE FROM deliveries WHERE state <> 'pending' AND scheduled_at < $1`, t)
+	return int(tag.RowsAffected() + tag2.RowsAffected()), err
+}
+
+func scanWebhook(r pgx.Row) (store.Webhook, error) {
+	var w store.Webhook
+	var id int64
+	var data []byte
+	if err := r.Scan(&id, &data); err != nil {
+		return w, err
+	}
+	err := json.Unmarshal(data, &w)
+	w.ID = id
+	return w, err
+}
+
+// CreateWebhook stores a new webhook and sets its id.
+func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook) error {
+	in := *w
+	in.CreatedAt = db.timestamp()
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `INSERT INTO webhooks (value) VALUES ('{}') RETURNING id`).Scan(&in.ID); err != nil {
+			return err
+		}
+		return putWebhook(ctx, tx, &in)
+	})
+	if err == nil {
+		*w = in
+	}
+	return err
+}
+
+func putWebhook(ctx context.Context, tx pgx.Tx, w *store.Webhook) error {
+	data, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE webhooks SET value = $2 WHERE id = $1`, w.ID, data)
+	return err
+}
+
+// Webhook returns one webhook, its secret included.
+func (db *DB) Webhook(ctx context.Context, id int64) (store.Webhook, error) {
+	w, err := scanWebhook(db.pool.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1`, id))
+	return w, notFound(err, store.WebhookNotFound(id))
+}
+
+// Webhooks lists one page of webhooks in id order.
+func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int64, error) {
+	return pageOf(ctx, db.pool, p, func(w *store.Webhook) int64 { return w.ID }, scanWebhook,
+		`SELECT id, value FROM webhooks WHERE id > $1 ORDER BY id LIMIT $2`)
+}
+
+// UpdateWebhook applies fn to a webhook and saves it.
+func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error) (store.Webhook, error) {
+	var w store.Webhook
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		w, err = scanWebhook(tx.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return notFound(err, store.WebhookNotFound(id))
+		}
+		if err := fn(&w); err != nil {
+			return err
+		}
+		w.ID = id
+		return putWebhook(ctx, tx, &w)
+	})
+	return w, err
+}
+
+// DeleteWebhook deletes a webhook and its deliveries.
+func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM webhooks WHERE id = $1`, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = store.WebhookNotFound(id)
+	}
+	return err
+}
+
+// emitDomain records the events of a domain's change (old nil: added).
+func emitDomain(tx pgx.Tx, old, updated *store.Domain) error {
+	for _, typ := range store.DomainEvents(old, updated) {
+		if err := emit(tx, typ, updated); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package storetest
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"petstore/store"
+)
+
+// event is an event's type and data, as a test expects them.
+type event struct {
+	Type string
+	Data string
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	check(t, err)
+	return string(b)
+}
+
+// eventsAfter returns the events after the cursor, and the new cursor.
+func eventsAfter(t *testing.T, s store.Store, after store.EventID, kinds ...string) ([]event, store.EventID) {
+	t.Helper()
+	var out []event
+	for {
+		es := must(s.Events(ctx, store.EventFilter{After: after, Kinds: kinds, Limit: 3}))(t)
+		if len(es) == 0 {
+			return out, after
+		}
+		for _, e := range es {
+			if !after.Less(e.ID) {
+				t.Fatalf("event %s after cursor %s: out of order", e.ID, after)
+			}
+			after = e.ID
+			out = append(out, event{e.Type, string(e.Data)})
+		}
+	}
+}
+
+// testEvents: every change records its event, with the resource as the API
+// answers it, in order; refused writes record none.
+func testEvents(t *testing.T, s store.Store) {
+	c := newCategory(t, s, "dogs")
+	c.Description = "good"
+	check(t, s.ReplaceCategory(ctx, &c))
+	p := newPet(t, s, "Rex", c.ID, store.StatusAvailable)
+	if err := s.CreatePet(ctx, &store.Pet{Name: "x", CategoryID: 999}); err == nil {
+		t.Fatal("a pet in a missing category was created")
+	}
+	stock := must(s.SetStock(ctx, p.ID, 5))(t)
+	o := store.Order{PetID: p.ID, Quantity: 2}
+	check(t, s.PlaceOrder(ctx, &o))
+	ship := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	shipped := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{ShipDate: &ship}))(t)
+	done := true
+	completed := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: &done}))(t)
+	o2 := store.Order{PetID: p.ID, Quantity: 1}
+	check(t, s.PlaceOrder(ctx, &o2))
+	check(t, s.CancelOrder(ctx, o2.ID))
+	p.Status = store.StatusSold
+	check(t, s.ReplacePet(ctx, &p))
+	check(t, s.DeletePet(ctx, p.ID))
+	key, _ := must2x(s.CreateAPIKey(ctx, "ci"))(t)
+	check(t, s.RevokeAPIKey(ctx, key.ID))
+
+	afterPlace := stock
+	afterPlace.Quantity = 3
+	afterOne := afterPlace
+	afterOne.Quantity = 2
+	want := []event{
+		{store.EventCategoryCreated, `{"id":1,"name":"dogs","description":"all the dogs"}`},
+		{store.EventCategoryUpdated, jsonOf(t, c)},
+		{store.EventPetCreated, `{"id":1,"name":"Rex","categoryId":1,"status":"available"}`},
+		{store.EventInventory, jsonOf(t, stock)},
+		{store.EventInventory, jsonOf(t, afterPlace)},
+		{store.EventOrderPlaced, jsonOf(t, o)},
+		{store.EventOrderUpdated, jsonOf(t, shipped)},
+		{store.EventOrderCompleted, jsonOf(t, completed)},
+		{store.EventInventory, jsonOf(t, afterOne)},
+		{store.EventOrderPlaced, jsonOf(t, o2)},
+		{store.EventInventory, jsonOf(t, afterPlace)},
+		{store.EventOrderCancelled, `{"id":2}`},
+		{store.EventPetUpdated, jsonOf(t, p)},
+		{store.EventPetDeleted, `{"id":1}`},
+		{store.EventAPIKeyCreated, jsonOf(t, key)},
+		{store.EventAPIKeyRevoked, jsonOf(t, map[string]int64{"id": key.ID})},
+	}
+	got, _ := eventsAfter(t, s, store.EventID{})
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n got %v\nwant %v", got, want)
+	}
+	public, _ := eventsAfter(t, s, store.EventID{}, store.PublicEventKinds...)
+	if len(public) != len(want)-2 {
+		t.Errorf("public events: got %d, want %d", len(public), len(want)-2)
+	}
+	oldest := must(s.OldestEvent(ctx))(t)
+	if oldest.IsZero() {
+		t.Error("no oldest event")
+	}
+	id, err := store.ParseEventID(oldest.String())
+	if err != nil || id != oldest {
+		t.Errorf("ParseEventID(%s) = %v, %v", oldest, id, err)
+	}
+}
+
+func must2x[A, B any](a A, b B, err error) func(*testing.T) (A, B) {
+	return func(t *testing.T) (A, B) {
+		t.Helper()
+		check(t, err)
+		return a, b
+	}
+}
+
+// testDeliveries: fan-out, claims, leases, outcomes and retries.
+func testDeliveries(t *testing.T, s store.Store) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	all := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
+	check(t, s.CreateWebhook(ctx, &all))
+	pets := store.Webhook{URL: "http://b.example/", Events: []string{store.EventPetCreated}, Enabled: true, Secret: "whsec_y"}
+	check(t, s.CreateWebhook(ctx, &pets))
+	off := store.Webhook{URL: "http://c.example/", Events: []string{"*"}, Enabled: false}
+	check(t, s.CreateWebhook(ctx, &off))
+
+	c := newCategory(t, s, "cats")
+	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
+	if n := must(s.FanOut(ctx, now, 100))(t); n != 2 {
+		t.Fatalf("FanOut read %d events, want 2", n)
+	}
+	if n := must(s.FanOut(ctx, now, 100))(t); n != 0 {
+		t.Fatalf("a second FanOut read %d events, want 0", n)
+	}
+	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t)
+	if len(claimed) != 3 {
+		t.Fatalf("claimed %d deliveries, want 3 (two for *, one for pet.created)", len(claimed))
+	}
+	if again := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t); len(again) != 0 {
+		t.Fatalf("leased deliveries claimed again: %d", len(again))
+	}
+	for _, d := range claimed {
+		if d.Webhook.Secret == "" || len(d.Event.Data) == 0 || d.Event.ID != d.EventID {
+			t.Errorf("claimed delivery lacks its webhook or event: %+v", d)
+		}
+	}
+	// The first fails and is retried later; the others succeed.
+	next := now.Add(5 * time.Second)
+	check(t, s.FinishDelivery(ctx, &claimed[0], store.Outcome{AttemptedAt: now, Status: 500, Error: "HTTP 500", Next: &next}))
+	for i := range claimed[1:] {
+		check(t, s.FinishDelivery(ctx, &claimed[1+i], store.Outcome{AttemptedAt: now, Status: 200, Succeeded: true}))
+	}
+	if due := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t); len(due) != 0 {
+		t.Fatalf("a retry was due before its time: %d", len(due))
+	}
+	due := must(s.ClaimDeliveries(ctx, next, next.Add(time.Minute), nil, 10))(t)
+	if len(due) != 1 || due[0].Attempt != 2 || due[0].EventID != claimed[0].EventID {
+		t.Fatalf("the retry: %+v", due)
+	}
+	if busy := must(s.ClaimDeliveries(ctx, next.Add(2*time.Minute), next.Add(3*time.Minute), []int64{due[0].WebhookID}, 10))(t); len(busy) != 0 {
+		t.Fatalf("a busy webhook's delivery was claimed")
+	}
+	check(t, s.FinishDelivery(ctx, &due[0], store.Outcome{AttemptedAt: next, Status: 404, Disable: "failing for 5 days"}))
+	w := must(s.Webhook(ctx, due[0].WebhookID))(t)
+	if w.Enabled || w.DisabledReason == "" || w.FailingSince == nil {
+		t.Errorf("webhook after a disabling outcome: %+v", w)
+	}
+	list, _ := must2(s.Deliveries(ctx, due[0].WebhookID, store.Page{}))(t)
+	if len(list) < 2 || list[0].ID < list[1].ID {
+		t.Fatalf("deliveries not newest first: %+v", list)
+	}
+	if list[0].State != store.DeliveryFailed || list[0].Status != 404 {
+		t.Errorf("newest delivery: %+v", list[0])
+	}
+	retry := must(s.RetryDelivery(ctx, due[0].WebhookID, list[0].ID, next))(t)
+	if retry.State != store.DeliveryPending || !retry.Manual {
+		t.Errorf("retry: %+v", retry)
+	}
+	_, err := s.RetryDelivery(ctx, pets.ID, list[0].ID, next)
+	wantError(t, "retry under another webhook", err, store.ENOTFOUND, "delivery "+itoa(list[0].ID)+" not found")
+	// webhook.disabled went into the outbox, for the others.
+	evs, _ := eventsAfter(t, s, store.EventID{}, "webhook")
+	if len(evs) != 1 || evs[0].Type != store.EventWebhookDisabled {
+		t.Errorf("admin events: %v", evs)
+	}
+	test := must(s.RecordEvent(ctx, store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{}`)}, pets.ID))(t)
+	must(s.FanOut(ctx, next, 100))(t)
+	got := must(s.ClaimDeliveries(ctx, next, next.Add(time.Minute), nil, 10))(t)
+	var tests int
+	for _, d := range got {
+		if d.EventID == test.ID {
+			tests++
+			if d.WebhookID != pets.ID {
+				t.Errorf("webhook.test went to webhook %d", d.WebhookID)
+			}
+		}
+	}
+	if tests != 1 {
+		t.Errorf("webhook.test deliveries: %d, want 1", tests)
+	}
+	check(t, s.DeleteWebhook(ctx, all.ID))
+	_, err = s.Webhook(ctx, all.ID)
+	wantError(t, "deleted webhook", err, store.ENOTFOUND, "webhook "+itoa(all.ID)+" not found")
+	// Pruning drops what is older than the cut.
+	if n := must(s.PruneEvents(ctx, time.Now().Add(time.Hour)))(t); n == 0 {
+		t.Error("PruneEvents pruned nothing")
+	}
+	if oldest := must(s.OldestEvent(ctx))(t); !oldest.IsZero() {
+		t.Errorf("events left after pruning: %s", oldest)
+	}
+}
+
+func itoa(v int64) string { return jsonNumber(v) }
+
+func jsonNumber(v int64) string { b, _ := json.Marshal(v); return string(b) }

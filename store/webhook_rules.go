@@ -1,0 +1,76 @@
+package store
+
+import "time"
+
+// MaxInFlightPerWebhook bounds the attempts one instance makes at once to
+// one webhook, so that a slow receiver holds a few of them and never the
+// others' turn.
+const MaxInFlightPerWebhook = 4
+
+// Routes reports whether event e goes to webhook w: an event for one
+// webhook (to, a webhook.test) to that one only, any other to every
+// enabled webhook that subscribes to its type.
+func Routes(e *Event, to int64, w *Webhook) bool {
+	if !w.Enabled {
+		return false
+	}
+	if to != 0 {
+		return to == w.ID
+	}
+	return w.Subscribes(e.Type)
+}
+
+// Public is the webhook as the API shows it after it was made: without its
+// secret.
+func (w Webhook) Public() Webhook {
+	w.Secret = ""
+	return w
+}
+
+// ApplyOutcome records an attempt's outcome on its delivery and on its
+// webhook's failure record (both stores keep the same rule).
+func ApplyOutcome(d *Delivery, w *Webhook, o Outcome) {
+	at := o.AttemptedAt.UTC()
+	d.AttemptedAt = &at
+	d.Status, d.Error, d.Response = o.Status, o.Error, o.Response
+	d.DurationMS = o.Duration.Milliseconds()
+	if o.Succeeded {
+		d.State = DeliverySucceeded
+		w.FailingSince = nil
+	} else {
+		d.State = DeliveryFailed
+		if w.FailingSince == nil {
+			w.FailingSince = &at
+		}
+	}
+	if o.Next != nil {
+		next := o.Next.UTC()
+		d.NextAttemptAt = &next
+	}
+	if o.Disable != "" {
+		w.Enabled = false
+		w.DisabledReason = o.Disable
+	}
+}
+
+// NextAttempt is the pending delivery that follows failed delivery d.
+func NextAttempt(d *Delivery, at time.Time) Delivery {
+	return Delivery{
+		WebhookID: d.WebhookID, EventID: d.EventID, EventType: d.EventType,
+		Attempt: d.Attempt + 1, State: DeliveryPending, ScheduledAt: at.UTC(),
+	}
+}
+
+// ManualRetry is the pending delivery an operator's retry of d makes: one
+// attempt, which is not retried on failure.
+func ManualRetry(d *Delivery, at time.Time) Delivery {
+	r := NextAttempt(d, at)
+	r.Attempt = 1
+	r.Manual = true
+	return r
+}
+
+// EventPruned answers a retry of a delivery whose event is no longer kept.
+func EventPruned(id EventID) *Error {
+	return Errorf(EGONE, "event %s is older than the events kept, so it cannot be delivered again", id)
+}
