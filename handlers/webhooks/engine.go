@@ -1,0 +1,291 @@
+// Package webhooks delivers the outbox's events: it fans them out to the
+// subscribed webhooks, signs and sends each attempt as Standard Webhooks
+// specifies, retries on a schedule, refuses private destinations, prunes
+// what is past retention, and feeds the live streams.
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"petstore/store"
+)
+
+// Schedule is the wait before each retry of a failed attempt: after the
+// first failure 5 s, then 5 min, and so on; after the last, the delivery
+// has failed.
+var Schedule = []time.Duration{
+	5 * time.Second, 5 * time.Minute, 30 * time.Minute,
+	2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
+}
+
+// Limits of one attempt.
+const (
+	// Timeout bounds an attempt, connection and answer included.
+	Timeout = 10 * time.Second
+	// ResponseLimit is how much of an answer the delivery log keeps.
+	ResponseLimit = 4 << 10
+	// DisableAfter is how long an endpoint may fail without a success
+	// before it is disabled.
+	DisableAfter = 5 * 24 * time.Hour
+	// lease is how long a claimed attempt is this instance's; longer than
+	// an attempt can take.
+	lease = 2 * Timeout
+)
+
+// Store is what the engine needs of the store.
+type Store interface {
+	Events(ctx context.Context, f store.EventFilter) ([]store.Event, error)
+	FanOut(ctx context.Context, now time.Time, limit int) (int, error)
+	ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error)
+	FinishDelivery(ctx context.Context, d *store.Claimed, o store.Outcome) error
+	PruneEvents(ctx context.Context, t time.Time) (int, error)
+}
+
+// Config configures an Engine.
+type Config struct {
+	Store  Store
+	Policy Policy
+	// Now is the clock of the schedule; nil is time.Now.
+	Now func() time.Time
+	// Retention is how long events and delivery logs are kept.
+	Retention time.Duration
+	// Poll is how often the outbox and the due deliveries are looked at.
+	Poll time.Duration
+	Log  *slog.Logger
+}
+
+// Engine delivers events. Its work runs in Run; nothing of it runs on a
+// request's path.
+type Engine struct {
+	cfg    Config
+	client *http.Client
+	hub    *Hub
+
+	mu       sync.Mutex
+	inFlight map[int64]int
+	wg       sync.WaitGroup
+}
+
+// New builds an engine.
+func New(cfg Config) *Engine {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = 100 * time.Millisecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	dialer := &net.Dialer{Timeout: Timeout, Control: cfg.Policy.control, Resolver: cfg.Policy.Resolver}
+	transport := &http.Transport{
+		DialContext:           dialer.DialContext,
+		TLSHandshakeTimeout:   Timeout,
+		ResponseHeaderTimeout: Timeout,
+		MaxIdleConnsPerHost:   store.MaxInFlightPerWebhook,
+		IdleConnTimeout:       time.Minute,
+		ForceAttemptHTTP2:     true,
+	}
+	return &Engine{
+		cfg: cfg,
+		client: &http.Client{
+			Transport: transport,
+			Timeout:   Timeout,
+			// A redirect is the receiver's answer, not a place to go.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		hub:      newHub(cfg.Store, cfg.Poll),
+		inFlight: map[int64]int{},
+	}
+}
+
+// Hub is the live feed of events for the streams.
+func (e *Engine) Hub() *Hub { return e.hub }
+
+// Run delivers until ctx ends, then waits for the attempts under way.
+func (e *Engine) Run(ctx context.Context) {
+	go e.hub.run(ctx)
+	tick := time.NewTicker(e.cfg.Poll)
+	defer tick.Stop()
+	prune := time.NewTicker(pruneEvery(e.cfg.Retention))
+	defer prune.Stop()
+	e.prune(ctx)
+	for {
+		e.step(ctx)
+		select {
+		case <-ctx.Done():
+			e.wg.Wait()
+			return
+		case <-prune.C:
+			e.prune(ctx)
+		case <-tick.C:
+		}
+	}
+}
+
+func pruneEvery(retention time.Duration) time.Duration {
+	return max(min(retention/24, time.Hour), time.Second)
+}
+
+func (e *Engine) prune(ctx context.Context) {
+	if e.cfg.Retention <= 0 {
+		return
+	}
+	if _, err := e.cfg.Store.PruneEvents(ctx, e.cfg.Now().Add(-e.cfg.Retention)); err != nil && ctx.Err() == nil {
+		e.cfg.Log.Warn("pruning events", "err", err)
+	}
+}
+
+// step fans new events out and starts the attempts that are due.
+func (e *Engine) step(ctx context.Context) {
+	now := e.cfg.Now()
+	for {
+		n, err := e.cfg.Store.FanOut(ctx, now, 500)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.cfg.Log.Warn("fanning events out to webhooks", "err", err)
+			}
+			return
+		}
+		if n < 500 {
+			break
+		}
+	}
+	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, now.Add(lease), e.busy(), 64)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.cfg.Log.Warn("claiming webhook deliveries", "err", err)
+		}
+		return
+	}
+	for i := range claimed {
+		d := &claimed[i]
+		e.mu.Lock()
+		e.inFlight[d.WebhookID]++
+		e.mu.Unlock()
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			defer func() {
+				e.mu.Lock()
+				if e.inFlight[d.WebhookID]--; e.inFlight[d.WebhookID] <= 0 {
+					delete(e.inFlight, d.WebhookID)
+				}
+				e.mu.Unlock()
+			}()
+			e.deliver(ctx, d)
+		}()
+	}
+}
+
+// busy lists the webhooks with as many attempts under way here as one may
+// have: a slow receiver waits its turn and takes no one else's.
+func (e *Engine) busy() []int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []int64
+	for id, n := range e.inFlight {
+		if n >= store.MaxInFlightPerWebhook {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// deliver makes one attempt and records its outcome.
+func (e *Engine) deliver(ctx context.Context, d *store.Claimed) {
+	o := e.attempt(ctx, d)
+	if ctx.Err() != nil {
+		// Shutting down: the attempt was cut short, and is made again
+		// when its lease runs out (at least once).
+		return
+	}
+	if !o.Succeeded {
+		o.Next = nextAttempt(&d.Delivery, o.AttemptedAt)
+		if d.Webhook.FailingSince != nil && o.AttemptedAt.Sub(*d.Webhook.FailingSince) >= DisableAfter {
+			o.Disable = fmt.Sprintf("every delivery failed since %s (for more than %s); the last: %s",
+				d.Webhook.FailingSince.Format(time.RFC3339), DisableAfter, o.Error)
+			o.Next = nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout)
+	defer cancel()
+	if err := e.cfg.Store.FinishDelivery(ctx, d, o); err != nil {
+		// The lease runs out and the attempt is made again: at least once.
+		e.cfg.Log.Warn("recording a webhook delivery", "delivery", d.ID, "err", err)
+	}
+}
+
+// nextAttempt is when the attempt after failed delivery d is due, or nil
+// when the schedule has ended (or d was an operator's retry).
+func nextAttempt(d *store.Delivery, failedAt time.Time) *time.Time {
+	if d.Manual || d.Attempt < 1 || d.Attempt > len(Schedule) {
+		return nil
+	}
+	next := failedAt.Add(Schedule[d.Attempt-1])
+	return &next
+}
+
+// attempt sends the event to the webhook once.
+func (e *Engine) attempt(ctx context.Context, d *store.Claimed) store.Outcome {
+	start := e.cfg.Now()
+	o := store.Outcome{AttemptedAt: start}
+	body := d.Event.AppendJSON(nil)
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Webhook.URL, bytes.NewReader(body))
+	if err != nil {
+		o.Error = "the URL cannot be requested: " + err.Error()
+		return o
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "petstore-webhooks")
+	if err := Sign(req.Header, d.Webhook.Secret, d.Event.ID.String(), start, body); err != nil {
+		o.Error = err.Error()
+		return o
+	}
+	began := time.Now()
+	resp, err := e.client.Do(req)
+	if err != nil {
+		o.Duration = time.Since(began)
+		o.Error = describe(err)
+		return o
+	}
+	kept, rerr := io.ReadAll(io.LimitReader(resp.Body, ResponseLimit))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	resp.Body.Close()
+	o.Duration = time.Since(began)
+	o.Status = resp.StatusCode
+	o.Response = string(bytes.ToValidUTF8(kept, []byte("\uFFFD")))
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		o.Succeeded = true
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		o.Error = fmt.Sprintf("the receiver answered %d, a redirect, which is not followed: a webhook's URL must answer 2xx itself", resp.StatusCode)
+	default:
+		o.Error = fmt.Sprintf("the receiver answered %d, not 2xx", resp.StatusCode)
+	}
+	if rerr != nil && o.Succeeded {
+		o.Error = "reading the answer: " + rerr.Error()
+	}
+	return o
+}
+
+// describe words an attempt's failure for the delivery log.
+func describe(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return fmt.Sprintf("no answer within %s: %v", Timeout, err)
+	}
+	return err.Error()
+}

@@ -1,0 +1,323 @@
+package webhooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"petstore/domains/domaintest"
+	"petstore/handlers/webhooks"
+	"petstore/store"
+)
+
+var ctx = context.Background()
+
+// clock is the test's clock: it moves only when the test moves it.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// received is one request a receiver got, verified.
+type received struct {
+	ID, Timestamp string
+	Event         struct {
+		ID   string          `json:"id"`
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+}
+
+// receiver is a real HTTP server that verifies every signature with the
+// Standard Webhooks library (not this package's signer) and answers with
+// the statuses in answers, then 200.
+type receiver struct {
+	t       *testing.T
+	srv     *httptest.Server
+	verify  *standardwebhooks.Webhook
+	mu      sync.Mutex
+	got     []received
+	answers []int
+	// hang makes every request wait until the test ends.
+	hang chan struct{}
+}
+
+func newReceiver(t *testing.T, secret string, answers ...int) *receiver {
+	r := &receiver{t: t, answers: answers}
+	if secret != "" {
+		r.setSecret(secret)
+	}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) setSecret(secret string) {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.verify = wh
+	r.mu.Unlock()
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	if r.hang != nil {
+		select {
+		case <-r.hang:
+		case <-req.Context().Done():
+		}
+		return
+	}
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The test clock is far from now: the signature is checked, the
+	// timestamp's freshness is not.
+	if err := r.verify.VerifyIgnoringTimestamp(body, req.Header); err != nil {
+		r.t.Errorf("signature: %v", err)
+		w.WriteHeader(400)
+		return
+	}
+	if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json" {
+		r.t.Errorf("delivery: %s %s", req.Method, req.Header.Get("Content-Type"))
+	}
+	var rec received
+	rec.ID, rec.Timestamp = req.Header.Get("webhook-id"), req.Header.Get("webhook-timestamp")
+	if err := json.Unmarshal(body, &rec.Event); err != nil || rec.Event.ID != rec.ID {
+		r.t.Errorf("body %s: %v (webhook-id %s)", body, err, rec.ID)
+	}
+	r.got = append(r.got, rec)
+	status := 200
+	if len(r.answers) > 0 {
+		status, r.answers = r.answers[0], r.answers[1:]
+	}
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "answered %d", status)
+}
+
+func (r *receiver) received() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.got...)
+}
+
+// start runs an engine until the test ends.
+func start(t *testing.T, s webhooks.Store, now func() time.Time, policy webhooks.Policy) *webhooks.Engine {
+	e := webhooks.New(webhooks.Config{Store: s, Now: now, Policy: policy, Poll: 10 * time.Millisecond, Retention: 24 * time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return e
+}
+
+func hook(t *testing.T, s store.Store, url string, events ...string) store.Webhook {
+	t.Helper()
+	secret, err := webhooks.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := store.Webhook{URL: url, Events: events, Enabled: true, Secret: secret}
+	if err := s.CreateWebhook(ctx, &w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// A receiver that answers 500 then 200 gets the event again, with the same
+// id and a later timestamp, when the schedule's first wait has passed on
+// the test's clock, and not before.
+func TestRetryOnSchedule(t *testing.T) {
+	s := domaintest.OpenStore(t)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := &clock{now: t0}
+	r := newReceiver(t, "", 500, 200)
+	w := hook(t, s, r.srv.URL, store.EventCategoryCreated)
+	r.setSecret(w.Secret)
+	// probe shows that the engine has looked at the clock since it moved.
+	probe := newReceiver(t, "")
+	pw := hook(t, s, probe.srv.URL, store.EventPetCreated)
+	probe.setSecret(pw.Secret)
+	start(t, s, clk.Now, webhooks.Policy{AllowPrivate: true})
+
+	c := store.Category{Name: "dogs"}
+	if err := s.CreateCategory(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
+	// The retry is due 5 s later on the test's clock: 4 s is not enough.
+	clk.advance(4 * time.Second)
+	p := store.Pet{Name: "Rex", CategoryID: c.ID}
+	if err := s.CreatePet(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, pw.ID, 1, store.DeliverySucceeded)
+	if n := len(r.received()); n != 1 {
+		t.Fatalf("retried before its time: %d deliveries", n)
+	}
+	clk.advance(time.Second)
+	list := waitDeliveryState(t, s, w.ID, 2, store.DeliverySucceeded)
+	got := r.received()
+	if len(got) != 2 || got[0].ID != got[1].ID || got[0].Event.Type != store.EventCategoryCreated {
+		t.Fatalf("deliveries: %+v", got)
+	}
+	if got[1].Timestamp <= got[0].Timestamp {
+		t.Errorf("the retry's timestamp %s is not later than %s", got[1].Timestamp, got[0].Timestamp)
+	}
+	first := list[1]
+	if first.Status != 500 || first.NextAttemptAt == nil || !first.NextAttemptAt.Equal(t0.Add(5*time.Second)) {
+		t.Errorf("first attempt: %+v", first)
+	}
+	if list[0].Attempt != 2 || list[0].Response != "answered 200" {
+		t.Errorf("second attempt: %+v", list[0])
+	}
+}
+
+// waitDeliveryState waits for a webhook's n deliveries, the newest in state.
+func waitDeliveryState(t *testing.T, s store.Store, webhookID int64, n int, state string) []store.Delivery {
+	t.Helper()
+	var list []store.Delivery
+	domaintest.WaitFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+		var err error
+		list, _, err = s.Deliveries(ctx, webhookID, store.Page{})
+		if err != nil {
+			return err
+		}
+		if len(list) != n || list[0].State != state {
+			return fmt.Errorf("deliveries %+v, want %d, the newest %s", list, n, state)
+		}
+		return nil
+	})
+	return list
+}
+
+// A receiver that never answers delays neither the API's writes nor
+// another endpoint's deliveries.
+func TestDeadReceiverDelaysNoOne(t *testing.T) {
+	s := domaintest.OpenStore(t)
+	dead := newReceiver(t, "")
+	dead.hang = make(chan struct{})
+	t.Cleanup(func() { close(dead.hang) })
+	hook(t, s, dead.srv.URL, "*")
+	live := newReceiver(t, "")
+	w := hook(t, s, live.srv.URL, "*")
+	live.setSecret(w.Secret)
+	start(t, s, time.Now, webhooks.Policy{AllowPrivate: true})
+
+	c := store.Category{Name: "dogs"}
+	if err := s.CreateCategory(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	for i := range n {
+		p := store.Pet{Name: fmt.Sprint("pet ", i), CategoryID: c.ID}
+		if err := s.CreatePet(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every attempt to the dead one waits for the 10 s timeout; the live
+	// one gets everything before even the first of them gives up.
+	began := time.Now()
+	domaintest.WaitFor(t, 9*time.Second, 5*time.Millisecond, func() error {
+		if got := len(live.received()); got != n+1 {
+			return fmt.Errorf("the live receiver got %d events, want %d", got, n+1)
+		}
+		return nil
+	})
+	t.Logf("the live receiver had every event %s after the writes, while the dead one held its attempts", time.Since(began))
+}
+
+// Destinations on private addresses are refused when saved, and at
+// connect time on the address dialled, also behind a name of the test's
+// own DNS server that resolves to 127.0.0.1.
+func TestSSRF(t *testing.T) {
+	resolver := fakeDNS(t, map[string]string{"evil.test.": "127.0.0.1", "meta.test.": "169.254.169.254", "ten.test.": "10.0.0.1"})
+	policy := webhooks.Policy{Resolver: resolver}
+	for _, u := range []string{
+		"http://127.0.0.1/", "http://[::1]/", "http://10.1.2.3/", "http://192.168.0.1/", "http://172.16.0.1/",
+		"http://169.254.169.254/latest/meta-data", "http://[fe80::1]/", "http://224.0.0.1/", "http://0.0.0.0/",
+		"http://[::]/", "http://localhost/", "http://evil.test/", "http://meta.test/", "http://ten.test:8080/",
+		"ftp://example.com/", "file:///etc/passwd", "http://user:pw@example.com/", "/relative",
+	} {
+		err := policy.CheckURL(ctx, u)
+		if err == nil {
+			t.Errorf("%s was accepted", u)
+			continue
+		}
+		t.Logf("%s: %v", u, err)
+	}
+	if err := (webhooks.Policy{AllowPrivate: true}).CheckURL(ctx, "http://127.0.0.1:9/"); err != nil {
+		t.Errorf("--webhook-allow-private refused a loopback URL: %v", err)
+	}
+
+	// At connect time: URLs saved past the check (as a name that later
+	// resolves elsewhere would be) are refused on the address dialled.
+	s := domaintest.OpenStore(t)
+	r := newReceiver(t, "")
+	_, port, _ := net.SplitHostPort(r.srv.Listener.Addr().String())
+	byName := hook(t, s, "http://evil.test:"+port+"/", "*")
+	byAddr := hook(t, s, r.srv.URL, "*")
+	start(t, s, time.Now, policy)
+	c := store.Category{Name: "dogs"}
+	if err := s.CreateCategory(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []store.Webhook{byName, byAddr} {
+		list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
+		if !strings.Contains(list[1].Error, "127.0.0.1 is a loopback address") {
+			t.Errorf("%s: the refused attempt says %q", w.URL, list[1].Error)
+		}
+	}
+	if n := len(r.received()); n != 0 {
+		t.Errorf("the loopback receiver got %d requests", n)
+	}
+}
+
+// fakeDNS serves A records of names on a DNS server of the test's own and
+// returns a resolver that asks it.
+func fakeDNS(t *testing.T, names map[string]string) *net.Resolver {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	srv := &dns.Server{PacketConn: pc, NotifyStartedFunc: func() { close(started) }, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(q)
+		for _, qq := range q.Question {
+			if ip, ok := names[strings.ToLower(qq.Name)]; ok && qq.Qtype == dns.TypeA {
+				rr, _ := dns.NewRR(qq.Name + " 60 IN A " + ip)
+				m.Answer = append(m.Answer, rr)
+			}
+		}
+		_ = w.WriteMsg(m)
+	})}
+	go func() { _ = srv.ActivateAndServe() }()
+	<-started
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	addr := pc.LocalAddr().String()
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", addr)
+	}}
+}
