@@ -54,6 +54,7 @@ func (s *Server) routes() error {
 		{http.MethodGet, "/store/inventory", s.listInventory},
 		{http.MethodGet, "/store/inventory/:petId", getByID("petId", s.store.InventoryItem)},
 		{http.MethodPut, "/store/inventory/:petId", s.setInventory},
+		{http.MethodGet, "/events", s.events(store.PublicEventKinds)},
 	}
 	admin := []route{
 		{http.MethodGet, "/admin/project", s.getProject},
@@ -69,6 +70,16 @@ func (s *Server) routes() error {
 		{http.MethodGet, "/admin/settings", s.getSettings},
 		{http.MethodPut, "/admin/settings", s.updateSettings},
 		{http.MethodGet, "/admin/backup", s.backup},
+		{http.MethodGet, "/admin/events", s.events(store.AdminEventKinds)},
+		{http.MethodGet, "/admin/webhooks", s.listWebhooks},
+		{http.MethodPost, "/admin/webhooks", s.createWebhook},
+		{http.MethodGet, "/admin/webhooks/:id", s.getWebhook},
+		{http.MethodPatch, "/admin/webhooks/:id", s.updateWebhook},
+		{http.MethodDelete, "/admin/webhooks/:id", deleteByID("id", s.store.DeleteWebhook)},
+		{http.MethodPost, "/admin/webhooks/:id/rotate-secret", s.rotateWebhookSecret},
+		{http.MethodPost, "/admin/webhooks/:id/test", s.testWebhook},
+		{http.MethodGet, "/admin/webhooks/:id/deliveries", s.listDeliveries},
+		{http.MethodPost, "/admin/webhooks/:id/deliveries/:deliveryId/retry", s.retryDelivery},
 		{http.MethodGet, "/metrics", s.serveMetrics},
 	}
 	if err := s.register(s.public, public); err != nil {

@@ -45,6 +45,9 @@ func limitInFlight(max int) echo.MiddlewareFunc {
 	slots := make(chan struct{}, max)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			if isStream(c.Request()) {
+				return next(c) // held for as long as the client stays: the stream cap counts it
+			}
 			select {
 			case slots <- struct{}{}:
 				defer func() { <-slots }()

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"petstore/domains"
+	"petstore/handlers/webhooks"
 	"petstore/store"
 )
 
@@ -79,6 +80,14 @@ type Config struct {
 	// SkipValidation turns request validation off. Only benchmarks use it,
 	// to measure what validation costs.
 	SkipValidation bool
+	// Events delivers webhooks and feeds the event streams; nil serves
+	// the events as JSON pages only.
+	Events *webhooks.Engine
+	// WebhookPolicy judges webhook URLs when they are saved.
+	WebhookPolicy webhooks.Policy
+	// MaxStreams caps the event streams open at once; 0 means
+	// DefaultMaxStreams.
+	MaxStreams int
 }
 
 // Server serves the public API, the admin API and the site.
@@ -103,6 +112,8 @@ type Server struct {
 	validated map[string]bool
 	// failures limits failed credential attempts per client address.
 	failures *failureLimiter
+	// streams counts the open event streams (events.go).
+	streams streams
 }
 
 // New builds the server: parses both OpenAPI documents, registers every

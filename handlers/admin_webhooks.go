@@ -1,0 +1,209 @@
+package handlers
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/handlers/webhooks"
+	"petstore/store"
+)
+
+// webhookIn is the body of POST and PATCH /admin/webhooks.
+type webhookIn struct {
+	URL         *string   `json:"url"`
+	Events      *[]string `json:"events"`
+	Description *string   `json:"description"`
+	Enabled     *bool     `json:"enabled"`
+}
+
+// deliveryView is a delivery as the admin API shows it.
+type deliveryView struct {
+	store.Delivery
+	EventID string `json:"eventId"`
+}
+
+// checkWebhook judges a webhook's URL and event types before it is saved.
+func (s *Server) checkWebhook(c echo.Context, in webhookIn) error {
+	if in.URL != nil {
+		if err := s.cfg.WebhookPolicy.CheckURL(c.Request().Context(), *in.URL); err != nil {
+			return apiError(store.EUNPROCESSABLE, "url: %v", err)
+		}
+	}
+	if in.Events != nil {
+		for _, e := range *in.Events {
+			if e != "*" && !slices.Contains(store.EventTypes, e) {
+				return apiError(store.EUNPROCESSABLE, "events: %q is not an event type; the types are listed in the admin document's WebhookEventType, or \"*\" for all", e)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) createWebhook(c echo.Context) error {
+	var in webhookIn
+	if err := decodeBody(c, &in); err != nil {
+		return err
+	}
+	if err := s.checkWebhook(c, in); err != nil {
+		return err
+	}
+	secret, err := webhooks.NewSecret()
+	if err != nil {
+		return err
+	}
+	w := store.Webhook{URL: *in.URL, Events: *in.Events, Enabled: true, Secret: secret}
+	if in.Description != nil {
+		w.Description = *in.Description
+	}
+	if in.Enabled != nil {
+		w.Enabled = *in.Enabled
+	}
+	if err := s.store.CreateWebhook(c.Request().Context(), &w); err != nil {
+		return err
+	}
+	// The only answer that shows the secret, with rotate-secret's.
+	return respondCreated(c, "/admin/webhooks/"+strconv.FormatInt(w.ID, 10), w)
+}
+
+func (s *Server) listWebhooks(c echo.Context) error {
+	p, err := page(c)
+	if err != nil {
+		return err
+	}
+	ws, next, err := s.store.Webhooks(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	for i := range ws {
+		ws[i] = ws[i].Public()
+	}
+	return respondList(c, ws, next)
+}
+
+func (s *Server) getWebhook(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	w, err := s.store.Webhook(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusOK, w.Public())
+}
+
+func (s *Server) updateWebhook(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var in webhookIn
+	if err := decodeBody(c, &in); err != nil {
+		return err
+	}
+	if err := s.checkWebhook(c, in); err != nil {
+		return err
+	}
+	w, err := s.store.UpdateWebhook(c.Request().Context(), id, func(w *store.Webhook) error {
+		if in.URL != nil {
+			w.URL = *in.URL
+		}
+		if in.Events != nil {
+			w.Events = *in.Events
+		}
+		if in.Description != nil {
+			w.Description = *in.Description
+		}
+		if in.Enabled != nil {
+			if *in.Enabled && !w.Enabled {
+				// Enabled again: its failures start over.
+				w.DisabledReason, w.FailingSince = "", nil
+			}
+			w.Enabled = *in.Enabled
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusOK, w.Public())
+}
+
+func (s *Server) rotateWebhookSecret(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	secret, err := webhooks.NewSecret()
+	if err != nil {
+		return err
+	}
+	w, err := s.store.UpdateWebhook(c.Request().Context(), id, func(w *store.Webhook) error {
+		w.Secret = secret
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusOK, w)
+}
+
+func (s *Server) testWebhook(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	w, err := s.store.Webhook(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	e, err := store.NewEvent(store.EventWebhookTest, w.Public())
+	if err != nil {
+		return err
+	}
+	ev, err := s.store.RecordEvent(c.Request().Context(), e, id)
+	if err != nil {
+		return err
+	}
+	jsonType(c)
+	return c.JSONBlob(http.StatusAccepted, ev.AppendJSON(nil))
+}
+
+func (s *Server) listDeliveries(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	p, err := page(c)
+	if err != nil {
+		return err
+	}
+	ds, next, err := s.store.Deliveries(c.Request().Context(), id, p)
+	if err != nil {
+		return err
+	}
+	out := make([]deliveryView, len(ds))
+	for i, d := range ds {
+		out[i] = deliveryView{d, d.EventID.String()}
+	}
+	return respondList(c, out, next)
+}
+
+func (s *Server) retryDelivery(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	did, err := pathID(c, "deliveryId")
+	if err != nil {
+		return err
+	}
+	d, err := s.store.RetryDelivery(c.Request().Context(), id, did, s.now())
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusAccepted, deliveryView{d, d.EventID.String()})
+}

@@ -1,0 +1,200 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/store"
+)
+
+// heartbeat is how often an idle stream sends a comment, so that proxies
+// and clients see it alive.
+const heartbeat = 15 * time.Second
+
+// DefaultMaxStreams caps the event streams open at once on one instance.
+const DefaultMaxStreams = 1000
+
+// streamWriteTimeout is how long one write to a stream may take before the
+// stream is dropped (the server's WriteTimeout would end every stream).
+const streamWriteTimeout = 30 * time.Second
+
+// streams counts the open event streams of a server.
+type streams struct{ open atomic.Int64 }
+
+// wantsStream reports whether a request to an events path asks for the
+// stream rather than a JSON page.
+func wantsStream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// isStream reports whether r opens an event stream: it holds no
+// request slot (its own cap counts it).
+func isStream(r *http.Request) bool {
+	return (r.URL.Path == "/events" || r.URL.Path == "/admin/events") && wantsStream(r)
+}
+
+// events serves GET /events or GET /admin/events: the events of kinds,
+// as a stream or as JSON pages.
+func (s *Server) events(kinds []string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		after, err := s.eventCursor(c)
+		if err != nil {
+			return err
+		}
+		if wantsStream(c.Request()) {
+			return s.stream(c, kinds, after)
+		}
+		limit, err := pageLimit(c)
+		if err != nil {
+			return err
+		}
+		es, err := s.store.Events(c.Request().Context(), store.EventFilter{After: after, Kinds: kinds, Limit: limit})
+		if err != nil {
+			return err
+		}
+		if len(es) > 0 && len(es) == (store.Page{Limit: limit}).Size() {
+			q := c.Request().URL.Query()
+			q.Set("after", es[len(es)-1].ID.String())
+			u := url.URL{Path: c.Request().URL.Path, RawQuery: q.Encode()}
+			c.Response().Header().Set("Link", `<`+u.String()+`>; rel="next"`)
+		}
+		b := append(make([]byte, 0, 256*len(es)+2), '[')
+		for i := range es {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = es[i].AppendJSON(b)
+		}
+		return respondEncoded(c, http.StatusOK, append(b, ']'))
+	}
+}
+
+// eventCursor is the id to continue after: Last-Event-ID (a stream's
+// reconnection) or ?after=. One older than the oldest kept is 410.
+func (s *Server) eventCursor(c echo.Context) (store.EventID, error) {
+	raw := c.Request().Header.Get("Last-Event-ID")
+	what := "Last-Event-ID"
+	if raw == "" {
+		raw, what = c.QueryParam("after"), "query parameter \"after\""
+	}
+	if raw == "" {
+		return store.EventID{}, nil
+	}
+	after, err := store.ParseEventID(raw)
+	if err != nil {
+		return after, apiError(store.EINVALID, "%s: %s", what, store.ErrorMessage(err))
+	}
+	oldest, err := s.store.OldestEvent(c.Request().Context())
+	if err != nil {
+		return after, err
+	}
+	if !oldest.IsZero() && after.Less(oldest) && (after.Tx != oldest.Tx || after.Seq+1 != oldest.Seq) {
+		return after, store.EventGone(after, oldest)
+	}
+	return after, nil
+}
+
+// stream sends the events after the cursor, then each new one as it is
+// written, as Server-Sent Events, until the client leaves.
+func (s *Server) stream(c echo.Context, kinds []string, after store.EventID) error {
+	if s.cfg.Events == nil {
+		return apiError(codeUnavailable, "this server does not stream events")
+	}
+	max := int64(s.cfg.MaxStreams)
+	if max <= 0 {
+		max = DefaultMaxStreams
+	}
+	if s.streams.open.Add(1) > max {
+		s.streams.open.Add(-1)
+		c.Response().Header().Set("Retry-After", "5")
+		return apiError(codeUnavailable, "the server has its limit of %d event streams open; retry after the seconds in Retry-After, or read GET %s as JSON pages", max, c.Request().URL.Path)
+	}
+	defer s.streams.open.Add(-1)
+	ctx := c.Request().Context()
+	sub, err := s.cfg.Events.Hub().Subscribe(ctx)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+
+	w := c.Response()
+	rc := http.NewResponseController(w.Writer)
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	buf := make([]byte, 0, 1024)
+	send := func(b []byte) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if err := send([]byte(": events follow\n\n")); err != nil {
+		return nil
+	}
+	filter := store.EventFilter{Kinds: kinds}
+	// What was missed, from the store; then the feed, skipping what the
+	// store already gave.
+	for {
+		es, err := s.store.Events(ctx, store.EventFilter{After: after, Kinds: kinds, Limit: store.MaxPageSize})
+		if err != nil {
+			return nil // the answer has begun; the client resumes from its last id
+		}
+		for i := range es {
+			if err := send(appendSSE(buf[:0], &es[i])); err != nil {
+				return nil
+			}
+			after = es[i].ID
+		}
+		if len(es) < store.MaxPageSize {
+			break
+		}
+	}
+	beat := time.NewTicker(heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.aborted.Done():
+			return nil
+		case <-beat.C:
+			if err := send([]byte(": heartbeat\n\n")); err != nil {
+				return nil
+			}
+		case e, ok := <-sub.C:
+			if !ok {
+				return nil // fell behind, or shutting down: the client resumes
+			}
+			if !after.Less(e.ID) || !filter.Matches(e.Type) {
+				continue
+			}
+			if err := send(appendSSE(buf[:0], &e)); err != nil {
+				return nil
+			}
+			after = e.ID
+		}
+	}
+}
+
+// appendSSE appends one event in the text/event-stream form.
+func appendSSE(b []byte, e *store.Event) []byte {
+	b = append(b, "id: "...)
+	b = append(b, e.ID.String()...)
+	b = append(b, "\nevent: "...)
+	b = append(b, e.Type...)
+	b = append(b, "\ndata: "...)
+	b = e.AppendJSON(b) // JSON has no raw newline
+	return append(b, "\n\n"...)
+}
+
+// streamsOpen is the number of event streams open, for /metrics.
+func (s *Server) streamsOpen() int64 { return s.streams.open.Load() }
