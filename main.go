@@ -25,6 +25,7 @@ import (
 
 	"petstore/domains"
 	"petstore/handlers"
+	"petstore/handlers/webhooks"
 	"petstore/store"
 	"petstore/store/boltstore"
 	"petstore/store/postgres"
@@ -61,6 +62,9 @@ type config struct {
 	shutdownTimeout                             time.Duration
 	logJSON                                     bool
 	allowTestTLDs, dnsAllowPrivate              bool
+	eventRetention                              time.Duration
+	webhookAllowPrivate                         bool
+	maxEventStreams                             int
 }
 
 // listFlag is a flag that may be repeated or hold a comma-separated list.
@@ -117,6 +121,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	limits.Float64(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
 	limits.Int(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
 	limits.Int(&c.maxClientConns, "max-client-conns", handlers.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
+	limits.Int(&c.maxEventStreams, "max-event-streams", handlers.DefaultMaxStreams, "event streams (GET /events, GET /admin/events as Server-Sent Events) open at once; past it, 503 with Retry-After")
+	limits.Duration(&c.eventRetention, "event-retention", 7*24*time.Hour, "how long events and webhook delivery logs are kept; older ones are pruned in the background")
 	limits.Duration(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
 
 	instances := flags.group("Several instances")
@@ -128,6 +134,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	development := flags.group("Development and tests")
 	development.Bool(&c.allowTestTLDs, "allow-test-tlds", "let names under .test be added as custom domains (tests and staging with their own DNS and CA)")
 	development.Bool(&c.dnsAllowPrivate, "dns-allow-private", "also ask domains' nameservers at loopback, private or link-local addresses (--dns-resolver is always asked)")
+	development.Bool(&c.webhookAllowPrivate, "webhook-allow-private", "let webhooks be delivered to loopback, private and link-local addresses (tests and internal receivers)")
 	development.String(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this `file` until shutdown (read it with go tool pprof)")
 	given, err := parseFlags(fs, args, getenv)
 	if err != nil {
@@ -272,10 +279,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
 	}
+	policy := webhooks.Policy{AllowPrivate: cfg.webhookAllowPrivate}
+	engine := webhooks.New(webhooks.Config{Store: db, Policy: policy, Retention: cfg.eventRetention, Log: log})
 	srv, err := handlers.New(handlers.Config{
 		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
 		Conns:       conns,
 		CORSOrigins: cfg.corsOrigins,
+		Events:      engine, WebhookPolicy: policy, MaxStreams: cfg.maxEventStreams,
 	})
 	if err != nil {
 		return err
@@ -312,11 +322,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
 	go manager.Run(background)
+	delivered := make(chan struct{})
+	go func() { engine.Run(background); close(delivered) }()
+	defer func() { stopBackground(); <-delivered }()
 	go handlers.ReleaseMemoryWhenIdle(background, 5*time.Second)
 	if err := listeners.Serve(ctx); err != nil {
 		return err
 	}
 	log.Info("shutting down: finishing in-flight requests")
+	srv.EndStreams() // a stream would hold its connection until the timeout
 	listeners.Shutdown(cfg.shutdownTimeout, srv.AbortBackups, log)
 	return nil
 }

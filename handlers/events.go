@@ -164,7 +164,7 @@ func (s *Server) stream(c echo.Context, kinds []string, after store.EventID) err
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-s.aborted.Done():
+		case <-s.streamsEnd.Done():
 			return nil
 		case <-beat.C:
 			if err := send([]byte(": heartbeat\n\n")); err != nil {

@@ -112,9 +112,17 @@ type Server struct {
 	validated map[string]bool
 	// failures limits failed credential attempts per client address.
 	failures *failureLimiter
-	// streams counts the open event streams (events.go).
-	streams streams
+	// streams counts the open event streams (events.go); EndStreams ends
+	// them all.
+	streams    streams
+	streamsEnd context.Context
+	endStreams context.CancelFunc
 }
+
+// EndStreams ends the open event streams (at shutdown: each would hold its
+// connection until the shutdown's timeout). Their clients reconnect, to
+// another instance or after the restart, from their last event.
+func (s *Server) EndStreams() { s.endStreams() }
 
 // New builds the server: parses both OpenAPI documents, registers every
 // route, and fails when a route and the spec disagree.
@@ -172,6 +180,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.metrics = newHTTPMetrics(s)
 	s.aborted, s.abortBackups = context.WithCancel(context.Background())
+	s.streamsEnd, s.endStreams = context.WithCancel(context.Background())
 	if cfg.AccessLog != nil {
 		s.access = newAccessWriter(cfg.AccessLog, cfg.AccessLogJSON)
 	}
