@@ -11,8 +11,8 @@ const MaxInFlightPerWebhook = 4
 // webhook (to, a webhook.test) to that one only, any other to every
 // enabled webhook that subscribes to its type.
 func Routes(e *Event, to int64, w *Webhook) bool {
-	if !w.Enabled {
-		return false
+	if !w.Enabled || e.CreatedAt.Before(w.CreatedAt) {
+		return false // a webhook gets the events recorded after it was made
 	}
 	if to != 0 {
 		return to == w.ID

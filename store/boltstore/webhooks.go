@@ -107,7 +107,7 @@ func putDelivery(tx *bolt.Tx, r *deliveryRecord) error {
 // CreateWebhook stores a new webhook and sets its id.
 func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook) error {
 	in := *w
-	in.CreatedAt = db.timestamp()
+	in.CreatedAt = db.now().UTC().Truncate(time.Microsecond) // precise: Routes compares it with events' times
 	return create(ctx, db, w, in, func(tx *bolt.Tx, rec *store.Webhook) error {
 		b := tx.Bucket(bktWebhooks)
 		id, err := nextID(b)

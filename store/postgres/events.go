@@ -145,7 +145,7 @@ func scanWebhook(r pgx.Row) (store.Webhook, error) {
 // CreateWebhook stores a new webhook and sets its id.
 func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook) error {
 	in := *w
-	in.CreatedAt = db.timestamp()
+	in.CreatedAt = db.now().UTC().Truncate(time.Microsecond) // precise: Routes compares it with events' times
 	err := db.tx(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `INSERT INTO webhooks (value) VALUES ('{}') RETURNING id`).Scan(&in.ID); err != nil {
 			return err

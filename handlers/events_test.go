@@ -1,0 +1,337 @@
+package handlers_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"petstore/domains/domaintest"
+	"petstore/handlers"
+	"petstore/handlers/webhooks"
+	"petstore/store"
+)
+
+// withEvents gives the server a webhook engine (private receivers allowed,
+// for the test's own), run until the test ends.
+func withEvents(tb testing.TB) serverOption {
+	return func(c *handlers.Config) {
+		policy := webhooks.Policy{AllowPrivate: true}
+		e := webhooks.New(webhooks.Config{Store: c.Store, Policy: policy, Poll: 10 * time.Millisecond, Retention: time.Hour})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { e.Run(ctx); close(done) }()
+		tb.Cleanup(func() { cancel(); <-done })
+		c.Events, c.WebhookPolicy = e, policy
+	}
+}
+
+// hookReceiver is a real HTTP receiver that verifies every delivery with
+// the Standard Webhooks library, independent of the service's signer.
+type hookReceiver struct {
+	tb     testing.TB
+	srv    *httptest.Server
+	mu     sync.Mutex
+	verify *standardwebhooks.Webhook
+	got    []sentEvent
+	ids    map[string]bool
+}
+
+type sentEvent struct {
+	ID   string          `json:"id"`
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+func newHookReceiver(tb testing.TB) *hookReceiver {
+	r := &hookReceiver{tb: tb, ids: map[string]bool{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.verify == nil || r.verify.Verify(body, req.Header) != nil {
+			r.tb.Errorf("a delivery failed verification: %s", body)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var e sentEvent
+		if err := json.Unmarshal(body, &e); err != nil || e.ID != req.Header.Get("webhook-id") {
+			r.tb.Errorf("delivery %s: %v", body, err)
+		}
+		if !r.ids[e.ID] { // at least once: deduplicated on webhook-id
+			r.ids[e.ID] = true
+			r.got = append(r.got, e)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	tb.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *hookReceiver) setSecret(secret string) {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		r.tb.Fatal(err)
+	}
+	r.mu.Lock()
+	r.verify = wh
+	r.mu.Unlock()
+}
+
+func (r *hookReceiver) events() []sentEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
+}
+
+type webhookJSON struct {
+	ID      int64  `json:"id"`
+	Secret  string `json:"secret"`
+	Enabled bool   `json:"enabled"`
+}
+
+// A scripted session of API and admin calls reaches a receiver of the
+// test's own as exactly the expected events, each verified, with the
+// resources as the API answered them.
+func TestWebhookSession(t *testing.T) {
+	ts := newTestServer(t, withEvents(t))
+	rcv := newHookReceiver(t)
+	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
+
+	ts.adminDo("POST", "/admin/webhooks", `{"url":"ftp://example.com/","events":["*"]}`).wantError(422, store.EUNPROCESSABLE)
+	ts.adminDo("POST", "/admin/webhooks", `{"url":"`+rcv.srv.URL+`","events":["pet.eaten"]}`).wantError(400, store.EINVALID)
+	var w webhookJSON
+	res := ts.adminDo("POST", "/admin/webhooks", `{"url":"`+rcv.srv.URL+`","events":["*"],"description":"all"}`).wantStatus(201)
+	res.decode(&w)
+	if !strings.HasPrefix(w.Secret, "whsec_") || !w.Enabled {
+		t.Fatalf("created webhook: %s", res.body)
+	}
+	rcv.setSecret(w.Secret)
+	path := fmt.Sprint("/admin/webhooks/", w.ID)
+	if body := string(ts.adminDo("GET", path, "").wantStatus(200).body); strings.Contains(body, "whsec_") {
+		t.Errorf("GET shows the secret: %s", body)
+	}
+	if body := string(ts.adminDo("GET", "/admin/webhooks", "").wantStatus(200).body); strings.Contains(body, "whsec_") || !strings.Contains(body, `"description":"all"`) {
+		t.Errorf("the list: %s", body)
+	}
+	ts.adminDo("PATCH", path, `{"description":"everything"}`).wantStatus(200)
+
+	// The script.
+	var cat, pet, order, order2 struct {
+		ID int64 `json:"id"`
+	}
+	catRes := ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201)
+	catRes.decode(&cat)
+	petRes := ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201)
+	petRes.decode(&pet)
+	stockRes := ts.do("PUT", fmt.Sprint("/store/inventory/", pet.ID), `{"quantity":5}`).wantStatus(200)
+	orderRes := ts.do("POST", "/store/orders", fmt.Sprintf(`{"petId":%d,"quantity":2}`, pet.ID)).wantStatus(201)
+	orderRes.decode(&order)
+	doneRes := ts.do("PUT", fmt.Sprint("/store/orders/", order.ID), `{"complete":true}`).wantStatus(200)
+	ts.do("POST", "/store/orders", fmt.Sprintf(`{"petId":%d}`, pet.ID)).wantStatus(201).decode(&order2)
+	ts.do("DELETE", fmt.Sprint("/store/orders/", order2.ID), "").wantStatus(204)
+	ts.do("POST", "/pets", `{"name":"Ghost","categoryId":999}`).wantError(422, store.EUNPROCESSABLE) // refused: no event
+	domRes := ts.adminDo("POST", "/admin/domains", `{"name":"shop.example.test"}`).wantStatus(201)
+	ts.adminDo("DELETE", "/admin/domains/shop.example.test", "").wantStatus(204)
+	ts.do("DELETE", fmt.Sprint("/pets/", pet.ID), "").wantStatus(204)
+
+	compact := func(b []byte) string {
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal(v)
+		return string(out)
+	}
+	withoutTroubleshooting := func(b []byte) []byte {
+		var v map[string]any
+		_ = json.Unmarshal(b, &v)
+		delete(v, "troubleshooting")
+		out, _ := json.Marshal(v)
+		return out
+	}
+	want := []struct{ typ, data string }{
+		{store.EventCategoryCreated, compact(catRes.body)},
+		{store.EventPetCreated, compact(petRes.body)},
+		{store.EventInventory, compact(stockRes.body)},
+		{store.EventInventory, fmt.Sprintf(`{"petId":%d,"quantity":3,"status":"available"}`, pet.ID)},
+		{store.EventOrderPlaced, compact(orderRes.body)},
+		{store.EventOrderCompleted, compact(doneRes.body)},
+		{store.EventInventory, fmt.Sprintf(`{"petId":%d,"quantity":2,"status":"available"}`, pet.ID)},
+		{store.EventOrderPlaced, ""},
+		{store.EventInventory, fmt.Sprintf(`{"petId":%d,"quantity":3,"status":"available"}`, pet.ID)},
+		{store.EventOrderCancelled, fmt.Sprintf(`{"id":%d}`, order2.ID)},
+		{store.EventDomainAdded, compact(withoutTroubleshooting(domRes.body))},
+		{store.EventDomainRemoved, `{"name":"shop.example.test"}`},
+		{store.EventPetDeleted, fmt.Sprintf(`{"id":%d}`, pet.ID)},
+	}
+	var got []sentEvent
+	domaintest.WaitFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		got = rcv.events()
+		if len(got) < len(want) {
+			return fmt.Errorf("%d events received, want %d", len(got), len(want))
+		}
+		return nil
+	})
+	// Delivery promises no order: sort by id, which is creation order.
+	slices.SortFunc(got, func(a, b sentEvent) int { return strings.Compare(a.ID, b.ID) })
+	if len(got) != len(want) {
+		t.Errorf("received %d events, want %d: %v", len(got), len(want), got)
+	}
+	for i := range min(len(got), len(want)) {
+		if got[i].Type != want[i].typ || want[i].data != "" && compact(got[i].Data) != want[i].data {
+			t.Errorf("event %d: got %s %s, want %s %s", i, got[i].Type, got[i].Data, want[i].typ, want[i].data)
+		}
+	}
+
+	// The other operations: test, rotate, deliveries, retry, events pages.
+	var test sentEvent
+	ts.adminDo("POST", path+"/test", "").wantStatus(202).decode(&test)
+	var deliveries []struct {
+		ID      int64  `json:"id"`
+		EventID string `json:"eventId"`
+		State   string `json:"state"`
+	}
+	domaintest.WaitFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		for _, e := range rcv.events() {
+			if e.ID == test.ID && e.Type == store.EventWebhookTest {
+				return nil
+			}
+		}
+		return fmt.Errorf("no webhook.test received")
+	})
+	ts.adminDo("GET", path+"/deliveries?limit=5", "").wantStatus(200).decode(&deliveries)
+	if len(deliveries) != 5 || deliveries[0].State != store.DeliverySucceeded || deliveries[0].EventID != test.ID {
+		t.Fatalf("deliveries: %+v", deliveries)
+	}
+	// A new secret signs from now on: the retry verifies with it.
+	var rotated webhookJSON
+	ts.adminDo("POST", path+"/rotate-secret", "").wantStatus(200).decode(&rotated)
+	if rotated.Secret == w.Secret || !strings.HasPrefix(rotated.Secret, "whsec_") {
+		t.Errorf("rotated secret: %q", rotated.Secret)
+	}
+	rcv.setSecret(rotated.Secret)
+	ts.adminDo("POST", fmt.Sprintf("%s/deliveries/%d/retry", path, deliveries[0].ID), "").wantStatus(202)
+	domaintest.WaitFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		ts.adminDo("GET", path+"/deliveries?limit=1", "").wantStatus(200).decode(&deliveries)
+		if len(deliveries) != 1 || deliveries[0].State != store.DeliverySucceeded || deliveries[0].EventID != test.ID {
+			return fmt.Errorf("the retry: %+v", deliveries)
+		}
+		return nil
+	})
+	ts.adminDo("POST", fmt.Sprintf("/admin/webhooks/%d/deliveries/%d/retry", w.ID+100, deliveries[0].ID), "").wantError(404, store.ENOTFOUND)
+	ts.adminDo("GET", "/admin/events?limit=2", "").wantStatus(200)
+	ts.do("GET", "/events?limit=3", "").wantStatus(200)
+	ts.adminDo("PATCH", path, `{"enabled":false}`).wantStatus(200)
+	ts.adminDo("DELETE", path, "").wantStatus(204)
+	ts.adminDo("GET", path, "").wantError(404, store.ENOTFOUND)
+}
+
+// sseClient reads a Server-Sent Events stream.
+type sseClient struct {
+	resp *http.Response
+	r    *bufio.Reader
+}
+
+func openStream(t *testing.T, url, lastID string) *sseClient {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return &sseClient{resp: resp, r: bufio.NewReader(resp.Body)}
+}
+
+// next reads the next event's id and type, skipping comments.
+func (c *sseClient) next(t *testing.T) (id, typ string) {
+	t.Helper()
+	for {
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended: %v", err)
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			typ = line[7:]
+		case line == "" && id != "":
+			return id, typ
+		}
+	}
+}
+
+// An SSE client that reconnects with Last-Event-ID gets exactly the events
+// it missed; ?after= older than what is kept is 410 naming the oldest id.
+func TestEventStreamResumes(t *testing.T) {
+	ts := newTestServer(t, withEvents(t))
+	var cat struct{ ID int64 }
+	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
+	first := openStream(t, ts.http.URL+"/events", "")
+	id1, typ := first.next(t)
+	if typ != store.EventCategoryCreated {
+		t.Fatalf("first event: %s", typ)
+	}
+	// Live: an event written while the stream is open arrives.
+	ts.do("POST", "/pets", fmt.Sprintf(`{"name":"a","categoryId":%d}`, cat.ID)).wantStatus(201)
+	id2, typ := first.next(t)
+	if typ != store.EventPetCreated || id2 <= id1 {
+		t.Fatalf("live event: %s %s", id2, typ)
+	}
+	first.resp.Body.Close()
+	// Missed while away.
+	var missed []string
+	for i := range 5 {
+		ts.do("POST", "/pets", fmt.Sprintf(`{"name":"m%d","categoryId":%d}`, i, cat.ID)).wantStatus(201)
+	}
+	var page []sentEvent
+	ts.do("GET", "/events?after="+id2, "").wantStatus(200).decode(&page)
+	for _, e := range page {
+		missed = append(missed, e.ID)
+	}
+	if len(missed) != 5 {
+		t.Fatalf("JSON page after %s: %d events", id2, len(missed))
+	}
+	again := openStream(t, ts.http.URL+"/events", id2)
+	for i, want := range missed {
+		if id, _ := again.next(t); id != want {
+			t.Fatalf("resumed event %d: %s, want %s", i, id, want)
+		}
+	}
+	ts.do("POST", "/pets", fmt.Sprintf(`{"name":"after","categoryId":%d}`, cat.ID)).wantStatus(201)
+	if id, typ := again.next(t); id <= missed[len(missed)-1] || typ != store.EventPetCreated {
+		t.Fatalf("after the missed ones: %s %s", id, typ)
+	}
+
+	// Past retention.
+	if _, err := ts.db.PruneEvents(context.Background(), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ts.do("POST", "/categories", `{"name":"cats"}`).wantStatus(201)
+	res := ts.do("GET", "/events?after="+id1, "").wantError(410, store.EGONE)
+	oldest, _ := ts.db.OldestEvent(context.Background())
+	if !strings.Contains(res.message(), oldest.String()) {
+		t.Errorf("410 does not name the oldest id %s: %s", oldest, res.message())
+	}
+	ts.do("GET", "/events?after=evt_nope", "").wantError(400, store.EINVALID)
+}
