@@ -20,6 +20,8 @@ var validBodies = map[string]string{
 	"createAPIKey":    `{"name":"shop"}`,
 	"addDomain":       `{"name":"shop.example.com"}`,
 	"updateSettings":  `{"domains":{}}`,
+	"createWebhook":   `{"url":"https://hooks.example.com/","events":["*"]}`,
+	"updateWebhook":   `{"description":"shop"}`,
 }
 
 // TestUnknownQueryParameter sends every operation of both documents a query
@@ -43,7 +45,7 @@ func TestUnknownQueryParameter(t *testing.T) {
 					}
 				}
 				h := http.Header{"Authorization": {"Bearer " + ts.admin}, "X-Api-Key": {ts.apiKey}}
-				p := strings.NewReplacer("{petId}", "1", "{categoryId}", "1", "{orderId}", "1", "{id}", "1", "{name}", "shop.example.com").Replace(path)
+				p := strings.NewReplacer("{petId}", "1", "{categoryId}", "1", "{orderId}", "1", "{id}", "1", "{deliveryId}", "1", "{name}", "shop.example.com").Replace(path)
 				r := ts.with(t).send(method, p+"?limit=5&stauts=sold", body, h)
 				if method == http.MethodGet && (path == "/pets" || path == "/categories") {
 					// limit is theirs: only stauts is unknown.

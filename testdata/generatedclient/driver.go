@@ -167,6 +167,16 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	dc, err := api.DeleteCategoryWithResponse(ctx, empty.Id)
 	check("deleteCategory", err)
 	expectNoContent("deleteCategory", dc, dc.Body)
+
+	// Every change above is an event; each decodes into its own type.
+	le, err := api.ListEventsWithResponse(ctx, nil)
+	check("listEvents", err)
+	events := expect("listEvents", le, le.Body, http.StatusOK, le.JSON200)
+	if len(events) == 0 {
+		fail("listEvents: no events")
+	} else if created, err := events[0].AsCategoryCreatedEvent(); err != nil || created.Data.Name == "" {
+		fail("listEvents: the first event as CategoryCreatedEvent: %+v, %v", created, err)
+	}
 }
 
 func operator(ctx context.Context, admin *adminapi.ClientWithResponses) {
@@ -240,6 +250,47 @@ func operator(ctx context.Context, admin *adminapi.ClientWithResponses) {
 	if mt.StatusCode() != http.StatusOK || !bytes.Contains(mt.Body, []byte("petstore_up 1")) {
 		fail("metrics: %d %s", mt.StatusCode(), mt.Body)
 	}
+	webhooks(ctx, admin)
+}
+
+// webhooks calls the webhook and admin events operations.
+func webhooks(ctx context.Context, admin *adminapi.ClientWithResponses) {
+	cw, err := admin.CreateWebhookWithResponse(ctx, adminapi.NewWebhook{
+		Url: "https://192.0.2.1/hooks", Events: []adminapi.WebhookEventType{"*"},
+	})
+	check("createWebhook", err)
+	hook := expect("createWebhook", cw, cw.Body, http.StatusCreated, cw.JSON201)
+	if !strings.HasPrefix(hook.Secret, "whsec_") {
+		fail("createWebhook: secret %q", hook.Secret)
+	}
+	lw, err := admin.ListWebhooksWithResponse(ctx, nil)
+	check("listWebhooks", err)
+	expect("listWebhooks", lw, lw.Body, http.StatusOK, lw.JSON200)
+	gw, err := admin.GetWebhookWithResponse(ctx, hook.Id)
+	check("getWebhook", err)
+	expect("getWebhook", gw, gw.Body, http.StatusOK, gw.JSON200)
+	desc := "generated client"
+	uw, err := admin.UpdateWebhookWithResponse(ctx, hook.Id, adminapi.WebhookPatch{Description: &desc})
+	check("updateWebhook", err)
+	expect("updateWebhook", uw, uw.Body, http.StatusOK, uw.JSON200)
+	rs, err := admin.RotateWebhookSecretWithResponse(ctx, hook.Id)
+	check("rotateWebhookSecret", err)
+	expect("rotateWebhookSecret", rs, rs.Body, http.StatusOK, rs.JSON200)
+	tw, err := admin.TestWebhookWithResponse(ctx, hook.Id)
+	check("testWebhook", err)
+	expect("testWebhook", tw, tw.Body, http.StatusAccepted, tw.JSON202)
+	ld, err := admin.ListWebhookDeliveriesWithResponse(ctx, hook.Id, nil)
+	check("listWebhookDeliveries", err)
+	expect("listWebhookDeliveries", ld, ld.Body, http.StatusOK, ld.JSON200)
+	rt, err := admin.RetryWebhookDeliveryWithResponse(ctx, hook.Id, 1<<40)
+	check("retryWebhookDelivery", err)
+	expect("retryWebhookDelivery", rt, rt.Body, http.StatusNotFound, rt.JSON404)
+	le, err := admin.ListAdminEventsWithResponse(ctx, nil)
+	check("listAdminEvents", err)
+	expect("listAdminEvents", le, le.Body, http.StatusOK, le.JSON200)
+	dw, err := admin.DeleteWebhookWithResponse(ctx, hook.Id)
+	check("deleteWebhook", err)
+	expectNoContent("deleteWebhook", dw, dw.Body)
 }
 
 var failures int
