@@ -215,27 +215,31 @@ func DomainEvents(old, updated *Domain) []string {
 	return out
 }
 
-// certificateEvent is the event of a certificate's change, if it has one.
+// certificateEvent is the event of a certificate's change, if it has one:
+// a lifecycle event newly recorded in the record (obtained, renewed,
+// failed: the one writer of certificate state records each), or the state
+// becoming expired.
 func certificateEvent(old, updated Certificate) string {
-	if old.State == updated.State && old.Serial == updated.Serial {
-		return ""
+	if n := len(updated.Events); n > 0 {
+		latest := updated.Events[n-1]
+		isNew := len(old.Events) == 0
+		if !isNew {
+			prev := old.Events[len(old.Events)-1]
+			isNew = !latest.At.Equal(prev.At) || latest.Kind != prev.Kind
+		}
+		if isNew {
+			switch latest.Kind {
+			case CertEventObtained:
+				return EventCertIssued
+			case CertEventRenewed:
+				return EventCertRenewed
+			case CertEventFailed:
+				return EventCertFailed
+			}
+		}
 	}
-	switch updated.State {
-	case CertIssued:
-		if old.Serial != "" && old.Serial != updated.Serial && updated.Serial != "" {
-			return EventCertRenewed
-		}
-		if old.State != CertIssued && old.State != CertRenewing {
-			return EventCertIssued
-		}
-	case CertFailed:
-		if old.State != CertFailed {
-			return EventCertFailed
-		}
-	case CertExpired:
-		if old.State != CertExpired {
-			return EventCertExpired
-		}
+	if updated.State == CertExpired && old.State != CertExpired {
+		return EventCertExpired
 	}
 	return ""
 }
