@@ -103,11 +103,15 @@ func TestReferenceRendersTheSpec(t *testing.T) {
 		ids = append(ids, m[1])
 	}
 	want := []string{
-		// In the document's order, grouped by tag (Pets, then Store).
+		// In the document's order, grouped by tag (Pets, Store, Events).
 		"listPets", "createPet", "getPetById", "replacePet", "deletePet",
 		"listCategories", "createCategory", "getCategory", "replaceCategory", "deleteCategory",
 		"listOrders", "placeOrder", "getOrder", "updateOrder", "cancelOrder",
 		"listInventory", "getInventoryItem", "setInventory",
+		"listEvents",
+	}
+	if !strings.Contains(page, `id="tag-Events"`) && !strings.Contains(page, ">Events<") {
+		t.Error("the reference has no Events section")
 	}
 	if strings.Join(ids, " ") != strings.Join(want, " ") {
 		t.Errorf("operations on the page:\n%v\nwant:\n%v", ids, want)
