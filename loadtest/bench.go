@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"petstore/store/postgres/pgtest"
@@ -105,6 +106,11 @@ type bench struct {
 	bigReady    []time.Duration
 	bigIdleRSS  int64
 
+	// hookReceived counts the webhook row's deliveries; closers end what
+	// the run started in its own process.
+	hookReceived *atomic.Int64
+	closers      []func()
+
 	loadBefore, loadAfter string   // /proc/loadavg: was the machine busy with something else?
 	notes                 []string // worth saying under the table
 
@@ -174,8 +180,13 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 	defer fsync.db.Close()
+	defer func() {
+		for _, c := range b.closers {
+			c()
+		}
+	}()
 	b.jobs = append(b.jobs, job{label: labelFsyncBaseline, slice: fsync.run})
-	for _, setUp := range []func(context.Context) error{b.echoBaseline, b.smallStore, b.postgresStore, b.bigStore, b.tlsServers} {
+	for _, setUp := range []func(context.Context) error{b.echoBaseline, b.smallStore, b.webhookStore, b.postgresStore, b.bigStore, b.tlsServers} {
 		if err := setUp(ctx); err != nil {
 			return err
 		}

@@ -166,6 +166,7 @@ func (b *bench) buildReport() *report {
 		rpsVs(orders, echo, "Echo baseline", "", 0),
 		rpsVs(orders, fsync, "one fsync per write", "", 0))
 
+	b.webhookReport(r)
 	b.postgresReport(r)
 
 	bigCaveat := c.bigPets != targetBigPets
