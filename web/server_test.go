@@ -20,6 +20,7 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
+	"petstore/handlers/webhooks"
 	"petstore/store/boltstore"
 )
 
@@ -57,6 +58,9 @@ type serverOptions struct {
 	acme bool
 	// corsOrigins are the origins allowed to call the API from scripts.
 	corsOrigins []string
+	// webhooks runs a webhook engine that delivers to private addresses
+	// (the test's own receivers).
+	webhooks bool
 }
 
 func newServer(t *testing.T, opt serverOptions) *testServer {
@@ -95,6 +99,15 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		}
 		manager = domaintest.NewManager(t, dc)
 		cfg.Domains = manager
+	}
+	if opt.webhooks {
+		policy := webhooks.Policy{AllowPrivate: true}
+		e := webhooks.New(webhooks.Config{Store: db, Policy: policy, Poll: 20 * time.Millisecond, Retention: time.Hour})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { e.Run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		cfg.Events, cfg.WebhookPolicy = e, policy
 	}
 	srv, err := handlers.New(cfg)
 	if err != nil {
