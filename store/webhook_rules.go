@@ -5,7 +5,7 @@ import "time"
 // MaxInFlightPerWebhook bounds the attempts one instance makes at once to
 // one webhook, so that a slow receiver holds a few of them and never the
 // others' turn.
-const MaxInFlightPerWebhook = 4
+const MaxInFlightPerWebhook = 16
 
 // Routes reports whether event e goes to webhook w: an event for one
 // webhook (to, a webhook.test) to that one only, any other to every

@@ -73,6 +73,9 @@ type Engine struct {
 	mu       sync.Mutex
 	inFlight map[int64]int
 	wg       sync.WaitGroup
+	// wake starts the next step at once when an attempt ends, so that a
+	// webhook with a backlog keeps its attempts going between polls.
+	wake chan struct{}
 }
 
 // New builds an engine.
@@ -105,6 +108,7 @@ func New(cfg Config) *Engine {
 		},
 		hub:      newHub(cfg.Store, cfg.Poll),
 		inFlight: map[int64]int{},
+		wake:     make(chan struct{}, 1),
 	}
 }
 
@@ -128,6 +132,7 @@ func (e *Engine) Run(ctx context.Context) {
 		case <-prune.C:
 			e.prune(ctx)
 		case <-tick.C:
+		case <-e.wake:
 		}
 	}
 }
@@ -181,6 +186,10 @@ func (e *Engine) step(ctx context.Context) {
 					delete(e.inFlight, d.WebhookID)
 				}
 				e.mu.Unlock()
+				select {
+				case e.wake <- struct{}{}:
+				default:
+				}
 			}()
 			e.deliver(ctx, d)
 		}()

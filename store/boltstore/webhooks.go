@@ -21,7 +21,7 @@ import (
 //	webhooks                   id8 -> JSON
 //	deliveries                 id8 -> JSON (deliveryRecord)
 //	idx_deliveries_webhook     webhook8 delivery8
-//	idx_deliveries_due         scheduledAt(unix ns)8 delivery8
+//	idx_deliveries_due         scheduledAt(unix ns)8 webhook8 delivery8
 //	meta events_dispatched     the seq8 of the last event fanned out
 var (
 	bktWebhooks          = []byte("webhooks")
@@ -73,9 +73,11 @@ func getDelivery(tx *bolt.Tx, id int64) (deliveryRecord, error) {
 	return r, err
 }
 
+// dueKey carries the webhook, so that a claim skips a busy webhook's
+// backlog without reading its deliveries.
 func dueKey(r *deliveryRecord) []byte {
-	k := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(r.ScheduledAt.UnixNano()))
-	return appendID(k, r.ID)
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, 24), uint64(r.ScheduledAt.UnixNano()))
+	return appendID(appendID(k, r.WebhookID), r.ID)
 }
 
 // putDelivery stores r with its index entries; a new one (ID 0) gets an id.
@@ -182,6 +184,18 @@ func deleteDelivery(tx *bolt.Tx, id int64) error {
 // FanOut makes the first delivery of each event since the last FanOut for
 // each enabled webhook that subscribes to it.
 func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error) {
+	// Most calls find nothing new: a read answers them, without a commit.
+	pending, err := readValue(ctx, db, func(tx *bolt.Tx) (bool, error) {
+		var last uint64
+		if v := tx.Bucket(bktMeta).Get(metaDispatched); len(v) == 8 {
+			last = binary.BigEndian.Uint64(v)
+		}
+		k, _ := tx.Bucket(bktEvents).Cursor().Last()
+		return k != nil && binary.BigEndian.Uint64(k) > last, nil
+	})
+	if err != nil || !pending {
+		return 0, err
+	}
 	return writeValue(ctx, db, func(tx *bolt.Tx) (int, error) {
 		meta := tx.Bucket(bktMeta)
 		var last uint64
@@ -238,19 +252,19 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bktDeliveriesDue).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
-			if len(k) != 16 || int64(binary.BigEndian.Uint64(k)) > now.UnixNano() {
+			if len(k) != 24 || int64(binary.BigEndian.Uint64(k)) > now.UnixNano() {
 				break
 			}
-			id := btoi(k[8:])
+			hook, id := btoi(k[8:16]), btoi(k[16:])
+			if slices.Contains(busy, hook) || perHook[hook] >= store.MaxInFlightPerWebhook {
+				continue
+			}
 			if until, ok := l.until[id]; ok && until.After(now) {
 				continue
 			}
 			r, err := getDelivery(tx, id)
 			if err != nil {
 				return corrupt(err)
-			}
-			if slices.Contains(busy, r.WebhookID) || perHook[r.WebhookID] >= store.MaxInFlightPerWebhook {
-				continue
 			}
 			w, err := webhookTable.get(tx, r.WebhookID)
 			if err != nil {
