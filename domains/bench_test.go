@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest/testcert"
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -29,7 +30,7 @@ func benchManager(b *testing.B, n int, certs bool) *Manager {
 			b.Fatal(err)
 		}
 	}
-	cfg := Config{Store: db, Platform: Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"}, Checker: &Checker{}}
+	cfg := Config{Store: db, Platform: dnscheck.Platform{Domain: "petstore.test"}, Checker: &dnscheck.Checker{}}
 	if certs {
 		// Never contacted: every name's certificate is in the cache.
 		cfg.ACME = &ACME{CA: "https://127.0.0.1:1/dir"}

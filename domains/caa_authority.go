@@ -13,6 +13,8 @@ import (
 
 	"github.com/caddyserver/certmagic"
 	"github.com/mholt/acmez/v3/acme"
+
+	"petstore/domains/dnscheck"
 )
 
 // acmeAuthority learns, for the CAA check, what an ACME CA calls itself in
@@ -50,7 +52,7 @@ func newACMEAuthority(a *ACME, storage certmagic.Storage, issuer *certmagic.ACME
 
 // get says what is known now; what cannot be learnt is left empty and
 // asked again at a later check.
-func (a *acmeAuthority) get(ctx context.Context) CertificateAuthority {
+func (a *acmeAuthority) get(ctx context.Context) dnscheck.CertificateAuthority {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.known && time.Since(a.failedAt) >= directoryRetry {
@@ -70,7 +72,7 @@ func (a *acmeAuthority) get(ctx context.Context) CertificateAuthority {
 		// account is registered with the first order.
 		a.accountURI, _ = a.readAccountURI(ctx)
 	}
-	return CertificateAuthority{Identities: a.identities, AccountURI: a.accountURI}
+	return dnscheck.CertificateAuthority{Identities: a.identities, AccountURI: a.accountURI}
 }
 
 // fetchIdentities reads meta.caaIdentities from the ACME directory (RFC
@@ -132,8 +134,8 @@ func (m *Manager) wireCAA(a *ACME) {
 		authorities = append(authorities, newACMEAuthority(a, m.certs.Storage, iss))
 	}
 	c := *m.cfg.Checker
-	c.CertificateAuthorities = func(ctx context.Context) []CertificateAuthority {
-		out := make([]CertificateAuthority, len(authorities))
+	c.CertificateAuthorities = func(ctx context.Context) []dnscheck.CertificateAuthority {
+		out := make([]dnscheck.CertificateAuthority, len(authorities))
 		for i, au := range authorities {
 			out[i] = au.get(ctx)
 		}

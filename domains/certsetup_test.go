@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddyserver/certmagic"
 
+	"petstore/domains/dnscheck"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
@@ -25,8 +26,8 @@ func TestIssuersAreTheConfiguredCAs(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	m, err := NewManager(Config{
 		Store:     db,
-		Platform:  Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-		Checker:   &Checker{CNAMETarget: "cname.petstore.test"},
+		Platform:  dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:   &dnscheck.Checker{},
 		ACME:      &ACME{CA: first, FallbackCAs: []string{second}},
 		TickEvery: time.Hour,
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/certmagic"
 
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest/testcert"
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -74,8 +75,8 @@ func TestHandshakeWithoutCertificateReadsNoStorage(t *testing.T) {
 	}
 	m, err := NewManager(Config{
 		Store:     db,
-		Platform:  Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-		Checker:   &Checker{CNAMETarget: "cname.petstore.test"},
+		Platform:  dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:   &dnscheck.Checker{},
 		ACME:      &ACME{CA: ca},
 		TickEvery: time.Hour,
 	})

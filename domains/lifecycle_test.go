@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/certmagic"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -37,8 +38,8 @@ func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebb
 	}
 	m := domaintest.NewManager(t, domains.Config{
 		Store:    db,
-		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-		Checker:  &domains.Checker{Resolvers: []string{checkDNS.Addr()}, CNAMETarget: "cname.petstore.test", Timeout: time.Second},
+		Platform: dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:  &dnscheck.Checker{Resolvers: []string{checkDNS.Addr()}, Timeout: time.Second},
 		ACME:     &a,
 		Now:      now,
 		// The tests start due attempts themselves (TendCertificates).

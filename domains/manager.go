@@ -1,3 +1,8 @@
+// Package domains owns customers' custom domains: adding and removing
+// them, keeping their records in the store, checking them again when
+// Backoff says so, and deciding what every request's Host gets. DNS
+// checking is package dnscheck's, certificates package certs'; the
+// HTTP API over it is package handlers'.
 package domains
 
 import (
@@ -8,7 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -18,16 +23,20 @@ import (
 	"github.com/caddyserver/certmagic"
 	"golang.org/x/net/idna"
 
+	"petstore/domains/dnscheck"
 	"petstore/store"
 )
 
 // Config configures a Manager.
 type Config struct {
-	Store    store.Store
-	Platform Platform
-	// PublicIPs are shown as A/AAAA fallbacks for apex domains.
-	PublicIPs []netip.Addr
-	Checker   *Checker
+	Store store.Store
+	// Platform is the platform's domain, the CNAME target customers point
+	// at and its public addresses: given once here, the Checker checks
+	// against the same value.
+	Platform dnscheck.Platform
+	// Checker checks domains' DNS. Its Platform must be left empty: the
+	// manager gives it Platform.
+	Checker *dnscheck.Checker
 	// ACME turns certificates on; nil when this service terminates no TLS
 	// (development, or behind a proxy that does).
 	ACME   *ACME
@@ -117,6 +126,12 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Store == nil || cfg.Checker == nil {
 		return nil, errors.New("domains: Config.Store and Config.Checker are required")
 	}
+	if !reflect.DeepEqual(cfg.Checker.Platform, dnscheck.Platform{}) {
+		return nil, errors.New("domains: give the platform once, in Config.Platform, not in Config.Checker")
+	}
+	checker := *cfg.Checker
+	checker.Platform = cfg.Platform
+	cfg.Checker = &checker
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -182,16 +197,16 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	if err != nil {
 		return store.Domain{}, err
 	}
-	if err := checkPublicTLD(name, m.cfg.AllowTestTLDs); err != nil {
+	if err := dnscheck.CheckPublicTLD(name, m.cfg.AllowTestTLDs); err != nil {
 		return store.Domain{}, err
 	}
 	now := m.now().UTC()
 	d := store.Domain{
 		Name:        name,
-		Apex:        IsApex(name),
+		Apex:        dnscheck.IsApex(name),
 		State:       store.DomainPending,
 		AddedAt:     now,
-		Records:     RequiredRecords(name, m.cfg.Platform.CNAMETarget, m.cfg.PublicIPs),
+		Records:     m.cfg.Platform.Records(name, dnscheck.IsApex(name)),
 		Certificate: store.Certificate{State: store.CertNone},
 	}
 	if u, err := idna.ToUnicode(name); err == nil && u != name {
@@ -234,7 +249,7 @@ func (m *Manager) Page(ctx context.Context, limit int, after *store.DomainCursor
 // lookupName lets a client name a domain the way it typed it: case and a
 // trailing dot do not matter, and an IDN may be given in Unicode.
 func lookupName(name string) string {
-	name = canonical(name)
+	name = dnscheck.Canonical(name)
 	if a, err := idna.Lookup.ToASCII(name); err == nil {
 		return a
 	}
@@ -266,7 +281,7 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 		wantCert = false
 		if res.ZoneApex && !d.Apex {
 			d.Apex = true
-			d.Records = requiredRecords(d.Name, m.cfg.Platform.CNAMETarget, m.cfg.PublicIPs, true)
+			d.Records = m.cfg.Platform.Records(d.Name, true)
 		}
 		switch {
 		case d.State == store.DomainVerified || d.State == store.DomainMoved:
@@ -399,7 +414,7 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 func (m *Manager) caaIssuerNames() string {
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
 	defer cancel()
-	ids := caaIdentities(m.cfg.Checker.caaAuthorities(ctx))
+	ids := m.cfg.Checker.IssuerNames(ctx)
 	if len(ids) == 0 {
 		return "the certificate authority"
 	}
@@ -409,4 +424,4 @@ func (m *Manager) caaIssuerNames() string {
 // CNAMETarget is where customers point their domains; "" when the service
 // was started without --domain or --cname-target, and then no domain can
 // be added.
-func (m *Manager) CNAMETarget() string { return canonical(m.cfg.Platform.CNAMETarget) }
+func (m *Manager) CNAMETarget() string { return dnscheck.Canonical(m.cfg.Platform.CNAMETarget) }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -38,8 +39,8 @@ func newManager(t *testing.T, dns *domaintest.DNS, clk *clock) (*domains.Manager
 	db := deployedStore(t)
 	m := domaintest.NewManager(t, domains.Config{
 		Store:    db,
-		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-		Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: "cname.petstore.test", Timeout: time.Second, AllowPrivateNameservers: true},
+		Platform: dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:  &dnscheck.Checker{Resolvers: []string{dns.Addr()}, Timeout: time.Second, AllowPrivateNameservers: true},
 		Now:      clk.now,
 	})
 	return m, db

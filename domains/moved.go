@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddyserver/certmagic"
 
+	"petstore/domains/dnscheck"
 	"petstore/store"
 )
 
@@ -42,9 +43,9 @@ func evidenceOf(res store.DomainCheck) checkEvidence {
 	failed := false
 	for _, f := range res.Findings {
 		switch f.Code {
-		case CodeNoRecord, CodeConflictingRecord, CodeCNAMEMismatch, CodeApexNeedsAlias:
+		case dnscheck.CodeNoRecord, dnscheck.CodeConflictingRecord, dnscheck.CodeCNAMEMismatch, dnscheck.CodeApexNeedsAlias:
 			return pointsElsewhere
-		case CodeDNSError:
+		case dnscheck.CodeDNSError:
 			failed = true
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
@@ -41,9 +42,9 @@ func newDomainEnv(t *testing.T) *domainEnv {
 	env.testServer = newTestServer(t, func(c *handlers.Config) {
 		env.manager = domaintest.NewManager(t, domains.Config{
 			Store:    c.Store,
-			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-			Checker: &domains.Checker{
-				Resolvers: []string{dns.Addr()}, CNAMETarget: domaintest.CNAMETarget,
+			Platform: dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+			Checker: &dnscheck.Checker{
+				Resolvers: []string{dns.Addr()},
 				CAAIdentities: []string{domaintest.CAAIdentity}, Timeout: time.Second,
 				AllowPrivateNameservers: true,
 			},
@@ -262,8 +263,8 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	before := e.pebble.Log()
 	m2, err := domains.NewManager(domains.Config{
 		Store:         e.db,
-		Platform:      domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-		Checker:       &domains.Checker{Resolvers: []string{e.dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, AllowPrivateNameservers: true},
+		Platform:      dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+		Checker:       &dnscheck.Checker{Resolvers: []string{e.dns.Addr()}, AllowPrivateNameservers: true},
 		AllowTestTLDs: true,
 		ACME:          &domains.ACME{CA: e.pebble.DirectoryURL(), TrustedRoots: e.pebble.RootsPool(), Profile: "default", HTTPPort: e.pebble.HTTPPort, TLSPort: e.pebble.TLSPort},
 	})
@@ -363,7 +364,7 @@ func TestRedirects(t *testing.T) {
 func TestAddDomainNeedsADeploy(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	_, _ = db.UpdateProject(context.Background(), func(p *store.Project) error { p.Plan = store.PlanPro; return nil })
-	m := domaintest.NewManager(t, domains.Config{Store: db, Checker: &domains.Checker{}})
+	m := domaintest.NewManager(t, domains.Config{Store: db, Checker: &dnscheck.Checker{}})
 	_, err := m.Add(context.Background(), "shop.example.com")
 	var appErr *store.Error
 	if !errors.As(err, &appErr) || appErr.Code != store.ECONFLICT || !strings.Contains(appErr.Message, "deploy") {

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/store"
 )
 
@@ -140,7 +141,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("openapi-admin.yaml: %w", err)
 	}
 	if cfg.Domains == nil {
-		m, err := domains.NewManager(domains.Config{Store: cfg.Store, Checker: &domains.Checker{}, Logger: cfg.Logger})
+		m, err := domains.NewManager(domains.Config{Store: cfg.Store, Checker: &dnscheck.Checker{}, Logger: cfg.Logger})
 		if err != nil {
 			return nil, err
 		}

@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
@@ -220,12 +221,12 @@ func seedTLSDomain(ctx context.Context, db *boltstore.DB, storage certmagic.Stor
 	nb, na := leaf.NotBefore.UTC(), leaf.NotAfter.UTC()
 	d := store.Domain{
 		Name:        name,
-		Apex:        domains.IsApex(name),
+		Apex:        dnscheck.IsApex(name),
 		State:       store.DomainVerified,
 		AddedAt:     added,
 		VerifiedAt:  &verified,
 		NextCheckAt: &nextCheck,
-		Records:     domains.RequiredRecords(name, "cname."+tlsPlatformDomain, nil),
+		Records:     dnscheck.RequiredRecords(name, "cname."+tlsPlatformDomain, nil),
 		Check:       &store.DomainCheck{Verified: true, CheckedAt: verified, Findings: []store.Finding{}},
 		Certificate: store.Certificate{
 			State: store.CertIssued, Issuer: leaf.Issuer.CommonName,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store/boltstore"
@@ -76,9 +77,9 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		dc := domains.Config{
 			Store:    db,
 			Now:      ts.now,
-			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-			Checker: &domains.Checker{
-				Resolvers: []string{ts.dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second,
+			Platform: dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+			Checker: &dnscheck.Checker{
+				Resolvers: []string{ts.dns.Addr()}, Timeout: time.Second,
 				AllowPrivateNameservers: true,
 			},
 			AllowTestTLDs: true,
