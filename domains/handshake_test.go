@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/certmagic"
 
+	"petstore/domains/certs"
 	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest/testcert"
 	"petstore/store"
@@ -69,7 +70,7 @@ func TestHandshakeWithoutCertificateReadsNoStorage(t *testing.T) {
 		certmagic.StorageKeys.SitePrivateKey(iss.IssuerKey(), with): keyPEM,
 		certmagic.StorageKeys.SiteMeta(iss.IssuerKey(), with):       []byte(`{"sans":["` + with + `"]}`),
 	} {
-		if err := CertStorage(db).Store(ctx, key, value); err != nil {
+		if err := certs.Storage(db).Store(ctx, key, value); err != nil {
 			t.Fatal(err)
 		}
 	}

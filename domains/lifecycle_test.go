@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/certmagic"
 
 	"petstore/domains"
+	"petstore/domains/certs"
 	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
@@ -130,7 +131,7 @@ func TestRenewalWithoutVisitors(t *testing.T) {
 	}
 	// The new certificate is the one in storage.
 	iss := certmagic.ACMEIssuer{CA: pebble.DirectoryURL()}
-	pemBytes, err := domains.CertStorage(db).Load(context.Background(), certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
+	pemBytes, err := certs.Storage(db).Load(context.Background(), certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,9 +145,9 @@ func TestRenewalWithoutVisitors(t *testing.T) {
 	}
 }
 
-// TestCertificateStateIsHonest: a certificate past its notAfter is shown
-// expired, and one whose file left storage is shown as none and recorded
-// as removed, whatever the stored state says.
+// TestCertificateStateIsHonest: a certificate past its notAfter is
+// recorded and shown expired, and one whose file left storage is recorded
+// as removed and requested again.
 func TestCertificateStateIsHonest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble")
@@ -160,20 +161,26 @@ func TestCertificateStateIsHonest(t *testing.T) {
 	addVerified(t, m, dns, name)
 	c := waitCert(t, db, name, "certificate", 20*time.Second, func(c store.Certificate) bool { return c.State == store.CertIssued })
 
+	// Reads are pure: the certificate loop records what changed, and the
+	// answer shows what it stored.
 	clk.set(c.NotAfter.Add(time.Second))
+	m.TendCertificates(ctx)
 	if d, _ := m.Get(ctx, name); d.Certificate.State != store.CertExpired {
 		t.Errorf("past notAfter the certificate is %q", d.Certificate.State)
+	}
+	if d, _ := db.Domain(ctx, name); d.Certificate.State != store.CertExpired {
+		t.Errorf("past notAfter the stored certificate is %q", d.Certificate.State)
 	}
 	clk.set(time.Now())
 
 	iss := certmagic.ACMEIssuer{CA: pebble.DirectoryURL()}
-	if err := domains.CertStorage(db).Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)); err != nil {
+	if err := certs.Storage(db).Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := m.Get(ctx, name); d.Certificate.State == store.CertIssued {
+	m.TendCertificates(ctx)
+	if d, _ := m.Get(ctx, name); d.Certificate.State == store.CertIssued || d.Certificate.State == store.CertExpired {
 		t.Errorf("with its file removed the certificate is still %q", d.Certificate.State)
 	}
-	m.TendCertificates(ctx)
 	again := waitCert(t, db, name, "a new certificate", 20*time.Second, func(c store.Certificate) bool {
 		return c.State == store.CertIssued && c.Serial != "" && len(c.Events) == 3
 	})

@@ -1,12 +1,9 @@
 package domains
 
 import (
-	"context"
-	"io/fs"
 	"time"
 
-	"github.com/caddyserver/certmagic"
-
+	"petstore/domains/certs"
 	"petstore/domains/dnscheck"
 	"petstore/store"
 )
@@ -94,69 +91,7 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 			d.VerifiedAt = &now
 		}
 		d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
-		return res.Verified && m.certs != nil && wantsCertificate(&d.Certificate, now)
+		return res.Verified && certs.Wants(d.Certificate)
 	}
 	return false
-}
-
-// keepCertificate takes a moved domain's certificate out of certmagic's
-// management and caches it unmanaged: handshakes keep getting it until it
-// expires, and nothing renews it.
-func (m *Manager) keepCertificate(ctx context.Context, name string) {
-	m.stopObtaining(name)
-	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
-	certPEM, keyPEM, err := m.storedCertificate(ctx, name)
-	if err != nil {
-		return // no certificate: nothing to keep
-	}
-	leaf, err := parseLeaf(certPEM)
-	if err != nil || !m.now().Before(leaf.NotAfter) {
-		return // expired: keeping it would only fail handshakes differently
-	}
-	if _, err := m.certs.CacheUnmanagedCertificatePEMBytes(ctx, certPEM, keyPEM, []string{keptTag}); err != nil {
-		m.log.Warn("keeping a moved domain's certificate", "domain", name, "err", err)
-	}
-}
-
-// keptTag marks a moved domain's certificate in the cache.
-const keptTag = "petstore:kept"
-
-// dropKept removes a moved domain's certificate from the cache; with
-// expiredOnly, once it has expired: from then on its handshakes fail at
-// once instead of with an expired certificate.
-func (m *Manager) dropKept(name string, expiredOnly bool) {
-	if m.cache == nil {
-		return
-	}
-	var hashes []string
-	for _, c := range m.cache.AllMatchingCertificates(name) {
-		if c.HasTag(keptTag) && (!expiredOnly || !m.now().Before(c.Leaf.NotAfter)) {
-			hashes = append(hashes, c.Hash())
-		}
-	}
-	m.cache.Remove(hashes)
-}
-
-// releaseCertificate hands a domain that verified again back to certmagic:
-// its certificate is managed, and so renewed, again.
-func (m *Manager) releaseCertificate(ctx context.Context, name string) {
-	m.dropKept(name, false)
-	if _, err := m.certs.CacheManagedCertificate(ctx, name); err != nil {
-		m.log.Warn("loading the certificate of a domain that verified again", "domain", name, "err", err)
-	}
-}
-
-// storedCertificate loads a name's certificate and key from the storage of
-// the first CA (in --acme-ca order) that holds both.
-func (m *Manager) storedCertificate(ctx context.Context, name string) (certPEM, keyPEM []byte, err error) {
-	err = fs.ErrNotExist
-	for _, iss := range m.issuers {
-		if certPEM, err = m.certs.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name)); err != nil {
-			continue
-		}
-		if keyPEM, err = m.certs.Storage.Load(ctx, certmagic.StorageKeys.SitePrivateKey(iss.IssuerKey(), name)); err == nil {
-			return certPEM, keyPEM, nil
-		}
-	}
-	return nil, nil, err
 }

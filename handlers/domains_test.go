@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/certs"
 	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
@@ -203,7 +204,7 @@ func TestCustomDomainLifecycle(t *testing.T) {
 		c.LastAttempt == nil || len(c.Events) != 1 || c.Events[0].Kind != store.CertEventObtained {
 		t.Errorf("certificate details: %+v", c)
 	}
-	keys, _ := domains.CertStorage(e.db).List(ctx, "certificates", true)
+	keys, _ := certs.Storage(e.db).List(ctx, "certificates", true)
 	if !strings.Contains(strings.Join(keys, " "), "shop.example.com.crt") {
 		t.Errorf("no certificate in storage: %v", keys)
 	}
@@ -297,7 +298,7 @@ func TestCustomDomainLifecycle(t *testing.T) {
 		t.Errorf("handshake after remove: err %v after %v", err, took)
 	}
 	e.send("GET", "/pets", "", http.Header{"Host": {"shop.example.com"}}).wantError(421, "unknown_host")
-	keys, _ = domains.CertStorage(e.db).List(ctx, "certificates", true)
+	keys, _ = certs.Storage(e.db).List(ctx, "certificates", true)
 	if strings.Contains(strings.Join(keys, " "), "shop.example.com") {
 		t.Errorf("the certificate is still in storage: %v", keys)
 	}

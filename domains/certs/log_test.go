@@ -1,4 +1,4 @@
-package domains
+package certs
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 // the call, in the service's log; info lines are dropped.
 func TestCertmagicLogsReachSlog(t *testing.T) {
 	var buf bytes.Buffer
-	zl := zapToSlog(slog.New(slog.NewTextHandler(&buf, nil)), nil).With(zap.String("identifier", "shop.example.com"))
+	zl := zapToSlog(slog.New(slog.NewTextHandler(&buf, nil))).With(zap.String("identifier", "shop.example.com"))
 	zl.Info("chatty")
 	zl.Named("obtain").Warn("could not get certificate", zap.Int("attempt", 3))
 	out := buf.String()
