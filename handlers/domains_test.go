@@ -45,7 +45,7 @@ func newDomainEnv(t *testing.T) *domainEnv {
 			Store:    c.Store,
 			Platform: dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
 			Checker: &dnscheck.Checker{
-				Resolvers: []string{dns.Addr()},
+				Resolvers:     []string{dns.Addr()},
 				CAAIdentities: []string{domaintest.CAAIdentity}, Timeout: time.Second,
 				AllowPrivateNameservers: true,
 			},
