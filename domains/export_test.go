@@ -12,4 +12,4 @@ func (m *Manager) CheckDue(ctx context.Context) { m.checkDue(ctx) }
 func (m *Manager) TendCertificates(ctx context.Context) { m.certs.Tend(ctx) }
 
 // CertificateAllowed reports whether name may get a certificate.
-func (m *Manager) CertificateAllowed(name string) bool { return m.certName(name).Allowed }
+func (m *Manager) CertificateAllowed(name string) bool { return m.table.Load().certName(name).Allowed }

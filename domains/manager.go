@@ -128,7 +128,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	checker.Platform = cfg.Platform
 	if cfg.ACME != nil {
 		m.certs = certs.New(certs.Config{
-			Store: cfg.Store, ACME: *cfg.ACME, Names: m.certName, OnChange: cfg.OnCertificateChange,
+			Store: cfg.Store, ACME: *cfg.ACME, Names: func(name string) certs.Name { return m.table.Load().certName(name) }, OnChange: cfg.OnCertificateChange,
 			Logger: cfg.Logger, Now: cfg.Now, TickEvery: cfg.TickEvery,
 		})
 		// The checker judges CAA records for the CAs certificates come
@@ -290,7 +290,7 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 		}
 		switch {
 		case d.State == store.DomainVerified || d.State == store.DomainMoved:
-			wantCert = m.judgeLive(d, res, now)
+			wantCert = judgeLive(&m.cfg, d, res, now)
 		case res.Verified:
 			d.State = store.DomainVerified
 			d.VerifiedAt = &now
@@ -350,6 +350,17 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	return m.certs.Forget(ctx, name)
 }
 
+// UpdateProject changes the project: its slug names the default address,
+// which routing follows before this returns, so project changes go
+// through here.
+func (m *Manager) UpdateProject(ctx context.Context, change func(*store.Project) error) (store.Project, error) {
+	p, err := m.db.UpdateProject(ctx, change)
+	if err != nil {
+		return store.Project{}, err
+	}
+	return p, m.Refresh(ctx)
+}
+
 // Settings returns the domain settings.
 func (m *Manager) Settings(ctx context.Context) (store.Settings, error) {
 	return m.db.Settings(ctx)
@@ -391,7 +402,7 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 	}
 	steps := []string{
 		"Confirm the domain still verifies: choose Re-verify and check that it reports no findings.",
-		fmt.Sprintf("Check that CAA records on %s or its parent domains allow %s; a CAA record that names only another CA blocks the certificate.", d.Name, m.caaIssuerNames()),
+		fmt.Sprintf("Check that CAA records on %s or its parent domains allow %s; a CAA record that names only another CA blocks the certificate.", d.Name, issuerNames(m.ctx, m.checker)),
 	}
 	if d.Certificate.Error != "" {
 		steps = append(steps, "The last attempt failed with: "+d.Certificate.Error)
@@ -407,22 +418,23 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 	return steps
 }
 
-// caaIssuerNames names the issuer domains a CAA record must name, as the
-// CAA check takes them: from --acme-caa-identity, else from each CA's
-// directory (meta.caaIdentities). Checks have usually read the directory
-// already; the timeout bounds the fetch when they have not, since the
-// answer to an API call waits for it.
-func (m *Manager) caaIssuerNames() string {
-	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
-	defer cancel()
-	ids := m.checker.IssuerNames(ctx)
-	if len(ids) == 0 {
-		return "the certificate authority"
-	}
-	return strings.Join(ids, " or ")
-}
 
 // CNAMETarget is where customers point their domains; "" when the service
 // was started without --domain or --cname-target, and then no domain can
 // be added.
 func (m *Manager) CNAMETarget() string { return dnscheck.Canonical(m.cfg.Platform.CNAMETarget) }
+
+// issuerNames names the issuer domains a CAA record must name, as the
+// CAA check takes them: from --acme-caa-identity, else from each CA's
+// directory (meta.caaIdentities). Checks have usually read the directory
+// already; the timeout bounds the fetch when they have not, since the
+// answer to an API call waits for it.
+func issuerNames(ctx context.Context, checker *dnscheck.Checker) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	ids := checker.IssuerNames(ctx)
+	if len(ids) == 0 {
+		return "the certificate authority"
+	}
+	return strings.Join(ids, " or ")
+}

@@ -59,14 +59,14 @@ func evidenceOf(res store.DomainCheck) checkEvidence {
 // then, and while it is moved, it is checked every ConfirmEvery. The DNS
 // pointing here again makes it verified at once. wantCert says a
 // certificate is to be requested.
-func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Time) (wantCert bool) {
+func judgeLive(cfg *Config, d *store.Domain, res store.DomainCheck, now time.Time) (wantCert bool) {
 	switch evidenceOf(res) {
 	case noEvidence:
 		d.CheckAttempts++
 		// A failure says nothing about the domain, so the next check should
 		// come soon, but a DNS provider in trouble should not be asked
 		// every minute for hours.
-		next := now.Add(doubling(time.Minute, d.CheckAttempts, m.cfg.ConfirmEvery))
+		next := now.Add(doubling(time.Minute, d.CheckAttempts, cfg.ConfirmEvery))
 		if d.NextCheckAt == nil || next.Before(*d.NextCheckAt) || !d.NextCheckAt.After(now) {
 			d.NextCheckAt = &next
 		}
@@ -81,7 +81,7 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 			d.State = store.DomainMoved
 			d.MovedAt = &now
 		}
-		d.NextCheckAt = new(now.Add(m.cfg.ConfirmEvery))
+		d.NextCheckAt = new(now.Add(cfg.ConfirmEvery))
 	case pointsHere:
 		d.CheckAttempts = 0
 		d.PointsElsewhereSince, d.PointsElsewhereChecks = nil, 0
@@ -90,7 +90,7 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 			d.MovedAt = nil
 			d.VerifiedAt = &now
 		}
-		d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
+		d.NextCheckAt = new(now.Add(cfg.RecheckEvery))
 		return res.Verified && certs.Wants(d.Certificate)
 	}
 	return false

@@ -108,8 +108,7 @@ func (m *Manager) Refresh(ctx context.Context) error {
 }
 
 // certName is what the certificates ask of the routing table.
-func (m *Manager) certName(name string) certs.Name {
-	t := m.table.Load()
+func (t *routingTable) certName(name string) certs.Name {
 	return certs.Name{Served: t.served[name], Allowed: t.certAllowed[name], Issued: t.issued[name], Default: name == t.defaultAddr}
 }
 
