@@ -4,13 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"petstore/domains/domaintest/testcert"
-	"petstore/store"
-	"petstore/store/boltstore"
 )
 
 // BenchmarkCertificateLookup is what a TLS handshake asks of certmagic:
@@ -34,13 +31,8 @@ func BenchmarkCertificateLookup(b *testing.B) {
 // d0.example.com ..., each with a self-signed certificate in its cache.
 func benchCerts(b *testing.B, n int) *Certs {
 	b.Helper()
-	db, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
 	c := New(Config{
-		Store: db,
+		Store: openStore(b),
 		// Never contacted: every name's certificate is in the cache.
 		ACME:      ACME{CA: "https://127.0.0.1:1/dir"},
 		Names:     func(string) Name { return Name{Served: true, Allowed: true} },

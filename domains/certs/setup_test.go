@@ -17,14 +17,8 @@ import (
 // certmagic gives every config that names no issuer.
 func TestIssuersAreTheConfiguredCAs(t *testing.T) {
 	const first, second = "https://127.0.0.1:1/dir", "https://127.0.0.1:2/dir" // never contacted
-	// Opened here: domaintest imports the domains package, which imports this one.
-	db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	m := New(Config{
-		Store:     db,
+		Store:     openStore(t),
 		ACME:      ACME{CA: first, FallbackCAs: []string{second}},
 		Names:     func(string) Name { return Name{} },
 		TickEvery: time.Hour,
@@ -42,4 +36,17 @@ func TestIssuersAreTheConfiguredCAs(t *testing.T) {
 			t.Errorf("%s issuers: %v, want %v", what, got, want)
 		}
 	}
+}
+
+// openStore opens a bbolt store in a temporary folder, closed when the
+// test ends. Not domaintest's: domaintest imports package domains, which
+// imports this one.
+func openStore(tb testing.TB) *boltstore.DB {
+	tb.Helper()
+	db, err := boltstore.Open(filepath.Join(tb.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
 }
