@@ -24,6 +24,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/handlers"
 	"petstore/handlers/accesslog"
 	"petstore/handlers/listen"
@@ -346,11 +347,10 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 		publicIPs = append(publicIPs, a)
 	}
 	dc := domains.Config{
-		Store:     db,
-		Platform:  domains.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget},
-		PublicIPs: publicIPs,
-		Checker: &domains.Checker{
-			Resolvers: cfg.dnsResolvers, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs, CAAIdentities: cfg.acmeCAAIdentities,
+		Store:    db,
+		Platform: dnscheck.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs},
+		Checker: &dnscheck.Checker{
+			Resolvers: cfg.dnsResolvers, CAAIdentities: cfg.acmeCAAIdentities,
 			AllowPrivateNameservers: cfg.dnsAllowPrivate,
 		},
 		AllowTestTLDs: cfg.allowTestTLDs,
