@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
+	"petstore/handlers/metrics"
 	"petstore/handlers/webhooks"
 	"petstore/store/boltstore"
 )
@@ -70,7 +72,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		t.Fatal(err)
 	}
 	ts := &testServer{db: db}
-	cfg := handlers.Config{Store: db, Spec: readSpec(t), CORSOrigins: opt.corsOrigins}
+	cfg := handlers.Config{Store: db, Spec: readSpec(t), CORSOrigins: opt.corsOrigins, Metrics: metrics.New()}
 	var (
 		manager *domains.Manager
 		pebble  *domaintest.Pebble
@@ -80,9 +82,9 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		dc := domains.Config{
 			Store:    db,
 			Now:      ts.now,
-			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-			Checker: &domains.Checker{
-				Resolvers: []string{ts.dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second,
+			Platform: dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+			Checker: &dnscheck.Checker{
+				Resolvers: []string{ts.dns.Addr()}, Timeout: time.Second,
 				AllowPrivateNameservers: true,
 			},
 			AllowTestTLDs: true,
@@ -98,8 +100,12 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 			}
 		}
 		manager = domaintest.NewManager(t, dc)
-		cfg.Domains = manager
+	} else {
+		// Development: no platform domain, no certificates, the system's
+		// resolvers, as the service runs with no flags.
+		manager = domaintest.NewManager(t, domains.Config{Store: db, Checker: &dnscheck.Checker{}})
 	}
+	cfg.Domains = manager
 	if opt.webhooks {
 		policy := webhooks.Policy{AllowPrivate: true}
 		e := webhooks.New(webhooks.Config{Store: db, Policy: policy, Poll: 20 * time.Millisecond, Retention: time.Hour})
