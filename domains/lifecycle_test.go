@@ -239,6 +239,18 @@ func TestExpiryIsStoredWithoutRequests(t *testing.T) {
 	if got := strings.Join(changes, ","); got != "none>pending,pending>issued:obtained,issued>expired" {
 		t.Errorf("the hook saw %s", got)
 	}
+	// The outbox has the events, written with the state they announce.
+	events, err := db.Events(context.Background(), store.EventFilter{Kinds: []string{"certificate"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range events {
+		types = append(types, e.Type)
+	}
+	if got := strings.Join(types, ","); got != store.EventCertIssued+","+store.EventCertExpired {
+		t.Errorf("certificate events in the outbox: %s", got)
+	}
 }
 
 var (
