@@ -74,3 +74,11 @@ func ManualRetry(d *Delivery, at time.Time) Delivery {
 func EventPruned(id EventID) *Error {
 	return Errorf(EGONE, "event %s is older than the events kept, so it cannot be delivered again", id)
 }
+
+// WebhookChanged reports whether an outcome changed the webhook's record
+// (most successes do not: only the first failure, a success after
+// failures, and a disabling do).
+func WebhookChanged(before, after *Webhook) bool {
+	return before.Enabled != after.Enabled || before.DisabledReason != after.DisabledReason ||
+		(before.FailingSince == nil) != (after.FailingSince == nil)
+}

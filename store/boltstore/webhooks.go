@@ -249,6 +249,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 	defer l.mu.Unlock()
 	var out []store.Claimed
 	perHook := map[int64]int{}
+	hooks := map[int64]store.Webhook{} // decoded once per claim
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bktDeliveriesDue).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
@@ -266,9 +267,12 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			if err != nil {
 				return corrupt(err)
 			}
-			w, err := webhookTable.get(tx, r.WebhookID)
-			if err != nil {
-				continue
+			w, ok := hooks[r.WebhookID]
+			if !ok {
+				if w, err = webhookTable.get(tx, r.WebhookID); err != nil {
+					continue
+				}
+				hooks[r.WebhookID] = w
 			}
 			ek := idKey(int64(r.EventID.Seq))
 			v := tx.Bucket(bktEvents).Get(ek[:])
@@ -310,6 +314,7 @@ func (db *DB) FinishDelivery(ctx context.Context, d *store.Claimed, o store.Outc
 		if err != nil {
 			return err
 		}
+		before := w
 		store.ApplyOutcome(&r.Delivery, &w, o)
 		if err := putDelivery(tx, &r); err != nil {
 			return err
@@ -320,8 +325,10 @@ func (db *DB) FinishDelivery(ctx context.Context, d *store.Claimed, o store.Outc
 				return err
 			}
 		}
-		if err := putJSON(tx.Bucket(bktWebhooks), w.ID, &w); err != nil {
-			return err
+		if store.WebhookChanged(&before, &w) {
+			if err := putJSON(tx.Bucket(bktWebhooks), w.ID, &w); err != nil {
+				return err
+			}
 		}
 		if o.Disable != "" {
 			return db.emit(tx, store.EventWebhookDisabled, w.Public())

@@ -170,6 +170,7 @@ func (db *DB) FinishDelivery(ctx context.Context, c *store.Claimed, o store.Outc
 		if err != nil {
 			return notFound(err, store.WebhookNotFound(d.WebhookID))
 		}
+		before := w
 		store.ApplyOutcome(&d, &w, o)
 		if err := putDelivery(ctx, tx, &d); err != nil {
 			return err
@@ -180,8 +181,10 @@ func (db *DB) FinishDelivery(ctx context.Context, c *store.Claimed, o store.Outc
 				return err
 			}
 		}
-		if err := putWebhook(ctx, tx, &w); err != nil {
-			return err
+		if store.WebhookChanged(&before, &w) {
+			if err := putWebhook(ctx, tx, &w); err != nil {
+				return err
+			}
 		}
 		if o.Disable != "" {
 			return emit(tx, store.EventWebhookDisabled, w.Public())
