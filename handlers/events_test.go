@@ -210,10 +210,14 @@ func TestWebhookSession(t *testing.T) {
 		}
 		return fmt.Errorf("no webhook.test received")
 	})
-	ts.adminDo("GET", path+"/deliveries?limit=5", "").wantStatus(200).decode(&deliveries)
-	if len(deliveries) != 5 || deliveries[0].State != store.DeliverySucceeded || deliveries[0].EventID != test.ID {
-		t.Fatalf("deliveries: %+v", deliveries)
-	}
+	// The receiver has answered; the attempt's record follows.
+	domaintest.WaitFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		ts.adminDo("GET", path+"/deliveries?limit=5", "").wantStatus(200).decode(&deliveries)
+		if len(deliveries) != 5 || deliveries[0].State != store.DeliverySucceeded || deliveries[0].EventID != test.ID {
+			return fmt.Errorf("deliveries: %+v", deliveries)
+		}
+		return nil
+	})
 	// A new secret signs from now on: the retry verifies with it.
 	var rotated webhookJSON
 	ts.adminDo("POST", path+"/rotate-secret", "").wantStatus(200).decode(&rotated)
