@@ -339,3 +339,31 @@ func TestEventStreamResumes(t *testing.T) {
 	}
 	ts.do("GET", "/events?after=evt_nope", "").wantError(400, store.EINVALID)
 }
+
+// Past the cap on streams, another is refused with 503 and Retry-After;
+// a JSON page is still served, and a stream ended frees its place.
+func TestEventStreamCap(t *testing.T) {
+	ts := newTestServer(t, withEvents(t), func(c *handlers.Config) { c.MaxStreams = 1 })
+	first := openStream(t, ts.http.URL+"/events", "")
+	h := http.Header{"Accept": {"text/event-stream"}}
+	res := ts.request("GET", "/events", nil, h).wantError(503, "unavailable")
+	if res.header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	ts.do("GET", "/events", "").wantStatus(200)
+	first.resp.Body.Close()
+	domaintest.WaitFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		req, _ := http.NewRequest("GET", ts.http.URL+"/admin/events", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+ts.admin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("after the first stream ended: %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
