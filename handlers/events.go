@@ -195,6 +195,3 @@ func appendSSE(b []byte, e *store.Event) []byte {
 	b = e.AppendJSON(b) // JSON has no raw newline
 	return append(b, "\n\n"...)
 }
-
-// streamsOpen is the number of event streams open, for /metrics.
-func (s *Server) streamsOpen() int64 { return s.streams.open.Load() }

@@ -155,7 +155,7 @@ func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
 		var ids []int64
 		prefix := itob(id)
 		c := tx.Bucket(bktDeliveriesWebhook).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && len(k) == 16 && btoi(k[:8]) == id; k, _ = c.Next() {
+		for k, _ := c.Seek(prefix); len(k) == 16 && btoi(k[:8]) == id; k, _ = c.Next() {
 			ids = append(ids, btoi(k[8:]))
 		}
 		for _, d := range ids {
