@@ -14,7 +14,7 @@ import (
 // Unbatched makes every write a transaction of its own (one fsync each), the
 // baseline that shows what batching buys.
 func (db *DB) Unbatched() {
-	db.commit = func(r *writeReq) error { return db.bolt.Update(r.run) }
+	db.commit = func(r *writeReq) error { return outcome(db.bolt.Update(r.run)) }
 }
 
 // CommitStats returns how many group commits the committer has made and how
@@ -83,3 +83,7 @@ func PageSizeOf(file []byte) int {
 	}
 	return int(m.pageSize)
 }
+
+// Degraded is the storage failure of the last write, for the tests outside
+// the package.
+func (db *DB) Degraded() error { return db.degraded() }
