@@ -91,7 +91,7 @@ func TestGroupPanicFailsThatWriteAlone(t *testing.T) {
 	if err := <-good; err != nil {
 		t.Fatalf("the write grouped with the panicking one: %v", err)
 	}
-	if err := db.degraded(); err != nil {
+	if err := db.Degraded(); err != nil {
 		t.Fatalf("the store is degraded after a good write: %v", err)
 	}
 	if err := db.write(ctx, putMeta("test-after")); err != nil {
@@ -150,7 +150,7 @@ func TestRefusalAfterWritingCommitsNothingOfIt(t *testing.T) {
 	if c := db.commits.Load() - commits0; c != 2 {
 		t.Errorf("%d group commits; want 2 (the held write, then the rest)", c)
 	}
-	if err := db.degraded(); err != nil {
+	if err := db.Degraded(); err != nil {
 		t.Errorf("degraded after refusals: %v", err)
 	}
 	db.bolt.View(func(tx *bolt.Tx) error {

@@ -259,15 +259,6 @@ func diskFull(err error) bool {
 // metaWriteProbe is the key Ping writes to find out whether writes work again.
 var metaWriteProbe = []byte("write_probe")
 
-// degraded returns the storage failure of the last write, or nil when the
-// last write committed.
-func (db *DB) degraded() error {
-	if f := db.fault.Load(); f != nil {
-		return *f
-	}
-	return nil
-}
-
 // update is bbolt's Update, made safe to call from the committer: a panic
 // (bbolt asserts on a damaged file, and a fault in the mapped file is a panic
 // on this goroutine, see committer) becomes the error of the transaction,

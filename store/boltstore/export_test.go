@@ -84,6 +84,11 @@ func PageSizeOf(file []byte) int {
 	return int(m.pageSize)
 }
 
-// Degraded is the storage failure of the last write, for the tests outside
-// the package.
-func (db *DB) Degraded() error { return db.degraded() }
+// Degraded returns the storage failure of the last write, or nil when the
+// last write committed.
+func (db *DB) Degraded() error {
+	if f := db.fault.Load(); f != nil {
+		return *f
+	}
+	return nil
+}
