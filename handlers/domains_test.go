@@ -40,7 +40,7 @@ func newDomainEnv(t *testing.T) *domainEnv {
 	env := &domainEnv{dns: dns, pebble: pebble}
 	env.testServer = newTestServer(t, func(c *handlers.Config) {
 		env.manager = domaintest.NewManager(t, domains.Config{
-			Store:    c.Store,
+			Store:    c.Store.(store.Store),
 			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
 			Checker: &domains.Checker{
 				Resolvers: []string{dns.Addr()}, CNAMETarget: domaintest.CNAMETarget,
