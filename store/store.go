@@ -1,3 +1,6 @@
+// Package store owns persistence: the Store interface, the entity types,
+// the error codes and the rules both stores (bbolt and PostgreSQL) share.
+// It knows nothing of HTTP, DNS or TLS.
 package store
 
 import (
