@@ -290,24 +290,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
 	listeners := listen.NewListeners(conns)
 	defer listeners.Close()
+	// Sockets systemd opened (socket activation) replace the flags' binds.
+	sockets, err := listen.FromSystemd()
+	if err != nil {
+		return err
+	}
+	listeners.Inherit(sockets)
 	if len(cfg.proxyProtocolFrom) > 0 {
 		if err := listeners.ReadProxyProtocolFrom(cfg.proxyProtocolFrom); err != nil {
 			return err
 		}
 	}
-	plainAddr, err := listeners.Listen(cfg.listen, listen.NewHTTPServer(srv, nil, errorLog))
+	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, listen.NewHTTPServer(srv, nil, errorLog))
 	if err != nil {
 		return err
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listeners.Listen(cfg.httpsListen, listen.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
+		if _, err := listeners.ListenAs(listen.NameHTTPS, cfg.httpsListen, listen.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
 			return err
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.Listen(cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
+		if _, err := listeners.ListenAs(listen.NameHTTP, cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
 			return err
 		}
+	}
+	if err := listeners.Unused(); err != nil {
+		return err
 	}
 	settleMemoryAfterStart(getenv("GOGC") != "")
 	printBanner(logOut, cfg, plainAddr, newToken)

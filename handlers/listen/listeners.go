@@ -25,6 +25,9 @@ type Listeners struct {
 	// proxyProtocol decides which connections begin with a PROXY protocol
 	// header; nil: none does.
 	proxyProtocol proxyproto.ConnPolicyFunc
+	// inherited are sockets opened before the process started, by name,
+	// not yet taken by ListenAs (inherit.go).
+	inherited map[string]net.Listener
 }
 
 type listener struct {
@@ -52,9 +55,19 @@ func (l *Listeners) ReadProxyProtocolFrom(sources []string) error {
 // the address it got, which names the port when addr asked for port 0. It
 // sets srv's ConnState, which the guard follows.
 func (l *Listeners) Listen(addr string, srv *http.Server) (net.Addr, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
+	return l.ListenAs("", addr, srv)
+}
+
+// ListenAs is Listen, but takes the inherited socket of that name instead
+// of binding addr when there is one.
+func (l *Listeners) ListenAs(name, addr string, srv *http.Server) (net.Addr, error) {
+	ln := l.inherited[name]
+	delete(l.inherited, name)
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, err
+		}
 	}
 	if l.proxyProtocol != nil {
 		// Innermost, so that the guard and everything above it see the
