@@ -196,3 +196,110 @@ func TestSocketActivationBySystemd(t *testing.T) {
 		t.Fatalf("GET /healthz: %d\n%s", status, proc.Out)
 	}
 }
+
+// TestRestartWithPassedSocketRefusesNothing: while 64 clients send reads
+// and durable writes, each on a new connection, the service is stopped and
+// a new process started on the same passed socket, as systemd restarts a
+// socket-activated service (the socket stays open in systemd meanwhile).
+// No connection is refused or reset and every request gets its answer:
+// connections made in between wait in the socket's backlog. The longest
+// wait is logged.
+func TestRestartWithPassedSocketRefusesNothing(t *testing.T) {
+	if os.Getenv(activationChildEnv) != "" {
+		runActivationChild()
+	}
+	if testing.Short() {
+		t.Skip("starts the service twice in child processes")
+	}
+	ln := loopbackListener(t)
+	addr := ln.Addr().String()
+	args := activationArgs(t)
+	first := startActivated(t, []*net.TCPListener{ln}, []string{"listen"}, args)
+	if status := getHealthz(t, addr); status != http.StatusOK {
+		t.Fatalf("GET /healthz: %d\n%s", status, first.Out)
+	}
+	c := &crashClient{t: t, base: "http://" + addr, http: &http.Client{Timeout: 30 * time.Second}}
+	var key struct{ Secret string }
+	if st := c.call(context.Background(), http.MethodPost, "/admin/api-keys", `{"name":"restart"}`, "Bearer "+domaintest.AdminToken, &key); st != http.StatusCreated {
+		t.Fatalf("POST /admin/api-keys: %d", st)
+	}
+	c.key = key.Secret
+	var cat struct{ ID int64 }
+	c.mustCall(http.MethodPost, "/categories", `{"name":"dogs"}`, http.StatusCreated, &cat)
+	var pet struct{ ID int64 }
+	c.mustCall(http.MethodPost, "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID), http.StatusCreated, &pet)
+
+	// Each request on a new connection: every one of them goes through
+	// the listening socket, the moment of the hand-over included.
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	ctx, stop := context.WithCancel(context.Background())
+	type result struct {
+		ok, failed int
+		longest    time.Duration
+		firstErr   error
+	}
+	results := make(chan result, 64)
+	for w := range 64 {
+		go func() {
+			var r result
+			for ctx.Err() == nil {
+				method, path, body := http.MethodGet, fmt.Sprintf("/pets/%d", pet.ID), ""
+				if w%2 == 1 {
+					method, path, body = http.MethodPost, "/pets", fmt.Sprintf(`{"name":"w%d","categoryId":%d}`, w, cat.ID)
+				}
+				req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+				req.Header.Set("X-API-Key", key.Secret)
+				req.Header.Set("Content-Type", "application/json")
+				t0 := time.Now()
+				res, err := client.Do(req)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if res.StatusCode >= 300 {
+						err = fmt.Errorf("%s %s: %d", method, path, res.StatusCode)
+					}
+				}
+				r.longest = max(r.longest, time.Since(t0))
+				if err != nil {
+					r.failed++
+					if r.firstErr == nil {
+						r.firstErr = err
+					}
+				} else {
+					r.ok++
+				}
+			}
+			results <- r
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // load before the restart
+	_ = first.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-first.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the first process did not stop:\n%s", first.Out)
+	}
+	second := startActivated(t, []*net.TCPListener{ln}, []string{"listen"}, args)
+	if _, err := second.WaitOutput(30*time.Second, listeningOn); err != nil {
+		t.Fatalf("the second process did not start: %v\n%s", err, second.Out)
+	}
+	time.Sleep(300 * time.Millisecond) // load after the restart
+	stop()
+	var total result
+	for range 64 {
+		r := <-results
+		total.ok += r.ok
+		total.failed += r.failed
+		total.longest = max(total.longest, r.longest)
+		if total.firstErr == nil {
+			total.firstErr = r.firstErr
+		}
+	}
+	t.Logf("%d requests answered, %d failed; the longest took %v", total.ok, total.failed, total.longest)
+	if total.failed > 0 {
+		t.Errorf("%d requests failed, the first: %v", total.failed, total.firstErr)
+	}
+	if total.ok == 0 {
+		t.Error("no request was answered")
+	}
+}

@@ -106,6 +106,17 @@ func (l *Listeners) Serve(ctx context.Context) error {
 func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	// Stop accepting first (connections that arrive now wait in the
+	// socket's backlog, for a process that shares it), answer what the
+	// connections accepted already sent, and only then let net/http shut
+	// down, which would drop a request it reads from then on.
+	for _, one := range l.list {
+		one.srv.SetKeepAlivesEnabled(false)
+		_ = one.ln.Close()
+	}
+	for !l.conns.settled(firstRequestPatience) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
 	var wg sync.WaitGroup
 	var unfinished atomic.Bool
 	for _, one := range l.list {
@@ -125,6 +136,12 @@ func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logg
 		_ = one.srv.Close()
 	}
 }
+
+// firstRequestPatience is how long shutdown waits for the first request
+// of a connection accepted just before its listener closed; a client that
+// opened a connection and sent nothing (a browser's preconnect) does not
+// hold it longer.
+const firstRequestPatience = 2 * time.Second
 
 // Close closes the listening sockets.
 func (l *Listeners) Close() {
