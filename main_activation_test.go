@@ -303,3 +303,49 @@ func TestRestartWithPassedSocketRefusesNothing(t *testing.T) {
 		t.Error("no request was answered")
 	}
 }
+
+// unitValues returns the values of key in a systemd unit file.
+func unitValues(t *testing.T, path, key string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+"="); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// TestSystemdUnitFiles: the service unit's flags with the socket unit's
+// socket (its name; a loopback port instead of its fixed address) start
+// the service, which answers on that socket.
+func TestSystemdUnitFiles(t *testing.T) {
+	if os.Getenv(activationChildEnv) != "" {
+		runActivationChild()
+	}
+	names := unitValues(t, "docs/systemd/petstore.socket", "FileDescriptorName")
+	listens := unitValues(t, "docs/systemd/petstore.socket", "ListenStream")
+	execs := unitValues(t, "docs/systemd/petstore.service", "ExecStart")
+	if len(names) != 1 || len(listens) != 1 || len(execs) != 1 {
+		t.Fatalf("socket names %q, ListenStream %q, ExecStart %q: want one each", names, listens, execs)
+	}
+	args := strings.Fields(execs[0])[1:]
+	for i, a := range args {
+		if a == "--listen" && args[i+1] != listens[0] {
+			t.Errorf("--listen %s in the service, ListenStream=%s in the socket", args[i+1], listens[0])
+		}
+		if a == "--data" {
+			args[i+1] = filepath.Join(t.TempDir(), "petstore.db")
+		}
+	}
+	args = append(args, "--admin-token", domaintest.AdminToken)
+	ln := loopbackListener(t)
+	proc := startActivated(t, []*net.TCPListener{ln}, names, args)
+	if status := getHealthz(t, ln.Addr().String()); status != http.StatusOK {
+		t.Fatalf("GET /healthz: %d\n%s", status, proc.Out)
+	}
+}
