@@ -418,7 +418,6 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 	return steps
 }
 
-
 // CNAMETarget is where customers point their domains; "" when the service
 // was started without --domain or --cname-target, and then no domain can
 // be added.
