@@ -10,6 +10,9 @@ import (
 
 	"petstore/domains/acmedns"
 	"petstore/domains/domaintest"
+	"petstore/store"
+	"petstore/store/postgres"
+	"petstore/store/postgres/pgtest"
 )
 
 const zone = "acme.plat.test"
@@ -94,15 +97,37 @@ func TestAnswers(t *testing.T) {
 }
 
 // TestEveryInstanceAnswersTheSame: a TXT written through one instance's
-// store handle is answered by another instance's server at once.
+// store handle is answered by another instance's server at once: on one
+// bbolt file, and on PostgreSQL with a handle each.
 func TestEveryInstanceAnswersTheSame(t *testing.T) {
-	db := domaintest.OpenStore(t)
-	a, _ := startServer(t, db, acmedns.Config{})
-	b, _ := startServer(t, db, acmedns.Config{})
-	if err := acmedns.SetTXT(context.Background(), db, "shared", []string{"v"}); err != nil {
+	t.Run("bbolt", func(t *testing.T) {
+		db := domaintest.OpenStore(t)
+		sameAnswers(t, db, db, db)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.URL(t)
+		open := func() *postgres.DB {
+			db, err := postgres.Open(context.Background(), url, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db
+		}
+		a, b := open(), open()
+		sameAnswers(t, a, b, a)
+	})
+}
+
+// sameAnswers starts a server on a and one on b, writes a TXT through w,
+// and asks both.
+func sameAnswers(t *testing.T, a, b, w acmedns.Store) {
+	addrA, _ := startServer(t, a, acmedns.Config{})
+	addrB, _ := startServer(t, b, acmedns.Config{})
+	if err := acmedns.SetTXT(context.Background(), w, "shared", []string{"v"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, server := range []string{a, b} {
+	for _, server := range []string{addrA, addrB} {
 		if r := ask(t, "udp", server, "shared."+zone, dns.TypeTXT); len(r.Answer) != 1 {
 			t.Errorf("%s: %v", server, r)
 		}
@@ -158,4 +183,8 @@ func TestFloodFromOneNetworkIsLimited(t *testing.T) {
 	if r, _, err := other.Exchange(q, udp); err != nil || r.Rcode != dns.RcodeSuccess {
 		t.Errorf("a client of another network during the flood: %v, %v", r, err)
 	}
+}
+
+func TestMain(m *testing.M) {
+	pgtest.Main(m)
 }
