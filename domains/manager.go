@@ -324,7 +324,9 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 		// Pending unless failed attempts are backing off; the record keeps
 		// its failures and events, which the back-off and the CA's hourly
 		// limit count on.
-		d.Certificate = m.certs.Request(ctx, name)
+		if c := m.certs.Request(ctx, name); c.State != "" {
+			d.Certificate = c
+		}
 	}
 	return shown(d, now), nil
 }
