@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	_ "embed"
@@ -24,6 +25,8 @@ import (
 	"unicode/utf8"
 
 	"petstore/domains"
+	"petstore/domains/acmedns"
+	"petstore/domains/dnscheck"
 	"petstore/handlers"
 	"petstore/handlers/accesslog"
 	"petstore/handlers/listen"
@@ -64,6 +67,8 @@ type config struct {
 	shutdownTimeout                             time.Duration
 	logJSON                                     bool
 	allowTestTLDs, dnsAllowPrivate              bool
+	acmeDNSZone, dnsListen                      string
+	acmeDNSNameservers                          listFlag
 }
 
 // listFlag is a flag that may be repeated or hold a comma-separated list.
@@ -115,6 +120,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	tls.Duration(&c.renewInterval, "renew-interval", 10*time.Minute, "how often certificate maintenance looks for certificates to renew")
 	tls.List(&c.dnsResolvers, "dns-resolver", "`host:port` of a DNS server to start from (repeatable or comma-separated)").
 		DefaultMeans("the system's")
+	tls.String(&c.acmeDNSZone, "acme-dns-zone", "", "`zone` delegated to this service for ACME DNS-01 challenges, such as acme.petstore.example.com").
+		DefaultMeans("none: no DNS server")
+	tls.String(&c.dnsListen, "dns-listen", "", "`host:port` where the --acme-dns-zone server answers, over UDP and TCP").
+		DefaultMeans(":53 with --acme-dns-zone")
+	tls.List(&c.acmeDNSNameservers, "acme-dns-ns", "host `name` of this service that the --acme-dns-zone delegation names, for the zone's NS records (repeatable or comma-separated)").
+		DefaultMeans("ns.<acme-dns-zone>")
 
 	limits := flags.group("Limits")
 	limits.Float64(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
@@ -318,6 +329,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := listeners.Unused(); err != nil {
 		return err
 	}
+	if cfg.acmeDNSZone != "" {
+		stop, err := startACMEDNS(cfg, db, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	} else if cfg.dnsListen != "" {
+		return errors.New("--dns-listen needs --acme-dns-zone: it serves that zone only")
+	}
 	settleMemoryAfterStart(getenv("GOGC") != "")
 	printBanner(logOut, cfg, plainAddr, newToken)
 
@@ -355,11 +375,10 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 		publicIPs = append(publicIPs, a)
 	}
 	dc := domains.Config{
-		Store:     db,
-		Platform:  domains.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget},
-		PublicIPs: publicIPs,
-		Checker: &domains.Checker{
-			Resolvers: cfg.dnsResolvers, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs, CAAIdentities: cfg.acmeCAAIdentities,
+		Store:    db,
+		Platform: dnscheck.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs},
+		Checker: &dnscheck.Checker{
+			Resolvers: cfg.dnsResolvers, CAAIdentities: cfg.acmeCAAIdentities,
 			AllowPrivateNameservers: cfg.dnsAllowPrivate,
 		},
 		AllowTestTLDs: cfg.allowTestTLDs,
@@ -386,6 +405,25 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 		dc.ACME = a
 	}
 	return domains.NewManager(dc)
+}
+
+// startACMEDNS starts the authoritative DNS server of --acme-dns-zone and
+// returns what stops it.
+func startACMEDNS(cfg config, db store.Store, log *slog.Logger) (stop func(), err error) {
+	s, err := acmedns.New(acmedns.Config{Zone: cfg.acmeDNSZone, Nameservers: cfg.acmeDNSNameservers, Store: db, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	udp, tcp, err := s.Start(cmp.Or(cfg.dnsListen, ":53"))
+	if err != nil {
+		return nil, err
+	}
+	log.Info("answering DNS for the ACME zone", "zone", cfg.acmeDNSZone, "udp", udp.String(), "tcp", tcp.String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	}, nil
 }
 
 func portOf(addr string, fallback int) int {

@@ -24,6 +24,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/handlers/metrics"
@@ -146,8 +147,8 @@ func serverConfig(tb testing.TB, db store.Store, opts ...serverOption) handlers.
 	if cfg.Domains == nil {
 		cfg.Domains = domaintest.NewManager(tb, domains.Config{
 			Store:         db,
-			Platform:      domains.Platform{CNAMETarget: "cname.petstore.test"},
-			Checker:       &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},
+			Platform:      dnscheck.Platform{CNAMETarget: "cname.petstore.test"},
+			Checker:       &dnscheck.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
 			AllowTestTLDs: true,
 		})
 	}

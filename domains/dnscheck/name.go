@@ -1,10 +1,9 @@
-// Package domains owns customers' custom domains: normalising what a
-// customer types, the records they must create, checking that those records
-// are in place (CAA included), and, in Manager, keeping the domains in the
-// store, re-checking them when Backoff says so, and obtaining and serving
-// their certificates through certmagic. The HTTP API over it is package
-// handlers'.
-package domains
+// Package dnscheck checks customers' DNS for their custom domains: the
+// form of a name, the records a customer must create, where the name
+// points (asked of its zone's authoritative servers), and CAA, with
+// findings worded for the customer. It knows nothing of certificates:
+// the CAs it judges CAA against are given to it.
+package dnscheck
 
 import (
 	"net/netip"
@@ -146,7 +145,7 @@ func invalid(format string, args ...any) error {
 // register (its public suffix plus one label): "example.co.uk" for
 // "a.b.example.co.uk". It returns "" when there is none.
 func RegistrableDomain(name string) string {
-	d, err := publicsuffix.EffectiveTLDPlusOne(canonical(name))
+	d, err := publicsuffix.EffectiveTLDPlusOne(Canonical(name))
 	if err != nil {
 		return ""
 	}
@@ -157,7 +156,7 @@ func RegistrableDomain(name string) string {
 // ("example.com"), which cannot carry a CNAME and needs ALIAS/ANAME or A/AAAA
 // records instead.
 func IsApex(name string) bool {
-	n := canonical(name)
+	n := Canonical(name)
 	return n != "" && RegistrableDomain(n) == n
 }
 
@@ -171,13 +170,17 @@ type Platform struct {
 	// CNAMETarget is the host name customers point their CNAME at. It may
 	// live outside Domain, and is protected the same way.
 	CNAMETarget string
+	// PublicIPs are the platform's public addresses, which an apex may use
+	// as A/AAAA records. When empty, an apex must resolve to the same
+	// addresses as CNAMETarget (an ALIAS flattened by the provider).
+	PublicIPs []netip.Addr
 }
 
 // Owns reports whether name is one of the platform's domains or a name under
 // one of them.
 func (p Platform) Owns(name string) bool {
-	n := canonical(name)
-	return n != "" && (isSubdomain(n, canonical(p.Domain)) || isSubdomain(n, canonical(p.CNAMETarget)))
+	n := Canonical(name)
+	return n != "" && (isSubdomain(n, Canonical(p.Domain)) || isSubdomain(n, Canonical(p.CNAMETarget)))
 }
 
 // Normalize is the package Normalize plus the refusal of the platform's own
@@ -195,7 +198,7 @@ func (p Platform) Normalize(input string) (string, error) {
 
 // canonical is the cheap form used for comparisons of names that are already
 // normalised, or come from DNS: lower case without the trailing dot.
-func canonical(name string) string {
+func Canonical(name string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
 }
 
@@ -220,7 +223,7 @@ var specialUseTLDs = map[string]string{
 // special-use or not delegated by ICANN: no public CA issues for it, so
 // adding it would only send a doomed order to the CA. allowTest lets .test
 // through for tests, which run their own DNS and CA.
-func checkPublicTLD(name string, allowTest bool) error {
+func CheckPublicTLD(name string, allowTest bool) error {
 	tld := name[strings.LastIndexByte(name, '.')+1:]
 	if reason, ok := specialUseTLDs[tld]; ok {
 		if tld == "test" && allowTest {

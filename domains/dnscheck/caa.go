@@ -1,4 +1,4 @@
-package domains
+package dnscheck
 
 import (
 	"context"
@@ -122,7 +122,7 @@ func caaString(owner string, flag uint8, tag, value string) string {
 }
 
 func caaRecordString(rr *dns.CAA) string {
-	return caaString(canonical(rr.Hdr.Name), rr.Flag, rr.Tag, rr.Value)
+	return caaString(Canonical(rr.Hdr.Name), rr.Flag, rr.Tag, rr.Value)
 }
 
 // caaCritical is the critical flag (RFC 8659 section 4.1). Boulder also
@@ -131,7 +131,7 @@ const caaCritical = 128 | 1
 
 // judgeCAA applies the Relevant RRset rrs to name for the CAs cas.
 func judgeCAA(name string, rrs []*dns.CAA, cas []CertificateAuthority, methods []string) []Finding {
-	owner := canonical(rrs[0].Hdr.Name)
+	owner := Canonical(rrs[0].Hdr.Name)
 	var issue, critical []*dns.CAA
 	for _, rr := range rrs {
 		// Property tags are case-insensitive (RFC 8659 section 4.1).
@@ -199,7 +199,7 @@ func judgeIssue(rr *dns.CAA, cas []CertificateAuthority, methods []string) (stri
 			if domain != id {
 				// Boulder compares the issuer domain name byte for byte: no
 				// case folding, no trailing dot.
-				if canonical(domain) == canonical(id) {
+				if Canonical(domain) == Canonical(id) {
 					reasons = append(reasons, fmt.Sprintf("%s names %q, but the certificate authority accepts only the exact spelling %q", text, domain, id))
 					fix = mendIssue(rr, id, params, ca, methods)
 				}
@@ -327,6 +327,12 @@ func mendIssue(rr *dns.CAA, id string, params map[string]string, ca CertificateA
 		value += "; " + tag + "=" + v
 	}
 	return &caaFix{from: caaRecordString(rr), value: value}
+}
+
+// IssuerNames lists the issuer domain names a CAA record must name for the
+// CAs certificates come from, as the CAA check takes them, each once.
+func (c *Checker) IssuerNames(ctx context.Context) []string {
+	return caaIdentities(c.caaAuthorities(ctx))
 }
 
 // caaIdentities lists the issuer domain names of cas, each once.

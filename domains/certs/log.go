@@ -1,4 +1,4 @@
-package domains
+package certs
 
 import (
 	"context"
@@ -11,10 +11,9 @@ import (
 // zapToSlog gives certmagic, which logs through zap, a logger that writes
 // to the service's slog handler, so its warnings land in the same log.
 // Info and debug lines are dropped: certmagic is chatty, and the domain
-// states already say what happened. seen, when not nil, is shown each
-// line written, with all its fields.
-func zapToSlog(l *slog.Logger, seen func(zapcore.Entry, []zapcore.Field)) *zap.Logger {
-	return zap.New(slogCore{l: l.With("component", "certmagic"), seen: seen})
+// states already say what happened.
+func zapToSlog(l *slog.Logger) *zap.Logger {
+	return zap.New(slogCore{l: l.With("component", "certmagic")})
 }
 
 // slogCore keeps With's fields as they are and converts them only when a
@@ -23,13 +22,12 @@ func zapToSlog(l *slog.Logger, seen func(zapcore.Entry, []zapcore.Field)) *zap.L
 type slogCore struct {
 	l      *slog.Logger
 	fields []zapcore.Field
-	seen   func(zapcore.Entry, []zapcore.Field)
 }
 
 func (c slogCore) Enabled(lvl zapcore.Level) bool { return lvl >= zapcore.WarnLevel }
 
 func (c slogCore) With(fields []zapcore.Field) zapcore.Core {
-	return slogCore{l: c.l, fields: append(c.fields[:len(c.fields):len(c.fields)], fields...), seen: c.seen}
+	return slogCore{l: c.l, fields: append(c.fields[:len(c.fields):len(c.fields)], fields...)}
 }
 
 func (c slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
@@ -44,11 +42,7 @@ func (c slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	if e.Level >= zapcore.ErrorLevel {
 		level = slog.LevelError
 	}
-	all := append(c.fields[:len(c.fields):len(c.fields)], fields...)
-	if c.seen != nil {
-		c.seen(e, all)
-	}
-	args := attrs(all)
+	args := attrs(append(c.fields[:len(c.fields):len(c.fields)], fields...))
 	if e.LoggerName != "" {
 		args = append(args, "logger", e.LoggerName)
 	}

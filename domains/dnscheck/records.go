@@ -1,4 +1,4 @@
-package domains
+package dnscheck
 
 import (
 	"net/netip"
@@ -34,11 +34,17 @@ func RequiredRecords(name, cnameTarget string, publicIPs []netip.Addr) []Record 
 	return requiredRecords(name, cnameTarget, publicIPs, IsApex(name))
 }
 
+// Records lists the records that make name point at this platform; apex
+// says whether name is the apex of its DNS zone, as a check may find out.
+func (p Platform) Records(name string, apex bool) []Record {
+	return requiredRecords(name, p.CNAMETarget, p.PublicIPs, apex)
+}
+
 // requiredRecords is RequiredRecords with apex given: a subdomain that
 // turned out to be a DNS zone of its own is the apex of that zone.
 func requiredRecords(name, cnameTarget string, publicIPs []netip.Addr, apex bool) []Record {
-	name = canonical(name)
-	target := canonical(cnameTarget)
+	name = Canonical(name)
+	target := Canonical(cnameTarget)
 	if !apex {
 		return []Record{{
 			Type:  TypeCNAME,

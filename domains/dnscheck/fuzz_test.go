@@ -1,4 +1,4 @@
-package domains_test
+package dnscheck_test
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/net/idna"
 
-	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/store"
 )
 
@@ -46,7 +46,7 @@ func FuzzNormalize(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		out, err := domains.Normalize(in)
+		out, err := dnscheck.Normalize(in)
 		if err != nil {
 			var se *store.Error
 			if !errors.As(err, &se) || se.Code != store.EINVALID || se.Message == "" {
@@ -69,7 +69,7 @@ func FuzzNormalize(f *testing.F) {
 				t.Fatalf("Normalize(%q) = %q: byte %q at %d", in, out, c, i)
 			}
 		}
-		again, err := domains.Normalize(out)
+		again, err := dnscheck.Normalize(out)
 		if err != nil || again != out {
 			t.Fatalf("Normalize(%q) = %q, but Normalize(%q) = %q, %v: not idempotent", in, out, out, again, err)
 		}

@@ -1,4 +1,4 @@
-package domains_test
+package dnscheck_test
 
 import (
 	"context"
@@ -7,13 +7,10 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
-	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 )
 
@@ -22,35 +19,15 @@ const target = "sites.platform.test"
 var publicIP = netip.MustParseAddr("203.0.113.10")
 
 // finding returns the only finding of r, which must have code.
-func finding(t *testing.T, r domains.Result, code string) domains.Finding {
-	t.Helper()
-	if r.Verified || len(r.Findings) != 1 || r.Findings[0].Code != code {
-		t.Fatalf("got verified=%v findings %+v; want exactly one %s", r.Verified, r.Findings, code)
-	}
-	f := r.Findings[0]
-	if f.Message == "" || f.Fix == "" {
-		t.Errorf("finding without message or fix: %+v", f)
-	}
-	return f
-}
 
-func verified(t *testing.T, r domains.Result) {
+func verified(t *testing.T, r dnscheck.Result) {
 	t.Helper()
 	if !r.Verified || len(r.Findings) != 0 {
 		t.Fatalf("not verified: %+v", r.Findings)
 	}
 }
 
-func contains(t *testing.T, what, s string, subs ...string) {
-	t.Helper()
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			t.Errorf("%s %q does not mention %q", what, s, sub)
-		}
-	}
-}
-
-func check(t *testing.T, c *domains.Checker, name string) domains.Result {
+func check(t *testing.T, c *dnscheck.Checker, name string) dnscheck.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -66,10 +43,9 @@ func check(t *testing.T, c *domains.Checker, name string) domains.Result {
 // acts as the resolver: it serves no SOA/NS, so the checker falls back to it.
 func TestCheckChalltestsrv(t *testing.T) {
 	d := domaintest.StartDNS(t)
-	c := &domains.Checker{
+	c := &dnscheck.Checker{
 		Resolvers:     []string{d.Addr()},
-		CNAMETarget:   target,
-		PublicIPs:     []netip.Addr{publicIP},
+		Platform:      dnscheck.Platform{CNAMETarget: target, PublicIPs: []netip.Addr{publicIP}},
 		CAAIdentities: []string{"letsencrypt.org"},
 		Timeout:       time.Second,
 		// challtestsrv serves no NS records today; if it did, they would
@@ -79,8 +55,8 @@ func TestCheckChalltestsrv(t *testing.T) {
 
 	t.Run("nothing yet", func(t *testing.T) {
 		r := check(t, c, "shop.none.test")
-		f := finding(t, r, domains.CodeNoRecord)
-		contains(t, "fix", f.Fix, "CNAME", "shop", target, "48 hours", "minutes")
+		f := domaintest.OneFinding(t, r, dnscheck.CodeNoRecord)
+		domaintest.Contains(t, "fix", f.Fix, "CNAME", "shop", target, "48 hours", "minutes")
 		if f.Expected != "CNAME "+target {
 			t.Errorf("expected %q", f.Expected)
 		}
@@ -91,9 +67,9 @@ func TestCheckChalltestsrv(t *testing.T) {
 
 	t.Run("A record instead of the CNAME", func(t *testing.T) {
 		d.AddA(t, "shop.arec.test", "192.0.2.1")
-		f := finding(t, check(t, c, "shop.arec.test"), domains.CodeConflictingRecord)
-		contains(t, "message", f.Message, "A 192.0.2.1", "blocks the CNAME")
-		contains(t, "fix", f.Fix, "delete", "shop", target)
+		f := domaintest.OneFinding(t, check(t, c, "shop.arec.test"), dnscheck.CodeConflictingRecord)
+		domaintest.Contains(t, "message", f.Message, "A 192.0.2.1", "blocks the CNAME")
+		domaintest.Contains(t, "fix", f.Fix, "delete", "shop", target)
 		if !slices.Equal(f.Found, []string{"A 192.0.2.1"}) {
 			t.Errorf("found %v", f.Found)
 		}
@@ -102,7 +78,7 @@ func TestCheckChalltestsrv(t *testing.T) {
 	t.Run("AAAA record instead of the CNAME", func(t *testing.T) {
 		d.AddAAAA(t, "shop.aaaarec.test", "2001:db8::1")
 		d.AddA(t, "shop.aaaarec.test", "192.0.2.2")
-		f := finding(t, check(t, c, "shop.aaaarec.test"), domains.CodeConflictingRecord)
+		f := domaintest.OneFinding(t, check(t, c, "shop.aaaarec.test"), dnscheck.CodeConflictingRecord)
 		if !slices.Equal(f.Found, []string{"A 192.0.2.2", "AAAA 2001:db8::1"}) {
 			t.Errorf("found %v", f.Found)
 		}
@@ -110,8 +86,8 @@ func TestCheckChalltestsrv(t *testing.T) {
 
 	t.Run("CNAME to another target", func(t *testing.T) {
 		d.SetCNAME(t, "shop.other.test", "old-host.example.net")
-		f := finding(t, check(t, c, "shop.other.test"), domains.CodeCNAMEMismatch)
-		contains(t, "message", f.Message, "old-host.example.net", target, "exactly")
+		f := domaintest.OneFinding(t, check(t, c, "shop.other.test"), dnscheck.CodeCNAMEMismatch)
+		domaintest.Contains(t, "message", f.Message, "old-host.example.net", target, "exactly")
 		if !slices.Equal(f.Found, []string{"old-host.example.net"}) || f.Expected != target {
 			t.Errorf("found %v expected %q", f.Found, f.Expected)
 		}
@@ -134,7 +110,7 @@ func TestCheckChalltestsrv(t *testing.T) {
 
 	t.Run("fixing the record shows at once", func(t *testing.T) {
 		d.AddA(t, "shop.fix.test", "192.0.2.1")
-		finding(t, check(t, c, "shop.fix.test"), domains.CodeConflictingRecord)
+		domaintest.OneFinding(t, check(t, c, "shop.fix.test"), dnscheck.CodeConflictingRecord)
 		d.Clear(t, domaintest.A, "shop.fix.test")
 		d.SetCNAME(t, "shop.fix.test", target)
 		verified(t, check(t, c, "shop.fix.test"))
@@ -143,9 +119,9 @@ func TestCheckChalltestsrv(t *testing.T) {
 	t.Run("CAA on the parent blocks the CA", func(t *testing.T) {
 		d.SetCNAME(t, "shop.caa.test", target)
 		d.AddCAA(t, "caa.test", "issue", "other-ca.example")
-		f := finding(t, check(t, c, "shop.caa.test"), domains.CodeCAABlocksCA)
-		contains(t, "message", f.Message, "caa.test", "other-ca.example", "letsencrypt.org")
-		contains(t, "fix", f.Fix, `caa.test CAA 0 issue "letsencrypt.org"`)
+		f := domaintest.OneFinding(t, check(t, c, "shop.caa.test"), dnscheck.CodeCAABlocksCA)
+		domaintest.Contains(t, "message", f.Message, "caa.test", "other-ca.example", "letsencrypt.org")
+		domaintest.Contains(t, "fix", f.Fix, `caa.test CAA 0 issue "letsencrypt.org"`)
 		if !slices.Equal(f.Found, []string{`caa.test CAA 0 issue "other-ca.example"`}) {
 			t.Errorf("found %v", f.Found)
 		}
@@ -157,8 +133,8 @@ func TestCheckChalltestsrv(t *testing.T) {
 		// The same records with a CA not named anywhere block.
 		other := *c
 		other.CAAIdentities = []string{"pki.goog"}
-		f = finding(t, check(t, &other, "shop.caa.test"), domains.CodeCAABlocksCA)
-		contains(t, "message", f.Message, "other-ca.example, letsencrypt.org", "pki.goog")
+		f = domaintest.OneFinding(t, check(t, &other, "shop.caa.test"), dnscheck.CodeCAABlocksCA)
+		domaintest.Contains(t, "message", f.Message, "other-ca.example, letsencrypt.org", "pki.goog")
 	})
 
 	for _, tc := range []struct {
@@ -187,8 +163,8 @@ func TestCheckChalltestsrv(t *testing.T) {
 				verified(t, r)
 				return
 			}
-			f := finding(t, r, domains.CodeCAABlocksCA)
-			contains(t, "message", f.Message, tc.blockedBecause)
+			f := domaintest.OneFinding(t, r, dnscheck.CodeCAABlocksCA)
+			domaintest.Contains(t, "message", f.Message, tc.blockedBecause)
 		})
 	}
 
@@ -196,11 +172,11 @@ func TestCheckChalltestsrv(t *testing.T) {
 		// RFC 8659 looks CAA up following aliases: the target's CAA is the
 		// name's own when the name has a CNAME.
 		aliased := *c
-		aliased.CNAMETarget = "caa-target.platform.test"
-		d.SetCNAME(t, "shop.caaalias.test", aliased.CNAMETarget)
-		d.AddCAA(t, aliased.CNAMETarget, "issue", "other-ca.example")
-		f := finding(t, check(t, &aliased, "shop.caaalias.test"), domains.CodeCAABlocksCA)
-		contains(t, "message", f.Message, aliased.CNAMETarget)
+		aliased.Platform.CNAMETarget = "caa-target.platform.test"
+		d.SetCNAME(t, "shop.caaalias.test", aliased.Platform.CNAMETarget)
+		d.AddCAA(t, aliased.Platform.CNAMETarget, "issue", "other-ca.example")
+		f := domaintest.OneFinding(t, check(t, &aliased, "shop.caaalias.test"), dnscheck.CodeCAABlocksCA)
+		domaintest.Contains(t, "message", f.Message, aliased.Platform.CNAMETarget)
 	})
 
 	t.Run("CAA only warns without identities", func(t *testing.T) {
@@ -209,10 +185,10 @@ func TestCheckChalltestsrv(t *testing.T) {
 		d.SetCNAME(t, "shop.caaoff.test", target)
 		d.AddCAA(t, "caaoff.test", "issue", "other-ca.example")
 		r := check(t, &noCA, "shop.caaoff.test")
-		if !r.Verified || len(r.Findings) != 1 || r.Findings[0].Code != domains.CodeCAAUnchecked || !r.Findings[0].Warning {
-			t.Fatalf("want verified with a %s warning, got %v %+v", domains.CodeCAAUnchecked, r.Verified, r.Findings)
+		if !r.Verified || len(r.Findings) != 1 || r.Findings[0].Code != dnscheck.CodeCAAUnchecked || !r.Findings[0].Warning {
+			t.Fatalf("want verified with a %s warning, got %v %+v", dnscheck.CodeCAAUnchecked, r.Verified, r.Findings)
 		}
-		finding(t, check(t, c, "shop.caaoff.test"), domains.CodeCAABlocksCA)
+		domaintest.OneFinding(t, check(t, c, "shop.caaoff.test"), dnscheck.CodeCAABlocksCA)
 	})
 
 	t.Run("apex with the platform's address", func(t *testing.T) {
@@ -222,9 +198,9 @@ func TestCheckChalltestsrv(t *testing.T) {
 
 	t.Run("apex with another address", func(t *testing.T) {
 		d.AddA(t, "apexother.test", "192.0.2.7")
-		f := finding(t, check(t, c, "apexother.test"), domains.CodeApexNeedsAlias)
-		contains(t, "message", f.Message, "192.0.2.7")
-		contains(t, "fix", f.Fix, "ALIAS", "ANAME", target, publicIP.String())
+		f := domaintest.OneFinding(t, check(t, c, "apexother.test"), dnscheck.CodeApexNeedsAlias)
+		domaintest.Contains(t, "message", f.Message, "192.0.2.7")
+		domaintest.Contains(t, "fix", f.Fix, "ALIAS", "ANAME", target, publicIP.String())
 		if !slices.Equal(f.Found, []string{"A 192.0.2.7"}) {
 			t.Errorf("found %v", f.Found)
 		}
@@ -232,34 +208,34 @@ func TestCheckChalltestsrv(t *testing.T) {
 
 	t.Run("apex with the platform's address and another", func(t *testing.T) {
 		d.AddA(t, "apexmixed.test", publicIP.String(), "192.0.2.8")
-		f := finding(t, check(t, c, "apexmixed.test"), domains.CodeApexNeedsAlias)
-		contains(t, "message", f.Message, "192.0.2.8")
+		f := domaintest.OneFinding(t, check(t, c, "apexmixed.test"), dnscheck.CodeApexNeedsAlias)
+		domaintest.Contains(t, "message", f.Message, "192.0.2.8")
 		if strings.Contains(f.Message, publicIP.String()) {
 			t.Errorf("message blames the platform's own address: %q", f.Message)
 		}
 	})
 
 	t.Run("apex with nothing", func(t *testing.T) {
-		f := finding(t, check(t, c, "apexnone.test"), domains.CodeNoRecord)
-		contains(t, "fix", f.Fix, "ALIAS", target, "48 hours")
+		f := domaintest.OneFinding(t, check(t, c, "apexnone.test"), dnscheck.CodeNoRecord)
+		domaintest.Contains(t, "fix", f.Fix, "ALIAS", target, "48 hours")
 	})
 
 	t.Run("apex CNAME elsewhere", func(t *testing.T) {
 		d.SetCNAME(t, "apexcname.test", "old-host.example.net")
-		f := finding(t, check(t, c, "apexcname.test"), domains.CodeCNAMEMismatch)
-		contains(t, "message", f.Message, "old-host.example.net", target)
+		f := domaintest.OneFinding(t, check(t, c, "apexcname.test"), dnscheck.CodeCNAMEMismatch)
+		domaintest.Contains(t, "message", f.Message, "old-host.example.net", target)
 	})
 
 	t.Run("apex and CAA", func(t *testing.T) {
 		d.AddA(t, "apexcaa.test", publicIP.String())
 		d.AddCAA(t, "apexcaa.test", "issue", "other-ca.example")
-		finding(t, check(t, c, "apexcaa.test"), domains.CodeCAABlocksCA)
+		domaintest.OneFinding(t, check(t, c, "apexcaa.test"), dnscheck.CodeCAABlocksCA)
 	})
 
 	t.Run("apex flattened, no public IPs configured", func(t *testing.T) {
 		flat := *c
-		flat.PublicIPs = nil
-		flat.CNAMETarget = "flat.platform.test"
+		flat.Platform.PublicIPs = nil
+		flat.Platform.CNAMETarget = "flat.platform.test"
 		d.AddA(t, "flat.platform.test", "198.51.100.5")
 		d.AddAAAA(t, "flat.platform.test", "2001:db8::5")
 		d.AddA(t, "apexflat.test", "198.51.100.5")
@@ -267,24 +243,24 @@ func TestCheckChalltestsrv(t *testing.T) {
 		verified(t, check(t, &flat, "apexflat.test"))
 
 		d.AddA(t, "apexnoflat.test", "192.0.2.7")
-		f := finding(t, check(t, &flat, "apexnoflat.test"), domains.CodeApexNeedsAlias)
-		contains(t, "fix", f.Fix, "flat.platform.test", "subdomain")
+		f := domaintest.OneFinding(t, check(t, &flat, "apexnoflat.test"), dnscheck.CodeApexNeedsAlias)
+		domaintest.Contains(t, "fix", f.Fix, "flat.platform.test", "subdomain")
 	})
 
 	t.Run("SERVFAIL", func(t *testing.T) {
 		d.SetServfail(t, "shop.fail.test")
-		f := finding(t, check(t, c, "shop.fail.test"), domains.CodeDNSError)
-		contains(t, "message", f.Message, "shop.fail.test", "SERVFAIL")
-		contains(t, "fix", f.Fix, "try again")
+		f := domaintest.OneFinding(t, check(t, c, "shop.fail.test"), dnscheck.CodeDNSError)
+		domaintest.Contains(t, "message", f.Message, "shop.fail.test", "SERVFAIL")
+		domaintest.Contains(t, "fix", f.Fix, "try again")
 		d.Clear(t, domaintest.Servfail, "shop.fail.test")
-		finding(t, check(t, c, "shop.fail.test"), domains.CodeNoRecord)
+		domaintest.OneFinding(t, check(t, c, "shop.fail.test"), dnscheck.CodeNoRecord)
 	})
 
 	t.Run("SERVFAIL on CAA lookup", func(t *testing.T) {
 		d.SetCNAME(t, "shop.caafail.test", target)
 		d.SetServfail(t, "caafail.test")
-		f := finding(t, check(t, c, "shop.caafail.test"), domains.CodeDNSError)
-		contains(t, "message", f.Message, "caafail.test", "CAA")
+		f := domaintest.OneFinding(t, check(t, c, "shop.caafail.test"), dnscheck.CodeDNSError)
+		domaintest.Contains(t, "message", f.Message, "caafail.test", "CAA")
 	})
 
 	t.Run("result JSON", func(t *testing.T) {
@@ -293,10 +269,10 @@ func TestCheckChalltestsrv(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, key := range []string{`"verified":false`, `"checkedAt":`, `"authoritative":false`, `"findings":[{"code":"no_record","message":`, `"fix":`, `"expected":`} {
-			contains(t, "JSON", string(b), key)
+			domaintest.Contains(t, "JSON", string(b), key)
 		}
 		b, _ = json.Marshal(check(t, c, "shop.ok.test"))
-		contains(t, "JSON", string(b), `"verified":true`, `"findings":[]`)
+		domaintest.Contains(t, "JSON", string(b), `"verified":true`, `"findings":[]`)
 	})
 }
 
@@ -308,10 +284,10 @@ func TestCheckUnreachableResolver(t *testing.T) {
 	}
 	addr := pc.LocalAddr().String()
 	pc.Close()
-	c := &domains.Checker{Resolvers: []string{addr}, CNAMETarget: target, Timeout: 500 * time.Millisecond}
+	c := &dnscheck.Checker{Resolvers: []string{addr}, Platform: dnscheck.Platform{CNAMETarget: target}, Timeout: 500 * time.Millisecond}
 	start := time.Now()
-	f := finding(t, check(t, c, "shop.example.test"), domains.CodeDNSError)
-	contains(t, "fix", f.Fix, "try again")
+	f := domaintest.OneFinding(t, check(t, c, "shop.example.test"), dnscheck.CodeDNSError)
+	domaintest.Contains(t, "fix", f.Fix, "try again")
 	if len(f.Found) == 0 || !strings.Contains(strings.Join(f.Found, " "), addr) {
 		t.Errorf("found %v should name the server", f.Found)
 	}
@@ -322,92 +298,8 @@ func TestCheckUnreachableResolver(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	r := c.Check(ctx, "shop.example.test")
-	f = finding(t, r, domains.CodeDNSError)
-	contains(t, "message", f.Message, "cancelled")
-}
-
-// zoneServer is a small real DNS server answering from a list of records,
-// either as a zone's authoritative server (AA set, REFUSED outside its zone)
-// or as a resolver with its own (possibly stale) view of the world.
-type zoneServer struct {
-	zone    string // authoritative for this zone; "" plays a resolver
-	records []dns.RR
-
-	mu      sync.Mutex
-	queries []string // "name type rd=bool"
-}
-
-func newZoneServer(t *testing.T, zone string, records ...string) (*zoneServer, string) {
-	t.Helper()
-	z := &zoneServer{zone: zone}
-	for _, s := range records {
-		rr, err := dns.NewRR(s)
-		if err != nil {
-			t.Fatalf("record %q: %v", s, err)
-		}
-		z.records = append(z.records, rr)
-	}
-	return z, domaintest.ServeDNS(t, z)
-}
-
-func (z *zoneServer) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	q := req.Question[0]
-	name := strings.ToLower(q.Name)
-	z.mu.Lock()
-	z.queries = append(z.queries, name+" "+dns.TypeToString[q.Qtype]+map[bool]string{true: " rd", false: " nord"}[req.RecursionDesired])
-	z.mu.Unlock()
-
-	m := new(dns.Msg)
-	m.SetReply(req)
-	if z.zone != "" {
-		if !dns.IsSubDomain(z.zone, name) {
-			m.Rcode = dns.RcodeRefused
-			_ = w.WriteMsg(m)
-			return
-		}
-		m.Authoritative = true
-	} else {
-		m.RecursionAvailable = true
-	}
-	exists := false
-	for cur, hops := name, 0; hops < 8; hops++ {
-		var cname string
-		for _, rr := range z.records {
-			h := rr.Header()
-			if !strings.EqualFold(h.Name, cur) {
-				continue
-			}
-			exists = true
-			if h.Rrtype == q.Qtype {
-				m.Answer = append(m.Answer, rr)
-			} else if c, ok := rr.(*dns.CNAME); ok && q.Qtype != dns.TypeCNAME {
-				m.Answer = append(m.Answer, rr)
-				cname = c.Target
-			}
-		}
-		// A zone's server follows aliases only inside its zone.
-		if cname == "" || (z.zone != "" && !dns.IsSubDomain(z.zone, cname)) {
-			break
-		}
-		cur = cname
-	}
-	if len(m.Answer) == 0 {
-		if !exists {
-			m.Rcode = dns.RcodeNameError
-		}
-		for _, rr := range z.records {
-			if soa, ok := rr.(*dns.SOA); ok && dns.IsSubDomain(soa.Hdr.Name, name) {
-				m.Ns = append(m.Ns, soa)
-			}
-		}
-	}
-	_ = w.WriteMsg(m)
-}
-
-func (z *zoneServer) seen() []string {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	return slices.Clone(z.queries)
+	f = domaintest.OneFinding(t, r, dnscheck.CodeDNSError)
+	domaintest.Contains(t, "message", f.Message, "cancelled")
 }
 
 // TestCheckAuthoritative has a resolver with a stale view of a zone and the
@@ -416,7 +308,7 @@ func (z *zoneServer) seen() []string {
 // nameserver does not answer.
 func TestCheckAuthoritative(t *testing.T) {
 	soa := "auth.test. 3600 IN SOA ns1.auth.test. hostmaster.auth.test. 1 3600 600 86400 60"
-	auth, authAddr := newZoneServer(t, "auth.test.",
+	auth, authAddr := domaintest.NewZone(t, "auth.test.",
 		soa,
 		"auth.test. 3600 IN NS ns1.auth.test.",
 		"ns1.auth.test. 3600 IN A 127.0.0.1",
@@ -432,7 +324,7 @@ func TestCheckAuthoritative(t *testing.T) {
 		"crit.auth.test. 3600 IN CAA 128 tbs \"unknown\"",
 		"www.crit.auth.test. 3600 IN CNAME "+target+".",
 	)
-	_, resolverAddr := newZoneServer(t, "",
+	_, resolverAddr := domaintest.NewZone(t, "",
 		soa,
 		"auth.test. 3600 IN NS ns1.auth.test.",
 		"ns1.auth.test. 3600 IN A 127.0.0.1",
@@ -444,10 +336,10 @@ func TestCheckAuthoritative(t *testing.T) {
 	for _, ch := range authPort {
 		port = port*10 + int(ch-'0')
 	}
-	c := &domains.Checker{
+	c := &dnscheck.Checker{
 		Resolvers:      []string{resolverAddr},
 		NameserverPort: port,
-		CNAMETarget:    target,
+		Platform:       dnscheck.Platform{CNAMETarget: target},
 		CAAIdentities:  []string{"letsencrypt.org"},
 		Timeout:        time.Second,
 		// The zone's nameserver is on loopback.
@@ -459,23 +351,23 @@ func TestCheckAuthoritative(t *testing.T) {
 	if !r.Authoritative || !slices.Equal(r.Nameservers, []string{"ns1.auth.test"}) {
 		t.Errorf("authoritative %v nameservers %v", r.Authoritative, r.Nameservers)
 	}
-	for _, q := range auth.seen() {
+	for _, q := range auth.Seen() {
 		if strings.HasSuffix(q, " rd") {
 			t.Errorf("asked the zone's nameserver with recursion desired: %s", q)
 		}
 	}
-	if !slices.Contains(auth.seen(), "shop.auth.test. CNAME nord") {
-		t.Errorf("the nameserver was not asked for the CNAME: %v", auth.seen())
+	if !slices.Contains(auth.Seen(), "shop.auth.test. CNAME nord") {
+		t.Errorf("the nameserver was not asked for the CNAME: %v", auth.Seen())
 	}
 
-	f := finding(t, check(t, c, "both.auth.test"), domains.CodeConflictingRecord)
-	contains(t, "message", f.Message, "A 192.0.2.9", "beside")
+	f := domaintest.OneFinding(t, check(t, c, "both.auth.test"), dnscheck.CodeConflictingRecord)
+	domaintest.Contains(t, "message", f.Message, "A 192.0.2.9", "beside")
 
-	f = finding(t, check(t, c, "www.blocked.auth.test"), domains.CodeCAABlocksCA)
-	contains(t, "message", f.Message, "blocked.auth.test", "other-ca.example")
+	f = domaintest.OneFinding(t, check(t, c, "www.blocked.auth.test"), dnscheck.CodeCAABlocksCA)
+	domaintest.Contains(t, "message", f.Message, "blocked.auth.test", "other-ca.example")
 
-	f = finding(t, check(t, c, "www.crit.auth.test"), domains.CodeCAABlocksCA)
-	contains(t, "message", f.Message, "tbs", "critical")
+	f = domaintest.OneFinding(t, check(t, c, "www.crit.auth.test"), dnscheck.CodeCAABlocksCA)
+	domaintest.Contains(t, "message", f.Message, "tbs", "critical")
 
 	// The nameserver unreachable: the resolver's stale answer, said so.
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -487,8 +379,8 @@ func TestCheckAuthoritative(t *testing.T) {
 	fallback := *c
 	fallback.NameserverPort = deadPort
 	r = check(t, &fallback, "shop.auth.test")
-	f = finding(t, r, domains.CodeCNAMEMismatch)
-	contains(t, "message", f.Message, "old-host.example.net")
+	f = domaintest.OneFinding(t, r, dnscheck.CodeCNAMEMismatch)
+	domaintest.Contains(t, "message", f.Message, "old-host.example.net")
 	if r.Authoritative || r.Nameservers != nil {
 		t.Errorf("fallback answer marked authoritative: %v %v", r.Authoritative, r.Nameservers)
 	}

@@ -2,7 +2,7 @@
 // asking them (or the resolvers when they cannot be reached) and following
 // CNAME chains. The rules and their wording live in check.go.
 
-package domains
+package dnscheck
 
 import (
 	"context"
@@ -97,7 +97,7 @@ func (s *session) discover(ctx context.Context, name string) {
 	}
 	var hosts []string
 	for _, rr := range ownedBy(r.Answer, zone, dns.TypeNS) {
-		hosts = append(hosts, canonical(rr.(*dns.NS).Ns))
+		hosts = append(hosts, Canonical(rr.(*dns.NS).Ns))
 	}
 	if len(hosts) == 0 {
 		return
@@ -199,18 +199,18 @@ func soaZone(r *dns.Msg, cand string) string {
 	for _, rr := range r.Answer {
 		switch rr := rr.(type) {
 		case *dns.SOA:
-			if canonical(rr.Hdr.Name) == cand {
+			if Canonical(rr.Hdr.Name) == cand {
 				return cand
 			}
 		case *dns.CNAME:
-			if canonical(rr.Hdr.Name) == cand {
+			if Canonical(rr.Hdr.Name) == cand {
 				return ""
 			}
 		}
 	}
 	for _, rr := range r.Ns {
-		if soa, ok := rr.(*dns.SOA); ok && isSubdomain(cand, canonical(soa.Hdr.Name)) {
-			return canonical(soa.Hdr.Name)
+		if soa, ok := rr.(*dns.SOA); ok && isSubdomain(cand, Canonical(soa.Hdr.Name)) {
+			return Canonical(soa.Hdr.Name)
 		}
 	}
 	return ""
@@ -257,7 +257,7 @@ const maxChain = 8
 // rrset resolves name/qtype, following CNAMEs, and returns the records of
 // qtype at the chain's end.
 func (s *session) rrset(ctx context.Context, name string, qtype uint16) ([]dns.RR, error) {
-	cur := canonical(name)
+	cur := Canonical(name)
 	seen := map[string]bool{cur: true}
 	for range maxChain {
 		r, err := s.query(ctx, cur, qtype)
@@ -285,8 +285,8 @@ func (s *session) rrset(ctx context.Context, name string, qtype uint16) ([]dns.R
 
 func cnameOf(rrs []dns.RR, owner string) string {
 	for _, rr := range rrs {
-		if c, ok := rr.(*dns.CNAME); ok && canonical(c.Hdr.Name) == owner {
-			return canonical(c.Target)
+		if c, ok := rr.(*dns.CNAME); ok && Canonical(c.Hdr.Name) == owner {
+			return Canonical(c.Target)
 		}
 	}
 	return ""
@@ -295,7 +295,7 @@ func cnameOf(rrs []dns.RR, owner string) string {
 func ownedBy(rrs []dns.RR, owner string, qtype uint16) []dns.RR {
 	var out []dns.RR
 	for _, rr := range rrs {
-		if rr.Header().Rrtype == qtype && canonical(rr.Header().Name) == owner {
+		if rr.Header().Rrtype == qtype && Canonical(rr.Header().Name) == owner {
 			out = append(out, rr)
 		}
 	}

@@ -1,14 +1,12 @@
-package domains_test
+package dnscheck_test
 
 import (
-	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 )
 
@@ -18,14 +16,13 @@ import (
 // IPv6 address verifies even when --public-ip lists only IPv4.
 func TestCheckApexAddressesAsSets(t *testing.T) {
 	d := domaintest.StartDNS(t)
-	c := &domains.Checker{
-		Resolvers:   []string{d.Addr()},
-		CNAMETarget: "dual.platform.test",
-		PublicIPs:   []netip.Addr{publicIP},
-		Timeout:     time.Second,
+	c := &dnscheck.Checker{
+		Resolvers: []string{d.Addr()},
+		Platform:  dnscheck.Platform{CNAMETarget: "dual.platform.test", PublicIPs: []netip.Addr{publicIP}},
+		Timeout:   time.Second,
 	}
-	d.AddA(t, c.CNAMETarget, publicIP.String())
-	d.AddAAAA(t, c.CNAMETarget, "2001:db8::10")
+	d.AddA(t, c.Platform.CNAMETarget, publicIP.String())
+	d.AddAAAA(t, c.Platform.CNAMETarget, "2001:db8::10")
 
 	t.Run("flattened ALIAS with IPv4 and IPv6", func(t *testing.T) {
 		d.AddA(t, "apexdual.test", publicIP.String())
@@ -46,38 +43,21 @@ func TestCheckApexAddressesAsSets(t *testing.T) {
 	t.Run("an IPv6 address of someone else beside the platform's", func(t *testing.T) {
 		d.AddA(t, "apexforeign6.test", publicIP.String())
 		d.AddAAAA(t, "apexforeign6.test", "2001:db8::10", "2001:db8::bad")
-		f := finding(t, check(t, c, "apexforeign6.test"), domains.CodeApexNeedsAlias)
-		contains(t, "message", f.Message, "2001:db8::bad")
+		f := domaintest.OneFinding(t, check(t, c, "apexforeign6.test"), dnscheck.CodeApexNeedsAlias)
+		domaintest.Contains(t, "message", f.Message, "2001:db8::bad")
 		if strings.Contains(f.Message, "2001:db8::10") || strings.Contains(f.Message, publicIP.String()) {
 			t.Errorf("message blames the platform's own addresses: %q", f.Message)
 		}
 	})
 }
 
-// delegatedZone starts the nameserver of shop.deleg.test, a subdomain
-// delegated as a zone of its own, and a resolver that knows the delegation.
-// The nameserver is on loopback, as test servers are.
-func delegatedZone(t *testing.T, apexAddr string) (auth *zoneServer, c *domains.Checker) {
-	t.Helper()
-	soa := "shop.deleg.test. 3600 IN SOA ns1.shop.deleg.test. hostmaster.shop.deleg.test. 1 3600 600 86400 60"
-	auth, authAddr := newZoneServer(t, "shop.deleg.test.",
-		soa,
-		"shop.deleg.test. 3600 IN NS ns1.shop.deleg.test.",
-		"ns1.shop.deleg.test. 3600 IN A 127.0.0.1",
-		"shop.deleg.test. 3600 IN A "+apexAddr,
-	)
-	_, resolverAddr := newZoneServer(t, "",
-		soa,
-		"shop.deleg.test. 3600 IN NS ns1.shop.deleg.test.",
-		"ns1.shop.deleg.test. 3600 IN A 127.0.0.1",
-	)
-	_, port, _ := net.SplitHostPort(authAddr)
-	p, _ := strconv.Atoi(port)
-	return auth, &domains.Checker{
-		Resolvers:               []string{resolverAddr},
-		NameserverPort:          p,
-		CNAMETarget:             target,
-		PublicIPs:               []netip.Addr{publicIP},
+// delegatedZone is domaintest.DelegatedZone with a checker that asks it.
+func delegatedZone(t *testing.T, apexAddr string) (*domaintest.Zone, *dnscheck.Checker) {
+	auth, resolver, port := domaintest.DelegatedZone(t, apexAddr)
+	return auth, &dnscheck.Checker{
+		Resolvers:               []string{resolver},
+		NameserverPort:          port,
+		Platform:                dnscheck.Platform{CNAMETarget: target, PublicIPs: []netip.Addr{publicIP}},
 		Timeout:                 time.Second,
 		AllowPrivateNameservers: true,
 	}
@@ -96,8 +76,8 @@ func TestCheckZoneApex(t *testing.T) {
 
 	_, c = delegatedZone(t, "192.0.2.44")
 	r = check(t, c, "shop.deleg.test")
-	f := finding(t, r, domains.CodeApexNeedsAlias)
-	contains(t, "fix", f.Fix, "ALIAS", "@", target)
+	f := domaintest.OneFinding(t, r, dnscheck.CodeApexNeedsAlias)
+	domaintest.Contains(t, "fix", f.Fix, "ALIAS", "@", target)
 	if !r.ZoneApex {
 		t.Error("zoneApex not set")
 	}
@@ -111,7 +91,7 @@ func TestCheckPrivateNameservers(t *testing.T) {
 	auth, c := delegatedZone(t, publicIP.String())
 	c.AllowPrivateNameservers = false
 	r := check(t, c, "shop.deleg.test")
-	if got := auth.seen(); len(got) != 0 {
+	if got := auth.Seen(); len(got) != 0 {
 		t.Errorf("the nameserver on 127.0.0.1 was asked: %v", got)
 	}
 	if r.Authoritative {
@@ -123,8 +103,8 @@ func TestCheckPrivateNameservers(t *testing.T) {
 	}
 
 	c.AllowPrivateNameservers = true
-	if r := check(t, c, "shop.deleg.test"); !r.Authoritative || len(auth.seen()) == 0 {
-		t.Errorf("allowed, the nameserver was not asked: authoritative %v, queries %v", r.Authoritative, auth.seen())
+	if r := check(t, c, "shop.deleg.test"); !r.Authoritative || len(auth.Seen()) == 0 {
+		t.Errorf("allowed, the nameserver was not asked: authoritative %v, queries %v", r.Authoritative, auth.Seen())
 	}
 }
 
@@ -132,13 +112,13 @@ func TestCheckPrivateNameservers(t *testing.T) {
 // the Unicode form beside the punycode the provider needs.
 func TestApexRecordsShowTheReadableIDN(t *testing.T) {
 	for _, ips := range [][]netip.Addr{nil, {publicIP}} {
-		recs := domains.RequiredRecords("xn--bcher-kva.example", target, ips)
-		if recs[0].Type != domains.TypeALIAS {
+		recs := dnscheck.RequiredRecords("xn--bcher-kva.example", target, ips)
+		if recs[0].Type != dnscheck.TypeALIAS {
 			t.Fatalf("records %+v", recs)
 		}
-		contains(t, "note", recs[0].Note, "xn--bcher-kva.example", "bücher.example")
+		domaintest.Contains(t, "note", recs[0].Note, "xn--bcher-kva.example", "bücher.example")
 	}
-	if recs := domains.RequiredRecords("shop.example.com", target, nil); strings.Contains(recs[0].Note, "how DNS writes") {
+	if recs := dnscheck.RequiredRecords("shop.example.com", target, nil); strings.Contains(recs[0].Note, "how DNS writes") {
 		t.Errorf("note of an ASCII name explains punycode: %q", recs[0].Note)
 	}
 }

@@ -1,4 +1,4 @@
-package domains
+package certs
 
 import (
 	"path/filepath"
@@ -17,22 +17,12 @@ import (
 // certmagic gives every config that names no issuer.
 func TestIssuersAreTheConfiguredCAs(t *testing.T) {
 	const first, second = "https://127.0.0.1:1/dir", "https://127.0.0.1:2/dir" // never contacted
-	// Opened here: domaintest imports this package.
-	db, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	m, err := NewManager(Config{
-		Store:     db,
-		Platform:  Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-		Checker:   &Checker{CNAMETarget: "cname.petstore.test"},
-		ACME:      &ACME{CA: first, FallbackCAs: []string{second}},
+	m := New(Config{
+		Store:     openStore(t),
+		ACME:      ACME{CA: first, FallbackCAs: []string{second}},
+		Names:     func(string) Name { return Name{} },
 		TickEvery: time.Hour,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(m.Close)
 	want := []string{(&certmagic.ACMEIssuer{CA: first}).IssuerKey(), (&certmagic.ACMEIssuer{CA: second}).IssuerKey()}
 	for what, issuers := range map[string][]certmagic.Issuer{
@@ -46,4 +36,17 @@ func TestIssuersAreTheConfiguredCAs(t *testing.T) {
 			t.Errorf("%s issuers: %v, want %v", what, got, want)
 		}
 	}
+}
+
+// openStore opens a bbolt store in a temporary folder, closed when the
+// test ends. Not domaintest's: domaintest imports package domains, which
+// imports this one.
+func openStore(tb testing.TB) *boltstore.DB {
+	tb.Helper()
+	db, err := boltstore.Open(filepath.Join(tb.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
 }

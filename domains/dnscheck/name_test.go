@@ -1,4 +1,4 @@
-package domains_test
+package dnscheck_test
 
 import (
 	"encoding/json"
@@ -7,9 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
-	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
 )
@@ -67,7 +66,7 @@ func TestNormalize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := domains.Normalize(tt.in)
+			got, err := dnscheck.Normalize(tt.in)
 			if tt.errHas == "" {
 				if err != nil || got != tt.want {
 					t.Fatalf("Normalize(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
@@ -89,7 +88,7 @@ func TestNormalize(t *testing.T) {
 }
 
 func TestIsApex(t *testing.T) {
-	domaintest.CheckTable(t, "IsApex", domains.IsApex, map[string]bool{
+	domaintest.CheckTable(t, "IsApex", dnscheck.IsApex, map[string]bool{
 		"example.com":           true,
 		"example.co.uk":         true,
 		"foo.github.io":         true,
@@ -104,7 +103,7 @@ func TestIsApex(t *testing.T) {
 }
 
 func TestPlatform(t *testing.T) {
-	p := domains.Platform{Domain: "PetStore.app.", CNAMETarget: "sites.petstore-dns.net"}
+	p := dnscheck.Platform{Domain: "PetStore.app.", CNAMETarget: "sites.petstore-dns.net"}
 	domaintest.CheckTable(t, "Owns", p.Owns, map[string]bool{
 		"petstore.app":             true,
 		"shop.petstore.app":        true,
@@ -125,7 +124,7 @@ func TestPlatform(t *testing.T) {
 	if _, err := p.Normalize("co.uk"); !strings.Contains(store.ErrorMessage(err), "public suffix") {
 		t.Errorf("Platform.Normalize keeps Normalize's refusals, got %v", err)
 	}
-	if (domains.Platform{}).Owns("example.com") {
+	if (dnscheck.Platform{}).Owns("example.com") {
 		t.Error("an empty Platform owns nothing")
 	}
 }
@@ -135,8 +134,8 @@ func TestRequiredRecords(t *testing.T) {
 	target := "Sites.PetStore-DNS.net."
 
 	t.Run("subdomain", func(t *testing.T) {
-		got := domains.RequiredRecords("shop.example.com", target, ips)
-		want := []domains.Record{{Type: "CNAME", Host: "shop", Name: "shop.example.com", Value: "sites.petstore-dns.net", TTL: 3600}}
+		got := dnscheck.RequiredRecords("shop.example.com", target, ips)
+		want := []dnscheck.Record{{Type: "CNAME", Host: "shop", Name: "shop.example.com", Value: "sites.petstore-dns.net", TTL: 3600}}
 		if len(got) != 1 || !strings.Contains(got[0].Note, "A or AAAA") {
 			t.Fatalf("got %+v", got)
 		}
@@ -146,13 +145,13 @@ func TestRequiredRecords(t *testing.T) {
 		}
 	})
 	t.Run("deep subdomain under co.uk", func(t *testing.T) {
-		got := domains.RequiredRecords("a.b.example.co.uk", target, nil)
+		got := dnscheck.RequiredRecords("a.b.example.co.uk", target, nil)
 		if len(got) != 1 || got[0].Type != "CNAME" || got[0].Host != "a.b" || got[0].Name != "a.b.example.co.uk" || got[0].Value != "sites.petstore-dns.net" || got[0].Fallback {
 			t.Errorf("got %+v", got)
 		}
 	})
 	t.Run("apex with public IPs", func(t *testing.T) {
-		got := domains.RequiredRecords("example.com", target, ips)
+		got := dnscheck.RequiredRecords("example.com", target, ips)
 		if len(got) != 4 {
 			t.Fatalf("got %d records, want ALIAS + 3 fallbacks: %+v", len(got), got)
 		}
@@ -170,7 +169,7 @@ func TestRequiredRecords(t *testing.T) {
 		}
 	})
 	t.Run("apex without public IPs", func(t *testing.T) {
-		got := domains.RequiredRecords("example.co.uk", target, nil)
+		got := dnscheck.RequiredRecords("example.co.uk", target, nil)
 		if len(got) != 1 || got[0].Type != "ALIAS" || got[0].Host != "@" || got[0].Name != "example.co.uk" {
 			t.Fatalf("got %+v", got)
 		}
@@ -179,7 +178,7 @@ func TestRequiredRecords(t *testing.T) {
 		}
 	})
 	t.Run("json", func(t *testing.T) {
-		b, err := json.Marshal(domains.RequiredRecords("shop.example.com", target, nil)[0])
+		b, err := json.Marshal(dnscheck.RequiredRecords("shop.example.com", target, nil)[0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,42 +188,4 @@ func TestRequiredRecords(t *testing.T) {
 			}
 		}
 	})
-}
-
-func TestBackoff(t *testing.T) {
-	added := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	var b domains.Backoff
-	last, attempts := added, 1
-	var waits []time.Duration
-	for {
-		next, ok := b.NextCheck(added, last, attempts)
-		if !ok {
-			break
-		}
-		if !next.After(last) {
-			t.Fatalf("next check %v is not after the last %v", next, last)
-		}
-		waits = append(waits, next.Sub(last))
-		last, attempts = next, attempts+1
-		if attempts > 1000 {
-			t.Fatal("never gives up")
-		}
-	}
-	wantStart := []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, time.Hour}
-	if !reflect.DeepEqual(waits[:len(wantStart)], wantStart) {
-		t.Errorf("first waits %v, want %v", waits[:len(wantStart)], wantStart)
-	}
-	if want := added.Add(48 * time.Hour); !last.Equal(want) {
-		t.Errorf("last check at %v, want exactly the 48 h deadline %v", last, want)
-	}
-	if _, ok := b.NextCheck(added, added.Add(49*time.Hour), 3); ok {
-		t.Error("a check after the deadline must not schedule another")
-	}
-	if next, ok := b.NextCheck(added, time.Time{}, 0); !ok || !next.Equal(added.Add(time.Minute)) {
-		t.Errorf("no check yet: got %v, %v; want a minute after adding", next, ok)
-	}
-	custom := domains.Backoff{Steps: []time.Duration{time.Second}, Every: time.Minute, GiveUpAfter: time.Hour}
-	if next, _ := custom.NextCheck(added, added, 5); !next.Equal(added.Add(time.Minute)) {
-		t.Errorf("custom backoff: got %v", next)
-	}
 }

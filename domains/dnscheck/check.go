@@ -1,6 +1,7 @@
-package domains
+package dnscheck
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,7 +40,7 @@ type Finding = store.Finding
 type Result = store.DomainCheck
 
 // Checker checks that a customer's domain points at the platform. Its zero
-// value is not useful: CNAMETarget is required. A Checker is safe for
+// value is not useful: Platform.CNAMETarget is required. A Checker is safe for
 // concurrent use as long as its fields are not changed.
 type Checker struct {
 	// Resolvers are the recursive resolvers (host:port; a missing port means
@@ -47,12 +48,10 @@ type Checker struct {
 	// cannot be reached. Empty means the servers in /etc/resolv.conf, or
 	// 127.0.0.1:53 when there are none.
 	Resolvers []string
-	// CNAMETarget is the host name customers point their CNAME (or ALIAS) at.
-	CNAMETarget string
-	// PublicIPs are the platform's public addresses, which an apex may use
-	// as A/AAAA records. When empty, an apex must resolve to the same
-	// addresses as CNAMETarget (an ALIAS flattened by the provider).
-	PublicIPs []netip.Addr
+	// Platform is where customers point their domains: the CNAME target
+	// and the public addresses. The domains manager gives it the one it
+	// was configured with.
+	Platform Platform
 	// CAAIdentities are the issuer domain names the configured CA accepts in
 	// CAA "issue" records, e.g. "letsencrypt.org", as the operator gives
 	// them; they replace those CertificateAuthorities announces. With none
@@ -88,9 +87,9 @@ type Checker struct {
 // configured resolvers. Failures to reach DNS are reported as a dns_error
 // finding, never as an error: the result is always something to show.
 func (c *Checker) Check(ctx context.Context, name string) Result {
-	name = canonical(name)
+	name = Canonical(name)
 	res := Result{CheckedAt: time.Now().UTC(), Findings: []Finding{}}
-	s := &session{c: c, resolvers: c.resolvers(), timeout: orDefault(c.Timeout, DefaultTimeout)}
+	s := &session{c: c, resolvers: c.resolvers(), timeout: cmp.Or(c.Timeout, DefaultTimeout)}
 
 	s.discover(ctx, name)
 	// A delegated subdomain with its own SOA is the apex of its zone: it
@@ -124,7 +123,7 @@ func (s *session) checkSubdomain(ctx context.Context, name string) []Finding {
 	if f := dnsErrorFinding(name, errs); f != nil {
 		return []Finding{*f}
 	}
-	target := canonical(s.c.CNAMETarget)
+	target := Canonical(s.c.Platform.CNAMETarget)
 	host := relativeHost(name)
 	cname := cnameOf(all, name)
 	own := ownAddrRecords(all, name)
@@ -181,7 +180,7 @@ func (s *session) checkApex(ctx context.Context, name string) []Finding {
 	if f := dnsErrorFinding(name, errs); f != nil {
 		return []Finding{*f}
 	}
-	target := canonical(s.c.CNAMETarget)
+	target := Canonical(s.c.Platform.CNAMETarget)
 
 	// Some providers allow a CNAME at the apex. It breaks the zone's other
 	// records, but it does route here, so only its value is judged.
@@ -216,13 +215,13 @@ func (s *session) checkApex(ctx context.Context, name string) []Finding {
 	// --public-ip addresses and the ALIAS target's A and AAAA records (what
 	// a flattened ALIAS shows), IPv6 included. The target is looked up only
 	// when the public addresses alone do not cover the apex.
-	foreign := foreignAddrs(own, s.c.PublicIPs)
+	foreign := foreignAddrs(own, s.c.Platform.PublicIPs)
 	if len(foreign) > 0 {
 		targetAddrs, errs := s.lookupAddrs(ctx, target)
 		if f := dnsErrorFinding(target, errs); f != nil {
 			return []Finding{*f}
 		}
-		foreign = foreignAddrs(own, append(slices.Clone(s.c.PublicIPs), targetAddrs...))
+		foreign = foreignAddrs(own, append(slices.Clone(s.c.Platform.PublicIPs), targetAddrs...))
 	}
 	if len(foreign) == 0 {
 		return nil
@@ -256,11 +255,11 @@ func foreignAddrs(own []dns.RR, want []netip.Addr) []string {
 
 // fallbackAdvice completes an apex fix with what to do without ALIAS.
 func (s *session) fallbackAdvice() string {
-	if len(s.c.PublicIPs) == 0 {
+	if len(s.c.Platform.PublicIPs) == 0 {
 		return "; if your provider supports neither, use a subdomain such as www with a CNAME record instead"
 	}
 	var ips []string
-	for _, ip := range s.c.PublicIPs {
+	for _, ip := range s.c.Platform.PublicIPs {
 		ips = append(ips, ip.Unmap().String())
 	}
 	return "; if your provider supports neither, create A/AAAA records at @ for " + strings.Join(ips, " and ") + " instead"

@@ -1,4 +1,4 @@
-package domains
+package certs
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/caddyserver/certmagic"
 	"github.com/mholt/acmez/v3/acme"
+
+	"petstore/domains/dnscheck"
 )
 
 // acmeAuthority learns, for the CAA check, what an ACME CA calls itself in
@@ -50,7 +52,7 @@ func newACMEAuthority(a *ACME, storage certmagic.Storage, issuer *certmagic.ACME
 
 // get says what is known now; what cannot be learnt is left empty and
 // asked again at a later check.
-func (a *acmeAuthority) get(ctx context.Context) CertificateAuthority {
+func (a *acmeAuthority) get(ctx context.Context) dnscheck.CertificateAuthority {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.known && time.Since(a.failedAt) >= directoryRetry {
@@ -70,7 +72,7 @@ func (a *acmeAuthority) get(ctx context.Context) CertificateAuthority {
 		// account is registered with the first order.
 		a.accountURI, _ = a.readAccountURI(ctx)
 	}
-	return CertificateAuthority{Identities: a.identities, AccountURI: a.accountURI}
+	return dnscheck.CertificateAuthority{Identities: a.identities, AccountURI: a.accountURI}
 }
 
 // fetchIdentities reads meta.caaIdentities from the ACME directory (RFC
@@ -118,29 +120,29 @@ func (a *acmeAuthority) readAccountURI(ctx context.Context) (string, error) {
 	return "", fs.ErrNotExist
 }
 
-// wireCAA lets the checker judge CAA records for the CA certificates come
-// from: its identities, this service's account there, and the challenge
-// types it answers. The Checker given in Config is copied, not changed.
-func (m *Manager) wireCAA(a *ACME) {
-	if len(m.issuers) == 0 || m.cfg.Checker.CertificateAuthorities != nil {
-		return
-	}
-	// Each CA certificates may come from (--acme-ca, in order): a name
-	// passes when any of them may issue for it.
+// Authorities tells the DNS checker which CAs certificates come from
+// (--acme-ca, in order; a name passes CAA when any of them may issue for
+// it): their identities and this service's account at each.
+func (c *Certs) Authorities() func(context.Context) []dnscheck.CertificateAuthority {
 	var authorities []*acmeAuthority
-	for _, iss := range m.issuers {
-		authorities = append(authorities, newACMEAuthority(a, m.certs.Storage, iss))
+	for _, iss := range c.issuers {
+		authorities = append(authorities, newACMEAuthority(&c.cfg.ACME, c.storage, iss))
 	}
-	c := *m.cfg.Checker
-	c.CertificateAuthorities = func(ctx context.Context) []CertificateAuthority {
-		out := make([]CertificateAuthority, len(authorities))
+	return func(ctx context.Context) []dnscheck.CertificateAuthority {
+		out := make([]dnscheck.CertificateAuthority, len(authorities))
 		for i, au := range authorities {
 			out[i] = au.get(ctx)
 		}
 		return out
 	}
-	if c.ValidationMethods == nil && a.DisableHTTPChallenge {
-		c.ValidationMethods = []string{"tls-alpn-01"}
+}
+
+// ValidationMethods are the ACME challenge types this service answers,
+// for CAA validationmethods parameters, when they are not the checker's
+// default.
+func (c *Certs) ValidationMethods() []string {
+	if c.cfg.ACME.DisableHTTPChallenge {
+		return []string{"tls-alpn-01"}
 	}
-	m.cfg.Checker = &c
+	return nil
 }

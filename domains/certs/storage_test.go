@@ -1,4 +1,4 @@
-package domains_test
+package certs_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/caddyserver/certmagic"
 
-	"petstore/domains"
+	"petstore/domains/certs"
 	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/postgres"
@@ -23,7 +23,7 @@ import (
 // have; on bbolt, whose file one process owns, both are the same DB.
 func forEachStore(t *testing.T, test func(t *testing.T, a, b certmagic.Storage)) {
 	t.Run("bbolt", func(t *testing.T) {
-		s := domains.CertStorage(domaintest.OpenStore(t))
+		s := certs.Storage(domaintest.OpenStore(t))
 		test(t, s, s)
 	})
 	t.Run("postgres", func(t *testing.T) {
@@ -34,7 +34,7 @@ func forEachStore(t *testing.T, test func(t *testing.T, a, b certmagic.Storage))
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { db.Close() })
-			return domains.CertStorage(db)
+			return certs.Storage(db)
 		}
 		test(t, open(), open())
 	})

@@ -1,4 +1,4 @@
-package domains
+package certs
 
 import (
 	"context"
@@ -14,15 +14,20 @@ import (
 	"petstore/store"
 )
 
-// CertStorage is certmagic's storage (certificates, keys, the ACME
-// account) on the store's key/value space. "Directories" are implicit, as
+// Storage is certmagic's storage (certificates, keys, the ACME account)
+// on the store's key/value space. "Directories" are implicit, as
 // certmagic's model has it: a key is a directory when other keys start
 // with it and a slash.
-func CertStorage(kv store.KeyValue) certmagic.Storage { return certStorage{kv} }
+func Storage(kv store.KeyValue) certmagic.Storage { return certStorage{KeyValue: kv} }
 
 // certStorage takes the store's named locks (Lock, TryLock, Unlock) as
 // certmagic's locks, as they are.
-type certStorage struct{ store.KeyValue }
+type certStorage struct {
+	store.KeyValue
+	// presented, when set, is shown every challenge a solver of this
+	// service stores before presenting it to the CA.
+	presented func(key string, value []byte)
+}
 
 var (
 	_ certmagic.Storage   = certStorage{}
@@ -52,7 +57,13 @@ func (s certStorage) Store(ctx context.Context, key string, value []byte) error 
 	if key == "" {
 		return fmt.Errorf("certmagic storage: empty key")
 	}
-	return s.KVPut(ctx, key, value)
+	if err := s.KVPut(ctx, key, value); err != nil {
+		return err
+	}
+	if s.presented != nil {
+		s.presented(key, value)
+	}
+	return nil
 }
 
 func (s certStorage) Load(ctx context.Context, key string) ([]byte, error) {
