@@ -180,10 +180,10 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	if err != nil {
 		return store.Domain{}, err
 	}
-	if p.Plan != store.PlanPro && p.Plan != store.PlanEnterprise {
+	if !store.PlanHasCustomDomains(p.Plan) {
 		return store.Domain{}, store.Errorf(store.EPLANREQUIRED, "custom domains need plan pro or above; this project is on %s", p.Plan)
 	}
-	if !slices.ContainsFunc(p.Deploys, func(d store.Deploy) bool { return d.Status == "succeeded" }) {
+	if !slices.ContainsFunc(p.Deploys, func(d store.Deploy) bool { return d.Status == store.DeploySucceeded }) {
 		return store.Domain{}, store.Errorf(store.ECONFLICT, "the project has no successful deploy yet; deploy it before adding a domain")
 	}
 	if m.CNAMETarget() == "" {

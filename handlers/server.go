@@ -17,8 +17,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"petstore/domains"
-	"petstore/domains/dnscheck"
-	"petstore/store"
+	"petstore/handlers/accesslog"
+	"petstore/handlers/metrics"
 )
 
 // adminSpec is the admin API's own OpenAPI document. It lives beside the
@@ -42,10 +42,13 @@ const (
 
 // Config is everything the HTTP layer needs; main fills it from flags.
 type Config struct {
-	Store store.Store
+	Store Store
 	// Spec is openapi.yaml, embedded by main.
 	Spec   []byte
 	Logger *slog.Logger
+	// Metrics is the registry GET /metrics serves; the server records its
+	// requests there and registers the store and domain gauges on it.
+	Metrics *metrics.Registry
 	// AccessLog, when set, receives the line each request logs directly,
 	// formatted as slog's TextHandler (JSONHandler with AccessLogJSON)
 	// would: main gives it the writer and format of Logger's handler. It
@@ -59,43 +62,35 @@ type Config struct {
 	// RateLimit is requests per second per client address, with a burst of
 	// twice that; 0 turns the limiter off.
 	RateLimit float64
-	// Domains is the custom-domain manager; nil builds one for development
-	// (no platform domain, no certificates, the system's resolvers).
+	// Domains is the custom-domain manager.
 	Domains *domains.Manager
 	// MaxInFlight caps requests served at once (503 past it); 0 means
 	// DefaultMaxInFlight.
 	MaxInFlight int
-	// Conns, when set, is the guard of the listeners' connections, for
-	// /metrics.
-	Conns *ConnGuard
 	// CORSOrigins are the origins (scheme://host[:port], or * for any)
 	// whose scripts may call the public API; none turns CORS off.
 	CORSOrigins []string
 	// CredentialFailures is how many failed credential attempts (API key
 	// or admin token) a client address may make in a minute before every
 	// credential it sends gets 429, whatever RateLimit is; 0 means
-	// DefaultCredentialFailures, negative turns the limit off (tests that
-	// send wrong credentials on purpose).
+	// DefaultCredentialFailures.
 	CredentialFailures int
-	// SkipValidation turns request validation off. Only benchmarks use it,
-	// to measure what validation costs.
-	SkipValidation bool
 }
 
 // Server serves the public API, the admin API and the site.
 type Server struct {
 	cfg     Config
-	store   store.Store
+	store   Store
 	log     *slog.Logger
-	access  *accessWriter // nil: access lines go through log
+	access  *accesslog.Logger // nil: access lines go through log
 	now     func() time.Time
 	echo    *echo.Echo
 	public  *apiDoc
 	admin   *apiDoc
 	domains *domains.Manager
 	valOpts openapi3filter.Options
-	// metrics counts requests for GET /metrics (metrics.go).
-	metrics *httpMetrics
+	// metrics counts requests for GET /metrics.
+	metrics *metrics.Registry
 	// aborted ends when AbortBackups is called: backups in flight stop.
 	aborted      context.Context
 	abortBackups context.CancelFunc
@@ -108,9 +103,20 @@ type Server struct {
 
 // New builds the server: parses both OpenAPI documents, registers every
 // route, and fails when a route and the spec disagree.
-func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
+func New(cfg Config) (*Server, error) { return newServer(cfg, true) }
+
+// newServer is New; validate false leaves request validation out, which
+// only the benchmark of what validation costs asks for (export_test.go).
+func newServer(cfg Config, validate bool) (*Server, error) {
+	switch {
+	case cfg.Store == nil:
 		return nil, errors.New("handlers: Config.Store is nil")
+	case cfg.Domains == nil:
+		return nil, errors.New("handlers: Config.Domains is nil")
+	case cfg.Metrics == nil:
+		return nil, errors.New("handlers: Config.Metrics is nil")
+	case cfg.CredentialFailures < 0:
+		return nil, errors.New("handlers: Config.CredentialFailures is negative")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -140,13 +146,6 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi-admin.yaml: %w", err)
 	}
-	if cfg.Domains == nil {
-		m, err := domains.NewManager(domains.Config{Store: cfg.Store, Checker: &dnscheck.Checker{}, Logger: cfg.Logger})
-		if err != nil {
-			return nil, err
-		}
-		cfg.Domains = m
-	}
 	s := &Server{
 		domains: cfg.Domains,
 		cfg:     cfg,
@@ -160,10 +159,13 @@ func New(cfg Config) (*Server, error) {
 		validated: map[string]bool{},
 		failures:  newFailureLimiter(cfg.CredentialFailures),
 	}
-	s.metrics = newHTTPMetrics(s)
+	s.metrics = cfg.Metrics
+	if err := s.metrics.Register(metrics.State(cfg.Store, cfg.Domains, cfg.Now)); err != nil {
+		return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
+	}
 	s.aborted, s.abortBackups = context.WithCancel(context.Background())
 	if cfg.AccessLog != nil {
-		s.access = newAccessWriter(cfg.AccessLog, cfg.AccessLogJSON)
+		s.access = accesslog.New(cfg.AccessLog, cfg.AccessLogJSON)
 	}
 	s.valOpts = openapi3filter.Options{
 		AuthenticationFunc: s.authenticate,
@@ -182,7 +184,7 @@ func New(cfg Config) (*Server, error) {
 	// The peer address, not X-Forwarded-For: a header any client can set
 	// must not choose its own rate-limit bucket.
 	e.IPExtractor = echo.ExtractIPDirect()
-	if err := s.routes(); err != nil {
+	if err := s.routes(validate); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -191,14 +193,4 @@ func New(cfg Config) (*Server, error) {
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.echo.ServeHTTP(w, r)
-}
-
-// Routes lists the registered routes as "METHOD /path" in Echo's form, for
-// tests that compare them with the spec.
-func (s *Server) Routes() []string {
-	var out []string
-	for _, r := range s.echo.Routes() {
-		out = append(out, r.Method+" "+r.Path)
-	}
-	return out
 }

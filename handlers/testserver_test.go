@@ -27,6 +27,7 @@ import (
 	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
+	"petstore/handlers/metrics"
 	"petstore/store"
 	"petstore/store/boltstore"
 	"petstore/store/postgres/pgtest"
@@ -127,25 +128,23 @@ type serverOption func(*handlers.Config)
 // server's store, closed when the test ends.
 func withDomains(tb testing.TB, cfg domains.Config) serverOption {
 	return func(c *handlers.Config) {
-		cfg.Store = c.Store
+		cfg.Store = c.Store.(store.Store)
 		c.Domains = domaintest.NewManager(tb, cfg)
 	}
 }
 
-func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
+// serverConfig is what every test server needs on db: the spec, a metrics
+// registry of its own, and, unless an option gives one, a domains manager
+// with a CNAME target, so that domains can be added, and no DNS (a closed
+// loopback port), so that a verify fails fast and offline.
+func serverConfig(tb testing.TB, db store.Store, opts ...serverOption) handlers.Config {
 	tb.Helper()
 	specs(tb)
-	db := domaintest.OpenStore(tb)
-	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
-		tb.Fatal(err)
-	}
-	cfg := handlers.Config{Store: db, Spec: publicSpec}
+	cfg := handlers.Config{Store: db, Spec: publicSpec, Metrics: metrics.New()}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.Domains == nil {
-		// A CNAME target, so that domains can be added; no DNS (a closed
-		// loopback port), so that a verify fails fast and offline.
 		cfg.Domains = domaintest.NewManager(tb, domains.Config{
 			Store:         db,
 			Platform:      dnscheck.Platform{CNAMETarget: "cname.petstore.test"},
@@ -153,7 +152,22 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 			AllowTestTLDs: true,
 		})
 	}
-	srv, err := handlers.New(cfg)
+	return cfg
+}
+
+func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
+	tb.Helper()
+	return startTestServer(tb, handlers.New, opts...)
+}
+
+// startTestServer is newTestServer with the server built by build.
+func startTestServer(tb testing.TB, build func(handlers.Config) (*handlers.Server, error), opts ...serverOption) *testServer {
+	tb.Helper()
+	db := domaintest.OpenStore(tb)
+	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := build(serverConfig(tb, db, opts...))
 	if err != nil {
 		tb.Fatal(err)
 	}
