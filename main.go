@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	_ "embed"
@@ -24,6 +25,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/domains"
+	"petstore/domains/acmedns"
 	"petstore/domains/dnscheck"
 	"petstore/handlers"
 	"petstore/handlers/accesslog"
@@ -69,6 +71,8 @@ type config struct {
 	eventRetention                              time.Duration
 	webhookAllowPrivate                         bool
 	maxEventStreams                             int
+	acmeDNSZone, dnsListen                      string
+	acmeDNSNameservers                          listFlag
 }
 
 // listFlag is a flag that may be repeated or hold a comma-separated list.
@@ -120,6 +124,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	tls.Duration(&c.renewInterval, "renew-interval", 10*time.Minute, "how often certificate maintenance looks for certificates to renew")
 	tls.List(&c.dnsResolvers, "dns-resolver", "`host:port` of a DNS server to start from (repeatable or comma-separated)").
 		DefaultMeans("the system's")
+	tls.String(&c.acmeDNSZone, "acme-dns-zone", "", "`zone` delegated to this service for ACME DNS-01 challenges, such as acme.petstore.example.com").
+		DefaultMeans("none: no DNS server")
+	tls.String(&c.dnsListen, "dns-listen", "", "`host:port` where the --acme-dns-zone server answers, over UDP and TCP").
+		DefaultMeans(":53 with --acme-dns-zone")
+	tls.List(&c.acmeDNSNameservers, "acme-dns-ns", "host `name` of this service that the --acme-dns-zone delegation names, for the zone's NS records (repeatable or comma-separated)").
+		DefaultMeans("ns.<acme-dns-zone>")
 
 	limits := flags.group("Limits")
 	limits.Float64(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
@@ -301,24 +311,42 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
 	listeners := listen.NewListeners(conns)
 	defer listeners.Close()
+	// Sockets systemd opened (socket activation) replace the flags' binds.
+	sockets, err := listen.FromSystemd()
+	if err != nil {
+		return err
+	}
+	listeners.Inherit(sockets)
 	if len(cfg.proxyProtocolFrom) > 0 {
 		if err := listeners.ReadProxyProtocolFrom(cfg.proxyProtocolFrom); err != nil {
 			return err
 		}
 	}
-	plainAddr, err := listeners.Listen(cfg.listen, listen.NewHTTPServer(srv, nil, errorLog))
+	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, listen.NewHTTPServer(srv, nil, errorLog))
 	if err != nil {
 		return err
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listeners.Listen(cfg.httpsListen, listen.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
+		if _, err := listeners.ListenAs(listen.NameHTTPS, cfg.httpsListen, listen.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
 			return err
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.Listen(cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
+		if _, err := listeners.ListenAs(listen.NameHTTP, cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
 			return err
 		}
+	}
+	if err := listeners.Unused(); err != nil {
+		return err
+	}
+	if cfg.acmeDNSZone != "" {
+		stop, err := startACMEDNS(cfg, db, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	} else if cfg.dnsListen != "" {
+		return errors.New("--dns-listen needs --acme-dns-zone: it serves that zone only")
 	}
 	settleMemoryAfterStart(getenv("GOGC") != "")
 	printBanner(logOut, cfg, plainAddr, newToken)
@@ -391,6 +419,25 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 		dc.ACME = a
 	}
 	return domains.NewManager(dc)
+}
+
+// startACMEDNS starts the authoritative DNS server of --acme-dns-zone and
+// returns what stops it.
+func startACMEDNS(cfg config, db store.Store, log *slog.Logger) (stop func(), err error) {
+	s, err := acmedns.New(acmedns.Config{Zone: cfg.acmeDNSZone, Nameservers: cfg.acmeDNSNameservers, Store: db, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	udp, tcp, err := s.Start(cmp.Or(cfg.dnsListen, ":53"))
+	if err != nil {
+		return nil, err
+	}
+	log.Info("answering DNS for the ACME zone", "zone", cfg.acmeDNSZone, "udp", udp.String(), "tcp", tcp.String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	}, nil
 }
 
 func portOf(addr string, fallback int) int {

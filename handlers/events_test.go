@@ -27,7 +27,7 @@ import (
 func withEvents(tb testing.TB) serverOption {
 	return func(c *handlers.Config) {
 		policy := webhooks.Policy{AllowPrivate: true}
-		e := webhooks.New(webhooks.Config{Store: c.Store, Policy: policy, Poll: 10 * time.Millisecond, Retention: time.Hour})
+		e := webhooks.New(webhooks.Config{Store: c.Store.(webhooks.Store), Policy: policy, Poll: 10 * time.Millisecond, Retention: time.Hour})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { e.Run(ctx); close(done) }()

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/store/boltstore/bolttest"
 	"petstore/store/postgres/pgtest"
 )
 
@@ -175,11 +176,12 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	b.buildTime = time.Since(t)
 
-	fsync, err := openFsyncBaseline(b.dir)
+	bare, err := bolttest.OpenFsyncBaseline(b.dir)
 	if err != nil {
 		return err
 	}
-	defer fsync.db.Close()
+	defer bare.Close()
+	fsync := fsyncBaseline{bare}
 	defer func() {
 		for _, c := range b.closers {
 			c()
