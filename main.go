@@ -25,6 +25,7 @@ import (
 
 	"petstore/domains"
 	"petstore/handlers"
+	"petstore/handlers/buildinfo"
 	"petstore/store"
 	"petstore/store/boltstore"
 	"petstore/store/postgres"
@@ -223,6 +224,12 @@ func checkAdminToken(token string) error {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "migrate" {
 		return runMigrate(ctx, args[1:], getenv, stdout)
+	}
+	// Not a flag: PETSTORE_VERSION in a service's environment must not turn
+	// it into a command that prints and exits.
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		_, err := fmt.Fprintln(stdout, buildinfo.Running)
+		return err
 	}
 	cfg, err := parseConfig(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {

@@ -290,6 +290,16 @@
 
   // ---- project ----------------------------------------------------------------
 
+  // buildEl shows the binary a deploy started: its module version, and the
+  // start of its git revision with the whole of it on hover.
+  function buildEl(b) {
+    if (!b) return document.createTextNode('—');
+    const version = el('span', { textContent: b.version });
+    if (!b.revision) return version;
+    const rev = b.revision.slice(0, 12) + (b.modified ? ' (modified)' : '');
+    return el('span', {}, version, ' ', el('code', { textContent: rev, title: `${b.revision} ${b.time || ''} ${b.goVersion}`.trim() }));
+  }
+
   async function loadProject() {
     const p = await api('GET', '/admin/project');
     state.project = p;
@@ -301,10 +311,11 @@
     const rows = (p.deploys || []).map((d) => el('tr', {},
       el('td', {}, timeEl(d.at)),
       el('td', { textContent: d.version }),
+      el('td', {}, buildEl(d.build)),
       el('td', {}, el('span', { className: `pill pill-${d.status === 'succeeded' ? 'ok' : 'bad'}`, textContent: d.status })),
       el('td', {}, el('code', { textContent: d.specSha256.slice(0, 12), title: d.specSha256 })),
     ));
-    if (rows.length === 0) rows.push(el('tr', {}, el('td', { colSpan: 4, textContent: 'No deploy yet.' })));
+    if (rows.length === 0) rows.push(el('tr', {}, el('td', { colSpan: 5, textContent: 'No deploy yet.' })));
     $('deploys').tBodies[0].replaceChildren(...rows);
   }
 
