@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -261,15 +262,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		defer pprof.StopCPUProfile()
 	}
 
+	_, statErr := os.Stat(cfg.data)
+	newFile := cfg.database == "" && errors.Is(statErr, fs.ErrNotExist)
 	db, err := openStore(ctx, cfg)
 	if err != nil {
 		return err // it names the file and says what is wrong with it
 	}
 	defer db.Close()
-	newToken, err := db.EnsureAdminToken(ctx, cfg.adminToken)
-	if err != nil {
-		return err
-	}
+	started := false
+	defer func() {
+		// A first start that fails leaves no data file behind. The file is
+		// removed while this process still holds its lock, so no other one
+		// can have opened it meanwhile.
+		if newFile && !started {
+			_ = os.Remove(cfg.data)
+		}
+	}()
 	manager, err := newDomainManager(cfg, db, log)
 	if err != nil {
 		return err
@@ -287,9 +295,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	if err := srv.RecordDeploy(ctx); err != nil {
-		return err
-	}
 
 	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
 	listeners := handlers.NewListeners(conns)
@@ -301,20 +306,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	plainAddr, err := listeners.Listen(cfg.listen, handlers.NewHTTPServer(srv, nil, errorLog))
 	if err != nil {
-		return err
+		return listenError("listen", cfg.listen, err)
 	}
 	if cfg.httpsListen != "" {
 		if _, err := listeners.Listen(cfg.httpsListen, handlers.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
-			return err
+			return listenError("https-listen", cfg.httpsListen, err)
 		}
 	}
 	if cfg.httpListen != "" {
 		if _, err := listeners.Listen(cfg.httpListen, handlers.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
-			return err
+			return listenError("http-listen", cfg.httpListen, err)
 		}
 	}
-	handlers.SettleMemoryAfterStart(getenv("GOGC") != "")
+	// The deploy and then the admin token are written only now, every
+	// listener bound and everything else started, and the banner follows
+	// the token at once: a start that fails leaves no token that nobody saw
+	// (docs/operations.md, "The first start").
+	if err := srv.RecordDeploy(ctx); err != nil {
+		return err
+	}
+	newToken, err := db.EnsureAdminToken(ctx, cfg.adminToken)
+	if err != nil {
+		return err
+	}
+	started = true
 	printBanner(logOut, cfg, plainAddr, newToken)
+	handlers.SettleMemoryAfterStart(getenv("GOGC") != "")
 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
@@ -417,7 +434,7 @@ func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
 	case cfg.adminToken != "":
 		fmt.Fprintln(w, "  admin token           the one given with --admin-token / PETSTORE_ADMIN_TOKEN")
 	default:
-		fmt.Fprintln(w, "  admin token           set at first start (lost it? start once with --admin-token NEW)")
+		fmt.Fprintln(w, "  admin token           printed at first start (lost it? start once with a new one: --admin-token, 32 characters or more)")
 	}
 }
 
