@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -29,6 +30,7 @@ import (
 	"petstore/domains/dnscheck"
 	"petstore/handlers"
 	"petstore/handlers/accesslog"
+	"petstore/handlers/buildinfo"
 	"petstore/handlers/listen"
 	"petstore/handlers/metrics"
 	"petstore/store"
@@ -238,6 +240,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if len(args) > 0 && args[0] == "migrate" {
 		return runMigrate(ctx, args[1:], getenv, stdout)
 	}
+	// Not a flag: PETSTORE_VERSION in a service's environment must not turn
+	// it into a command that prints and exits.
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		_, err := fmt.Fprintln(stdout, buildinfo.Running)
+		return err
+	}
 	cfg, err := parseConfig(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -268,15 +276,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		defer pprof.StopCPUProfile()
 	}
 
+	_, statErr := os.Stat(cfg.data)
+	newFile := cfg.database == "" && errors.Is(statErr, fs.ErrNotExist)
 	db, err := openStore(ctx, cfg)
 	if err != nil {
 		return err // it names the file and says what is wrong with it
 	}
 	defer db.Close()
-	newToken, err := db.EnsureAdminToken(ctx, cfg.adminToken)
-	if err != nil {
-		return err
-	}
+	started := false
+	defer func() {
+		// A first start that fails leaves no data file behind. The file is
+		// removed while this process still holds its lock, so no other one
+		// can have opened it meanwhile.
+		if newFile && !started {
+			_ = os.Remove(cfg.data)
+		}
+	}()
 	manager, err := newDomainManager(cfg, db, log)
 	if err != nil {
 		return err
@@ -292,9 +307,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		CORSOrigins: cfg.corsOrigins,
 	})
 	if err != nil {
-		return err
-	}
-	if err := srv.RecordDeploy(ctx); err != nil {
 		return err
 	}
 
@@ -314,16 +326,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, listen.NewHTTPServer(srv, nil, errorLog))
 	if err != nil {
-		return err
+		return listenError("listen", cfg.listen, err)
 	}
 	if cfg.httpsListen != "" {
 		if _, err := listeners.ListenAs(listen.NameHTTPS, cfg.httpsListen, listen.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
-			return err
+			return listenError("https-listen", cfg.httpsListen, err)
 		}
 	}
 	if cfg.httpListen != "" {
 		if _, err := listeners.ListenAs(listen.NameHTTP, cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
-			return err
+			return listenError("http-listen", cfg.httpListen, err)
 		}
 	}
 	if err := listeners.Unused(); err != nil {
@@ -338,8 +350,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	} else if cfg.dnsListen != "" {
 		return errors.New("--dns-listen needs --acme-dns-zone: it serves that zone only")
 	}
-	settleMemoryAfterStart(getenv("GOGC") != "")
+	// The deploy and then the admin token are written only now, every
+	// listener bound and everything else started, and the banner follows
+	// the token at once: a start that fails leaves no token that nobody saw
+	// (docs/operations.md, "The first start").
+	if err := srv.RecordDeploy(ctx); err != nil {
+		return err
+	}
+	newToken, err := db.EnsureAdminToken(ctx, cfg.adminToken)
+	if err != nil {
+		return err
+	}
+	started = true
 	printBanner(logOut, cfg, plainAddr, newToken)
+	settleMemoryAfterStart(getenv("GOGC") != "")
 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
@@ -460,7 +484,7 @@ func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
 	case cfg.adminToken != "":
 		fmt.Fprintln(w, "  admin token           the one given with --admin-token / PETSTORE_ADMIN_TOKEN")
 	default:
-		fmt.Fprintln(w, "  admin token           set at first start (lost it? start once with --admin-token NEW)")
+		fmt.Fprintln(w, "  admin token           printed at first start (lost it? start once with a new one: --admin-token, 32 characters or more)")
 	}
 }
 
