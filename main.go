@@ -61,6 +61,8 @@ type config struct {
 	shutdownTimeout                             time.Duration
 	logJSON                                     bool
 	allowTestTLDs, dnsAllowPrivate              bool
+	databaseTimeouts                            postgres.Timeouts
+	databaseMaxConns                            int
 }
 
 // listFlag is a flag that may be repeated or hold a comma-separated list.
@@ -86,6 +88,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.listen, "listen", "localhost:8080", "plain-HTTP listener (development, or behind a TLS-terminating proxy)")
 	fs.StringVar(&c.data, "data", "./petstore.db", "the bbolt data file")
 	fs.StringVar(&c.database, "database", "", "postgres:// URL of a PostgreSQL database that several instances share, instead of the bbolt file")
+	fs.DurationVar(&c.databaseTimeouts.Connect, "database-connect-timeout", postgres.DefaultTimeouts.Connect, "how long connecting to one host of --database may take; a multi-host URL then tries the next host")
+	fs.DurationVar(&c.databaseTimeouts.Acquire, "database-acquire-timeout", postgres.DefaultTimeouts.Acquire, "how long a request waits for a free connection of the pool before it gets 503 database_unavailable")
+	fs.DurationVar(&c.databaseTimeouts.Statement, "database-statement-timeout", postgres.DefaultTimeouts.Statement, "how long one statement may run (PostgreSQL's statement_timeout) before the request gets 503 database_unavailable")
+	fs.DurationVar(&c.databaseTimeouts.Transaction, "database-transaction-timeout", postgres.DefaultTimeouts.Transaction, "how long one transaction, its commit included, may take before the request gets 503 database_unavailable")
+	fs.IntVar(&c.databaseMaxConns, "database-max-conns", 0, "connections this instance's pool may open to --database (default: the URL's pool_max_conns, else 16); keeps the URL one that pg_dump and psql accept")
 	fs.StringVar(&c.domain, "domain", "", "platform domain: the project is served at <slug>.<domain>; empty for development on localhost")
 	fs.StringVar(&c.cnameTarget, "cname-target", "", "the value customers' CNAME records must have (default cname.<domain>)")
 	fs.Var(&c.publicIPs, "public-ip", "public address shown as the A/AAAA fallback for apex domains (repeatable or comma-separated)")
@@ -131,6 +138,17 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if c.database != "" && !isPostgresURL(c.database) {
 		return c, errors.New("--database must be a postgres:// URL")
+	}
+	for name, d := range map[string]time.Duration{
+		"--database-connect-timeout": c.databaseTimeouts.Connect, "--database-acquire-timeout": c.databaseTimeouts.Acquire,
+		"--database-statement-timeout": c.databaseTimeouts.Statement, "--database-transaction-timeout": c.databaseTimeouts.Transaction,
+	} {
+		if d <= 0 {
+			return c, fmt.Errorf("%s must be positive", name)
+		}
+	}
+	if c.databaseMaxConns < 0 {
+		return c, errors.New("--database-max-conns must be 0 (the default) or more")
 	}
 	if c.cnameTarget == "" && c.domain != "" {
 		c.cnameTarget = "cname." + c.domain
@@ -234,13 +252,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		defer pprof.StopCPUProfile()
 	}
 
-	db, err := openStore(ctx, cfg)
+	db, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err // it names the file and says what is wrong with it
 	}
 	defer db.Close()
+	// With PostgreSQL unreachable, or blocking commits, the service starts
+	// anyway (liveness is the process) and does its first writes once it
+	// can; until then /readyz says why not.
 	newToken, err := db.EnsureAdminToken(ctx, cfg.adminToken)
-	if err != nil {
+	deferStart := store.ErrorCode(err) == store.EUNAVAILABLE
+	if err != nil && !deferStart {
 		return err
 	}
 	manager, err := newDomainManager(cfg, db, log)
@@ -260,8 +282,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	if err := srv.RecordDeploy(ctx); err != nil {
-		return err
+	background, stopBackground := context.WithCancel(ctx)
+	defer stopBackground()
+	if !deferStart {
+		err = srv.RecordDeploy(ctx)
+		deferStart = store.ErrorCode(err) == store.EUNAVAILABLE
+		if err != nil && !deferStart {
+			return err
+		}
+	}
+	if deferStart {
+		go finishStart(background, db, srv, cfg.adminToken, log)
 	}
 
 	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
@@ -289,8 +320,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	handlers.SettleMemoryAfterStart(getenv("GOGC") != "")
 	printBanner(logOut, cfg, plainAddr, newToken)
 
-	background, stopBackground := context.WithCancel(ctx)
-	defer stopBackground()
 	go manager.Run(background)
 	go handlers.ReleaseMemoryWhenIdle(background, 5*time.Second)
 	if err := listeners.Serve(ctx); err != nil {
@@ -396,9 +425,11 @@ func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
 
 // openStore opens the PostgreSQL database of --database, or else the bbolt
 // file of --data.
-func openStore(ctx context.Context, cfg config) (store.Store, error) {
+func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, error) {
 	if cfg.database != "" {
-		db, err := postgres.Open(ctx, cfg.database, store.Options{})
+		db, err := postgres.Connect(ctx, cfg.database, store.Options{}, postgres.Config{
+			Timeouts: cfg.databaseTimeouts, MaxConns: cfg.databaseMaxConns, Logger: log, Background: true,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("opening the database %s: %w", cfg.dataDescription(), err)
 		}
@@ -421,4 +452,36 @@ func (c config) dataDescription() string {
 		return u.Redacted()
 	}
 	return "(a PostgreSQL database)"
+}
+
+// finishStart makes start-up's writes (the admin token, the deploy record)
+// once the database takes them, retrying with back-off until it does or
+// the service stops.
+func finishStart(ctx context.Context, db store.Store, srv *handlers.Server, adminToken string, log *slog.Logger) {
+	tokenDone := false
+	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
+		var err error
+		if !tokenDone {
+			var token string
+			token, err = db.EnsureAdminToken(ctx, adminToken)
+			if err == nil {
+				tokenDone = true
+				if token != "" {
+					log.Warn("generated the admin token (shown once: only its hash is stored)", "admin_token", token)
+				}
+			}
+		}
+		if err == nil {
+			if err = srv.RecordDeploy(ctx); err == nil {
+				log.Info("start-up's writes are done: the database takes writes")
+				return
+			}
+		}
+		log.Warn(fmt.Sprintf("start-up's writes wait for the database; retrying in %v", wait), "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }

@@ -2,18 +2,15 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"petstore/store"
 )
 
 // What an instance caches, and how it learns that another instance changed
-// it. Authenticating a request must not cost a query, so API keys and the
-// admin token's hash are held in memory, as the bbolt store does. Every
+// it. The admin token's hash is held in memory, as the bbolt store does
+// (API keys are looked up in the database: credentials.go). Every
 // write that changes them, or domains, settings or the project, bumps the
 // one-row changes table in its transaction, with the kind of change; each
 // instance polls that row, reloads the credentials when they changed, and
@@ -31,7 +28,6 @@ type cache struct {
 	// credentials is its count of credential changes as of keys and
 	// adminHash.
 	credentials int64
-	keys        map[[32]byte]store.APIKey
 	adminHash   []byte
 	listeners   []func()
 }
@@ -127,15 +123,14 @@ func (db *DB) catchUp(ctx context.Context) error {
 	return nil
 }
 
-// loadCredentials reads the API keys and the admin token's hash, as of one
-// snapshot, into the cache.
+// loadCredentials reads the admin token's hash, with the count of
+// credential changes it is as of, into the cache.
 func (db *DB) loadCredentials(ctx context.Context) error {
 	var (
 		credentials int64
 		hash        []byte
-		keys        = map[[32]byte]store.APIKey{}
 	)
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT version - other_version FROM changes WHERE id = 1`).Scan(&credentials); err != nil {
 			return err
 		}
@@ -143,17 +138,7 @@ func (db *DB) loadCredentials(ctx context.Context) error {
 		if err != nil && err != pgx.ErrNoRows {
 			return err
 		}
-		var k store.APIKey
-		var h []byte
-		rows, _ := tx.Query(ctx, `SELECT id, name, prefix, created_at, sha256 FROM api_keys`) // its error comes back from ForEachRow
-		_, err = pgx.ForEachRow(rows, []any{&k.ID, &k.Name, &k.Prefix, &k.CreatedAt, &h}, func() error {
-			if len(h) == sha256.Size {
-				k.CreatedAt = k.CreatedAt.UTC()
-				keys[[32]byte(h)] = k
-			}
-			return nil
-		})
-		return err
+		return nil
 	})
 	if err != nil {
 		return err
@@ -163,6 +148,6 @@ func (db *DB) loadCredentials(ctx context.Context) error {
 	if credentials < db.cache.credentials {
 		return nil // a newer load got here first
 	}
-	db.cache.credentials, db.cache.keys, db.cache.adminHash = credentials, keys, hash
+	db.cache.credentials, db.cache.adminHash = credentials, hash
 	return nil
 }
