@@ -105,6 +105,14 @@ func (c *conns) statement(ctx context.Context) (context.Context, context.CancelF
 }
 
 func (c *conns) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := c.exec(ctx, sql, args...)
+	if err != nil && deadBeforeRun(err) {
+		tag, err = c.exec(ctx, sql, args...) // as in Query
+	}
+	return tag, c.fail(ctx, err)
+}
+
+func (c *conns) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	conn, err := c.acquire(ctx)
 	if err != nil {
 		return pgconn.CommandTag{}, err
@@ -112,23 +120,59 @@ func (c *conns) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comma
 	defer conn.Release()
 	sctx, cancel := c.statement(ctx)
 	defer cancel()
-	tag, err := conn.Exec(sctx, sql, args...)
-	return tag, c.fail(ctx, err)
+	return conn.Exec(sctx, sql, args...)
 }
 
 func (c *conns) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	for attempt := 1; ; attempt++ {
+		rows, err := c.query(ctx, sql, args...)
+		if err != nil && attempt == 1 && deadBeforeRun(err) {
+			// The connection was dead before the statement ran (the
+			// database restarted, or terminated it): another one may do.
+			continue
+		}
+		if err != nil {
+			return nil, c.fail(ctx, err)
+		}
+		return rows, nil
+	}
+}
+
+// query runs a statement and reads its first row, so that a connection
+// found dead is known before anything was returned.
+func (c *conns) query(ctx context.Context, sql string, args ...any) (*connRows, error) {
 	conn, err := c.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	sctx, cancel := c.statement(ctx)
+	done := func() { cancel(); conn.Release() }
 	rows, err := conn.Query(sctx, sql, args...)
 	if err != nil {
-		cancel()
-		conn.Release()
-		return nil, c.fail(ctx, err)
+		done()
+		return nil, err
 	}
-	return &connRows{Rows: rows, c: c, ctx: ctx, done: func() { cancel(); conn.Release() }}, nil
+	r := &connRows{Rows: rows, c: c, ctx: ctx, done: done}
+	r.peeked = true
+	if r.first = rows.Next(); !r.first {
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			done()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// deadBeforeRun says that a statement failed because its connection was
+// dead before it ran: nothing was sent, or the server said at once that
+// it had ended the session.
+func deadBeforeRun(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	return pgconn.SafeToRetry(err)
 }
 
 func (c *conns) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
@@ -144,6 +188,9 @@ type connRows struct {
 	ctx    context.Context
 	done   func()
 	closed bool
+	// peeked: query has read the first row already; first says whether
+	// there was one.
+	peeked, first bool
 }
 
 func (r *connRows) Close() {
@@ -155,6 +202,14 @@ func (r *connRows) Close() {
 }
 
 func (r *connRows) Next() bool {
+	if r.peeked {
+		r.peeked = false
+		if r.first {
+			return true
+		}
+		r.Close()
+		return false
+	}
 	if r.Rows.Next() {
 		return true
 	}
@@ -232,17 +287,30 @@ func (c *conns) fail(ctx context.Context, err error) error {
 				return store.ErrorWithCause(err, store.EINVALID, "a text value holds a character that the database cannot store (such as U+0000)")
 			}
 			return err
-		case "08", "53", "57", "58", "40", "55", "25", "XX":
+		case "08", "57":
+			if pgErr.Code != "57014" {
+				c.lost()
+			}
+			return c.unavailable(ctx, err)
+		case "53", "58", "40", "55", "25", "XX":
 			return c.unavailable(ctx, err)
 		}
 		return err
 	}
 	if isConnectionFailure(err) {
 		c.health.metrics.sqlstate("08")
+		if !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
+			c.lost()
+		}
 		return c.unavailable(ctx, err)
 	}
 	return err
 }
+
+// lost closes the pool's idle connections after one of them turned out
+// dead: a restarted database or a failover kills them all, and each would
+// otherwise fail one request before the pool noticed.
+func (c *conns) lost() { c.pool.Reset() }
 
 // isConnectionFailure says that the database could not be reached, or that
 // the connection broke or timed out on the client's side.
