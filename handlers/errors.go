@@ -117,7 +117,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
 		s.failures.fail(clientKeyOf(c.Request().RemoteAddr), time.Now())
 	}
-	if body.Status >= 500 {
+	if body.Status >= 500 && !isProbe(c.Path()) {
 		s.log.Error("request failed",
 			"request_id", requestID(c),
 			"method", c.Request().Method,

@@ -77,6 +77,11 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			remote:    c.RealIP(),
 		}
 		s.metrics.observe(line.method, line.route, line.status, line.duration)
+		if isProbe(line.route) {
+			// Balancers ask several times a second: the metrics count the
+			// probes, and the store logs when readiness changes.
+			return nil
+		}
 		if line.status >= 500 {
 			line.level = slog.LevelError
 		}
@@ -88,6 +93,9 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		return nil
 	}
 }
+
+// isProbe says that route is a liveness or readiness probe.
+func isProbe(route string) bool { return route == "/healthz" || route == "/readyz" }
 
 // recoverPanics turns a panic into a 500 Error body, logged with its stack
 // and the request id; the client learns nothing of the internals.

@@ -29,7 +29,9 @@ type cache struct {
 	// adminHash.
 	credentials int64
 	adminHash   []byte
-	listeners   []func()
+	// identity is the database's system identifier and timeline.
+	identity  string
+	listeners []func()
 }
 
 // The kinds of change, as the changes row counts them: every change in
@@ -95,15 +97,27 @@ func everyTick(ctx context.Context, interval time.Duration, fn func()) {
 
 // catchUp reloads the credentials when they changed since they were
 // loaded, then tells the listeners when anything changed since they were
-// last told.
+// last told. A count that went backwards, or a database that is another
+// one (its system identifier or timeline changed: a restore, a
+// point-in-time recovery, a failover to a replica that had not seen every
+// change), reloads everything and tells the listeners.
 func (db *DB) catchUp(ctx context.Context) error {
 	var version, credentials int64
-	if err := db.pool.QueryRow(ctx, `SELECT version, version - other_version FROM changes WHERE id = 1`).Scan(&version, &credentials); err != nil {
+	var identity string
+	if err := db.pool.QueryRow(ctx, `SELECT version, version - other_version,
+		(SELECT system_identifier::text FROM pg_control_system()) || '/' || (SELECT timeline_id::text FROM pg_control_checkpoint())
+		FROM changes WHERE id = 1`).Scan(&version, &credentials, &identity); err != nil {
 		return err
 	}
-	db.cache.mu.RLock()
-	stale := credentials > db.cache.credentials
-	db.cache.mu.RUnlock()
+	db.cache.mu.Lock()
+	if version < db.cache.version || credentials < db.cache.credentials || (db.cache.identity != "" && identity != db.cache.identity) {
+		db.log.Warn("the database went back in time or is another one (a restore, a recovery or a failover): reloading what this instance caches",
+			"database", db.pool.name, "identity", identity, "was", db.cache.identity, "version", version, "was_version", db.cache.version)
+		db.cache.version, db.cache.credentials = -1, -1
+	}
+	db.cache.identity = identity
+	stale := credentials != db.cache.credentials
+	db.cache.mu.Unlock()
 	if stale {
 		if err := db.loadCredentials(ctx); err != nil {
 			return err

@@ -73,6 +73,7 @@ type conns struct {
 	t    Timeouts
 	// name is the database as logs name it: host(s) and database name.
 	name   string
+	hosts  int // in the URL
 	health *health
 }
 
@@ -82,14 +83,19 @@ func (c *conns) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 			return nil, err
 		}
 	}
-	actx, cancel := context.WithTimeout(ctx, c.t.Acquire)
+	wait := c.t.Acquire
+	if stat := c.pool.Stat(); stat.TotalConns() < stat.MaxConns() && stat.IdleConns() == 0 {
+		// A new connection: connecting has its own timeout, per host.
+		wait += time.Duration(c.hosts) * c.t.Connect
+	}
+	actx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	start := time.Now()
 	conn, err := c.pool.Acquire(actx)
 	c.health.metrics.acquired(time.Since(start), err)
 	if err != nil && ctx.Err() == nil && actx.Err() != nil {
 		stat := c.pool.Stat()
-		err = c.unavailable(ctx, fmt.Errorf("no connection of the pool (%d in use of %d) was free within %v: %w", stat.AcquiredConns(), stat.MaxConns(), c.t.Acquire, err))
+		err = c.unavailable(ctx, fmt.Errorf("no connection of the pool (%d in use of %d) was free within %v: %w", stat.AcquiredConns(), stat.MaxConns(), wait, err))
 		c.health.metrics.acquireTimeouts.Add(1)
 		return nil, err
 	}

@@ -100,12 +100,13 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(c.Timeouts.Statement.Milliseconds(), 10)
 	// A client that vanished mid-transaction must not hold its locks.
 	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(c.Timeouts.Transaction.Milliseconds(), 10)
+	new(goodHost).install(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	db := &DB{
-		pool: &conns{pool: pool, t: c.Timeouts, name: databaseName(cfg), health: &health{
+		pool: &conns{pool: pool, t: c.Timeouts, name: databaseName(cfg), hosts: 1 + len(cfg.ConnConfig.Fallbacks), health: &health{
 			initErr: store.Errorf(store.EUNAVAILABLE, "the database has not been reached yet since start"),
 		}},
 		now: opts.Now, log: c.Logger, ready: make(chan struct{}),
@@ -189,6 +190,13 @@ func (db *DB) retryStart(bg context.Context) {
 		if err == nil {
 			db.log.Info("the database is reached: the store is ready", "database", db.pool.name)
 			db.started(bg)
+			// Whoever failed to read while it was unreachable reads now.
+			db.cache.mu.RLock()
+			listeners := db.cache.listeners
+			db.cache.mu.RUnlock()
+			for _, fn := range listeners {
+				fn()
+			}
 			return
 		}
 		wait = min(2*wait, 10*time.Second)

@@ -35,6 +35,7 @@ type Cluster struct {
 	dir  string // the temporary folder: data and socket
 	bin  string // where initdb and pg_ctl are
 	port int
+	opts string // the server's options, for Resume
 	dbs  atomic.Int64
 }
 
@@ -105,6 +106,38 @@ func (c *Cluster) url(name string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, name)
 }
 
+// Halt stops the server (a fast shutdown: sessions are ended) and keeps
+// its data, for tests of a database that goes away and comes back.
+func (c *Cluster) Halt() error {
+	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-m", "fast", "-w", "stop")
+}
+
+// Resume starts a halted server again on its port.
+func (c *Cluster) Resume() error {
+	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-o", c.opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start")
+}
+
+// Bin is the folder of PostgreSQL's programs (pg_dump, pg_restore).
+func (c *Cluster) Bin() string { return c.bin }
+
+// Private starts a cluster of the test's own, for a test that stops or
+// changes it, and stops it at the end of the test.
+func Private(tb testing.TB) *Cluster {
+	tb.Helper()
+	c, err := Start(false)
+	if errors.Is(err, ErrNotInstalled) {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("PostgreSQL is not installed, so the PostgreSQL tests cannot run: %s", InstallHint)
+		}
+		tb.Skipf("PostgreSQL is not installed: %s", InstallHint)
+	}
+	if err != nil {
+		tb.Fatalf("starting a private PostgreSQL cluster: %v", err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
 // Stop stops the server and removes its folder.
 func (c *Cluster) Stop() {
 	_ = runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop")
@@ -163,6 +196,7 @@ func (c *Cluster) start(durable bool) error {
 			return err
 		}
 		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300%s", c.port, c.dir, speed)
+		c.opts = opts
 		if err = runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start"); err == nil {
 			return nil
 		}
