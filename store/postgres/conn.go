@@ -112,7 +112,7 @@ func (c *conns) statement(ctx context.Context) (context.Context, context.CancelF
 
 func (c *conns) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	tag, err := c.exec(ctx, sql, args...)
-	if err != nil && deadBeforeRun(err) {
+	for attempt := 2; err != nil && attempt <= 3 && noEffect(err); attempt++ {
 		tag, err = c.exec(ctx, sql, args...) // as in Query
 	}
 	return tag, c.fail(ctx, err)
@@ -132,9 +132,11 @@ func (c *conns) exec(ctx context.Context, sql string, args ...any) (pgconn.Comma
 func (c *conns) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	for attempt := 1; ; attempt++ {
 		rows, err := c.query(ctx, sql, args...)
-		if err != nil && attempt == 1 && deadBeforeRun(err) {
-			// The connection was dead before the statement ran (the
-			// database restarted, or terminated it): another one may do.
+		if err != nil && attempt < 3 && noEffect(err) {
+			// The statement had no effect: its connection was dead before
+			// it ran (the database restarted, or ended the session), or
+			// PostgreSQL rolled it back for a deadlock or a serialization
+			// failure. Running it again is safe.
 			continue
 		}
 		if err != nil {
@@ -170,13 +172,17 @@ func (c *conns) query(ctx context.Context, sql string, args ...any) (*connRows, 
 	return r, nil
 }
 
-// deadBeforeRun says that a statement failed because its connection was
-// dead before it ran: nothing was sent, or the server said at once that
-// it had ended the session.
-func deadBeforeRun(err error) bool {
+// noEffect says that a statement failed without effect: nothing was
+// sent, the server said it had ended the session, or it rolled the
+// statement back for a deadlock or a serialization failure.
+func noEffect(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+		switch pgErr.Code {
+		case "57P01", "57P02", "57P03", "40001", "40P01":
+			return true
+		}
+		return false
 	}
 	return pgconn.SafeToRetry(err)
 }
