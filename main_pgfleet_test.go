@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,5 +343,64 @@ func TestKeysAcrossInstances(t *testing.T) {
 		if code, body := callFrom(t, src, b, "POST", "/categories", `{"name":"c"}`, "X-API-Key", k.Secret); code != 401 {
 			t.Fatalf("trial %d: a key revoked on A, on B right after the 204: %d %s", i, code, body)
 		}
+	}
+}
+
+// TestRestoreOfAnOlderDump: a dump restored under a running instance (the
+// README's restore steps) takes effect for credentials at once: a key
+// created after the dump is refused, a key in the dump works, and a key
+// revoked after the restore is refused at once; the instance notices that
+// the change counter went back and reloads what it caches.
+func TestRestoreOfAnOlderDump(t *testing.T) {
+	databaseURL := pgtest.URL(t)
+	in := start(t, nil, pgFlags(databaseURL)...)
+	kept := createKeyWithID(t, in, "in the dump")
+	dump := t.TempDir() + "/petstore.dump"
+	runTool(t, pgtest.Program("pg_dump"), "--format=custom", "--file="+dump, databaseURL)
+	later := createKeyWithID(t, in, "after the dump")
+	if code, body := in.call(t, "POST", "/categories", `{"name":"c"}`, "X-API-Key", later.Secret); code != 201 {
+		t.Fatalf("the later key before the restore: %d %s", code, body)
+	}
+
+	runTool(t, pgtest.Program("pg_restore"), "--clean", "--if-exists", "--single-transaction", "--dbname="+databaseURL, dump)
+	if code, body := callFrom(t, "127.0.0.9", in, "POST", "/categories", `{"name":"c"}`, "X-API-Key", later.Secret); code != 401 {
+		t.Errorf("a key absent from the restored dump, right after the restore: %d %s", code, body)
+	}
+	if code, body := in.call(t, "POST", "/categories", `{"name":"c"}`, "X-API-Key", kept.Secret); code != 201 {
+		t.Errorf("a key in the restored dump: %d %s", code, body)
+	}
+	if code, body := in.call(t, "DELETE", fmt.Sprintf("/admin/api-keys/%d", kept.ID), "", adminAuth...); code != 204 {
+		t.Fatalf("revoking after the restore: %d %s", code, body)
+	}
+	if code, body := callFrom(t, "127.0.0.10", in, "POST", "/categories", `{"name":"c"}`, "X-API-Key", kept.Secret); code != 401 {
+		t.Errorf("a key revoked after the restore: %d %s", code, body)
+	}
+	waitFor(t, "the instance notices the counter went back", 10*time.Second, func() bool {
+		return strings.Contains(in.out.String(), "went back in time")
+	})
+}
+
+type keyWithID struct {
+	ID     int64
+	Secret string
+}
+
+func createKeyWithID(t *testing.T, in *instance, name string) keyWithID {
+	t.Helper()
+	code, body := in.call(t, "POST", "/admin/api-keys", `{"name":"`+name+`"}`, adminAuth...)
+	var k keyWithID
+	if err := json.Unmarshal([]byte(body), &k); code != 201 || err != nil {
+		t.Fatalf("creating a key: %d %s", code, body)
+	}
+	return k
+}
+
+// runTool runs one of PostgreSQL's programs, failing the test with its
+// output when it fails.
+func runTool(t *testing.T, name string, args ...string) {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}
 }

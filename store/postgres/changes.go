@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,9 +30,11 @@ type cache struct {
 	// adminHash.
 	credentials int64
 	adminHash   []byte
-	// identity is the database's system identifier and timeline.
-	identity  string
-	listeners []func()
+	// identity is the database's system identifier and timeline;
+	// noIdentity is set when the role may not read them.
+	identity   string
+	noIdentity atomic.Bool
+	listeners  []func()
 }
 
 // The kinds of change, as the changes row counts them: every change in
@@ -104,9 +107,19 @@ func everyTick(ctx context.Context, interval time.Duration, fn func()) {
 func (db *DB) catchUp(ctx context.Context) error {
 	var version, credentials int64
 	var identity string
-	if err := db.pool.QueryRow(ctx, `SELECT version, version - other_version,
+	query := `SELECT version, version - other_version,
 		(SELECT system_identifier::text FROM pg_control_system()) || '/' || (SELECT timeline_id::text FROM pg_control_checkpoint())
-		FROM changes WHERE id = 1`).Scan(&version, &credentials, &identity); err != nil {
+		FROM changes WHERE id = 1`
+	if db.cache.noIdentity.Load() {
+		query = `SELECT version, version - other_version, '' FROM changes WHERE id = 1`
+	}
+	err := db.pool.QueryRow(ctx, query).Scan(&version, &credentials, &identity)
+	if violates(err, "42501") && !db.cache.noIdentity.Swap(true) {
+		// A role that may not read the control data: the counts alone.
+		db.log.Warn("the database's identity (system identifier, timeline) cannot be read by this role: a restore or failover is found from the change counter alone; GRANT pg_monitor to the role to find it from the identity too", "database", db.pool.name)
+		return db.catchUp(ctx)
+	}
+	if err != nil {
 		return err
 	}
 	db.cache.mu.Lock()

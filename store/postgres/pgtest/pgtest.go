@@ -117,8 +117,20 @@ func (c *Cluster) Resume() error {
 	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-o", c.opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start")
 }
 
-// Bin is the folder of PostgreSQL's programs (pg_dump, pg_restore).
-func (c *Cluster) Bin() string { return c.bin }
+// Program is the path of one of PostgreSQL's programs (pg_dump,
+// pg_restore, pg_basebackup), from the installation the clusters use.
+func Program(name string) string {
+	if p := filepath.Join(findBin(), name); fileExists(p) {
+		return p
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	if len(matches) > 0 {
+		return matches[len(matches)-1]
+	}
+	return name
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // Private starts a cluster of the test's own, for a test that stops or
 // changes it, and stops it at the end of the test.
