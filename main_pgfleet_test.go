@@ -156,6 +156,13 @@ func TestLockedTableAnswers503(t *testing.T) {
 		t.Errorf("no log line names the statement timeout's SQLSTATE:\n%s", in.out)
 	}
 
+	code, metrics := in.call(t, "GET", "/metrics", "", adminAuth...)
+	for _, want := range []string{`petstore_db_errors_total{class="57"}`, `petstore_db_connections{state="max"} 16`, "petstore_db_unavailable_total ", "petstore_db_acquire_wait_seconds_total "} {
+		if code != 200 || !strings.Contains(metrics, want) {
+			t.Errorf("/metrics (%d) has no %s", code, want)
+		}
+	}
+
 	if err := lock.Rollback(context.Background()); err != nil {
 		t.Fatal(err)
 	}

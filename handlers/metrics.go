@@ -121,6 +121,20 @@ var (
 		"Client connections open, on every listener.", nil, nil)
 	connsClosedDesc = prometheus.NewDesc("petstore_connections_closed_total",
 		"Connections the service closed to keep descriptors free: client_cap (the client was at --max-client-conns), idle (idle, closed because descriptors ran short), refused (new, with descriptors short and nothing idle).", []string{"reason"}, nil)
+	dbConnsDesc = prometheus.NewDesc("petstore_db_connections",
+		"Connections of the database pool (PostgreSQL), by state: in_use, idle, max (the pool's size).", []string{"state"}, nil)
+	dbWaitingDesc = prometheus.NewDesc("petstore_db_acquire_waiting",
+		"Requests waiting for a connection of the database pool now.", nil, nil)
+	dbAcquiresDesc = prometheus.NewDesc("petstore_db_acquires_total",
+		"Connections of the database pool handed out.", nil, nil)
+	dbWaitDesc = prometheus.NewDesc("petstore_db_acquire_wait_seconds_total",
+		"Time spent waiting for connections of the database pool.", nil, nil)
+	dbTimeoutsDesc = prometheus.NewDesc("petstore_db_acquire_timeouts_total",
+		"Waits for a connection of the database pool that ran past --database-acquire-timeout.", nil, nil)
+	dbUnavailableDesc = prometheus.NewDesc("petstore_db_unavailable_total",
+		"Requests answered 503 database_unavailable: timeouts, lost connections, an unreachable database.", nil, nil)
+	dbErrorsDesc = prometheus.NewDesc("petstore_db_errors_total",
+		"Errors from the database, by SQLSTATE class (08: connection, 23: constraint, 40: rollback, 53: resources, 57: operator intervention).", []string{"class"}, nil)
 	upDesc = prometheus.NewDesc("petstore_up",
 		"1 while the service is up and its store answers.", nil, nil)
 )
@@ -136,11 +150,46 @@ func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- connsOpenDesc
 	ch <- connsClosedDesc
 	ch <- upDesc
+	ch <- dbConnsDesc
+	ch <- dbWaitingDesc
+	ch <- dbAcquiresDesc
+	ch <- dbWaitDesc
+	ch <- dbTimeoutsDesc
+	ch <- dbUnavailableDesc
+	ch <- dbErrorsDesc
+}
+
+// poolStats is a store with a pool of database connections (PostgreSQL).
+type poolStats interface{ PoolStats() store.PoolStats }
+
+// collectPool reports the database pool first: a database that is down
+// fails the store's other metrics, and these say why.
+func collectPool(st store.PoolStats, ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge(dbConnsDesc, float64(st.InUse), "in_use")
+	gauge(dbConnsDesc, float64(st.Idle), "idle")
+	gauge(dbConnsDesc, float64(st.Max), "max")
+	gauge(dbWaitingDesc, float64(st.Waiting))
+	counter(dbAcquiresDesc, float64(st.Acquires))
+	counter(dbWaitDesc, st.AcquireWait.Seconds())
+	counter(dbTimeoutsDesc, float64(st.AcquireTimeouts))
+	counter(dbUnavailableDesc, float64(st.Unavailable))
+	for class, n := range st.ErrorsByClass {
+		counter(dbErrorsDesc, float64(n), class)
+	}
 }
 
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if p, ok := c.s.store.(poolStats); ok {
+		collectPool(p.PoolStats(), ch)
+	}
 	size, err := c.s.store.Size(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(storeSizeDesc, err)

@@ -90,9 +90,9 @@ func (c *conns) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	}
 	actx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	start := time.Now()
+	c.health.metrics.waiting.Add(1)
 	conn, err := c.pool.Acquire(actx)
-	c.health.metrics.acquired(time.Since(start), err)
+	c.health.metrics.waiting.Add(-1)
 	if err != nil && ctx.Err() == nil && actx.Err() != nil {
 		stat := c.pool.Stat()
 		err = c.unavailable(ctx, fmt.Errorf("no connection of the pool (%d in use of %d) was free within %v: %w", stat.AcquiredConns(), stat.MaxConns(), wait, err))
@@ -425,13 +425,31 @@ func (h *health) recentFailure(window time.Duration) string {
 
 // metrics counts what the pool's own statistics do not.
 type metrics struct {
+	waiting         atomic.Int64
 	acquireTimeouts atomic.Int64
 	unavailable     atomic.Int64
 	mu              sync.Mutex
 	byClass         map[string]int64
 }
 
-func (m *metrics) acquired(time.Duration, error) {}
+// PoolStats describes the pool, for the service's metrics.
+func (db *DB) PoolStats() store.PoolStats {
+	stat := db.pool.pool.Stat()
+	m := &db.pool.health.metrics
+	out := store.PoolStats{
+		InUse: int(stat.AcquiredConns()), Idle: int(stat.IdleConns()), Max: int(stat.MaxConns()),
+		Waiting:  int(m.waiting.Load()),
+		Acquires: stat.AcquireCount(), AcquireWait: stat.AcquireDuration(),
+		AcquireTimeouts: m.acquireTimeouts.Load(), Unavailable: m.unavailable.Load(),
+		ErrorsByClass: map[string]int64{},
+	}
+	m.mu.Lock()
+	for k, v := range m.byClass {
+		out.ErrorsByClass[k] = v
+	}
+	m.mu.Unlock()
+	return out
+}
 
 func (m *metrics) sqlstate(code string) {
 	m.mu.Lock()
