@@ -85,37 +85,58 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	var c config
 	fs := flag.NewFlagSet("petstore", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&c.listen, "listen", "localhost:8080", "plain-HTTP listener (development, or behind a TLS-terminating proxy)")
-	fs.StringVar(&c.data, "data", "./petstore.db", "the bbolt data file")
-	fs.StringVar(&c.database, "database", "", "postgres:// URL of a PostgreSQL database that several instances share, instead of the bbolt file")
-	fs.DurationVar(&c.databaseTimeouts.Connect, "database-connect-timeout", postgres.DefaultTimeouts.Connect, "how long connecting to one host of --database may take; a multi-host URL then tries the next host")
-	fs.DurationVar(&c.databaseTimeouts.Acquire, "database-acquire-timeout", postgres.DefaultTimeouts.Acquire, "how long a request waits for a free connection of the pool before it gets 503 database_unavailable")
-	fs.DurationVar(&c.databaseTimeouts.Statement, "database-statement-timeout", postgres.DefaultTimeouts.Statement, "how long one statement may run (PostgreSQL's statement_timeout) before the request gets 503 database_unavailable")
-	fs.DurationVar(&c.databaseTimeouts.Transaction, "database-transaction-timeout", postgres.DefaultTimeouts.Transaction, "how long one transaction, its commit included, may take before the request gets 503 database_unavailable")
-	fs.IntVar(&c.databaseMaxConns, "database-max-conns", 0, "connections this instance's pool may open to --database (default: the URL's pool_max_conns, else 16); keeps the URL one that pg_dump and psql accept")
-	fs.StringVar(&c.domain, "domain", "", "platform domain: the project is served at <slug>.<domain>; empty for development on localhost")
-	fs.StringVar(&c.cnameTarget, "cname-target", "", "the value customers' CNAME records must have (default cname.<domain>)")
-	fs.Var(&c.publicIPs, "public-ip", "public address shown as the A/AAAA fallback for apex domains (repeatable or comma-separated)")
-	fs.StringVar(&c.httpsListen, "https-listen", "", "TLS listener with automatic certificates, e.g. :443")
-	fs.StringVar(&c.httpListen, "http-listen", "", "HTTP listener beside it for ACME challenges and redirects to HTTPS, e.g. :80")
-	fs.Var(&c.acmeCAs, "acme-ca", "ACME directory URL (repeatable or comma-separated: tried in order for each certificate; default Let's Encrypt)")
-	fs.StringVar(&c.acmeCARoot, "acme-ca-root", "", "PEM file of extra roots to trust for the ACME CAs")
-	fs.DurationVar(&c.renewInterval, "renew-interval", 10*time.Minute, "how often certificate maintenance looks for certificates to renew")
-	fs.StringVar(&c.acmeEmail, "acme-email", "", "ACME account contact")
-	fs.StringVar(&c.acmeProfile, "acme-profile", "", "ACME certificate profile to ask for (empty: the CA's default)")
-	fs.Var(&c.acmeCAAIdentities, "acme-caa-identity", "issuer domain the CA accepts in CAA records (repeatable; default: the CA directory's meta.caaIdentities)")
-	fs.Var(&c.dnsResolvers, "dns-resolver", "host:port DNS server to start from (repeatable or comma-separated; default: the system's)")
-	fs.BoolVar(&c.dnsAllowPrivate, "dns-allow-private", false, "also ask domains' nameservers whose addresses (from NS records and glue) are loopback, private or link-local (for tests; --dns-resolver is always asked)")
-	fs.BoolVar(&c.allowTestTLDs, "allow-test-tlds", false, "let names under .test be added as custom domains (tests and staging with their own DNS and CA; no public CA issues for them)")
-	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
-	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
-	fs.IntVar(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
-	fs.Var(&c.proxyProtocolFrom, "proxy-protocol-from", "address or CIDR range of a TCP load balancer whose connections, on every listener, begin with a PROXY protocol header (v1 or v2) naming the client (repeatable or comma-separated; default: none, no header read)")
-	fs.IntVar(&c.maxClientConns, "max-client-conns", handlers.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
-	fs.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this file until shutdown (for diagnosis; read it with go tool pprof)")
-	fs.BoolVar(&c.logJSON, "log-json", false, "write logs as JSON lines instead of key=value text")
-	fs.Var(&c.corsOrigins, "cors-origin", "origin (scheme://host[:port], or *) whose browser scripts may call the public API (repeatable or comma-separated; default: none)")
+	flags := newGroupedFlags(fs, serveUsage)
+	basics := flags.group("Basics")
+	basics.String(&c.listen, "listen", "localhost:8080", "plain-HTTP `host:port` to listen on (development, or behind a TLS-terminating proxy)")
+	basics.String(&c.data, "data", "./petstore.db", "the bbolt data `file`; created at first start")
+	basics.String(&c.adminToken, "admin-token", "", "admin bearer `token` for the admin API and dashboard, at least 32 characters; giving one replaces the stored one").
+		DefaultMeans("generated at first start and printed once")
+	basics.List(&c.corsOrigins, "cors-origin", "`origin` (scheme://host[:port], or *) whose browser scripts may call the public API (repeatable or comma-separated)").
+		DefaultMeans("none (CORS off)")
+	basics.Bool(&c.logJSON, "log-json", "write logs as JSON lines instead of key=value text")
+
+	tls := flags.group("TLS and custom domains")
+	tls.String(&c.domain, "domain", "", "platform `domain`: the project is served at <slug>.<domain>").
+		DefaultMeans("none: development, served at localhost")
+	tls.String(&c.httpsListen, "https-listen", "", "TLS `host:port` with automatic certificates, :443 in production")
+	tls.String(&c.httpListen, "http-listen", "", "HTTP `host:port` beside it for ACME challenges and redirects to HTTPS, :80 in production")
+	tls.String(&c.cnameTarget, "cname-target", "", "the `name` customers' CNAME records must point at").
+		DefaultMeans("cname.<domain>")
+	tls.List(&c.publicIPs, "public-ip", "public `address` shown as the A/AAAA fallback for apex domains (repeatable or comma-separated)")
+	tls.String(&c.acmeEmail, "acme-email", "", "ACME account contact `address`")
+	tls.List(&c.acmeCAs, "acme-ca", "ACME directory `URL` (repeatable or comma-separated: tried in order for each certificate)").
+		DefaultMeans("Let's Encrypt, " + domains.DefaultCA)
+	tls.String(&c.acmeCARoot, "acme-ca-root", "", "PEM `file` of extra roots to trust for the ACME CAs (test CAs)")
+	tls.String(&c.acmeProfile, "acme-profile", "", "ACME certificate `profile` to ask for").
+		DefaultMeans("the CA's default")
+	tls.List(&c.acmeCAAIdentities, "acme-caa-identity", "issuer `domain` the CA accepts in CAA records (repeatable)").
+		DefaultMeans("the CA directory's meta.caaIdentities")
+	tls.Duration(&c.renewInterval, "renew-interval", 10*time.Minute, "how often certificate maintenance looks for certificates to renew")
+	tls.List(&c.dnsResolvers, "dns-resolver", "`host:port` of a DNS server to start from (repeatable or comma-separated)").
+		DefaultMeans("the system's")
+
+	limits := flags.group("Limits")
+	limits.Float64(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
+	limits.Int(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
+	limits.Int(&c.maxClientConns, "max-client-conns", handlers.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
+	limits.Duration(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
+
+	instances := flags.group("Several instances")
+	instances.String(&c.database, "database", "", "postgres:// `URL` of a PostgreSQL database that several instances share, instead of --data").
+		DefaultMeans("none: the bbolt file of --data")
+	instances.Duration(&c.databaseTimeouts.Connect, "database-connect-timeout", postgres.DefaultTimeouts.Connect, "how long connecting to one host of --database may take; a multi-host URL then tries the next host")
+	instances.Duration(&c.databaseTimeouts.Acquire, "database-acquire-timeout", postgres.DefaultTimeouts.Acquire, "how long a request waits for a free connection of the pool before it gets 503 database_unavailable")
+	instances.Duration(&c.databaseTimeouts.Statement, "database-statement-timeout", postgres.DefaultTimeouts.Statement, "how long one statement may run (PostgreSQL's statement_timeout) before the request gets 503 database_unavailable")
+	instances.Duration(&c.databaseTimeouts.Transaction, "database-transaction-timeout", postgres.DefaultTimeouts.Transaction, "how long one transaction, its commit included, may take before the request gets 503 database_unavailable")
+	instances.Int(&c.databaseMaxConns, "database-max-conns", 0, "connections this instance's pool may open to --database; keeps the URL one that pg_dump and psql accept").
+		DefaultMeans("the URL's pool_max_conns, else 16")
+	instances.List(&c.proxyProtocolFrom, "proxy-protocol-from", "`address` or CIDR range of a TCP load balancer whose connections, on every listener, begin with a PROXY protocol header (v1 or v2) naming the client (repeatable or comma-separated)").
+		DefaultMeans("none: no header is read")
+
+	development := flags.group("Development and tests")
+	development.Bool(&c.allowTestTLDs, "allow-test-tlds", "let names under .test be added as custom domains (tests and staging with their own DNS and CA)")
+	development.Bool(&c.dnsAllowPrivate, "dns-allow-private", "also ask domains' nameservers at loopback, private or link-local addresses (--dns-resolver is always asked)")
+	development.String(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this `file` until shutdown (read it with go tool pprof)")
 	given, err := parseFlags(fs, args, getenv)
 	if err != nil {
 		return c, err
@@ -183,7 +204,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (gi
 	given = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	fs.VisitAll(func(f *flag.Flag) {
-		name := "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		name := envName(f.Name)
 		if v := getenv(name); v != "" && !given[f.Name] && err == nil {
 			if setErr := fs.Set(f.Name, v); setErr != nil {
 				err = fmt.Errorf("%s: %w", name, setErr)
