@@ -300,6 +300,10 @@ func (db *DB) migrate(ctx context.Context) error {
 	})
 }
 
+// longTxKey marks the context of a transaction that the transaction
+// timeout does not bound (Import, which petstore migrate runs).
+type longTxKey struct{}
+
 // maxTxAttempts bounds tx's retries of a transaction that did not commit.
 const maxTxAttempts = 5
 
@@ -333,6 +337,9 @@ func (db *DB) txWith(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) er
 // retried.
 func (db *DB) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) (err error, retry bool) {
 	tctx, cancel := context.WithTimeout(ctx, db.pool.t.Transaction)
+	if ctx.Value(longTxKey{}) != nil {
+		tctx, cancel = context.WithCancel(ctx)
+	}
 	defer cancel()
 	tx, conn, err := db.pool.begin(tctx, opts)
 	if err != nil {
