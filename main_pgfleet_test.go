@@ -411,3 +411,53 @@ func runTool(t *testing.T, name string, args ...string) {
 		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}
 }
+
+// TestBlockedCommits: a primary that waits for a synchronous standby that
+// is not there blocks every commit. Writes get 503 JSON after the
+// timeouts, reads go on, /readyz names the cause and the log says it once;
+// when the setting goes, the instance is ready again by itself.
+func TestBlockedCommits(t *testing.T) {
+	cluster := pgtest.PrivateDurable(t)
+	databaseURL, err := cluster.NewDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := start(t, nil, pgFlags(databaseURL)...)
+	key := createKey(t, in, "sync")
+	side, err := pgx.Connect(context.Background(), databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close(context.Background())
+	setStandbys := func(names string) {
+		t.Helper()
+		if _, err := side.Exec(context.Background(), `ALTER SYSTEM SET synchronous_standby_names = '`+names+`'`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := side.Exec(context.Background(), `SELECT pg_reload_conf()`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setStandbys("gone_standby")
+	// The reload reaches each session in its own time: readiness first.
+	waitFor(t, "/readyz names the synchronous standby", 10*time.Second, func() bool {
+		code, body, _ := in.get(t, "GET", "/readyz", "")
+		return code == 503 && strings.Contains(body, "synchronous standby")
+	})
+	code, body, header := in.get(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key)
+	wantUnavailable(t, "a write while commits are blocked", code, body, header)
+	if code, body := in.call(t, "GET", "/categories", ""); code != 200 {
+		t.Errorf("a read while commits are blocked: %d %s", code, body)
+	}
+	if n := strings.Count(in.out.String(), "not ready: commits wait for a synchronous standby"); n != 1 {
+		t.Errorf("the log names the blocked commits %d times, want once:\n%s", n, in.out)
+	}
+	setStandbys("")
+	waitFor(t, "ready again", 15*time.Second, func() bool {
+		code, _, _ := in.get(t, "GET", "/readyz", "")
+		return code == 200
+	})
+	if code, body := in.call(t, "POST", "/categories", `{"name":"cats"}`, "X-API-Key", key); code != 201 {
+		t.Errorf("a write once commits are no longer blocked: %d %s", code, body)
+	}
+}

@@ -78,10 +78,16 @@ func (db *DB) ping(ctx context.Context) error {
 func (db *DB) runProbe(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
-	var standby bool
+	var standby, noStandby bool
 	var waiting int
+	// noStandby: commits must wait for a synchronous standby and none is
+	// connected at all (pg_stat_replication's rows are visible to every
+	// role, though most of their columns are not).
 	err := db.pool.QueryRow(pctx, `SELECT pg_is_in_recovery(),
-		(SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND state_change < now() - interval '1 second')`).Scan(&standby, &waiting)
+		(SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND state_change < now() - interval '1 second'),
+		current_setting('synchronous_standby_names') <> ''
+			AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')
+			AND NOT EXISTS (SELECT 1 FROM pg_stat_replication)`).Scan(&standby, &waiting, &noStandby)
 	switch {
 	case err != nil && pctx.Err() != nil:
 		stat := db.pool.pool.Stat()
@@ -97,8 +103,8 @@ func (db *DB) runProbe(ctx context.Context) error {
 		return store.ErrorWithCause(err, store.EUNAVAILABLE, "the readiness probe failed: %s", reason(err, db.pool.t))
 	case standby:
 		return store.Errorf(store.EUNAVAILABLE, "the database is a read-only standby; the URL should name the primary (target_session_attrs=read-write)")
-	case waiting > 0:
-		return store.Errorf(store.EUNAVAILABLE, "%s", fmt.Sprintf("commits wait for a synchronous standby that does not confirm them (%d sessions waiting; see synchronous_standby_names)", waiting))
+	case waiting > 0 || noStandby:
+		return store.Errorf(store.EUNAVAILABLE, "%s", fmt.Sprintf("commits wait for a synchronous standby that does not confirm them (%d sessions waiting, no standby connected: see synchronous_standby_names)", waiting))
 	}
 	return nil
 }

@@ -136,7 +136,19 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // changes it, and stops it at the end of the test.
 func Private(tb testing.TB) *Cluster {
 	tb.Helper()
-	c, err := Start(false)
+	return private(tb, false)
+}
+
+// PrivateDurable is Private with PostgreSQL's durable defaults
+// (synchronous commits among them), for a test of commits.
+func PrivateDurable(tb testing.TB) *Cluster {
+	tb.Helper()
+	return private(tb, true)
+}
+
+func private(tb testing.TB, durable bool) *Cluster {
+	tb.Helper()
+	c, err := Start(durable)
 	if errors.Is(err, ErrNotInstalled) {
 		if os.Getenv("CI") != "" {
 			tb.Fatalf("PostgreSQL is not installed, so the PostgreSQL tests cannot run: %s", InstallHint)
