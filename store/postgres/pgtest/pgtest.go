@@ -117,6 +117,45 @@ func (c *Cluster) Resume() error {
 	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-o", c.opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start")
 }
 
+// NewStandby starts a streaming replica of the cluster (pg_basebackup
+// with -R), on a port of its own, stopped at the end of the test.
+func (c *Cluster) NewStandby(tb testing.TB) *Cluster {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "petstore-pg-standby-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Cluster{dir: dir, bin: c.bin}
+	tb.Cleanup(s.Stop)
+	if err := giveToPostgres(dir); err != nil {
+		tb.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	if err := runAsPostgres(Program("pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(c.port), "-U", "postgres",
+		"-D", data, "-R", "-X", "stream", "--no-sync", "--checkpoint=fast"); err != nil {
+		tb.Fatalf("pg_basebackup: %v", err)
+	}
+	for range 5 {
+		if s.port, err = FreePort(); err != nil {
+			tb.Fatal(err)
+		}
+		s.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c full_page_writes=off", s.port, dir)
+		if err = s.Resume(); err == nil {
+			return s
+		}
+	}
+	tb.Fatalf("starting the standby: %v", err)
+	return nil
+}
+
+// Promote makes a standby the primary, and waits until it takes writes.
+func (c *Cluster) Promote() error {
+	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-w", "promote")
+}
+
+// Addr is the cluster's host:port.
+func (c *Cluster) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)) }
+
 // Program is the path of one of PostgreSQL's programs (pg_dump,
 // pg_restore, pg_basebackup), from the installation the clusters use.
 func Program(name string) string {
