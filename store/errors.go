@@ -24,6 +24,9 @@ const (
 	ENOTSUPPORTED = "not_supported"
 	// EGONE: what the cursor points after is no longer kept.
 	EGONE = "gone"
+	// EUNAVAILABLE: the database did not answer in time, or could not be
+	// reached; nothing is known to have been written, and a retry may work.
+	EUNAVAILABLE = "database_unavailable"
 )
 
 // Error is an application error: a machine-readable code and a message that is

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,7 +112,7 @@ func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
 // RecordEvent records an event of no entity's change.
 func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64) (store.Event, error) {
 	var out store.Event
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	err := db.tx(ctx, func(tx pgx.Tx) error {
 		var err error
 		out, _, err = scanEvent(tx.QueryRow(ctx, `INSERT INTO events (type, created_at, target, data) VALUES ($1, $2, $3, $4)
 			RETURNING `+eventCols, e.Type, db.now(), to, []byte(e.Data)))
@@ -214,4 +215,33 @@ func emitDomain(tx pgx.Tx, old, updated *store.Domain) error {
 		}
 	}
 	return nil
+}
+
+// The single-statement writes (pets.go, orders.go) insert their event in
+// the same statement, as a data-modifying CTE, so that it commits with the
+// change without a second round trip. An entity the statement creates has
+// its id only as the statement runs: its event data is passed without the
+// id (afterID) and completed in SQL (dataWithID).
+
+// afterID is the event data of an entity created with id 0, less its
+// leading `{"id":0`.
+func afterID(data []byte) []byte {
+	const prefix = `{"id":0`
+	if !bytes.HasPrefix(data, []byte(prefix)) {
+		panic("postgres: event data does not begin with the id: " + string(data))
+	}
+	return data[len(prefix):]
+}
+
+// dataWithID is the SQL of the event data whose id is idExpr and whose
+// rest (afterID) is the bytea parameter param.
+func dataWithID(idExpr, param string) string {
+	return `convert_to('{"id":' || ` + idExpr + `, 'UTF8') || ` + param + `::bytea`
+}
+
+// inventoryData is the SQL of an inventory event's data, as
+// store.InventoryItem.AppendJSON writes it, from a row of inventory named
+// r (a status is one of a few plain words, checked by the schema).
+func inventoryData(r string) string {
+	return `convert_to('{"petId":' || ` + r + `.pet_id || ',"quantity":' || ` + r + `.quantity || ',"status":"' || ` + r + `.status || '"}', 'UTF8')`
 }
