@@ -139,6 +139,7 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		return
 	}
 	m.Authoritative = true
+	defer s.write(w, req, m)
 	switch {
 	case name == s.zone:
 		switch q.Qtype {
@@ -167,6 +168,19 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		default:
 			m.Ns = []dns.RR{s.soa}
 		}
+	}
+}
+
+// write sends m, over UDP within the size the client announced (512
+// bytes without EDNS0), truncated with TC set beyond it: an answer never
+// outgrows what a client asked to receive.
+func (s *Server) write(w dns.ResponseWriter, req, m *dns.Msg) {
+	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
+		size := dns.MinMsgSize
+		if opt := req.IsEdns0(); opt != nil {
+			size = max(int(opt.UDPSize()), dns.MinMsgSize)
+		}
+		m.Truncate(size)
 	}
 	_ = w.WriteMsg(m)
 }
