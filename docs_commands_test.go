@@ -28,7 +28,7 @@ var docCommands = []struct{ holds, runBy string }{
 	{"mv /var/lib/petstore/petstore.db /var/lib/petstore/petstore.db.damaged", "not run: systemctl; the refusal is TestRunRefusesDamagedDataFile"},
 	{"oapi-codegen@v2.8.2", "not run (it fetches oapi-codegen): TestGeneratedClients generates and drives the same client"},
 	{"# On each VM (10.0.0.11 and 10.0.0.12)", "TestDocsServiceCommandsParse (it needs PostgreSQL, HAProxy and :443)"},
-	{"pg_dump --format=custom", "not run: needs the several-instance set-up"},
+	{"pg_dump --format=custom", "TestRestoreOfAnOlderDump runs the same pg_dump and the guide's pg_restore"},
 }
 
 // docShellBlocks returns every sh block of the README and docs/, by file.

@@ -88,7 +88,7 @@ func (s *Server) RecordDeploy(ctx context.Context) error {
 		return nil
 	}
 	_, err = s.store.RecordDeploy(ctx, store.Deploy{
-		Version: s.public.doc.Info.Version, SpecSHA256: hexSum, Status: "succeeded", Build: build,
+		Version: s.public.doc.Info.Version, SpecSHA256: hexSum, Status: store.DeploySucceeded, Build: build,
 	})
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"petstore/handlers/buildinfo"
+	"petstore/store"
 )
 
 // serveDoc serves an OpenAPI document kept in memory since start.
@@ -32,6 +33,9 @@ func (s *Server) healthz(c echo.Context) error {
 // and, while its writes fail, tries one; the PostgreSQL store reaches its pool.
 func (s *Server) readyz(c echo.Context) error {
 	if err := s.store.Ping(c.Request().Context()); err != nil {
+		if store.ErrorCode(err) == store.EUNAVAILABLE {
+			return err // says why; the store logs when the reason changes
+		}
 		s.log.Error("readiness check failed", "err", err)
 		return apiError(codeUnavailable, "the data store is not ready")
 	}
