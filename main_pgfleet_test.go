@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"petstore/domains/domaintest"
 	"petstore/store/postgres/pgtest"
 )
@@ -88,22 +86,17 @@ func TestLockedTableAnswers503(t *testing.T) {
 		t.Fatalf("a category: %d %s", code, body)
 	}
 
-	side, err := pgx.Connect(context.Background(), databaseURL)
-	if err != nil {
+	lock := pgtest.Connect(t, databaseURL)
+	if err := lock.Exec(context.Background(), `BEGIN`); err != nil {
 		t.Fatal(err)
 	}
-	defer side.Close(context.Background())
-	lock, err := side.Begin(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lock.Exec(context.Background(), `LOCK TABLE pets IN ACCESS EXCLUSIVE MODE`); err != nil {
+	if err := lock.Exec(context.Background(), `LOCK TABLE pets IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	locked := true
 	defer func() {
 		if locked {
-			_ = lock.Rollback(context.Background())
+			_ = lock.Exec(context.Background(), `ROLLBACK`)
 		}
 	}()
 
@@ -163,7 +156,7 @@ func TestLockedTableAnswers503(t *testing.T) {
 		}
 	}
 
-	if err := lock.Rollback(context.Background()); err != nil {
+	if err := lock.Exec(context.Background(), `ROLLBACK`); err != nil {
 		t.Fatal(err)
 	}
 	locked = false
@@ -424,17 +417,13 @@ func TestBlockedCommits(t *testing.T) {
 	}
 	in := start(t, nil, pgFlags(databaseURL)...)
 	key := createKey(t, in, "sync")
-	side, err := pgx.Connect(context.Background(), databaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer side.Close(context.Background())
+	side := pgtest.Connect(t, databaseURL)
 	setStandbys := func(names string) {
 		t.Helper()
-		if _, err := side.Exec(context.Background(), `ALTER SYSTEM SET synchronous_standby_names = '`+names+`'`); err != nil {
+		if err := side.Exec(context.Background(), `ALTER SYSTEM SET synchronous_standby_names = '`+names+`'`); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := side.Exec(context.Background(), `SELECT pg_reload_conf()`); err != nil {
+		if err := side.Exec(context.Background(), `SELECT pg_reload_conf()`); err != nil {
 			t.Fatal(err)
 		}
 	}
