@@ -177,3 +177,28 @@ func TestDocsServiceCommandsParse(t *testing.T) {
 		t.Errorf("only %d petstore commands found", checked)
 	}
 }
+
+// versionLine is what petstore --version prints.
+var versionLine = regexp.MustCompile(`^petstore \S+ \((revision [0-9a-f]{40}(, \S+)?|no VCS revision recorded)(, with uncommitted changes)?; go\S+\)$`)
+
+// TestREADMEBuildsABinary runs the README's build commands in the
+// checkout, with the binary in a temporary folder: it builds and names its
+// version as the README shows.
+func TestREADMEBuildsABinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	block := docBlock(t, "README.md", "go build -o petstore .")
+	bin := filepath.Join(t.TempDir(), "petstore")
+	commands, expected := splitSteps(strings.NewReplacer("-o petstore .", "-o "+bin+" .", "./petstore --version", bin+" --version").Replace(block))
+	if len(commands) != 1 || len(expected[0]) != 1 || !versionLine.MatchString(expected[0][0]) || !strings.Contains(commands[0], bin+" --version") {
+		t.Fatalf("the README's build block is not a build and a --version with its output:\n%s", block)
+	}
+	out, err := exec.Command("bash", "-euc", commands[0]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); !versionLine.MatchString(got) {
+		t.Errorf("./petstore --version printed %q, not a version line like the README's", got)
+	}
+}

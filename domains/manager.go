@@ -187,10 +187,10 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	if err != nil {
 		return store.Domain{}, err
 	}
-	if p.Plan != store.PlanPro && p.Plan != store.PlanEnterprise {
+	if !store.PlanHasCustomDomains(p.Plan) {
 		return store.Domain{}, store.Errorf(store.EPLANREQUIRED, "custom domains need plan pro or above; this project is on %s", p.Plan)
 	}
-	if !slices.ContainsFunc(p.Deploys, func(d store.Deploy) bool { return d.Status == "succeeded" }) {
+	if !slices.ContainsFunc(p.Deploys, func(d store.Deploy) bool { return d.Status == store.DeploySucceeded }) {
 		return store.Domain{}, store.Errorf(store.ECONFLICT, "the project has no successful deploy yet; deploy it before adding a domain")
 	}
 	if m.CNAMETarget() == "" {
@@ -331,7 +331,9 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 		// Pending unless failed attempts are backing off; the record keeps
 		// its failures and events, which the back-off and the CA's hourly
 		// limit count on.
-		d.Certificate = m.certs.Request(ctx, name)
+		if c := m.certs.Request(ctx, name); c.State != "" {
+			d.Certificate = c
+		}
 	}
 	return shown(d, now), nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"petstore/handlers/buildinfo"
 	"petstore/store"
 )
 
@@ -16,9 +17,16 @@ func (s *Server) serveDoc(body []byte, contentType string) echo.HandlerFunc {
 	}
 }
 
-// healthz says the process is up; it touches nothing else.
+// health is /healthz's answer: the process is up, and which build it runs
+// (the admin document's Build schema).
+type health struct {
+	Status  string          `json:"status"`
+	Version buildinfo.Build `json:"version"`
+}
+
+// healthz says the process is up, and which build; it touches nothing else.
 func (s *Server) healthz(c echo.Context) error {
-	return respond(c, http.StatusOK, map[string]string{"status": "ok"})
+	return respond(c, http.StatusOK, health{Status: "ok", Version: buildinfo.Running})
 }
 
 // readyz says the store is ready, as its Ping judges: the bbolt store reads
