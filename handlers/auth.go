@@ -22,9 +22,6 @@ var errBadCredentials = errors.New("missing or invalid credentials")
 // operations need which credential, and this checks the credential.
 func (s *Server) authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	req := in.RequestValidationInput.Request
-	if err := s.failures.check(req); err != nil {
-		return err
-	}
 	switch in.SecuritySchemeName {
 	case schemeAPIKey:
 		if _, ok := s.store.AuthenticateAPIKey(req.Header.Get(headerAPIKey)); ok {
@@ -35,7 +32,7 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 			return nil
 		}
 	}
-	return errBadCredentials
+	return s.failures.refuse(req, errBadCredentials)
 }
 
 func bearerToken(h string) string {

@@ -142,8 +142,29 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("statuses %v: want the burst served, then 429", statuses)
 	}
 	last.wantError(429, "rate_limited")
-	if last.header.Get("Retry-After") == "" {
-		t.Error("429 without Retry-After")
+	if last.header.Get("Retry-After") != "1" {
+		t.Errorf("429 with Retry-After %q, want 1", last.header.Get("Retry-After"))
+	}
+	// The IETF httpapi draft's fields, on the answers served and refused:
+	// the burst of 2 refills in 2 s; on the 429 nothing is left, and more
+	// comes in the Retry-After's second.
+	if got := last.header.Values("RateLimit-Policy"); len(got) != 1 || got[0] != `"per-client";q=2;w=2` {
+		t.Errorf("RateLimit-Policy %q", got)
+	}
+	if got := last.header.Get("RateLimit"); got != `"per-client";r=0;t=1` {
+		t.Errorf("RateLimit on the 429: %q", got)
+	}
+	// A client's first answer: one of the two left.
+	req := httptest.NewRequest(http.MethodGet, "/pets", nil)
+	req.Host, req.RemoteAddr = "localhost", "192.0.2.44:4000"
+	rec := httptest.NewRecorder()
+	ts.srv.ServeHTTP(rec, req)
+	if got := rec.Header().Get("RateLimit"); rec.Code != 200 || got != `"per-client";r=1;t=1` {
+		t.Errorf("a client's first answer: %d, RateLimit %q", rec.Code, got)
+	}
+	// Off with the limiter.
+	if h := newTestServer(t).send("GET", "/pets", "", http.Header{}).header; h.Get("RateLimit") != "" || h.Get("RateLimit-Policy") != "" {
+		t.Errorf("RateLimit fields with the rate limit off: %v", h)
 	}
 }
 
