@@ -107,10 +107,13 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 
 // validate checks the request against its operation in the OpenAPI
 // document: security first, then parameters, then the body, then that the
-// query holds no parameter the operation does not define.
+// query holds no parameter the operation does not define and none twice
+// that it defines as one value, and that every string is text both stores
+// keep.
 func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 	quick := newQuickCheck(op, &s.valOpts)
 	known := queryParameters(op)
+	single := singleQueryParameters(op)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if quick != nil && quick.passes(c) {
@@ -145,6 +148,12 @@ func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 				return err
 			}
 			if err := refuseUnknownQuery(c.QueryParams(), known); err != nil {
+				return err
+			}
+			if err := refuseRepeatedQuery(c.QueryParams(), single); err != nil {
+				return err
+			}
+			if err := refuseUnstorableText(c); err != nil {
 				return err
 			}
 			return next(c)
