@@ -23,8 +23,29 @@ func (s *Server) healthz(c echo.Context) error {
 // and, while its writes fail, tries one; the PostgreSQL store reaches its pool.
 func (s *Server) readyz(c echo.Context) error {
 	if err := s.store.Ping(c.Request().Context()); err != nil {
+		if d, ok := s.store.(damageReporter); ok && d.Damaged() != nil {
+			// Logged once, when it was found (watchDamage).
+			return apiError(codeUnavailable, "the data store is not ready: %v", d.Damaged())
+		}
 		s.log.Error("readiness check failed", "err", err)
 		return apiError(codeUnavailable, "the data store is not ready")
 	}
 	return respond(c, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// damageReporter is a store that can find its data damaged (bbolt: a page
+// that makes a transaction panic), which only restoring a backup mends.
+type damageReporter interface {
+	Damaged() error
+	OnDamaged(func(error))
+}
+
+// watchDamage logs, once, that the store found its data damaged: /readyz
+// says so on every probe, the log only when it happens.
+func (s *Server) watchDamage() {
+	if d, ok := s.store.(damageReporter); ok {
+		d.OnDamaged(func(err error) {
+			s.log.Error("the data store is damaged; /readyz answers 503 until a restart", "err", err)
+		})
+	}
 }

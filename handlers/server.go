@@ -160,6 +160,7 @@ func New(cfg Config) (*Server, error) {
 		failures:  newFailureLimiter(cfg.CredentialFailures),
 	}
 	s.metrics = newHTTPMetrics(s)
+	s.watchDamage()
 	s.aborted, s.abortBackups = context.WithCancel(context.Background())
 	if cfg.AccessLog != nil {
 		s.access = newAccessWriter(cfg.AccessLog, cfg.AccessLogJSON)
