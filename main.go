@@ -25,6 +25,9 @@ import (
 
 	"petstore/domains"
 	"petstore/handlers"
+	"petstore/handlers/accesslog"
+	"petstore/handlers/listen"
+	"petstore/handlers/metrics"
 	"petstore/store"
 	"petstore/store/boltstore"
 	"petstore/store/postgres"
@@ -104,7 +107,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
 	fs.Var(&c.proxyProtocolFrom, "proxy-protocol-from", "address or CIDR range of a TCP load balancer whose connections, on every listener, begin with a PROXY protocol header (v1 or v2) naming the client (repeatable or comma-separated; default: none, no header read)")
-	fs.IntVar(&c.maxClientConns, "max-client-conns", handlers.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
+	fs.IntVar(&c.maxClientConns, "max-client-conns", listen.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
 	fs.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this file until shutdown (for diagnosis; read it with go tool pprof)")
 	fs.BoolVar(&c.logJSON, "log-json", false, "write logs as JSON lines instead of key=value text")
@@ -212,7 +215,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	// Everything run writes, the banner included, goes through logOut, which
 	// drops lines rather than wait for a stdout nobody reads.
-	logOut := handlers.NewLogWriter(stdout, 100*time.Millisecond)
+	logOut := accesslog.NewWriter(stdout, 100*time.Millisecond)
 	defer logOut.Close(2 * time.Second)
 	var logHandler slog.Handler = slog.NewTextHandler(logOut, nil)
 	if cfg.logJSON {
@@ -248,13 +251,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer manager.Close()
-	conns, fileLimit, err := handlers.NewConnGuard(cfg.maxClientConns)
+	conns, fileLimit, err := listen.NewConnGuard(cfg.maxClientConns)
 	if err != nil {
 		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
 	}
 	srv, err := handlers.New(handlers.Config{
 		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
-		Conns:       conns,
+		Metrics:     metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut)),
 		CORSOrigins: cfg.corsOrigins,
 	})
 	if err != nil {
@@ -265,34 +268,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
-	listeners := handlers.NewListeners(conns)
+	listeners := listen.NewListeners(conns)
 	defer listeners.Close()
 	if len(cfg.proxyProtocolFrom) > 0 {
 		if err := listeners.ReadProxyProtocolFrom(cfg.proxyProtocolFrom); err != nil {
 			return err
 		}
 	}
-	plainAddr, err := listeners.Listen(cfg.listen, handlers.NewHTTPServer(srv, nil, errorLog))
+	plainAddr, err := listeners.Listen(cfg.listen, listen.NewHTTPServer(srv, nil, errorLog))
 	if err != nil {
 		return err
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listeners.Listen(cfg.httpsListen, handlers.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
+		if _, err := listeners.Listen(cfg.httpsListen, listen.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
 			return err
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.Listen(cfg.httpListen, handlers.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
+		if _, err := listeners.Listen(cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
 			return err
 		}
 	}
-	handlers.SettleMemoryAfterStart(getenv("GOGC") != "")
+	settleMemoryAfterStart(getenv("GOGC") != "")
 	printBanner(logOut, cfg, plainAddr, newToken)
 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
 	go manager.Run(background)
-	go handlers.ReleaseMemoryWhenIdle(background, 5*time.Second)
+	go releaseMemoryWhenIdle(background, 5*time.Second)
 	if err := listeners.Serve(ctx); err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"petstore/handlers/metrics"
 )
 
 // serveDoc serves an OpenAPI document kept in memory since start.
@@ -40,12 +42,16 @@ type damageReporter interface {
 	OnDamaged(func(error))
 }
 
-// watchDamage logs, once, that the store found its data damaged: /readyz
-// says so on every probe, the log only when it happens.
-func (s *Server) watchDamage() {
-	if d, ok := s.store.(damageReporter); ok {
-		d.OnDamaged(func(err error) {
-			s.log.Error("the data store is damaged; /readyz answers 503 until a restart", "err", err)
-		})
+// watchDamage logs, once, that the store found its data damaged (/readyz
+// says so on every probe, the log only when it happens), and reports it in
+// petstore_store_damaged.
+func (s *Server) watchDamage() error {
+	d, ok := s.store.(damageReporter)
+	if !ok {
+		return nil
 	}
+	d.OnDamaged(func(err error) {
+		s.log.Error("the data store is damaged; /readyz answers 503 until a restart", "err", err)
+	})
+	return s.metrics.Register(metrics.Damage(d))
 }

@@ -64,6 +64,9 @@ func TestStoreFault_DamagedPageKeepsReadyzUnreadyUntilRestart(t *testing.T) {
 		}
 	}
 	ts.do(http.MethodGet, "/healthz", "").wantStatus(http.StatusOK)
+	if m := ts.adminDo(http.MethodGet, "/metrics", "").wantStatus(http.StatusOK); !strings.Contains(string(m.body), "\npetstore_store_damaged 1\n") {
+		t.Errorf("/metrics does not say petstore_store_damaged 1:\n%s", m.body)
+	}
 	if n := strings.Count(logs.String(), "the data store is damaged"); n != 1 {
 		t.Errorf("the damage was logged %d times, want once:\n%s", n, logs.String())
 	}
@@ -73,7 +76,7 @@ func TestStoreFault_DamagedPageKeepsReadyzUnreadyUntilRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := domaintest.OpenStoreFile(t, ts.db.Path(), store.Options{})
-	srv, err := handlers.New(handlers.Config{Store: db, Spec: publicSpec})
+	srv, err := handlers.New(serverConfig(t, db))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,5 +84,13 @@ func TestStoreFault_DamagedPageKeepsReadyzUnreadyUntilRestart(t *testing.T) {
 	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if rec.Code != http.StatusOK {
 		t.Errorf("/readyz after the restart: %d %s", rec.Code, rec.Body)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Host = "localhost"
+	req.Header.Set("Authorization", "Bearer "+ts.admin)
+	rec = httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if !strings.Contains(rec.Body.String(), "\npetstore_store_damaged 0\n") {
+		t.Errorf("/metrics after the restart: %d, no petstore_store_damaged 0", rec.Code)
 	}
 }

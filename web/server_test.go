@@ -20,6 +20,7 @@ import (
 	"petstore/domains"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
+	"petstore/handlers/metrics"
 	"petstore/store/boltstore"
 )
 
@@ -66,7 +67,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		t.Fatal(err)
 	}
 	ts := &testServer{db: db}
-	cfg := handlers.Config{Store: db, Spec: readSpec(t), CORSOrigins: opt.corsOrigins}
+	cfg := handlers.Config{Store: db, Spec: readSpec(t), CORSOrigins: opt.corsOrigins, Metrics: metrics.New()}
 	var (
 		manager *domains.Manager
 		pebble  *domaintest.Pebble
@@ -94,8 +95,12 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 			}
 		}
 		manager = domaintest.NewManager(t, dc)
-		cfg.Domains = manager
+	} else {
+		// Development: no platform domain, no certificates, the system's
+		// resolvers, as the service runs with no flags.
+		manager = domaintest.NewManager(t, domains.Config{Store: db, Checker: &domains.Checker{}})
 	}
+	cfg.Domains = manager
 	srv, err := handlers.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package handlers
+package main
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Allocation rates, per ReleaseMemoryWhenIdle period, that tell a busy
+// Allocation rates, per releaseMemoryWhenIdle period, that tell a busy
 // spell (the heap may have grown) from an idle one (probes, a stray request).
 const (
 	busyAllocBytes = 8 << 20
@@ -21,17 +21,17 @@ const (
 // memory is unchanged.
 const defaultGCPercent = 400
 
-// SettleMemoryAfterStart hands the garbage of start-up (parsed documents,
+// settleMemoryAfterStart hands the garbage of start-up (parsed documents,
 // rendered pages) back to the OS rather than keep it as idle heap, and sets
 // the collector's target to defaultGCPercent unless the operator set GOGC.
-func SettleMemoryAfterStart(gogcSet bool) {
+func settleMemoryAfterStart(gogcSet bool) {
 	debug.FreeOSMemory()
 	if !gogcSet {
 		debug.SetGCPercent(defaultGCPercent)
 	}
 }
 
-// ReleaseMemoryWhenIdle gives the heap's free memory back to the OS once
+// releaseMemoryWhenIdle gives the heap's free memory back to the OS once
 // the service goes idle after a busy spell, every period until ctx ends.
 //
 // Under load the heap grows to several times the live heap (the collector
@@ -41,7 +41,7 @@ func SettleMemoryAfterStart(gogcSet bool) {
 // a collection freed, has nothing to return: RSS stayed near its peak for
 // minutes. One forced collection and scavenge when the allocation rate
 // drops costs a few milliseconds.
-func ReleaseMemoryWhenIdle(ctx context.Context, period time.Duration) {
+func releaseMemoryWhenIdle(ctx context.Context, period time.Duration) {
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	allocated := func() uint64 {
 		metrics.Read(sample)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package handlers
+package listen
 
 import "syscall"
 

@@ -1,4 +1,7 @@
-package handlers
+// Package listen owns the service's listening sockets: binding them, the
+// connection guard, the PROXY protocol, the limit on open files, the
+// http.Server each one is served by, and their shutdown.
+package listen
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package handlers
+package listen
 
 import (
 	"crypto/tls"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"petstore/handlers/clientkey"
 )
 
 // DefaultMaxClientConns is the default cap on the connections one client
@@ -36,7 +38,7 @@ type ConnGuard struct {
 	highWater, reserve int
 
 	mu        sync.Mutex
-	perClient map[clientKey]int
+	perClient map[clientkey.Key]int
 	conns     map[*guardedConn]struct{} // open
 
 	// For /metrics: connections closed at accept because their client was
@@ -50,7 +52,7 @@ type ConnGuard struct {
 // err says why it could not be raised, which is not fatal.
 func NewConnGuard(maxPerClient int) (g *ConnGuard, fileLimit int, err error) {
 	fileLimit, err = raiseFileLimit()
-	g = &ConnGuard{maxPerClient: maxPerClient, perClient: map[clientKey]int{}, conns: map[*guardedConn]struct{}{}}
+	g = &ConnGuard{maxPerClient: maxPerClient, perClient: map[clientkey.Key]int{}, conns: map[*guardedConn]struct{}{}}
 	if fileLimit > 0 {
 		// Descriptors other than connections (the data file, DNS and ACME
 		// sockets, backups' files) need room too.
@@ -60,11 +62,19 @@ func NewConnGuard(maxPerClient int) (g *ConnGuard, fileLimit int, err error) {
 	return g, fileLimit, err
 }
 
-// open is the number of connections open, for /metrics.
-func (g *ConnGuard) open() int {
+// Open is the number of connections open.
+func (g *ConnGuard) Open() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.conns)
+}
+
+// Closed is how many connections the guard closed since the start: at
+// accept because their client was at its cap, idle ones because descriptors
+// ran short, and new ones at accept for that reason with nothing idle to
+// close.
+func (g *ConnGuard) Closed() (clientCap, idle, refused uint64) {
+	return g.clientCapped.Load(), g.shed.Load(), g.refused.Load()
 }
 
 // Listener wraps ln so that its connections are counted and capped.
@@ -111,7 +121,7 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 
 // admit counts c in, or returns nil when c must be closed.
 func (g *ConnGuard) admit(c net.Conn) *guardedConn {
-	key := clientKeyOf(c.RemoteAddr().String())
+	key := clientkey.Of(c.RemoteAddr().String())
 	g.mu.Lock()
 	if g.maxPerClient > 0 && g.perClient[key] >= g.maxPerClient {
 		g.mu.Unlock()
@@ -179,7 +189,7 @@ func (g *ConnGuard) closeAll(victims []*guardedConn) {
 type guardedConn struct {
 	net.Conn
 	g      *ConnGuard
-	key    clientKey
+	key    clientkey.Key
 	closed atomic.Bool
 	// idle is set between requests and before the first (http.StateNew,
 	// http.StateIdle): closing the connection then loses no answer.

@@ -1,4 +1,4 @@
-package handlers
+package accesslog
 
 import (
 	"io"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Bounds of LogWriter's buffer. Past logBufferMax bytes waiting, lines are
+// Bounds of Writer's buffer. Past logBufferMax bytes waiting, lines are
 // dropped: a sink that does not keep up (a pipe nobody drains, a stalled
 // terminal) must cost log lines, never requests. Past logKickAt bytes the
 // flusher is woken before its interval, so that a busy service writes in
@@ -21,12 +21,12 @@ const (
 // it dropped.
 const logDropReportInterval = 10 * time.Second
 
-// LogWriter is the service's log output. Write only appends to a bounded
+// Writer is the service's log output. Write only appends to a bounded
 // buffer in memory and never waits for the sink; a goroutine writes the
 // buffer out every interval, because a write to the sink per line would cost
 // more than the request it records. Each Write is one whole record, kept or dropped whole.
 // It is safe for concurrent use.
-type LogWriter struct {
+type Writer struct {
 	sink     io.Writer
 	interval time.Duration
 
@@ -43,9 +43,9 @@ type LogWriter struct {
 	done chan struct{}
 }
 
-// NewLogWriter starts a LogWriter that writes to sink every interval.
-func NewLogWriter(sink io.Writer, interval time.Duration) *LogWriter {
-	l := &LogWriter{
+// NewWriter starts a Writer that writes to sink every interval.
+func NewWriter(sink io.Writer, interval time.Duration) *Writer {
+	l := &Writer{
 		sink: sink, interval: interval,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -57,14 +57,14 @@ func NewLogWriter(sink io.Writer, interval time.Duration) *LogWriter {
 // with the number of lines dropped since its last call, typically to log
 // "dropped N log lines" (which then goes through the same buffer). Call it
 // before anything is logged.
-func (l *LogWriter) OnDrop(report func(n uint64)) { l.onDrop = report }
+func (l *Writer) OnDrop(report func(n uint64)) { l.onDrop = report }
 
 // Dropped is the number of lines dropped since the start.
-func (l *LogWriter) Dropped() uint64 { return l.dropped.Load() }
+func (l *Writer) Dropped() uint64 { return l.dropped.Load() }
 
 // Write keeps p for the next flush, or drops it when the buffer is full.
 // It never fails: a lost log line is not the caller's error.
-func (l *LogWriter) Write(p []byte) (int, error) {
+func (l *Writer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	if len(l.pending)+len(p) > logBufferMax {
 		l.mu.Unlock()
@@ -85,7 +85,7 @@ func (l *LogWriter) Write(p []byte) (int, error) {
 
 // Close writes out what is buffered, waiting at most wait for a sink that
 // does not take it: shutdown must not hang on a log reader.
-func (l *LogWriter) Close(wait time.Duration) {
+func (l *Writer) Close(wait time.Duration) {
 	close(l.stop)
 	select {
 	case <-l.done:
@@ -93,7 +93,7 @@ func (l *LogWriter) Close(wait time.Duration) {
 	}
 }
 
-func (l *LogWriter) flusher() {
+func (l *Writer) flusher() {
 	defer close(l.done)
 	t := time.NewTicker(l.interval)
 	defer t.Stop()
@@ -119,7 +119,7 @@ func (l *LogWriter) flusher() {
 // writeOut swaps the pending buffer for spare and writes it to the sink
 // without holding the lock, so that Write goes on while the sink is slow.
 // It returns the written buffer, emptied, as the next spare.
-func (l *LogWriter) writeOut(spare []byte) []byte {
+func (l *Writer) writeOut(spare []byte) []byte {
 	l.mu.Lock()
 	out := l.pending
 	l.pending = spare[:0]

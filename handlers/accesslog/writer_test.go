@@ -1,4 +1,4 @@
-package handlers
+package accesslog
 
 import (
 	"bytes"
@@ -22,12 +22,12 @@ func (s *gateSink) Write(p []byte) (int, error) {
 	return s.buf.Write(p)
 }
 
-// TestLogWriterDropsAndReports: while the sink takes nothing, writes return
+// TestWriterDropsAndReports: while the sink takes nothing, writes return
 // at once and what does not fit is dropped and counted; once the sink takes
 // again, the drop is reported and later lines arrive whole.
-func TestLogWriterDropsAndReports(t *testing.T) {
+func TestWriterDropsAndReports(t *testing.T) {
 	sink := &gateSink{open: make(chan struct{})}
-	l := NewLogWriter(sink, time.Millisecond)
+	l := NewWriter(sink, time.Millisecond)
 	reports := make(chan uint64, 10)
 	l.OnDrop(func(n uint64) { reports <- n })
 	line := []byte(strings.Repeat("x", 1023) + "\n")
@@ -78,12 +78,12 @@ func TestLogWriterDropsAndReports(t *testing.T) {
 	}
 }
 
-// TestLogWriterCloseDoesNotWaitForAStuckSink: Close gives up on a sink that
+// TestWriterCloseDoesNotWaitForAStuckSink: Close gives up on a sink that
 // never takes what it is given.
-func TestLogWriterCloseDoesNotWaitForAStuckSink(t *testing.T) {
+func TestWriterCloseDoesNotWaitForAStuckSink(t *testing.T) {
 	sink := &gateSink{open: make(chan struct{})}
 	defer close(sink.open)
-	l := NewLogWriter(sink, time.Millisecond)
+	l := NewWriter(sink, time.Millisecond)
 	_, _ = l.Write([]byte("a line\n"))
 	done := make(chan struct{})
 	go func() { l.Close(100 * time.Millisecond); close(done) }()

@@ -1,4 +1,7 @@
-package handlers
+// Package accesslog is the service's log output: the writer every log line
+// goes through, which never makes a request wait for the sink, and the
+// access log's one line per request.
+package accesslog
 
 import (
 	"context"
@@ -9,30 +12,30 @@ import (
 	"time"
 )
 
-// accessLine is what the access log says about one request.
-type accessLine struct {
-	level                            slog.Level
-	requestID, method, route, remote string
-	status                           int
-	bytes                            int64
-	duration                         time.Duration
+// Line is what the access log says about one request.
+type Line struct {
+	Level                            slog.Level
+	RequestID, Method, Route, Remote string
+	Status                           int
+	Bytes                            int64
+	Duration                         time.Duration
 }
 
-// attrs are the line's attributes as a slog record carries them; the
-// accessWriter writes the same ones in the same order.
-func (l accessLine) attrs() []slog.Attr {
+// Attrs are the line's attributes as a slog record carries them; the
+// Logger writes the same ones in the same order.
+func (l Line) Attrs() []slog.Attr {
 	return []slog.Attr{
-		slog.String("request_id", l.requestID),
-		slog.String("method", l.method),
-		slog.String("route", l.route),
-		slog.Int("status", l.status),
-		slog.Int64("bytes", l.bytes),
-		slog.Duration("duration", l.duration),
-		slog.String("remote", l.remote),
+		slog.String("request_id", l.RequestID),
+		slog.String("method", l.Method),
+		slog.String("route", l.Route),
+		slog.Int("status", l.Status),
+		slog.Int64("bytes", l.Bytes),
+		slog.Duration("duration", l.Duration),
+		slog.String("remote", l.Remote),
 	}
 }
 
-// accessWriter writes access lines straight to the log's output, byte for
+// Logger writes access lines straight to the log's output, byte for
 // byte as slog's TextHandler or JSONHandler (default options) would write
 // the same record, so that the access lines and the other lines form one
 // log. Going through slog costs a noticeable share of a small request (the
@@ -40,15 +43,17 @@ func (l accessLine) attrs() []slog.Attr {
 // attribute encoding); this is a few appends into a pooled buffer. Only
 // lines whose values all need no quoting take that path (plain); slog's
 // handler writes the others, so that its quoting rules stay its own.
-type accessWriter struct {
+type Logger struct {
 	w    io.Writer // safe for concurrent use; each line is one Write
 	json bool
 	slog slog.Handler // on w, in the same format
 	bufs sync.Pool
 }
 
-func newAccessWriter(w io.Writer, json bool) *accessWriter {
-	a := &accessWriter{w: w, json: json, bufs: sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}}
+// New returns a Logger writing to w in slog's text format, or its JSON
+// format when json is set.
+func New(w io.Writer, json bool) *Logger {
+	a := &Logger{w: w, json: json, bufs: sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}}
 	a.slog = slog.NewTextHandler(w, nil)
 	if json {
 		a.slog = slog.NewJSONHandler(w, nil)
@@ -56,11 +61,11 @@ func newAccessWriter(w io.Writer, json bool) *accessWriter {
 	return a
 }
 
-// write writes l with t as its time.
-func (a *accessWriter) write(t time.Time, l accessLine) {
-	if !plain(l.requestID) || !plain(l.method) || !plain(l.route) || !plain(l.remote) {
-		r := slog.NewRecord(t, l.level, "request", 0)
-		r.AddAttrs(l.attrs()...)
+// Log writes l with t as its time.
+func (a *Logger) Log(t time.Time, l Line) {
+	if !plain(l.RequestID) || !plain(l.Method) || !plain(l.Route) || !plain(l.Remote) {
+		r := slog.NewRecord(t, l.Level, "request", 0)
+		r.AddAttrs(l.Attrs()...)
 		_ = a.slog.Handle(context.Background(), r)
 		return
 	}
@@ -76,48 +81,48 @@ func (a *accessWriter) write(t time.Time, l accessLine) {
 	a.bufs.Put(bp)
 }
 
-func appendTextLine(b []byte, t time.Time, l accessLine) []byte {
+func appendTextLine(b []byte, t time.Time, l Line) []byte {
 	b = append(b, "time="...)
 	b = appendRFC3339Millis(b, t)
 	b = append(b, " level="...)
-	b = append(b, l.level.String()...)
+	b = append(b, l.Level.String()...)
 	b = append(b, " msg=request request_id="...)
-	b = appendTextString(b, l.requestID)
+	b = appendTextString(b, l.RequestID)
 	b = append(b, " method="...)
-	b = appendTextString(b, l.method)
+	b = appendTextString(b, l.Method)
 	b = append(b, " route="...)
-	b = appendTextString(b, l.route)
+	b = appendTextString(b, l.Route)
 	b = append(b, " status="...)
-	b = strconv.AppendInt(b, int64(l.status), 10)
+	b = strconv.AppendInt(b, int64(l.Status), 10)
 	b = append(b, " bytes="...)
-	b = strconv.AppendInt(b, l.bytes, 10)
+	b = strconv.AppendInt(b, l.Bytes, 10)
 	b = append(b, " duration="...)
-	b = append(b, l.duration.String()...)
+	b = append(b, l.Duration.String()...)
 	b = append(b, " remote="...)
-	b = appendTextString(b, l.remote)
+	b = appendTextString(b, l.Remote)
 	return append(b, '\n')
 }
 
-func appendJSONLine(b []byte, t time.Time, l accessLine) []byte {
+func appendJSONLine(b []byte, t time.Time, l Line) []byte {
 	b = append(b, `{"time":"`...)
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","level":"`...)
-	b = append(b, l.level.String()...)
+	b = append(b, l.Level.String()...)
 	b = append(b, `","msg":"request","request_id":`...)
-	b = strconv.AppendQuote(b, l.requestID)
+	b = strconv.AppendQuote(b, l.RequestID)
 	b = append(b, `,"method":`...)
-	b = strconv.AppendQuote(b, l.method)
+	b = strconv.AppendQuote(b, l.Method)
 	b = append(b, `,"route":`...)
-	b = strconv.AppendQuote(b, l.route)
+	b = strconv.AppendQuote(b, l.Route)
 	b = append(b, `,"status":`...)
-	b = strconv.AppendInt(b, int64(l.status), 10)
+	b = strconv.AppendInt(b, int64(l.Status), 10)
 	b = append(b, `,"bytes":`...)
-	b = strconv.AppendInt(b, l.bytes, 10)
+	b = strconv.AppendInt(b, l.Bytes, 10)
 	// As slog's JSONHandler (and encoding/json): nanoseconds.
 	b = append(b, `,"duration":`...)
-	b = strconv.AppendInt(b, int64(l.duration), 10)
+	b = strconv.AppendInt(b, int64(l.Duration), 10)
 	b = append(b, `,"remote":`...)
-	b = strconv.AppendQuote(b, l.remote)
+	b = strconv.AppendQuote(b, l.Remote)
 	return append(b, "}\n"...)
 }
 

@@ -1,4 +1,4 @@
-package handlers
+package accesslog
 
 import (
 	"bytes"
@@ -29,28 +29,28 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 		time.Date(2026, 3, 29, 1, 30, 0, 124000000, time.Local),
 	}
 	durations := []time.Duration{0, 1, 999, 1500 * time.Microsecond, 2*time.Second + 3, -5 * time.Millisecond}
-	var lines []accessLine
+	var lines []Line
 	var at []time.Time
 	for i, v := range values {
-		l := accessLine{
-			level:     slog.LevelInfo,
-			requestID: v, method: values[(i+1)%len(values)], route: values[(i+2)%len(values)], remote: values[(i+3)%len(values)],
-			status: 200 + i, bytes: int64(i * 1000), duration: durations[i%len(durations)],
+		l := Line{
+			Level:     slog.LevelInfo,
+			RequestID: v, Method: values[(i+1)%len(values)], Route: values[(i+2)%len(values)], Remote: values[(i+3)%len(values)],
+			Status: 200 + i, Bytes: int64(i * 1000), Duration: durations[i%len(durations)],
 		}
 		if i%3 == 0 {
-			l.level = slog.LevelError
+			l.Level = slog.LevelError
 		}
 		lines, at = append(lines, l), append(at, times[i%len(times)])
 	}
 	// Lines whose values are all plain take the fast path: each of them at
 	// every time, with every duration.
-	plainLines := []accessLine{
-		{requestID: "0123456789abcdef01234567", method: "GET", route: "/pets/:petId", remote: "127.0.0.1", status: 200, bytes: 61},
-		{requestID: "client-id_1.2", method: "OPTIONS", route: "", remote: "2001:db8::1", status: 404},
+	plainLines := []Line{
+		{RequestID: "0123456789abcdef01234567", Method: "GET", Route: "/pets/:petId", Remote: "127.0.0.1", Status: 200, Bytes: 61},
+		{RequestID: "client-id_1.2", Method: "OPTIONS", Route: "", Remote: "2001:db8::1", Status: 404},
 	}
 	for i, t := range times {
 		for j, l := range plainLines {
-			l.duration = durations[(i+j)%len(durations)]
+			l.Duration = durations[(i+j)%len(durations)]
 			lines, at = append(lines, l), append(at, t)
 		}
 	}
@@ -58,23 +58,23 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 	// value that needs quoting or escaping to slog.
 	for i, v := range values {
 		l := plainLines[0]
-		l.route = v
+		l.Route = v
 		lines, at = append(lines, l), append(at, times[i%len(times)])
 	}
 	for _, json := range []bool{false, true} {
 		var got bytes.Buffer
-		w := newAccessWriter(&got, json)
+		w := New(&got, json)
 		for i, l := range lines {
 			got.Reset()
-			w.write(at[i], l)
+			w.Log(at[i], l)
 
 			var want bytes.Buffer
 			var h slog.Handler = slog.NewTextHandler(&want, nil)
 			if json {
 				h = slog.NewJSONHandler(&want, nil)
 			}
-			rec := slog.NewRecord(at[i], l.level, "request", 0)
-			rec.AddAttrs(l.attrs()...)
+			rec := slog.NewRecord(at[i], l.Level, "request", 0)
+			rec.AddAttrs(l.Attrs()...)
 			if err := h.Handle(context.Background(), rec); err != nil {
 				t.Fatal(err)
 			}
