@@ -12,6 +12,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 
+	"petstore/handlers/clientkey"
 	"petstore/store"
 )
 
@@ -107,7 +108,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(fullDiskRetryAfter/time.Second)))
 	}
 	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
-		s.failures.fail(clientKeyOf(c.Request().RemoteAddr), time.Now())
+		s.failures.fail(clientkey.Of(c.Request().RemoteAddr), time.Now())
 	}
 	if body.Status >= 500 {
 		s.log.Error("request failed",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"petstore/handlers/clientkey"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,13 +80,13 @@ const (
 )
 
 // failureLimiter remembers the times of the last failed credential attempts
-// of recently failing clients (clientKeyOf). A nil *failureLimiter limits
+// of recently failing clients (clientkey.Of). A nil *failureLimiter limits
 // nothing.
 type failureLimiter struct {
 	max      int // failures allowed in a window
 	mu       sync.Mutex
-	watching *simplelru.LRU[clientKey, *failures] // not locked out
-	locked   *simplelru.LRU[clientKey, *failures] // locked out, or were
+	watching *simplelru.LRU[clientkey.Key, *failures] // not locked out
+	locked   *simplelru.LRU[clientkey.Key, *failures] // locked out, or were
 }
 
 // failures is a ring of the last max failure times, in Unix nanoseconds.
@@ -100,11 +101,11 @@ func newFailureLimiter(max int) *failureLimiter {
 	if max <= 0 {
 		return nil
 	}
-	watching, err := simplelru.NewLRU[clientKey, *failures](failureWatchSize, nil)
+	watching, err := simplelru.NewLRU[clientkey.Key, *failures](failureWatchSize, nil)
 	if err != nil {
 		panic(err)
 	}
-	locked, err := simplelru.NewLRU[clientKey, *failures](failureLockedSize, nil)
+	locked, err := simplelru.NewLRU[clientkey.Key, *failures](failureLockedSize, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -125,14 +126,14 @@ func (l *failureLimiter) refuse(r *http.Request, wrong error) error {
 	if l == nil {
 		return wrong
 	}
-	if wait := l.lockedFor(clientKeyOf(r.RemoteAddr), time.Now()); wait > 0 {
+	if wait := l.lockedFor(clientkey.Of(r.RemoteAddr), time.Now()); wait > 0 {
 		return &errTooManyFailures{retryAfter: int(math.Ceil(wait.Seconds()))}
 	}
 	return wrong
 }
 
 // lockedFor is how long client k stays locked out at now; 0 when it is not.
-func (l *failureLimiter) lockedFor(k clientKey, now time.Time) time.Duration {
+func (l *failureLimiter) lockedFor(k clientkey.Key, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f, found := l.locked.Peek(k)
@@ -155,7 +156,7 @@ func (f *failures) lockedFor(limit int, now time.Time) time.Duration {
 }
 
 // fail records a failed attempt from client k at now.
-func (l *failureLimiter) fail(k clientKey, now time.Time) {
+func (l *failureLimiter) fail(k clientkey.Key, now time.Time) {
 	if l == nil {
 		return
 	}

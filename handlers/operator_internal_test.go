@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"petstore/handlers/clientkey"
 	"strconv"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 // /64; and the table of addresses not locked out forgets the least recently
 // failed past its size, so that many addresses cannot grow it without bound.
 func TestFailureLimiterWindowAndBound(t *testing.T) {
-	client := func(addr string) clientKey { return clientKeyOf(addr + ":1") }
+	client := func(addr string) clientkey.Key { return clientkey.Of(addr + ":1") }
 	l := newFailureLimiter(10)
 	t0 := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
 	for i := range 9 {
@@ -36,15 +37,15 @@ func TestFailureLimiterWindowAndBound(t *testing.T) {
 	v6 := newFailureLimiter(10)
 	for i := range 10 {
 		r := &http.Request{RemoteAddr: "[2001:db8:1:2::" + strconv.Itoa(i+1) + "]:443"}
-		v6.fail(clientKeyOf(r.RemoteAddr), t0)
+		v6.fail(clientkey.Of(r.RemoteAddr), t0)
 	}
-	if v6.lockedFor(clientKeyOf("[2001:db8:1:2:ffff::1]:1"), t0) == 0 {
+	if v6.lockedFor(clientkey.Of("[2001:db8:1:2:ffff::1]:1"), t0) == 0 {
 		t.Error("an address of the same /64 is not locked out")
 	}
-	if v6.lockedFor(clientKeyOf("[2001:db8:1:3::1]:1"), t0) != 0 {
+	if v6.lockedFor(clientkey.Of("[2001:db8:1:3::1]:1"), t0) != 0 {
 		t.Error("an address of another /64 is locked out")
 	}
-	if clientKeyOf("[::ffff:192.0.2.9]:1") != client("192.0.2.9") {
+	if clientkey.Of("[::ffff:192.0.2.9]:1") != client("192.0.2.9") {
 		t.Error("an IPv4-mapped address does not count as its IPv4 address")
 	}
 
@@ -70,10 +71,10 @@ func TestFailureLimiterWindowAndBound(t *testing.T) {
 // limiter: it stays locked until its minute passes, and then it is
 // forgotten.
 func TestFailureLimiterKeepsLockOuts(t *testing.T) {
-	client := func(i int) clientKey {
-		return clientKeyOf("10." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255) + ":1")
+	client := func(i int) clientkey.Key {
+		return clientkey.Of("10." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255) + ":1")
 	}
-	victim := clientKeyOf("192.0.2.1:1")
+	victim := clientkey.Of("192.0.2.1:1")
 	l := newFailureLimiter(10)
 	t0 := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
 	for range 10 {

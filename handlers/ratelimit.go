@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"math"
-	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -10,6 +9,8 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
+
+	"petstore/handlers/clientkey"
 )
 
 // rateLimitClients bounds the clients whose buckets the rate limiter
@@ -27,7 +28,7 @@ const rateLimitPolicy = `"per-client"`
 
 // rateLimit allows RateLimit requests per second per client with a burst of
 // twice that, and answers 429 with Retry-After past it. A client is its
-// peer address, IPv6 ones grouped by /64 (clientKeyOf).
+// peer address, IPv6 ones grouped by /64 (clientkey.Of).
 //
 // Every answer it lets through or refuses carries the IETF httpapi draft's
 // RateLimit-Policy (the burst, q, and the seconds an empty bucket takes to
@@ -40,7 +41,7 @@ func (s *Server) rateLimit() echo.MiddlewareFunc {
 	policy := []string{rateLimitPolicy + ";q=" + strconv.Itoa(limiter.burst) + ";w=" + strconv.FormatInt(window, 10)}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			ok, left, wait := limiter.take(clientKeyOf(c.Request().RemoteAddr), time.Now())
+			ok, left, wait := limiter.take(clientkey.Of(c.Request().RemoteAddr), time.Now())
 			h := c.Response().Header()
 			h["Ratelimit-Policy"] = policy // the key is canonical
 			h["Ratelimit"] = []string{rateLimitPolicy + ";r=" + strconv.Itoa(left) + ";t=" + strconv.FormatInt(wait, 10)}
@@ -54,28 +55,6 @@ func (s *Server) rateLimit() echo.MiddlewareFunc {
 	}
 }
 
-// clientKey identifies a client for the limits: an IPv4 address, or the
-// /64 network of an IPv6 address. One IPv6 host usually has a whole /64 to
-// pick source addresses from, so counting addresses would give it 2^64
-// limits.
-type clientKey [16]byte
-
-// clientKeyOf is the client of a request's RemoteAddr ("ip:port"); what
-// does not parse (no peer address: tests, in-process callers) is the zero
-// key, one shared client.
-func clientKeyOf(remoteAddr string) clientKey {
-	ap, err := netip.ParseAddrPort(remoteAddr)
-	if err != nil {
-		return clientKey{}
-	}
-	a := ap.Addr().Unmap()
-	k := clientKey(a.As16())
-	if a.Is6() {
-		clear(k[8:])
-	}
-	return k
-}
-
 // rateLimiter is a token bucket (x/time/rate) per client, for at most size
 // clients, the least recently seen forgotten first (golang-lru's LRU).
 type rateLimiter struct {
@@ -83,13 +62,13 @@ type rateLimiter struct {
 	burst int
 
 	mu      sync.Mutex
-	clients *simplelru.LRU[clientKey, *rate.Limiter]
+	clients *simplelru.LRU[clientkey.Key, *rate.Limiter]
 }
 
 // newRateLimiter allows perSecond requests a second with a burst of burst
 // (at least one whole request).
 func newRateLimiter(perSecond, burst float64, size int) *rateLimiter {
-	clients, err := simplelru.NewLRU[clientKey, *rate.Limiter](size, nil)
+	clients, err := simplelru.NewLRU[clientkey.Key, *rate.Limiter](size, nil)
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
@@ -103,7 +82,7 @@ func newRateLimiter(perSecond, burst float64, size int) *rateLimiter {
 // take takes a request from k's bucket at now, and reports whether there
 // was one, how many whole requests are left, and the whole seconds until
 // one more is (at least 1 when none is left).
-func (l *rateLimiter) take(k clientKey, now time.Time) (ok bool, left int, wait int64) {
+func (l *rateLimiter) take(k clientkey.Key, now time.Time) (ok bool, left int, wait int64) {
 	l.mu.Lock()
 	lim, found := l.clients.Get(k)
 	if !found {
@@ -121,7 +100,7 @@ func (l *rateLimiter) take(k clientKey, now time.Time) (ok bool, left int, wait 
 }
 
 // allow is take's verdict alone.
-func (l *rateLimiter) allow(k clientKey, now time.Time) bool {
+func (l *rateLimiter) allow(k clientkey.Key, now time.Time) bool {
 	ok, _, _ := l.take(k, now)
 	return ok
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/binary"
 	"net/netip"
+	"petstore/handlers/clientkey"
 	"testing"
 	"time"
 )
@@ -14,11 +15,11 @@ import (
 // both are in docs/performance.md.
 func BenchmarkRateLimiter(b *testing.B) {
 	l := newRateLimiter(1e9, 2e9, rateLimitClients)
-	keys := make([]clientKey, 1000)
+	keys := make([]clientkey.Key, 1000)
 	for i := range keys {
 		var a [4]byte
 		binary.BigEndian.PutUint32(a[:], uint32(i)+10<<24)
-		keys[i] = clientKeyOf(netip.AddrPortFrom(netip.AddrFrom4(a), 1).String())
+		keys[i] = clientkey.Of(netip.AddrPortFrom(netip.AddrFrom4(a), 1).String())
 	}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
