@@ -285,7 +285,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.Listen(cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
+		if _, err := listeners.Listen(cfg.httpListen, listen.NewHTTPServer(srv.RateLimited(manager.HTTPChallengeHandler(srv.HTTPSRedirect())), nil, errorLog)); err != nil {
 			return err
 		}
 	}

@@ -78,6 +78,10 @@ var codeOfStatus = map[int]string{
 // fullDiskRetryAfter is the Retry-After of a 507: an operator has to free space.
 const fullDiskRetryAfter = time.Minute
 
+// statusClientClosed is the status the access log and the metrics give a
+// request its client abandoned (nginx's 499): it is never sent.
+const statusClientClosed = 499
+
 // Error is the body of every non-2xx response: the API's Error schema.
 type Error struct {
 	Code    string `json:"code"`
@@ -98,6 +102,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	body := s.classify(err, c)
+	if body.Status >= 500 && c.Request().Context().Err() != nil {
+		// The client abandoned the request (closed its connection, reset
+		// its stream): what failed is the wait for it, not the service.
+		// It reads no answer; the access log and the metrics count 499.
+		c.Response().WriteHeader(statusClientClosed)
+		return
+	}
 	if body.Status == http.StatusTooManyRequests || body.Status == http.StatusServiceUnavailable {
 		// A client turned away gives its connection back: kept alive, it
 		// would hold a descriptor the service is short of, for free.

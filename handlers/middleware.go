@@ -56,7 +56,10 @@ func plainToken(s string) bool {
 	return true
 }
 
-// accessLog writes one structured line per request. It hands errors to the
+// accessLog writes one structured line per request, and counts each in the
+// metrics. Refusals that any client can cause in floods (421 for unknown
+// hosts, 429) are summarized instead, one line a minute (accesslog.Summary),
+// and requests their client abandoned (499) are logged at debug level. It hands errors to the
 // error handler itself so that the line carries the final status. Headers
 // are never logged: they carry API keys and the admin token.
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
@@ -78,7 +81,19 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			Remote:    c.RealIP(),
 		}
 		s.metrics.Observe(line.Method, line.Route, line.Status, line.Duration)
-		if line.Status >= 500 {
+		switch {
+		case line.Status == http.StatusMisdirectedRequest:
+			s.unknownHosts.Add(line.Remote)
+			return nil
+		case line.Status == http.StatusTooManyRequests:
+			s.refusedByRate.Add(line.Remote)
+			return nil
+		case line.Status == statusClientClosed:
+			line.Level = slog.LevelDebug
+			if !s.log.Enabled(req.Context(), slog.LevelDebug) {
+				return nil
+			}
+		case line.Status >= 500:
 			line.Level = slog.LevelError
 		}
 		if s.access != nil {
@@ -185,8 +200,9 @@ func checkEnvelope(req *http.Request, op *routers.Route) error {
 }
 
 // MaxHeaderBytes is the limit on a request's target and headers together.
-// net/http is given a higher one (listen.NewHTTPServer sets 1 MiB) so that requests between
-// the two get this 431 as an Error body instead of net/http's plain text.
+// net/http is given the same (listen.MaxHeaderBytes) and reads 4 KiB past
+// it, so that requests just over the limit get this 431 as an Error body
+// instead of net/http's plain text, and a half-sent header costs little.
 const MaxHeaderBytes = 64 << 10
 
 // limitHeaders answers 431 to a request whose target and headers exceed

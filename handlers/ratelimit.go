@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"context"
 	"math"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -28,7 +30,10 @@ const rateLimitPolicy = `"per-client"`
 
 // rateLimit allows RateLimit requests per second per client with a burst of
 // twice that, and answers 429 with Retry-After past it. A client is its
-// peer address, IPv6 ones grouped by /64 (clientkey.Of).
+// peer address, IPv6 ones grouped by /64 (clientkey.Of). It runs before
+// anything that costs work (the host routing, the ACME challenges: see
+// RateLimited); only the probes pass it, so that a load balancer sharing an
+// address with busy clients never sees a 429.
 //
 // Every answer it lets through or refuses carries the IETF httpapi draft's
 // RateLimit-Policy (the burst, q, and the seconds an empty bucket takes to
@@ -36,23 +41,66 @@ const rateLimitPolicy = `"per-client"`
 // refused) and RateLimit (r: the requests the client may send now; t: the
 // seconds until that number grows, which on a 429 is its Retry-After).
 func (s *Server) rateLimit() echo.MiddlewareFunc {
-	limiter := newRateLimiter(s.cfg.RateLimit, 2*s.cfg.RateLimit, rateLimitClients)
-	window := max(int64(math.Ceil(float64(limiter.burst)/s.cfg.RateLimit)), 1)
-	policy := []string{rateLimitPolicy + ";q=" + strconv.Itoa(limiter.burst) + ";w=" + strconv.FormatInt(window, 10)}
+	if s.cfg.RateLimit <= 0 {
+		return func(next echo.HandlerFunc) echo.HandlerFunc { return next }
+	}
+	s.limiter = newRateLimiter(s.cfg.RateLimit, 2*s.cfg.RateLimit, rateLimitClients)
+	window := max(int64(math.Ceil(float64(s.limiter.burst)/s.cfg.RateLimit)), 1)
+	s.ratePolicy = []string{rateLimitPolicy + ";q=" + strconv.Itoa(s.limiter.burst) + ";w=" + strconv.FormatInt(window, 10)}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			ok, left, wait := limiter.take(clientkey.Of(c.Request().RemoteAddr), time.Now())
+			r := c.Request()
+			if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+				return next(c)
+			}
+			v, _ := r.Context().Value(rateDecided{}).(rateDecision)
+			if !v.decided {
+				v = s.takeRate(r)
+			}
 			h := c.Response().Header()
-			h["Ratelimit-Policy"] = policy // the key is canonical
-			h["Ratelimit"] = []string{rateLimitPolicy + ";r=" + strconv.Itoa(left) + ";t=" + strconv.FormatInt(wait, 10)}
-			if !ok {
-				retryAfter := strconv.FormatInt(wait, 10)
+			h["Ratelimit-Policy"] = s.ratePolicy // the key is canonical
+			h["Ratelimit"] = []string{rateLimitPolicy + ";r=" + strconv.Itoa(v.left) + ";t=" + strconv.FormatInt(v.wait, 10)}
+			if !v.ok {
+				retryAfter := strconv.FormatInt(v.wait, 10)
 				h.Set("Retry-After", retryAfter)
 				return apiError(codeRateLimited, "too many requests from this client; retry after %s s", retryAfter)
 			}
 			return next(c)
 		}
 	}
+}
+
+// rateDecision is the rate limit's verdict on a request, taken once.
+type rateDecision struct {
+	decided, ok bool
+	left        int
+	wait        int64
+}
+
+type rateDecided struct{}
+
+func (s *Server) takeRate(r *http.Request) rateDecision {
+	ok, left, wait := s.limiter.take(clientkey.Of(r.RemoteAddr), time.Now())
+	return rateDecision{decided: true, ok: ok, left: left, wait: wait}
+}
+
+// RateLimited puts the rate limit in front of h, a handler that answers some
+// requests before the server does (the ACME HTTP-01 challenges): a refused
+// request gets the server's own 429 (logged and counted as every other),
+// and one let through is not counted again when h hands it to the server.
+func (s *Server) RateLimited(h http.Handler) http.Handler {
+	if s.limiter == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := s.takeRate(r)
+		r = r.WithContext(context.WithValue(r.Context(), rateDecided{}, v))
+		if !v.ok {
+			s.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // rateLimiter is a token bucket (x/time/rate) per client, for at most size
