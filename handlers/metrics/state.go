@@ -149,3 +149,20 @@ func (d damage) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(damagedDesc, prometheus.GaugeValue, v)
 }
+
+var handshakesDesc = prometheus.NewDesc("petstore_tls_handshakes_refused_total",
+	"TLS handshakes that failed (unknown server names, probes, clients that gave up); the log summarizes them once a minute.", nil, nil)
+
+// HandshakeCounter counts refused TLS handshakes.
+type HandshakeCounter interface{ HandshakesRefused() uint64 }
+
+// Handshakes reports the TLS handshakes refused.
+func Handshakes(h HandshakeCounter) prometheus.Collector { return handshakes{h} }
+
+type handshakes struct{ h HandshakeCounter }
+
+func (handshakes) Describe(ch chan<- *prometheus.Desc) { ch <- handshakesDesc }
+
+func (h handshakes) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(handshakesDesc, prometheus.CounterValue, float64(h.h.HandshakesRefused()))
+}
