@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -26,6 +27,8 @@ import (
 	"unicode/utf8"
 
 	"petstore/domains"
+	"petstore/domains/acmedns"
+	"petstore/domains/dnscheck"
 	"petstore/handlers"
 	"petstore/handlers/accesslog"
 	"petstore/handlers/listen"
@@ -68,6 +71,8 @@ type config struct {
 	shutdownTimeout                             time.Duration
 	logJSON                                     bool
 	allowTestTLDs, dnsAllowPrivate              bool
+	acmeDNSZone, dnsListen                      string
+	acmeDNSNameservers                          listFlag
 }
 
 // listFlag is a flag that may be repeated or hold a comma-separated list.
@@ -90,34 +95,60 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	var c config
 	fs := flag.NewFlagSet("petstore", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&c.listen, "listen", "localhost:8080", "plain-HTTP listener (development, or behind a TLS-terminating proxy)")
-	fs.StringVar(&c.data, "data", "./petstore.db", "the bbolt data file")
-	fs.StringVar(&c.database, "database", "", "postgres:// URL of a PostgreSQL database that several instances share, instead of the bbolt file")
-	fs.StringVar(&c.domain, "domain", "", "platform domain: the project is served at <slug>.<domain>; empty for development on localhost")
-	fs.StringVar(&c.cnameTarget, "cname-target", "", "the value customers' CNAME records must have (default cname.<domain>)")
-	fs.Var(&c.publicIPs, "public-ip", "public address shown as the A/AAAA fallback for apex domains (repeatable or comma-separated)")
-	fs.StringVar(&c.httpsListen, "https-listen", "", "TLS listener with automatic certificates, e.g. :443")
-	fs.StringVar(&c.httpListen, "http-listen", "", "HTTP listener beside it for ACME challenges and redirects to HTTPS, e.g. :80")
-	fs.Var(&c.acmeCAs, "acme-ca", "ACME directory URL (repeatable or comma-separated: tried in order for each certificate; default Let's Encrypt)")
-	fs.StringVar(&c.acmeCARoot, "acme-ca-root", "", "PEM file of extra roots to trust for the ACME CAs")
-	fs.DurationVar(&c.renewInterval, "renew-interval", 10*time.Minute, "how often certificate maintenance looks for certificates to renew")
-	fs.StringVar(&c.acmeEmail, "acme-email", "", "ACME account contact")
-	fs.StringVar(&c.acmeProfile, "acme-profile", "", "ACME certificate profile to ask for (empty: the CA's default)")
-	fs.Var(&c.acmeCAAIdentities, "acme-caa-identity", "issuer domain the CA accepts in CAA records (repeatable; default: the CA directory's meta.caaIdentities)")
-	fs.Var(&c.dnsResolvers, "dns-resolver", "host:port DNS server to start from (repeatable or comma-separated; default: the system's)")
-	fs.BoolVar(&c.dnsAllowPrivate, "dns-allow-private", false, "also ask domains' nameservers whose addresses (from NS records and glue) are loopback, private or link-local (for tests; --dns-resolver is always asked)")
-	fs.BoolVar(&c.allowTestTLDs, "allow-test-tlds", false, "let names under .test be added as custom domains (tests and staging with their own DNS and CA; no public CA issues for them)")
-	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
-	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
-	fs.IntVar(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
-	fs.IntVar(&c.maxClientInFlight, "max-client-in-flight", handlers.DefaultMaxClientInFlight, "requests of one client address (IPv6: its /64) served at once; past it, 503 with Retry-After; 0 turns the cap off")
-	fs.DurationVar(&c.headerTimeout, "header-timeout", listen.DefaultHeaderTimeout, "how long a client may take to send its request headers before its connection is closed")
-	fs.Var(&c.proxyProtocolFrom, "proxy-protocol-from", "address or CIDR range of a TCP load balancer whose connections, on every listener, begin with a PROXY protocol header (v1 or v2) naming the client (repeatable or comma-separated; default: none, no header read)")
-	fs.IntVar(&c.maxClientConns, "max-client-conns", listen.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
-	fs.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this file until shutdown (for diagnosis; read it with go tool pprof)")
-	fs.BoolVar(&c.logJSON, "log-json", false, "write logs as JSON lines instead of key=value text")
-	fs.Var(&c.corsOrigins, "cors-origin", "origin (scheme://host[:port], or *) whose browser scripts may call the public API (repeatable or comma-separated; default: none)")
+	flags := newGroupedFlags(fs, serveUsage)
+	basics := flags.group("Basics")
+	basics.String(&c.listen, "listen", "localhost:8080", "plain-HTTP `host:port` to listen on (development, or behind a TLS-terminating proxy)")
+	basics.String(&c.data, "data", "./petstore.db", "the bbolt data `file`; created at first start")
+	basics.String(&c.adminToken, "admin-token", "", "admin bearer `token` for the admin API and dashboard, at least 32 characters; giving one replaces the stored one").
+		DefaultMeans("generated at first start and printed once")
+	basics.List(&c.corsOrigins, "cors-origin", "`origin` (scheme://host[:port], or *) whose browser scripts may call the public API (repeatable or comma-separated)").
+		DefaultMeans("none (CORS off)")
+	basics.Bool(&c.logJSON, "log-json", "write logs as JSON lines instead of key=value text")
+
+	tls := flags.group("TLS and custom domains")
+	tls.String(&c.domain, "domain", "", "platform `domain`: the project is served at <slug>.<domain>").
+		DefaultMeans("none: development, served at localhost")
+	tls.String(&c.httpsListen, "https-listen", "", "TLS `host:port` with automatic certificates, :443 in production")
+	tls.String(&c.httpListen, "http-listen", "", "HTTP `host:port` beside it for ACME challenges and redirects to HTTPS, :80 in production")
+	tls.String(&c.cnameTarget, "cname-target", "", "the `name` customers' CNAME records must point at").
+		DefaultMeans("cname.<domain>")
+	tls.List(&c.publicIPs, "public-ip", "public `address` shown as the A/AAAA fallback for apex domains (repeatable or comma-separated)")
+	tls.String(&c.acmeEmail, "acme-email", "", "ACME account contact `address`")
+	tls.List(&c.acmeCAs, "acme-ca", "ACME directory `URL` (repeatable or comma-separated: tried in order for each certificate)").
+		DefaultMeans("Let's Encrypt, " + domains.DefaultCA)
+	tls.String(&c.acmeCARoot, "acme-ca-root", "", "PEM `file` of extra roots to trust for the ACME CAs (test CAs)")
+	tls.String(&c.acmeProfile, "acme-profile", "", "ACME certificate `profile` to ask for").
+		DefaultMeans("the CA's default")
+	tls.List(&c.acmeCAAIdentities, "acme-caa-identity", "issuer `domain` the CA accepts in CAA records (repeatable)").
+		DefaultMeans("the CA directory's meta.caaIdentities")
+	tls.Duration(&c.renewInterval, "renew-interval", 10*time.Minute, "how often certificate maintenance looks for certificates to renew")
+	tls.List(&c.dnsResolvers, "dns-resolver", "`host:port` of a DNS server to start from (repeatable or comma-separated)").
+		DefaultMeans("the system's")
+	tls.String(&c.acmeDNSZone, "acme-dns-zone", "", "`zone` delegated to this service for ACME DNS-01 challenges, such as acme.petstore.example.com").
+		DefaultMeans("none: no DNS server")
+	tls.String(&c.dnsListen, "dns-listen", "", "`host:port` where the --acme-dns-zone server answers, over UDP and TCP").
+		DefaultMeans(":53 with --acme-dns-zone")
+	tls.List(&c.acmeDNSNameservers, "acme-dns-ns", "host `name` of this service that the --acme-dns-zone delegation names, for the zone's NS records (repeatable or comma-separated)").
+		DefaultMeans("ns.<acme-dns-zone>")
+
+	limits := flags.group("Limits")
+	limits.Float64(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
+	limits.Int(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
+	limits.Int(&c.maxClientInFlight, "max-client-in-flight", handlers.DefaultMaxClientInFlight, "requests of one client address (IPv6: its /64) served at once; past it, 503 with Retry-After; 0 turns the cap off")
+	limits.Duration(&c.headerTimeout, "header-timeout", listen.DefaultHeaderTimeout, "how long a client may take to send its request headers before its connection is closed")
+	limits.Int(&c.maxClientConns, "max-client-conns", listen.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
+	limits.Duration(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
+
+	instances := flags.group("Several instances")
+	instances.String(&c.database, "database", "", "postgres:// `URL` of a PostgreSQL database that several instances share, instead of --data").
+		DefaultMeans("none: the bbolt file of --data")
+	instances.List(&c.proxyProtocolFrom, "proxy-protocol-from", "`address` or CIDR range of a TCP load balancer whose connections, on every listener, begin with a PROXY protocol header (v1 or v2) naming the client (repeatable or comma-separated)").
+		DefaultMeans("none: no header is read")
+
+	development := flags.group("Development and tests")
+	development.Bool(&c.allowTestTLDs, "allow-test-tlds", "let names under .test be added as custom domains (tests and staging with their own DNS and CA)")
+	development.Bool(&c.dnsAllowPrivate, "dns-allow-private", "also ask domains' nameservers at loopback, private or link-local addresses (--dns-resolver is always asked)")
+	development.String(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this `file` until shutdown (read it with go tool pprof)")
 	given, err := parseFlags(fs, args, getenv)
 	if err != nil {
 		return c, err
@@ -177,7 +208,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (gi
 	given = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	fs.VisitAll(func(f *flag.Flag) {
-		name := "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		name := envName(f.Name)
 		if v := getenv(name); v != "" && !given[f.Name] && err == nil {
 			if setErr := fs.Set(f.Name, v); setErr != nil {
 				err = fmt.Errorf("%s: %w", name, setErr)
@@ -281,6 +312,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	listeners := listen.NewListeners(conns)
 	defer listeners.Close()
+	// Sockets systemd opened (socket activation) replace the flags' binds.
+	sockets, err := listen.FromSystemd()
+	if err != nil {
+		return err
+	}
+	listeners.Inherit(sockets)
 	if len(cfg.proxyProtocolFrom) > 0 {
 		if err := listeners.ReadProxyProtocolFrom(cfg.proxyProtocolFrom); err != nil {
 			return err
@@ -291,19 +328,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		hs.ReadHeaderTimeout = cfg.headerTimeout
 		return hs
 	}
-	plainAddr, err := listeners.Listen(cfg.listen, httpServer(srv, nil))
+	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, httpServer(srv, nil))
 	if err != nil {
 		return err
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listeners.Listen(cfg.httpsListen, httpServer(srv, manager.TLSConfig())); err != nil {
+		if _, err := listeners.ListenAs(listen.NameHTTPS, cfg.httpsListen, httpServer(srv, manager.TLSConfig())); err != nil {
 			return err
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.Listen(cfg.httpListen, httpServer(srv.RateLimited(manager.HTTPChallengeHandler(srv.HTTPSRedirect())), nil)); err != nil {
+		if _, err := listeners.ListenAs(listen.NameHTTP, cfg.httpListen, httpServer(srv.RateLimited(manager.HTTPChallengeHandler(srv.HTTPSRedirect())), nil)); err != nil {
 			return err
 		}
+	}
+	if err := listeners.Unused(); err != nil {
+		return err
+	}
+	if cfg.acmeDNSZone != "" {
+		stop, err := startACMEDNS(cfg, db, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	} else if cfg.dnsListen != "" {
+		return errors.New("--dns-listen needs --acme-dns-zone: it serves that zone only")
 	}
 	settleMemoryAfterStart(getenv("GOGC") != "")
 	printBanner(logOut, cfg, plainAddr, newToken)
@@ -342,11 +391,10 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 		publicIPs = append(publicIPs, a)
 	}
 	dc := domains.Config{
-		Store:     db,
-		Platform:  domains.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget},
-		PublicIPs: publicIPs,
-		Checker: &domains.Checker{
-			Resolvers: cfg.dnsResolvers, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs, CAAIdentities: cfg.acmeCAAIdentities,
+		Store:    db,
+		Platform: dnscheck.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs},
+		Checker: &dnscheck.Checker{
+			Resolvers: cfg.dnsResolvers, CAAIdentities: cfg.acmeCAAIdentities,
 			AllowPrivateNameservers: cfg.dnsAllowPrivate,
 		},
 		AllowTestTLDs: cfg.allowTestTLDs,
@@ -373,6 +421,25 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 		dc.ACME = a
 	}
 	return domains.NewManager(dc)
+}
+
+// startACMEDNS starts the authoritative DNS server of --acme-dns-zone and
+// returns what stops it.
+func startACMEDNS(cfg config, db store.Store, log *slog.Logger) (stop func(), err error) {
+	s, err := acmedns.New(acmedns.Config{Zone: cfg.acmeDNSZone, Nameservers: cfg.acmeDNSNameservers, Store: db, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	udp, tcp, err := s.Start(cmp.Or(cfg.dnsListen, ":53"))
+	if err != nil {
+		return nil, err
+	}
+	log.Info("answering DNS for the ACME zone", "zone", cfg.acmeDNSZone, "udp", udp.String(), "tcp", tcp.String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	}, nil
 }
 
 func portOf(addr string, fallback int) int {

@@ -50,7 +50,9 @@ func (s *Server) updateProject(c echo.Context) error {
 	if err := decodeBody(c, &in); err != nil {
 		return err
 	}
-	p, err := s.store.UpdateProject(c.Request().Context(), func(p *store.Project) error {
+	// Through the domains manager: the slug names the default address,
+	// which routing must follow.
+	p, err := s.domains.UpdateProject(c.Request().Context(), func(p *store.Project) error {
 		if in.Name != nil {
 			if p.Name = strings.TrimSpace(*in.Name); p.Name == "" {
 				return store.Errorf(store.EINVALID, "body.name: must not be blank")
@@ -65,10 +67,6 @@ func (s *Server) updateProject(c echo.Context) error {
 		return nil
 	})
 	if err != nil {
-		return err
-	}
-	// The slug names the default address, which routing must know.
-	if err := s.domains.Refresh(c.Request().Context()); err != nil {
 		return err
 	}
 	return respond(c, http.StatusOK, s.projectView(p))
@@ -88,7 +86,7 @@ func (s *Server) RecordDeploy(ctx context.Context) error {
 		return nil
 	}
 	_, err = s.store.RecordDeploy(ctx, store.Deploy{
-		Version: s.public.doc.Info.Version, SpecSHA256: hexSum, Status: "succeeded",
+		Version: s.public.doc.Info.Version, SpecSHA256: hexSum, Status: store.DeploySucceeded,
 	})
 	return err
 }

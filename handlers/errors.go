@@ -180,7 +180,7 @@ func internalError() Error {
 }
 
 func (s *Server) unauthorizedMessage(c echo.Context) string {
-	if strings.HasPrefix(c.Path(), "/admin/") || c.Path() == "/metrics" {
+	if tokenPath(c.Path()) {
 		return "this route needs the admin token in an Authorization: Bearer header"
 	}
 	if c.Request().Header.Get(headerAPIKey) == "" {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
@@ -49,10 +50,10 @@ func TestFloodOfUnknownHostsAndChallenges(t *testing.T) {
 	ts := newTestServer(t, func(c *handlers.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		c.RateLimit = handlers.DefaultRateLimit
-		counter = &readCounter{Store: c.Store}
+		counter = &readCounter{Store: c.Store.(store.Store)}
 		manager = domaintest.NewManager(t, domains.Config{
 			Store:   counter,
-			Checker: &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
+			Checker: &dnscheck.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
 			// A CA that is never reached: only the challenge handler is used.
 			ACME: &domains.ACME{CA: "https://127.0.0.1:9/directory"},
 		})

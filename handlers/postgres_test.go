@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
@@ -95,14 +93,8 @@ func TestReadyzFollowsTheDatabase(t *testing.T) {
 	relay.restore(t)
 	readyWithin("after the network came back", http.StatusOK)
 
-	side, err := pgx.Connect(context.Background(), dbURL)
+	killed, err := pgtest.TerminateOthers(context.Background(), dbURL)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer side.Close(context.Background())
-	var killed int
-	if err := side.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&killed); err != nil {
 		t.Fatal(err)
 	}
 	if killed == 0 {

@@ -19,7 +19,7 @@ type route struct {
 }
 
 // routes registers every route of the service in one place.
-func (s *Server) routes() error {
+func (s *Server) routes(validate bool) error {
 	e := s.echo
 	s.unknownHosts = accesslog.NewSummary(s.log, "requests for unknown hosts", summaryWindow)
 	s.refusedByRate = accesslog.NewSummary(s.log, "requests refused by the rate limit", summaryWindow)
@@ -76,11 +76,11 @@ func (s *Server) routes() error {
 		{http.MethodGet, "/admin/backup", s.backup},
 		{http.MethodGet, "/metrics", s.serveMetrics},
 	}
-	if err := s.register(s.public, public, s.inFlight.limit); err != nil {
+	if err := s.register(s.public, public, validate, s.inFlight.limit); err != nil {
 		return err
 	}
 	// The operator's routes are never behind the public cap.
-	if err := s.register(s.admin, admin, nil); err != nil {
+	if err := s.register(s.admin, admin, validate, nil); err != nil {
 		return err
 	}
 
@@ -99,9 +99,9 @@ func (s *Server) routes() error {
 var getHead = []string{http.MethodGet, http.MethodHead}
 
 // register adds the routes of one OpenAPI document, each behind request
-// validation against its operation, and refuses to start when the routes
+// validation against its operation (unless validate is false), and refuses to start when the routes
 // and the document's operations are not the same set.
-func (s *Server) register(doc *apiDoc, routes []route, limit echo.MiddlewareFunc) error {
+func (s *Server) register(doc *apiDoc, routes []route, validate bool, limit echo.MiddlewareFunc) error {
 	registered := map[string]bool{}
 	for _, r := range routes {
 		op, ok := doc.ops[routeKey(r.method, r.path)]
@@ -123,7 +123,7 @@ func (s *Server) register(doc *apiDoc, routes []route, limit echo.MiddlewareFunc
 		} else if dep != nil {
 			mw = append(mw, dep)
 		}
-		if !s.cfg.SkipValidation {
+		if validate {
 			mw = append(mw, s.validate(op))
 		}
 		if op.Operation.RequestBody == nil {
@@ -138,7 +138,7 @@ func (s *Server) register(doc *apiDoc, routes []route, limit echo.MiddlewareFunc
 		}
 		for _, m := range methods {
 			s.echo.Add(m, r.path, h)
-			s.validated[routeKey(m, r.path)] = !s.cfg.SkipValidation
+			s.validated[routeKey(m, r.path)] = validate
 		}
 		registered[routeKey(r.method, r.path)] = true
 	}

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // PetStatus is the one enumerated state of the API. An inventory entry always
 // carries its pet's status.
@@ -112,6 +115,12 @@ const (
 // plans lists the plans, lowest first, for ValidateProject.
 var plans = []string{PlanFree, PlanPro, PlanEnterprise}
 
+// PlanHasCustomDomains reports whether a project on plan may attach custom
+// domains: Pro and above.
+func PlanHasCustomDomains(plan string) bool {
+	return slices.Index(plans, plan) >= slices.Index(plans, PlanPro)
+}
+
 // Project is the one project this instance serves, with its settings.
 type Project struct {
 	Name    string   `json:"name"`
@@ -119,6 +128,10 @@ type Project struct {
 	Plan    string   `json:"plan"`
 	Deploys []Deploy `json:"deploys"`
 }
+
+// DeploySucceeded is the Status of a deploy that went out: custom domains
+// need one.
+const DeploySucceeded = "succeeded"
 
 // Deploy records a spec that the running binary published.
 type Deploy struct {

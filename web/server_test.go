@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/handlers/metrics"
@@ -77,9 +78,9 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		dc := domains.Config{
 			Store:    db,
 			Now:      ts.now,
-			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-			Checker: &domains.Checker{
-				Resolvers: []string{ts.dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second,
+			Platform: dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+			Checker: &dnscheck.Checker{
+				Resolvers: []string{ts.dns.Addr()}, Timeout: time.Second,
 				AllowPrivateNameservers: true,
 			},
 			AllowTestTLDs: true,
@@ -98,7 +99,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 	} else {
 		// Development: no platform domain, no certificates, the system's
 		// resolvers, as the service runs with no flags.
-		manager = domaintest.NewManager(t, domains.Config{Store: db, Checker: &domains.Checker{}})
+		manager = domaintest.NewManager(t, domains.Config{Store: db, Checker: &dnscheck.Checker{}})
 	}
 	cfg.Domains = manager
 	srv, err := handlers.New(cfg)

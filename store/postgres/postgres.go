@@ -9,7 +9,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"slices"
 	"strconv"
@@ -232,13 +231,6 @@ func (db *DB) Size(ctx context.Context) (int64, error) {
 	var n int64
 	err := db.pool.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&n)
 	return n, err
-}
-
-// BackupSized answers that a PostgreSQL store is backed up with pg_dump,
-// which takes a consistent copy of a live database; the service does not
-// copy a database it shares with other instances.
-func (db *DB) BackupSized(context.Context, func(int64) (io.Writer, error)) (int64, error) {
-	return 0, store.Errorf(store.ENOTSUPPORTED, "the data is in PostgreSQL: back it up with pg_dump (for example: pg_dump --format=custom --file=petstore.dump \"$PETSTORE_DATABASE\")")
 }
 
 var _ store.Store = (*DB)(nil)
