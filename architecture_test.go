@@ -102,6 +102,11 @@ func TestArchitecture(t *testing.T) {
 		}
 	}
 
-	// The DNS-checking package of domains knows no certmagic (house-domains
-	// adds its rule here once the package exists).
+	// DNS checking knows nothing of certificates: the CAs it judges CAA
+	// against are given to it.
+	if dc, ok := pkgs["petstore/domains/dnscheck"]; !ok {
+		t.Error("no package petstore/domains/dnscheck")
+	} else if dep := importsAny(dc.Deps, "github.com/caddyserver/certmagic", "github.com/mholt/acmez"); dep != "" {
+		t.Errorf("petstore/domains/dnscheck depends on %s", dep)
+	}
 }

@@ -146,8 +146,15 @@ func NewManager(cfg Config) (*Manager, error) {
 	// moved names, so a handshake could not load them later. On failure,
 	// Close stops what certs.New started.
 	if err := m.Refresh(context.Background()); err != nil {
-		m.Close()
-		return nil, err
+		if store.ErrorCode(err) != store.EUNAVAILABLE {
+			m.Close()
+			return nil, err
+		}
+		// A database not reached yet: the store tells followStore's
+		// listener once it is, and the refresh runs then.
+		m.log.Warn("custom domains: the store is unavailable; loading them once it is back", "err", err)
+		m.table.Store(&routingTable{defaultAddr: m.DefaultAddress(store.Project{}), served: map[string]bool{},
+			certAllowed: map[string]bool{}, issued: map[string]bool{}, redirects: map[string]store.Redirect{}})
 	}
 	m.followStore()
 	return m, nil

@@ -53,6 +53,7 @@ var statusOf = map[string]int{
 	store.EINTERNAL:          http.StatusInternalServerError,
 	store.ENOTSUPPORTED:      http.StatusNotImplemented,
 	codeUnavailable:          http.StatusServiceUnavailable,
+	store.EUNAVAILABLE:       http.StatusServiceUnavailable,
 
 	store.EINSUFFICIENTSTORAGE: http.StatusInsufficientStorage,
 }
@@ -81,6 +82,10 @@ const fullDiskRetryAfter = time.Minute
 // statusClientClosed is the status the access log and the metrics give a
 // request its client abandoned (nginx's 499): it is never sent.
 const statusClientClosed = 499
+
+// databaseRetryAfter is the Retry-After of a database that did not answer
+// in time: a lock or a failover is usually over within seconds.
+const databaseRetryAfter = 2 * time.Second
 
 // Error is the body of every non-2xx response: the API's Error schema.
 type Error struct {
@@ -118,10 +123,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 		// A full disk is not freed at once; clients should not retry in a loop.
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(fullDiskRetryAfter/time.Second)))
 	}
+	if body.Code == store.EUNAVAILABLE {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(databaseRetryAfter/time.Second)))
+	}
 	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
 		s.failures.fail(clientkey.Of(c.Request().RemoteAddr), time.Now())
 	}
-	if body.Status >= 500 {
+	if body.Status >= 500 && !isProbe(c.Path()) {
 		s.log.Error("request failed",
 			"request_id", requestID(c),
 			"method", c.Request().Method,

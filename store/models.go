@@ -133,11 +133,24 @@ type Project struct {
 // need one.
 const DeploySucceeded = "succeeded"
 
-// Deploy records a spec that the running binary published.
+// Deploy records a start of a new binary or spec: the spec it published
+// and the build that started.
 type Deploy struct {
 	ID         int64     `json:"id"`
 	Version    string    `json:"version"`
 	SpecSHA256 string    `json:"specSha256"`
 	Status     string    `json:"status"`
 	At         time.Time `json:"at"`
+	// Build is zero in deploys recorded before builds were.
+	Build DeployBuild `json:"build,omitzero"`
+}
+
+// DeployBuild is the build of the binary that a deploy started: its module
+// version and the VCS revision, from Go's build information.
+type DeployBuild struct {
+	Version   string `json:"version"`
+	Revision  string `json:"revision,omitempty"`
+	Time      string `json:"time,omitempty"`
+	Modified  bool   `json:"modified"`
+	GoVersion string `json:"goVersion"`
 }

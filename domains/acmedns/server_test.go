@@ -3,6 +3,7 @@ package acmedns_test
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,28 @@ func TestAnswers(t *testing.T) {
 		if r.Rcode != dns.RcodeRefused || r.Authoritative || r.RecursionAvailable || len(r.Answer) != 0 {
 			t.Errorf("%s: %v", name, r)
 		}
+	}
+	// Many values: over UDP, only what fits in 512 bytes, with TC set;
+	// over TCP, all of them.
+	many := make([]string, 40)
+	for i := range many {
+		many[i] = strings.Repeat("v", 40)
+	}
+	if err := acmedns.SetTXT(ctx, db, "many", many); err != nil {
+		t.Fatal(err)
+	}
+	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second, UDPSize: 4096}
+	q := new(dns.Msg)
+	q.SetQuestion("many."+zone+".", dns.TypeTXT)
+	r, _, err := c.Exchange(q, udp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Compress = true; !r.Truncated || r.Len() > dns.MinMsgSize || len(r.Answer) == 0 {
+		t.Errorf("40 TXT values over UDP without EDNS0: truncated %v, %d bytes, %d answers", r.Truncated, r.Len(), len(r.Answer))
+	}
+	if r := ask(t, "tcp", tcp, "many."+zone, dns.TypeTXT); r.Truncated || len(r.Answer) != 40 {
+		t.Errorf("40 TXT values over TCP: truncated %v, %d answers", r.Truncated, len(r.Answer))
 	}
 	if err := acmedns.DeleteTXT(ctx, db, "label1"); err != nil {
 		t.Fatal(err)

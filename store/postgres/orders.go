@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -35,24 +36,25 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
 	return err
 }
 
+// deleteCategorySQL removes a category; the pets' foreign key refuses it
+// while it has pets (23503), also pets being added at that moment.
+const deleteCategorySQL = `DELETE FROM categories WHERE id = $1`
+
 // DeleteCategory removes a category that has no pets.
 func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		// The exclusive lock waits for pets being added to it (they hold a
-		// share lock), so the count below is final.
-		if err := tx.QueryRow(ctx, `SELECT id FROM categories WHERE id = $1 FOR UPDATE`, id).Scan(&id); err != nil {
-			return notFound(err, store.NotFound("category", id))
-		}
+	tag, err := db.pool.Exec(ctx, deleteCategorySQL, id)
+	switch {
+	case violates(err, foreignKey):
+		// Refused: a second query, for the message, only then.
 		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pets WHERE category_id = $1`, id).Scan(&n); err != nil {
+		if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pets WHERE category_id = $1`, id).Scan(&n); err != nil {
 			return err
 		}
-		if n > 0 {
-			return store.CategoryInUse(id, n)
-		}
-		_, err := tx.Exec(ctx, `DELETE FROM categories WHERE id = $1`, id)
-		return err
-	})
+		return store.CategoryInUse(id, max(n, 1))
+	case err == nil && tag.RowsAffected() == 0:
+		return store.NotFound("category", id)
+	}
+	return err
 }
 
 // ListCategories returns one page of categories.
@@ -108,36 +110,51 @@ func scanOrder(r pgx.Row) (store.Order, error) {
 	return o, err
 }
 
-// PlaceOrder takes the stock and records the order in one transaction: the
-// inventory row is locked from the check to the update, so concurrent
-// orders, from any instance, never oversell.
+// placeOrderSQL takes the stock and records the order: the inventory
+// row's lock, held from the check to the update, keeps concurrent orders,
+// from any instance, from overselling. No row: the pet is missing, sold,
+// or short of stock, which orderRefusal tells apart.
+const placeOrderSQL = `WITH taken AS (
+		UPDATE inventory SET quantity = quantity - $2
+		WHERE pet_id = $1 AND status <> 'sold' AND quantity >= $2
+		RETURNING pet_id)
+	INSERT INTO orders (pet_id, quantity, ship_date, complete)
+	SELECT pet_id, $2, $3, $4 FROM taken RETURNING id`
+
+// PlaceOrder takes the stock and records the order in one statement.
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 	in, err := store.NormalizeOrder(*o)
 	if err != nil {
 		return err
 	}
-	err = db.tx(ctx, func(tx pgx.Tx) error {
-		var status store.PetStatus
-		var stock int
-		err := tx.QueryRow(ctx, `SELECT p.status, i.quantity FROM pets p JOIN inventory i ON i.pet_id = p.id
-			WHERE p.id = $1 FOR UPDATE OF p, i`, in.PetID).Scan(&status, &stock)
-		if err != nil {
-			return notFound(err, store.OrderedPetMissing(in.PetID))
+	for attempt := 1; ; attempt++ {
+		err = db.pool.QueryRow(ctx, placeOrderSQL, in.PetID, in.Quantity, in.ShipDate, in.Complete).Scan(&in.ID)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
 		}
-		if err := store.CheckOrderable(in.PetID, status, stock, in.Quantity); err != nil {
-			return err
+		// Refused: a second query, for the reason, only then.
+		if err = db.orderRefusal(ctx, in); err != nil || attempt == 3 {
+			break
 		}
-		if _, err := tx.Exec(ctx, `UPDATE inventory SET quantity = quantity - $2 WHERE pet_id = $1`, in.PetID, in.Quantity); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, `INSERT INTO orders (pet_id, quantity, ship_date, complete) VALUES ($1, $2, $3, $4) RETURNING id`,
-			in.PetID, in.Quantity, in.ShipDate, in.Complete).Scan(&in.ID)
-	})
+		// The stock came back between the two: try again.
+	}
 	if err != nil {
 		return err
 	}
 	*o = in
 	return nil
+}
+
+// orderRefusal says why an order was refused, or nil when nothing stands
+// in its way any more.
+func (db *DB) orderRefusal(ctx context.Context, in store.Order) error {
+	var status store.PetStatus
+	var stock int
+	err := db.pool.QueryRow(ctx, `SELECT status, quantity FROM inventory WHERE pet_id = $1`, in.PetID).Scan(&status, &stock)
+	if err != nil {
+		return notFound(err, store.OrderedPetMissing(in.PetID))
+	}
+	return store.CheckOrderable(in.PetID, status, stock, in.Quantity)
 }
 
 // Order returns one order.
@@ -153,25 +170,32 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (s
 	return o, notFound(err, store.NotFound("order", id))
 }
 
+// cancelOrderSQL removes an incomplete order and returns its stock (up to
+// the maximum), in one statement; it counts the orders removed.
+const cancelOrderSQL = `WITH cancelled AS (
+		DELETE FROM orders WHERE id = $1 AND NOT complete RETURNING pet_id, quantity),
+	returned AS (
+		UPDATE inventory SET quantity = LEAST(inventory.quantity + cancelled.quantity, $2)
+		FROM cancelled WHERE inventory.pet_id = cancelled.pet_id)
+	SELECT count(*) FROM cancelled`
+
 // CancelOrder removes an incomplete order and returns its stock.
 func (db *DB) CancelOrder(ctx context.Context, id int64) error {
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		var petID int64
-		var qty int
-		var complete bool
-		err := tx.QueryRow(ctx, `SELECT pet_id, quantity, complete FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&petID, &qty, &complete)
-		if err != nil {
-			return notFound(err, store.NotFound("order", id))
-		}
-		if complete {
-			return store.OrderComplete(id)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE inventory SET quantity = LEAST(quantity + $2, $3) WHERE pet_id = $1`, petID, qty, store.MaxStock); err != nil {
+	for attempt := 1; ; attempt++ {
+		var n int
+		if err := db.pool.QueryRow(ctx, cancelOrderSQL, id, store.MaxStock).Scan(&n); err != nil || n == 1 {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM orders WHERE id = $1`, id)
-		return err
-	})
+		// Refused: a second query, for the reason, only then.
+		var complete bool
+		if err := db.pool.QueryRow(ctx, `SELECT complete FROM orders WHERE id = $1`, id).Scan(&complete); err != nil {
+			return notFound(err, store.NotFound("order", id))
+		}
+		if complete || attempt == 3 {
+			return store.OrderComplete(id)
+		}
+		// Completion was undone between the two: try again.
+	}
 }
 
 // ListOrders returns one page of orders, filtered by pet and completion.
