@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	_ "embed"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -61,6 +63,8 @@ type config struct {
 	rateLimit                                   float64
 	cpuProfile                                  string
 	maxInFlight, maxClientConns                 int
+	maxClientInFlight                           int
+	headerTimeout                               time.Duration
 	shutdownTimeout                             time.Duration
 	logJSON                                     bool
 	allowTestTLDs, dnsAllowPrivate              bool
@@ -129,6 +133,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	limits := flags.group("Limits")
 	limits.Float64(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
 	limits.Int(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
+	limits.Int(&c.maxClientInFlight, "max-client-in-flight", handlers.DefaultMaxClientInFlight, "requests of one client address (IPv6: its /64) served at once; past it, 503 with Retry-After; 0 turns the cap off")
+	limits.Duration(&c.headerTimeout, "header-timeout", listen.DefaultHeaderTimeout, "how long a client may take to send its request headers before its connection is closed")
 	limits.Int(&c.maxClientConns, "max-client-conns", listen.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
 	limits.Duration(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
 
@@ -161,6 +167,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 				return c, fmt.Errorf("--proxy-protocol-from: %q is neither an IP address nor a CIDR range", src)
 			}
 		}
+	}
+	if c.headerTimeout <= 0 {
+		return c, errors.New("--header-timeout must be positive")
 	}
 	if c.renewInterval <= 0 {
 		return c, errors.New("--renew-interval must be positive")
@@ -311,14 +320,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer manager.Close()
+	serverErrors := listen.NewServerErrors(log)
+	errorLog := serverErrors.Logger()
 	conns, fileLimit, err := listen.NewConnGuard(cfg.maxClientConns)
 	if err != nil {
 		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
 	}
 	srv, err := handlers.New(handlers.Config{
 		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
-		Metrics:     metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut)),
-		CORSOrigins: cfg.corsOrigins,
+		MaxClientInFlight: clientInFlight(cfg.maxClientInFlight),
+		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
+		CORSOrigins:       cfg.corsOrigins,
 	})
 	if err != nil {
 		return err
@@ -326,7 +338,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
 
-	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
 	listeners := listen.NewListeners(conns)
 	defer listeners.Close()
 	// Sockets systemd opened (socket activation) replace the flags' binds.
@@ -340,17 +351,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 	}
-	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, listen.NewHTTPServer(srv, nil, errorLog))
+	httpServer := func(h http.Handler, tc *tls.Config) *http.Server {
+		hs := listen.NewHTTPServer(h, tc, errorLog)
+		hs.ReadHeaderTimeout = cfg.headerTimeout
+		return hs
+	}
+	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, httpServer(srv, nil))
 	if err != nil {
 		return listenError("listen", cfg.listen, err)
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listeners.ListenAs(listen.NameHTTPS, cfg.httpsListen, listen.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
+		if _, err := listeners.ListenAs(listen.NameHTTPS, cfg.httpsListen, httpServer(srv, manager.TLSConfig())); err != nil {
 			return listenError("https-listen", cfg.httpsListen, err)
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.ListenAs(listen.NameHTTP, cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
+		if _, err := listeners.ListenAs(listen.NameHTTP, cfg.httpListen, httpServer(srv.RateLimited(manager.HTTPChallengeHandler(srv.HTTPSRedirect())), nil)); err != nil {
 			return listenError("http-listen", cfg.httpListen, err)
 		}
 	}
@@ -462,4 +478,13 @@ func (c config) dataDescription() string {
 		return u.Redacted()
 	}
 	return "(a PostgreSQL database)"
+}
+
+// clientInFlight is --max-client-in-flight as handlers.Config takes it: 0
+// (off) there means the default, negative means off.
+func clientInFlight(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

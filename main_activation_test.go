@@ -46,7 +46,7 @@ func startActivated(t *testing.T, lns []*net.TCPListener, names []string, args [
 		t.Cleanup(func() { f.Close() })
 		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
 	}
-	return startChild(t, cmd)
+	return startServiceChild(t, cmd)
 }
 
 func loopbackListener(t *testing.T) *net.TCPListener {
@@ -146,7 +146,7 @@ func TestSocketActivationBySystemd(t *testing.T) {
 	args := activationArgs(t)
 	cmd := childCommand(t, args, tool, "--listen="+addr, "--fdname=listen",
 		"--setenv="+childEnv+"=1", "--setenv="+childArgsEnv+"="+strings.Join(args, "\x1f"))
-	proc := startChild(t, cmd)
+	proc := startServiceChild(t, cmd)
 	var status int
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		// The tool may not have bound the address yet.

@@ -21,6 +21,9 @@ import (
 const (
 	childEnv     = "PETSTORE_TEST_CHILD"
 	childArgsEnv = "PETSTORE_TEST_CHILD_ARGS"
+	// connChildArgsEnv is childArgsEnv under the name main_harden_test.go
+	// uses.
+	connChildArgsEnv = childArgsEnv
 )
 
 // isChild reports whether this process is a test's child.
@@ -53,8 +56,8 @@ func childCommand(t *testing.T, args []string, prefix ...string) *exec.Cmd {
 	return cmd
 }
 
-// startChild starts cmd, and stops it with SIGTERM when the test ends.
-func startChild(t *testing.T, cmd *exec.Cmd) *domaintest.Process {
+// startServiceChild starts cmd, and stops it with SIGTERM when the test ends.
+func startServiceChild(t *testing.T, cmd *exec.Cmd) *domaintest.Process {
 	t.Helper()
 	proc := domaintest.StartProcess(t, cmd)
 	t.Cleanup(func() {

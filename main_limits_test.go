@@ -73,7 +73,8 @@ func TestLogReaderThatStopsDoesNotBlockRequests(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < requests; i += workers {
-				status, _, err := get("/healthz", "X-Request-Id", longID)
+				// Not a probe: probes write no access line.
+				status, _, err := get("/categories", "X-Request-Id", longID)
 				if err == nil && status != http.StatusOK {
 					err = fmt.Errorf("status %d", status)
 				}
@@ -178,7 +179,7 @@ func startLimited(t *testing.T, args ...string) string {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0", "--admin-token", domaintest.AdminToken,
 		"--data", filepath.Join(t.TempDir(), "p.db"), "--shutdown-timeout", "1s"}, args...)
-	proc := startChild(t, childCommand(t, args))
+	proc := startServiceChild(t, childCommand(t, args))
 	base, err := proc.WaitOutput(20*time.Second, listeningOn)
 	if err != nil {
 		t.Fatalf("the service did not listen: %v\n%s", err, proc.Out)

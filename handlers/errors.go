@@ -12,6 +12,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 
+	"petstore/handlers/clientkey"
 	"petstore/store"
 )
 
@@ -78,6 +79,10 @@ var codeOfStatus = map[int]string{
 // fullDiskRetryAfter is the Retry-After of a 507: an operator has to free space.
 const fullDiskRetryAfter = time.Minute
 
+// statusClientClosed is the status the access log and the metrics give a
+// request its client abandoned (nginx's 499): it is never sent.
+const statusClientClosed = 499
+
 // databaseRetryAfter is the Retry-After of a database that did not answer
 // in time: a lock or a failover is usually over within seconds.
 const databaseRetryAfter = 2 * time.Second
@@ -102,6 +107,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	body := s.classify(err, c)
+	if body.Status >= 500 && c.Request().Context().Err() != nil {
+		// The client abandoned the request (closed its connection, reset
+		// its stream): what failed is the wait for it, not the service.
+		// It reads no answer; the access log and the metrics count 499.
+		c.Response().WriteHeader(statusClientClosed)
+		return
+	}
 	if body.Status == http.StatusTooManyRequests || body.Status == http.StatusServiceUnavailable {
 		// A client turned away gives its connection back: kept alive, it
 		// would hold a descriptor the service is short of, for free.
@@ -115,7 +127,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(databaseRetryAfter/time.Second)))
 	}
 	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
-		s.failures.fail(clientKeyOf(c.Request().RemoteAddr), time.Now())
+		s.failures.fail(clientkey.Of(c.Request().RemoteAddr), time.Now())
 	}
 	if body.Status >= 500 && !isProbe(c.Path()) {
 		s.log.Error("request failed",

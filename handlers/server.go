@@ -35,6 +35,10 @@ const (
 	// Far above what a small VM serves with low latency, far below what
 	// exhausts memory.
 	DefaultMaxInFlight = 1024
+	// DefaultMaxClientInFlight caps one client's requests being served at
+	// once: far above what a browser or a pooled client keeps busy, far
+	// below what would let a few clients take every slot.
+	DefaultMaxClientInFlight = 64
 	// DefaultCredentialFailures is how many failed credential attempts a
 	// client address may make in a minute before it gets 429.
 	DefaultCredentialFailures = 10
@@ -67,6 +71,9 @@ type Config struct {
 	// MaxInFlight caps requests served at once (503 past it); 0 means
 	// DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxClientInFlight caps the requests of one client served at once
+	// (503 past it); 0 means DefaultMaxClientInFlight, negative no cap.
+	MaxClientInFlight int
 	// CORSOrigins are the origins (scheme://host[:port], or * for any)
 	// whose scripts may call the public API; none turns CORS off.
 	CORSOrigins []string
@@ -99,6 +106,13 @@ type Server struct {
 	validated map[string]bool
 	// failures limits failed credential attempts per client address.
 	failures *failureLimiter
+	// inFlight caps the requests served at once, in total and per client.
+	inFlight *inFlight
+	// limiter is the per-client rate limit; nil when it is off.
+	limiter    *rateLimiter
+	ratePolicy []string
+	// unknownHosts and refusedByRate summarize 421s and 429s in the log.
+	unknownHosts, refusedByRate *accesslog.Summary
 }
 
 // New builds the server: parses both OpenAPI documents, registers every
@@ -129,6 +143,9 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.MaxClientInFlight == 0 {
+		cfg.MaxClientInFlight = DefaultMaxClientInFlight
 	}
 	for _, o := range cfg.CORSOrigins {
 		if err := CheckCORSOrigin(o); err != nil {
@@ -167,6 +184,9 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 		if err := s.metrics.Register(metrics.Pool(p)); err != nil {
 			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
 		}
+	}
+	if err := s.watchDamage(); err != nil {
+		return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
 	}
 	s.aborted, s.abortBackups = context.WithCancel(context.Background())
 	if cfg.AccessLog != nil {
