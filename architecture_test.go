@@ -90,15 +90,15 @@ func TestArchitecture(t *testing.T) {
 		}
 	}
 
-	// Persistence is the store's: nothing else opens the bbolt file or
-	// speaks to PostgreSQL itself. Tests reach bbolt through
-	// store/boltstore/bolttest; some of package main's still open a side
-	// connection to PostgreSQL with pgx (pgtest has helpers for that).
+	// Persistence is the store's: nothing else, tests included, opens the
+	// bbolt file or speaks to PostgreSQL itself. Tests reach bbolt through
+	// store/boltstore/bolttest and PostgreSQL through pgtest.Session.
 	for path, p := range pkgs {
 		if under(path, "petstore/store") {
 			continue
 		}
-		if imp := importsAny(p.Imports, "go.etcd.io/bbolt", "github.com/jackc/pgx"); imp != "" {
+		all := slices.Concat(p.Imports, p.TestImports, p.XTestImports)
+		if imp := importsAny(all, "go.etcd.io/bbolt", "github.com/jackc/pgx"); imp != "" {
 			t.Errorf("%s imports %s", path, imp)
 		}
 		if imp := importsAny(slices.Concat(p.TestImports, p.XTestImports), "go.etcd.io/bbolt"); imp != "" {
