@@ -256,6 +256,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
 		Conns:       conns,
 		CORSOrigins: cfg.corsOrigins,
+		Now:         handlersNow,
 	})
 	if err != nil {
 		return err
@@ -300,6 +301,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	listeners.Shutdown(cfg.shutdownTimeout, srv.AbortBackups, log)
 	return nil
 }
+
+// handlersNow is the API's clock for sunset dates (nil: time.Now). Tests of
+// what clients meet after a sunset set it instead of waiting for the date.
+var handlersNow func() time.Time
 
 // domainsNow is the custom domains' clock. Tests of rules that span hours
 // (a domain is moved only on evidence over an hour) set it instead of

@@ -83,7 +83,7 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	check("createPet", err)
 	rex := expect("createPet", cp, cp.Body, http.StatusCreated, cp.JSON201)
 	var rexID int64 = rex.Id
-	if cp.Headers201 == nil || cp.Headers201.Location == nil || *cp.Headers201.Location != fmt.Sprintf("/pets/%d", rexID) {
+	if cp.Headers201 == nil || cp.Headers201.Location == nil || *cp.Headers201.Location != fmt.Sprintf("/pets?id=%d", rexID) {
 		fail("createPet: Location %v", cp.Headers201)
 	}
 	lp, err := api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Status: &available, CategoryId: &dogsID, Limit: &limit})
