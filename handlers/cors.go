@@ -15,7 +15,7 @@ import (
 // may read; without them a browser hides everything but the simple ones,
 // and a client could not follow pages (Link), find what it created
 // (Location), quote a request id, or see a deprecation.
-var corsExposedHeaders = []string{"Link", "Location", "X-Request-Id", "Deprecation", "Sunset", "Retry-After"}
+var corsExposedHeaders = []string{"Link", "Location", "X-Request-Id", "Deprecation", "Sunset", "Retry-After", "ETag"}
 
 // CheckCORSOrigin refuses what a browser never sends as an Origin, so that
 // a typo in --cors-origin (a trailing slash, a path, a missing scheme,

@@ -38,6 +38,7 @@ func (s *Server) createPet(c echo.Context) error {
 	if err := s.store.CreatePet(c.Request().Context(), &pet); err != nil {
 		return err
 	}
+	setETag(c, pet.Version)
 	return respondCreated(c, petURL(pet.ID), &pet)
 }
 
@@ -90,7 +91,7 @@ func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error
 		}
 		if f.Status == "" && f.CategoryID == 0 {
 			var j []byte
-			if j, err = s.store.PetJSON(ctx, id); err == nil {
+			if j, _, err = s.store.PetJSON(ctx, id); err == nil {
 				b = append(b, j...)
 			}
 		} else {
@@ -124,9 +125,13 @@ func (s *Server) getPet(c echo.Context) error {
 		return err
 	}
 	// The store keeps a pet in its API form: sent as stored.
-	pet, err := s.store.PetJSON(c.Request().Context(), id)
+	pet, version, err := s.store.PetJSON(c.Request().Context(), id)
 	if err != nil {
 		return err
+	}
+	setETag(c, version)
+	if notModified(c.Request(), version) {
+		return c.NoContent(http.StatusNotModified)
 	}
 	return respondEncoded(c, http.StatusOK, pet)
 }
@@ -141,10 +146,24 @@ func (s *Server) replacePet(c echo.Context) error {
 		return err
 	}
 	pet.ID = id
-	if err := s.store.ReplacePet(c.Request().Context(), &pet); err != nil {
+	ctx := ifMatch(c)
+	if err := s.store.ReplacePet(ctx, &pet); err != nil {
+		return preconditionFailed(ctx, err)
+	}
+	setETag(c, pet.Version)
+	return respond(c, http.StatusOK, &pet)
+}
+
+func (s *Server) deletePet(c echo.Context) error {
+	id, err := pathID(c, "petId")
+	if err != nil {
 		return err
 	}
-	return respond(c, http.StatusOK, &pet)
+	ctx := ifMatch(c)
+	if err := s.store.DeletePet(ctx, id); err != nil {
+		return preconditionFailed(ctx, err)
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 // newPet is the NewPet schema. decodeBody refuses unknown fields, id among

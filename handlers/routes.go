@@ -40,7 +40,7 @@ func (s *Server) routes() error {
 		{http.MethodPost, "/pets", s.createPet},
 		{http.MethodGet, "/pets/:petId", s.getPet},
 		{http.MethodPut, "/pets/:petId", s.replacePet},
-		{http.MethodDelete, "/pets/:petId", deleteByID("petId", s.store.DeletePet)},
+		{http.MethodDelete, "/pets/:petId", s.deletePet},
 		{http.MethodGet, "/categories", listPage(s.store.ListCategories)},
 		{http.MethodPost, "/categories", s.createCategory},
 		{http.MethodGet, "/categories/:categoryId", getByID("categoryId", s.store.Category)},

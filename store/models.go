@@ -25,6 +25,9 @@ type Pet struct {
 	Name       string    `json:"name"`
 	CategoryID int64     `json:"categoryId"`
 	Status     PetStatus `json:"status"`
+	// Version counts the pet's writes, from 1 (see versions.go); it is
+	// kept beside the pet's JSON, not in it. Lists leave it 0.
+	Version int64 `json:"-"`
 }
 
 // Category groups pets (dogs, cats, rabbits).

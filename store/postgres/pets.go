@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,23 +49,26 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 	if err != nil {
 		return err
 	}
+	in.Version = 1
 	*p = in
 	return nil
 }
 
-// Pet returns one pet.
+// Pet returns one pet, with its version.
 func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
-	p, err := scanPet(db.pool.QueryRow(ctx, `SELECT id, name, category_id, status FROM pets WHERE id = $1`, id))
+	var p store.Pet
+	err := db.pool.QueryRow(ctx, `SELECT id, name, category_id, status, version FROM pets WHERE id = $1`, id).
+		Scan(&p.ID, &p.Name, &p.CategoryID, &p.Status, &p.Version)
 	return p, notFound(err, store.NotFound("pet", id))
 }
 
-// PetJSON returns one pet in its API form.
-func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
+// PetJSON returns one pet in its API form, and its version.
+func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, int64, error) {
 	p, err := db.Pet(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return p.AppendJSON(nil), nil
+	return p.AppendJSON(nil), p.Version, nil
 }
 
 // ReplacePet replaces a pet; its inventory entry takes the new status.
@@ -74,17 +78,20 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 		return err
 	}
 	err = db.tx(ctx, func(tx pgx.Tx) error {
-		var oldCategory int64
-		if err := tx.QueryRow(ctx, `SELECT category_id FROM pets WHERE id = $1 FOR UPDATE`, in.ID).Scan(&oldCategory); err != nil {
+		var oldCategory, version int64
+		if err := tx.QueryRow(ctx, `SELECT category_id, version FROM pets WHERE id = $1 FOR UPDATE`, in.ID).Scan(&oldCategory, &version); err != nil {
 			return notFound(err, store.NotFound("pet", in.ID))
+		}
+		if err := store.CheckVersion(ctx, "pet "+strconv.FormatInt(in.ID, 10), version); err != nil {
+			return err
 		}
 		if in.CategoryID != oldCategory {
 			if err := lockCategory(ctx, tx, in.CategoryID); err != nil {
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE pets SET name = $2, category_id = $3, status = $4 WHERE id = $1`,
-			in.ID, in.Name, in.CategoryID, in.Status); err != nil {
+		if err := tx.QueryRow(ctx, `UPDATE pets SET name = $2, category_id = $3, status = $4, version = version + 1 WHERE id = $1 RETURNING version`,
+			in.ID, in.Name, in.CategoryID, in.Status).Scan(&in.Version); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE inventory SET status = $2 WHERE pet_id = $1`, in.ID, in.Status)
@@ -100,8 +107,12 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 // DeletePet removes a pet and its inventory entry.
 func (db *DB) DeletePet(ctx context.Context, id int64) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT id FROM pets WHERE id = $1 FOR UPDATE`, id).Scan(&id); err != nil {
+		var version int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM pets WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
 			return notFound(err, store.NotFound("pet", id))
+		}
+		if err := store.CheckVersion(ctx, "pet "+strconv.FormatInt(id, 10), version); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM inventory WHERE pet_id = $1`, id); err != nil {
 			return err

@@ -1,0 +1,44 @@
+package boltstore
+
+import (
+	"encoding/binary"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// bktVersions holds the version of each record that was written after its
+// creation, by kind and id. A record without an entry is at version 1, so
+// creating one writes nothing here: the write path of a new pet stays as
+// it was.
+var bktVersions = []byte("versions")
+
+func init() { allBuckets = append(allBuckets, bktVersions) }
+
+// Kinds of versioned records, the first byte of their key.
+const versionPet = 'p'
+
+func versionKey(kind byte, id int64) []byte {
+	k := make([]byte, 9)
+	k[0] = kind
+	binary.BigEndian.PutUint64(k[1:], uint64(id))
+	return k
+}
+
+// getVersion returns the version of the record, 1 when it has no entry.
+func getVersion(tx *bolt.Tx, kind byte, id int64) int64 {
+	if v := tx.Bucket(bktVersions).Get(versionKey(kind, id)); len(v) == 8 {
+		return int64(binary.BigEndian.Uint64(v))
+	}
+	return 1
+}
+
+// bumpVersion stores the version after current and returns it.
+func bumpVersion(tx *bolt.Tx, kind byte, id, current int64) (int64, error) {
+	next := current + 1
+	return next, tx.Bucket(bktVersions).Put(versionKey(kind, id), binary.BigEndian.AppendUint64(nil, uint64(next)))
+}
+
+// deleteVersion drops the entry of a deleted record.
+func deleteVersion(tx *bolt.Tx, kind byte, id int64) error {
+	return tx.Bucket(bktVersions).Delete(versionKey(kind, id))
+}

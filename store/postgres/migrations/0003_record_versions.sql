@@ -1,0 +1,3 @@
+-- version counts a pet's writes, from 1; the API's ETag and If-Match are
+-- made from it (store/versions.go). Pets stored before it are at 1.
+ALTER TABLE pets ADD COLUMN version BIGINT NOT NULL DEFAULT 1;
