@@ -180,8 +180,8 @@ func TestPetsByID(t *testing.T) {
 		{"/pets?id=4&id=2&id=99&id=2", "B,D", ""},
 		{"/pets?id=99", "", ""},
 		{"/pets?id=1&id=2&id=3&status=sold", "C", ""},
-		{"/pets?id=1&id=2&id=3&limit=2", "A,B", `</pets?cursor=AAAAAAAAAAI&id=1&id=2&id=3&limit=2>; rel="next"`},
-		{"/pets?cursor=AAAAAAAAAAI&id=1&id=2&id=3&limit=2", "C", ""},
+		{"/pets?id=1&id=2&id=3&limit=2", "A,B", `</pets?cursor=AAAAAAAAAAL_cQUqQA&id=1&id=2&id=3&limit=2>; rel="next"`},
+		{"/pets?cursor=AAAAAAAAAAL_cQUqQA&id=1&id=2&id=3&limit=2", "C", ""},
 	} {
 		if got, link := names(c.path); got != c.names || link != c.link {
 			t.Errorf("GET %s: %q with Link %q, want %q with %q", c.path, got, link, c.names, c.link)
@@ -189,4 +189,54 @@ func TestPetsByID(t *testing.T) {
 	}
 	ts.do("GET", "/pets?id=0", "").wantError(400, "invalid_request")
 	ts.do("GET", "/pets?id="+strings.Repeat("1&id=", 100)+"1", "").wantError(400, "invalid_request")
+}
+
+// TestCursorsAreBoundToTheirList: a cursor continues the list and filters
+// it came from; taken to another list, or to other filters, it is 400
+// naming the parameter. limit may change from page to page.
+func TestCursorsAreBoundToTheirList(t *testing.T) {
+	ts := newTestServer(t)
+	var cat store.Category
+	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
+	ts.do("POST", "/categories", `{"name":"cats"}`).wantStatus(201)
+	for i := range 3 {
+		ts.do("POST", "/pets", fmt.Sprintf(`{"name":"pet %d","categoryId":%d}`, i, cat.ID)).wantStatus(201)
+	}
+	next := func(path string) string {
+		link := ts.do("GET", path, "").wantStatus(200).header.Get("Link")
+		u, ok := strings.CutPrefix(link, "<")
+		u, _, ok2 := strings.Cut(u, ">")
+		if !ok || !ok2 {
+			t.Fatalf("GET %s: no next page in Link %q", path, link)
+		}
+		return u
+	}
+	pets := next("/pets?limit=1")
+	_, cursor, _ := strings.Cut(pets, "cursor=")
+	cursor, _, _ = strings.Cut(cursor, "&")
+	filtered := next(fmt.Sprintf("/pets?limit=1&categoryId=%d", cat.ID))
+	_, filteredCursor, _ := strings.Cut(filtered, "cursor=")
+	filteredCursor, _, _ = strings.Cut(filteredCursor, "&")
+
+	ts.do("GET", pets, "").wantStatus(200)
+	ts.do("GET", "/pets?limit=5&cursor="+cursor, "").wantStatus(200) // another page size
+	ts.do("GET", filtered, "").wantStatus(200)
+	ts.do("GET", fmt.Sprintf("/pets?cursor=%s&categoryId=%d&limit=1", filteredCursor, cat.ID), "").wantStatus(200) // filters in another order
+	for _, path := range []string{
+		"/categories?cursor=" + cursor,
+		"/store/orders?cursor=" + cursor,
+		"/store/inventory?cursor=" + cursor,
+		"/pets?status=sold&cursor=" + cursor,
+		"/pets?cursor=" + filteredCursor,
+		fmt.Sprintf("/pets?categoryId=%d&cursor=%s", cat.ID+1, filteredCursor),
+	} {
+		res := ts.do("GET", path, "").wantError(400, "invalid_request")
+		if msg := res.message(); !strings.HasPrefix(msg, `query parameter "cursor": belongs to another list or to other filters`) {
+			t.Errorf("GET %s: %q", path, msg)
+		}
+	}
+	// The admin API's lists too.
+	if res := ts.adminDo("GET", "/admin/api-keys?cursor="+cursor, ""); res.status != 400 || !strings.Contains(res.message(), `"cursor"`) {
+		t.Errorf("a pets cursor on /admin/api-keys: %d %s", res.status, res.body)
+	}
 }

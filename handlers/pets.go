@@ -114,7 +114,7 @@ func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error
 		n, last = n+1, id
 	}
 	if next > 0 {
-		setNextPage(c, encodeCursor(next, ""))
+		setNextPage(c, encodeCursor(c, next, ""))
 	}
 	return respondEncoded(c, http.StatusOK, append(b, ']'))
 }
