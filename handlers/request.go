@@ -72,11 +72,12 @@ func typeName(t reflect.Type) string {
 		t = t.Elem()
 	}
 	if t == reflect.TypeFor[time.Time]() {
-		return "an RFC 3339 date-time such as 2026-12-24T10:00:00Z"
+		return dateTimeHint
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int64, reflect.Int32:
-		return "an integer within int64 range"
+		// Reached only without validation, which names the field's range.
+		return "a whole number, written in digits only: no fraction, no exponent"
 	case reflect.String:
 		return "a string"
 	case reflect.Bool:
