@@ -79,4 +79,38 @@ func testIfMatch(t *testing.T, ts *testServer) {
 	withTag("PUT", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID), `*`).wantError(412, "precondition_failed")
 	withTag("DELETE", "", `"3"`).wantError(412, "precondition_failed")
 	withTag("DELETE", "", "").wantError(404, "not_found")
+
+	// Categories and orders, the same way.
+	cats := fmt.Sprintf("/categories/%d", cat.ID)
+	if tag := ts.do("GET", cats, "").wantStatus(200).header.Get("ETag"); tag != `"1"` {
+		t.Errorf("GET %s: ETag %q", cats, tag)
+	}
+	h = http.Header{"X-API-Key": {ts.apiKey}, "If-Match": {`"1"`}}
+	if tag := ts.send("PUT", cats, `{"name":"Dogs"}`, h).wantStatus(200).header.Get("ETag"); tag != `"2"` {
+		t.Errorf("PUT %s: ETag %q", cats, tag)
+	}
+	ts.send("PUT", cats, `{"name":"stale"}`, h).wantError(412, "precondition_failed")
+	ts.send("DELETE", cats, "", h).wantError(412, "precondition_failed")
+	if res := ts.send("GET", cats, "", http.Header{"If-None-Match": {`"2"`}}); res.status != 304 {
+		t.Errorf("If-None-Match on a category: %d", res.status)
+	}
+	var rex store.Pet
+	ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&rex)
+	ts.do("PUT", fmt.Sprintf("/store/inventory/%d", rex.ID), `{"quantity":5}`).wantStatus(200)
+	placed := ts.do("POST", "/store/orders", fmt.Sprintf(`{"petId":%d}`, rex.ID)).wantStatus(201)
+	var order store.Order
+	placed.decode(&order)
+	orders := fmt.Sprintf("/store/orders/%d", order.ID)
+	if tag := placed.header.Get("ETag"); tag != `"1"` {
+		t.Errorf("POST /store/orders: ETag %q", tag)
+	}
+	h.Set("If-Match", `"1"`)
+	ts.send("PUT", orders, `{"complete":true}`, h).wantStatus(200)
+	ts.send("PUT", orders, `{"complete":false}`, h).wantError(412, "precondition_failed")
+	ts.send("DELETE", orders, "", h).wantError(412, "precondition_failed")
+	var now2 store.Order
+	ts.do("GET", orders, "").wantStatus(200).decode(&now2)
+	if !now2.Complete {
+		t.Errorf("the order after a stale update: %+v", now2)
+	}
 }

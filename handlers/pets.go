@@ -154,18 +154,6 @@ func (s *Server) replacePet(c echo.Context) error {
 	return respond(c, http.StatusOK, &pet)
 }
 
-func (s *Server) deletePet(c echo.Context) error {
-	id, err := pathID(c, "petId")
-	if err != nil {
-		return err
-	}
-	ctx := ifMatch(c)
-	if err := s.store.DeletePet(ctx, id); err != nil {
-		return preconditionFailed(ctx, err)
-	}
-	return c.NoContent(http.StatusNoContent)
-}
-
 // newPet is the NewPet schema. decodeBody refuses unknown fields, id among
 // them, even when validation is off.
 type newPet struct {

@@ -35,6 +35,8 @@ type Category struct {
 	ID          int64  `json:"id"`
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
+	// Version counts the category's writes, as Pet.Version does.
+	Version int64 `json:"-"`
 }
 
 // Order is a purchase of Quantity units of one pet. Placing it takes the
@@ -45,6 +47,8 @@ type Order struct {
 	Quantity int        `json:"quantity"`
 	ShipDate *time.Time `json:"shipDate,omitempty"`
 	Complete bool       `json:"complete"`
+	// Version counts the order's writes, as Pet.Version does.
+	Version int64 `json:"-"`
 }
 
 // InventoryItem is the stock of one pet. Every pet has exactly one.

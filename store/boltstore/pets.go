@@ -3,7 +3,6 @@ package boltstore
 import (
 	"context"
 	"slices"
-	"strconv"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -75,7 +74,8 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 		if err != nil {
 			return err
 		}
-		if err := store.CheckVersion(ctx, "pet "+strconv.FormatInt(in.ID, 10), getVersion(tx, versionPet, in.ID)); err != nil {
+		version, err := checkVersion(ctx, tx, versionPet, "pet", in.ID)
+		if err != nil {
 			return err
 		}
 		if in.CategoryID != old.CategoryID && !exists(tx.Bucket(bktCategories), in.CategoryID) {
@@ -91,7 +91,7 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 		if err := putIndexEntries(tx, petIndexEntries(&in)); err != nil {
 			return err
 		}
-		if in.Version, err = bumpVersion(tx, versionPet, in.ID, getVersion(tx, versionPet, in.ID)); err != nil {
+		if in.Version, err = bumpVersion(tx, versionPet, in.ID, version); err != nil {
 			return err
 		}
 		if in.Status != old.Status {
@@ -115,7 +115,7 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 		if err != nil {
 			return err
 		}
-		if err := store.CheckVersion(ctx, "pet "+strconv.FormatInt(id, 10), getVersion(tx, versionPet, id)); err != nil {
+		if _, err := checkVersion(ctx, tx, versionPet, "pet", id); err != nil {
 			return err
 		}
 		if err := deleteIndexEntries(tx, petIndexEntries(&old)); err != nil {

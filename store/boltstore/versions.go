@@ -1,9 +1,13 @@
 package boltstore
 
 import (
+	"context"
 	"encoding/binary"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
 )
 
 // bktVersions holds the version of each record that was written after its
@@ -15,7 +19,18 @@ var bktVersions = []byte("versions")
 func init() { allBuckets = append(allBuckets, bktVersions) }
 
 // Kinds of versioned records, the first byte of their key.
-const versionPet = 'p'
+const (
+	versionPet      = 'p'
+	versionCategory = 'c'
+	versionOrder    = 'o'
+)
+
+// checkVersion returns the record's version, after checking the write's
+// If-Match condition (store.IfVersion) against it.
+func checkVersion(ctx context.Context, tx *bolt.Tx, kind byte, what string, id int64) (int64, error) {
+	v := getVersion(tx, kind, id)
+	return v, store.CheckVersion(ctx, what+" "+strconv.FormatInt(id, 10), v)
+}
 
 func versionKey(kind byte, id int64) []byte {
 	k := make([]byte, 9)

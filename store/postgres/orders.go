@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,23 +17,37 @@ func scanCategory(r pgx.Row) (store.Category, error) {
 
 // CreateCategory adds a category.
 func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
-	return db.pool.QueryRow(ctx, `INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING id`,
-		c.Name, c.Description).Scan(&c.ID)
+	return db.pool.QueryRow(ctx, `INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING id, version`,
+		c.Name, c.Description).Scan(&c.ID, &c.Version)
 }
 
-// Category returns one category.
+// Category returns one category, with its version.
 func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
-	c, err := scanCategory(db.pool.QueryRow(ctx, `SELECT id, name, description FROM categories WHERE id = $1`, id))
+	var c store.Category
+	err := db.pool.QueryRow(ctx, `SELECT id, name, description, version FROM categories WHERE id = $1`, id).
+		Scan(&c.ID, &c.Name, &c.Description, &c.Version)
 	return c, notFound(err, store.NotFound("category", id))
 }
 
-// ReplaceCategory replaces a category's name and description.
+// ReplaceCategory replaces a category's name and description, and sets
+// c.Version to its new version. Without an If-Match condition it is one
+// statement.
 func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
-	tag, err := db.pool.Exec(ctx, `UPDATE categories SET name = $2, description = $3 WHERE id = $1`, c.ID, c.Name, c.Description)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = store.NotFound("category", c.ID)
+	const update = `UPDATE categories SET name = $2, description = $3, version = version + 1 WHERE id = $1 RETURNING version`
+	if !store.HasVersionCondition(ctx) {
+		err := db.pool.QueryRow(ctx, update, c.ID, c.Name, c.Description).Scan(&c.Version)
+		return notFound(err, store.NotFound("category", c.ID))
 	}
-	return err
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		var version int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM categories WHERE id = $1 FOR UPDATE`, c.ID).Scan(&version); err != nil {
+			return notFound(err, store.NotFound("category", c.ID))
+		}
+		if err := store.CheckVersion(ctx, "category "+strconv.FormatInt(c.ID, 10), version); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, update, c.ID, c.Name, c.Description).Scan(&c.Version)
+	})
 }
 
 // DeleteCategory removes a category that has no pets.
@@ -40,8 +55,12 @@ func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		// The exclusive lock waits for pets being added to it (they hold a
 		// share lock), so the count below is final.
-		if err := tx.QueryRow(ctx, `SELECT id FROM categories WHERE id = $1 FOR UPDATE`, id).Scan(&id); err != nil {
+		var version int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM categories WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
 			return notFound(err, store.NotFound("category", id))
+		}
+		if err := store.CheckVersion(ctx, "category "+strconv.FormatInt(id, 10), version); err != nil {
+			return err
 		}
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pets WHERE category_id = $1`, id).Scan(&n); err != nil {
@@ -130,8 +149,8 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 		if _, err := tx.Exec(ctx, `UPDATE inventory SET quantity = quantity - $2 WHERE pet_id = $1`, in.PetID, in.Quantity); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `INSERT INTO orders (pet_id, quantity, ship_date, complete) VALUES ($1, $2, $3, $4) RETURNING id`,
-			in.PetID, in.Quantity, in.ShipDate, in.Complete).Scan(&in.ID)
+		return tx.QueryRow(ctx, `INSERT INTO orders (pet_id, quantity, ship_date, complete) VALUES ($1, $2, $3, $4) RETURNING id, version`,
+			in.PetID, in.Quantity, in.ShipDate, in.Complete).Scan(&in.ID, &in.Version)
 	})
 	if err != nil {
 		return err
@@ -140,28 +159,60 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 	return nil
 }
 
-// Order returns one order.
+// Order returns one order, with its version.
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
-	o, err := scanOrder(db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id = $1`, id))
+	o, err := scanVersionedOrder(db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete, version FROM orders WHERE id = $1`, id))
 	return o, notFound(err, store.NotFound("order", id))
 }
 
-// UpdateOrder changes an order's ship date or completion.
+// scanVersionedOrder is scanOrder with the version after the columns.
+func scanVersionedOrder(r pgx.Row) (store.Order, error) {
+	var o store.Order
+	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete, &o.Version)
+	if o.ShipDate != nil {
+		d := o.ShipDate.UTC()
+		o.ShipDate = &d
+	}
+	return o, err
+}
+
+// UpdateOrder changes an order's ship date or completion. Without an
+// If-Match condition it is one statement.
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (store.Order, error) {
-	o, err := scanOrder(db.pool.QueryRow(ctx, `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete)
-		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete`, id, u.ShipDate, u.Complete))
-	return o, notFound(err, store.NotFound("order", id))
+	const update = `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete), version = version + 1
+		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete, version`
+	if !store.HasVersionCondition(ctx) {
+		o, err := scanVersionedOrder(db.pool.QueryRow(ctx, update, id, u.ShipDate, u.Complete))
+		return o, notFound(err, store.NotFound("order", id))
+	}
+	var o store.Order
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		var version int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
+			return notFound(err, store.NotFound("order", id))
+		}
+		if err := store.CheckVersion(ctx, "order "+strconv.FormatInt(id, 10), version); err != nil {
+			return err
+		}
+		var err error
+		o, err = scanVersionedOrder(tx.QueryRow(ctx, update, id, u.ShipDate, u.Complete))
+		return err
+	})
+	return o, err
 }
 
 // CancelOrder removes an incomplete order and returns its stock.
 func (db *DB) CancelOrder(ctx context.Context, id int64) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		var petID int64
+		var petID, version int64
 		var qty int
 		var complete bool
-		err := tx.QueryRow(ctx, `SELECT pet_id, quantity, complete FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&petID, &qty, &complete)
+		err := tx.QueryRow(ctx, `SELECT pet_id, quantity, complete, version FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&petID, &qty, &complete, &version)
 		if err != nil {
 			return notFound(err, store.NotFound("order", id))
+		}
+		if err := store.CheckVersion(ctx, "order "+strconv.FormatInt(id, 10), version); err != nil {
+			return err
 		}
 		if complete {
 			return store.OrderComplete(id)

@@ -27,6 +27,7 @@ func Run(t *testing.T, open Open) {
 	}{
 		{"Pets", testPets},
 		{"PetVersions", testPetVersions},
+		{"CategoryAndOrderVersions", testCategoryAndOrderVersions},
 		{"Categories", testCategories},
 		{"Inventory", testInventory},
 		{"Orders", testOrders},
@@ -302,7 +303,10 @@ func testOrders(t *testing.T, s store.Store) {
 	}
 }
 
+// sameOrder compares the orders' fields; their versions count writes, and
+// the suite checks them apart.
 func sameOrder(a, b store.Order) bool {
+	a.Version, b.Version = 0, 0
 	if (a.ShipDate == nil) != (b.ShipDate == nil) || a.ShipDate != nil && !a.ShipDate.Equal(*b.ShipDate) {
 		return false
 	}
@@ -376,4 +380,53 @@ func testPetVersions(t *testing.T, s store.Store) {
 	check(t, s.DeletePet(store.IfVersion(ctx, 1, 3), rex.ID))
 	err = s.DeletePet(store.IfVersion(ctx), rex.ID)
 	wantError(t, "a conditional deletion of a missing pet", err, store.ENOTFOUND, fmt.Sprintf("pet %d not found", rex.ID))
+}
+
+// testCategoryAndOrderVersions: categories and orders count their writes
+// as pets do, and refuse a write for a stale version.
+func testCategoryAndOrderVersions(t *testing.T, s store.Store) {
+	dogs := newCategory(t, s, "dogs")
+	if dogs.Version != 1 || must(s.Category(ctx, dogs.ID))(t).Version != 1 {
+		t.Fatalf("a new category's version: %d", dogs.Version)
+	}
+	renamed := store.Category{ID: dogs.ID, Name: "Dogs"}
+	check(t, s.ReplaceCategory(store.IfVersion(ctx, 1), &renamed))
+	if renamed.Version != 2 || must(s.Category(ctx, dogs.ID))(t).Version != 2 {
+		t.Errorf("version after a replacement: %d", renamed.Version)
+	}
+	check(t, s.ReplaceCategory(ctx, &renamed)) // unconditional: as before
+	if renamed.Version != 3 {
+		t.Errorf("version after an unconditional replacement: %d", renamed.Version)
+	}
+	err := s.ReplaceCategory(store.IfVersion(ctx, 2), &store.Category{ID: dogs.ID, Name: "stale"})
+	wantError(t, "a stale category replacement", err, store.EPRECONDITION,
+		fmt.Sprintf("category %d has changed since the version in If-Match; read it again, then retry with its new ETag", dogs.ID))
+	err = s.DeleteCategory(store.IfVersion(ctx, 2), dogs.ID)
+	wantError(t, "a stale category deletion", err, store.EPRECONDITION,
+		fmt.Sprintf("category %d has changed since the version in If-Match; read it again, then retry with its new ETag", dogs.ID))
+
+	rex := newPet(t, s, "Rex", dogs.ID, "")
+	must(s.SetStock(ctx, rex.ID, 5))(t)
+	o := store.Order{PetID: rex.ID, Quantity: 1}
+	check(t, s.PlaceOrder(ctx, &o))
+	if o.Version != 1 || must(s.Order(ctx, o.ID))(t).Version != 1 {
+		t.Fatalf("a new order's version: %d", o.Version)
+	}
+	done := true
+	updated := must(s.UpdateOrder(store.IfVersion(ctx, 1), o.ID, store.OrderUpdate{Complete: &done}))(t)
+	if updated.Version != 2 || !updated.Complete {
+		t.Errorf("after a conditional update: %+v", updated)
+	}
+	_, err = s.UpdateOrder(store.IfVersion(ctx, 1), o.ID, store.OrderUpdate{Complete: new(false)})
+	wantError(t, "a stale order update", err, store.EPRECONDITION,
+		fmt.Sprintf("order %d has changed since the version in If-Match; read it again, then retry with its new ETag", o.ID))
+	if got := must(s.Order(ctx, o.ID))(t); !got.Complete || got.Version != 2 {
+		t.Errorf("after a stale update: %+v", got)
+	}
+	o2 := store.Order{PetID: rex.ID, Quantity: 1}
+	check(t, s.PlaceOrder(ctx, &o2))
+	err = s.CancelOrder(store.IfVersion(ctx, 5), o2.ID)
+	wantError(t, "a stale cancellation", err, store.EPRECONDITION,
+		fmt.Sprintf("order %d has changed since the version in If-Match; read it again, then retry with its new ETag", o2.ID))
+	check(t, s.CancelOrder(store.IfVersion(ctx, 1), o2.ID))
 }
