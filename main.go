@@ -24,7 +24,11 @@ import (
 	"unicode/utf8"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/handlers"
+	"petstore/handlers/accesslog"
+	"petstore/handlers/listen"
+	"petstore/handlers/metrics"
 	"petstore/store"
 	"petstore/store/boltstore"
 	"petstore/store/postgres"
@@ -83,32 +87,52 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	var c config
 	fs := flag.NewFlagSet("petstore", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&c.listen, "listen", "localhost:8080", "plain-HTTP listener (development, or behind a TLS-terminating proxy)")
-	fs.StringVar(&c.data, "data", "./petstore.db", "the bbolt data file")
-	fs.StringVar(&c.database, "database", "", "postgres:// URL of a PostgreSQL database that several instances share, instead of the bbolt file")
-	fs.StringVar(&c.domain, "domain", "", "platform domain: the project is served at <slug>.<domain>; empty for development on localhost")
-	fs.StringVar(&c.cnameTarget, "cname-target", "", "the value customers' CNAME records must have (default cname.<domain>)")
-	fs.Var(&c.publicIPs, "public-ip", "public address shown as the A/AAAA fallback for apex domains (repeatable or comma-separated)")
-	fs.StringVar(&c.httpsListen, "https-listen", "", "TLS listener with automatic certificates, e.g. :443")
-	fs.StringVar(&c.httpListen, "http-listen", "", "HTTP listener beside it for ACME challenges and redirects to HTTPS, e.g. :80")
-	fs.Var(&c.acmeCAs, "acme-ca", "ACME directory URL (repeatable or comma-separated: tried in order for each certificate; default Let's Encrypt)")
-	fs.StringVar(&c.acmeCARoot, "acme-ca-root", "", "PEM file of extra roots to trust for the ACME CAs")
-	fs.DurationVar(&c.renewInterval, "renew-interval", 10*time.Minute, "how often certificate maintenance looks for certificates to renew")
-	fs.StringVar(&c.acmeEmail, "acme-email", "", "ACME account contact")
-	fs.StringVar(&c.acmeProfile, "acme-profile", "", "ACME certificate profile to ask for (empty: the CA's default)")
-	fs.Var(&c.acmeCAAIdentities, "acme-caa-identity", "issuer domain the CA accepts in CAA records (repeatable; default: the CA directory's meta.caaIdentities)")
-	fs.Var(&c.dnsResolvers, "dns-resolver", "host:port DNS server to start from (repeatable or comma-separated; default: the system's)")
-	fs.BoolVar(&c.dnsAllowPrivate, "dns-allow-private", false, "also ask domains' nameservers whose addresses (from NS records and glue) are loopback, private or link-local (for tests; --dns-resolver is always asked)")
-	fs.BoolVar(&c.allowTestTLDs, "allow-test-tlds", false, "let names under .test be added as custom domains (tests and staging with their own DNS and CA; no public CA issues for them)")
-	fs.StringVar(&c.adminToken, "admin-token", "", "admin bearer token; default: generated at first start and printed once (giving one replaces the stored one)")
-	fs.Float64Var(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
-	fs.IntVar(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
-	fs.Var(&c.proxyProtocolFrom, "proxy-protocol-from", "address or CIDR range of a TCP load balancer whose connections, on every listener, begin with a PROXY protocol header (v1 or v2) naming the client (repeatable or comma-separated; default: none, no header read)")
-	fs.IntVar(&c.maxClientConns, "max-client-conns", handlers.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
-	fs.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this file until shutdown (for diagnosis; read it with go tool pprof)")
-	fs.BoolVar(&c.logJSON, "log-json", false, "write logs as JSON lines instead of key=value text")
-	fs.Var(&c.corsOrigins, "cors-origin", "origin (scheme://host[:port], or *) whose browser scripts may call the public API (repeatable or comma-separated; default: none)")
+	flags := newGroupedFlags(fs, serveUsage)
+	basics := flags.group("Basics")
+	basics.String(&c.listen, "listen", "localhost:8080", "plain-HTTP `host:port` to listen on (development, or behind a TLS-terminating proxy)")
+	basics.String(&c.data, "data", "./petstore.db", "the bbolt data `file`; created at first start")
+	basics.String(&c.adminToken, "admin-token", "", "admin bearer `token` for the admin API and dashboard, at least 32 characters; giving one replaces the stored one").
+		DefaultMeans("generated at first start and printed once")
+	basics.List(&c.corsOrigins, "cors-origin", "`origin` (scheme://host[:port], or *) whose browser scripts may call the public API (repeatable or comma-separated)").
+		DefaultMeans("none (CORS off)")
+	basics.Bool(&c.logJSON, "log-json", "write logs as JSON lines instead of key=value text")
+
+	tls := flags.group("TLS and custom domains")
+	tls.String(&c.domain, "domain", "", "platform `domain`: the project is served at <slug>.<domain>").
+		DefaultMeans("none: development, served at localhost")
+	tls.String(&c.httpsListen, "https-listen", "", "TLS `host:port` with automatic certificates, :443 in production")
+	tls.String(&c.httpListen, "http-listen", "", "HTTP `host:port` beside it for ACME challenges and redirects to HTTPS, :80 in production")
+	tls.String(&c.cnameTarget, "cname-target", "", "the `name` customers' CNAME records must point at").
+		DefaultMeans("cname.<domain>")
+	tls.List(&c.publicIPs, "public-ip", "public `address` shown as the A/AAAA fallback for apex domains (repeatable or comma-separated)")
+	tls.String(&c.acmeEmail, "acme-email", "", "ACME account contact `address`")
+	tls.List(&c.acmeCAs, "acme-ca", "ACME directory `URL` (repeatable or comma-separated: tried in order for each certificate)").
+		DefaultMeans("Let's Encrypt, " + domains.DefaultCA)
+	tls.String(&c.acmeCARoot, "acme-ca-root", "", "PEM `file` of extra roots to trust for the ACME CAs (test CAs)")
+	tls.String(&c.acmeProfile, "acme-profile", "", "ACME certificate `profile` to ask for").
+		DefaultMeans("the CA's default")
+	tls.List(&c.acmeCAAIdentities, "acme-caa-identity", "issuer `domain` the CA accepts in CAA records (repeatable)").
+		DefaultMeans("the CA directory's meta.caaIdentities")
+	tls.Duration(&c.renewInterval, "renew-interval", 10*time.Minute, "how often certificate maintenance looks for certificates to renew")
+	tls.List(&c.dnsResolvers, "dns-resolver", "`host:port` of a DNS server to start from (repeatable or comma-separated)").
+		DefaultMeans("the system's")
+
+	limits := flags.group("Limits")
+	limits.Float64(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
+	limits.Int(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
+	limits.Int(&c.maxClientConns, "max-client-conns", listen.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
+	limits.Duration(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
+
+	instances := flags.group("Several instances")
+	instances.String(&c.database, "database", "", "postgres:// `URL` of a PostgreSQL database that several instances share, instead of --data").
+		DefaultMeans("none: the bbolt file of --data")
+	instances.List(&c.proxyProtocolFrom, "proxy-protocol-from", "`address` or CIDR range of a TCP load balancer whose connections, on every listener, begin with a PROXY protocol header (v1 or v2) naming the client (repeatable or comma-separated)").
+		DefaultMeans("none: no header is read")
+
+	development := flags.group("Development and tests")
+	development.Bool(&c.allowTestTLDs, "allow-test-tlds", "let names under .test be added as custom domains (tests and staging with their own DNS and CA)")
+	development.Bool(&c.dnsAllowPrivate, "dns-allow-private", "also ask domains' nameservers at loopback, private or link-local addresses (--dns-resolver is always asked)")
+	development.String(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this `file` until shutdown (read it with go tool pprof)")
 	given, err := parseFlags(fs, args, getenv)
 	if err != nil {
 		return c, err
@@ -165,7 +189,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (gi
 	given = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	fs.VisitAll(func(f *flag.Flag) {
-		name := "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		name := envName(f.Name)
 		if v := getenv(name); v != "" && !given[f.Name] && err == nil {
 			if setErr := fs.Set(f.Name, v); setErr != nil {
 				err = fmt.Errorf("%s: %w", name, setErr)
@@ -212,7 +236,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	// Everything run writes, the banner included, goes through logOut, which
 	// drops lines rather than wait for a stdout nobody reads.
-	logOut := handlers.NewLogWriter(stdout, 100*time.Millisecond)
+	logOut := accesslog.NewWriter(stdout, 100*time.Millisecond)
 	defer logOut.Close(2 * time.Second)
 	var logHandler slog.Handler = slog.NewTextHandler(logOut, nil)
 	if cfg.logJSON {
@@ -248,13 +272,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer manager.Close()
-	conns, fileLimit, err := handlers.NewConnGuard(cfg.maxClientConns)
+	conns, fileLimit, err := listen.NewConnGuard(cfg.maxClientConns)
 	if err != nil {
 		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
 	}
 	srv, err := handlers.New(handlers.Config{
 		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
-		Conns:       conns,
+		Metrics:     metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut)),
 		CORSOrigins: cfg.corsOrigins,
 		Now:         handlersNow,
 	})
@@ -266,34 +290,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
-	listeners := handlers.NewListeners(conns)
+	listeners := listen.NewListeners(conns)
 	defer listeners.Close()
 	if len(cfg.proxyProtocolFrom) > 0 {
 		if err := listeners.ReadProxyProtocolFrom(cfg.proxyProtocolFrom); err != nil {
 			return err
 		}
 	}
-	plainAddr, err := listeners.Listen(cfg.listen, handlers.NewHTTPServer(srv, nil, errorLog))
+	plainAddr, err := listeners.Listen(cfg.listen, listen.NewHTTPServer(srv, nil, errorLog))
 	if err != nil {
 		return err
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listeners.Listen(cfg.httpsListen, handlers.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
+		if _, err := listeners.Listen(cfg.httpsListen, listen.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
 			return err
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.Listen(cfg.httpListen, handlers.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
+		if _, err := listeners.Listen(cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
 			return err
 		}
 	}
-	handlers.SettleMemoryAfterStart(getenv("GOGC") != "")
+	settleMemoryAfterStart(getenv("GOGC") != "")
 	printBanner(logOut, cfg, plainAddr, newToken)
 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
 	go manager.Run(background)
-	go handlers.ReleaseMemoryWhenIdle(background, 5*time.Second)
+	go releaseMemoryWhenIdle(background, 5*time.Second)
 	if err := listeners.Serve(ctx); err != nil {
 		return err
 	}
@@ -328,11 +352,10 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 		publicIPs = append(publicIPs, a)
 	}
 	dc := domains.Config{
-		Store:     db,
-		Platform:  domains.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget},
-		PublicIPs: publicIPs,
-		Checker: &domains.Checker{
-			Resolvers: cfg.dnsResolvers, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs, CAAIdentities: cfg.acmeCAAIdentities,
+		Store:    db,
+		Platform: dnscheck.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs},
+		Checker: &dnscheck.Checker{
+			Resolvers: cfg.dnsResolvers, CAAIdentities: cfg.acmeCAAIdentities,
 			AllowPrivateNameservers: cfg.dnsAllowPrivate,
 		},
 		AllowTestTLDs: cfg.allowTestTLDs,

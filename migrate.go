@@ -20,8 +20,17 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	fs := flag.NewFlagSet("petstore migrate", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	var cfg config
-	fs.StringVar(&cfg.data, "data", "./petstore.db", "the bbolt data file to copy (stop the service that uses it first)")
-	fs.StringVar(&cfg.database, "database", "", "postgres:// URL of the empty PostgreSQL database to copy it into")
+	flags := newGroupedFlags(fs, `Usage:
+  petstore migrate --data FILE --database URL
+
+Copies every entity of a bbolt data file, with its id, the API keys and the
+admin token (their hashes), the domains and the certificates into an empty
+PostgreSQL database. The file is left as it was. Every flag has an
+environment variable, named beside it in parentheses.
+`)
+	move := flags.group("Flags")
+	move.String(&cfg.data, "data", "./petstore.db", "the bbolt data `file` to copy (stop the service that uses it first)")
+	move.String(&cfg.database, "database", "", "postgres:// `URL` of the empty PostgreSQL database to copy it into")
 	if _, err := parseFlags(fs, args, getenv); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {

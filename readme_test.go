@@ -96,6 +96,14 @@ func runWalkThrough(t *testing.T) (*instance, []string) {
 	}
 	fill := strings.NewReplacer("ADMIN=pat_…", "ADMIN="+token[1], "http://localhost:8080", in.base)
 
+	// The banner the quick start shows is the one the service prints.
+	_, banner, _ := strings.Cut(string(readme), "\n```\npetstore: listening on")
+	banner, _, _ = strings.Cut("petstore: listening on"+banner, "```")
+	banner = strings.NewReplacer("http://localhost:8080", in.base, "./petstore.db", "…").Replace(banner)
+	if err := matchOutput(in.out.String(), strings.Split(strings.TrimSpace(banner), "\n")); err != nil {
+		t.Errorf("the README's banner: %v\nthe service printed:\n%s", err, in.out)
+	}
+
 	steps := 0
 	var all []string
 	for _, block := range blocks {

@@ -3,10 +3,13 @@ package domains_test
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -33,7 +36,7 @@ func managerWith(t *testing.T, cfg domains.Config) *domains.Manager {
 	t.Helper()
 	cfg.Store = deployedStore(t)
 	if cfg.Checker == nil {
-		cfg.Checker = &domains.Checker{}
+		cfg.Checker = &dnscheck.Checker{}
 	}
 	return domaintest.NewManager(t, cfg)
 }
@@ -56,7 +59,7 @@ func wantCode(t *testing.T, err error, code string, mentions ...string) {
 // can never get a public certificate, so they are refused when added;
 // .test is let through only with AllowTestTLDs.
 func TestAddRefusesSpecialUseNames(t *testing.T) {
-	platform := domains.Platform{Domain: "petstore.app", CNAMETarget: "cname.petstore.app"}
+	platform := dnscheck.Platform{Domain: "petstore.app", CNAMETarget: "cname.petstore.app"}
 	strict := managerWith(t, domains.Config{Platform: platform})
 	ctx := context.Background()
 	for _, refused := range []struct{ name, mention string }{
@@ -107,10 +110,14 @@ func TestAddWithoutCNAMETarget(t *testing.T) {
 // that the check finds to be a zone of its own becomes an apex, and its
 // records ask for an ALIAS at @ of that zone.
 func TestVerifyZoneApexSwitchesRecords(t *testing.T) {
-	_, c := delegatedZone(t, publicIP.String())
+	const target = "sites.platform.test"
+	publicIP := netip.MustParseAddr("203.0.113.10")
+	_, resolver, port := domaintest.DelegatedZone(t, publicIP.String())
 	m := managerWith(t, domains.Config{
-		Platform:      domains.Platform{Domain: "petstore.app", CNAMETarget: target},
-		Checker:       c,
+		Platform: dnscheck.Platform{Domain: "petstore.app", CNAMETarget: target, PublicIPs: []netip.Addr{publicIP}},
+		Checker: &dnscheck.Checker{
+			Resolvers: []string{resolver}, NameserverPort: port, Timeout: time.Second, AllowPrivateNameservers: true,
+		},
 		AllowTestTLDs: true,
 	})
 	ctx := context.Background()
@@ -118,16 +125,16 @@ func TestVerifyZoneApexSwitchesRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Apex || d.Records[0].Type != domains.TypeCNAME {
+	if d.Apex || d.Records[0].Type != dnscheck.TypeCNAME {
 		t.Fatalf("added as %+v", d)
 	}
 	if d, err = m.Verify(ctx, "shop.deleg.test"); err != nil {
 		t.Fatal(err)
 	}
-	if d.State != store.DomainVerified || !d.Apex || d.Records[0].Type != domains.TypeALIAS || d.Records[0].Host != "@" {
+	if d.State != store.DomainVerified || !d.Apex || d.Records[0].Type != dnscheck.TypeALIAS || d.Records[0].Host != "@" {
 		t.Errorf("after verify: state %s apex %v records %+v", d.State, d.Apex, d.Records)
 	}
-	if got, _ := m.Get(ctx, "shop.deleg.test"); !got.Apex || got.Records[0].Type != domains.TypeALIAS {
+	if got, _ := m.Get(ctx, "shop.deleg.test"); !got.Apex || got.Records[0].Type != dnscheck.TypeALIAS {
 		t.Errorf("stored: apex %v records %+v", got.Apex, got.Records)
 	}
 }

@@ -3,8 +3,6 @@ package domains
 import (
 	"context"
 	"time"
-
-	"petstore/store"
 )
 
 // Run does the background work until ctx ends: at start it loads issued
@@ -13,7 +11,9 @@ import (
 // hours, verified ones periodically, so that a domain whose DNS moved away
 // is flagged.
 func (m *Manager) Run(ctx context.Context) {
-	m.resume(ctx)
+	if m.certs != nil {
+		m.certs.Resume(ctx)
+	}
 	tick := time.Tick(m.cfg.TickEvery)
 	for {
 		select {
@@ -22,7 +22,7 @@ func (m *Manager) Run(ctx context.Context) {
 		case <-m.ctx.Done():
 			return
 		case <-tick:
-			m.CheckDue(ctx)
+			m.checkDue(ctx)
 		}
 	}
 }
@@ -41,38 +41,8 @@ func untilClosed[T any](m *Manager, ch <-chan T, do func(context.Context)) {
 	}
 }
 
-// certificateDomains lists the domains for the certificate work; none when
-// the manager issues no certificates, or when the store fails (logged).
-func (m *Manager) certificateDomains(ctx context.Context) []store.Domain {
-	if m.certs == nil {
-		return nil
-	}
-	ds, err := m.db.Domains(ctx)
-	if err != nil {
-		m.log.Error("listing domains", "err", err)
-		return nil
-	}
-	return ds
-}
-
-func (m *Manager) resume(ctx context.Context) {
-	for _, d := range m.certificateDomains(ctx) {
-		switch {
-		case d.State != store.DomainVerified:
-		case d.Certificate.State == store.CertIssued:
-			if _, err := m.certs.CacheManagedCertificate(ctx, d.Name); err != nil {
-				m.log.Warn("loading certificate", "domain", d.Name, "err", err)
-				m.obtain(d.Name)
-			}
-		default:
-			m.obtain(d.Name)
-		}
-	}
-}
-
-// CheckDue runs the checks whose time has come. Run calls it on a timer;
-// it is exported for tests and operators that want a check round now.
-func (m *Manager) CheckDue(ctx context.Context) {
+// checkDue runs the checks whose time has come; Run calls it on a timer.
+func (m *Manager) checkDue(ctx context.Context) {
 	ds, err := m.db.Domains(ctx)
 	if err != nil {
 		m.log.Error("listing domains", "err", err)

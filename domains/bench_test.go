@@ -2,20 +2,18 @@ package domains
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"path/filepath"
 	"testing"
 
-	"petstore/domains/domaintest/testcert"
+	"petstore/domains/dnscheck"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
 
 // benchManager is a manager over a store with n verified domains
-// d0.example.com ... and, when certs is set, a self-signed certificate for
-// each in its certificate cache.
-func benchManager(b *testing.B, n int, certs bool) *Manager {
+// d0.example.com ...
+func benchManager(b *testing.B, n int) *Manager {
 	b.Helper()
 	db, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), store.Options{})
 	if err != nil {
@@ -29,24 +27,12 @@ func benchManager(b *testing.B, n int, certs bool) *Manager {
 			b.Fatal(err)
 		}
 	}
-	cfg := Config{Store: db, Platform: Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"}, Checker: &Checker{}}
-	if certs {
-		// Never contacted: every name's certificate is in the cache.
-		cfg.ACME = &ACME{CA: "https://127.0.0.1:1/dir"}
-	}
+	cfg := Config{Store: db, Platform: dnscheck.Platform{Domain: "petstore.test"}, Checker: &dnscheck.Checker{}}
 	m, err := NewManager(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(m.Close)
-	if certs {
-		for i := range n {
-			certPEM, keyPEM := testcert.SelfSigned(b, fmt.Sprintf("d%d.example.com", i), int64(i+1))
-			if _, err := m.certs.CacheUnmanagedCertificatePEMBytes(ctx, certPEM, keyPEM, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
 	return m
 }
 
@@ -54,7 +40,7 @@ func benchManager(b *testing.B, n int, certs bool) *Manager {
 // with 1 and 1,000 attached domains: it must not grow with their number.
 func BenchmarkRoute(b *testing.B) {
 	for _, n := range []int{1, 1000} {
-		m := benchManager(b, n, false)
+		m := benchManager(b, n)
 		for _, host := range []string{"d0.example.com", "petstore.petstore.test:443", "localhost:8080", "unknown.example.net"} {
 			b.Run(fmt.Sprintf("domains=%d/host=%s", n, host), func(b *testing.B) {
 				b.ReportAllocs()
@@ -65,23 +51,5 @@ func BenchmarkRoute(b *testing.B) {
 				}
 			})
 		}
-	}
-}
-
-// BenchmarkCertificateLookup is what a TLS handshake asks of certmagic:
-// the certificate for the SNI, from a cache of 1 and of 1,000 certificates.
-func BenchmarkCertificateLookup(b *testing.B) {
-	for _, n := range []int{1, 1000} {
-		m := benchManager(b, n, true)
-		tc := m.TLSConfig()
-		hello := &tls.ClientHelloInfo{ServerName: "d0.example.com", SupportedProtos: []string{"http/1.1"}}
-		b.Run(fmt.Sprintf("certificates=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := tc.GetCertificate(hello); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }

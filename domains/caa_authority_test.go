@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
 )
@@ -28,8 +29,8 @@ func TestCAAFromTheCA(t *testing.T) {
 	const cname = "cname.petstore.test"
 	m := domaintest.NewManager(t, domains.Config{
 		Store:    db,
-		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: cname},
-		Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: cname, Timeout: time.Second},
+		Platform: dnscheck.Platform{Domain: "petstore.test", CNAMETarget: cname},
+		Checker:  &dnscheck.Checker{Resolvers: []string{dns.Addr()}, Timeout: time.Second},
 		// Nothing answers the challenges: orders fail, but the account is
 		// registered before the first order is placed.
 		ACME: &domains.ACME{
@@ -61,13 +62,13 @@ func TestCAAFromTheCA(t *testing.T) {
 	// No account yet: a record bound to an account cannot allow this one.
 	attach("shop.bound.example.com", "pebble.letsencrypt.org; accounturi="+otherAccount)
 	d := verify("shop.bound.example.com")
-	f := onlyFinding(t, d, domains.CodeCAABlocksCA)
-	contains(t, "message", f.Message, otherAccount, "no account")
+	f := onlyFinding(t, d, dnscheck.CodeCAABlocksCA)
+	domaintest.Contains(t, "message", f.Message, otherAccount, "no account")
 
 	// The identity from the directory: Let's Encrypt's is not Pebble's.
 	attach("shop.le.example.com", "letsencrypt.org")
-	f = onlyFinding(t, verify("shop.le.example.com"), domains.CodeCAABlocksCA)
-	contains(t, "message", f.Message, "pebble.letsencrypt.org")
+	f = onlyFinding(t, verify("shop.le.example.com"), dnscheck.CodeCAABlocksCA)
+	domaintest.Contains(t, "message", f.Message, "pebble.letsencrypt.org")
 	if f.Expected != `le.example.com CAA 0 issue "pebble.letsencrypt.org"` {
 		t.Errorf("expected %q", f.Expected)
 	}
@@ -81,12 +82,12 @@ func TestCAAFromTheCA(t *testing.T) {
 	// Now the bound record is judged against the real account.
 	prefix := strings.TrimSuffix(pebble.DirectoryURL(), "/dir") + "/my-account/"
 	domaintest.WaitFor(t, 15*time.Second, 50*time.Millisecond, func() error {
-		if f = onlyFinding(t, verify("shop.bound.example.com"), domains.CodeCAABlocksCA); !strings.Contains(f.Message, prefix) {
+		if f = onlyFinding(t, verify("shop.bound.example.com"), dnscheck.CodeCAABlocksCA); !strings.Contains(f.Message, prefix) {
 			return fmt.Errorf("the account URI does not show: %s", f.Message)
 		}
 		return nil
 	})
-	contains(t, "message", f.Message, otherAccount, "this platform's account is "+prefix)
+	domaintest.Contains(t, "message", f.Message, otherAccount, "this platform's account is "+prefix)
 	if !strings.Contains(f.Expected, "accounturi="+prefix) {
 		t.Fatalf("the record that would allow does not name the account: %q", f.Expected)
 	}
@@ -103,5 +104,5 @@ func onlyFinding(t *testing.T, d store.Domain, code string) store.Finding {
 	if d.Check == nil {
 		t.Fatalf("%s was not checked", d.Name)
 	}
-	return finding(t, *d.Check, code)
+	return domaintest.OneFinding(t, *d.Check, code)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -55,8 +56,8 @@ func startFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *doma
 	db := deployedStore(t)
 	cfg := domains.Config{
 		Store:    db,
-		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-		Checker: &domains.Checker{Resolvers: []string{resolver.Addr()}, CNAMETarget: "cname.petstore.test",
+		Platform: dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker: &dnscheck.Checker{Resolvers: []string{resolver.Addr()},
 			CAAIdentities: []string{"pebble.test"}, Timeout: 200 * time.Millisecond, AllowPrivateNameservers: true},
 		Now:           o.now,
 		AllowTestTLDs: true,
@@ -91,7 +92,7 @@ func warned(d store.Domain) bool {
 		return false
 	}
 	for _, f := range d.Check.Findings {
-		if f.Code == domains.CodeDNSError {
+		if f.Code == dnscheck.CodeDNSError {
 			return true
 		}
 	}

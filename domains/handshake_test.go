@@ -3,7 +3,10 @@ package domains
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -11,6 +14,8 @@ import (
 
 	"github.com/caddyserver/certmagic"
 
+	"petstore/domains/certs"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest/testcert"
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -68,14 +73,14 @@ func TestHandshakeWithoutCertificateReadsNoStorage(t *testing.T) {
 		certmagic.StorageKeys.SitePrivateKey(iss.IssuerKey(), with): keyPEM,
 		certmagic.StorageKeys.SiteMeta(iss.IssuerKey(), with):       []byte(`{"sans":["` + with + `"]}`),
 	} {
-		if err := CertStorage(db).Store(ctx, key, value); err != nil {
+		if err := certs.Storage(db).Store(ctx, key, value); err != nil {
 			t.Fatal(err)
 		}
 	}
 	m, err := NewManager(Config{
 		Store:     db,
-		Platform:  Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-		Checker:   &Checker{CNAMETarget: "cname.petstore.test"},
+		Platform:  dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:   &dnscheck.Checker{},
 		ACME:      &ACME{CA: ca},
 		TickEvery: time.Hour,
 	})
@@ -106,4 +111,101 @@ func handshake(m *Manager, name string) error {
 		_ = tls.Server(server, m.TLSConfig()).Handshake()
 	}()
 	return tls.Client(client, &tls.Config{ServerName: name, InsecureSkipVerify: true}).Handshake()
+}
+
+// countingManager is a manager with certificates (from a CA never
+// contacted) over a store that counts its key/value reads, holding the
+// domains given.
+func countingManager(t *testing.T, ds ...store.Domain) (*Manager, *readCountingStore) {
+	t.Helper()
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bolt.Close() })
+	db := &readCountingStore{Store: bolt}
+	for _, d := range ds {
+		if err := db.AddDomain(context.Background(), &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := NewManager(Config{
+		Store:     db,
+		Platform:  dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:   &dnscheck.Checker{},
+		ACME:      &ACME{CA: "https://127.0.0.1:1/dir"},
+		TickEvery: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m, db
+}
+
+// TestListingReadsNoCertificateStorage: listing 100 domains whose
+// certificates are on record, whole or by page, reads no storage: the
+// certificate state is the one stored with each domain.
+func TestListingReadsNoCertificateStorage(t *testing.T) {
+	var ds []store.Domain
+	notAfter := time.Now().Add(24 * time.Hour)
+	for i := range 100 {
+		ds = append(ds, store.Domain{
+			Name: fmt.Sprintf("d%d.example.org", i), State: store.DomainVerified,
+			Certificate: store.Certificate{State: store.CertIssued, Serial: fmt.Sprint(i), NotAfter: &notAfter},
+		})
+	}
+	m, db := countingManager(t, ds...)
+	ctx := context.Background()
+	before := db.reads.Load()
+	all, err := m.List(ctx)
+	if err != nil || len(all) != 100 {
+		t.Fatalf("list: %d domains, %v", len(all), err)
+	}
+	page, _, err := m.Page(ctx, 100, nil)
+	if err != nil || len(page) != 100 {
+		t.Fatalf("page: %d domains, %v", len(page), err)
+	}
+	for _, d := range append(all, page...) {
+		if d.Certificate.State != store.CertIssued {
+			t.Fatalf("%s: certificate %q, want the stored issued", d.Name, d.Certificate.State)
+		}
+	}
+	if n := db.reads.Load() - before; n != 0 {
+		t.Errorf("listing 100 domains read storage %d times", n)
+	}
+}
+
+// TestChallengeLookupsOnlyForAttachedNames: HTTP-01 challenge requests for
+// names that are not attached reach the next handler with no storage
+// read; only an attached name's challenge is looked up in storage (one
+// another instance may have started).
+func TestChallengeLookupsOnlyForAttachedNames(t *testing.T) {
+	m, db := countingManager(t, store.Domain{Name: "shop.example.org", State: store.DomainVerified})
+	var passed atomic.Int64
+	h := m.HTTPChallengeHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		passed.Add(1)
+		w.WriteHeader(http.StatusMisdirectedRequest)
+	}))
+	get := func(host string) int {
+		r := httptest.NewRequest(http.MethodGet, "/.well-known/acme-challenge/c29tZS10b2tlbg", nil)
+		r.Host = host
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	before := db.reads.Load()
+	for i := range 1000 {
+		if code := get(fmt.Sprintf("n%d.example.net:80", i)); code != http.StatusMisdirectedRequest {
+			t.Fatalf("unattached name answered %d", code)
+		}
+	}
+	if n := db.reads.Load() - before; n != 0 || passed.Load() != 1000 {
+		t.Errorf("1,000 challenge requests for unattached names read storage %d times; %d reached the next handler", n, passed.Load())
+	}
+	before = db.reads.Load()
+	get("Shop.Example.org")
+	if n := db.reads.Load() - before; n == 0 {
+		t.Errorf("a challenge request for an attached name, started nowhere in memory, was not looked up in storage")
+	}
 }

@@ -4,8 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/caddyserver/certmagic"
-
+	"petstore/domains/certs"
 	"petstore/store"
 )
 
@@ -58,19 +57,17 @@ func (m *Manager) followTable(ctx context.Context, before, after *routingTable) 
 			// Removed: the next handshake must fail, so an attempt in
 			// flight stops and the certificate, kept or managed, leaves
 			// memory too.
-			m.stopObtaining(name)
-			m.dropKept(name, false)
-			m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
+			m.certs.Removed(name)
 		}
 	}
 	for name := range after.served {
 		switch {
 		case moved(after, name) && !moved(before, name):
 			// Moved: served until expiry, never renewed.
-			m.keepCertificate(ctx, name)
+			m.certs.Keep(ctx, name)
 		case !moved(after, name) && moved(before, name):
 			// Verified again: managed again.
-			m.releaseCertificate(ctx, name)
+			m.certs.Release(ctx, name)
 		}
 	}
 }
@@ -89,7 +86,7 @@ const dnsCheckLockPrefix = "dnscheck/"
 // domain's NextCheckAt has moved, so the instance that takes the lock next
 // finds it not due and skips it.
 func (m *Manager) checkDueDomain(ctx context.Context, name string) {
-	release := m.tryLock(ctx, dnsCheckLockPrefix, name, "background check")
+	release := certs.TryLock(ctx, m.db, m.log, dnsCheckLockPrefix+name, "background check")
 	if release == nil {
 		return // another instance is checking it now, or the store failed
 	}
@@ -100,61 +97,8 @@ func (m *Manager) checkDueDomain(ctx context.Context, name string) {
 		return
 	}
 	m.log.Info("checking a domain's DNS in the background", "domain", name)
-	res := m.cfg.Checker.Check(ctx, name)
+	res := m.checker.Check(ctx, name)
 	if _, err := m.apply(ctx, name, res, false); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
 		m.log.Error("background check", "domain", name, "err", err)
 	}
-}
-
-// tryLock takes the store's named lock prefix+name for the work named
-// what, without waiting, and returns its release; nil when another holder
-// has it or the store failed (logged).
-func (m *Manager) tryLock(ctx context.Context, prefix, name, what string) (release func()) {
-	lock := prefix + name
-	got, err := m.db.TryLock(ctx, lock)
-	if err != nil {
-		m.log.Warn(what+": taking its lock", "domain", name, "err", err)
-	}
-	if !got {
-		return nil
-	}
-	return func() {
-		if err := m.db.Unlock(context.WithoutCancel(ctx), lock); err != nil {
-			m.log.Warn(what+": releasing its lock", "domain", name, "err", err)
-		}
-	}
-}
-
-// certAttemptLockPrefix names the lock an instance holds while it makes a
-// domain's first issuance attempt.
-const certAttemptLockPrefix = "certattempt/"
-
-// claimAttempt makes this instance the only one attempting name's
-// certificate, and reports whether an attempt is still wanted. certmagic's
-// storage lock alone keeps two orders from running at once, but an
-// instance that waited on it would order right after another instance's
-// failure, skipping the back-off that failure recorded; and one that finds
-// the certificate obtained elsewhere only needs to load it. release is
-// non-nil when the claim was taken.
-func (m *Manager) claimAttempt(ctx context.Context, name string) (release func(), wanted bool) {
-	// Without the lock, another instance is attempting it and the store
-	// will show its result, or the store failed and the certificate loop
-	// tries again at its next round.
-	if release = m.tryLock(ctx, certAttemptLockPrefix, name, "certificate attempt"); release == nil {
-		return nil, false
-	}
-	d, err := m.db.Domain(ctx, name)
-	if err != nil {
-		return release, false
-	}
-	c := d.Certificate
-	switch {
-	case c.NextAttemptAt != nil && m.now().Before(*c.NextAttemptAt):
-		return release, false
-	case c.State == store.CertIssued || c.State == store.CertRenewing:
-		if _, err := m.certs.CacheManagedCertificate(ctx, name); err == nil {
-			return release, false
-		}
-	}
-	return release, true
 }

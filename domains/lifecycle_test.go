@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/certmagic"
 
 	"petstore/domains"
+	"petstore/domains/certs"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -21,7 +24,7 @@ import (
 // acmeManager is a manager with certificates from pebble, on a fresh
 // store. checkDNS is what the manager's own DNS check sees; pebble
 // resolves through the DNS it was started with.
-func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebble, clk *clock, a domains.ACME) (*domains.Manager, *boltstore.DB) {
+func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebble, clk *clock, a domains.ACME, opts ...func(*domains.Config)) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
 	if a.CA == "" {
@@ -35,16 +38,19 @@ func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebb
 	if clk != nil {
 		now = clk.now
 	}
-	m := domaintest.NewManager(t, domains.Config{
+	cfg := domains.Config{
 		Store:    db,
-		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-		Checker:  &domains.Checker{Resolvers: []string{checkDNS.Addr()}, CNAMETarget: "cname.petstore.test", Timeout: time.Second},
+		Platform: dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:  &dnscheck.Checker{Resolvers: []string{checkDNS.Addr()}, Timeout: time.Second},
 		ACME:     &a,
 		Now:      now,
 		// The tests start due attempts themselves (TendCertificates).
 		TickEvery: time.Hour,
-	})
-	return m, db
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return domaintest.NewManager(t, cfg), db
 }
 
 func waitCert(t *testing.T, db *boltstore.DB, name, what string, within time.Duration, cond func(store.Certificate) bool) store.Certificate {
@@ -129,7 +135,7 @@ func TestRenewalWithoutVisitors(t *testing.T) {
 	}
 	// The new certificate is the one in storage.
 	iss := certmagic.ACMEIssuer{CA: pebble.DirectoryURL()}
-	pemBytes, err := domains.CertStorage(db).Load(context.Background(), certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
+	pemBytes, err := certs.Storage(db).Load(context.Background(), certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +149,9 @@ func TestRenewalWithoutVisitors(t *testing.T) {
 	}
 }
 
-// TestCertificateStateIsHonest: a certificate past its notAfter is shown
-// expired, and one whose file left storage is shown as none and recorded
-// as removed, whatever the stored state says.
+// TestCertificateStateIsHonest: a certificate past its notAfter is
+// recorded and shown expired, and one whose file left storage is recorded
+// as removed and requested again.
 func TestCertificateStateIsHonest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble")
@@ -159,20 +165,26 @@ func TestCertificateStateIsHonest(t *testing.T) {
 	addVerified(t, m, dns, name)
 	c := waitCert(t, db, name, "certificate", 20*time.Second, func(c store.Certificate) bool { return c.State == store.CertIssued })
 
+	// Reads are pure: the certificate loop records what changed, and the
+	// answer shows what it stored.
 	clk.set(c.NotAfter.Add(time.Second))
+	m.TendCertificates(ctx)
 	if d, _ := m.Get(ctx, name); d.Certificate.State != store.CertExpired {
 		t.Errorf("past notAfter the certificate is %q", d.Certificate.State)
+	}
+	if d, _ := db.Domain(ctx, name); d.Certificate.State != store.CertExpired {
+		t.Errorf("past notAfter the stored certificate is %q", d.Certificate.State)
 	}
 	clk.set(time.Now())
 
 	iss := certmagic.ACMEIssuer{CA: pebble.DirectoryURL()}
-	if err := domains.CertStorage(db).Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)); err != nil {
+	if err := certs.Storage(db).Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := m.Get(ctx, name); d.Certificate.State == store.CertIssued {
+	m.TendCertificates(ctx)
+	if d, _ := m.Get(ctx, name); d.Certificate.State == store.CertIssued || d.Certificate.State == store.CertExpired {
 		t.Errorf("with its file removed the certificate is still %q", d.Certificate.State)
 	}
-	m.TendCertificates(ctx)
 	again := waitCert(t, db, name, "a new certificate", 20*time.Second, func(c store.Certificate) bool {
 		return c.State == store.CertIssued && c.Serial != "" && len(c.Events) == 3
 	})
@@ -182,6 +194,50 @@ func TestCertificateStateIsHonest(t *testing.T) {
 	}
 	if got := strings.Join(kinds, ","); got != "obtained,removed,obtained" || again.Serial == c.Serial {
 		t.Errorf("events %s, serial %s after %s; want obtained,removed,obtained and a new serial", got, again.Serial, c.Serial)
+	}
+}
+
+// TestExpiryIsStoredWithoutRequests: a certificate that maintenance does
+// not renew is recorded expired when its notAfter passes, by the
+// certificate loop's timer, with no request to the service and no round
+// of the loop's tick; every change of its state reached the hook, in
+// order.
+func TestExpiryIsStoredWithoutRequests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble and waits for a certificate to expire")
+	}
+	dns := startOurDNS(t)
+	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{Profiles: map[string]int{"short": 12}})
+	var mu sync.Mutex
+	var changes []string
+	m, db := acmeManager(t, dns, pebble, nil, domains.ACME{Profile: "short", RenewInterval: time.Hour}, func(c *domains.Config) {
+		c.OnCertificateChange = func(_ context.Context, ch certs.Change) {
+			mu.Lock()
+			defer mu.Unlock()
+			step := ch.From + ">" + ch.To
+			if ch.Event != nil {
+				step += ":" + ch.Event.Kind
+			}
+			if ch.Domain != "expire.example.org" || ch.At.IsZero() || ch.Certificate.State != ch.To {
+				t.Errorf("change %+v", ch)
+			}
+			changes = append(changes, step)
+		}
+	})
+	const name = "expire.example.org"
+	addVerified(t, m, dns, name)
+	c := waitCert(t, db, name, "certificate", 20*time.Second, func(c store.Certificate) bool { return c.State == store.CertIssued })
+	if c.NotAfter == nil || c.NotAfter.Sub(*c.NotBefore) > time.Minute {
+		t.Fatalf("not a short-lived certificate: %+v", c)
+	}
+	expired := waitCert(t, db, name, "expiry recorded", time.Until(*c.NotAfter)+10*time.Second, func(c store.Certificate) bool { return c.State == store.CertExpired })
+	if expired.UpdatedAt == nil || expired.UpdatedAt.Before(*c.NotAfter) || expired.Serial != c.Serial {
+		t.Errorf("expired record %+v, certificate %+v", expired, c)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(changes, ","); got != "none>pending,pending>issued:obtained,issued>expired" {
+		t.Errorf("the hook saw %s", got)
 	}
 }
 

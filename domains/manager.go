@@ -1,38 +1,48 @@
+// Package domains owns customers' custom domains: adding and removing
+// them, keeping their records in the store, checking them again when
+// Backoff says so, and deciding what every request's Host gets. DNS
+// checking is package dnscheck's, certificates package certs'; the
+// HTTP API over it is package handlers'.
 package domains
 
 import (
 	"cmp"
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/caddyserver/certmagic"
 	"golang.org/x/net/idna"
 
+	"petstore/domains/certs"
+	"petstore/domains/dnscheck"
 	"petstore/store"
 )
 
 // Config configures a Manager.
 type Config struct {
-	Store    store.Store
-	Platform Platform
-	// PublicIPs are shown as A/AAAA fallbacks for apex domains.
-	PublicIPs []netip.Addr
-	Checker   *Checker
+	Store Store
+	// Platform is the platform's domain, the CNAME target customers point
+	// at and its public addresses: given once here, the Checker checks
+	// against the same value.
+	Platform dnscheck.Platform
+	// Checker checks domains' DNS. Its Platform must be left empty: the
+	// manager gives it Platform.
+	Checker *dnscheck.Checker
 	// ACME turns certificates on; nil when this service terminates no TLS
 	// (development, or behind a proxy that does).
-	ACME   *ACME
-	Logger *slog.Logger
-	Now    func() time.Time
+	ACME *ACME
+	// OnCertificateChange, when set, is called after every change of a
+	// domain's certificate state; see certs.Change.
+	OnCertificateChange func(context.Context, certs.Change)
+	Logger              *slog.Logger
+	Now                 func() time.Time
 	// Backoff schedules the background checks of pending domains.
 	Backoff Backoff
 	// RecheckEvery is how often verified domains are checked again, so that
@@ -42,7 +52,7 @@ type Config struct {
 	// elsewhere: a verified one until it is moved or points here again, a
 	// moved one until it comes back. Default 30 minutes.
 	ConfirmEvery time.Duration
-	// TickEvery is how often the background loop looks for due checks.
+	// TickEvery is how often the background loops look for due work.
 	// Default 30 seconds.
 	TickEvery time.Duration
 	// AllowTestTLDs lets names under .test (RFC 6761) be added. Every other
@@ -53,69 +63,55 @@ type Config struct {
 }
 
 // ACME configures the certificate authority.
-type ACME struct {
-	// CA is the ACME directory URL.
-	CA string
-	// FallbackCAs are more directory URLs, tried in order for each
-	// certificate when the ones before fail.
-	FallbackCAs []string
-	Email       string
-	// Profile is the ACME profile to ask for; empty lets the CA choose.
-	Profile string
-	// TrustedRoots are extra roots for the CA's own TLS (test CAs).
-	TrustedRoots *x509.CertPool
-	// HTTPPort and TLSPort are the ports where this service answers
-	// HTTP-01 and TLS-ALPN-01 challenges (80 and 443 in production).
-	HTTPPort, TLSPort int
-	// DisableHTTPChallenge is set when there is no HTTP listener.
-	DisableHTTPChallenge bool
-	// RenewInterval is how often certificate maintenance looks for
-	// certificates to renew. Zero means 10 minutes.
-	RenewInterval time.Duration
+type ACME = certs.ACME
+
+// DefaultCA is the ACME directory certificates come from unless the
+// operator names others (--acme-ca).
+const DefaultCA = certs.DefaultCA
+
+// Store is what the manager needs of the store: the project, the domains
+// and their settings, change notices from other instances, and what the
+// certificates need.
+type Store interface {
+	certs.Store
+	Project(ctx context.Context) (store.Project, error)
+	UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error)
+	AddDomain(ctx context.Context, d *store.Domain) error
+	DomainsPage(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error)
+	RemoveDomain(ctx context.Context, name string) error
+	Settings(ctx context.Context) (store.Settings, error)
+	UpdateSettings(ctx context.Context, fn func(*store.Settings, map[string]store.Domain) error) (store.Settings, error)
+	OnChange(fn func())
 }
 
-// Manager owns the custom domains: adding, checking, certificates,
-// redirects, removal, and the routing decision for every request's Host.
+// Manager owns the custom domains: adding, checking, redirects, removal,
+// and the routing decision for every request's Host. Certificates are its
+// certs' (nil without ACME).
 type Manager struct {
-	cfg   Config
-	db    store.Store
-	log   *slog.Logger
-	now   func() time.Time
-	table atomic.Pointer[routingTable]
+	cfg     Config
+	db      Store
+	log     *slog.Logger
+	now     func() time.Time
+	checker *dnscheck.Checker
+	certs   *certs.Certs
+	table   atomic.Pointer[routingTable]
 	// refreshMu keeps one routing-table rebuild at a time (routing.go).
 	refreshMu sync.Mutex
 	// storeChanged wakes syncWithStore (instances.go).
 	storeChanged chan struct{}
 
-	// Certificates; all nil without ACME. certs manages attached domains'
-	// certificates, so that maintenance renews them without visitors;
-	// onDemand serves the default address, obtained in a handshake.
-	certs    *certmagic.Config
-	onDemand *certmagic.Config
-	// obtainer makes the first issuance attempts: single, interactive
-	// ones, whose schedule issuance.go keeps.
-	obtainer *certmagic.Config
-	cache    *certmagic.Cache
-	issuers  []*certmagic.ACMEIssuer
-	// challengeTypes is how many validations one order may fail: acmez
-	// tries the next challenge type after a failed one.
-	challengeTypes int
-
-	ctx       context.Context // ends at Close; background issuance runs under it
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	mu        sync.Mutex
-	obtaining map[string]*obtainRun
-	// failedValidations counts, per name with an attempt in flight,
-	// validations the CA reported as failed (seen in the ACME client's
-	// log); the domain's record keeps them for the per-hour limit.
-	failedValidations map[string]int
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // NewManager builds a manager and its routing table from the store.
 func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Store == nil || cfg.Checker == nil {
 		return nil, errors.New("domains: Config.Store and Config.Checker are required")
+	}
+	if !reflect.DeepEqual(cfg.Checker.Platform, dnscheck.Platform{}) {
+		return nil, errors.New("domains: give the platform once, in Config.Platform, not in Config.Checker")
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
@@ -124,16 +120,31 @@ func NewManager(cfg Config) (*Manager, error) {
 	cfg.RecheckEvery = orDefault(cfg.RecheckEvery, 6*time.Hour)
 	cfg.TickEvery = orDefault(cfg.TickEvery, 30*time.Second)
 	cfg.ConfirmEvery = orDefault(cfg.ConfirmEvery, 30*time.Minute)
-	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now, obtaining: map[string]*obtainRun{}, failedValidations: map[string]int{}}
+	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now}
+	m.table.Store(&routingTable{})
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	// The Checker given is copied, not changed.
+	checker := *cfg.Checker
+	checker.Platform = cfg.Platform
 	if cfg.ACME != nil {
-		m.setUpCertificates(cfg.ACME)
-		m.wireCAA(cfg.ACME)
+		m.certs = certs.New(certs.Config{
+			Store: cfg.Store, ACME: *cfg.ACME, Names: func(name string) certs.Name { return m.table.Load().certName(name) }, OnChange: cfg.OnCertificateChange,
+			Logger: cfg.Logger, Now: cfg.Now, TickEvery: cfg.TickEvery,
+		})
+		// The checker judges CAA records for the CAs certificates come
+		// from, unless told otherwise.
+		if checker.CertificateAuthorities == nil {
+			checker.CertificateAuthorities = m.certs.Authorities()
+			if checker.ValidationMethods == nil {
+				checker.ValidationMethods = m.certs.ValidationMethods()
+			}
+		}
 	}
+	m.checker = &checker
 	// The first refresh also brings back the certificates of moved
 	// domains, before the listeners open: the decision function refuses
 	// moved names, so a handshake could not load them later. On failure,
-	// Close stops what setUpCertificates started.
+	// Close stops what certs.New started.
 	if err := m.Refresh(context.Background()); err != nil {
 		m.Close()
 		return nil, err
@@ -142,12 +153,13 @@ func NewManager(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// Close stops background work: issuance attempts and certificate upkeep.
+// Close stops background work: the checks, issuance attempts and
+// certificate upkeep.
 func (m *Manager) Close() {
 	m.cancel()
 	m.wg.Wait()
-	if m.cache != nil {
-		m.cache.Stop()
+	if m.certs != nil {
+		m.certs.Close()
 	}
 }
 
@@ -182,16 +194,16 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	if err != nil {
 		return store.Domain{}, err
 	}
-	if err := checkPublicTLD(name, m.cfg.AllowTestTLDs); err != nil {
+	if err := dnscheck.CheckPublicTLD(name, m.cfg.AllowTestTLDs); err != nil {
 		return store.Domain{}, err
 	}
 	now := m.now().UTC()
 	d := store.Domain{
 		Name:        name,
-		Apex:        IsApex(name),
+		Apex:        dnscheck.IsApex(name),
 		State:       store.DomainPending,
 		AddedAt:     now,
-		Records:     RequiredRecords(name, m.cfg.Platform.CNAMETarget, m.cfg.PublicIPs),
+		Records:     m.cfg.Platform.Records(name, dnscheck.IsApex(name)),
 		Certificate: store.Certificate{State: store.CertNone},
 	}
 	if u, err := idna.ToUnicode(name); err == nil && u != name {
@@ -209,14 +221,14 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 // Get returns one attached domain.
 func (m *Manager) Get(ctx context.Context, name string) (store.Domain, error) {
 	d, err := m.db.Domain(ctx, lookupName(name))
-	return m.honest(ctx, d), err
+	return shown(d, m.now()), err
 }
 
 // List returns every attached domain, oldest first.
 func (m *Manager) List(ctx context.Context) ([]store.Domain, error) {
 	ds, err := m.db.Domains(ctx)
 	for i := range ds {
-		ds[i] = m.honest(ctx, ds[i])
+		ds[i] = shown(ds[i], m.now())
 	}
 	return ds, err
 }
@@ -226,15 +238,23 @@ func (m *Manager) List(ctx context.Context) ([]store.Domain, error) {
 func (m *Manager) Page(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error) {
 	ds, next, err := m.db.DomainsPage(ctx, limit, after)
 	for i := range ds {
-		ds[i] = m.honest(ctx, ds[i])
+		ds[i] = shown(ds[i], m.now())
 	}
 	return ds, next, err
+}
+
+// shown is a domain as answered: the certificate's failed validations of
+// the last hour only. Reads are pure: the certificate state is as certs
+// stored it.
+func shown(d store.Domain, now time.Time) store.Domain {
+	d.Certificate.FailedValidations = certs.RecentFailures(d.Certificate.FailedValidations, now)
+	return d
 }
 
 // lookupName lets a client name a domain the way it typed it: case and a
 // trailing dot do not matter, and an IDN may be given in Unicode.
 func lookupName(name string) string {
-	name = canonical(name)
+	name = dnscheck.Canonical(name)
 	if a, err := idna.Lookup.ToASCII(name); err == nil {
 		return a
 	}
@@ -250,7 +270,7 @@ func (m *Manager) Verify(ctx context.Context, name string) (store.Domain, error)
 	if _, err := m.db.Domain(ctx, name); err != nil {
 		return store.Domain{}, err
 	}
-	res := m.cfg.Checker.Check(ctx, name)
+	res := m.checker.Check(ctx, name)
 	return m.apply(ctx, name, res, true)
 }
 
@@ -266,17 +286,17 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 		wantCert = false
 		if res.ZoneApex && !d.Apex {
 			d.Apex = true
-			d.Records = requiredRecords(d.Name, m.cfg.Platform.CNAMETarget, m.cfg.PublicIPs, true)
+			d.Records = m.cfg.Platform.Records(d.Name, true)
 		}
 		switch {
 		case d.State == store.DomainVerified || d.State == store.DomainMoved:
-			wantCert = m.judgeLive(d, res, now)
+			wantCert = judgeLive(&m.cfg, d, res, now)
 		case res.Verified:
 			d.State = store.DomainVerified
 			d.VerifiedAt = &now
 			d.CheckAttempts = 0
 			d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
-			wantCert = m.certs != nil && wantsCertificate(&d.Certificate, now)
+			wantCert = certs.Wants(d.Certificate)
 		case !manual:
 			d.CheckAttempts++
 			d.NextCheckAt = nil
@@ -284,9 +304,6 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 				d.NextCheckAt = &next
 			}
 		}
-		// wantsCertificate marked the record pending unless it is backing
-		// off; the record keeps its failures and events, which the back-off
-		// and the CA's hourly limit count on.
 		return nil
 	})
 	if err != nil {
@@ -297,13 +314,19 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 	if err := m.Refresh(ctx); err != nil {
 		return store.Domain{}, err
 	}
+	if m.certs == nil {
+		return shown(d, now), nil
+	}
 	if d.State == store.DomainMoved {
-		m.dropKept(name, true)
+		m.certs.DropKept(name, true)
 	}
 	if wantCert {
-		m.obtain(name)
+		// Pending unless failed attempts are backing off; the record keeps
+		// its failures and events, which the back-off and the CA's hourly
+		// limit count on.
+		d.Certificate = m.certs.Request(ctx, name)
 	}
-	return m.honest(ctx, d), nil
+	return shown(d, now), nil
 }
 
 // Remove detaches a domain. Once it returns the domain gets no response:
@@ -315,7 +338,6 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	if err := m.db.RemoveDomain(ctx, name); err != nil {
 		return err
 	}
-	m.stopObtaining(name)
 	// Refresh takes its certificate out of the memory cache, after the
 	// table: from then on the decision function refuses the name, so no
 	// handshake can load the certificate back.
@@ -325,13 +347,18 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	if m.certs == nil {
 		return nil
 	}
-	for _, iss := range m.issuers {
-		prefix := certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)
-		if err := m.certs.Storage.Delete(ctx, prefix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("deleting the certificate of %s: %w", name, err)
-		}
+	return m.certs.Forget(ctx, name)
+}
+
+// UpdateProject changes the project: its slug names the default address,
+// which routing follows before this returns, so project changes go
+// through here.
+func (m *Manager) UpdateProject(ctx context.Context, change func(*store.Project) error) (store.Project, error) {
+	p, err := m.db.UpdateProject(ctx, change)
+	if err != nil {
+		return store.Project{}, err
 	}
-	return nil
+	return p, m.Refresh(ctx)
 }
 
 // Settings returns the domain settings.
@@ -375,7 +402,7 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 	}
 	steps := []string{
 		"Confirm the domain still verifies: choose Re-verify and check that it reports no findings.",
-		fmt.Sprintf("Check that CAA records on %s or its parent domains allow %s; a CAA record that names only another CA blocks the certificate.", d.Name, m.caaIssuerNames()),
+		fmt.Sprintf("Check that CAA records on %s or its parent domains allow %s; a CAA record that names only another CA blocks the certificate.", d.Name, issuerNames(m.ctx, m.checker)),
 	}
 	if d.Certificate.Error != "" {
 		steps = append(steps, "The last attempt failed with: "+d.Certificate.Error)
@@ -391,22 +418,22 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 	return steps
 }
 
-// caaIssuerNames names the issuer domains a CAA record must name, as the
+// CNAMETarget is where customers point their domains; "" when the service
+// was started without --domain or --cname-target, and then no domain can
+// be added.
+func (m *Manager) CNAMETarget() string { return dnscheck.Canonical(m.cfg.Platform.CNAMETarget) }
+
+// issuerNames names the issuer domains a CAA record must name, as the
 // CAA check takes them: from --acme-caa-identity, else from each CA's
 // directory (meta.caaIdentities). Checks have usually read the directory
 // already; the timeout bounds the fetch when they have not, since the
 // answer to an API call waits for it.
-func (m *Manager) caaIssuerNames() string {
-	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
+func issuerNames(ctx context.Context, checker *dnscheck.Checker) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	ids := caaIdentities(m.cfg.Checker.caaAuthorities(ctx))
+	ids := checker.IssuerNames(ctx)
 	if len(ids) == 0 {
 		return "the certificate authority"
 	}
 	return strings.Join(ids, " or ")
 }
-
-// CNAMETarget is where customers point their domains; "" when the service
-// was started without --domain or --cname-target, and then no domain can
-// be added.
-func (m *Manager) CNAMETarget() string { return canonical(m.cfg.Platform.CNAMETarget) }

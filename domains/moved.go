@@ -1,12 +1,10 @@
 package domains
 
 import (
-	"context"
-	"io/fs"
 	"time"
 
-	"github.com/caddyserver/certmagic"
-
+	"petstore/domains/certs"
+	"petstore/domains/dnscheck"
 	"petstore/store"
 )
 
@@ -42,9 +40,9 @@ func evidenceOf(res store.DomainCheck) checkEvidence {
 	failed := false
 	for _, f := range res.Findings {
 		switch f.Code {
-		case CodeNoRecord, CodeConflictingRecord, CodeCNAMEMismatch, CodeApexNeedsAlias:
+		case dnscheck.CodeNoRecord, dnscheck.CodeConflictingRecord, dnscheck.CodeCNAMEMismatch, dnscheck.CodeApexNeedsAlias:
 			return pointsElsewhere
-		case CodeDNSError:
+		case dnscheck.CodeDNSError:
 			failed = true
 		}
 	}
@@ -61,14 +59,14 @@ func evidenceOf(res store.DomainCheck) checkEvidence {
 // then, and while it is moved, it is checked every ConfirmEvery. The DNS
 // pointing here again makes it verified at once. wantCert says a
 // certificate is to be requested.
-func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Time) (wantCert bool) {
+func judgeLive(cfg *Config, d *store.Domain, res store.DomainCheck, now time.Time) (wantCert bool) {
 	switch evidenceOf(res) {
 	case noEvidence:
 		d.CheckAttempts++
 		// A failure says nothing about the domain, so the next check should
 		// come soon, but a DNS provider in trouble should not be asked
 		// every minute for hours.
-		next := now.Add(doubling(time.Minute, d.CheckAttempts, m.cfg.ConfirmEvery))
+		next := now.Add(doubling(time.Minute, d.CheckAttempts, cfg.ConfirmEvery))
 		if d.NextCheckAt == nil || next.Before(*d.NextCheckAt) || !d.NextCheckAt.After(now) {
 			d.NextCheckAt = &next
 		}
@@ -83,7 +81,7 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 			d.State = store.DomainMoved
 			d.MovedAt = &now
 		}
-		d.NextCheckAt = new(now.Add(m.cfg.ConfirmEvery))
+		d.NextCheckAt = new(now.Add(cfg.ConfirmEvery))
 	case pointsHere:
 		d.CheckAttempts = 0
 		d.PointsElsewhereSince, d.PointsElsewhereChecks = nil, 0
@@ -92,70 +90,8 @@ func (m *Manager) judgeLive(d *store.Domain, res store.DomainCheck, now time.Tim
 			d.MovedAt = nil
 			d.VerifiedAt = &now
 		}
-		d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
-		return res.Verified && m.certs != nil && wantsCertificate(&d.Certificate, now)
+		d.NextCheckAt = new(now.Add(cfg.RecheckEvery))
+		return res.Verified && certs.Wants(d.Certificate)
 	}
 	return false
-}
-
-// keepCertificate takes a moved domain's certificate out of certmagic's
-// management and caches it unmanaged: handshakes keep getting it until it
-// expires, and nothing renews it.
-func (m *Manager) keepCertificate(ctx context.Context, name string) {
-	m.stopObtaining(name)
-	m.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
-	certPEM, keyPEM, err := m.storedCertificate(ctx, name)
-	if err != nil {
-		return // no certificate: nothing to keep
-	}
-	leaf, err := parseLeaf(certPEM)
-	if err != nil || !m.now().Before(leaf.NotAfter) {
-		return // expired: keeping it would only fail handshakes differently
-	}
-	if _, err := m.certs.CacheUnmanagedCertificatePEMBytes(ctx, certPEM, keyPEM, []string{keptTag}); err != nil {
-		m.log.Warn("keeping a moved domain's certificate", "domain", name, "err", err)
-	}
-}
-
-// keptTag marks a moved domain's certificate in the cache.
-const keptTag = "petstore:kept"
-
-// dropKept removes a moved domain's certificate from the cache; with
-// expiredOnly, once it has expired: from then on its handshakes fail at
-// once instead of with an expired certificate.
-func (m *Manager) dropKept(name string, expiredOnly bool) {
-	if m.cache == nil {
-		return
-	}
-	var hashes []string
-	for _, c := range m.cache.AllMatchingCertificates(name) {
-		if c.HasTag(keptTag) && (!expiredOnly || !m.now().Before(c.Leaf.NotAfter)) {
-			hashes = append(hashes, c.Hash())
-		}
-	}
-	m.cache.Remove(hashes)
-}
-
-// releaseCertificate hands a domain that verified again back to certmagic:
-// its certificate is managed, and so renewed, again.
-func (m *Manager) releaseCertificate(ctx context.Context, name string) {
-	m.dropKept(name, false)
-	if _, err := m.certs.CacheManagedCertificate(ctx, name); err != nil {
-		m.log.Warn("loading the certificate of a domain that verified again", "domain", name, "err", err)
-	}
-}
-
-// storedCertificate loads a name's certificate and key from the storage of
-// the first CA (in --acme-ca order) that holds both.
-func (m *Manager) storedCertificate(ctx context.Context, name string) (certPEM, keyPEM []byte, err error) {
-	err = fs.ErrNotExist
-	for _, iss := range m.issuers {
-		if certPEM, err = m.certs.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name)); err != nil {
-			continue
-		}
-		if keyPEM, err = m.certs.Storage.Load(ctx, certmagic.StorageKeys.SitePrivateKey(iss.IssuerKey(), name)); err == nil {
-			return certPEM, keyPEM, nil
-		}
-	}
-	return nil, nil, err
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"petstore/domains/dnscheck"
 	"petstore/store"
 )
 
@@ -106,8 +107,8 @@ func notVerified(d store.Domain, defaultAddr string) string {
 // settingsName normalises a name in the settings. The default address is
 // taken as it is: in development it is localhost, which Normalize refuses.
 func settingsName(s, defaultAddr string) (string, error) {
-	if t := canonical(s); t == defaultAddr {
+	if t := dnscheck.Canonical(s); t == defaultAddr {
 		return t, nil
 	}
-	return Normalize(s)
+	return dnscheck.Normalize(s)
 }

@@ -2,10 +2,13 @@ package domains
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 
+	"petstore/domains/certs"
 	"petstore/store"
 )
 
@@ -102,6 +105,30 @@ func (m *Manager) Refresh(ctx context.Context) error {
 	}
 	m.followTable(ctx, before, t)
 	return nil
+}
+
+// certName is what the certificates ask of the routing table.
+func (t *routingTable) certName(name string) certs.Name {
+	return certs.Name{Served: t.served[name], Allowed: t.certAllowed[name], Issued: t.issued[name], Default: name == t.defaultAddr}
+}
+
+// TLSConfig is the configuration of the HTTPS listener (see
+// certs.Certs.TLSConfig); nil without ACME.
+func (m *Manager) TLSConfig() *tls.Config {
+	if m.certs == nil {
+		return nil
+	}
+	return m.certs.TLSConfig()
+}
+
+// HTTPChallengeHandler answers ACME HTTP-01 challenges for names that may
+// have a certificate and passes every other request to next (see
+// certs.Certs.HTTPChallengeHandler).
+func (m *Manager) HTTPChallengeHandler(next http.Handler) http.Handler {
+	if m.certs == nil {
+		return next
+	}
+	return m.certs.HTTPChallengeHandler(next)
 }
 
 // Route decides what a request with this Host header gets.

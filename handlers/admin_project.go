@@ -50,7 +50,9 @@ func (s *Server) updateProject(c echo.Context) error {
 	if err := decodeBody(c, &in); err != nil {
 		return err
 	}
-	p, err := s.store.UpdateProject(c.Request().Context(), func(p *store.Project) error {
+	// Through the domains manager: the slug names the default address,
+	// which routing must follow.
+	p, err := s.domains.UpdateProject(c.Request().Context(), func(p *store.Project) error {
 		if in.Name != nil {
 			if p.Name = strings.TrimSpace(*in.Name); p.Name == "" {
 				return store.Errorf(store.EINVALID, "body.name: must not be blank")
@@ -65,10 +67,6 @@ func (s *Server) updateProject(c echo.Context) error {
 		return nil
 	})
 	if err != nil {
-		return err
-	}
-	// The slug names the default address, which routing must know.
-	if err := s.domains.Refresh(c.Request().Context()); err != nil {
 		return err
 	}
 	return respond(c, http.StatusOK, s.projectView(p))

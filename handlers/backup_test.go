@@ -307,8 +307,9 @@ func countOrders(t *testing.T, db *boltstore.DB) int {
 func startOn(t *testing.T, db *boltstore.DB) *testServer {
 	t.Helper()
 	specs(t)
-	srv, err := handlers.New(handlers.Config{Store: db, Spec: publicSpec,
-		Now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }})
+	srv, err := handlers.New(serverConfig(t, db, func(c *handlers.Config) {
+		c.Now = func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

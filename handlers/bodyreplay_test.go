@@ -16,6 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 )
 
 // bodyOperation is an operation of either document that takes a JSON body,
@@ -67,7 +68,7 @@ const echoJSON = "application/json"
 func TestBodiesFollowTheValidator(t *testing.T) {
 	ts := newTestServer(t, withDomains(t, domains.Config{
 		// DNS answered by nothing (a closed loopback port): offline.
-		Checker: &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
+		Checker: &dnscheck.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
 	}))
 	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201)
 	ts.do("POST", "/pets", `{"name":"Rex","categoryId":1}`).wantStatus(201)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 )
 
@@ -15,8 +16,8 @@ import (
 func TestCAAWarningVerifies(t *testing.T) {
 	dns := domaintest.StartDNS(t)
 	ts := newTestServer(t, withDomains(t, domains.Config{
-		Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-		Checker:  &domains.Checker{Resolvers: []string{dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second},
+		Platform: dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+		Checker:  &dnscheck.Checker{Resolvers: []string{dns.Addr()}, Timeout: time.Second},
 	}))
 	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
 	ts.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantStatus(201)
@@ -28,7 +29,7 @@ func TestCAAWarningVerifies(t *testing.T) {
 	if d.State != "verified" || d.Check == nil || !d.Check.Verified || len(d.Check.Findings) != 1 {
 		t.Fatalf("state %s check %+v", d.State, d.Check)
 	}
-	if f := d.Check.Findings[0]; f.Code != domains.CodeCAAUnchecked || !f.Warning {
+	if f := d.Check.Findings[0]; f.Code != dnscheck.CodeCAAUnchecked || !f.Warning {
 		t.Fatalf("finding %+v", f)
 	}
 }

@@ -105,11 +105,11 @@ func TestCORSOffByDefault(t *testing.T) {
 
 func TestCORSOriginChecked(t *testing.T) {
 	specs(t) // loads publicSpec
-	if _, err := handlers.New(handlers.Config{Store: domaintest.OpenStore(t), Spec: publicSpec, CORSOrigins: []string{"https://app.example.com"}}); err != nil {
+	if _, err := handlers.New(serverConfig(t, domaintest.OpenStore(t), withCORS("https://app.example.com"))); err != nil {
 		t.Fatalf("a good origin: %v", err)
 	}
 	for _, bad := range []string{"app.example.com", "https://app.example.com/", "https://app.example.com/shop", "ftp://x.example", "https://*.example.com", "null", "https://App.example.com", "https://app.example.com:443", "http://localhost:80"} {
-		if _, err := handlers.New(handlers.Config{Store: domaintest.OpenStore(t), Spec: publicSpec, CORSOrigins: []string{bad}}); err == nil {
+		if _, err := handlers.New(serverConfig(t, domaintest.OpenStore(t), withCORS(bad))); err == nil {
 			t.Errorf("origin %q accepted", bad)
 		}
 		if handlers.CheckCORSOrigin(bad) == nil {

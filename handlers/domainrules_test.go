@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
 )
@@ -72,7 +73,7 @@ func TestAddDomainSpecialUseNames(t *testing.T) {
 // domain is refused with cname_target_unknown, instead of records with an
 // empty value.
 func TestAddDomainWithoutCNAMETarget(t *testing.T) {
-	ts := newTestServer(t, withDomains(t, domains.Config{Checker: &domains.Checker{}}))
+	ts := newTestServer(t, withDomains(t, domains.Config{Checker: &dnscheck.Checker{}}))
 	var p struct{ CNAMETarget *string }
 	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200).decode(&p)
 	if p.CNAMETarget == nil || *p.CNAMETarget != "" {

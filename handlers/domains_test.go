@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/certs"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
@@ -41,9 +43,9 @@ func newDomainEnv(t *testing.T) *domainEnv {
 	env.testServer = newTestServer(t, func(c *handlers.Config) {
 		env.manager = domaintest.NewManager(t, domains.Config{
 			Store:    c.Store,
-			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-			Checker: &domains.Checker{
-				Resolvers: []string{dns.Addr()}, CNAMETarget: domaintest.CNAMETarget,
+			Platform: dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+			Checker: &dnscheck.Checker{
+				Resolvers:     []string{dns.Addr()},
 				CAAIdentities: []string{domaintest.CAAIdentity}, Timeout: time.Second,
 				AllowPrivateNameservers: true,
 			},
@@ -202,7 +204,7 @@ func TestCustomDomainLifecycle(t *testing.T) {
 		c.LastAttempt == nil || len(c.Events) != 1 || c.Events[0].Kind != store.CertEventObtained {
 		t.Errorf("certificate details: %+v", c)
 	}
-	keys, _ := domains.CertStorage(e.db).List(ctx, "certificates", true)
+	keys, _ := certs.Storage(e.db).List(ctx, "certificates", true)
 	if !strings.Contains(strings.Join(keys, " "), "shop.example.com.crt") {
 		t.Errorf("no certificate in storage: %v", keys)
 	}
@@ -262,8 +264,8 @@ func TestCustomDomainLifecycle(t *testing.T) {
 	before := e.pebble.Log()
 	m2, err := domains.NewManager(domains.Config{
 		Store:         e.db,
-		Platform:      domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-		Checker:       &domains.Checker{Resolvers: []string{e.dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, AllowPrivateNameservers: true},
+		Platform:      dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+		Checker:       &dnscheck.Checker{Resolvers: []string{e.dns.Addr()}, AllowPrivateNameservers: true},
 		AllowTestTLDs: true,
 		ACME:          &domains.ACME{CA: e.pebble.DirectoryURL(), TrustedRoots: e.pebble.RootsPool(), Profile: "default", HTTPPort: e.pebble.HTTPPort, TLSPort: e.pebble.TLSPort},
 	})
@@ -296,7 +298,7 @@ func TestCustomDomainLifecycle(t *testing.T) {
 		t.Errorf("handshake after remove: err %v after %v", err, took)
 	}
 	e.send("GET", "/pets", "", http.Header{"Host": {"shop.example.com"}}).wantError(421, "unknown_host")
-	keys, _ = domains.CertStorage(e.db).List(ctx, "certificates", true)
+	keys, _ = certs.Storage(e.db).List(ctx, "certificates", true)
 	if strings.Contains(strings.Join(keys, " "), "shop.example.com") {
 		t.Errorf("the certificate is still in storage: %v", keys)
 	}
@@ -363,7 +365,7 @@ func TestRedirects(t *testing.T) {
 func TestAddDomainNeedsADeploy(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	_, _ = db.UpdateProject(context.Background(), func(p *store.Project) error { p.Plan = store.PlanPro; return nil })
-	m := domaintest.NewManager(t, domains.Config{Store: db, Checker: &domains.Checker{}})
+	m := domaintest.NewManager(t, domains.Config{Store: db, Checker: &dnscheck.Checker{}})
 	_, err := m.Add(context.Background(), "shop.example.com")
 	var appErr *store.Error
 	if !errors.As(err, &appErr) || appErr.Code != store.ECONFLICT || !strings.Contains(appErr.Message, "deploy") {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
 )
@@ -20,8 +21,8 @@ func TestDomainAnswersWhileDNSFlaps(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	ts := newTestServer(t, withDomains(t, domains.Config{
-		Platform:      domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-		Checker:       &domains.Checker{Resolvers: []string{resolver.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second, AllowPrivateNameservers: true},
+		Platform:      dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+		Checker:       &dnscheck.Checker{Resolvers: []string{resolver.Addr()}, Timeout: time.Second, AllowPrivateNameservers: true},
 		Now:           clock,
 		AllowTestTLDs: true,
 	}))
@@ -42,7 +43,7 @@ func TestDomainAnswersWhileDNSFlaps(t *testing.T) {
 	resolver.SetFault(domaintest.ServFail, 1)
 	d := verify()
 	if d.State != store.DomainVerified || d.Check == nil || len(d.Check.Findings) != 1 ||
-		d.Check.Findings[0].Code != domains.CodeDNSError {
+		d.Check.Findings[0].Code != dnscheck.CodeDNSError {
 		t.Fatalf("Re-verify during a SERVFAIL: %+v %+v", d, d.Check)
 	}
 

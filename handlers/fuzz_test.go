@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
@@ -57,8 +58,8 @@ func FuzzRequest(f *testing.F) {
 	ts := newTestServer(f, func(c *handlers.Config) {
 		manager = domaintest.NewManager(f, domains.Config{
 			Store:         c.Store,
-			Platform:      domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-			Checker:       &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},
+			Platform:      dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+			Checker:       &dnscheck.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
 			AllowTestTLDs: true,
 		})
 		c.Domains = manager

@@ -21,6 +21,7 @@ import (
 	_ "github.com/oapi-codegen/runtime"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 )
 
 // generatedClientPackage is where the test places the generated clients and
@@ -82,8 +83,8 @@ func TestGeneratedClients(t *testing.T) {
 	// Custom domains need a CNAME target; DNS is answered by nothing (a
 	// closed loopback port), so that a verify fails fast and offline.
 	ts := newTestServer(t, withDomains(t, domains.Config{
-		Platform: domains.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-		Checker:  &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},
+		Platform: dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
+		Checker:  &dnscheck.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
 	}))
 	called := map[string]bool{}
 	var mu sync.Mutex

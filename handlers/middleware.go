@@ -16,6 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 
+	"petstore/handlers/accesslog"
 	"petstore/store"
 )
 
@@ -66,25 +67,25 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		res, req := c.Response(), c.Request()
 		end := time.Now()
-		line := accessLine{
-			level:     slog.LevelInfo,
-			requestID: requestID(c),
-			method:    req.Method,
-			route:     c.Path(),
-			status:    res.Status,
-			bytes:     res.Size,
-			duration:  end.Sub(start),
-			remote:    c.RealIP(),
+		line := accesslog.Line{
+			Level:     slog.LevelInfo,
+			RequestID: requestID(c),
+			Method:    req.Method,
+			Route:     c.Path(),
+			Status:    res.Status,
+			Bytes:     res.Size,
+			Duration:  end.Sub(start),
+			Remote:    c.RealIP(),
 		}
-		s.metrics.observe(line.method, line.route, line.status, line.duration)
-		if line.status >= 500 {
-			line.level = slog.LevelError
+		s.metrics.Observe(line.Method, line.Route, line.Status, line.Duration)
+		if line.Status >= 500 {
+			line.Level = slog.LevelError
 		}
 		if s.access != nil {
-			s.access.write(end, line)
+			s.access.Log(end, line)
 			return nil
 		}
-		s.log.LogAttrs(req.Context(), line.level, "request", line.attrs()...)
+		s.log.LogAttrs(req.Context(), line.Level, "request", line.Attrs()...)
 		return nil
 	}
 }
@@ -175,7 +176,7 @@ func checkEnvelope(req *http.Request, op *routers.Route) error {
 }
 
 // MaxHeaderBytes is the limit on a request's target and headers together.
-// net/http is given a higher one (NewHTTPServer sets 1 MiB) so that requests between
+// net/http is given a higher one (listen.NewHTTPServer sets 1 MiB) so that requests between
 // the two get this 431 as an Error body instead of net/http's plain text.
 const MaxHeaderBytes = 64 << 10
 

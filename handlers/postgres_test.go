@@ -35,7 +35,7 @@ func startOnPostgres(t *testing.T, databaseURL string) *testServer {
 	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := handlers.New(handlers.Config{Store: db, Spec: publicSpec})
+	srv, err := handlers.New(serverConfig(t, db))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"petstore/domains/domaintest"
 	"petstore/handlers"
+	"petstore/handlers/listen"
 )
 
 // adminRequests walks the admin OpenAPI document: one request per
@@ -214,7 +215,7 @@ func TestSlowHeadersAreDropped(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
 	srv := httptest.NewUnstartedServer(ts.srv)
-	srv.Config = handlers.NewHTTPServer(ts.srv, nil, nil)
+	srv.Config = listen.NewHTTPServer(ts.srv, nil, nil)
 	srv.Start()
 	defer srv.Close()
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())

@@ -17,6 +17,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"petstore/domains"
+	"petstore/handlers/accesslog"
+	"petstore/handlers/metrics"
 	"petstore/store"
 )
 
@@ -45,6 +47,9 @@ type Config struct {
 	// Spec is openapi.yaml, embedded by main.
 	Spec   []byte
 	Logger *slog.Logger
+	// Metrics is the registry GET /metrics serves; the server records its
+	// requests there and registers the store and domain gauges on it.
+	Metrics *metrics.Registry
 	// AccessLog, when set, receives the line each request logs directly,
 	// formatted as slog's TextHandler (JSONHandler with AccessLogJSON)
 	// would: main gives it the writer and format of Logger's handler. It
@@ -58,15 +63,11 @@ type Config struct {
 	// RateLimit is requests per second per client address, with a burst of
 	// twice that; 0 turns the limiter off.
 	RateLimit float64
-	// Domains is the custom-domain manager; nil builds one for development
-	// (no platform domain, no certificates, the system's resolvers).
+	// Domains is the custom-domain manager.
 	Domains *domains.Manager
 	// MaxInFlight caps requests served at once (503 past it); 0 means
 	// DefaultMaxInFlight.
 	MaxInFlight int
-	// Conns, when set, is the guard of the listeners' connections, for
-	// /metrics.
-	Conns *ConnGuard
 	// CORSOrigins are the origins (scheme://host[:port], or * for any)
 	// whose scripts may call the public API; none turns CORS off.
 	CORSOrigins []string
@@ -86,15 +87,15 @@ type Server struct {
 	cfg     Config
 	store   store.Store
 	log     *slog.Logger
-	access  *accessWriter // nil: access lines go through log
+	access  *accesslog.Logger // nil: access lines go through log
 	now     func() time.Time
 	echo    *echo.Echo
 	public  *apiDoc
 	admin   *apiDoc
 	domains *domains.Manager
 	valOpts openapi3filter.Options
-	// metrics counts requests for GET /metrics (metrics.go).
-	metrics *httpMetrics
+	// metrics counts requests for GET /metrics.
+	metrics *metrics.Registry
 	// aborted ends when AbortBackups is called: backups in flight stop.
 	aborted      context.Context
 	abortBackups context.CancelFunc
@@ -108,8 +109,13 @@ type Server struct {
 // New builds the server: parses both OpenAPI documents, registers every
 // route, and fails when a route and the spec disagree.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
+	switch {
+	case cfg.Store == nil:
 		return nil, errors.New("handlers: Config.Store is nil")
+	case cfg.Domains == nil:
+		return nil, errors.New("handlers: Config.Domains is nil")
+	case cfg.Metrics == nil:
+		return nil, errors.New("handlers: Config.Metrics is nil")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -139,13 +145,6 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi-admin.yaml: %w", err)
 	}
-	if cfg.Domains == nil {
-		m, err := domains.NewManager(domains.Config{Store: cfg.Store, Checker: &domains.Checker{}, Logger: cfg.Logger})
-		if err != nil {
-			return nil, err
-		}
-		cfg.Domains = m
-	}
 	s := &Server{
 		domains: cfg.Domains,
 		cfg:     cfg,
@@ -159,10 +158,13 @@ func New(cfg Config) (*Server, error) {
 		validated: map[string]bool{},
 		failures:  newFailureLimiter(cfg.CredentialFailures),
 	}
-	s.metrics = newHTTPMetrics(s)
+	s.metrics = cfg.Metrics
+	if err := s.metrics.Register(metrics.State(cfg.Store, cfg.Domains, cfg.Now)); err != nil {
+		return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
+	}
 	s.aborted, s.abortBackups = context.WithCancel(context.Background())
 	if cfg.AccessLog != nil {
-		s.access = newAccessWriter(cfg.AccessLog, cfg.AccessLogJSON)
+		s.access = accesslog.New(cfg.AccessLog, cfg.AccessLogJSON)
 	}
 	s.valOpts = openapi3filter.Options{
 		AuthenticationFunc: s.authenticate,

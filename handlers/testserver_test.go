@@ -24,8 +24,10 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
+	"petstore/handlers/metrics"
 	"petstore/store"
 	"petstore/store/boltstore"
 	"petstore/store/postgres/pgtest"
@@ -131,28 +133,35 @@ func withDomains(tb testing.TB, cfg domains.Config) serverOption {
 	}
 }
 
-func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
+// serverConfig is what every test server needs on db: the spec, a metrics
+// registry of its own, and, unless an option gives one, a domains manager
+// with a CNAME target, so that domains can be added, and no DNS (a closed
+// loopback port), so that a verify fails fast and offline.
+func serverConfig(tb testing.TB, db store.Store, opts ...serverOption) handlers.Config {
 	tb.Helper()
 	specs(tb)
-	db := domaintest.OpenStore(tb)
-	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
-		tb.Fatal(err)
-	}
-	cfg := handlers.Config{Store: db, Spec: publicSpec}
+	cfg := handlers.Config{Store: db, Spec: publicSpec, Metrics: metrics.New()}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.Domains == nil {
-		// A CNAME target, so that domains can be added; no DNS (a closed
-		// loopback port), so that a verify fails fast and offline.
 		cfg.Domains = domaintest.NewManager(tb, domains.Config{
 			Store:         db,
-			Platform:      domains.Platform{CNAMETarget: "cname.petstore.test"},
-			Checker:       &domains.Checker{Resolvers: []string{"127.0.0.1:9"}, CNAMETarget: "cname.petstore.test", Timeout: 100 * time.Millisecond},
+			Platform:      dnscheck.Platform{CNAMETarget: "cname.petstore.test"},
+			Checker:       &dnscheck.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
 			AllowTestTLDs: true,
 		})
 	}
-	srv, err := handlers.New(cfg)
+	return cfg
+}
+
+func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
+	tb.Helper()
+	db := domaintest.OpenStore(tb)
+	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := handlers.New(serverConfig(tb, db, opts...))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	bolt "go.etcd.io/bbolt"
 
-	"petstore/handlers"
+	"petstore/handlers/listen"
 )
 
 // baselinePet is the answer of the Echo baseline: the size and shape of a
@@ -28,7 +28,7 @@ const echoBaselinePath = "/pets/1"
 
 // serveEchoBaseline serves the Echo baseline on addr until killed: one Echo
 // handler, no middleware, no validation, no store, behind an http.Server
-// with the timeouts handlers.NewHTTPServer sets, answering a small JSON object.
+// with the timeouts listen.NewHTTPServer sets, answering a small JSON object.
 // It is what GET /pets/{id} would cost if Petstore added nothing to Echo.
 func serveEchoBaseline(addr string) error {
 	e := echo.New()
@@ -38,7 +38,7 @@ func serveEchoBaseline(addr string) error {
 	e.GET("/readyz", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
 	// The same server settings as the service's, so that only the handler
 	// differs.
-	srv := handlers.NewHTTPServer(e, nil, nil)
+	srv := listen.NewHTTPServer(e, nil, nil)
 	srv.Addr = addr
 	return srv.ListenAndServe()
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -45,8 +46,8 @@ func TestSeedTLSStore_ServedWithoutCA(t *testing.T) {
 	var logs domaintest.SyncBuffer
 	m, err := domains.NewManager(domains.Config{
 		Store:    db,
-		Platform: domains.Platform{Domain: tlsPlatformDomain, CNAMETarget: "cname." + tlsPlatformDomain},
-		Checker:  &domains.Checker{},
+		Platform: dnscheck.Platform{Domain: tlsPlatformDomain, CNAMETarget: "cname." + tlsPlatformDomain},
+		Checker:  &dnscheck.Checker{},
 		ACME:     &domains.ACME{CA: tlsACMECA, TLSPort: 443, HTTPPort: 80, DisableHTTPChallenge: true},
 		Logger:   slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})

@@ -27,7 +27,8 @@ import (
 	"github.com/mholt/acmez/v3/acme"
 	"golang.org/x/sync/errgroup"
 
-	"petstore/domains"
+	"petstore/domains/certs"
+	"petstore/domains/dnscheck"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
@@ -172,7 +173,7 @@ func seedTLSStore(ctx context.Context, file, adminToken string, ca *testCA, caUR
 		}
 	}
 	issuerKey := acmeIssuerKey(caURL)
-	storage := domains.CertStorage(db)
+	storage := certs.Storage(db)
 	now := time.Now()
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -220,12 +221,12 @@ func seedTLSDomain(ctx context.Context, db *boltstore.DB, storage certmagic.Stor
 	nb, na := leaf.NotBefore.UTC(), leaf.NotAfter.UTC()
 	d := store.Domain{
 		Name:        name,
-		Apex:        domains.IsApex(name),
+		Apex:        dnscheck.IsApex(name),
 		State:       store.DomainVerified,
 		AddedAt:     added,
 		VerifiedAt:  &verified,
 		NextCheckAt: &nextCheck,
-		Records:     domains.RequiredRecords(name, "cname."+tlsPlatformDomain, nil),
+		Records:     dnscheck.RequiredRecords(name, "cname."+tlsPlatformDomain, nil),
 		Check:       &store.DomainCheck{Verified: true, CheckedAt: verified, Findings: []store.Finding{}},
 		Certificate: store.Certificate{
 			State: store.CertIssued, Issuer: leaf.Issuer.CommonName,
@@ -258,7 +259,7 @@ func checkTLSStore(ctx context.Context, file, caURL string, names []string) erro
 			problems = append(problems, fmt.Sprintf("domain %s: state %s, certificate %s %s", d.Name, d.State, d.Certificate.State, d.Certificate.Error))
 		}
 	}
-	storage := domains.CertStorage(db)
+	storage := certs.Storage(db)
 	if keys, err := storage.List(ctx, "acme", true); err == nil {
 		problems = append(problems, fmt.Sprintf("ACME account data in storage: %s", strings.Join(keys, ", ")))
 	} else if !errors.Is(err, fs.ErrNotExist) {

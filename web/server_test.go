@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"petstore/domains"
+	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
+	"petstore/handlers/metrics"
 	"petstore/store/boltstore"
 )
 
@@ -66,7 +68,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		t.Fatal(err)
 	}
 	ts := &testServer{db: db}
-	cfg := handlers.Config{Store: db, Spec: readSpec(t), CORSOrigins: opt.corsOrigins}
+	cfg := handlers.Config{Store: db, Spec: readSpec(t), CORSOrigins: opt.corsOrigins, Metrics: metrics.New()}
 	var (
 		manager *domains.Manager
 		pebble  *domaintest.Pebble
@@ -76,9 +78,9 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		dc := domains.Config{
 			Store:    db,
 			Now:      ts.now,
-			Platform: domains.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
-			Checker: &domains.Checker{
-				Resolvers: []string{ts.dns.Addr()}, CNAMETarget: domaintest.CNAMETarget, Timeout: time.Second,
+			Platform: dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+			Checker: &dnscheck.Checker{
+				Resolvers: []string{ts.dns.Addr()}, Timeout: time.Second,
 				AllowPrivateNameservers: true,
 			},
 			AllowTestTLDs: true,
@@ -94,8 +96,12 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 			}
 		}
 		manager = domaintest.NewManager(t, dc)
-		cfg.Domains = manager
+	} else {
+		// Development: no platform domain, no certificates, the system's
+		// resolvers, as the service runs with no flags.
+		manager = domaintest.NewManager(t, domains.Config{Store: db, Checker: &dnscheck.Checker{}})
 	}
+	cfg.Domains = manager
 	srv, err := handlers.New(cfg)
 	if err != nil {
 		t.Fatal(err)

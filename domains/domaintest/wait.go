@@ -1,8 +1,11 @@
 package domaintest
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"petstore/store"
 )
 
 // WaitFor calls check every interval until it returns nil, and fails the
@@ -22,4 +25,29 @@ func WaitFor(tb testing.TB, within, every time.Duration, check func() error) {
 		}
 		time.Sleep(every)
 	}
+}
+
+// Contains fails the test for each of subs that s, named what, lacks.
+func Contains(tb testing.TB, what, s string, subs ...string) {
+	tb.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			tb.Errorf("%s %q does not mention %q", what, s, sub)
+		}
+	}
+}
+
+// OneFinding returns the one finding of r, failing the test unless r is
+// unverified with exactly one finding of code, worded with a message and
+// a fix.
+func OneFinding(tb testing.TB, r store.DomainCheck, code string) store.Finding {
+	tb.Helper()
+	if r.Verified || len(r.Findings) != 1 || r.Findings[0].Code != code {
+		tb.Fatalf("got verified=%v findings %+v; want exactly one %s", r.Verified, r.Findings, code)
+	}
+	f := r.Findings[0]
+	if f.Message == "" || f.Fix == "" {
+		tb.Errorf("finding without message or fix: %+v", f)
+	}
+	return f
 }

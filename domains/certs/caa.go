@@ -1,0 +1,148 @@
+package certs
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"github.com/mholt/acmez/v3/acme"
+
+	"petstore/domains/dnscheck"
+)
+
+// acmeAuthority learns, for the CAA check, what an ACME CA calls itself in
+// CAA records and which account this service holds there.
+type acmeAuthority struct {
+	client  *http.Client
+	storage certmagic.Storage
+	issuer  *certmagic.ACMEIssuer
+	email   string
+
+	mu         sync.Mutex
+	identities []string
+	known      bool      // identities were read (possibly none)
+	failedAt   time.Time // the last failed directory fetch
+	accountURI string
+}
+
+// directoryRetry spaces directory fetches after a failure, so a CA that is
+// down does not add a timeout to every check.
+const directoryRetry = time.Minute
+
+// directoryTimeout bounds one directory fetch within a check.
+const directoryTimeout = 5 * time.Second
+
+func newACMEAuthority(a *ACME, storage certmagic.Storage, issuer *certmagic.ACMEIssuer) *acmeAuthority {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if a.TrustedRoots != nil {
+		// As certmagic does for its own requests to the CA.
+		t.TLSClientConfig = &tls.Config{RootCAs: a.TrustedRoots}
+	}
+	return &acmeAuthority{
+		client: &http.Client{Transport: t, Timeout: directoryTimeout}, storage: storage, issuer: issuer, email: a.Email,
+	}
+}
+
+// get says what is known now; what cannot be learnt is left empty and
+// asked again at a later check.
+func (a *acmeAuthority) get(ctx context.Context) dnscheck.CertificateAuthority {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.known && time.Since(a.failedAt) >= directoryRetry {
+		ids, err := a.fetchIdentities(ctx)
+		if err != nil {
+			// A caller that gave up is not the CA failing: ask again at
+			// the next check rather than a minute later.
+			if ctx.Err() == nil {
+				a.failedAt = time.Now()
+			}
+		} else {
+			a.identities, a.known = ids, true
+		}
+	}
+	if a.accountURI == "" {
+		// Not found is the normal state before the first certificate: the
+		// account is registered with the first order.
+		a.accountURI, _ = a.readAccountURI(ctx)
+	}
+	return dnscheck.CertificateAuthority{Identities: a.identities, AccountURI: a.accountURI}
+}
+
+// fetchIdentities reads meta.caaIdentities from the ACME directory (RFC
+// 8555 section 7.1.1).
+func (a *acmeAuthority) fetchIdentities(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, directoryTimeout)
+	defer cancel()
+	// acmez reads it as certmagic's own clients do, and shares what they
+	// already read.
+	client := acme.Client{Directory: a.issuer.CA, HTTPClient: a.client, UserAgent: "petstore"}
+	dir, err := client.GetDirectory(ctx)
+	if err != nil || dir.Meta == nil {
+		return nil, err
+	}
+	return dir.Meta.CAAIdentities, nil
+}
+
+// readAccountURI finds the account URL certmagic saved when it registered
+// the account. certmagic keeps no exported way to ask for it, so this reads
+// its storage layout: acme/<issuer key>/users/<email, or "default">/*.json,
+// each an ACME account object with the URL in "location".
+func (a *acmeAuthority) readAccountURI(ctx context.Context) (string, error) {
+	email := strings.ToLower(a.email)
+	if email == "" {
+		email = "default"
+	}
+	dir := path.Join("acme", certmagic.StorageKeys.Safe(a.issuer.IssuerKey()), "users", certmagic.StorageKeys.Safe(email))
+	keys, err := a.storage.List(ctx, dir, false)
+	if err != nil {
+		return "", err
+	}
+	for _, key := range keys {
+		if !strings.HasSuffix(key, ".json") {
+			continue
+		}
+		b, err := a.storage.Load(ctx, key)
+		if err != nil {
+			continue
+		}
+		var acct acme.Account
+		if json.Unmarshal(b, &acct) == nil && acct.Location != "" {
+			return acct.Location, nil
+		}
+	}
+	return "", fs.ErrNotExist
+}
+
+// Authorities tells the DNS checker which CAs certificates come from
+// (--acme-ca, in order; a name passes CAA when any of them may issue for
+// it): their identities and this service's account at each.
+func (c *Certs) Authorities() func(context.Context) []dnscheck.CertificateAuthority {
+	var authorities []*acmeAuthority
+	for _, iss := range c.issuers {
+		authorities = append(authorities, newACMEAuthority(&c.cfg.ACME, c.storage, iss))
+	}
+	return func(ctx context.Context) []dnscheck.CertificateAuthority {
+		out := make([]dnscheck.CertificateAuthority, len(authorities))
+		for i, au := range authorities {
+			out[i] = au.get(ctx)
+		}
+		return out
+	}
+}
+
+// ValidationMethods are the ACME challenge types this service answers,
+// for CAA validationmethods parameters, when they are not the checker's
+// default.
+func (c *Certs) ValidationMethods() []string {
+	if c.cfg.ACME.DisableHTTPChallenge {
+		return []string{"tls-alpn-01"}
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+// Package certs obtains, renews and serves the certificates of custom
+// domains through certmagic, and is the one writer of their certificate
+// state: the certmagic configuration, the storage adapter, issuance
+// attempts with their back-off, renewals, expiry, and the hook every
+// change of that state passes.
+package certs
+
+import (
+	"cmp"
+	"context"
+	"crypto/x509"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+
+	"petstore/store"
+)
+
+// DefaultCA is the ACME directory certificates come from unless the
+// operator names others (--acme-ca): Let's Encrypt's production CA.
+const DefaultCA = "https://acme-v02.api.letsencrypt.org/directory"
+
+// ACME configures the certificate authority.
+type ACME struct {
+	// CA is the ACME directory URL.
+	CA string
+	// FallbackCAs are more directory URLs, tried in order for each
+	// certificate when the ones before fail.
+	FallbackCAs []string
+	Email       string
+	// Profile is the ACME profile to ask for; empty lets the CA choose.
+	Profile string
+	// TrustedRoots are extra roots for the CA's own TLS (test CAs).
+	TrustedRoots *x509.CertPool
+	// HTTPPort and TLSPort are the ports where this service answers
+	// HTTP-01 and TLS-ALPN-01 challenges (80 and 443 in production).
+	HTTPPort, TLSPort int
+	// DisableHTTPChallenge is set when there is no HTTP listener.
+	DisableHTTPChallenge bool
+	// RenewInterval is how often certificate maintenance looks for
+	// certificates to renew. Zero means 10 minutes.
+	RenewInterval time.Duration
+}
+
+// Store is what certificates need of the store: the domains' records,
+// which hold their certificate state, and the key/value space that holds
+// certmagic's files and locks.
+type Store interface {
+	store.KeyValue
+	Domain(ctx context.Context, name string) (store.Domain, error)
+	Domains(ctx context.Context) ([]store.Domain, error)
+	UpdateDomain(ctx context.Context, name string, fn func(*store.Domain) error) (store.Domain, error)
+}
+
+// Name is what the routing table says of a name, as far as certificates
+// care.
+type Name struct {
+	// Served: an attached domain that is served (verified, or moved and
+	// still holding a certificate).
+	Served bool
+	// Allowed: a certificate may be obtained and managed for it (the
+	// default address, or a verified domain).
+	Allowed bool
+	// Issued: its record says a certificate was obtained, so a handshake
+	// may load it from storage.
+	Issued bool
+	// Default: the default address, whose certificate is obtained on
+	// demand.
+	Default bool
+}
+
+// Config configures Certs.
+type Config struct {
+	Store Store
+	ACME  ACME
+	// Names looks a name up in the routing table. It must answer from
+	// memory: handshakes call it.
+	Names func(name string) Name
+	// OnChange, when set, is called after every change of a domain's
+	// certificate state that the store committed (see Change).
+	OnChange func(context.Context, Change)
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// TickEvery is how often the certificate loop looks for due attempts,
+	// expired certificates and files gone from storage.
+	TickEvery time.Duration
+}
+
+// Certs obtains, renews and serves custom domains' certificates.
+type Certs struct {
+	cfg   Config
+	db    Store
+	log   *slog.Logger
+	now   func() time.Time
+	names func(string) Name
+
+	// certs manages attached domains' certificates, so that maintenance
+	// renews them without visitors; onDemand serves the default address,
+	// obtained in a handshake; obtainer makes the first issuance attempts:
+	// single, interactive ones, whose schedule attempts.go keeps.
+	certs, onDemand, obtainer *certmagic.Config
+	cache                     *certmagic.Cache
+	storage                   certmagic.Storage
+	issuers                   []*certmagic.ACMEIssuer
+	// challengeTypes is how many validations one order may fail: acmez
+	// tries the next challenge type after a failed one.
+	challengeTypes int
+
+	ctx    context.Context // ends at Close; background issuance runs under it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// tend wakes the certificate loop before its tick: the expiry timer.
+	tend chan struct{}
+
+	mu          sync.Mutex
+	obtaining   map[string]*obtainRun
+	expiryTimer *time.Timer
+	expiresAt   time.Time // when expiryTimer fires, on the wall clock
+	// presented counts, per name with an attempt in flight, the
+	// challenges this service presented to the CA (challenges.go).
+	presented map[string]int
+}
+
+// New sets certmagic up from cfg and starts the certificate loop; Close
+// stops it.
+func New(cfg Config) *Certs {
+	c := &Certs{
+		cfg: cfg, db: cfg.Store, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), now: cfg.Now, names: cfg.Names,
+		obtaining: map[string]*obtainRun{}, presented: map[string]int{}, tend: make(chan struct{}, 1),
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.cfg.TickEvery = cmp.Or(c.cfg.TickEvery, 30*time.Second)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.setUp(cfg.ACME)
+	c.wg.Add(1)
+	go c.loop()
+	return c
+}
+
+// Close stops background work: issuance attempts and certificate upkeep.
+func (c *Certs) Close() {
+	c.cancel()
+	c.wg.Wait()
+	c.mu.Lock()
+	if c.expiryTimer != nil {
+		c.expiryTimer.Stop()
+	}
+	c.mu.Unlock()
+	c.cache.Stop()
+}
+
+// loop runs the certificate rounds (Tend) until Close: on a tick, and
+// when the expiry timer fires.
+func (c *Certs) loop() {
+	defer c.wg.Done()
+	tick := time.NewTicker(c.cfg.TickEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-tick.C:
+		case <-c.tend:
+		}
+		c.Tend(c.ctx)
+	}
+}
+
+// orDefault is d, or def when d is unset (not positive).
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

@@ -1,0 +1,126 @@
+// Setting up certmagic: the certificate cache, the configs for attached
+// domains and for on-demand names, one ACME issuer per CA, and what the
+// HTTPS listener uses from them.
+
+package certs
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+)
+
+// setUp builds the cache, the configs and the issuers from a.
+func (c *Certs) setUp(a ACME) {
+	zl := zapToSlog(c.log)
+	c.cache = certmagic.NewCache(certmagic.CacheOptions{
+		GetConfigForCert:   c.configForCert,
+		RenewCheckInterval: orDefault(a.RenewInterval, 10*time.Minute),
+		Logger:             zl,
+	})
+	// The storage shows this service's challenges as it presents them
+	// (challenges.go).
+	c.storage = certStorage{KeyValue: c.db, presented: c.notePresented}
+	c.certs = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
+	c.onDemand = certmagic.New(c.cache, certmagic.Config{
+		Storage: c.storage,
+		// On-demand issuance serves names nobody obtained ahead of time (the
+		// default address); the decision function denies everything else.
+		OnDemand: &certmagic.OnDemandConfig{DecisionFunc: c.decide},
+		OnEvent:  c.onEvent,
+		Logger:   zl,
+	})
+	c.challengeTypes = 1
+	if !a.DisableHTTPChallenge {
+		c.challengeTypes = 2
+	}
+	c.obtainer = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
+	// certmagic.New gives a config without issuers Let's Encrypt's: the
+	// configured CAs replace it rather than follow it.
+	c.certs.Issuers, c.obtainer.Issuers = nil, nil
+	for _, ca := range append([]string{a.CA}, a.FallbackCAs...) {
+		iss := certmagic.NewACMEIssuer(c.certs, certmagic.ACMEIssuer{
+			CA:                   ca,
+			TestCA:               ca,
+			Email:                a.Email,
+			Agreed:               true,
+			TrustedRoots:         a.TrustedRoots,
+			AltHTTPPort:          a.HTTPPort,
+			AltTLSALPNPort:       a.TLSPort,
+			DisableHTTPChallenge: a.DisableHTTPChallenge,
+			Profile:              a.Profile,
+			Logger:               zl,
+		})
+		c.issuers = append(c.issuers, iss)
+		c.certs.Issuers = append(c.certs.Issuers, iss)
+		c.obtainer.Issuers = append(c.obtainer.Issuers, promptlessIssuer{iss})
+	}
+	c.onDemand.Issuers = c.certs.Issuers
+}
+
+// configForCert tells maintenance which config a cached certificate
+// belongs to: an attached domain's is renewed in the background; the
+// default address's (and a moved domain's, which gets no new one) stay
+// with the on-demand config, which maintenance skips.
+func (c *Certs) configForCert(cert certmagic.Certificate) (*certmagic.Config, error) {
+	for _, n := range cert.Names {
+		if name := c.names(n); !name.Allowed || name.Default {
+			return c.onDemand, nil
+		}
+	}
+	return c.certs, nil
+}
+
+// TLSConfig is the configuration of the HTTPS listener: certificates from
+// the cache, loaded or obtained on demand for allowed names only, and
+// TLS-ALPN-01 challenges answered in the handshake.
+func (c *Certs) TLSConfig() *tls.Config {
+	tc := c.onDemand.TLSConfig()
+	tc.GetCertificate = c.getCertificate
+	tc.NextProtos = append(tc.NextProtos, "h2", "http/1.1")
+	tc.MinVersion = tls.VersionTLS12
+	return tc
+}
+
+// decide is certmagic's on-demand DecisionFunc. It denies by default: only
+// the default address and verified attached domains get certificates, so a
+// stranger's SNI never makes the service ask the CA for anything.
+func (c *Certs) decide(_ context.Context, name string) error {
+	if c.names(name).Allowed {
+		return nil
+	}
+	return fmt.Errorf("%s is not a verified domain of this service", name)
+}
+
+// getCertificate serves handshakes. Attached domains get what maintenance
+// keeps in the cache, never an issuance inside the handshake: a visitor
+// does not wait for the CA, and a certificate nobody could renew in the
+// background is not obtained in a hurry either. Other names go to the
+// on-demand config, whose decision function allows the default address only.
+func (c *Certs) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	name := strings.TrimSuffix(strings.ToLower(hello.ServerName), ".")
+	if n := c.names(name); n.Served && !n.Default {
+		cert, err := c.certs.GetCertificate(hello)
+		if err == nil {
+			return cert, nil
+		}
+		// Not in the cache yet (a handshake right after a restart, before
+		// Run loaded it, or one obtained by another instance): from
+		// storage, never from the CA, and only when the domain's record
+		// says there is one. A moved domain's certificate is kept
+		// unmanaged until it expires (kept.go) and is never loaded back
+		// as a managed one.
+		if !n.Allowed || !n.Issued {
+			return nil, err
+		}
+		if _, lerr := c.certs.CacheManagedCertificate(hello.Context(), name); lerr != nil {
+			return nil, err
+		}
+		return c.certs.GetCertificate(hello)
+	}
+	return c.onDemand.GetCertificate(hello)
+}

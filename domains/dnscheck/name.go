@@ -1,0 +1,240 @@
+// Package dnscheck checks customers' DNS for their custom domains: the
+// form of a name, the records a customer must create, where the name
+// points (asked of its zone's authoritative servers), and CAA, with
+// findings worded for the customer. It knows nothing of certificates:
+// the CAs it judges CAA against are given to it.
+package dnscheck
+
+import (
+	"net/netip"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
+
+	"petstore/store"
+)
+
+// idnaProfile maps like idna.Lookup (case folding, width mapping, punycode)
+// but leaves the "--" in positions 3-4 of a label alone: names such as
+// "r3---sn-abc.example.com" exist and resolve, and only leading/trailing
+// hyphens are checked afterwards on the ASCII form.
+var idnaProfile = idna.New(
+	idna.MapForLookup(),
+	idna.BidiRule(),
+	idna.Transitional(false),
+	idna.CheckHyphens(false),
+)
+
+const (
+	maxNameLen  = 253
+	maxLabelLen = 63
+)
+
+// Normalize turns what a customer typed into the canonical form stored and
+// compared everywhere: lower case, no trailing dot, internationalised labels in
+// punycode ("Bücher.example" becomes "xn--bcher-kva.example").
+//
+// It refuses, with a *store.Error of code store.EINVALID whose message can be
+// shown as is, anything that cannot be a customer's host name: empty input,
+// IP addresses, URLs, ports, paths, wildcards, spaces, invalid labels, single
+// labels, and names that are a public suffix or have no registrable domain
+// (such as "co.uk" or "github.io"), because no one can prove control of those.
+func Normalize(input string) (string, error) {
+	s := strings.TrimSpace(input)
+	if s == "" {
+		return "", invalid("enter a domain name, such as shop.example.com")
+	}
+	if !utf8.ValidString(s) {
+		return "", invalid("the name is not valid UTF-8 text")
+	}
+	if strings.ContainsAny(s, " \t\r\n") {
+		return "", invalid("%q contains spaces; enter just the domain name, such as shop.example.com", s)
+	}
+	if isIP(s) {
+		return "", invalid("%q is an IP address; enter a domain name, such as shop.example.com, and point it at the platform with the DNS records shown", s)
+	}
+	if strings.Contains(s, "@") && !strings.Contains(s, "/") {
+		return "", invalid("%q looks like an email address; enter just the domain name (for example shop.example.com)", s)
+	}
+	if strings.Contains(s, "://") || strings.ContainsAny(s, "/?#@") {
+		return "", invalid("%q looks like a URL; enter just the domain name, without https:// or a path (for example shop.example.com)", s)
+	}
+	if strings.Contains(s, ":") {
+		return "", invalid("%q contains a port or a colon; enter just the domain name, without a port (for example shop.example.com)", s)
+	}
+	if strings.Contains(s, "*") {
+		return "", invalid("%q is a wildcard; add each domain name on its own (for example shop.example.com)", s)
+	}
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || strings.HasPrefix(s, ".") || strings.Contains(s, "..") {
+		return "", invalid("%q has an empty label (two dots in a row, or a leading dot); enter a name such as shop.example.com", strings.TrimSpace(input))
+	}
+
+	ascii, err := idnaProfile.ToASCII(s)
+	if err != nil {
+		return "", invalid("%q is not a valid domain name: use only letters, digits and hyphens in each part between dots", s)
+	}
+	ascii = strings.ToLower(ascii) // ToASCII already folds case; this keeps pure ASCII input safe whatever the profile does
+	// Checked again after IDNA mapping: full-width digits and dots can turn
+	// "１２７．０．０．１" into an address.
+	if isIP(ascii) {
+		return "", invalid("%q is an IP address; enter a domain name, such as shop.example.com", s)
+	}
+	if err := checkHostname(ascii); err != nil {
+		return "", err
+	}
+	if !strings.Contains(ascii, ".") {
+		return "", invalid("%q is a single label; enter a full domain name such as %s.com or shop.%s.com", s, s, s)
+	}
+	suffix, _ := publicsuffix.PublicSuffix(ascii)
+	if suffix == ascii {
+		return "", invalid("%q is a public suffix (like com or co.uk), which no single customer controls; enter your own domain, such as example.%s", ascii, ascii)
+	}
+	if _, err := publicsuffix.EffectiveTLDPlusOne(ascii); err != nil {
+		return "", invalid("%q has no registrable domain; enter a domain you registered, such as example.com or shop.example.com", ascii)
+	}
+	return ascii, nil
+}
+
+// checkHostname applies the RFC 1123 host name rules to an ASCII name.
+func checkHostname(name string) error {
+	if len(name) > maxNameLen {
+		return invalid("the domain name is %d characters long; the limit is %d", len(name), maxNameLen)
+	}
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		switch {
+		case l == "":
+			return invalid("%q has an empty label (two dots in a row)", name)
+		case len(l) > maxLabelLen:
+			return invalid("the part %q of %q is %d characters long; each part between dots may have at most %d", l, name, len(l), maxLabelLen)
+		case l[0] == '-' || l[len(l)-1] == '-':
+			return invalid("the part %q of %q starts or ends with a hyphen, which domain names do not allow", l, name)
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return invalid("%q contains %q; domain names may use only letters, digits and hyphens", name, string(c))
+			}
+		}
+	}
+	// An all-numeric top-level label is never a host name (RFC 3696 section 2)
+	// and is how partial or odd IPv4 spellings ("10.1", "1.2.3.4.5") show up.
+	if tld := labels[len(labels)-1]; strings.Trim(tld, "0123456789") == "" {
+		return invalid("%q is not a domain name: its last part is all digits, like an IP address", name)
+	}
+	return nil
+}
+
+func isIP(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if h, _, ok := strings.Cut(s, "]"); ok && strings.HasPrefix(h, "[") {
+		s = h[1:]
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
+
+func invalid(format string, args ...any) error {
+	return store.Errorf(store.EINVALID, format, args...)
+}
+
+// RegistrableDomain returns the part of a normalised name that someone can
+// register (its public suffix plus one label): "example.co.uk" for
+// "a.b.example.co.uk". It returns "" when there is none.
+func RegistrableDomain(name string) string {
+	d, err := publicsuffix.EffectiveTLDPlusOne(Canonical(name))
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+// IsApex reports whether a normalised name is a registrable domain itself
+// ("example.com"), which cannot carry a CNAME and needs ALIAS/ANAME or A/AAAA
+// records instead.
+func IsApex(name string) bool {
+	n := Canonical(name)
+	return n != "" && RegistrableDomain(n) == n
+}
+
+// Platform describes the names the platform itself uses. Customers must not be
+// able to attach them: a claimed platform subdomain would take over another
+// project's traffic or the platform's own.
+type Platform struct {
+	// Domain is the platform domain under which projects get their default
+	// address (<slug>.<Domain>), e.g. "petstore.app".
+	Domain string
+	// CNAMETarget is the host name customers point their CNAME at. It may
+	// live outside Domain, and is protected the same way.
+	CNAMETarget string
+	// PublicIPs are the platform's public addresses, which an apex may use
+	// as A/AAAA records. When empty, an apex must resolve to the same
+	// addresses as CNAMETarget (an ALIAS flattened by the provider).
+	PublicIPs []netip.Addr
+}
+
+// Owns reports whether name is one of the platform's domains or a name under
+// one of them.
+func (p Platform) Owns(name string) bool {
+	n := Canonical(name)
+	return n != "" && (isSubdomain(n, Canonical(p.Domain)) || isSubdomain(n, Canonical(p.CNAMETarget)))
+}
+
+// Normalize is the package Normalize plus the refusal of the platform's own
+// names: it is what adding a domain should call.
+func (p Platform) Normalize(input string) (string, error) {
+	name, err := Normalize(input)
+	if err != nil {
+		return "", err
+	}
+	if p.Owns(name) {
+		return "", invalid("%q belongs to the platform; add a domain you own, such as shop.example.com", name)
+	}
+	return name, nil
+}
+
+// canonical is the cheap form used for comparisons of names that are already
+// normalised, or come from DNS: lower case without the trailing dot.
+func Canonical(name string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
+}
+
+// specialUseTLDs are top-level domains that never lead to a public
+// certificate: reserved by RFC 2606, RFC 6761, RFC 6762 (.local), RFC 7686
+// (.onion), RFC 9476 (.alt), RFC 3172 (.arpa) and ICANN's 2024 decision on
+// .internal. Each gets its own reason; any other TLD outside the public
+// suffix list's ICANN section is refused as unknown.
+var specialUseTLDs = map[string]string{
+	"localhost": "is reserved for this computer (RFC 6761)",
+	"invalid":   "is reserved for names that must never resolve (RFC 6761)",
+	"example":   "is reserved for documentation (RFC 2606)",
+	"test":      "is reserved for testing (RFC 6761)",
+	"local":     "is reserved for multicast DNS on local networks (RFC 6762)",
+	"onion":     "is reserved for Tor onion services (RFC 7686)",
+	"internal":  "is reserved for private networks (ICANN, 2024)",
+	"alt":       "is reserved for non-DNS name systems (RFC 9476)",
+	"arpa":      "is reserved for the Internet's infrastructure, such as reverse DNS (RFC 3172)",
+}
+
+// checkPublicTLD refuses a normalised name whose top-level domain is
+// special-use or not delegated by ICANN: no public CA issues for it, so
+// adding it would only send a doomed order to the CA. allowTest lets .test
+// through for tests, which run their own DNS and CA.
+func CheckPublicTLD(name string, allowTest bool) error {
+	tld := name[strings.LastIndexByte(name, '.')+1:]
+	if reason, ok := specialUseTLDs[tld]; ok {
+		if tld == "test" && allowTest {
+			return nil
+		}
+		return invalid("%q cannot get a public certificate: .%s %s; add a domain under a public top-level domain such as .com", name, tld, reason)
+	}
+	// Asked for the TLD alone so that a private-section suffix below it
+	// (such as blogspot.com) does not count as non-ICANN.
+	if _, icann := publicsuffix.PublicSuffix(tld); !icann {
+		return invalid("%q cannot get a public certificate: .%s is not a top-level domain on the Internet; add a domain under a public top-level domain such as .com", name, tld)
+	}
+	return nil
+}

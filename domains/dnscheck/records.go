@@ -1,0 +1,102 @@
+package dnscheck
+
+import (
+	"net/netip"
+	"strings"
+
+	"golang.org/x/net/idna"
+
+	"petstore/store"
+)
+
+// Record types shown to customers. ALIAS stands for ALIAS, ANAME and
+// "CNAME flattening": providers use different names for the same thing.
+const (
+	TypeCNAME = "CNAME"
+	TypeALIAS = "ALIAS"
+	TypeA     = "A"
+	TypeAAAA  = "AAAA"
+)
+
+// RecordTTL is the TTL we ask for: an hour keeps resolvers from hammering
+// the customer's provider while still letting a mistake be fixed the same day.
+const RecordTTL = 3600
+
+// Record is one DNS record the customer must create at their DNS provider.
+type Record = store.DNSRecord
+
+// RequiredRecords lists the records that make name (as returned by
+// Normalize) point at the platform. A subdomain gets one CNAME to
+// cnameTarget. An apex cannot have a CNAME, so it gets an ALIAS/ANAME to
+// cnameTarget and, when the operator configured the platform's public
+// addresses, A/AAAA records as a fallback for providers without ALIAS.
+func RequiredRecords(name, cnameTarget string, publicIPs []netip.Addr) []Record {
+	return requiredRecords(name, cnameTarget, publicIPs, IsApex(name))
+}
+
+// Records lists the records that make name point at this platform; apex
+// says whether name is the apex of its DNS zone, as a check may find out.
+func (p Platform) Records(name string, apex bool) []Record {
+	return requiredRecords(name, p.CNAMETarget, p.PublicIPs, apex)
+}
+
+// requiredRecords is RequiredRecords with apex given: a subdomain that
+// turned out to be a DNS zone of its own is the apex of that zone.
+func requiredRecords(name, cnameTarget string, publicIPs []netip.Addr, apex bool) []Record {
+	name = Canonical(name)
+	target := Canonical(cnameTarget)
+	if !apex {
+		return []Record{{
+			Type:  TypeCNAME,
+			Host:  relativeHost(name),
+			Name:  name,
+			Value: target,
+			TTL:   RecordTTL,
+			Note:  "Remove any A or AAAA record for this name first: a CNAME cannot sit beside other records. The value must match exactly.",
+		}}
+	}
+
+	alias := Record{
+		Type:  TypeALIAS,
+		Host:  "@",
+		Name:  name,
+		Value: target,
+		TTL:   RecordTTL,
+	}
+	if len(publicIPs) > 0 {
+		alias.Note = "Your provider may call this ALIAS, ANAME or CNAME flattening. Not every DNS provider supports them; if yours does not, create the A/AAAA records below instead."
+	} else {
+		alias.Note = "Your provider may call this ALIAS, ANAME or CNAME flattening. Not every DNS provider supports them; if yours does not, use a subdomain such as www." + name + " with a CNAME record instead."
+	}
+	if readable, err := idna.ToUnicode(name); err == nil && readable != name {
+		alias.Note += " " + name + " is how DNS writes " + readable + "; use this form where your provider asks for the full name."
+	}
+	records := []Record{alias}
+	for _, ip := range publicIPs {
+		ip = ip.Unmap()
+		typ := TypeA
+		if ip.Is6() {
+			typ = TypeAAAA
+		}
+		records = append(records, Record{
+			Type:     typ,
+			Host:     "@",
+			Name:     name,
+			Value:    ip.String(),
+			TTL:      RecordTTL,
+			Note:     "Only if your DNS provider has no ALIAS or ANAME record. Create every address listed, and remove other A/AAAA records for this name.",
+			Fallback: true,
+		})
+	}
+	return records
+}
+
+// relativeHost returns the labels of name under its registrable domain, or
+// "@" when name is the registrable domain (or has none).
+func relativeHost(name string) string {
+	reg := RegistrableDomain(name)
+	if reg == "" || reg == name {
+		return "@"
+	}
+	return strings.TrimSuffix(name, "."+reg)
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// flagGroup declares flags into a flag set under one heading of --help, so
+// that each flag's group is given where the flag is declared.
+type flagGroup struct {
+	set   *groupedFlags
+	title string
+	names []string
+}
+
+// groupedFlags is a flag set whose --help lists its flags by group, each
+// with its default and its environment twin.
+type groupedFlags struct {
+	fs       *flag.FlagSet
+	header   string // how to call the command, before the flags
+	groups   []*flagGroup
+	defaults map[string]string // what an empty default means, where it means something
+}
+
+func newGroupedFlags(fs *flag.FlagSet, header string) *groupedFlags {
+	g := &groupedFlags{fs: fs, header: header, defaults: map[string]string{}}
+	fs.Usage = func() { g.usage(fs.Output()) }
+	return g
+}
+
+// group starts the flags of one heading of --help.
+func (g *groupedFlags) group(title string) *flagGroup {
+	fg := &flagGroup{set: g, title: title}
+	g.groups = append(g.groups, fg)
+	return fg
+}
+
+func (fg *flagGroup) add(name string) declared {
+	fg.names = append(fg.names, name)
+	return declared{fg.set, name}
+}
+
+// declared is a flag just declared, for saying what its default means.
+type declared struct {
+	set  *groupedFlags
+	name string
+}
+
+// DefaultMeans names what a flag's default means where its value alone
+// does not say ("the system's", "Let's Encrypt"), for --help.
+func (d declared) DefaultMeans(meaning string) { d.set.defaults[d.name] = meaning }
+
+func (fg *flagGroup) String(p *string, name, value, usage string) declared {
+	fg.set.fs.StringVar(p, name, value, usage)
+	return fg.add(name)
+}
+
+func (fg *flagGroup) Bool(p *bool, name string, usage string) declared {
+	fg.set.fs.BoolVar(p, name, false, usage)
+	return fg.add(name)
+}
+
+func (fg *flagGroup) Int(p *int, name string, value int, usage string) declared {
+	fg.set.fs.IntVar(p, name, value, usage)
+	return fg.add(name)
+}
+
+func (fg *flagGroup) Float64(p *float64, name string, value float64, usage string) declared {
+	fg.set.fs.Float64Var(p, name, value, usage)
+	return fg.add(name)
+}
+
+func (fg *flagGroup) Duration(p *time.Duration, name string, value time.Duration, usage string) declared {
+	fg.set.fs.DurationVar(p, name, value, usage)
+	return fg.add(name)
+}
+
+// List declares a flag that may be repeated or hold a comma-separated list.
+func (fg *flagGroup) List(p *listFlag, name, usage string) declared {
+	fg.set.fs.Var(p, name, usage)
+	return fg.add(name)
+}
+
+// envName is the environment twin of a flag: --dns-resolver is
+// PETSTORE_DNS_RESOLVER.
+func envName(flagName string) string {
+	return "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// serveUsage is how to call petstore, at the top of its --help.
+const serveUsage = `Usage:
+  petstore [flags]          serve the API, its reference site and the dashboard
+  petstore migrate [flags]  copy a bbolt data file into an empty PostgreSQL
+                            database (petstore migrate --help lists its flags)
+  petstore --version        print the version and the VCS revision, and exit
+
+With no flags: plain HTTP on localhost:8080, data in ./petstore.db.
+Every flag has an environment variable, named beside it in parentheses;
+a flag on the command line wins over its variable.
+`
+
+// usage writes --help: how to call the command, then each group's flags
+// with their defaults and environment variables.
+func (g *groupedFlags) usage(w io.Writer) {
+	fmt.Fprint(w, g.header)
+	grouped := map[string]bool{}
+	for _, group := range g.groups {
+		fmt.Fprintf(w, "\n%s:\n", group.title)
+		for _, name := range group.names {
+			g.usageOf(w, g.fs.Lookup(name))
+			grouped[name] = true
+		}
+	}
+	// A flag declared on the flag set itself, not through a group, still
+	// shows (and the tests fail on this heading).
+	other := false
+	g.fs.VisitAll(func(f *flag.Flag) {
+		if !grouped[f.Name] {
+			if !other {
+				fmt.Fprintf(w, "\n%s:\n", ungroupedTitle)
+				other = true
+			}
+			g.usageOf(w, f)
+		}
+	})
+}
+
+// ungroupedTitle heads the flags of --help that were declared without a
+// group.
+const ungroupedTitle = "Other"
+
+func (g *groupedFlags) usageOf(w io.Writer, f *flag.Flag) {
+	valueName, usage := flag.UnquoteUsage(f)
+	if valueName != "" {
+		valueName = " " + valueName
+	}
+	fmt.Fprintf(w, "  --%s%s   (%s)\n", f.Name, valueName, envName(f.Name))
+	for _, line := range wrap(usage, 72) {
+		fmt.Fprintf(w, "      %s\n", line)
+	}
+	def := f.DefValue
+	if meaning, ok := g.defaults[f.Name]; ok {
+		def = meaning
+	} else if def == "" {
+		def = "none"
+	} else if def == "false" {
+		def = "off"
+	}
+	fmt.Fprintf(w, "      default: %s\n", def)
+}
+
+// wrap cuts text into lines of at most width characters, at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(word) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return append(lines, line)
+}

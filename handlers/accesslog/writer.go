@@ -1,0 +1,131 @@
+package accesslog
+
+import (
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Bounds of Writer's buffer. Past logBufferMax bytes waiting, lines are
+// dropped: a sink that does not keep up (a pipe nobody drains, a stalled
+// terminal) must cost log lines, never requests. Past logKickAt bytes the
+// flusher is woken before its interval, so that a busy service writes in
+// large pieces without holding much.
+const (
+	logBufferMax = 1 << 20
+	logKickAt    = 64 << 10
+)
+
+// logDropReportInterval is how often, at most, the log says how many lines
+// it dropped.
+const logDropReportInterval = 10 * time.Second
+
+// Writer is the service's log output. Write only appends to a bounded
+// buffer in memory and never waits for the sink; a goroutine writes the
+// buffer out every interval, because a write to the sink per line would cost
+// more than the request it records. Each Write is one whole record, kept or dropped whole.
+// It is safe for concurrent use.
+type Writer struct {
+	sink     io.Writer
+	interval time.Duration
+
+	mu      sync.Mutex
+	pending []byte
+	dropped atomic.Uint64
+
+	// onDrop reports lines dropped since the last report; set by OnDrop
+	// before the first Write, read by the flusher only.
+	onDrop func(n uint64)
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewWriter starts a Writer that writes to sink every interval.
+func NewWriter(sink io.Writer, interval time.Duration) *Writer {
+	l := &Writer{
+		sink: sink, interval: interval,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go l.flusher()
+	return l
+}
+
+// OnDrop sets report, called from the flusher at most every ten seconds
+// with the number of lines dropped since its last call, typically to log
+// "dropped N log lines" (which then goes through the same buffer). Call it
+// before anything is logged.
+func (l *Writer) OnDrop(report func(n uint64)) { l.onDrop = report }
+
+// Dropped is the number of lines dropped since the start.
+func (l *Writer) Dropped() uint64 { return l.dropped.Load() }
+
+// Write keeps p for the next flush, or drops it when the buffer is full.
+// It never fails: a lost log line is not the caller's error.
+func (l *Writer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	if len(l.pending)+len(p) > logBufferMax {
+		l.mu.Unlock()
+		l.dropped.Add(1)
+		return len(p), nil
+	}
+	l.pending = append(l.pending, p...)
+	full := len(l.pending) >= logKickAt
+	l.mu.Unlock()
+	if full {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+// Close writes out what is buffered, waiting at most wait for a sink that
+// does not take it: shutdown must not hang on a log reader.
+func (l *Writer) Close(wait time.Duration) {
+	close(l.stop)
+	select {
+	case <-l.done:
+	case <-time.After(wait):
+	}
+}
+
+func (l *Writer) flusher() {
+	defer close(l.done)
+	t := time.NewTicker(l.interval)
+	defer t.Stop()
+	var spare []byte
+	var reported uint64
+	var lastReport time.Time // the first drop is reported at once
+	for {
+		select {
+		case <-t.C:
+		case <-l.kick:
+		case <-l.stop:
+			l.writeOut(spare)
+			return
+		}
+		spare = l.writeOut(spare)
+		if d := l.dropped.Load(); d > reported && l.onDrop != nil && time.Since(lastReport) >= logDropReportInterval {
+			l.onDrop(d - reported)
+			reported, lastReport = d, time.Now()
+		}
+	}
+}
+
+// writeOut swaps the pending buffer for spare and writes it to the sink
+// without holding the lock, so that Write goes on while the sink is slow.
+// It returns the written buffer, emptied, as the next spare.
+func (l *Writer) writeOut(spare []byte) []byte {
+	l.mu.Lock()
+	out := l.pending
+	l.pending = spare[:0]
+	l.mu.Unlock()
+	if len(out) > 0 {
+		_, _ = l.sink.Write(out)
+	}
+	return out[:0]
+}

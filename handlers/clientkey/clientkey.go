@@ -1,0 +1,26 @@
+// Package clientkey decides which client a peer address belongs to, for
+// every per-client limit (connections, requests, failed credentials).
+package clientkey
+
+import "net/netip"
+
+// Key identifies a client for the limits: an IPv4 address, or the /64
+// network of an IPv6 address. One IPv6 host usually has a whole /64 to pick
+// source addresses from, so counting addresses would give it 2^64 limits.
+type Key [16]byte
+
+// Of is the client of a peer address ("ip:port"); what does not parse (no
+// peer address: tests, in-process callers) is the zero key, one shared
+// client.
+func Of(remoteAddr string) Key {
+	ap, err := netip.ParseAddrPort(remoteAddr)
+	if err != nil {
+		return Key{}
+	}
+	a := ap.Addr().Unmap()
+	k := Key(a.As16())
+	if a.Is6() {
+		clear(k[8:])
+	}
+	return k
+}

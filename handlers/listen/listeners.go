@@ -1,0 +1,121 @@
+// Package listen owns the service's listening sockets: binding them, the
+// connection guard, the PROXY protocol, the limit on open files, the
+// http.Server each one is served by, and their shutdown.
+package listen
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	proxyproto "github.com/pires/go-proxyproto"
+)
+
+// Listeners are the service's listening sockets, each with the server that
+// serves it, all behind one ConnGuard.
+type Listeners struct {
+	conns *ConnGuard
+	list  []listener
+	// proxyProtocol decides which connections begin with a PROXY protocol
+	// header; nil: none does.
+	proxyProtocol proxyproto.ConnPolicyFunc
+}
+
+type listener struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// NewListeners returns an empty set whose connections conns admits.
+func NewListeners(conns *ConnGuard) *Listeners { return &Listeners{conns: conns} }
+
+// ReadProxyProtocolFrom makes the listeners opened after it require a PROXY
+// protocol header (v1 or v2) on connections from sources (IP addresses or
+// CIDR ranges, such as a TCP load balancer's) and take the client address
+// it carries as the connection's. It fails on a source that is neither.
+func (l *Listeners) ReadProxyProtocolFrom(sources []string) error {
+	policy, err := proxyproto.PolicyFromRanges(sources, proxyproto.REQUIRE, proxyproto.SKIP)
+	if err != nil {
+		return fmt.Errorf("--proxy-protocol-from: %w", err)
+	}
+	l.proxyProtocol = policy
+	return nil
+}
+
+// Listen opens addr for srv (with TLS when srv has a TLSConfig) and returns
+// the address it got, which names the port when addr asked for port 0. It
+// sets srv's ConnState, which the guard follows.
+func (l *Listeners) Listen(addr string, srv *http.Server) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if l.proxyProtocol != nil {
+		// Innermost, so that the guard and everything above it see the
+		// client the header names.
+		ln = newProxyProtocolListener(ln, l.proxyProtocol)
+	}
+	ln = l.conns.Listener(ln)
+	srv.ConnState = l.conns.connState
+	if srv.TLSConfig != nil {
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+	l.list = append(l.list, listener{ln, srv})
+	return ln.Addr(), nil
+}
+
+// Serve serves every listener until ctx ends (it then returns nil, and the
+// caller shuts the servers down) or one of them fails (its error).
+func (l *Listeners) Serve(ctx context.Context) error {
+	serveErr := make(chan error, len(l.list))
+	for _, one := range l.list {
+		go func() { serveErr <- one.srv.Serve(one.ln) }()
+	}
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// Shutdown stops the servers together: they stop accepting, and the
+// requests in flight get until timeout to finish. Past it, abort is called
+// (it stops backups in flight, whose read transactions would otherwise keep
+// the data file from closing) and every connection left is closed, so that
+// shutdown ends soon after timeout whatever clients do.
+func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	var unfinished atomic.Bool
+	for _, one := range l.list {
+		wg.Go(func() {
+			if one.srv.Shutdown(ctx) != nil {
+				unfinished.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	if !unfinished.Load() {
+		return
+	}
+	log.Warn("shutdown timeout passed: aborting backups in flight and closing the connections left", "timeout", timeout)
+	abort()
+	for _, one := range l.list {
+		_ = one.srv.Close()
+	}
+}
+
+// Close closes the listening sockets.
+func (l *Listeners) Close() {
+	for _, one := range l.list {
+		one.ln.Close()
+	}
+}

@@ -1,0 +1,102 @@
+package listen
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	proxyproto "github.com/pires/go-proxyproto"
+)
+
+// proxyHeaderTimeout is how long a connection from a trusted source has to
+// send its PROXY protocol header before it is closed.
+const proxyHeaderTimeout = 5 * time.Second
+
+// proxyProtocolListener reads the PROXY protocol header of connections from
+// trusted sources (a TCP load balancer), so that their RemoteAddr is the
+// client the header names; connections from other sources pass through
+// untouched, with no header read.
+//
+// go-proxyproto reads the header lazily, on the first Read or RemoteAddr,
+// and the ConnGuard above asks RemoteAddr in its Accept: a trusted source
+// that opened a connection and sent nothing would stop the accept loop for
+// proxyHeaderTimeout. So each header is read on its own goroutine and Accept
+// hands out connections whose header is in.
+type proxyProtocolListener struct {
+	inner *proxyproto.Listener
+	ready chan acceptResult
+	done  chan struct{}
+	once  sync.Once
+}
+
+type acceptResult struct {
+	conn net.Conn
+	err  error
+}
+
+// newProxyProtocolListener wraps ln, reading headers as policy says.
+func newProxyProtocolListener(ln net.Listener, policy proxyproto.ConnPolicyFunc) net.Listener {
+	l := &proxyProtocolListener{
+		inner: &proxyproto.Listener{Listener: ln, ConnPolicy: policy, ReadHeaderTimeout: proxyHeaderTimeout},
+		ready: make(chan acceptResult),
+		done:  make(chan struct{}),
+	}
+	go l.acceptLoop()
+	return l
+}
+
+func (l *proxyProtocolListener) acceptLoop() {
+	for {
+		c, err := l.inner.Accept()
+		if err != nil {
+			// Hand the error to Accept (the guard may make room on EMFILE
+			// and ask again); a closed listener ends the loop.
+			if !l.deliver(acceptResult{err: err}) || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		pc, ok := c.(*proxyproto.Conn)
+		if !ok { // an untrusted source: served as it is
+			if !l.deliver(acceptResult{conn: c}) {
+				_ = c.Close()
+			}
+			continue
+		}
+		go func() {
+			// With REQUIRE, no header (or a malformed one, or none within
+			// the timeout) leaves ProxyHeader nil; the first Read would fail
+			// anyway, so the connection is closed without being served.
+			if pc.ProxyHeader() == nil || !l.deliver(acceptResult{conn: pc}) {
+				_ = pc.Close()
+			}
+		}()
+	}
+}
+
+// deliver waits for Accept to take r; false when the listener closed first.
+func (l *proxyProtocolListener) deliver(r acceptResult) bool {
+	select {
+	case l.ready <- r:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *proxyProtocolListener) Accept() (net.Conn, error) {
+	select {
+	case r := <-l.ready:
+		return r.conn, r.err
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *proxyProtocolListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.inner.Close()
+}
+
+func (l *proxyProtocolListener) Addr() net.Addr { return l.inner.Addr() }

@@ -1,0 +1,141 @@
+// Package metrics keeps the service's Prometheus registry: the request
+// series the API records, the gauges its parts report at scrape time, and
+// the text exposition of GET /metrics.
+package metrics
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// Series are keyed by the route template (Echo's c.Path()), never by the
+// URL, and methods outside the standard ones become "other", so their
+// number is bounded by the routes, methods and statuses there are.
+
+// UnmatchedRoute labels requests that matched no route (404s, and requests
+// answered from their Host before routing: 421, redirects).
+const UnmatchedRoute = "unmatched"
+
+// format is the text exposition format, which every Prometheus version
+// scrapes.
+var format = expfmt.NewFormat(expfmt.TypeTextPlain)
+
+// ContentType is the Content-Type of an exposition.
+var ContentType = string(format)
+
+// Registry owns one server's series. Each server has its own, so that
+// servers in one process (tests) do not share series.
+type Registry struct {
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	// series holds the series of requests and duration for each route,
+	// method and status answered so far, so that a request finds its
+	// series in one lookup: the vectors' WithLabelValues hashes the labels
+	// again on every call, and formatting the status allocates.
+	series sync.Map // seriesKey -> *requestSeries
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type requestSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// New returns a registry with the request series, the Go runtime and
+// process collectors operators look for, and the given collectors (such as
+// Connections and LogDrops).
+func New(more ...prometheus.Collector) *Registry {
+	m := &Registry{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "petstore_http_requests_total",
+			Help: "HTTP requests answered, by route template, method and status.",
+		}, []string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "petstore_http_request_duration_seconds",
+			Help: "Time from the request's arrival to the end of its answer, by route template and method.",
+			// Most answers take well under a millisecond to a few; the
+			// top buckets catch slow clients, DNS checks and backups.
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10},
+		}, []string{"route", "method"}),
+	}
+	m.registry.MustRegister(
+		m.requests, m.duration,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	m.registry.MustRegister(more...)
+	return m
+}
+
+// Register adds a collector; it fails when one already gives its series.
+func (m *Registry) Register(c prometheus.Collector) error { return m.registry.Register(c) }
+
+// Observe records one answered request. route is the route template (Echo's
+// c.Path()), empty when no route matched.
+func (m *Registry) Observe(method, route string, status int, d time.Duration) {
+	if route == "" {
+		route = UnmatchedRoute
+	}
+	key := seriesKey{route: route, method: methodLabel(method), status: status}
+	s, ok := m.series.Load(key)
+	if !ok {
+		s, _ = m.series.LoadOrStore(key, &requestSeries{
+			requests: m.requests.WithLabelValues(key.route, key.method, strconv.Itoa(status)),
+			duration: m.duration.WithLabelValues(key.route, key.method),
+		})
+	}
+	rs := s.(*requestSeries)
+	rs.requests.Inc()
+	rs.duration.Observe(d.Seconds())
+}
+
+// methodLabel keeps the method label to the standard methods: any other
+// string a client sends becomes "other", so clients cannot mint series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
+// Exposition is every series at one moment, gathered before anything is
+// written, so that a collector that fails is answered with an error rather
+// than half an exposition.
+type Exposition struct{ families []*dto.MetricFamily }
+
+// Gather reads every series.
+func (m *Registry) Gather() (*Exposition, error) {
+	families, err := m.registry.Gather()
+	if err != nil {
+		return nil, err
+	}
+	return &Exposition{families}, nil
+}
+
+// Write writes the exposition in the text format (ContentType); it stops
+// at the first write that fails.
+func (e *Exposition) Write(w io.Writer) error {
+	enc := expfmt.NewEncoder(w, format)
+	for _, f := range e.families {
+		if err := enc.Encode(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}

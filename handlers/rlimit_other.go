@@ -1,6 +1,0 @@
-//go:build !unix
-
-package handlers
-
-// raiseFileLimit reports no limit where there is no RLIMIT_NOFILE.
-func raiseFileLimit() (int, error) { return 0, nil }
