@@ -25,12 +25,10 @@ const dateTimeHint = "a date-time in RFC 3339, for example 2026-12-01T10:00:00Z"
 // wholeNumber says which integers the schema takes: its bounds, within
 // those of its format.
 func wholeNumber(s *openapi3.Schema) string {
-	lo, hi := math.Inf(-1), math.Inf(1)
-	switch s.Format {
-	case "int32":
+	// Without a format, an integer is kept in 64 bits, as int64 is.
+	lo, hi := float64(math.MinInt64), float64(math.MaxInt64)
+	if s.Format == "int32" {
 		lo, hi = math.MinInt32, math.MaxInt32
-	default: // int64, or none: the service keeps every integer in 64 bits
-		lo, hi = math.MinInt64, math.MaxInt64
 	}
 	if s.Min != nil {
 		lo = math.Max(lo, math.Ceil(*s.Min))
