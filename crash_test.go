@@ -17,9 +17,8 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"petstore/domains/domaintest"
+	"petstore/store/boltstore/bolttest"
 )
 
 // TestKillNineLosesNoAcknowledgedWrite runs the real binary, hammers it with
@@ -138,23 +137,10 @@ func kill(t *testing.T, proc *domaintest.Process) {
 	}
 }
 
-// checkBolt opens the file as bbolt itself would after a crash and runs its
-// consistency check (what `bbolt check` does).
+// checkBolt runs bbolt's consistency check on the file after a crash.
 func checkBolt(t *testing.T, path string) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("opening %s after the kill: %v", path, err)
-	}
-	defer db.Close()
-	err = db.View(func(tx *bolt.Tx) error {
-		var errs []error
-		for err := range tx.Check() {
-			errs = append(errs, err)
-		}
-		return errors.Join(errs...)
-	})
-	if err != nil {
+	if err := bolttest.Check(path); err != nil {
 		t.Fatalf("bbolt check after the kill: %v", err)
 	}
 }

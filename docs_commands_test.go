@@ -28,7 +28,7 @@ var docCommands = []struct{ holds, runBy string }{
 	{"mv /var/lib/petstore/petstore.db /var/lib/petstore/petstore.db.damaged", "not run: systemctl; the refusal is TestRunRefusesDamagedDataFile"},
 	{"oapi-codegen@v2.8.2", "not run (it fetches oapi-codegen): TestGeneratedClients generates and drives the same client"},
 	{"# On each VM (10.0.0.11 and 10.0.0.12)", "TestDocsServiceCommandsParse (it needs PostgreSQL, HAProxy and :443)"},
-	{"pg_dump --format=custom", "not run: needs the several-instance set-up"},
+	{"pg_dump --format=custom", "TestRestoreOfAnOlderDump runs the same pg_dump and the guide's pg_restore"},
 }
 
 // docShellBlocks returns every sh block of the README and docs/, by file.
@@ -175,5 +175,30 @@ func TestDocsServiceCommandsParse(t *testing.T) {
 	}
 	if checked < 2 {
 		t.Errorf("only %d petstore commands found", checked)
+	}
+}
+
+// versionLine is what petstore --version prints.
+var versionLine = regexp.MustCompile(`^petstore \S+ \((revision [0-9a-f]{40}(, \S+)?|no VCS revision recorded)(, with uncommitted changes)?; go\S+\)$`)
+
+// TestREADMEBuildsABinary runs the README's build commands in the
+// checkout, with the binary in a temporary folder: it builds and names its
+// version as the README shows.
+func TestREADMEBuildsABinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	block := docBlock(t, "README.md", "go build -o petstore .")
+	bin := filepath.Join(t.TempDir(), "petstore")
+	commands, expected := splitSteps(strings.NewReplacer("-o petstore .", "-o "+bin+" .", "./petstore --version", bin+" --version").Replace(block))
+	if len(commands) != 1 || len(expected[0]) != 1 || !versionLine.MatchString(expected[0][0]) || !strings.Contains(commands[0], bin+" --version") {
+		t.Fatalf("the README's build block is not a build and a --version with its output:\n%s", block)
+	}
+	out, err := exec.Command("bash", "-euc", commands[0]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); !versionLine.MatchString(got) {
+		t.Errorf("./petstore --version printed %q, not a version line like the README's", got)
 	}
 }

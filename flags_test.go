@@ -93,7 +93,7 @@ func TestHelpGroupsEveryFlag(t *testing.T) {
 	}
 }
 
-// TestMigrateHelp: petstore migrate --help names its two flags and their
+// TestMigrateHelp: petstore migrate --help names its three flags and their
 // variables.
 func TestMigrateHelp(t *testing.T) {
 	var help bytes.Buffer
@@ -101,7 +101,7 @@ func TestMigrateHelp(t *testing.T) {
 		t.Fatalf("migrate --help: %v", err)
 	}
 	_, flags, env, _ := helpFlags(t, help.String())
-	if len(flags) != 2 || env["data"] != "PETSTORE_DATA" || env["database"] != "PETSTORE_DATABASE" {
+	if len(flags) != 3 || env["data"] != "PETSTORE_DATA" || env["database"] != "PETSTORE_DATABASE" || env["bad-text"] != "PETSTORE_BAD_TEXT" {
 		t.Errorf("migrate --help:\n%s", help.String())
 	}
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	_ "embed"
@@ -10,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -24,9 +26,11 @@ import (
 	"unicode/utf8"
 
 	"petstore/domains"
+	"petstore/domains/acmedns"
 	"petstore/domains/dnscheck"
 	"petstore/handlers"
 	"petstore/handlers/accesslog"
+	"petstore/handlers/buildinfo"
 	"petstore/handlers/listen"
 	"petstore/handlers/metrics"
 	"petstore/store"
@@ -65,6 +69,10 @@ type config struct {
 	shutdownTimeout                             time.Duration
 	logJSON                                     bool
 	allowTestTLDs, dnsAllowPrivate              bool
+	acmeDNSZone, dnsListen                      string
+	acmeDNSNameservers                          listFlag
+	databaseTimeouts                            postgres.Timeouts
+	databaseMaxConns                            int
 }
 
 // listFlag is a flag that may be repeated or hold a comma-separated list.
@@ -116,6 +124,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	tls.Duration(&c.renewInterval, "renew-interval", 10*time.Minute, "how often certificate maintenance looks for certificates to renew")
 	tls.List(&c.dnsResolvers, "dns-resolver", "`host:port` of a DNS server to start from (repeatable or comma-separated)").
 		DefaultMeans("the system's")
+	tls.String(&c.acmeDNSZone, "acme-dns-zone", "", "`zone` delegated to this service for ACME DNS-01 challenges, such as acme.petstore.example.com").
+		DefaultMeans("none: no DNS server")
+	tls.String(&c.dnsListen, "dns-listen", "", "`host:port` where the --acme-dns-zone server answers, over UDP and TCP").
+		DefaultMeans(":53 with --acme-dns-zone")
+	tls.List(&c.acmeDNSNameservers, "acme-dns-ns", "host `name` of this service that the --acme-dns-zone delegation names, for the zone's NS records (repeatable or comma-separated)").
+		DefaultMeans("ns.<acme-dns-zone>")
 
 	limits := flags.group("Limits")
 	limits.Float64(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
@@ -126,6 +140,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	instances := flags.group("Several instances")
 	instances.String(&c.database, "database", "", "postgres:// `URL` of a PostgreSQL database that several instances share, instead of --data").
 		DefaultMeans("none: the bbolt file of --data")
+	instances.Duration(&c.databaseTimeouts.Connect, "database-connect-timeout", postgres.DefaultTimeouts.Connect, "how long connecting to one host of --database may take; a multi-host URL then tries the next host")
+	instances.Duration(&c.databaseTimeouts.Acquire, "database-acquire-timeout", postgres.DefaultTimeouts.Acquire, "how long a request waits for a free connection of the pool before it gets 503 database_unavailable")
+	instances.Duration(&c.databaseTimeouts.Statement, "database-statement-timeout", postgres.DefaultTimeouts.Statement, "how long one statement may run (PostgreSQL's statement_timeout) before the request gets 503 database_unavailable")
+	instances.Duration(&c.databaseTimeouts.Transaction, "database-transaction-timeout", postgres.DefaultTimeouts.Transaction, "how long one transaction, its commit included, may take before the request gets 503 database_unavailable")
+	instances.Int(&c.databaseMaxConns, "database-max-conns", 0, "connections this instance's pool may open to --database; keeps the URL one that pg_dump and psql accept").
+		DefaultMeans("the URL's pool_max_conns, else 16")
 	instances.List(&c.proxyProtocolFrom, "proxy-protocol-from", "`address` or CIDR range of a TCP load balancer whose connections, on every listener, begin with a PROXY protocol header (v1 or v2) naming the client (repeatable or comma-separated)").
 		DefaultMeans("none: no header is read")
 
@@ -155,6 +175,17 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if c.database != "" && !isPostgresURL(c.database) {
 		return c, errors.New("--database must be a postgres:// URL")
+	}
+	for name, d := range map[string]time.Duration{
+		"--database-connect-timeout": c.databaseTimeouts.Connect, "--database-acquire-timeout": c.databaseTimeouts.Acquire,
+		"--database-statement-timeout": c.databaseTimeouts.Statement, "--database-transaction-timeout": c.databaseTimeouts.Transaction,
+	} {
+		if d <= 0 {
+			return c, fmt.Errorf("%s must be positive", name)
+		}
+	}
+	if c.databaseMaxConns < 0 {
+		return c, errors.New("--database-max-conns must be 0 (the default) or more")
 	}
 	if c.cnameTarget == "" && c.domain != "" {
 		c.cnameTarget = "cname." + c.domain
@@ -228,6 +259,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if len(args) > 0 && args[0] == "migrate" {
 		return runMigrate(ctx, args[1:], getenv, stdout)
 	}
+	// Not a flag: PETSTORE_VERSION in a service's environment must not turn
+	// it into a command that prints and exits.
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		_, err := fmt.Fprintln(stdout, buildinfo.Running)
+		return err
+	}
 	cfg, err := parseConfig(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -258,15 +295,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		defer pprof.StopCPUProfile()
 	}
 
-	db, err := openStore(ctx, cfg)
+	_, statErr := os.Stat(cfg.data)
+	newFile := cfg.database == "" && errors.Is(statErr, fs.ErrNotExist)
+	db, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err // it names the file and says what is wrong with it
 	}
 	defer db.Close()
-	newToken, err := db.EnsureAdminToken(ctx, cfg.adminToken)
-	if err != nil {
-		return err
-	}
+	started := false
+	defer func() {
+		// A first start that fails leaves no data file behind. The file is
+		// removed while this process still holds its lock, so no other one
+		// can have opened it meanwhile.
+		if newFile && !started {
+			_ = os.Remove(cfg.data)
+		}
+	}()
 	manager, err := newDomainManager(cfg, db, log)
 	if err != nil {
 		return err
@@ -285,37 +329,76 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	if err := srv.RecordDeploy(ctx); err != nil {
-		return err
-	}
+	background, stopBackground := context.WithCancel(ctx)
+	defer stopBackground()
 
 	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
 	listeners := listen.NewListeners(conns)
 	defer listeners.Close()
+	// Sockets systemd opened (socket activation) replace the flags' binds.
+	sockets, err := listen.FromSystemd()
+	if err != nil {
+		return err
+	}
+	listeners.Inherit(sockets)
 	if len(cfg.proxyProtocolFrom) > 0 {
 		if err := listeners.ReadProxyProtocolFrom(cfg.proxyProtocolFrom); err != nil {
 			return err
 		}
 	}
-	plainAddr, err := listeners.Listen(cfg.listen, listen.NewHTTPServer(srv, nil, errorLog))
+	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, listen.NewHTTPServer(srv, nil, errorLog))
 	if err != nil {
-		return err
+		return listenError("listen", cfg.listen, err)
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listeners.Listen(cfg.httpsListen, listen.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
-			return err
+		if _, err := listeners.ListenAs(listen.NameHTTPS, cfg.httpsListen, listen.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
+			return listenError("https-listen", cfg.httpsListen, err)
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.Listen(cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
+		if _, err := listeners.ListenAs(listen.NameHTTP, cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
+			return listenError("http-listen", cfg.httpListen, err)
+		}
+	}
+	if err := listeners.Unused(); err != nil {
+		return err
+	}
+	if cfg.acmeDNSZone != "" {
+		stop, err := startACMEDNS(cfg, db, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	} else if cfg.dnsListen != "" {
+		return errors.New("--dns-listen needs --acme-dns-zone: it serves that zone only")
+	}
+	// The deploy and then the admin token are written only now, every
+	// listener bound and everything else started, and the banner follows
+	// the token at once: a start that fails leaves no token that nobody saw
+	// (docs/operations.md, "The first start").
+	// With PostgreSQL unreachable, or blocking commits, the service starts
+	// anyway (liveness is the process) and does these writes once it can;
+	// until then /readyz says why not.
+	err = srv.RecordDeploy(ctx)
+	deferStart := store.ErrorCode(err) == store.EUNAVAILABLE
+	if err != nil && !deferStart {
+		return err
+	}
+	var newToken string
+	if !deferStart {
+		newToken, err = db.EnsureAdminToken(ctx, cfg.adminToken)
+		deferStart = store.ErrorCode(err) == store.EUNAVAILABLE
+		if err != nil && !deferStart {
 			return err
 		}
 	}
-	settleMemoryAfterStart(getenv("GOGC") != "")
+	if deferStart {
+		go finishStart(background, db, srv, cfg.adminToken, log)
+	}
+	started = true
 	printBanner(logOut, cfg, plainAddr, newToken)
+	settleMemoryAfterStart(getenv("GOGC") != "")
 
-	background, stopBackground := context.WithCancel(ctx)
-	defer stopBackground()
 	go manager.Run(background)
 	go releaseMemoryWhenIdle(background, 5*time.Second)
 	if err := listeners.Serve(ctx); err != nil {
@@ -384,6 +467,25 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 	return domains.NewManager(dc)
 }
 
+// startACMEDNS starts the authoritative DNS server of --acme-dns-zone and
+// returns what stops it.
+func startACMEDNS(cfg config, db store.Store, log *slog.Logger) (stop func(), err error) {
+	s, err := acmedns.New(acmedns.Config{Zone: cfg.acmeDNSZone, Nameservers: cfg.acmeDNSNameservers, Store: db, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	udp, tcp, err := s.Start(cmp.Or(cfg.dnsListen, ":53"))
+	if err != nil {
+		return nil, err
+	}
+	log.Info("answering DNS for the ACME zone", "zone", cfg.acmeDNSZone, "udp", udp.String(), "tcp", tcp.String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	}, nil
+}
+
 func portOf(addr string, fallback int) int {
 	_, p, err := net.SplitHostPort(addr)
 	if n, err2 := strconv.Atoi(p); err == nil && err2 == nil {
@@ -418,15 +520,17 @@ func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
 	case cfg.adminToken != "":
 		fmt.Fprintln(w, "  admin token           the one given with --admin-token / PETSTORE_ADMIN_TOKEN")
 	default:
-		fmt.Fprintln(w, "  admin token           set at first start (lost it? start once with --admin-token NEW)")
+		fmt.Fprintln(w, "  admin token           printed at first start (lost it? start once with a new one: --admin-token, 32 characters or more)")
 	}
 }
 
 // openStore opens the PostgreSQL database of --database, or else the bbolt
 // file of --data.
-func openStore(ctx context.Context, cfg config) (store.Store, error) {
+func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, error) {
 	if cfg.database != "" {
-		db, err := postgres.Open(ctx, cfg.database, store.Options{})
+		db, err := postgres.Connect(ctx, cfg.database, store.Options{}, postgres.Config{
+			Timeouts: cfg.databaseTimeouts, MaxConns: cfg.databaseMaxConns, Logger: log, Background: true,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("opening the database %s: %w", cfg.dataDescription(), err)
 		}

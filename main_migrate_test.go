@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/store"
+	"petstore/store/boltstore"
 	"petstore/store/postgres/pgtest"
 )
 
@@ -87,5 +89,44 @@ func TestMigrateServesFromPostgreSQLWhatTheFileServed(t *testing.T) {
 	err := run(context.Background(), []string{"migrate", "--data", data, "--database", url}, func(string) string { return "" }, &out)
 	if err == nil || !strings.Contains(err.Error(), "the target database is not empty") {
 		t.Errorf("a second move into the same database: %v", err)
+	}
+}
+
+// TestMigrateNamesTextPostgreSQLCannotStore: a data file that holds U+0000
+// (bbolt kept it) is refused by default, naming each record and copying
+// nothing; with --bad-text replace it moves, U+FFFD in place of U+0000,
+// and each record changed is named.
+func TestMigrateNamesTextPostgreSQLCannotStore(t *testing.T) {
+	url := pgtest.URL(t)
+	data := filepath.Join(t.TempDir(), "petstore.db")
+	db, err := boltstore.Open(data, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := store.Category{Name: "dogs\x00"}
+	if err := db.CreateCategory(context.Background(), &c); err != nil {
+		t.Fatal(err)
+	}
+	p := store.Pet{Name: "Re\x00x", CategoryID: c.ID}
+	if err := db.CreatePet(context.Background(), &p); err != nil {
+		t.Fatalf("bbolt no longer keeps U+0000 (write this file another way): %v", err)
+	}
+	db.Close()
+
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"migrate", "--data", data, "--database", url}, func(string) string { return "" }, &out)
+	if err == nil || !strings.Contains(err.Error(), "2 records") || !strings.Contains(out.String(), "Pets 1.Name") || !strings.Contains(out.String(), "Categories 1.Name") {
+		t.Fatalf("migrate of a file with U+0000: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"migrate", "--data", data, "--database", url, "--bad-text", "replace"}, func(string) string { return "" }, &out); err != nil {
+		t.Fatalf("migrate --bad-text replace (the first, refused, copied nothing): %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "replaced text PostgreSQL cannot store (U+0000 or invalid UTF-8) with U+FFFD: Pets 1.Name") {
+		t.Errorf("migrate --bad-text replace does not name the pet:\n%s", out.String())
+	}
+	moved := start(t, nil, "--database", url)
+	if code, body := moved.call(t, "GET", "/pets/1", ""); code != 200 || !strings.Contains(body, "Re\uFFFDx") {
+		t.Errorf("the moved pet: %d %s", code, body)
 	}
 }

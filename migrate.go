@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strings"
+	"unicode/utf8"
 
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -31,6 +34,8 @@ environment variable, named beside it in parentheses.
 	move := flags.group("Flags")
 	move.String(&cfg.data, "data", "./petstore.db", "the bbolt data `file` to copy (stop the service that uses it first)")
 	move.String(&cfg.database, "database", "", "postgres:// `URL` of the empty PostgreSQL database to copy it into")
+	var badText string
+	move.String(&badText, "bad-text", "stop", "what to do with text PostgreSQL cannot store (U+0000, invalid UTF-8), which bbolt kept: stop (name every such record and copy nothing) or replace (name each, and copy it with U+FFFD in place of the bad characters)")
 	if _, err := parseFlags(fs, args, getenv); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
@@ -38,6 +43,9 @@ environment variable, named beside it in parentheses.
 	}
 	if !isPostgresURL(cfg.database) {
 		return errors.New("migrate: --database (or PETSTORE_DATABASE) must be the postgres:// URL of the database to copy into")
+	}
+	if badText != "stop" && badText != "replace" {
+		return fmt.Errorf("migrate: --bad-text must be stop or replace, not %q", badText)
 	}
 	if _, err := os.Stat(cfg.data); err != nil {
 		return fmt.Errorf("migrate: the data file to copy: %w", err)
@@ -52,7 +60,15 @@ environment variable, named beside it in parentheses.
 		return fmt.Errorf("migrate: opening the database %s: %w", cfg.dataDescription(), err)
 	}
 	defer to.Close()
-	s, err := store.Copy(ctx, from, to)
+	fmt.Fprintf(stdout, "reading %s...\n", cfg.data)
+	s, err := from.Export(ctx)
+	if err == nil {
+		err = checkText(s, badText == "replace", stdout)
+	}
+	if err == nil {
+		fmt.Fprintf(stdout, "writing %d records into %s...\n", len(s.Categories)+len(s.Pets)+len(s.Inventory)+len(s.Orders)+len(s.APIKeys)+len(s.Domains)+len(s.KV), cfg.dataDescription())
+		err = to.Import(ctx, s)
+	}
 	if err != nil {
 		if msg := store.ErrorMessage(err); store.ErrorCode(err) != store.EINTERNAL {
 			return fmt.Errorf("migrate: %s", msg)
@@ -66,4 +82,70 @@ environment variable, named beside it in parentheses.
 	}
 	fmt.Fprintln(stdout, "; start the service with --database (PETSTORE_DATABASE) and without --data")
 	return nil
+}
+
+// checkText finds the text of s that PostgreSQL cannot store (U+0000, or
+// bytes that are not UTF-8), which bbolt kept, and names each record that
+// holds some. With fix, it replaces the bad characters with U+FFFD and
+// carries on; without, it refuses the move.
+func checkText(s *store.Snapshot, fix bool, out io.Writer) error {
+	var bad []string
+	walkText(reflect.ValueOf(s).Elem(), "", func(where string, v reflect.Value) {
+		bad = append(bad, where)
+		if fix {
+			v.SetString(strings.ToValidUTF8(strings.ReplaceAll(v.String(), "\x00", "\uFFFD"), "\uFFFD"))
+		}
+	})
+	for _, where := range bad {
+		if fix {
+			fmt.Fprintf(out, "replaced text PostgreSQL cannot store (U+0000 or invalid UTF-8) with U+FFFD: %s\n", where)
+		} else {
+			fmt.Fprintf(out, "text PostgreSQL cannot store (U+0000 or invalid UTF-8): %s\n", where)
+		}
+	}
+	if len(bad) > 0 && !fix {
+		return store.Errorf(store.EINVALID, "%d records hold text PostgreSQL cannot store, the first %s; nothing was copied: correct them through the API, or move them with --bad-text replace", len(bad), bad[0])
+	}
+	return nil
+}
+
+// walkText calls bad for each settable string under v that PostgreSQL
+// cannot store, naming where it is: a record by its kind and id where it
+// has one ("Pets 42.Name").
+func walkText(v reflect.Value, where string, bad func(string, reflect.Value)) {
+	switch v.Kind() {
+	case reflect.String:
+		if s := v.String(); (strings.ContainsRune(s, 0) || !utf8.ValidString(s)) && v.CanSet() {
+			bad(where, v)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			walkText(v.Elem(), where, bad)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if f := v.Type().Field(i); f.IsExported() {
+				name := f.Name
+				if where != "" {
+					name = where + "." + f.Name
+				}
+				walkText(v.Field(i), name, bad)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			e := v.Index(i)
+			name := fmt.Sprintf("%s[%d]", where, i)
+			if e.Kind() == reflect.Struct {
+				if id := e.FieldByName("ID"); id.IsValid() && id.CanInt() {
+					name = fmt.Sprintf("%s %d", where, id.Int())
+				} else if n := e.FieldByName("Name"); n.IsValid() && n.Kind() == reflect.String {
+					name = fmt.Sprintf("%s %q", where, n.String())
+				} else if k := e.FieldByName("Key"); k.IsValid() && k.Kind() == reflect.String {
+					name = fmt.Sprintf("%s %q", where, k.String())
+				}
+			}
+			walkText(e, name, bad)
+		}
+	}
 }

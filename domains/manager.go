@@ -146,8 +146,15 @@ func NewManager(cfg Config) (*Manager, error) {
 	// moved names, so a handshake could not load them later. On failure,
 	// Close stops what certs.New started.
 	if err := m.Refresh(context.Background()); err != nil {
-		m.Close()
-		return nil, err
+		if store.ErrorCode(err) != store.EUNAVAILABLE {
+			m.Close()
+			return nil, err
+		}
+		// A database not reached yet: the store tells followStore's
+		// listener once it is, and the refresh runs then.
+		m.log.Warn("custom domains: the store is unavailable; loading them once it is back", "err", err)
+		m.table.Store(&routingTable{defaultAddr: m.DefaultAddress(store.Project{}), served: map[string]bool{},
+			certAllowed: map[string]bool{}, issued: map[string]bool{}, redirects: map[string]store.Redirect{}})
 	}
 	m.followStore()
 	return m, nil
@@ -180,10 +187,10 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	if err != nil {
 		return store.Domain{}, err
 	}
-	if p.Plan != store.PlanPro && p.Plan != store.PlanEnterprise {
+	if !store.PlanHasCustomDomains(p.Plan) {
 		return store.Domain{}, store.Errorf(store.EPLANREQUIRED, "custom domains need plan pro or above; this project is on %s", p.Plan)
 	}
-	if !slices.ContainsFunc(p.Deploys, func(d store.Deploy) bool { return d.Status == "succeeded" }) {
+	if !slices.ContainsFunc(p.Deploys, func(d store.Deploy) bool { return d.Status == store.DeploySucceeded }) {
 		return store.Domain{}, store.Errorf(store.ECONFLICT, "the project has no successful deploy yet; deploy it before adding a domain")
 	}
 	if m.CNAMETarget() == "" {
@@ -324,7 +331,9 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 		// Pending unless failed attempts are backing off; the record keeps
 		// its failures and events, which the back-off and the CA's hourly
 		// limit count on.
-		d.Certificate = m.certs.Request(ctx, name)
+		if c := m.certs.Request(ctx, name); c.State != "" {
+			d.Certificate = c
+		}
 	}
 	return shown(d, now), nil
 }

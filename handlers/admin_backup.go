@@ -23,6 +23,10 @@ const backupIdleTimeout = 60 * time.Second
 // one read transaction, its size as Content-Length, the pages as the body.
 // Requests go on being served meanwhile. HEAD answers the headers alone.
 func (s *Server) backup(c echo.Context) error {
+	b, ok := s.store.(backuper)
+	if !ok {
+		return errNoBackup()
+	}
 	ctx := c.Request().Context()
 	res := c.Response()
 	setHeaders := func(size int64) {
@@ -33,10 +37,9 @@ func (s *Server) backup(c echo.Context) error {
 		h.Set("Cache-Control", "no-store")
 	}
 	if c.Request().Method == http.MethodHead {
-		// The size a GET would send, and the same refusal from a store
-		// that takes no backups (PostgreSQL), without copying anything.
+		// The size a GET would send, without copying anything.
 		size := int64(-1)
-		_, err := s.store.BackupSized(ctx, func(n int64) (io.Writer, error) {
+		_, err := b.BackupSized(ctx, func(n int64) (io.Writer, error) {
 			size = n
 			return nil, errHeadersOnly
 		})
@@ -58,7 +61,7 @@ func (s *Server) backup(c echo.Context) error {
 	})
 	defer stopAbort()
 	committed := false
-	n, err := s.store.BackupSized(ctx, func(size int64) (io.Writer, error) {
+	n, err := b.BackupSized(ctx, func(size int64) (io.Writer, error) {
 		setHeaders(size)
 		res.WriteHeader(http.StatusOK)
 		committed = true

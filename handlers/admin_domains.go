@@ -104,7 +104,3 @@ func (s *Server) updateSettings(c echo.Context) error {
 	}
 	return respond(c, http.StatusOK, st)
 }
-
-// RefreshDomains reloads the routing table from the store, for callers
-// that changed domains there directly (tests, restores).
-func (s *Server) RefreshDomains(ctx context.Context) error { return s.domains.Refresh(ctx) }

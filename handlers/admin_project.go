@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"petstore/handlers/buildinfo"
 	"petstore/store"
 )
 
@@ -72,21 +73,22 @@ func (s *Server) updateProject(c echo.Context) error {
 	return respond(c, http.StatusOK, s.projectView(p))
 }
 
-// RecordDeploy records that this binary's spec is deployed. A restart with
-// the same spec is not a new deploy, so it records only a spec that differs
-// from the newest one recorded.
+// RecordDeploy records that this binary and its spec are deployed. A
+// restart of the same binary with the same spec is not a new deploy, so it
+// records only a spec or a build that differs from the newest deploy's.
 func (s *Server) RecordDeploy(ctx context.Context) error {
 	sum := sha256.Sum256(s.public.yaml)
 	hexSum := hex.EncodeToString(sum[:])
+	build := store.DeployBuild(buildinfo.Running)
 	p, err := s.store.Project(ctx)
 	if err != nil {
 		return err
 	}
-	if len(p.Deploys) > 0 && p.Deploys[0].SpecSHA256 == hexSum {
+	if len(p.Deploys) > 0 && p.Deploys[0].SpecSHA256 == hexSum && buildinfo.Build(p.Deploys[0].Build).Same(buildinfo.Running) {
 		return nil
 	}
 	_, err = s.store.RecordDeploy(ctx, store.Deploy{
-		Version: s.public.doc.Info.Version, SpecSHA256: hexSum, Status: "succeeded",
+		Version: s.public.doc.Info.Version, SpecSHA256: hexSum, Status: store.DeploySucceeded, Build: build,
 	})
 	return err
 }

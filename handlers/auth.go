@@ -7,6 +7,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
+
+	"petstore/store"
 )
 
 const (
@@ -18,6 +20,13 @@ const (
 
 var errBadCredentials = errors.New("missing or invalid credentials")
 
+// keyChecker is a store that looks keys up in a database shared by several
+// instances (PostgreSQL), where a cache could miss a new key or keep a
+// revoked one.
+type keyChecker interface {
+	CheckAPIKey(ctx context.Context, secret string) (store.APIKey, bool, error)
+}
+
 // authenticate is kin-openapi's AuthenticationFunc: the spec says which
 // operations need which credential, and this checks the credential.
 func (s *Server) authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
@@ -27,6 +36,14 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 	}
 	switch in.SecuritySchemeName {
 	case schemeAPIKey:
+		if kc, ok := s.store.(keyChecker); ok {
+			// An error is the database's (503), not the client's: it must
+			// not count as a failed credential.
+			if _, ok, err := kc.CheckAPIKey(req.Context(), req.Header.Get(headerAPIKey)); ok || err != nil {
+				return err
+			}
+			break
+		}
 		if _, ok := s.store.AuthenticateAPIKey(req.Header.Get(headerAPIKey)); ok {
 			return nil
 		}

@@ -26,7 +26,11 @@ func BenchmarkAPI(b *testing.B) {
 			name = "validation=off"
 		}
 		b.Run(name, func(b *testing.B) {
-			ts := newTestServer(b, func(c *handlers.Config) { c.SkipValidation = !validate })
+			build := handlers.New
+			if !validate {
+				build = handlers.NewWithoutValidation
+			}
+			ts := startTestServer(b, build)
 			cat, pet := ts.addRex(0)
 			getPath := fmt.Sprintf("/pets/%d", pet.ID)
 			newPet := fmt.Sprintf(`{"name":"Bench","categoryId":%d,"status":"available"}`, cat.ID)

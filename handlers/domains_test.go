@@ -42,7 +42,7 @@ func newDomainEnv(t *testing.T) *domainEnv {
 	env := &domainEnv{dns: dns, pebble: pebble}
 	env.testServer = newTestServer(t, func(c *handlers.Config) {
 		env.manager = domaintest.NewManager(t, domains.Config{
-			Store:    c.Store,
+			Store:    c.Store.(store.Store),
 			Platform: dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
 			Checker: &dnscheck.Checker{
 				Resolvers:     []string{dns.Addr()},

@@ -53,6 +53,7 @@ var statusOf = map[string]int{
 	store.EINTERNAL:          http.StatusInternalServerError,
 	store.ENOTSUPPORTED:      http.StatusNotImplemented,
 	codeUnavailable:          http.StatusServiceUnavailable,
+	store.EUNAVAILABLE:       http.StatusServiceUnavailable,
 
 	store.EINSUFFICIENTSTORAGE: http.StatusInsufficientStorage,
 }
@@ -78,6 +79,10 @@ var codeOfStatus = map[int]string{
 
 // fullDiskRetryAfter is the Retry-After of a 507: an operator has to free space.
 const fullDiskRetryAfter = time.Minute
+
+// databaseRetryAfter is the Retry-After of a database that did not answer
+// in time: a lock or a failover is usually over within seconds.
+const databaseRetryAfter = 2 * time.Second
 
 // Error is the body of every non-2xx response: the API's Error schema.
 type Error struct {
@@ -108,10 +113,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 		// A full disk is not freed at once; clients should not retry in a loop.
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(fullDiskRetryAfter/time.Second)))
 	}
+	if body.Code == store.EUNAVAILABLE {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(databaseRetryAfter/time.Second)))
+	}
 	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
 		s.failures.fail(clientKeyOf(c.Request().RemoteAddr), time.Now())
 	}
-	if body.Status >= 500 {
+	if body.Status >= 500 && !isProbe(c.Path()) {
 		s.log.Error("request failed",
 			"request_id", requestID(c),
 			"method", c.Request().Method,
@@ -170,7 +178,7 @@ func internalError() Error {
 }
 
 func (s *Server) unauthorizedMessage(c echo.Context) string {
-	if strings.HasPrefix(c.Path(), "/admin/") || c.Path() == "/metrics" {
+	if tokenPath(c.Path()) {
 		return "this route needs the admin token in an Authorization: Bearer header"
 	}
 	if c.Request().Header.Get(headerAPIKey) == "" {

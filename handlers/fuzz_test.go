@@ -57,7 +57,7 @@ func FuzzRequest(f *testing.F) {
 	var manager *domains.Manager
 	ts := newTestServer(f, func(c *handlers.Config) {
 		manager = domaintest.NewManager(f, domains.Config{
-			Store:         c.Store,
+			Store:         c.Store.(store.Store),
 			Platform:      dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
 			Checker:       &dnscheck.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
 			AllowTestTLDs: true,

@@ -45,10 +45,6 @@ func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// operatorPath reports whether a path belongs to the operator (admin API,
-// dashboard, metrics): those are never served on customers' domains.
-func operatorPath(p string) bool { return tokenPath(p) || inTree(p, "/dashboard") }
-
 // HTTPSRedirect is the handler of the plain-HTTP listener beside the TLS
 // one: every host this service serves over TLS is sent there (redirect
 // sources straight to their target); loopback and unknown hosts go to the

@@ -78,6 +78,11 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			Remote:    c.RealIP(),
 		}
 		s.metrics.Observe(line.Method, line.Route, line.Status, line.Duration)
+		if isProbe(line.Route) {
+			// Balancers ask several times a second: the metrics count the
+			// probes, and the store logs when readiness changes.
+			return nil
+		}
 		if line.Status >= 500 {
 			line.Level = slog.LevelError
 		}
@@ -89,6 +94,9 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		return nil
 	}
 }
+
+// isProbe says that route is a liveness or readiness probe.
+func isProbe(route string) bool { return route == "/healthz" || route == "/readyz" }
 
 // recoverPanics turns a panic into a 500 Error body, logged with its stack
 // and the request id; the client learns nothing of the internals.

@@ -5,23 +5,11 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 )
-
-// tokenPath reports whether a path is the operator's API: the admin API,
-// backups and metrics. Every method on it needs the admin token, OPTIONS
-// and unknown methods included, so that nothing about it (not even which
-// methods exist) is told to someone without the token.
-func tokenPath(p string) bool { return inTree(p, "/admin") || inTree(p, "/metrics") }
-
-// inTree reports whether path p is root or below it.
-func inTree(p, root string) bool {
-	return strings.HasPrefix(p, root) && (len(p) == len(root) || p[len(root)] == '/')
-}
 
 // guardOperatorPaths asks for the admin token on operator paths before
 // anything else answers: Echo's OPTIONS and 405 answers, the admin

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
@@ -62,7 +60,7 @@ func TestBackupOnPostgresPointsToPgDump(t *testing.T) {
 }
 
 // TestReadyzFollowsTheDatabase: /readyz fails (and data requests answer
-// 500) while the database cannot be reached, and returns to 200 by itself
+// 503 database_unavailable) while the database cannot be reached, and returns to 200 by itself
 // when it can again, with no restart: the pool reconnects. The network between the service and
 // PostgreSQL is a loopback relay the test cuts and restores; the
 // database's own side is shown too, by terminating every connection of
@@ -88,21 +86,20 @@ func TestReadyzFollowsTheDatabase(t *testing.T) {
 	readyWithin("at start", http.StatusOK)
 
 	relay.cut()
+	readyWithin("after the cut", http.StatusServiceUnavailable)
 	r := ts.send(http.MethodGet, "/readyz", "", http.Header{})
-	r.wantError(http.StatusServiceUnavailable, "unavailable")
-	// What the README says the rest of the API answers meanwhile.
-	ts.do(http.MethodGet, "/pets", "").wantError(http.StatusInternalServerError, "internal")
+	r.wantError(http.StatusServiceUnavailable, store.EUNAVAILABLE)
+	// What the README says the rest of the API answers meanwhile: a 503
+	// the client may retry, not a 500.
+	r = ts.do(http.MethodGet, "/pets", "").wantError(http.StatusServiceUnavailable, store.EUNAVAILABLE)
+	if r.header.Get("Retry-After") == "" {
+		t.Error("a 503 database_unavailable has no Retry-After")
+	}
 	relay.restore(t)
 	readyWithin("after the network came back", http.StatusOK)
 
-	side, err := pgx.Connect(context.Background(), dbURL)
+	killed, err := pgtest.TerminateOthers(context.Background(), dbURL)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer side.Close(context.Background())
-	var killed int
-	if err := side.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&killed); err != nil {
 		t.Fatal(err)
 	}
 	if killed == 0 {

@@ -17,7 +17,7 @@ type route struct {
 }
 
 // routes registers every route of the service in one place.
-func (s *Server) routes() error {
+func (s *Server) routes(validate bool) error {
 	e := s.echo
 	// Every answer passes through these, the router's 404 and 405 included,
 	// so that unknown hosts and paths are logged, carry a request id, and
@@ -71,10 +71,10 @@ func (s *Server) routes() error {
 		{http.MethodGet, "/admin/backup", s.backup},
 		{http.MethodGet, "/metrics", s.serveMetrics},
 	}
-	if err := s.register(s.public, public); err != nil {
+	if err := s.register(s.public, public, validate); err != nil {
 		return err
 	}
-	if err := s.register(s.admin, admin); err != nil {
+	if err := s.register(s.admin, admin, validate); err != nil {
 		return err
 	}
 
@@ -93,9 +93,9 @@ func (s *Server) routes() error {
 var getHead = []string{http.MethodGet, http.MethodHead}
 
 // register adds the routes of one OpenAPI document, each behind request
-// validation against its operation, and refuses to start when the routes
+// validation against its operation (unless validate is false), and refuses to start when the routes
 // and the document's operations are not the same set.
-func (s *Server) register(doc *apiDoc, routes []route) error {
+func (s *Server) register(doc *apiDoc, routes []route, validate bool) error {
 	registered := map[string]bool{}
 	for _, r := range routes {
 		op, ok := doc.ops[routeKey(r.method, r.path)]
@@ -114,7 +114,7 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 		} else if dep != nil {
 			mw = append(mw, dep)
 		}
-		if !s.cfg.SkipValidation {
+		if validate {
 			mw = append(mw, s.validate(op))
 		}
 		if op.Operation.RequestBody == nil {
@@ -129,7 +129,7 @@ func (s *Server) register(doc *apiDoc, routes []route) error {
 		}
 		for _, m := range methods {
 			s.echo.Add(m, r.path, h)
-			s.validated[routeKey(m, r.path)] = !s.cfg.SkipValidation
+			s.validated[routeKey(m, r.path)] = validate
 		}
 		registered[routeKey(r.method, r.path)] = true
 	}

@@ -19,7 +19,6 @@ import (
 	"petstore/domains"
 	"petstore/handlers/accesslog"
 	"petstore/handlers/metrics"
-	"petstore/store"
 )
 
 // adminSpec is the admin API's own OpenAPI document. It lives beside the
@@ -43,7 +42,7 @@ const (
 
 // Config is everything the HTTP layer needs; main fills it from flags.
 type Config struct {
-	Store store.Store
+	Store Store
 	// Spec is openapi.yaml, embedded by main.
 	Spec   []byte
 	Logger *slog.Logger
@@ -74,18 +73,14 @@ type Config struct {
 	// CredentialFailures is how many failed credential attempts (API key
 	// or admin token) a client address may make in a minute before every
 	// credential it sends gets 429, whatever RateLimit is; 0 means
-	// DefaultCredentialFailures, negative turns the limit off (tests that
-	// send wrong credentials on purpose).
+	// DefaultCredentialFailures.
 	CredentialFailures int
-	// SkipValidation turns request validation off. Only benchmarks use it,
-	// to measure what validation costs.
-	SkipValidation bool
 }
 
 // Server serves the public API, the admin API and the site.
 type Server struct {
 	cfg     Config
-	store   store.Store
+	store   Store
 	log     *slog.Logger
 	access  *accesslog.Logger // nil: access lines go through log
 	now     func() time.Time
@@ -108,7 +103,11 @@ type Server struct {
 
 // New builds the server: parses both OpenAPI documents, registers every
 // route, and fails when a route and the spec disagree.
-func New(cfg Config) (*Server, error) {
+func New(cfg Config) (*Server, error) { return newServer(cfg, true) }
+
+// newServer is New; validate false leaves request validation out, which
+// only the benchmark of what validation costs asks for (export_test.go).
+func newServer(cfg Config, validate bool) (*Server, error) {
 	switch {
 	case cfg.Store == nil:
 		return nil, errors.New("handlers: Config.Store is nil")
@@ -116,6 +115,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("handlers: Config.Domains is nil")
 	case cfg.Metrics == nil:
 		return nil, errors.New("handlers: Config.Metrics is nil")
+	case cfg.CredentialFailures < 0:
+		return nil, errors.New("handlers: Config.CredentialFailures is negative")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -162,6 +163,11 @@ func New(cfg Config) (*Server, error) {
 	if err := s.metrics.Register(metrics.State(cfg.Store, cfg.Domains, cfg.Now)); err != nil {
 		return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
 	}
+	if p, ok := cfg.Store.(metrics.PoolStatser); ok {
+		if err := s.metrics.Register(metrics.Pool(p)); err != nil {
+			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
+		}
+	}
 	s.aborted, s.abortBackups = context.WithCancel(context.Background())
 	if cfg.AccessLog != nil {
 		s.access = accesslog.New(cfg.AccessLog, cfg.AccessLogJSON)
@@ -183,7 +189,7 @@ func New(cfg Config) (*Server, error) {
 	// The peer address, not X-Forwarded-For: a header any client can set
 	// must not choose its own rate-limit bucket.
 	e.IPExtractor = echo.ExtractIPDirect()
-	if err := s.routes(); err != nil {
+	if err := s.routes(validate); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -192,14 +198,4 @@ func New(cfg Config) (*Server, error) {
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.echo.ServeHTTP(w, r)
-}
-
-// Routes lists the registered routes as "METHOD /path" in Echo's form, for
-// tests that compare them with the spec.
-func (s *Server) Routes() []string {
-	var out []string
-	for _, r := range s.echo.Routes() {
-		out = append(out, r.Method+" "+r.Path)
-	}
-	return out
 }

@@ -31,6 +31,7 @@ func (s *Server) siteRoutes() error {
 	e := s.echo
 	e.Match(getHead, web.ReferencePath, serveResource(site.Reference()))
 	e.Match(getHead, web.AssetsPath+"*", serveAsset(site.SiteAsset))
+	e.Match(getHead, web.FaviconPath, serveResource(site.Favicon()))
 	e.Match(getHead, "/dashboard", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, web.DashboardPath)
 	})

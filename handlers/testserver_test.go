@@ -128,7 +128,7 @@ type serverOption func(*handlers.Config)
 // server's store, closed when the test ends.
 func withDomains(tb testing.TB, cfg domains.Config) serverOption {
 	return func(c *handlers.Config) {
-		cfg.Store = c.Store
+		cfg.Store = c.Store.(store.Store)
 		c.Domains = domaintest.NewManager(tb, cfg)
 	}
 }
@@ -157,11 +157,17 @@ func serverConfig(tb testing.TB, db store.Store, opts ...serverOption) handlers.
 
 func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	tb.Helper()
+	return startTestServer(tb, handlers.New, opts...)
+}
+
+// startTestServer is newTestServer with the server built by build.
+func startTestServer(tb testing.TB, build func(handlers.Config) (*handlers.Server, error), opts ...serverOption) *testServer {
+	tb.Helper()
 	db := domaintest.OpenStore(tb)
 	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := handlers.New(serverConfig(tb, db, opts...))
+	srv, err := build(serverConfig(tb, db, opts...))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	bolt "go.etcd.io/bbolt"
 
 	"petstore/handlers/listen"
+	"petstore/store/boltstore/bolttest"
 )
 
 // baselinePet is the answer of the Echo baseline: the size and shape of a
@@ -43,29 +40,9 @@ func serveEchoBaseline(addr string) error {
 	return srv.ListenAndServe()
 }
 
-// fsyncBaseline is the write path with nothing shared: sequential
-// db.Update calls, each putting one ~60-byte value and committing (and
-// fsyncing) on its own, on a fresh file with the store's bbolt options.
-type fsyncBaseline struct {
-	db *bolt.DB
-	n  int
-}
-
-func openFsyncBaseline(dir string) (*fsyncBaseline, error) {
-	db, err := bolt.Open(filepath.Join(dir, "fsync-baseline.db"), 0o600, &bolt.Options{
-		Timeout:      time.Second,
-		FreelistType: bolt.FreelistMapType,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &fsyncBaseline{db: db}, nil
-}
-
-var (
-	fsyncBucket = []byte("pets")
-	fsyncValue  = []byte(`{"id":1,"name":"Rex","categoryId":1,"status":"available"}..`) // 60 bytes
-)
+// fsyncBaseline is bare bbolt's durable write path (bolttest.FsyncBaseline),
+// timed as a job.
+type fsyncBaseline struct{ *bolttest.FsyncBaseline }
 
 // run puts for d, one transaction each; each put counts as a request.
 func (f *fsyncBaseline) run(ctx context.Context, d time.Duration) (*loadResult, error) {
@@ -73,20 +50,10 @@ func (f *fsyncBaseline) run(ctx context.Context, d time.Duration) (*loadResult, 
 	start := time.Now()
 	for time.Since(start) < d && ctx.Err() == nil {
 		t0 := time.Now()
-		err := f.db.Update(func(tx *bolt.Tx) error {
-			b, err := tx.CreateBucketIfNotExists(fsyncBucket)
-			if err != nil {
-				return err
-			}
-			var k [8]byte
-			binary.BigEndian.PutUint64(k[:], uint64(f.n+1))
-			return b.Put(k[:], fsyncValue)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("bbolt baseline: %w", err)
+		if err := f.Put(); err != nil {
+			return nil, err
 		}
 		res.lats = append(res.lats, time.Since(t0))
-		f.n++
 	}
 	res.elapsed = time.Since(start)
 	res.requests = int64(len(res.lats))

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"petstore/store/boltstore/bolttest"
 	"petstore/store/postgres/pgtest"
 )
 
@@ -169,11 +170,12 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	b.buildTime = time.Since(t)
 
-	fsync, err := openFsyncBaseline(b.dir)
+	bare, err := bolttest.OpenFsyncBaseline(b.dir)
 	if err != nil {
 		return err
 	}
-	defer fsync.db.Close()
+	defer bare.Close()
+	fsync := fsyncBaseline{bare}
 	b.jobs = append(b.jobs, job{label: labelFsyncBaseline, slice: fsync.run})
 	for _, setUp := range []func(context.Context) error{b.echoBaseline, b.smallStore, b.postgresStore, b.bigStore, b.tlsServers} {
 		if err := setUp(ctx); err != nil {

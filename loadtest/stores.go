@@ -23,11 +23,19 @@ import (
 	"petstore/store/boltstore"
 )
 
+// seedable is a store with its bulk import (boltstore's and postgres' DB
+// have one each, outside store.Store).
+type seedable interface {
+	store.Store
+	ImportPets(ctx context.Context, categoryID int64, n int, status store.PetStatus) error
+}
+
 // seedStore gives the new store db what it holds after the service's first
 // start, the admin token, then one category and n pets (available, ids
-// 1..n) with store.ImportPets, and closes it. It returns the category's id
-// and how long the seeding took; where names db in the progress line.
-func (b *bench) seedStore(ctx context.Context, db store.Store, where string, n int) (int64, time.Duration, error) {
+// 1..n) with the store's own bulk import, and closes it. It returns the
+// category's id and how long the seeding took; where names db in the
+// progress line.
+func (b *bench) seedStore(ctx context.Context, db seedable, where string, n int) (int64, time.Duration, error) {
 	b.progress("importing %s pets into %s with store.ImportPets", humanCount(n), where)
 	t := time.Now()
 	cat := store.Category{Name: "loadtest", Description: "pets of the load benchmark"}

@@ -22,6 +22,9 @@ const (
 	// ENOTSUPPORTED: the store cannot do this (a backup of PostgreSQL is
 	// pg_dump's job).
 	ENOTSUPPORTED = "not_supported"
+	// EUNAVAILABLE: the database did not answer in time, or could not be
+	// reached; nothing is known to have been written, and a retry may work.
+	EUNAVAILABLE = "database_unavailable"
 )
 
 // Error is an application error: a machine-readable code and a message that is

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // PetStatus is the one enumerated state of the API. An inventory entry always
 // carries its pet's status.
@@ -119,6 +122,12 @@ const (
 // plans lists the plans, lowest first, for ValidateProject.
 var plans = []string{PlanFree, PlanPro, PlanEnterprise}
 
+// PlanHasCustomDomains reports whether a project on plan may attach custom
+// domains: Pro and above.
+func PlanHasCustomDomains(plan string) bool {
+	return slices.Index(plans, plan) >= slices.Index(plans, PlanPro)
+}
+
 // Project is the one project this instance serves, with its settings.
 type Project struct {
 	Name    string   `json:"name"`
@@ -127,11 +136,28 @@ type Project struct {
 	Deploys []Deploy `json:"deploys"`
 }
 
-// Deploy records a spec that the running binary published.
+// DeploySucceeded is the Status of a deploy that went out: custom domains
+// need one.
+const DeploySucceeded = "succeeded"
+
+// Deploy records a start of a new binary or spec: the spec it published
+// and the build that started.
 type Deploy struct {
 	ID         int64     `json:"id"`
 	Version    string    `json:"version"`
 	SpecSHA256 string    `json:"specSha256"`
 	Status     string    `json:"status"`
 	At         time.Time `json:"at"`
+	// Build is zero in deploys recorded before builds were.
+	Build DeployBuild `json:"build,omitzero"`
+}
+
+// DeployBuild is the build of the binary that a deploy started: its module
+// version and the VCS revision, from Go's build information.
+type DeployBuild struct {
+	Version   string `json:"version"`
+	Revision  string `json:"revision,omitempty"`
+	Time      string `json:"time,omitempty"`
+	Modified  bool   `json:"modified"`
+	GoVersion string `json:"goVersion"`
 }

@@ -1,15 +1,20 @@
+// Package store owns persistence: the Store interface, the entity types,
+// the error codes and the rules both stores (bbolt and PostgreSQL) share.
+// It knows nothing of HTTP, DNS or TLS.
 package store
 
 import (
 	"context"
-	"io"
 	"time"
 )
 
 // Store is what the handlers and the domains use: the entities and their
 // rules, the admin surface, and the key/value space of certificates. It
 // has two implementations: the bbolt file of one instance (boltstore), and a
-// PostgreSQL database that several instances share (store/postgres).
+// PostgreSQL database that several instances share (store/postgres). Each
+// user declares the part it uses. What only one store can do is a method of
+// its own: a backup of the bbolt file (PostgreSQL is backed up with
+// pg_dump), and the bulk import that seeds the load benchmark.
 type Store interface {
 	Pets
 	Admin
@@ -19,10 +24,6 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Size is the size in bytes of the data, as a backup would have it.
 	Size(ctx context.Context) (int64, error)
-	// BackupSized writes a consistent copy of the data to the writer open
-	// returns, after telling it the size; a store that cannot (PostgreSQL:
-	// pg_dump does it) answers ENOTSUPPORTED before calling open.
-	BackupSized(ctx context.Context, open func(size int64) (io.Writer, error)) (int64, error)
 	// OnChange registers fn to run after this or another instance changed
 	// API keys, the admin token, domains, settings or the project (never,
 	// for a store that one instance owns). It may run inside the caller's
@@ -40,7 +41,6 @@ type Pets interface {
 	ReplacePet(ctx context.Context, p *Pet) error
 	DeletePet(ctx context.Context, id int64) error
 	ListPets(ctx context.Context, f PetFilter) ([]Pet, int64, error)
-	ImportPets(ctx context.Context, categoryID int64, n int, status PetStatus) error
 
 	CreateCategory(ctx context.Context, c *Category) error
 	Category(ctx context.Context, id int64) (Category, error)

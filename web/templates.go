@@ -17,6 +17,7 @@ var (
 		"lower":          strings.ToLower,
 		"stabilityTitle": stabilityTitle,
 		"rows":           textareaRows,
+		"pathBreaks":     pathBreaks,
 	}).ParseFS(templates, "templates/reference.html", "templates/page-start.html"))
 
 	dashboardTemplate = template.Must(template.New("dashboard.html").Funcs(template.FuncMap{
@@ -44,6 +45,24 @@ func stabilityTitle(s string) string {
 		return "Experimental: may change or go away without notice."
 	}
 	return "Stability: " + s + "."
+}
+
+// pathBreaks writes an API path with a line-break opportunity before each
+// "/" but the first, so that a narrow column wraps it between segments
+// (/categories, then /{categoryId} on the next line) and never inside one;
+// the CSS keeps the segments whole.
+func pathBreaks(path string) template.HTML {
+	var b strings.Builder
+	for i, segment := range strings.Split(path, "/") {
+		if i > 1 {
+			b.WriteString("<wbr>")
+		}
+		if i > 0 {
+			b.WriteString("/")
+		}
+		b.WriteString(template.HTMLEscapeString(segment))
+	}
+	return template.HTML(b.String())
 }
 
 // textareaRows sizes a body field to its example, within reason.

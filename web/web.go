@@ -153,6 +153,7 @@ func pageHeaders(referrer string) [][2]string {
 // Site is everything the package serves, prepared once.
 type Site struct {
 	reference, dashboard *Resource
+	favicon              *Resource
 	siteAssets           map[string]*Resource
 	dashboardAssets      map[string]*Resource
 }
@@ -173,12 +174,17 @@ func NewSite(referencePage []byte) (*Site, error) {
 		dashboard:       newResource(dash, "text/html; charset=utf-8", cachePage, pageHeaders("no-referrer")...),
 		siteAssets:      siteAssets.resources(),
 		dashboardAssets: dashboardAssets.resources(),
+		// Not named by a hash: browsers ask for it by this name.
+		favicon: newResource(favicon(), "image/x-icon", "public, max-age=86400"),
 	}
 	return s, nil
 }
 
 // Reference is the published API reference page.
 func (s *Site) Reference() *Resource { return s.reference }
+
+// Favicon is the icon of both pages, served at FaviconPath.
+func (s *Site) Favicon() *Resource { return s.favicon }
 
 // Dashboard is the dashboard page.
 func (s *Site) Dashboard() *Resource { return s.dashboard }

@@ -103,7 +103,8 @@ func Wants(cert store.Certificate) bool {
 // Request is called when a domain is verified (again) and Wants a
 // certificate: its record says pending unless failed attempts are backing
 // off (the record then says until when), and an attempt starts. It
-// returns the record as saved.
+// returns the record as saved; the zero Certificate when the store failed
+// (logged: the certificate loop tries again).
 func (c *Certs) Request(ctx context.Context, name string) store.Certificate {
 	now := c.now().UTC()
 	cert := c.save(ctx, name, func(cert *store.Certificate) {

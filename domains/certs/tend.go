@@ -122,6 +122,7 @@ func (c *Certs) Resume(ctx context.Context) {
 		switch {
 		case d.State != store.DomainVerified:
 		case d.Certificate.State == store.CertIssued:
+			c.expireAt(d.Certificate.NotAfter)
 			if _, err := c.certs.CacheManagedCertificate(ctx, d.Name); err != nil {
 				c.log.Warn("loading certificate", "domain", d.Name, "err", err)
 				c.obtain(d.Name)

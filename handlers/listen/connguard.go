@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"petstore/handlers/clientkey"
 )
@@ -91,6 +92,9 @@ func (g *ConnGuard) connState(c net.Conn, st http.ConnState) {
 	}
 	if gc, ok := c.(*guardedConn); ok {
 		gc.idle.Store(st == http.StateNew || st == http.StateIdle)
+		if st != http.StateNew {
+			gc.fresh.Store(false)
+		}
 	}
 }
 
@@ -139,7 +143,8 @@ func (g *ConnGuard) admit(c net.Conn) *guardedConn {
 		g.closeAll(victims)
 		g.mu.Lock()
 	}
-	gc := &guardedConn{Conn: c, g: g, key: key}
+	gc := &guardedConn{Conn: c, g: g, key: key, accepted: time.Now()}
+	gc.fresh.Store(true)
 	g.conns[gc] = struct{}{}
 	g.perClient[key]++
 	g.mu.Unlock()
@@ -194,6 +199,31 @@ type guardedConn struct {
 	// idle is set between requests and before the first (http.StateNew,
 	// http.StateIdle): closing the connection then loses no answer.
 	idle atomic.Bool
+	// fresh is set until the first request starts being read, accepted
+	// when the connection was admitted: see settled.
+	fresh    atomic.Bool
+	accepted time.Time
+}
+
+// settled reports whether every connection is between requests, its
+// answer sent, or has not sent its first request within patience of
+// being accepted. A server shut down then drops no request: net/http
+// drops a request it reads once Shutdown has begun, which may be the
+// first one of a connection accepted just before its listener closed.
+func (g *ConnGuard) settled(patience time.Duration) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c := range g.conns {
+		switch {
+		case c.fresh.Load():
+			if time.Since(c.accepted) < patience {
+				return false
+			}
+		case !c.idle.Load():
+			return false
+		}
+	}
+	return true
 }
 
 func (c *guardedConn) Close() error {

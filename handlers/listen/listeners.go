@@ -25,6 +25,9 @@ type Listeners struct {
 	// proxyProtocol decides which connections begin with a PROXY protocol
 	// header; nil: none does.
 	proxyProtocol proxyproto.ConnPolicyFunc
+	// inherited are sockets opened before the process started, by name,
+	// not yet taken by ListenAs (inherit.go).
+	inherited map[string]net.Listener
 }
 
 type listener struct {
@@ -52,9 +55,19 @@ func (l *Listeners) ReadProxyProtocolFrom(sources []string) error {
 // the address it got, which names the port when addr asked for port 0. It
 // sets srv's ConnState, which the guard follows.
 func (l *Listeners) Listen(addr string, srv *http.Server) (net.Addr, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
+	return l.ListenAs("", addr, srv)
+}
+
+// ListenAs is Listen, but takes the inherited socket of that name instead
+// of binding addr when there is one.
+func (l *Listeners) ListenAs(name, addr string, srv *http.Server) (net.Addr, error) {
+	ln := l.inherited[name]
+	delete(l.inherited, name)
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, err
+		}
 	}
 	if l.proxyProtocol != nil {
 		// Innermost, so that the guard and everything above it see the
@@ -93,6 +106,17 @@ func (l *Listeners) Serve(ctx context.Context) error {
 func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	// Stop accepting first (connections that arrive now wait in the
+	// socket's backlog, for a process that shares it), answer what the
+	// connections accepted already sent, and only then let net/http shut
+	// down, which would drop a request it reads from then on.
+	for _, one := range l.list {
+		one.srv.SetKeepAlivesEnabled(false)
+		_ = one.ln.Close()
+	}
+	for !l.conns.settled(firstRequestPatience) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
 	var wg sync.WaitGroup
 	var unfinished atomic.Bool
 	for _, one := range l.list {
@@ -112,6 +136,12 @@ func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logg
 		_ = one.srv.Close()
 	}
 }
+
+// firstRequestPatience is how long shutdown waits for the first request
+// of a connection accepted just before its listener closed; a client that
+// opened a connection and sent nothing (a browser's preconnect) does not
+// hold it longer.
+const firstRequestPatience = 2 * time.Second
 
 // Close closes the listening sockets.
 func (l *Listeners) Close() {

@@ -99,6 +99,75 @@ func TestGroupPanicFailsThatWriteAlone(t *testing.T) {
 	}
 }
 
+// A write that refuses after it wrote commits nothing of what it wrote,
+// while the writes grouped with it commit; the refusal is its answer and
+// does not degrade the store.
+func TestRefusalAfterWritingCommitsNothingOfIt(t *testing.T) {
+	db := openCommitterTest(t)
+	ctx := context.Background()
+	gate, first := holdCommitter(db)
+	appErr := store.Errorf(store.ECONFLICT, "no")
+	writes := []struct {
+		fn   func(*bolt.Tx) error
+		want error
+	}{
+		{putMeta("test-b"), nil},
+		{func(tx *bolt.Tx) error {
+			if err := putMeta("test-refused")(tx); err != nil {
+				return err
+			}
+			return appErr
+		}, appErr},
+		{putMeta("test-e"), nil},
+		{func(tx *bolt.Tx) error {
+			if err := putMeta("test-refused-too")(tx); err != nil {
+				return err
+			}
+			return refusal{errors.New("also no")}
+		}, nil},
+	}
+	results := make([]chan error, len(writes))
+	for i, w := range writes {
+		results[i] = make(chan error, 1)
+		go func() { results[i] <- db.write(ctx, w.fn) }()
+		waitQueued(db, i+1)
+	}
+	commits0 := db.commits.Load()
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range writes {
+		err := <-results[i]
+		if i == 3 {
+			if err == nil || err.Error() != "also no" {
+				t.Errorf("write %d: %v, want the refusal", i, err)
+			}
+		} else if err != w.want {
+			t.Errorf("write %d: %v, want %v", i, err, w.want)
+		}
+	}
+	if c := db.commits.Load() - commits0; c != 2 {
+		t.Errorf("%d group commits; want 2 (the held write, then the rest)", c)
+	}
+	if err := db.Degraded(); err != nil {
+		t.Errorf("degraded after refusals: %v", err)
+	}
+	db.bolt.View(func(tx *bolt.Tx) error {
+		for _, k := range []string{"test-first", "test-b", "test-e"} {
+			if tx.Bucket(bktMeta).Get([]byte(k)) == nil {
+				t.Errorf("%s not written", k)
+			}
+		}
+		for _, k := range []string{"test-refused", "test-refused-too"} {
+			if tx.Bucket(bktMeta).Get([]byte(k)) != nil {
+				t.Errorf("%s written by a write that refused", k)
+			}
+		}
+		return nil
+	})
+}
+
 // openCommitterTest opens a store on a fresh file and closes it when the
 // test ends.
 func openCommitterTest(t *testing.T) *DB {

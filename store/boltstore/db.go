@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -93,6 +92,8 @@ var (
 	bktOrdersByPet          = []byte("idx_orders_pet")
 	bktOrdersByComplete     = []byte("idx_orders_complete")
 	bktOrdersByPetComplete  = []byte("idx_orders_pet_complete")
+	// Domains are keyed by their normalised name.
+	bktDomains = []byte("domains")
 )
 
 var allBuckets = [][]byte{
@@ -100,6 +101,7 @@ var allBuckets = [][]byte{
 	bktCerts, bktCertLocks, bktAPIKeysByHash,
 	bktPetsByStatus, bktPetsByCategory, bktPetsByCategoryStatus,
 	bktOrdersByPet, bktOrdersByComplete, bktOrdersByPetComplete,
+	bktDomains,
 }
 
 // Open opens (creating it if needed) the bbolt file at path. It refuses a file
@@ -257,15 +259,6 @@ func diskFull(err error) bool {
 // metaWriteProbe is the key Ping writes to find out whether writes work again.
 var metaWriteProbe = []byte("write_probe")
 
-// Degraded returns the storage failure of the last write, or nil when the
-// last write committed.
-func (db *DB) Degraded() error {
-	if f := db.fault.Load(); f != nil {
-		return *f
-	}
-	return nil
-}
-
 // update is bbolt's Update, made safe to call from the committer: a panic
 // (bbolt asserts on a damaged file, and a fault in the mapped file is a panic
 // on this goroutine, see committer) becomes the error of the transaction,
@@ -281,9 +274,10 @@ func (db *DB) update(fn func(*bolt.Tx) error) (err error) {
 		return *stuck
 	}
 	defer func() {
-		if err == nil {
+		switch {
+		case err == nil:
 			db.fault.Store(nil)
-		} else {
+		case err != errRefused: // a refusal's rollback says nothing of the disk
 			db.fault.Store(&err)
 		}
 	}()
@@ -317,147 +311,6 @@ func rollbackAfterPanic(tx *bolt.Tx) (released bool) {
 	}()
 	_ = tx.Rollback() // ErrTxClosed when Commit rolled back itself before the panic
 	return true
-}
-
-// writeReq is one write waiting for the committer. Requests are pooled,
-// their done channel with them, so that a write allocates neither.
-type writeReq struct {
-	fn func(*bolt.Tx) error
-	// appErr is the application error of fn's last run (see write).
-	appErr error
-	done   chan error
-}
-
-var reqPool = sync.Pool{New: func() any { return &writeReq{done: make(chan error, 1)} }}
-
-// run runs r's function in tx, keeping an application error (an *Error or
-// a refusal) aside so that it does not roll back the writes that share tx.
-func (r *writeReq) run(tx *bolt.Tx) error {
-	r.appErr = nil // fn may be re-run: only the last run counts
-	switch err := r.fn(tx).(type) {
-	case *store.Error:
-		r.appErr = err
-	case refusal:
-		r.appErr = err.err
-	default:
-		return err
-	}
-	return nil
-}
-
-// refusal carries an error of any kind with which a caller's function
-// (UpdateProject's, for one) refused a change: write returns it as it is,
-// as it does an *Error, and the same rule holds: it must come before
-// anything is written.
-type refusal struct{ err error }
-
-func (r refusal) Error() string { return r.err.Error() }
-
-var errClosed = errors.New("store: closed")
-
-// group commits r together with the writes queued beside it: one
-// transaction, one fsync for all of them. It returns when r's group is on
-// disk.
-func (db *DB) group(r *writeReq) error {
-	db.closeMu.RLock()
-	if db.closed {
-		db.closeMu.RUnlock()
-		return errClosed
-	}
-	db.queue <- r
-	db.closeMu.RUnlock()
-	return <-r.done
-}
-
-// committer is group commit without a timer: it takes every write queued
-// while the previous commit was on its way to disk, and commits them in one
-// transaction. A lone write is committed at once; under load a group grows
-// to what arrived during one fsync. (bbolt's own Batch closes a group when
-// a timer fires, so under load short groups queue up behind the writer
-// lock and most of the fsyncs are wasted; docs/design.md has the figures.)
-func (db *DB) committer() {
-	defer close(db.committed)
-	// A page of the mapped file that is gone (the file was cut while open)
-	// is a SIGBUS; on this goroutine it becomes a panic that update recovers.
-	debug.SetPanicOnFault(true)
-	group := make([]*writeReq, 0, maxGroup)
-	for first := range db.queue {
-		group = append(group[:0], first)
-		// Writers the commit just released, and requests that arrived
-		// during it, are runnable but may not have had a CPU yet: the
-		// committer goes to the back of the run queue once, so that those
-		// about to write join this group instead of waiting a whole commit
-		// for the next. BenchmarkDurableWrites shows the larger groups and the
-		// lower CPU per write this gives (docs/performance.md has figures).
-		// With nothing else runnable it returns at once, so a lone write is
-		// not delayed.
-		runtime.Gosched()
-	fill:
-		for len(group) < maxGroup {
-			select {
-			case r, ok := <-db.queue:
-				if !ok {
-					break fill
-				}
-				group = append(group, r)
-			default:
-				break fill
-			}
-		}
-		err := db.update(func(tx *bolt.Tx) error {
-			for _, r := range group {
-				if err := r.run(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		db.pets.committed()
-		db.commits.Add(1)
-		db.grouped.Add(int64(len(group)))
-		if err == nil {
-			for _, r := range group {
-				r.done <- nil
-			}
-			continue
-		}
-		// One write's storage failure must not fail the others: each runs
-		// again alone (write's functions may run more than once).
-		for _, r := range group {
-			err := db.update(r.run)
-			db.pets.committed()
-			r.done <- err
-		}
-	}
-}
-
-// write runs fn in a grouped, fsynced write transaction.
-//
-// The committer runs fn in a transaction shared with other writers, may run
-// it more than once, and rolls back the whole group when one fn fails. So an
-// application failure (an *Error, or a refusal) must not fail the
-// transaction: write turns it into a successful, write-less run and returns
-// it to the caller after the commit. For that to be correct, fn must return
-// one only before it has written anything; any other error is a storage
-// failure and aborts the group (the committer then runs each write of the
-// group alone).
-func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	r := reqPool.Get().(*writeReq)
-	r.fn = fn
-	err := db.commit(r)
-	appErr := r.appErr
-	r.fn, r.appErr = nil, nil
-	reqPool.Put(r)
-	if diskFull(err) {
-		return store.ErrorWithCause(err, store.EINSUFFICIENTSTORAGE, "the server's disk is full: nothing was written; retry after the seconds in Retry-After")
-	}
-	if err != nil {
-		return err
-	}
-	return appErr
 }
 
 // read runs fn in a read transaction. A page of the mapped file that is gone

@@ -9,15 +9,10 @@ import (
 	"petstore/store"
 )
 
-// Domains are keyed by their normalised name; settings live in the meta
-// bucket. Both are few (a project has a handful of domains, a platform at
-// most thousands), so lists load them whole.
-var (
-	bktDomains   = []byte("domains")
-	metaSettings = []byte("settings")
-)
-
-func init() { allBuckets = append(allBuckets, bktDomains) }
+// Domains (bktDomains) and settings, which live in the meta bucket, are few
+// (a project has a handful of domains, a platform at most thousands), so
+// lists load them whole.
+var metaSettings = []byte("settings")
 
 // AddDomain stores a new domain. EDOMAINEXISTS when the name is attached.
 func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {

@@ -14,7 +14,7 @@ import (
 // Unbatched makes every write a transaction of its own (one fsync each), the
 // baseline that shows what batching buys.
 func (db *DB) Unbatched() {
-	db.commit = func(r *writeReq) error { return db.bolt.Update(r.run) }
+	db.commit = func(r *writeReq) error { return outcome(db.bolt.Update(r.run)) }
 }
 
 // CommitStats returns how many group commits the committer has made and how
@@ -82,4 +82,13 @@ func PageSizeOf(file []byte) int {
 		return 0
 	}
 	return int(m.pageSize)
+}
+
+// Degraded returns the storage failure of the last write, or nil when the
+// last write committed.
+func (db *DB) Degraded() error {
+	if f := db.fault.Load(); f != nil {
+		return *f
+	}
+	return nil
 }

@@ -59,6 +59,7 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
+	db.keys.forget()
 	return k.APIKey, secret, nil
 }
 
@@ -72,7 +73,8 @@ func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64,
 	}, `SELECT id, name, prefix, created_at FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2`)
 }
 
-// RevokeAPIKey deletes a key; every instance refuses it within a second.
+// RevokeAPIKey deletes a key; every instance refuses it once this returns
+// (CheckAPIKey).
 func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 	return db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
@@ -81,15 +83,6 @@ func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 		}
 		return err
 	})
-}
-
-// AuthenticateAPIKey looks a secret up in memory, in constant time.
-func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
-	hash := sha256.Sum256([]byte(secret))
-	db.cache.mu.RLock()
-	k, ok := db.cache.keys[hash]
-	db.cache.mu.RUnlock()
-	return k, ok
 }
 
 // meta reads a singleton of the meta table with unmarshal, which takes nil

@@ -2,18 +2,16 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"petstore/store"
 )
 
 // What an instance caches, and how it learns that another instance changed
-// it. Authenticating a request must not cost a query, so API keys and the
-// admin token's hash are held in memory, as the bbolt store does. Every
+// it. The admin token's hash is held in memory, as the bbolt store does
+// (API keys are looked up in the database: credentials.go). Every
 // write that changes them, or domains, settings or the project, bumps the
 // one-row changes table in its transaction, with the kind of change; each
 // instance polls that row, reloads the credentials when they changed, and
@@ -31,9 +29,12 @@ type cache struct {
 	// credentials is its count of credential changes as of keys and
 	// adminHash.
 	credentials int64
-	keys        map[[32]byte]store.APIKey
 	adminHash   []byte
-	listeners   []func()
+	// identity is the database's system identifier and timeline;
+	// noIdentity is set when the role may not read them.
+	identity   string
+	noIdentity atomic.Bool
+	listeners  []func()
 }
 
 // The kinds of change, as the changes row counts them: every change in
@@ -99,15 +100,37 @@ func everyTick(ctx context.Context, interval time.Duration, fn func()) {
 
 // catchUp reloads the credentials when they changed since they were
 // loaded, then tells the listeners when anything changed since they were
-// last told.
+// last told. A count that went backwards, or a database that is another
+// one (its system identifier or timeline changed: a restore, a
+// point-in-time recovery, a failover to a replica that had not seen every
+// change), reloads everything and tells the listeners.
 func (db *DB) catchUp(ctx context.Context) error {
 	var version, credentials int64
-	if err := db.pool.QueryRow(ctx, `SELECT version, version - other_version FROM changes WHERE id = 1`).Scan(&version, &credentials); err != nil {
+	var identity string
+	query := `SELECT version, version - other_version,
+		(SELECT system_identifier::text FROM pg_control_system()) || '/' || (SELECT timeline_id::text FROM pg_control_checkpoint())
+		FROM changes WHERE id = 1`
+	if db.cache.noIdentity.Load() {
+		query = `SELECT version, version - other_version, '' FROM changes WHERE id = 1`
+	}
+	err := db.pool.QueryRow(ctx, query).Scan(&version, &credentials, &identity)
+	if violates(err, "42501") && !db.cache.noIdentity.Swap(true) {
+		// A role that may not read the control data: the counts alone.
+		db.log.Warn("the database's identity (system identifier, timeline) cannot be read by this role: a restore or failover is found from the change counter alone; GRANT pg_monitor to the role to find it from the identity too", "database", db.pool.name)
+		return db.catchUp(ctx)
+	}
+	if err != nil {
 		return err
 	}
-	db.cache.mu.RLock()
-	stale := credentials > db.cache.credentials
-	db.cache.mu.RUnlock()
+	db.cache.mu.Lock()
+	if version < db.cache.version || credentials < db.cache.credentials || (db.cache.identity != "" && identity != db.cache.identity) {
+		db.log.Warn("the database went back in time or is another one (a restore, a recovery or a failover): reloading what this instance caches",
+			"database", db.pool.name, "identity", identity, "was", db.cache.identity, "version", version, "was_version", db.cache.version)
+		db.cache.version, db.cache.credentials = -1, -1
+	}
+	db.cache.identity = identity
+	stale := credentials != db.cache.credentials
+	db.cache.mu.Unlock()
 	if stale {
 		if err := db.loadCredentials(ctx); err != nil {
 			return err
@@ -127,15 +150,14 @@ func (db *DB) catchUp(ctx context.Context) error {
 	return nil
 }
 
-// loadCredentials reads the API keys and the admin token's hash, as of one
-// snapshot, into the cache.
+// loadCredentials reads the admin token's hash, with the count of
+// credential changes it is as of, into the cache.
 func (db *DB) loadCredentials(ctx context.Context) error {
 	var (
 		credentials int64
 		hash        []byte
-		keys        = map[[32]byte]store.APIKey{}
 	)
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT version - other_version FROM changes WHERE id = 1`).Scan(&credentials); err != nil {
 			return err
 		}
@@ -143,17 +165,7 @@ func (db *DB) loadCredentials(ctx context.Context) error {
 		if err != nil && err != pgx.ErrNoRows {
 			return err
 		}
-		var k store.APIKey
-		var h []byte
-		rows, _ := tx.Query(ctx, `SELECT id, name, prefix, created_at, sha256 FROM api_keys`) // its error comes back from ForEachRow
-		_, err = pgx.ForEachRow(rows, []any{&k.ID, &k.Name, &k.Prefix, &k.CreatedAt, &h}, func() error {
-			if len(h) == sha256.Size {
-				k.CreatedAt = k.CreatedAt.UTC()
-				keys[[32]byte(h)] = k
-			}
-			return nil
-		})
-		return err
+		return nil
 	})
 	if err != nil {
 		return err
@@ -163,6 +175,6 @@ func (db *DB) loadCredentials(ctx context.Context) error {
 	if credentials < db.cache.credentials {
 		return nil // a newer load got here first
 	}
-	db.cache.credentials, db.cache.keys, db.cache.adminHash = credentials, keys, hash
+	db.cache.credentials, db.cache.adminHash = credentials, hash
 	return nil
 }

@@ -18,6 +18,9 @@ const importBatch = 1000
 // every id and setting each sequence past the ids the other store gave. It
 // refuses a database that holds anything already: the move never merges.
 func (db *DB) Import(ctx context.Context, s *store.Snapshot) error {
+	// One transaction for the whole move, however long it takes: the
+	// transaction timeout is for requests.
+	ctx = context.WithValue(ctx, longTxKey{}, true)
 	err := db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		if err := refuseNonEmpty(ctx, tx); err != nil {
 			return err

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -50,28 +51,46 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
 	})
 }
 
+// deleteCategorySQL removes a category; the pets' foreign key refuses it
+// while it has pets (23503), also pets being added at that moment.
+const deleteCategorySQL = `DELETE FROM categories WHERE id = $1`
+
 // DeleteCategory removes a category that has no pets.
 func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		// The exclusive lock waits for pets being added to it (they hold a
-		// share lock), so the count below is final.
-		var version int64
-		if err := tx.QueryRow(ctx, `SELECT version FROM categories WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
-			return notFound(err, store.NotFound("category", id))
+	del := func(q querier) error {
+		tag, err := q.Exec(ctx, deleteCategorySQL, id)
+		switch {
+		case violates(err, foreignKey):
+			// Refused: a second query, for the message, only then.
+			var n int
+			if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pets WHERE category_id = $1`, id).Scan(&n); err != nil {
+				return err
+			}
+			return store.CategoryInUse(id, max(n, 1))
+		case err == nil && tag.RowsAffected() == 0:
+			return store.NotFound("category", id)
 		}
-		if err := store.CheckVersion(ctx, "category "+strconv.FormatInt(id, 10), version); err != nil {
-			return err
-		}
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pets WHERE category_id = $1`, id).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return store.CategoryInUse(id, n)
-		}
-		_, err := tx.Exec(ctx, `DELETE FROM categories WHERE id = $1`, id)
 		return err
+	}
+	if !store.HasVersionCondition(ctx) {
+		return del(db.pool)
+	}
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		if err := checkVersionFor(ctx, tx, "categories", "category", id); err != nil {
+			return err
+		}
+		return del(tx)
 	})
+}
+
+// checkVersionFor locks the row of id in table and checks the write's
+// If-Match condition against its version; what names the record.
+func checkVersionFor(ctx context.Context, tx pgx.Tx, table, what string, id int64) error {
+	var version int64
+	if err := tx.QueryRow(ctx, `SELECT version FROM `+table+` WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
+		return notFound(err, store.NotFound(what, id))
+	}
+	return store.CheckVersion(ctx, what+" "+strconv.FormatInt(id, 10), version)
 }
 
 // ListCategories returns one page of categories.
@@ -127,36 +146,51 @@ func scanOrder(r pgx.Row) (store.Order, error) {
 	return o, err
 }
 
-// PlaceOrder takes the stock and records the order in one transaction: the
-// inventory row is locked from the check to the update, so concurrent
-// orders, from any instance, never oversell.
+// placeOrderSQL takes the stock and records the order: the inventory
+// row's lock, held from the check to the update, keeps concurrent orders,
+// from any instance, from overselling. No row: the pet is missing, sold,
+// or short of stock, which orderRefusal tells apart.
+const placeOrderSQL = `WITH taken AS (
+		UPDATE inventory SET quantity = quantity - $2
+		WHERE pet_id = $1 AND status <> 'sold' AND quantity >= $2
+		RETURNING pet_id)
+	INSERT INTO orders (pet_id, quantity, ship_date, complete)
+	SELECT pet_id, $2, $3, $4 FROM taken RETURNING id, version`
+
+// PlaceOrder takes the stock and records the order in one statement.
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 	in, err := store.NormalizeOrder(*o)
 	if err != nil {
 		return err
 	}
-	err = db.tx(ctx, func(tx pgx.Tx) error {
-		var status store.PetStatus
-		var stock int
-		err := tx.QueryRow(ctx, `SELECT p.status, i.quantity FROM pets p JOIN inventory i ON i.pet_id = p.id
-			WHERE p.id = $1 FOR UPDATE OF p, i`, in.PetID).Scan(&status, &stock)
-		if err != nil {
-			return notFound(err, store.OrderedPetMissing(in.PetID))
+	for attempt := 1; ; attempt++ {
+		err = db.pool.QueryRow(ctx, placeOrderSQL, in.PetID, in.Quantity, in.ShipDate, in.Complete).Scan(&in.ID, &in.Version)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
 		}
-		if err := store.CheckOrderable(in.PetID, status, stock, in.Quantity); err != nil {
-			return err
+		// Refused: a second query, for the reason, only then.
+		if err = db.orderRefusal(ctx, in); err != nil || attempt == 3 {
+			break
 		}
-		if _, err := tx.Exec(ctx, `UPDATE inventory SET quantity = quantity - $2 WHERE pet_id = $1`, in.PetID, in.Quantity); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, `INSERT INTO orders (pet_id, quantity, ship_date, complete) VALUES ($1, $2, $3, $4) RETURNING id, version`,
-			in.PetID, in.Quantity, in.ShipDate, in.Complete).Scan(&in.ID, &in.Version)
-	})
+		// The stock came back between the two: try again.
+	}
 	if err != nil {
 		return err
 	}
 	*o = in
 	return nil
+}
+
+// orderRefusal says why an order was refused, or nil when nothing stands
+// in its way any more.
+func (db *DB) orderRefusal(ctx context.Context, in store.Order) error {
+	var status store.PetStatus
+	var stock int
+	err := db.pool.QueryRow(ctx, `SELECT status, quantity FROM inventory WHERE pet_id = $1`, in.PetID).Scan(&status, &stock)
+	if err != nil {
+		return notFound(err, store.OrderedPetMissing(in.PetID))
+	}
+	return store.CheckOrderable(in.PetID, status, stock, in.Quantity)
 }
 
 // Order returns one order, with its version.
@@ -201,27 +235,42 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (s
 	return o, err
 }
 
+// cancelOrderSQL removes an incomplete order and returns its stock (up to
+// the maximum), in one statement; it counts the orders removed.
+const cancelOrderSQL = `WITH cancelled AS (
+		DELETE FROM orders WHERE id = $1 AND NOT complete RETURNING pet_id, quantity),
+	returned AS (
+		UPDATE inventory SET quantity = LEAST(inventory.quantity + cancelled.quantity, $2)
+		FROM cancelled WHERE inventory.pet_id = cancelled.pet_id)
+	SELECT count(*) FROM cancelled`
+
 // CancelOrder removes an incomplete order and returns its stock.
 func (db *DB) CancelOrder(ctx context.Context, id int64) error {
+	cancel := func(q querier) error {
+		for attempt := 1; ; attempt++ {
+			var n int
+			if err := q.QueryRow(ctx, cancelOrderSQL, id, store.MaxStock).Scan(&n); err != nil || n == 1 {
+				return err
+			}
+			// Refused: a second query, for the reason, only then.
+			var complete bool
+			if err := q.QueryRow(ctx, `SELECT complete FROM orders WHERE id = $1`, id).Scan(&complete); err != nil {
+				return notFound(err, store.NotFound("order", id))
+			}
+			if complete || attempt == 3 {
+				return store.OrderComplete(id)
+			}
+			// Completion was undone between the two: try again.
+		}
+	}
+	if !store.HasVersionCondition(ctx) {
+		return cancel(db.pool)
+	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		var petID, version int64
-		var qty int
-		var complete bool
-		err := tx.QueryRow(ctx, `SELECT pet_id, quantity, complete, version FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&petID, &qty, &complete, &version)
-		if err != nil {
-			return notFound(err, store.NotFound("order", id))
-		}
-		if err := store.CheckVersion(ctx, "order "+strconv.FormatInt(id, 10), version); err != nil {
+		if err := checkVersionFor(ctx, tx, "orders", "order", id); err != nil {
 			return err
 		}
-		if complete {
-			return store.OrderComplete(id)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE inventory SET quantity = LEAST(quantity + $2, $3) WHERE pet_id = $1`, petID, qty, store.MaxStock); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM orders WHERE id = $1`, id)
-		return err
+		return cancel(tx)
 	})
 }
 

@@ -2,16 +2,20 @@ package postgres
 
 import (
 	"context"
-	"strconv"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"petstore/store"
 )
 
-// Row locks keep the rules: a pet's row is locked before its inventory
-// entry, and a category's before its pets are counted, in every
-// transaction, so that concurrent writers queue instead of deadlocking.
+// Each write is one statement, so one round trip: PostgreSQL runs it as
+// one transaction, and its foreign keys keep the rules that row locks kept
+// before (a pet's category cannot go while the pet is added, which is
+// 23503 on either side). Row locks are taken in one order in every
+// statement (a pet's row before its inventory entry), so that concurrent
+// writers queue instead of deadlocking.
 
 func scanPet(r pgx.Row) (store.Pet, error) {
 	var p store.Pet
@@ -21,12 +25,19 @@ func scanPet(r pgx.Row) (store.Pet, error) {
 
 func petID(p *store.Pet) int64 { return p.ID }
 
-// lockCategory locks a category's row, so that it cannot be deleted while a
-// pet is added to it, or says that it does not exist.
-func lockCategory(ctx context.Context, tx pgx.Tx, id int64) error {
-	err := tx.QueryRow(ctx, `SELECT id FROM categories WHERE id = $1 FOR SHARE`, id).Scan(&id)
-	return notFound(err, store.CategoryMissing(id))
+// violates says that err is PostgreSQL's refusal with code (23503: a
+// foreign key).
+func violates(err error, code string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == code
 }
+
+const foreignKey = "23503"
+
+// createPetSQL adds a pet and its inventory entry of quantity 0.
+const createPetSQL = `WITH pet AS (
+		INSERT INTO pets (name, category_id, status) VALUES ($1, $2, $3) RETURNING id, status)
+	INSERT INTO inventory (pet_id, quantity, status) SELECT id, 0, status FROM pet RETURNING pet_id`
 
 // CreatePet adds a pet in an existing category, with an inventory entry of
 // quantity 0.
@@ -35,17 +46,10 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 	if err != nil {
 		return err
 	}
-	err = db.tx(ctx, func(tx pgx.Tx) error {
-		if err := lockCategory(ctx, tx, in.CategoryID); err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `INSERT INTO pets (name, category_id, status) VALUES ($1, $2, $3) RETURNING id`,
-			in.Name, in.CategoryID, in.Status).Scan(&in.ID); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO inventory (pet_id, quantity, status) VALUES ($1, 0, $2)`, in.ID, in.Status)
-		return err
-	})
+	err = db.pool.QueryRow(ctx, createPetSQL, in.Name, in.CategoryID, in.Status).Scan(&in.ID)
+	if violates(err, foreignKey) {
+		return store.CategoryMissing(in.CategoryID)
+	}
 	if err != nil {
 		return err
 	}
@@ -71,32 +75,39 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, int64, error) {
 	return p.AppendJSON(nil), p.Version, nil
 }
 
+// replacePetSQL replaces a pet, and gives its inventory entry the new
+// status.
+const replacePetSQL = `WITH pet AS (
+		UPDATE pets SET name = $2, category_id = $3, status = $4, version = version + 1 WHERE id = $1 RETURNING id, status, version)
+	UPDATE inventory SET status = pet.status FROM pet WHERE inventory.pet_id = pet.id RETURNING inventory.pet_id, pet.version`
+
 // ReplacePet replaces a pet; its inventory entry takes the new status.
 func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 	in, err := store.NormalizePet(*p)
 	if err != nil {
 		return err
 	}
-	err = db.tx(ctx, func(tx pgx.Tx) error {
-		var oldCategory, version int64
-		if err := tx.QueryRow(ctx, `SELECT category_id, version FROM pets WHERE id = $1 FOR UPDATE`, in.ID).Scan(&oldCategory, &version); err != nil {
+	replace := func(q pgx.Row) error {
+		err := q.Scan(&in.ID, &in.Version)
+		switch {
+		case violates(err, foreignKey):
+			return store.CategoryMissing(in.CategoryID)
+		case err != nil:
 			return notFound(err, store.NotFound("pet", in.ID))
 		}
-		if err := store.CheckVersion(ctx, "pet "+strconv.FormatInt(in.ID, 10), version); err != nil {
-			return err
-		}
-		if in.CategoryID != oldCategory {
-			if err := lockCategory(ctx, tx, in.CategoryID); err != nil {
+		return nil
+	}
+	if !store.HasVersionCondition(ctx) {
+		err = replace(db.pool.QueryRow(ctx, replacePetSQL, in.ID, in.Name, in.CategoryID, in.Status))
+	} else {
+		// If-Match: the pet's row is locked from the check to the write.
+		err = db.tx(ctx, func(tx pgx.Tx) error {
+			if err := checkVersionFor(ctx, tx, "pets", "pet", in.ID); err != nil {
 				return err
 			}
-		}
-		if err := tx.QueryRow(ctx, `UPDATE pets SET name = $2, category_id = $3, status = $4, version = version + 1 WHERE id = $1 RETURNING version`,
-			in.ID, in.Name, in.CategoryID, in.Status).Scan(&in.Version); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `UPDATE inventory SET status = $2 WHERE pet_id = $1`, in.ID, in.Status)
-		return err
-	})
+			return replace(tx.QueryRow(ctx, replacePetSQL, in.ID, in.Name, in.CategoryID, in.Status))
+		})
+	}
 	if err != nil {
 		return err
 	}
@@ -104,23 +115,29 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 	return nil
 }
 
+// deletePetSQL removes a pet; its inventory entry goes with it (ON DELETE
+// CASCADE). Its orders stay, as on bbolt.
+const deletePetSQL = `DELETE FROM pets WHERE id = $1`
+
 // DeletePet removes a pet and its inventory entry.
 func (db *DB) DeletePet(ctx context.Context, id int64) error {
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		var version int64
-		if err := tx.QueryRow(ctx, `SELECT version FROM pets WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
-			return notFound(err, store.NotFound("pet", id))
+	del := func(tag pgconn.CommandTag, err error) error {
+		if err == nil && tag.RowsAffected() == 0 {
+			err = store.NotFound("pet", id)
 		}
-		if err := store.CheckVersion(ctx, "pet "+strconv.FormatInt(id, 10), version); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM inventory WHERE pet_id = $1`, id); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `DELETE FROM pets WHERE id = $1`, id)
 		return err
+	}
+	if !store.HasVersionCondition(ctx) {
+		return del(db.pool.Exec(ctx, deletePetSQL, id))
+	}
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		if err := checkVersionFor(ctx, tx, "pets", "pet", id); err != nil {
+			return err
+		}
+		return del(tx.Exec(ctx, deletePetSQL, id))
 	})
 }
+
 
 // ListPets returns one page of pets, filtered by status and category.
 func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int64, error) {
@@ -149,14 +166,14 @@ func (db *DB) ImportPets(ctx context.Context, categoryID int64, n int, status st
 		return err
 	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		if err := lockCategory(ctx, tx, categoryID); err != nil {
-			return err
-		}
 		_, err := tx.Exec(ctx, `WITH created AS (
 				INSERT INTO pets (name, category_id, status)
 				SELECT 'pet ' || g, $1, $2 FROM generate_series(1, $3) AS g ORDER BY g
 				RETURNING id, status)
 			INSERT INTO inventory (pet_id, quantity, status) SELECT id, 0, status FROM created`, categoryID, in.Status, n)
+		if violates(err, foreignKey) {
+			return store.CategoryMissing(categoryID)
+		}
 		return err
 	})
 }

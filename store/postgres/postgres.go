@@ -9,8 +9,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,67 +36,203 @@ var migrations embed.FS
 // DB is a store on a PostgreSQL database. All its methods are safe for
 // concurrent use, from this process and from others sharing the database.
 type DB struct {
-	pool  *pgxpool.Pool
+	pool  *conns
 	now   func() time.Time
+	log   *slog.Logger
 	cache cache
-	// stopWatch ends the watcher of other instances' changes; watched is
-	// closed when it has ended.
-	stopWatch context.CancelFunc
-	watched   chan struct{}
+	keys  keyLookups
+	// stopBackground ends start-up's retries and the watcher of other
+	// instances' changes; background is done when they have ended.
+	stopBackground context.CancelFunc
+	background     sync.WaitGroup
+	// ready is closed once start-up (schema, credentials) has succeeded.
+	ready chan struct{}
+	probe probe
 	// The certificate locks this process holds, by name (kv.go).
 	locksMu sync.Mutex
 	locks   map[string]*heldLock
 }
 
+// Config tunes how a DB reaches its database.
+type Config struct {
+	// Timeouts bound every wait; zero fields take DefaultTimeouts.
+	Timeouts Timeouts
+	// MaxConns is the pool's size; zero means the URL's pool_max_conns, or
+	// defaultMaxConns.
+	MaxConns int
+	// Logger says when the database cannot be reached and why, and when it
+	// can again; nil logs nothing.
+	Logger *slog.Logger
+	// Background makes Connect return at once when the database cannot be
+	// reached: start-up is retried with back-off, and until it succeeds
+	// every method answers database_unavailable and Ping says why.
+	Background bool
+}
+
 // Open connects to the database at url (a postgres:// URL) and brings its
-// schema up to date.
+// schema up to date, with the default timeouts; it fails when the
+// database cannot be reached.
 func Open(ctx context.Context, url string, opts store.Options) (*DB, error) {
+	return Connect(ctx, url, opts, Config{})
+}
+
+// Connect is Open with a Config.
+func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB, error) {
+	c.Timeouts = c.Timeouts.withDefaults()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("the database URL: %w", err)
 	}
-	if !strings.Contains(url, "pool_max_conns") {
+	switch {
+	case c.MaxConns > 0:
+		cfg.MaxConns = int32(c.MaxConns)
+	case !strings.Contains(url, "pool_max_conns"):
 		// pgx's default (the number of CPUs, at least 4) would queue every
-		// request of a busy instance behind a handful of connections; the
-		// URL's pool_max_conns overrides this.
+		// request of a busy instance behind a handful of connections.
 		cfg.MaxConns = defaultMaxConns
 	}
+	// Per host: pgx gives each address of a multi-host URL its own timeout.
+	cfg.ConnConfig.ConnectTimeout = c.Timeouts.Connect
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(c.Timeouts.Statement.Milliseconds(), 10)
+	// A client that vanished mid-transaction must not hold its locks.
+	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(c.Timeouts.Transaction.Milliseconds(), 10)
+	new(goodHost).install(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{pool: pool, now: opts.Now}
+	db := &DB{
+		pool: &conns{pool: pool, t: c.Timeouts, name: databaseName(cfg), hosts: 1 + len(cfg.ConnConfig.Fallbacks), health: &health{
+			initErr: store.Errorf(store.EUNAVAILABLE, "the database has not been reached yet since start"),
+		}},
+		now: opts.Now, log: c.Logger, ready: make(chan struct{}),
+	}
 	if db.now == nil {
 		db.now = time.Now
 	}
-	if err := db.migrate(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("migrating the database schema: %w", err)
+	if db.log == nil {
+		db.log = slog.New(slog.DiscardHandler)
 	}
-	// The credentials whatever the counts say (a database may have them
-	// from before the counts were kept), then the counts.
-	err = db.loadCredentials(ctx)
-	if err == nil {
-		err = db.catchUp(ctx)
-	}
-	if err != nil {
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	db.stopBackground = stop
+	err = db.start(ctx)
+	if err != nil && !c.Background {
+		stop()
 		pool.Close()
 		return nil, err
 	}
-	watchCtx, stop := context.WithCancel(context.Background())
-	db.stopWatch, db.watched = stop, make(chan struct{})
-	go func() {
-		defer close(db.watched)
-		db.watch(watchCtx)
-	}()
+	if err != nil {
+		db.log.Warn("the database cannot be reached; starting without it and retrying", "database", db.pool.name, "err", err)
+		db.background.Go(func() { db.retryStart(bg) })
+	} else {
+		db.started(bg)
+	}
 	return db, nil
+}
+
+// databaseName names the database for logs: its host(s) and name, without
+// user or password.
+func databaseName(cfg *pgxpool.Config) string {
+	hosts := []string{net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))}
+	for _, f := range cfg.ConnConfig.Fallbacks {
+		if h := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))); !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return strings.Join(hosts, ",") + "/" + cfg.ConnConfig.Database
+}
+
+// startupKey marks the context of start-up, whose queries go through
+// before the store is ready.
+type startupKey struct{}
+
+// start brings the schema up to date and loads what the store caches.
+func (db *DB) start(ctx context.Context) error {
+	t := db.pool.t
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, startupKey{}, true), 4*t.Connect+2*t.Transaction)
+	defer cancel()
+	if err := db.migrate(ctx); err != nil {
+		return fmt.Errorf("migrating the database schema: %w", err)
+	}
+	// The credentials whatever the counts say (a database may have them
+	// from before the counts were kept), then the counts.
+	if err := db.loadCredentials(ctx); err != nil {
+		return err
+	}
+	return db.catchUp(ctx)
+}
+
+// started marks the store ready and starts watching other instances'
+// changes.
+func (db *DB) started(bg context.Context) {
+	db.pool.health.mu.Lock()
+	db.pool.health.initErr = nil
+	db.pool.health.mu.Unlock()
+	close(db.ready)
+	db.background.Go(func() { db.watch(bg) })
+}
+
+// retryStart retries start-up with back-off until it succeeds or the store
+// is closed, saying in the log why each attempt failed.
+func (db *DB) retryStart(bg context.Context) {
+	wait := 250 * time.Millisecond
+	for {
+		select {
+		case <-bg.Done():
+			return
+		case <-time.After(wait):
+		}
+		err := db.start(bg)
+		if err == nil {
+			db.log.Info("the database is reached: the store is ready", "database", db.pool.name)
+			db.started(bg)
+			// Whoever failed to read while it was unreachable reads now.
+			db.cache.mu.RLock()
+			listeners := db.cache.listeners
+			db.cache.mu.RUnlock()
+			for _, fn := range listeners {
+				fn()
+			}
+			return
+		}
+		wait = min(2*wait, 10*time.Second)
+		msg := fmt.Sprintf("the database cannot be reached (%s); retrying in %v", store.ErrorMessage(err), wait)
+		if store.ErrorCode(err) == store.EINTERNAL {
+			msg = fmt.Sprintf("the database cannot be reached; retrying in %v", wait)
+		}
+		db.pool.health.mu.Lock()
+		db.pool.health.initErr = store.ErrorWithCause(err, store.EUNAVAILABLE, "the database has not been reached since start: %s", reasonOf(err, db.pool.t))
+		db.pool.health.mu.Unlock()
+		db.log.Warn(msg, "database", db.pool.name, "err", err)
+	}
+}
+
+// reasonOf is the reason of a database_unavailable error, or of any other.
+func reasonOf(err error, t Timeouts) string {
+	if store.ErrorCode(err) == store.EUNAVAILABLE {
+		return store.ErrorMessage(err)
+	}
+	return reason(err, t)
+}
+
+// WaitReady waits until start-up has succeeded, or ctx ends.
+func (db *DB) WaitReady(ctx context.Context) error {
+	select {
+	case <-db.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Close stops watching for changes, stops renewing the leases of the locks
 // it holds (they expire), and closes the connections.
 func (db *DB) Close() error {
-	db.stopWatch()
-	<-db.watched
+	db.stopBackground()
+	db.background.Wait()
 	db.locksMu.Lock()
 	for _, h := range db.locks {
 		h.stop()
@@ -103,15 +240,12 @@ func (db *DB) Close() error {
 	}
 	db.locks = nil
 	db.locksMu.Unlock()
-	db.pool.Close()
+	db.pool.pool.Close()
 	return nil
 }
 
 // timestamp is the store's notion of now, as on bbolt: UTC, whole seconds.
 func (db *DB) timestamp() time.Time { return db.now().UTC().Truncate(time.Second) }
-
-// Ping reports whether the database answers.
-func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
 
 // migrate applies the embedded migrations that the database has not seen,
 // in order, each in one transaction with the version it records. The
@@ -165,19 +299,66 @@ func (db *DB) migrate(ctx context.Context) error {
 	})
 }
 
-// tx runs fn in a transaction and commits it. A serialization failure or a
-// deadlock, which PostgreSQL asks the client to retry (and which
-// distributed Postgres-compatible databases report more often), runs fn
-// again; fn must have no effect outside the transaction.
+// longTxKey marks the context of a transaction that the transaction
+// timeout does not bound (Import, which petstore migrate runs).
+type longTxKey struct{}
+
+// maxTxAttempts bounds tx's retries of a transaction that did not commit.
+const maxTxAttempts = 5
+
+// tx runs fn in a transaction and commits it, within the transaction
+// timeout. A transaction that did not commit is run again when that is
+// what PostgreSQL asks (a serialization failure or a deadlock, which
+// distributed Postgres-compatible databases report more often) or when
+// the connection broke before the commit was sent; fn must have no effect
+// outside the transaction. A commit whose answer was lost is not retried:
+// it may have happened.
 func (db *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return db.txWith(ctx, pgx.TxOptions{}, fn)
+}
+
+func (db *DB) txWith(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, db.pool, fn)
-		var pgErr *pgconn.PgError
-		if attempt < 10 && errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01") {
+		err, retry := db.tryTx(ctx, opts, fn)
+		if err == nil {
+			return nil
+		}
+		if retry && attempt < maxTxAttempts && ctx.Err() == nil {
+			// Give a lock holder or a reconnecting pool a moment.
+			time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
 			continue
 		}
-		return err
+		return db.pool.fail(ctx, err)
 	}
+}
+
+// tryTx runs fn in one transaction, and says whether a failure may be
+// retried.
+func (db *DB) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) (err error, retry bool) {
+	tctx, cancel := context.WithTimeout(ctx, db.pool.t.Transaction)
+	if ctx.Value(longTxKey{}) != nil {
+		tctx, cancel = context.WithCancel(ctx)
+	}
+	defer cancel()
+	tx, conn, err := db.pool.begin(tctx, opts)
+	if err != nil {
+		return err, false
+	}
+	defer conn.Release()
+	if err := fn(tx); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = tx.Rollback(rctx)
+		cancel()
+		return err, retryable(err) || (tctx.Err() == nil && isConnectionFailure(err) && store.ErrorCode(err) == store.EINTERNAL)
+	}
+	err = tx.Commit(tctx)
+	return err, retryable(err)
+}
+
+// retryable says that PostgreSQL asks for the transaction to be run again.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
 // pageOf runs a keyset query for one page: query must select rows ordered
@@ -232,13 +413,6 @@ func (db *DB) Size(ctx context.Context) (int64, error) {
 	var n int64
 	err := db.pool.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&n)
 	return n, err
-}
-
-// BackupSized answers that a PostgreSQL store is backed up with pg_dump,
-// which takes a consistent copy of a live database; the service does not
-// copy a database it shares with other instances.
-func (db *DB) BackupSized(context.Context, func(int64) (io.Writer, error)) (int64, error) {
-	return 0, store.Errorf(store.ENOTSUPPORTED, "the data is in PostgreSQL: back it up with pg_dump (for example: pg_dump --format=custom --file=petstore.dump \"$PETSTORE_DATABASE\")")
 }
 
 var _ store.Store = (*DB)(nil)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -172,7 +173,20 @@ func testOrderAndInventoryPages(t *testing.T, s store.Store) {
 	}
 }
 
-func testImportPets(t *testing.T, s store.Store) {
+// importer is a store's bulk import, which seeds the load benchmark; each
+// store has one of its own, outside store.Store.
+type importer interface {
+	ImportPets(ctx context.Context, categoryID int64, n int, status store.PetStatus) error
+}
+
+func testImportPets(t *testing.T, db store.Store) {
+	s, ok := db.(interface {
+		store.Store
+		importer
+	})
+	if !ok {
+		t.Fatalf("%T has no ImportPets", db)
+	}
 	dogs := newCategory(t, s, "dogs")
 	check(t, s.ImportPets(ctx, dogs.ID, 30, store.StatusPending))
 	pets, _ := must2(s.ListPets(ctx, store.PetFilter{CategoryID: dogs.ID, Page: store.Page{Limit: store.MaxPageSize}}))(t)

@@ -35,6 +35,7 @@ type Cluster struct {
 	dir  string // the temporary folder: data and socket
 	bin  string // where initdb and pg_ctl are
 	port int
+	opts string // the server's options, for Resume
 	dbs  atomic.Int64
 }
 
@@ -105,6 +106,101 @@ func (c *Cluster) url(name string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, name)
 }
 
+// Halt stops the server (a fast shutdown: sessions are ended) and keeps
+// its data, for tests of a database that goes away and comes back.
+func (c *Cluster) Halt() error {
+	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-m", "fast", "-w", "stop")
+}
+
+// Resume starts a halted server again on its port.
+func (c *Cluster) Resume() error {
+	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-o", c.opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start")
+}
+
+// NewStandby starts a streaming replica of the cluster (pg_basebackup
+// with -R), on a port of its own, stopped at the end of the test.
+func (c *Cluster) NewStandby(tb testing.TB) *Cluster {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "petstore-pg-standby-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Cluster{dir: dir, bin: c.bin}
+	tb.Cleanup(s.Stop)
+	if err := giveToPostgres(dir); err != nil {
+		tb.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	if err := runAsPostgres(Program("pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(c.port), "-U", "postgres",
+		"-D", data, "-R", "-X", "stream", "--no-sync", "--checkpoint=fast"); err != nil {
+		tb.Fatalf("pg_basebackup: %v", err)
+	}
+	for range 5 {
+		if s.port, err = FreePort(); err != nil {
+			tb.Fatal(err)
+		}
+		s.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c full_page_writes=off", s.port, dir)
+		if err = s.Resume(); err == nil {
+			return s
+		}
+	}
+	tb.Fatalf("starting the standby: %v", err)
+	return nil
+}
+
+// Promote makes a standby the primary, and waits until it takes writes.
+func (c *Cluster) Promote() error {
+	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-w", "promote")
+}
+
+// Addr is the cluster's host:port.
+func (c *Cluster) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)) }
+
+// Program is the path of one of PostgreSQL's programs (pg_dump,
+// pg_restore, pg_basebackup), from the installation the clusters use.
+func Program(name string) string {
+	if p := filepath.Join(findBin(), name); fileExists(p) {
+		return p
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	if len(matches) > 0 {
+		return matches[len(matches)-1]
+	}
+	return name
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Private starts a cluster of the test's own, for a test that stops or
+// changes it, and stops it at the end of the test.
+func Private(tb testing.TB) *Cluster {
+	tb.Helper()
+	return private(tb, false)
+}
+
+// PrivateDurable is Private with PostgreSQL's durable defaults
+// (synchronous commits among them), for a test of commits.
+func PrivateDurable(tb testing.TB) *Cluster {
+	tb.Helper()
+	return private(tb, true)
+}
+
+func private(tb testing.TB, durable bool) *Cluster {
+	tb.Helper()
+	c, err := Start(durable)
+	if errors.Is(err, ErrNotInstalled) {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("PostgreSQL is not installed, so the PostgreSQL tests cannot run: %s", InstallHint)
+		}
+		tb.Skipf("PostgreSQL is not installed: %s", InstallHint)
+	}
+	if err != nil {
+		tb.Fatalf("starting a private PostgreSQL cluster: %v", err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
 // Stop stops the server and removes its folder.
 func (c *Cluster) Stop() {
 	_ = runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop")
@@ -163,6 +259,7 @@ func (c *Cluster) start(durable bool) error {
 			return err
 		}
 		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300%s", c.port, c.dir, speed)
+		c.opts = opts
 		if err = runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start"); err == nil {
 			return nil
 		}

@@ -175,6 +175,50 @@
     target.replaceChildren();
   }
 
+  // aboutTheInput reports whether err is about what the user entered (the
+  // server refused it), rather than about the server or the network.
+  function aboutTheInput(err) {
+    return !(err instanceof ApiError) || (err.status >= 400 && err.status < 500 && err.status !== 401 && err.status !== 429);
+  }
+
+  // fieldError shows err beside the field input, under it in its .field
+  // (or beside the control input in the form's actions), tied to it with
+  // aria-describedby and aria-invalid so that a screen reader reads it with
+  // the field. A string is a hint of this page's own.
+  function fieldError(input, err) {
+    const id = `${input.id}-error`;
+    let box = document.getElementById(id);
+    if (!box) {
+      box = el('p', { className: 'field-error', id, role: 'alert' });
+      const field = input.closest('.field');
+      if (field) field.append(box);
+      else input.closest('.form-actions, form').append(box);
+    }
+    box.replaceChildren(...(typeof err === 'string' ? [err] : errorContent(err)));
+    box.hidden = false;
+    input.setAttribute('aria-invalid', 'true');
+    const described = (input.getAttribute('aria-describedby') || '').split(' ').filter(Boolean);
+    if (!described.includes(id)) input.setAttribute('aria-describedby', [...described, id].join(' '));
+    return box;
+  }
+
+  // clearFieldErrors takes away the errors fieldError showed in form.
+  function clearFieldErrors(form) {
+    for (const box of form.querySelectorAll('.field-error')) {
+      box.hidden = true;
+      box.replaceChildren();
+    }
+    for (const input of form.querySelectorAll('[aria-invalid]')) input.removeAttribute('aria-invalid');
+  }
+
+  // showFormError shows err beside the field it is about (fieldOf(err)), or,
+  // when it is about the server or the network, in the page's banner.
+  function showFormError(err, fieldOf) {
+    const input = aboutTheInput(err) ? fieldOf(err) : null;
+    if (input) fieldError(input, err);
+    else showError(err);
+  }
+
   // ---- sign-in ------------------------------------------------------------
 
   function loadToken() {
@@ -290,6 +334,16 @@
 
   // ---- project ----------------------------------------------------------------
 
+  // buildEl shows the binary a deploy started: its module version, and the
+  // start of its git revision with the whole of it on hover.
+  function buildEl(b) {
+    if (!b) return document.createTextNode('—');
+    const version = el('span', { textContent: b.version });
+    if (!b.revision) return version;
+    const rev = b.revision.slice(0, 12) + (b.modified ? ' (modified)' : '');
+    return el('span', {}, version, ' ', el('code', { textContent: rev, title: `${b.revision} ${b.time || ''} ${b.goVersion}`.trim() }));
+  }
+
   async function loadProject() {
     const p = await api('GET', '/admin/project');
     state.project = p;
@@ -301,10 +355,11 @@
     const rows = (p.deploys || []).map((d) => el('tr', {},
       el('td', {}, timeEl(d.at)),
       el('td', { textContent: d.version }),
+      el('td', {}, buildEl(d.build)),
       el('td', {}, el('span', { className: `pill pill-${d.status === 'succeeded' ? 'ok' : 'bad'}`, textContent: d.status })),
       el('td', {}, el('code', { textContent: d.specSha256.slice(0, 12), title: d.specSha256 })),
     ));
-    if (rows.length === 0) rows.push(el('tr', {}, el('td', { colSpan: 4, textContent: 'No deploy yet.' })));
+    if (rows.length === 0) rows.push(el('tr', {}, el('td', { colSpan: 5, textContent: 'No deploy yet.' })));
     $('deploys').tBodies[0].replaceChildren(...rows);
   }
 
@@ -313,10 +368,11 @@
     const status = $('project-status');
     status.textContent = '';
     clearError();
+    clearFieldErrors(e.target);
     const name = $('project-name').value.trim();
     const plan = $('project-plan').value;
     if (!name) {
-      showError(new Error('Give the project a name.'));
+      fieldError($('project-name'), 'Give the project a name.');
       $('project-name').focus();
       return;
     }
@@ -331,12 +387,13 @@
       state.project = await api('PATCH', '/admin/project', patch);
       showProjectName();
       $('project-plan').value = state.project.plan;
-    });
+    }, (err) => $(/\bplan\b/.test(err.message) ? 'project-plan' : 'project-name'));
   });
 
   // saving runs save with the form's submit button disabled, and says in
-  // status (and to screen readers, as done) how it went.
-  async function saving(e, status, done, save) {
+  // status (and to screen readers, as done) how it went; a refusal shows
+  // beside the field fieldOf(err) names.
+  async function saving(e, status, done, save, fieldOf) {
     const button = e.submitter || e.target.querySelector('button[type="submit"]');
     button.disabled = true;
     status.textContent = 'Saving…';
@@ -346,7 +403,7 @@
       announce(done);
     } catch (err) {
       status.textContent = '';
-      showError(err);
+      showFormError(err, fieldOf);
     } finally {
       button.disabled = false;
     }
@@ -379,10 +436,11 @@
     $(form).addEventListener('submit', async (e) => {
       e.preventDefault();
       clearError();
+      clearFieldErrors(e.target);
       const input = $(field);
       const name = input.value.trim();
       if (!name) {
-        showError(new Error(hint));
+        fieldError(input, hint);
         input.focus();
         return;
       }
@@ -393,7 +451,7 @@
         input.value = '';
         await done(result);
       } catch (err) {
-        showError(err);
+        showFormError(err, () => input);
         if (refocusOnError) input.focus();
       } finally {
         button.disabled = false;
@@ -452,11 +510,16 @@
     state.project = project;
     state.domains = domains;
     state.settings = settings;
-    $('plan-note').hidden = project.plan !== 'free';
-    // Without a CNAME target the service cannot say where a domain must
-    // point, and refuses to add one: say which flag to set instead.
+    // A form that cannot work is not offered: on the free plan the note
+    // says why domains need Pro and how to change the plan; without a CNAME
+    // target the service cannot say where a domain must point, and the note
+    // names the flag to set instead.
+    const free = project.plan === 'free';
+    $('plan-note').hidden = !free;
     $('target-note').hidden = Boolean(project.cnameTarget);
-    $('domain-form').hidden = !project.cnameTarget;
+    const canAdd = Boolean(project.cnameTarget) && !free;
+    $('domain-form').hidden = !canAdd;
+    $('domains-empty').textContent = canAdd ? 'No domains yet. Add one above.' : 'No domains yet.';
     renderDomains();
     renderSettings();
     for (const d of domains) scheduleRefresh(d);
@@ -1067,6 +1130,7 @@
   $('settings-form').addEventListener('submit', async (e) => {
     e.preventDefault();
     clearError();
+    clearFieldErrors(e.target);
     const status = $('settings-status');
     const redirects = [...$('redirects').children].map((row) => ({
       from: row.querySelector('.redirect-from').value,
@@ -1078,7 +1142,7 @@
     await saving(e, status, 'Domain settings saved.', async () => {
       state.settings = await api('PUT', '/admin/settings', { domains });
       renderSettings();
-    });
+    }, (err) => (/\bprimary\b/.test(err.message) ? $('primary') : $('add-redirect')));
   });
 
   // ---- copy buttons and the confirmation dialog -------------------------------

@@ -1,0 +1,341 @@
+// Package acmedns is the authoritative DNS server of the zone that
+// customers delegate their ACME DNS-01 challenges to: it answers TXT for
+// <label>.<zone> from the store, so that every instance answers the same,
+// the zone's own SOA and NS, REFUSED for every other name, and it limits
+// its answers per source network so that it cannot be used to amplify.
+package acmedns
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	"golang.org/x/time/rate"
+
+	"petstore/store"
+)
+
+// Store is where the challenges' TXT values live: the store's key/value
+// space, shared by every instance.
+type Store interface {
+	KVGet(ctx context.Context, key string) ([]byte, error)
+	KVPut(ctx context.Context, key string, value []byte) error
+	KVDelete(ctx context.Context, key string) error
+}
+
+// keyPrefix is where TXT values are kept in the key/value space, per label.
+const keyPrefix = "acmedns/"
+
+// TTL is the TTL of every answer: a challenge's value changes with each
+// order, and resolvers must not keep an old one.
+const TTL = 10
+
+// Default limits per source network (an IPv4 /24 or an IPv6 /56): one
+// issuance asks a few dozen questions within seconds, from the CA's
+// validation servers; a flood from one network is answered only up to
+// these.
+const (
+	DefaultRate  = 20
+	DefaultBurst = 60
+)
+
+// maxNetworks bounds the memory the limits take: past it, networks whose
+// allowance is whole are forgotten, and while it stays full new networks
+// get no answer.
+const maxNetworks = 100_000
+
+// Config configures a Server.
+type Config struct {
+	// Zone is the delegated zone, without a trailing dot, such as
+	// acme.petstore.example.com.
+	Zone string
+	// Nameservers are the host names the zone's NS records name: this
+	// service's hosts, as the operator delegated the zone to them. Empty
+	// means ns.<Zone>.
+	Nameservers []string
+	Store       Store
+	// Rate and Burst limit the answers per source network, per second;
+	// zero means DefaultRate and DefaultBurst.
+	Rate  rate.Limit
+	Burst int
+	// Timeout bounds the store read behind an answer; zero means 2 s. A
+	// store that does not answer in time gets SERVFAIL.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Server answers DNS questions for the zone.
+type Server struct {
+	zone string // fully qualified, lower case
+	soa  dns.RR
+	ns   []dns.RR
+	db   Store
+	cfg  Config
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	limiters map[netip.Prefix]*rate.Limiter
+	servers  []*dns.Server
+}
+
+// New checks cfg and builds a server.
+func New(cfg Config) (*Server, error) {
+	zone := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(cfg.Zone), "."))
+	if _, ok := dns.IsDomainName(zone); !ok || strings.Count(zone, ".") < 1 {
+		return nil, fmt.Errorf("--acme-dns-zone %q: not a domain name of at least two labels", cfg.Zone)
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("acmedns: Config.Store is required")
+	}
+	cfg.Rate = cmp.Or(cfg.Rate, DefaultRate)
+	cfg.Burst = cmp.Or(cfg.Burst, DefaultBurst)
+	cfg.Timeout = cmp.Or(cfg.Timeout, 2*time.Second)
+	s := &Server{zone: dns.Fqdn(zone), db: cfg.Store, cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), limiters: map[netip.Prefix]*rate.Limiter{}}
+	nss := cfg.Nameservers
+	if len(nss) == 0 {
+		nss = []string{"ns." + zone}
+	}
+	for _, n := range nss {
+		s.ns = append(s.ns, &dns.NS{Hdr: s.header(s.zone, dns.TypeNS), Ns: dns.Fqdn(strings.ToLower(n))})
+	}
+	s.soa = &dns.SOA{
+		Hdr: s.header(s.zone, dns.TypeSOA), Ns: s.ns[0].(*dns.NS).Ns, Mbox: "hostmaster." + s.zone,
+		Serial: 1, Refresh: 3600, Retry: 600, Expire: 86400, Minttl: TTL,
+	}
+	return s, nil
+}
+
+func (s *Server) header(name string, t uint16) dns.RR_Header {
+	return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: TTL}
+}
+
+// ServeDNS answers one question.
+func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	if !s.allow(w.RemoteAddr()) {
+		return // no answer: a flood gets nothing to amplify
+	}
+	m := new(dns.Msg)
+	m.SetReply(req)
+	m.RecursionAvailable = false
+	if len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery {
+		m.Rcode = dns.RcodeNotImplemented
+		_ = w.WriteMsg(m)
+		return
+	}
+	q := req.Question[0]
+	name := strings.ToLower(q.Name)
+	if !dns.IsSubDomain(s.zone, name) {
+		m.Rcode = dns.RcodeRefused
+		_ = w.WriteMsg(m)
+		return
+	}
+	m.Authoritative = true
+	defer s.write(w, req, m)
+	switch {
+	case name == s.zone:
+		switch q.Qtype {
+		case dns.TypeSOA:
+			m.Answer = []dns.RR{s.soa}
+		case dns.TypeNS:
+			m.Answer = s.ns
+		default:
+			m.Ns = []dns.RR{s.soa}
+		}
+	default:
+		label := strings.TrimSuffix(name, "."+s.zone)
+		values, err := s.lookup(label)
+		switch {
+		case err != nil:
+			s.log.Warn("acme dns: reading a challenge from the store", "label", label, "err", err)
+			m.Authoritative = false
+			m.Rcode = dns.RcodeServerFailure
+		case values == nil:
+			m.Rcode = dns.RcodeNameError
+			m.Ns = []dns.RR{s.soa}
+		case q.Qtype == dns.TypeTXT:
+			for _, v := range values {
+				m.Answer = append(m.Answer, &dns.TXT{Hdr: s.header(q.Name, dns.TypeTXT), Txt: []string{v}})
+			}
+		default:
+			m.Ns = []dns.RR{s.soa}
+		}
+	}
+}
+
+// write sends m, over UDP within the size the client announced (512
+// bytes without EDNS0), truncated with TC set beyond it: an answer never
+// outgrows what a client asked to receive.
+func (s *Server) write(w dns.ResponseWriter, req, m *dns.Msg) {
+	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
+		size := dns.MinMsgSize
+		if opt := req.IsEdns0(); opt != nil {
+			size = max(int(opt.UDPSize()), dns.MinMsgSize)
+		}
+		m.Truncate(size)
+	}
+	_ = w.WriteMsg(m)
+}
+
+// lookup reads a label's TXT values; nil when the label has none (or is
+// not a label of the zone at all, such as a name two labels down).
+func (s *Server) lookup(label string) ([]string, error) {
+	if !validLabel(label) {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	b, err := s.db.KVGet(ctx, keyPrefix+label)
+	if store.ErrorCode(err) == store.ENOTFOUND {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var values []string
+	if err := json.Unmarshal(b, &values); err != nil {
+		return nil, fmt.Errorf("the TXT values of %s: %w", label, err)
+	}
+	if values == nil {
+		values = []string{}
+	}
+	return values, nil
+}
+
+// validLabel: one DNS label of letters, digits and hyphens.
+func validLabel(l string) bool {
+	if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		if c := l[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// SetTXT makes <label>.<zone> answer values, on every instance that
+// shares kv.
+func SetTXT(ctx context.Context, kv Store, label string, values []string) error {
+	label = strings.ToLower(label)
+	if !validLabel(label) {
+		return fmt.Errorf("acmedns: %q is not one DNS label", label)
+	}
+	b, err := json.Marshal(values)
+	if err != nil {
+		return err
+	}
+	return kv.KVPut(ctx, keyPrefix+label, b)
+}
+
+// DeleteTXT makes <label>.<zone> unknown again (NXDOMAIN).
+func DeleteTXT(ctx context.Context, kv Store, label string) error {
+	return kv.KVDelete(ctx, keyPrefix+strings.ToLower(label))
+}
+
+// allow spends one answer of the source network's allowance.
+func (s *Server) allow(addr net.Addr) bool {
+	var ip netip.Addr
+	switch a := addr.(type) {
+	case *net.UDPAddr:
+		ip, _ = netip.AddrFromSlice(a.IP)
+	case *net.TCPAddr:
+		ip, _ = netip.AddrFromSlice(a.IP)
+	}
+	ip = ip.Unmap()
+	bits := 24
+	if ip.Is6() {
+		bits = 56
+	}
+	network, err := ip.Prefix(bits)
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.limiters[network]
+	if l == nil {
+		if len(s.limiters) >= maxNetworks {
+			s.forgetIdle()
+			if len(s.limiters) >= maxNetworks {
+				return false
+			}
+		}
+		l = rate.NewLimiter(s.cfg.Rate, s.cfg.Burst)
+		s.limiters[network] = l
+	}
+	return l.Allow()
+}
+
+// forgetIdle forgets the networks whose allowance is whole again: they
+// start afresh at their next question, as they would.
+func (s *Server) forgetIdle() {
+	now := time.Now()
+	for n, l := range s.limiters {
+		if l.TokensAt(now) >= float64(s.cfg.Burst) {
+			delete(s.limiters, n)
+		}
+	}
+}
+
+// Start answers on addr (host:port) over UDP and TCP until Shutdown, and
+// returns the addresses it listens on.
+func (s *Server) Start(addr string) (udp, tcp net.Addr, err error) {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--dns-listen %s (UDP): %w", addr, err)
+	}
+	// TCP on the port UDP got, so that port 0 gives one port for both.
+	ln, err := net.Listen("tcp", pc.LocalAddr().String())
+	if err != nil {
+		pc.Close()
+		return nil, nil, fmt.Errorf("--dns-listen %s (TCP): %w", addr, err)
+	}
+	// A TCP client that sends nothing is dropped at the read timeout.
+	servers := []*dns.Server{
+		{PacketConn: pc, Handler: s, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second},
+		{Listener: ln, Handler: s, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, IdleTimeout: func() time.Duration { return 5 * time.Second }},
+	}
+	s.mu.Lock()
+	s.servers = append(s.servers, servers...)
+	s.mu.Unlock()
+	for _, srv := range servers {
+		started, failed := make(chan struct{}), make(chan error, 1)
+		srv.NotifyStartedFunc = func() { close(started) }
+		go func() {
+			if err := srv.ActivateAndServe(); err != nil {
+				s.log.Error("acme dns server stopped", "err", err)
+				failed <- err
+			}
+		}()
+		select {
+		case <-started:
+		case err := <-failed:
+			_ = s.Shutdown(context.Background())
+			return nil, nil, fmt.Errorf("--dns-listen %s: %w", addr, err)
+		}
+	}
+	return pc.LocalAddr(), ln.Addr(), nil
+}
+
+// Shutdown stops answering.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	servers := s.servers
+	s.servers = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, srv := range servers {
+		errs = append(errs, srv.ShutdownContext(ctx))
+	}
+	return errors.Join(errs...)
+}

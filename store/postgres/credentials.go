@@ -1,0 +1,95 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"petstore/store"
+)
+
+// API keys are checked against the database on every use, not against the
+// cache: a revoke is then refused by every instance the moment it has
+// committed (before the 204), and a key created on one instance works on
+// every other at its first use. The cost is one indexed lookup per
+// request that carries a key (writes); waiting instead for every live
+// instance to confirm each revoke would need a registry of instances and
+// would make a revoke as slow as the slowest of them. Unknown keys are
+// remembered briefly, so that a flood of wrong keys cannot become a flood
+// of queries.
+const (
+	missTTL = time.Second
+	maxMiss = 10000
+)
+
+type keyLookups struct {
+	mu     sync.Mutex
+	misses map[[32]byte]time.Time
+}
+
+// missed reports whether hash was looked up and not found within missTTL.
+func (k *keyLookups) missed(hash [32]byte, now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	at, ok := k.misses[hash]
+	return ok && now.Sub(at) < missTTL
+}
+
+func (k *keyLookups) miss(hash [32]byte, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.misses == nil {
+		k.misses = map[[32]byte]time.Time{}
+	}
+	if len(k.misses) >= maxMiss {
+		for h, at := range k.misses {
+			if now.Sub(at) >= missTTL {
+				delete(k.misses, h)
+			}
+		}
+		if len(k.misses) >= maxMiss {
+			clear(k.misses) // a flood within missTTL: start over
+		}
+	}
+	k.misses[hash] = now
+}
+
+// forget drops every remembered miss (a key was created).
+func (k *keyLookups) forget() {
+	k.mu.Lock()
+	clear(k.misses)
+	k.mu.Unlock()
+}
+
+// CheckAPIKey looks a secret up in the database: the key, whether it
+// exists, or database_unavailable when the database cannot say.
+func (db *DB) CheckAPIKey(ctx context.Context, secret string) (store.APIKey, bool, error) {
+	hash := sha256.Sum256([]byte(secret))
+	now := time.Now()
+	if secret == "" || db.keys.missed(hash, now) {
+		return store.APIKey{}, false, nil
+	}
+	var k store.APIKey
+	err := db.pool.QueryRow(ctx, `SELECT id, name, prefix, created_at FROM api_keys WHERE sha256 = $1`, hash[:]).
+		Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		db.keys.miss(hash, now)
+		return store.APIKey{}, false, nil
+	}
+	if err != nil {
+		return store.APIKey{}, false, err
+	}
+	k.CreatedAt = k.CreatedAt.UTC()
+	return k, true, nil
+}
+
+// AuthenticateAPIKey is CheckAPIKey for callers without a context; a
+// database that cannot answer within the timeouts refuses the key.
+func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
+	k, ok, err := db.CheckAPIKey(context.Background(), secret)
+	return k, ok && err == nil
+}
