@@ -331,6 +331,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		MaxClientInFlight: clientInFlight(cfg.maxClientInFlight),
 		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
 		CORSOrigins:       cfg.corsOrigins,
+		Now:               handlersNow,
 	})
 	if err != nil {
 		return err
@@ -418,6 +419,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	listeners.Shutdown(cfg.shutdownTimeout, srv.AbortBackups, log)
 	return nil
 }
+
+// handlersNow is the API's clock for sunset dates (nil: time.Now). Tests of
+// what clients meet after a sunset set it instead of waiting for the date.
+var handlersNow func() time.Time
 
 // printBanner says where everything is. The admin token appears only when
 // it was just generated: it is stored as a hash and cannot be shown again.

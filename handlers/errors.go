@@ -43,6 +43,7 @@ var statusOf = map[string]int{
 	store.EDOMAINEXISTS:      http.StatusConflict,
 	store.ENOCNAMETARGET:     http.StatusConflict,
 	codeGone:                 http.StatusGone,
+	store.EPRECONDITION:      http.StatusPreconditionFailed,
 	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	codeRequestTimeout:       http.StatusRequestTimeout,
 	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
@@ -67,6 +68,7 @@ var codeOfStatus = map[int]string{
 	http.StatusMethodNotAllowed:            codeMethodNotAllowed,
 	http.StatusConflict:                    store.ECONFLICT,
 	http.StatusGone:                        codeGone,
+	http.StatusPreconditionFailed:          store.EPRECONDITION,
 	http.StatusRequestTimeout:              codeRequestTimeout,
 	http.StatusRequestEntityTooLarge:       codePayloadTooLarge,
 	http.StatusUnsupportedMediaType:        codeUnsupportedMediaType,
@@ -248,17 +250,33 @@ func requestErrorBody(e *openapi3filter.RequestError) Error {
 	if errors.Is(e.Err, openapi3filter.ErrInvalidEmptyValue) {
 		return newError(store.EINVALID, where+": must not be empty")
 	}
+	if ne, ok := asNumberError(e.Err); ok {
+		return newError(store.EINVALID, strings.Join(append([]string{where}, ne.pointer...), ".")+": "+ne.Error())
+	}
 	var schemaErr *openapi3.SchemaError
 	if errors.As(e.Err, &schemaErr) {
-		if ptr := schemaErr.JSONPointer(); len(ptr) > 0 {
-			where += "." + strings.Join(ptr, ".")
+		ptr := schemaErr.JSONPointer()
+		if missing, ok := missingFields(schemaErr); ok {
+			// The pointer ends with the first missing field; the message
+			// is about the object that lacks them all.
+			return newError(store.EINVALID, strings.Join(append([]string{where}, ptr[:max(len(ptr)-1, 0)]...), ".")+": "+missing)
 		}
-		return newError(store.EINVALID, where+": "+schemaReason(schemaErr))
+		return newError(store.EINVALID, strings.Join(append([]string{where}, ptr...), ".")+": "+schemaReason(schemaErr))
 	}
 	var parseErr *openapi3filter.ParseError
 	if errors.As(e.Err, &parseErr) {
 		if e.RequestBody != nil {
 			return newError(store.EINVALID, "body: malformed JSON")
+		}
+		if p := e.Parameter; p.Schema != nil && isInteger(p.Schema.Value) {
+			raw := e.Input.Request.URL.Query().Get(p.Name)
+			if p.In == openapi3.ParameterInPath {
+				raw = e.Input.PathParams[p.Name]
+			}
+			return newError(store.EINVALID, where+": "+integerReason(p.Schema.Value, raw))
+		}
+		if p := e.Parameter; p.Schema != nil && p.Schema.Value != nil && p.Schema.Value.Type.Is(openapi3.TypeBoolean) {
+			return newError(store.EINVALID, where+": must be true or false")
 		}
 		return newError(store.EINVALID, where+": "+parseErr.Reason)
 	}
@@ -267,19 +285,6 @@ func requestErrorBody(e *openapi3filter.RequestError) Error {
 		reason = e.Err.Error()
 	}
 	return newError(store.EINVALID, where+": "+reason)
-}
-
-// schemaReason is a schema error's reason without the schema dump and the
-// echoed value that kin-openapi appends: short, and never reflecting input.
-func schemaReason(e *openapi3.SchemaError) string {
-	if strings.Contains(e.Reason, "json.Number") {
-		// kin-openapi's words for a number beyond float64, such as 1e400.
-		return "is not a number within range"
-	}
-	if e.Reason != "" {
-		return e.Reason
-	}
-	return fmt.Sprintf("does not match the %q rule of the schema", e.SchemaField)
 }
 
 func requestID(c echo.Context) string {

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
@@ -50,10 +51,14 @@ func gzipped(s string) string {
 	return b.String()
 }
 
-func cursorFor(after uint64) string {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], after)
-	return base64.RawURLEncoding.EncodeToString(b[:])
+// cursorFor makes the cursor of handlers/cursor.go for the list at path,
+// without filters, as a client that forged one would.
+func cursorFor(path string, after uint64) string {
+	h := fnv.New32a()
+	h.Write([]byte(path + "\x00"))
+	b := binary.BigEndian.AppendUint64(nil, after)
+	b = binary.BigEndian.AppendUint32(append(b, 0xff), h.Sum32())
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // wantName checks that a created pet or category kept its name exactly.
@@ -183,12 +188,12 @@ func TestHostileRequests(t *testing.T) {
 		{name: "semicolon in the query", method: "GET", path: "/pets?limit=1;cursor=x", status: 400, code: "invalid_request", mentions: "semicolon"},
 		{name: "more than 10000 query parameters", method: "GET", path: manyParams, status: 400, code: "invalid_request", mentions: "query"},
 		{name: "NUL in the query", method: "GET", path: "/pets?status=%00", status: 400, code: "invalid_request", mentions: "status"},
-		{name: "cursor of zero", method: "GET", path: "/pets?cursor=" + cursorFor(0), status: 400, code: "invalid_request", mentions: "cursor"},
-		{name: "cursor of a negative id", method: "GET", path: "/pets?cursor=" + cursorFor(1<<63), status: 400, code: "invalid_request", mentions: "cursor"},
-		{name: "cursor with padding", method: "GET", path: "/pets?cursor=" + cursorFor(1) + "%3D", status: 400, code: "invalid_request", mentions: "cursor"},
+		{name: "cursor of zero", method: "GET", path: "/pets?cursor=" + cursorFor("/pets", 0), status: 400, code: "invalid_request", mentions: "cursor"},
+		{name: "cursor of a negative id", method: "GET", path: "/pets?cursor=" + cursorFor("/pets", 1<<63), status: 400, code: "invalid_request", mentions: "cursor"},
+		{name: "cursor with padding", method: "GET", path: "/pets?cursor=" + cursorFor("/pets", 1) + "%3D", status: 400, code: "invalid_request", mentions: "cursor"},
 		{name: "cursor of 10 KB", method: "GET", path: "/store/orders?cursor=" + strings.Repeat("A", 10<<10), status: 400, code: "invalid_request", mentions: "cursor"},
 		{name: "cursor with invalid UTF-8", method: "GET", path: "/store/inventory?cursor=%FF%FE", status: 400, code: "invalid_request", mentions: "cursor"},
-		{name: "cursor past the end", method: "GET", path: "/categories?cursor=" + cursorFor(1<<62), status: 200, check: func(t *testing.T, r *response) {
+		{name: "cursor past the end", method: "GET", path: "/categories?cursor=" + cursorFor("/categories", 1<<62), status: 200, check: func(t *testing.T, r *response) {
 			if strings.TrimSpace(string(r.body)) != "[]" {
 				t.Errorf("body %s, want []", r.body)
 			}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,23 +18,37 @@ func scanCategory(r pgx.Row) (store.Category, error) {
 
 // CreateCategory adds a category.
 func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
-	return db.pool.QueryRow(ctx, `INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING id`,
-		c.Name, c.Description).Scan(&c.ID)
+	return db.pool.QueryRow(ctx, `INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING id, version`,
+		c.Name, c.Description).Scan(&c.ID, &c.Version)
 }
 
-// Category returns one category.
+// Category returns one category, with its version.
 func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
-	c, err := scanCategory(db.pool.QueryRow(ctx, `SELECT id, name, description FROM categories WHERE id = $1`, id))
+	var c store.Category
+	err := db.pool.QueryRow(ctx, `SELECT id, name, description, version FROM categories WHERE id = $1`, id).
+		Scan(&c.ID, &c.Name, &c.Description, &c.Version)
 	return c, notFound(err, store.NotFound("category", id))
 }
 
-// ReplaceCategory replaces a category's name and description.
+// ReplaceCategory replaces a category's name and description, and sets
+// c.Version to its new version. Without an If-Match condition it is one
+// statement.
 func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
-	tag, err := db.pool.Exec(ctx, `UPDATE categories SET name = $2, description = $3 WHERE id = $1`, c.ID, c.Name, c.Description)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = store.NotFound("category", c.ID)
+	const update = `UPDATE categories SET name = $2, description = $3, version = version + 1 WHERE id = $1 RETURNING version`
+	if !store.HasVersionCondition(ctx) {
+		err := db.pool.QueryRow(ctx, update, c.ID, c.Name, c.Description).Scan(&c.Version)
+		return notFound(err, store.NotFound("category", c.ID))
 	}
-	return err
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		var version int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM categories WHERE id = $1 FOR UPDATE`, c.ID).Scan(&version); err != nil {
+			return notFound(err, store.NotFound("category", c.ID))
+		}
+		if err := store.CheckVersion(ctx, "category "+strconv.FormatInt(c.ID, 10), version); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, update, c.ID, c.Name, c.Description).Scan(&c.Version)
+	})
 }
 
 // deleteCategorySQL removes a category; the pets' foreign key refuses it
@@ -42,19 +57,40 @@ const deleteCategorySQL = `DELETE FROM categories WHERE id = $1`
 
 // DeleteCategory removes a category that has no pets.
 func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
-	tag, err := db.pool.Exec(ctx, deleteCategorySQL, id)
-	switch {
-	case violates(err, foreignKey):
-		// Refused: a second query, for the message, only then.
-		var n int
-		if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pets WHERE category_id = $1`, id).Scan(&n); err != nil {
+	del := func(q querier) error {
+		tag, err := q.Exec(ctx, deleteCategorySQL, id)
+		switch {
+		case violates(err, foreignKey):
+			// Refused: a second query, for the message, only then.
+			var n int
+			if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pets WHERE category_id = $1`, id).Scan(&n); err != nil {
+				return err
+			}
+			return store.CategoryInUse(id, max(n, 1))
+		case err == nil && tag.RowsAffected() == 0:
+			return store.NotFound("category", id)
+		}
+		return err
+	}
+	if !store.HasVersionCondition(ctx) {
+		return del(db.pool)
+	}
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		if err := checkVersionFor(ctx, tx, "categories", "category", id); err != nil {
 			return err
 		}
-		return store.CategoryInUse(id, max(n, 1))
-	case err == nil && tag.RowsAffected() == 0:
-		return store.NotFound("category", id)
+		return del(tx)
+	})
+}
+
+// checkVersionFor locks the row of id in table and checks the write's
+// If-Match condition against its version; what names the record.
+func checkVersionFor(ctx context.Context, tx pgx.Tx, table, what string, id int64) error {
+	var version int64
+	if err := tx.QueryRow(ctx, `SELECT version FROM `+table+` WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
+		return notFound(err, store.NotFound(what, id))
 	}
-	return err
+	return store.CheckVersion(ctx, what+" "+strconv.FormatInt(id, 10), version)
 }
 
 // ListCategories returns one page of categories.
@@ -119,7 +155,7 @@ const placeOrderSQL = `WITH taken AS (
 		WHERE pet_id = $1 AND status <> 'sold' AND quantity >= $2
 		RETURNING pet_id)
 	INSERT INTO orders (pet_id, quantity, ship_date, complete)
-	SELECT pet_id, $2, $3, $4 FROM taken RETURNING id`
+	SELECT pet_id, $2, $3, $4 FROM taken RETURNING id, version`
 
 // PlaceOrder takes the stock and records the order in one statement.
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
@@ -128,7 +164,7 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		err = db.pool.QueryRow(ctx, placeOrderSQL, in.PetID, in.Quantity, in.ShipDate, in.Complete).Scan(&in.ID)
+		err = db.pool.QueryRow(ctx, placeOrderSQL, in.PetID, in.Quantity, in.ShipDate, in.Complete).Scan(&in.ID, &in.Version)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			break
 		}
@@ -157,17 +193,46 @@ func (db *DB) orderRefusal(ctx context.Context, in store.Order) error {
 	return store.CheckOrderable(in.PetID, status, stock, in.Quantity)
 }
 
-// Order returns one order.
+// Order returns one order, with its version.
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
-	o, err := scanOrder(db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id = $1`, id))
+	o, err := scanVersionedOrder(db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete, version FROM orders WHERE id = $1`, id))
 	return o, notFound(err, store.NotFound("order", id))
 }
 
-// UpdateOrder changes an order's ship date or completion.
+// scanVersionedOrder is scanOrder with the version after the columns.
+func scanVersionedOrder(r pgx.Row) (store.Order, error) {
+	var o store.Order
+	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete, &o.Version)
+	if o.ShipDate != nil {
+		d := o.ShipDate.UTC()
+		o.ShipDate = &d
+	}
+	return o, err
+}
+
+// UpdateOrder changes an order's ship date or completion. Without an
+// If-Match condition it is one statement.
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (store.Order, error) {
-	o, err := scanOrder(db.pool.QueryRow(ctx, `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete)
-		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete`, id, u.ShipDate, u.Complete))
-	return o, notFound(err, store.NotFound("order", id))
+	const update = `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete), version = version + 1
+		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete, version`
+	if !store.HasVersionCondition(ctx) {
+		o, err := scanVersionedOrder(db.pool.QueryRow(ctx, update, id, u.ShipDate, u.Complete))
+		return o, notFound(err, store.NotFound("order", id))
+	}
+	var o store.Order
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		var version int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
+			return notFound(err, store.NotFound("order", id))
+		}
+		if err := store.CheckVersion(ctx, "order "+strconv.FormatInt(id, 10), version); err != nil {
+			return err
+		}
+		var err error
+		o, err = scanVersionedOrder(tx.QueryRow(ctx, update, id, u.ShipDate, u.Complete))
+		return err
+	})
+	return o, err
 }
 
 // cancelOrderSQL removes an incomplete order and returns its stock (up to
@@ -181,21 +246,32 @@ const cancelOrderSQL = `WITH cancelled AS (
 
 // CancelOrder removes an incomplete order and returns its stock.
 func (db *DB) CancelOrder(ctx context.Context, id int64) error {
-	for attempt := 1; ; attempt++ {
-		var n int
-		if err := db.pool.QueryRow(ctx, cancelOrderSQL, id, store.MaxStock).Scan(&n); err != nil || n == 1 {
+	cancel := func(q querier) error {
+		for attempt := 1; ; attempt++ {
+			var n int
+			if err := q.QueryRow(ctx, cancelOrderSQL, id, store.MaxStock).Scan(&n); err != nil || n == 1 {
+				return err
+			}
+			// Refused: a second query, for the reason, only then.
+			var complete bool
+			if err := q.QueryRow(ctx, `SELECT complete FROM orders WHERE id = $1`, id).Scan(&complete); err != nil {
+				return notFound(err, store.NotFound("order", id))
+			}
+			if complete || attempt == 3 {
+				return store.OrderComplete(id)
+			}
+			// Completion was undone between the two: try again.
+		}
+	}
+	if !store.HasVersionCondition(ctx) {
+		return cancel(db.pool)
+	}
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		if err := checkVersionFor(ctx, tx, "orders", "order", id); err != nil {
 			return err
 		}
-		// Refused: a second query, for the reason, only then.
-		var complete bool
-		if err := db.pool.QueryRow(ctx, `SELECT complete FROM orders WHERE id = $1`, id).Scan(&complete); err != nil {
-			return notFound(err, store.NotFound("order", id))
-		}
-		if complete || attempt == 3 {
-			return store.OrderComplete(id)
-		}
-		// Completion was undone between the two: try again.
-	}
+		return cancel(tx)
+	})
 }
 
 // ListOrders returns one page of orders, filtered by pet and completion.
