@@ -91,7 +91,8 @@ func TestArchitecture(t *testing.T) {
 	}
 
 	// Persistence is the store's: nothing else, tests included, opens the
-	// bbolt file or speaks to PostgreSQL itself.
+	// bbolt file or speaks to PostgreSQL itself. Tests reach bbolt through
+	// store/boltstore/bolttest and PostgreSQL through pgtest.Session.
 	for path, p := range pkgs {
 		if under(path, "petstore/store") {
 			continue
@@ -99,6 +100,9 @@ func TestArchitecture(t *testing.T) {
 		all := slices.Concat(p.Imports, p.TestImports, p.XTestImports)
 		if imp := importsAny(all, "go.etcd.io/bbolt", "github.com/jackc/pgx"); imp != "" {
 			t.Errorf("%s imports %s", path, imp)
+		}
+		if imp := importsAny(slices.Concat(p.TestImports, p.XTestImports), "go.etcd.io/bbolt"); imp != "" {
+			t.Errorf("the tests of %s import %s", path, imp)
 		}
 	}
 

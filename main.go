@@ -3,9 +3,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"crypto/x509"
+	"crypto/tls"
 	_ "embed"
 	"errors"
 	"flag"
@@ -14,20 +13,18 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"petstore/domains"
-	"petstore/domains/acmedns"
-	"petstore/domains/dnscheck"
 	"petstore/handlers"
 	"petstore/handlers/accesslog"
 	"petstore/handlers/buildinfo"
@@ -67,6 +64,8 @@ type config struct {
 	rateLimit                                   float64
 	cpuProfile                                  string
 	maxInFlight, maxClientConns                 int
+	maxClientInFlight                           int
+	headerTimeout                               time.Duration
 	shutdownTimeout                             time.Duration
 	logJSON                                     bool
 	allowTestTLDs, dnsAllowPrivate              bool
@@ -138,6 +137,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	limits := flags.group("Limits")
 	limits.Float64(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
 	limits.Int(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
+	limits.Int(&c.maxClientInFlight, "max-client-in-flight", handlers.DefaultMaxClientInFlight, "requests of one client address (IPv6: its /64) served at once; past it, 503 with Retry-After; 0 turns the cap off")
+	limits.Duration(&c.headerTimeout, "header-timeout", listen.DefaultHeaderTimeout, "how long a client may take to send its request headers before its connection is closed")
 	limits.Int(&c.maxClientConns, "max-client-conns", listen.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
 	limits.Int(&c.maxEventStreams, "max-event-streams", handlers.DefaultMaxStreams, "event streams (GET /events, GET /admin/events as Server-Sent Events) open at once; past it, 503 with Retry-After")
 	limits.Duration(&c.eventRetention, "event-retention", 7*24*time.Hour, "how long events and webhook delivery logs are kept; older ones are pruned in the background")
@@ -173,6 +174,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 				return c, fmt.Errorf("--proxy-protocol-from: %q is neither an IP address nor a CIDR range", src)
 			}
 		}
+	}
+	if c.headerTimeout <= 0 {
+		return c, errors.New("--header-timeout must be positive")
 	}
 	if c.renewInterval <= 0 {
 		return c, errors.New("--renew-interval must be positive")
@@ -323,6 +327,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer manager.Close()
+	serverErrors := listen.NewServerErrors(log)
+	errorLog := serverErrors.Logger()
 	conns, fileLimit, err := listen.NewConnGuard(cfg.maxClientConns)
 	if err != nil {
 		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
@@ -331,9 +337,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	engine := webhooks.New(webhooks.Config{Store: db, Policy: policy, Retention: cfg.eventRetention, Log: log})
 	srv, err := handlers.New(handlers.Config{
 		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
-		Metrics:     metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut)),
-		CORSOrigins: cfg.corsOrigins,
-		Events:      engine, WebhookPolicy: policy, MaxStreams: cfg.maxEventStreams,
+		MaxClientInFlight: clientInFlight(cfg.maxClientInFlight),
+		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
+		CORSOrigins:       cfg.corsOrigins,
+		Events:            engine, WebhookPolicy: policy, MaxStreams: cfg.maxEventStreams,
+		Now: handlersNow,
 	})
 	if err != nil {
 		return err
@@ -341,7 +349,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
 
-	errorLog := slog.NewLogLogger(logHandler, slog.LevelWarn)
 	listeners := listen.NewListeners(conns)
 	defer listeners.Close()
 	// Sockets systemd opened (socket activation) replace the flags' binds.
@@ -355,17 +362,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 	}
-	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, listen.NewHTTPServer(srv, nil, errorLog))
+	httpServer := func(h http.Handler, tc *tls.Config) *http.Server {
+		hs := listen.NewHTTPServer(h, tc, errorLog)
+		hs.ReadHeaderTimeout = cfg.headerTimeout
+		return hs
+	}
+	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, httpServer(srv, nil))
 	if err != nil {
 		return listenError("listen", cfg.listen, err)
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listeners.ListenAs(listen.NameHTTPS, cfg.httpsListen, listen.NewHTTPServer(srv, manager.TLSConfig(), errorLog)); err != nil {
+		if _, err := listeners.ListenAs(listen.NameHTTPS, cfg.httpsListen, httpServer(srv, manager.TLSConfig())); err != nil {
 			return listenError("https-listen", cfg.httpsListen, err)
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.ListenAs(listen.NameHTTP, cfg.httpListen, listen.NewHTTPServer(manager.HTTPChallengeHandler(srv.HTTPSRedirect()), nil, errorLog)); err != nil {
+		if _, err := listeners.ListenAs(listen.NameHTTP, cfg.httpListen, httpServer(srv.RateLimited(manager.HTTPChallengeHandler(srv.HTTPSRedirect())), nil)); err != nil {
 			return listenError("http-listen", cfg.httpListen, err)
 		}
 	}
@@ -422,86 +434,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return nil
 }
 
-// domainsNow is the custom domains' clock. Tests of rules that span hours
-// (a domain is moved only on evidence over an hour) set it instead of
-// waiting.
-var domainsNow = time.Now
-
-// domainsTickEvery, when set, is how often the custom domains' background
-// loops look for due work (tests that need a round within a second); zero
-// keeps the manager's default.
-var domainsTickEvery time.Duration
-
-// newDomainManager builds the custom-domain manager from the flags:
-// certificates only when this process terminates TLS.
-func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Manager, error) {
-	var publicIPs []netip.Addr
-	for _, s := range cfg.publicIPs {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return nil, fmt.Errorf("--public-ip %q: not an IP address", s)
-		}
-		publicIPs = append(publicIPs, a)
-	}
-	dc := domains.Config{
-		Store:    db,
-		Platform: dnscheck.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs},
-		Checker: &dnscheck.Checker{
-			Resolvers: cfg.dnsResolvers, CAAIdentities: cfg.acmeCAAIdentities,
-			AllowPrivateNameservers: cfg.dnsAllowPrivate,
-		},
-		AllowTestTLDs: cfg.allowTestTLDs,
-		Logger:        log,
-		Now:           domainsNow,
-		TickEvery:     domainsTickEvery,
-	}
-	if cfg.httpsListen != "" {
-		a := &domains.ACME{
-			CA: cfg.acmeCAs[0], FallbackCAs: cfg.acmeCAs[1:], Email: cfg.acmeEmail, Profile: cfg.acmeProfile,
-			TLSPort: portOf(cfg.httpsListen, 443), HTTPPort: portOf(cfg.httpListen, 80),
-			DisableHTTPChallenge: cfg.httpListen == "", RenewInterval: cfg.renewInterval,
-		}
-		if cfg.acmeCARoot != "" {
-			pemBytes, err := os.ReadFile(cfg.acmeCARoot)
-			if err != nil {
-				return nil, fmt.Errorf("--acme-ca-root: %w", err)
-			}
-			a.TrustedRoots = x509.NewCertPool()
-			if !a.TrustedRoots.AppendCertsFromPEM(pemBytes) {
-				return nil, fmt.Errorf("--acme-ca-root %s: no PEM certificate in it", cfg.acmeCARoot)
-			}
-		}
-		dc.ACME = a
-	}
-	return domains.NewManager(dc)
-}
-
-// startACMEDNS starts the authoritative DNS server of --acme-dns-zone and
-// returns what stops it.
-func startACMEDNS(cfg config, db store.Store, log *slog.Logger) (stop func(), err error) {
-	s, err := acmedns.New(acmedns.Config{Zone: cfg.acmeDNSZone, Nameservers: cfg.acmeDNSNameservers, Store: db, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	udp, tcp, err := s.Start(cmp.Or(cfg.dnsListen, ":53"))
-	if err != nil {
-		return nil, err
-	}
-	log.Info("answering DNS for the ACME zone", "zone", cfg.acmeDNSZone, "udp", udp.String(), "tcp", tcp.String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	}, nil
-}
-
-func portOf(addr string, fallback int) int {
-	_, p, err := net.SplitHostPort(addr)
-	if n, err2 := strconv.Atoi(p); err == nil && err2 == nil {
-		return n
-	}
-	return fallback
-}
+// handlersNow is the API's clock for sunset dates (nil: time.Now). Tests of
+// what clients meet after a sunset set it instead of waiting for the date.
+var handlersNow func() time.Time
 
 // printBanner says where everything is. The admin token appears only when
 // it was just generated: it is stored as a hash and cannot be shown again.
@@ -562,4 +497,13 @@ func (c config) dataDescription() string {
 		return u.Redacted()
 	}
 	return "(a PostgreSQL database)"
+}
+
+// clientInFlight is --max-client-in-flight as handlers.Config takes it: 0
+// (off) there means the default, negative means off.
+func clientInFlight(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

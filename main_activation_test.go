@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,23 +17,7 @@ import (
 	"petstore/domains/domaintest"
 )
 
-// The child process of the socket activation tests: run() with the sockets
-// its parent passed, as systemd passes them.
-const (
-	activationChildEnv     = "PETSTORE_TEST_ACTIVATION_CHILD"
-	activationChildArgsEnv = "PETSTORE_TEST_ACTIVATION_ARGS"
-)
-
-func runActivationChild() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	args := strings.Split(os.Getenv(activationChildArgsEnv), "\x1f")
-	if err := run(ctx, args, func(string) string { return "" }, os.Stdout); err != nil {
-		fmt.Println("run:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+func runActivationChild() { runChild(func() error { return nil }) }
 
 // activationArgs are the flags of a child on a fresh data file; --listen
 // names an address this machine cannot bind (TEST-NET-1), so that a child
@@ -50,9 +33,8 @@ func activationArgs(t *testing.T, more ...string) []string {
 // that execs it (the pid is unknown before the start).
 func startActivated(t *testing.T, lns []*net.TCPListener, names []string, args []string) *domaintest.Process {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ exec "$0" "$@"`, os.Args[0], "-test.run=^"+t.Name()+"$")
-	cmd.Env = append(os.Environ(), activationChildEnv+"=1", activationChildArgsEnv+"="+strings.Join(args, "\x1f"),
-		fmt.Sprintf("LISTEN_FDS=%d", len(lns)))
+	cmd := childCommand(t, args, "/bin/sh", "-c", `LISTEN_PID=$$ exec "$0" "$@"`)
+	cmd.Env = append(cmd.Env, fmt.Sprintf("LISTEN_FDS=%d", len(lns)))
 	if names != nil {
 		cmd.Env = append(cmd.Env, "LISTEN_FDNAMES="+strings.Join(names, ":"))
 	}
@@ -64,16 +46,7 @@ func startActivated(t *testing.T, lns []*net.TCPListener, names []string, args [
 		t.Cleanup(func() { f.Close() })
 		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
 	}
-	proc := domaintest.StartProcess(t, cmd)
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-proc.Done():
-		case <-time.After(10 * time.Second):
-			t.Errorf("the service did not stop after SIGTERM:\n%s", proc.Out)
-		}
-	})
-	return proc
+	return startServiceChild(t, cmd)
 }
 
 func loopbackListener(t *testing.T) *net.TCPListener {
@@ -104,7 +77,7 @@ func getHealthz(t *testing.T, addr string) int {
 // single unnamed one, serve --listen; a socket for a listener that is off,
 // or with a name no flag has, stops the start with the reason.
 func TestSocketActivation(t *testing.T) {
-	if os.Getenv(activationChildEnv) != "" {
+	if isChild() {
 		runActivationChild()
 	}
 	for _, tc := range []struct {
@@ -158,7 +131,7 @@ func TestSocketActivation(t *testing.T) {
 // systemd-socket-activate, which binds the address, waits for the first
 // connection and only then starts the service with the socket.
 func TestSocketActivationBySystemd(t *testing.T) {
-	if os.Getenv(activationChildEnv) != "" {
+	if isChild() {
 		runActivationChild()
 	}
 	tool, err := exec.LookPath("systemd-socket-activate")
@@ -171,14 +144,9 @@ func TestSocketActivationBySystemd(t *testing.T) {
 	addr := free.Addr().String()
 	free.Close()
 	args := activationArgs(t)
-	cmd := exec.Command(tool, "--listen="+addr, "--fdname=listen",
-		"--setenv="+activationChildEnv+"=1", "--setenv="+activationChildArgsEnv+"="+strings.Join(args, "\x1f"),
-		os.Args[0], "-test.run=^"+t.Name()+"$")
-	proc := domaintest.StartProcess(t, cmd)
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-proc.Done()
-	})
+	cmd := childCommand(t, args, tool, "--listen="+addr, "--fdname=listen",
+		"--setenv="+childEnv+"=1", "--setenv="+childArgsEnv+"="+strings.Join(args, "\x1f"))
+	proc := startServiceChild(t, cmd)
 	var status int
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		// The tool may not have bound the address yet.
@@ -205,7 +173,7 @@ func TestSocketActivationBySystemd(t *testing.T) {
 // connections made in between wait in the socket's backlog. The longest
 // wait is logged.
 func TestRestartWithPassedSocketRefusesNothing(t *testing.T) {
-	if os.Getenv(activationChildEnv) != "" {
+	if isChild() {
 		runActivationChild()
 	}
 	if testing.Short() {
@@ -324,7 +292,7 @@ func unitValues(t *testing.T, path, key string) []string {
 // socket (its name; a loopback port instead of its fixed address) start
 // the service, which answers on that socket.
 func TestSystemdUnitFiles(t *testing.T) {
-	if os.Getenv(activationChildEnv) != "" {
+	if isChild() {
 		runActivationChild()
 	}
 	names := unitValues(t, "docs/systemd/petstore.socket", "FileDescriptorName")

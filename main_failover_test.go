@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"petstore/store/postgres/pgtest"
 )
 
@@ -102,16 +100,8 @@ func TestFailoverToAPromotedReplica(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	conn, err := pgx.Connect(context.Background(), strings.Replace(databaseURL, primary.Addr(), standby.Addr(), 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	rows, err := conn.Query(context.Background(), `SELECT id FROM categories`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	conn := pgtest.Connect(t, strings.Replace(databaseURL, primary.Addr(), standby.Addr(), 1))
+	stored, err := conn.Int64s(context.Background(), `SELECT id FROM categories`)
 	if err != nil {
 		t.Fatal(err)
 	}

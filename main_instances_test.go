@@ -42,7 +42,8 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 	// resolver the test can make fail.
 	resolver := domaintest.StartFaultyDNS(t)
 	common := append([]string{
-		"--database", databaseURL, "--max-client-conns", "0", "--dns-allow-private",
+		// One client sends 200 orders at once: no per-client caps.
+		"--database", databaseURL, "--max-client-conns", "0", "--max-client-in-flight", "0", "--dns-allow-private",
 	}, customDomainFlags(pebble, rootFile)...)
 	env := map[string]string{"PETSTORE_DNS_RESOLVER": resolver.Addr()}
 	// Pebble validates TLS-ALPN-01 on one port: a's. b serves beside it.

@@ -9,9 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -76,7 +73,8 @@ func TestLogReaderThatStopsDoesNotBlockRequests(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < requests; i += workers {
-				status, _, err := get("/healthz", "X-Request-Id", longID)
+				// Not a probe: probes write no access line.
+				status, _, err := get("/categories", "X-Request-Id", longID)
 				if err == nil && status != http.StatusOK {
 					err = fmt.Errorf("status %d", status)
 				}
@@ -163,28 +161,16 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 	db.Close()
 }
 
-// The child process of TestOneClientCannotHoldTheDescriptors: run() under
-// a low limit on open files, which the parent cannot set for itself.
-const (
-	connChildEnv     = "PETSTORE_TEST_CONN_CHILD"
-	connChildArgsEnv = "PETSTORE_TEST_CONN_CHILD_ARGS"
-	childFileLimit   = 200
-)
+// childFileLimit is the limit on open files of the child process of
+// TestOneClientCannotHoldTheDescriptors, which the parent cannot set for
+// itself.
+const childFileLimit = 200
 
 func runConnChild() {
-	lim := syscall.Rlimit{Cur: childFileLimit, Max: childFileLimit}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		fmt.Println("setrlimit:", err)
-		os.Exit(1)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	args := strings.Split(os.Getenv(connChildArgsEnv), "\x1f")
-	if err := run(ctx, args, func(string) string { return "" }, os.Stdout); err != nil {
-		fmt.Println("run:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
+	runChild(func() error {
+		lim := syscall.Rlimit{Cur: childFileLimit, Max: childFileLimit}
+		return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	})
 }
 
 // startLimited starts the service in a child process whose limit on open
@@ -193,17 +179,7 @@ func startLimited(t *testing.T, args ...string) string {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0", "--admin-token", domaintest.AdminToken,
 		"--data", filepath.Join(t.TempDir(), "p.db"), "--shutdown-timeout", "1s"}, args...)
-	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
-	cmd.Env = append(os.Environ(), connChildEnv+"=1", connChildArgsEnv+"="+strings.Join(args, "\x1f"))
-	proc := domaintest.StartProcess(t, cmd)
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-proc.Done():
-		case <-time.After(10 * time.Second):
-			t.Errorf("the service did not stop after SIGTERM:\n%s", proc.Out)
-		}
-	})
+	proc := startServiceChild(t, childCommand(t, args))
 	base, err := proc.WaitOutput(20*time.Second, listeningOn)
 	if err != nil {
 		t.Fatalf("the service did not listen: %v\n%s", err, proc.Out)
@@ -275,7 +251,7 @@ func otherClientServed(t *testing.T, addr string) {
 // connections are closed to make room) and below it (the client's extra
 // connections are closed at once).
 func TestOneClientCannotHoldTheDescriptors(t *testing.T) {
-	if os.Getenv(connChildEnv) != "" {
+	if isChild() {
 		runConnChild()
 	}
 	t.Run("idle connections make room", func(t *testing.T) {

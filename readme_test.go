@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/web"
 )
 
 // TestREADMEWalkThrough runs the README's walk-through, each shell block as
@@ -18,6 +20,61 @@ import (
 // admin token (ADMIN=pat_…) and the address (http://localhost:8080). In an
 // expected line, "…" stands for any text (ids and secrets).
 func TestREADMEWalkThrough(t *testing.T) {
+	runWalkThrough(t)
+}
+
+// TestREADMEWalkThroughAfterSunset runs the walk-through against a server
+// whose clock is past the sunset of GET /pets/{petId}: it still reads a
+// single pet (through the successor), and every Location and Link it meets
+// answers 200 on that server, so nothing a client follows is the removed
+// call.
+func TestREADMEWalkThroughAfterSunset(t *testing.T) {
+	doc, err := web.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := doc.Paths.Find("/pets/{petId}").Get.Extensions[web.ExtSunset].(string)
+	sunset, err := time.Parse(time.DateOnly, raw)
+	if err != nil {
+		t.Fatalf("the sunset date of GET /pets/{petId}: %v", err)
+	}
+	handlersNow = func() time.Time { return sunset.Add(24 * time.Hour) }
+	t.Cleanup(func() { handlersNow = nil })
+
+	in, outputs := runWalkThrough(t)
+	if code, body := in.call(t, "GET", "/pets/1", ""); code != 410 {
+		t.Fatalf("the server's clock is not past the sunset: GET /pets/1 answered %d %s", code, body)
+	}
+	followed := 0
+	header := regexp.MustCompile(`(?im)^(?:Location: *(\S+)|Link: *(.*))$`)
+	target := regexp.MustCompile(`<([^>]*)>`)
+	for _, out := range outputs {
+		for _, m := range header.FindAllStringSubmatch(out, -1) {
+			urls := []string{m[1]}
+			if m[1] == "" {
+				urls = nil
+				for _, l := range target.FindAllStringSubmatch(m[2], -1) {
+					urls = append(urls, l[1])
+				}
+			}
+			for _, u := range urls {
+				followed++
+				if code, body := in.call(t, "GET", strings.TrimPrefix(u, in.base), ""); code != 200 {
+					t.Errorf("the walk-through met %s (%q), which answers %d after the sunset: %s", u, m[0], code, body)
+				}
+			}
+		}
+	}
+	if followed < 2 {
+		t.Errorf("only %d Location and Link targets met; has the walk-through moved?", followed)
+	}
+}
+
+// runWalkThrough runs the README's walk-through, each shell block as
+// written, against a server it starts, checks the outputs the README shows,
+// and returns the server and every step's output.
+func runWalkThrough(t *testing.T) (*instance, []string) {
+	t.Helper()
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {
@@ -48,9 +105,11 @@ func TestREADMEWalkThrough(t *testing.T) {
 	}
 
 	steps := 0
+	var all []string
 	for _, block := range blocks {
 		script, expected := splitSteps(fill.Replace(block))
 		outputs := runSteps(t, script)
+		all = append(all, outputs...)
 		for i, want := range expected {
 			if len(want) == 0 {
 				continue
@@ -64,6 +123,7 @@ func TestREADMEWalkThrough(t *testing.T) {
 	if steps < 5 {
 		t.Errorf("only %d steps with shown output were checked; has the walk-through moved?", steps)
 	}
+	return in, all
 }
 
 // walkThroughBlocks returns the sh blocks of the README section that holds

@@ -16,6 +16,10 @@ import (
 func finishStart(ctx context.Context, db store.Store, srv *handlers.Server, adminToken string, log *slog.Logger) {
 	tokenDone := false
 	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
+		// A store still reaching its database says when it has: try then.
+		if r, ok := db.(interface{ WaitReady(context.Context) error }); ok && r.WaitReady(ctx) != nil {
+			return
+		}
 		var err error
 		if !tokenDone {
 			var token string

@@ -29,8 +29,11 @@ func (s *Server) listDomains(c echo.Context) error {
 	}
 	var after *store.DomainCursor
 	if raw := c.QueryParam("cursor"); raw != "" {
-		addedAt, name, ok := decodeCursor(raw)
-		if !ok || name == "" {
+		addedAt, name, err := decodeCursor(c, raw)
+		if err != nil {
+			return err
+		}
+		if name == "" {
 			return errBadCursor
 		}
 		after = &store.DomainCursor{AddedAt: time.Unix(0, addedAt).UTC(), Name: name}
@@ -40,7 +43,7 @@ func (s *Server) listDomains(c echo.Context) error {
 		return err
 	}
 	if next != nil {
-		setNextPage(c, encodeCursor(next.AddedAt.UnixNano(), next.Name))
+		setNextPage(c, encodeCursor(c, next.AddedAt.UnixNano(), next.Name))
 	}
 	out := make([]domainView, 0, len(ds))
 	for _, d := range ds {

@@ -93,7 +93,7 @@ func TestEveryOperation(t *testing.T) {
 	if rex.Status != store.StatusAvailable || rex.Name != "Rex" || rex.ID == 0 {
 		t.Errorf("created pet %+v", rex)
 	}
-	if got := res.header.Get("Location"); got != fmt.Sprintf("/pets/%d", rex.ID) {
+	if got := res.header.Get("Location"); got != fmt.Sprintf("/pets?id=%d", rex.ID) {
 		t.Errorf("Location %q", got)
 	}
 	if inv, err := ts.db.InventoryItem(ctx, rex.ID); err != nil || inv.Quantity != 0 || inv.Status != store.StatusAvailable {

@@ -31,9 +31,6 @@ type keyChecker interface {
 // operations need which credential, and this checks the credential.
 func (s *Server) authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	req := in.RequestValidationInput.Request
-	if err := s.failures.check(req); err != nil {
-		return err
-	}
 	switch in.SecuritySchemeName {
 	case schemeAPIKey:
 		if kc, ok := s.store.(keyChecker); ok {
@@ -52,7 +49,7 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 			return nil
 		}
 	}
-	return errBadCredentials
+	return s.failures.refuse(req, errBadCredentials)
 }
 
 func bearerToken(h string) string {

@@ -122,8 +122,19 @@ func TestDeprecatedOperation(t *testing.T) {
 	if dep := res.header.Get("Deprecation"); !strings.HasPrefix(dep, "@") {
 		t.Errorf("Deprecation %q is not an RFC 9745 date", dep)
 	}
-	if link := res.header.Get("Link"); !strings.Contains(link, `rel="sunset"`) || !strings.Contains(link, `rel="deprecation"`) {
+	if link := res.header.Get("Link"); !strings.Contains(link, `rel="sunset"`) || !strings.Contains(link, `rel="deprecation"`) ||
+		!strings.Contains(link, `</pets?id=1>; rel="successor-version"`) {
 		t.Errorf("Link %q", link)
+	}
+	// Every answer of the deprecated call names the successor, a 404 too;
+	// and the successor reads the same pet.
+	if link := before.do("GET", "/pets/2", "").wantError(404, "not_found").header.Get("Link"); !strings.Contains(link, `</pets?id=2>; rel="successor-version"`) {
+		t.Errorf("404 Link %q", link)
+	}
+	var pets []store.Pet
+	before.do("GET", "/pets?id=1", "").wantStatus(200).decode(&pets)
+	if len(pets) != 1 || pets[0].ID != 1 || pets[0].Name != "Rex" {
+		t.Errorf("GET /pets?id=1: %+v", pets)
 	}
 	// The other operations are not deprecated.
 	if res := before.do("GET", "/pets", ""); res.header.Get("Deprecation") != "" {
@@ -132,7 +143,100 @@ func TestDeprecatedOperation(t *testing.T) {
 
 	after := newTestServer(t, withNow(sunset))
 	res = after.do("GET", "/pets/1", "").wantError(410, "gone")
-	if !strings.Contains(res.message(), sunsetStr) || res.header.Get("Sunset") == "" {
-		t.Errorf("410 answer: %q, Sunset %q", res.message(), res.header.Get("Sunset"))
+	if !strings.Contains(res.message(), sunsetStr) || !strings.Contains(res.message(), "GET /pets?id=1") || res.header.Get("Sunset") == "" ||
+		!strings.Contains(res.header.Get("Link"), `</pets?id=1>; rel="successor-version"`) {
+		t.Errorf("410 answer: %q, Sunset %q, Link %q", res.message(), res.header.Get("Sunset"), res.header.Get("Link"))
+	}
+	// After the sunset, what POST /pets points at still answers.
+	after.do("POST", "/categories", `{"name":"cats"}`).wantStatus(201).decode(&cat)
+	created := after.do("POST", "/pets", fmt.Sprintf(`{"name":"Bella","categoryId":%d}`, cat.ID)).wantStatus(201)
+	after.do("GET", created.header.Get("Location"), "").wantStatus(200).decode(&pets)
+	if len(pets) != 1 || pets[0].Name != "Bella" {
+		t.Errorf("GET %s after the sunset: %+v", created.header.Get("Location"), pets)
+	}
+}
+
+// TestPetsByID reads pets by their ids: several at once, in id order, the
+// missing ones left out, combined with the other filters, paged.
+func TestPetsByID(t *testing.T) {
+	ts := newTestServer(t)
+	var cat store.Category
+	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
+	for _, name := range []string{"A", "B", "C", "D"} {
+		ts.do("POST", "/pets", fmt.Sprintf(`{"name":%q,"categoryId":%d,"status":"pending"}`, name, cat.ID)).wantStatus(201)
+	}
+	ts.do("PUT", "/pets/3", fmt.Sprintf(`{"name":"C","categoryId":%d,"status":"sold"}`, cat.ID)).wantStatus(200)
+	names := func(path string) (string, string) {
+		var pets []store.Pet
+		res := ts.do("GET", path, "").wantStatus(200)
+		res.decode(&pets)
+		var out []string
+		for _, p := range pets {
+			out = append(out, p.Name)
+		}
+		return strings.Join(out, ","), res.header.Get("Link")
+	}
+	for _, c := range []struct{ path, names, link string }{
+		{"/pets?id=4&id=2&id=99&id=2", "B,D", ""},
+		{"/pets?id=99", "", ""},
+		{"/pets?id=1&id=2&id=3&status=sold", "C", ""},
+		{"/pets?id=1&id=2&id=3&limit=2", "A,B", `</pets?cursor=AAAAAAAAAAL_cQUqQA&id=1&id=2&id=3&limit=2>; rel="next"`},
+		{"/pets?cursor=AAAAAAAAAAL_cQUqQA&id=1&id=2&id=3&limit=2", "C", ""},
+	} {
+		if got, link := names(c.path); got != c.names || link != c.link {
+			t.Errorf("GET %s: %q with Link %q, want %q with %q", c.path, got, link, c.names, c.link)
+		}
+	}
+	ts.do("GET", "/pets?id=0", "").wantError(400, "invalid_request")
+	ts.do("GET", "/pets?id="+strings.Repeat("1&id=", 100)+"1", "").wantError(400, "invalid_request")
+}
+
+// TestCursorsAreBoundToTheirList: a cursor continues the list and filters
+// it came from; taken to another list, or to other filters, it is 400
+// naming the parameter. limit may change from page to page.
+func TestCursorsAreBoundToTheirList(t *testing.T) {
+	ts := newTestServer(t)
+	var cat store.Category
+	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201).decode(&cat)
+	ts.do("POST", "/categories", `{"name":"cats"}`).wantStatus(201)
+	for i := range 3 {
+		ts.do("POST", "/pets", fmt.Sprintf(`{"name":"pet %d","categoryId":%d}`, i, cat.ID)).wantStatus(201)
+	}
+	next := func(path string) string {
+		link := ts.do("GET", path, "").wantStatus(200).header.Get("Link")
+		u, ok := strings.CutPrefix(link, "<")
+		u, _, ok2 := strings.Cut(u, ">")
+		if !ok || !ok2 {
+			t.Fatalf("GET %s: no next page in Link %q", path, link)
+		}
+		return u
+	}
+	pets := next("/pets?limit=1")
+	_, cursor, _ := strings.Cut(pets, "cursor=")
+	cursor, _, _ = strings.Cut(cursor, "&")
+	filtered := next(fmt.Sprintf("/pets?limit=1&categoryId=%d", cat.ID))
+	_, filteredCursor, _ := strings.Cut(filtered, "cursor=")
+	filteredCursor, _, _ = strings.Cut(filteredCursor, "&")
+
+	ts.do("GET", pets, "").wantStatus(200)
+	ts.do("GET", "/pets?limit=5&cursor="+cursor, "").wantStatus(200) // another page size
+	ts.do("GET", filtered, "").wantStatus(200)
+	ts.do("GET", fmt.Sprintf("/pets?cursor=%s&categoryId=%d&limit=1", filteredCursor, cat.ID), "").wantStatus(200) // filters in another order
+	for _, path := range []string{
+		"/categories?cursor=" + cursor,
+		"/store/orders?cursor=" + cursor,
+		"/store/inventory?cursor=" + cursor,
+		"/pets?status=sold&cursor=" + cursor,
+		"/pets?cursor=" + filteredCursor,
+		fmt.Sprintf("/pets?categoryId=%d&cursor=%s", cat.ID+1, filteredCursor),
+	} {
+		res := ts.do("GET", path, "").wantError(400, "invalid_request")
+		if msg := res.message(); !strings.HasPrefix(msg, `query parameter "cursor": belongs to another list or to other filters`) {
+			t.Errorf("GET %s: %q", path, msg)
+		}
+	}
+	// The admin API's lists too.
+	if res := ts.adminDo("GET", "/admin/api-keys?cursor="+cursor, ""); res.status != 400 || !strings.Contains(res.message(), `"cursor"`) {
+		t.Errorf("a pets cursor on /admin/api-keys: %d %s", res.status, res.body)
 	}
 }

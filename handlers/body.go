@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,7 +31,7 @@ func readBody(limit int64) echo.MiddlewareFunc {
 			if r.ContentLength > limit {
 				return bodyTooLarge(c, limit)
 			}
-			data, err := readAtMost(r, limit)
+			data, err := readAtMost(r, limit, http.NewResponseController(c.Response().Writer))
 			if err != nil {
 				// The framing is broken or the client stalled: what follows on
 				// the connection cannot be trusted to be a request.
@@ -52,17 +53,52 @@ func readBody(limit int64) echo.MiddlewareFunc {
 	}
 }
 
+// A body must arrive at bodyMinRate bytes a second or faster, after
+// bodyGrace: a client that sends one byte a second holds a connection and
+// a goroutine for the whole read timeout, and so many of them would hold
+// the service. The slowest honest client (a 64 KiB body over a poor mobile
+// link) is far faster.
+const (
+	bodyGrace   = 5 * time.Second
+	bodyMinRate = 1024
+)
+
 // readAtMost reads the body, or limit+1 bytes of it when it is longer: one
-// allocation of the right size when the length is declared.
-func readAtMost(r *http.Request, limit int64) ([]byte, error) {
+// allocation of the right size when the length is declared. It moves the
+// connection's read deadline along with what arrived (bodyMinRate), and
+// clears it after, when rc can (a net/http connection or HTTP/2 stream):
+// the server's own ReadTimeout still bounds the whole.
+func readAtMost(r *http.Request, limit int64, rc *http.ResponseController) ([]byte, error) {
+	body := io.Reader(r.Body)
+	start := time.Now()
+	if rc.SetReadDeadline(start.Add(bodyGrace)) == nil {
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+		body = &minRateReader{r: r.Body, rc: rc, start: start}
+	}
 	if r.ContentLength >= 0 {
 		data := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(r.Body, data); err != nil {
+		if _, err := io.ReadFull(body, data); err != nil {
 			return nil, err
 		}
 		return data, nil
 	}
-	return io.ReadAll(io.LimitReader(r.Body, limit+1))
+	return io.ReadAll(io.LimitReader(body, limit+1))
+}
+
+// minRateReader gives each read the deadline that what arrived so far
+// earned: bodyGrace plus a second for every bodyMinRate bytes.
+type minRateReader struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	start time.Time
+	n     int64
+}
+
+func (m *minRateReader) Read(p []byte) (int, error) {
+	_ = m.rc.SetReadDeadline(m.start.Add(bodyGrace + time.Duration(m.n)*time.Second/bodyMinRate))
+	n, err := m.r.Read(p)
+	m.n += int64(n)
+	return n, err
 }
 
 func bodyTooLarge(c echo.Context, limit int64) error {
@@ -73,12 +109,12 @@ func bodyTooLarge(c echo.Context, limit int64) error {
 }
 
 // bodyReadError says why a body could not be read: the connection's read
-// deadline (the client sent it too slowly), or a body that ended before its
+// deadline (the client sent it too slowly, below bodyMinRate), or a body that ended before its
 // declared length or with broken chunked framing.
 func bodyReadError(err error) error {
 	var ne net.Error
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
-		return apiError(codeRequestTimeout, "the request body did not arrive within the server's read timeout")
+		return apiError(codeRequestTimeout, "the request body arrived too slowly: the server needs %d bytes a second after the first %s, within its read timeout", bodyMinRate, bodyGrace)
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return apiError(store.EINVALID, "body: the connection ended before the whole body arrived")

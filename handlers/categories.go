@@ -17,6 +17,7 @@ func (s *Server) createCategory(c echo.Context) error {
 	if err := s.store.CreateCategory(c.Request().Context(), &cat); err != nil {
 		return err
 	}
+	setETag(c, cat.Version)
 	return respondCreated(c, fmt.Sprintf("/categories/%d", cat.ID), cat)
 }
 
@@ -30,9 +31,11 @@ func (s *Server) replaceCategory(c echo.Context) error {
 		return err
 	}
 	cat.ID = id
-	if err := s.store.ReplaceCategory(c.Request().Context(), &cat); err != nil {
-		return err
+	ctx := ifMatch(c)
+	if err := s.store.ReplaceCategory(ctx, &cat); err != nil {
+		return preconditionFailed(ctx, err)
 	}
+	setETag(c, cat.Version)
 	return respond(c, http.StatusOK, cat)
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"petstore/handlers"
 	"petstore/store"
 )
 
@@ -15,7 +16,8 @@ import (
 // insufficient_stock, and the stock ends at 0. Cancelling returns stock.
 func TestConcurrentOrdersNeverOversell(t *testing.T) {
 	const clients, stock = 200, 50
-	ts := newTestServer(t)
+	// One client sends all 200 at once: past the per-client cap, 503.
+	ts := newTestServer(t, func(c *handlers.Config) { c.MaxClientInFlight = -1 })
 	_, pet := ts.addRex(stock)
 
 	var (

@@ -13,7 +13,9 @@ import (
 // what it returns; the others are beside their resource.
 
 // getByID answers 200 with what get finds for the id path parameter param.
-func getByID[T any](param string, get func(context.Context, int64) (T, error)) echo.HandlerFunc {
+// With version (nil for a record that has none), it carries the record's
+// ETag, and answers 304 to an If-None-Match that names it.
+func getByID[T any](param string, get func(context.Context, int64) (T, error), version func(*T) int64) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id, err := pathID(c, param)
 		if err != nil {
@@ -23,7 +25,29 @@ func getByID[T any](param string, get func(context.Context, int64) (T, error)) e
 		if err != nil {
 			return err
 		}
+		if version != nil {
+			setETag(c, version(&v))
+			if notModified(c.Request(), version(&v)) {
+				return c.NoContent(http.StatusNotModified)
+			}
+		}
 		return respond(c, http.StatusOK, v)
+	}
+}
+
+// deleteIfMatch is deleteByID for a record with a version: an If-Match
+// makes the deletion conditional (412 when it is not met).
+func deleteIfMatch(param string, del func(context.Context, int64) error) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := pathID(c, param)
+		if err != nil {
+			return err
+		}
+		ctx := ifMatch(c)
+		if err := del(ctx, id); err != nil {
+			return preconditionFailed(ctx, err)
+		}
+		return c.NoContent(http.StatusNoContent)
 	}
 }
 

@@ -3,6 +3,8 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/getkin/kin-openapi/routers"
@@ -12,8 +14,10 @@ import (
 )
 
 // deprecation returns the middleware of a deprecated operation: Deprecation
-// (RFC 9745), Sunset (RFC 8594) and their Link relations on every answer,
-// and 410 gone from the sunset date on. The dates come from the spec only.
+// (RFC 9745), Sunset (RFC 8594), their Link relations and the successor's
+// (rel="successor-version", for the same resource) on every answer, and 410
+// gone naming the successor from the sunset date on. The dates and the
+// successor come from the spec only.
 // It returns nil for an operation that is not deprecated.
 func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 	if !op.Operation.Deprecated {
@@ -28,24 +32,41 @@ func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 		return nil, err
 	}
 	doc := "/#" + op.Operation.OperationID
+	successor, _ := op.Operation.Extensions[web.ExtSuccessor].(string)
+	if successor == "" {
+		return nil, fmt.Errorf("deprecated operation %s %s has no %s: deprecate only with a working successor", op.Method, op.Path, web.ExtSuccessor)
+	}
 	// Shared by every answer, as in securityHeaders.
 	deprecationValue := []string{fmt.Sprintf("@%d", since.Unix())}
 	sunsetValue := []string{sunset.Format(http.TimeFormat)}
-	linkValue := []string{fmt.Sprintf(`<%s>; rel="deprecation"; type="text/html", <%s>; rel="sunset"; type="text/html"`, doc, doc)}
-	gone := fmt.Sprintf("%s %s was removed on %s; see %s for what replaces it",
-		op.Method, op.Path, sunset.Format(time.DateOnly), doc)
+	linkPrefix := fmt.Sprintf(`<%s>; rel="deprecation"; type="text/html", <%s>; rel="sunset"; type="text/html", <`, doc, doc)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			h := c.Response().Header()
 			h["Deprecation"] = deprecationValue
 			h["Sunset"] = sunsetValue
-			h["Link"] = linkValue // the first Link: this runs before the handler
+			to := successorURL(successor, c)
+			// The first Link: this runs before the handler.
+			h["Link"] = []string{linkPrefix + to + `>; rel="successor-version"`}
 			if !s.now().Before(sunset) {
-				return apiError(codeGone, "%s", gone)
+				return apiError(codeGone, "%s %s was removed on %s; use GET %s instead", op.Method, op.Path, sunset.Format(time.DateOnly), to)
 			}
 			return next(c)
 		}
 	}, nil
+}
+
+// successorURL fills the path parameters of the request into the
+// successor's URL template ({petId} in /pets?id={petId}), escaped for a
+// query, where the successor puts them.
+func successorURL(template string, c echo.Context) string {
+	names, values := c.ParamNames(), c.ParamValues()
+	for i, name := range names {
+		if i < len(values) {
+			template = strings.ReplaceAll(template, "{"+name+"}", url.QueryEscape(values[i]))
+		}
+	}
+	return template
 }
 
 func specDate(op *routers.Route, ext string) (time.Time, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 
+	"petstore/handlers/clientkey"
 	"petstore/store"
 )
 
@@ -42,6 +43,7 @@ var statusOf = map[string]int{
 	store.EDOMAINEXISTS:      http.StatusConflict,
 	store.ENOCNAMETARGET:     http.StatusConflict,
 	codeGone:                 http.StatusGone,
+	store.EPRECONDITION:      http.StatusPreconditionFailed,
 	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	codeRequestTimeout:       http.StatusRequestTimeout,
 	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
@@ -66,6 +68,7 @@ var codeOfStatus = map[int]string{
 	http.StatusMethodNotAllowed:            codeMethodNotAllowed,
 	http.StatusConflict:                    store.ECONFLICT,
 	http.StatusGone:                        codeGone,
+	http.StatusPreconditionFailed:          store.EPRECONDITION,
 	http.StatusRequestTimeout:              codeRequestTimeout,
 	http.StatusRequestEntityTooLarge:       codePayloadTooLarge,
 	http.StatusUnsupportedMediaType:        codeUnsupportedMediaType,
@@ -77,6 +80,10 @@ var codeOfStatus = map[int]string{
 
 // fullDiskRetryAfter is the Retry-After of a 507: an operator has to free space.
 const fullDiskRetryAfter = time.Minute
+
+// statusClientClosed is the status the access log and the metrics give a
+// request its client abandoned (nginx's 499): it is never sent.
+const statusClientClosed = 499
 
 // databaseRetryAfter is the Retry-After of a database that did not answer
 // in time: a lock or a failover is usually over within seconds.
@@ -102,6 +109,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	body := s.classify(err, c)
+	if body.Status >= 500 && c.Request().Context().Err() != nil {
+		// The client abandoned the request (closed its connection, reset
+		// its stream): what failed is the wait for it, not the service.
+		// It reads no answer; the access log and the metrics count 499.
+		c.Response().WriteHeader(statusClientClosed)
+		return
+	}
 	if body.Status == http.StatusTooManyRequests || body.Status == http.StatusServiceUnavailable {
 		// A client turned away gives its connection back: kept alive, it
 		// would hold a descriptor the service is short of, for free.
@@ -115,7 +129,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(databaseRetryAfter/time.Second)))
 	}
 	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
-		s.failures.fail(clientKeyOf(c.Request().RemoteAddr), time.Now())
+		s.failures.fail(clientkey.Of(c.Request().RemoteAddr), time.Now())
 	}
 	if body.Status >= 500 && !isProbe(c.Path()) {
 		s.log.Error("request failed",
@@ -236,17 +250,33 @@ func requestErrorBody(e *openapi3filter.RequestError) Error {
 	if errors.Is(e.Err, openapi3filter.ErrInvalidEmptyValue) {
 		return newError(store.EINVALID, where+": must not be empty")
 	}
+	if ne, ok := asNumberError(e.Err); ok {
+		return newError(store.EINVALID, strings.Join(append([]string{where}, ne.pointer...), ".")+": "+ne.Error())
+	}
 	var schemaErr *openapi3.SchemaError
 	if errors.As(e.Err, &schemaErr) {
-		if ptr := schemaErr.JSONPointer(); len(ptr) > 0 {
-			where += "." + strings.Join(ptr, ".")
+		ptr := schemaErr.JSONPointer()
+		if missing, ok := missingFields(schemaErr); ok {
+			// The pointer ends with the first missing field; the message
+			// is about the object that lacks them all.
+			return newError(store.EINVALID, strings.Join(append([]string{where}, ptr[:max(len(ptr)-1, 0)]...), ".")+": "+missing)
 		}
-		return newError(store.EINVALID, where+": "+schemaReason(schemaErr))
+		return newError(store.EINVALID, strings.Join(append([]string{where}, ptr...), ".")+": "+schemaReason(schemaErr))
 	}
 	var parseErr *openapi3filter.ParseError
 	if errors.As(e.Err, &parseErr) {
 		if e.RequestBody != nil {
 			return newError(store.EINVALID, "body: malformed JSON")
+		}
+		if p := e.Parameter; p.Schema != nil && isInteger(p.Schema.Value) {
+			raw := e.Input.Request.URL.Query().Get(p.Name)
+			if p.In == openapi3.ParameterInPath {
+				raw = e.Input.PathParams[p.Name]
+			}
+			return newError(store.EINVALID, where+": "+integerReason(p.Schema.Value, raw))
+		}
+		if p := e.Parameter; p.Schema != nil && p.Schema.Value != nil && p.Schema.Value.Type.Is(openapi3.TypeBoolean) {
+			return newError(store.EINVALID, where+": must be true or false")
 		}
 		return newError(store.EINVALID, where+": "+parseErr.Reason)
 	}
@@ -255,19 +285,6 @@ func requestErrorBody(e *openapi3filter.RequestError) Error {
 		reason = e.Err.Error()
 	}
 	return newError(store.EINVALID, where+": "+reason)
-}
-
-// schemaReason is a schema error's reason without the schema dump and the
-// echoed value that kin-openapi appends: short, and never reflecting input.
-func schemaReason(e *openapi3.SchemaError) string {
-	if strings.Contains(e.Reason, "json.Number") {
-		// kin-openapi's words for a number beyond float64, such as 1e400.
-		return "is not a number within range"
-	}
-	if e.Reason != "" {
-		return e.Reason
-	}
-	return fmt.Sprintf("does not match the %q rule of the schema", e.SchemaField)
 }
 
 func requestID(c echo.Context) string {

@@ -33,10 +33,15 @@ var validationDecoding = json.JoinOptions(
 )
 
 // decodeBodyForValidation is an openapi3filter.BodyDecoder for JSON.
-func decodeBodyForValidation(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+// Integer fields written with a fraction or an exponent, or beyond 64
+// bits, are refused here, where their text is still known (checkIntegers).
+func decodeBodyForValidation(body io.Reader, _ http.Header, schema *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
 	var v any
 	if err := json.UnmarshalRead(body, &v, validationDecoding); err != nil {
 		return nil, &openapi3filter.ParseError{Kind: openapi3filter.KindInvalidFormat, Cause: err}
+	}
+	if err := checkIntegers(v, schema, nil); err != nil {
+		return nil, err
 	}
 	return v, nil
 }

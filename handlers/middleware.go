@@ -56,7 +56,10 @@ func plainToken(s string) bool {
 	return true
 }
 
-// accessLog writes one structured line per request. It hands errors to the
+// accessLog writes one structured line per request, and counts each in the
+// metrics. Refusals that any client can cause in floods (421 for unknown
+// hosts, 429) are summarized instead, one line a minute (accesslog.Summary),
+// and requests their client abandoned (499) are logged at debug level. It hands errors to the
 // error handler itself so that the line carries the final status. Headers
 // are never logged: they carry API keys and the admin token.
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
@@ -83,7 +86,19 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			// probes, and the store logs when readiness changes.
 			return nil
 		}
-		if line.Status >= 500 {
+		switch {
+		case line.Status == http.StatusMisdirectedRequest:
+			s.unknownHosts.Add(line.Remote)
+			return nil
+		case line.Status == http.StatusTooManyRequests:
+			s.refusedByRate.Add(line.Remote)
+			return nil
+		case line.Status == statusClientClosed:
+			line.Level = slog.LevelDebug
+			if !s.log.Enabled(req.Context(), slog.LevelDebug) {
+				return nil
+			}
+		case line.Status >= 500:
 			line.Level = slog.LevelError
 		}
 		if s.access != nil {
@@ -116,10 +131,13 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 
 // validate checks the request against its operation in the OpenAPI
 // document: security first, then parameters, then the body, then that the
-// query holds no parameter the operation does not define.
+// query holds no parameter the operation does not define and none twice
+// that it defines as one value, and that every string is text both stores
+// keep.
 func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 	quick := newQuickCheck(op, &s.valOpts)
 	known := queryParameters(op)
+	single := singleQueryParameters(op)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if quick != nil && quick.passes(c) {
@@ -156,6 +174,12 @@ func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 			if err := refuseUnknownQuery(c.QueryParams(), known); err != nil {
 				return err
 			}
+			if err := refuseRepeatedQuery(c.QueryParams(), single); err != nil {
+				return err
+			}
+			if err := refuseUnstorableText(c); err != nil {
+				return err
+			}
 			return next(c)
 		}
 	}
@@ -184,8 +208,9 @@ func checkEnvelope(req *http.Request, op *routers.Route) error {
 }
 
 // MaxHeaderBytes is the limit on a request's target and headers together.
-// net/http is given a higher one (listen.NewHTTPServer sets 1 MiB) so that requests between
-// the two get this 431 as an Error body instead of net/http's plain text.
+// net/http is given the same (listen.MaxHeaderBytes) and reads 4 KiB past
+// it, so that requests just over the limit get this 431 as an Error body
+// instead of net/http's plain text, and a half-sent header costs little.
 const MaxHeaderBytes = 64 << 10
 
 // limitHeaders answers 431 to a request whose target and headers exceed

@@ -46,10 +46,12 @@ func TestOperatorPathsNeedTheTokenForEveryMethod(t *testing.T) {
 	ts.send("OPTIONS", "/pets", "", http.Header{}).wantStatus(204)
 }
 
-// TestCredentialFailuresAreLimited: with the general rate limit off, the
-// 11th credential from an address that failed 10 times within a minute
-// gets 429 with Retry-After, the right one included, on the public and the
-// admin API; reads that need no credential, and other addresses, go on.
+// TestCredentialFailuresAreLimited: with the general rate limit off, a
+// wrong credential from an address that failed 10 times within a minute
+// gets 429 with Retry-After, on the public and the admin API, while the
+// right API key and the right admin token from that address are accepted
+// (a stale key in a script must not lock its owner out); reads that need
+// no credential, and other addresses, go on.
 func TestCredentialFailuresAreLimited(t *testing.T) {
 	ts := newTestServer(t) // RateLimit 0: the general limiter is off
 	for i := range handlers.DefaultCredentialFailures {
@@ -63,18 +65,22 @@ func TestCredentialFailuresAreLimited(t *testing.T) {
 	}
 	for _, r := range []struct {
 		method, path, body string
-		h                  http.Header
+		right, wrong       http.Header
+		status             int
 	}{
-		{"POST", "/categories", `{"name":"x"}`, http.Header{"X-Api-Key": {ts.apiKey}}},
-		{"GET", "/admin/project", "", http.Header{"Authorization": {"Bearer " + ts.admin}}},
-		{"OPTIONS", "/admin/project", "", http.Header{"Authorization": {"Bearer " + ts.admin}}},
-		{"GET", "/admin/openapi.yaml", "", http.Header{"Authorization": {"Bearer " + ts.admin}}},
+		{"POST", "/categories", `{"name":"x"}`, http.Header{"X-Api-Key": {ts.apiKey}}, http.Header{"X-Api-Key": {"psk_wrong"}}, 201},
+		{"GET", "/admin/project", "", http.Header{"Authorization": {"Bearer " + ts.admin}}, http.Header{"Authorization": {"Bearer wrong"}}, 200},
+		{"OPTIONS", "/admin/project", "", http.Header{"Authorization": {"Bearer " + ts.admin}}, http.Header{"Authorization": {"Bearer wrong"}}, 204},
+		{"GET", "/admin/openapi.yaml", "", http.Header{"Authorization": {"Bearer " + ts.admin}}, http.Header{"Authorization": {"Bearer wrong"}}, 200},
 	} {
-		res := ts.send(r.method, r.path, r.body, r.h).wantError(429, "rate_limited")
+		res := ts.send(r.method, r.path, r.body, r.wrong).wantError(429, "rate_limited")
 		if n, err := strconv.Atoi(res.header.Get("Retry-After")); err != nil || n < 1 || n > 60 {
 			t.Errorf("%s %s: Retry-After %q, want 1 to 60 seconds", r.method, r.path, res.header.Get("Retry-After"))
 		}
+		ts.send(r.method, r.path, r.body, r.right).wantStatus(r.status)
 	}
+	// Still locked out for wrong credentials after the right ones.
+	ts.send("GET", "/admin/project", "", http.Header{"Authorization": {"Bearer wrong"}}).wantError(429, "rate_limited")
 	ts.send("GET", "/categories", "", http.Header{}).wantStatus(200)
 
 	// Another address is not locked out.

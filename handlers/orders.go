@@ -77,6 +77,7 @@ func (s *Server) placeOrder(c echo.Context) error {
 	if err := s.store.PlaceOrder(c.Request().Context(), &o); err != nil {
 		return err
 	}
+	setETag(c, o.Version)
 	return respondCreated(c, fmt.Sprintf("/store/orders/%d", o.ID), o)
 }
 
@@ -105,9 +106,11 @@ func (s *Server) updateOrder(c echo.Context) error {
 			return apiError(store.EINVALID, "body.quantity: cannot change; cancel the order and place a new one")
 		}
 	}
+	ctx = ifMatch(c)
 	o, err := s.store.UpdateOrder(ctx, id, store.OrderUpdate{ShipDate: in.ShipDate, Complete: in.Complete})
 	if err != nil {
-		return err
+		return preconditionFailed(ctx, err)
 	}
+	setETag(c, o.Version)
 	return respond(c, http.StatusOK, o)
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -19,6 +20,9 @@ func (s *Server) listPets(c echo.Context) error {
 		return err
 	}
 	f := store.PetFilter{Status: store.PetStatus(c.QueryParam("status")), CategoryID: cat, Page: p}
+	if ids := c.QueryParams()["id"]; len(ids) > 0 {
+		return s.petsByID(c, ids, f)
+	}
 	pets, next, err := s.store.ListPets(c.Request().Context(), f)
 	if err != nil {
 		return err
@@ -34,7 +38,85 @@ func (s *Server) createPet(c echo.Context) error {
 	if err := s.store.CreatePet(c.Request().Context(), &pet); err != nil {
 		return err
 	}
-	return respondCreated(c, "/pets/"+strconv.FormatInt(pet.ID, 10), &pet)
+	setETag(c, pet.Version)
+	return respondCreated(c, petURL(pet.ID), &pet)
+}
+
+// petURL is where a pet is read: the successor of GET /pets/{petId}, which
+// keeps answering after that call's sunset.
+func petURL(id int64) string {
+	return "/pets?id=" + strconv.FormatInt(id, 10)
+}
+
+// maxPetIDs is how many ids one GET /pets?id=... reads, the spec's maxItems,
+// and the page size when limit is not given: all of them fit one page.
+const maxPetIDs = store.MaxPageSize
+
+// petsByID answers the page of the pets among ids that exist and match the
+// other filters, in id order. Each is read as a single pet is (from the
+// store's cache of their JSON when there is no other filter to judge).
+func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error {
+	if len(raw) > maxPetIDs {
+		return apiError(store.EINVALID, "query parameter \"id\": at most %d ids, %d given", maxPetIDs, len(raw))
+	}
+	ids := make([]int64, 0, len(raw))
+	for _, r := range raw {
+		id, err := parseID("query parameter \"id\"", r)
+		if err != nil {
+			return err
+		}
+		if id > f.After {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	limit := f.Limit
+	if limit == 0 {
+		limit = maxPetIDs
+	}
+	ctx := c.Request().Context()
+	b := append(make([]byte, 0, 2+min(len(ids), limit)*96), '[')
+	n := 0
+	var last, next int64
+	for _, id := range ids {
+		if n == limit {
+			next = last
+			break
+		}
+		var err error
+		before := len(b)
+		if n > 0 {
+			b = append(b, ',')
+		}
+		if f.Status == "" && f.CategoryID == 0 {
+			var j []byte
+			if j, _, err = s.store.PetJSON(ctx, id); err == nil {
+				b = append(b, j...)
+			}
+		} else {
+			var p store.Pet
+			if p, err = s.store.Pet(ctx, id); err == nil {
+				if (f.Status != "" && p.Status != f.Status) || (f.CategoryID != 0 && p.CategoryID != f.CategoryID) {
+					b = b[:before]
+					continue
+				}
+				b = p.AppendJSON(b)
+			}
+		}
+		if store.ErrorCode(err) == store.ENOTFOUND {
+			b = b[:before]
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		n, last = n+1, id
+	}
+	if next > 0 {
+		setNextPage(c, encodeCursor(c, next, ""))
+	}
+	return respondEncoded(c, http.StatusOK, append(b, ']'))
 }
 
 func (s *Server) getPet(c echo.Context) error {
@@ -43,9 +125,13 @@ func (s *Server) getPet(c echo.Context) error {
 		return err
 	}
 	// The store keeps a pet in its API form: sent as stored.
-	pet, err := s.store.PetJSON(c.Request().Context(), id)
+	pet, version, err := s.store.PetJSON(c.Request().Context(), id)
 	if err != nil {
 		return err
+	}
+	setETag(c, version)
+	if notModified(c.Request(), version) {
+		return c.NoContent(http.StatusNotModified)
 	}
 	return respondEncoded(c, http.StatusOK, pet)
 }
@@ -60,9 +146,11 @@ func (s *Server) replacePet(c echo.Context) error {
 		return err
 	}
 	pet.ID = id
-	if err := s.store.ReplacePet(c.Request().Context(), &pet); err != nil {
-		return err
+	ctx := ifMatch(c)
+	if err := s.store.ReplacePet(ctx, &pet); err != nil {
+		return preconditionFailed(ctx, err)
 	}
+	setETag(c, pet.Version)
 	return respond(c, http.StatusOK, &pet)
 }
 

@@ -56,3 +56,33 @@ func quoteAll(names []string) string {
 	}
 	return strings.Join(quoted, ", ")
 }
+
+// singleQueryParameters is the set of query parameters of an operation that
+// its document declares as one value (any schema but an array): a repeated
+// one (?limit=5&limit=6) would otherwise be first-wins, silently.
+func singleQueryParameters(op *routers.Route) []string {
+	var names []string
+	for _, p := range slices.Concat(op.PathItem.Parameters, op.Operation.Parameters) {
+		v := p.Value
+		if v == nil || v.In != "query" {
+			continue
+		}
+		if v.Schema != nil && v.Schema.Value != nil && v.Schema.Value.Type.Is("array") {
+			continue
+		}
+		names = append(names, v.Name)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// refuseRepeatedQuery answers 400 naming the first parameter of single
+// (sorted) that the query gives more than once.
+func refuseRepeatedQuery(query url.Values, single []string) error {
+	for _, name := range single {
+		if n := len(query[name]); n > 1 {
+			return apiError(store.EINVALID, "query parameter %q: given %d times; this operation takes one value", name, n)
+		}
+	}
+	return nil
+}

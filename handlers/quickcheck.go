@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -29,6 +30,9 @@ import (
 // of GET /pets/{id}, to accept what this check accepts.
 type quickCheck struct {
 	params []intParam
+	// headers are the optional string header parameters (If-Match,
+	// If-None-Match): absent, or within their length bounds, they pass.
+	headers []headerParam
 	// security is the operation's requirements (nil: no credential
 	// needed), checked by kin-openapi with opts, on route.
 	security openapi3.SecurityRequirements
@@ -41,6 +45,13 @@ type quickCheck struct {
 type intParam struct {
 	name     string
 	min, max float64
+}
+
+// headerParam is an optional header parameter whose schema is a plain
+// string with at most length bounds.
+type headerParam struct {
+	name     string
+	min, max int // in characters; max < 0: none
 }
 
 // maxQuickDigits keeps values within 2^53, which the validator (decoding
@@ -74,6 +85,10 @@ func newQuickCheck(op *routers.Route, opts *openapi3filter.Options) *quickCheck 
 	}
 	for _, ref := range params {
 		p := ref.Value
+		if h, ok := plainHeader(p); ok {
+			q.headers = append(q.headers, h)
+			continue
+		}
 		if p == nil || p.In != openapi3.ParameterInPath || p.Schema == nil || p.Schema.Value == nil || p.Content != nil ||
 			(p.Style != "" && p.Style != openapi3.SerializationSimple) || (p.Explode != nil && *p.Explode) {
 			return nil
@@ -116,7 +131,38 @@ func (q *quickCheck) passes(c echo.Context) bool {
 			return false
 		}
 	}
+	for i := range q.headers {
+		h := &q.headers[i]
+		switch v := r.Header.Values(h.name); len(v) {
+		case 0:
+		case 1:
+			if n := utf8.RuneCountInString(v[0]); !utf8.ValidString(v[0]) || n < h.min || (h.max >= 0 && n > h.max) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
 	return q.security == nil || q.authenticated(r)
+}
+
+// plainHeader reports whether p is an optional header parameter whose
+// schema is a string with at most length bounds, and returns them.
+func plainHeader(p *openapi3.Parameter) (headerParam, bool) {
+	if p == nil || p.In != openapi3.ParameterInHeader || p.Required || p.Schema == nil || p.Schema.Value == nil || p.Content != nil ||
+		(p.Style != "" && p.Style != openapi3.SerializationSimple) {
+		return headerParam{}, false
+	}
+	s := p.Schema.Value
+	if !s.Type.Is(openapi3.TypeString) || s.Format != "" || s.Pattern != "" || len(s.Enum) > 0 || s.Nullable || s.Const != nil || s.If != nil ||
+		s.Not != nil || len(s.AllOf) > 0 || len(s.AnyOf) > 0 || len(s.OneOf) > 0 {
+		return headerParam{}, false
+	}
+	h := headerParam{name: p.Name, min: int(s.MinLength), max: -1}
+	if s.MaxLength != nil {
+		h.max = int(*s.MaxLength)
+	}
+	return h, true
 }
 
 // authenticated runs kin-openapi's security check alone, on a copy of the

@@ -71,6 +71,8 @@ type quickRequest struct {
 	op         *routers.Route
 	pathValue  string
 	credential string
+	// header is the value of each optional header parameter, when not "".
+	header string
 }
 
 func (qr quickRequest) build(q *quickCheck) (*http.Request, echo.Context, map[string]string) {
@@ -86,6 +88,11 @@ func (qr quickRequest) build(q *quickCheck) (*http.Request, echo.Context, map[st
 	req.URL.Path = path
 	req.Header.Set(headerAPIKey, qr.credential)
 	req.Header.Set(echo.HeaderAuthorization, "Bearer "+qr.credential)
+	if qr.header != "" {
+		for _, h := range q.headers {
+			req.Header.Set(h.name, qr.header)
+		}
+	}
 	c := echo.New().NewContext(req, httptest.NewRecorder())
 	c.SetParamNames(names...)
 	c.SetParamValues(vals...)
@@ -137,6 +144,11 @@ func TestQuickCheckAgreesWithValidator(t *testing.T) {
 			if qr.agree(t, q) {
 				passed[key] = true
 			}
+		}
+		// Optional headers (If-Match, If-None-Match) of every length around
+		// their bounds, and text that is not UTF-8.
+		for _, h := range []string{`"3"`, "*", `W/"1", "2"`, strings.Repeat("x", 1024), strings.Repeat("é", 1024), strings.Repeat("x", 1025), "\xff\xfe"} {
+			quickRequest{op: ops[key], pathValue: "7", credential: testCredential, header: h}.agree(t, q)
 		}
 	}
 	// Not vacuous: the hot operations pass their plain requests.

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/binary"
 	"net/netip"
+	"petstore/handlers/clientkey"
 	"testing"
 	"time"
 )
@@ -14,10 +15,10 @@ func TestRateLimiterForgetsTheLeastRecentlyUsed(t *testing.T) {
 	const bound = 100
 	l := newRateLimiter(1, 1, bound)
 	now := time.Now()
-	key := func(i int) clientKey {
+	key := func(i int) clientkey.Key {
 		var a [4]byte
 		binary.BigEndian.PutUint32(a[:], uint32(i)+10<<24)
-		return clientKeyOf(netip.AddrPortFrom(netip.AddrFrom4(a), 1).String())
+		return clientkey.Of(netip.AddrPortFrom(netip.AddrFrom4(a), 1).String())
 	}
 	// Client 0 empties its bucket, then stays the most recent as 60,000
 	// others come and go: it is never forgotten, so it stays limited.
@@ -31,8 +32,8 @@ func TestRateLimiterForgetsTheLeastRecentlyUsed(t *testing.T) {
 		if i%10 == 0 && l.allow(key(0), now) {
 			t.Fatalf("client 0 was forgotten after %d others although it was recent", i)
 		}
-		if n := l.buckets.order.Len(); n > bound || len(l.buckets.items) != n {
-			t.Fatalf("after %d clients the limiter holds %d entries (%d in the map); bound %d", i, n, len(l.buckets.items), bound)
+		if n := l.clients.Len(); n > bound {
+			t.Fatalf("after %d clients the limiter holds %d entries; bound %d", i, n, bound)
 		}
 	}
 	// Client 1 was seen least recently of all: forgotten, so full again.
@@ -47,7 +48,7 @@ func TestClientKeyGroupsIPv6By64(t *testing.T) {
 		{"192.0.2.7:1", "[::ffff:192.0.2.7]:2"},
 	}
 	for _, p := range same {
-		if clientKeyOf(p[0]) != clientKeyOf(p[1]) {
+		if clientkey.Of(p[0]) != clientkey.Of(p[1]) {
 			t.Errorf("%s and %s: want one client", p[0], p[1])
 		}
 	}
@@ -57,7 +58,7 @@ func TestClientKeyGroupsIPv6By64(t *testing.T) {
 		{"[::ffff:192.0.2.7]:2", "[::ffff:192.0.2.8]:2"},
 	}
 	for _, p := range different {
-		if clientKeyOf(p[0]) == clientKeyOf(p[1]) {
+		if clientkey.Of(p[0]) == clientkey.Of(p[1]) {
 			t.Errorf("%s and %s: want two clients", p[0], p[1])
 		}
 	}

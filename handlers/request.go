@@ -1,17 +1,13 @@
 package handlers
 
 import (
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -76,11 +72,12 @@ func typeName(t reflect.Type) string {
 		t = t.Elem()
 	}
 	if t == reflect.TypeFor[time.Time]() {
-		return "an RFC 3339 date-time such as 2026-12-24T10:00:00Z"
+		return dateTimeHint
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int64, reflect.Int32:
-		return "an integer within int64 range"
+		// Reached only without validation, which names the field's range.
+		return "a whole number, written in digits only: no fraction, no exponent"
 	case reflect.String:
 		return "a string"
 	case reflect.Bool:
@@ -121,8 +118,11 @@ func page(c echo.Context) (store.Page, error) {
 		return p, err
 	}
 	if raw := c.QueryParam("cursor"); raw != "" {
-		after, name, ok := decodeCursor(raw)
-		if !ok || name != "" || after < 1 {
+		after, name, err := decodeCursor(c, raw)
+		if err != nil {
+			return p, err
+		}
+		if name != "" || after < 1 {
 			return p, errBadCursor
 		}
 		p.After = after
@@ -143,28 +143,8 @@ func pageLimit(c echo.Context) (int, error) {
 	return n, nil
 }
 
-var errBadCursor = apiError(store.EINVALID, "query parameter \"cursor\": not a cursor this service issued; follow the Link header of the previous page")
-
-// encodeCursor encodes the last item of a page: its number (an id, or a
-// domain's added time) and, for domains, its name.
-func encodeCursor(n int64, name string) string {
-	b := binary.BigEndian.AppendUint64(nil, uint64(n))
-	return base64.RawURLEncoding.EncodeToString(append(b, name...))
-}
-
-func decodeCursor(s string) (n int64, name string, ok bool) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) < 8 || !utf8.Valid(b[8:]) {
-		return 0, "", false
-	}
-	return int64(binary.BigEndian.Uint64(b)), string(b[8:]), true
-}
-
 // setNextPage puts the URL of the next page in a Link header: the same path
 // and query with the cursor moved on.
 func setNextPage(c echo.Context, cursor string) {
-	q := c.Request().URL.Query()
-	q.Set("cursor", cursor)
-	u := url.URL{Path: c.Request().URL.Path, RawQuery: q.Encode()}
-	c.Response().Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, u.String()))
+	c.Response().Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, nextPageURL(c, cursor)))
 }

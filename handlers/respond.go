@@ -32,7 +32,7 @@ func respondEncoded(c echo.Context, status int, b []byte) error {
 // An empty page is [], never null.
 func respondList[T any](c echo.Context, items []T, next int64) error {
 	if next > 0 {
-		setNextPage(c, encodeCursor(next, ""))
+		setNextPage(c, encodeCursor(c, next, ""))
 	}
 	if len(items) > 0 {
 		if _, ok := any(&items[0]).(jsonAppender); ok {

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"petstore/handlers/accesslog"
 	"petstore/store"
 )
 
@@ -19,40 +21,43 @@ type route struct {
 // routes registers every route of the service in one place.
 func (s *Server) routes(validate bool) error {
 	e := s.echo
+	s.unknownHosts = accesslog.NewSummary(s.log, "requests for unknown hosts", summaryWindow)
+	s.refusedByRate = accesslog.NewSummary(s.log, "requests refused by the rate limit", summaryWindow)
 	// Every answer passes through these, the router's 404 and 405 included,
 	// so that unknown hosts and paths are logged, carry a request id, and
 	// get 421 rather than a 404.
-	every := []echo.MiddlewareFunc{s.requestID, s.accessLog, s.recoverPanics, securityHeaders, limitHeaders, s.routeHost, s.guardOperatorPaths}
+	every := []echo.MiddlewareFunc{s.requestID, s.accessLog, s.recoverPanics, securityHeaders}
 	if len(s.cfg.CORSOrigins) > 0 {
 		// Before the limits, so that a script can read their 429 and 503.
 		// Preflights are answered here, uncounted: they cost no more than
 		// the 429 that would refuse them.
 		every = append(every, cors(s.cfg.CORSOrigins))
 	}
-	if s.cfg.RateLimit > 0 {
-		every = append(every, s.rateLimit())
-	}
-	every = append(every, limitInFlight(s.cfg.MaxInFlight))
+	// The rate limit comes before anything that costs work: the host
+	// routing's lookup, the header count, the operator's token check.
+	every = append(every, s.rateLimit(), limitHeaders, s.routeHost, s.guardOperatorPaths)
 	e.Use(aroundRouted(every...))
+	// The in-flight cap is per route, after the body is read (register).
+	s.inFlight = newInFlight(s.cfg.MaxInFlight, s.cfg.MaxClientInFlight)
 
 	public := []route{
 		{http.MethodGet, "/pets", s.listPets},
 		{http.MethodPost, "/pets", s.createPet},
 		{http.MethodGet, "/pets/:petId", s.getPet},
 		{http.MethodPut, "/pets/:petId", s.replacePet},
-		{http.MethodDelete, "/pets/:petId", deleteByID("petId", s.store.DeletePet)},
+		{http.MethodDelete, "/pets/:petId", deleteIfMatch("petId", s.store.DeletePet)},
 		{http.MethodGet, "/categories", listPage(s.store.ListCategories)},
 		{http.MethodPost, "/categories", s.createCategory},
-		{http.MethodGet, "/categories/:categoryId", getByID("categoryId", s.store.Category)},
+		{http.MethodGet, "/categories/:categoryId", getByID("categoryId", s.store.Category, func(c *store.Category) int64 { return c.Version })},
 		{http.MethodPut, "/categories/:categoryId", s.replaceCategory},
-		{http.MethodDelete, "/categories/:categoryId", deleteByID("categoryId", s.store.DeleteCategory)},
+		{http.MethodDelete, "/categories/:categoryId", deleteIfMatch("categoryId", s.store.DeleteCategory)},
 		{http.MethodGet, "/store/orders", s.listOrders},
 		{http.MethodPost, "/store/orders", s.placeOrder},
-		{http.MethodGet, "/store/orders/:orderId", getByID("orderId", s.store.Order)},
+		{http.MethodGet, "/store/orders/:orderId", getByID("orderId", s.store.Order, func(o *store.Order) int64 { return o.Version })},
 		{http.MethodPut, "/store/orders/:orderId", s.updateOrder},
-		{http.MethodDelete, "/store/orders/:orderId", deleteByID("orderId", s.store.CancelOrder)},
+		{http.MethodDelete, "/store/orders/:orderId", deleteIfMatch("orderId", s.store.CancelOrder)},
 		{http.MethodGet, "/store/inventory", s.listInventory},
-		{http.MethodGet, "/store/inventory/:petId", getByID("petId", s.store.InventoryItem)},
+		{http.MethodGet, "/store/inventory/:petId", getByID("petId", s.store.InventoryItem, nil)},
 		{http.MethodPut, "/store/inventory/:petId", s.setInventory},
 		{http.MethodGet, "/events", s.events(store.PublicEventKinds)},
 	}
@@ -82,16 +87,17 @@ func (s *Server) routes(validate bool) error {
 		{http.MethodPost, "/admin/webhooks/:id/deliveries/:deliveryId/retry", s.retryDelivery},
 		{http.MethodGet, "/metrics", s.serveMetrics},
 	}
-	if err := s.register(s.public, public, validate); err != nil {
+	if err := s.register(s.public, public, validate, s.inFlight.limit); err != nil {
 		return err
 	}
-	if err := s.register(s.admin, admin, validate); err != nil {
+	// The operator's routes are never behind the public cap.
+	if err := s.register(s.admin, admin, validate, nil); err != nil {
 		return err
 	}
 
 	// Outside the API documents: the documents themselves, probes and the site.
-	e.Match(getHead, "/openapi.yaml", s.serveDoc(s.public.yaml, "application/yaml"))
-	e.Match(getHead, "/openapi.json", s.serveDoc(s.public.json, echo.MIMEApplicationJSON))
+	e.Match(getHead, "/openapi.yaml", s.serveDoc(s.public.yaml, "application/yaml"), s.inFlight.limit)
+	e.Match(getHead, "/openapi.json", s.serveDoc(s.public.json, echo.MIMEApplicationJSON), s.inFlight.limit)
 	// guardOperatorPaths asks for the token on both.
 	e.Match(getHead, "/admin/openapi.yaml", s.serveDoc(s.admin.yaml, "application/yaml"))
 	e.Match(getHead, "/admin/openapi.json", s.serveDoc(s.admin.json, echo.MIMEApplicationJSON))
@@ -106,7 +112,7 @@ var getHead = []string{http.MethodGet, http.MethodHead}
 // register adds the routes of one OpenAPI document, each behind request
 // validation against its operation (unless validate is false), and refuses to start when the routes
 // and the document's operations are not the same set.
-func (s *Server) register(doc *apiDoc, routes []route, validate bool) error {
+func (s *Server) register(doc *apiDoc, routes []route, validate bool, limit echo.MiddlewareFunc) error {
 	registered := map[string]bool{}
 	for _, r := range routes {
 		op, ok := doc.ops[routeKey(r.method, r.path)]
@@ -119,6 +125,9 @@ func (s *Server) register(doc *apiDoc, routes []route, validate bool) error {
 		// authentication), so it never answers 413.
 		if op.Operation.RequestBody != nil {
 			mw = append(mw, readBody(s.cfg.BodyLimit))
+		}
+		if limit != nil {
+			mw = append(mw, limit)
 		}
 		if dep, err := s.deprecation(op); err != nil {
 			return err
@@ -196,3 +205,6 @@ func refuseBody(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// summaryWindow is how often the log summarizes floods of refusals.
+const summaryWindow = time.Minute

@@ -37,25 +37,3 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
-
-// limitInFlight answers 503 with Retry-After once max requests are being
-// served: past that point more concurrency only adds latency and memory,
-// and a client that retries later is better served than one that waits.
-func limitInFlight(max int) echo.MiddlewareFunc {
-	slots := make(chan struct{}, max)
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if isStream(c.Request()) {
-				return next(c) // held for as long as the client stays: the stream cap counts it
-			}
-			select {
-			case slots <- struct{}{}:
-				defer func() { <-slots }()
-				return next(c)
-			default:
-				c.Response().Header().Set("Retry-After", "1")
-				return apiError(codeUnavailable, "the server is at its limit of %d requests in flight; retry after the seconds in Retry-After", max)
-			}
-		}
-	}
-}

@@ -36,6 +36,10 @@ const (
 	// Far above what a small VM serves with low latency, far below what
 	// exhausts memory.
 	DefaultMaxInFlight = 1024
+	// DefaultMaxClientInFlight caps one client's requests being served at
+	// once: far above what a browser or a pooled client keeps busy, far
+	// below what would let a few clients take every slot.
+	DefaultMaxClientInFlight = 64
 	// DefaultCredentialFailures is how many failed credential attempts a
 	// client address may make in a minute before it gets 429.
 	DefaultCredentialFailures = 10
@@ -68,6 +72,9 @@ type Config struct {
 	// MaxInFlight caps requests served at once (503 past it); 0 means
 	// DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxClientInFlight caps the requests of one client served at once
+	// (503 past it); 0 means DefaultMaxClientInFlight, negative no cap.
+	MaxClientInFlight int
 	// CORSOrigins are the origins (scheme://host[:port], or * for any)
 	// whose scripts may call the public API; none turns CORS off.
 	CORSOrigins []string
@@ -113,6 +120,13 @@ type Server struct {
 	streams    streams
 	streamsEnd context.Context
 	endStreams context.CancelFunc
+	// inFlight caps the requests served at once, in total and per client.
+	inFlight *inFlight
+	// limiter is the per-client rate limit; nil when it is off.
+	limiter    *rateLimiter
+	ratePolicy []string
+	// unknownHosts and refusedByRate summarize 421s and 429s in the log.
+	unknownHosts, refusedByRate *accesslog.Summary
 }
 
 // EndStreams ends the open event streams (at shutdown: each would hold its
@@ -148,6 +162,9 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.MaxClientInFlight == 0 {
+		cfg.MaxClientInFlight = DefaultMaxClientInFlight
 	}
 	for _, o := range cfg.CORSOrigins {
 		if err := CheckCORSOrigin(o); err != nil {
@@ -186,6 +203,9 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 		if err := s.metrics.Register(metrics.Pool(p)); err != nil {
 			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
 		}
+	}
+	if err := s.watchDamage(); err != nil {
+		return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
 	}
 	s.aborted, s.abortBackups = context.WithCancel(context.Background())
 	s.streamsEnd, s.endStreams = context.WithCancel(context.Background())

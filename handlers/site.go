@@ -29,8 +29,8 @@ func (s *Server) siteRoutes() error {
 		return err
 	}
 	e := s.echo
-	e.Match(getHead, web.ReferencePath, serveResource(site.Reference()))
-	e.Match(getHead, web.AssetsPath+"*", serveAsset(site.SiteAsset))
+	e.Match(getHead, web.ReferencePath, serveResource(site.Reference()), s.inFlight.limit)
+	e.Match(getHead, web.AssetsPath+"*", serveAsset(site.SiteAsset), s.inFlight.limit)
 	e.Match(getHead, web.FaviconPath, serveResource(site.Favicon()))
 	e.Match(getHead, "/dashboard", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, web.DashboardPath)

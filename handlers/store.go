@@ -22,7 +22,6 @@ type Store interface {
 	RevokeAPIKey(ctx context.Context, id int64) error
 
 	Project(ctx context.Context) (store.Project, error)
-	UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error)
 	RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, error)
 
 	Ping(ctx context.Context) error

@@ -206,7 +206,7 @@ func TestFlags_Quick(t *testing.T) {
 
 // The README's example: the cursor after pet 1.
 func TestEncodeCursor(t *testing.T) {
-	if got := encodeCursor(1); got != "AAAAAAAAAAE" {
+	if got := encodeCursor(1); got != "AAAAAAAAAAH_ExqjeA" {
 		t.Fatalf("encodeCursor(1) = %q", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
@@ -223,14 +224,18 @@ func (b *bench) checkPage(ctx context.Context, api *apiClient, path string, want
 	}
 	wantLink := "cursor=" + encodeCursor(want[len(want)-1])
 	if link := h.Get("Link"); !strings.Contains(link, wantLink) {
-		b.fail("GET %s: Link %q does not hold %s: has the cursor format changed (handlers/request.go encodeCursor)?", path, link, wantLink)
+		b.fail("GET %s: Link %q does not hold %s: has the cursor format changed (handlers/cursor.go encodeCursor)?", path, link, wantLink)
 	}
 }
 
-// encodeCursor is handlers/request.go's cursor: the id to start after, 8
-// bytes big-endian, base64url without padding.
+// encodeCursor is handlers/cursor.go's cursor of GET /pets without
+// filters: the id to start after (8 bytes big-endian), 0xff, the FNV-1a
+// hash of the list ("/pets", a zero byte, no filters), base64url without
+// padding.
 func encodeCursor(after int64) string {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], uint64(after))
-	return base64.RawURLEncoding.EncodeToString(k[:])
+	h := fnv.New32a()
+	h.Write([]byte("/pets\x00"))
+	k := binary.BigEndian.AppendUint64(nil, uint64(after))
+	k = binary.BigEndian.AppendUint32(append(k, 0xff), h.Sum32())
+	return base64.RawURLEncoding.EncodeToString(k)
 }

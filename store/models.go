@@ -28,6 +28,9 @@ type Pet struct {
 	Name       string    `json:"name"`
 	CategoryID int64     `json:"categoryId"`
 	Status     PetStatus `json:"status"`
+	// Version counts the pet's writes, from 1 (see versions.go); it is
+	// kept beside the pet's JSON, not in it. Lists leave it 0.
+	Version int64 `json:"-"`
 }
 
 // Category groups pets (dogs, cats, rabbits).
@@ -35,6 +38,8 @@ type Category struct {
 	ID          int64  `json:"id"`
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
+	// Version counts the category's writes, as Pet.Version does.
+	Version int64 `json:"-"`
 }
 
 // Order is a purchase of Quantity units of one pet. Placing it takes the
@@ -45,6 +50,8 @@ type Order struct {
 	Quantity int        `json:"quantity"`
 	ShipDate *time.Time `json:"shipDate,omitempty"`
 	Complete bool       `json:"complete"`
+	// Version counts the order's writes, as Pet.Version does.
+	Version int64 `json:"-"`
 }
 
 // InventoryItem is the stock of one pet. Every pet has exactly one.

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The rules every implementation of the store keeps the same way.
@@ -319,4 +320,19 @@ func unmarshalSingleton(name string, data []byte, v any) error {
 		return fmt.Errorf("decode %s: %w", name, err)
 	}
 	return nil
+}
+
+// UnstorableText says why s is text that not every store can keep, or ""
+// when every store can: PostgreSQL's text and jsonb refuse U+0000 (SQLSTATE
+// 22021 and 22P05) and bytes that are not UTF-8, which a bbolt file would
+// keep, so that the data could never move to PostgreSQL. It is the only
+// code point PostgreSQL's UTF-8 refuses that valid UTF-8 can hold.
+func UnstorableText(s string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return "contains U+0000 (NUL), which the service does not store"
+	}
+	return ""
 }

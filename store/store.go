@@ -37,7 +37,8 @@ type Store interface {
 type Pets interface {
 	CreatePet(ctx context.Context, p *Pet) error
 	Pet(ctx context.Context, id int64) (Pet, error)
-	PetJSON(ctx context.Context, id int64) ([]byte, error)
+	// PetJSON returns the pet in its API form and its version.
+	PetJSON(ctx context.Context, id int64) ([]byte, int64, error)
 	ReplacePet(ctx context.Context, p *Pet) error
 	DeletePet(ctx context.Context, id int64) error
 	ListPets(ctx context.Context, f PetFilter) ([]Pet, int64, error)

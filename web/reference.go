@@ -47,6 +47,7 @@ type operationView struct {
 	Stability                 string // beta, experimental
 	Deprecated                bool
 	DeprecatedSince, Sunset   string     // YYYY-MM-DD, when given
+	Successor                 string     // what replaces a deprecated call, when given
 	Auth                      []authView // empty: public
 	Params                    []paramView
 	Body                      *bodyView
@@ -208,6 +209,7 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 	if op.Deprecated {
 		ov.Sunset, _ = op.Extensions[ExtSunset].(string)
 		ov.DeprecatedSince, _ = op.Extensions[ExtDeprecatedSince].(string)
+		ov.Successor, _ = op.Extensions[ExtSuccessor].(string)
 	}
 	ov.Auth = authOf(doc, op)
 

@@ -13,6 +13,7 @@ const (
 	ExtStability       = "x-stability"         // "beta" or "experimental"
 	ExtSunset          = "x-deprecated-sunset" // YYYY-MM-DD
 	ExtDeprecatedSince = "x-deprecated-since"  // YYYY-MM-DD
+	ExtSuccessor       = "x-successor-version" // the URL that replaces a deprecated call, with its path parameters
 	ExtHideTryIt       = "x-hideTryItPanel"    // true: no try-it panel
 )
 

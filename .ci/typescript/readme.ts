@@ -19,15 +19,29 @@ export async function walk() {
   const petId: number | undefined = pet.data?.id;
   await api.PUT("/store/inventory/{petId}", { headers, params: { path: { petId: 1 } }, body: { quantity: 3 } });
   const order = await api.POST("/store/orders", { headers, body: { petId: 1, quantity: 2 } });
+  // Fields every response carries are plain values: no `!`, no `?? fallback`.
+  if (order.data) {
+    const orderId: number = order.data.id;
+    const quantity: number = order.data.quantity;
+    const complete: boolean = order.data.complete;
+    void [orderId, quantity, complete];
+  }
+  const read = await api.GET("/pets", { params: { query: { id: [1] } } });
+  if (read.data && read.data.length > 0) {
+    const status: "available" | "pending" | "sold" = read.data[0].status;
+    const petName: string = read.data[0].name;
+    void [status, petName];
+  }
   await api.PUT("/store/orders/{orderId}", { headers, params: { path: { orderId: 1 } }, body: { shipDate: "2026-12-01T10:00:00Z", complete: true } });
   // What a GET returned may be sent back.
   const got = await api.GET("/store/orders/{orderId}", { params: { path: { orderId: 1 } } });
   if (got.data) {
     const { id, ...rest } = got.data;
-    await api.PUT("/store/orders/{orderId}", { headers, params: { path: { orderId: id ?? 1 } }, body: rest });
+    await api.PUT("/store/orders/{orderId}", { headers, params: { path: { orderId: id } }, body: rest });
   }
   await api.GET("/pets", { params: { query: { limit: 1 } } });
   const settings: adminComponents["schemas"]["DomainSettings"] = { primary: "shop.example.com", redirects: [{ from: "old.example.com", to: "shop.example.com", status: 301 }] };
   await admin.PUT("/admin/settings", { body: { domains: settings } });
-  return [secret, catId, petId, order.data?.id];
+  const orderId: number | undefined = order.data?.id;
+  return [secret, catId, petId, orderId];
 }

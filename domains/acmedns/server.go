@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -290,15 +291,9 @@ func (s *Server) forgetIdle() {
 // Start answers on addr (host:port) over UDP and TCP until Shutdown, and
 // returns the addresses it listens on.
 func (s *Server) Start(addr string) (udp, tcp net.Addr, err error) {
-	pc, err := net.ListenPacket("udp", addr)
+	pc, ln, err := listenBoth(addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--dns-listen %s (UDP): %w", addr, err)
-	}
-	// TCP on the port UDP got, so that port 0 gives one port for both.
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		return nil, nil, fmt.Errorf("--dns-listen %s (TCP): %w", addr, err)
+		return nil, nil, err
 	}
 	// A TCP client that sends nothing is dropped at the read timeout.
 	servers := []*dns.Server{
@@ -338,4 +333,29 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		errs = append(errs, srv.ShutdownContext(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// listenBoth binds UDP and then TCP on the port UDP got, so that port 0
+// gives one port for both. With port 0 the TCP twin of a free UDP port may
+// be some other process's, so a few ports are tried before giving up.
+func listenBoth(addr string) (net.PacketConn, net.Listener, error) {
+	_, port, _ := net.SplitHostPort(addr)
+	tries := 1
+	if port == "0" {
+		tries = 20
+	}
+	for i := 0; ; i++ {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--dns-listen %s (UDP): %w", addr, err)
+		}
+		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, ln, nil
+		}
+		pc.Close()
+		if i+1 >= tries || !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, nil, fmt.Errorf("--dns-listen %s (TCP): %w", addr, err)
+		}
+	}
 }

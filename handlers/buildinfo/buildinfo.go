@@ -9,8 +9,8 @@ import (
 )
 
 // Build is one build of the binary. Go records the VCS fields when it
-// builds in a git checkout (not with -buildvcs=false, nor, as of Go 1.26, in
-// a git worktree); they are empty otherwise.
+// builds in a git checkout (not with -buildvcs=false, nor, in our tries
+// with Go 1.26, in a git worktree); they are empty otherwise.
 type Build struct {
 	// Version is the main module's version: a tag (v1.2.0), a pseudo-version
 	// naming the commit (v0.0.0-20261126160917-db13a2fa1dc1, +dirty when

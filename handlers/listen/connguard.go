@@ -205,21 +205,18 @@ type guardedConn struct {
 	accepted time.Time
 }
 
-// settled reports whether every connection is between requests, its
-// answer sent, or has not sent its first request within patience of
-// being accepted. A server shut down then drops no request: net/http
-// drops a request it reads once Shutdown has begun, which may be the
-// first one of a connection accepted just before its listener closed.
+// settled reports whether no connection waits for its first request to be
+// read, counting only those accepted within patience (a client that opened
+// a connection and sent nothing, or one whose HTTP/2 the guard cannot
+// follow, does not hold shutdown longer). net/http drops a request it reads
+// once Shutdown has begun, which may be the first one of a connection
+// accepted just before its listener closed; requests being served are
+// waited for by Shutdown itself.
 func (g *ConnGuard) settled(patience time.Duration) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for c := range g.conns {
-		switch {
-		case c.fresh.Load():
-			if time.Since(c.accepted) < patience {
-				return false
-			}
-		case !c.idle.Load():
+		if c.fresh.Load() && time.Since(c.accepted) < patience {
 			return false
 		}
 	}

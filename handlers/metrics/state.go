@@ -128,3 +128,41 @@ func (c conns) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(idle), "idle")
 	ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(refused), "refused")
 }
+
+var damagedDesc = prometheus.NewDesc("petstore_store_damaged",
+	"1 once the store found its data file damaged (a transaction met a damaged page), until a restart: restore the file from a backup.", nil, nil)
+
+// DamageReporter is a store that can find its data damaged.
+type DamageReporter interface{ Damaged() error }
+
+// Damage reports whether the store found its data damaged.
+func Damage(d DamageReporter) prometheus.Collector { return damage{d} }
+
+type damage struct{ d DamageReporter }
+
+func (damage) Describe(ch chan<- *prometheus.Desc) { ch <- damagedDesc }
+
+func (d damage) Collect(ch chan<- prometheus.Metric) {
+	v := 0.0
+	if d.d.Damaged() != nil {
+		v = 1
+	}
+	ch <- prometheus.MustNewConstMetric(damagedDesc, prometheus.GaugeValue, v)
+}
+
+var handshakesDesc = prometheus.NewDesc("petstore_tls_handshakes_refused_total",
+	"TLS handshakes that failed (unknown server names, probes, clients that gave up); the log summarizes them once a minute.", nil, nil)
+
+// HandshakeCounter counts refused TLS handshakes.
+type HandshakeCounter interface{ HandshakesRefused() uint64 }
+
+// Handshakes reports the TLS handshakes refused.
+func Handshakes(h HandshakeCounter) prometheus.Collector { return handshakes{h} }
+
+type handshakes struct{ h HandshakeCounter }
+
+func (handshakes) Describe(ch chan<- *prometheus.Desc) { ch <- handshakesDesc }
+
+func (h handshakes) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(handshakesDesc, prometheus.CounterValue, float64(h.h.HandshakesRefused()))
+}

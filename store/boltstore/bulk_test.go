@@ -95,11 +95,11 @@ func TestImportPets(t *testing.T) {
 		}
 
 		p, err := db.Pet(ctx, 2)
-		if err != nil || p != (store.Pet{ID: 2, Name: "pet 1", CategoryID: dogs.ID, Status: store.StatusPending}) {
+		if err != nil || p != (store.Pet{ID: 2, Name: "pet 1", CategoryID: dogs.ID, Status: store.StatusPending, Version: 1}) {
 			t.Fatalf("first imported pet: %+v, %v", p, err)
 		}
 		p, err = db.Pet(ctx, 41)
-		if err != nil || p != (store.Pet{ID: 41, Name: "pet 10", CategoryID: cats.ID, Status: store.StatusAvailable}) {
+		if err != nil || p != (store.Pet{ID: 41, Name: "pet 10", CategoryID: cats.ID, Status: store.StatusAvailable, Version: 1}) {
 			t.Fatalf("last imported pet: %+v, %v", p, err)
 		}
 		for id := int64(2); id <= 41; id++ {

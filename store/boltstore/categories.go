@@ -16,7 +16,7 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 		if err != nil {
 			return err
 		}
-		created.ID = id
+		created.ID, created.Version = id, 1
 		if err := putJSON(b, id, created); err != nil {
 			return err
 		}
@@ -24,16 +24,28 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 	})
 }
 
-// Category returns the category with the given id.
+// Category returns the category with the given id, with its version.
 func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
-	return categoryTable.read(ctx, db, id)
+	return readValue(ctx, db, func(tx *bolt.Tx) (store.Category, error) {
+		c, err := categoryTable.get(tx, id)
+		c.Version = getVersion(tx, versionCategory, id)
+		return c, err
+	})
 }
 
-// ReplaceCategory replaces every field of the category c.ID with those of c.
+// ReplaceCategory replaces every field of the category c.ID with those of
+// c, and sets c.Version to its new version.
 func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
 	in := *c
-	return db.write(ctx, func(tx *bolt.Tx) error {
+	err := db.write(ctx, func(tx *bolt.Tx) error {
 		if _, err := categoryTable.get(tx, in.ID); err != nil {
+			return err
+		}
+		version, err := checkVersion(ctx, tx, versionCategory, "category", in.ID)
+		if err != nil {
+			return err
+		}
+		if in.Version, err = bumpVersion(tx, versionCategory, in.ID, version); err != nil {
 			return err
 		}
 		if err := putJSON(tx.Bucket(bktCategories), in.ID, &in); err != nil {
@@ -41,12 +53,22 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
 		}
 		return db.emit(tx, store.EventCategoryUpdated, &in)
 	})
+	if err == nil {
+		*c = in
+	}
+	return err
 }
 
 // DeleteCategory deletes a category that no pet belongs to.
 func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		if _, err := categoryTable.get(tx, id); err != nil {
+			return err
+		}
+		if _, err := checkVersion(ctx, tx, versionCategory, "category", id); err != nil {
+			return err
+		}
+		if err := deleteVersion(tx, versionCategory, id); err != nil {
 			return err
 		}
 		if n := countPrefix(tx.Bucket(bktPetsByCategory), itob(id)); n > 0 {

@@ -59,6 +59,14 @@ type DB struct {
 	// stuck is set when a failed transaction kept bbolt's writer lock (see
 	// update); writes fail at once from then on.
 	stuck atomic.Pointer[error]
+	// damaged is set by the first transaction that panicked (bbolt's
+	// assertions on a damaged page, or a fault in the mapped file) and
+	// stays set until the process ends: a write elsewhere in the file may
+	// still commit, but every write that meets the damaged page fails, so
+	// the store is not ready (Ping) until the file is restored and the
+	// service restarted. onDamaged is told once.
+	damaged   atomic.Pointer[error]
+	onDamaged atomic.Pointer[func(error)]
 
 	// API keys by the SHA-256 of their secret, so that authenticating a
 	// request costs a hash and a map lookup instead of a transaction.
@@ -203,10 +211,14 @@ func (db *DB) OnChange(func()) {}
 func (db *DB) Path() string { return db.path }
 
 // Ping reports whether the store can serve reads and writes, for readiness
-// probes. While the last write failed (a damaged file, a read-only or full
-// disk), it tries a write of its own: a store that nobody sends writes to
-// while it is not ready would otherwise never find out that it recovered.
+// probes. A damaged file (see damaged) fails it until a restart. While the
+// last write failed otherwise (a read-only or full disk), it tries a write
+// of its own: a store that nobody sends writes to while it is not ready
+// would otherwise never find out that it recovered.
 func (db *DB) Ping(ctx context.Context) error {
+	if err := db.Damaged(); err != nil {
+		return err
+	}
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bktPets) == nil {
 			return errors.New("store: pets bucket missing")
@@ -262,6 +274,34 @@ func diskFull(err error) bool {
 // metaWriteProbe is the key Ping writes to find out whether writes work again.
 var metaWriteProbe = []byte("write_probe")
 
+// Damaged returns why the data file is damaged, or nil: once a transaction
+// panicked, until the process ends.
+func (db *DB) Damaged() error {
+	if d := db.damaged.Load(); d != nil {
+		return *d
+	}
+	return nil
+}
+
+// OnDamaged registers fn to be told, once, when the file is found damaged.
+// It runs on the goroutine that found it, so it must not block.
+func (db *DB) OnDamaged(fn func(error)) {
+	db.onDamaged.Store(&fn)
+	if err := db.Damaged(); err != nil {
+		fn(err)
+	}
+}
+
+// markDamaged records that a transaction panicked, cause saying how.
+func (db *DB) markDamaged(cause error) {
+	err := fmt.Errorf("the data file %s is damaged (%w): restore it from a backup, then restart the service", db.path, cause)
+	if db.damaged.CompareAndSwap(nil, &err) {
+		if fn := db.onDamaged.Load(); fn != nil {
+			(*fn)(err)
+		}
+	}
+}
+
 // update is bbolt's Update, made safe to call from the committer: a panic
 // (bbolt asserts on a damaged file, and a fault in the mapped file is a panic
 // on this goroutine, see committer) becomes the error of the transaction,
@@ -291,6 +331,7 @@ func (db *DB) update(fn func(*bolt.Tx) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = panicError("write", p)
+			db.markDamaged(err)
 			if !rollbackAfterPanic(tx) {
 				err = fmt.Errorf("%w; its rollback failed too, so the store takes no more writes until a restart", err)
 				db.stuck.Store(&err)
@@ -327,6 +368,7 @@ func (db *DB) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) 
 	defer func() {
 		if p := recover(); p != nil {
 			err = panicError("read", p)
+			db.markDamaged(err)
 		}
 	}()
 	return db.bolt.View(fn)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"petstore/domains/domaintest"
@@ -155,5 +156,66 @@ func checkFailedWrite(t *testing.T, db *boltstore.DB, err error, want, where str
 	}
 	if err := db.Ping(ctx); err == nil {
 		t.Fatalf("Ping succeeded %s", where)
+	}
+}
+
+// A damaged page (a bad sector under a leaf of the pets bucket): the write
+// that meets it fails and marks the store damaged until a restart. A write
+// elsewhere in the file still commits, and Ping keeps failing, naming the
+// file and saying to restore a backup; the process is told once. A new
+// store on the file (the restart) is ready until it meets the page again.
+func TestWrite_DamagedPageKeepsTheStoreDamagedUntilRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "petstore.db")
+	db, err := boltstore.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustCategory(t, db, "dogs")
+	target := store.Pet{Name: "damaged-target", CategoryID: c.ID}
+	if err := db.CreatePet(ctx, &target); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.BulkCreatePets(ctx, 500, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	var told []error
+	var toldMu sync.Mutex
+	db.OnDamaged(func(err error) { toldMu.Lock(); told = append(told, err); toldMu.Unlock() })
+	domaintest.DamagePages(t, path, []byte("damaged-target"))
+
+	for range 2 {
+		p := target
+		p.Name = "renamed"
+		err := db.ReplacePet(ctx, &p)
+		if err == nil {
+			t.Fatal("a write to the damaged page succeeded")
+		}
+		checkFailedWrite(t, db, err, store.EINTERNAL, "on the damaged page")
+	}
+	other := store.Pet{Name: "elsewhere", CategoryID: c.ID}
+	if err := db.CreatePet(ctx, &other); err != nil {
+		t.Fatalf("a write elsewhere in the file: %v", err)
+	}
+	err = db.Ping(ctx)
+	if err == nil {
+		t.Fatal("Ping succeeded after a write elsewhere; the damage is still there")
+	}
+	for _, want := range []string{path, "damaged", "restore it from a backup"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Ping: %q does not say %q", err, want)
+		}
+	}
+	toldMu.Lock()
+	if len(told) != 1 {
+		t.Errorf("told %d times of the damage, want once: %v", len(told), told)
+	}
+	toldMu.Unlock()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	restarted := mustOpenPath(t, path)
+	if err := restarted.Ping(ctx); err != nil {
+		t.Errorf("after the restart: %v", err)
 	}
 }

@@ -44,6 +44,7 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 		if placed.ID, err = nextID(b); err != nil {
 			return err
 		}
+		placed.Version = 1
 		if err := putOrder(b, placed); err != nil {
 			return err
 		}
@@ -54,9 +55,13 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 	})
 }
 
-// Order returns the order with the given id.
+// Order returns the order with the given id, with its version.
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
-	return orderTable.read(ctx, db, id)
+	return readValue(ctx, db, func(tx *bolt.Tx) (store.Order, error) {
+		o, err := orderTable.get(tx, id)
+		o.Version = getVersion(tx, versionOrder, id)
+		return o, err
+	})
 }
 
 // UpdateOrder changes the ship date and completion of an order; nil fields of
@@ -67,7 +72,14 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (s
 		if err != nil {
 			return old, err
 		}
+		version, err := checkVersion(ctx, tx, versionOrder, "order", id)
+		if err != nil {
+			return old, err
+		}
 		o := old
+		if o.Version, err = bumpVersion(tx, versionOrder, id, version); err != nil {
+			return o, err
+		}
 		if u.ShipDate != nil {
 			d := *u.ShipDate
 			o.ShipDate = &d
@@ -97,8 +109,14 @@ func (db *DB) CancelOrder(ctx context.Context, id int64) error {
 		if err != nil {
 			return err
 		}
+		if _, err := checkVersion(ctx, tx, versionOrder, "order", id); err != nil {
+			return err
+		}
 		if o.Complete {
 			return store.OrderComplete(id)
+		}
+		if err := deleteVersion(tx, versionOrder, id); err != nil {
+			return err
 		}
 		if stock, err := inventoryTable.get(tx, o.PetID); err == nil {
 			stock.Quantity = min(stock.Quantity+o.Quantity, store.MaxStock)

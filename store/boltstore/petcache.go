@@ -32,13 +32,19 @@ type petCache struct {
 
 type petCacheShard struct {
 	mu sync.RWMutex
-	m  map[int64][]byte
+	m  map[int64]cachedPet
+}
+
+// cachedPet is a pet's stored JSON and its version, read together.
+type cachedPet struct {
+	json    []byte
+	version int64
 }
 
 func newPetCache() *petCache {
 	c := &petCache{}
 	for i := range c.shards {
-		c.shards[i].m = make(map[int64][]byte)
+		c.shards[i].m = make(map[int64]cachedPet)
 	}
 	return c
 }
@@ -48,7 +54,7 @@ func (c *petCache) shard(id int64) *petCacheShard {
 }
 
 // get returns the pet's cached JSON, which callers must not modify.
-func (c *petCache) get(id int64) ([]byte, bool) {
+func (c *petCache) get(id int64) (cachedPet, bool) {
 	s := c.shard(id)
 	s.mu.RLock()
 	v, ok := s.m[id]
@@ -64,7 +70,7 @@ func (c *petCache) committed() { c.gen.Add(1) }
 
 // fill caches v, read in a transaction begun after gen was read, unless a
 // commit happened since: v may then be older than that commit.
-func (c *petCache) fill(id int64, v []byte, gen uint64) {
+func (c *petCache) fill(id int64, v cachedPet, gen uint64) {
 	s := c.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -25,24 +25,28 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 	})
 }
 
-// Pet returns the pet with the given id.
+// Pet returns the pet with the given id, with its version.
 func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
-	return petTable.read(ctx, db, id)
+	return readValue(ctx, db, func(tx *bolt.Tx) (store.Pet, error) {
+		p, err := petTable.get(tx, id)
+		p.Version = getVersion(tx, versionPet, id)
+		return p, err
+	})
 }
 
 // PetJSON returns the pet's stored JSON, which is its API form: a read
 // that only sends the pet on needs neither decode nor encode. Hot pets come
 // from memory (petcache.go); the bytes may be shared, so callers must not
-// modify them.
-func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
+// modify them. The version is read with them.
+func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if v, ok := db.pets.get(id); ok {
-		return v, nil
+		return v.json, v.version, nil
 	}
 	gen := db.pets.generation() // before the transaction begins
-	var out []byte
+	var out cachedPet
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		k := idKey(id)
 		v := tx.Bucket(bktPets).Get(k[:])
@@ -50,17 +54,20 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
 			return store.NotFound("pet", id)
 		}
 		// v is only valid inside the transaction.
-		out = append(make([]byte, 0, len(v)), v...)
+		out.json = append(make([]byte, 0, len(v)), v...)
+		out.version = getVersion(tx, versionPet, id)
 		return nil
 	})
-	if err == nil {
-		db.pets.fill(id, out, gen)
+	if err != nil {
+		return nil, 0, err
 	}
-	return out, err
+	db.pets.fill(id, out, gen)
+	return out.json, out.version, nil
 }
 
-// ReplacePet replaces every field of the pet p.ID with those of p. A status
-// change moves the pet's inventory entry to the new status too.
+// ReplacePet replaces every field of the pet p.ID with those of p, and sets
+// p.Version to its new version. A status change moves the pet's inventory
+// entry to the new status too.
 func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 	in, err := store.NormalizePet(*p)
 	if err != nil {
@@ -69,6 +76,10 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 	defer db.pets.forget(in.ID) // after the commit, before the answer
 	err = db.write(ctx, func(tx *bolt.Tx) error {
 		old, err := petTable.get(tx, in.ID)
+		if err != nil {
+			return err
+		}
+		version, err := checkVersion(ctx, tx, versionPet, "pet", in.ID)
 		if err != nil {
 			return err
 		}
@@ -83,6 +94,9 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 			return err
 		}
 		if err := putIndexEntries(tx, petIndexEntries(&in)); err != nil {
+			return err
+		}
+		if in.Version, err = bumpVersion(tx, versionPet, in.ID, version); err != nil {
 			return err
 		}
 		if in.Status != old.Status {
@@ -108,10 +122,16 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 		if err != nil {
 			return err
 		}
+		if _, err := checkVersion(ctx, tx, versionPet, "pet", id); err != nil {
+			return err
+		}
 		if err := deleteIndexEntries(tx, petIndexEntries(&old)); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bktPets).Delete(itob(id)); err != nil {
+			return err
+		}
+		if err := deleteVersion(tx, versionPet, id); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bktInventory).Delete(itob(id)); err != nil {
@@ -149,7 +169,7 @@ func createPet(tx *bolt.Tx, p *store.Pet) error {
 	if err != nil {
 		return err
 	}
-	p.ID = id
+	p.ID, p.Version = id, 1
 	if err := putPet(b, p); err != nil {
 		return err
 	}

@@ -233,15 +233,17 @@ func TestPetJSONIsTheAPIForm(t *testing.T) {
 	if err := db.CreatePet(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := db.PetJSON(ctx, p.ID)
+	raw, _, err := db.PetJSON(ctx, p.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got store.Pet
-	if err := json.Unmarshal(raw, &got); err != nil || got != *p {
+	err = json.Unmarshal(raw, &got)
+	got.Version = p.Version // kept beside the JSON, not in it
+	if err != nil || got != *p {
 		t.Fatalf("PetJSON %s decodes to %+v (%v), want %+v", raw, got, err, *p)
 	}
-	if _, err := db.PetJSON(ctx, p.ID+1); store.ErrorCode(err) != store.ENOTFOUND {
+	if _, _, err := db.PetJSON(ctx, p.ID+1); store.ErrorCode(err) != store.ENOTFOUND {
 		t.Fatalf("missing pet: %v", err)
 	}
 }
@@ -261,7 +263,7 @@ func TestPetJSONFollowsWrites(t *testing.T) {
 	}
 	name := func() string {
 		t.Helper()
-		raw, err := db.PetJSON(ctx, p.ID)
+		raw, _, err := db.PetJSON(ctx, p.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +300,7 @@ func TestPetJSONFollowsWrites(t *testing.T) {
 				case <-stop:
 					return
 				default:
-					_, _ = db.PetJSON(ctx, id)
+					_, _, _ = db.PetJSON(ctx, id)
 				}
 			}
 		}()
@@ -320,7 +322,7 @@ func TestPetJSONFollowsWrites(t *testing.T) {
 	if err := db.DeletePet(ctx, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.PetJSON(ctx, p.ID); store.ErrorCode(err) != store.ENOTFOUND {
+	if _, _, err := db.PetJSON(ctx, p.ID); store.ErrorCode(err) != store.ENOTFOUND {
 		t.Fatalf("after delete: %v, want not found", err)
 	}
 }

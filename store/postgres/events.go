@@ -63,7 +63,7 @@ func (o *outboxTx) flush(ctx context.Context, now time.Time) error {
 }
 
 // visible limits a query of events to those whose writers have all
-// finished (migrations/0003_events.sql says why).
+// finished (migrations/0004_events.sql says why).
 const visible = `tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
 
 func scanEvent(r pgx.Row) (store.Event, int64, error) {

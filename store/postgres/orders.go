@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,40 +16,61 @@ func scanCategory(r pgx.Row) (store.Category, error) {
 	return c, err
 }
 
+// createCategorySQL adds a category and records its event ($3 type, $4
+// time, $5 data after the id).
+var createCategorySQL = `WITH category AS (
+		INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING id, version),
+	event AS (
+		INSERT INTO events (type, created_at, data) SELECT $3, $4, ` + dataWithID("category.id", "$5") + ` FROM category)
+	SELECT id, version FROM category`
+
+// replaceCategorySQL replaces a category and records its event ($4 type,
+// $5 time, $6 data).
+const replaceCategorySQL = `WITH category AS (
+		UPDATE categories SET name = $2, description = $3, version = version + 1 WHERE id = $1 RETURNING version),
+	event AS (
+		INSERT INTO events (type, created_at, data) SELECT $4, $5, $6 FROM category)
+	SELECT version FROM category`
+
 // CreateCategory adds a category.
 func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
-	in := *c
-	err := db.tx(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING id`,
-			in.Name, in.Description).Scan(&in.ID); err != nil {
-			return err
-		}
-		return emit(tx, store.EventCategoryCreated, &in)
-	})
-	if err == nil {
-		*c = in
+	e, err := store.NewEvent(store.EventCategoryCreated, &store.Category{Name: c.Name, Description: c.Description})
+	if err != nil {
+		return err
 	}
-	return err
+	return db.pool.QueryRow(ctx, createCategorySQL, c.Name, c.Description, e.Type, db.now(), afterID(e.Data)).Scan(&c.ID, &c.Version)
 }
 
-// Category returns one category.
+// Category returns one category, with its version.
 func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
-	c, err := scanCategory(db.pool.QueryRow(ctx, `SELECT id, name, description FROM categories WHERE id = $1`, id))
+	var c store.Category
+	err := db.pool.QueryRow(ctx, `SELECT id, name, description, version FROM categories WHERE id = $1`, id).
+		Scan(&c.ID, &c.Name, &c.Description, &c.Version)
 	return c, notFound(err, store.NotFound("category", id))
 }
 
-// ReplaceCategory replaces a category's name and description.
+// ReplaceCategory replaces a category's name and description, and sets
+// c.Version to its new version. Without an If-Match condition it is one
+// statement.
 func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
-	in := *c
+	e, err := store.NewEvent(store.EventCategoryUpdated, c)
+	if err != nil {
+		return err
+	}
+	update, args := replaceCategorySQL, []any{c.ID, c.Name, c.Description, e.Type, db.now(), []byte(e.Data)}
+	if !store.HasVersionCondition(ctx) {
+		err := db.pool.QueryRow(ctx, update, args...).Scan(&c.Version)
+		return notFound(err, store.NotFound("category", c.ID))
+	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE categories SET name = $2, description = $3 WHERE id = $1`, in.ID, in.Name, in.Description)
-		if err == nil && tag.RowsAffected() == 0 {
-			return store.NotFound("category", in.ID)
+		var version int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM categories WHERE id = $1 FOR UPDATE`, c.ID).Scan(&version); err != nil {
+			return notFound(err, store.NotFound("category", c.ID))
 		}
-		if err != nil {
+		if err := store.CheckVersion(ctx, "category "+strconv.FormatInt(c.ID, 10), version); err != nil {
 			return err
 		}
-		return emit(tx, store.EventCategoryUpdated, &in)
+		return tx.QueryRow(ctx, update, args...).Scan(&c.Version)
 	})
 }
 
@@ -64,20 +86,41 @@ const deleteCategorySQL = `WITH category AS (
 
 // DeleteCategory removes a category that has no pets.
 func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
-	var removed int
-	err := db.pool.QueryRow(ctx, deleteCategorySQL, id, store.EventCategoryDeleted, db.now(), []byte(store.DeletedData(id))).Scan(&removed)
-	switch {
-	case violates(err, foreignKey):
-		// Refused: a second query, for the message, only then.
-		var n int
-		if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pets WHERE category_id = $1`, id).Scan(&n); err != nil {
+	del := func(q querier) error {
+		var removed int
+		err := q.QueryRow(ctx, deleteCategorySQL, id, store.EventCategoryDeleted, db.now(), []byte(store.DeletedData(id))).Scan(&removed)
+		switch {
+		case violates(err, foreignKey):
+			// Refused: a second query, for the message, only then.
+			var n int
+			if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pets WHERE category_id = $1`, id).Scan(&n); err != nil {
+				return err
+			}
+			return store.CategoryInUse(id, max(n, 1))
+		case err == nil && removed == 0:
+			return store.NotFound("category", id)
+		}
+		return err
+	}
+	if !store.HasVersionCondition(ctx) {
+		return del(db.pool)
+	}
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		if err := checkVersionFor(ctx, tx, "categories", "category", id); err != nil {
 			return err
 		}
-		return store.CategoryInUse(id, max(n, 1))
-	case err == nil && removed == 0:
-		return store.NotFound("category", id)
+		return del(tx)
+	})
+}
+
+// checkVersionFor locks the row of id in table and checks the write's
+// If-Match condition against its version; what names the record.
+func checkVersionFor(ctx context.Context, tx pgx.Tx, table, what string, id int64) error {
+	var version int64
+	if err := tx.QueryRow(ctx, `SELECT version FROM `+table+` WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
+		return notFound(err, store.NotFound(what, id))
 	}
-	return err
+	return store.CheckVersion(ctx, what+" "+strconv.FormatInt(id, 10), version)
 }
 
 // ListCategories returns one page of categories.
@@ -153,14 +196,14 @@ var placeOrderSQL = `WITH taken AS (
 		RETURNING pet_id, quantity, status),
 	placed AS (
 		INSERT INTO orders (pet_id, quantity, ship_date, complete)
-		SELECT pet_id, $2, $3, $4 FROM taken RETURNING id),
+		SELECT pet_id, $2, $3, $4 FROM taken RETURNING id, version),
 	event AS (
 		INSERT INTO events (type, created_at, data)
 		SELECT e.type, $5, e.data FROM taken, placed, LATERAL (VALUES
 			(1, $6::text, ` + inventoryData("taken") + `),
 			(2, $7::text, ` + dataWithID("placed.id", "$8") + `)) AS e (n, type, data)
 		ORDER BY e.n)
-	SELECT id FROM placed`
+	SELECT id, version FROM placed`
 
 // PlaceOrder takes the stock and records the order in one statement.
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
@@ -174,7 +217,7 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 	}
 	for attempt := 1; ; attempt++ {
 		err = db.pool.QueryRow(ctx, placeOrderSQL, in.PetID, in.Quantity, in.ShipDate, in.Complete,
-			db.now(), store.EventInventory, e.Type, afterID(e.Data)).Scan(&in.ID)
+			db.now(), store.EventInventory, e.Type, afterID(e.Data)).Scan(&in.ID, &in.Version)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			break
 		}
@@ -203,24 +246,42 @@ func (db *DB) orderRefusal(ctx context.Context, in store.Order) error {
 	return store.CheckOrderable(in.PetID, status, stock, in.Quantity)
 }
 
-// Order returns one order.
+// Order returns one order, with its version.
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
-	o, err := scanOrder(db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id = $1`, id))
+	o, err := scanVersionedOrder(db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete, version FROM orders WHERE id = $1`, id))
 	return o, notFound(err, store.NotFound("order", id))
 }
 
-// UpdateOrder changes an order's ship date or completion.
+// scanVersionedOrder is scanOrder with the version after the columns.
+func scanVersionedOrder(r pgx.Row) (store.Order, error) {
+	var o store.Order
+	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete, &o.Version)
+	if o.ShipDate != nil {
+		d := o.ShipDate.UTC()
+		o.ShipDate = &d
+	}
+	return o, err
+}
+
+// UpdateOrder changes an order's ship date or completion. Without an
+// If-Match condition it is one statement.
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (store.Order, error) {
+	const update = `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete), version = version + 1
+		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete, version`
+	// A transaction, not one statement: the event's type depends on the
+	// completion before the write.
 	var o store.Order
 	err := db.tx(ctx, func(tx pgx.Tx) error {
+		var version int64
 		var wasComplete bool
-		if err := tx.QueryRow(ctx, `SELECT complete FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&wasComplete); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT version, complete FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&version, &wasComplete); err != nil {
 			return notFound(err, store.NotFound("order", id))
 		}
+		if err := store.CheckVersion(ctx, "order "+strconv.FormatInt(id, 10), version); err != nil {
+			return err
+		}
 		var err error
-		o, err = scanOrder(tx.QueryRow(ctx, `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete)
-			WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete`, id, u.ShipDate, u.Complete))
-		if err != nil {
+		if o, err = scanVersionedOrder(tx.QueryRow(ctx, update, id, u.ShipDate, u.Complete)); err != nil {
 			return err
 		}
 		return emit(tx, store.OrderUpdateEvent(&store.Order{Complete: wasComplete}, &o), &o)
@@ -253,23 +314,33 @@ var cancelOrderSQL = `WITH cancelled AS (
 
 // CancelOrder removes an incomplete order and returns its stock.
 func (db *DB) CancelOrder(ctx context.Context, id int64) error {
-	for attempt := 1; ; attempt++ {
-		var n int
-		err := db.pool.QueryRow(ctx, cancelOrderSQL, id, store.MaxStock,
-			db.now(), store.EventInventory, store.EventOrderCancelled, []byte(store.DeletedData(id))).Scan(&n)
-		if err != nil || n == 1 {
+	cancel := func(q querier) error {
+		for attempt := 1; ; attempt++ {
+			var n int
+			if err := q.QueryRow(ctx, cancelOrderSQL, id, store.MaxStock,
+				db.now(), store.EventInventory, store.EventOrderCancelled, []byte(store.DeletedData(id))).Scan(&n); err != nil || n == 1 {
+				return err
+			}
+			// Refused: a second query, for the reason, only then.
+			var complete bool
+			if err := q.QueryRow(ctx, `SELECT complete FROM orders WHERE id = $1`, id).Scan(&complete); err != nil {
+				return notFound(err, store.NotFound("order", id))
+			}
+			if complete || attempt == 3 {
+				return store.OrderComplete(id)
+			}
+			// Completion was undone between the two: try again.
+		}
+	}
+	if !store.HasVersionCondition(ctx) {
+		return cancel(db.pool)
+	}
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		if err := checkVersionFor(ctx, tx, "orders", "order", id); err != nil {
 			return err
 		}
-		// Refused: a second query, for the reason, only then.
-		var complete bool
-		if err := db.pool.QueryRow(ctx, `SELECT complete FROM orders WHERE id = $1`, id).Scan(&complete); err != nil {
-			return notFound(err, store.NotFound("order", id))
-		}
-		if complete || attempt == 3 {
-			return store.OrderComplete(id)
-		}
-		// Completion was undone between the two: try again.
-	}
+		return cancel(tx)
+	})
 }
 
 // ListOrders returns one page of orders, filtered by pet and completion.

@@ -64,34 +64,37 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 	if err != nil {
 		return err
 	}
+	in.Version = 1
 	*p = in
 	return nil
 }
 
-// Pet returns one pet.
+// Pet returns one pet, with its version.
 func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
-	p, err := scanPet(db.pool.QueryRow(ctx, `SELECT id, name, category_id, status FROM pets WHERE id = $1`, id))
+	var p store.Pet
+	err := db.pool.QueryRow(ctx, `SELECT id, name, category_id, status, version FROM pets WHERE id = $1`, id).
+		Scan(&p.ID, &p.Name, &p.CategoryID, &p.Status, &p.Version)
 	return p, notFound(err, store.NotFound("pet", id))
 }
 
-// PetJSON returns one pet in its API form.
-func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, error) {
+// PetJSON returns one pet in its API form, and its version.
+func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, int64, error) {
 	p, err := db.Pet(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return p.AppendJSON(nil), nil
+	return p.AppendJSON(nil), p.Version, nil
 }
 
 // replacePetSQL replaces a pet, gives its inventory entry the new status,
 // and records its event ($5 type, $6 time, $7 data).
 const replacePetSQL = `WITH pet AS (
-		UPDATE pets SET name = $2, category_id = $3, status = $4 WHERE id = $1 RETURNING id, status),
+		UPDATE pets SET name = $2, category_id = $3, status = $4, version = version + 1 WHERE id = $1 RETURNING id, status, version),
 	stock AS (
-		UPDATE inventory SET status = pet.status FROM pet WHERE inventory.pet_id = pet.id RETURNING inventory.pet_id),
+		UPDATE inventory SET status = pet.status FROM pet WHERE inventory.pet_id = pet.id RETURNING inventory.pet_id, pet.version),
 	event AS (
 		INSERT INTO events (type, created_at, data) SELECT $5, $6, $7 FROM pet)
-	SELECT pet_id FROM stock`
+	SELECT pet_id, version FROM stock`
 
 // ReplacePet replaces a pet; its inventory entry takes the new status.
 func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
@@ -103,13 +106,30 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 	if err != nil {
 		return err
 	}
-	err = db.pool.QueryRow(ctx, replacePetSQL, in.ID, in.Name, in.CategoryID, in.Status,
-		e.Type, db.now(), []byte(e.Data)).Scan(&in.ID)
-	switch {
-	case violates(err, foreignKey):
-		return store.CategoryMissing(in.CategoryID)
-	case err != nil:
-		return notFound(err, store.NotFound("pet", in.ID))
+	args := []any{in.ID, in.Name, in.CategoryID, in.Status, e.Type, db.now(), []byte(e.Data)}
+	replace := func(q pgx.Row) error {
+		err := q.Scan(&in.ID, &in.Version)
+		switch {
+		case violates(err, foreignKey):
+			return store.CategoryMissing(in.CategoryID)
+		case err != nil:
+			return notFound(err, store.NotFound("pet", in.ID))
+		}
+		return nil
+	}
+	if !store.HasVersionCondition(ctx) {
+		err = replace(db.pool.QueryRow(ctx, replacePetSQL, args...))
+	} else {
+		// If-Match: the pet's row is locked from the check to the write.
+		err = db.tx(ctx, func(tx pgx.Tx) error {
+			if err := checkVersionFor(ctx, tx, "pets", "pet", in.ID); err != nil {
+				return err
+			}
+			return replace(tx.QueryRow(ctx, replacePetSQL, args...))
+		})
+	}
+	if err != nil {
+		return err
 	}
 	*p = in
 	return nil
@@ -126,12 +146,24 @@ const deletePetSQL = `WITH pet AS (
 
 // DeletePet removes a pet and its inventory entry.
 func (db *DB) DeletePet(ctx context.Context, id int64) error {
-	var n int
-	err := db.pool.QueryRow(ctx, deletePetSQL, id, store.EventPetDeleted, db.now(), []byte(store.DeletedData(id))).Scan(&n)
-	if err == nil && n == 0 {
-		err = store.NotFound("pet", id)
+	del := func(q pgx.Row) error {
+		var n int
+		err := q.Scan(&n)
+		if err == nil && n == 0 {
+			err = store.NotFound("pet", id)
+		}
+		return err
 	}
-	return err
+	args := []any{id, store.EventPetDeleted, db.now(), []byte(store.DeletedData(id))}
+	if !store.HasVersionCondition(ctx) {
+		return del(db.pool.QueryRow(ctx, deletePetSQL, args...))
+	}
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		if err := checkVersionFor(ctx, tx, "pets", "pet", id); err != nil {
+			return err
+		}
+		return del(tx.QueryRow(ctx, deletePetSQL, args...))
+	})
 }
 
 // ListPets returns one page of pets, filtered by status and category.

@@ -26,6 +26,8 @@ func Run(t *testing.T, open Open) {
 		run  func(t *testing.T, s store.Store)
 	}{
 		{"Pets", testPets},
+		{"PetVersions", testPetVersions},
+		{"CategoryAndOrderVersions", testCategoryAndOrderVersions},
 		{"Categories", testCategories},
 		{"Inventory", testInventory},
 		{"Orders", testOrders},
@@ -104,12 +106,12 @@ func testPets(t *testing.T, s store.Store) {
 	if got := must(s.Pet(ctx, rex.ID))(t); got != rex {
 		t.Errorf("Pet: %+v, want %+v", got, rex)
 	}
-	if got := string(must(s.PetJSON(ctx, rex.ID))(t)); got != string(rex.AppendJSON(nil)) {
-		t.Errorf("PetJSON: %s, want %s", got, rex.AppendJSON(nil))
+	if got, v, err := s.PetJSON(ctx, rex.ID); err != nil || string(got) != string(rex.AppendJSON(nil)) || v != 1 {
+		t.Errorf("PetJSON: %s version %d %v, want %s version 1", got, v, err, rex.AppendJSON(nil))
 	}
 	_, err := s.Pet(ctx, 999)
 	wantError(t, "a missing pet", err, store.ENOTFOUND, "pet 999 not found")
-	_, err = s.PetJSON(ctx, 999)
+	_, _, err = s.PetJSON(ctx, 999)
 	wantError(t, "PetJSON of a missing pet", err, store.ENOTFOUND, "pet 999 not found")
 	err = s.CreatePet(ctx, &store.Pet{Name: "Ghost", CategoryID: 77})
 	wantError(t, "a pet in a missing category", err, store.EUNPROCESSABLE, "category 77 does not exist")
@@ -123,8 +125,8 @@ func testPets(t *testing.T, s store.Store) {
 	if got := must(s.Pet(ctx, rex.ID))(t); got != rex2 {
 		t.Errorf("after ReplacePet: %+v, want %+v", got, rex2)
 	}
-	if got := string(must(s.PetJSON(ctx, rex.ID))(t)); got != string(rex2.AppendJSON(nil)) {
-		t.Errorf("PetJSON after ReplacePet: %s", got)
+	if got, v, _ := s.PetJSON(ctx, rex.ID); string(got) != string(rex2.AppendJSON(nil)) || v != 2 {
+		t.Errorf("PetJSON after ReplacePet: %s version %d", got, v)
 	}
 	if it := must(s.InventoryItem(ctx, rex.ID))(t); it != (store.InventoryItem{PetID: rex.ID, Quantity: 3, Status: store.StatusPending}) {
 		t.Errorf("inventory after a status change: %+v", it)
@@ -303,7 +305,10 @@ func testOrders(t *testing.T, s store.Store) {
 	}
 }
 
+// sameOrder compares the orders' fields; their versions count writes, and
+// the suite checks them apart.
 func sameOrder(a, b store.Order) bool {
+	a.Version, b.Version = 0, 0
 	if (a.ShipDate == nil) != (b.ShipDate == nil) || a.ShipDate != nil && !a.ShipDate.Equal(*b.ShipDate) {
 		return false
 	}
@@ -347,4 +352,83 @@ func testOrderRace(t *testing.T, s store.Store) {
 	if len(orders) != 50 {
 		t.Errorf("%d orders stored, want 50", len(orders))
 	}
+}
+
+// testPetVersions: a pet's version counts its writes, and a write made for
+// a version the pet is no longer at (If-Match) changes nothing.
+func testPetVersions(t *testing.T, s store.Store) {
+	dogs := newCategory(t, s, "dogs")
+	rex := newPet(t, s, "Rex", dogs.ID, "")
+	if rex.Version != 1 || must(s.Pet(ctx, rex.ID))(t).Version != 1 {
+		t.Fatalf("a new pet's version: %d", rex.Version)
+	}
+	first := store.Pet{ID: rex.ID, Name: "First", CategoryID: dogs.ID}
+	check(t, s.ReplacePet(store.IfVersion(ctx, 1), &first))
+	if first.Version != 2 {
+		t.Errorf("version after a replacement: %d, want 2", first.Version)
+	}
+	second := store.Pet{ID: rex.ID, Name: "Second", CategoryID: dogs.ID}
+	err := s.ReplacePet(store.IfVersion(ctx, 1), &second)
+	wantError(t, "a replacement for a stale version", err, store.EPRECONDITION,
+		fmt.Sprintf("pet %d has changed since the version in If-Match; read it again, then retry with its new ETag", rex.ID))
+	if got := must(s.Pet(ctx, rex.ID))(t); got.Name != "First" || got.Version != 2 {
+		t.Errorf("after a stale replacement: %+v", got)
+	}
+	err = s.DeletePet(store.IfVersion(ctx, 1), rex.ID)
+	wantError(t, "a deletion for a stale version", err, store.EPRECONDITION,
+		fmt.Sprintf("pet %d has changed since the version in If-Match; read it again, then retry with its new ETag", rex.ID))
+	// Any version passes If-Match: *; one of several passes.
+	check(t, s.ReplacePet(store.IfVersion(ctx), &second))
+	check(t, s.DeletePet(store.IfVersion(ctx, 1, 3), rex.ID))
+	err = s.DeletePet(store.IfVersion(ctx), rex.ID)
+	wantError(t, "a conditional deletion of a missing pet", err, store.ENOTFOUND, fmt.Sprintf("pet %d not found", rex.ID))
+}
+
+// testCategoryAndOrderVersions: categories and orders count their writes
+// as pets do, and refuse a write for a stale version.
+func testCategoryAndOrderVersions(t *testing.T, s store.Store) {
+	dogs := newCategory(t, s, "dogs")
+	if dogs.Version != 1 || must(s.Category(ctx, dogs.ID))(t).Version != 1 {
+		t.Fatalf("a new category's version: %d", dogs.Version)
+	}
+	renamed := store.Category{ID: dogs.ID, Name: "Dogs"}
+	check(t, s.ReplaceCategory(store.IfVersion(ctx, 1), &renamed))
+	if renamed.Version != 2 || must(s.Category(ctx, dogs.ID))(t).Version != 2 {
+		t.Errorf("version after a replacement: %d", renamed.Version)
+	}
+	check(t, s.ReplaceCategory(ctx, &renamed)) // unconditional: as before
+	if renamed.Version != 3 {
+		t.Errorf("version after an unconditional replacement: %d", renamed.Version)
+	}
+	err := s.ReplaceCategory(store.IfVersion(ctx, 2), &store.Category{ID: dogs.ID, Name: "stale"})
+	wantError(t, "a stale category replacement", err, store.EPRECONDITION,
+		fmt.Sprintf("category %d has changed since the version in If-Match; read it again, then retry with its new ETag", dogs.ID))
+	err = s.DeleteCategory(store.IfVersion(ctx, 2), dogs.ID)
+	wantError(t, "a stale category deletion", err, store.EPRECONDITION,
+		fmt.Sprintf("category %d has changed since the version in If-Match; read it again, then retry with its new ETag", dogs.ID))
+
+	rex := newPet(t, s, "Rex", dogs.ID, "")
+	must(s.SetStock(ctx, rex.ID, 5))(t)
+	o := store.Order{PetID: rex.ID, Quantity: 1}
+	check(t, s.PlaceOrder(ctx, &o))
+	if o.Version != 1 || must(s.Order(ctx, o.ID))(t).Version != 1 {
+		t.Fatalf("a new order's version: %d", o.Version)
+	}
+	done := true
+	updated := must(s.UpdateOrder(store.IfVersion(ctx, 1), o.ID, store.OrderUpdate{Complete: &done}))(t)
+	if updated.Version != 2 || !updated.Complete {
+		t.Errorf("after a conditional update: %+v", updated)
+	}
+	_, err = s.UpdateOrder(store.IfVersion(ctx, 1), o.ID, store.OrderUpdate{Complete: new(false)})
+	wantError(t, "a stale order update", err, store.EPRECONDITION,
+		fmt.Sprintf("order %d has changed since the version in If-Match; read it again, then retry with its new ETag", o.ID))
+	if got := must(s.Order(ctx, o.ID))(t); !got.Complete || got.Version != 2 {
+		t.Errorf("after a stale update: %+v", got)
+	}
+	o2 := store.Order{PetID: rex.ID, Quantity: 1}
+	check(t, s.PlaceOrder(ctx, &o2))
+	err = s.CancelOrder(store.IfVersion(ctx, 5), o2.ID)
+	wantError(t, "a stale cancellation", err, store.EPRECONDITION,
+		fmt.Sprintf("order %d has changed since the version in If-Match; read it again, then retry with its new ETag", o2.ID))
+	check(t, s.CancelOrder(store.IfVersion(ctx, 1), o2.ID))
 }

@@ -83,13 +83,22 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	check("createPet", err)
 	rex := expect("createPet", cp, cp.Body, http.StatusCreated, cp.JSON201)
 	var rexID int64 = rex.Id
-	if cp.Headers201 == nil || cp.Headers201.Location == nil || *cp.Headers201.Location != fmt.Sprintf("/pets/%d", rexID) {
+	if cp.Headers201 == nil || cp.Headers201.Location == nil || *cp.Headers201.Location != fmt.Sprintf("/pets?id=%d", rexID) {
 		fail("createPet: Location %v", cp.Headers201)
 	}
 	lp, err := api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Status: &available, CategoryId: &dogsID, Limit: &limit})
 	check("listPets", err)
 	if pets := expect("listPets", lp, lp.Body, http.StatusOK, lp.JSON200); len(pets) != 1 || pets[0].Name != "Rex" {
 		fail("listPets: %+v", pets)
+	}
+	// The successor of getPetById: the pet's status is a plain value.
+	lp, err = api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Id: &[]int64{rexID}})
+	check("listPets", err)
+	if pets := expect("listPets", lp, lp.Body, http.StatusOK, lp.JSON200); len(pets) != 1 || pets[0].Id != rexID {
+		fail("listPets by id: %+v", pets)
+	} else {
+		var status publicapi.PetStatus = pets[0].Status
+		_ = status
 	}
 	gp, err := api.GetPetByIdWithResponse(ctx, rexID)
 	check("getPetById", err)
@@ -124,7 +133,11 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	po, err := api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID, Quantity: &quantity})
 	check("placeOrder", err)
 	order := expect("placeOrder", po, po.Body, http.StatusCreated, po.JSON201)
-	if order.Id == nil || order.Quantity == nil || *order.Quantity != 2 {
+	// Always-sent fields are plain values: no nil check, no dereference.
+	var orderID int64 = order.Id
+	var orderQuantity int32 = order.Quantity
+	var orderComplete bool = order.Complete
+	if orderID < 1 || orderQuantity != 2 || orderComplete {
 		fail("placeOrder: %+v", order)
 		return
 	}
@@ -133,15 +146,15 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	check("listOrders", err)
 	expect("listOrders", lo, lo.Body, http.StatusOK, lo.JSON200)
 	ship, done := time.Date(2026, 12, 3, 15, 30, 0, 0, time.UTC), true
-	uo, err := api.UpdateOrderWithResponse(ctx, *order.Id, publicapi.OrderUpdate{ShipDate: &ship, Complete: &done})
+	uo, err := api.UpdateOrderWithResponse(ctx, order.Id, publicapi.OrderUpdate{ShipDate: &ship, Complete: &done})
 	check("updateOrder", err)
 	expect("updateOrder", uo, uo.Body, http.StatusOK, uo.JSON200)
 	// What a GET returned may be sent back as it is.
-	got, err := api.GetOrderWithResponse(ctx, *order.Id)
+	got, err := api.GetOrderWithResponse(ctx, order.Id)
 	check("getOrder", err)
 	read := expect("getOrder", got, got.Body, http.StatusOK, got.JSON200)
-	uo, err = api.UpdateOrderWithResponse(ctx, *order.Id, publicapi.OrderUpdate{
-		PetId: read.PetId, Quantity: read.Quantity, ShipDate: read.ShipDate, Complete: read.Complete,
+	uo, err = api.UpdateOrderWithResponse(ctx, order.Id, publicapi.OrderUpdate{
+		PetId: &read.PetId, Quantity: &read.Quantity, ShipDate: read.ShipDate, Complete: &read.Complete,
 	})
 	check("updateOrder", err)
 	expect("updateOrder", uo, uo.Body, http.StatusOK, uo.JSON200)
@@ -149,11 +162,9 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	po, err = api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID})
 	check("placeOrder", err)
 	second := expect("placeOrder", po, po.Body, http.StatusCreated, po.JSON201)
-	if second.Id != nil {
-		co, err := api.CancelOrderWithResponse(ctx, *second.Id)
-		check("cancelOrder", err)
-		expectNoContent("cancelOrder", co, co.Body)
-	}
+	co, err := api.CancelOrderWithResponse(ctx, second.Id)
+	check("cancelOrder", err)
+	expectNoContent("cancelOrder", co, co.Body)
 	tooMany := int32(4) // 5 in stock, 2 taken
 	po, err = api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID, Quantity: &tooMany})
 	check("placeOrder", err)

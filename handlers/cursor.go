@@ -1,0 +1,74 @@
+package handlers
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"hash/fnv"
+	"net/url"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/store"
+)
+
+// A cursor holds the last item of a page (its number: an id, or a domain's
+// added time; and, for domains, its name) and the list it belongs to: a
+// hash of the operation's path and of the request's filters (every query
+// parameter but cursor and limit, which may change from page to page).
+// A cursor taken to another list, or to the same list with other filters,
+// would silently skip or repeat items; it is refused instead, naming the
+// parameter.
+//
+// Layout: 8 bytes of number, cursorMark, 4 bytes of binding, then the name.
+// The mark is a byte that UTF-8 never has, so no earlier cursor (a number
+// and a name) reads as one of these.
+
+const cursorMark = 0xff
+
+var errBadCursor = apiError(store.EINVALID, "query parameter \"cursor\": not a cursor this service issued; follow the Link header of the previous page")
+
+var errForeignCursor = apiError(store.EINVALID, "query parameter \"cursor\": belongs to another list or to other filters (a cursor continues the request it came from); start again without a cursor, or follow the Link header of the previous page")
+
+// cursorBinding is the list that the request asks for, as 4 bytes.
+func cursorBinding(c echo.Context) uint32 {
+	q := c.Request().URL.Query()
+	q.Del("cursor")
+	q.Del("limit")
+	h := fnv.New32a()
+	h.Write([]byte(c.Path()))
+	h.Write([]byte{0})
+	h.Write([]byte(q.Encode())) // sorted by name: the order of the filters does not matter
+	return h.Sum32()
+}
+
+// encodeCursor encodes the last item of a page for the list of c's request.
+func encodeCursor(c echo.Context, n int64, name string) string {
+	b := make([]byte, 0, 13+len(name))
+	b = binary.BigEndian.AppendUint64(b, uint64(n))
+	b = append(b, cursorMark)
+	b = binary.BigEndian.AppendUint32(b, cursorBinding(c))
+	return base64.RawURLEncoding.EncodeToString(append(b, name...))
+}
+
+// decodeCursor reads a cursor of encodeCursor, and refuses one of another
+// list or other filters than c's request.
+func decodeCursor(c echo.Context, s string) (n int64, name string, err error) {
+	b, decErr := base64.RawURLEncoding.DecodeString(s)
+	if decErr != nil || len(b) < 13 || b[8] != cursorMark || !utf8.Valid(b[13:]) {
+		return 0, "", errBadCursor
+	}
+	if binary.BigEndian.Uint32(b[9:13]) != cursorBinding(c) {
+		return 0, "", errForeignCursor
+	}
+	return int64(binary.BigEndian.Uint64(b)), string(b[13:]), nil
+}
+
+// nextPageURL is the same path and query as the request's, with the cursor
+// moved on.
+func nextPageURL(c echo.Context, cursor string) string {
+	q := c.Request().URL.Query()
+	q.Set("cursor", cursor)
+	u := url.URL{Path: c.Request().URL.Path, RawQuery: q.Encode()}
+	return u.String()
+}

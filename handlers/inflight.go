@@ -1,0 +1,82 @@
+package handlers
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/handlers/clientkey"
+)
+
+// responseWriteTimeout bounds the writing of one capped answer. Every
+// answer behind the in-flight cap is small (JSON, a page, an asset): a
+// client that stops reading (an HTTP/2 stream with a zero window, a full
+// TCP window) gives its slot back after this, not after the server's
+// whole write timeout.
+const responseWriteTimeout = 10 * time.Second
+
+// inFlight caps the requests served at once, in total and per client
+// (clientkey: an address, an IPv6 /64, or the address a PROXY protocol
+// header gave). It is placed after the body is read (readBody), so a slow
+// body costs its sender a connection, never a slot, and it is left off
+// the probes and the operator's paths, so that neither one client nor all
+// of them together can keep the operator or a load balancer out.
+type inFlight struct {
+	max, perClient int
+
+	mu     sync.Mutex
+	total  int
+	counts map[clientkey.Key]int
+}
+
+func newInFlight(max, perClient int) *inFlight {
+	return &inFlight{max: max, perClient: perClient, counts: map[clientkey.Key]int{}}
+}
+
+// take takes a slot for k, or reports which limit is reached: "" when a
+// slot was taken.
+func (f *inFlight) take(k clientkey.Key) (limit string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.total >= f.max:
+		return "the server is at its limit of requests in flight"
+	case f.perClient > 0 && f.counts[k] >= f.perClient:
+		return "this client is at its limit of requests in flight"
+	}
+	f.total++
+	f.counts[k]++
+	return ""
+}
+
+func (f *inFlight) release(k clientkey.Key) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.total--
+	if f.counts[k]--; f.counts[k] <= 0 {
+		delete(f.counts, k)
+	}
+}
+
+// limit answers 503 with Retry-After past either cap: past that point more
+// concurrency only adds latency and memory, and a client that retries
+// later is better served than one that waits.
+func (f *inFlight) limit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if isStream(c.Request()) {
+			return next(c) // held for as long as the client stays: the stream cap counts it
+		}
+		k := clientkey.Of(c.Request().RemoteAddr)
+		if limit := f.take(k); limit != "" {
+			c.Response().Header().Set("Retry-After", "1")
+			return apiError(codeUnavailable, "%s; retry after the seconds in Retry-After", limit)
+		}
+		defer f.release(k)
+		// Not supported by every ResponseWriter (tests' recorders): then
+		// the server's own write timeout stands.
+		_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Now().Add(responseWriteTimeout))
+		return next(c)
+	}
+}

@@ -1,0 +1,57 @@
+package listen
+
+import (
+	"bytes"
+	"log"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"petstore/handlers/accesslog"
+)
+
+// ServerErrors is the error log of the http.Servers: their lines go to the
+// service's log at warning level, except refused TLS handshakes (an unknown
+// server name, a scanner's probe, a client that gave up), which any client
+// can cause by the thousand: those are counted and summarized once a
+// minute, "N refused TLS handshakes from M addresses in the last minute".
+type ServerErrors struct {
+	log        *slog.Logger
+	handshakes *accesslog.Summary
+	refused    atomic.Uint64
+}
+
+// NewServerErrors returns the error log for the http.Servers, writing to log.
+func NewServerErrors(log *slog.Logger) *ServerErrors {
+	return &ServerErrors{log: log, handshakes: accesslog.NewSummary(log, "refused TLS handshakes", time.Minute)}
+}
+
+// Logger is the *log.Logger to give http.Server.ErrorLog.
+func (e *ServerErrors) Logger() *log.Logger { return log.New(e, "", 0) }
+
+// HandshakesRefused is how many TLS handshakes failed since the start.
+func (e *ServerErrors) HandshakesRefused() uint64 { return e.refused.Load() }
+
+const handshakeError = "http: TLS handshake error from "
+
+// Write takes one line of an http.Server's error log.
+func (e *ServerErrors) Write(p []byte) (int, error) {
+	line := string(bytes.TrimRight(p, "\n"))
+	if rest, ok := strings.CutPrefix(line, handshakeError); ok {
+		e.refused.Add(1)
+		addr, _, _ := strings.Cut(rest, ": ")
+		e.handshakes.Add(addrHost(addr))
+		return len(p), nil
+	}
+	e.log.Warn(line)
+	return len(p), nil
+}
+
+// addrHost is the host of "host:port", or addr as it is.
+func addrHost(addr string) string {
+	if i := strings.LastIndexByte(addr, ':'); i > 0 {
+		return strings.Trim(addr[:i], "[]")
+	}
+	return addr
+}

@@ -1,0 +1,59 @@
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"strconv"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// bktVersions holds the version of each record that was written after its
+// creation, by kind and id. A record without an entry is at version 1, so
+// creating one writes nothing here: the write path of a new pet stays as
+// it was.
+var bktVersions = []byte("versions")
+
+func init() { allBuckets = append(allBuckets, bktVersions) }
+
+// Kinds of versioned records, the first byte of their key.
+const (
+	versionPet      = 'p'
+	versionCategory = 'c'
+	versionOrder    = 'o'
+)
+
+// checkVersion returns the record's version, after checking the write's
+// If-Match condition (store.IfVersion) against it.
+func checkVersion(ctx context.Context, tx *bolt.Tx, kind byte, what string, id int64) (int64, error) {
+	v := getVersion(tx, kind, id)
+	return v, store.CheckVersion(ctx, what+" "+strconv.FormatInt(id, 10), v)
+}
+
+func versionKey(kind byte, id int64) []byte {
+	k := make([]byte, 9)
+	k[0] = kind
+	binary.BigEndian.PutUint64(k[1:], uint64(id))
+	return k
+}
+
+// getVersion returns the version of the record, 1 when it has no entry.
+func getVersion(tx *bolt.Tx, kind byte, id int64) int64 {
+	if v := tx.Bucket(bktVersions).Get(versionKey(kind, id)); len(v) == 8 {
+		return int64(binary.BigEndian.Uint64(v))
+	}
+	return 1
+}
+
+// bumpVersion stores the version after current and returns it.
+func bumpVersion(tx *bolt.Tx, kind byte, id, current int64) (int64, error) {
+	next := current + 1
+	return next, tx.Bucket(bktVersions).Put(versionKey(kind, id), binary.BigEndian.AppendUint64(nil, uint64(next)))
+}
+
+// deleteVersion drops the entry of a deleted record.
+func deleteVersion(tx *bolt.Tx, kind byte, id int64) error {
+	return tx.Bucket(bktVersions).Delete(versionKey(kind, id))
+}
