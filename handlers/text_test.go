@@ -181,8 +181,10 @@ func TestNULInEveryStringFieldIsRefused(t *testing.T) {
 // documents declare as one value, given twice with a valid value, is 400
 // invalid_request naming it; first-wins would quietly ignore the second.
 func TestRepeatedQueryParametersAreRefused(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newTestServer(t, withEvents(t))
 	ts.do(http.MethodPost, "/categories", `{"name":"dogs"}`).wantStatus(http.StatusCreated)
+	// Webhook 1, whose deliveries take a cursor.
+	ts.adminDo(http.MethodPost, "/admin/webhooks", `{"url":"`+newHookReceiver(t).srv.URL+`","events":["*"]}`).wantStatus(http.StatusCreated)
 	h := http.Header{"X-Api-Key": {ts.apiKey}, "Authorization": {"Bearer " + ts.admin}}
 	pub, admin := specs(t)
 	n := 0
@@ -230,6 +232,8 @@ func validValue(t *testing.T, s *openapi3.Schema) string {
 		return "1"
 	case s.Type.Is(openapi3.TypeBoolean):
 		return "true"
+	case s.Type.Is(openapi3.TypeString) && s.Example != nil:
+		return s.Example.(string) // a form of its own (an event id)
 	case s.Type.Is(openapi3.TypeString):
 		return "AAAAAAAAAAA" // a cursor's alphabet
 	}
