@@ -138,7 +138,6 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 	})
 }
 
-
 // ListPets returns one page of pets, filtered by status and category.
 func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
