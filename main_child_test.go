@@ -21,9 +21,6 @@ import (
 const (
 	childEnv     = "PETSTORE_TEST_CHILD"
 	childArgsEnv = "PETSTORE_TEST_CHILD_ARGS"
-	// connChildArgsEnv is childArgsEnv under the name main_harden_test.go
-	// uses.
-	connChildArgsEnv = childArgsEnv
 )
 
 // isChild reports whether this process is a test's child.

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,36 +16,14 @@ import (
 
 // The child process of the tests below: the service, as its own process,
 // so that its memory can be measured apart from the test's.
-const hardenChildEnv = "PETSTORE_TEST_HARDEN_CHILD"
-
-func runHardenChild() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	args := strings.Split(os.Getenv(connChildArgsEnv), "\x1f")
-	if err := run(ctx, args, func(string) string { return "" }, os.Stdout); err != nil {
-		os.Stdout.WriteString("run: " + err.Error() + "\n")
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
-
 // startChild starts the service in a child process and returns its address
 // and process id.
 func startChild(t *testing.T, args ...string) (addr string, pid int) {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--admin-token", domaintest.AdminToken,
 		"--data", filepath.Join(t.TempDir(), "p.db"), "--shutdown-timeout", "1s"}, args...)
-	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
-	cmd.Env = append(os.Environ(), hardenChildEnv+"=1", connChildArgsEnv+"="+strings.Join(args, "\x1f"))
-	proc := domaintest.StartProcess(t, cmd)
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-proc.Done():
-		case <-time.After(10 * time.Second):
-			t.Errorf("the service did not stop after SIGTERM:\n%s", proc.Out)
-		}
-	})
+	cmd := childCommand(t, args)
+	proc := startServiceChild(t, cmd)
 	base, err := proc.WaitOutput(30*time.Second, listeningOn)
 	if err != nil {
 		t.Fatalf("the service did not listen: %v\n%s", err, proc.Out)
@@ -83,8 +57,8 @@ func rss(t *testing.T, pid int) int64 {
 // far less than 100 MB (it was about 1 MiB a connection), and the header
 // timeout (--header-timeout, shortened here) closes every one.
 func TestHalfSentHeadersCostLittle(t *testing.T) {
-	if os.Getenv(hardenChildEnv) != "" {
-		runHardenChild()
+	if isChild() {
+		runChild(func() error { return nil })
 	}
 	if testing.Short() {
 		t.Skip("500 connections and a child process")
