@@ -168,3 +168,40 @@ func wrap(text string, width int) []string {
 	}
 	return append(lines, line)
 }
+
+// listFlag is a flag that may be repeated or hold a comma-separated list.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// parseFlags parses args into fs, then sets each flag --some-name that args
+// did not give from its environment twin PETSTORE_SOME_NAME, when that is
+// set. It returns the names of the flags args gave.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (given map[string]bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	given = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	fs.VisitAll(func(f *flag.Flag) {
+		name := envName(f.Name)
+		if v := getenv(name); v != "" && !given[f.Name] && err == nil {
+			if setErr := fs.Set(f.Name, v); setErr != nil {
+				err = fmt.Errorf("%s: %w", name, setErr)
+			}
+		}
+	})
+	return given, err
+}

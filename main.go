@@ -78,20 +78,6 @@ type config struct {
 	databaseMaxConns                            int
 }
 
-// listFlag is a flag that may be repeated or hold a comma-separated list.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l = append(*l, s)
-		}
-	}
-	return nil
-}
-
 // parseConfig reads flags; each flag --some-name has an environment twin
 // PETSTORE_SOME_NAME that applies when the flag is not given.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -216,29 +202,6 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		}
 	}
 	return c, checkAdminToken(c.adminToken)
-}
-
-// parseFlags parses args into fs, then sets each flag --some-name that args
-// did not give from its environment twin PETSTORE_SOME_NAME, when that is
-// set. It returns the names of the flags args gave.
-func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (given map[string]bool, err error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
-	}
-	given = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	fs.VisitAll(func(f *flag.Flag) {
-		name := envName(f.Name)
-		if v := getenv(name); v != "" && !given[f.Name] && err == nil {
-			if setErr := fs.Set(f.Name, v); setErr != nil {
-				err = fmt.Errorf("%s: %w", name, setErr)
-			}
-		}
-	})
-	return given, err
 }
 
 func isPostgresURL(s string) bool {
