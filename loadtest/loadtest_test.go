@@ -71,6 +71,7 @@ func TestLoadtestQuick(t *testing.T) {
 		"GET / (the site)",
 		"POST /pets (durable)",
 		"POST /store/orders (durable)",
+		labelPostPetsHook,
 		"GET /pets?limit=20 first page, " + big + " pets",
 		"GET /pets?limit=20 90% deep, " + big + " pets",
 	}
