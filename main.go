@@ -254,6 +254,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		logHandler = slog.NewJSONHandler(logOut, nil)
 	}
 	log := slog.New(logHandler)
+	// What libraries log through the standard log package or slog's
+	// default (certmagic's challenge servers and worker panics, and its
+	// default logger: domains/certs) goes to this log, never to stderr.
+	prevDefault := slog.Default()
+	slog.SetDefault(log)
+	defer slog.SetDefault(prevDefault)
 	logOut.OnDrop(func(n uint64) {
 		log.Warn(fmt.Sprintf("dropped %d log lines: the log output does not keep up", n), "dropped", n)
 	})

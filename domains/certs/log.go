@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -16,10 +17,20 @@ func zapToSlog(l *slog.Logger) *zap.Logger {
 	return zap.New(slogCore{l: l.With("component", "certmagic")})
 }
 
+// certmagic's package default logger, which a Config or issuer made
+// without one of this package's loggers falls back to, writes to stderr;
+// it writes to the process's default slog logger instead, which the
+// service sets to its own (main.go).
+func init() {
+	certmagic.Default.Logger = zap.New(slogCore{})
+}
+
 // slogCore keeps With's fields as they are and converts them only when a
 // line is written: certmagic calls With on every handshake for lines that
 // are then dropped, and converting there would cost every handshake.
 type slogCore struct {
+	// l is the logger written to; nil is slog's default at the time of
+	// writing.
 	l      *slog.Logger
 	fields []zapcore.Field
 }
@@ -46,7 +57,11 @@ func (c slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	if e.LoggerName != "" {
 		args = append(args, "logger", e.LoggerName)
 	}
-	c.l.Log(context.Background(), level, e.Message, args...)
+	l := c.l
+	if l == nil {
+		l = slog.Default().With("component", "certmagic")
+	}
+	l.Log(context.Background(), level, e.Message, args...)
 	return nil
 }
 

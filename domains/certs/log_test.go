@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 )
 
@@ -24,5 +25,22 @@ func TestCertmagicLogsReachSlog(t *testing.T) {
 	}
 	if strings.Contains(out, "chatty") {
 		t.Errorf("an info line was logged: %s", out)
+	}
+}
+
+// TestCertmagicDefaultLoggerReachesSlog: certmagic's package default
+// logger, which writes to stderr as the library ships it, writes to slog's
+// default logger, whatever that is when the line is written.
+func TestCertmagicDefaultLoggerReachesSlog(t *testing.T) {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(prev)
+	certmagic.Default.Logger.Named("maintenance").Error("a line of the default logger", zap.String("identifier", "shop.example.com"))
+	out := buf.String()
+	for _, want := range []string{"a line of the default logger", "identifier=shop.example.com", "component=certmagic", "logger=maintenance", "level=ERROR"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q: %s", want, out)
+		}
 	}
 }
