@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 
+	"petstore/handlers/clientkey"
 	"petstore/store"
 )
 
@@ -35,6 +37,10 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 	switch in.SecuritySchemeName {
 	case schemeAPIKey:
 		if kc, ok := s.store.(keyChecker); ok {
+			if !s.failures.mayLookUp(clientkey.Of(req.RemoteAddr), time.Now()) {
+				// Not counted as a failure: it was not checked.
+				return &errTooManyFailures{retryAfter: int(lockedLookupInterval / time.Second)}
+			}
 			// An error is the database's (503), not the client's: it must
 			// not count as a failed credential.
 			if _, ok, err := kc.CheckAPIKey(req.Context(), req.Header.Get(headerAPIKey)); ok || err != nil {

@@ -84,6 +84,36 @@ type failures struct {
 	times []int64
 	n     int
 	next  int // the oldest once full
+	// lookedUp is when a credential of the client, locked out, was last
+	// looked up in the database.
+	lookedUp time.Time
+}
+
+// lockedLookupInterval is how often a locked-out client's credential is
+// looked up in the database (PostgreSQL), where each lookup is a query:
+// a flood of wrong keys from one address then costs a query per interval,
+// and its owner's right key, refused meanwhile with a Retry-After of one
+// interval, gets through at the next.
+const lockedLookupInterval = time.Second
+
+// mayLookUp reports whether a credential from client k may be looked up
+// now: always when k is not locked out, once per lockedLookupInterval
+// when it is.
+func (l *failureLimiter) mayLookUp(k clientkey.Key, now time.Time) bool {
+	if l == nil {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, found := l.locked.Peek(k)
+	if !found || f.lockedFor(l.max, now) == 0 {
+		return true
+	}
+	if now.Sub(f.lookedUp) < lockedLookupInterval {
+		return false
+	}
+	f.lookedUp = now
+	return true
 }
 
 // newFailureLimiter allows max failures per window; 0 or less: nil.

@@ -24,6 +24,13 @@ import (
 // with the admin token of the test servers.
 func startOnPostgres(t *testing.T, databaseURL string) *testServer {
 	t.Helper()
+	ts, _ := startOnPostgresDB(t, databaseURL)
+	return ts
+}
+
+// startOnPostgresDB is startOnPostgres, also giving the store.
+func startOnPostgresDB(t *testing.T, databaseURL string) (*testServer, *postgres.DB) {
+	t.Helper()
 	specs(t)
 	db, err := postgres.Open(context.Background(), databaseURL, store.Options{})
 	if err != nil {
@@ -39,7 +46,7 @@ func startOnPostgres(t *testing.T, databaseURL string) *testServer {
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &testServer{tb: t, srv: srv, http: hs, admin: domaintest.AdminToken}
+	return &testServer{tb: t, srv: srv, http: hs, admin: domaintest.AdminToken}, db
 }
 
 // TestBackupOnPostgresPointsToPgDump: a backup of a shared database is
@@ -240,4 +247,60 @@ func TestAdminDuringAStartupOutage(t *testing.T) {
 	}
 	ts.adminDo(http.MethodGet, "/admin/project", "").wantStatus(http.StatusOK)
 	ts.send(http.MethodGet, "/admin/project", "", wrong.Clone()).wantError(http.StatusUnauthorized, "unauthorized")
+}
+
+// TestFloodOfRandomKeysOnPostgres: on PostgreSQL every API key is looked
+// up in the database, and random keys are never in the short cache of
+// unknown ones. A flood of them from one address is locked out (429 with
+// Retry-After) after the failed-credential limit, and from then on costs
+// at most one query a second, not one per request; the right key from
+// that address gets through at the next second, and other addresses are
+// not held up.
+func TestFloodOfRandomKeysOnPostgres(t *testing.T) {
+	ts, db := startOnPostgresDB(t, pgtest.URL(t))
+	res := ts.adminDo(http.MethodPost, "/admin/api-keys", `{"name":"owner"}`)
+	res.wantStatus(http.StatusCreated)
+	var key struct{ Secret string }
+	res.decode(&key)
+
+	const flood = 300
+	began := time.Now()
+	before := db.PoolStats().Acquires
+	var limited int
+	for i := range flood {
+		h := http.Header{"X-Api-Key": {fmt.Sprintf("psk_random-%d-%d", i, time.Now().UnixNano())}}
+		r := ts.send(http.MethodPost, "/categories", `{"name":"x"}`, h)
+		switch r.status {
+		case http.StatusUnauthorized:
+		case http.StatusTooManyRequests:
+			limited++
+			if r.header.Get("Retry-After") == "" {
+				t.Fatal("a 429 without Retry-After")
+			}
+		default:
+			t.Fatalf("a random key: %d %s", r.status, r.body)
+		}
+	}
+	queries := db.PoolStats().Acquires - before
+	took := time.Since(began)
+	t.Logf("%d random keys from one address in %v: %d limited (429), %d database queries", flood, took.Round(time.Millisecond), limited, queries)
+	if limited < flood-handlers.DefaultCredentialFailures-int(took/time.Second)-1 {
+		t.Errorf("only %d of %d random keys were limited", limited, flood)
+	}
+	// The flood's lookups: one per key until the lock-out, then one per
+	// second; the queries of the store's own background work (its change
+	// watcher polls a few times a second) come on top.
+	if bound := int64(handlers.DefaultCredentialFailures) + 10*int64(took/time.Second+1); queries > bound {
+		t.Errorf("the flood cost %d queries, more than %d", queries, bound)
+	}
+
+	// The owner's right key from the locked-out address gets through
+	// within a second or so.
+	domaintest.WaitFor(t, 5*time.Second, 100*time.Millisecond, func() error {
+		r := ts.send(http.MethodPost, "/categories", `{"name":"y"}`, http.Header{"X-Api-Key": {key.Secret}})
+		if r.status != http.StatusCreated {
+			return fmt.Errorf("the right key from the locked-out address: %d %s", r.status, r.body)
+		}
+		return nil
+	})
 }
