@@ -370,11 +370,9 @@ func TestRestoreOfAnOlderDump(t *testing.T) {
 	if code, body := in.call(t, "POST", "/categories", `{"name":"c"}`, "X-API-Key", kept.Secret); code != 201 {
 		t.Errorf("a key in the restored dump: %d %s", code, body)
 	}
-	// The watcher sees the counter lower than it was at its next poll. (A
-	// change made before that poll would bring the counter back to where
-	// it was, and the history that differs would go unnoticed by the
-	// watcher; keys are checked in the database at every use, so that
-	// costs no revoke.)
+	// The watcher sees the counter lower than it was at its next poll (a
+	// change made before that poll is found by the changes row's stamp:
+	// store/postgres's TestRewindThenChangesBeforeThePoll).
 	waitFor(t, "the instance notices the counter went back", 10*time.Second, func() bool {
 		return strings.Contains(in.out.String(), "went back in time")
 	})

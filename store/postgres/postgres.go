@@ -157,11 +157,7 @@ func (db *DB) start(ctx context.Context) error {
 	if err := db.migrate(ctx); err != nil {
 		return fmt.Errorf("migrating the database schema: %w", err)
 	}
-	// The credentials whatever the counts say (a database may have them
-	// from before the counts were kept), then the counts.
-	if err := db.loadCredentials(ctx); err != nil {
-		return err
-	}
+	// The first catch-up loads the credentials whatever the counts say.
 	return db.catchUp(ctx)
 }
 
