@@ -44,6 +44,9 @@ func Run(t *testing.T, open Open) {
 		{"Locks", testLocks},
 		{"Events", testEvents},
 		{"Deliveries", testDeliveries},
+		{"KeptAnswers", testKeptAnswers},
+		{"SweepKeptAnswers", testSweepKeptAnswers},
+		{"KeyRace", testKeyRace},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}
