@@ -22,7 +22,7 @@ import (
 
 // startOnPostgres starts the server on a PostgreSQL store at databaseURL,
 // with the admin token of the test servers.
-func startOnPostgres(t *testing.T, databaseURL string) *testServer {
+func startOnPostgres(t *testing.T, databaseURL string, opts ...serverOption) *testServer {
 	t.Helper()
 	specs(t)
 	db, err := postgres.Open(context.Background(), databaseURL, store.Options{})
@@ -33,7 +33,7 @@ func startOnPostgres(t *testing.T, databaseURL string) *testServer {
 	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := handlers.New(serverConfig(t, db))
+	srv, err := handlers.New(serverConfig(t, db, opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
