@@ -217,8 +217,8 @@ func DomainEvents(old, updated *Domain) []string {
 
 // certificateEvent is the event of a certificate's change, if it has one:
 // a lifecycle event newly recorded in the record (obtained, renewed,
-// failed: the one writer of certificate state records each), or the state
-// becoming expired.
+// failed, expiring: the one writer of certificate state records each), or
+// the state becoming expired.
 func certificateEvent(old, updated Certificate) string {
 	if n := len(updated.Events); n > 0 {
 		latest := updated.Events[n-1]
@@ -235,6 +235,8 @@ func certificateEvent(old, updated Certificate) string {
 				return EventCertRenewed
 			case CertEventFailed:
 				return EventCertFailed
+			case CertEventExpiring:
+				return EventCertExpiring
 			}
 		}
 	}
