@@ -129,6 +129,23 @@ func (c conns) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(refused), "refused")
 }
 
+var streamsOpenDesc = prometheus.NewDesc("petstore_event_streams_open",
+	"Event streams open (GET /events and GET /admin/events as Server-Sent Events), which --max-event-streams caps.", nil, nil)
+
+// StreamCounter is the open event streams as /metrics reads them.
+type StreamCounter interface{ Open() int64 }
+
+// EventStreams reports the event streams open.
+func EventStreams(s StreamCounter) prometheus.Collector { return eventStreams{s} }
+
+type eventStreams struct{ s StreamCounter }
+
+func (eventStreams) Describe(ch chan<- *prometheus.Desc) { ch <- streamsOpenDesc }
+
+func (e eventStreams) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(streamsOpenDesc, prometheus.GaugeValue, float64(e.s.Open()))
+}
+
 var damagedDesc = prometheus.NewDesc("petstore_store_damaged",
 	"1 once the store found its data file damaged (a transaction met a damaged page), until a restart: restore the file from a backup.", nil, nil)
 
