@@ -22,7 +22,7 @@ import (
 
 // startOnPostgres starts the server on a PostgreSQL store at databaseURL,
 // with the admin token of the test servers.
-func startOnPostgres(t *testing.T, databaseURL string) *testServer {
+func startOnPostgres(t *testing.T, databaseURL string, opts ...serverOption) *testServer {
 	t.Helper()
 	ts, _ := startOnPostgresDB(t, databaseURL)
 	return ts
@@ -40,7 +40,7 @@ func startOnPostgresDB(t *testing.T, databaseURL string) (*testServer, *postgres
 	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := handlers.New(serverConfig(t, db))
+	srv, err := handlers.New(serverConfig(t, db, opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
