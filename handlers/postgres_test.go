@@ -24,12 +24,12 @@ import (
 // with the admin token of the test servers.
 func startOnPostgres(t *testing.T, databaseURL string, opts ...serverOption) *testServer {
 	t.Helper()
-	ts, _ := startOnPostgresDB(t, databaseURL)
+	ts, _ := startOnPostgresDB(t, databaseURL, opts...)
 	return ts
 }
 
 // startOnPostgresDB is startOnPostgres, also giving the store.
-func startOnPostgresDB(t *testing.T, databaseURL string) (*testServer, *postgres.DB) {
+func startOnPostgresDB(t *testing.T, databaseURL string, opts ...serverOption) (*testServer, *postgres.DB) {
 	t.Helper()
 	specs(t)
 	db, err := postgres.Open(context.Background(), databaseURL, store.Options{})
