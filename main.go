@@ -40,9 +40,21 @@ import (
 var spec []byte
 
 func main() {
+	// SIGHUP upgrades in place: caught from the start, so that one sent
+	// early does not end the process (its default).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+	// One per process (tableflip's rule): tests that call run many times
+	// go without.
+	upgrader, err := listen.NewUpgrader()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "petstore: taking the sockets of the upgraded process:", err)
+		os.Exit(1)
+	}
+	defer upgrader.Stop()
+	if err := runWith(ctx, os.Args[1:], os.Getenv, os.Stdout, upgrades{upgrader: upgrader, signals: hup}); err != nil {
 		fmt.Fprintln(os.Stderr, "petstore:", err)
 		os.Exit(1)
 	}
@@ -230,6 +242,11 @@ func checkAdminToken(token string) error {
 // run starts the service and blocks until ctx ends, then shuts down
 // gracefully: in-flight requests finish and the data file is closed.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	return runWith(ctx, args, getenv, stdout, upgrades{})
+}
+
+// runWith is run, upgraded in place on the signals of up (upgrade.go).
+func runWith(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, up upgrades) (err error) {
 	if len(args) > 0 && args[0] == "migrate" {
 		return runMigrate(ctx, args[1:], getenv, stdout)
 	}
@@ -269,6 +286,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		defer pprof.StopCPUProfile()
 	}
 
+	// Everything that needs no store comes before it is opened: the new
+	// process of an upgrade in place does it while the old one still
+	// serves (upgrade.go).
+	prepared, err := handlers.Prepare(spec)
+	if err != nil {
+		return err
+	}
+	serverErrors := listen.NewServerErrors(log)
+	errorLog := serverErrors.Logger()
+	conns, fileLimit, err := listen.NewConnGuard(cfg.maxClientConns)
+	if err != nil {
+		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
+	}
+	listeners := listen.NewListeners(conns)
+	defer listeners.Close()
+	sockets, err := bindSockets(cfg, listeners, up.upgrader)
+	if err != nil {
+		return err
+	}
+	defer sockets.close()
+	// Most of start-up's garbage is made by now; handing it back costs
+	// tens of milliseconds, spent while nothing waits for this process.
+	settleMemoryAfterStart(getenv("GOGC") != "")
+	hand := newHandover(up, cfg, log)
+	defer func() { hand.done(err) }()
+	if err := hand.beforeStore(ctx); err != nil {
+		return err
+	}
+
 	_, statErr := os.Stat(cfg.data)
 	newFile := cfg.database == "" && errors.Is(statErr, fs.ErrNotExist)
 	db, err := openStore(ctx, cfg, log)
@@ -290,16 +336,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer manager.Close()
-	serverErrors := listen.NewServerErrors(log)
-	errorLog := serverErrors.Logger()
-	conns, fileLimit, err := listen.NewConnGuard(cfg.maxClientConns)
-	if err != nil {
-		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
-	}
 	policy := webhooks.Policy{AllowPrivate: cfg.webhookAllowPrivate}
 	engine := webhooks.New(webhooks.Config{Store: db, Policy: policy, Retention: cfg.eventRetention, Log: log})
 	srv, err := handlers.New(handlers.Config{
-		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
+		Store: db, Spec: spec, Prepared: prepared, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
 		MaxClientInFlight: clientInFlight(cfg.maxClientInFlight),
 		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
 		CORSOrigins:       cfg.corsOrigins,
@@ -312,24 +352,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
 
-	listeners := listen.NewListeners(conns)
-	defer listeners.Close()
-	// Sockets systemd opened (socket activation) replace the flags' binds.
-	sockets, err := listen.FromSystemd()
-	if err != nil {
-		return err
-	}
-	listeners.Inherit(sockets)
-	if len(cfg.proxyProtocolFrom) > 0 {
-		if err := listeners.ReadProxyProtocolFrom(cfg.proxyProtocolFrom); err != nil {
-			return err
-		}
-	}
 	httpServer := func(h http.Handler, tc *tls.Config) *http.Server {
 		hs := listen.NewHTTPServer(h, tc, errorLog)
 		hs.ReadHeaderTimeout = cfg.headerTimeout
 		return hs
 	}
+	// The sockets are bound already (bindSockets): these only attach
+	// their servers.
 	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, httpServer(srv, nil))
 	if err != nil {
 		return listenError("listen", cfg.listen, err)
@@ -344,17 +373,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return listenError("http-listen", cfg.httpListen, err)
 		}
 	}
-	if err := listeners.Unused(); err != nil {
-		return err
-	}
 	if cfg.acmeDNSZone != "" {
-		stop, err := startACMEDNS(cfg, db, log)
+		stop, err := startACMEDNS(cfg, db, log, sockets)
 		if err != nil {
 			return err
 		}
 		defer stop()
-	} else if cfg.dnsListen != "" {
-		return errors.New("--dns-listen needs --acme-dns-zone: it serves that zone only")
 	}
 	// The deploy and then the admin token are written only now, every
 	// listener bound and everything else started, and the banner follows
@@ -381,14 +405,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	started = true
 	printBanner(logOut, cfg, plainAddr, newToken)
-	settleMemoryAfterStart(getenv("GOGC") != "")
 
 	go manager.Run(background)
 	delivered := make(chan struct{})
 	go func() { engine.Run(background); close(delivered) }()
 	defer func() { stopBackground(); <-delivered }()
 	go releaseMemoryWhenIdle(background, 5*time.Second)
-	if err := listeners.Serve(ctx); err != nil {
+	serving, err := hand.serving(ctx)
+	if err != nil {
+		return err
+	}
+	if err := listeners.Serve(serving); err != nil {
 		return err
 	}
 	log.Info("shutting down: finishing in-flight requests")
