@@ -12,7 +12,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -286,13 +285,10 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		defer pprof.StopCPUProfile()
 	}
 
-	// Everything that needs no store comes before it is opened: the new
-	// process of an upgrade in place does it while the old one still
-	// serves (upgrade.go).
-	prepared, err := handlers.Prepare(spec)
-	if err != nil {
-		return err
-	}
+	// The documents and the site need no store: they are prepared beside
+	// the rest of start-up, and the new process of an upgrade in place has
+	// them before the old one stops serving (upgrade.go).
+	prepared := prepareInBackground(spec)
 	serverErrors := listen.NewServerErrors(log)
 	errorLog := serverErrors.Logger()
 	conns, fileLimit, err := listen.NewConnGuard(cfg.maxClientConns)
@@ -306,12 +302,17 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer sockets.close()
-	// Most of start-up's garbage is made by now; handing it back costs
-	// tens of milliseconds, spent while nothing waits for this process.
-	settleMemoryAfterStart(getenv("GOGC") != "")
 	hand := newHandover(up, cfg, log)
 	defer func() { hand.done(err) }()
-	if err := hand.beforeStore(ctx); err != nil {
+	gogcSet := getenv("GOGC") != ""
+	if err := hand.beforeStore(ctx, func() error {
+		// Start-up's garbage is made once the documents are prepared;
+		// handing it back costs tens of milliseconds, spent here while
+		// the old process still serves.
+		_, err := prepared()
+		settleMemoryAfterStart(gogcSet)
+		return err
+	}); err != nil {
 		return err
 	}
 
@@ -338,8 +339,12 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	defer manager.Close()
 	policy := webhooks.Policy{AllowPrivate: cfg.webhookAllowPrivate}
 	engine := webhooks.New(webhooks.Config{Store: db, Policy: policy, Retention: cfg.eventRetention, Log: log})
+	documents, err := prepared()
+	if err != nil {
+		return err
+	}
 	srv, err := handlers.New(handlers.Config{
-		Store: db, Spec: spec, Prepared: prepared, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
+		Store: db, Spec: spec, Prepared: documents, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
 		MaxClientInFlight: clientInFlight(cfg.maxClientInFlight),
 		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
 		CORSOrigins:       cfg.corsOrigins,
@@ -405,6 +410,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	started = true
 	printBanner(logOut, cfg, plainAddr, newToken)
+	if !hand.prepared {
+		settleMemoryAfterStart(gogcSet)
+	}
 
 	go manager.Run(background)
 	delivered := make(chan struct{})
@@ -427,36 +435,6 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 // handlersNow is the API's clock for sunset dates (nil: time.Now). Tests of
 // what clients meet after a sunset set it instead of waiting for the date.
 var handlersNow func() time.Time
-
-// printBanner says where everything is. The admin token appears only when
-// it was just generated: it is stored as a hash and cannot be shown again.
-func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
-	base := "http://" + addr.String()
-	if host, port, err := net.SplitHostPort(cfg.listen); err == nil && host == "localhost" {
-		_, realPort, _ := net.SplitHostPort(addr.String())
-		if port == "0" || port == "" {
-			port = realPort
-		}
-		base = "http://localhost:" + port
-	}
-	fmt.Fprintf(w, "petstore: listening on %s\n", base)
-	fmt.Fprintf(w, "  site (API reference)  %s/\n", base)
-	fmt.Fprintf(w, "  API                   %s/pets, %s/categories, %s/store/...\n", base, base, base)
-	fmt.Fprintf(w, "  spec                  %s/openapi.yaml (and .json)\n", base)
-	fmt.Fprintf(w, "  dashboard             %s/dashboard/\n", base)
-	fmt.Fprintf(w, "  admin API             %s/admin/ (spec at /admin/openapi.yaml and .json)\n", base)
-	fmt.Fprintf(w, "  backup, metrics       %s/admin/backup, %s/metrics (with the admin token)\n", base, base)
-	fmt.Fprintf(w, "  data                  %s\n", cfg.dataDescription())
-	switch {
-	case newToken != "":
-		fmt.Fprintf(w, "  admin token           %s\n", newToken)
-		fmt.Fprintln(w, "                        (shown once: only its hash is stored; start with --admin-token to replace it)")
-	case cfg.adminToken != "":
-		fmt.Fprintln(w, "  admin token           the one given with --admin-token / PETSTORE_ADMIN_TOKEN")
-	default:
-		fmt.Fprintln(w, "  admin token           printed at first start (lost it? start once with a new one: --admin-token, 32 characters or more)")
-	}
-}
 
 // openStore opens the PostgreSQL database of --database, or else the bbolt
 // file of --data.

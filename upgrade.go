@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/domains/acmedns"
+	"petstore/handlers"
 	"petstore/handlers/listen"
 )
 
@@ -125,6 +126,28 @@ type handover struct {
 	stopped time.Time
 	// upgraded is set once a new process took over from this one.
 	upgraded atomic.Bool
+	// prepared is set when beforeStore called its prepare.
+	prepared bool
+}
+
+// prepareInBackground parses the documents and renders the site
+// (handlers.Prepare) beside the rest of start-up; the function it returns
+// waits for the result. A start that fails before it is needed (a busy
+// port, a damaged data file) fails as fast as it did without it.
+func prepareInBackground(spec []byte) func() (*handlers.Prepared, error) {
+	var (
+		p    *handlers.Prepared
+		err  error
+		done = make(chan struct{})
+	)
+	go func() {
+		p, err = handlers.Prepare(spec)
+		close(done)
+	}()
+	return func() (*handlers.Prepared, error) {
+		<-done
+		return p, err
+	}
 }
 
 func newHandover(up upgrades, cfg config, log *slog.Logger) *handover {
@@ -132,9 +155,10 @@ func newHandover(up upgrades, cfg config, log *slog.Logger) *handover {
 }
 
 // beforeStore is called before the store is opened. In the new process of
-// an upgrade on a bbolt file, it tells the old process to stop and waits
-// until it has exited, which releases the file.
-func (h *handover) beforeStore(ctx context.Context) error {
+// an upgrade on a bbolt file, it calls prepare (which waits for everything
+// that needs no store), then tells the old process to stop and waits until
+// it has exited, which releases the file.
+func (h *handover) beforeStore(ctx context.Context, prepare func() error) error {
 	u := h.up.upgrader
 	if !u.Replacing() {
 		return nil
@@ -142,6 +166,10 @@ func (h *handover) beforeStore(ctx context.Context) error {
 	if h.cfg.database != "" {
 		h.log.Info("upgrade: this process has the listening sockets of the old one, which serves until this one is ready", "pid", os.Getpid())
 		return nil
+	}
+	h.prepared = true
+	if err := prepare(); err != nil {
+		return err
 	}
 	// What can be checked without the file's lock is checked while the
 	// old process still serves: past this point a failure leaves nothing
