@@ -151,7 +151,6 @@ type upgradeService struct {
 	// exited is closed when the first process has exited; gone when every
 	// process writing the output has.
 	exited, gone chan struct{}
-	key          string
 }
 
 func newUpgradeService(t *testing.T, build string) *upgradeService {
