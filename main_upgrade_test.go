@@ -323,15 +323,17 @@ func (svc *upgradeService) upgradeUnderLoad(t *testing.T, build string) int {
 		t.Fatalf("before the upgrade /healthz reports %q, want %q", v, upgradeOldVersion)
 	}
 	svc.replaceBinary(t, build)
+	load.phase.Store(phaseUpgrade)
 	svc.hangUp(t)
 	pid := svc.waitReplaced(t)
+	load.phase.Store(phaseAfter)
 	// Load on the new process too: every client's requests go on.
 	load.waitAnswered(t, load.answered.Load()+200)
 	r := load.stop()
 
 	_, _ = svc.waitOutput(10*time.Second, regexp.MustCompile(`(upgrade: this process serves)`))
-	t.Logf("%d requests answered (%d of them 503), %d failed; the longest took %v; %s",
-		r.ok+r.unavailable, r.unavailable, len(r.failures), r.longest, svc.unserved())
+	t.Logf("%d requests answered (%d of them 503), %d failed; the longest took %v before the SIGHUP, %v from it until the new version answered, %v after; %s",
+		r.ok+r.unavailable, r.unavailable, len(r.failures), r.longest[phaseBefore], r.longest[phaseUpgrade], r.longest[phaseAfter], svc.unserved())
 	for i, f := range r.failures {
 		if i == 10 {
 			t.Errorf("... and %d more", len(r.failures)-10)
@@ -372,17 +374,25 @@ func (svc *upgradeService) unserved() string {
 type upgradeLoad struct {
 	cancel   context.CancelFunc
 	answered atomic.Int64
-	results  chan upgradeLoadResult
-	once     sync.Once
-	total    upgradeLoadResult
+	// phase is the phase of the upgrade new requests are counted in.
+	phase   atomic.Int32
+	results chan upgradeLoadResult
+	once    sync.Once
+	total   upgradeLoadResult
 }
 
 type upgradeLoadResult struct {
 	ok, unavailable int
 	failures        []string
-	longest         time.Duration
+	longest         [3]time.Duration // by phase: before, during, after the upgrade
 	created         []int64
 }
+
+const (
+	phaseBefore = iota
+	phaseUpgrade
+	phaseAfter
+)
 
 func startUpgradeLoad(base, key string, category, pet int64) *upgradeLoad {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -399,9 +409,9 @@ func startUpgradeLoad(base, key string, category, pet int64) *upgradeLoad {
 				req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 				req.Header.Set("X-API-Key", key)
 				req.Header.Set("Content-Type", "application/json")
-				t0 := time.Now()
+				t0, phase := time.Now(), l.phase.Load()
 				status, data, err := sendOnce(client, req)
-				r.longest = max(r.longest, time.Since(t0))
+				r.longest[phase] = max(r.longest[phase], time.Since(t0))
 				switch {
 				case err != nil:
 					r.failures = append(r.failures, fmt.Sprintf("%s %s: %v", method, path, err))
@@ -469,7 +479,9 @@ func (l *upgradeLoad) stop() upgradeLoadResult {
 			l.total.ok += r.ok
 			l.total.unavailable += r.unavailable
 			l.total.failures = append(l.total.failures, r.failures...)
-			l.total.longest = max(l.total.longest, r.longest)
+			for i := range r.longest {
+				l.total.longest[i] = max(l.total.longest[i], r.longest[i])
+			}
 			l.total.created = append(l.total.created, r.created...)
 		}
 	})
