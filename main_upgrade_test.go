@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"petstore/domains/domaintest"
 	"petstore/store/postgres/pgtest"
 )
@@ -54,7 +56,7 @@ func TestUpgradeInPlace(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	old, new := builds[upgradeOldVersion], builds[upgradeNewVersion]
+	oldBuild, newBuild := builds[upgradeOldVersion], builds[upgradeNewVersion]
 
 	// TestUpgradeInPlace/bbolt: on the bbolt file, under 64 clients of
 	// reads and durable writes, each on a new connection: no connection
@@ -62,9 +64,9 @@ func TestUpgradeInPlace(t *testing.T) {
 	// every acknowledged write is there afterwards, and the new process
 	// reports the new version.
 	t.Run("bbolt", func(t *testing.T) {
-		svc := newUpgradeService(t, old)
+		svc := newUpgradeService(t, oldBuild)
 		svc.start(t, exec.Command(svc.bin, svc.args(t, "--listen", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "p.db"))...))
-		svc.upgradeUnderLoad(t, new)
+		svc.upgradeUnderLoad(t, newBuild)
 	})
 
 	// TestUpgradeInPlace/systemd: the same on a socket passed as systemd
@@ -72,7 +74,7 @@ func TestUpgradeInPlace(t *testing.T) {
 	// on in the service's processes only. Both processes tell systemd
 	// (NOTIFY_SOCKET) that they are the service's main process.
 	t.Run("systemd", func(t *testing.T) {
-		svc := newUpgradeService(t, old)
+		svc := newUpgradeService(t, oldBuild)
 		notify := listenNotify(t)
 		ln := loopbackListener(t)
 		f, err := ln.File()
@@ -90,7 +92,7 @@ func TestUpgradeInPlace(t *testing.T) {
 		ln.Close()
 		first := svc.cmd.Process.Pid
 		notify.waitFor(t, fmt.Sprintf("MAINPID=%d\nREADY=1", first))
-		newPid := svc.upgradeUnderLoad(t, new)
+		newPid := svc.upgradeUnderLoad(t, newBuild)
 		notify.waitFor(t, fmt.Sprintf("MAINPID=%d\nREADY=1", newPid))
 	})
 
@@ -98,9 +100,9 @@ func TestUpgradeInPlace(t *testing.T) {
 	// completely and serves beside the old one before the old one stops.
 	t.Run("postgres", func(t *testing.T) {
 		url := pgtest.URL(t)
-		svc := newUpgradeService(t, old)
+		svc := newUpgradeService(t, oldBuild)
 		svc.start(t, exec.Command(svc.bin, svc.args(t, "--listen", "127.0.0.1:0", "--database", url)...))
-		svc.upgradeUnderLoad(t, new)
+		svc.upgradeUnderLoad(t, newBuild)
 		if out := svc.out.String(); !strings.Contains(out, "upgrade: this process serves; the old one now stops accepting") {
 			t.Errorf("the new process did not serve before the old one stopped:\n%s", out)
 		}
@@ -108,10 +110,11 @@ func TestUpgradeInPlace(t *testing.T) {
 
 	// TestUpgradeInPlace/failed: a new binary that exits at once leaves
 	// the old process serving, and the log says why; a good binary then
-	// takes over.
+	// takes over, with the sockets of the ACME DNS server too.
 	t.Run("failed", func(t *testing.T) {
-		svc := newUpgradeService(t, old)
-		svc.start(t, exec.Command(svc.bin, svc.args(t, "--listen", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "p.db"))...))
+		svc := newUpgradeService(t, oldBuild)
+		svc.start(t, exec.Command(svc.bin, svc.args(t, "--listen", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "p.db"),
+			"--acme-dns-zone", "acme.plat.test", "--dns-listen", "127.0.0.1:0", "--acme-dns-ns", "ns1.plat.test")...))
 		broken := filepath.Join(t.TempDir(), "broken")
 		if err := os.WriteFile(broken, []byte("#!/bin/sh\necho 'petstore: this build cannot start' >&2\nexit 1\n"), 0o755); err != nil {
 			t.Fatal(err)
@@ -134,9 +137,31 @@ func TestUpgradeInPlace(t *testing.T) {
 		if v := svc.version(t); v != upgradeOldVersion {
 			t.Errorf("after the failed upgrade /healthz reports %q, want the old %q", v, upgradeOldVersion)
 		}
-		svc.replaceBinary(t, new)
+		svc.replaceBinary(t, newBuild)
 		svc.hangUp(t)
 		svc.waitReplaced(t)
+
+		// The new process answers DNS on the old one's port (0 was asked:
+		// a new bind would have got another one).
+		answering := regexp.MustCompile(`answering DNS for the ACME zone.* udp=(\S+) tcp=(\S+)`)
+		domaintest.WaitFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+			if n := len(answering.FindAllString(svc.out.String(), -1)); n != 2 {
+				return fmt.Errorf("%d processes said where they answer DNS, want 2", n)
+			}
+			return nil
+		})
+		both := answering.FindAllStringSubmatch(svc.out.String(), -1)
+		if both[0][1] != both[1][1] || both[0][2] != both[1][2] {
+			t.Errorf("the old process answered DNS on %v, the new one on %v", both[0][1:], both[1][1:])
+		}
+		for network, addr := range map[string]string{"udp": both[1][1], "tcp": both[1][2]} {
+			c := &dns.Client{Net: network, Timeout: 5 * time.Second}
+			q := new(dns.Msg)
+			q.SetQuestion("acme.plat.test.", dns.TypeSOA)
+			if r, _, err := c.Exchange(q, addr); err != nil || !r.Authoritative || len(r.Answer) != 1 {
+				t.Errorf("SOA over %s after the upgrade: %v %v", network, r, err)
+			}
+		}
 	})
 }
 
