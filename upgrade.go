@@ -217,6 +217,7 @@ func (h *handover) serving(ctx context.Context) (context.Context, error) {
 	if u == nil || h.up.signals == nil {
 		return ctx, nil
 	}
+	h.ignoreSignals("it came while this process was starting")
 	serving, stop := context.WithCancel(ctx)
 	go h.upgradeOnSignal(serving, stop)
 	return serving, nil
@@ -236,7 +237,9 @@ func (h *handover) upgradeOnSignal(ctx context.Context, stop context.CancelFunc)
 			binary = p
 		}
 		h.log.Info("upgrade: SIGHUP: starting the binary on disk to take over from this process", "binary", binary)
-		if err := h.up.upgrader.Upgrade(); err != nil {
+		err := h.up.upgrader.Upgrade()
+		h.ignoreSignals("it came during an upgrade")
+		if err != nil {
 			h.log.Error("upgrade failed: this process goes on serving", "err", err)
 			continue
 		}
@@ -244,6 +247,16 @@ func (h *handover) upgradeOnSignal(ctx context.Context, stop context.CancelFunc)
 		h.upgraded.Store(true)
 		stop()
 		return
+	}
+}
+
+// ignoreSignals drops a SIGHUP received meanwhile, saying why: one upgrade
+// runs at a time, and a signal sent too early is not kept for later.
+func (h *handover) ignoreSignals(why string) {
+	select {
+	case <-h.up.signals:
+		h.log.Warn("upgrade: SIGHUP ignored: " + why + "; send it again")
+	default:
 	}
 }
 
