@@ -217,7 +217,6 @@ func (h *handover) serving(ctx context.Context) (context.Context, error) {
 	if u == nil || h.up.signals == nil {
 		return ctx, nil
 	}
-	h.ignoreSignals("it came while this process was starting")
 	serving, stop := context.WithCancel(ctx)
 	go h.upgradeOnSignal(serving, stop)
 	return serving, nil
@@ -251,7 +250,8 @@ func (h *handover) upgradeOnSignal(ctx context.Context, stop context.CancelFunc)
 }
 
 // ignoreSignals drops a SIGHUP received meanwhile, saying why: one upgrade
-// runs at a time, and a signal sent too early is not kept for later.
+// runs at a time. (One received while this process starts is acted on once
+// it serves: it may have come just after the banner.)
 func (h *handover) ignoreSignals(why string) {
 	select {
 	case <-h.up.signals:
