@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/x509"
 	"fmt"
@@ -72,14 +71,14 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 	return domains.NewManager(dc)
 }
 
-// startACMEDNS starts the authoritative DNS server of --acme-dns-zone and
-// returns what stops it.
-func startACMEDNS(cfg config, db store.Store, log *slog.Logger) (stop func(), err error) {
+// startACMEDNS starts the authoritative DNS server of --acme-dns-zone on
+// its sockets (bindSockets) and returns what stops it.
+func startACMEDNS(cfg config, db store.Store, log *slog.Logger, sockets *boundSockets) (stop func(), err error) {
 	s, err := acmedns.New(acmedns.Config{Zone: cfg.acmeDNSZone, Nameservers: cfg.acmeDNSNameservers, Store: db, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	udp, tcp, err := s.Start(cmp.Or(cfg.dnsListen, ":53"))
+	udp, tcp, err := s.Serve(sockets.take())
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -40,9 +39,21 @@ import (
 var spec []byte
 
 func main() {
+	// SIGHUP upgrades in place: caught from the start, so that one sent
+	// early does not end the process (its default).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+	// One per process (tableflip's rule): tests that call run many times
+	// go without.
+	upgrader, err := listen.NewUpgrader()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "petstore: taking the sockets of the upgraded process:", err)
+		os.Exit(1)
+	}
+	defer upgrader.Stop()
+	if err := runWith(ctx, os.Args[1:], os.Getenv, os.Stdout, upgrades{upgrader: upgrader, signals: hup}); err != nil {
 		fmt.Fprintln(os.Stderr, "petstore:", err)
 		os.Exit(1)
 	}
@@ -240,6 +251,11 @@ func checkAdminToken(token string) error {
 // run starts the service and blocks until ctx ends, then shuts down
 // gracefully: in-flight requests finish and the data file is closed.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	return runWith(ctx, args, getenv, stdout, upgrades{})
+}
+
+// runWith is run, upgraded in place on the signals of up (upgrade.go).
+func runWith(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, up upgrades) (err error) {
 	if len(args) > 0 && args[0] == "migrate" {
 		return runMigrate(ctx, args[1:], getenv, stdout)
 	}
@@ -285,6 +301,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		defer pprof.StopCPUProfile()
 	}
 
+	// The documents and the site need no store: they are prepared beside
+	// the rest of start-up, and the new process of an upgrade in place has
+	// them before the old one stops serving (upgrade.go).
+	prepared := prepareInBackground(spec)
+	serverErrors := listen.NewServerErrors(log)
+	errorLog := serverErrors.Logger()
+	conns, fileLimit, err := listen.NewConnGuard(cfg.maxClientConns)
+	if err != nil {
+		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
+	}
+	listeners := listen.NewListeners(conns)
+	defer listeners.Close()
+	sockets, err := bindSockets(cfg, listeners, up.upgrader)
+	if err != nil {
+		return err
+	}
+	defer sockets.close()
+	hand := newHandover(up, cfg, log)
+	defer func() { hand.done(err) }()
+	gogcSet := getenv("GOGC") != ""
+	if err := hand.beforeStore(ctx, func() error {
+		// Start-up's garbage is made once the documents are prepared;
+		// handing it back costs tens of milliseconds, spent here while
+		// the old process still serves.
+		_, err := prepared()
+		settleMemoryAfterStart(gogcSet)
+		return err
+	}); err != nil {
+		return err
+	}
+
 	_, statErr := os.Stat(cfg.data)
 	newFile := cfg.database == "" && errors.Is(statErr, fs.ErrNotExist)
 	db, err := openStore(ctx, cfg, log)
@@ -306,16 +353,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer manager.Close()
-	serverErrors := listen.NewServerErrors(log)
-	errorLog := serverErrors.Logger()
-	conns, fileLimit, err := listen.NewConnGuard(cfg.maxClientConns)
-	if err != nil {
-		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
-	}
 	policy := webhooks.Policy{AllowPrivate: cfg.webhookAllowPrivate}
 	engine := webhooks.New(webhooks.Config{Store: db, Policy: policy, Retention: cfg.eventRetention, Log: log})
+	documents, err := prepared()
+	if err != nil {
+		return err
+	}
 	srv, err := handlers.New(handlers.Config{
-		Store: db, Spec: spec, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
+		Store: db, Spec: spec, Prepared: documents, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
 		MaxClientInFlight: clientInFlight(cfg.maxClientInFlight),
 		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
 		CORSOrigins:       cfg.corsOrigins,
@@ -329,24 +374,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	background, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
 
-	listeners := listen.NewListeners(conns)
-	defer listeners.Close()
-	// Sockets systemd opened (socket activation) replace the flags' binds.
-	sockets, err := listen.FromSystemd()
-	if err != nil {
-		return err
-	}
-	listeners.Inherit(sockets)
-	if len(cfg.proxyProtocolFrom) > 0 {
-		if err := listeners.ReadProxyProtocolFrom(cfg.proxyProtocolFrom); err != nil {
-			return err
-		}
-	}
 	httpServer := func(h http.Handler, tc *tls.Config) *http.Server {
 		hs := listen.NewHTTPServer(h, tc, errorLog)
 		hs.ReadHeaderTimeout = cfg.headerTimeout
 		return hs
 	}
+	// The sockets are bound already (bindSockets): these only attach
+	// their servers.
 	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, httpServer(srv, nil))
 	if err != nil {
 		return listenError("listen", cfg.listen, err)
@@ -361,17 +395,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return listenError("http-listen", cfg.httpListen, err)
 		}
 	}
-	if err := listeners.Unused(); err != nil {
-		return err
-	}
 	if cfg.acmeDNSZone != "" {
-		stop, err := startACMEDNS(cfg, db, log)
+		stop, err := startACMEDNS(cfg, db, log, sockets)
 		if err != nil {
 			return err
 		}
 		defer stop()
-	} else if cfg.dnsListen != "" {
-		return errors.New("--dns-listen needs --acme-dns-zone: it serves that zone only")
 	}
 	// The deploy and then the admin token are written only now, every
 	// listener bound and everything else started, and the banner follows
@@ -398,7 +427,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	started = true
 	printBanner(logOut, cfg, plainAddr, newToken)
-	settleMemoryAfterStart(getenv("GOGC") != "")
+	if !hand.prepared {
+		settleMemoryAfterStart(gogcSet)
+	}
 
 	go manager.Run(background)
 	delivered := make(chan struct{})
@@ -406,7 +437,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer func() { stopBackground(); <-delivered }()
 	go releaseMemoryWhenIdle(background, 5*time.Second)
 	go srv.SweepIdempotencyKeys(background)
-	if err := listeners.Serve(ctx); err != nil {
+	serving, err := hand.serving(ctx)
+	if err != nil {
+		return err
+	}
+	if err := listeners.Serve(serving); err != nil {
 		return err
 	}
 	log.Info("shutting down: finishing in-flight requests")
@@ -418,36 +453,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 // handlersNow is the API's clock for sunset dates (nil: time.Now). Tests of
 // what clients meet after a sunset set it instead of waiting for the date.
 var handlersNow func() time.Time
-
-// printBanner says where everything is. The admin token appears only when
-// it was just generated: it is stored as a hash and cannot be shown again.
-func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
-	base := "http://" + addr.String()
-	if host, port, err := net.SplitHostPort(cfg.listen); err == nil && host == "localhost" {
-		_, realPort, _ := net.SplitHostPort(addr.String())
-		if port == "0" || port == "" {
-			port = realPort
-		}
-		base = "http://localhost:" + port
-	}
-	fmt.Fprintf(w, "petstore: listening on %s\n", base)
-	fmt.Fprintf(w, "  site (API reference)  %s/\n", base)
-	fmt.Fprintf(w, "  API                   %s/pets, %s/categories, %s/store/...\n", base, base, base)
-	fmt.Fprintf(w, "  spec                  %s/openapi.yaml (and .json)\n", base)
-	fmt.Fprintf(w, "  dashboard             %s/dashboard/\n", base)
-	fmt.Fprintf(w, "  admin API             %s/admin/ (spec at /admin/openapi.yaml and .json)\n", base)
-	fmt.Fprintf(w, "  backup, metrics       %s/admin/backup, %s/metrics (with the admin token)\n", base, base)
-	fmt.Fprintf(w, "  data                  %s\n", cfg.dataDescription())
-	switch {
-	case newToken != "":
-		fmt.Fprintf(w, "  admin token           %s\n", newToken)
-		fmt.Fprintln(w, "                        (shown once: only its hash is stored; start with --admin-token to replace it)")
-	case cfg.adminToken != "":
-		fmt.Fprintln(w, "  admin token           the one given with --admin-token / PETSTORE_ADMIN_TOKEN")
-	default:
-		fmt.Fprintln(w, "  admin token           printed at first start (lost it? start once with a new one: --admin-token, 32 characters or more)")
-	}
-}
 
 // openStore opens the PostgreSQL database of --database, or else the bbolt
 // file of --data.

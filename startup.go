@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"petstore/handlers"
@@ -43,5 +45,35 @@ func finishStart(ctx context.Context, db store.Store, srv *handlers.Server, admi
 			return
 		case <-time.After(wait):
 		}
+	}
+}
+
+// printBanner says where everything is. The admin token appears only when
+// it was just generated: it is stored as a hash and cannot be shown again.
+func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
+	base := "http://" + addr.String()
+	if host, port, err := net.SplitHostPort(cfg.listen); err == nil && host == "localhost" {
+		_, realPort, _ := net.SplitHostPort(addr.String())
+		if port == "0" || port == "" {
+			port = realPort
+		}
+		base = "http://localhost:" + port
+	}
+	fmt.Fprintf(w, "petstore: listening on %s\n", base)
+	fmt.Fprintf(w, "  site (API reference)  %s/\n", base)
+	fmt.Fprintf(w, "  API                   %s/pets, %s/categories, %s/store/...\n", base, base, base)
+	fmt.Fprintf(w, "  spec                  %s/openapi.yaml (and .json)\n", base)
+	fmt.Fprintf(w, "  dashboard             %s/dashboard/\n", base)
+	fmt.Fprintf(w, "  admin API             %s/admin/ (spec at /admin/openapi.yaml and .json)\n", base)
+	fmt.Fprintf(w, "  backup, metrics       %s/admin/backup, %s/metrics (with the admin token)\n", base, base)
+	fmt.Fprintf(w, "  data                  %s\n", cfg.dataDescription())
+	switch {
+	case newToken != "":
+		fmt.Fprintf(w, "  admin token           %s\n", newToken)
+		fmt.Fprintln(w, "                        (shown once: only its hash is stored; start with --admin-token to replace it)")
+	case cfg.adminToken != "":
+		fmt.Fprintln(w, "  admin token           the one given with --admin-token / PETSTORE_ADMIN_TOKEN")
+	default:
+		fmt.Fprintln(w, "  admin token           printed at first start (lost it? start once with a new one: --admin-token, 32 characters or more)")
 	}
 }

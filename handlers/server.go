@@ -20,6 +20,7 @@ import (
 	"petstore/handlers/accesslog"
 	"petstore/handlers/metrics"
 	"petstore/handlers/webhooks"
+	"petstore/web"
 )
 
 // adminSpec is the admin API's own OpenAPI document. It lives beside the
@@ -91,12 +92,46 @@ type Config struct {
 	// MaxStreams caps the event streams open at once; 0 means
 	// DefaultMaxStreams.
 	MaxStreams int
+	// Prepared is what Prepare(Spec) returned, for a process that prepared
+	// it before its store was open; nil: New prepares it.
+	Prepared *Prepared
 	// IdempotencyTTL is how long the answer to a create sent with an
 	// Idempotency-Key is kept; 0 means DefaultIdempotencyTTL.
 	IdempotencyTTL time.Duration
 	// IdempotencyMaxKeys bounds the answers kept (SweepIdempotencyKeys
 	// forgets the oldest beyond it); 0 means DefaultIdempotencyMaxKeys.
 	IdempotencyMaxKeys int
+}
+
+// Prepared is the part of a Server that depends on the OpenAPI documents
+// only: parsing them and rendering the site are most of New's work, which
+// a process waiting for its store (the new process of an upgrade in place,
+// until the old one has closed the data file) does beforehand.
+type Prepared struct {
+	public, admin *apiDoc
+	site          *web.Site
+}
+
+// Prepare parses both documents and renders the site from spec
+// (openapi.yaml).
+func Prepare(spec []byte) (*Prepared, error) {
+	public, err := loadDoc(spec)
+	if err != nil {
+		return nil, fmt.Errorf("openapi.yaml: %w", err)
+	}
+	admin, err := loadDoc(adminSpec)
+	if err != nil {
+		return nil, fmt.Errorf("openapi-admin.yaml: %w", err)
+	}
+	page, err := web.RenderReference(public.doc)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the reference page: %w", err)
+	}
+	site, err := web.NewSite(page)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{public: public, admin: admin, site: site}, nil
 }
 
 // Server serves the public API, the admin API and the site.
@@ -109,6 +144,7 @@ type Server struct {
 	echo    *echo.Echo
 	public  *apiDoc
 	admin   *apiDoc
+	site    *web.Site
 	domains *domains.Manager
 	valOpts openapi3filter.Options
 	// metrics counts requests for GET /metrics.
@@ -188,13 +224,12 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 	if cfg.CredentialFailures == 0 {
 		cfg.CredentialFailures = DefaultCredentialFailures
 	}
-	public, err := loadDoc(cfg.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("openapi.yaml: %w", err)
-	}
-	admin, err := loadDoc(adminSpec)
-	if err != nil {
-		return nil, fmt.Errorf("openapi-admin.yaml: %w", err)
+	prepared := cfg.Prepared
+	if prepared == nil {
+		var err error
+		if prepared, err = Prepare(cfg.Spec); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{
 		domains: cfg.Domains,
@@ -203,8 +238,9 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		echo:    echo.New(),
-		public:  public,
-		admin:   admin,
+		public:  prepared.public,
+		admin:   prepared.admin,
+		site:    prepared.site,
 
 		validated: map[string]bool{},
 		failures:  newFailureLimiter(cfg.CredentialFailures),

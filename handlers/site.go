@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -16,19 +15,11 @@ import (
 // and sends it to the admin API, which checks it.
 
 // siteRoutes mounts the reference at /, the dashboard at /dashboard/, and
-// their assets. Everything is prepared here, once (the page rendered from
-// the embedded document, compression, ETags), so a request costs a lookup
-// and a write.
+// their assets. Everything was prepared once before (Prepare: the page
+// rendered from the embedded document, compression, ETags), so a request
+// costs a lookup and a write.
 func (s *Server) siteRoutes() error {
-	page, err := web.RenderReference(s.public.doc)
-	if err != nil {
-		return fmt.Errorf("rendering the reference page: %w", err)
-	}
-	site, err := web.NewSite(page)
-	if err != nil {
-		return err
-	}
-	e := s.echo
+	site, e := s.site, s.echo
 	e.Match(getHead, web.ReferencePath, serveResource(site.Reference()), s.inFlight.limit)
 	e.Match(getHead, web.AssetsPath+"*", serveAsset(site.SiteAsset), s.inFlight.limit)
 	e.Match(getHead, web.FaviconPath, serveResource(site.Favicon()))

@@ -291,10 +291,17 @@ func (s *Server) forgetIdle() {
 // Start answers on addr (host:port) over UDP and TCP until Shutdown, and
 // returns the addresses it listens on.
 func (s *Server) Start(addr string) (udp, tcp net.Addr, err error) {
-	pc, ln, err := listenBoth(addr)
+	pc, ln, err := Listen(addr)
 	if err != nil {
 		return nil, nil, err
 	}
+	return s.Serve(pc, ln)
+}
+
+// Serve is Start on sockets already open (passed on by an upgrade in
+// place, for example): pc and ln are the UDP and TCP sockets of one port.
+func (s *Server) Serve(pc net.PacketConn, ln net.Listener) (udp, tcp net.Addr, err error) {
+	addr := ln.Addr().String()
 	// A TCP client that sends nothing is dropped at the read timeout.
 	servers := []*dns.Server{
 		{PacketConn: pc, Handler: s, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second},
@@ -335,10 +342,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// listenBoth binds UDP and then TCP on the port UDP got, so that port 0
+// Listen binds UDP and then TCP on the port UDP got, so that port 0
 // gives one port for both. With port 0 the TCP twin of a free UDP port may
 // be some other process's, so a few ports are tried before giving up.
-func listenBoth(addr string) (net.PacketConn, net.Listener, error) {
+func Listen(addr string) (net.PacketConn, net.Listener, error) {
 	_, port, _ := net.SplitHostPort(addr)
 	tries := 1
 	if port == "0" {

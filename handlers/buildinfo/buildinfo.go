@@ -30,12 +30,22 @@ type Build struct {
 // Running is the build of the running binary, read once: it cannot change.
 var Running = read()
 
+// version, when set at link time
+// (go build -ldflags "-X petstore/handlers/buildinfo.version=v1.4.0"),
+// is the version the binary reports instead of the module's: a build from
+// a source archive has no module version or VCS information of its own.
+var version string
+
 func read() Build {
 	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return Build{Version: "(devel)", GoVersion: runtime.Version()}
+	b := Build{Version: "(devel)", GoVersion: runtime.Version()}
+	if ok {
+		b = From(info)
 	}
-	return From(info)
+	if version != "" {
+		b.Version = version
+	}
+	return b
 }
 
 // From reads a Build out of Go's build information.

@@ -59,13 +59,13 @@ func FromSystemd() (map[string]net.Listener, error) {
 	return out, nil
 }
 
-// Inherit gives the listeners sockets opened before the process started,
-// by name: ListenAs takes one instead of binding its address.
+// Inherit gives the listeners sockets systemd opened before the process
+// started, by name: Bind takes one instead of binding its address.
 func (l *Listeners) Inherit(sockets map[string]net.Listener) {
 	l.inherited = sockets
 }
 
-// Unused closes the inherited sockets that no ListenAs took, and returns an
+// Unused closes the sockets systemd passed that no Bind took, and returns an
 // error naming them: a socket passed for a listener that is off is a
 // mistake in the set-up, not something to ignore.
 func (l *Listeners) Unused() error {

@@ -26,9 +26,13 @@ type Listeners struct {
 	// proxyProtocol decides which connections begin with a PROXY protocol
 	// header; nil: none does.
 	proxyProtocol proxyproto.ConnPolicyFunc
-	// inherited are sockets opened before the process started, by name,
-	// not yet taken by ListenAs (inherit.go).
+	// inherited are sockets systemd opened before the process started, by
+	// name, not yet taken by Bind (inherit.go).
 	inherited map[string]net.Listener
+	// bound are the sockets Bind opened, by name, not yet taken by ListenAs.
+	bound map[string]net.Listener
+	// upgrader passes the sockets to the process of an upgrade; nil: none.
+	upgrader *Upgrader
 }
 
 type listener struct {
@@ -37,7 +41,14 @@ type listener struct {
 }
 
 // NewListeners returns an empty set whose connections conns admits.
-func NewListeners(conns *ConnGuard) *Listeners { return &Listeners{conns: conns} }
+func NewListeners(conns *ConnGuard) *Listeners {
+	return &Listeners{conns: conns, bound: map[string]net.Listener{}}
+}
+
+// HandOver makes the sockets bound from now on come from the process that
+// started this one, where it passed them, and go to the process of the
+// next upgrade through u.
+func (l *Listeners) HandOver(u *Upgrader) { l.upgrader = u }
 
 // ReadProxyProtocolFrom makes the listeners opened after it require a PROXY
 // protocol header (v1 or v2) on connections from sources (IP addresses or
@@ -59,16 +70,47 @@ func (l *Listeners) Listen(addr string, srv *http.Server) (net.Addr, error) {
 	return l.ListenAs("", addr, srv)
 }
 
-// ListenAs is Listen, but takes the inherited socket of that name instead
-// of binding addr when there is one.
+// Bind opens the socket of name without serving it yet: the one the old
+// process of an upgrade passed, else the one systemd passed, else a new
+// one bound to addr. ListenAs then serves it.
+func (l *Listeners) Bind(name, addr string) (net.Addr, error) {
+	if ln := l.bound[name]; ln != nil {
+		return ln.Addr(), nil
+	}
+	ln, err := l.upgrader.listener(name, func() (net.Listener, error) {
+		if ln := l.inherited[name]; ln != nil {
+			delete(l.inherited, name)
+			return ln, nil
+		}
+		return net.Listen("tcp", addr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A socket systemd passed that the old process's replaced goes unused.
+	if ln := l.inherited[name]; ln != nil {
+		delete(l.inherited, name)
+		ln.Close()
+	}
+	l.bound[name] = ln
+	return ln.Addr(), nil
+}
+
+// ListenAs is Listen, but serves the socket of name that Bind opened, or
+// opens it as Bind does.
 func (l *Listeners) ListenAs(name, addr string, srv *http.Server) (net.Addr, error) {
-	ln := l.inherited[name]
-	delete(l.inherited, name)
-	if ln == nil {
+	var ln net.Listener
+	if name == "" {
 		var err error
 		if ln, err = net.Listen("tcp", addr); err != nil {
 			return nil, err
 		}
+	} else {
+		if _, err := l.Bind(name, addr); err != nil {
+			return nil, err
+		}
+		ln = l.bound[name]
+		delete(l.bound, name)
 	}
 	if l.proxyProtocol != nil {
 		// Innermost, so that the guard and everything above it see the
@@ -147,9 +189,13 @@ func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logg
 // hold it longer.
 const firstRequestPatience = 2 * time.Second
 
-// Close closes the listening sockets.
+// Close closes the listening sockets, those bound and never served too.
 func (l *Listeners) Close() {
 	for _, one := range l.list {
 		one.ln.Close()
+	}
+	for name, ln := range l.bound {
+		ln.Close()
+		delete(l.bound, name)
 	}
 }

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"sync/atomic"
+	"time"
+
+	"petstore/domains/acmedns"
+	"petstore/handlers"
+	"petstore/handlers/listen"
+)
+
+// An upgrade in place (docs/systemd.md, "Upgrading in place"): on SIGHUP
+// the process starts the binary on disk with the same arguments and hands
+// it every listening socket. The sockets never close, so connections that
+// arrive meanwhile wait in their backlog.
+//
+// On a bbolt file the two processes cannot both hold the file, and neither
+// may serve without it. The new one therefore prepares everything that
+// needs no store (the flags, both documents and the site, the sockets),
+// then tells the old one to stop; the old one stops accepting, finishes
+// the requests it has, closes the file and exits; the new one opens the
+// file and serves. Clients see a pause, not an error. On PostgreSQL the new
+// process starts completely, serves beside the old one, and only then
+// tells it to stop.
+
+// upgrades is what run needs for upgrades in place: the process's Upgrader
+// and its SIGHUPs. main gives them; tests that call run in-process give
+// none (a process may hold one Upgrader only).
+type upgrades struct {
+	upgrader *listen.Upgrader
+	signals  <-chan os.Signal
+}
+
+// oldExitMargin is how much longer than --shutdown-timeout the new process
+// of an upgrade waits for the old one to exit: the old one first waits for
+// the first request of connections it had just accepted, and stops its
+// background work after its requests.
+const oldExitMargin = 30 * time.Second
+
+// boundSockets are the sockets bindSockets opened that are not HTTP
+// listeners: the DNS server's, served once the store is open.
+type boundSockets struct {
+	dnsPacket net.PacketConn
+	dnsStream net.Listener
+}
+
+// bindSockets opens every socket of the service, before the store: the
+// ones an upgraded process passed, else the ones systemd passed, else new
+// ones bound to the flags' addresses. A busy port thus fails the start
+// before any file is created.
+func bindSockets(cfg config, listeners *listen.Listeners, u *listen.Upgrader) (*boundSockets, error) {
+	systemd, err := listen.FromSystemd()
+	if err != nil {
+		return nil, err
+	}
+	listeners.Inherit(systemd)
+	listeners.HandOver(u)
+	if len(cfg.proxyProtocolFrom) > 0 {
+		if err := listeners.ReadProxyProtocolFrom(cfg.proxyProtocolFrom); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range []struct{ name, flag, addr string }{
+		{listen.NameListen, "listen", cfg.listen},
+		{listen.NameHTTPS, "https-listen", cfg.httpsListen},
+		{listen.NameHTTP, "http-listen", cfg.httpListen},
+	} {
+		if l.addr == "" && l.name != listen.NameListen {
+			continue
+		}
+		if _, err := listeners.Bind(l.name, l.addr); err != nil {
+			return nil, listenError(l.flag, l.addr, err)
+		}
+	}
+	if err := listeners.Unused(); err != nil {
+		return nil, err
+	}
+	b := &boundSockets{}
+	switch {
+	case cfg.acmeDNSZone != "":
+		b.dnsPacket, b.dnsStream, err = u.PacketAndListener("dns", func() (net.PacketConn, net.Listener, error) {
+			return acmedns.Listen(cmp.Or(cfg.dnsListen, ":53"))
+		})
+		if err != nil {
+			return nil, err
+		}
+	case cfg.dnsListen != "":
+		return nil, errors.New("--dns-listen needs --acme-dns-zone: it serves that zone only")
+	}
+	return b, nil
+}
+
+// take hands the DNS server's sockets to their server, which closes them.
+func (b *boundSockets) take() (net.PacketConn, net.Listener) {
+	pc, ln := b.dnsPacket, b.dnsStream
+	b.dnsPacket, b.dnsStream = nil, nil
+	return pc, ln
+}
+
+// close closes the sockets no server took.
+func (b *boundSockets) close() {
+	if b.dnsPacket != nil {
+		b.dnsPacket.Close()
+	}
+	if b.dnsStream != nil {
+		b.dnsStream.Close()
+	}
+}
+
+// handover is this process's part in upgrades in place: as the new process
+// of one, and as the old process of the next.
+type handover struct {
+	up  upgrades
+	cfg config
+	log *slog.Logger
+	// stopped is when this process, new, told the old one to stop
+	// accepting before it could serve itself (bbolt); zero otherwise.
+	stopped time.Time
+	// upgraded is set once a new process took over from this one.
+	upgraded atomic.Bool
+	// prepared is set when beforeStore called its prepare.
+	prepared bool
+}
+
+// prepareInBackground parses the documents and renders the site
+// (handlers.Prepare) beside the rest of start-up; the function it returns
+// waits for the result. A start that fails before it is needed (a busy
+// port, a damaged data file) fails as fast as it did without it.
+func prepareInBackground(spec []byte) func() (*handlers.Prepared, error) {
+	var (
+		p    *handlers.Prepared
+		err  error
+		done = make(chan struct{})
+	)
+	go func() {
+		p, err = handlers.Prepare(spec)
+		close(done)
+	}()
+	return func() (*handlers.Prepared, error) {
+		<-done
+		return p, err
+	}
+}
+
+func newHandover(up upgrades, cfg config, log *slog.Logger) *handover {
+	return &handover{up: up, cfg: cfg, log: log}
+}
+
+// beforeStore is called before the store is opened. In the new process of
+// an upgrade on a bbolt file, it calls prepare (which waits for everything
+// that needs no store), then tells the old process to stop and waits until
+// it has exited, which releases the file.
+func (h *handover) beforeStore(ctx context.Context, prepare func() error) error {
+	u := h.up.upgrader
+	if !u.Replacing() {
+		return nil
+	}
+	if h.cfg.database != "" {
+		h.log.Info("upgrade: this process has the listening sockets of the old one, which serves until this one is ready", "pid", os.Getpid())
+		return nil
+	}
+	h.prepared = true
+	if err := prepare(); err != nil {
+		return err
+	}
+	// What can be checked without the file's lock is checked while the
+	// old process still serves: past this point a failure leaves nothing
+	// serving.
+	f, err := os.OpenFile(h.cfg.data, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("upgrade: the data file: %w; the old process goes on serving", err)
+	}
+	f.Close()
+	h.log.Info("upgrade: this process has the listening sockets of the old one, which now stops accepting, finishes its requests and closes the data file; new connections wait in the sockets' backlog until this one serves", "pid", os.Getpid())
+	h.stopped = time.Now()
+	if err := u.Ready(); err != nil {
+		return fmt.Errorf("upgrade: telling the old process to stop: %w", err)
+	}
+	wait := h.cfg.shutdownTimeout + oldExitMargin
+	waitCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := u.WaitForOld(waitCtx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("upgrade: stopped while waiting for the old process to exit: %w", ctx.Err())
+		}
+		return fmt.Errorf("upgrade: the old process did not exit within %v (--shutdown-timeout and %v): %w", wait, oldExitMargin, err)
+	}
+	h.log.Info("upgrade: the old process has exited; opening the data file", "waited", time.Since(h.stopped).Round(time.Millisecond))
+	return nil
+}
+
+// serving is called when this process is about to serve. It tells the old
+// process of an upgrade to stop, where beforeStore did not, and systemd
+// that the service is ready, and returns a context that ends with ctx or
+// once a new process has taken over from this one on SIGHUP.
+func (h *handover) serving(ctx context.Context) (context.Context, error) {
+	u := h.up.upgrader
+	if h.stopped.IsZero() {
+		if err := u.Ready(); err != nil {
+			return nil, fmt.Errorf("upgrade: telling the old process to stop: %w", err)
+		}
+		if u.Replacing() {
+			h.log.Info("upgrade: this process serves; the old one now stops accepting and finishes its requests")
+		}
+	} else {
+		h.log.Info("upgrade: this process serves", "unserved", time.Since(h.stopped).Round(time.Millisecond))
+	}
+	listen.NotifyReady()
+	if u == nil || h.up.signals == nil {
+		return ctx, nil
+	}
+	serving, stop := context.WithCancel(ctx)
+	go h.upgradeOnSignal(serving, stop)
+	return serving, nil
+}
+
+// upgradeOnSignal upgrades on each SIGHUP until one succeeds, then calls
+// stop: this process stops serving.
+func (h *handover) upgradeOnSignal(ctx context.Context, stop context.CancelFunc) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.up.signals:
+		}
+		binary := os.Args[0]
+		if p, err := exec.LookPath(binary); err == nil {
+			binary = p
+		}
+		h.log.Info("upgrade: SIGHUP: starting the binary on disk to take over from this process", "binary", binary)
+		err := h.up.upgrader.Upgrade()
+		h.ignoreSignals("it came during an upgrade")
+		if err != nil {
+			h.log.Error("upgrade failed: this process goes on serving", "err", err)
+			continue
+		}
+		h.log.Info("upgrade: the new process has the listening sockets; this one stops accepting and finishes its requests (within --shutdown-timeout)")
+		h.upgraded.Store(true)
+		stop()
+		return
+	}
+}
+
+// ignoreSignals drops a SIGHUP received meanwhile, saying why: one upgrade
+// runs at a time. (One received while this process starts is acted on once
+// it serves: it may have come just after the banner.)
+func (h *handover) ignoreSignals(why string) {
+	select {
+	case <-h.up.signals:
+		h.log.Warn("upgrade: SIGHUP ignored: " + why + "; send it again")
+	default:
+	}
+}
+
+// done is called when run ends, after the store is closed, with run's
+// error.
+func (h *handover) done(err error) {
+	switch {
+	case err != nil && !h.stopped.IsZero():
+		h.log.Error("upgrade failed after the old process stopped: nothing serves now; start the service again (the old binary, if the new one cannot start)", "err", err)
+	case h.upgraded.Load():
+		h.log.Info("upgrade: this process has closed the store and exits; the new one serves")
+	}
+}
