@@ -60,6 +60,10 @@ type Config struct {
 	// issues for them. Tests and staging, with their own DNS and CA, turn
 	// it on.
 	AllowTestTLDs bool
+	// ACMEDNSZone is the zone this service answers ACME DNS-01 challenges
+	// in (--acme-dns-zone, no trailing dot); empty turns off moving live
+	// domains without downtime (ownership.go).
+	ACMEDNSZone string
 }
 
 // ACME configures the certificate authority.
@@ -197,7 +201,7 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 		return store.Domain{}, store.Errorf(store.ENOCNAMETARGET,
 			"this service knows no CNAME target for customers' DNS records; start it with --domain (the target is then cname.<domain>) or --cname-target")
 	}
-	name, err := m.cfg.Platform.Normalize(input)
+	name, err := m.normalize(input)
 	if err != nil {
 		return store.Domain{}, err
 	}

@@ -69,6 +69,10 @@ type Name struct {
 	// Default: the default address, whose certificate is obtained on
 	// demand.
 	Default bool
+	// Cover is the served wildcard domain that covers the name, one label
+	// below its base ("*.shop.example.com" for "a.shop.example.com"), or
+	// "": a name not served on its own is served with its certificate.
+	Cover string
 }
 
 // Config configures Certs.

@@ -103,7 +103,14 @@ func (c *Certs) decide(_ context.Context, name string) error {
 // on-demand config, whose decision function allows the default address only.
 func (c *Certs) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	name := strings.TrimSuffix(strings.ToLower(hello.ServerName), ".")
-	if n := c.names(name); n.Served && !n.Default {
+	n := c.names(name)
+	if !n.Served && n.Cover != "" {
+		// Under a served wildcard, and not served on its own: the
+		// wildcard's certificate, which the cache matches for the name;
+		// never an issuance for the name itself.
+		name, n = n.Cover, c.names(n.Cover)
+	}
+	if n.Served && !n.Default {
 		cert, err := c.certs.GetCertificate(hello)
 		if err == nil {
 			return cert, nil

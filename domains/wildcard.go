@@ -1,0 +1,27 @@
+package domains
+
+import (
+	"petstore/domains/dnscheck"
+	"petstore/store"
+)
+
+// normalize is the name a domain is added under: a wildcard
+// ("*.shop.example.com") when the customer typed one and the service
+// answers an ACME DNS zone, since a CA validates a wildcard through DNS-01
+// only (RFC 8555 section 7.1.3), which needs the delegation into that
+// zone; any other name as Platform.Normalize gives it.
+func (m *Manager) normalize(input string) (string, error) {
+	if !dnscheck.LooksLikeWildcard(input) {
+		return m.cfg.Platform.Normalize(input)
+	}
+	name, err := m.cfg.Platform.NormalizeWildcard(input)
+	if err != nil {
+		return "", err
+	}
+	if m.cfg.ACMEDNSZone == "" {
+		return "", store.Errorf(store.ENOACMEDNSZONE,
+			"%s is a wildcard domain, and its certificate can only be validated through DNS-01, which needs this service to answer an ACME DNS zone: start it with --acme-dns-zone (see the README); until then add each name on its own, such as www.%s",
+			name, dnscheck.WildcardBase(name))
+	}
+	return name, nil
+}
