@@ -19,7 +19,7 @@ const (
 	// ENOACMEDNSZONE: a wildcard domain needs the service's ACME DNS zone
 	// (--acme-dns-zone), and it was started without one.
 	ENOACMEDNSZONE = "acme_dns_zone_unknown"
-	EINTERNAL          = "internal"
+	EINTERNAL      = "internal"
 	// EINSUFFICIENTSTORAGE: the disk is full; the write was not made.
 	EINSUFFICIENTSTORAGE = "insufficient_storage"
 	// ENOTSUPPORTED: the store cannot do this (a backup of PostgreSQL is
