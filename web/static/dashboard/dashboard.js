@@ -729,6 +729,7 @@
       parts.push(box);
     }
     parts.push(el('p', { className: 'state-help', textContent: stateHelp }));
+    if (d.name.startsWith('*.')) parts.push(wildcardNote(d.name));
     const note = liveNote(d);
     if (note) parts.push(note);
     parts.push(recordsSection(d));
@@ -768,6 +769,16 @@
     if (busy === 'remove') return `Removing ${d.name}…`;
     if (d.certificate && d.certificate.state === 'pending') return `Requesting a certificate for ${d.name}…`;
     return '';
+  }
+
+  // wildcardNote says which names a wildcard serves, with an example.
+  function wildcardNote(name) {
+    const base = name.slice(2);
+    return el('p', { className: 'wildcard-note' },
+      'Wildcard: serves every name one level below ', code(base),
+      ', such as ', code(`www.${base}`), ', with one certificate; not ',
+      code(base), ' itself, nor deeper names such as ', code(`a.www.${base}`),
+      '. A name you add on its own beside it gets its own certificate once it is verified.');
   }
 
   // liveNote says, for a domain that pointed here once, what its last
@@ -1168,8 +1179,9 @@
   // addressOptions lists redirect sources (any attached domain), or with
   // includeDefault redirect targets and primary candidates: verified
   // domains and the default address, the only ones the server accepts.
+  // Wildcards are neither: a redirect and a primary name one host.
   function addressOptions(includeDefault) {
-    const names = state.domains.filter((d) => !includeDefault || d.state === 'verified').map((d) => d.name);
+    const names = state.domains.filter((d) => !d.name.startsWith('*.') && (!includeDefault || d.state === 'verified')).map((d) => d.name);
     if (includeDefault && state.project && state.project.defaultAddress && !names.includes(state.project.defaultAddress)) {
       names.push(state.project.defaultAddress);
     }
