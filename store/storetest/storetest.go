@@ -44,6 +44,10 @@ func Run(t *testing.T, open Open) {
 		{"Locks", testLocks},
 		{"Events", testEvents},
 		{"Deliveries", testDeliveries},
+		{"DeliveryClaimRace", testDeliveryClaimRace},
+		{"KeptAnswers", testKeptAnswers},
+		{"SweepKeptAnswers", testSweepKeptAnswers},
+		{"KeyRace", testKeyRace},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}
