@@ -1231,8 +1231,8 @@
     const rows = (s.redirects || []).map(redirectRow);
     $('redirects').replaceChildren(...rows);
     $('redirects-empty').hidden = rows.length !== 0;
-    $('add-redirect').disabled = state.domains.length === 0;
-    $('add-redirect').title = state.domains.length === 0 ? 'Attach a domain first: redirects go from an attached domain.' : '';
+    $('add-redirect').disabled = addressOptions(false).length === 0;
+    $('add-redirect').title = addressOptions(false).length === 0 ? 'Attach a domain first: redirects go from an attached domain (not a wildcard).' : '';
   }
 
   // refreshAddressChoices offers a new domain in the settings' selects
@@ -1246,12 +1246,12 @@
     refill($('primary'), [''].concat(addressOptions(true)), (v) => v || '(none)');
     for (const sel of $('redirects').querySelectorAll('.redirect-from')) refill(sel, addressOptions(false), (v) => v);
     for (const sel of $('redirects').querySelectorAll('.redirect-to')) refill(sel, addressOptions(true), (v) => v);
-    $('add-redirect').disabled = state.domains.length === 0;
-    $('add-redirect').title = state.domains.length === 0 ? 'Attach a domain first: redirects go from an attached domain.' : '';
+    $('add-redirect').disabled = addressOptions(false).length === 0;
+    $('add-redirect').title = addressOptions(false).length === 0 ? 'Attach a domain first: redirects go from an attached domain (not a wildcard).' : '';
   }
 
   $('add-redirect').addEventListener('click', () => {
-    const from = state.domains[0] ? state.domains[0].name : '';
+    const from = addressOptions(false)[0] || '';
     const to = state.project ? state.project.defaultAddress : '';
     const row = redirectRow({ from, to, status: 301 });
     $('redirects').append(row);
