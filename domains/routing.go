@@ -46,6 +46,9 @@ type routingTable struct {
 	// issued holds the attached domains whose record says a certificate
 	// was obtained: a handshake for one without reads no storage.
 	issued map[string]bool
+	// owned and delegated hold the owned domains and those whose
+	// _acme-challenge CNAME points into the ACME DNS zone (ownership.go).
+	owned, delegated map[string]bool
 }
 
 // Refresh rebuilds the routing table from the store, and brings this
@@ -76,6 +79,8 @@ func (m *Manager) Refresh(ctx context.Context) error {
 		certAllowed: make(map[string]bool, len(ds)+1),
 		issued:      make(map[string]bool, len(ds)),
 		redirects:   make(map[string]store.Redirect, len(s.Domains.Redirects)),
+		owned:       map[string]bool{},
+		delegated:   map[string]bool{},
 	}
 	if m.cfg.Platform.Domain != "" {
 		t.certAllowed[t.defaultAddr] = true
@@ -85,7 +90,12 @@ func (m *Manager) Refresh(ctx context.Context) error {
 		case store.CertIssued, store.CertRenewing, store.CertExpired:
 			t.issued[d.Name] = true
 		}
+		if d.Delegation != nil && d.Delegation.Delegated && m.cfg.ACMEDNSZone != "" {
+			t.delegated[d.Name] = true
+		}
 		switch d.State {
+		case store.DomainOwned:
+			t.owned[d.Name] = true
 		case store.DomainVerified:
 			t.served[d.Name] = true
 			t.certAllowed[d.Name] = true
@@ -109,7 +119,8 @@ func (m *Manager) Refresh(ctx context.Context) error {
 
 // certName is what the certificates ask of the routing table.
 func (t *routingTable) certName(name string) certs.Name {
-	return certs.Name{Served: t.served[name], Allowed: t.certAllowed[name], Issued: t.issued[name], Default: name == t.defaultAddr}
+	return certs.Name{Served: t.served[name], Allowed: t.certAllowed[name], Issued: t.issued[name], Default: name == t.defaultAddr,
+		Owned: t.owned[name], Delegated: t.delegated[name]}
 }
 
 // TLSConfig is the configuration of the HTTPS listener (see

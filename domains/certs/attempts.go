@@ -91,7 +91,7 @@ func (c *Certs) attempt(ctx context.Context, name string) {
 	c.countPresented(name)
 	// A single attempt (certmagic retries only non-interactive ones): the
 	// back-off below decides when the next one starts.
-	err := c.obtainer.ObtainCertSync(ctx, name)
+	err := c.obtainerFor(name).ObtainCertSync(ctx, name)
 	validations := failedValidations(c.presentedCount(name), err)
 	if err == nil {
 		var cert certmagic.Certificate

@@ -43,7 +43,7 @@ func (c *Certs) Tend(ctx context.Context) {
 					cert.Events = addEvent(cert.Events, store.CertEvent{Kind: store.CertEventRemoved, At: now, Detail: "the certificate file is no longer in storage"})
 				})
 				c.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: d.Name}})
-				if d.State == store.DomainVerified {
+				if c.mayObtain(d) {
 					c.obtain(d.Name)
 				}
 				continue
@@ -56,11 +56,24 @@ func (c *Certs) Tend(ctx context.Context) {
 				}
 			}
 		default:
-			if d.State == store.DomainVerified && (cert.NextAttemptAt == nil || !now.Before(*cert.NextAttemptAt)) {
+			if c.mayObtain(d) && (cert.NextAttemptAt == nil || !now.Before(*cert.NextAttemptAt)) {
 				c.obtain(d.Name)
 			}
 		}
 	}
+}
+
+// mayObtain reports whether d may have a certificate obtained: a verified
+// domain, or an owned one whose _acme-challenge CNAME is in place, whose
+// certificate is obtained ahead of its traffic through DNS-01.
+func (c *Certs) mayObtain(d store.Domain) bool {
+	switch d.State {
+	case store.DomainVerified:
+		return true
+	case store.DomainOwned:
+		return c.dnsObtainer != nil && d.Delegation != nil && d.Delegation.Delegated
+	}
+	return false
 }
 
 // expireAt makes sure a round of the certificate loop runs once notAfter
@@ -120,7 +133,7 @@ func (c *Certs) Resume(ctx context.Context) {
 	}
 	for _, d := range ds {
 		switch {
-		case d.State != store.DomainVerified:
+		case !c.mayObtain(d):
 		case d.Certificate.State == store.CertIssued:
 			c.expireAt(d.Certificate.NotAfter)
 			if _, err := c.certs.CacheManagedCertificate(ctx, d.Name); err != nil {
