@@ -43,11 +43,18 @@ func startACMEDNS(t *testing.T, kv acmedns.Store) string {
 }
 
 // delegatedManager is a manager with --acme-dns-zone whose checker and CA
-// both resolve through resolver. HTTP-01 is off and nothing answers
-// TLS-ALPN-01 on pebble's port: certificates can come through DNS-01 only.
+// both resolve through resolver. HTTP-01 is off, and TLS-ALPN-01 is
+// answered on another port than the one pebble connects to (certmagic
+// binds its port itself when it is free): certificates can come through
+// DNS-01 only.
 func delegatedManager(t *testing.T, db domains.Store, resolver string, pebble *domaintest.Pebble, a domains.ACME) *domains.Manager {
 	t.Helper()
-	a.CA, a.TrustedRoots, a.TLSPort, a.DisableHTTPChallenge = pebble.DirectoryURL(), pebble.RootsPool(), pebble.TLSPort, true
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() }) // held: certmagic cannot bind it either
+	a.CA, a.TrustedRoots, a.TLSPort, a.DisableHTTPChallenge = pebble.DirectoryURL(), pebble.RootsPool(), ln.Addr().(*net.TCPAddr).Port, true
 	if a.Profile == "" {
 		a.Profile = "default"
 	}
@@ -221,6 +228,8 @@ func TestProxiedDomainRenewsThroughDNS01(t *testing.T) {
 	// From here the CA sees the proxy's address, where nothing listens.
 	resolver.Set(t, name+". 0 IN A 127.0.0.3")
 	first := waitDomain(t, db, name, "first certificate", func(d store.Domain) bool { return d.Certificate.State == store.CertIssued }).Certificate
+	challenge := d.Delegation.Label + "." + acmeZone + " TXT"
+	asked := strings.Count(strings.Join(resolver.Asked(), "\n"), challenge)
 	renewed := waitDomain(t, db, name, "renewal", func(d store.Domain) bool {
 		return d.Certificate.State == store.CertIssued && d.Certificate.Serial != first.Serial
 	}).Certificate
@@ -230,10 +239,9 @@ func TestProxiedDomainRenewsThroughDNS01(t *testing.T) {
 	if time.Now().After(*first.NotAfter) {
 		t.Errorf("renewed only after the first certificate expired at %v", first.NotAfter)
 	}
-	t.Log(resolver.Asked(), pebble.Log())
-	// Both were validated through the service's zone.
-	if n := strings.Count(strings.Join(resolver.Asked(), "\n"), d.Delegation.Label+"."+acmeZone+" TXT"); n < 2 {
-		t.Errorf("the challenge was asked of the service's DNS server %d times, want one per certificate: %v", n, resolver.Asked())
+	// The renewal was validated through the service's zone too.
+	if n := strings.Count(strings.Join(resolver.Asked(), "\n"), challenge); n == asked {
+		t.Errorf("the renewal's challenge was never asked of the service's DNS server: %v", resolver.Asked())
 	}
 }
 
