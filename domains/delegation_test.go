@@ -324,3 +324,77 @@ func TestDelegatedIssuanceOnTwoInstances(t *testing.T) {
 		t.Errorf("%d orders, want 1", n)
 	}
 }
+
+// TestOwnershipInTheBackground: the background check finds the ownership
+// TXT and makes the domain owned, checks it again every 5 minutes with no
+// end, sends it back to pending when the TXT is gone, and makes it
+// verified once its CNAME points here; the events follow.
+func TestOwnershipInTheBackground(t *testing.T) {
+	db := deployedStore(t)
+	resolver, resolverAddr := domaintest.StartResolver(t, acmeZone, startACMEDNS(t, db))
+	clk := &clock{t: time.Now().UTC()}
+	m := domaintest.NewManager(t, domains.Config{
+		Store:         db,
+		Platform:      dnscheck.Platform{Domain: domaintest.PlatformDomain, CNAMETarget: domaintest.CNAMETarget},
+		Checker:       &dnscheck.Checker{Resolvers: []string{resolverAddr}, Timeout: time.Second},
+		ACMEDNSZone:   acmeZone,
+		AllowTestTLDs: true,
+		Now:           clk.now,
+		TickEvery:     time.Hour,
+	})
+	ctx := context.Background()
+	const name = "www.background.test"
+	resolver.Set(t, name+". 0 IN CNAME old-host.elsewhere.test.")
+	resolver.Set(t, domaintest.CNAMETarget+". 0 IN A 127.0.0.1")
+	d, err := m.Add(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := func(want string) store.Domain {
+		t.Helper()
+		d, err := db.Domain(ctx, name)
+		if err != nil || d.NextCheckAt == nil {
+			t.Fatalf("no next check: %+v, %v", d, err)
+		}
+		clk.set(*d.NextCheckAt)
+		m.CheckDue(ctx)
+		if d, err = db.Domain(ctx, name); err != nil || d.State != want {
+			t.Fatalf("after the check due at %v: %+v, %v; want %s", clk.now(), d, err, want)
+		}
+		return d
+	}
+	txt, _ := delegationRecords(t, d)
+	resolver.Set(t, fmt.Sprintf("%s. 0 IN TXT %q", txt.Name, txt.Value))
+	d = due(store.DomainOwned)
+	if !d.Delegation.OwnershipFound || d.Delegation.Delegated || d.Delegation.OwnedAt == nil || d.Certificate.State != store.CertNone {
+		t.Errorf("owned without the delegation: %+v %+v", d.Delegation, d.Certificate)
+	}
+	// Weeks later, still checked every 5 minutes.
+	clk.advance(30 * 24 * time.Hour)
+	d = due(store.DomainOwned)
+	if d.NextCheckAt.Sub(clk.now()) != 5*time.Minute {
+		t.Errorf("an owned domain's next check at %v, now %v", d.NextCheckAt, clk.now())
+	}
+	resolver.Clear(txt.Name)
+	d = due(store.DomainPending)
+	if d.Delegation.OwnershipFound || d.Delegation.OwnershipLostAt == nil {
+		t.Errorf("ownership lost: %+v", d.Delegation)
+	}
+	resolver.Set(t, fmt.Sprintf("%s. 0 IN TXT %q", txt.Name, txt.Value))
+	if d, err = m.Verify(ctx, name); err != nil || d.State != store.DomainOwned {
+		t.Fatalf("verify with the TXT back: %+v, %v", d, err)
+	}
+	resolver.Set(t, name+". 0 IN CNAME "+domaintest.CNAMETarget+".")
+	due(store.DomainVerified)
+	events, err := db.Events(ctx, store.EventFilter{Kinds: []string{"domain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range events {
+		types = append(types, e.Type)
+	}
+	if want := "domain.added domain.owned domain.owned domain.verified"; strings.Join(types, " ") != want {
+		t.Errorf("events %v, want %s", types, want)
+	}
+}
