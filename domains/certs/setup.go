@@ -84,13 +84,6 @@ func (c *Certs) setUpDNS01(a ACME, zl *zap.Logger) {
 	}
 }
 
-// obtainerFor is the config whose issuers make a first attempt for name.
-func (c *Certs) obtainerFor(name string) *certmagic.Config {
-	if c.dnsObtainer != nil && c.names(name).Delegated {
-		return c.dnsObtainer
-	}
-	return c.obtainer
-}
 
 // configForCert tells maintenance which config a cached certificate
 // belongs to: an attached domain's is renewed in the background (through

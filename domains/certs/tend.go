@@ -180,27 +180,29 @@ const certAttemptLockPrefix = "certattempt/"
 // failure, skipping the back-off that failure recorded; and one that finds
 // the certificate obtained elsewhere only needs to load it. release is
 // non-nil when the claim was taken.
-func (c *Certs) claimAttempt(ctx context.Context, name string) (release func(), wanted bool) {
+// delegated says the record, as read after the claim, has its
+// _acme-challenge CNAME in place: the attempt goes through DNS-01.
+func (c *Certs) claimAttempt(ctx context.Context, name string) (release func(), wanted, delegated bool) {
 	// Without the lock, another instance is attempting it and the store
 	// will show its result, or the store failed and the certificate loop
 	// tries again at its next round.
 	if release = TryLock(ctx, c.db, c.log, certAttemptLockPrefix+name, "certificate attempt"); release == nil {
-		return nil, false
+		return nil, false, false
 	}
 	d, err := c.db.Domain(ctx, name)
 	if err != nil {
-		return release, false
+		return release, false, false
 	}
 	cert := d.Certificate
 	switch {
 	case cert.NextAttemptAt != nil && c.now().Before(*cert.NextAttemptAt):
-		return release, false
+		return release, false, false
 	case cert.State == store.CertIssued || cert.State == store.CertRenewing:
 		if _, err := c.certs.CacheManagedCertificate(ctx, name); err == nil {
-			return release, false
+			return release, false, false
 		}
 	}
-	return release, true
+	return release, true, d.Delegation != nil && d.Delegation.Delegated
 }
 
 // TryLock takes the store's named lock for the work named what, without
