@@ -84,7 +84,6 @@ func (c *Certs) setUpDNS01(a ACME, zl *zap.Logger) {
 	}
 }
 
-
 // configForCert tells maintenance which config a cached certificate
 // belongs to: an attached domain's is renewed in the background (through
 // DNS-01 when it is delegated, which works behind any proxy; an owned
