@@ -51,6 +51,9 @@ type routingTable struct {
 	// ("shop.example.com" to "*.shop.example.com"): a name one label
 	// below a base is covered by it (coveredBy).
 	wildcards map[string]string
+	// owned and delegated hold the owned domains and those whose
+	// _acme-challenge CNAME points into the ACME DNS zone (ownership.go).
+	owned, delegated map[string]bool
 }
 
 // Refresh rebuilds the routing table from the store, and brings this
@@ -82,6 +85,8 @@ func (m *Manager) Refresh(ctx context.Context) error {
 		issued:      make(map[string]bool, len(ds)),
 		redirects:   make(map[string]store.Redirect, len(s.Domains.Redirects)),
 		wildcards:   map[string]string{},
+		owned:       map[string]bool{},
+		delegated:   map[string]bool{},
 	}
 	if m.cfg.Platform.Domain != "" {
 		t.certAllowed[t.defaultAddr] = true
@@ -94,7 +99,12 @@ func (m *Manager) Refresh(ctx context.Context) error {
 		case store.CertIssued, store.CertRenewing, store.CertExpired:
 			t.issued[d.Name] = true
 		}
+		if d.Delegation != nil && d.Delegation.Delegated && m.cfg.ACMEDNSZone != "" {
+			t.delegated[d.Name] = true
+		}
 		switch d.State {
+		case store.DomainOwned:
+			t.owned[d.Name] = true
 		case store.DomainVerified:
 			t.served[d.Name] = true
 			t.certAllowed[d.Name] = true
@@ -119,7 +129,7 @@ func (m *Manager) Refresh(ctx context.Context) error {
 // certName is what the certificates ask of the routing table.
 func (t *routingTable) certName(name string) certs.Name {
 	return certs.Name{Served: t.served[name], Allowed: t.certAllowed[name], Issued: t.issued[name], Default: name == t.defaultAddr,
-		Cover: t.coveredBy(name)}
+		Owned: t.owned[name], Delegated: t.delegated[name], Cover: t.coveredBy(name)}
 }
 
 // coveredBy is the served wildcard domain that covers host, one label

@@ -1,6 +1,8 @@
 package domains
 
 import (
+	"context"
+
 	"petstore/domains/dnscheck"
 	"petstore/store"
 )
@@ -24,4 +26,33 @@ func (m *Manager) normalize(input string) (string, error) {
 			name, dnscheck.WildcardBase(name))
 	}
 	return name, nil
+}
+
+// delegationFor is the delegation of a new domain: a new one, except
+// where a wildcard and its base are both attached. Their records share
+// one name (_acme-challenge.shop.example.com serves *.shop.example.com
+// and shop.example.com alike, RFC 8555 section 8.4), which can hold one
+// CNAME only, so the second gets the first's token and label; what its
+// checks find stays its own.
+func (m *Manager) delegationFor(ctx context.Context, name string) *store.Delegation {
+	d := m.newDelegation()
+	if d == nil {
+		return nil
+	}
+	other := "*." + name
+	if dnscheck.IsWildcard(name) {
+		other = dnscheck.WildcardBase(name)
+	}
+	if o, err := m.db.Domain(ctx, other); err == nil && o.Delegation != nil {
+		return &store.Delegation{Token: o.Delegation.Token, Label: o.Delegation.Label, Target: o.Delegation.Target}
+	}
+	return d
+}
+
+// wildcardCertificateBlocked reports whether d is a wildcard whose
+// certificate cannot be ordered yet: a CA validates a wildcard through
+// DNS-01 only, so until its _acme-challenge CNAME points into the zone
+// an order could only fail and count against the CA's limits.
+func wildcardCertificateBlocked(d *store.Domain) bool {
+	return dnscheck.IsWildcard(d.Name) && (d.Delegation == nil || !d.Delegation.Delegated)
 }

@@ -182,3 +182,49 @@ func TestRedirectsRefuseWildcards(t *testing.T) {
 		t.Errorf("saved: %+v", s)
 	}
 }
+
+// TestWildcardSharesDelegationWithBase: *.shop.example.com and
+// shop.example.com name the same _acme-challenge.shop.example.com, which
+// holds one CNAME: whichever is added second gets the first's token and
+// label, so the records shown never contradict each other.
+func TestWildcardSharesDelegationWithBase(t *testing.T) {
+	ctx := context.Background()
+	m := managerWith(t, domains.Config{Platform: wildcardPlatform, ACMEDNSZone: "acme.petstore.app"})
+	delegation := func(d store.Domain) (txt, cname store.DNSRecord) {
+		t.Helper()
+		for _, r := range d.Records {
+			switch r.Purpose {
+			case store.RecordPurposeOwnership:
+				txt = r
+			case store.RecordPurposeDelegation:
+				cname = r
+			}
+		}
+		if txt.Name == "" || cname.Name == "" {
+			t.Fatalf("%s has no delegation records: %+v", d.Name, d.Records)
+		}
+		return txt, cname
+	}
+	for _, order := range [][2]string{{"*.shop.example.com", "shop.example.com"}, {"www.example.com", "*.www.example.com"}} {
+		first, err := m.Add(ctx, order[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := m.Add(ctx, order[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t1, c1 := delegation(first)
+		t2, c2 := delegation(second)
+		if t1 != t2 || c1 != c2 || *first.Delegation != *second.Delegation {
+			t.Errorf("%s and %s disagree:\n%+v %+v\n%+v %+v", order[0], order[1], t1, c1, t2, c2)
+		}
+	}
+	other, err := m.Add(ctx, "other.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Delegation.Label == "" || other.Delegation.Label == func() string { d, _ := m.Get(ctx, "shop.example.com"); return d.Delegation.Label }() {
+		t.Errorf("an unrelated domain shares a label: %+v", other.Delegation)
+	}
+}

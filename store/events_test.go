@@ -20,10 +20,16 @@ func TestDomainEvents(t *testing.T) {
 	issued.Certificate.State = CertIssued
 	failedRenewal := withEvent(issued, CertEventFailed, t0.Add(time.Hour))
 	renewed := withEvent(failedRenewal, CertEventRenewed, t0.Add(2*time.Hour))
+	expiring := withEvent(failedRenewal, CertEventExpiring, t0.Add(3*time.Hour))
 	expired := failedRenewal
 	expired.Certificate.State = CertExpired
 	moved := issued
 	moved.State = DomainMoved
+	owned := Domain{Name: "a.test", State: DomainOwned}
+	ownedIssued := withEvent(owned, CertEventObtained, t0)
+	ownedIssued.Certificate.State = CertIssued
+	switched := ownedIssued
+	switched.State = DomainVerified
 	for _, c := range []struct {
 		name string
 		old  *Domain
@@ -37,8 +43,14 @@ func TestDomainEvents(t *testing.T) {
 		{"a failed renewal keeps the state", &issued, failedRenewal, []string{EventCertFailed}},
 		{"the same record again", &failedRenewal, failedRenewal, nil},
 		{"renewed", &failedRenewal, renewed, []string{EventCertRenewed}},
+		{"expiring", &failedRenewal, expiring, []string{EventCertExpiring}},
+		{"expiring, recorded before", &expiring, expiring, nil},
 		{"expired", &failedRenewal, expired, []string{EventCertExpired}},
 		{"moved", &issued, moved, []string{EventDomainMoved}},
+		{"owned", &pending, owned, []string{EventDomainOwned}},
+		{"issued ahead of the traffic", &owned, ownedIssued, []string{EventCertIssued}},
+		{"switched, with its certificate", &ownedIssued, switched, []string{EventDomainVerified}},
+		{"ownership lost", &owned, pending, nil},
 	} {
 		if got := DomainEvents(c.old, &c.new); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)

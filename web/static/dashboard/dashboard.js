@@ -676,6 +676,7 @@
 
   const STATE_WORDS = {
     pending: ['Pending', 'Waiting for its DNS record.'],
+    owned: ['Owned', 'Its ownership record is in place while its traffic still goes elsewhere: its certificate is obtained before you switch.'],
     verified: ['Verified', 'Its DNS points here.'],
     moved: ['Moved', 'Its DNS points elsewhere: it is still served with its current certificate until that expires, and becomes Verified again by itself when its DNS points here.'],
   };
@@ -704,7 +705,7 @@
     // keyboard focus, which should stay where the operator left it.
     const verify = el('button', {
       type: 'button', className: 'button verify',
-      textContent: busy === 'verify' ? 'Checking…' : (d.state === 'pending' ? 'Verify' : 'Re-verify'),
+      textContent: busy === 'verify' ? 'Checking…' : (d.state === 'pending' || d.state === 'owned' ? 'Verify' : 'Re-verify'),
       'aria-disabled': busy ? 'true' : undefined,
     });
     verify.addEventListener('click', () => {
@@ -730,7 +731,7 @@
     }
     parts.push(el('p', { className: 'state-help', textContent: stateHelp }));
     if (d.name.startsWith('*.')) parts.push(wildcardNote(d.name));
-    const note = liveNote(d);
+    const note = liveNote(d) || ownedNote(d);
     if (note) parts.push(note);
     parts.push(recordsSection(d));
     parts.push(checkSection(d));
@@ -822,8 +823,31 @@
     return el('p', { className: `live-note live-note-${d.state}` }, ...text.flat(2));
   }
 
+  // ownedNote says where an owned domain stands in a move without
+  // downtime: its certificate is being obtained, is ready (switch when you
+  // are ready), or waits for the _acme-challenge record.
+  function ownedNote(d) {
+    if (d.state !== 'owned') return null;
+    const c = d.certificate || {};
+    const delegated = d.delegation && d.delegation.delegated;
+    let text;
+    if (c.state === 'issued' || c.state === 'renewing') {
+      text = ['Certificate ready: switch your CNAME when you are ready. ', d.name, ' is served over HTTPS with it from the first visitor on',
+        c.notAfter ? [' (valid until ', timeEl(c.notAfter), ', renewed by itself)'] : '', '. After the switch, choose Verify, or wait for the next check',
+        d.nextCheckAt ? [' at ', timeEl(d.nextCheckAt)] : '', '.'];
+    } else if (!delegated) {
+      text = ['Ownership proven. Create the _acme-challenge record below too, so that the certificate is obtained before you switch; then choose Verify.'];
+    } else if (c.state === 'failed') {
+      text = ['Ownership proven, but the certificate could not be obtained yet; see the certificate below. Do not switch your CNAME until it is ready.'];
+    } else {
+      text = ['Ownership proven: the certificate is being obtained. Keep your CNAME where it is until it is ready.'];
+    }
+    return el('p', { className: 'live-note live-note-owned' }, ...text.flat(2));
+  }
+
   function recordsSection(d) {
-    const records = d.records || [];
+    const records = (d.records || []).filter((r) => !r.purpose);
+    const move = (d.records || []).filter((r) => r.purpose);
     const main = records.filter((r) => !r.fallback);
     const fallback = records.filter((r) => r.fallback);
     const summary = main.length === 1
@@ -835,6 +859,9 @@
       main.map((r, i) => recordCard(d, r, `m${i}`)),
       fallback.length ? el('p', { className: 'help', textContent: 'Only if your DNS provider has no ALIAS or ANAME record, create these instead:' }) : null,
       fallback.map((r, i) => recordCard(d, r, `f${i}`)),
+      move.length ? el('h5', { textContent: 'Move a live domain without downtime' }) : null,
+      move.length ? el('p', { className: 'help', textContent: 'Is the domain live elsewhere? Create these two records first and keep the CNAME above where it is: once they are found, the certificate is obtained here, and you switch the CNAME when it is ready, with no gap for visitors.' }) : null,
+      move.map((r, i) => recordCard(d, r, `d${i}`)),
     );
   }
 
@@ -892,7 +919,7 @@
     );
   }
 
-  const EVENT_WORDS = { obtained: 'Obtained', renewed: 'Renewed', failed: 'Failed', removed: 'Removed' };
+  const EVENT_WORDS = { obtained: 'Obtained', renewed: 'Renewed', failed: 'Failed', removed: 'Removed', expiring: 'Expiring, not renewed' };
 
   function certificateSection(d) {
     const c = d.certificate || { state: 'none' };
