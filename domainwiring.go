@@ -46,6 +46,7 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 			AllowPrivateNameservers: cfg.dnsAllowPrivate,
 		},
 		AllowTestTLDs: cfg.allowTestTLDs,
+		ACMEDNSZone:   cfg.acmeDNSZone,
 		Logger:        log,
 		Now:           domainsNow,
 		TickEvery:     domainsTickEvery,

@@ -13,7 +13,7 @@ import (
 
 // benchManager is a manager over a store with n verified domains
 // d0.example.com ...
-func benchManager(b *testing.B, n int) *Manager {
+func benchManager(b *testing.B, n int, extra ...string) *Manager {
 	b.Helper()
 	db, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), store.Options{})
 	if err != nil {
@@ -21,8 +21,12 @@ func benchManager(b *testing.B, n int) *Manager {
 	}
 	b.Cleanup(func() { db.Close() })
 	ctx := context.Background()
+	names := extra
 	for i := range n {
-		d := store.Domain{Name: fmt.Sprintf("d%d.example.com", i), State: store.DomainVerified}
+		names = append(names, fmt.Sprintf("d%d.example.com", i))
+	}
+	for _, name := range names {
+		d := store.Domain{Name: name, State: store.DomainVerified}
 		if err := db.AddDomain(ctx, &d); err != nil {
 			b.Fatal(err)
 		}
@@ -51,5 +55,22 @@ func BenchmarkRoute(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkRouteWildcard is the same decision with a verified wildcard
+// among 1,000 domains: a name it covers, an exact name beside it, and an
+// unknown name two labels below it, which misses both.
+func BenchmarkRouteWildcard(b *testing.B) {
+	m := benchManager(b, 1000, "*.shop.example.com", "api.shop.example.com")
+	for _, host := range []string{"a.shop.example.com", "api.shop.example.com", "x.y.shop.example.com", "unknown.example.net"} {
+		b.Run("host="+host, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if (m.Route(host).Decision == Unknown) != (host == "x.y.shop.example.com" || host == "unknown.example.net") {
+					b.Fatal("wrong decision")
+				}
+			}
+		})
 	}
 }

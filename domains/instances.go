@@ -97,8 +97,8 @@ func (m *Manager) checkDueDomain(ctx context.Context, name string) {
 		return
 	}
 	m.log.Info("checking a domain's DNS in the background", "domain", name)
-	res := m.checker.Check(ctx, name)
-	if _, err := m.apply(ctx, name, res, false); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
+	res, own := m.check(ctx, d)
+	if _, err := m.apply(ctx, name, res, own, false); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
 		m.log.Error("background check", "domain", name, "err", err)
 	}
 }

@@ -60,6 +60,13 @@ type Config struct {
 	// issues for them. Tests and staging, with their own DNS and CA, turn
 	// it on.
 	AllowTestTLDs bool
+	// ACMEDNSZone is the zone this service answers ACME DNS-01 challenges
+	// in (--acme-dns-zone, no trailing dot); empty turns off moving live
+	// domains without downtime (ownership.go).
+	ACMEDNSZone string
+	// OwnedCheckEvery is how often an owned domain is checked for its
+	// switch. Default 5 minutes.
+	OwnedCheckEvery time.Duration
 }
 
 // ACME configures the certificate authority.
@@ -120,6 +127,8 @@ func NewManager(cfg Config) (*Manager, error) {
 	cfg.RecheckEvery = orDefault(cfg.RecheckEvery, 6*time.Hour)
 	cfg.TickEvery = orDefault(cfg.TickEvery, 30*time.Second)
 	cfg.ConfirmEvery = orDefault(cfg.ConfirmEvery, 30*time.Minute)
+	cfg.OwnedCheckEvery = orDefault(cfg.OwnedCheckEvery, 5*time.Minute)
+	cfg.ACMEDNSZone = dnscheck.Canonical(cfg.ACMEDNSZone)
 	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now}
 	m.table.Store(&routingTable{})
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -127,10 +136,14 @@ func NewManager(cfg Config) (*Manager, error) {
 	checker := *cfg.Checker
 	checker.Platform = cfg.Platform
 	if cfg.ACME != nil {
-		m.certs = certs.New(certs.Config{
+		cc := certs.Config{
 			Store: cfg.Store, ACME: *cfg.ACME, Names: func(name string) certs.Name { return m.table.Load().certName(name) }, OnChange: cfg.OnCertificateChange,
 			Logger: cfg.Logger, Now: cfg.Now, TickEvery: cfg.TickEvery,
-		})
+		}
+		if solver := m.dnsSolver(); solver != nil {
+			cc.DNS01Solver = solver
+		}
+		m.certs = certs.New(cc)
 		// The checker judges CAA records for the CAs certificates come
 		// from, unless told otherwise.
 		if checker.CertificateAuthorities == nil {
@@ -197,7 +210,7 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 		return store.Domain{}, store.Errorf(store.ENOCNAMETARGET,
 			"this service knows no CNAME target for customers' DNS records; start it with --domain (the target is then cname.<domain>) or --cname-target")
 	}
-	name, err := m.cfg.Platform.Normalize(input)
+	name, err := m.normalize(input)
 	if err != nil {
 		return store.Domain{}, err
 	}
@@ -210,9 +223,10 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 		Apex:        dnscheck.IsApex(name),
 		State:       store.DomainPending,
 		AddedAt:     now,
-		Records:     m.cfg.Platform.Records(name, dnscheck.IsApex(name)),
 		Certificate: store.Certificate{State: store.CertNone},
+		Delegation:  m.delegationFor(ctx, name),
 	}
+	d.Records = m.records(&d)
 	if u, err := idna.ToUnicode(name); err == nil && u != name {
 		d.DisplayName = u
 	}
@@ -274,18 +288,19 @@ func lookupName(name string) string {
 // certificate attempt starts when there is no certificate yet.
 func (m *Manager) Verify(ctx context.Context, name string) (store.Domain, error) {
 	name = lookupName(name)
-	if _, err := m.db.Domain(ctx, name); err != nil {
+	d, err := m.db.Domain(ctx, name)
+	if err != nil {
 		return store.Domain{}, err
 	}
-	res := m.checker.Check(ctx, name)
-	return m.apply(ctx, name, res, true)
+	res, own := m.check(ctx, d)
+	return m.apply(ctx, name, res, own, true)
 }
 
 // apply records a check's result: the state moves, the next background
 // check is scheduled, and a verified domain without a certificate gets one.
 // A domain that pointed here once (verified or moved) follows the rule in
 // judgeLive: lookups that fail change nothing.
-func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck, manual bool) (store.Domain, error) {
+func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck, own *dnscheck.Ownership, manual bool) (store.Domain, error) {
 	now := m.now().UTC()
 	var wantCert bool
 	d, err := m.db.UpdateDomain(ctx, name, func(d *store.Domain) error {
@@ -293,10 +308,12 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 		wantCert = false
 		if res.ZoneApex && !d.Apex {
 			d.Apex = true
-			d.Records = m.cfg.Platform.Records(d.Name, true)
+			d.Records = m.records(d)
 		}
+		live := d.State == store.DomainVerified || d.State == store.DomainMoved
+		owned := m.applyOwnership(d, own, now)
 		switch {
-		case d.State == store.DomainVerified || d.State == store.DomainMoved:
+		case live:
 			wantCert = judgeLive(&m.cfg, d, res, now)
 		case res.Verified:
 			d.State = store.DomainVerified
@@ -304,6 +321,8 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 			d.CheckAttempts = 0
 			d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
 			wantCert = certs.Wants(d.Certificate)
+		case owned:
+			wantCert = m.wantsCertificateAhead(d)
 		case !manual:
 			d.CheckAttempts++
 			d.NextCheckAt = nil
@@ -311,6 +330,7 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 				d.NextCheckAt = &next
 			}
 		}
+		wantCert = wantCert && !wildcardCertificateBlocked(d)
 		return nil
 	})
 	if err != nil {

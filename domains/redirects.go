@@ -110,5 +110,11 @@ func settingsName(s, defaultAddr string) (string, error) {
 	if t := dnscheck.Canonical(s); t == defaultAddr {
 		return t, nil
 	}
+	if dnscheck.LooksLikeWildcard(s) {
+		// A redirect answers one Host with one Location, and a primary
+		// domain is one address: a wildcard is neither.
+		return "", store.Errorf(store.EINVALID, "%s is a wildcard domain; redirects and the primary domain name single domains, such as www.%s (attach it on its own first)",
+			dnscheck.Canonical(s), strings.TrimPrefix(strings.TrimPrefix(dnscheck.Canonical(s), "*"), "."))
+	}
 	return dnscheck.Normalize(s)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"petstore/domains/certs"
+	"petstore/domains/dnscheck"
 	"petstore/store"
 )
 
@@ -46,6 +47,13 @@ type routingTable struct {
 	// issued holds the attached domains whose record says a certificate
 	// was obtained: a handshake for one without reads no storage.
 	issued map[string]bool
+	// wildcards maps the base of every attached wildcard domain to it
+	// ("shop.example.com" to "*.shop.example.com"): a name one label
+	// below a base is covered by it (coveredBy).
+	wildcards map[string]string
+	// owned and delegated hold the owned domains and those whose
+	// _acme-challenge CNAME points into the ACME DNS zone (ownership.go).
+	owned, delegated map[string]bool
 }
 
 // Refresh rebuilds the routing table from the store, and brings this
@@ -76,16 +84,27 @@ func (m *Manager) Refresh(ctx context.Context) error {
 		certAllowed: make(map[string]bool, len(ds)+1),
 		issued:      make(map[string]bool, len(ds)),
 		redirects:   make(map[string]store.Redirect, len(s.Domains.Redirects)),
+		wildcards:   map[string]string{},
+		owned:       map[string]bool{},
+		delegated:   map[string]bool{},
 	}
 	if m.cfg.Platform.Domain != "" {
 		t.certAllowed[t.defaultAddr] = true
 	}
 	for _, d := range ds {
+		if dnscheck.IsWildcard(d.Name) {
+			t.wildcards[dnscheck.WildcardBase(d.Name)] = d.Name
+		}
 		switch d.Certificate.State {
 		case store.CertIssued, store.CertRenewing, store.CertExpired:
 			t.issued[d.Name] = true
 		}
+		if d.Delegation != nil && d.Delegation.Delegated && m.cfg.ACMEDNSZone != "" {
+			t.delegated[d.Name] = true
+		}
 		switch d.State {
+		case store.DomainOwned:
+			t.owned[d.Name] = true
 		case store.DomainVerified:
 			t.served[d.Name] = true
 			t.certAllowed[d.Name] = true
@@ -109,7 +128,26 @@ func (m *Manager) Refresh(ctx context.Context) error {
 
 // certName is what the certificates ask of the routing table.
 func (t *routingTable) certName(name string) certs.Name {
-	return certs.Name{Served: t.served[name], Allowed: t.certAllowed[name], Issued: t.issued[name], Default: name == t.defaultAddr}
+	return certs.Name{Served: t.served[name], Allowed: t.certAllowed[name], Issued: t.issued[name], Default: name == t.defaultAddr,
+		Owned: t.owned[name], Delegated: t.delegated[name], Cover: t.coveredBy(name)}
+}
+
+// coveredBy is the served wildcard domain that covers host, one label
+// below its base, or "". Deeper names ("x.y.shop.example.com") are
+// covered by no wildcard: a wildcard certificate is valid for one label
+// only. It allocates nothing: handshakes and requests call it.
+func (t *routingTable) coveredBy(host string) string {
+	if len(t.wildcards) == 0 {
+		return ""
+	}
+	label, parent, ok := strings.Cut(host, ".")
+	if !ok || label == "" || label == "*" {
+		return ""
+	}
+	if w := t.wildcards[parent]; w != "" && t.served[w] {
+		return w
+	}
+	return ""
 }
 
 // TLSConfig is the configuration of the HTTPS listener (see
@@ -141,7 +179,14 @@ func (m *Manager) Route(host string) Route {
 	if r, ok := t.redirects[h]; ok {
 		return Route{Decision: Redirect, To: r.To, Status: r.Status}
 	}
-	if t.served[h] {
+	// A name attached on its own wins over a wildcard once it is served;
+	// until then the wildcard keeps serving it, so that attaching
+	// api.shop.example.com beside *.shop.example.com never takes it
+	// offline.
+	if h != "" && h[0] == '*' {
+		return Route{Decision: Unknown} // a wildcard's own name is no host
+	}
+	if t.served[h] || t.coveredBy(h) != "" {
 		return Route{Decision: ServePublic}
 	}
 	return Route{Decision: Unknown}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -63,14 +64,14 @@ func (s *Server) addDomain(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return respondCreated(c, "/admin/domains/"+url.PathEscape(d.Name), s.domainView(d))
+	return respondCreated(c, domainPath(d.Name), s.domainView(d))
 }
 
 // domainByName answers 200 with the domain that get returns for the name
 // path parameter (Get, or Verify, which checks it first).
 func (s *Server) domainByName(get func(context.Context, string) (store.Domain, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		d, err := get(c.Request().Context(), c.Param("name"))
+		d, err := get(c.Request().Context(), domainParam(c))
 		if err != nil {
 			return err
 		}
@@ -79,7 +80,7 @@ func (s *Server) domainByName(get func(context.Context, string) (store.Domain, e
 }
 
 func (s *Server) removeDomain(c echo.Context) error {
-	if err := s.domains.Remove(c.Request().Context(), c.Param("name")); err != nil {
+	if err := s.domains.Remove(c.Request().Context(), domainParam(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -103,4 +104,22 @@ func (s *Server) updateSettings(c echo.Context) error {
 		return err
 	}
 	return respond(c, http.StatusOK, st)
+}
+
+// domainPath is a domain's address in the admin API. The "*" of a
+// wildcard stays as it is: a path may hold it (RFC 3986 sub-delims), and
+// it is how the admin document writes the path; %2A is accepted too.
+func domainPath(name string) string {
+	return "/admin/domains/" + strings.ReplaceAll(url.PathEscape(name), "%2A", "*")
+}
+
+// domainParam is the name path parameter, percent-decoded: the router
+// hands it over as the client escaped it when the path holds escapes it
+// would not have made itself ("%2a" for a wildcard's "*").
+func domainParam(c echo.Context) string {
+	name := c.Param("name")
+	if u, err := url.PathUnescape(name); err == nil {
+		return u
+	}
+	return name
 }

@@ -1,6 +1,8 @@
 package handlers_test
 
 import (
+	"time"
+
 	"context"
 	"strings"
 	"testing"
@@ -91,5 +93,58 @@ func TestAddDomainWithoutCNAMETarget(t *testing.T) {
 	withTarget.adminDo("GET", "/admin/project", "").wantStatus(200).decode(&p)
 	if p.CNAMETarget == nil || *p.CNAMETarget != domaintest.CNAMETarget {
 		t.Errorf("cnameTarget %v, want %s", p.CNAMETarget, domaintest.CNAMETarget)
+	}
+}
+
+// TestAddWithACMEDNSZoneShowsTheRecordsOfAMove: with --acme-dns-zone the
+// 201 answer lists, beside the CNAME that points the domain here, the
+// ownership TXT (the token) and the _acme-challenge CNAME (one label plus
+// the zone), each with its full name and a sentence on why; the token and
+// label stay as they are. Without the zone, only the CNAME, as before.
+func TestAddWithACMEDNSZoneShowsTheRecordsOfAMove(t *testing.T) {
+	ts := newTestServer(t, withDomains(t, domains.Config{
+		Platform:    dnscheck.Platform{CNAMETarget: domaintest.CNAMETarget},
+		Checker:     &dnscheck.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
+		ACMEDNSZone: "acme.plat.test",
+	}))
+	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
+	var added store.Domain
+	ts.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantStatus(201).decode(&added)
+	byPurpose := map[string]store.DNSRecord{}
+	for _, r := range added.Records {
+		byPurpose[r.Purpose] = r
+	}
+	txt, cname, traffic := byPurpose["ownership"], byPurpose["delegation"], byPurpose[""]
+	if len(added.Records) != 3 || traffic.Type != "CNAME" || traffic.Value != domaintest.CNAMETarget {
+		t.Fatalf("records %+v", added.Records)
+	}
+	if txt.Type != "TXT" || txt.Name != "_petstore-challenge.shop.example.com" || txt.Host != "_petstore-challenge.shop" || len(txt.Value) < 20 || txt.Note == "" {
+		t.Errorf("ownership record %+v", txt)
+	}
+	label, ok := strings.CutSuffix(cname.Value, ".acme.plat.test")
+	if cname.Type != "CNAME" || cname.Name != "_acme-challenge.shop.example.com" || !ok || label == "" || strings.Contains(label, ".") || cname.Note == "" {
+		t.Errorf("delegation record %+v", cname)
+	}
+	if added.Delegation == nil || added.Delegation.Token != txt.Value || added.Delegation.Target != cname.Value || added.Delegation.Label != label {
+		t.Errorf("delegation %+v", added.Delegation)
+	}
+	// Stable: a failed verify keeps them; another domain gets its own.
+	var got store.Domain
+	ts.adminDo("POST", "/admin/domains/shop.example.com/verify", "").wantStatus(200).decode(&got)
+	if got.State != store.DomainPending || *got.Delegation != (store.Delegation{Token: txt.Value, Target: cname.Value, Label: label}) {
+		t.Errorf("after a verify that reached no DNS: %s %+v", got.State, got.Delegation)
+	}
+	var other store.Domain
+	ts.adminDo("POST", "/admin/domains", `{"name":"www.example.com"}`).wantStatus(201).decode(&other)
+	if other.Delegation == nil || other.Delegation.Label == label || other.Delegation.Token == txt.Value {
+		t.Errorf("a second domain's delegation %+v, the first's %+v", other.Delegation, added.Delegation)
+	}
+
+	plain := newTestServer(t)
+	plain.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
+	var withoutZone store.Domain
+	plain.adminDo("POST", "/admin/domains", `{"name":"shop.example.com"}`).wantStatus(201).decode(&withoutZone)
+	if len(withoutZone.Records) != 1 || withoutZone.Records[0].Purpose != "" || withoutZone.Delegation != nil {
+		t.Errorf("without the zone: %+v, %+v", withoutZone.Records, withoutZone.Delegation)
 	}
 }

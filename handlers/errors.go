@@ -42,6 +42,7 @@ var statusOf = map[string]int{
 	store.EINSUFFICIENTSTOCK: http.StatusConflict,
 	store.EDOMAINEXISTS:      http.StatusConflict,
 	store.ENOCNAMETARGET:     http.StatusConflict,
+	store.ENOACMEDNSZONE:     http.StatusConflict,
 	codeGone:                 http.StatusGone,
 	store.EPRECONDITION:      http.StatusPreconditionFailed,
 	store.EIDEMPOTENCYBUSY:   http.StatusConflict,

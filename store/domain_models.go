@@ -8,7 +8,7 @@ import "time"
 
 // DNSRecord is one DNS record the customer must create at their DNS provider.
 type DNSRecord struct {
-	// Type is CNAME, ALIAS (ALIAS/ANAME), A or AAAA.
+	// Type is CNAME, ALIAS (ALIAS/ANAME), A, AAAA or TXT.
 	Type string `json:"type"`
 	// Host is what most providers ask for in the "name" field: the labels
 	// relative to the registrable domain ("shop", "a.b"), or "@" for the apex.
@@ -24,7 +24,20 @@ type DNSRecord struct {
 	// Fallback marks records to create only when the provider cannot do the
 	// main one (A/AAAA in place of ALIAS at an apex).
 	Fallback bool `json:"fallback"`
+	// Purpose is set on the records of a move without downtime: one of
+	// the RecordPurpose* constants.
+	Purpose string `json:"purpose,omitempty"`
 }
+
+// The purposes of the records that move a live domain without downtime.
+const (
+	// RecordPurposeOwnership: the _petstore-challenge TXT that proves the
+	// customer controls the name while its traffic still goes elsewhere.
+	RecordPurposeOwnership = "ownership"
+	// RecordPurposeDelegation: the _acme-challenge CNAME that lets this
+	// service answer the CA's DNS-01 challenges for the name.
+	RecordPurposeDelegation = "delegation"
+)
 
 // Finding is one thing wrong with a domain's DNS, worded for the customer.
 type Finding struct {
@@ -68,7 +81,10 @@ type DomainCheck struct {
 
 // Domain states.
 const (
-	DomainPending  = "pending"
+	DomainPending = "pending"
+	// DomainOwned: the ownership TXT was found while the name's traffic
+	// still goes elsewhere; its certificate may be obtained ahead of it.
+	DomainOwned    = "owned"
 	DomainVerified = "verified"
 	DomainMoved    = "moved"
 )
@@ -176,6 +192,35 @@ type Domain struct {
 	PointsElsewhereChecks int        `json:"pointsElsewhereChecks,omitempty"`
 	// MovedAt is when the domain became moved; nil unless it is.
 	MovedAt *time.Time `json:"movedAt,omitempty"`
+	// Delegation is set on domains added while the service answered an
+	// ACME DNS zone (--acme-dns-zone): the ownership token, the label of
+	// the delegated challenge, and what the last check found of them.
+	Delegation *Delegation `json:"delegation,omitempty"`
+}
+
+// Delegation is what moving a live domain without downtime needs: a TXT
+// record that proves ownership before traffic moves, and an _acme-challenge
+// CNAME into the service's zone through which certificates are validated
+// by DNS-01.
+type Delegation struct {
+	// Token is the value of the _petstore-challenge TXT record: random,
+	// stable until the domain is removed.
+	Token string `json:"token"`
+	// Target is where _acme-challenge.<name> must point: <label>.<zone>,
+	// unique per domain and stable.
+	Target string `json:"target"`
+	// Label is Target's first label, under which the service's DNS server
+	// answers the challenges' TXT values.
+	Label string `json:"label"`
+	// OwnershipFound and Delegated are what the last check found: the TXT
+	// with the token, and the CNAME to Target.
+	OwnershipFound bool `json:"ownershipFound"`
+	Delegated      bool `json:"delegated"`
+	// OwnedAt is when the ownership TXT was first found (kept once the
+	// domain is verified); OwnershipLostAt when an owned domain's TXT was
+	// last found gone.
+	OwnedAt         *time.Time `json:"ownedAt,omitempty"`
+	OwnershipLostAt *time.Time `json:"ownershipLostAt,omitempty"`
 }
 
 // Redirect sends every request for From to To with Status.

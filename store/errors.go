@@ -16,7 +16,10 @@ const (
 	EPLANREQUIRED      = "plan_required"
 	EDOMAINEXISTS      = "domain_exists"
 	ENOCNAMETARGET     = "cname_target_unknown" // started without --domain or --cname-target
-	EINTERNAL          = "internal"
+	// ENOACMEDNSZONE: a wildcard domain needs the service's ACME DNS zone
+	// (--acme-dns-zone), and it was started without one.
+	ENOACMEDNSZONE = "acme_dns_zone_unknown"
+	EINTERNAL      = "internal"
 	// EINSUFFICIENTSTORAGE: the disk is full; the write was not made.
 	EINSUFFICIENTSTORAGE = "insufficient_storage"
 	// ENOTSUPPORTED: the store cannot do this (a backup of PostgreSQL is

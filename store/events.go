@@ -26,6 +26,7 @@ const (
 	EventInventory       = "inventory.updated"
 
 	EventDomainAdded    = "domain.added"
+	EventDomainOwned    = "domain.owned"
 	EventDomainVerified = "domain.verified"
 	EventDomainMoved    = "domain.moved"
 	EventDomainRemoved  = "domain.removed"
@@ -49,7 +50,7 @@ var EventTypes = []string{
 	EventCategoryCreated, EventCategoryUpdated, EventCategoryDeleted,
 	EventOrderPlaced, EventOrderUpdated, EventOrderCompleted, EventOrderCancelled,
 	EventInventory,
-	EventDomainAdded, EventDomainVerified, EventDomainMoved, EventDomainRemoved,
+	EventDomainAdded, EventDomainOwned, EventDomainVerified, EventDomainMoved, EventDomainRemoved,
 	EventCertIssued, EventCertRenewed, EventCertFailed, EventCertExpiring, EventCertExpired,
 	EventAPIKeyCreated, EventAPIKeyRevoked, EventWebhookDisabled, EventWebhookTest,
 }
@@ -202,6 +203,8 @@ func DomainEvents(old, updated *Domain) []string {
 	switch {
 	case old == nil:
 		out = append(out, EventDomainAdded)
+	case old.State != updated.State && updated.State == DomainOwned:
+		out = append(out, EventDomainOwned)
 	case old.State != updated.State && updated.State == DomainVerified:
 		out = append(out, EventDomainVerified)
 	case old.State != updated.State && updated.State == DomainMoved:

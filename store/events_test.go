@@ -25,6 +25,11 @@ func TestDomainEvents(t *testing.T) {
 	expired.Certificate.State = CertExpired
 	moved := issued
 	moved.State = DomainMoved
+	owned := Domain{Name: "a.test", State: DomainOwned}
+	ownedIssued := withEvent(owned, CertEventObtained, t0)
+	ownedIssued.Certificate.State = CertIssued
+	switched := ownedIssued
+	switched.State = DomainVerified
 	for _, c := range []struct {
 		name string
 		old  *Domain
@@ -42,6 +47,10 @@ func TestDomainEvents(t *testing.T) {
 		{"expiring, recorded before", &expiring, expiring, nil},
 		{"expired", &failedRenewal, expired, []string{EventCertExpired}},
 		{"moved", &issued, moved, []string{EventDomainMoved}},
+		{"owned", &pending, owned, []string{EventDomainOwned}},
+		{"issued ahead of the traffic", &owned, ownedIssued, []string{EventCertIssued}},
+		{"switched, with its certificate", &ownedIssued, switched, []string{EventDomainVerified}},
+		{"ownership lost", &owned, pending, nil},
 	} {
 		if got := DomainEvents(c.old, &c.new); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)

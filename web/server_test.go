@@ -63,6 +63,9 @@ type serverOptions struct {
 	// webhooks runs a webhook engine that delivers to private addresses
 	// (the test's own receivers).
 	webhooks bool
+	// acmeDNSZone is --acme-dns-zone: domains get the records of a move
+	// without downtime. It implies dns.
+	acmeDNSZone string
 }
 
 func newServer(t *testing.T, opt serverOptions) *testServer {
@@ -77,7 +80,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		manager *domains.Manager
 		pebble  *domaintest.Pebble
 	)
-	if opt.dns || opt.acme {
+	if opt.dns || opt.acme || opt.acmeDNSZone != "" {
 		ts.dns = domaintest.StartDNS(t)
 		dc := domains.Config{
 			Store:    db,
@@ -88,6 +91,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 				AllowPrivateNameservers: true,
 			},
 			AllowTestTLDs: true,
+			ACMEDNSZone:   opt.acmeDNSZone,
 		}
 		if opt.acme {
 			pebble = domaintest.StartPebble(t, ts.dns, domaintest.PebbleOptions{})

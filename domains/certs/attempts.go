@@ -73,7 +73,7 @@ func (c *Certs) obtain(name string) {
 // attempt runs one issuance attempt: one ACME order per CA at most, each
 // CA in turn until one issues.
 func (c *Certs) attempt(ctx context.Context, name string) {
-	release, wanted := c.claimAttempt(ctx, name)
+	release, wanted, delegated := c.claimAttempt(ctx, name)
 	if release != nil {
 		defer release()
 	}
@@ -91,7 +91,13 @@ func (c *Certs) attempt(ctx context.Context, name string) {
 	c.countPresented(name)
 	// A single attempt (certmagic retries only non-interactive ones): the
 	// back-off below decides when the next one starts.
-	err := c.obtainer.ObtainCertSync(ctx, name)
+	obtainer := c.obtainer
+	if delegated && c.dnsObtainer != nil {
+		// Read from the record, not the routing table, which may lag
+		// behind another instance's check.
+		obtainer = c.dnsObtainer
+	}
+	err := obtainer.ObtainCertSync(ctx, name)
 	validations := failedValidations(c.presentedCount(name), err)
 	if err == nil {
 		var cert certmagic.Certificate

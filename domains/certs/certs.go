@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
+	"github.com/mholt/acmez/v3"
 
 	"petstore/store"
 )
@@ -69,6 +70,18 @@ type Name struct {
 	// Default: the default address, whose certificate is obtained on
 	// demand.
 	Default bool
+	// Cover is the served wildcard domain that covers the name, one label
+	// below its base ("*.shop.example.com" for "a.shop.example.com"), or
+	// "": a name not served on its own is served with its certificate.
+	Cover string
+	// Owned: an owned domain, whose traffic still goes elsewhere: its
+	// certificate may be obtained ahead of the traffic, and no handshake
+	// gets it yet.
+	Owned bool
+	// Delegated: its _acme-challenge CNAME points into the service's ACME
+	// DNS zone, so its certificates are obtained and renewed through
+	// DNS-01.
+	Delegated bool
 }
 
 // Config configures Certs.
@@ -86,6 +99,9 @@ type Config struct {
 	// TickEvery is how often the certificate loop looks for due attempts,
 	// expired certificates and files gone from storage.
 	TickEvery time.Duration
+	// DNS01Solver, when set, answers the DNS-01 challenges of delegated
+	// names (Name.Delegated): the service's own ACME DNS zone.
+	DNS01Solver acmez.Solver
 }
 
 // Certs obtains, renews and serves custom domains' certificates.
@@ -101,9 +117,12 @@ type Certs struct {
 	// obtained in a handshake; obtainer makes the first issuance attempts:
 	// single, interactive ones, whose schedule attempts.go keeps.
 	certs, onDemand, obtainer *certmagic.Config
-	cache                     *certmagic.Cache
-	storage                   certmagic.Storage
-	issuers                   []*certmagic.ACMEIssuer
+	// dnsCerts and dnsObtainer are certs and obtainer for delegated
+	// names, validated through DNS-01 (nil without Config.DNS01Solver).
+	dnsCerts, dnsObtainer *certmagic.Config
+	cache                 *certmagic.Cache
+	storage               certmagic.Storage
+	issuers               []*certmagic.ACMEIssuer
 	// challengeTypes is how many validations one order may fail: acmez
 	// tries the next challenge type after a failed one.
 	challengeTypes int

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
 )
 
 // setUp builds the cache, the configs and the issuers from a.
@@ -60,17 +61,49 @@ func (c *Certs) setUp(a ACME) {
 		c.obtainer.Issuers = append(c.obtainer.Issuers, promptlessIssuer{iss})
 	}
 	c.onDemand.Issuers = c.certs.Issuers
+	if c.cfg.DNS01Solver != nil {
+		c.setUpDNS01(a, zl)
+	}
+}
+
+// setUpDNS01 builds the configs of delegated names: the same CAs, and so
+// the same storage keys, with DNS-01 answered by the service's own zone.
+// No propagation check is needed: the zone's servers answer from the
+// store, on every instance, as soon as the value is written.
+func (c *Certs) setUpDNS01(a ACME, zl *zap.Logger) {
+	c.dnsCerts = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
+	c.dnsObtainer = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
+	c.dnsCerts.Issuers, c.dnsObtainer.Issuers = nil, nil
+	for _, ca := range append([]string{a.CA}, a.FallbackCAs...) {
+		iss := certmagic.NewACMEIssuer(c.dnsCerts, certmagic.ACMEIssuer{
+			CA: ca, TestCA: ca, Email: a.Email, Agreed: true, TrustedRoots: a.TrustedRoots,
+			DNS01Solver: c.cfg.DNS01Solver, Profile: a.Profile, Logger: zl,
+		})
+		c.dnsCerts.Issuers = append(c.dnsCerts.Issuers, iss)
+		c.dnsObtainer.Issuers = append(c.dnsObtainer.Issuers, promptlessIssuer{iss})
+	}
 }
 
 // configForCert tells maintenance which config a cached certificate
-// belongs to: an attached domain's is renewed in the background; the
+// belongs to: an attached domain's is renewed in the background (through
+// DNS-01 when it is delegated, which works behind any proxy; an owned
+// domain's only then); the
 // default address's (and a moved domain's, which gets no new one) stay
 // with the on-demand config, which maintenance skips.
 func (c *Certs) configForCert(cert certmagic.Certificate) (*certmagic.Config, error) {
+	delegated := c.dnsCerts != nil
 	for _, n := range cert.Names {
-		if name := c.names(n); !name.Allowed || name.Default {
+		name := c.names(n)
+		if name.Owned && name.Delegated {
+			continue // renewed ahead of its traffic, through DNS-01
+		}
+		if !name.Allowed || name.Default {
 			return c.onDemand, nil
 		}
+		delegated = delegated && name.Delegated
+	}
+	if delegated {
+		return c.dnsCerts, nil
 	}
 	return c.certs, nil
 }
@@ -103,7 +136,19 @@ func (c *Certs) decide(_ context.Context, name string) error {
 // on-demand config, whose decision function allows the default address only.
 func (c *Certs) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	name := strings.TrimSuffix(strings.ToLower(hello.ServerName), ".")
-	if n := c.names(name); n.Served && !n.Default {
+	n := c.names(name)
+	if !n.Served && n.Cover != "" {
+		// Under a served wildcard, and not served on its own: the
+		// wildcard's certificate, which the cache matches for the name;
+		// never an issuance for the name itself.
+		name, n = n.Cover, c.names(n.Cover)
+	}
+	if n.Owned {
+		// Its certificate may be in the cache already, but its traffic
+		// goes elsewhere until it is verified.
+		return nil, fmt.Errorf("%s is not served yet: its DNS does not point here", name)
+	}
+	if n.Served && !n.Default {
 		cert, err := c.certs.GetCertificate(hello)
 		if err == nil {
 			return cert, nil

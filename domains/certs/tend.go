@@ -44,7 +44,7 @@ func (c *Certs) Tend(ctx context.Context) {
 					cert.Events = addEvent(cert.Events, store.CertEvent{Kind: store.CertEventRemoved, At: now, Detail: "the certificate file is no longer in storage"})
 				})
 				c.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: d.Name}})
-				if d.State == store.DomainVerified {
+				if c.mayObtain(d) {
 					c.obtain(d.Name)
 				}
 				continue
@@ -53,18 +53,31 @@ func (c *Certs) Tend(ctx context.Context) {
 				switch {
 				case !now.Before(*cert.NotAfter):
 					c.save(ctx, d.Name, func(cert *store.Certificate) { cert.State = stateWhileRenewing(cert, now, cert.State) })
-				case d.State == store.DomainVerified && expiringDue(cert, now):
+				case c.mayObtain(d) && expiringDue(cert, now):
 					c.save(ctx, d.Name, func(cert *store.Certificate) { noteExpiring(cert, now) })
 				default:
 					c.watch(cert)
 				}
 			}
 		default:
-			if d.State == store.DomainVerified && (cert.NextAttemptAt == nil || !now.Before(*cert.NextAttemptAt)) {
+			if c.mayObtain(d) && (cert.NextAttemptAt == nil || !now.Before(*cert.NextAttemptAt)) {
 				c.obtain(d.Name)
 			}
 		}
 	}
+}
+
+// mayObtain reports whether d may have a certificate obtained: a verified
+// domain, or an owned one whose _acme-challenge CNAME is in place, whose
+// certificate is obtained ahead of its traffic through DNS-01.
+func (c *Certs) mayObtain(d store.Domain) bool {
+	switch d.State {
+	case store.DomainVerified:
+		return true
+	case store.DomainOwned:
+		return c.dnsObtainer != nil && d.Delegation != nil && d.Delegation.Delegated
+	}
+	return false
 }
 
 // expiringNotice is how long before its notAfter a certificate that was
@@ -181,7 +194,7 @@ func (c *Certs) Resume(ctx context.Context) {
 	}
 	for _, d := range ds {
 		switch {
-		case d.State != store.DomainVerified:
+		case !c.mayObtain(d):
 		case d.Certificate.State == store.CertIssued:
 			c.watch(d.Certificate)
 			if _, err := c.certs.CacheManagedCertificate(ctx, d.Name); err != nil {
@@ -228,27 +241,29 @@ const certAttemptLockPrefix = "certattempt/"
 // failure, skipping the back-off that failure recorded; and one that finds
 // the certificate obtained elsewhere only needs to load it. release is
 // non-nil when the claim was taken.
-func (c *Certs) claimAttempt(ctx context.Context, name string) (release func(), wanted bool) {
+// delegated says the record, as read after the claim, has its
+// _acme-challenge CNAME in place: the attempt goes through DNS-01.
+func (c *Certs) claimAttempt(ctx context.Context, name string) (release func(), wanted, delegated bool) {
 	// Without the lock, another instance is attempting it and the store
 	// will show its result, or the store failed and the certificate loop
 	// tries again at its next round.
 	if release = TryLock(ctx, c.db, c.log, certAttemptLockPrefix+name, "certificate attempt"); release == nil {
-		return nil, false
+		return nil, false, false
 	}
 	d, err := c.db.Domain(ctx, name)
 	if err != nil {
-		return release, false
+		return release, false, false
 	}
 	cert := d.Certificate
 	switch {
 	case cert.NextAttemptAt != nil && c.now().Before(*cert.NextAttemptAt):
-		return release, false
+		return release, false, false
 	case cert.State == store.CertIssued || cert.State == store.CertRenewing:
 		if _, err := c.certs.CacheManagedCertificate(ctx, name); err == nil {
-			return release, false
+			return release, false, false
 		}
 	}
-	return release, true
+	return release, true, d.Delegation != nil && d.Delegation.Delegated
 }
 
 // TryLock takes the store's named lock for the work named what, without

@@ -19,6 +19,10 @@ const CodeCAAUnchecked = "caa_unchecked"
 // defaultValidationMethods are the ACME challenge types this service answers.
 var defaultValidationMethods = []string{"http-01", "tls-alpn-01"}
 
+// wildcardValidationMethods: a CA validates a wildcard through DNS only
+// (RFC 8555 section 7.1.3; Let's Encrypt offers dns-01 alone for them).
+var wildcardValidationMethods = []string{"dns-01"}
+
 // CertificateAuthority is what the CAA check knows of one ACME CA that
 // certificates come from.
 type CertificateAuthority struct {
@@ -50,12 +54,15 @@ func (c *Checker) caaAuthorities(ctx context.Context) []CertificateAuthority {
 	return cas
 }
 
-// checkCAA judges the CAA records of a non-wildcard name as the CA will
-// (RFC 8659, RFC 8657, and Let's Encrypt's Boulder where the RFCs leave a
-// choice). This service asks for no wildcard certificates, so issuewild
-// never applies (RFC 8659 section 4.3).
+// checkCAA judges the CAA records of a name as the CA will (RFC 8659, RFC
+// 8657, and Let's Encrypt's Boulder where the RFCs leave a choice). For a
+// wildcard "*.X" the climb starts at X (RFC 8659 section 3: "a request for
+// a Wildcard Domain Name *.X" has the Relevant RRset RelevantCAASet(X)),
+// issuewild records take the place of issue records where there are any
+// (section 4.3), and the only validation method is dns-01, the one ACME
+// allows for wildcards (RFC 8555 section 7.1.3).
 func (s *session) checkCAA(ctx context.Context, name string) []Finding {
-	step, rrs, err := s.relevantCAA(ctx, name)
+	step, rrs, err := s.relevantCAA(ctx, WildcardBase(name))
 	if err != nil {
 		f := dnsErrorFinding(step, []error{err})
 		f.Message = fmt.Sprintf("Looking up the CAA records of %s failed: %s. Certificate authorities refuse to issue while CAA records cannot be read (Let's Encrypt does), so no certificate can be issued for %s until this lookup succeeds.",
@@ -68,6 +75,9 @@ func (s *session) checkCAA(ctx context.Context, name string) []Finding {
 	methods := s.c.ValidationMethods
 	if len(methods) == 0 {
 		methods = defaultValidationMethods
+	}
+	if IsWildcard(name) {
+		methods = wildcardValidationMethods
 	}
 	return judgeCAA(name, rrs, s.c.caaAuthorities(ctx), methods)
 }
@@ -132,15 +142,16 @@ const caaCritical = 128 | 1
 // judgeCAA applies the Relevant RRset rrs to name for the CAs cas.
 func judgeCAA(name string, rrs []*dns.CAA, cas []CertificateAuthority, methods []string) []Finding {
 	owner := Canonical(rrs[0].Hdr.Name)
-	var issue, critical []*dns.CAA
+	var issue, issuewild, critical []*dns.CAA
 	for _, rr := range rrs {
 		// Property tags are case-insensitive (RFC 8659 section 4.1).
 		switch strings.ToLower(rr.Tag) {
 		case "issue":
 			issue = append(issue, rr)
-		case "issuewild", "iodef":
-			// issuewild is ignored for a name that is not a wildcard (RFC
-			// 8659 section 4.3); iodef asks for reports, not restrictions.
+		case "issuewild":
+			issuewild = append(issuewild, rr)
+		case "iodef":
+			// iodef asks for reports, not restrictions.
 		default:
 			// Boulder knows no other property: each is unknown to it.
 			if rr.Flag&caaCritical != 0 {
@@ -149,6 +160,18 @@ func judgeCAA(name string, rrs []*dns.CAA, cas []CertificateAuthority, methods [
 		}
 	}
 
+	// RFC 8659 section 4.3: "Each issuewild Property MUST be ignored when
+	// processing a request for an FQDN that is not a Wildcard Domain
+	// Name", and "If at least one issuewild Property is specified in the
+	// Relevant RRset for a Wildcard Domain Name, each issue Property MUST
+	// be ignored".
+	tag := "issue"
+	if IsWildcard(name) {
+		tag = "issuewild" // a record that allows the wildcard and nothing else
+		if len(issuewild) > 0 {
+			issue = issuewild
+		}
+	}
 	var out []Finding
 	if len(critical) > 0 {
 		out = append(out, criticalFinding(name, owner, critical, cas))
@@ -176,12 +199,12 @@ func judgeCAA(name string, rrs []*dns.CAA, cas []CertificateAuthority, methods [
 			near = fix
 		}
 	}
-	return append(out, issueFinding(name, owner, issue, known, reasons, near))
+	return append(out, issueFinding(name, owner, tag, issue, known, reasons, near))
 }
 
 // caaFix is the issue value that would allow issuance in place of the
 // record from, which was meant to.
-type caaFix struct{ from, value string }
+type caaFix struct{ from, tag, value string }
 
 // judgeIssue says why the issue record rr does not let any of the CAs issue
 // ("" when it does), and how to mend it when it names one of them.
@@ -326,7 +349,7 @@ func mendIssue(rr *dns.CAA, id string, params map[string]string, ca CertificateA
 		}
 		value += "; " + tag + "=" + v
 	}
-	return &caaFix{from: caaRecordString(rr), value: value}
+	return &caaFix{from: caaRecordString(rr), tag: rr.Tag, value: value}
 }
 
 // IssuerNames lists the issuer domain names a CAA record must name for the
@@ -388,13 +411,13 @@ func criticalFinding(name, owner string, critical []*dns.CAA, cas []CertificateA
 }
 
 // issueFinding: the issue records exist and none lets the CAs issue.
-func issueFinding(name, owner string, issue []*dns.CAA, cas []CertificateAuthority, reasons []string, near *caaFix) Finding {
+func issueFinding(name, owner, tag string, issue []*dns.CAA, cas []CertificateAuthority, reasons []string, near *caaFix) Finding {
 	ids := strings.Join(caaIdentities(cas), ", ")
 	value := cas[0].Identities[0]
 	if near != nil {
-		value = near.value
+		value, tag = near.value, near.tag
 	}
-	allow := caaString(owner, 0, "issue", value)
+	allow := caaString(owner, 0, tag, value)
 	fix := fmt.Sprintf("At your DNS provider, add the CAA record %s (keep the ones for other certificate authorities you still use), or remove the CAA records of %s that leave it out.",
 		allow, owner)
 	if near != nil {
@@ -403,7 +426,7 @@ func issueFinding(name, owner string, issue []*dns.CAA, cas []CertificateAuthori
 	if reg, above := aboveCustomer(name, owner); above {
 		// The customer cannot change a TLD's records, but records of their
 		// own domain come first in the climb and replace them.
-		allow = caaString(reg, 0, "issue", value)
+		allow = caaString(reg, 0, tag, value)
 		fix = fmt.Sprintf("%s is above your domain, where you cannot change its records; at your DNS provider, add the CAA record %s: the records closest to the name are the ones that count.",
 			owner, allow)
 	}

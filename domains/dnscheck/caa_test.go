@@ -85,6 +85,15 @@ func (s *caaServer) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		return
 	}
 	rrs, exists := s.records[name]
+	if _, parent, ok := strings.Cut(name, "."); ok && !exists {
+		// RFC 4592: a wildcard answers for a name that has no records,
+		// under the name asked.
+		for _, rr := range s.records["*."+parent] {
+			rr = dns.Copy(rr)
+			rr.Header().Name = q.Name
+			rrs, exists = append(rrs, rr), true
+		}
+	}
 	for _, rr := range rrs {
 		if rr.Header().Rrtype == q.Qtype || rr.Header().Rrtype == dns.TypeCNAME {
 			m.Answer = append(m.Answer, rr)
@@ -173,6 +182,32 @@ func TestCAATable(t *testing.T) {
 		{name: "wildours", records: []string{`wildours.test. CAA 0 issuewild "letsencrypt.org"`, `wildours.test. CAA 0 issue "other-ca.example"`},
 			want: dnscheck.CodeCAABlocksCA, mention: []string{"other-ca.example"},
 			reason: `RFC 8659 section 4.3: issuewild is ignored for a non-wildcard name, so only the issue record counts, and it names another CA.`},
+		{name: "wildissue", host: "*.wildissue.test", records: []string{`wildissue.test. CAA 0 issue "letsencrypt.org"`}, want: "",
+			reason: `RFC 8659 section 4.3: issuewild "takes precedence over each issue Property when specified"; none is, so issue counts (Boulder checkCAARecords: records := caaSet.issue; if wildcard && len(caaSet.issuewild) > 0 { records = caaSet.issuewild }).`},
+		{name: "wildissuewild", host: "*.wildours2.test", records: []string{`wildours2.test. CAA 0 issuewild "letsencrypt.org"`, `wildours2.test. CAA 0 issue "other-ca.example"`}, want: "",
+			reason: `RFC 8659 section 4.3: "If at least one issuewild Property is specified in the Relevant RRset for a Wildcard Domain Name, each issue Property MUST be ignored when processing a request for that Wildcard Domain Name."`},
+		{name: "wildforbid", host: "*.wildforbid.test", records: []string{`wildforbid.test. CAA 0 issuewild ";"`, `wildforbid.test. CAA 0 issue "letsencrypt.org"`},
+			want: dnscheck.CodeCAABlocksCA, mention: []string{"forbid every", `issuewild ";"`},
+			reason: `RFC 8659 section 4.3 takes issuewild over issue for a wildcard, and section 4.2: an empty issuer domain name authorises no CA (Boulder: ";" prevents issuance "by any CA under any circumstance").`},
+		{name: "wildother", host: "*.wildother.test", records: []string{`wildother.test. CAA 0 issuewild "other-ca.example"`, `wildother.test. CAA 0 issue "letsencrypt.org"`},
+			want: dnscheck.CodeCAABlocksCA, mention: []string{"other-ca.example", `wildother.test CAA 0 issuewild "letsencrypt.org"`},
+			reason: `RFC 8659 section 4.3: the issue record naming the CA is ignored for the wildcard, and the issuewild one names another CA (Boulder: "The list of authorized issuers is non-empty, but we are not in it. Fail.").`},
+		{name: "wildissueother", host: "*.wildissueother.test", records: []string{`wildissueother.test. CAA 0 issue "other-ca.example"`},
+			want: dnscheck.CodeCAABlocksCA, mention: []string{"other-ca.example", `wildissueother.test CAA 0 issuewild "letsencrypt.org"`},
+			reason: `RFC 8659 section 4.3: with no issuewild the issue record governs the wildcard, and it names another CA; an issuewild record naming the CA would take precedence for the wildcard alone.`},
+		{name: "wildhttp01", host: "*.wildhttp01.test", records: []string{`wildhttp01.test. CAA 0 issuewild "letsencrypt.org; validationmethods=http-01"`},
+			want: dnscheck.CodeCAABlocksCA, mention: []string{"validation methods http-01", "dns-01"},
+			reason: `RFC 8657 section 4 limits the record to http-01, and Boulder's policy offers a wildcard only dns-01 ("If the identifier is for a DNS wildcard name we only provide a DNS-01 challenge").`},
+		{name: "wilddns01", host: "*.wilddns01.test", records: []string{`wilddns01.test. CAA 0 issuewild "letsencrypt.org; validationmethods=dns-01"`}, want: "",
+			reason: `RFC 8657 section 4 / Boulder caaValidationMethodMatches: dns-01, the method of a wildcard, is listed.`},
+		{name: "wildbase", host: "*.wildbase.test", records: []string{`wildbase.test. CAA 0 issuewild ";"`},
+			want: dnscheck.CodeCAABlocksCA, mention: []string{"wildbase.test"},
+			reason: `RFC 8659 section 3: "Given a request for a specific Fully Qualified Domain Name X, or a request for a Wildcard Domain Name *.X, the Relevant RRset RelevantCAASet(X)" is looked up, so the climb starts at the base.`},
+		{name: "wildclosest", host: "*.sub.wildclosest.test", records: []string{`sub.wildclosest.test. CAA 0 issue "letsencrypt.org"`, `wildclosest.test. CAA 0 issuewild ";"`}, want: "",
+			reason: `RFC 8659 section 3: the closest non-empty set is the Relevant RRset, and it has no issuewild; the parent's issuewild is not looked at (Boulder selectCAA takes the first non-empty set).`},
+		{name: "wildcase", host: "*.wildcase.test", records: []string{`wildcase.test. CAA 0 ISSUEWILD "other-ca.example"`, `wildcase.test. CAA 0 issue "letsencrypt.org"`},
+			want: dnscheck.CodeCAABlocksCA, mention: []string{"other-ca.example"},
+			reason: `RFC 8659 section 4.1: "Matching of tags is case insensitive", so ISSUEWILD is issuewild and takes precedence over issue for the wildcard.`},
 		{name: "iodefcrit", records: []string{`iodefcrit.test. CAA 128 iodef "mailto:security@iodefcrit.test"`}, want: "",
 			reason: `Boulder filterCAA: iodef is recognised ("avoid setting the criticalUnknown bit if there are critical iodef tags"), and with no issue record "none of them pertain to issuance".`},
 		{name: "critical", records: []string{`critical.test. CAA 128 tbs "unknown"`, `critical.test. CAA 0 issue "letsencrypt.org"`},

@@ -91,7 +91,14 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 	res := Result{CheckedAt: time.Now().UTC(), Findings: []Finding{}}
 	s := &session{c: c, resolvers: c.resolvers(), timeout: cmp.Or(c.Timeout, DefaultTimeout)}
 
-	s.discover(ctx, name)
+	query := name
+	if IsWildcard(name) {
+		// A wildcard record answers for every name below its base that has
+		// no records of its own: a random label, which no one created,
+		// shows where the wildcard points.
+		query = probeLabel() + "." + WildcardBase(name)
+	}
+	s.discover(ctx, query)
 	// A delegated subdomain with its own SOA is the apex of its zone: it
 	// cannot hold a CNAME either.
 	res.ZoneApex = s.foundZone == name && !IsApex(name)
@@ -99,7 +106,7 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 	if IsApex(name) || res.ZoneApex {
 		findings = s.checkApex(ctx, name)
 	} else {
-		findings = s.checkSubdomain(ctx, name)
+		findings = s.checkSubdomain(ctx, query, name)
 	}
 	// When the name itself cannot be looked up, a CAA lookup would fail the
 	// same way and only repeat the message.
@@ -117,16 +124,28 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 	return res
 }
 
-// checkSubdomain: a CNAME to the target and nothing beside it.
-func (s *session) checkSubdomain(ctx context.Context, name string) []Finding {
-	all, errs := s.answers(ctx, name, dns.TypeCNAME, dns.TypeA, dns.TypeAAAA)
+// checkSubdomain: a CNAME to the target and nothing beside it. query is
+// the name asked, name the one the customer knows: a wildcard is asked
+// through a name it covers.
+func (s *session) checkSubdomain(ctx context.Context, query, name string) []Finding {
+	out := s.checkCNAME(ctx, query, name)
+	if query != name {
+		for i := range out {
+			out[i].Message += fmt.Sprintf(" (Checked through %s, a name the wildcard covers.)", query)
+		}
+	}
+	return out
+}
+
+func (s *session) checkCNAME(ctx context.Context, query, name string) []Finding {
+	all, errs := s.answers(ctx, query, dns.TypeCNAME, dns.TypeA, dns.TypeAAAA)
 	if f := dnsErrorFinding(name, errs); f != nil {
 		return []Finding{*f}
 	}
 	target := Canonical(s.c.Platform.CNAMETarget)
 	host := relativeHost(name)
-	cname := cnameOf(all, name)
-	own := ownAddrRecords(all, name)
+	cname := cnameOf(all, query)
+	own := ownAddrRecords(all, query)
 
 	var out []Finding
 	switch {

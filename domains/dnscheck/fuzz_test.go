@@ -41,11 +41,13 @@ func FuzzNormalize(f *testing.F) {
 		"عربي.example", "a\u05d0.example", "example.com.", "10.1", "1.2.3.4.5", "0x7f.1", "e\u0301.example",
 		strings.Repeat("a", 63) + ".example.com", strings.Repeat("a", 64) + ".example.com",
 		strings.Repeat("a.", 126) + "com", strings.Repeat("ü", 60) + ".example",
+		"*.shop.example.com", "*.co.uk", "a.*.example.com", "*.*.example.com", "*", "*.", "*.１２７．０．０．１",
 		"\x00.example.com", "a\xff.example.com", "a\u00ad.example.com", "ﬀ.example", "℡.example", "⑴.example",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
+		checkWildcard(t, in)
 		out, err := dnscheck.Normalize(in)
 		if err != nil {
 			var se *store.Error
@@ -90,4 +92,31 @@ func FuzzNormalize(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkWildcard holds NormalizeWildcard to its rules: a refusal is an
+// EINVALID with a message; an answer is "*." and a name Normalize gives
+// back unchanged, with no other "*", at most 253 characters, a fixed
+// point, and a wildcard that covers exactly the names one label below.
+func checkWildcard(t *testing.T, in string) {
+	out, err := dnscheck.NormalizeWildcard(in)
+	if err != nil {
+		if store.ErrorCode(err) != store.EINVALID || store.ErrorMessage(err) == "" || out != "" {
+			t.Fatalf("NormalizeWildcard(%q) = %q, %v", in, out, err)
+		}
+		return
+	}
+	base, ok := strings.CutPrefix(out, "*.")
+	if !ok || strings.Contains(base, "*") || len(out) > 253 {
+		t.Fatalf("NormalizeWildcard(%q) = %q", in, out)
+	}
+	if b, err := dnscheck.Normalize(base); err != nil || b != base {
+		t.Fatalf("NormalizeWildcard(%q) = %q, whose base Normalize gives as %q, %v", in, out, b, err)
+	}
+	if again, err := dnscheck.NormalizeWildcard(out); err != nil || again != out {
+		t.Fatalf("NormalizeWildcard(%q) = %q, but again %q, %v", in, out, again, err)
+	}
+	if !dnscheck.Covers(out, "a."+base) || dnscheck.Covers(out, base) || dnscheck.Covers(out, "a.b."+base) {
+		t.Fatalf("%q covers the wrong names", out)
+	}
 }

@@ -38,7 +38,8 @@ const (
 //
 // It refuses, with a *store.Error of code store.EINVALID whose message can be
 // shown as is, anything that cannot be a customer's host name: empty input,
-// IP addresses, URLs, ports, paths, wildcards, spaces, invalid labels, single
+// IP addresses, URLs, ports, paths, wildcards (NormalizeWildcard takes
+// those), spaces, invalid labels, single
 // labels, and names that are a public suffix or have no registrable domain
 // (such as "co.uk" or "github.io"), because no one can prove control of those.
 func Normalize(input string) (string, error) {
@@ -65,7 +66,12 @@ func Normalize(input string) (string, error) {
 		return "", invalid("%q contains a port or a colon; enter just the domain name, without a port (for example shop.example.com)", s)
 	}
 	if strings.Contains(s, "*") {
-		return "", invalid("%q is a wildcard; add each domain name on its own (for example shop.example.com)", s)
+		// Wildcards have rules of their own (NormalizeWildcard); where
+		// one is accepted the caller asks for it.
+		if _, err := NormalizeWildcard(s); err != nil {
+			return "", err
+		}
+		return "", invalid("%q is a wildcard; a single domain name is needed here (for example shop.example.com)", s)
 	}
 	s = strings.TrimSuffix(s, ".")
 	if s == "" || strings.HasPrefix(s, ".") || strings.Contains(s, "..") {

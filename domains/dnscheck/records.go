@@ -46,13 +46,18 @@ func requiredRecords(name, cnameTarget string, publicIPs []netip.Addr, apex bool
 	name = Canonical(name)
 	target := Canonical(cnameTarget)
 	if !apex {
+		note := "Remove any A or AAAA record for this name first: a CNAME cannot sit beside other records. The value must match exactly."
+		if IsWildcard(name) {
+			note = "A wildcard record: it sends every name one label below " + WildcardBase(name) +
+				" here, except names that have records of their own at your DNS provider. The value must match exactly."
+		}
 		return []Record{{
 			Type:  TypeCNAME,
 			Host:  relativeHost(name),
 			Name:  name,
 			Value: target,
 			TTL:   RecordTTL,
-			Note:  "Remove any A or AAAA record for this name first: a CNAME cannot sit beside other records. The value must match exactly.",
+			Note:  note,
 		}}
 	}
 

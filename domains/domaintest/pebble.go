@@ -31,6 +31,10 @@ type PebbleOptions struct {
 	// Profiles adds certificate profiles (name to validity in seconds) to
 	// pebble's stock ones, e.g. {"short": 150} for renewal tests.
 	Profiles map[string]int
+	// DNSServer, when set, is the resolver pebble validates through
+	// (host:port, UDP), such as a Resolver of the test's own; the DNS
+	// argument may then be nil.
+	DNSServer string
 }
 
 // Pebble is a running pebble ACME CA on loopback, resolving names only through
@@ -54,7 +58,11 @@ type Pebble struct {
 // in a new one.
 func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 	tb.Helper()
-	if dns == nil {
+	dnsServer := opts.DNSServer
+	if dnsServer == "" && dns != nil {
+		dnsServer = dns.Addr()
+	}
+	if dnsServer == "" {
 		tb.Fatalf("domaintest: StartPebble needs a DNS: pebble must not resolve test names through the system's resolver")
 	}
 	bin := toolBinary(tb, pebblePkg)
@@ -82,7 +90,7 @@ func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 		if err := p.writeConfig(cfgFile, dir, opts.Profiles); err != nil {
 			tb.Fatalf("domaintest: %v", err)
 		}
-		cmd := exec.Command(bin, "-config", cfgFile, "-dnsserver", dns.Addr())
+		cmd := exec.Command(bin, "-config", cfgFile, "-dnsserver", dnsServer)
 		cmd.Env = env
 		return cmd, p.ready
 	})

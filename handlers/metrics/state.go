@@ -68,7 +68,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(storeSizeDesc, prometheus.GaugeValue, float64(size))
-	states := map[string]int{store.DomainPending: 0, store.DomainVerified: 0, store.DomainMoved: 0}
+	states := map[string]int{store.DomainPending: 0, store.DomainOwned: 0, store.DomainVerified: 0, store.DomainMoved: 0}
 	for _, d := range doms {
 		states[d.State]++
 	}

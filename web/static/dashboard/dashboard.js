@@ -676,6 +676,7 @@
 
   const STATE_WORDS = {
     pending: ['Pending', 'Waiting for its DNS record.'],
+    owned: ['Owned', 'Its ownership record is in place while its traffic still goes elsewhere: its certificate is obtained before you switch.'],
     verified: ['Verified', 'Its DNS points here.'],
     moved: ['Moved', 'Its DNS points elsewhere: it is still served with its current certificate until that expires, and becomes Verified again by itself when its DNS points here.'],
   };
@@ -704,7 +705,7 @@
     // keyboard focus, which should stay where the operator left it.
     const verify = el('button', {
       type: 'button', className: 'button verify',
-      textContent: busy === 'verify' ? 'Checking…' : (d.state === 'pending' ? 'Verify' : 'Re-verify'),
+      textContent: busy === 'verify' ? 'Checking…' : (d.state === 'pending' || d.state === 'owned' ? 'Verify' : 'Re-verify'),
       'aria-disabled': busy ? 'true' : undefined,
     });
     verify.addEventListener('click', () => {
@@ -729,7 +730,8 @@
       parts.push(box);
     }
     parts.push(el('p', { className: 'state-help', textContent: stateHelp }));
-    const note = liveNote(d);
+    if (d.name.startsWith('*.')) parts.push(wildcardNote(d.name));
+    const note = liveNote(d) || ownedNote(d);
     if (note) parts.push(note);
     parts.push(recordsSection(d));
     parts.push(checkSection(d));
@@ -768,6 +770,16 @@
     if (busy === 'remove') return `Removing ${d.name}…`;
     if (d.certificate && d.certificate.state === 'pending') return `Requesting a certificate for ${d.name}…`;
     return '';
+  }
+
+  // wildcardNote says which names a wildcard serves, with an example.
+  function wildcardNote(name) {
+    const base = name.slice(2);
+    return el('p', { className: 'wildcard-note' },
+      'Wildcard: serves every name one level below ', code(base),
+      ', such as ', code(`www.${base}`), ', with one certificate; not ',
+      code(base), ' itself, nor deeper names such as ', code(`a.www.${base}`),
+      '. A name you add on its own beside it gets its own certificate once it is verified.');
   }
 
   // liveNote says, for a domain that pointed here once, what its last
@@ -811,8 +823,31 @@
     return el('p', { className: `live-note live-note-${d.state}` }, ...text.flat(2));
   }
 
+  // ownedNote says where an owned domain stands in a move without
+  // downtime: its certificate is being obtained, is ready (switch when you
+  // are ready), or waits for the _acme-challenge record.
+  function ownedNote(d) {
+    if (d.state !== 'owned') return null;
+    const c = d.certificate || {};
+    const delegated = d.delegation && d.delegation.delegated;
+    let text;
+    if (c.state === 'issued' || c.state === 'renewing') {
+      text = ['Certificate ready: switch your CNAME when you are ready. ', d.name, ' is served over HTTPS with it from the first visitor on',
+        c.notAfter ? [' (valid until ', timeEl(c.notAfter), ', renewed by itself)'] : '', '. After the switch, choose Verify, or wait for the next check',
+        d.nextCheckAt ? [' at ', timeEl(d.nextCheckAt)] : '', '.'];
+    } else if (!delegated) {
+      text = ['Ownership proven. Create the _acme-challenge record below too, so that the certificate is obtained before you switch; then choose Verify.'];
+    } else if (c.state === 'failed') {
+      text = ['Ownership proven, but the certificate could not be obtained yet; see the certificate below. Do not switch your CNAME until it is ready.'];
+    } else {
+      text = ['Ownership proven: the certificate is being obtained. Keep your CNAME where it is until it is ready.'];
+    }
+    return el('p', { className: 'live-note live-note-owned' }, ...text.flat(2));
+  }
+
   function recordsSection(d) {
-    const records = d.records || [];
+    const records = (d.records || []).filter((r) => !r.purpose);
+    const move = (d.records || []).filter((r) => r.purpose);
     const main = records.filter((r) => !r.fallback);
     const fallback = records.filter((r) => r.fallback);
     const summary = main.length === 1
@@ -824,6 +859,9 @@
       main.map((r, i) => recordCard(d, r, `m${i}`)),
       fallback.length ? el('p', { className: 'help', textContent: 'Only if your DNS provider has no ALIAS or ANAME record, create these instead:' }) : null,
       fallback.map((r, i) => recordCard(d, r, `f${i}`)),
+      move.length ? el('h5', { textContent: 'Move a live domain without downtime' }) : null,
+      move.length ? el('p', { className: 'help', textContent: 'Is the domain live elsewhere? Create these two records first and keep the CNAME above where it is: once they are found, the certificate is obtained here, and you switch the CNAME when it is ready, with no gap for visitors.' }) : null,
+      move.map((r, i) => recordCard(d, r, `d${i}`)),
     );
   }
 
@@ -1168,8 +1206,9 @@
   // addressOptions lists redirect sources (any attached domain), or with
   // includeDefault redirect targets and primary candidates: verified
   // domains and the default address, the only ones the server accepts.
+  // Wildcards are neither: a redirect and a primary name one host.
   function addressOptions(includeDefault) {
-    const names = state.domains.filter((d) => !includeDefault || d.state === 'verified').map((d) => d.name);
+    const names = state.domains.filter((d) => !d.name.startsWith('*.') && (!includeDefault || d.state === 'verified')).map((d) => d.name);
     if (includeDefault && state.project && state.project.defaultAddress && !names.includes(state.project.defaultAddress)) {
       names.push(state.project.defaultAddress);
     }
@@ -1219,8 +1258,8 @@
     const rows = (s.redirects || []).map(redirectRow);
     $('redirects').replaceChildren(...rows);
     $('redirects-empty').hidden = rows.length !== 0;
-    $('add-redirect').disabled = state.domains.length === 0;
-    $('add-redirect').title = state.domains.length === 0 ? 'Attach a domain first: redirects go from an attached domain.' : '';
+    $('add-redirect').disabled = addressOptions(false).length === 0;
+    $('add-redirect').title = addressOptions(false).length === 0 ? 'Attach a domain first: redirects go from an attached domain (not a wildcard).' : '';
   }
 
   // refreshAddressChoices offers a new domain in the settings' selects
@@ -1234,12 +1273,12 @@
     refill($('primary'), [''].concat(addressOptions(true)), (v) => v || '(none)');
     for (const sel of $('redirects').querySelectorAll('.redirect-from')) refill(sel, addressOptions(false), (v) => v);
     for (const sel of $('redirects').querySelectorAll('.redirect-to')) refill(sel, addressOptions(true), (v) => v);
-    $('add-redirect').disabled = state.domains.length === 0;
-    $('add-redirect').title = state.domains.length === 0 ? 'Attach a domain first: redirects go from an attached domain.' : '';
+    $('add-redirect').disabled = addressOptions(false).length === 0;
+    $('add-redirect').title = addressOptions(false).length === 0 ? 'Attach a domain first: redirects go from an attached domain (not a wildcard).' : '';
   }
 
   $('add-redirect').addEventListener('click', () => {
-    const from = state.domains[0] ? state.domains[0].name : '';
+    const from = addressOptions(false)[0] || '';
     const to = state.project ? state.project.defaultAddress : '';
     const row = redirectRow({ from, to, status: 301 });
     $('redirects').append(row);

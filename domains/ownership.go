@@ -1,0 +1,132 @@
+package domains
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"strings"
+	"sync"
+	"time"
+
+	"petstore/domains/acmedns"
+	"petstore/domains/certs"
+	"petstore/domains/dnscheck"
+	"petstore/store"
+)
+
+// Moving a live domain without downtime: with --acme-dns-zone, a domain
+// gets an ownership TXT record and an _acme-challenge CNAME into the
+// service's zone. Once the TXT is found the domain is owned, and with the
+// CNAME in place its certificate is obtained through DNS-01 before its
+// traffic moves; when its DNS then points here it is verified and served
+// at once with that certificate.
+
+// lowerBase32 writes random bytes as DNS-safe lower-case text.
+var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// randomText is n random bytes as lowerBase32.
+func randomText(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return lowerBase32.EncodeToString(b)
+}
+
+// newDelegation makes a new domain's ownership token and challenge label;
+// nil without a zone. The label's 80 random bits make it unique per
+// domain; both stay as they are until the domain is removed.
+func (m *Manager) newDelegation() *store.Delegation {
+	if m.cfg.ACMEDNSZone == "" {
+		return nil
+	}
+	label := randomText(10)
+	return &store.Delegation{Token: "petstore-" + randomText(20), Label: label, Target: label + "." + m.cfg.ACMEDNSZone}
+}
+
+// records lists the DNS records a domain's customer creates: those that
+// point it here, then those that move it without downtime.
+func (m *Manager) records(d *store.Domain) []store.DNSRecord {
+	rs := m.cfg.Platform.Records(d.Name, d.Apex)
+	if d.Delegation != nil {
+		rs = append(rs, dnscheck.DelegationRecords(dnscheck.RecordName(d.Name), d.Delegation.Token, d.Delegation.Target)...)
+	}
+	return rs
+}
+
+// check checks where a domain points and, when it has a delegation, its
+// ownership and delegation records, at the same time.
+func (m *Manager) check(ctx context.Context, d store.Domain) (store.DomainCheck, *dnscheck.Ownership) {
+	if d.Delegation == nil {
+		return m.checker.Check(ctx, d.Name), nil
+	}
+	var own dnscheck.Ownership
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		own = m.checker.CheckOwnership(ctx, dnscheck.RecordName(d.Name), d.Delegation.Token, d.Delegation.Target)
+	})
+	res := m.checker.Check(ctx, d.Name)
+	wg.Wait()
+	return res, &own
+}
+
+// applyOwnership records what a check found of a domain's ownership and
+// delegation records, and moves a pending domain to owned or an owned one
+// back to pending. It reports whether the domain stays owned, and so
+// whether its next check and certificate are the owned ones'. Lookups that
+// failed change nothing.
+func (m *Manager) applyOwnership(d *store.Domain, own *dnscheck.Ownership, now time.Time) (owned bool) {
+	if own == nil || d.Delegation == nil {
+		return false
+	}
+	if own.Known {
+		d.Delegation.OwnershipFound, d.Delegation.Delegated = own.Found, own.Delegated
+	}
+	switch {
+	case d.State == store.DomainPending && own.Known && own.Found:
+		d.State = store.DomainOwned
+		d.Delegation.OwnedAt = &now
+		d.CheckAttempts = 0
+	case d.State == store.DomainOwned && own.Known && !own.Found:
+		d.State = store.DomainPending
+		d.Delegation.OwnershipLostAt = &now
+		return false
+	}
+	if d.State != store.DomainOwned {
+		return false
+	}
+	// An owned domain waits for its customer's switch, which may take
+	// weeks: it is checked regularly until then, with no end.
+	d.NextCheckAt = new(now.Add(m.cfg.OwnedCheckEvery))
+	return true
+}
+
+// wantsCertificateAhead reports whether an owned domain's certificate is
+// to be obtained now, ahead of its traffic.
+func (m *Manager) wantsCertificateAhead(d *store.Domain) bool {
+	return m.certs != nil && m.cfg.ACMEDNSZone != "" && d.Delegation != nil && d.Delegation.Delegated && certs.Wants(d.Certificate)
+}
+
+// challengeLabel is the label an identifier's DNS-01 challenge is
+// delegated to: its domain's, or for the base name of a wildcard, the
+// wildcard's.
+func (m *Manager) challengeLabel(ctx context.Context, identifier string) (string, error) {
+	name := strings.TrimPrefix(identifier, "*.")
+	d, err := m.db.Domain(ctx, name)
+	if store.ErrorCode(err) == store.ENOTFOUND {
+		d, err = m.db.Domain(ctx, "*."+name)
+	}
+	if err != nil {
+		return "", err
+	}
+	if d.Delegation == nil {
+		return "", store.Errorf(store.ECONFLICT, "%s was added before the service answered an ACME DNS zone: it has no delegated challenge", identifier)
+	}
+	return d.Delegation.Label, nil
+}
+
+// dnsSolver is the DNS-01 solver of delegated names; nil without a zone.
+func (m *Manager) dnsSolver() *acmedns.Solver {
+	if m.cfg.ACMEDNSZone == "" {
+		return nil
+	}
+	return &acmedns.Solver{Store: m.db, Label: m.challengeLabel}
+}
