@@ -20,6 +20,7 @@ type Store interface {
 	Admin
 	KeyValue
 	Events
+	Idempotency
 
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error

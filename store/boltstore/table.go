@@ -91,12 +91,26 @@ func writeValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, err
 }
 
 // create runs a write that inserts a new record made from in (insert sets
-// its id), and sets *out to the record of the run that committed.
+// its id), and sets *out to the record of the run that committed. With an
+// Idempotency-Key in ctx, the key is checked first and the answer kept
+// last, in the same transaction.
 func create[T any](ctx context.Context, db *DB, out *T, in T, insert func(tx *bolt.Tx, rec *T) error) error {
 	var rec T
+	w := store.IdempotencyOf(ctx)
 	err := db.write(ctx, func(tx *bolt.Tx) error {
+		if w != nil {
+			if err := db.checkKept(tx, w); err != nil {
+				return err
+			}
+		}
 		rec = in
-		return insert(tx, &rec)
+		if err := insert(tx, &rec); err != nil {
+			return err
+		}
+		if w != nil {
+			return db.keepAnswer(tx, w, &rec)
+		}
+		return nil
 	})
 	if err == nil {
 		*out = rec

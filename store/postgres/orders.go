@@ -38,7 +38,15 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 	if err != nil {
 		return err
 	}
-	return db.pool.QueryRow(ctx, createCategorySQL, c.Name, c.Description, e.Type, db.now(), afterID(e.Data)).Scan(&c.ID, &c.Version)
+	in := *c
+	err = db.idempotent(ctx, &in, func(q querier) error {
+		return q.QueryRow(ctx, createCategorySQL, in.Name, in.Description, e.Type, db.now(), afterID(e.Data)).Scan(&in.ID, &in.Version)
+	})
+	if err != nil {
+		return err
+	}
+	*c = in
+	return nil
 }
 
 // Category returns one category, with its version.
@@ -215,18 +223,20 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 	if err != nil {
 		return err
 	}
-	for attempt := 1; ; attempt++ {
-		err = db.pool.QueryRow(ctx, placeOrderSQL, in.PetID, in.Quantity, in.ShipDate, in.Complete,
-			db.now(), store.EventInventory, e.Type, afterID(e.Data)).Scan(&in.ID, &in.Version)
-		if !errors.Is(err, pgx.ErrNoRows) {
-			break
+	err = db.idempotent(ctx, &in, func(q querier) (err error) {
+		for attempt := 1; ; attempt++ {
+			err = q.QueryRow(ctx, placeOrderSQL, in.PetID, in.Quantity, in.ShipDate, in.Complete,
+				db.now(), store.EventInventory, e.Type, afterID(e.Data)).Scan(&in.ID, &in.Version)
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			// Refused: a second query, for the reason, only then.
+			if err = orderRefusal(ctx, q, in); err != nil || attempt == 3 {
+				return err
+			}
+			// The stock came back between the two: try again.
 		}
-		// Refused: a second query, for the reason, only then.
-		if err = db.orderRefusal(ctx, in); err != nil || attempt == 3 {
-			break
-		}
-		// The stock came back between the two: try again.
-	}
+	})
 	if err != nil {
 		return err
 	}
@@ -236,10 +246,10 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 
 // orderRefusal says why an order was refused, or nil when nothing stands
 // in its way any more.
-func (db *DB) orderRefusal(ctx context.Context, in store.Order) error {
+func orderRefusal(ctx context.Context, q querier, in store.Order) error {
 	var status store.PetStatus
 	var stock int
-	err := db.pool.QueryRow(ctx, `SELECT status, quantity FROM inventory WHERE pet_id = $1`, in.PetID).Scan(&status, &stock)
+	err := q.QueryRow(ctx, `SELECT status, quantity FROM inventory WHERE pet_id = $1`, in.PetID).Scan(&status, &stock)
 	if err != nil {
 		return notFound(err, store.OrderedPetMissing(in.PetID))
 	}

@@ -56,15 +56,18 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 	if err != nil {
 		return err
 	}
-	err = db.pool.QueryRow(ctx, createPetSQL, in.Name, in.CategoryID, in.Status,
-		e.Type, db.now(), afterID(e.Data)).Scan(&in.ID)
-	if violates(err, foreignKey) {
-		return store.CategoryMissing(in.CategoryID)
-	}
+	err = db.idempotent(ctx, &in, func(q querier) error {
+		err := q.QueryRow(ctx, createPetSQL, in.Name, in.CategoryID, in.Status,
+			e.Type, db.now(), afterID(e.Data)).Scan(&in.ID)
+		if violates(err, foreignKey) {
+			return store.CategoryMissing(in.CategoryID)
+		}
+		in.Version = 1
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	in.Version = 1
 	*p = in
 	return nil
 }

@@ -45,6 +45,10 @@ func Run(t *testing.T, open Open) {
 		{"Events", testEvents},
 		{"Deliveries", testDeliveries},
 		{"FinishDeliveriesInOneBatch", testFinishDeliveriesInOneBatch},
+		{"DeliveryClaimRace", testDeliveryClaimRace},
+		{"KeptAnswers", testKeptAnswers},
+		{"SweepKeptAnswers", testSweepKeptAnswers},
+		{"KeyRace", testKeyRace},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}

@@ -1,0 +1,152 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// Kept answers of Idempotency-Keys (store/idempotency.go). bktKept maps
+// scope, 0, key to the answer: expiry and creation (8-byte Unix
+// nanoseconds each), the fingerprint's length (1 byte), the fingerprint,
+// then the answer. bktKeptByExpiry holds expiry + the same key, so that
+// the sweep finds the expired and the oldest without reading answers.
+var (
+	bktKept         = []byte("idempotency")
+	bktKeptByExpiry = []byte("idx_idempotency_expiry")
+)
+
+func init() { allBuckets = append(allBuckets, bktKept, bktKeptByExpiry) }
+
+// keptKey is the key of scope's key in bktKept.
+func keptKey(scope, key string) []byte {
+	k := make([]byte, 0, len(scope)+1+len(key))
+	k = append(k, scope...)
+	k = append(k, 0)
+	return append(k, key...)
+}
+
+func encodeKept(k store.KeptAnswer) []byte {
+	v := make([]byte, 0, 17+len(k.Fingerprint)+len(k.Answer))
+	v = binary.BigEndian.AppendUint64(v, uint64(k.ExpiresAt.UnixNano()))
+	v = binary.BigEndian.AppendUint64(v, uint64(k.CreatedAt.UnixNano()))
+	v = append(v, byte(len(k.Fingerprint)))
+	v = append(v, k.Fingerprint...)
+	return append(v, k.Answer...)
+}
+
+var errKeptDamaged = errors.New("a kept answer of an Idempotency-Key is damaged")
+
+// decodeKept reads a kept answer; it copies, so the result outlives the
+// transaction.
+func decodeKept(v []byte) (store.KeptAnswer, error) {
+	if len(v) < 17 || len(v) < 17+int(v[16]) {
+		return store.KeptAnswer{}, corrupt(errKeptDamaged)
+	}
+	n := 17 + int(v[16])
+	return store.KeptAnswer{
+		ExpiresAt:   time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
+		CreatedAt:   time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))).UTC(),
+		Fingerprint: bytes.Clone(v[17:n]),
+		Answer:      bytes.Clone(v[n:]),
+	}, nil
+}
+
+// checkKept is the first step of a write made with w, in its transaction:
+// ErrReplay or EIDEMPOTENCYREUSED when the key already has a live answer.
+func (db *DB) checkKept(tx *bolt.Tx, w *store.IdempotentWrite) error {
+	v := tx.Bucket(bktKept).Get(keptKey(w.Scope, w.Key))
+	if v == nil {
+		return nil
+	}
+	k, err := decodeKept(v)
+	if err != nil {
+		return err
+	}
+	return w.Found(k, db.now())
+}
+
+// keepAnswer is the last step of a write made with w, in its transaction:
+// it stores the answer to record, in place of an expired one.
+func (db *DB) keepAnswer(tx *bolt.Tx, w *store.IdempotentWrite, record any) error {
+	k, err := w.Keep(record, db.now())
+	if err != nil {
+		return err
+	}
+	key := keptKey(w.Scope, w.Key)
+	b, idx := tx.Bucket(bktKept), tx.Bucket(bktKeptByExpiry)
+	if old := b.Get(key); len(old) >= 8 {
+		if err := idx.Delete(append(bytes.Clone(old[:8]), key...)); err != nil {
+			return err
+		}
+	}
+	if err := b.Put(key, encodeKept(k)); err != nil {
+		return err
+	}
+	idx.FillPercent = appendFill // expiries grow with time
+	ik := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), uint64(k.ExpiresAt.UnixNano()))
+	return idx.Put(append(ik, key...), empty)
+}
+
+// KeptAnswer returns the live answer kept for scope's key.
+func (db *DB) KeptAnswer(ctx context.Context, scope, key string) (store.KeptAnswer, error) {
+	return readValue(ctx, db, func(tx *bolt.Tx) (store.KeptAnswer, error) {
+		v := tx.Bucket(bktKept).Get(keptKey(scope, key))
+		if v == nil {
+			return store.KeptAnswer{}, keptNotFound(key)
+		}
+		k, err := decodeKept(v)
+		if err == nil && !db.now().Before(k.ExpiresAt) {
+			return store.KeptAnswer{}, keptNotFound(key)
+		}
+		return k, err
+	})
+}
+
+func keptNotFound(key string) error {
+	return store.Errorf(store.ENOTFOUND, "no answer is kept for Idempotency-Key %q", key)
+}
+
+// sweepBatch bounds the answers one sweep transaction forgets, so that a
+// sweep after a long pause does not hold the writer for long.
+const sweepBatch = 10000
+
+// SweepKeptAnswers forgets expired answers, then the oldest beyond max.
+func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
+	var removed int
+	err := db.write(ctx, func(tx *bolt.Tx) error {
+		removed = 0
+		b, idx := tx.Bucket(bktKept), tx.Bucket(bktKeptByExpiry)
+		now := uint64(db.now().UnixNano())
+		excess := 0
+		if max > 0 {
+			excess = idx.Stats().KeyN - max
+		}
+		// Deleting under a cursor can skip the next key: collect, then delete.
+		var gone [][]byte
+		c := idx.Cursor()
+		for k, _ := c.First(); k != nil && len(gone) < sweepBatch; k, _ = c.Next() {
+			if len(k) < 8 || binary.BigEndian.Uint64(k) > now && len(gone) >= excess {
+				break
+			}
+			gone = append(gone, bytes.Clone(k))
+		}
+		for _, k := range gone {
+			if err := b.Delete(k[8:]); err != nil {
+				return err
+			}
+			if err := idx.Delete(k); err != nil {
+				return err
+			}
+		}
+		removed = len(gone)
+		return nil
+	})
+	return removed, err
+}

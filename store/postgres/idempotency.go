@@ -1,0 +1,104 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"petstore/store"
+)
+
+// claimKeySQL claims scope's key for this transaction: it inserts the key,
+// or takes over an expired answer ($4 is now), and answers a row only when
+// it did. A concurrent claim of the same key, not yet committed, makes it
+// wait for that transaction: committed, its answer is live and no row
+// comes back; rolled back, this one claims.
+const claimKeySQL = `INSERT INTO idempotency_keys AS k (scope, key, fingerprint, answer, created_at, expires_at)
+	VALUES ($1, $2, $3, NULL, $4, $5)
+	ON CONFLICT (scope, key) DO UPDATE
+		SET fingerprint = EXCLUDED.fingerprint, answer = NULL, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+		WHERE k.expires_at <= EXCLUDED.created_at
+	RETURNING true`
+
+const keptSQL = `SELECT fingerprint, answer, created_at, expires_at FROM idempotency_keys
+	WHERE scope = $1 AND key = $2 AND answer IS NOT NULL`
+
+// idempotent runs write, one statement that fills record, as it is when
+// ctx carries no Idempotency-Key. With one, it runs in a transaction that
+// first claims the key (or finds its answer: ErrReplay or
+// EIDEMPOTENCYREUSED, and nothing written), then writes, then keeps the
+// answer to record, so that the answer commits with the change.
+func (db *DB) idempotent(ctx context.Context, record any, write func(q querier) error) error {
+	w := store.IdempotencyOf(ctx)
+	if w == nil {
+		return write(db.pool)
+	}
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		now := db.now()
+		var claimed bool
+		err := tx.QueryRow(ctx, claimKeySQL, w.Scope, w.Key, w.Fingerprint, now, now.Add(w.TTL)).Scan(&claimed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			k, err := scanKept(tx.QueryRow(ctx, keptSQL, w.Scope, w.Key))
+			if err != nil {
+				return err
+			}
+			if err := w.Found(k, now); err != nil {
+				return err
+			}
+			// Expired between the two statements: the client retries.
+			return store.Errorf(store.EIDEMPOTENCYBUSY, "Idempotency-Key %q is being taken over; retry after the seconds in Retry-After", w.Key)
+		}
+		if err != nil {
+			return err
+		}
+		if err := write(tx); err != nil {
+			return err
+		}
+		k, err := w.Keep(record, now)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE idempotency_keys SET answer = $3 WHERE scope = $1 AND key = $2`, w.Scope, w.Key, k.Answer)
+		return err
+	})
+}
+
+func scanKept(r pgx.Row) (store.KeptAnswer, error) {
+	var k store.KeptAnswer
+	err := r.Scan(&k.Fingerprint, &k.Answer, &k.CreatedAt, &k.ExpiresAt)
+	k.CreatedAt, k.ExpiresAt = k.CreatedAt.UTC(), k.ExpiresAt.UTC()
+	return k, err
+}
+
+// KeptAnswer returns the live answer kept for scope's key.
+func (db *DB) KeptAnswer(ctx context.Context, scope, key string) (store.KeptAnswer, error) {
+	k, err := scanKept(db.pool.QueryRow(ctx, keptSQL, scope, key))
+	if err == nil && !db.now().Before(k.ExpiresAt) {
+		err = pgx.ErrNoRows
+	}
+	return k, notFound(err, store.Errorf(store.ENOTFOUND, "no answer is kept for Idempotency-Key %q", key))
+}
+
+// SweepKeptAnswers forgets expired answers, then the oldest beyond max, a
+// bounded number per call.
+func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE (scope, key) IN (
+		SELECT scope, key FROM idempotency_keys WHERE expires_at <= $1 AND answer IS NOT NULL LIMIT $2)`, db.now(), sweepBatch)
+	if err != nil {
+		return 0, err
+	}
+	removed := int(tag.RowsAffected())
+	if max <= 0 || removed == sweepBatch {
+		return removed, nil
+	}
+	tag, err = db.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE (scope, key) IN (
+		SELECT scope, key FROM idempotency_keys WHERE answer IS NOT NULL ORDER BY expires_at DESC OFFSET $1 LIMIT $2)`, max, sweepBatch)
+	if err != nil {
+		return removed, err
+	}
+	return removed + int(tag.RowsAffected()), nil
+}
+
+// sweepBatch bounds the answers one sweep statement forgets.
+const sweepBatch = 10000
