@@ -70,6 +70,8 @@ type config struct {
 	logJSON                                     bool
 	allowTestTLDs, dnsAllowPrivate              bool
 	eventRetention                              time.Duration
+	idempotencyTTL                              time.Duration
+	idempotencyMaxKeys                          int
 	webhookAllowPrivate                         bool
 	maxEventStreams                             int
 	acmeDNSZone, dnsListen                      string
@@ -128,6 +130,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	limits.Int(&c.maxClientConns, "max-client-conns", listen.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
 	limits.Int(&c.maxEventStreams, "max-event-streams", handlers.DefaultMaxStreams, "event streams (GET /events, GET /admin/events as Server-Sent Events) open at once; past it, 503 with Retry-After")
 	limits.Duration(&c.eventRetention, "event-retention", 7*24*time.Hour, "how long events and webhook delivery logs are kept; older ones are pruned in the background")
+	limits.Duration(&c.idempotencyTTL, "idempotency-ttl", handlers.DefaultIdempotencyTTL, "how long the answer to a POST sent with an Idempotency-Key is kept for its retries; later the key is free again")
+	limits.Int(&c.idempotencyMaxKeys, "idempotency-max-keys", handlers.DefaultIdempotencyMaxKeys, "the most Idempotency-Key answers kept; past it the oldest are forgotten first")
 	limits.Duration(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for requests in flight before it closes their connections and aborts backups")
 
 	instances := flags.group("Several instances")
@@ -166,6 +170,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if c.renewInterval <= 0 {
 		return c, errors.New("--renew-interval must be positive")
+	}
+	if c.idempotencyTTL <= 0 {
+		return c, errors.New("--idempotency-ttl must be positive")
+	}
+	if c.idempotencyMaxKeys <= 0 {
+		return c, errors.New("--idempotency-max-keys must be positive")
 	}
 	if c.database != "" && (given["data"] || getenv("PETSTORE_DATA") != "") {
 		return c, errors.New("--data and --database name two stores: give one (--database for PostgreSQL, --data for a bbolt file)")
@@ -304,6 +314,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
 		CORSOrigins:       cfg.corsOrigins,
 		Events:            engine, WebhookPolicy: policy, MaxStreams: cfg.maxEventStreams,
+		IdempotencyTTL: cfg.idempotencyTTL, IdempotencyMaxKeys: cfg.idempotencyMaxKeys,
 		Now: handlersNow,
 	})
 	if err != nil {
@@ -388,6 +399,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	go func() { engine.Run(background); close(delivered) }()
 	defer func() { stopBackground(); <-delivered }()
 	go releaseMemoryWhenIdle(background, 5*time.Second)
+	go srv.SweepIdempotencyKeys(background)
 	if err := listeners.Serve(ctx); err != nil {
 		return err
 	}

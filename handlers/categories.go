@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	stdjson "encoding/json"
 	"fmt"
 	"net/http"
 
@@ -17,8 +18,14 @@ func (s *Server) createCategory(c echo.Context) error {
 	if err := s.store.CreateCategory(c.Request().Context(), &cat); err != nil {
 		return err
 	}
-	setETag(c, cat.Version)
-	return respondCreated(c, fmt.Sprintf("/categories/%d", cat.ID), cat)
+	return sendAnswer(c, categoryCreated, &cat)
+}
+
+// categoryCreated is the answer to POST /categories.
+func categoryCreated(record any) (answer, error) {
+	cat := record.(*store.Category)
+	body, err := stdjson.Marshal(cat)
+	return created(fmt.Sprintf("/categories/%d", cat.ID), cat.Version, body), err
 }
 
 func (s *Server) replaceCategory(c echo.Context) error {

@@ -16,7 +16,7 @@ import (
 // and a client could not follow pages (Link), find what it created
 // (Location), quote a request id, see a deprecation or the rate limit, or
 // send back a version (ETag).
-var corsExposedHeaders = []string{"Link", "Location", "X-Request-Id", "Deprecation", "Sunset", "Retry-After", "RateLimit", "RateLimit-Policy", "ETag"}
+var corsExposedHeaders = []string{"Link", "Location", "X-Request-Id", "Deprecation", "Sunset", "Retry-After", "RateLimit", "RateLimit-Policy", "ETag", headerReplayed}
 
 // CheckCORSOrigin refuses what a browser never sends as an Origin, so that
 // a typo in --cors-origin (a trailing slash, a path, a missing scheme,
@@ -49,7 +49,7 @@ func cors(origins []string) echo.MiddlewareFunc {
 			return slices.Contains(origins, "*") || slices.Contains(origins, origin), nil
 		},
 		AllowMethods:  []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete},
-		AllowHeaders:  []string{echo.HeaderContentType, headerAPIKey, echo.HeaderXRequestID, "If-Match", "If-None-Match"},
+		AllowHeaders:  []string{echo.HeaderContentType, headerAPIKey, echo.HeaderXRequestID, "If-Match", "If-None-Match", headerIdempotencyKey},
 		ExposeHeaders: corsExposedHeaders,
 		MaxAge:        600,
 	})

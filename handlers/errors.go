@@ -44,6 +44,8 @@ var statusOf = map[string]int{
 	store.ENOCNAMETARGET:     http.StatusConflict,
 	codeGone:                 http.StatusGone,
 	store.EPRECONDITION:      http.StatusPreconditionFailed,
+	store.EIDEMPOTENCYBUSY:   http.StatusConflict,
+	store.EIDEMPOTENCYREUSED: http.StatusUnprocessableEntity,
 	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	codeRequestTimeout:       http.StatusRequestTimeout,
 	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
@@ -124,6 +126,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if body.Code == store.EINSUFFICIENTSTORAGE {
 		// A full disk is not freed at once; clients should not retry in a loop.
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(fullDiskRetryAfter/time.Second)))
+	}
+	if body.Code == store.EIDEMPOTENCYBUSY {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(keyBusyRetryAfter/time.Second)))
 	}
 	if body.Code == store.EUNAVAILABLE {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(databaseRetryAfter/time.Second)))

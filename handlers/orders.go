@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	stdjson "encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -77,8 +78,14 @@ func (s *Server) placeOrder(c echo.Context) error {
 	if err := s.store.PlaceOrder(c.Request().Context(), &o); err != nil {
 		return err
 	}
-	setETag(c, o.Version)
-	return respondCreated(c, fmt.Sprintf("/store/orders/%d", o.ID), o)
+	return sendAnswer(c, orderPlaced, &o)
+}
+
+// orderPlaced is the answer to POST /store/orders.
+func orderPlaced(record any) (answer, error) {
+	o := record.(*store.Order)
+	body, err := stdjson.Marshal(o)
+	return created(fmt.Sprintf("/store/orders/%d", o.ID), o.Version, body), err
 }
 
 // updateOrder changes shipDate and complete. petId and quantity are fixed

@@ -38,8 +38,13 @@ func (s *Server) createPet(c echo.Context) error {
 	if err := s.store.CreatePet(c.Request().Context(), &pet); err != nil {
 		return err
 	}
-	setETag(c, pet.Version)
-	return respondCreated(c, petURL(pet.ID), &pet)
+	return sendAnswer(c, petCreated, &pet)
+}
+
+// petCreated is the answer to POST /pets, from the pet the store created.
+func petCreated(record any) (answer, error) {
+	p := record.(*store.Pet)
+	return created(petURL(p.ID), p.Version, p.AppendJSON(make([]byte, 0, 128))), nil
 }
 
 // petURL is where a pet is read: the successor of GET /pets/{petId}, which

@@ -91,6 +91,12 @@ type Config struct {
 	// MaxStreams caps the event streams open at once; 0 means
 	// DefaultMaxStreams.
 	MaxStreams int
+	// IdempotencyTTL is how long the answer to a create sent with an
+	// Idempotency-Key is kept; 0 means DefaultIdempotencyTTL.
+	IdempotencyTTL time.Duration
+	// IdempotencyMaxKeys bounds the answers kept (SweepIdempotencyKeys
+	// forgets the oldest beyond it); 0 means DefaultIdempotencyMaxKeys.
+	IdempotencyMaxKeys int
 }
 
 // Server serves the public API, the admin API and the site.
@@ -125,6 +131,8 @@ type Server struct {
 	// limiter is the per-client rate limit; nil when it is off.
 	limiter    *rateLimiter
 	ratePolicy []string
+	// keysInFlight are the Idempotency-Keys being served (idempotency.go).
+	keysInFlight keysInFlight
 	// unknownHosts and refusedByRate summarize 421s and 429s in the log.
 	unknownHosts, refusedByRate *accesslog.Summary
 }
@@ -170,6 +178,12 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 		if err := CheckCORSOrigin(o); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = DefaultIdempotencyTTL
+	}
+	if cfg.IdempotencyMaxKeys <= 0 {
+		cfg.IdempotencyMaxKeys = DefaultIdempotencyMaxKeys
 	}
 	if cfg.CredentialFailures == 0 {
 		cfg.CredentialFailures = DefaultCredentialFailures

@@ -14,6 +14,7 @@ import (
 // manager, never straight to the store.
 type Store interface {
 	store.Pets
+	store.Idempotency
 
 	CheckAdminToken(token string) bool
 	AuthenticateAPIKey(secret string) (store.APIKey, bool)

@@ -23,14 +23,17 @@ import (
 // Labels of the rows measured on both stores; the PostgreSQL rows add
 // onPostgres. A row's label names its results (bench.loads) too.
 const (
-	labelGetPet     = "GET /pets/{id}"
-	labelPostPets   = "POST /pets (durable)"
-	labelOrders     = "POST /store/orders (durable)"
-	onPostgres      = ", PostgreSQL"
-	labelPGGetPet   = labelGetPet + onPostgres
-	labelPGPostPets = labelPostPets + onPostgres
-	labelPGOrders   = labelOrders + onPostgres
-	labelSite       = "GET / (the site)"
+	labelGetPet   = "GET /pets/{id}"
+	labelPostPets = "POST /pets (durable)"
+	labelOrders   = "POST /store/orders (durable)"
+	// labelPostPetsKeyed is POST /pets with an Idempotency-Key of its
+	// own on each request: its answer is kept with the pet.
+	labelPostPetsKeyed = "POST /pets with an Idempotency-Key (durable)"
+	onPostgres         = ", PostgreSQL"
+	labelPGGetPet      = labelGetPet + onPostgres
+	labelPGPostPets    = labelPostPets + onPostgres
+	labelPGOrders      = labelOrders + onPostgres
+	labelSite          = "GET / (the site)"
 )
 
 // pageLimit is the page size of the list rows.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +22,16 @@ type workload struct {
 	// next gives the path (with query) and body of a worker's next request.
 	next   func(r *rand.Rand) (path string, body []byte)
 	apiKey string // sent as X-API-Key when set
+	// keyed sends each request with an Idempotency-Key of its own.
+	keyed bool
 }
+
+// idempotencyKeys numbers the keys of keyed workloads; runID keeps two
+// runs on one store apart.
+var (
+	idempotencyKeys atomic.Int64
+	runID           = strconv.FormatInt(time.Now().UnixNano(), 36)
+)
 
 func get(path string) workload {
 	return workload{method: http.MethodGet, next: func(*rand.Rand) (string, []byte) { return path, nil }}
@@ -238,6 +248,9 @@ func do(ctx context.Context, client *http.Client, base string, w workload, path 
 	}
 	if w.apiKey != "" {
 		req.Header.Set("X-API-Key", w.apiKey)
+	}
+	if w.keyed {
+		req.Header.Set("Idempotency-Key", runID+"-"+strconv.FormatInt(idempotencyKeys.Add(1), 10))
 	}
 	t0 := time.Now()
 	resp, err := client.Do(req)

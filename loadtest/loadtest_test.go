@@ -70,6 +70,7 @@ func TestLoadtestQuick(t *testing.T) {
 		"GET /pets?limit=20 90% deep, " + small + " pets",
 		"GET / (the site)",
 		"POST /pets (durable)",
+		labelPostPetsKeyed,
 		"POST /store/orders (durable)",
 		labelPostPetsHook,
 		"GET /pets?limit=20 first page, " + big + " pets",

@@ -161,6 +161,8 @@ func (b *bench) buildReport() *report {
 		rpsVs(post, echo, "Echo baseline", ">=", targetPostVsEcho),
 		rpsVs(post, fsync, "one fsync per write", ">=", targetPostVsFsync),
 		cpuCeiling(post, echo, "Echo baseline"))
+	keyed := b.loads[labelPostPetsKeyed]
+	r.load(labelPostPetsKeyed, keyed, rpsVs(keyed, post, "without a key", "", 0))
 	orders := b.loads[labelOrders]
 	r.load(labelOrders, orders,
 		rpsVs(orders, echo, "Echo baseline", "", 0),

@@ -131,11 +131,17 @@ func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, cat
 	order := workload{method: "POST", apiKey: api.apiKey, next: func(r *mrand.Rand) (string, []byte) {
 		return "/store/orders", orderBodies[r.IntN(len(orderBodies))]
 	}}
-	return []job{
+	jobs := []job{
 		b.httpJob(labelGetPet+suffix, p, client, getPet),
 		b.httpJob(labelPostPets+suffix, p, client, postPet),
 		b.httpJob(labelOrders+suffix, p, client, order),
-	}, nil
+	}
+	if suffix == "" {
+		keyed := postPet
+		keyed.keyed = true
+		jobs = append(jobs, b.httpJob(labelPostPetsKeyed, p, client, keyed))
+	}
+	return jobs, nil
 }
 
 // pageJobs checks the first page of p's pets and one 90% deep, the store

@@ -26,6 +26,11 @@ const (
 // MaxIdempotencyKey is the longest Idempotency-Key, in bytes.
 const MaxIdempotencyKey = 255
 
+// MaxSweep is the most answers one SweepKeptAnswers forgets, so that a
+// sweep after a long pause holds no write for long: a sweep that forgot
+// this many may have left more.
+const MaxSweep = 10000
+
 // ErrReplay is a write's answer when its key already has a kept answer for
 // the same request: nothing was written, and the IdempotentWrite's Kept is
 // the answer to give. It is not an API error code; callers that pass a key
@@ -64,7 +69,8 @@ type Idempotency interface {
 	// there is none or it has expired.
 	KeptAnswer(ctx context.Context, scope, key string) (KeptAnswer, error)
 	// SweepKeptAnswers forgets the answers that expired and, beyond max
-	// (when max > 0), the oldest others; it returns how many it forgot.
+	// (when max > 0), the oldest others, at most MaxSweep of them; it
+	// returns how many it forgot.
 	SweepKeptAnswers(ctx context.Context, max int) (int, error)
 }
 
@@ -89,11 +95,20 @@ func (w *IdempotentWrite) Found(k KeptAnswer, now time.Time) error {
 	if !now.Before(k.ExpiresAt) {
 		return nil
 	}
-	if !bytes.Equal(k.Fingerprint, w.Fingerprint) {
-		return Errorf(EIDEMPOTENCYREUSED, "Idempotency-Key %q was first used with another request (method, path or body); send a new request with a new key", w.Key)
+	if err := w.Match(k); err != nil {
+		return err
 	}
 	w.Kept = k
 	return ErrReplay
+}
+
+// Match refuses k, a live answer kept for w's key, when it answers another
+// request than w's (EIDEMPOTENCYREUSED).
+func (w *IdempotentWrite) Match(k KeptAnswer) error {
+	if !bytes.Equal(k.Fingerprint, w.Fingerprint) {
+		return Errorf(EIDEMPOTENCYREUSED, "Idempotency-Key %q was first used with another request (method, path or body); send a new request with a new key", w.Key)
+	}
+	return nil
 }
 
 // Keep returns what to store for w's answer to record, written at now.

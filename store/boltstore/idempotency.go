@@ -113,10 +113,6 @@ func keptNotFound(key string) error {
 	return store.Errorf(store.ENOTFOUND, "no answer is kept for Idempotency-Key %q", key)
 }
 
-// sweepBatch bounds the answers one sweep transaction forgets, so that a
-// sweep after a long pause does not hold the writer for long.
-const sweepBatch = 10000
-
 // SweepKeptAnswers forgets expired answers, then the oldest beyond max.
 func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 	var removed int
@@ -131,7 +127,7 @@ func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 		// Deleting under a cursor can skip the next key: collect, then delete.
 		var gone [][]byte
 		c := idx.Cursor()
-		for k, _ := c.First(); k != nil && len(gone) < sweepBatch; k, _ = c.Next() {
+		for k, _ := c.First(); k != nil && len(gone) < store.MaxSweep; k, _ = c.Next() {
 			if len(k) < 8 || binary.BigEndian.Uint64(k) > now && len(gone) >= excess {
 				break
 			}

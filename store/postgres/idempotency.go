@@ -84,21 +84,18 @@ func (db *DB) KeptAnswer(ctx context.Context, scope, key string) (store.KeptAnsw
 // bounded number per call.
 func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 	tag, err := db.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE (scope, key) IN (
-		SELECT scope, key FROM idempotency_keys WHERE expires_at <= $1 AND answer IS NOT NULL LIMIT $2)`, db.now(), sweepBatch)
+		SELECT scope, key FROM idempotency_keys WHERE expires_at <= $1 AND answer IS NOT NULL LIMIT $2)`, db.now(), store.MaxSweep)
 	if err != nil {
 		return 0, err
 	}
 	removed := int(tag.RowsAffected())
-	if max <= 0 || removed == sweepBatch {
+	if max <= 0 || removed == store.MaxSweep {
 		return removed, nil
 	}
 	tag, err = db.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE (scope, key) IN (
-		SELECT scope, key FROM idempotency_keys WHERE answer IS NOT NULL ORDER BY expires_at DESC OFFSET $1 LIMIT $2)`, max, sweepBatch)
+		SELECT scope, key FROM idempotency_keys WHERE answer IS NOT NULL ORDER BY expires_at DESC OFFSET $1 LIMIT $2)`, max, store.MaxSweep)
 	if err != nil {
 		return removed, err
 	}
 	return removed + int(tag.RowsAffected()), nil
 }
-
-// sweepBatch bounds the answers one sweep statement forgets.
-const sweepBatch = 10000

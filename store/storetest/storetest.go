@@ -44,11 +44,11 @@ func Run(t *testing.T, open Open) {
 		{"Locks", testLocks},
 		{"Events", testEvents},
 		{"Deliveries", testDeliveries},
-		{"FinishDeliveriesInOneBatch", testFinishDeliveriesInOneBatch},
 		{"DeliveryClaimRace", testDeliveryClaimRace},
 		{"KeptAnswers", testKeptAnswers},
 		{"SweepKeptAnswers", testSweepKeptAnswers},
 		{"KeyRace", testKeyRace},
+		{"FinishDeliveriesInOneBatch", testFinishDeliveriesInOneBatch},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}

@@ -1,0 +1,268 @@
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	stdjson "encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"petstore/store"
+)
+
+// Idempotency-Key (draft-ietf-httpapi-idempotency-key-header, as Stripe
+// has it): a create sent with a key is performed once. Its answer is kept
+// by the store in the create's own transaction (store.WithIdempotency), so
+// that a crash cannot separate the change from the answer; the same key
+// with the same request gets that answer again, with Idempotent-Replayed.
+
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+)
+
+// Defaults of the keys' Config.
+const (
+	// DefaultIdempotencyTTL is how long a key's answer is kept.
+	DefaultIdempotencyTTL = 24 * time.Hour
+	// DefaultIdempotencyMaxKeys bounds the answers kept: beyond it the
+	// oldest are forgotten first.
+	DefaultIdempotencyMaxKeys = 1_000_000
+	// keySweepInterval is how often expired answers are forgotten.
+	keySweepInterval = time.Minute
+	// keyBusyRetryAfter is the Retry-After of a key still in flight: a
+	// create is served within a second or two.
+	keyBusyRetryAfter = time.Second
+)
+
+// answer is what a create sends, and what is kept for its key: the
+// status, the headers that matter, and the JSON body.
+type answer struct {
+	Status   int                `json:"status"`
+	Location string             `json:"location,omitempty"`
+	ETag     string             `json:"etag,omitempty"`
+	Body     stdjson.RawMessage `json:"body"`
+}
+
+// created is the answer to a create: 201, the new resource's Location
+// and ETag, and the resource.
+func created(location string, version int64, body []byte) answer {
+	return answer{Status: http.StatusCreated, Location: location, ETag: string(appendETag(make([]byte, 0, 24), version)), Body: body}
+}
+
+// sendAnswer answers with the answer makeAnswer makes from record, the
+// one a key would keep.
+func sendAnswer(c echo.Context, makeAnswer func(record any) (answer, error), record any) error {
+	a, err := makeAnswer(record)
+	if err != nil {
+		return err
+	}
+	return a.send(c)
+}
+
+// send answers with a.
+func (a *answer) send(c echo.Context) error {
+	h := c.Response().Header()
+	if a.Location != "" {
+		h[echo.HeaderLocation] = []string{a.Location} // the keys are canonical
+	}
+	if a.ETag != "" {
+		h["Etag"] = []string{a.ETag}
+	}
+	return respondEncoded(c, a.Status, a.Body)
+}
+
+// idempotent serves a create that takes an Idempotency-Key; makeAnswer
+// makes its answer from the record the store created, and the handler
+// must answer with it. Without the header the handler runs as it is.
+//
+// The key is scoped to the credential that sent it. While a request with
+// it is served here, another gets 409 idempotency_in_progress; a request
+// on another instance (PostgreSQL) waits for the first one's transaction
+// instead and then replays its answer. Only a create that succeeds keeps
+// its answer: a refused one changed nothing, and a retry is judged anew.
+func (s *Server) idempotent(h echo.HandlerFunc, makeAnswer func(record any) (answer, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		values := r.Header[headerIdempotencyKey]
+		if len(values) == 0 {
+			return h(c)
+		}
+		key, err := idempotencyKey(values)
+		if err != nil {
+			return err
+		}
+		w := &store.IdempotentWrite{
+			Scope: keyScope(r), Key: key, Fingerprint: fingerprint(c), TTL: s.cfg.IdempotencyTTL,
+			Answer: func(record any) ([]byte, error) {
+				a, err := makeAnswer(record)
+				if err != nil {
+					return nil, err
+				}
+				return stdjson.Marshal(a)
+			},
+		}
+		release, ok := s.keysInFlight.take(w.Scope + "\x00" + key)
+		if !ok {
+			return keyBusy(key)
+		}
+		defer release()
+		k, err := s.store.KeptAnswer(r.Context(), w.Scope, key)
+		switch {
+		case err == nil:
+			if err := w.Match(k); err != nil {
+				return err
+			}
+			return replay(c, k)
+		case store.ErrorCode(err) != store.ENOTFOUND:
+			return err
+		}
+		c.SetRequest(r.WithContext(store.WithIdempotency(r.Context(), w)))
+		err = h(c)
+		if err == store.ErrReplay {
+			return replay(c, w.Kept)
+		}
+		return err
+	}
+}
+
+// replay answers with a kept answer.
+func replay(c echo.Context, k store.KeptAnswer) error {
+	var a answer
+	if err := stdjson.Unmarshal(k.Answer, &a); err != nil {
+		return err
+	}
+	c.Response().Header()[headerReplayed] = []string{"true"}
+	return a.send(c)
+}
+
+func keyBusy(key string) error {
+	return apiError(store.EIDEMPOTENCYBUSY, "Idempotency-Key %q: its first request is still being served; retry after the seconds in Retry-After to get its answer", key)
+}
+
+// idempotencyKey reads the header: one field, 1 to 255 characters of
+// printable ASCII, or the draft's form, a Structured Field string ("...",
+// with \" and \\ escapes).
+func idempotencyKey(values []string) (string, error) {
+	if len(values) > 1 {
+		return "", apiError(store.EINVALID, "header Idempotency-Key: send one key, not %d", len(values))
+	}
+	v := values[0]
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		unquoted, ok := sfString(v[1 : len(v)-1])
+		if !ok {
+			return "", apiError(store.EINVALID, `header Idempotency-Key: a quoted key may escape only \" and \\`)
+		}
+		v = unquoted
+	}
+	switch {
+	case v == "":
+		return "", apiError(store.EINVALID, "header Idempotency-Key: empty; send a unique key, such as a UUID, or no header")
+	case len(v) > store.MaxIdempotencyKey:
+		return "", apiError(store.EINVALID, "header Idempotency-Key: %d characters; at most %d are allowed", len(v), store.MaxIdempotencyKey)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return "", apiError(store.EINVALID, "header Idempotency-Key: only printable ASCII characters are allowed (character %d is not)", i+1)
+		}
+	}
+	return v, nil
+}
+
+// sfString undoes the escapes of a Structured Field string's content.
+func sfString(s string) (string, bool) {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			if i+1 == len(s) || s[i+1] != '"' && s[i+1] != '\\' {
+				return "", false
+			}
+			i++
+		case '"':
+			return "", false
+		}
+		out = append(out, s[i])
+	}
+	return string(out), true
+}
+
+// keyScope names the credential a key belongs to: a hash of the API key
+// (so that finding it costs no lookup), or the admin token. Every create
+// needs one of them, so no key is anonymous.
+func keyScope(r *http.Request) string {
+	if k := r.Header.Get(headerAPIKey); k != "" {
+		sum := sha256.Sum256([]byte(k))
+		return "key:" + hex.EncodeToString(sum[:12])
+	}
+	return "admin"
+}
+
+// fingerprint identifies the request a key was sent with: its method, path
+// and query, and a hash of its body.
+func fingerprint(c echo.Context) []byte {
+	r := c.Request()
+	h := sha256.New()
+	h.Write([]byte(r.Method + " " + r.URL.RequestURI() + "\n"))
+	if b, ok := r.Body.(*readBodyBytes); ok {
+		h.Write(b.data)
+	}
+	return h.Sum(nil)
+}
+
+// keysInFlight are the keys whose requests this instance is serving.
+type keysInFlight struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+// take marks key in flight, or says it already is.
+func (k *keysInFlight) take(key string) (release func(), ok bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, busy := k.keys[key]; busy {
+		return nil, false
+	}
+	if k.keys == nil {
+		k.keys = map[string]struct{}{}
+	}
+	k.keys[key] = struct{}{}
+	return func() {
+		k.mu.Lock()
+		delete(k.keys, key)
+		k.mu.Unlock()
+	}, true
+}
+
+// SweepIdempotencyKeys forgets expired answers of Idempotency-Keys, and
+// the oldest beyond the bound, every minute until ctx ends. Several
+// instances on one database may all run it.
+func (s *Server) SweepIdempotencyKeys(ctx context.Context) {
+	t := time.NewTicker(keySweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			n, err := s.store.SweepKeptAnswers(sctx, s.cfg.IdempotencyMaxKeys)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Warn("forgetting expired Idempotency-Keys failed; trying again in a minute", "err", err)
+				}
+				break
+			}
+			if n < store.MaxSweep {
+				break
+			}
+		}
+	}
+}
