@@ -323,3 +323,75 @@ func fakeDNS(t *testing.T, names map[string]string) *net.Resolver {
 		return d.DialContext(ctx, "udp", addr)
 	}}
 }
+
+// gatedStore is a real store whose first FinishDeliveries waits for the
+// test's signal, and which counts the calls and the outcomes they carry.
+type gatedStore struct {
+	store.Store
+	gate    chan struct{}
+	mu      sync.Mutex
+	calls   int
+	records int
+}
+
+func (g *gatedStore) FinishDeliveries(ctx context.Context, done []store.Finished) error {
+	g.mu.Lock()
+	g.calls++
+	g.records += len(done)
+	first := g.calls == 1
+	g.mu.Unlock()
+	if first {
+		<-g.gate
+	}
+	return g.Store.FinishDeliveries(ctx, done)
+}
+
+// Attempts are recorded in batches: while one record is being written,
+// the attempts go on (a slot is free once its request ends, more than a
+// webhook's slots in all), each delivery stays leased and is not sent
+// again, and what ended meanwhile is recorded by one more call.
+func TestAttemptsAreRecordedInBatches(t *testing.T) {
+	db := domaintest.OpenStore(t)
+	g := &gatedStore{Store: db, gate: make(chan struct{})}
+	r := newReceiver(t, "")
+	w := hook(t, db, r.srv.URL, store.EventCategoryCreated)
+	r.setSecret(w.Secret)
+	start(t, g, time.Now, webhooks.Policy{AllowPrivate: true})
+	const n = 3 * store.MaxInFlightPerWebhook
+	for i := range n {
+		if err := db.CreateCategory(ctx, &store.Category{Name: fmt.Sprintf("c%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	domaintest.WaitFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if got := len(r.received()); got < n {
+			return fmt.Errorf("%d of %d delivered while the first record waits", got, n)
+		}
+		return nil
+	})
+	close(g.gate)
+	domaintest.WaitFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		list, _, err := db.Deliveries(ctx, w.ID, store.Page{Limit: 100})
+		if err != nil || len(list) != n {
+			return fmt.Errorf("%d deliveries (%v), want %d: none made twice", len(list), err, n)
+		}
+		for _, d := range list {
+			if d.State != store.DeliverySucceeded {
+				return fmt.Errorf("delivery %d: %s", d.ID, d.State)
+			}
+		}
+		return nil
+	})
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.calls > 2 || g.records != n {
+		t.Errorf("%d outcomes recorded by %d calls; want %d by at most 2 (one waited, the next took the rest)", g.records, g.calls, n)
+	}
+	seen := map[string]bool{}
+	for _, rec := range r.received() {
+		if seen[rec.ID] {
+			t.Errorf("event %s delivered twice", rec.ID)
+		}
+		seen[rec.ID] = true
+	}
+}

@@ -321,16 +321,15 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 		// its outcomes.
 		hooks := map[int64]*[2]store.Webhook{} // before, after
 		var order []int64
+		due := tx.Bucket(bktDeliveriesDue)
 		for _, f := range done {
-			r, err := getDelivery(tx, f.Claimed.ID)
-			if store.ErrorCode(err) == store.ENOTFOUND {
-				continue // deleted with its webhook, or pruned
-			}
-			if err != nil {
-				return err
-			}
-			if r.State != store.DeliveryPending {
-				continue // finished by another attempt
+			// A pending delivery changes only when its attempt is
+			// recorded, and this process's lease on it still holds: the
+			// record is the one claimed, if it is still in the due index
+			// (not deleted with its webhook or its event, not recorded).
+			r := deliveryRecord{Delivery: f.Claimed.Delivery}
+			if r.State != store.DeliveryPending || due.Get(dueKey(&r)) == nil {
+				continue
 			}
 			w, ok := hooks[r.WebhookID]
 			if !ok {
