@@ -60,53 +60,162 @@ environment variable, named beside it in parentheses.
 		return fmt.Errorf("migrate: opening the database %s: %w", cfg.dataDescription(), err)
 	}
 	defer to.Close()
-	fmt.Fprintf(stdout, "reading %s...\n", cfg.data)
-	s, err := from.Export(ctx)
-	if err == nil {
-		err = checkText(s, badText == "replace", stdout)
-	}
-	if err == nil {
-		fmt.Fprintf(stdout, "writing %d records into %s...\n", len(s.Categories)+len(s.Pets)+len(s.Inventory)+len(s.Orders)+len(s.APIKeys)+len(s.Domains)+len(s.KV), cfg.dataDescription())
-		err = to.Import(ctx, s)
-	}
-	if err != nil {
+	stream := &moveStream{from: from, fix: badText == "replace", out: stdout}
+	fmt.Fprintf(stdout, "copying %s into %s, in one transaction...\n", cfg.data, cfg.dataDescription())
+	if err := to.Import(ctx, stream); err != nil {
 		if msg := store.ErrorMessage(err); store.ErrorCode(err) != store.EINTERNAL {
 			return fmt.Errorf("migrate: %s", msg)
 		}
 		return fmt.Errorf("migrate: %w", err)
 	}
+	n := stream.done
 	fmt.Fprintf(stdout, "copied %s into %s: %d categories, %d pets, %d orders, %d API keys, %d domains, %d files of certificates and the ACME account, the project, the settings",
-		cfg.data, cfg.dataDescription(), len(s.Categories), len(s.Pets), len(s.Orders), len(s.APIKeys), len(s.Domains), len(s.KV))
-	if s.AdminTokenSHA256 != nil {
+		cfg.data, cfg.dataDescription(), n[kindCategories], n[kindPets], n[kindOrders], n[kindAPIKeys], n[kindDomains], n[kindKV])
+	if stream.adminToken {
 		fmt.Fprint(stdout, " and the admin token")
 	}
 	fmt.Fprintln(stdout, "; start the service with --database (PETSTORE_DATABASE) and without --data")
 	return nil
 }
 
-// checkText finds the text of s that PostgreSQL cannot store (U+0000, or
-// bytes that are not UTF-8), which bbolt kept, and names each record that
-// holds some. With fix, it replaces the bad characters with U+FFFD and
-// carries on; without, it refuses the move.
-func checkText(s *store.Snapshot, fix bool, out io.Writer) error {
-	var bad []string
-	walkText(reflect.ValueOf(s).Elem(), "", func(where string, v reflect.Value) {
-		bad = append(bad, where)
+// The kinds of record a move carries, in the order a stream gives them,
+// with the names that progress lines and text reports give them.
+const (
+	kindCategories = iota
+	kindPets
+	kindInventory
+	kindOrders
+	kindAPIKeys
+	kindDomains
+	kindKV
+	kinds
+)
+
+var (
+	kindNames  = [kinds]string{"categories", "pets", "inventory entries", "orders", "API keys", "domains", "files of certificates"}
+	kindFields = [kinds]string{"Categories", "Pets", "Inventory", "Orders", "APIKeys", "Domains", "KV"}
+)
+
+func kindOf(r any) int {
+	switch r.(type) {
+	case *store.Category:
+		return kindCategories
+	case *store.Pet:
+		return kindPets
+	case *store.InventoryItem:
+		return kindInventory
+	case *store.Order:
+		return kindOrders
+	case *store.StoredAPIKey:
+		return kindAPIKeys
+	case *store.Domain:
+		return kindDomains
+	}
+	return kindKV
+}
+
+// moveStream is the file as migrate gives it to the database: each record
+// passes checkText on its way, and a line on stdout tells the progress of
+// each kind, every tenth of it.
+type moveStream struct {
+	from store.Streamer
+	fix  bool
+	out  io.Writer
+	// Of the latest run of Stream (the database may run its transaction
+	// again): the records of each kind, how many passed, the records with
+	// bad text, whether the admin token came.
+	total, done [kinds]int64
+	bad         badRecords
+	adminToken  bool
+}
+
+func (m *moveStream) Stream(ctx context.Context, to store.Sink) error {
+	m.total, m.done, m.bad, m.adminToken = [kinds]int64{}, [kinds]int64{}, badRecords{}, false
+	return m.from.Stream(ctx, &moveSink{m: m, to: to})
+}
+
+type moveSink struct {
+	m  *moveStream
+	to store.Sink
+}
+
+func (s *moveSink) Totals(t store.Totals) error {
+	s.m.total = [kinds]int64{t.Categories, t.Pets, t.Inventory, t.Orders, t.APIKeys, t.Domains, t.KV}
+	var all int64
+	for _, n := range s.m.total {
+		all += n
+	}
+	fmt.Fprintf(s.m.out, "%d records to copy: %d categories, %d pets, %d inventory entries, %d orders, %d API keys, %d domains, %d files of certificates\n",
+		all, t.Categories, t.Pets, t.Inventory, t.Orders, t.APIKeys, t.Domains, t.KV)
+	return s.to.Totals(t)
+}
+
+func (s *moveSink) Record(r any) error {
+	m := s.m
+	k := kindOf(r)
+	checkText(r, recordName(kindFields[k], m.done[k], r), m.fix, m.out, &m.bad)
+	m.done[k]++
+	if total := m.total[k]; total > 0 && m.done[k]*10/total != (m.done[k]-1)*10/total {
+		fmt.Fprintf(m.out, "%s: %d of %d (%d%%)\n", kindNames[k], m.done[k], total, m.done[k]*100/total)
+	}
+	if m.bad.n > 0 && !m.fix {
+		// Nothing is copied: the rest is only read for its bad text.
+		return nil
+	}
+	return s.to.Record(r)
+}
+
+func (s *moveSink) Rest(r store.Rest) error {
+	m := s.m
+	checkText(&r, "", m.fix, m.out, &m.bad)
+	if m.bad.n > 0 && !m.fix {
+		return store.Errorf(store.EINVALID, "%d records hold text PostgreSQL cannot store, the first %s; nothing was copied: correct them through the API, or move them with --bad-text replace", m.bad.n, m.bad.first)
+	}
+	m.adminToken = r.AdminTokenSHA256 != nil
+	return s.to.Rest(r)
+}
+
+// badRecords counts the records with bad text that a move found, and names
+// the first place (each is named on stdout as it is found).
+type badRecords struct {
+	n     int
+	first string
+}
+
+// recordName names a record in reports: by its kind and id where it has
+// one ("Pets 42"), its name or key, or its place.
+func recordName(kind string, i int64, r any) string {
+	e := reflect.ValueOf(r).Elem()
+	if id := e.FieldByName("ID"); id.IsValid() && id.CanInt() {
+		return fmt.Sprintf("%s %d", kind, id.Int())
+	} else if n := e.FieldByName("Name"); n.IsValid() && n.Kind() == reflect.String {
+		return fmt.Sprintf("%s %q", kind, n.String())
+	} else if k := e.FieldByName("Key"); k.IsValid() && k.Kind() == reflect.String {
+		return fmt.Sprintf("%s %q", kind, k.String())
+	}
+	return fmt.Sprintf("%s[%d]", kind, i)
+}
+
+// checkText finds the text of a record (a pointer) that PostgreSQL cannot
+// store (U+0000, or bytes that are not UTF-8), which bbolt kept, names it,
+// and adds it to bad. With fix, it replaces the bad characters with U+FFFD
+// in place (the record is the stream's to change).
+func checkText(r any, name string, fix bool, out io.Writer, bad *badRecords) {
+	counted := false
+	walkText(reflect.ValueOf(r).Elem(), name, func(where string, v reflect.Value) {
+		if !counted {
+			counted = true
+			if bad.n++; bad.n == 1 {
+				bad.first = where
+			}
+		}
 		if fix {
 			v.SetString(strings.ToValidUTF8(strings.ReplaceAll(v.String(), "\x00", "\uFFFD"), "\uFFFD"))
-		}
-	})
-	for _, where := range bad {
-		if fix {
 			fmt.Fprintf(out, "replaced text PostgreSQL cannot store (U+0000 or invalid UTF-8) with U+FFFD: %s\n", where)
 		} else {
 			fmt.Fprintf(out, "text PostgreSQL cannot store (U+0000 or invalid UTF-8): %s\n", where)
 		}
-	}
-	if len(bad) > 0 && !fix {
-		return store.Errorf(store.EINVALID, "%d records hold text PostgreSQL cannot store, the first %s; nothing was copied: correct them through the API, or move them with --bad-text replace", len(bad), bad[0])
-	}
-	return nil
+	})
 }
 
 // walkText calls bad for each settable string under v that PostgreSQL

@@ -84,22 +84,33 @@ func (s *Server) listWebhooks(c echo.Context) error {
 }
 
 func (s *Server) getWebhook(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
-	w, err := s.store.Webhook(c.Request().Context(), id)
+	w, err := s.webhookAt(c)
 	if err != nil {
 		return err
 	}
 	return respond(c, http.StatusOK, w.Public())
 }
 
-func (s *Server) updateWebhook(c echo.Context) error {
+// webhookAt is the endpoint the path's id names.
+func (s *Server) webhookAt(c echo.Context) (store.Webhook, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
-		return err
+		return store.Webhook{}, err
 	}
+	return s.store.Webhook(c.Request().Context(), id)
+}
+
+// changeWebhook applies change to the endpoint the path's id names and
+// answers it as it is then.
+func (s *Server) changeWebhook(c echo.Context, change func(*store.Webhook) error) (store.Webhook, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return store.Webhook{}, err
+	}
+	return s.store.UpdateWebhook(c.Request().Context(), id, change)
+}
+
+func (s *Server) updateWebhook(c echo.Context) error {
 	var in webhookIn
 	if err := decodeBody(c, &in); err != nil {
 		return err
@@ -107,7 +118,7 @@ func (s *Server) updateWebhook(c echo.Context) error {
 	if err := s.checkWebhook(c, in); err != nil {
 		return err
 	}
-	w, err := s.store.UpdateWebhook(c.Request().Context(), id, func(w *store.Webhook) error {
+	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
 		if in.URL != nil {
 			w.URL = *in.URL
 		}
@@ -133,15 +144,11 @@ func (s *Server) updateWebhook(c echo.Context) error {
 }
 
 func (s *Server) rotateWebhookSecret(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
 	secret, err := webhooks.NewSecret()
 	if err != nil {
 		return err
 	}
-	w, err := s.store.UpdateWebhook(c.Request().Context(), id, func(w *store.Webhook) error {
+	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
 		w.Secret = secret
 		return nil
 	})
@@ -152,11 +159,7 @@ func (s *Server) rotateWebhookSecret(c echo.Context) error {
 }
 
 func (s *Server) testWebhook(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
-	w, err := s.store.Webhook(c.Request().Context(), id)
+	w, err := s.webhookAt(c)
 	if err != nil {
 		return err
 	}
@@ -164,7 +167,7 @@ func (s *Server) testWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ev, err := s.store.RecordEvent(c.Request().Context(), e, id)
+	ev, err := s.store.RecordEvent(c.Request().Context(), e, w.ID)
 	if err != nil {
 		return err
 	}

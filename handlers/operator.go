@@ -4,13 +4,14 @@ import (
 	"context"
 	"math"
 	"net/http"
-	"petstore/handlers/clientkey"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/labstack/echo/v4"
+
+	"petstore/handlers/clientkey"
 )
 
 // guardOperatorPaths asks for the admin token on operator paths before

@@ -5,26 +5,72 @@ import (
 	"time"
 )
 
-// Snapshot is everything a store holds that another store takes over when
-// an instance moves from its bbolt file to PostgreSQL: every entity with its
+// A move from one store to another (an instance leaving its bbolt file for
+// PostgreSQL) streams: the source gives its records one at a time, as of
+// one consistent read, and the target writes them as they come, so the
+// memory a move needs does not grow with the store. Locks are not
+// carried: they belong to running processes.
+
+// Streamer is a store that can give all it holds: every entity with its
 // id, the hashes of the credentials (never a secret), the project, the
 // domains and their settings, and the key/value space of certificates.
-// Locks are not carried: they belong to running processes.
+type Streamer interface {
+	// Stream gives to what the store holds: Totals first, then each
+	// record, then Rest. An error from to ends the stream with that error.
+	Stream(ctx context.Context, to Sink) error
+}
+
+// Sink takes what a Streamer gives, in this order: Totals; the records,
+// each kind in id (or name, or key) order, the kinds in the order of
+// Totals' fields; Rest. A record and what it points at are valid until
+// Stream returns, not later. A stream may start again from Totals (a
+// database that ran its read transaction again): the sink starts over.
+type Sink interface {
+	Totals(Totals) error
+	// Record takes one *Category, *Pet, *InventoryItem, *Order,
+	// *StoredAPIKey, *Domain or *KVEntry.
+	Record(r any) error
+	Rest(Rest) error
+}
+
+// Totals counts the records of each kind that a stream holds.
+type Totals struct {
+	Categories, Pets, Inventory, Orders, APIKeys, Domains, KV int64
+}
+
+// Rest is what a stream gives after its records: the singletons and the
+// sequences.
+type Rest struct {
+	// AdminTokenSHA256 is the admin token's hash, nil when none was set.
+	AdminTokenSHA256 []byte
+	Project          Project
+	Settings         Settings
+	// LastIDs are the last ids each sequence gave, deleted records'
+	// included: the target continues after them, so that no id is reused.
+	LastIDs LastIDs
+}
+
+// Importer is a store that can take a stream into its empty self.
+type Importer interface {
+	// Import refuses (ECONFLICT) a store that holds anything already.
+	Import(ctx context.Context, from Streamer) error
+}
+
+// Copy copies everything from one store into another, empty one.
+func Copy(ctx context.Context, from Streamer, to Importer) error {
+	return to.Import(ctx, from)
+}
+
+// Snapshot is a whole stream in memory, for tests and small stores.
 type Snapshot struct {
 	Categories []Category
 	Pets       []Pet
 	Inventory  []InventoryItem
 	Orders     []Order
 	APIKeys    []StoredAPIKey
-	// AdminTokenSHA256 is the admin token's hash, nil when none was set.
-	AdminTokenSHA256 []byte
-	Project          Project
-	Domains          []Domain
-	Settings         Settings
-	KV               []KVEntry
-	// LastIDs are the last ids each sequence gave, deleted records'
-	// included: the target continues after them, so that no id is reused.
-	LastIDs LastIDs
+	Domains    []Domain
+	KV         []KVEntry
+	Rest
 }
 
 // StoredAPIKey is an API key as stored: the SHA-256 of its secret, never
@@ -46,27 +92,99 @@ type LastIDs struct {
 	Categories, Pets, Orders, APIKeys, Deploys int64
 }
 
-// Exporter is a store that can give all it holds in one consistent
-// snapshot.
-type Exporter interface {
-	Export(ctx context.Context) (*Snapshot, error)
+// Collect reads a whole stream into memory. Values that the source lends
+// only for the stream's time (a bbolt file's pages) are copied.
+func Collect(ctx context.Context, from Streamer) (*Snapshot, error) {
+	c := collector{&Snapshot{}}
+	if err := from.Stream(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.s, nil
 }
 
-// Importer is a store that can take a snapshot into its empty self.
-type Importer interface {
-	// Import refuses (ECONFLICT) a store that holds anything already.
-	Import(ctx context.Context, s *Snapshot) error
+// collector is Collect's Sink.
+type collector struct{ s *Snapshot }
+
+// Totals starts the stream, or starts it again (a source that retried its
+// transaction).
+func (c collector) Totals(Totals) error {
+	*c.s = Snapshot{}
+	return nil
 }
 
-// Copy copies everything from one store into another, empty one, and
-// returns what it copied.
-func Copy(ctx context.Context, from Exporter, to Importer) (*Snapshot, error) {
-	s, err := from.Export(ctx)
+func (c collector) Record(r any) error {
+	s := c.s
+	switch r := r.(type) {
+	case *Category:
+		s.Categories = append(s.Categories, *r)
+	case *Pet:
+		s.Pets = append(s.Pets, *r)
+	case *InventoryItem:
+		s.Inventory = append(s.Inventory, *r)
+	case *Order:
+		s.Orders = append(s.Orders, *r)
+	case *StoredAPIKey:
+		k := *r
+		k.SHA256 = append([]byte(nil), k.SHA256...)
+		s.APIKeys = append(s.APIKeys, k)
+	case *Domain:
+		s.Domains = append(s.Domains, *r)
+	case *KVEntry:
+		e := *r
+		e.Value = append([]byte(nil), e.Value...)
+		s.KV = append(s.KV, e)
+	}
+	return nil
+}
+
+func (c collector) Rest(r Rest) error {
+	r.AdminTokenSHA256 = append([]byte(nil), r.AdminTokenSHA256...)
+	if len(r.AdminTokenSHA256) == 0 {
+		r.AdminTokenSHA256 = nil
+	}
+	c.s.Rest = r
+	return nil
+}
+
+// Stream gives the snapshot to a Sink, as a store would.
+func (s *Snapshot) Stream(ctx context.Context, to Sink) error {
+	err := to.Totals(Totals{
+		Categories: int64(len(s.Categories)), Pets: int64(len(s.Pets)), Inventory: int64(len(s.Inventory)),
+		Orders: int64(len(s.Orders)), APIKeys: int64(len(s.APIKeys)), Domains: int64(len(s.Domains)), KV: int64(len(s.KV)),
+	})
+	for i := range s.Categories {
+		err = record(ctx, to, err, &s.Categories[i])
+	}
+	for i := range s.Pets {
+		err = record(ctx, to, err, &s.Pets[i])
+	}
+	for i := range s.Inventory {
+		err = record(ctx, to, err, &s.Inventory[i])
+	}
+	for i := range s.Orders {
+		err = record(ctx, to, err, &s.Orders[i])
+	}
+	for i := range s.APIKeys {
+		err = record(ctx, to, err, &s.APIKeys[i])
+	}
+	for i := range s.Domains {
+		err = record(ctx, to, err, &s.Domains[i])
+	}
+	for i := range s.KV {
+		err = record(ctx, to, err, &s.KV[i])
+	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := to.Import(ctx, s); err != nil {
-		return nil, err
+	return to.Rest(s.Rest)
+}
+
+func record(ctx context.Context, to Sink, err error, r any) error {
+	if err != nil {
+		return err
 	}
-	return s, nil
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return to.Record(r)
 }

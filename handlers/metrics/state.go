@@ -16,8 +16,6 @@ var (
 		"Custom domains attached, by state.", []string{"state"}, nil)
 	expiryDesc = prometheus.NewDesc("petstore_certificate_expiry_days",
 		"Days until the certificate of a custom domain expires (negative once expired), for domains with an issued certificate.", []string{"domain"}, nil)
-	logDroppedDesc = prometheus.NewDesc("petstore_log_lines_dropped_total",
-		"Log lines dropped because the log output did not keep up.", nil, nil)
 	connsOpenDesc = prometheus.NewDesc("petstore_connections_open",
 		"Client connections open, on every listener.", nil, nil)
 	connsClosedDesc = prometheus.NewDesc("petstore_connections_closed_total",
@@ -90,14 +88,11 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 type DropCounter interface{ Dropped() uint64 }
 
 // LogDrops reports the lines a log output dropped.
-func LogDrops(d DropCounter) prometheus.Collector { return logDrops{d} }
-
-type logDrops struct{ d DropCounter }
-
-func (logDrops) Describe(ch chan<- *prometheus.Desc) { ch <- logDroppedDesc }
-
-func (l logDrops) Collect(ch chan<- prometheus.Metric) {
-	ch <- prometheus.MustNewConstMetric(logDroppedDesc, prometheus.CounterValue, float64(l.d.Dropped()))
+func LogDrops(d DropCounter) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "petstore_log_lines_dropped_total",
+		Help: "Log lines dropped because the log output did not keep up.",
+	}, func() float64 { return float64(d.Dropped()) })
 }
 
 // ConnCounter is the listeners' connection guard as /metrics reads it.
@@ -129,40 +124,29 @@ func (c conns) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(refused), "refused")
 }
 
-var damagedDesc = prometheus.NewDesc("petstore_store_damaged",
-	"1 once the store found its data file damaged (a transaction met a damaged page), until a restart: restore the file from a backup.", nil, nil)
-
 // DamageReporter is a store that can find its data damaged.
 type DamageReporter interface{ Damaged() error }
 
 // Damage reports whether the store found its data damaged.
-func Damage(d DamageReporter) prometheus.Collector { return damage{d} }
-
-type damage struct{ d DamageReporter }
-
-func (damage) Describe(ch chan<- *prometheus.Desc) { ch <- damagedDesc }
-
-func (d damage) Collect(ch chan<- prometheus.Metric) {
-	v := 0.0
-	if d.d.Damaged() != nil {
-		v = 1
-	}
-	ch <- prometheus.MustNewConstMetric(damagedDesc, prometheus.GaugeValue, v)
+func Damage(d DamageReporter) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "petstore_store_damaged",
+		Help: "1 once the store found its data file damaged (a transaction met a damaged page), until a restart: restore the file from a backup.",
+	}, func() float64 {
+		if d.Damaged() != nil {
+			return 1
+		}
+		return 0
+	})
 }
-
-var handshakesDesc = prometheus.NewDesc("petstore_tls_handshakes_refused_total",
-	"TLS handshakes that failed (unknown server names, probes, clients that gave up); the log summarizes them once a minute.", nil, nil)
 
 // HandshakeCounter counts refused TLS handshakes.
 type HandshakeCounter interface{ HandshakesRefused() uint64 }
 
 // Handshakes reports the TLS handshakes refused.
-func Handshakes(h HandshakeCounter) prometheus.Collector { return handshakes{h} }
-
-type handshakes struct{ h HandshakeCounter }
-
-func (handshakes) Describe(ch chan<- *prometheus.Desc) { ch <- handshakesDesc }
-
-func (h handshakes) Collect(ch chan<- prometheus.Metric) {
-	ch <- prometheus.MustNewConstMetric(handshakesDesc, prometheus.CounterValue, float64(h.h.HandshakesRefused()))
+func Handshakes(h HandshakeCounter) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "petstore_tls_handshakes_refused_total",
+		Help: "TLS handshakes that failed (unknown server names, probes, clients that gave up); the log summarizes them once a minute.",
+	}, func() float64 { return float64(h.HandshakesRefused()) })
 }

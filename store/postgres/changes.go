@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,19 +23,30 @@ import (
 const pollInterval = 250 * time.Millisecond
 
 type cache struct {
-	mu sync.RWMutex
-	// version is the changes row's count of every change, as of the last
-	// notice to the listeners.
-	version int64
-	// credentials is its count of credential changes as of keys and
-	// adminHash.
-	credentials int64
-	adminHash   []byte
-	// identity is the database's system identifier and timeline;
-	// noIdentity is set when the role may not read them.
-	identity   string
+	// catching serialises catch-ups: each compares what it reads with
+	// what the one before it saw.
+	catching sync.Mutex
+	mu       sync.RWMutex
+	// seen is the changes row as of the last catch-up; known is false
+	// until the first one.
+	seen  changesRow
+	known bool
+	// adminHash is the admin token's hash, as of seen.
+	adminHash []byte
+	// noIdentity is set when the role may not read the database's
+	// identity.
 	noIdentity atomic.Bool
 	listeners  []func()
+}
+
+// changesRow is the changes row as an instance reads it: the count of
+// every change, the count of credential changes, the stamps of the latest
+// change and of the one before it, and the database's identity (system
+// identifier and timeline; empty when the role may not read it).
+type changesRow struct {
+	version, credentials int64
+	stamp, prevStamp     int64
+	identity             string
 }
 
 // The kinds of change, as the changes row counts them: every change in
@@ -42,10 +54,10 @@ type cache struct {
 // (migrations/0002_change_kinds.sql).
 const (
 	// credentialsChange changes API keys or the admin token.
-	credentialsChange = `UPDATE changes SET version = version + 1 WHERE id = 1`
+	credentialsChange = `UPDATE changes SET version = version + 1, prev_stamp = stamp, stamp = $1 WHERE id = 1`
 	// otherChange leaves the credentials alone: domains, settings, the
 	// project.
-	otherChange = `UPDATE changes SET version = version + 1, other_version = other_version + 1 WHERE id = 1`
+	otherChange = `UPDATE changes SET version = version + 1, other_version = other_version + 1, prev_stamp = stamp, stamp = $1 WHERE id = 1`
 )
 
 // changeTx runs fn in a transaction that also counts the change (one of
@@ -58,7 +70,9 @@ func (db *DB) changeTx(ctx context.Context, kind string, fn func(pgx.Tx) error) 
 		if err := fn(tx); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, kind)
+		// A random stamp, that a rewound row followed by new changes
+		// cannot bring back (migrations/0005_change_stamps.sql).
+		_, err := tx.Exec(ctx, kind, rand.Int64())
 		return err
 	})
 	if err != nil {
@@ -100,65 +114,106 @@ func everyTick(ctx context.Context, interval time.Duration, fn func()) {
 
 // catchUp reloads the credentials when they changed since they were
 // loaded, then tells the listeners when anything changed since they were
-// last told. A count that went backwards, or a database that is another
-// one (its system identifier or timeline changed: a restore, a
-// point-in-time recovery, a failover to a replica that had not seen every
-// change), reloads everything and tells the listeners.
+// last told. A history that is not the one this instance saw continue (a
+// count that went backwards, a stamp that is not the one seen, a database
+// that is another one: a restore, a point-in-time recovery, a failover to
+// a replica that had not seen every change) reloads everything, forgets
+// the unknown keys, and tells the listeners, as does a history that
+// cannot be checked (several changes since the last catch-up).
 func (db *DB) catchUp(ctx context.Context) error {
-	var version, credentials int64
-	var identity string
-	query := `SELECT version, version - other_version,
-		(SELECT system_identifier::text FROM pg_control_system()) || '/' || (SELECT timeline_id::text FROM pg_control_checkpoint())
-		FROM changes WHERE id = 1`
-	if db.cache.noIdentity.Load() {
-		query = `SELECT version, version - other_version, '' FROM changes WHERE id = 1`
-	}
-	err := db.pool.QueryRow(ctx, query).Scan(&version, &credentials, &identity)
-	if violates(err, "42501") && !db.cache.noIdentity.Swap(true) {
-		// A role that may not read the control data: the counts alone.
-		db.log.Warn("the database's identity (system identifier, timeline) cannot be read by this role: a restore or failover is found from the change counter alone; GRANT pg_monitor to the role to find it from the identity too", "database", db.pool.name)
-		return db.catchUp(ctx)
-	}
+	c := &db.cache
+	c.catching.Lock()
+	defer c.catching.Unlock()
+	now, err := db.readChanges(ctx)
 	if err != nil {
 		return err
 	}
-	db.cache.mu.Lock()
-	if version < db.cache.version || credentials < db.cache.credentials || (db.cache.identity != "" && identity != db.cache.identity) {
-		db.log.Warn("the database went back in time or is another one (a restore, a recovery or a failover): reloading what this instance caches",
-			"database", db.pool.name, "identity", identity, "was", db.cache.identity, "version", version, "was_version", db.cache.version)
-		db.cache.version, db.cache.credentials = -1, -1
+	c.mu.RLock()
+	was, known := c.seen, c.known
+	c.mu.RUnlock()
+	if known && now == was {
+		return nil
 	}
-	db.cache.identity = identity
-	stale := credentials != db.cache.credentials
-	db.cache.mu.Unlock()
-	if stale {
-		if err := db.loadCredentials(ctx); err != nil {
+	reload := !known || now.credentials != was.credentials
+	if known && rewound(was, now) {
+		db.log.Warn("the database went back in time or is another one (a restore, a recovery or a failover): reloading what this instance caches",
+			"database", db.pool.name, "identity", now.identity, "was", was.identity, "version", now.version, "was_version", was.version)
+		reload = true
+	} else if known && !(now.version == was.version+1 && now.prevStamp == was.stamp) {
+		// Several changes since the last catch-up (or one by a binary
+		// older than the stamps): whether they continue the history seen
+		// cannot be told, so nothing cached is trusted.
+		reload = true
+	}
+	if reload {
+		loaded, hash, err := db.loadCredentials(ctx)
+		if err != nil {
 			return err
 		}
+		loaded.identity = now.identity
+		now = loaded
+		db.keys.forget()
+		c.mu.Lock()
+		c.adminHash = hash
+	} else {
+		c.mu.Lock()
 	}
-	db.cache.mu.Lock()
-	if version <= db.cache.version {
-		db.cache.mu.Unlock()
-		return nil // no change, or a newer catch-up told the listeners
-	}
-	db.cache.version = version
-	listeners := db.cache.listeners
-	db.cache.mu.Unlock()
+	c.seen, c.known = now, true
+	listeners := c.listeners
+	c.mu.Unlock()
 	for _, fn := range listeners {
 		fn()
 	}
 	return nil
 }
 
-// loadCredentials reads the admin token's hash, with the count of
-// credential changes it is as of, into the cache.
-func (db *DB) loadCredentials(ctx context.Context) error {
+// rewound says that the changes row now is not a later state of the one
+// seen: the database went back in time or is another one.
+func rewound(seen, now changesRow) bool {
+	switch {
+	case seen.identity != "" && now.identity != seen.identity:
+		return true
+	case now.version < seen.version || now.credentials < seen.credentials:
+		return true
+	case now.version == seen.version:
+		return now.stamp != seen.stamp
+	case now.version == seen.version+1:
+		// One change: it replaced the stamp seen, or it is another
+		// history (a binary older than the stamps leaves them alone).
+		return now.prevStamp != seen.stamp && now.stamp != seen.stamp
+	}
+	return false
+}
+
+// readChanges reads the changes row and the database's identity.
+func (db *DB) readChanges(ctx context.Context) (changesRow, error) {
+	var r changesRow
+	query := `SELECT version, version - other_version, stamp, prev_stamp,
+		(SELECT system_identifier::text FROM pg_control_system()) || '/' || (SELECT timeline_id::text FROM pg_control_checkpoint())
+		FROM changes WHERE id = 1`
+	if db.cache.noIdentity.Load() {
+		query = `SELECT version, version - other_version, stamp, prev_stamp, '' FROM changes WHERE id = 1`
+	}
+	err := db.pool.QueryRow(ctx, query).Scan(&r.version, &r.credentials, &r.stamp, &r.prevStamp, &r.identity)
+	if violates(err, "42501") && !db.cache.noIdentity.Swap(true) {
+		// A role that may not read the control data: the row alone.
+		db.log.Warn("the database's identity (system identifier, timeline) cannot be read by this role: a restore or failover is found from the changes row alone; GRANT pg_monitor to the role to find it from the identity too", "database", db.pool.name)
+		return db.readChanges(ctx)
+	}
+	return r, err
+}
+
+// loadCredentials reads the admin token's hash with the changes row it is
+// as of.
+func (db *DB) loadCredentials(ctx context.Context) (changesRow, []byte, error) {
 	var (
-		credentials int64
-		hash        []byte
+		r    changesRow
+		hash []byte
 	)
 	err := db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT version - other_version FROM changes WHERE id = 1`).Scan(&credentials); err != nil {
+		hash = nil
+		if err := tx.QueryRow(ctx, `SELECT version, version - other_version, stamp, prev_stamp FROM changes WHERE id = 1`).
+			Scan(&r.version, &r.credentials, &r.stamp, &r.prevStamp); err != nil {
 			return err
 		}
 		err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'admin_token_sha256'`).Scan(&hash)
@@ -167,14 +222,5 @@ func (db *DB) loadCredentials(ctx context.Context) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	db.cache.mu.Lock()
-	defer db.cache.mu.Unlock()
-	if credentials < db.cache.credentials {
-		return nil // a newer load got here first
-	}
-	db.cache.credentials, db.cache.adminHash = credentials, hash
-	return nil
+	return r, hash, err
 }

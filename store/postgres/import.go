@@ -13,11 +13,13 @@ import (
 // importBatch is how many rows one round trip of Import sends.
 const importBatch = 1000
 
-// Import copies a snapshot of another store (the bbolt file of an instance
+// Import copies what another store streams (the bbolt file of an instance
 // moving to PostgreSQL) into this database, in one transaction, keeping
 // every id and setting each sequence past the ids the other store gave. It
 // refuses a database that holds anything already: the move never merges.
-func (db *DB) Import(ctx context.Context, s *store.Snapshot) error {
+// Rows are sent in batches as they come, so its memory does not grow with
+// the store.
+func (db *DB) Import(ctx context.Context, from store.Streamer) error {
 	// One transaction for the whole move, however long it takes: the
 	// transaction timeout is for requests.
 	ctx = context.WithValue(ctx, longTxKey{}, true)
@@ -25,50 +27,84 @@ func (db *DB) Import(ctx context.Context, s *store.Snapshot) error {
 		if err := refuseNonEmpty(ctx, tx); err != nil {
 			return err
 		}
-		b := &batcher{ctx: ctx, tx: tx}
-		for _, c := range s.Categories {
-			b.queue(`INSERT INTO categories (id, name, description) VALUES ($1, $2, $3)`, c.ID, c.Name, c.Description)
-		}
-		for _, p := range s.Pets {
-			b.queue(`INSERT INTO pets (id, name, category_id, status) VALUES ($1, $2, $3, $4)`, p.ID, p.Name, p.CategoryID, p.Status)
-		}
-		for _, it := range s.Inventory {
-			b.queue(`INSERT INTO inventory (pet_id, quantity, status) VALUES ($1, $2, $3)`, it.PetID, it.Quantity, it.Status)
-		}
-		for _, o := range s.Orders {
-			b.queue(`INSERT INTO orders (id, pet_id, quantity, ship_date, complete) VALUES ($1, $2, $3, $4, $5)`, o.ID, o.PetID, o.Quantity, o.ShipDate, o.Complete)
-		}
-		for _, k := range s.APIKeys {
-			b.queue(`INSERT INTO api_keys (id, name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4, $5)`, k.ID, k.Name, k.Prefix, k.SHA256, k.CreatedAt)
-		}
-		for _, d := range s.Domains {
-			data, err := store.MarshalDomain(&d)
-			if err != nil {
-				return err
-			}
-			b.queue(`INSERT INTO domains (name, value) VALUES ($1, $2)`, d.Name, data)
-		}
-		for _, kv := range s.KV {
-			b.queue(`INSERT INTO certmagic (key, value, modified) VALUES ($1, $2, $3)`, kv.Key, kv.Value, kv.Modified)
-		}
-		if s.AdminTokenSHA256 != nil {
-			b.queue(`INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1)`, s.AdminTokenSHA256)
-		}
-		if err := b.flush(); err != nil {
+		in := &importer{b: batcher{ctx: ctx, tx: tx}}
+		if err := from.Stream(ctx, in); err != nil {
 			return err
 		}
-		if err := putMetaJSON(ctx, tx, "project", &s.Project); err != nil {
+		if err := in.b.flush(); err != nil {
 			return err
 		}
-		if err := putMetaJSON(ctx, tx, "settings", &s.Settings); err != nil {
+		if err := putMetaJSON(ctx, tx, "project", &in.rest.Project); err != nil {
 			return err
 		}
-		return continueSequences(ctx, tx, s)
+		if err := putMetaJSON(ctx, tx, "settings", &in.rest.Settings); err != nil {
+			return err
+		}
+		return continueSequences(ctx, tx, in.last)
 	})
 	if err != nil {
 		return fmt.Errorf("copying into the database: %w", err)
 	}
 	return nil
+}
+
+// importer is Import's Sink: it queues each record's row, and keeps the
+// largest ids seen for the sequences.
+type importer struct {
+	b    batcher
+	last store.LastIDs
+	rest store.Rest
+}
+
+// Totals starts the stream (again, when the source's transaction was
+// retried, which cannot happen inside this one).
+func (in *importer) Totals(store.Totals) error { return nil }
+
+func (in *importer) Record(r any) error {
+	b := &in.b
+	switch r := r.(type) {
+	case *store.Category:
+		in.last.Categories = max(in.last.Categories, r.ID)
+		b.queue(`INSERT INTO categories (id, name, description, version) VALUES ($1, $2, $3, $4)`, r.ID, r.Name, r.Description, max(r.Version, 1))
+	case *store.Pet:
+		in.last.Pets = max(in.last.Pets, r.ID)
+		b.queue(`INSERT INTO pets (id, name, category_id, status, version) VALUES ($1, $2, $3, $4, $5)`, r.ID, r.Name, r.CategoryID, r.Status, max(r.Version, 1))
+	case *store.InventoryItem:
+		b.queue(`INSERT INTO inventory (pet_id, quantity, status) VALUES ($1, $2, $3)`, r.PetID, r.Quantity, r.Status)
+	case *store.Order:
+		in.last.Orders = max(in.last.Orders, r.ID)
+		b.queue(`INSERT INTO orders (id, pet_id, quantity, ship_date, complete, version) VALUES ($1, $2, $3, $4, $5, $6)`, r.ID, r.PetID, r.Quantity, r.ShipDate, r.Complete, max(r.Version, 1))
+	case *store.StoredAPIKey:
+		in.last.APIKeys = max(in.last.APIKeys, r.ID)
+		b.queue(`INSERT INTO api_keys (id, name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4, $5)`, r.ID, r.Name, r.Prefix, r.SHA256, r.CreatedAt)
+	case *store.Domain:
+		data, err := store.MarshalDomain(r)
+		if err != nil {
+			return err
+		}
+		b.queue(`INSERT INTO domains (name, value) VALUES ($1, $2)`, r.Name, data)
+	case *store.KVEntry:
+		b.queue(`INSERT INTO certmagic (key, value, modified) VALUES ($1, $2, $3)`, r.Key, r.Value, r.Modified)
+	default:
+		return fmt.Errorf("import: a record of type %T", r)
+	}
+	return b.err
+}
+
+func (in *importer) Rest(r store.Rest) error {
+	in.rest = r
+	for _, d := range r.Project.Deploys {
+		in.last.Deploys = max(in.last.Deploys, d.ID)
+	}
+	in.last.Categories = max(in.last.Categories, r.LastIDs.Categories)
+	in.last.Pets = max(in.last.Pets, r.LastIDs.Pets)
+	in.last.Orders = max(in.last.Orders, r.LastIDs.Orders)
+	in.last.APIKeys = max(in.last.APIKeys, r.LastIDs.APIKeys)
+	in.last.Deploys = max(in.last.Deploys, r.LastIDs.Deploys)
+	if r.AdminTokenSHA256 != nil {
+		in.b.queue(`INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1)`, r.AdminTokenSHA256)
+	}
+	return in.b.flush()
 }
 
 // refuseNonEmpty answers ECONFLICT, naming what it found, when the
@@ -93,23 +129,7 @@ func refuseNonEmpty(ctx context.Context, tx pgx.Tx) error {
 // continueSequences sets each identity and sequence so that the next id it
 // gives follows both the last id the other store gave and the largest one
 // copied.
-func continueSequences(ctx context.Context, tx pgx.Tx, s *store.Snapshot) error {
-	last := s.LastIDs
-	for _, c := range s.Categories {
-		last.Categories = max(last.Categories, c.ID)
-	}
-	for _, p := range s.Pets {
-		last.Pets = max(last.Pets, p.ID)
-	}
-	for _, o := range s.Orders {
-		last.Orders = max(last.Orders, o.ID)
-	}
-	for _, k := range s.APIKeys {
-		last.APIKeys = max(last.APIKeys, k.ID)
-	}
-	for _, d := range s.Project.Deploys {
-		last.Deploys = max(last.Deploys, d.ID)
-	}
+func continueSequences(ctx context.Context, tx pgx.Tx, last store.LastIDs) error {
 	for _, seq := range []struct {
 		sequence string
 		last     int64

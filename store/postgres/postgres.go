@@ -157,11 +157,7 @@ func (db *DB) start(ctx context.Context) error {
 	if err := db.migrate(ctx); err != nil {
 		return fmt.Errorf("migrating the database schema: %w", err)
 	}
-	// The credentials whatever the counts say (a database may have them
-	// from before the counts were kept), then the counts.
-	if err := db.loadCredentials(ctx); err != nil {
-		return err
-	}
+	// The first catch-up loads the credentials whatever the counts say.
 	return db.catchUp(ctx)
 }
 
@@ -262,11 +258,10 @@ func (db *DB) migrate(ctx context.Context) error {
 			return err
 		}
 	}
-	files, err := fs.Glob(migrations, "migrations/*.sql")
+	files, err := migrationFiles()
 	if err != nil {
 		return err
 	}
-	slices.Sort(files)
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE schema_migrations IN EXCLUSIVE MODE`); err != nil {
 			return err
@@ -276,27 +271,56 @@ func (db *DB) migrate(ctx context.Context) error {
 			return err
 		}
 		for _, f := range files {
-			base := strings.TrimPrefix(f, "migrations/")
-			v, err := strconv.Atoi(base[:strings.IndexByte(base, '_')])
-			if err != nil {
-				return fmt.Errorf("migration %s: no version number", f)
-			}
-			if v <= applied {
+			if f.version <= applied {
 				continue
 			}
-			sql, err := migrations.ReadFile(f)
+			sql, err := migrations.ReadFile("migrations/" + f.name)
 			if err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, string(sql)); err != nil {
-				return fmt.Errorf("migration %s: %w", base, err)
+				return fmt.Errorf("migration %s: %w", f.name, err)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, f.version); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// migrationFile is one embedded migration: its file name and the version
+// number the name starts with.
+type migrationFile struct {
+	name    string
+	version int
+}
+
+// migrationFiles lists the embedded migrations in order of version. Two
+// files with one version (branches that each added the next number) would
+// have the second refused by schema_migrations on every start, so they are
+// a build mistake, reported by name.
+func migrationFiles() ([]migrationFile, error) {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var files []migrationFile
+	byVersion := map[int]string{}
+	for _, f := range names {
+		base := strings.TrimPrefix(f, "migrations/")
+		v, err := strconv.Atoi(base[:max(strings.IndexByte(base, '_'), 0)])
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: no version number", base)
+		}
+		if other, ok := byVersion[v]; ok {
+			return nil, fmt.Errorf("migrations %s and %s have the same version %d", other, base, v)
+		}
+		byVersion[v] = base
+		files = append(files, migrationFile{base, v})
+	}
+	slices.SortFunc(files, func(a, b migrationFile) int { return a.version - b.version })
+	return files, nil
 }
 
 // longTxKey marks the context of a transaction that the transaction

@@ -44,6 +44,7 @@ func Run(t *testing.T, open Open) {
 		{"Locks", testLocks},
 		{"Events", testEvents},
 		{"Deliveries", testDeliveries},
+		{"DeliveryClaimRace", testDeliveryClaimRace},
 		{"KeptAnswers", testKeptAnswers},
 		{"SweepKeptAnswers", testSweepKeptAnswers},
 		{"KeyRace", testKeyRace},

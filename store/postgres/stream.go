@@ -1,0 +1,136 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"petstore/store"
+)
+
+// Stream gives everything the database holds, as of one snapshot (a
+// read-only REPEATABLE READ transaction), one row at a time: what a move
+// to another store reads, and what tests compare a move with. Rows come
+// from the server as they are read, so the memory it takes does not grow
+// with the database. A retried transaction starts the stream again from
+// Totals.
+func (db *DB) Stream(ctx context.Context, to store.Sink) error {
+	ctx = context.WithValue(ctx, longTxKey{}, true)
+	return db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var t store.Totals
+		err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM categories), (SELECT count(*) FROM pets), (SELECT count(*) FROM inventory),
+			(SELECT count(*) FROM orders), (SELECT count(*) FROM api_keys), (SELECT count(*) FROM domains), (SELECT count(*) FROM certmagic)`).
+			Scan(&t.Categories, &t.Pets, &t.Inventory, &t.Orders, &t.APIKeys, &t.Domains, &t.KV)
+		if err != nil {
+			return err
+		}
+		if err := to.Totals(t); err != nil {
+			return err
+		}
+		var (
+			c  store.Category
+			p  store.Pet
+			it store.InventoryItem
+			o  store.Order
+			k  store.StoredAPIKey
+			kv store.KVEntry
+		)
+		for _, q := range []struct {
+			sql  string
+			scan func(pgx.Rows) (any, error)
+		}{
+			{`SELECT id, name, description, version FROM categories ORDER BY id`, func(r pgx.Rows) (any, error) {
+				c = store.Category{}
+				return &c, r.Scan(&c.ID, &c.Name, &c.Description, &c.Version)
+			}},
+			{`SELECT id, name, category_id, status, version FROM pets ORDER BY id`, func(r pgx.Rows) (any, error) {
+				p = store.Pet{}
+				return &p, r.Scan(&p.ID, &p.Name, &p.CategoryID, &p.Status, &p.Version)
+			}},
+			{`SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id`, func(r pgx.Rows) (any, error) {
+				it = store.InventoryItem{}
+				return &it, r.Scan(&it.PetID, &it.Quantity, &it.Status)
+			}},
+			{`SELECT id, pet_id, quantity, ship_date, complete, version FROM orders ORDER BY id`, func(r pgx.Rows) (any, error) {
+				o = store.Order{}
+				err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete, &o.Version)
+				if o.ShipDate != nil {
+					day := o.ShipDate.UTC()
+					o.ShipDate = &day
+				}
+				return &o, err
+			}},
+			{`SELECT id, name, prefix, sha256, created_at FROM api_keys ORDER BY id`, func(r pgx.Rows) (any, error) {
+				k = store.StoredAPIKey{}
+				err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.SHA256, &k.CreatedAt)
+				k.CreatedAt = k.CreatedAt.UTC()
+				return &k, err
+			}},
+		} {
+			if err := streamRows(ctx, tx, q.sql, q.scan, to); err != nil {
+				return err
+			}
+		}
+		// Domains are few (a project's own), and in the store's order.
+		list, err := domains(ctx, tx, false)
+		if err != nil {
+			return err
+		}
+		for i := range list {
+			if err := to.Record(&list[i]); err != nil {
+				return err
+			}
+		}
+		err = streamRows(ctx, tx, `SELECT key, value, modified FROM certmagic ORDER BY key`, func(r pgx.Rows) (any, error) {
+			kv = store.KVEntry{}
+			err := r.Scan(&kv.Key, &kv.Value, &kv.Modified)
+			kv.Modified = kv.Modified.UTC()
+			return &kv, err
+		}, to)
+		if err != nil {
+			return err
+		}
+		var rest store.Rest
+		err = tx.QueryRow(ctx, `SELECT
+			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('categories', 'id')::regclass), 0),
+			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('pets', 'id')::regclass), 0),
+			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('orders', 'id')::regclass), 0),
+			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('api_keys', 'id')::regclass), 0),
+			COALESCE(pg_sequence_last_value('deploy_ids'), 0)`).
+			Scan(&rest.LastIDs.Categories, &rest.LastIDs.Pets, &rest.LastIDs.Orders, &rest.LastIDs.APIKeys, &rest.LastIDs.Deploys)
+		if err != nil {
+			return err
+		}
+		if rest.AdminTokenSHA256, err = meta(ctx, tx, "admin_token_sha256", false, func(b []byte) ([]byte, error) { return b, nil }); err != nil {
+			return err
+		}
+		if rest.Project, err = meta(ctx, tx, "project", false, store.UnmarshalProject); err != nil {
+			return err
+		}
+		if rest.Settings, err = meta(ctx, tx, "settings", false, store.UnmarshalSettings); err != nil {
+			return err
+		}
+		return to.Rest(rest)
+	})
+}
+
+// streamRows gives each row of a query to a Sink as scan reads it.
+func streamRows(ctx context.Context, tx pgx.Tx, sql string, scan func(pgx.Rows) (any, error), to store.Sink) error {
+	rows, err := tx.Query(ctx, sql)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scan(rows)
+		if err != nil {
+			return err
+		}
+		if err := to.Record(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+var _ store.Streamer = (*DB)(nil)
