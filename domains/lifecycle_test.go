@@ -198,16 +198,17 @@ func TestCertificateStateIsHonest(t *testing.T) {
 }
 
 // TestExpiryIsStoredWithoutRequests: a certificate that maintenance does
-// not renew is recorded expired when its notAfter passes, by the
-// certificate loop's timer, with no request to the service and no round
-// of the loop's tick; every change of its state reached the hook, in
-// order.
+// not renew is recorded expiring (once) when a sixth of its lifetime is
+// left, and expired when its notAfter passes, each by the certificate
+// loop's timer, with no request to the service and no round of the loop's
+// tick; every change of its state reached the hook, in order, and each
+// has its event in the outbox.
 func TestExpiryIsStoredWithoutRequests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble and waits for a certificate to expire")
 	}
 	dns := startOurDNS(t)
-	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{Profiles: map[string]int{"short": 12}})
+	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{Profiles: map[string]int{"short": 18}})
 	var mu sync.Mutex
 	var changes []string
 	m, db := acmeManager(t, dns, pebble, nil, domains.ACME{Profile: "short", RenewInterval: time.Hour}, func(c *domains.Config) {
@@ -224,27 +225,43 @@ func TestExpiryIsStoredWithoutRequests(t *testing.T) {
 			changes = append(changes, step)
 		}
 	})
+	ctx := context.Background()
 	const name = "expire.example.org"
 	addVerified(t, m, dns, name)
 	c := waitCert(t, db, name, "certificate", 20*time.Second, func(c store.Certificate) bool { return c.State == store.CertIssued })
-	if c.NotAfter == nil || c.NotAfter.Sub(*c.NotBefore) > time.Minute {
+	lifetime := c.NotAfter.Sub(*c.NotBefore)
+	if c.NotAfter == nil || lifetime > time.Minute {
 		t.Fatalf("not a short-lived certificate: %+v", c)
 	}
+	expiringAt := certs.ExpiringAt(c)
+	if want := c.NotAfter.Add(-lifetime / 6); expiringAt == nil || !expiringAt.Equal(want) || c.ExpiringNotedAt != nil {
+		t.Fatalf("a certificate living %v is announced at %v, want %v (a sixth of its lifetime before notAfter %v); noted %v", lifetime, expiringAt, want, c.NotAfter, c.ExpiringNotedAt)
+	}
+	expiring := waitCert(t, db, name, "expiring recorded", time.Until(*c.NotAfter), func(c store.Certificate) bool { return c.ExpiringNotedAt != nil })
+	last := expiring.Events[len(expiring.Events)-1]
+	if expiring.State != store.CertIssued || last.Kind != store.CertEventExpiring || !last.At.Equal(*expiring.ExpiringNotedAt) ||
+		last.At.Before(*expiringAt) || !last.At.Before(*c.NotAfter) || !strings.Contains(last.Detail, c.Serial) {
+		t.Errorf("expiring record %+v (events %+v), certificate %+v", expiring, expiring.Events, c)
+	}
+	// Once per certificate: more rounds before notAfter record nothing new.
+	m.TendCertificates(ctx)
+	m.TendCertificates(ctx)
 	expired := waitCert(t, db, name, "expiry recorded", time.Until(*c.NotAfter)+10*time.Second, func(c store.Certificate) bool { return c.State == store.CertExpired })
 	if expired.UpdatedAt == nil || expired.UpdatedAt.Before(*c.NotAfter) || expired.Serial != c.Serial {
 		t.Errorf("expired record %+v, certificate %+v", expired, c)
 	}
+	m.TendCertificates(ctx)
 	// The hook runs after the change is stored: wait for it.
 	domaintest.WaitFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		if got := strings.Join(changes, ","); got != "none>pending,pending>issued:obtained,issued>expired" {
+		if got := strings.Join(changes, ","); got != "none>pending,pending>issued:obtained,issued>issued:expiring,issued>expired" {
 			return fmt.Errorf("the hook saw %s", got)
 		}
 		return nil
 	})
 	// The outbox has the events, written with the state they announce.
-	events, err := db.Events(context.Background(), store.EventFilter{Kinds: []string{"certificate"}})
+	events, err := db.Events(ctx, store.EventFilter{Kinds: []string{"certificate"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,8 +269,8 @@ func TestExpiryIsStoredWithoutRequests(t *testing.T) {
 	for _, e := range events {
 		types = append(types, e.Type)
 	}
-	if got := strings.Join(types, ","); got != store.EventCertIssued+","+store.EventCertExpired {
-		t.Errorf("certificate events in the outbox: %s", got)
+	if got, want := strings.Join(types, ","), strings.Join([]string{store.EventCertIssued, store.EventCertExpiring, store.EventCertExpired}, ","); got != want {
+		t.Errorf("certificate events in the outbox: %s, want %s", got, want)
 	}
 }
 

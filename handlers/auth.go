@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -45,11 +46,34 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 			return nil
 		}
 	case schemeAdminToken:
-		if s.store.CheckAdminToken(bearerToken(req.Header.Get(echo.HeaderAuthorization))) {
-			return nil
+		if err := s.checkAdminToken(req); err != errBadCredentials {
+			return err
 		}
 	}
 	return s.failures.refuse(req, errBadCredentials)
+}
+
+// tokenLoader is a store whose admin token may not be known yet: one on a
+// database that has not been reached since start (PostgreSQL).
+type tokenLoader interface {
+	AdminTokenKnown() error
+}
+
+// checkAdminToken checks the admin token of a request: nil when it is
+// right, errBadCredentials when it is wrong or missing, or the store's
+// database_unavailable (a 503 with Retry-After, not a failed credential)
+// while the store cannot know the token yet.
+func (s *Server) checkAdminToken(req *http.Request) error {
+	token := bearerToken(req.Header.Get(echo.HeaderAuthorization))
+	if s.store.CheckAdminToken(token) {
+		return nil
+	}
+	if tl, ok := s.store.(tokenLoader); ok && token != "" {
+		if err := tl.AdminTokenKnown(); err != nil {
+			return err
+		}
+	}
+	return errBadCredentials
 }
 
 func bearerToken(h string) string {

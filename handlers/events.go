@@ -26,6 +26,23 @@ const streamWriteTimeout = 30 * time.Second
 // streams counts the open event streams of a server.
 type streams struct{ open atomic.Int64 }
 
+// Open is how many are open (the /metrics gauge).
+func (s *streams) Open() int64 { return s.open.Load() }
+
+// take counts one more stream unless limit are open; a refused one is
+// never counted, so the gauge never reads above the cap.
+func (s *streams) take(limit int64) bool {
+	for {
+		n := s.open.Load()
+		if n >= limit {
+			return false
+		}
+		if s.open.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // wantsStream reports whether a request to an events path asks for the
 // stream rather than a JSON page.
 func wantsStream(r *http.Request) bool {
@@ -109,8 +126,7 @@ func (s *Server) stream(c echo.Context, kinds []string, after store.EventID) err
 	if max <= 0 {
 		max = DefaultMaxStreams
 	}
-	if s.streams.open.Add(1) > max {
-		s.streams.open.Add(-1)
+	if !s.streams.take(max) {
 		c.Response().Header().Set("Retry-After", "5")
 		return apiError(codeUnavailable, "the server has its limit of %d event streams open; retry after the seconds in Retry-After, or read GET %s as JSON pages", max, c.Request().URL.Path)
 	}

@@ -367,3 +367,41 @@ func TestEventStreamCap(t *testing.T) {
 		return nil
 	})
 }
+
+// petstore_event_streams_open counts the streams open, public and admin,
+// and follows them as they end; one refused past the cap is not counted.
+func TestEventStreamsGauge(t *testing.T) {
+	ts := newTestServer(t, withEvents(t), func(c *handlers.Config) { c.MaxStreams = 2 })
+	const gauge = "petstore_event_streams_open"
+	ts.scrape().want(t, 0, gauge)
+	public := openStream(t, ts.http.URL+"/events", "")
+	req, _ := http.NewRequest("GET", ts.http.URL+"/admin/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+ts.admin)
+	admin, err := http.DefaultClient.Do(req)
+	if err != nil || admin.StatusCode != 200 {
+		t.Fatalf("admin stream: %v %v", admin, err)
+	}
+	defer admin.Body.Close()
+	e := ts.scrape()
+	e.want(t, 2, gauge)
+	if typ := e.types[gauge]; typ != "gauge" {
+		t.Errorf("%s is a %s", gauge, typ)
+	}
+	ts.request("GET", "/events", nil, http.Header{"Accept": {"text/event-stream"}}).wantError(503, "unavailable")
+	ts.scrape().want(t, 2, gauge)
+	public.resp.Body.Close()
+	domaintest.WaitFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if got, _ := ts.scrape().get(gauge); got != 1 {
+			return fmt.Errorf("%s = %v after one stream ended, want 1", gauge, got)
+		}
+		return nil
+	})
+	admin.Body.Close()
+	domaintest.WaitFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if got, _ := ts.scrape().get(gauge); got != 0 {
+			return fmt.Errorf("%s = %v after both ended, want 0", gauge, got)
+		}
+		return nil
+	})
+}

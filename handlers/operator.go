@@ -25,8 +25,10 @@ func (s *Server) guardOperatorPaths(next echo.HandlerFunc) echo.HandlerFunc {
 		if !tokenPath(r.URL.Path) || s.validated[routeKey(r.Method, c.Path())] {
 			return next(c)
 		}
-		if !s.store.CheckAdminToken(bearerToken(r.Header.Get(echo.HeaderAuthorization))) {
+		if err := s.checkAdminToken(r); err == errBadCredentials {
 			return s.failures.refuse(r, apiError(codeUnauthorized, "this route needs the admin token in an Authorization: Bearer header"))
+		} else if err != nil {
+			return err
 		}
 		return next(c)
 	}

@@ -177,3 +177,67 @@ func (r *relay) restore(t *testing.T) {
 	}
 	r.serve(ln)
 }
+
+// TestAdminDuringAStartupOutage: while the database has not been reached
+// since start, the admin token cannot be checked: the admin API and the
+// other operator paths answer 503 database_unavailable with Retry-After,
+// as the public API does, naming the database, whatever token is given,
+// and none of those answers counts as a failed credential. Once the
+// database is reached, the token works and a wrong one is a plain 401.
+func TestAdminDuringAStartupOutage(t *testing.T) {
+	ctx := context.Background()
+	cluster := pgtest.Private(t)
+	dbURL, err := cluster.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Connect(ctx, dbURL, store.Options{}, postgres.Config{Background: true, Timeouts: postgres.Timeouts{Connect: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	srv, err := handlers.New(serverConfig(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	ts := &testServer{tb: t, srv: srv, http: hs, admin: domaintest.AdminToken}
+
+	wrong := http.Header{"Authorization": {"Bearer pat_wrong"}}
+	for i := range handlers.DefaultCredentialFailures + 2 {
+		for _, r := range []*response{
+			ts.adminDo(http.MethodGet, "/admin/project", ""),
+			ts.send(http.MethodGet, "/admin/project", "", wrong.Clone()),
+			ts.adminDo(http.MethodGet, "/admin/api-keys", ""),
+			ts.adminDo(http.MethodGet, "/admin/openapi.yaml", ""), // an operator path outside the admin operations
+		} {
+			r.wantError(http.StatusServiceUnavailable, store.EUNAVAILABLE)
+			if r.header.Get("Retry-After") == "" {
+				t.Fatalf("attempt %d: a 503 without Retry-After: %s", i, r.body)
+			}
+			if msg := r.message(); !strings.Contains(msg, "PostgreSQL database") || !strings.Contains(msg, "admin token") {
+				t.Fatalf("attempt %d: the message does not say the database keeps the admin token from being checked: %q", i, msg)
+			}
+		}
+	}
+	ts.send(http.MethodGet, "/admin/project", "", http.Header{}).wantError(http.StatusUnauthorized, "unauthorized")
+
+	if err := cluster.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := db.WaitReady(wctx); err != nil {
+		t.Fatal(err)
+	}
+	// What the service's start-up writes once the database is reached.
+	if _, err := db.EnsureAdminToken(ctx, domaintest.AdminToken); err != nil {
+		t.Fatal(err)
+	}
+	ts.adminDo(http.MethodGet, "/admin/project", "").wantStatus(http.StatusOK)
+	ts.send(http.MethodGet, "/admin/project", "", wrong.Clone()).wantError(http.StatusUnauthorized, "unauthorized")
+}

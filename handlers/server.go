@@ -213,6 +213,9 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 	if err := s.metrics.Register(metrics.State(cfg.Store, cfg.Domains, cfg.Now)); err != nil {
 		return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
 	}
+	if err := s.metrics.Register(metrics.EventStreams(&s.streams)); err != nil {
+		return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
+	}
 	if p, ok := cfg.Store.(metrics.PoolStatser); ok {
 		if err := s.metrics.Register(metrics.Pool(p)); err != nil {
 			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)

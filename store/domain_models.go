@@ -91,6 +91,9 @@ const (
 	CertEventRenewed  = "renewed"
 	CertEventFailed   = "failed"
 	CertEventRemoved  = "removed"
+	// CertEventExpiring: the certificate in use is close to its notAfter
+	// and no renewal has succeeded; recorded once per certificate.
+	CertEventExpiring = "expiring"
 )
 
 // Certificate is what is known of a domain's TLS certificate.
@@ -123,6 +126,10 @@ type Certificate struct {
 	FailedValidations []time.Time `json:"failedValidations,omitempty"`
 	// Events are the latest lifecycle events, oldest first.
 	Events []CertEvent `json:"events,omitempty"`
+	// ExpiringNotedAt is when the expiring event of the certificate in
+	// use was recorded; a new certificate clears it. Events keeps only the
+	// latest few, so this, not Events, says it was recorded.
+	ExpiringNotedAt *time.Time `json:"expiringNotedAt,omitempty"`
 }
 
 // CertAttempt is one request to the CA.

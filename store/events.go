@@ -217,8 +217,8 @@ func DomainEvents(old, updated *Domain) []string {
 
 // certificateEvent is the event of a certificate's change, if it has one:
 // a lifecycle event newly recorded in the record (obtained, renewed,
-// failed: the one writer of certificate state records each), or the state
-// becoming expired.
+// failed, expiring: the one writer of certificate state records each), or
+// the state becoming expired.
 func certificateEvent(old, updated Certificate) string {
 	if n := len(updated.Events); n > 0 {
 		latest := updated.Events[n-1]
@@ -235,6 +235,8 @@ func certificateEvent(old, updated Certificate) string {
 				return EventCertRenewed
 			case CertEventFailed:
 				return EventCertFailed
+			case CertEventExpiring:
+				return EventCertExpiring
 			}
 		}
 	}
@@ -328,6 +330,12 @@ type Outcome struct {
 	Disable string
 }
 
+// Finished is an attempt and its outcome, to be recorded.
+type Finished struct {
+	Claimed *Claimed
+	Outcome Outcome
+}
+
 // Events is the outbox, the webhooks and their deliveries.
 type Events interface {
 	// Events lists the events that f selects, oldest first. On
@@ -356,9 +364,13 @@ type Events interface {
 	// the webhooks in busy, until leaseUntil: no other instance attempts
 	// them before then.
 	ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]Claimed, error)
-	// FinishDelivery records an attempt's outcome, with the next attempt's
-	// pending delivery when o.Next is set.
-	FinishDelivery(ctx context.Context, d *Claimed, o Outcome) error
+	// FinishDeliveries records the outcomes of attempts, each with the
+	// next attempt's pending delivery when its Outcome.Next is set, all in
+	// one transaction: one commit for many attempts. A delivery or webhook
+	// deleted meanwhile is skipped. Until it returns, the deliveries stay
+	// leased; if it fails, or the process dies first, they are attempted
+	// again once their leases end (at least once).
+	FinishDeliveries(ctx context.Context, done []Finished) error
 	// Deliveries lists a webhook's deliveries, newest first; After is a
 	// delivery id (0: the newest).
 	Deliveries(ctx context.Context, webhookID int64, p Page) ([]Delivery, int64, error)

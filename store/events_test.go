@@ -20,6 +20,7 @@ func TestDomainEvents(t *testing.T) {
 	issued.Certificate.State = CertIssued
 	failedRenewal := withEvent(issued, CertEventFailed, t0.Add(time.Hour))
 	renewed := withEvent(failedRenewal, CertEventRenewed, t0.Add(2*time.Hour))
+	expiring := withEvent(failedRenewal, CertEventExpiring, t0.Add(3*time.Hour))
 	expired := failedRenewal
 	expired.Certificate.State = CertExpired
 	moved := issued
@@ -37,6 +38,8 @@ func TestDomainEvents(t *testing.T) {
 		{"a failed renewal keeps the state", &issued, failedRenewal, []string{EventCertFailed}},
 		{"the same record again", &failedRenewal, failedRenewal, nil},
 		{"renewed", &failedRenewal, renewed, []string{EventCertRenewed}},
+		{"expiring", &failedRenewal, expiring, []string{EventCertExpiring}},
+		{"expiring, recorded before", &expiring, expiring, nil},
 		{"expired", &failedRenewal, expired, []string{EventCertExpired}},
 		{"moved", &issued, moved, []string{EventDomainMoved}},
 	} {

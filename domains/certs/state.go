@@ -2,7 +2,8 @@
 // certificate record passes save, which calls Config.OnChange once the
 // store has committed it. The state moves on certmagic's events
 // (renewals), the attempts' results (attempts.go), and the certificate
-// loop, which records expiry when it passes and files gone from storage.
+// loop, which records expiry when it passes or comes close unrenewed, and
+// files gone from storage.
 
 package certs
 
@@ -33,7 +34,7 @@ type Change struct {
 	// while the certificate in use stays valid.
 	From, To string
 	// Event is the lifecycle event this change recorded (obtained,
-	// renewed, failed, removed), or nil.
+	// renewed, failed, expiring, removed), or nil.
 	Event *store.CertEvent
 	// Certificate is the record after the change: serial, names, issuer,
 	// validity, the last error and the next attempt.
@@ -74,7 +75,7 @@ func (c *Certs) save(ctx context.Context, name string, change func(*store.Certif
 		ch.Event = after
 	}
 	if cert.State == store.CertIssued || cert.State == store.CertRenewing {
-		c.expireAt(cert.NotAfter)
+		c.watch(cert)
 	}
 	if c.cfg.OnChange != nil && (ch.From != ch.To || ch.Event != nil) {
 		c.cfg.OnChange(ctx, ch)
@@ -202,6 +203,7 @@ func (c *Certs) recordIssued(ctx context.Context, name string, leaf *x509.Certif
 			}
 			cert.Events = addEvent(cert.Events, store.CertEvent{Kind: kind, At: now, Detail: "serial " + serial + " from " + ca})
 			cert.LastAttempt = &store.CertAttempt{At: now, Renewal: kind == store.CertEventRenewed}
+			cert.ExpiringNotedAt = nil
 		} else if cert.State == store.CertIssued && cert.IssuerCA != "" {
 			return
 		}

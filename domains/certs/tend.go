@@ -20,8 +20,9 @@ import (
 // Tend does one round of the certificate loop: verified domains without a
 // certificate whose next attempt is due get one; a certificate whose file
 // left storage is recorded as removed and requested again; one past its
-// notAfter is recorded as expired. The loop runs it on every tick and
-// when the soonest expiry passes.
+// notAfter is recorded as expired, and one close to it, not renewed, as
+// expiring (once). The loop runs it on every tick and when the soonest of
+// these moments passes.
 func (c *Certs) Tend(ctx context.Context) {
 	ds, err := c.db.Domains(ctx)
 	if err != nil {
@@ -39,7 +40,7 @@ func (c *Certs) Tend(ctx context.Context) {
 			if !c.inStorage(ctx, d.Name) {
 				c.save(ctx, d.Name, func(cert *store.Certificate) {
 					cert.State = store.CertNone
-					cert.Serial, cert.Names, cert.NotBefore, cert.NotAfter, cert.RenewalDueAt = "", nil, nil, nil, nil
+					cert.Serial, cert.Names, cert.NotBefore, cert.NotAfter, cert.RenewalDueAt, cert.ExpiringNotedAt = "", nil, nil, nil, nil, nil
 					cert.Events = addEvent(cert.Events, store.CertEvent{Kind: store.CertEventRemoved, At: now, Detail: "the certificate file is no longer in storage"})
 				})
 				c.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: d.Name}})
@@ -49,10 +50,13 @@ func (c *Certs) Tend(ctx context.Context) {
 				continue
 			}
 			if cert.State != store.CertExpired && cert.NotAfter != nil {
-				if now.Before(*cert.NotAfter) {
-					c.expireAt(cert.NotAfter)
-				} else {
+				switch {
+				case !now.Before(*cert.NotAfter):
 					c.save(ctx, d.Name, func(cert *store.Certificate) { cert.State = stateWhileRenewing(cert, now, cert.State) })
+				case d.State == store.DomainVerified && expiringDue(cert, now):
+					c.save(ctx, d.Name, func(cert *store.Certificate) { noteExpiring(cert, now) })
+				default:
+					c.watch(cert)
 				}
 			}
 		default:
@@ -63,22 +67,79 @@ func (c *Certs) Tend(ctx context.Context) {
 	}
 }
 
-// expireAt makes sure a round of the certificate loop runs once notAfter
-// has passed, so that the expiry is recorded when it happens, whatever the
-// loop's tick.
-func (c *Certs) expireAt(notAfter *time.Time) {
-	if notAfter == nil {
+// expiringNotice is how long before its notAfter a certificate that was
+// not renewed is announced as expiring (certificate.expiring).
+const expiringNotice = 14 * 24 * time.Hour
+
+// ExpiringAt is when a certificate not renewed by then is announced as
+// expiring: 14 days before its notAfter, or, for one that lives less than
+// six times that, when a sixth of its lifetime is left. Renewal is
+// normally due when a third is left, so a short-lived certificate is
+// announced only once its renewal had as long again to succeed. It does
+// not hang on the CA's suggested renewal time (ARI), which may be chosen
+// anywhere in a window. Nil without a notAfter.
+func ExpiringAt(cert store.Certificate) *time.Time {
+	if cert.NotAfter == nil {
+		return nil
+	}
+	notice := expiringNotice
+	if cert.NotBefore != nil {
+		notice = min(notice, cert.NotAfter.Sub(*cert.NotBefore)/6)
+	}
+	return new(cert.NotAfter.Add(-notice))
+}
+
+// expiringDue reports whether the certificate in use should now be
+// announced as expiring, and has not been.
+func expiringDue(cert store.Certificate, now time.Time) bool {
+	if cert.ExpiringNotedAt != nil || (cert.State != store.CertIssued && cert.State != store.CertRenewing) {
+		return false
+	}
+	at := ExpiringAt(cert)
+	return at != nil && !now.Before(*at) && now.Before(*cert.NotAfter)
+}
+
+// noteExpiring records the expiring event of the certificate in use, once:
+// the store may run a change more than once, and a renewal may have
+// landed since the round read the record.
+func noteExpiring(cert *store.Certificate, now time.Time) {
+	if !expiringDue(*cert, now) {
 		return
 	}
+	cert.ExpiringNotedAt = &now
+	detail := "serial " + cert.Serial + " expires at " + cert.NotAfter.UTC().Format(time.RFC3339) + " and has not been renewed"
+	if cert.Error != "" {
+		detail += "; the last attempt: " + cert.Error
+	}
+	cert.Events = addEvent(cert.Events, store.CertEvent{Kind: store.CertEventExpiring, At: now, Detail: detail})
+}
+
+// watch makes sure a round of the certificate loop runs when a
+// certificate in use is due to be announced as expiring, and when its
+// notAfter passes, so that both are recorded when they happen, whatever
+// the loop's tick.
+func (c *Certs) watch(cert store.Certificate) {
+	if cert.NotAfter == nil {
+		return
+	}
+	if at := ExpiringAt(cert); cert.ExpiringNotedAt == nil && at != nil && at.After(c.now()) {
+		c.wakeAt(*at)
+	}
+	c.wakeAt(cert.NotAfter.Add(time.Millisecond))
+}
+
+// wakeAt makes sure a round of the certificate loop runs once t, by the
+// certificates' clock, has passed.
+func (c *Certs) wakeAt(t time.Time) {
 	// The timer runs on the wall clock; the certificates' clock says how
-	// far away notAfter is.
-	at := time.Now().Add(notAfter.Sub(c.now()) + time.Millisecond)
+	// far away t is.
+	at := time.Now().Add(t.Sub(c.now()))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ctx.Err() != nil {
 		return
 	}
-	// One timer, for the soonest expiry; each round sets it again for the
+	// One timer, for the soonest moment; each round sets it again for the
 	// next one.
 	if c.expiryTimer != nil && time.Now().Before(c.expiresAt) && !at.Before(c.expiresAt) {
 		return
@@ -122,7 +183,7 @@ func (c *Certs) Resume(ctx context.Context) {
 		switch {
 		case d.State != store.DomainVerified:
 		case d.Certificate.State == store.CertIssued:
-			c.expireAt(d.Certificate.NotAfter)
+			c.watch(d.Certificate)
 			if _, err := c.certs.CacheManagedCertificate(ctx, d.Name); err != nil {
 				c.log.Warn("loading certificate", "domain", d.Name, "err", err)
 				c.obtain(d.Name)

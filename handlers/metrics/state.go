@@ -124,6 +124,17 @@ func (c conns) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(refused), "refused")
 }
 
+// StreamCounter is the open event streams as /metrics reads them.
+type StreamCounter interface{ Open() int64 }
+
+// EventStreams reports the event streams open.
+func EventStreams(s StreamCounter) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "petstore_event_streams_open",
+		Help: "Event streams open (GET /events and GET /admin/events as Server-Sent Events), which --max-event-streams caps.",
+	}, func() float64 { return float64(s.Open()) })
+}
+
 // DamageReporter is a store that can find its data damaged.
 type DamageReporter interface{ Damaged() error }
 

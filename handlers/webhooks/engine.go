@@ -46,7 +46,7 @@ type Store interface {
 	Events(ctx context.Context, f store.EventFilter) ([]store.Event, error)
 	FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 	ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error)
-	FinishDelivery(ctx context.Context, d *store.Claimed, o store.Outcome) error
+	FinishDeliveries(ctx context.Context, done []store.Finished) error
 	PruneEvents(ctx context.Context, t time.Time) (int, error)
 }
 
@@ -76,6 +76,9 @@ type Engine struct {
 	// wake starts the next step at once when an attempt ends, so that a
 	// webhook with a backlog keeps its attempts going between polls.
 	wake chan struct{}
+	// finished takes attempts' outcomes to the recorder, which records
+	// all that are waiting in one transaction.
+	finished chan store.Finished
 }
 
 // New builds an engine.
@@ -109,15 +112,27 @@ func New(cfg Config) *Engine {
 		hub:      newHub(cfg.Store, cfg.Poll),
 		inFlight: map[int64]int{},
 		wake:     make(chan struct{}, 1),
+		finished: make(chan store.Finished, maxRecordBatch),
 	}
 }
 
 // Hub is the live feed of events for the streams.
 func (e *Engine) Hub() *Hub { return e.hub }
 
-// Run delivers until ctx ends, then waits for the attempts under way.
+// Run delivers until ctx ends, then waits for the attempts under way and
+// records their outcomes.
 func (e *Engine) Run(ctx context.Context) {
 	go e.hub.run(ctx)
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		e.record(ctx)
+	}()
+	defer func() {
+		e.wg.Wait()
+		close(e.finished)
+		<-recorded
+	}()
 	tick := time.NewTicker(e.cfg.Poll)
 	defer tick.Stop()
 	prune := time.NewTicker(pruneEvery(e.cfg.Retention))
@@ -127,7 +142,6 @@ func (e *Engine) Run(ctx context.Context) {
 		e.step(ctx)
 		select {
 		case <-ctx.Done():
-			e.wg.Wait()
 			return
 		case <-prune.C:
 			e.prune(ctx)
@@ -182,13 +196,19 @@ func (e *Engine) step(ctx context.Context) {
 			defer e.wg.Done()
 			defer func() {
 				e.mu.Lock()
-				if e.inFlight[d.WebhookID]--; e.inFlight[d.WebhookID] <= 0 {
+				left := e.inFlight[d.WebhookID] - 1
+				if e.inFlight[d.WebhookID] = left; left <= 0 {
 					delete(e.inFlight, d.WebhookID)
 				}
 				e.mu.Unlock()
-				select {
-				case e.wake <- struct{}{}:
-				default:
+				// A claim reads the due deliveries from the oldest, past
+				// a busy webhook's backlog: waking it when half the slots
+				// are free, rather than at each, lets one claim fill them.
+				if left <= store.MaxInFlightPerWebhook/2 {
+					select {
+					case e.wake <- struct{}{}:
+					default:
+					}
 				}
 			}()
 			e.deliver(ctx, d)
@@ -226,11 +246,44 @@ func (e *Engine) deliver(ctx context.Context, d *store.Claimed) {
 			o.Next = nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout)
-	defer cancel()
-	if err := e.cfg.Store.FinishDelivery(ctx, d, o); err != nil {
-		// The lease runs out and the attempt is made again: at least once.
-		e.cfg.Log.Warn("recording a webhook delivery", "delivery", d.ID, "err", err)
+	e.finished <- store.Finished{Claimed: d, Outcome: o}
+}
+
+// maxRecordBatch bounds the outcomes one transaction records.
+const maxRecordBatch = 256
+
+// record records the attempts' outcomes until Run closes finished: all
+// that wait, in one transaction, so that a busy webhook costs the store a
+// commit per batch rather than one per attempt. An attempt's slot is free
+// once its request ends; its delivery stays leased until its outcome is
+// recorded, so no other attempt of it starts meanwhile.
+func (e *Engine) record(ctx context.Context) {
+	batch := make([]store.Finished, 0, maxRecordBatch)
+	for f := range e.finished {
+		batch = append(batch[:0], f)
+	more:
+		for len(batch) < maxRecordBatch {
+			select {
+			case f, ok := <-e.finished:
+				if !ok {
+					break more
+				}
+				batch = append(batch, f)
+			default:
+				break more
+			}
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout)
+		if err := e.cfg.Store.FinishDeliveries(rctx, batch); err != nil {
+			// The leases run out and the attempts are made again: at
+			// least once.
+			e.cfg.Log.Warn("recording webhook deliveries", "deliveries", len(batch), "err", err)
+		}
+		cancel()
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 

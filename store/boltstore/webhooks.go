@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"slices"
 	"sync"
 	"time"
 
@@ -251,13 +250,24 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 	perHook := map[int64]int{}
 	hooks := map[int64]store.Webhook{} // decoded once per claim
 	err := db.read(ctx, func(tx *bolt.Tx) error {
+		// The index is in time order, every webhook's deliveries mixed:
+		// once each webhook is busy or has its share, the rest of it (a
+		// backlog) has nothing to give, and is not read.
+		open := map[int64]bool{} // the webhooks that may get more
+		wc := tx.Bucket(bktWebhooks).Cursor()
+		for k, _ := wc.First(); k != nil; k, _ = wc.Next() {
+			open[btoi(k)] = true
+		}
+		for _, id := range busy {
+			delete(open, id)
+		}
 		c := tx.Bucket(bktDeliveriesDue).Cursor()
-		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+		for k, _ := c.First(); k != nil && len(out) < limit && len(open) > 0; k, _ = c.Next() {
 			if len(k) != 24 || int64(binary.BigEndian.Uint64(k)) > now.UnixNano() {
 				break
 			}
 			hook, id := btoi(k[8:16]), btoi(k[16:])
-			if slices.Contains(busy, hook) || perHook[hook] >= store.MaxInFlightPerWebhook {
+			if !open[hook] {
 				continue
 			}
 			if until, ok := l.until[id]; ok && until.After(now) {
@@ -283,7 +293,9 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			if err != nil {
 				return err
 			}
-			perHook[r.WebhookID]++
+			if perHook[r.WebhookID]++; perHook[r.WebhookID] >= store.MaxInFlightPerWebhook {
+				delete(open, r.WebhookID)
+			}
 			out = append(out, store.Claimed{Delivery: r.Delivery, Event: e, Webhook: w})
 		}
 		return nil
@@ -294,44 +306,68 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 	return out, err
 }
 
-// FinishDelivery records an attempt's outcome.
-func (db *DB) FinishDelivery(ctx context.Context, d *store.Claimed, o store.Outcome) error {
+// FinishDeliveries records attempts' outcomes in one write.
+func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error {
 	defer func() {
 		l := db.leases()
 		l.mu.Lock()
-		delete(l.until, d.ID)
+		for _, f := range done {
+			delete(l.until, f.Claimed.ID)
+		}
 		l.mu.Unlock()
 	}()
 	return db.write(ctx, func(tx *bolt.Tx) error {
-		r, err := getDelivery(tx, d.ID)
-		if err != nil {
-			return err
-		}
-		if r.State != store.DeliveryPending {
-			return nil // finished by another attempt
-		}
-		w, err := webhookTable.get(tx, r.WebhookID)
-		if err != nil {
-			return err
-		}
-		before := w
-		store.ApplyOutcome(&r.Delivery, &w, o)
-		if err := putDelivery(tx, &r); err != nil {
-			return err
-		}
-		if o.Next != nil {
-			next := deliveryRecord{Delivery: store.NextAttempt(&r.Delivery, *o.Next)}
-			if err := putDelivery(tx, &next); err != nil {
+		// Each webhook is read and written once, whatever the number of
+		// its outcomes.
+		hooks := map[int64]*[2]store.Webhook{} // before, after
+		var order []int64
+		for _, f := range done {
+			r, err := getDelivery(tx, f.Claimed.ID)
+			if store.ErrorCode(err) == store.ENOTFOUND {
+				continue // deleted with its webhook, or pruned
+			}
+			if err != nil {
 				return err
 			}
-		}
-		if store.WebhookChanged(&before, &w) {
-			if err := putJSON(tx.Bucket(bktWebhooks), w.ID, &w); err != nil {
+			if r.State != store.DeliveryPending {
+				continue // finished by another attempt
+			}
+			w, ok := hooks[r.WebhookID]
+			if !ok {
+				hook, err := webhookTable.get(tx, r.WebhookID)
+				if store.ErrorCode(err) == store.ENOTFOUND {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				w = &[2]store.Webhook{hook, hook}
+				hooks[r.WebhookID] = w
+				order = append(order, r.WebhookID)
+			}
+			wasEnabled := w[1].Enabled
+			store.ApplyOutcome(&r.Delivery, &w[1], f.Outcome)
+			if err := putDelivery(tx, &r); err != nil {
 				return err
 			}
+			if o := f.Outcome; o.Next != nil {
+				next := deliveryRecord{Delivery: store.NextAttempt(&r.Delivery, *o.Next)}
+				if err := putDelivery(tx, &next); err != nil {
+					return err
+				}
+			}
+			if f.Outcome.Disable != "" && wasEnabled {
+				if err := db.emit(tx, store.EventWebhookDisabled, w[1].Public()); err != nil {
+					return err
+				}
+			}
 		}
-		if o.Disable != "" {
-			return db.emit(tx, store.EventWebhookDisabled, w.Public())
+		for _, id := range order {
+			if w := hooks[id]; store.WebhookChanged(&w[0], &w[1]) {
+				if err := putJSON(tx.Bucket(bktWebhooks), id, &w[1]); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

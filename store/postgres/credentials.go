@@ -93,3 +93,21 @@ func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
 	k, ok, err := db.CheckAPIKey(context.Background(), secret)
 	return k, ok && err == nil
 }
+
+// AdminTokenKnown says why the admin token cannot be checked yet: nil
+// once the credentials have been loaded, database_unavailable while the
+// database has not been reached since start (a token refused then would
+// be a 401 that is the database's fault, counted as a failed credential).
+func (db *DB) AdminTokenKnown() error {
+	db.cache.mu.RLock()
+	known := db.cache.known
+	db.cache.mu.RUnlock()
+	if known {
+		return nil
+	}
+	msg := "the admin token cannot be checked: the PostgreSQL database has not been reached since start"
+	if why := db.pool.health.recentFailure(time.Hour); why != "" {
+		msg += " (" + why + ")"
+	}
+	return store.Errorf(store.EUNAVAILABLE, "%s; retry after the seconds in Retry-After", msg)
+}

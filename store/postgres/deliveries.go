@@ -158,41 +158,81 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 	})
 }
 
-// FinishDelivery records an attempt's outcome.
-func (db *DB) FinishDelivery(ctx context.Context, c *store.Claimed, o store.Outcome) error {
+// FinishDeliveries records attempts' outcomes in one transaction.
+func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error {
+	ids := make([]int64, len(done))
+	for i, f := range done {
+		ids[i] = f.Claimed.ID
+	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		var etx, eseq int64
-		var dv []byte
-		err := tx.QueryRow(ctx, `SELECT event_tx, event_seq, value FROM deliveries WHERE id = $1 FOR UPDATE`, c.ID).Scan(&etx, &eseq, &dv)
+		// Locked in id order, so that two instances' batches cannot
+		// deadlock on each other's rows.
+		rows, err := tx.Query(ctx, `SELECT id, event_tx, event_seq, value FROM deliveries WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, ids)
 		if err != nil {
-			return notFound(err, store.DeliveryNotFound(c.ID))
-		}
-		d, err := decodeDelivery(c.ID, etx, eseq, dv)
-		if err != nil || d.State != store.DeliveryPending {
 			return err
 		}
-		w, err := scanWebhook(tx.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1 FOR UPDATE`, d.WebhookID))
+		found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
+			var id, etx, eseq int64
+			var dv []byte
+			if err := r.Scan(&id, &etx, &eseq, &dv); err != nil {
+				return store.Delivery{}, err
+			}
+			return decodeDelivery(id, etx, eseq, dv)
+		})
 		if err != nil {
-			return notFound(err, store.WebhookNotFound(d.WebhookID))
-		}
-		before := w
-		store.ApplyOutcome(&d, &w, o)
-		if err := putDelivery(ctx, tx, &d); err != nil {
 			return err
 		}
-		if o.Next != nil {
-			next := store.NextAttempt(&d, *o.Next)
-			if err := insertDelivery(ctx, tx, &next); err != nil {
+		byID := make(map[int64]*store.Delivery, len(found))
+		var hookIDs []int64
+		for i := range found {
+			byID[found[i].ID] = &found[i]
+			hookIDs = append(hookIDs, found[i].WebhookID)
+		}
+		rows, err = tx.Query(ctx, `SELECT id, value FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, hookIDs)
+		if err != nil {
+			return err
+		}
+		hooks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Webhook, error) { return scanWebhook(r) })
+		if err != nil {
+			return err
+		}
+		before := make(map[int64]store.Webhook, len(hooks))
+		after := make(map[int64]*store.Webhook, len(hooks))
+		for i := range hooks {
+			before[hooks[i].ID], after[hooks[i].ID] = hooks[i], &hooks[i]
+		}
+		for _, f := range done {
+			d := byID[f.Claimed.ID]
+			if d == nil || d.State != store.DeliveryPending {
+				continue // deleted with its webhook, pruned, or finished by another attempt
+			}
+			w := after[d.WebhookID]
+			if w == nil {
+				continue
+			}
+			wasEnabled := w.Enabled
+			store.ApplyOutcome(d, w, f.Outcome)
+			if err := putDelivery(ctx, tx, d); err != nil {
 				return err
 			}
-		}
-		if store.WebhookChanged(&before, &w) {
-			if err := putWebhook(ctx, tx, &w); err != nil {
-				return err
+			if o := f.Outcome; o.Next != nil {
+				next := store.NextAttempt(d, *o.Next)
+				if err := insertDelivery(ctx, tx, &next); err != nil {
+					return err
+				}
+			}
+			if f.Outcome.Disable != "" && wasEnabled {
+				if err := emit(tx, store.EventWebhookDisabled, w.Public()); err != nil {
+					return err
+				}
 			}
 		}
-		if o.Disable != "" {
-			return emit(tx, store.EventWebhookDisabled, w.Public())
+		for i := range hooks {
+			if b := before[hooks[i].ID]; store.WebhookChanged(&b, &hooks[i]) {
+				if err := putWebhook(ctx, tx, &hooks[i]); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

@@ -18,39 +18,78 @@ import (
 // connect timeout. After a failover the remembered host refuses (down, or
 // a standby under target_session_attrs=read-write) and the next one that
 // answers is remembered instead.
+//
+// A connection knows only the address it reached; the URL may name hosts
+// by name. pgx resolves each name through the pool's lookup function, so
+// goodHost wraps it and remembers which names gave which address: the
+// URL's host that answered is the one with the port reached and a name
+// that gave the address reached (or that address itself).
 type goodHost struct {
-	mu   sync.Mutex
-	addr string // host:port as the URL names it
+	mu sync.Mutex
+	// ip and port are the address the latest connection reached.
+	ip   string
+	port uint16
+	// names maps each address that a lookup gave to the names looked up.
+	names map[string][]string
+}
+
+// answered reports whether the URL's host h:port is the one that answered
+// last.
+func (g *goodHost) answered(h string, port uint16) bool {
+	return g.ip != "" && port == g.port && (h == g.ip || slices.Contains(g.names[g.ip], h))
 }
 
 func (g *goodHost) install(cfg *pgxpool.Config) {
+	if lookup := cfg.ConnConfig.LookupFunc; lookup != nil {
+		cfg.ConnConfig.LookupFunc = func(ctx context.Context, host string) ([]string, error) {
+			addrs, err := lookup(ctx, host)
+			g.mu.Lock()
+			if g.names == nil {
+				g.names = map[string][]string{}
+			}
+			for _, a := range addrs {
+				if ip, _, err := net.SplitHostPort(a); err == nil {
+					a = ip
+				}
+				if !slices.Contains(g.names[a], host) && len(g.names) < 1024 { // a URL names a handful of hosts
+					g.names[a] = append(g.names[a], host)
+				}
+			}
+			g.mu.Unlock()
+			return addrs, err
+		}
+	}
 	cfg.BeforeConnect = func(_ context.Context, cc *pgx.ConnConfig) error {
-		g.mu.Lock()
-		addr := g.addr
-		g.mu.Unlock()
-		if addr == "" || len(cc.Fallbacks) == 0 {
+		if len(cc.Fallbacks) == 0 {
 			return nil
 		}
 		all := append([]*pgconn.FallbackConfig{{Host: cc.Host, Port: cc.Port, TLSConfig: cc.TLSConfig}}, cc.Fallbacks...)
-		key := func(f *pgconn.FallbackConfig) string { return net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))) }
-		slices.SortStableFunc(all, func(a, b *pgconn.FallbackConfig) int {
-			switch {
-			case key(a) == addr && key(b) != addr:
-				return -1
-			case key(a) != addr && key(b) == addr:
-				return 1
-			}
-			return 0
-		})
+		g.mu.Lock()
+		good := slices.IndexFunc(all, func(f *pgconn.FallbackConfig) bool { return g.answered(f.Host, f.Port) })
+		g.mu.Unlock()
+		if good <= 0 {
+			return nil
+		}
+		all = append(append([]*pgconn.FallbackConfig{all[good]}, all[:good]...), all[good+1:]...)
 		cc.Host, cc.Port, cc.TLSConfig, cc.Fallbacks = all[0].Host, all[0].Port, all[0].TLSConfig, all[1:]
 		return nil
 	}
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
-		if remote := c.PgConn().Conn().RemoteAddr(); remote != nil && remote.Network() == "tcp" {
-			g.mu.Lock()
-			g.addr = remote.String()
-			g.mu.Unlock()
+		remote := c.PgConn().Conn().RemoteAddr()
+		if remote == nil || remote.Network() != "tcp" {
+			return nil
 		}
+		ip, port, err := net.SplitHostPort(remote.String())
+		if err != nil {
+			return nil
+		}
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil {
+			return nil
+		}
+		g.mu.Lock()
+		g.ip, g.port = ip, uint16(p)
+		g.mu.Unlock()
 		return nil
 	}
 }

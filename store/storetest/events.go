@@ -149,9 +149,9 @@ func testDeliveries(t *testing.T, s store.Store) {
 	}
 	// The first fails and is retried later; the others succeed.
 	next := now.Add(5 * time.Second)
-	check(t, s.FinishDelivery(ctx, &claimed[0], store.Outcome{AttemptedAt: now, Status: 500, Error: "HTTP 500", Next: &next}))
+	check(t, s.FinishDeliveries(ctx, []store.Finished{{Claimed: &claimed[0], Outcome: store.Outcome{AttemptedAt: now, Status: 500, Error: "HTTP 500", Next: &next}}}))
 	for i := range claimed[1:] {
-		check(t, s.FinishDelivery(ctx, &claimed[1+i], store.Outcome{AttemptedAt: now, Status: 200, Succeeded: true}))
+		check(t, s.FinishDeliveries(ctx, []store.Finished{{Claimed: &claimed[1+i], Outcome: store.Outcome{AttemptedAt: now, Status: 200, Succeeded: true}}}))
 	}
 	if due := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t); len(due) != 0 {
 		t.Fatalf("a retry was due before its time: %d", len(due))
@@ -163,7 +163,7 @@ func testDeliveries(t *testing.T, s store.Store) {
 	if busy := must(s.ClaimDeliveries(ctx, next.Add(2*time.Minute), next.Add(3*time.Minute), []int64{due[0].WebhookID}, 10))(t); len(busy) != 0 {
 		t.Fatalf("a busy webhook's delivery was claimed")
 	}
-	check(t, s.FinishDelivery(ctx, &due[0], store.Outcome{AttemptedAt: next, Status: 404, Disable: "failing for 5 days"}))
+	check(t, s.FinishDeliveries(ctx, []store.Finished{{Claimed: &due[0], Outcome: store.Outcome{AttemptedAt: next, Status: 404, Disable: "failing for 5 days"}}}))
 	w := must(s.Webhook(ctx, due[0].WebhookID))(t)
 	if w.Enabled || w.DisabledReason == "" || w.FailingSince == nil {
 		t.Errorf("webhook after a disabling outcome: %+v", w)
@@ -270,5 +270,70 @@ func testDeliveryClaimRace(t *testing.T, s store.Store) {
 	}
 	if len(seen) != want {
 		t.Errorf("%d deliveries claimed, want %d", len(seen), want)
+	}
+}
+
+// testFinishDeliveriesInOneBatch: many outcomes recorded by one call, for
+// several webhooks: a success and a failure of one webhook, a webhook
+// disabled by two outcomes (one webhook.disabled), a delivery whose
+// webhook was deleted meanwhile (skipped), and one already finished
+// (skipped); the others' records are as if each was recorded alone.
+func testFinishDeliveriesInOneBatch(t *testing.T, s store.Store) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	hooks := make([]store.Webhook, 3)
+	for i := range hooks {
+		hooks[i] = store.Webhook{URL: "http://h" + itoa(int64(i)) + ".example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
+		check(t, s.CreateWebhook(ctx, &hooks[i]))
+	}
+	c := newCategory(t, s, "cats")
+	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
+	must(s.FanOut(ctx, now, 100))(t)
+	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 100))(t)
+	if len(claimed) != 6 {
+		t.Fatalf("claimed %d deliveries, want 6 (two events, three webhooks)", len(claimed))
+	}
+	of := map[int64][]*store.Claimed{}
+	for i := range claimed {
+		of[claimed[i].WebhookID] = append(of[claimed[i].WebhookID], &claimed[i])
+	}
+	ok, failing, gone := of[hooks[0].ID], of[hooks[1].ID], of[hooks[2].ID]
+	check(t, s.DeleteWebhook(ctx, hooks[2].ID))
+	next := now.Add(5 * time.Second)
+	batch := []store.Finished{
+		{Claimed: ok[0], Outcome: store.Outcome{AttemptedAt: now, Status: 204, Succeeded: true}},
+		{Claimed: failing[0], Outcome: store.Outcome{AttemptedAt: now, Status: 500, Error: "HTTP 500", Disable: "failing"}},
+		{Claimed: gone[0], Outcome: store.Outcome{AttemptedAt: now, Status: 204, Succeeded: true}},
+		{Claimed: ok[1], Outcome: store.Outcome{AttemptedAt: now, Status: 500, Error: "HTTP 500", Next: &next}},
+		{Claimed: failing[1], Outcome: store.Outcome{AttemptedAt: now, Status: 500, Error: "HTTP 500", Disable: "failing"}},
+		{Claimed: ok[0], Outcome: store.Outcome{AttemptedAt: now, Status: 500, Error: "recorded twice"}},
+	}
+	check(t, s.FinishDeliveries(ctx, batch))
+	list, _ := must2(s.Deliveries(ctx, hooks[0].ID, store.Page{}))(t)
+	states := map[int64]store.Delivery{}
+	for _, d := range list {
+		states[d.ID] = d
+	}
+	if d := states[ok[0].ID]; d.State != store.DeliverySucceeded || d.Status != 204 {
+		t.Errorf("the success, recorded in a batch (a second outcome of it ignored): %+v", d)
+	}
+	if d := states[ok[1].ID]; d.State != store.DeliveryFailed || d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(next) {
+		t.Errorf("the failure, recorded in a batch: %+v", d)
+	}
+	if len(list) != 3 || list[0].State != store.DeliveryPending || list[0].Attempt != 2 {
+		t.Errorf("the retry of the failure: %+v", list)
+	}
+	if w := must(s.Webhook(ctx, hooks[0].ID))(t); !w.Enabled || w.FailingSince == nil {
+		t.Errorf("a webhook whose last outcome in the batch failed: %+v", w)
+	}
+	if w := must(s.Webhook(ctx, hooks[1].ID))(t); w.Enabled || w.DisabledReason != "failing" {
+		t.Errorf("a webhook disabled in the batch: %+v", w)
+	}
+	evs, _ := eventsAfter(t, s, store.EventID{}, "webhook")
+	if len(evs) != 1 || evs[0].Type != store.EventWebhookDisabled {
+		t.Errorf("admin events after the batch: %v, want one webhook.disabled", evs)
+	}
+	// Nothing is leased any more: the failure's retry is claimed when due.
+	if due := must(s.ClaimDeliveries(ctx, next, next.Add(time.Minute), nil, 100))(t); len(due) != 1 || due[0].Attempt != 2 {
+		t.Errorf("due after the batch: %+v", due)
 	}
 }

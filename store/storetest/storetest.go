@@ -48,6 +48,7 @@ func Run(t *testing.T, open Open) {
 		{"KeptAnswers", testKeptAnswers},
 		{"SweepKeptAnswers", testSweepKeptAnswers},
 		{"KeyRace", testKeyRace},
+		{"FinishDeliveriesInOneBatch", testFinishDeliveriesInOneBatch},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}

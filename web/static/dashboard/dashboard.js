@@ -881,7 +881,7 @@
     );
   }
 
-  const EVENT_WORDS = { obtained: 'Obtained', renewed: 'Renewed', failed: 'Failed', removed: 'Removed' };
+  const EVENT_WORDS = { obtained: 'Obtained', renewed: 'Renewed', failed: 'Failed', removed: 'Removed', expiring: 'Expiring, not renewed' };
 
   function certificateSection(d) {
     const c = d.certificate || { state: 'none' };
