@@ -52,7 +52,9 @@ func startKeyedProc(t *testing.T, args []string) (*domaintest.Process, string) {
 	t.Helper()
 	all := append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0", "--admin-token", domaintest.AdminToken, "--shutdown-timeout", "1s"}, args...)
 	proc := startServiceChild(t, childCommand(t, all))
-	base, err := proc.WaitOutput(20*time.Second, listeningOn)
+	// A generous bound: the child is the race-built test binary, slow to
+	// start on a loaded machine.
+	base, err := proc.WaitOutput(90*time.Second, listeningOn)
 	if err != nil {
 		t.Fatalf("the service did not listen: %v\n%s", err, proc.Out)
 	}

@@ -2,6 +2,9 @@ package handlers_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -251,4 +254,45 @@ func testKeyConcurrent(t *testing.T, a, b *testServer) store.Pet {
 	a.keyed("POST", "/store/orders", body, "one").wantReplayOf(first)
 	b.keyed("POST", "/store/orders", body, "one").wantReplayOf(first)
 	return rex
+}
+
+// TestIdempotencyKeyHeldByAStuckTransaction: on PostgreSQL, a key that
+// another transaction claimed and holds without committing (an instance
+// stuck mid-write) makes its retry wait only up to the database's
+// timeouts, then 503 database_unavailable with Retry-After, with nothing
+// written; requests without the key are served meanwhile, and once the
+// stuck transaction rolls back the retry is performed.
+func TestIdempotencyKeyHeldByAStuckTransaction(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	ts := withAPIKey(startOnPostgres(t, dbURL))
+	cat, _ := ts.addRex(0)
+	sum := sha256.Sum256([]byte(ts.apiKey))
+	scope := "key:" + hex.EncodeToString(sum[:12])
+	side := pgtest.Connect(t, dbURL)
+	ctx := context.Background()
+	if err := side.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if err := side.Exec(ctx, fmt.Sprintf(`INSERT INTO idempotency_keys (scope, key, fingerprint, created_at, expires_at)
+		VALUES ('%s', 'stuck', '\x00', now(), now() + interval '1 hour')`, scope)); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"name":"Max","categoryId":%d}`, cat.ID)
+	r := ts.keyed("POST", "/pets", body, "stuck").wantError(503, "database_unavailable")
+	if r.header.Get("Retry-After") == "" {
+		t.Error("no Retry-After on the 503")
+	}
+	ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Tom","categoryId":%d}`, cat.ID)).wantStatus(201)
+	if err := side.Exec(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	first := ts.keyed("POST", "/pets", body, "stuck").wantStatus(201)
+	if first.header.Get("Idempotent-Replayed") != "" {
+		t.Error("the retry after the rollback is marked replayed")
+	}
+	var pets []store.Pet
+	ts.do("GET", fmt.Sprintf("/pets?categoryId=%d", cat.ID), "").wantStatus(200).decode(&pets)
+	if len(pets) != 3 {
+		t.Errorf("%d pets, want 3: Rex, Tom, and Max once", len(pets))
+	}
 }
