@@ -439,11 +439,26 @@ func TestBlockedCommits(t *testing.T) {
 		code, body, _ := in.get(t, "GET", "/readyz", "")
 		return code == 503 && strings.Contains(body, "synchronous standby")
 	})
-	code, body, header := in.get(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key)
+	// Each pooled session takes the reload when it next runs a command, so
+	// a write on a session that has not yet may still commit; the next
+	// writes cannot.
+	var code int
+	var body string
+	var header http.Header
+	attempt := 0
+	waitFor(t, "a write refused while commits are blocked", 15*time.Second, func() bool {
+		attempt++
+		code, body, header = in.get(t, "POST", "/categories", fmt.Sprintf(`{"name":"dogs %d"}`, attempt), "X-API-Key", key)
+		return code != 201
+	})
 	wantUnavailable(t, "a write while commits are blocked", code, body, header)
 	if code, body := in.call(t, "GET", "/categories", ""); code != 200 {
 		t.Errorf("a read while commits are blocked: %d %s", code, body)
 	}
+	// The log is written by a goroutine of its own.
+	waitFor(t, "the log names the blocked commits", 5*time.Second, func() bool {
+		return strings.Contains(in.out.String(), "not ready: commits wait for a synchronous standby")
+	})
 	if n := strings.Count(in.out.String(), "not ready: commits wait for a synchronous standby"); n != 1 {
 		t.Errorf("the log names the blocked commits %d times, want once:\n%s", n, in.out)
 	}

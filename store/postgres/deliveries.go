@@ -111,7 +111,11 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 
 // ClaimDeliveries leases the deliveries due at now, at most
 // MaxInFlightPerWebhook of each webhook and none of busy's. SKIP LOCKED
-// and the lease keep two instances from claiming the same one.
+// and the lease keep two instances from claiming the same one: the lease
+// is tested again beside FOR UPDATE, because a row another claim leased
+// and committed after this statement's snapshot is locked all the same,
+// and PostgreSQL rechecks only the conditions of the level that locks it,
+// not the subqueries that chose it from the snapshot.
 func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
 	if busy == nil {
 		busy = []int64{}
@@ -126,6 +130,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 					WHERE state = 'pending' AND scheduled_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
 					AND webhook_id <> ALL($3::bigint[])) r
 				WHERE n <= $5)
+			AND state = 'pending' AND (lease_until IS NULL OR lease_until <= $1)
 			ORDER BY scheduled_at LIMIT $4 FOR UPDATE SKIP LOCKED)
 		AND e.tx = d.event_tx AND e.seq = d.event_seq AND w.id = d.webhook_id
 		RETURNING d.id, d.event_tx, d.event_seq, d.value, e.type, e.created_at, e.data, w.id, w.value`,

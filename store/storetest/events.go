@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,3 +216,59 @@ func testDeliveries(t *testing.T, s store.Store) {
 func itoa(v int64) string { return jsonNumber(v) }
 
 func jsonNumber(v int64) string { b, _ := json.Marshal(v); return string(b) }
+
+// testDeliveryClaimRace: instances that claim at the same moment never get
+// the same delivery. A claim that waited for another's lock must see the
+// lease the other set, not the row as it was when its statement began.
+func testDeliveryClaimRace(t *testing.T, s store.Store) {
+	const hooks, claimers = 12, 6
+	for i := range hooks {
+		w := store.Webhook{URL: fmt.Sprintf("http://h%d.example/", i), Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
+		check(t, s.CreateWebhook(ctx, &w))
+	}
+	c := newCategory(t, s, "cats")
+	for i := range 4 {
+		newPet(t, s, fmt.Sprintf("p%d", i), c.ID, store.StatusAvailable)
+	}
+	now := time.Now().UTC()
+	for {
+		if n := must(s.FanOut(ctx, now, 100))(t); n == 0 {
+			break
+		}
+	}
+	const want = hooks * 5 // category.created and 4 pet.created, to each
+	var mu sync.Mutex
+	seen := map[int64]int{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range claimers {
+		wg.Go(func() {
+			<-start
+			for empty := 0; empty < 3; {
+				got, err := s.ClaimDeliveries(ctx, now, now.Add(time.Hour), nil, 3)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					empty++
+				}
+				mu.Lock()
+				for _, d := range got {
+					seen[d.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for id, n := range seen {
+		if n > 1 {
+			t.Errorf("delivery %d claimed %d times", id, n)
+		}
+	}
+	if len(seen) != want {
+		t.Errorf("%d deliveries claimed, want %d", len(seen), want)
+	}
+}
