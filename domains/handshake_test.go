@@ -18,8 +18,8 @@ import (
 	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest/testcert"
 	"petstore/store"
-	"petstore/store/storetest"
 	"petstore/store/boltstore"
+	"petstore/store/storetest"
 )
 
 // TestHandshakeWithoutCertificateReadsNoStorage: a handshake for a
