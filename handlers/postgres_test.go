@@ -39,7 +39,9 @@ func startOnPostgres(t *testing.T, databaseURL string) *testServer {
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &testServer{tb: t, srv: srv, http: hs, admin: domaintest.AdminToken}
+	ts := &testServer{tb: t, srv: srv, http: hs, admin: domaintest.AdminToken}
+	ts.useNewAPIKey()
+	return ts
 }
 
 // TestBackupOnPostgresPointsToPgDump: a backup of a shared database is
