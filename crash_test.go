@@ -58,25 +58,19 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 	}}
 
 	// Setup: an API key, a category, pets with stock.
-	var key struct{ Secret string }
-	if st := c.call(context.Background(), "POST", "/admin/api-keys", `{"name":"crash"}`, "Bearer "+adminToken, &key); st != 201 {
-		t.Fatalf("creating an API key: %d", st)
-	}
-	c.key = key.Secret
-	var cat struct{ ID int64 }
-	c.mustCall("POST", "/categories", `{"name":"crash"}`, 201, &cat)
+	cat := c.setUp(adminToken)
 	m := &crashModel{
 		pets:       map[int64]string{},
 		orders:     map[int64]*orderRec{},
 		orderPets:  map[int64]bool{},
 		stock:      map[int64]*stockRec{},
 		initial:    initialStock,
-		categoryID: cat.ID,
+		categoryID: cat,
 	}
 	for i := range orderPets + stockPets {
 		var p struct{ ID int64 }
 		name := fmt.Sprintf("setup-%d", i)
-		c.mustCall("POST", "/pets", fmt.Sprintf(`{"name":%q,"categoryId":%d}`, name, cat.ID), 201, &p)
+		c.mustCall("POST", "/pets", fmt.Sprintf(`{"name":%q,"categoryId":%d}`, name, cat), 201, &p)
 		m.pets[p.ID] = name
 		if i < orderPets {
 			c.mustCall("PUT", fmt.Sprintf("/store/inventory/%d", p.ID), fmt.Sprintf(`{"quantity":%d}`, initialStock), 200, nil)
@@ -190,6 +184,20 @@ func (c *crashClient) mustCall(method, path, body string, want int, out any) {
 	if st := c.call(context.Background(), method, path, body, "", out); st != want {
 		c.t.Fatalf("%s %s: status %d, want %d", method, path, st, want)
 	}
+}
+
+// setUp creates the API key c writes with and a category, and returns the
+// category's id.
+func (c *crashClient) setUp(adminToken string) int64 {
+	c.t.Helper()
+	var key struct{ Secret string }
+	if st := c.call(context.Background(), "POST", "/admin/api-keys", `{"name":"crash"}`, "Bearer "+adminToken, &key); st != 201 {
+		c.t.Fatalf("creating an API key: %d", st)
+	}
+	c.key = key.Secret
+	var cat struct{ ID int64 }
+	c.mustCall("POST", "/categories", `{"name":"crash"}`, 201, &cat)
+	return cat.ID
 }
 
 // listAll follows the Link headers of a list to its end.

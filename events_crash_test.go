@@ -31,6 +31,27 @@ type eventReceiver struct {
 	dups   int
 }
 
+// newEventReceiver starts a receiver, and returns it with its URL; it
+// accepts deliveries once it trusts their secret.
+func newEventReceiver(t *testing.T) (*eventReceiver, string) {
+	r := &eventReceiver{t: t, bodies: map[string]string{}, pets: map[int64]bool{}}
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return r, srv.URL
+}
+
+// trust makes r accept the deliveries signed with a webhook's secret.
+func (r *eventReceiver) trust(t *testing.T, secret string) {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.verify = wh
+}
+
 func (r *eventReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	r.mu.Lock()
@@ -81,30 +102,16 @@ func TestKillNineLosesNoEvent(t *testing.T) {
 
 func killNineEvents(t *testing.T, bin string, storeArgs ...string) {
 	const adminToken = "crash-test-admin-token-of-32-chars"
-	rcv := &eventReceiver{t: t, bodies: map[string]string{}, pets: map[int64]bool{}}
-	srv := httptest.NewServer(rcv)
-	defer srv.Close()
+	rcv, rcvURL := newEventReceiver(t)
 	args := append([]string{"--rate-limit", "0", "--admin-token", adminToken, "--listen", "127.0.0.1:0", "--webhook-allow-private"}, storeArgs...)
 	proc, base := startService(t, bin, args)
 	c := &crashClient{t: t, base: base, http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
 	var hook struct{ Secret string }
-	if st := c.call(context.Background(), "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, srv.URL), "Bearer "+adminToken, &hook); st != 201 {
+	if st := c.call(context.Background(), "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcvURL), "Bearer "+adminToken, &hook); st != 201 {
 		t.Fatalf("creating the webhook: %d", st)
 	}
-	wh, err := standardwebhooks.NewWebhook(hook.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rcv.mu.Lock()
-	rcv.verify = wh
-	rcv.mu.Unlock()
-	var key struct{ Secret string }
-	if st := c.call(context.Background(), "POST", "/admin/api-keys", `{"name":"crash"}`, "Bearer "+adminToken, &key); st != 201 {
-		t.Fatalf("creating an API key: %d", st)
-	}
-	c.key = key.Secret
-	var cat struct{ ID int64 }
-	c.mustCall("POST", "/categories", `{"name":"crash"}`, 201, &cat)
+	rcv.trust(t, hook.Secret)
+	cat := c.setUp(adminToken)
 
 	var mu sync.Mutex
 	acked := map[int64]bool{}
@@ -117,7 +124,7 @@ func killNineEvents(t *testing.T, bin string, storeArgs ...string) {
 				defer wg.Done()
 				for i := 0; ctx.Err() == nil; i++ {
 					var p struct{ ID int64 }
-					st, err := c.do(ctx, "POST", "/pets", fmt.Sprintf(`{"name":"r%d-w%d-%d","categoryId":%d}`, round, w, i, cat.ID), "", &p)
+					st, err := c.do(ctx, "POST", "/pets", fmt.Sprintf(`{"name":"r%d-w%d-%d","categoryId":%d}`, round, w, i, cat), "", &p)
 					if err != nil {
 						return // the kill cut it off: not acknowledged
 					}

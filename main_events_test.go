@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"petstore/domains/domaintest"
 	"petstore/store/postgres/pgtest"
@@ -24,21 +21,13 @@ func TestTwoInstancesShareEvents(t *testing.T) {
 	a := start(t, nil, common...)
 	b := start(t, nil, common...)
 
-	rcv := &eventReceiver{t: t, bodies: map[string]string{}, pets: map[int64]bool{}}
-	srv := httptest.NewServer(rcv)
-	defer srv.Close()
-	code, body := a.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, srv.URL), adminAuth...)
+	rcv, rcvURL := newEventReceiver(t)
+	code, body := a.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcvURL), adminAuth...)
 	var hook struct{ Secret string }
 	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil {
 		t.Fatalf("creating the webhook: %d %s", code, body)
 	}
-	wh, err := standardwebhooks.NewWebhook(hook.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rcv.mu.Lock()
-	rcv.verify = wh
-	rcv.mu.Unlock()
+	rcv.trust(t, hook.Secret)
 	key := createKey(t, a, "events")
 
 	// B's stream, open before A writes.

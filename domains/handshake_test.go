@@ -19,29 +19,8 @@ import (
 	"petstore/domains/domaintest/testcert"
 	"petstore/store"
 	"petstore/store/boltstore"
+	"petstore/store/storetest"
 )
-
-// readCountingStore is a real store that counts the key/value reads made
-// through it: the certificate storage's.
-type readCountingStore struct {
-	store.Store
-	reads atomic.Int64
-}
-
-func (s *readCountingStore) KVGet(ctx context.Context, key string) ([]byte, error) {
-	s.reads.Add(1)
-	return s.Store.KVGet(ctx, key)
-}
-
-func (s *readCountingStore) KVStat(ctx context.Context, key string) (store.KVInfo, error) {
-	s.reads.Add(1)
-	return s.Store.KVStat(ctx, key)
-}
-
-func (s *readCountingStore) KVKeys(ctx context.Context, prefix string) ([]string, error) {
-	s.reads.Add(1)
-	return s.Store.KVKeys(ctx, prefix)
-}
 
 // TestHandshakeWithoutCertificateReadsNoStorage: a handshake for a
 // verified domain that has no certificate yet fails without a storage
@@ -56,7 +35,7 @@ func TestHandshakeWithoutCertificateReadsNoStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bolt.Close() })
-	db := &readCountingStore{Store: bolt}
+	db := &storetest.ReadCounter{Store: bolt}
 	ctx := context.Background()
 	for _, d := range []store.Domain{
 		{Name: without, State: store.DomainVerified, Certificate: store.Certificate{State: store.CertFailed}},
@@ -89,11 +68,11 @@ func TestHandshakeWithoutCertificateReadsNoStorage(t *testing.T) {
 	}
 	t.Cleanup(m.Close)
 
-	before := db.reads.Load()
+	before := db.Reads()
 	if err := handshake(m, without); err == nil {
 		t.Fatalf("a handshake for %s, which has no certificate, succeeded", without)
 	}
-	if n := db.reads.Load() - before; n != 0 {
+	if n := db.Reads() - before; n != 0 {
 		t.Errorf("a handshake for %s, which has no certificate, read storage %d times", without, n)
 	}
 	if err := handshake(m, with); err != nil {
@@ -116,14 +95,14 @@ func handshake(m *Manager, name string) error {
 // countingManager is a manager with certificates (from a CA never
 // contacted) over a store that counts its key/value reads, holding the
 // domains given.
-func countingManager(t *testing.T, ds ...store.Domain) (*Manager, *readCountingStore) {
+func countingManager(t *testing.T, ds ...store.Domain) (*Manager, *storetest.ReadCounter) {
 	t.Helper()
 	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bolt.Close() })
-	db := &readCountingStore{Store: bolt}
+	db := &storetest.ReadCounter{Store: bolt}
 	for _, d := range ds {
 		if err := db.AddDomain(context.Background(), &d); err != nil {
 			t.Fatal(err)
@@ -157,7 +136,7 @@ func TestListingReadsNoCertificateStorage(t *testing.T) {
 	}
 	m, db := countingManager(t, ds...)
 	ctx := context.Background()
-	before := db.reads.Load()
+	before := db.Reads()
 	all, err := m.List(ctx)
 	if err != nil || len(all) != 100 {
 		t.Fatalf("list: %d domains, %v", len(all), err)
@@ -171,7 +150,7 @@ func TestListingReadsNoCertificateStorage(t *testing.T) {
 			t.Fatalf("%s: certificate %q, want the stored issued", d.Name, d.Certificate.State)
 		}
 	}
-	if n := db.reads.Load() - before; n != 0 {
+	if n := db.Reads() - before; n != 0 {
 		t.Errorf("listing 100 domains read storage %d times", n)
 	}
 }
@@ -194,18 +173,18 @@ func TestChallengeLookupsOnlyForAttachedNames(t *testing.T) {
 		h.ServeHTTP(w, r)
 		return w.Code
 	}
-	before := db.reads.Load()
+	before := db.Reads()
 	for i := range 1000 {
 		if code := get(fmt.Sprintf("n%d.example.net:80", i)); code != http.StatusMisdirectedRequest {
 			t.Fatalf("unattached name answered %d", code)
 		}
 	}
-	if n := db.reads.Load() - before; n != 0 || passed.Load() != 1000 {
+	if n := db.Reads() - before; n != 0 || passed.Load() != 1000 {
 		t.Errorf("1,000 challenge requests for unattached names read storage %d times; %d reached the next handler", n, passed.Load())
 	}
-	before = db.reads.Load()
+	before = db.Reads()
 	get("Shop.Example.org")
-	if n := db.reads.Load() - before; n == 0 {
+	if n := db.Reads() - before; n == 0 {
 		t.Errorf("a challenge request for an attached name, started nowhere in memory, was not looked up in storage")
 	}
 }

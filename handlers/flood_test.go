@@ -1,7 +1,6 @@
 package handlers_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -18,24 +17,8 @@ import (
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/store"
+	"petstore/store/storetest"
 )
-
-// readCounter is a store that counts the key/value reads (certmagic's
-// storage, where challenge tokens are looked up).
-type readCounter struct {
-	store.Store
-	reads atomic.Int64
-}
-
-func (r *readCounter) KVGet(ctx context.Context, key string) ([]byte, error) {
-	r.reads.Add(1)
-	return r.Store.KVGet(ctx, key)
-}
-
-func (r *readCounter) KVStat(ctx context.Context, key string) (store.KVInfo, error) {
-	r.reads.Add(1)
-	return r.Store.KVStat(ctx, key)
-}
 
 // TestFloodOfUnknownHostsAndChallenges: 20,000 requests from one address
 // with random Host headers, half of them for ACME challenge paths, on the
@@ -45,12 +28,12 @@ func (r *readCounter) KVStat(ctx context.Context, key string) (store.KVInfo, err
 // lines (421s and 429s are summarized once a minute, not logged each).
 func TestFloodOfUnknownHostsAndChallenges(t *testing.T) {
 	var logs domaintest.SyncBuffer
-	var counter *readCounter
+	var counter *storetest.ReadCounter
 	var manager *domains.Manager
 	ts := newTestServer(t, func(c *handlers.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		c.RateLimit = handlers.DefaultRateLimit
-		counter = &readCounter{Store: c.Store.(store.Store)}
+		counter = &storetest.ReadCounter{Store: c.Store.(store.Store)}
 		manager = domaintest.NewManager(t, domains.Config{
 			Store:   counter,
 			Checker: &dnscheck.Checker{Resolvers: []string{"127.0.0.1:9"}, Timeout: 100 * time.Millisecond},
@@ -64,7 +47,7 @@ func TestFloodOfUnknownHostsAndChallenges(t *testing.T) {
 	// new connection, and the test minutes.
 	h := ts.srv.RateLimited(manager.HTTPChallengeHandler(ts.srv.HTTPSRedirect()))
 	linesBefore := strings.Count(logs.String(), "\n")
-	readsBefore := counter.reads.Load()
+	readsBefore := counter.Reads()
 
 	const n, workers = 20000, 4
 	var statuses sync.Map // int -> *atomic.Int64
@@ -96,7 +79,7 @@ func TestFloodOfUnknownHostsAndChallenges(t *testing.T) {
 	counts := map[int]int64{}
 	statuses.Range(func(k, v any) bool { counts[k.(int)] = v.(*atomic.Int64).Load(); return true })
 	lines := strings.Count(logs.String(), "\n") - linesBefore
-	reads := counter.reads.Load() - readsBefore
+	reads := counter.Reads() - readsBefore
 	t.Logf("statuses %v; %d challenge requests past the rate limit; %d storage reads; %d log lines", counts, challengesServed.Load(), reads, lines)
 	if counts[http.StatusTooManyRequests] < n/2 {
 		t.Errorf("only %d of %d requests got 429", counts[http.StatusTooManyRequests], n)

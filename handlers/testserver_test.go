@@ -177,12 +177,16 @@ func startTestServer(tb testing.TB, build func(handlers.Config) (*handlers.Serve
 	if err := srv.RecordDeploy(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	res := ts.adminDo(http.MethodPost, "/admin/api-keys", `{"name":"tests"}`)
-	res.wantStatus(http.StatusCreated)
-	var key struct{ Secret string }
-	res.decode(&key)
-	ts.apiKey = key.Secret
+	ts.useNewAPIKey()
 	return ts
+}
+
+// useNewAPIKey makes the API requests of ts carry a key created now.
+func (ts *testServer) useNewAPIKey() {
+	ts.tb.Helper()
+	var key struct{ Secret string }
+	ts.adminDo(http.MethodPost, "/admin/api-keys", `{"name":"tests"}`).wantStatus(http.StatusCreated).decode(&key)
+	ts.apiKey = key.Secret
 }
 
 // noRedirects is a client that shows redirects instead of following them.

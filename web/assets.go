@@ -35,6 +35,12 @@ type asset struct {
 type assetSet struct {
 	prefix string           // the URL path they are served under
 	byName map[string]asset // by file name
+	// modules are the JavaScript modules under the folder's modules/,
+	// by path below the prefix ("modules/api.js"). The entry script imports
+	// them by these fixed names, which cannot carry a hash: the modules
+	// import each other in cycles, so no order of hashing exists. They are
+	// revalidated on each load instead of cached for good.
+	modules map[string][]byte
 }
 
 // The embedded files cannot change while the binary runs, so their hashes
@@ -51,9 +57,12 @@ func mustLoadAssets(dir, prefix string) *assetSet {
 	if err != nil {
 		panic(err)
 	}
-	s := &assetSet{prefix: prefix, byName: map[string]asset{}}
+	s := &assetSet{prefix: prefix, byName: map[string]asset{}, modules: map[string][]byte{}}
 	for _, e := range entries {
 		if e.IsDir() {
+			if e.Name() == "modules" {
+				s.loadModules(path.Join(dir, "modules"))
+			}
 			continue
 		}
 		body, err := fs.ReadFile(static, path.Join(dir, e.Name()))
@@ -75,11 +84,33 @@ func mustLoadAssets(dir, prefix string) *assetSet {
 	return s
 }
 
-// resources prepares the files for serving, by hashed name.
+// loadModules reads the .js files of dir into s.modules.
+func (s *assetSet) loadModules(dir string) {
+	entries, err := fs.ReadDir(static, dir)
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".js" {
+			panic(fmt.Sprintf("web: %s/%s is not a JavaScript module", dir, e.Name()))
+		}
+		body, err := fs.ReadFile(static, path.Join(dir, e.Name()))
+		if err != nil {
+			panic(err)
+		}
+		s.modules["modules/"+e.Name()] = body
+	}
+}
+
+// resources prepares the files for serving, by hashed name, and the
+// modules by their fixed names.
 func (s *assetSet) resources() map[string]*Resource {
 	m := map[string]*Resource{}
 	for _, a := range s.byName {
 		m[a.hashedName] = newResource(a.body, a.contentType, cacheAsset)
+	}
+	for name, body := range s.modules {
+		m[name] = newResource(body, contentTypes[".js"], cachePage)
 	}
 	return m
 }

@@ -24,6 +24,19 @@ func shown(t *testing.T, ctx context.Context, id string) bool {
 	})()`))
 }
 
+// wantBesideOnly waits for the error of the field id to say want, and
+// fails unless it is beside the field and not (also) in the page's banner.
+func wantBesideOnly(t *testing.T, ctx context.Context, id, want, what string) {
+	t.Helper()
+	waitText(t, ctx, "#"+id+"-error", want)
+	if text, beside := fieldErrorOf(t, ctx, id); !beside {
+		t.Errorf("%s %q is not beside the field", what, text)
+	}
+	if shown(t, ctx, "app-error") {
+		t.Errorf("%s is (also) in the banner", what)
+	}
+}
+
 // fieldErrorOf reads the error shown beside a field: its text, whether it
 // sits in the field's own .field box, whether the field points at it with
 // aria-describedby and is marked aria-invalid.
@@ -103,13 +116,7 @@ func TestDashboardFirstRun(t *testing.T) {
 	// beside the name field, not in a banner at the top.
 	do(t, ctx, "following the note's link", chromedp.Click(chromedp.CSS(`#plan-note a[href="#project"]`)), viewLoaded("project"),
 		paste("project-name", ""), submit("project-form"))
-	waitText(t, ctx, "#project-name-error", "Give the project a name")
-	if text, beside := fieldErrorOf(t, ctx, "project-name"); !beside {
-		t.Errorf("the empty name's error %q is not beside the field", text)
-	}
-	if shown(t, ctx, "app-error") {
-		t.Error("the empty name's error is (also) in the banner")
-	}
+	wantBesideOnly(t, ctx, "project-name", "Give the project a name", "the empty name's error")
 	screenshot(t, ctx, "firstrun-field-error", desktopWidth, desktopHeight, false)
 
 	// Pro, through the form: the error leaves, the domain form comes.
@@ -127,13 +134,7 @@ func TestDashboardFirstRun(t *testing.T) {
 
 	// The server's refusal of a name is shown beside the field too.
 	do(t, ctx, "adding a name that is not a domain", chromedp.SetValue(chromedp.ID("domain-name"), "not a domain"), submit("domain-form"))
-	waitText(t, ctx, "#domain-name-error", "not a")
-	if text, beside := fieldErrorOf(t, ctx, "domain-name"); !beside {
-		t.Errorf("the refused domain's error %q is not beside the field", text)
-	}
-	if shown(t, ctx, "app-error") {
-		t.Error("the refused domain's error is (also) in the banner")
-	}
+	wantBesideOnly(t, ctx, "domain-name", "not a", "the refused domain's error")
 	screenshot(t, ctx, "firstrun-domain-error", desktopWidth, desktopHeight, false)
 	do(t, ctx, "adding a domain", chromedp.SetValue(chromedp.ID("domain-name"), "shop.example.com"), submit("domain-form"),
 		chromedp.WaitVisible(chromedp.CSS(domainCard("shop.example.com"))))

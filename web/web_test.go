@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -267,14 +269,55 @@ func TestDashboardPageIsCSPFriendly(t *testing.T) {
 	}
 	// The dashboard never holds the token in a form that could be posted
 	// somewhere, nor in a cookie.
-	js := string(siteAssetBody(t, dashboardAssets, "dashboard.js"))
-	for _, bad := range []string{"document.cookie", "localStorage", "innerHTML", "credentials: 'include'"} {
-		if strings.Contains(js, bad) {
-			t.Errorf("dashboard.js uses %s", bad)
+	scripts := map[string][]byte{"dashboard.js": siteAssetBody(t, dashboardAssets, "dashboard.js")}
+	maps.Copy(scripts, dashboardAssets.modules)
+	var all strings.Builder
+	for name, body := range scripts {
+		for _, bad := range []string{"document.cookie", "localStorage", "innerHTML", "credentials: 'include'"} {
+			if bytes.Contains(body, []byte(bad)) {
+				t.Errorf("%s uses %s", name, bad)
+			}
 		}
+		all.Write(body)
 	}
-	if !strings.Contains(js, "sessionStorage") || !strings.Contains(js, "Authorization: `Bearer ${state.token}`") {
-		t.Errorf("dashboard.js should keep the token in sessionStorage and send it as a bearer token")
+	if !strings.Contains(all.String(), "sessionStorage") || !strings.Contains(all.String(), "Authorization: `Bearer ${state.token}`") {
+		t.Errorf("the dashboard should keep the token in sessionStorage and send it as a bearer token")
+	}
+}
+
+// TestDashboardModulesResolve: every import of the dashboard's scripts
+// names a module that is served, under a name the browser resolves from
+// the importing script's URL.
+func TestDashboardModulesResolve(t *testing.T) {
+	site, err := NewSite([]byte("<!doctype html>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	importRE := regexp.MustCompile(`(?m)^import \{[^}]*\} from '([^']+)';$`)
+	check := func(name, base string, body []byte) int {
+		imports := importRE.FindAllSubmatch(body, -1)
+		for _, m := range imports {
+			target := path.Join(base, string(m[1]))
+			res := site.DashboardAsset(target)
+			if res == nil {
+				t.Errorf("%s imports %s, which is not served under %s", name, m[1], DashboardAssetsPath)
+				continue
+			}
+			w := get(t, res, http.MethodGet, nil)
+			if w.Header().Get("Cache-Control") != "no-cache" || w.Header().Get("ETag") == "" || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/javascript") {
+				t.Errorf("%s: a module under a fixed name must be revalidated: %v", target, w.Header())
+			}
+		}
+		return len(imports)
+	}
+	if check("dashboard.js", ".", siteAssetBody(t, dashboardAssets, "dashboard.js")) == 0 {
+		t.Error("dashboard.js imports nothing: the test would check nothing")
+	}
+	for name, body := range dashboardAssets.modules {
+		check(name, path.Dir(name), body)
+	}
+	if len(dashboardAssets.modules) < 2 {
+		t.Errorf("only %d modules", len(dashboardAssets.modules))
 	}
 }
 
