@@ -59,7 +59,7 @@ func TestWildcardHandshakes(t *testing.T) {
 			t.Errorf("%s got a certificate for %v, want %s", name, names, wildcard)
 		}
 	}
-	before := db.reads.Load()
+	before := db.Reads()
 	for _, name := range []string{"x.y.shop.example.org", "shop.example.org", "a.shopx.example.org"} {
 		if names, err := handshakeNames(m, name); err == nil {
 			t.Errorf("a handshake for %s succeeded with %v", name, names)
@@ -68,7 +68,7 @@ func TestWildcardHandshakes(t *testing.T) {
 			t.Errorf("%s may get a certificate: the decision function would order one", name)
 		}
 	}
-	if n := db.reads.Load() - before; n != 0 {
+	if n := db.Reads() - before; n != 0 {
 		t.Errorf("handshakes for names no wildcard covers read storage %d times", n)
 	}
 
