@@ -59,7 +59,7 @@ func TestIdempotencyKeyAdmin(t *testing.T) {
 		testAdminKeys(t, ts, rawStore{
 			// A webhook's record holds its signing secret (it signs with
 			// it): the file is searched for API key secrets and keys.
-			held:   func(t *testing.T, s string) bool { return bytes.Contains(file(t), []byte(s)) },
+			held:    func(t *testing.T, s string) bool { return bytes.Contains(file(t), []byte(s)) },
 			stored:  func(t *testing.T, key string) bool { return bytes.Contains(file(t), []byte(storedKey(key))) },
 			control: "deploy-bot", // the API key's name, in its record
 		}, false)
