@@ -60,9 +60,9 @@ func TestKeptAnswersAreSealed(t *testing.T) {
 		}
 	}
 	// An answer kept in clear (as before answers were sealed) is refused.
-	clear := k
-	clear.Answer = []byte(`{"secret":"x"}`)
-	if _, err := w.Replay(clear); err != errKeptUnreadable {
+	plain := k
+	plain.Answer = []byte(`{"secret":"x"}`)
+	if _, err := w.Replay(plain); err != errKeptUnreadable {
 		t.Errorf("a clear answer: %v", err)
 	}
 }
