@@ -14,7 +14,7 @@ func TestKeptAnswersAreSealed(t *testing.T) {
 	const secret = "psk_the-secret-of-a-new-api-key"
 	write := func(scope, key, fingerprint string) *IdempotentWrite {
 		return &IdempotentWrite{
-			Scope: scope, Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour,
+			Scope: scope, Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true,
 			Answer: func(any) ([]byte, error) { return []byte(`{"secret":"` + secret + `"}`), nil },
 		}
 	}
@@ -59,10 +59,21 @@ func TestKeptAnswersAreSealed(t *testing.T) {
 			t.Fatalf("byte %d changed: %v, want %v", i, err, errKeptUnreadable)
 		}
 	}
-	// An answer kept in clear (as before answers were sealed) is refused.
+	// An answer kept in clear where a sealed one belongs is refused.
 	plain := k
 	plain.Answer = []byte(`{"secret":"x"}`)
 	if _, err := w.Replay(plain); err != errKeptUnreadable {
 		t.Errorf("a clear answer: %v", err)
+	}
+
+	// A write that is not sealed keeps its answer as it is, under its key.
+	clearWrite := write("key:1", "order-1", "fp")
+	clearWrite.Sealed = false
+	k, err = clearWrite.Keep(nil, now)
+	if err != nil || string(k.Answer) != `{"secret":"`+secret+`"}` || clearWrite.StoredKey() != "order-1" {
+		t.Errorf("unsealed: kept %q under %q, %v", k.Answer, clearWrite.StoredKey(), err)
+	}
+	if open, err := clearWrite.Replay(k); err != nil || !bytes.Equal(open.Answer, k.Answer) {
+		t.Errorf("unsealed Replay: %q, %v", open.Answer, err)
 	}
 }

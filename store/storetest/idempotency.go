@@ -191,11 +191,11 @@ func testKeyRace(t *testing.T, s store.Store) {
 	}
 }
 
-// adminKeyed is a write made with scope's key whose answer is the record
-// as JSON.
+// adminKeyed is a write made with an admin key, sealed, whose answer is
+// the record as JSON.
 func adminKeyed(key, fingerprint string) *store.IdempotentWrite {
 	return &store.IdempotentWrite{
-		Scope: "admin:1", Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour,
+		Scope: "admin:1", Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true,
 		Answer: func(record any) ([]byte, error) { return json.Marshal(record) },
 	}
 }
