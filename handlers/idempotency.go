@@ -93,6 +93,20 @@ func (a *answer) send(c echo.Context) error {
 // instead and then replays its answer. Only a create that succeeds keeps
 // its answer: a refused one changed nothing, and a retry is judged anew.
 func (s *Server) idempotent(h echo.HandlerFunc, makeAnswer func(record any) (answer, error)) echo.HandlerFunc {
+	return s.keyed(h, makeAnswer, false)
+}
+
+// idempotentAdmin is idempotent for the admin API: its keys are the admin
+// token's, whatever other header the request carries, and its answers are
+// kept sealed, all of them, since some hold a secret (a new API key's, a
+// webhook's signing secret). The public API's hold only what the store
+// holds anyway.
+func (s *Server) idempotentAdmin(h echo.HandlerFunc, makeAnswer func(record any) (answer, error)) echo.HandlerFunc {
+	return s.keyed(h, makeAnswer, true)
+}
+
+// keyed is idempotent, or idempotentAdmin when admin is true.
+func (s *Server) keyed(h echo.HandlerFunc, makeAnswer func(record any) (answer, error), admin bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		values := r.Header[headerIdempotencyKey]
@@ -103,9 +117,8 @@ func (s *Server) idempotent(h echo.HandlerFunc, makeAnswer func(record any) (ans
 		if err != nil {
 			return err
 		}
-		scope, sealed := keyScope(r)
 		w := &store.IdempotentWrite{
-			Scope: scope, Key: key, Fingerprint: fingerprint(c), TTL: s.cfg.IdempotencyTTL, Sealed: sealed,
+			Scope: keyScope(r, admin), Key: key, Fingerprint: fingerprint(c), TTL: s.cfg.IdempotencyTTL, Sealed: admin,
 			Answer: func(record any) ([]byte, error) {
 				a, err := makeAnswer(record)
 				if err != nil {
@@ -200,18 +213,16 @@ func sfString(s string) (string, bool) {
 }
 
 // keyScope names the credential a key belongs to: a hash of the API key
-// (so that finding it costs no lookup), or of the admin token (a new
-// token starts with no keys). Every POST needs one of them, so no key is
-// anonymous. The admin API's answers are kept sealed, all of them: some
-// hold a secret (a new API key's, a webhook's signing secret). The public
-// API's hold only what the store holds anyway.
-func keyScope(r *http.Request) (scope string, sealed bool) {
-	if k := r.Header.Get(headerAPIKey); k != "" {
-		sum := sha256.Sum256([]byte(k))
-		return "key:" + hex.EncodeToString(sum[:12]), false
+// (so that finding it costs no lookup), or on the admin API of the admin
+// token (a new token starts with no keys). Every POST needs its
+// credential, so no key is anonymous.
+func keyScope(r *http.Request, admin bool) string {
+	if admin {
+		sum := sha256.Sum256([]byte(bearerToken(r.Header.Get(echo.HeaderAuthorization))))
+		return "admin:" + hex.EncodeToString(sum[:12])
 	}
-	sum := sha256.Sum256([]byte(bearerToken(r.Header.Get(echo.HeaderAuthorization))))
-	return "admin:" + hex.EncodeToString(sum[:12]), true
+	sum := sha256.Sum256([]byte(r.Header.Get(headerAPIKey)))
+	return "key:" + hex.EncodeToString(sum[:12])
 }
 
 // fingerprint identifies the request a key was sent with: its method, path
