@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"petstore/store/boltstore/bolttest"
@@ -110,10 +109,10 @@ type bench struct {
 	bigReady    []time.Duration
 	bigIdleRSS  int64
 
-	// hookReceived counts the webhook row's deliveries; closers end what
-	// the run started in its own process.
-	hookReceived *atomic.Int64
-	closers      []func()
+	// hook is the webhook row's server and receiver; closers end what the
+	// run started in its own process.
+	hook    *hookRow
+	closers []func()
 
 	loadBefore, loadAfter string   // /proc/loadavg: was the machine busy with something else?
 	notes                 []string // worth saying under the table
@@ -197,6 +196,9 @@ func (b *bench) measure(ctx context.Context) error {
 		}
 	}
 	if err := b.runJobs(ctx); err != nil {
+		return err
+	}
+	if err := b.webhookCatchUp(ctx); err != nil {
 		return err
 	}
 	if err := b.rssAfterLoad(ctx); err != nil {
