@@ -319,7 +319,17 @@ func (b *bench) echoBaseline(ctx context.Context) error {
 // startPetstore starts the binary on loopback, rate limiter off, with args
 // that name its store, and waits until it is ready.
 func (b *bench) startPetstore(ctx context.Context, name string, watch io.Writer, args ...string) (*proc, time.Duration, error) {
-	return b.startServer(ctx, name, b.bin, watch, append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)...)
+	args = append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)
+	if b.cfg.cpuProfiles != "" {
+		file := strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+				return r
+			}
+			return '-'
+		}, strings.ToLower(name))
+		args = append(args, "--cpu-profile", filepath.Join(b.cfg.cpuProfiles, file+".prof"))
+	}
+	return b.startServer(ctx, name, b.bin, watch, args...)
 }
 
 // apiClient makes the few one-off calls of seeding and checks.

@@ -85,6 +85,7 @@ type config struct {
 	settle      time.Duration // wait after ready before reading idle RSS
 	rssWait     time.Duration // longest wait after the load for RSS to come back near idle
 	serverLog   string        // where the server's request log goes
+	cpuProfiles string        // where each petstore server writes its CPU profile
 	quick       bool
 }
 
@@ -120,6 +121,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.DurationVar(&c.settle, "settle", time.Second, "wait after ready before reading the idle RSS")
 	fs.DurationVar(&c.rssWait, "rss-wait", time.Minute, "after the last row, how long to poll the small store's RSS for it to come back within 2x idle")
 	fs.StringVar(&c.serverLog, "server-log", "", "file for the servers' request logs (default: discarded)")
+	fs.StringVar(&c.cpuProfiles, "cpu-profiles", "", "directory where each petstore server writes a CPU profile of its whole run, named after it (read with go tool pprof)")
 	fs.BoolVar(&c.quick, "quick", false, fmt.Sprintf("quick run: -duration %v -rounds %d -warmup %v -settle %v -big-pets %d unless given", quickDuration, quickRounds, quickWarmup, quickSettle, quickBigPets))
 	if err := fs.Parse(args); err != nil {
 		return c, err

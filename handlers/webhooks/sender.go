@@ -70,6 +70,8 @@ func (e *Engine) newSender(raw string) (*sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the URL cannot be requested: %v", err)
 	}
+	// A claim gives a webhook at most its slots more than it has in
+	// flight, which is fewer than its slots: the queue never fills.
 	s := &sender{e: e, url: u, queue: make(chan job, 2*store.MaxInFlightPerWebhook)}
 	port := u.Port()
 	switch u.Scheme {
@@ -94,8 +96,7 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// send queues an attempt; a goroutine with a connection takes it. The
-// queue holds more than a webhook's slots, so it never blocks.
+// send queues an attempt; a goroutine with a connection takes it.
 func (s *sender) send(ctx context.Context, j job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -281,7 +282,10 @@ func (c *conn) write(ctx context.Context, batch []job, at time.Time) error {
 			return err
 		}
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(Timeout))
+	nc := c.nc
+	nc.SetWriteDeadline(time.Now().Add(Timeout))
+	// Shutting down does not wait for a receiver that reads nothing.
+	defer context.AfterFunc(ctx, func() { nc.SetWriteDeadline(time.Now()) })()
 	var buf [20]byte
 	ts := strconv.AppendInt(buf[:0], at.Unix(), 10)
 	for _, j := range batch {
