@@ -19,6 +19,7 @@ import (
 	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
 )
@@ -30,16 +31,8 @@ const acmeZone = "acme.plat.test"
 // returns its UDP address.
 func startACMEDNS(t *testing.T, kv acmedns.Store) string {
 	t.Helper()
-	s, err := acmedns.New(acmedns.Config{Zone: acmeZone, Store: kv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	udp, _, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	return udp.String()
+	udp, _ := domaintest.StartACMEDNS(t, acmedns.Config{Zone: acmeZone, Store: kv})
+	return udp
 }
 
 // delegatedManager is a manager with --acme-dns-zone whose checker and CA
@@ -69,6 +62,20 @@ func delegatedManager(t *testing.T, db domains.Store, resolver string, pebble *d
 	})
 }
 
+// startDelegated starts what the delegated tests share: a deployed store
+// whose own DNS server answers acmeZone, a resolver that delegates that
+// zone to it and resolves the CNAME target here, pebble (with o) asking
+// that resolver, and a delegatedManager on them with a.
+func startDelegated(t *testing.T, o domaintest.PebbleOptions, a domains.ACME) (*boltstore.DB, *domaintest.Resolver, *domaintest.Pebble, *domains.Manager) {
+	t.Helper()
+	db := deployedStore(t)
+	resolver, resolverAddr := domaintest.StartResolver(t, acmeZone, startACMEDNS(t, db))
+	resolver.Set(t, domaintest.CNAMETarget+". 0 IN A 127.0.0.1")
+	o.DNSServer = resolverAddr
+	pebble := domaintest.StartPebble(t, nil, o)
+	return db, resolver, pebble, delegatedManager(t, db, resolverAddr, pebble, a)
+}
+
 // serveTLS serves m's certificates on a loopback port of its own.
 func serveTLS(t *testing.T, m *domains.Manager) string {
 	t.Helper()
@@ -83,10 +90,9 @@ func serveTLS(t *testing.T, m *domains.Manager) string {
 	return ln.Addr().String()
 }
 
-// delegationRecords finds the ownership TXT and the delegation CNAME among
-// a domain's records.
-func delegationRecords(t *testing.T, d store.Domain) (txt, cname store.DNSRecord) {
-	t.Helper()
+// findDelegationRecords returns the ownership TXT and the delegation CNAME
+// among a domain's records, the zero record for one that is missing.
+func findDelegationRecords(d store.Domain) (txt, cname store.DNSRecord) {
 	for _, r := range d.Records {
 		switch r.Purpose {
 		case store.RecordPurposeOwnership:
@@ -95,6 +101,14 @@ func delegationRecords(t *testing.T, d store.Domain) (txt, cname store.DNSRecord
 			cname = r
 		}
 	}
+	return txt, cname
+}
+
+// delegationRecords finds the ownership TXT and the delegation CNAME among
+// a domain's records.
+func delegationRecords(t *testing.T, d store.Domain) (txt, cname store.DNSRecord) {
+	t.Helper()
+	txt, cname = findDelegationRecords(d)
 	if txt.Type != "TXT" || txt.Name != "_petstore-challenge."+d.Name || d.Delegation == nil || txt.Value != d.Delegation.Token || txt.Value == "" ||
 		cname.Type != "CNAME" || cname.Name != "_acme-challenge."+d.Name || !strings.HasSuffix(cname.Value, "."+acmeZone) ||
 		strings.Count(strings.TrimSuffix(cname.Value, "."+acmeZone), ".") != 0 || cname.Note == "" || txt.Note == "" {
@@ -136,11 +150,7 @@ func TestMoveWithoutDowntime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble")
 	}
-	db := deployedStore(t)
-	resolver, resolverAddr := domaintest.StartResolver(t, acmeZone, startACMEDNS(t, db))
-	resolver.Set(t, domaintest.CNAMETarget+". 0 IN A 127.0.0.1")
-	pebble := domaintest.StartPebble(t, nil, domaintest.PebbleOptions{DNSServer: resolverAddr})
-	m := delegatedManager(t, db, resolverAddr, pebble, domains.ACME{})
+	db, resolver, pebble, m := startDelegated(t, domaintest.PebbleOptions{}, domains.ACME{})
 	tlsAddr := serveTLS(t, m)
 	ctx := context.Background()
 	const name = "shop.customer.test"
@@ -209,11 +219,7 @@ func TestProxiedDomainRenewsThroughDNS01(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pebble and waits for a renewal")
 	}
-	db := deployedStore(t)
-	resolver, resolverAddr := domaintest.StartResolver(t, acmeZone, startACMEDNS(t, db))
-	resolver.Set(t, domaintest.CNAMETarget+". 0 IN A 127.0.0.1")
-	pebble := domaintest.StartPebble(t, nil, domaintest.PebbleOptions{DNSServer: resolverAddr, Profiles: map[string]int{"short": 30}})
-	m := delegatedManager(t, db, resolverAddr, pebble, domains.ACME{Profile: "short", RenewInterval: time.Second})
+	db, resolver, _, m := startDelegated(t, domaintest.PebbleOptions{Profiles: map[string]int{"short": 30}}, domains.ACME{Profile: "short", RenewInterval: time.Second})
 	ctx := context.Background()
 	const name = "www.proxied.test"
 	resolver.Set(t, name+". 0 IN CNAME "+domaintest.CNAMETarget+".")
@@ -268,14 +274,7 @@ func TestDelegatedIssuanceOnTwoInstances(t *testing.T) {
 		t.Skip("starts pebble and PostgreSQL")
 	}
 	url := pgtest.URL(t)
-	open := func() *postgres.DB {
-		db, err := postgres.Open(context.Background(), url, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	open := func() *postgres.DB { return domaintest.OpenPostgres(t, url) }
 	ctx := context.Background()
 	a, b := &presentCounter{DB: open()}, open()
 	if _, err := a.UpdateProject(ctx, func(p *store.Project) error { p.Plan = store.PlanPro; return nil }); err != nil {
@@ -386,14 +385,7 @@ func TestOwnershipInTheBackground(t *testing.T) {
 	}
 	resolver.Set(t, name+". 0 IN CNAME "+domaintest.CNAMETarget+".")
 	due(store.DomainVerified)
-	events, err := db.Events(ctx, store.EventFilter{Kinds: []string{"domain"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var types []string
-	for _, e := range events {
-		types = append(types, e.Type)
-	}
+	types := eventTypes(t, db, "domain")
 	if want := "domain.added domain.owned domain.owned domain.verified"; strings.Join(types, " ") != want {
 		t.Errorf("events %v, want %s", types, want)
 	}

@@ -27,46 +27,11 @@ import (
 // read; one whose certificate is on record but not in the cache yet (as
 // after a restart) is loaded from storage.
 func TestHandshakeWithoutCertificateReadsNoStorage(t *testing.T) {
-	const ca = "https://127.0.0.1:1/dir" // never contacted: no attempt starts
 	const without, with = "nocert.example.org", "cert.example.org"
-	// Opened here: domaintest imports this package.
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
-	db := &storetest.ReadCounter{Store: bolt}
-	ctx := context.Background()
-	for _, d := range []store.Domain{
-		{Name: without, State: store.DomainVerified, Certificate: store.Certificate{State: store.CertFailed}},
-		{Name: with, State: store.DomainVerified, Certificate: store.Certificate{State: store.CertIssued}},
-	} {
-		if err := db.AddDomain(ctx, &d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	iss := certmagic.ACMEIssuer{CA: ca}
-	certPEM, keyPEM := testcert.SelfSigned(t, with, 1)
-	for key, value := range map[string][]byte{
-		certmagic.StorageKeys.SiteCert(iss.IssuerKey(), with):       certPEM,
-		certmagic.StorageKeys.SitePrivateKey(iss.IssuerKey(), with): keyPEM,
-		certmagic.StorageKeys.SiteMeta(iss.IssuerKey(), with):       []byte(`{"sans":["` + with + `"]}`),
-	} {
-		if err := certs.Storage(db).Store(ctx, key, value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, err := NewManager(Config{
-		Store:     db,
-		Platform:  dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
-		Checker:   &dnscheck.Checker{},
-		ACME:      &ACME{CA: ca},
-		TickEvery: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	m, db := countingManager(t,
+		store.Domain{Name: without, State: store.DomainVerified, Certificate: store.Certificate{State: store.CertFailed}},
+		store.Domain{Name: with, State: store.DomainVerified, Certificate: store.Certificate{State: store.CertIssued}})
+	storeSelfSigned(t, db, with)
 
 	before := db.Reads()
 	if err := handshake(m, without); err == nil {
@@ -92,11 +57,35 @@ func handshake(m *Manager, name string) error {
 	return tls.Client(client, &tls.Config{ServerName: name, InsecureSkipVerify: true}).Handshake()
 }
 
+// countingCA is the CA of countingManager's manager, never contacted: no
+// attempt starts.
+const countingCA = "https://127.0.0.1:1/dir"
+
+// storeSelfSigned puts a self-signed certificate for name where certmagic
+// looks for one from countingCA, as if obtained earlier or by another
+// instance, and returns the certificate's storage key.
+func storeSelfSigned(t *testing.T, db store.KeyValue, name string) string {
+	t.Helper()
+	iss := certmagic.ACMEIssuer{CA: countingCA}
+	certPEM, keyPEM := testcert.SelfSigned(t, name, 1)
+	for key, value := range map[string][]byte{
+		certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name):       certPEM,
+		certmagic.StorageKeys.SitePrivateKey(iss.IssuerKey(), name): keyPEM,
+		certmagic.StorageKeys.SiteMeta(iss.IssuerKey(), name):       []byte(`{"sans":["` + name + `"]}`),
+	} {
+		if err := certs.Storage(db).Store(context.Background(), key, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name)
+}
+
 // countingManager is a manager with certificates (from a CA never
 // contacted) over a store that counts its key/value reads, holding the
 // domains given.
 func countingManager(t *testing.T, ds ...store.Domain) (*Manager, *storetest.ReadCounter) {
 	t.Helper()
+	// Opened here: domaintest imports this package.
 	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +101,7 @@ func countingManager(t *testing.T, ds ...store.Domain) (*Manager, *storetest.Rea
 		Store:     db,
 		Platform:  dnscheck.Platform{Domain: "petstore.test", CNAMETarget: "cname.petstore.test"},
 		Checker:   &dnscheck.Checker{},
-		ACME:      &ACME{CA: "https://127.0.0.1:1/dir"},
+		ACME:      &ACME{CA: countingCA},
 		TickEvery: time.Hour,
 	})
 	if err != nil {
@@ -186,5 +175,70 @@ func TestChallengeLookupsOnlyForAttachedNames(t *testing.T) {
 	get("Shop.Example.org")
 	if n := db.Reads() - before; n == 0 {
 		t.Errorf("a challenge request for an attached name, started nowhere in memory, was not looked up in storage")
+	}
+}
+
+// handshakeNames runs a TLS handshake for name and returns the names of
+// the certificate the server presented.
+func handshakeNames(m *Manager, name string) ([]string, error) {
+	client, server := net.Pipe()
+	defer client.Close()
+	go func() {
+		defer server.Close()
+		_ = tls.Server(server, m.TLSConfig()).Handshake()
+	}()
+	c := tls.Client(client, &tls.Config{ServerName: name, InsecureSkipVerify: true})
+	if err := c.Handshake(); err != nil {
+		return nil, err
+	}
+	return c.ConnectionState().PeerCertificates[0].DNSNames, nil
+}
+
+// TestWildcardHandshakes: with a verified wildcard whose certificate is in
+// storage (obtained earlier, or by another instance), handshakes for names
+// one label below its base get that certificate, loaded once; a name two
+// labels below gets none, without a storage read (so no order either);
+// once the wildcard is removed, every name under it fails at once.
+func TestWildcardHandshakes(t *testing.T) {
+	const wildcard = "*.shop.example.org"
+	m, db := countingManager(t, store.Domain{Name: wildcard, State: store.DomainVerified, Certificate: store.Certificate{State: store.CertIssued}})
+	ctx := context.Background()
+	certKey := storeSelfSigned(t, db, wildcard)
+
+	for _, name := range []string{"a.shop.example.org", "b.shop.example.org", "A.Shop.Example.org"} {
+		names, err := handshakeNames(m, name)
+		if err != nil {
+			t.Fatalf("handshake for %s: %v", name, err)
+		}
+		if len(names) != 1 || names[0] != wildcard {
+			t.Errorf("%s got a certificate for %v, want %s", name, names, wildcard)
+		}
+	}
+	before := db.Reads()
+	for _, name := range []string{"x.y.shop.example.org", "shop.example.org", "a.shopx.example.org"} {
+		if names, err := handshakeNames(m, name); err == nil {
+			t.Errorf("a handshake for %s succeeded with %v", name, names)
+		}
+		if m.CertificateAllowed(name) {
+			t.Errorf("%s may get a certificate: the decision function would order one", name)
+		}
+	}
+	if n := db.Reads() - before; n != 0 {
+		t.Errorf("handshakes for names no wildcard covers read storage %d times", n)
+	}
+
+	if !certs.Storage(db).Exists(ctx, certKey) {
+		t.Fatal("no certificate in storage before removal")
+	}
+	if err := m.Remove(ctx, wildcard); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a.shop.example.org", "c.shop.example.org"} {
+		if names, err := handshakeNames(m, name); err == nil {
+			t.Errorf("after removal, a handshake for %s succeeded with %v", name, names)
+		}
+	}
+	if certs.Storage(db).Exists(ctx, certKey) {
+		t.Errorf("the wildcard's certificate is still in storage: %s", certKey)
 	}
 }

@@ -2,18 +2,13 @@ package handlers
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"petstore/store"
 )
-
-// newAPIKey is the answer to a create: the only time the secret is shown.
-type newAPIKey struct {
-	store.APIKey
-	Secret string `json:"secret"`
-}
 
 func (s *Server) createAPIKey(c echo.Context) error {
 	var in struct {
@@ -30,5 +25,12 @@ func (s *Server) createAPIKey(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return respondCreated(c, fmt.Sprintf("/admin/api-keys/%d", key.ID), newAPIKey{APIKey: key, Secret: secret})
+	return sendAnswer(c, apiKeyCreated, &store.IssuedAPIKey{APIKey: key, Secret: secret})
+}
+
+// apiKeyCreated is the answer to POST /admin/api-keys: the only one that
+// shows the secret (an Idempotency-Key keeps it sealed).
+func apiKeyCreated(record any) (answer, error) {
+	k := record.(*store.IssuedAPIKey)
+	return answerJSON(http.StatusCreated, fmt.Sprintf("/admin/api-keys/%d", k.ID), k)
 }

@@ -64,11 +64,19 @@ func (s *Server) addDomain(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return respondCreated(c, domainPath(d.Name), s.domainView(d))
+	return sendAnswer(c, s.domainAdded, &d)
+}
+
+// domainAdded is the answer to POST /admin/domains. It runs in the store's
+// transaction when an Idempotency-Key keeps it: a new domain is pending,
+// so its troubleshooting needs no lookup.
+func (s *Server) domainAdded(record any) (answer, error) {
+	d := record.(*store.Domain)
+	return answerJSON(http.StatusCreated, domainPath(d.Name), s.domainView(*d))
 }
 
 // domainByName answers 200 with the domain that get returns for the name
-// path parameter (Get, or Verify, which checks it first).
+// path parameter.
 func (s *Server) domainByName(get func(context.Context, string) (store.Domain, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		d, err := get(c.Request().Context(), domainParam(c))
@@ -78,6 +86,34 @@ func (s *Server) domainByName(get func(context.Context, string) (store.Domain, e
 		return respond(c, http.StatusOK, s.domainView(d))
 	}
 }
+
+// verifyDomain checks a domain's DNS now (Re-verify). Its change is made by
+// the domain manager in several steps (the check's result, the routing
+// table, the certificate's request), not in one write of the store, so
+// the answer of an Idempotency-Key is kept after them, in a write of its
+// own (store.KeepAnswer): a crash in between loses the answer, not the
+// change, and the retry verifies again, which a check may always do.
+func (s *Server) verifyDomain(c echo.Context) error {
+	ctx := c.Request().Context()
+	d, err := s.domains.Verify(ctx, domainParam(c))
+	if err != nil {
+		return err
+	}
+	// Made here, not in the store's write: troubleshooting may look up
+	// the CA's names.
+	a, err := answerJSON(http.StatusOK, "", s.domainView(d))
+	if err != nil {
+		return err
+	}
+	if err := s.store.KeepAnswer(ctx, &a); err != nil {
+		return err
+	}
+	return a.send(c)
+}
+
+// domainVerified is the answer to POST /admin/domains/{name}/verify, made
+// before it is kept.
+func domainVerified(record any) (answer, error) { return *record.(*answer), nil }
 
 func (s *Server) removeDomain(c echo.Context) error {
 	if err := s.domains.Remove(c.Request().Context(), domainParam(c)); err != nil {

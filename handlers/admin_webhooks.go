@@ -64,8 +64,14 @@ func (s *Server) createWebhook(c echo.Context) error {
 	if err := s.store.CreateWebhook(c.Request().Context(), &w); err != nil {
 		return err
 	}
-	// The only answer that shows the secret, with rotate-secret's.
-	return respondCreated(c, "/admin/webhooks/"+strconv.FormatInt(w.ID, 10), w)
+	return sendAnswer(c, webhookCreated, &w)
+}
+
+// webhookCreated is the answer to POST /admin/webhooks: the only one that
+// shows the secret, with rotate-secret's.
+func webhookCreated(record any) (answer, error) {
+	w := record.(*store.Webhook)
+	return answerJSON(http.StatusCreated, "/admin/webhooks/"+strconv.FormatInt(w.ID, 10), w)
 }
 
 func (s *Server) listWebhooks(c echo.Context) error {
@@ -155,7 +161,13 @@ func (s *Server) rotateWebhookSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return respond(c, http.StatusOK, w)
+	return sendAnswer(c, secretRotated, &w)
+}
+
+// secretRotated is the answer to POST /admin/webhooks/{id}/rotate-secret,
+// with the new secret.
+func secretRotated(record any) (answer, error) {
+	return answerJSON(http.StatusOK, "", record.(*store.Webhook))
 }
 
 func (s *Server) testWebhook(c echo.Context) error {
@@ -171,8 +183,13 @@ func (s *Server) testWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	jsonType(c)
-	return c.JSONBlob(http.StatusAccepted, ev.AppendJSON(nil))
+	return sendAnswer(c, testRecorded, &ev)
+}
+
+// testRecorded is the answer to POST /admin/webhooks/{id}/test: the event
+// recorded.
+func testRecorded(record any) (answer, error) {
+	return answer{Status: http.StatusAccepted, Body: record.(*store.Event).AppendJSON(nil)}, nil
 }
 
 func (s *Server) listDeliveries(c echo.Context) error {
@@ -208,5 +225,12 @@ func (s *Server) retryDelivery(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return respond(c, http.StatusAccepted, deliveryView{d, d.EventID.String()})
+	return sendAnswer(c, retryScheduled, &d)
+}
+
+// retryScheduled is the answer to POST
+// /admin/webhooks/{id}/deliveries/{deliveryId}/retry: the new delivery.
+func retryScheduled(record any) (answer, error) {
+	d := record.(*store.Delivery)
+	return answerJSON(http.StatusAccepted, "", deliveryView{*d, d.EventID.String()})
 }

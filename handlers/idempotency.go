@@ -54,6 +54,13 @@ func created(location string, version int64, body []byte) answer {
 	return answer{Status: http.StatusCreated, Location: location, ETag: string(appendETag(make([]byte, 0, 24), version)), Body: body}
 }
 
+// answerJSON is an answer of status with v as its JSON body, and a
+// Location when location is not empty.
+func answerJSON(status int, location string, v any) (answer, error) {
+	body, err := stdjson.Marshal(v)
+	return answer{Status: status, Location: location, Body: body}, err
+}
+
 // sendAnswer answers with the answer makeAnswer makes from record, the
 // one a key would keep.
 func sendAnswer(c echo.Context, makeAnswer func(record any) (answer, error), record any) error {
@@ -111,10 +118,10 @@ func (s *Server) idempotent(h echo.HandlerFunc, makeAnswer func(record any) (ans
 			return keyBusy(key)
 		}
 		defer release()
-		k, err := s.store.KeptAnswer(r.Context(), w.Scope, key)
+		k, err := s.store.KeptAnswer(r.Context(), w)
 		switch {
 		case err == nil:
-			if err := w.Match(k); err != nil {
+			if k, err = w.Replay(k); err != nil {
 				return err
 			}
 			return replay(c, k)
@@ -192,14 +199,16 @@ func sfString(s string) (string, bool) {
 }
 
 // keyScope names the credential a key belongs to: a hash of the API key
-// (so that finding it costs no lookup), or the admin token. Every create
-// needs one of them, so no key is anonymous.
+// (so that finding it costs no lookup), or of the admin token (a new
+// token starts with no keys). Every POST needs one of them, so no key is
+// anonymous.
 func keyScope(r *http.Request) string {
 	if k := r.Header.Get(headerAPIKey); k != "" {
 		sum := sha256.Sum256([]byte(k))
 		return "key:" + hex.EncodeToString(sum[:12])
 	}
-	return "admin"
+	sum := sha256.Sum256([]byte(bearerToken(r.Header.Get(echo.HeaderAuthorization))))
+	return "admin:" + hex.EncodeToString(sum[:12])
 }
 
 // fingerprint identifies the request a key was sent with: its method, path

@@ -86,7 +86,10 @@ type bench struct {
 	// says why there are none.
 	pgCluster *pgtest.Cluster
 	pgSkipped string
-	jobs      []job
+	// pgVs names the revision of -postgres-vs, whose rows' labels end
+	// with it.
+	pgVs string
+	jobs []job
 
 	loads map[string]*loadResult // by row label
 
@@ -189,8 +192,13 @@ func (b *bench) measure(ctx context.Context) error {
 			c()
 		}
 	}()
-	b.jobs = append(b.jobs, job{label: labelFsyncBaseline, slice: fsync.run})
-	for _, setUp := range []func(context.Context) error{b.echoBaseline, b.smallStore, b.webhookStore, b.postgresStore, b.bigStore, b.tlsServers} {
+	setUps := []func(context.Context) error{b.echoBaseline, b.smallStore, b.webhookStore, b.postgresStore, b.bigStore, b.tlsServers}
+	if b.cfg.onlyPostgres {
+		setUps = []func(context.Context) error{b.postgresStore}
+	} else {
+		b.jobs = append(b.jobs, job{label: labelFsyncBaseline, slice: fsync.run})
+	}
+	for _, setUp := range setUps {
 		if err := setUp(ctx); err != nil {
 			return err
 		}
@@ -201,8 +209,10 @@ func (b *bench) measure(ctx context.Context) error {
 	if err := b.webhookCatchUp(ctx); err != nil {
 		return err
 	}
-	if err := b.rssAfterLoad(ctx); err != nil {
-		return err
+	if b.smallProc != nil {
+		if err := b.rssAfterLoad(ctx); err != nil {
+			return err
+		}
 	}
 	for _, p := range b.procs {
 		if err := p.stop(); err != nil {

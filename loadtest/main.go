@@ -87,6 +87,10 @@ type config struct {
 	serverLog   string        // where the server's request log goes
 	cpuProfiles string        // where each petstore server writes its CPU profile
 	quick       bool
+	// onlyPostgres runs the PostgreSQL rows alone; postgresVs is the
+	// source folder of another revision measured beside them.
+	onlyPostgres bool
+	postgresVs   string
 }
 
 // The defaults of -quick, and limits of the flags.
@@ -122,6 +126,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.DurationVar(&c.rssWait, "rss-wait", time.Minute, "after the last row, how long to poll the small store's RSS for it to come back within 2x idle")
 	fs.StringVar(&c.serverLog, "server-log", "", "file for the servers' request logs (default: discarded)")
 	fs.StringVar(&c.cpuProfiles, "cpu-profiles", "", "directory where each petstore server writes a CPU profile of its whole run, named after it (read with go tool pprof)")
+	fs.BoolVar(&c.onlyPostgres, "only-postgres", false, "run the PostgreSQL rows only (no bbolt rows, baselines, large store or TLS rows)")
+	fs.StringVar(&c.postgresVs, "postgres-vs", "", "source folder of another revision of petstore (a worktree of main, say): built there and measured beside this one, on a PostgreSQL database of its own seeded alike, in the same rounds, so that the PostgreSQL rows show before and after in one run")
 	fs.BoolVar(&c.quick, "quick", false, fmt.Sprintf("quick run: -duration %v -rounds %d -warmup %v -settle %v -big-pets %d unless given", quickDuration, quickRounds, quickWarmup, quickSettle, quickBigPets))
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -156,6 +162,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		err = errors.New("-stock-pets must be from 1 to -pets")
 	case c.readyStarts < 1:
 		err = errors.New("-ready-starts must be at least 1")
+	case c.postgresVs != "" && !isModuleDir(c.postgresVs):
+		err = fmt.Errorf("-postgres-vs %s: not a folder holding go.mod", c.postgresVs)
 	case c.tlsDomains != 0 && (c.tlsDomains < 2 || c.tlsDomains > maxTLSDomains):
 		err = fmt.Errorf("-tls-domains must be 0 (skip the TLS rows) or from 2 to %d", maxTLSDomains)
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
 
 	"petstore/store"
 	"petstore/store/postgres"
@@ -15,7 +18,9 @@ import (
 // fsync every commit), seeds it as the small store is seeded, starts the
 // binary on it with --database and adds the rows of single pets, creates
 // and orders. Without PostgreSQL's binaries the rows are skipped, with a
-// note saying how to get them.
+// note saying how to get them. With -postgres-vs, the other revision's
+// binary gets the same rows on a database of its own, each beside this
+// revision's row of the same request, so that both see the same load.
 func (b *bench) postgresStore(ctx context.Context) error {
 	cluster, err := pgtest.Start(true)
 	if errors.Is(err, pgtest.ErrNotInstalled) {
@@ -27,41 +32,106 @@ func (b *bench) postgresStore(ctx context.Context) error {
 		return fmt.Errorf("starting a private PostgreSQL cluster: %w", err)
 	}
 	b.pgCluster = cluster
-	url, err := cluster.NewDatabase(ctx)
+	jobs, err := b.postgresJobs(ctx, b.bin, "petstore on PostgreSQL", "")
 	if err != nil {
 		return err
 	}
-	db, err := postgres.Open(ctx, url, store.Options{})
-	if err != nil {
-		return err
+	if b.cfg.postgresVs == "" {
+		b.jobs = append(b.jobs, jobs...)
+		return nil
 	}
-	catID, _, err := b.seedStore(ctx, db, "PostgreSQL", b.cfg.pets)
+	b.pgVs = revision(ctx, b.cfg.postgresVs)
+	b.progress("building the revision of -postgres-vs (%s) in %s", b.pgVs, b.cfg.postgresVs)
+	bin, err := buildIn(ctx, b.cfg.postgresVs, filepath.Join(b.dir, "petstore-vs"))
 	if err != nil {
-		return fmt.Errorf("PostgreSQL: %w", err)
+		return fmt.Errorf("-postgres-vs: %w", err)
 	}
-	p, _, err := b.startPetstore(ctx, "petstore on PostgreSQL", nil, "--database", url, "--admin-token", b.adminToken)
+	vs, err := b.postgresJobs(ctx, bin, "petstore "+b.pgVs+" on PostgreSQL", ", "+b.pgVs)
 	if err != nil {
-		return err
+		return fmt.Errorf("-postgres-vs %s: %w", b.pgVs, err)
 	}
-	jobs, err := b.apiJobs(ctx, p, newClient(b.cfg.connections), b.cfg.pets, catID, onPostgres)
-	if err != nil {
-		return fmt.Errorf("PostgreSQL: %w", err)
+	for i := range jobs {
+		b.jobs = append(b.jobs, jobs[i], vs[i])
 	}
-	b.jobs = append(b.jobs, jobs...)
 	return nil
 }
 
+// postgresJobs seeds a new database of the cluster with this revision's
+// store (an older binary runs on its schema: later migrations only add
+// columns with defaults, and tables), starts bin on it, and returns the
+// jobs of its rows, their labels ending with onPostgres and suffix.
+func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]job, error) {
+	url, err := b.pgCluster.NewDatabase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db, err := postgres.Open(ctx, url, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	catID, _, err := b.seedStore(ctx, db, "PostgreSQL", b.cfg.pets)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL: %w", err)
+	}
+	p, _, err := b.startServer(ctx, name, bin, nil, "--listen", "ADDR", "--rate-limit", "0", "--database", url, "--admin-token", b.adminToken)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := b.apiJobs(ctx, p, newClient(b.cfg.connections), b.cfg.pets, catID, onPostgres+suffix)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL: %w", err)
+	}
+	return jobs, nil
+}
+
+// revision names the commit checked out in dir, for the rows' labels.
+func revision(ctx context.Context, dir string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--short", "HEAD").Output()
+	if rev := strings.TrimSpace(string(out)); err == nil && rev != "" {
+		return rev
+	}
+	return filepath.Base(dir)
+}
+
 // postgresReport adds the PostgreSQL rows, each judged against the bbolt
-// row of the same request measured in the same run.
+// row of the same request measured in the same run, and against the row
+// of -postgres-vs's revision.
 func (b *bench) postgresReport(r *report) {
 	if b.pgSkipped != "" {
 		r.lines = append(r.lines, line{label: "PostgreSQL rows", on: "skipped: " + b.pgSkipped, verdict: "skipped"})
 		return
 	}
 	l := b.loads
-	r.load(labelPGGetPet, l[labelPGGetPet], cpuVs(l[labelPGGetPet], l[labelGetPet], "bbolt", "", 0))
-	r.load(labelPGPostPets, l[labelPGPostPets], rpsVs(l[labelPGPostPets], l[labelPostPets], "bbolt", "", 0))
-	r.load(labelPGOrders, l[labelPGOrders], rpsVs(l[labelPGOrders], l[labelOrders], "bbolt", "", 0))
+	for _, row := range []struct {
+		label, bbolt string
+		vs           func(res, base *loadResult, baseName, op string, target float64) check
+	}{
+		{labelPGGetPet, labelGetPet, cpuVs},
+		{labelPGPostPets, labelPostPets, rpsVs},
+		{labelPGOrders, labelOrders, rpsVs},
+	} {
+		var checks []check
+		if !b.cfg.onlyPostgres {
+			checks = append(checks, row.vs(l[row.label], l[row.bbolt], "bbolt", "", 0))
+		}
+		if b.pgVs != "" {
+			other := row.label + ", " + b.pgVs
+			checks = append(checks, row.vs(l[row.label], l[other], b.pgVs, "", 0))
+			if row.label == labelPGPostPets {
+				// The CPU of a write's statements is PostgreSQL's, not
+				// the petstore process's: req/s says it.
+				checks = append(checks, cpuVs(l[row.label], l[other], b.pgVs, "", 0))
+			}
+			r.load(row.label, l[row.label], checks...)
+			r.load(other, l[other], check{on: "the revision of -postgres-vs", ok: l[other] != nil})
+			continue
+		}
+		r.load(row.label, l[row.label], checks...)
+	}
 	r.notes = append(r.notes, fmt.Sprintf("PostgreSQL rows: the same requests against a server started with --database on a private PostgreSQL cluster on this machine with its durable defaults (fsync, synchronous commits), seeded with %s pets; CPU/req is the petstore process's only, PostgreSQL's own processes are not counted",
 		humanCount(b.cfg.pets)))
+	if b.pgVs != "" {
+		r.notes = append(r.notes, fmt.Sprintf("rows ending with %s: the binary built from -postgres-vs (%s), on a database of its own in the same cluster, seeded by this revision's store; each of its rows ran right after this revision's row of the same request, in every round",
+			b.pgVs, b.cfg.postgresVs))
+	}
 }

@@ -249,13 +249,23 @@ func buildServer(ctx context.Context, dir string) (bin string, err error) {
 	if err != nil || gomod == "" || gomod == os.DevNull {
 		return "", errors.New("run from inside the petstore module (go env GOMOD is empty)")
 	}
-	bin = filepath.Join(dir, "petstore")
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, ".")
-	cmd.Dir = filepath.Dir(gomod)
+	return buildIn(ctx, filepath.Dir(gomod), filepath.Join(dir, "petstore"))
+}
+
+// buildIn builds the petstore module in src into the file bin.
+func buildIn(ctx context.Context, src, bin string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	cmd.Dir = src
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, indent(string(out)))
+		return "", fmt.Errorf("go build in %s: %v\n%s", src, err, indent(string(out)))
 	}
 	return bin, nil
+}
+
+// isModuleDir says that dir holds a go.mod.
+func isModuleDir(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "go.mod"))
+	return err == nil
 }
 
 // tailBuffer keeps the first and the last bytes written to it, up to max

@@ -146,6 +146,11 @@ func (b *bench) buildReport() *report {
 		fmt.Sprintf("load average before: %s, after: %s (other work on the machine makes every figure worse)", b.loadBefore, b.loadAfter),
 	}
 
+	if c.onlyPostgres {
+		b.postgresReport(r)
+		r.notes = append(r.notes, b.notes...)
+		return r
+	}
 	echo, fsync := b.loads[labelEchoBaseline], b.loads[labelFsyncBaseline]
 	r.load(labelEchoBaseline, echo, check{on: "baseline of GET CPU/req, POST req/s", ok: echo != nil})
 	r.load(labelFsyncBaseline, fsync, check{on: "baseline of POST req/s", ok: fsync != nil})

@@ -3,6 +3,13 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"time"
 )
 
@@ -14,6 +21,14 @@ import (
 // instead of the write (ErrReplay), one kept for another request refuses it
 // (EIDEMPOTENCYREUSED). What a key's answer is made of (an HTTP status,
 // headers and body) is the caller's business: the store keeps bytes.
+//
+// An answer may carry a secret that is otherwise kept only as a hash (a
+// new API key's), and every store keeps answers the same way so that none
+// is kept in clear: under a hash of the key (StoredKey), sealed with
+// AES-256-GCM under a key derived by HKDF-SHA256 from the Idempotency-Key
+// and its scope (Keep, Replay). Someone who reads the database or a backup
+// learns neither the keys nor the answers; only a client that sends the
+// key again can open its answer.
 
 // Error codes of Idempotency-Key.
 const (
@@ -40,8 +55,8 @@ var ErrReplay = &Error{Code: "idempotent_replay", Message: "this request was alr
 // IdempotentWrite is a write's Idempotency-Key.
 type IdempotentWrite struct {
 	// Scope is who sent the key (keys of two credentials never meet), Key
-	// the key itself, Fingerprint what identifies the request (a hash of
-	// its method, path and body).
+	// the key itself, which is never stored (StoredKey is), Fingerprint
+	// what identifies the request (a hash of its method, path and body).
 	Scope, Key  string
 	Fingerprint []byte
 	// TTL is how long the answer is kept.
@@ -51,11 +66,12 @@ type IdempotentWrite struct {
 	// inside the write's transaction, perhaps more than once, and must
 	// have no other effect.
 	Answer func(record any) ([]byte, error)
-	// Kept is set by a write answered ErrReplay.
+	// Kept is set by a write answered ErrReplay, its answer open.
 	Kept KeptAnswer
 }
 
-// KeptAnswer is the answer kept for a key.
+// KeptAnswer is the answer kept for a key. As a store keeps it, Answer is
+// sealed (Keep); as KeptAnswer and Found give it, it is open.
 type KeptAnswer struct {
 	Fingerprint []byte
 	Answer      []byte
@@ -65,9 +81,15 @@ type KeptAnswer struct {
 
 // Idempotency is the keeping of answers to writes made with a key.
 type Idempotency interface {
-	// KeptAnswer returns the answer kept for scope's key, or ENOTFOUND when
-	// there is none or it has expired.
-	KeptAnswer(ctx context.Context, scope, key string) (KeptAnswer, error)
+	// KeptAnswer returns the answer kept for w's key, sealed (see
+	// Replay), or ENOTFOUND when there is none or it has expired.
+	KeptAnswer(ctx context.Context, w *IdempotentWrite) (KeptAnswer, error)
+	// KeepAnswer keeps the answer to record for the Idempotency-Key in
+	// ctx (none: it does nothing) in a write of its own, for an operation
+	// whose change is not one write of the store: the answer is kept after
+	// the change, not with it. It answers ErrReplay or EIDEMPOTENCYREUSED
+	// as a keyed write does when the key already has an answer.
+	KeepAnswer(ctx context.Context, record any) error
 	// SweepKeptAnswers forgets the answers that expired and, beyond max
 	// (when max > 0), the oldest others, at most MaxSweep of them; it
 	// returns how many it forgot.
@@ -95,27 +117,99 @@ func (w *IdempotentWrite) Found(k KeptAnswer, now time.Time) error {
 	if !now.Before(k.ExpiresAt) {
 		return nil
 	}
-	if err := w.Match(k); err != nil {
+	k, err := w.Replay(k)
+	if err != nil {
 		return err
 	}
 	w.Kept = k
 	return ErrReplay
 }
 
-// Match refuses k, a live answer kept for w's key, when it answers another
-// request than w's (EIDEMPOTENCYREUSED).
-func (w *IdempotentWrite) Match(k KeptAnswer) error {
+// Replay returns k, a live answer kept for w's key, opened, or
+// EIDEMPOTENCYREUSED when it answers another request than w's.
+func (w *IdempotentWrite) Replay(k KeptAnswer) (KeptAnswer, error) {
 	if !bytes.Equal(k.Fingerprint, w.Fingerprint) {
-		return Errorf(EIDEMPOTENCYREUSED, "Idempotency-Key %q was first used with another request (method, path or body); send a new request with a new key", w.Key)
+		return KeptAnswer{}, Errorf(EIDEMPOTENCYREUSED, "Idempotency-Key %q was first used with another request (method, path or body); send a new request with a new key", w.Key)
 	}
-	return nil
+	return w.open(k)
 }
 
-// Keep returns what to store for w's answer to record, written at now.
+// Keep returns what to store for w's answer to record, written at now:
+// the answer sealed.
 func (w *IdempotentWrite) Keep(record any, now time.Time) (KeptAnswer, error) {
 	answer, err := w.Answer(record)
 	if err != nil {
 		return KeptAnswer{}, err
 	}
-	return KeptAnswer{Fingerprint: w.Fingerprint, Answer: answer, CreatedAt: now, ExpiresAt: now.Add(w.TTL)}, nil
+	aead, err := w.aead()
+	if err != nil {
+		return KeptAnswer{}, err
+	}
+	sealed := make([]byte, 1+nonceSize, 1+nonceSize+len(answer)+aead.Overhead())
+	sealed[0] = sealedV1
+	if _, err := rand.Read(sealed[1:]); err != nil {
+		return KeptAnswer{}, err
+	}
+	sealed = aead.Seal(sealed, sealed[1:], answer, w.additional())
+	return KeptAnswer{Fingerprint: w.Fingerprint, Answer: sealed, CreatedAt: now, ExpiresAt: now.Add(w.TTL)}, nil
+}
+
+// open returns k, kept for w's key and request, with its answer opened.
+func (w *IdempotentWrite) open(k KeptAnswer) (KeptAnswer, error) {
+	aead, err := w.aead()
+	if err != nil {
+		return KeptAnswer{}, err
+	}
+	s := k.Answer
+	if len(s) < 1+nonceSize || s[0] != sealedV1 {
+		return KeptAnswer{}, errKeptUnreadable
+	}
+	open, err := aead.Open(nil, s[1:1+nonceSize], s[1+nonceSize:], w.additional())
+	if err != nil {
+		return KeptAnswer{}, errKeptUnreadable
+	}
+	k.Answer = open
+	return k, nil
+}
+
+// StoredKey is what a store keeps in place of w's key: its SHA-256, in
+// hex. A key is the client's secret: with it, the answer opens.
+func (w *IdempotentWrite) StoredKey() string {
+	sum := sha256.Sum256([]byte(w.Key))
+	return hex.EncodeToString(sum[:])
+}
+
+// The form of a sealed answer: sealedV1, the nonce, then AES-256-GCM's
+// ciphertext and tag.
+const (
+	sealedV1  = 1
+	nonceSize = 12
+)
+
+// errKeptUnreadable: a kept answer that does not open with its own key
+// was damaged (or written by something else).
+var errKeptUnreadable = errors.New("the answer kept for this Idempotency-Key cannot be read; it may be damaged")
+
+// aead is the cipher of w's answers: its key is derived from the
+// Idempotency-Key itself, salted with the scope, so that a database that
+// holds only StoredKey cannot open them.
+func (w *IdempotentWrite) aead() (cipher.AEAD, error) {
+	key, err := hkdf.Key(sha256.New, []byte(w.Key), []byte(w.Scope), "petstore idempotency answer v1", 32)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// additional binds a sealed answer to its row, so that it does not open
+// moved under another key or another request.
+func (w *IdempotentWrite) additional() []byte {
+	ad := make([]byte, 0, len(w.Scope)+1+len(w.Fingerprint))
+	ad = append(ad, w.Scope...)
+	ad = append(ad, 0)
+	return append(ad, w.Fingerprint...)
 }

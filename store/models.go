@@ -112,6 +112,14 @@ type APIKey struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
+// IssuedAPIKey is a new API key with its secret: the answer to its
+// creation, the only time the secret is seen (an Idempotency-Key's kept
+// answer holds it sealed).
+type IssuedAPIKey struct {
+	APIKey
+	Secret string `json:"secret"`
+}
+
 // Plans of the project, lowest first.
 const (
 	PlanFree       = "free"

@@ -95,6 +95,14 @@ const (
 	phoneWidth, phoneHeight     = 390, 844
 )
 
+// newTabAndServer opens a tab, then starts a server with opt: the tab
+// first, so that without chromium the test skips before starting servers.
+func newTabAndServer(t *testing.T, opt serverOptions) (context.Context, *testServer) {
+	t.Helper()
+	ctx := newTab(t)
+	return ctx, newServer(t, opt)
+}
+
 // newTab opens a tab in the shared browser, or skips the test where
 // chromium is not installed (and fails it in CI, where it must be). Every
 // uncaught exception or console error of the page (a Content-Security-Policy

@@ -53,8 +53,7 @@ func domainCard(name string) string { return fmt.Sprintf(`li.domain[data-name=%q
 // too, so the page cannot merely look right.
 func TestDashboard(t *testing.T) {
 	t.Parallel()
-	ctx := newTab(t) // first: without chromium the test skips before starting servers
-	ts := newServer(t, serverOptions{dns: true})
+	ctx, ts := newTabAndServer(t, serverOptions{dns: true})
 
 	// Sign-in: a wrong token is refused in words; the right one opens the
 	// app and lives in sessionStorage only, never in a cookie.
@@ -290,9 +289,8 @@ func TestDashboard(t *testing.T) {
 // way, polls, and shows the issued certificate, without a page reload.
 func TestDashboardCertificate(t *testing.T) {
 	t.Parallel()
-	ctx := newTab(t)
-	ts := newServer(t, serverOptions{acme: true})
-	ts.admin(t, http.MethodPatch, "/admin/project", `{"plan":"pro"}`, nil)
+	ctx, ts := newTabAndServer(t, serverOptions{acme: true})
+	ts.planPro(t)
 	if status := ts.admin(t, http.MethodPost, "/admin/domains", `{"name":"api.example.com"}`, nil); status != http.StatusCreated {
 		t.Fatalf("adding the domain: %d", status)
 	}
@@ -327,8 +325,7 @@ func TestDashboardCertificate(t *testing.T) {
 // most); the dashboard follows the Link headers and shows every key.
 func TestDashboardShowsEveryAPIKey(t *testing.T) {
 	t.Parallel()
-	ctx := newTab(t)
-	ts := newServer(t, serverOptions{})
+	ctx, ts := newTabAndServer(t, serverOptions{})
 	const keys = 130
 	for i := range keys {
 		if _, _, err := ts.db.CreateAPIKey(context.Background(), fmt.Sprintf("key %03d", i)); err != nil {

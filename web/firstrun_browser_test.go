@@ -60,8 +60,7 @@ func fieldErrorOf(t *testing.T, ctx context.Context, field string) (text string,
 // their field rather than in a banner; and the favicon.
 func TestDashboardFirstRun(t *testing.T) {
 	t.Parallel()
-	ctx := newTab(t) // first: without chromium the test skips before starting servers
-	ts := newServer(t, serverOptions{dns: true})
+	ctx, ts := newTabAndServer(t, serverOptions{dns: true})
 
 	do(t, ctx, "opening the dashboard", chromedp.Navigate(ts.url+"/dashboard/"), chromedp.WaitVisible(chromedp.ID("token")))
 	if shown(t, ctx, "sign-out") || shown(t, ctx, "session") {
@@ -148,11 +147,8 @@ func TestDashboardFirstRun(t *testing.T) {
 // form above that is not there.
 func TestDashboardDevelopmentDomainsText(t *testing.T) {
 	t.Parallel()
-	ctx := newTab(t)
-	dev := newServer(t, serverOptions{})
-	if status := dev.admin(t, http.MethodPatch, "/admin/project", `{"plan":"pro"}`, nil); status != http.StatusOK {
-		t.Fatalf("plan: %d", status)
-	}
+	ctx, dev := newTabAndServer(t, serverOptions{})
+	dev.planPro(t)
 	openDomains(t, ctx, dev)
 	waitText(t, ctx, "#target-note", "--cname-target")
 	if empty := waitText(t, ctx, "#domains-empty", "No domains yet"); strings.Contains(empty, "above") {
@@ -167,8 +163,7 @@ func TestDashboardDevelopmentDomainsText(t *testing.T) {
 // narrowed to force wrapping.
 func TestReferencePathsWrapAtSlashes(t *testing.T) {
 	t.Parallel()
-	ctx := newTab(t)
-	ts := newServer(t, serverOptions{})
+	ctx, ts := newTabAndServer(t, serverOptions{})
 	do(t, ctx, "opening the reference", chromedp.Navigate(ts.url+"/"), chromedp.WaitVisible(chromedp.CSS(".toc-path")))
 	// breaks lists, for every path, the text of each line after the first
 	// as it is laid out: each must start with "/".

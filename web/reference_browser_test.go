@@ -53,8 +53,7 @@ type renderedOperation struct {
 // the try-it panels are.
 func TestReferencePage(t *testing.T) {
 	t.Parallel()
-	ctx := newTab(t)
-	ts := newServer(t, serverOptions{})
+	ctx, ts := newTabAndServer(t, serverOptions{})
 	do(t, ctx, "opening the reference", chromedp.Navigate(ts.url+"/"), chromedp.WaitVisible(chromedp.CSS("h1")))
 
 	raw := run(t, ctx, "reading the operations", chromedp.Evaluate[string](`JSON.stringify([...document.querySelectorAll('article.operation')].map(a => ({
@@ -145,8 +144,7 @@ func TestReferencePage(t *testing.T) {
 // a write with the API key field, and a write without a key.
 func TestReferenceTryIt(t *testing.T) {
 	t.Parallel()
-	ctx := newTab(t)
-	ts := newServer(t, serverOptions{})
+	ctx, ts := newTabAndServer(t, serverOptions{})
 	key := ts.apiKey(t, "try-it")
 	if status, _, b := ts.call(t, http.MethodPost, "/categories", `{"name":"Dogs"}`, map[string]string{"X-API-Key": key}); status != http.StatusCreated {
 		t.Fatalf("creating a category: %d %s", status, b)
@@ -239,8 +237,7 @@ func TestReferenceTryIt(t *testing.T) {
 // an element with that id, which the browser scrolls to.
 func TestReferenceAnchors(t *testing.T) {
 	t.Parallel()
-	ctx := newTab(t)
-	ts := newServer(t, serverOptions{})
+	ctx, ts := newTabAndServer(t, serverOptions{})
 	key := ts.apiKey(t, "anchors")
 	ts.call(t, http.MethodPost, "/categories", `{"name":"Cats"}`, map[string]string{"X-API-Key": key})
 	ts.call(t, http.MethodPost, "/pets", `{"name":"Tom","categoryId":1}`, map[string]string{"X-API-Key": key})
@@ -265,8 +262,7 @@ func TestReferenceAnchors(t *testing.T) {
 // phone show it, for a person to look at.
 func TestReferenceScreenshots(t *testing.T) {
 	t.Parallel()
-	ctx := newTab(t)
-	ts := newServer(t, serverOptions{})
+	ctx, ts := newTabAndServer(t, serverOptions{})
 	do(t, ctx, "opening the reference", chromedp.Navigate(ts.url+"/"), chromedp.WaitVisible(chromedp.CSS("h1")))
 	screenshot(t, ctx, "reference-desktop", desktopWidth, desktopHeight, false)
 	screenshot(t, ctx, "reference-phone", phoneWidth, phoneHeight, false)

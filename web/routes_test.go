@@ -82,9 +82,7 @@ func TestSiteRoutes(t *testing.T) {
 func TestSiteOnCustomDomains(t *testing.T) {
 	t.Parallel()
 	ts := newServer(t, serverOptions{dns: true})
-	if status := ts.admin(t, http.MethodPatch, "/admin/project", `{"plan":"pro"}`, nil); status != http.StatusOK {
-		t.Fatalf("plan: %d", status)
-	}
+	ts.planPro(t)
 	if status := ts.admin(t, http.MethodPost, "/admin/domains", `{"name":"docs.example.com"}`, nil); status != http.StatusCreated {
 		t.Fatalf("adding the domain: %d", status)
 	}

@@ -187,6 +187,14 @@ func (ts *testServer) call(t *testing.T, method, path, body string, header map[s
 	return resp.StatusCode, resp.Header, b
 }
 
+// planPro moves the project to the Pro plan, which custom domains need.
+func (ts *testServer) planPro(t *testing.T) {
+	t.Helper()
+	if status := ts.admin(t, http.MethodPatch, "/admin/project", `{"plan":"pro"}`, nil); status != http.StatusOK {
+		t.Fatalf("plan: %d", status)
+	}
+}
+
 // admin calls the admin API and decodes a 2xx answer into out.
 func (ts *testServer) admin(t *testing.T, method, path, body string, out any) int {
 	t.Helper()

@@ -21,8 +21,9 @@ var (
 	}).ParseFS(templates, "templates/reference.html", "templates/page-start.html"))
 
 	dashboardTemplate = template.Must(template.New("dashboard.html").Funcs(template.FuncMap{
-		"asset":     dashboardAssets.url,
-		"pageStart": newPageStart,
+		"asset":      dashboardAssets.url,
+		"pageStart":  newPageStart,
+		"secretOnce": newSecretOnce,
 	}).ParseFS(templates, "templates/dashboard.html", "templates/page-start.html"))
 )
 
@@ -33,6 +34,15 @@ type pageStart struct{ Title, Assets, Skip, Referrer string }
 
 func newPageStart(title, assets, skip, referrer string) pageStart {
 	return pageStart{Title: title, Assets: assets, Skip: skip, Referrer: referrer}
+}
+
+// secretOnce is what the dashboard's panel for a secret shown once
+// (templates/dashboard.html) says: its id, heading, note and the label of
+// the secret's field.
+type secretOnce struct{ ID, Title, Note, Label string }
+
+func newSecretOnce(id, title, note, label string) secretOnce {
+	return secretOnce{ID: id, Title: title, Note: note, Label: label}
 }
 
 // stabilityTitle says what an x-stability value promises, in the words of

@@ -20,8 +20,7 @@ import (
 // API too.
 func TestDashboardWebhooks(t *testing.T) {
 	t.Parallel()
-	ctx := newTab(t)
-	ts := newServer(t, serverOptions{webhooks: true})
+	ctx, ts := newTabAndServer(t, serverOptions{webhooks: true})
 	var mu sync.Mutex
 	var got []string
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -21,8 +21,6 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/time/rate"
-
-	"petstore/store"
 )
 
 // Store is where the challenges' TXT values live: the store's key/value
@@ -194,21 +192,11 @@ func (s *Server) lookup(label string) ([]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	b, err := s.db.KVGet(ctx, keyPrefix+label)
-	if store.ErrorCode(err) == store.ENOTFOUND {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var values []string
-	if err := json.Unmarshal(b, &values); err != nil {
-		return nil, fmt.Errorf("the TXT values of %s: %w", label, err)
-	}
-	if values == nil {
+	values, found, err := readTXT(ctx, s.db, label)
+	if found && values == nil {
 		values = []string{}
 	}
-	return values, nil
+	return values, err
 }
 
 // validLabel: one DNS label of letters, digits and hyphens.

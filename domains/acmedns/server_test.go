@@ -11,7 +11,6 @@ import (
 
 	"petstore/domains/acmedns"
 	"petstore/domains/domaintest"
-	"petstore/store"
 	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
 )
@@ -23,16 +22,7 @@ const zone = "acme.plat.test"
 func startServer(t *testing.T, kv acmedns.Store, cfg acmedns.Config) (udp, tcp string) {
 	t.Helper()
 	cfg.Zone, cfg.Store = zone, kv
-	s, err := acmedns.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, c, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	return u.String(), c.String()
+	return domaintest.StartACMEDNS(t, cfg)
 }
 
 func ask(t *testing.T, network, server, name string, qtype uint16) *dns.Msg {
@@ -129,14 +119,7 @@ func TestEveryInstanceAnswersTheSame(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		url := pgtest.URL(t)
-		open := func() *postgres.DB {
-			db, err := postgres.Open(context.Background(), url, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			return db
-		}
+		open := func() *postgres.DB { return domaintest.OpenPostgres(t, url) }
 		a, b := open(), open()
 		sameAnswers(t, a, b, a)
 	})

@@ -85,16 +85,23 @@ func (s *Solver) change(ctx context.Context, chal acme.Challenge, edit func([]st
 
 // TXT reads the values <label>.<zone> answers; none when it is unknown.
 func TXT(ctx context.Context, kv Store, label string) ([]string, error) {
+	values, _, err := readTXT(ctx, kv, label)
+	return values, err
+}
+
+// readTXT is TXT that also tells whether the label is stored at all: the
+// server answers a stored label with no values differently from an
+// unknown one.
+func readTXT(ctx context.Context, kv Store, label string) (values []string, found bool, err error) {
 	b, err := kv.KVGet(ctx, keyPrefix+label)
 	if store.ErrorCode(err) == store.ENOTFOUND {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var values []string
 	if err := json.Unmarshal(b, &values); err != nil {
-		return nil, fmt.Errorf("the TXT values of %s: %w", label, err)
+		return nil, false, fmt.Errorf("the TXT values of %s: %w", label, err)
 	}
-	return values, nil
+	return values, true, nil
 }

@@ -12,8 +12,6 @@ import (
 
 	"petstore/domains/certs"
 	"petstore/domains/domaintest"
-	"petstore/store"
-	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
 )
 
@@ -28,14 +26,7 @@ func forEachStore(t *testing.T, test func(t *testing.T, a, b certmagic.Storage))
 	})
 	t.Run("postgres", func(t *testing.T) {
 		url := pgtest.URL(t)
-		open := func() certmagic.Storage {
-			db, err := postgres.Open(context.Background(), url, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			return certs.Storage(db)
-		}
+		open := func() certmagic.Storage { return certs.Storage(domaintest.OpenPostgres(t, url)) }
 		test(t, open(), open())
 	})
 }

@@ -109,15 +109,10 @@ func (f *FaultyDNS) Faulted() int {
 
 // ServeDNS answers one query.
 func (f *FaultyDNS) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	m := new(dns.Msg)
-	m.SetReply(req)
-	m.RecursionAvailable = true
-	if len(req.Question) != 1 {
-		m.Rcode = dns.RcodeFormatError
-		_ = w.WriteMsg(m)
+	m, q, ok := recursiveReply(w, req)
+	if !ok {
 		return
 	}
-	q := req.Question[0]
 
 	f.mu.Lock()
 	fault := NoFault
@@ -132,16 +127,7 @@ func (f *FaultyDNS) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	_, exists := f.records[name]
 	// Follow aliases within the records, as a resolver would.
 	for hops := 0; hops < 8; hops++ {
-		var next string
-		for _, rr := range f.records[name] {
-			switch {
-			case rr.Header().Rrtype == q.Qtype:
-				m.Answer = append(m.Answer, rr)
-			case rr.Header().Rrtype == dns.TypeCNAME:
-				m.Answer = append(m.Answer, rr)
-				next = strings.ToLower(rr.(*dns.CNAME).Target)
-			}
-		}
+		next := appendAnswers(m, q.Qtype, f.records[name])
 		if next == "" {
 			break
 		}

@@ -105,15 +105,10 @@ func (r *Resolver) Asked() []string {
 
 // ServeDNS answers one question.
 func (r *Resolver) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	m := new(dns.Msg)
-	m.SetReply(req)
-	m.RecursionAvailable = true
-	if len(req.Question) != 1 {
-		m.Rcode = dns.RcodeFormatError
-		_ = w.WriteMsg(m)
+	m, q, ok := recursiveReply(w, req)
+	if !ok {
 		return
 	}
-	q := req.Question[0]
 	name := strings.ToLower(q.Name)
 	for hops := 0; hops < 8; hops++ {
 		if dns.IsSubDomain(r.zone, name) {
@@ -146,16 +141,7 @@ func (r *Resolver) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			}
 			break
 		}
-		var target string
-		for _, rr := range rrs {
-			switch {
-			case rr.Header().Rrtype == q.Qtype:
-				m.Answer = append(m.Answer, rr)
-			case rr.Header().Rrtype == dns.TypeCNAME:
-				m.Answer = append(m.Answer, rr)
-				target = strings.ToLower(rr.(*dns.CNAME).Target)
-			}
-		}
+		target := appendAnswers(m, q.Qtype, rrs)
 		if target == "" || q.Qtype == dns.TypeCNAME {
 			break
 		}
@@ -180,4 +166,34 @@ func (r *Resolver) forward(name string, qtype uint16) (*dns.Msg, error) {
 		resp, _, err = c.Exchange(m, upstream)
 	}
 	return resp, err
+}
+
+// recursiveReply starts a test resolver's answer to req. When req does not
+// ask exactly one question it answers FORMERR itself and ok is false.
+func recursiveReply(w dns.ResponseWriter, req *dns.Msg) (m *dns.Msg, q dns.Question, ok bool) {
+	m = new(dns.Msg)
+	m.SetReply(req)
+	m.RecursionAvailable = true
+	if len(req.Question) != 1 {
+		m.Rcode = dns.RcodeFormatError
+		_ = w.WriteMsg(m)
+		return nil, dns.Question{}, false
+	}
+	return m, req.Question[0], true
+}
+
+// appendAnswers appends to m the records of rrs of type qtype and the
+// CNAME among them, and returns that CNAME's target ("" when there is
+// none), where a resolver goes on.
+func appendAnswers(m *dns.Msg, qtype uint16, rrs []dns.RR) (cname string) {
+	for _, rr := range rrs {
+		switch {
+		case rr.Header().Rrtype == qtype:
+			m.Answer = append(m.Answer, rr)
+		case rr.Header().Rrtype == dns.TypeCNAME:
+			m.Answer = append(m.Answer, rr)
+			cname = strings.ToLower(rr.(*dns.CNAME).Target)
+		}
+	}
+	return cname
 }

@@ -1,11 +1,13 @@
 package domaintest
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
 	"petstore/store"
 	"petstore/store/boltstore"
+	"petstore/store/postgres"
 )
 
 // OpenStore opens a store on a fresh file in tb's temporary folder and
@@ -28,5 +30,18 @@ func OpenStoreFile(tb testing.TB, path string, opts store.Options) *boltstore.DB
 			tb.Error(err)
 		}
 	})
+	return db
+}
+
+// OpenPostgres opens a store on the PostgreSQL database at url and closes
+// it when the test ends. Each call is one more handle on the same data, as
+// another instance would have.
+func OpenPostgres(tb testing.TB, url string) *postgres.DB {
+	tb.Helper()
+	db, err := postgres.Open(context.Background(), url, store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
 	return db
 }

@@ -18,7 +18,7 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
-	err = db.write(ctx, func(tx *bolt.Tx) error {
+	err = db.keyedWrite(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktAPIKeys)
 		id, err := nextID(b)
 		if err != nil {
@@ -32,7 +32,7 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 			return err
 		}
 		return db.emit(tx, store.EventAPIKeyCreated, &rec.APIKey)
-	})
+	}, func() any { return &store.IssuedAPIKey{APIKey: rec.APIKey, Secret: secret} })
 	if err != nil {
 		return store.APIKey{}, "", err
 	}

@@ -108,11 +108,19 @@ func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
 	})
 }
 
-// RecordEvent records an event of no entity's change.
+// RecordEvent records an event of no entity's change; with an
+// Idempotency-Key in ctx, the answer to it is kept with it.
 func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64) (store.Event, error) {
-	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Event, error) {
-		return db.putEvent(tx, e, to)
-	})
+	var out store.Event
+	err := db.keyedWrite(ctx, func(tx *bolt.Tx) error {
+		var err error
+		out, err = db.putEvent(tx, e, to)
+		return err
+	}, func() any { return &out })
+	if err != nil {
+		return store.Event{}, err
+	}
+	return out, nil
 }
 
 // pruneBatch bounds one pruning transaction, so that pruning a large

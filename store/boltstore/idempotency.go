@@ -13,7 +13,7 @@ import (
 )
 
 // Kept answers of Idempotency-Keys (store/idempotency.go). bktKept maps
-// scope, 0, key to the answer: expiry and creation (8-byte Unix
+// scope, 0, the key's StoredKey to the sealed answer: expiry and creation (8-byte Unix
 // nanoseconds each), the fingerprint's length (1 byte), the fingerprint,
 // then the answer. bktKeptByExpiry holds expiry + the same key, so that
 // the sweep finds the expired and the oldest without reading answers.
@@ -24,12 +24,32 @@ var (
 
 func init() { allBuckets = append(allBuckets, bktKept, bktKeptByExpiry) }
 
-// keptKey is the key of scope's key in bktKept.
-func keptKey(scope, key string) []byte {
-	k := make([]byte, 0, len(scope)+1+len(key))
-	k = append(k, scope...)
+// keptKey is the key of w's key in bktKept.
+func keptKey(w *store.IdempotentWrite) []byte {
+	key := w.StoredKey()
+	k := make([]byte, 0, len(w.Scope)+1+len(key))
+	k = append(k, w.Scope...)
 	k = append(k, 0)
 	return append(k, key...)
+}
+
+// keyedWrite runs fn as a write. With an Idempotency-Key in ctx, the key
+// is checked first and the answer to the record that record returns (once
+// fn succeeded) kept last, in the same transaction.
+func (db *DB) keyedWrite(ctx context.Context, fn func(tx *bolt.Tx) error, record func() any) error {
+	w := store.IdempotencyOf(ctx)
+	if w == nil {
+		return db.write(ctx, fn)
+	}
+	return db.write(ctx, func(tx *bolt.Tx) error {
+		if err := db.checkKept(tx, w); err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return db.keepAnswer(tx, w, record())
+	})
 }
 
 func encodeKept(k store.KeptAnswer) []byte {
@@ -61,7 +81,7 @@ func decodeKept(v []byte) (store.KeptAnswer, error) {
 // checkKept is the first step of a write made with w, in its transaction:
 // ErrReplay or EIDEMPOTENCYREUSED when the key already has a live answer.
 func (db *DB) checkKept(tx *bolt.Tx, w *store.IdempotentWrite) error {
-	v := tx.Bucket(bktKept).Get(keptKey(w.Scope, w.Key))
+	v := tx.Bucket(bktKept).Get(keptKey(w))
 	if v == nil {
 		return nil
 	}
@@ -79,7 +99,7 @@ func (db *DB) keepAnswer(tx *bolt.Tx, w *store.IdempotentWrite, record any) erro
 	if err != nil {
 		return err
 	}
-	key := keptKey(w.Scope, w.Key)
+	key := keptKey(w)
 	b, idx := tx.Bucket(bktKept), tx.Bucket(bktKeptByExpiry)
 	if old := b.Get(key); len(old) >= 8 {
 		if err := idx.Delete(append(bytes.Clone(old[:8]), key...)); err != nil {
@@ -94,16 +114,24 @@ func (db *DB) keepAnswer(tx *bolt.Tx, w *store.IdempotentWrite, record any) erro
 	return idx.Put(append(ik, key...), empty)
 }
 
-// KeptAnswer returns the live answer kept for scope's key.
-func (db *DB) KeptAnswer(ctx context.Context, scope, key string) (store.KeptAnswer, error) {
+// KeepAnswer keeps the answer to record for ctx's key in a write of its own.
+func (db *DB) KeepAnswer(ctx context.Context, record any) error {
+	if store.IdempotencyOf(ctx) == nil {
+		return nil
+	}
+	return db.keyedWrite(ctx, func(*bolt.Tx) error { return nil }, func() any { return record })
+}
+
+// KeptAnswer returns the live answer kept for w's key, sealed.
+func (db *DB) KeptAnswer(ctx context.Context, w *store.IdempotentWrite) (store.KeptAnswer, error) {
 	return readValue(ctx, db, func(tx *bolt.Tx) (store.KeptAnswer, error) {
-		v := tx.Bucket(bktKept).Get(keptKey(scope, key))
+		v := tx.Bucket(bktKept).Get(keptKey(w))
 		if v == nil {
-			return store.KeptAnswer{}, keptNotFound(key)
+			return store.KeptAnswer{}, keptNotFound(w.Key)
 		}
 		k, err := decodeKept(v)
 		if err == nil && !db.now().Before(k.ExpiresAt) {
-			return store.KeptAnswer{}, keptNotFound(key)
+			return store.KeptAnswer{}, keptNotFound(w.Key)
 		}
 		return k, err
 	})

@@ -96,22 +96,10 @@ func writeValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, err
 // last, in the same transaction.
 func create[T any](ctx context.Context, db *DB, out *T, in T, insert func(tx *bolt.Tx, rec *T) error) error {
 	var rec T
-	w := store.IdempotencyOf(ctx)
-	err := db.write(ctx, func(tx *bolt.Tx) error {
-		if w != nil {
-			if err := db.checkKept(tx, w); err != nil {
-				return err
-			}
-		}
+	err := db.keyedWrite(ctx, func(tx *bolt.Tx) error {
 		rec = in
-		if err := insert(tx, &rec); err != nil {
-			return err
-		}
-		if w != nil {
-			return db.keepAnswer(tx, w, &rec)
-		}
-		return nil
-	})
+		return insert(tx, &rec)
+	}, func() any { return &rec })
 	if err == nil {
 		*out = rec
 	}

@@ -148,19 +148,25 @@ func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int6
 	return webhookTable.page(ctx, db, nil, nil, p)
 }
 
-// UpdateWebhook applies fn to a webhook and saves it.
+// UpdateWebhook applies fn to a webhook and saves it; with an
+// Idempotency-Key in ctx, the answer to the webhook saved is kept with it.
 func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error) (store.Webhook, error) {
-	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Webhook, error) {
-		w, err := webhookTable.get(tx, id)
-		if err != nil {
-			return w, err
+	var w store.Webhook
+	err := db.keyedWrite(ctx, func(tx *bolt.Tx) error {
+		var err error
+		if w, err = webhookTable.get(tx, id); err != nil {
+			return err
 		}
 		if err := fn(&w); err != nil {
-			return w, refusal{err}
+			return refusal{err}
 		}
 		w.ID = id
-		return w, putJSON(tx.Bucket(bktWebhooks), id, &w)
-	})
+		return putJSON(tx.Bucket(bktWebhooks), id, &w)
+	}, func() any { return &w })
+	if err != nil {
+		return store.Webhook{}, err
+	}
+	return w, nil
 }
 
 // DeleteWebhook deletes a webhook and its deliveries.
@@ -455,20 +461,30 @@ func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]
 	return out, next, err
 }
 
-// RetryDelivery makes a new pending delivery of a delivery's event, due now.
+// RetryDelivery makes a new pending delivery of a delivery's event, due
+// now; with an Idempotency-Key in ctx, the answer to it is kept with it.
 func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time) (store.Delivery, error) {
-	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Delivery, error) {
+	var out store.Delivery
+	err := db.keyedWrite(ctx, func(tx *bolt.Tx) error {
 		r, err := getDelivery(tx, id)
 		if err != nil || r.WebhookID != webhookID {
-			return store.Delivery{}, store.DeliveryNotFound(id)
+			return store.DeliveryNotFound(id)
 		}
 		ek := idKey(int64(r.EventID.Seq))
 		if tx.Bucket(bktEvents).Get(ek[:]) == nil {
-			return store.Delivery{}, store.EventPruned(r.EventID)
+			return store.EventPruned(r.EventID)
 		}
 		next := deliveryRecord{Delivery: store.ManualRetry(&r.Delivery, now)}
-		return next.Delivery, putDelivery(tx, &next)
-	})
+		if err := putDelivery(tx, &next); err != nil {
+			return err
+		}
+		out = next.Delivery
+		return nil
+	}, func() any { return &out })
+	if err != nil {
+		return store.Delivery{}, err
+	}
+	return out, nil
 }
 
 // pruneDeliveries deletes up to limit finished deliveries scheduled before t.

@@ -53,11 +53,13 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 		return store.APIKey{}, "", err
 	}
 	err = db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `INSERT INTO api_keys (name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
-			k.Name, k.Prefix, k.SHA256, k.CreatedAt).Scan(&k.ID); err != nil {
-			return err
-		}
-		return emit(tx, store.EventAPIKeyCreated, &k.APIKey)
+		return db.keyed(ctx, tx, store.IdempotencyOf(ctx), func() error {
+			if err := tx.QueryRow(ctx, `INSERT INTO api_keys (name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
+				k.Name, k.Prefix, k.SHA256, k.CreatedAt).Scan(&k.ID); err != nil {
+				return err
+			}
+			return emit(tx, store.EventAPIKeyCreated, &k.APIKey)
+		}, func() any { return &store.IssuedAPIKey{APIKey: k.APIKey, Secret: secret} })
 	})
 	if err != nil {
 		return store.APIKey{}, "", err
@@ -186,14 +188,16 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 		return err
 	}
 	return db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO domains (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, d.Name, data)
-		if err == nil && tag.RowsAffected() == 0 {
-			err = store.DomainAttached(d.Name)
-		}
-		if err != nil {
-			return err
-		}
-		return emitDomain(tx, nil, d)
+		return db.keyed(ctx, tx, store.IdempotencyOf(ctx), func() error {
+			tag, err := tx.Exec(ctx, `INSERT INTO domains (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, d.Name, data)
+			if err == nil && tag.RowsAffected() == 0 {
+				err = store.DomainAttached(d.Name)
+			}
+			if err != nil {
+				return err
+			}
+			return emitDomain(tx, nil, d)
+		}, func() any { return d })
 	})
 }
 

@@ -113,10 +113,12 @@ func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
 func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64) (store.Event, error) {
 	var out store.Event
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, _, err = scanEvent(tx.QueryRow(ctx, `INSERT INTO events (type, created_at, target, data) VALUES ($1, $2, $3, $4)
+		return db.keyed(ctx, tx, store.IdempotencyOf(ctx), func() error {
+			var err error
+			out, _, err = scanEvent(tx.QueryRow(ctx, `INSERT INTO events (type, created_at, target, data) VALUES ($1, $2, $3, $4)
 			RETURNING `+eventCols, e.Type, db.now(), to, []byte(e.Data)))
-		return err
+			return err
+		}, func() any { return &out })
 	})
 	return out, err
 }
@@ -148,10 +150,12 @@ func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook) error {
 	in := *w
 	in.CreatedAt = db.now().UTC().Truncate(time.Microsecond) // precise: Routes compares it with events' times
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `INSERT INTO webhooks (value) VALUES ('{}') RETURNING id`).Scan(&in.ID); err != nil {
-			return err
-		}
-		return putWebhook(ctx, tx, &in)
+		return db.keyed(ctx, tx, store.IdempotencyOf(ctx), func() error {
+			if err := tx.QueryRow(ctx, `INSERT INTO webhooks (value) VALUES ('{}') RETURNING id`).Scan(&in.ID); err != nil {
+				return err
+			}
+			return putWebhook(ctx, tx, &in)
+		}, func() any { return &in })
 	})
 	if err == nil {
 		*w = in
@@ -184,18 +188,23 @@ func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int6
 func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error) (store.Webhook, error) {
 	var w store.Webhook
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		w, err = scanWebhook(tx.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1 FOR UPDATE`, id))
-		if err != nil {
-			return notFound(err, store.WebhookNotFound(id))
-		}
-		if err := fn(&w); err != nil {
-			return err
-		}
-		w.ID = id
-		return putWebhook(ctx, tx, &w)
+		return db.keyed(ctx, tx, store.IdempotencyOf(ctx), func() error {
+			var err error
+			w, err = scanWebhook(tx.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1 FOR UPDATE`, id))
+			if err != nil {
+				return notFound(err, store.WebhookNotFound(id))
+			}
+			if err := fn(&w); err != nil {
+				return err
+			}
+			w.ID = id
+			return putWebhook(ctx, tx, &w)
+		}, func() any { return &w })
 	})
-	return w, err
+	if err != nil {
+		return store.Webhook{}, err
+	}
+	return w, nil
 }
 
 // DeleteWebhook deletes a webhook and its deliveries.

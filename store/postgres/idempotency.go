@@ -9,7 +9,7 @@ import (
 	"petstore/store"
 )
 
-// claimKeySQL claims scope's key for this transaction: it inserts the key,
+// claimKeySQL claims scope's key (its StoredKey) for this transaction: it inserts the key,
 // or takes over an expired answer ($4 is now), and answers a row only when
 // it did. A concurrent claim of the same key, not yet committed, makes it
 // wait for that transaction: committed, its answer is live and no row
@@ -35,33 +35,45 @@ func (db *DB) idempotent(ctx context.Context, record any, write func(q querier) 
 		return write(db.pool)
 	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		now := db.now()
-		var claimed bool
-		err := tx.QueryRow(ctx, claimKeySQL, w.Scope, w.Key, w.Fingerprint, now, now.Add(w.TTL)).Scan(&claimed)
-		if errors.Is(err, pgx.ErrNoRows) {
-			k, err := scanKept(tx.QueryRow(ctx, keptSQL, w.Scope, w.Key))
-			if err != nil {
-				return err
-			}
-			if err := w.Found(k, now); err != nil {
-				return err
-			}
-			// Expired between the two statements: the client retries.
-			return store.Errorf(store.EIDEMPOTENCYBUSY, "Idempotency-Key %q is being taken over; retry after the seconds in Retry-After", w.Key)
-		}
-		if err != nil {
-			return err
-		}
-		if err := write(tx); err != nil {
-			return err
-		}
-		k, err := w.Keep(record, now)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE idempotency_keys SET answer = $3 WHERE scope = $1 AND key = $2`, w.Scope, w.Key, k.Answer)
-		return err
+		return db.keyed(ctx, tx, w, func() error { return write(tx) }, func() any { return record })
 	})
+}
+
+// keyed runs write inside tx, a transaction of a write made with w (nil:
+// none): it claims w's key first (or finds its answer: ErrReplay or
+// EIDEMPOTENCYREUSED, and write does not run), and keeps the answer to
+// the record that record returns last, so that it commits with the change.
+func (db *DB) keyed(ctx context.Context, tx pgx.Tx, w *store.IdempotentWrite, write func() error, record func() any) error {
+	if w == nil {
+		return write()
+	}
+	now := db.now()
+	key := w.StoredKey()
+	var claimed bool
+	err := tx.QueryRow(ctx, claimKeySQL, w.Scope, key, w.Fingerprint, now, now.Add(w.TTL)).Scan(&claimed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		k, err := scanKept(tx.QueryRow(ctx, keptSQL, w.Scope, key))
+		if err != nil {
+			return err
+		}
+		if err := w.Found(k, now); err != nil {
+			return err
+		}
+		// Expired between the two statements: the client retries.
+		return store.Errorf(store.EIDEMPOTENCYBUSY, "Idempotency-Key %q is being taken over; retry after the seconds in Retry-After", w.Key)
+	}
+	if err != nil {
+		return err
+	}
+	if err := write(); err != nil {
+		return err
+	}
+	k, err := w.Keep(record(), now)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE idempotency_keys SET answer = $3 WHERE scope = $1 AND key = $2`, w.Scope, key, k.Answer)
+	return err
 }
 
 func scanKept(r pgx.Row) (store.KeptAnswer, error) {
@@ -71,13 +83,25 @@ func scanKept(r pgx.Row) (store.KeptAnswer, error) {
 	return k, err
 }
 
-// KeptAnswer returns the live answer kept for scope's key.
-func (db *DB) KeptAnswer(ctx context.Context, scope, key string) (store.KeptAnswer, error) {
-	k, err := scanKept(db.pool.QueryRow(ctx, keptSQL, scope, key))
+// KeepAnswer keeps the answer to record for ctx's key in a transaction of
+// its own.
+func (db *DB) KeepAnswer(ctx context.Context, record any) error {
+	w := store.IdempotencyOf(ctx)
+	if w == nil {
+		return nil
+	}
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		return db.keyed(ctx, tx, w, func() error { return nil }, func() any { return record })
+	})
+}
+
+// KeptAnswer returns the live answer kept for w's key, sealed.
+func (db *DB) KeptAnswer(ctx context.Context, w *store.IdempotentWrite) (store.KeptAnswer, error) {
+	k, err := scanKept(db.pool.QueryRow(ctx, keptSQL, w.Scope, w.StoredKey()))
 	if err == nil && !db.now().Before(k.ExpiresAt) {
 		err = pgx.ErrNoRows
 	}
-	return k, notFound(err, store.Errorf(store.ENOTFOUND, "no answer is kept for Idempotency-Key %q", key))
+	return k, notFound(err, store.Errorf(store.ENOTFOUND, "no answer is kept for Idempotency-Key %q", w.Key))
 }
 
 // SweepKeptAnswers forgets expired answers, then the oldest beyond max, a

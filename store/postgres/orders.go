@@ -149,21 +149,21 @@ func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryIt
 	return it, notFound(err, store.NotFound("pet", petID))
 }
 
-// SetStock sets the stock of one pet.
+// setStockSQL sets the stock of one pet and records its event ($3 type,
+// $4 time).
+var setStockSQL = `WITH stock AS (
+		UPDATE inventory SET quantity = $2 WHERE pet_id = $1 RETURNING pet_id, quantity, status),
+	event AS (
+		INSERT INTO events (type, created_at, data) SELECT $3, $4, ` + inventoryData("stock") + ` FROM stock)
+	SELECT pet_id, quantity, status FROM stock`
+
+// SetStock sets the stock of one pet, in one statement.
 func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (store.InventoryItem, error) {
 	if err := store.CheckStock(qty); err != nil {
 		return store.InventoryItem{}, err
 	}
-	var it store.InventoryItem
-	err := db.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		it, err = scanItem(tx.QueryRow(ctx, `UPDATE inventory SET quantity = $2 WHERE pet_id = $1 RETURNING pet_id, quantity, status`, petID, qty))
-		if err != nil {
-			return notFound(err, store.NotFound("pet", petID))
-		}
-		return emit(tx, store.EventInventory, &it)
-	})
-	return it, err
+	it, err := scanItem(db.pool.QueryRow(ctx, setStockSQL, petID, qty, store.EventInventory, db.now()))
+	return it, notFound(err, store.NotFound("pet", petID))
 }
 
 // ListInventory returns one page of inventory entries, by pet id.

@@ -67,6 +67,8 @@ type Config struct {
 	// reached: start-up is retried with back-off, and until it succeeds
 	// every method answers database_unavailable and Ping says why.
 	Background bool
+	// tracer sees every statement sent (tests count round trips with it).
+	tracer pgx.QueryTracer
 }
 
 // Open connects to the database at url (a postgres:// URL) and brings its
@@ -100,6 +102,9 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	// A client that vanished mid-transaction must not hold its locks.
 	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(c.Timeouts.Transaction.Milliseconds(), 10)
 	new(goodHost).install(cfg)
+	if c.tracer != nil {
+		cfg.ConnConfig.Tracer = c.tracer
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err

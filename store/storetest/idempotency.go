@@ -29,6 +29,17 @@ func keyed(scope, key, fingerprint string, ttl time.Duration) *store.IdempotentW
 	}
 }
 
+// kept reads the answer kept for scope's key, opened as a retry with the
+// request fingerprint would open it.
+func kept(s store.Store, scope, key, fingerprint string) (store.KeptAnswer, error) {
+	w := keyed(scope, key, fingerprint, time.Hour)
+	k, err := s.KeptAnswer(ctx, w)
+	if err != nil {
+		return k, err
+	}
+	return w.Replay(k)
+}
+
 // testKeptAnswers: a write made with an Idempotency-Key keeps its answer
 // with the change; the same key and request again is a replay that writes
 // nothing, another request with the key is refused, a write that fails
@@ -41,7 +52,7 @@ func testKeptAnswers(t *testing.T, s store.Store) {
 	rex := store.Pet{Name: "Rex", CategoryID: dogs.ID}
 	check(t, s.CreatePet(with(keyed("key:1", "k1", "fp-rex", time.Hour)), &rex))
 	want := fmt.Sprintf("pet %d v1 Rex", rex.ID)
-	k := must(s.KeptAnswer(ctx, "key:1", "k1"))(t)
+	k := must(kept(s, "key:1", "k1", "fp-rex"))(t)
 	if string(k.Answer) != want || string(k.Fingerprint) != "fp-rex" {
 		t.Errorf("kept %q for %q, want %q for fp-rex", k.Answer, k.Fingerprint, want)
 	}
@@ -69,7 +80,7 @@ func testKeptAnswers(t *testing.T, s store.Store) {
 	if len(pets) != 2 {
 		t.Errorf("%d pets stored, want 2 (Rex once, Max)", len(pets))
 	}
-	_, err = s.KeptAnswer(ctx, "key:3", "k1")
+	_, err = kept(s, "key:3", "k1", "fp-rex")
 	wantError(t, "an unknown key", err, store.ENOTFOUND, `no answer is kept for Idempotency-Key "k1"`)
 
 	// A category.
@@ -78,7 +89,7 @@ func testKeptAnswers(t *testing.T, s store.Store) {
 	if err := s.CreateCategory(with(keyed("key:1", "k2", "fp-cats", time.Hour)), &store.Category{Name: "cats"}); err != store.ErrReplay {
 		t.Errorf("a category again: %v, want ErrReplay", err)
 	}
-	if k := must(s.KeptAnswer(ctx, "key:1", "k2"))(t); string(k.Answer) != fmt.Sprintf("category %d v1", cats.ID) {
+	if k := must(kept(s, "key:1", "k2", "fp-cats"))(t); string(k.Answer) != fmt.Sprintf("category %d v1", cats.ID) {
 		t.Errorf("kept %q for the category", k.Answer)
 	}
 
@@ -93,7 +104,7 @@ func testKeptAnswers(t *testing.T, s store.Store) {
 	if store.ErrorCode(err) != store.EINSUFFICIENTSTOCK {
 		t.Errorf("an order beyond the stock: %v", err)
 	}
-	_, err = s.KeptAnswer(ctx, "key:1", "k4")
+	_, err = kept(s, "key:1", "k4", "fp-big")
 	wantError(t, "the key of a refused write", err, store.ENOTFOUND, `no answer is kept for Idempotency-Key "k4"`)
 	if it := must(s.InventoryItem(ctx, rex.ID))(t); it.Quantity != 1 {
 		t.Errorf("stock %d, want 1: the order was taken once", it.Quantity)
@@ -105,11 +116,11 @@ func testKeptAnswers(t *testing.T, s store.Store) {
 	// another request too.
 	old := store.Pet{Name: "Old", CategoryID: dogs.ID}
 	check(t, s.CreatePet(with(keyed("key:1", "old", "fp-old", -time.Hour)), &old))
-	_, err = s.KeptAnswer(ctx, "key:1", "old")
+	_, err = kept(s, "key:1", "old", "fp-old")
 	wantError(t, "an expired key", err, store.ENOTFOUND, `no answer is kept for Idempotency-Key "old"`)
 	fresh := store.Pet{Name: "Fresh", CategoryID: dogs.ID}
 	check(t, s.CreatePet(with(keyed("key:1", "old", "fp-fresh", time.Hour)), &fresh))
-	if k := must(s.KeptAnswer(ctx, "key:1", "old"))(t); string(k.Answer) != fmt.Sprintf("pet %d v1 Fresh", fresh.ID) {
+	if k := must(kept(s, "key:1", "old", "fp-fresh"))(t); string(k.Answer) != fmt.Sprintf("pet %d v1 Fresh", fresh.ID) {
 		t.Errorf("kept %q after the expired one", k.Answer)
 	}
 }
@@ -136,9 +147,9 @@ func testSweepKeptAnswers(t *testing.T, s store.Store) {
 	if n := must(s.SweepKeptAnswers(ctx, 1))(t); n != 2 {
 		t.Errorf("a sweep to a bound of 1 forgot %d answers, want 2", n)
 	}
-	for key, kept := range map[string]bool{"live-1": false, "live-2": false, "live-3": true} {
-		if _, err := s.KeptAnswer(ctx, "key:1", key); (err == nil) != kept {
-			t.Errorf("%s: %v, kept should be %v", key, err, kept)
+	for key, live := range map[string]bool{"live-1": false, "live-2": false, "live-3": true} {
+		if _, err := kept(s, "key:1", key, "fp"); (err == nil) != live {
+			t.Errorf("%s: %v, kept should be %v", key, err, live)
 		}
 	}
 }
