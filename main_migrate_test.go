@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
-	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
 	"petstore/store/storetest"
 )
@@ -244,12 +244,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		}
 	}
 
-	db, err := postgres.Open(ctx, url, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	got, err := store.Collect(ctx, db)
+	got, err := store.Collect(ctx, domaintest.OpenPostgres(t, url))
 	if err != nil {
 		t.Fatal(err)
 	}

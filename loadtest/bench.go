@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"petstore/store/boltstore/bolttest"
@@ -113,10 +112,10 @@ type bench struct {
 	bigReady    []time.Duration
 	bigIdleRSS  int64
 
-	// hookReceived counts the webhook row's deliveries; closers end what
-	// the run started in its own process.
-	hookReceived *atomic.Int64
-	closers      []func()
+	// hook is the webhook row's server and receiver; closers end what the
+	// run started in its own process.
+	hook    *hookRow
+	closers []func()
 
 	loadBefore, loadAfter string   // /proc/loadavg: was the machine busy with something else?
 	notes                 []string // worth saying under the table
@@ -205,6 +204,9 @@ func (b *bench) measure(ctx context.Context) error {
 		}
 	}
 	if err := b.runJobs(ctx); err != nil {
+		return err
+	}
+	if err := b.webhookCatchUp(ctx); err != nil {
 		return err
 	}
 	if b.smallProc != nil {
@@ -327,7 +329,17 @@ func (b *bench) echoBaseline(ctx context.Context) error {
 // startPetstore starts the binary on loopback, rate limiter off, with args
 // that name its store, and waits until it is ready.
 func (b *bench) startPetstore(ctx context.Context, name string, watch io.Writer, args ...string) (*proc, time.Duration, error) {
-	return b.startServer(ctx, name, b.bin, watch, append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)...)
+	args = append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)
+	if b.cfg.cpuProfiles != "" {
+		file := strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+				return r
+			}
+			return '-'
+		}, strings.ToLower(name))
+		args = append(args, "--cpu-profile", filepath.Join(b.cfg.cpuProfiles, file+".prof"))
+	}
+	return b.startServer(ctx, name, b.bin, watch, args...)
 }
 
 // apiClient makes the few one-off calls of seeding and checks.

@@ -46,7 +46,9 @@ type loadResult struct {
 	cpu        time.Duration // the server's CPU time over the measured slices
 	hasCPU     bool          // cpu was measured (not for in-process baselines)
 	clientCPU  time.Duration // the benchmark's own CPU time over them (when hasCPU)
-	dials      int64         // new connections opened during the measured slices
+	dbCPU      time.Duration // the PostgreSQL server's CPU time over them (when hasDBCPU)
+	hasDBCPU   bool
+	dials      int64 // new connections opened during the measured slices
 	lats       []time.Duration
 	p50, p99   time.Duration // set by finish
 }
@@ -85,6 +87,8 @@ func (r *loadResult) add(o *loadResult) {
 	r.cpu += o.cpu
 	r.clientCPU += o.clientCPU
 	r.hasCPU = r.hasCPU || o.hasCPU
+	r.dbCPU += o.dbCPU
+	r.hasDBCPU = r.hasDBCPU || o.hasDBCPU
 	r.dials += o.dials
 	r.lats = append(r.lats, o.lats...)
 	for _, s := range o.errSamples {

@@ -72,6 +72,7 @@ func TestLoadtestQuick(t *testing.T) {
 		"POST /pets (durable)",
 		labelPostPetsKeyed,
 		"POST /store/orders (durable)",
+		labelPostPetsTwin,
 		labelPostPetsHook,
 		"GET /pets?limit=20 first page, " + big + " pets",
 		"GET /pets?limit=20 90% deep, " + big + " pets",

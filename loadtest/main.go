@@ -85,6 +85,7 @@ type config struct {
 	settle      time.Duration // wait after ready before reading idle RSS
 	rssWait     time.Duration // longest wait after the load for RSS to come back near idle
 	serverLog   string        // where the server's request log goes
+	cpuProfiles string        // where each petstore server writes its CPU profile
 	quick       bool
 	// onlyPostgres runs the PostgreSQL rows alone; postgresVs is the
 	// source folder of another revision measured beside them.
@@ -126,6 +127,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.serverLog, "server-log", "", "file for the servers' request logs (default: discarded)")
 	fs.BoolVar(&c.onlyPostgres, "only-postgres", false, "run the PostgreSQL rows only (no bbolt rows, baselines, large store or TLS rows)")
 	fs.StringVar(&c.postgresVs, "postgres-vs", "", "source folder of another revision of petstore (a worktree of main, say): built there and measured beside this one, on a PostgreSQL database of its own seeded alike, in the same rounds, so that the PostgreSQL rows show before and after in one run")
+	fs.StringVar(&c.cpuProfiles, "cpu-profiles", "", "directory where each petstore server writes a CPU profile of its whole run, named after it (read with go tool pprof)")
 	fs.BoolVar(&c.quick, "quick", false, fmt.Sprintf("quick run: -duration %v -rounds %d -warmup %v -settle %v -big-pets %d unless given", quickDuration, quickRounds, quickWarmup, quickSettle, quickBigPets))
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"petstore/store"
 	"petstore/store/postgres"
@@ -81,7 +85,101 @@ func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]j
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", err)
 	}
+	pm, err := b.pgCluster.PostmasterPID()
+	if err != nil {
+		return nil, err
+	}
+	for i := range jobs {
+		jobs[i].slice = b.withDBCPU(pm, jobs[i].slice)
+	}
 	return jobs, nil
+}
+
+// withDBCPU adds to each slice of a row the CPU time the PostgreSQL server
+// used meanwhile. The rows take turns, so it is this row's statements'
+// (and the few polls of the idle instances').
+func (b *bench) withDBCPU(pm int, slice func(ctx context.Context, d time.Duration) (*loadResult, error)) func(ctx context.Context, d time.Duration) (*loadResult, error) {
+	return func(ctx context.Context, d time.Duration) (*loadResult, error) {
+		cpu0, err := clusterCPU(pm, b.clkTck)
+		if err != nil {
+			return nil, err
+		}
+		res, err := slice(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		cpu1, err := clusterCPU(pm, b.clkTck)
+		if err != nil {
+			return nil, err
+		}
+		res.dbCPU, res.hasDBCPU = cpu1-cpu0, true
+		return res, nil
+	}
+}
+
+// clusterCPU is the CPU time a PostgreSQL server has used: its
+// postmaster's with that of its children that ended, and that of its
+// children alive (one per connection, and the server's own workers).
+func clusterCPU(pm int, clkTck int64) (time.Duration, error) {
+	f, err := procStat(pm)
+	if err != nil {
+		return 0, fmt.Errorf("the PostgreSQL server: %w", err)
+	}
+	// After the command name: utime, stime, cutime and cstime are
+	// fields 11 to 14, the parent's pid field 1.
+	total := ticks(f[11]) + ticks(f[12]) + ticks(f[13]) + ticks(f[14])
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	parent := strconv.Itoa(pm)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f, err := procStat(pid); err == nil && f[1] == parent {
+			total += ticks(f[11]) + ticks(f[12])
+		}
+	}
+	return time.Duration(total * int64(time.Second) / clkTck), nil
+}
+
+// procStat is /proc/<pid>/stat's fields after the command name, which is
+// in parentheses and may hold spaces.
+func procStat(pid int) ([]string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("unexpected /proc/%d/stat %q", pid, data)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 15 {
+		return nil, fmt.Errorf("unexpected /proc/%d/stat %q", pid, data)
+	}
+	return f, nil
+}
+
+func ticks(field string) int64 {
+	n, _ := strconv.ParseInt(field, 10, 64)
+	return n
+}
+
+// dbCPUPerReq is the PostgreSQL server's CPU time per request, in µs.
+func dbCPUPerReq(r *loadResult) float64 {
+	if r == nil || r.requests == 0 || !r.hasDBCPU {
+		return 0
+	}
+	return float64(r.dbCPU/time.Duration(r.requests)) / float64(time.Microsecond)
+}
+
+// dbCPU shows a row's PostgreSQL CPU per request.
+func dbCPU(r *loadResult) check {
+	v := dbCPUPerReq(r)
+	return check{on: "PostgreSQL CPU/req", value: v, ok: v > 0, unit: "µs"}
 }
 
 // revision names the commit checked out in dir, for the rows' labels.
@@ -114,21 +212,21 @@ func (b *bench) postgresReport(r *report) {
 		if !b.cfg.onlyPostgres {
 			checks = append(checks, row.vs(l[row.label], l[row.bbolt], "bbolt", "", 0))
 		}
+		checks = append(checks, dbCPU(l[row.label]))
 		if b.pgVs != "" {
 			other := row.label + ", " + b.pgVs
 			checks = append(checks, row.vs(l[row.label], l[other], b.pgVs, "", 0))
-			if row.label == labelPGPostPets {
-				// The CPU of a write's statements is PostgreSQL's, not
-				// the petstore process's: req/s says it.
+			if row.label != labelPGGetPet { // GET is judged by CPU already
 				checks = append(checks, cpuVs(l[row.label], l[other], b.pgVs, "", 0))
 			}
+			checks = append(checks, versus("PostgreSQL CPU/req vs "+b.pgVs, dbCPUPerReq(l[row.label]), dbCPUPerReq(l[other]), "", 0))
 			r.load(row.label, l[row.label], checks...)
-			r.load(other, l[other], check{on: "the revision of -postgres-vs", ok: l[other] != nil})
+			r.load(other, l[other], check{on: "the revision of -postgres-vs", ok: l[other] != nil}, dbCPU(l[other]))
 			continue
 		}
 		r.load(row.label, l[row.label], checks...)
 	}
-	r.notes = append(r.notes, fmt.Sprintf("PostgreSQL rows: the same requests against a server started with --database on a private PostgreSQL cluster on this machine with its durable defaults (fsync, synchronous commits), seeded with %s pets; CPU/req is the petstore process's only, PostgreSQL's own processes are not counted",
+	r.notes = append(r.notes, fmt.Sprintf("PostgreSQL rows: the same requests against a server started with --database on a private PostgreSQL cluster on this machine with its durable defaults (fsync, synchronous commits), seeded with %s pets; CPU/req is the petstore process's only; 'PostgreSQL CPU/req' is the server's processes' (its postmaster, its children alive and ended) over the same slices",
 		humanCount(b.cfg.pets)))
 	if b.pgVs != "" {
 		r.notes = append(r.notes, fmt.Sprintf("rows ending with %s: the binary built from -postgres-vs (%s), on a database of its own in the same cluster, seeded by this revision's store; each of its rows ran right after this revision's row of the same request, in every round",

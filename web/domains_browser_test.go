@@ -214,6 +214,16 @@ func openDomains(t *testing.T, ctx context.Context, ts *testServer) {
 	)
 }
 
+// openDevelopmentDomains starts a server as in development (no --domain,
+// no --cname-target) on the Pro plan, and opens its Domains page.
+func openDevelopmentDomains(t *testing.T) context.Context {
+	t.Helper()
+	ctx, dev := newTabAndServer(t, serverOptions{})
+	dev.planPro(t)
+	openDomains(t, ctx, dev)
+	return ctx
+}
+
 // optionsOf lists the option values of the first select matching css.
 func optionsOf(t *testing.T, ctx context.Context, css string) []string {
 	t.Helper()
@@ -227,9 +237,7 @@ func optionsOf(t *testing.T, ctx context.Context, css string) []string {
 // form is there and the note is not.
 func TestDashboardWithoutCNAMETarget(t *testing.T) {
 	t.Parallel()
-	ctx, dev := newTabAndServer(t, serverOptions{})
-	dev.planPro(t)
-	openDomains(t, ctx, dev)
+	ctx := openDevelopmentDomains(t)
 	waitText(t, ctx, "#target-note", "--domain")
 	waitText(t, ctx, "#target-note", "--cname-target")
 	if shown := run(t, ctx, "looking for the form", chromedp.Evaluate[bool](`document.getElementById('domain-form').offsetParent !== null`)); shown {

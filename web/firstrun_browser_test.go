@@ -147,9 +147,7 @@ func TestDashboardFirstRun(t *testing.T) {
 // form above that is not there.
 func TestDashboardDevelopmentDomainsText(t *testing.T) {
 	t.Parallel()
-	ctx, dev := newTabAndServer(t, serverOptions{})
-	dev.planPro(t)
-	openDomains(t, ctx, dev)
+	ctx := openDevelopmentDomains(t)
 	waitText(t, ctx, "#target-note", "--cname-target")
 	if empty := waitText(t, ctx, "#domains-empty", "No domains yet"); strings.Contains(empty, "above") {
 		t.Errorf("development says %q, with no form above", empty)

@@ -9,10 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+
+	"crypto/x509"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -60,19 +60,25 @@ type Config struct {
 	Retention time.Duration
 	// Poll is how often the outbox and the due deliveries are looked at.
 	Poll time.Duration
-	Log  *slog.Logger
+	// RootCAs verify https receivers' certificates; nil is the system's.
+	RootCAs *x509.CertPool
+	Log     *slog.Logger
 }
 
 // Engine delivers events. Its work runs in Run; nothing of it runs on a
 // request's path.
 type Engine struct {
 	cfg    Config
-	client *http.Client
+	dialer *net.Dialer
 	hub    *Hub
 
 	mu       sync.Mutex
 	inFlight map[int64]int
-	wg       sync.WaitGroup
+	// signers are the webhooks' signers, by secret, and senders their
+	// URLs' senders.
+	signers map[string]*signer
+	senders map[senderKey]*sender
+	wg      sync.WaitGroup
 	// wake starts the next step at once when an attempt ends, so that a
 	// webhook with a backlog keeps its attempts going between polls.
 	wake chan struct{}
@@ -92,23 +98,11 @@ func New(cfg Config) *Engine {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	dialer := &net.Dialer{Timeout: Timeout, Control: cfg.Policy.control, Resolver: cfg.Policy.Resolver}
-	transport := &http.Transport{
-		DialContext:           dialer.DialContext,
-		TLSHandshakeTimeout:   Timeout,
-		ResponseHeaderTimeout: Timeout,
-		MaxIdleConnsPerHost:   store.MaxInFlightPerWebhook,
-		IdleConnTimeout:       time.Minute,
-		ForceAttemptHTTP2:     true,
-	}
 	return &Engine{
-		cfg: cfg,
-		client: &http.Client{
-			Transport: transport,
-			Timeout:   Timeout,
-			// A redirect is the receiver's answer, not a place to go.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		cfg:      cfg,
+		dialer:   &net.Dialer{Timeout: Timeout, Control: cfg.Policy.control, Resolver: cfg.Policy.Resolver},
+		signers:  map[string]*signer{},
+		senders:  map[senderKey]*sender{},
 		hub:      newHub(cfg.Store, cfg.Poll),
 		inFlight: map[int64]int{},
 		wake:     make(chan struct{}, 1),
@@ -191,29 +185,37 @@ func (e *Engine) step(ctx context.Context) {
 		e.mu.Lock()
 		e.inFlight[d.WebhookID]++
 		e.mu.Unlock()
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			defer func() {
-				e.mu.Lock()
-				left := e.inFlight[d.WebhookID] - 1
-				if e.inFlight[d.WebhookID] = left; left <= 0 {
-					delete(e.inFlight, d.WebhookID)
-				}
-				e.mu.Unlock()
-				// A claim reads the due deliveries from the oldest, past
-				// a busy webhook's backlog: waking it when half the slots
-				// are free, rather than at each, lets one claim fill them.
-				if left <= store.MaxInFlightPerWebhook/2 {
-					select {
-					case e.wake <- struct{}{}:
-					default:
-					}
-				}
-			}()
-			e.deliver(ctx, d)
-		}()
+		s, err := e.sender(d.Webhook)
+		if err != nil {
+			e.finish(ctx, d, store.Outcome{AttemptedAt: now, Error: err.Error()})
+			continue
+		}
+		sg, err := e.signer(d.Webhook.Secret)
+		if err != nil {
+			e.finish(ctx, d, store.Outcome{AttemptedAt: now, Error: err.Error()})
+			continue
+		}
+		s.send(ctx, job{d, sg})
 	}
+}
+
+// sender is the sender of w's URL.
+func (e *Engine) sender(w store.Webhook) (*sender, error) {
+	k := senderKey{w.ID, w.URL}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.senders[k]; s != nil {
+		return s, nil
+	}
+	s, err := e.newSender(w.URL)
+	if err != nil {
+		return nil, err
+	}
+	if len(e.senders) >= maxSigners {
+		clear(e.senders) // those in use are made again; the others' connections close when idle
+	}
+	e.senders[k] = s
+	return s, nil
 }
 
 // busy lists the webhooks with as many attempts under way here as one may
@@ -230,14 +232,8 @@ func (e *Engine) busy() []int64 {
 	return out
 }
 
-// deliver makes one attempt and records its outcome.
-func (e *Engine) deliver(ctx context.Context, d *store.Claimed) {
-	o := e.attempt(ctx, d)
-	if ctx.Err() != nil {
-		// Shutting down: the attempt was cut short, and is made again
-		// when its lease runs out (at least once).
-		return
-	}
+// finish takes an attempt's outcome to the recorder and frees its slot.
+func (e *Engine) finish(ctx context.Context, d *store.Claimed, o store.Outcome) {
 	if !o.Succeeded {
 		o.Next = nextAttempt(&d.Delivery, o.AttemptedAt)
 		if d.Webhook.FailingSince != nil && o.AttemptedAt.Sub(*d.Webhook.FailingSince) >= DisableAfter {
@@ -247,20 +243,43 @@ func (e *Engine) deliver(ctx context.Context, d *store.Claimed) {
 		}
 	}
 	e.finished <- store.Finished{Claimed: d, Outcome: o}
+	e.mu.Lock()
+	left := e.inFlight[d.WebhookID] - 1
+	if e.inFlight[d.WebhookID] = left; left <= 0 {
+		delete(e.inFlight, d.WebhookID)
+	}
+	e.mu.Unlock()
+	// A claim reads the due deliveries from the oldest, past a busy
+	// webhook's backlog: waking it when half the slots are free, rather
+	// than at each, lets one claim fill them.
+	if left <= store.MaxInFlightPerWebhook/2 {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
-// maxRecordBatch bounds the outcomes one transaction records.
-const maxRecordBatch = 256
+// maxRecordBatch bounds the outcomes one transaction records, and
+// recordWait how long the first of them waits for others.
+const (
+	maxRecordBatch = 256
+	recordWait     = 20 * time.Millisecond
+)
 
-// record records the attempts' outcomes until Run closes finished: all
-// that wait, in one transaction, so that a busy webhook costs the store a
-// commit per batch rather than one per attempt. An attempt's slot is free
-// once its request ends; its delivery stays leased until its outcome is
-// recorded, so no other attempt of it starts meanwhile.
+// record records the attempts' outcomes until Run closes finished: those
+// that end within recordWait of the first, in one transaction, so that a
+// busy webhook costs the store a write per batch rather than one per
+// attempt, and the writes that join the API's group commits are few. An
+// attempt's slot is free once its request ends; its delivery stays leased
+// until its outcome is recorded, so no other attempt of it starts
+// meanwhile.
 func (e *Engine) record(ctx context.Context) {
 	batch := make([]store.Finished, 0, maxRecordBatch)
+	timer := time.NewTimer(recordWait)
 	for f := range e.finished {
 		batch = append(batch[:0], f)
+		timer.Reset(recordWait)
 	more:
 		for len(batch) < maxRecordBatch {
 			select {
@@ -269,7 +288,7 @@ func (e *Engine) record(ctx context.Context) {
 					break more
 				}
 				batch = append(batch, f)
-			default:
+			case <-timer.C:
 				break more
 			}
 		}
@@ -297,49 +316,42 @@ func nextAttempt(d *store.Delivery, failedAt time.Time) *time.Time {
 	return &next
 }
 
-// attempt sends the event to the webhook once.
-func (e *Engine) attempt(ctx context.Context, d *store.Claimed) store.Outcome {
-	start := e.cfg.Now()
-	o := store.Outcome{AttemptedAt: start}
-	body := d.Event.AppendJSON(nil)
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Webhook.URL, bytes.NewReader(body))
-	if err != nil {
-		o.Error = "the URL cannot be requested: " + err.Error()
-		return o
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "petstore-webhooks")
-	if err := Sign(req.Header, d.Webhook.Secret, d.Event.ID.String(), start, body); err != nil {
-		o.Error = err.Error()
-		return o
-	}
-	began := time.Now()
-	resp, err := e.client.Do(req)
-	if err != nil {
-		o.Duration = time.Since(began)
-		o.Error = describe(err)
-		return o
-	}
-	kept, rerr := io.ReadAll(io.LimitReader(resp.Body, ResponseLimit))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
-	resp.Body.Close()
-	o.Duration = time.Since(began)
-	o.Status = resp.StatusCode
+// outcome judges an answer.
+func outcome(o *store.Outcome, status int, kept []byte, readErr error) {
+	o.Status = status
 	o.Response = string(bytes.ToValidUTF8(kept, []byte("\uFFFD")))
 	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+	case status >= 200 && status < 300:
 		o.Succeeded = true
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		o.Error = fmt.Sprintf("the receiver answered %d, a redirect, which is not followed: a webhook's URL must answer 2xx itself", resp.StatusCode)
+	case status >= 300 && status < 400:
+		o.Error = fmt.Sprintf("the receiver answered %d, a redirect, which is not followed: a webhook's URL must answer 2xx itself", status)
 	default:
-		o.Error = fmt.Sprintf("the receiver answered %d, not 2xx", resp.StatusCode)
+		o.Error = fmt.Sprintf("the receiver answered %d, not 2xx", status)
 	}
-	if rerr != nil && o.Succeeded {
-		o.Error = "reading the answer: " + rerr.Error()
+	if readErr != nil && o.Succeeded {
+		o.Error = "reading the answer: " + readErr.Error()
 	}
-	return o
+}
+
+// maxSigners bounds the signers kept: past it, they are made again.
+const maxSigners = 1024
+
+// signer is the signer of a secret, made once.
+func (e *Engine) signer(secret string) (*signer, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.signers[secret]; s != nil {
+		return s, nil
+	}
+	s, err := newSigner(secret)
+	if err != nil {
+		return nil, err
+	}
+	if len(e.signers) >= maxSigners {
+		clear(e.signers) // rotated secrets and deleted webhooks go with the rest
+	}
+	e.signers[secret] = s
+	return s, nil
 }
 
 // describe words an attempt's failure for the delivery log.

@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"hash"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -39,19 +41,57 @@ func secretKey(secret string) ([]byte, error) {
 // msgID, at time at: webhook-id, webhook-timestamp and webhook-signature
 // ("v1," and the base64 HMAC-SHA256 of "id.timestamp.body").
 func Sign(h http.Header, secret, msgID string, at time.Time, body []byte) error {
-	key, err := secretKey(secret)
+	s, err := newSigner(secret)
 	if err != nil {
 		return err
 	}
-	ts := strconv.FormatInt(at.Unix(), 10)
-	mac := hmac.New(sha256.New, key)
+	s.sign(h, msgID, at, body)
+	return nil
+}
+
+// signer signs with one secret. Its key is decoded once, and its HMACs are
+// reused: after the first, an HMAC starts from the key's saved state
+// instead of hashing the padded key again.
+type signer struct {
+	macs sync.Pool
+}
+
+func newSigner(secret string) (*signer, error) {
+	key, err := secretKey(secret)
+	if err != nil {
+		return nil, err
+	}
+	return &signer{macs: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}, nil
+}
+
+// Canonical names of the headers of a delivery: set in the map as they
+// are, they are not canonicalized on every request.
+const (
+	hdrID        = "Webhook-Id"
+	hdrTimestamp = "Webhook-Timestamp"
+	hdrSignature = "Webhook-Signature"
+)
+
+func (s *signer) sign(h http.Header, msgID string, at time.Time, body []byte) {
+	var buf [20]byte
+	ts := strconv.AppendInt(buf[:0], at.Unix(), 10)
+	h[hdrID] = []string{msgID}
+	h[hdrTimestamp] = []string{string(ts)}
+	h[hdrSignature] = []string{string(s.signature(nil, msgID, ts, body))}
+}
+
+// signature appends webhook-signature's value: "v1," and the base64
+// HMAC-SHA256 of "id.timestamp.body".
+func (s *signer) signature(b []byte, msgID string, ts, body []byte) []byte {
+	mac := s.macs.Get().(hash.Hash)
+	mac.Reset()
 	mac.Write([]byte(msgID))
 	mac.Write([]byte{'.'})
-	mac.Write([]byte(ts))
+	mac.Write(ts)
 	mac.Write([]byte{'.'})
 	mac.Write(body)
-	h.Set("webhook-id", msgID)
-	h.Set("webhook-timestamp", ts)
-	h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
-	return nil
+	var sum [sha256.Size]byte
+	b = base64.StdEncoding.AppendEncode(append(b, "v1,"...), mac.Sum(sum[:0]))
+	s.macs.Put(mac)
+	return b
 }

@@ -48,13 +48,31 @@ type deliveryRecord struct {
 type leases struct {
 	mu    sync.Mutex
 	until map[int64]time.Time
+	// fresh are the deliveries FanOut made, with their events, until a
+	// claim takes them: claiming a new delivery then decodes neither its
+	// record nor its event. One process owns the file, and a pending
+	// delivery's record changes only with its removal from the due index
+	// (its outcome recorded, its webhook deleted, its event pruned), which
+	// is where a claim finds it: an entry here is the record on disk as
+	// long as the claim finds its id in the index.
+	fresh map[int64]*freshDelivery
 }
+
+type freshDelivery struct {
+	r deliveryRecord
+	e store.Event
+}
+
+// maxFresh bounds the fresh deliveries kept: those never claimed (their
+// webhook deleted first) go when it is reached.
+const maxFresh = 1 << 14
 
 func (db *DB) leases() *leases {
 	l := &db.deliveryLeases
 	l.mu.Lock()
 	if l.until == nil {
 		l.until = map[int64]time.Time{}
+		l.fresh = map[int64]*freshDelivery{}
 	}
 	l.mu.Unlock()
 	return l
@@ -201,7 +219,9 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 	if err != nil || !pending {
 		return 0, err
 	}
-	return writeValue(ctx, db, func(tx *bolt.Tx) (int, error) {
+	var made []freshDelivery // by the last run of the write, which committed
+	n, err := writeValue(ctx, db, func(tx *bolt.Tx) (int, error) {
+		made = made[:0]
 		meta := tx.Bucket(bktMeta)
 		var last uint64
 		if v := meta.Get(metaDispatched); len(v) == 8 {
@@ -238,6 +258,7 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 				if err := putDelivery(tx, &r); err != nil {
 					return n, err
 				}
+				made = append(made, freshDelivery{r, e})
 			}
 		}
 		if n == 0 {
@@ -245,6 +266,18 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 		}
 		return n, meta.Put(metaDispatched, binary.BigEndian.AppendUint64(nil, last))
 	})
+	if err == nil && len(made) > 0 {
+		l := db.leases()
+		l.mu.Lock()
+		if len(l.fresh)+len(made) > maxFresh {
+			clear(l.fresh)
+		}
+		for i := range made {
+			l.fresh[made[i].r.ID] = &made[i]
+		}
+		l.mu.Unlock()
+	}
+	return n, err
 }
 
 // ClaimDeliveries leases the deliveries due at now, none of busy's.
@@ -277,6 +310,22 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 				continue
 			}
 			if until, ok := l.until[id]; ok && until.After(now) {
+				continue
+			}
+			if f := l.fresh[id]; f != nil {
+				delete(l.fresh, id)
+				w, ok := hooks[hook]
+				if !ok {
+					var err error
+					if w, err = webhookTable.get(tx, hook); err != nil {
+						continue
+					}
+					hooks[hook] = w
+				}
+				if perHook[hook]++; perHook[hook] >= store.MaxInFlightPerWebhook {
+					delete(open, hook)
+				}
+				out = append(out, store.Claimed{Delivery: f.r.Delivery, Event: f.e, Webhook: w})
 				continue
 			}
 			r, err := getDelivery(tx, id)

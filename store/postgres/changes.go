@@ -204,23 +204,16 @@ func (db *DB) readChanges(ctx context.Context) (changesRow, error) {
 }
 
 // loadCredentials reads the admin token's hash with the changes row it is
-// as of.
+// as of, in one statement (one snapshot, and no transaction that would
+// hold the changes row's table while it waits for meta's: a restore
+// takes them in the other order).
 func (db *DB) loadCredentials(ctx context.Context) (changesRow, []byte, error) {
 	var (
 		r    changesRow
 		hash []byte
 	)
-	err := db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		hash = nil
-		if err := tx.QueryRow(ctx, `SELECT version, version - other_version, stamp, prev_stamp FROM changes WHERE id = 1`).
-			Scan(&r.version, &r.credentials, &r.stamp, &r.prevStamp); err != nil {
-			return err
-		}
-		err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'admin_token_sha256'`).Scan(&hash)
-		if err != nil && err != pgx.ErrNoRows {
-			return err
-		}
-		return nil
-	})
+	err := db.pool.QueryRow(ctx, `SELECT version, version - other_version, stamp, prev_stamp,
+		(SELECT value FROM meta WHERE key = 'admin_token_sha256') FROM changes WHERE id = 1`).
+		Scan(&r.version, &r.credentials, &r.stamp, &r.prevStamp, &hash)
 	return r, hash, err
 }

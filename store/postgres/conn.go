@@ -360,6 +360,8 @@ func reason(err error, t Timeouts) string {
 			what = "the database is read-only (a standby, or a primary being demoted)"
 		case "40001", "40P01":
 			what = "a serialization failure or deadlock persisted through the retries"
+		case "55P03":
+			what = "a lock was held longer than the wait allowed (a restore or a migration under way?)"
 		case "57P01", "57P02", "57P03":
 			what = "the database is shutting down or starting up"
 		}

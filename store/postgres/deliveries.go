@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,7 +40,9 @@ func decodeDelivery(id, tx, seq int64, data []byte) (store.Delivery, error) {
 
 // FanOut makes the first delivery of each event since the last FanOut for
 // each enabled webhook that subscribes to it. The dispatch row's lock
-// makes one instance at a time do it.
+// makes one instance at a time do it. Its transaction holds locks on
+// several tables from statement to statement, in an order of its own, so
+// it gives way (giveWay) to whoever takes them in another order.
 func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error) {
 	// Most calls find nothing new: one query answers them.
 	var pending bool
@@ -48,10 +51,15 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 		return 0, err
 	}
 	n := 0
-	err := db.tx(ctx, func(tx pgx.Tx) error {
+	err := db.txWith(ctx, giveWay, func(tx pgx.Tx) error {
 		n = 0
 		var lastTx, lastSeq int64
-		if err := tx.QueryRow(ctx, `SELECT tx, seq FROM event_dispatch WHERE id = 1 FOR UPDATE`).Scan(&lastTx, &lastSeq); err != nil {
+		// Another instance fanning out has the row: it does this round.
+		err := tx.QueryRow(ctx, `SELECT tx, seq FROM event_dispatch WHERE id = 1 FOR UPDATE SKIP LOCKED`).Scan(&lastTx, &lastSeq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT `+eventCols+` FROM events WHERE (tx, seq) > ($1, $2) AND `+visible+`

@@ -328,6 +328,17 @@ func migrationFiles() ([]migrationFile, error) {
 	return files, nil
 }
 
+// giveWay begins a background transaction that holds locks on several
+// tables from one statement to the next: a wait for a lock ends it after
+// lockGiveWay, before PostgreSQL's deadlock check (deadlock_timeout, 1 s
+// by default) could end whoever it waits for. A pg_restore --clean in one
+// transaction, or a migration, takes its locks in an order of its own;
+// the background work is done again at its next round, the restore would
+// have to be run again.
+var giveWay = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL lock_timeout = " + strconv.FormatInt(lockGiveWay.Milliseconds(), 10)}
+
+const lockGiveWay = 100 * time.Millisecond
+
 // longTxKey marks the context of a transaction that the transaction
 // timeout does not bound (Import, which petstore migrate runs).
 type longTxKey struct{}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
@@ -26,12 +27,7 @@ func open(t *testing.T) *postgres.DB {
 // share it, and closes it when the test ends.
 func openAt(t *testing.T, url string) *postgres.DB {
 	t.Helper()
-	db, err := postgres.Open(context.Background(), url, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return domaintest.OpenPostgres(t, url)
 }
 
 // Two instances on one database: a key revoked through one is refused by

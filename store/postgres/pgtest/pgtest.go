@@ -16,6 +16,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -311,3 +312,14 @@ func FreePort() (int, error) {
 
 // Installed reports whether PostgreSQL's binaries are there.
 func Installed() bool { return findBin() != "" }
+
+// PostmasterPID is the process id of the cluster's server (the first line
+// of postmaster.pid), whose processes a benchmark counts the CPU time of.
+func (c *Cluster) PostmasterPID() (int, error) {
+	data, err := os.ReadFile(filepath.Join(c.dir, "data", "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	return strconv.Atoi(strings.TrimSpace(line))
+}

@@ -1,0 +1,75 @@
+package boltstore
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"petstore/store"
+)
+
+// A claim of deliveries FanOut just made takes them from memory; it must
+// give exactly what a claim reading the file gives: the same deliveries,
+// events and webhooks, and none of a webhook deleted meanwhile.
+func TestClaimOfFreshDeliveriesMatchesTheFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "petstore.db")
+	db, err := Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hooks []store.Webhook
+	for _, events := range [][]string{{"*"}, {store.EventCategoryCreated}, {"*"}} {
+		w := store.Webhook{URL: "http://receiver.test/", Events: events, Enabled: true, Secret: "whsec_AAAA"}
+		if err := db.CreateWebhook(ctx, &w); err != nil {
+			t.Fatal(err)
+		}
+		hooks = append(hooks, w)
+	}
+	c := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if err := db.CreatePet(ctx, &store.Pet{Name: name, CategoryID: c.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	if n, err := db.FanOut(ctx, now, 100); err != nil || n == 0 {
+		t.Fatalf("FanOut = %d, %v", n, err)
+	}
+	if err := db.DeleteWebhook(ctx, hooks[2].ID); err != nil {
+		t.Fatal(err)
+	}
+	fromMemory, err := db.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range fromMemory {
+		if db.leases().fresh[d.ID] != nil {
+			t.Errorf("delivery %d claimed and still fresh", d.ID)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Reopened, the process has no leases and nothing fresh: the claim
+	// reads the file.
+	if db, err = Open(path, store.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fromFile, err := db.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fromFile) != 5 { // 4 events to the first webhook, 1 to the second
+		t.Errorf("%d deliveries claimed from the file, want 5", len(fromFile))
+	}
+	if !reflect.DeepEqual(fromMemory, fromFile) {
+		t.Errorf("claimed from memory:\n%+v\nfrom the file:\n%+v", fromMemory, fromFile)
+	}
+}
