@@ -47,7 +47,8 @@ func startWriting(t *testing.T, out output, env map[string]string, args ...strin
 	in := &instance{out: out, cancel: cancel, done: make(chan error, 1)}
 	args = append([]string{"--listen", "127.0.0.1:0", "--rate-limit", "0"}, args...)
 	go func() { in.done <- run(ctx, args, func(k string) string { return env[k] }, in.out) }()
-	deadline := time.Now().Add(30 * time.Second)
+	// Generous: CI runs the race detector on a loaded 2-core machine.
+	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		if m := listeningOn.FindStringSubmatch(in.out.String()); m != nil {
 			in.base = m[1]

@@ -103,8 +103,9 @@ func (s *Server) idempotent(h echo.HandlerFunc, makeAnswer func(record any) (ans
 		if err != nil {
 			return err
 		}
+		scope, sealed := keyScope(r)
 		w := &store.IdempotentWrite{
-			Scope: keyScope(r), Key: key, Fingerprint: fingerprint(c), TTL: s.cfg.IdempotencyTTL,
+			Scope: scope, Key: key, Fingerprint: fingerprint(c), TTL: s.cfg.IdempotencyTTL, Sealed: sealed,
 			Answer: func(record any) ([]byte, error) {
 				a, err := makeAnswer(record)
 				if err != nil {
@@ -201,14 +202,16 @@ func sfString(s string) (string, bool) {
 // keyScope names the credential a key belongs to: a hash of the API key
 // (so that finding it costs no lookup), or of the admin token (a new
 // token starts with no keys). Every POST needs one of them, so no key is
-// anonymous.
-func keyScope(r *http.Request) string {
+// anonymous. The admin API's answers are kept sealed, all of them: some
+// hold a secret (a new API key's, a webhook's signing secret). The public
+// API's hold only what the store holds anyway.
+func keyScope(r *http.Request) (scope string, sealed bool) {
 	if k := r.Header.Get(headerAPIKey); k != "" {
 		sum := sha256.Sum256([]byte(k))
-		return "key:" + hex.EncodeToString(sum[:12])
+		return "key:" + hex.EncodeToString(sum[:12]), false
 	}
 	sum := sha256.Sum256([]byte(bearerToken(r.Header.Get(echo.HeaderAuthorization))))
-	return "admin:" + hex.EncodeToString(sum[:12])
+	return "admin:" + hex.EncodeToString(sum[:12]), true
 }
 
 // fingerprint identifies the request a key was sent with: its method, path

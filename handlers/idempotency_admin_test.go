@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -217,4 +220,73 @@ func testAdminKeys(t *testing.T, ts *testServer, raw rawStore, rawHooks bool) {
 	if !raw.held(t, raw.control) {
 		t.Errorf("the raw search does not find %q", raw.control)
 	}
+}
+
+// TestIdempotencyKeyAdminConcurrent: many creations of an API key sent at
+// once with one key create one key; the others answer its secret again or
+// 409 idempotency_in_progress. On bbolt, and on PostgreSQL through two
+// instances, where the retry on B of a creation on A answers A's secret.
+func TestIdempotencyKeyAdminConcurrent(t *testing.T) {
+	t.Run("bbolt", func(t *testing.T) {
+		ts := newTestServer(t)
+		testAdminKeyConcurrent(t, ts, ts)
+	})
+	t.Run("postgres, two instances", func(t *testing.T) {
+		dbURL := pgtest.URL(t)
+		a, b := startOnPostgres(t, dbURL), startOnPostgres(t, dbURL)
+		testAdminKeyConcurrent(t, a, b)
+		first := a.adminKeyed("POST", "/admin/api-keys", `{"name":"a-then-b"}`, "a-then-b").wantStatus(201)
+		b.adminKeyed("POST", "/admin/api-keys", `{"name":"a-then-b"}`, "a-then-b").wantReplayOf(first)
+	})
+}
+
+func testAdminKeyConcurrent(t *testing.T, a, b *testServer) {
+	const n = 50
+	results := make([]*response, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		ts := a
+		if i%2 == 1 {
+			ts = b
+		}
+		wg.Go(func() {
+			<-start
+			results[i] = ts.adminKeyed("POST", "/admin/api-keys", `{"name":"race"}`, "one")
+		})
+	}
+	close(start)
+	wg.Wait()
+	var first *response
+	replays := 0
+	for _, r := range results {
+		switch {
+		case r.status == 201 && r.header.Get("Idempotent-Replayed") == "":
+			if first != nil {
+				t.Fatalf("two keys created: %s and %s", first.body, r.body)
+			}
+			first = r
+		case r.status == 201:
+			replays++
+		case r.status == 409 && r.header.Get("Retry-After") != "" && strings.Contains(string(r.body), store.EIDEMPOTENCYBUSY):
+		default:
+			t.Fatalf("unexpected answer %d %v %s", r.status, r.header, r.body)
+		}
+	}
+	if first == nil {
+		t.Fatal("no key created")
+	}
+	for _, r := range results {
+		if r.status == 201 && !bytes.Equal(r.body, first.body) {
+			t.Errorf("an answer %s differs from the creation's %s", r.body, first.body)
+		}
+	}
+	var keys []store.APIKey
+	a.adminDo("GET", "/admin/api-keys?limit=100", "").wantStatus(200).decode(&keys)
+	if c := len(slices.DeleteFunc(keys, func(k store.APIKey) bool { return k.Name != "race" })); c != 1 {
+		t.Errorf("%d keys named race, want 1", c)
+	}
+	t.Logf("1 key created, %d replays, %d answered 409", replays, n-1-replays)
+	a.adminKeyed("POST", "/admin/api-keys", `{"name":"race"}`, "one").wantReplayOf(first)
+	b.adminKeyed("POST", "/admin/api-keys", `{"name":"race"}`, "one").wantReplayOf(first)
 }

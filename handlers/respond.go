@@ -7,8 +7,9 @@ import (
 )
 
 // Every JSON answer, success or Error, goes out through these helpers, so
-// the Content-Type, the Link of the next page and the Location of a new
-// resource are set in one place.
+// the Content-Type and the Link of the next page are set in one place; the
+// answer of a POST, with its Location, is an answer (idempotency.go), the
+// one an Idempotency-Key keeps.
 
 // respond answers status with v as JSON.
 func respond(c echo.Context, status int, v any) error {
@@ -51,12 +52,6 @@ func respondList[T any](c echo.Context, items []T, next int64) error {
 		items = []T{}
 	}
 	return respond(c, http.StatusOK, items)
-}
-
-// respondCreated answers 201 with the new resource and its Location.
-func respondCreated(c echo.Context, location string, v any) error {
-	c.Response().Header()[echo.HeaderLocation] = []string{location} // the key is canonical
-	return respond(c, http.StatusCreated, v)
 }
 
 // jsonAppender is a value that encodes itself as json.Marshal would, without

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -187,4 +189,115 @@ func testKeyRace(t *testing.T, s store.Store) {
 	if placed != 1 || replayed != 49 || it.Quantity != 99 {
 		t.Errorf("placed %d, replayed %d, stock left %d; want 1, 49, 99", placed, replayed, it.Quantity)
 	}
+}
+
+// adminKeyed is a write made with an admin key, sealed, whose answer is
+// the record as JSON.
+func adminKeyed(key, fingerprint string) *store.IdempotentWrite {
+	return &store.IdempotentWrite{
+		Scope: "admin:1", Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true,
+		Answer: func(record any) ([]byte, error) { return json.Marshal(record) },
+	}
+}
+
+// testKeptAdminAnswers: the admin writes that serve a POST keep their
+// answer with their change, as creates do: retried with the key, each is
+// ErrReplay with the first answer and writes nothing. The answer of a new
+// API key holds its secret, and the store keeps it sealed.
+func testKeptAdminAnswers(t *testing.T, s store.Store) {
+	with := func(w *store.IdempotentWrite) context.Context { return store.WithIdempotency(ctx, w) }
+	replayed := func(what string, err error, w *store.IdempotentWrite, want any) {
+		t.Helper()
+		if err != store.ErrReplay {
+			t.Fatalf("%s again: %v, want ErrReplay", what, err)
+		}
+		if b, _ := json.Marshal(want); string(w.Kept.Answer) != string(b) {
+			t.Errorf("%s again: replayed %s, want %s", what, w.Kept.Answer, b)
+		}
+	}
+
+	// An API key: one, and its secret in the replay.
+	first := adminKeyed("key", "fp-key")
+	k, secret := must2x(s.CreateAPIKey(with(first), "bot"))(t)
+	again := adminKeyed("key", "fp-key")
+	_, _, err := s.CreateAPIKey(with(again), "bot")
+	replayed("an API key", err, again, store.IssuedAPIKey{APIKey: k, Secret: secret})
+	if keys, _ := must2(s.APIKeys(ctx, store.Page{}))(t); len(keys) != 1 {
+		t.Errorf("%d API keys, want 1", len(keys))
+	}
+	if got, ok := s.AuthenticateAPIKey(secret); !ok || got.ID != k.ID {
+		t.Errorf("the replayed secret does not authenticate key %d", k.ID)
+	}
+	_, _, err = s.CreateAPIKey(with(adminKeyed("key", "fp-other")), "bot")
+	if store.ErrorCode(err) != store.EIDEMPOTENCYREUSED {
+		t.Errorf("another request with the key: %v", err)
+	}
+	// As stored: sealed, the secret nowhere in it.
+	kept := must(s.KeptAnswer(ctx, first))(t)
+	if bytes.Contains(kept.Answer, []byte(secret)) || bytes.Contains(kept.Answer, []byte("bot")) {
+		t.Errorf("the kept answer is stored in clear: %q", kept.Answer)
+	}
+	if open := must(first.Replay(kept))(t); !bytes.Contains(open.Answer, []byte(secret)) {
+		t.Errorf("the kept answer opens to %s", open.Answer)
+	}
+	// Under another scope the key is another key.
+	other := adminKeyed("key", "fp-key")
+	other.Scope = "admin:2"
+	_, err = s.KeptAnswer(ctx, other)
+	wantError(t, "the key of another scope", err, store.ENOTFOUND, `no answer is kept for Idempotency-Key "key"`)
+
+	// A webhook, its secret's rotation and its test event: once each.
+	hook := store.Webhook{URL: "http://hook.example/", Events: []string{"pet.created"}, Enabled: true, Secret: "whsec_first"}
+	check(t, s.CreateWebhook(with(adminKeyed("hook", "fp-hook")), &hook))
+	again = adminKeyed("hook", "fp-hook")
+	replayed("a webhook", s.CreateWebhook(with(again), &store.Webhook{URL: "http://hook.example/", Events: []string{"pet.created"}, Enabled: true, Secret: "whsec_other"}), again, hook)
+	if hooks, _ := must2(s.Webhooks(ctx, store.Page{}))(t); len(hooks) != 1 {
+		t.Errorf("%d webhooks, want 1", len(hooks))
+	}
+	rotate := func(secret string) func(*store.Webhook) error {
+		return func(w *store.Webhook) error { w.Secret = secret; return nil }
+	}
+	rotated := must(s.UpdateWebhook(with(adminKeyed("rotate", "fp-rotate")), hook.ID, rotate("whsec_second")))(t)
+	again = adminKeyed("rotate", "fp-rotate")
+	_, err = s.UpdateWebhook(with(again), hook.ID, rotate("whsec_third"))
+	replayed("a rotation", err, again, rotated)
+	if w := must(s.Webhook(ctx, hook.ID))(t); w.Secret != "whsec_second" {
+		t.Errorf("secret %q after a rotation retried, want whsec_second", w.Secret)
+	}
+	testEvent := store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{}`)}
+	ev := must(s.RecordEvent(with(adminKeyed("test", "fp-test")), testEvent, hook.ID))(t)
+	again = adminKeyed("test", "fp-test")
+	_, err = s.RecordEvent(with(again), testEvent, hook.ID)
+	replayed("a test event", err, again, ev)
+
+	// A retry of its delivery: one more.
+	for {
+		if n := must(s.FanOut(ctx, time.Now().UTC(), 100))(t); n == 0 {
+			break
+		}
+	}
+	ds, _ := must2(s.Deliveries(ctx, hook.ID, store.Page{}))(t)
+	if len(ds) != 1 {
+		t.Fatalf("%d deliveries of the test event, want 1", len(ds))
+	}
+	retry := must(s.RetryDelivery(with(adminKeyed("retry", "fp-retry")), hook.ID, ds[0].ID, time.Now().UTC()))(t)
+	again = adminKeyed("retry", "fp-retry")
+	_, err = s.RetryDelivery(with(again), hook.ID, ds[0].ID, time.Now().UTC())
+	replayed("a delivery's retry", err, again, retry)
+	if ds, _ := must2(s.Deliveries(ctx, hook.ID, store.Page{}))(t); len(ds) != 2 {
+		t.Errorf("%d deliveries after a retry retried, want 2", len(ds))
+	}
+
+	// A domain: the replay, not domain_exists.
+	d := store.Domain{Name: "shop.example", State: store.DomainPending, AddedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	check(t, s.AddDomain(with(adminKeyed("domain", "fp-domain")), &d))
+	again = adminKeyed("domain", "fp-domain")
+	replayed("a domain", s.AddDomain(with(again), &store.Domain{Name: "shop.example", AddedAt: d.AddedAt}), again, d)
+
+	// An answer kept on its own; without a key, nothing is written.
+	verified := map[string]string{"name": "shop.example", "state": "verified"}
+	check(t, s.KeepAnswer(with(adminKeyed("verify", "fp-verify")), verified))
+	again = adminKeyed("verify", "fp-verify")
+	replayed("a kept answer", s.KeepAnswer(with(again), map[string]string{"other": "answer"}), again, verified)
+	check(t, s.KeepAnswer(ctx, verified))
 }

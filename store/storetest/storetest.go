@@ -46,6 +46,7 @@ func Run(t *testing.T, open Open) {
 		{"Deliveries", testDeliveries},
 		{"DeliveryClaimRace", testDeliveryClaimRace},
 		{"KeptAnswers", testKeptAnswers},
+		{"KeptAdminAnswers", testKeptAdminAnswers},
 		{"SweepKeptAnswers", testSweepKeptAnswers},
 		{"KeyRace", testKeyRace},
 		{"FinishDeliveriesInOneBatch", testFinishDeliveriesInOneBatch},
