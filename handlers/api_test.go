@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"petstore/handlers/buildinfo"
 	"petstore/store"
 )
 
@@ -285,5 +289,90 @@ func TestAdminNeedsTheToken(t *testing.T) {
 	}
 	if p, _ := ts.db.Project(context.Background()); p.Plan != store.PlanFree {
 		t.Errorf("a refused PATCH changed the plan to %q", p.Plan)
+	}
+}
+
+// TestHealthzNamesTheBuild: /healthz's version is the running build, in
+// the shape of the admin document's Build schema.
+func TestHealthzNamesTheBuild(t *testing.T) {
+	ts := newTestServer(t)
+	_, admin := specs(t)
+	res := ts.do(http.MethodGet, "/healthz", "").wantStatus(http.StatusOK)
+	var body struct {
+		Status  string
+		Version json.RawMessage
+	}
+	res.decode(&body)
+	var version any
+	if err := json.Unmarshal(body.Version, &version); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.doc.Components.Schemas["Build"].Value.VisitJSON(version); err != nil {
+		t.Errorf("/healthz's version %s is not a Build: %v", body.Version, err)
+	}
+	var got buildinfo.Build
+	_ = json.Unmarshal(body.Version, &got)
+	if body.Status != "ok" || got != buildinfo.Running || got.Version == "" || got.GoVersion == "" {
+		t.Errorf("/healthz: %s; want status ok and the version %+v", res.body, buildinfo.Running)
+	}
+}
+
+// TestDeploysRecordTheBuild: a start records the build that started beside
+// the spec; a restart of the same build is no new deploy; a start of
+// another build (here: a deploy recorded by an older one) is.
+func TestDeploysRecordTheBuild(t *testing.T) {
+	ts := newTestServer(t)
+	project := func() (p struct{ Deploys []store.Deploy }) {
+		ts.adminDo(http.MethodGet, "/admin/project", "").wantStatus(http.StatusOK).decode(&p)
+		return p
+	}
+	p := project()
+	if len(p.Deploys) != 1 || p.Deploys[0].Build != store.DeployBuild(buildinfo.Running) {
+		t.Fatalf("deploys after the first start: %+v; want one with the build %+v", p.Deploys, buildinfo.Running)
+	}
+	if err := ts.srv.RecordDeploy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p := project(); len(p.Deploys) != 1 {
+		t.Errorf("a restart of the same build recorded a deploy: %+v", p.Deploys)
+	}
+
+	older := p.Deploys[0]
+	older.Build = store.DeployBuild{Version: "v0.9.0", Revision: "0123456789abcdef0123456789abcdef01234567", GoVersion: "go1.26.0"}
+	if _, err := ts.db.RecordDeploy(context.Background(), older); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.srv.RecordDeploy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p = project()
+	if len(p.Deploys) != 3 || p.Deploys[0].Build != store.DeployBuild(buildinfo.Running) || p.Deploys[1].Build.Version != "v0.9.0" {
+		t.Errorf("deploys after another build started: %+v", p.Deploys)
+	}
+}
+
+// TestAdminDocumentAsJSON: the admin document is served as JSON too, behind
+// the token, and it is the same document as the YAML one.
+func TestAdminDocumentAsJSON(t *testing.T) {
+	ts := newTestServer(t)
+	ts.send("GET", "/admin/openapi.json", "", nil).wantError(401, "unauthorized")
+	r := ts.adminDo("GET", "/admin/openapi.json", "").wantStatus(200)
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("Content-Type %q", ct)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(r.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, admin := specs(t)
+	if doc.Info.Title != admin.doc.Info.Title || doc.Paths.Len() != admin.doc.Paths.Len() {
+		t.Errorf("the JSON document is %q with %d paths, the YAML one %q with %d", doc.Info.Title, doc.Paths.Len(), admin.doc.Info.Title, admin.doc.Paths.Len())
+	}
+	// A client finds the base URL in both documents.
+	pub, _ := specs(t)
+	for _, d := range []*openapi3.T{pub.doc, admin.doc} {
+		if len(d.Servers) == 0 || d.Servers[0].URL != "/" {
+			t.Errorf("%s: servers %v, want the relative /", d.Info.Title, d.Servers)
+		}
 	}
 }
