@@ -1,0 +1,320 @@
+package boltstore
+
+// The deliveries of webhooks: the fan-out of events, the claims and
+// their outcomes, and the listing and retry of attempts.
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// FanOut makes the first delivery of each event since the last FanOut for
+// each enabled webhook that subscribes to it.
+func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error) {
+	// Most calls find nothing new: a read answers them, without a commit.
+	pending, err := readValue(ctx, db, func(tx *bolt.Tx) (bool, error) {
+		var last uint64
+		if v := tx.Bucket(bktMeta).Get(metaDispatched); len(v) == 8 {
+			last = binary.BigEndian.Uint64(v)
+		}
+		k, _ := tx.Bucket(bktEvents).Cursor().Last()
+		return k != nil && binary.BigEndian.Uint64(k) > last, nil
+	})
+	if err != nil || !pending {
+		return 0, err
+	}
+	var made []freshDelivery // by the last run of the write, which committed
+	n, err := writeValue(ctx, db, func(tx *bolt.Tx) (int, error) {
+		made = made[:0]
+		meta := tx.Bucket(bktMeta)
+		var last uint64
+		if v := meta.Get(metaDispatched); len(v) == 8 {
+			last = binary.BigEndian.Uint64(v)
+		}
+		var hooks []store.Webhook
+		if err := tx.Bucket(bktWebhooks).ForEach(func(k, v []byte) error {
+			w, err := webhookTable.decode(btoi(k), v)
+			if w.Enabled {
+				hooks = append(hooks, w)
+			}
+			return err
+		}); err != nil {
+			return 0, err
+		}
+		start := idKey(int64(last + 1))
+		c := tx.Bucket(bktEvents).Cursor()
+		n := 0
+		for k, v := c.Seek(start[:]); k != nil && n < limit; k, v = c.Next() {
+			e, to, err := decodeEvent(k, v)
+			if err != nil {
+				return n, err
+			}
+			last = e.ID.Seq
+			n++
+			for i := range hooks {
+				if !store.Routes(&e, to, &hooks[i]) {
+					continue
+				}
+				r := deliveryRecord{Delivery: store.Delivery{
+					WebhookID: hooks[i].ID, EventID: e.ID, EventType: e.Type,
+					Attempt: 1, State: store.DeliveryPending, ScheduledAt: now.UTC(),
+				}}
+				if err := putDelivery(tx, &r); err != nil {
+					return n, err
+				}
+				made = append(made, freshDelivery{r, e})
+			}
+		}
+		if n == 0 {
+			return 0, nil
+		}
+		return n, meta.Put(metaDispatched, binary.BigEndian.AppendUint64(nil, last))
+	})
+	if err == nil && len(made) > 0 {
+		l := db.leases()
+		l.mu.Lock()
+		if len(l.fresh)+len(made) > maxFresh {
+			clear(l.fresh)
+		}
+		for i := range made {
+			l.fresh[made[i].r.ID] = &made[i]
+		}
+		l.mu.Unlock()
+	}
+	return n, err
+}
+
+// ClaimDeliveries leases the deliveries due at now, none of busy's.
+func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
+	l := db.leases()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []store.Claimed
+	perHook := map[int64]int{}
+	hooks := map[int64]store.Webhook{} // decoded once per claim
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		// The index is in time order, every webhook's deliveries mixed:
+		// once each webhook is busy or has its share, the rest of it (a
+		// backlog) has nothing to give, and is not read.
+		open := map[int64]bool{} // the webhooks that may get more
+		wc := tx.Bucket(bktWebhooks).Cursor()
+		for k, _ := wc.First(); k != nil; k, _ = wc.Next() {
+			open[btoi(k)] = true
+		}
+		for _, id := range busy {
+			delete(open, id)
+		}
+		c := tx.Bucket(bktDeliveriesDue).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit && len(open) > 0; k, _ = c.Next() {
+			if len(k) != 24 || int64(binary.BigEndian.Uint64(k)) > now.UnixNano() {
+				break
+			}
+			hook, id := btoi(k[8:16]), btoi(k[16:])
+			if !open[hook] {
+				continue
+			}
+			if until, ok := l.until[id]; ok && until.After(now) {
+				continue
+			}
+			if f := l.fresh[id]; f != nil {
+				delete(l.fresh, id)
+				w, ok := hooks[hook]
+				if !ok {
+					var err error
+					if w, err = webhookTable.get(tx, hook); err != nil {
+						continue
+					}
+					hooks[hook] = w
+				}
+				if perHook[hook]++; perHook[hook] >= store.MaxInFlightPerWebhook {
+					delete(open, hook)
+				}
+				out = append(out, store.Claimed{Delivery: f.r.Delivery, Event: f.e, Webhook: w})
+				continue
+			}
+			r, err := getDelivery(tx, id)
+			if err != nil {
+				return corrupt(err)
+			}
+			w, ok := hooks[r.WebhookID]
+			if !ok {
+				if w, err = webhookTable.get(tx, r.WebhookID); err != nil {
+					continue
+				}
+				hooks[r.WebhookID] = w
+			}
+			ek := idKey(int64(r.EventID.Seq))
+			v := tx.Bucket(bktEvents).Get(ek[:])
+			if v == nil {
+				continue // pruned; PruneEvents deletes the delivery too
+			}
+			e, _, err := decodeEvent(ek[:], v)
+			if err != nil {
+				return err
+			}
+			if perHook[r.WebhookID]++; perHook[r.WebhookID] >= store.MaxInFlightPerWebhook {
+				delete(open, r.WebhookID)
+			}
+			out = append(out, store.Claimed{Delivery: r.Delivery, Event: e, Webhook: w})
+		}
+		return nil
+	})
+	for _, d := range out {
+		l.until[d.ID] = leaseUntil
+	}
+	return out, err
+}
+
+// FinishDeliveries records attempts' outcomes in one write.
+func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error {
+	defer func() {
+		l := db.leases()
+		l.mu.Lock()
+		for _, f := range done {
+			delete(l.until, f.Claimed.ID)
+		}
+		l.mu.Unlock()
+	}()
+	return db.write(ctx, func(tx *bolt.Tx) error {
+		// Each webhook is read and written once, whatever the number of
+		// its outcomes.
+		hooks := map[int64]*[2]store.Webhook{} // before, after
+		var order []int64
+		due := tx.Bucket(bktDeliveriesDue)
+		for _, f := range done {
+			// A pending delivery changes only when its attempt is
+			// recorded, and this process's lease on it still holds: the
+			// record is the one claimed, if it is still in the due index
+			// (not deleted with its webhook or its event, not recorded).
+			r := deliveryRecord{Delivery: f.Claimed.Delivery}
+			if r.State != store.DeliveryPending || due.Get(dueKey(&r)) == nil {
+				continue
+			}
+			w, ok := hooks[r.WebhookID]
+			if !ok {
+				hook, err := webhookTable.get(tx, r.WebhookID)
+				if store.ErrorCode(err) == store.ENOTFOUND {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				w = &[2]store.Webhook{hook, hook}
+				hooks[r.WebhookID] = w
+				order = append(order, r.WebhookID)
+			}
+			wasEnabled := w[1].Enabled
+			store.ApplyOutcome(&r.Delivery, &w[1], f.Outcome)
+			if err := putDelivery(tx, &r); err != nil {
+				return err
+			}
+			if o := f.Outcome; o.Next != nil {
+				next := deliveryRecord{Delivery: store.NextAttempt(&r.Delivery, *o.Next)}
+				if err := putDelivery(tx, &next); err != nil {
+					return err
+				}
+			}
+			if f.Outcome.Disable != "" && wasEnabled {
+				if err := db.emit(tx, store.EventWebhookDisabled, w[1].Public()); err != nil {
+					return err
+				}
+			}
+		}
+		for _, id := range order {
+			if w := hooks[id]; store.WebhookChanged(&w[0], &w[1]) {
+				if err := putJSON(tx.Bucket(bktWebhooks), id, &w[1]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// Deliveries lists a webhook's deliveries, newest first.
+func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]store.Delivery, int64, error) {
+	size := p.Size()
+	var out []store.Delivery
+	var next int64
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		if _, err := webhookTable.get(tx, webhookID); err != nil {
+			return err
+		}
+		c := tx.Bucket(bktDeliveriesWebhook).Cursor()
+		after := p.After
+		if after <= 0 {
+			after = 1<<63 - 1
+		}
+		k, _ := c.Seek(appendID(itob(webhookID), after))
+		if k == nil || btoi(k[:8]) != webhookID || btoi(k[8:]) >= after {
+			k, _ = c.Prev()
+		}
+		for ; k != nil && btoi(k[:8]) == webhookID; k, _ = c.Prev() {
+			if len(out) == size {
+				next = out[size-1].ID
+				break
+			}
+			r, err := getDelivery(tx, btoi(k[8:]))
+			if err != nil {
+				return corrupt(err)
+			}
+			out = append(out, r.Delivery)
+		}
+		return nil
+	})
+	return out, next, err
+}
+
+// RetryDelivery makes a new pending delivery of a delivery's event, due
+// now; with an Idempotency-Key in ctx, the answer to it is kept with it.
+func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time) (store.Delivery, error) {
+	var out store.Delivery
+	err := db.keyedWrite(ctx, func(tx *bolt.Tx) error {
+		r, err := getDelivery(tx, id)
+		if err != nil || r.WebhookID != webhookID {
+			return store.DeliveryNotFound(id)
+		}
+		ek := idKey(int64(r.EventID.Seq))
+		if tx.Bucket(bktEvents).Get(ek[:]) == nil {
+			return store.EventPruned(r.EventID)
+		}
+		next := deliveryRecord{Delivery: store.ManualRetry(&r.Delivery, now)}
+		if err := putDelivery(tx, &next); err != nil {
+			return err
+		}
+		out = next.Delivery
+		return nil
+	}, func() any { return &out })
+	if err != nil {
+		return store.Delivery{}, err
+	}
+	return out, nil
+}
+
+// pruneDeliveries deletes up to limit finished deliveries scheduled before t.
+func pruneDeliveries(tx *bolt.Tx, t time.Time, limit int) (int, error) {
+	var ids []int64
+	c := tx.Bucket(bktDeliveries).Cursor()
+	for k, v := c.First(); k != nil && len(ids) < limit; k, v = c.Next() {
+		var r deliveryRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return 0, err
+		}
+		if r.State == store.DeliveryPending || !r.ScheduledAt.Before(t) {
+			break
+		}
+		ids = append(ids, r.ID)
+	}
+	for _, id := range ids {
+		if err := deleteDelivery(tx, id); err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), nil
+}
