@@ -154,7 +154,8 @@ func TestSenderPipelines(t *testing.T) {
 	s.pipelining = true
 	c := &conn{s: s}
 	defer c.close()
-	go c.exchange(context.Background(), testJobs(t, e, s.url.String(), secret, 3))
+	wait := goExchange(c, testJobs(t, e, s.url.String(), secret, 3))
+	defer wait()
 	for i, f := range outcomes(t, e, 3) {
 		if !f.Outcome.Succeeded || f.Outcome.Status != 204 || f.Claimed.ID != int64(i+1) {
 			t.Errorf("outcome %d: %+v of delivery %d", i, f.Outcome, f.Claimed.ID)
@@ -179,12 +180,13 @@ func TestSenderReceiverClosingAfterEachAnswer(t *testing.T) {
 	s.pipelining = true
 	c := &conn{s: s}
 	defer c.close()
-	go c.exchange(context.Background(), testJobs(t, e, s.url.String(), secret, 3))
+	wait := goExchange(c, testJobs(t, e, s.url.String(), secret, 3))
 	for i, f := range outcomes(t, e, 3) {
 		if !f.Outcome.Succeeded {
 			t.Errorf("outcome %d: %+v", i, f.Outcome)
 		}
 	}
+	wait() // the sender decides on pipelining after the last outcome
 	ids, conns := r.got()
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -241,10 +243,11 @@ func TestSenderHTTPS(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &conn{s: s}
-	go c.exchange(context.Background(), testJobs(t, e, srv.URL, secret, 1))
+	wait := goExchange(c, testJobs(t, e, srv.URL, secret, 1))
 	if f := outcomes(t, e, 1)[0]; f.Outcome.Succeeded || f.Outcome.Error == "" {
 		t.Errorf("an untrusted certificate: %+v", f.Outcome)
 	}
+	wait()
 	c.close()
 
 	roots := x509.NewCertPool()
@@ -256,11 +259,8 @@ func TestSenderHTTPS(t *testing.T) {
 	s.pipelining = true
 	c = &conn{s: s}
 	defer c.close()
-	go func() {
-		jobs := testJobs(t, e, srv.URL, secret, 4)
-		c.exchange(context.Background(), jobs[:1])
-		c.exchange(context.Background(), jobs[1:])
-	}()
+	jobs := testJobs(t, e, srv.URL, secret, 4)
+	defer goExchange(c, jobs[:1], jobs[1:])()
 	for i, f := range outcomes(t, e, 4) {
 		if !f.Outcome.Succeeded {
 			t.Errorf("outcome %d: %+v", i, f.Outcome)
@@ -271,4 +271,18 @@ func TestSenderHTTPS(t *testing.T) {
 	if len(got) != 4 || conns != 2 {
 		t.Errorf("the receiver got %d events on %d connections; want 4 on 2 (one refused, one kept)", len(got), conns)
 	}
+}
+
+// goExchange makes the batches' exchanges on c, one after the other, in a
+// goroutine; the function it returns waits until they are over, so that a
+// test closes c, or reads what the sender decided, only after them.
+func goExchange(c *conn, batches ...[]job) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, b := range batches {
+			c.exchange(context.Background(), b)
+		}
+	}()
+	return func() { <-done }
 }
