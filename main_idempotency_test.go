@@ -23,6 +23,13 @@ import (
 // restarted on the same file; on PostgreSQL to a second instance on the
 // same database.
 func TestIdempotentOrderSurvivesKillNine(t *testing.T) {
+	onEachStoreAfterKill(t, killedAfterCommit)
+}
+
+// onEachStoreAfterKill runs killed on bbolt, where the retry goes to the
+// service restarted on the same file, and on PostgreSQL, where it goes to
+// a second instance on the same database, up before the kill.
+func onEachStoreAfterKill(t *testing.T, killed func(t *testing.T, args []string, retry func() string)) {
 	if isChild() {
 		runChild(func() error { return nil })
 	}
@@ -31,12 +38,12 @@ func TestIdempotentOrderSurvivesKillNine(t *testing.T) {
 	}
 	t.Run("bbolt", func(t *testing.T) {
 		args := []string{"--data", filepath.Join(t.TempDir(), "p.db")}
-		killedAfterCommit(t, args, func() string { return startKeyed(t, args) })
+		killed(t, args, func() string { return startKeyed(t, args) })
 	})
 	t.Run("postgres", func(t *testing.T) {
 		args := []string{"--database", pgtest.URL(t)}
-		b := startKeyed(t, args) // the second instance, up before the kill
-		killedAfterCommit(t, args, func() string { return b })
+		b := startKeyed(t, args)
+		killed(t, args, func() string { return b })
 	})
 }
 
@@ -76,23 +83,9 @@ func killedAfterCommit(t *testing.T, args []string, retry func() string) {
 	c.call(base, "POST", "/pets", fmt.Sprintf(`{"name":"Rex","categoryId":%d}`, cat.ID), nil, 201, &pet)
 	c.call(base, "PUT", fmt.Sprintf("/store/inventory/%d", pet.ID), `{"quantity":10}`, nil, 200, nil)
 
-	relay := killingRelay(t, strings.TrimPrefix(base, "http://"), func() {
-		if err := proc.Kill(); err != nil {
-			t.Error(err)
-		}
-	})
 	body := fmt.Sprintf(`{"petId":%d,"quantity":3}`, pet.ID)
 	keyed := http.Header{"Idempotency-Key": {"crash-order-1"}}
-	req := c.request("http://"+relay, "POST", "/store/orders", body, keyed)
-	if res, err := (&http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Do(req); err == nil {
-		res.Body.Close()
-		t.Fatalf("the client read an answer (%d) through the relay that kills the service", res.StatusCode)
-	}
-	select {
-	case <-proc.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the service is still running after SIGKILL")
-	}
+	c.sendAndKill(proc, base, "POST", "/store/orders", body, keyed)
 
 	next := retry()
 	res := c.call(next, "POST", "/store/orders", body, keyed, 201, &order)
@@ -111,6 +104,30 @@ func killedAfterCommit(t *testing.T, args []string, retry func() string) {
 	c.call(next, "GET", fmt.Sprintf("/store/inventory/%d", pet.ID), "", nil, 200, &item)
 	if item.Quantity != 7 {
 		t.Errorf("stock %d after the order and its retry, want 7: taken once", item.Quantity)
+	}
+}
+
+// sendAndKill sends the request through a relay (killingRelay) that
+// kills proc with SIGKILL as soon as the answer's first byte arrives, so
+// after the commit, and waits until proc is gone: the client never reads
+// the answer.
+func (c *keyClient) sendAndKill(proc *domaintest.Process, base, method, path, body string, h http.Header) {
+	t := c.t
+	t.Helper()
+	relay := killingRelay(t, strings.TrimPrefix(base, "http://"), func() {
+		if err := proc.Kill(); err != nil {
+			t.Error(err)
+		}
+	})
+	req := c.request("http://"+relay, method, path, body, h)
+	if res, err := (&http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Do(req); err == nil {
+		res.Body.Close()
+		t.Fatalf("the client read an answer (%d) through the relay that kills the service", res.StatusCode)
+	}
+	select {
+	case <-proc.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service is still running after SIGKILL")
 	}
 }
 
@@ -191,4 +208,43 @@ func (c *keyClient) call(base, method, path, body string, h http.Header, status 
 		}
 	}
 	return res
+}
+
+// TestIdempotentAPIKeySurvivesKillNine: the service is killed with SIGKILL
+// right after a POST /admin/api-keys with an Idempotency-Key commits,
+// before the client has read a byte of the answer, the only one that
+// shows the new secret. The retry with the same key gets that secret,
+// marked Idempotent-Replayed, the secret authenticates, and one key was
+// created. On bbolt the retry goes to the service restarted on the same
+// file; on PostgreSQL to a second instance on the same database.
+func TestIdempotentAPIKeySurvivesKillNine(t *testing.T) {
+	onEachStoreAfterKill(t, apiKeyKilledAfterCommit)
+}
+
+func apiKeyKilledAfterCommit(t *testing.T, args []string, retry func() string) {
+	proc, base := startKeyedProc(t, args)
+	c := &keyClient{t: t, http: &http.Client{Timeout: 10 * time.Second}}
+	keyed := http.Header{"Authorization": {"Bearer " + domaintest.AdminToken}, "Idempotency-Key": {"8e03978e-40d5-43e8-bc93-6894a57f9324"}}
+	c.sendAndKill(proc, base, "POST", "/admin/api-keys", `{"name":"crash"}`, keyed)
+
+	next := retry()
+	var key struct {
+		ID     int64
+		Name   string
+		Secret string
+	}
+	res := c.call(next, "POST", "/admin/api-keys", `{"name":"crash"}`, keyed, 201, &key)
+	if res.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the retry after the kill is not a replay: Idempotent-Replayed %q", res.Header.Get("Idempotent-Replayed"))
+	}
+	if key.Name != "crash" || !strings.HasPrefix(key.Secret, "psk_") {
+		t.Fatalf("the replayed key: %+v", key)
+	}
+	c.key = key.Secret
+	c.call(next, "POST", "/categories", `{"name":"dogs"}`, nil, 201, nil)
+	var keys []struct{ Name string }
+	c.call(next, "GET", "/admin/api-keys", "", http.Header{"Authorization": {"Bearer " + domaintest.AdminToken}}, 200, &keys)
+	if len(keys) != 1 {
+		t.Errorf("API keys %+v, want the one created", keys)
+	}
 }
