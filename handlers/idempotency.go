@@ -265,14 +265,7 @@ func (k *keysInFlight) take(key string) (release func(), ok bool) {
 // the oldest beyond the bound, every minute until ctx ends. Several
 // instances on one database may all run it.
 func (s *Server) SweepIdempotencyKeys(ctx context.Context) {
-	t := time.NewTicker(keySweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	store.EveryTick(ctx, keySweepInterval, func() {
 		for {
 			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			n, err := s.store.SweepKeptAnswers(sctx, s.cfg.IdempotencyMaxKeys)
@@ -281,11 +274,11 @@ func (s *Server) SweepIdempotencyKeys(ctx context.Context) {
 				if ctx.Err() == nil {
 					s.log.Warn("forgetting expired Idempotency-Keys failed; trying again in a minute", "err", err)
 				}
-				break
+				return
 			}
 			if n < store.MaxSweep {
-				break
+				return
 			}
 		}
-	}
+	})
 }

@@ -152,31 +152,25 @@ func (s *Snapshot) Stream(ctx context.Context, to Sink) error {
 		Categories: int64(len(s.Categories)), Pets: int64(len(s.Pets)), Inventory: int64(len(s.Inventory)),
 		Orders: int64(len(s.Orders)), APIKeys: int64(len(s.APIKeys)), Domains: int64(len(s.Domains)), KV: int64(len(s.KV)),
 	})
-	for i := range s.Categories {
-		err = record(ctx, to, err, &s.Categories[i])
-	}
-	for i := range s.Pets {
-		err = record(ctx, to, err, &s.Pets[i])
-	}
-	for i := range s.Inventory {
-		err = record(ctx, to, err, &s.Inventory[i])
-	}
-	for i := range s.Orders {
-		err = record(ctx, to, err, &s.Orders[i])
-	}
-	for i := range s.APIKeys {
-		err = record(ctx, to, err, &s.APIKeys[i])
-	}
-	for i := range s.Domains {
-		err = record(ctx, to, err, &s.Domains[i])
-	}
-	for i := range s.KV {
-		err = record(ctx, to, err, &s.KV[i])
-	}
+	err = records(ctx, to, err, s.Categories)
+	err = records(ctx, to, err, s.Pets)
+	err = records(ctx, to, err, s.Inventory)
+	err = records(ctx, to, err, s.Orders)
+	err = records(ctx, to, err, s.APIKeys)
+	err = records(ctx, to, err, s.Domains)
+	err = records(ctx, to, err, s.KV)
 	if err != nil {
 		return err
 	}
 	return to.Rest(s.Rest)
+}
+
+// records gives each of rs to a Sink, as record does.
+func records[T any](ctx context.Context, to Sink, err error, rs []T) error {
+	for i := range rs {
+		err = record(ctx, to, err, &rs[i])
+	}
+	return err
 }
 
 func record(ctx context.Context, to Sink, err error, r any) error {

@@ -107,36 +107,34 @@ func (h *Hub) run(ctx context.Context) {
 		}
 	}
 	close(h.ready)
-	tick := time.NewTicker(h.poll)
-	defer tick.Stop()
+	store.EveryTick(ctx, h.poll, func() { h.forward(ctx) })
+}
+
+// forward passes the outbox's events after h.last to every subscriber, a
+// page at a time, until it has none more; a subscriber that cannot take
+// one at once is dropped.
+func (h *Hub) forward(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
+		es, err := h.store.Events(ctx, store.EventFilter{After: h.last, Limit: store.MaxPageSize})
+		if err != nil || len(es) == 0 {
 			return
-		case <-tick.C:
 		}
-		for {
-			es, err := h.store.Events(ctx, store.EventFilter{After: h.last, Limit: store.MaxPageSize})
-			if err != nil || len(es) == 0 {
-				break
-			}
-			h.last = es[len(es)-1].ID
-			h.mu.Lock()
-			for s := range h.subs {
-			send:
-				for _, e := range es {
-					select {
-					case s.C <- e:
-					default:
-						h.drop(s)
-						break send
-					}
+		h.last = es[len(es)-1].ID
+		h.mu.Lock()
+		for s := range h.subs {
+		send:
+			for _, e := range es {
+				select {
+				case s.C <- e:
+				default:
+					h.drop(s)
+					break send
 				}
 			}
-			h.mu.Unlock()
-			if len(es) < store.MaxPageSize {
-				break
-			}
+		}
+		h.mu.Unlock()
+		if len(es) < store.MaxPageSize {
+			return
 		}
 	}
 }

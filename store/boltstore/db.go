@@ -107,12 +107,19 @@ var (
 	bktDomains = []byte("domains")
 )
 
+// allBuckets is every bucket Open creates, in one list: those declared
+// beside the code that owns them (events.go, idempotency.go, versions.go,
+// webhooks.go) included.
 var allBuckets = [][]byte{
 	bktPets, bktCategories, bktOrders, bktInventory, bktAPIKeys, bktMeta,
 	bktCerts, bktCertLocks, bktAPIKeysByHash,
 	bktPetsByStatus, bktPetsByCategory, bktPetsByCategoryStatus,
 	bktOrdersByPet, bktOrdersByComplete, bktOrdersByPetComplete,
 	bktDomains,
+	bktEvents,
+	bktKept, bktKeptByExpiry,
+	bktVersions,
+	bktWebhooks, bktDeliveries, bktDeliveriesWebhook, bktDeliveriesDue,
 }
 
 // Open opens (creating it if needed) the bbolt file at path. It refuses a file

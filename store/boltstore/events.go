@@ -21,8 +21,6 @@ import (
 //	events   seq8 -> createdAt(unix ns)8 to8 len(type)1 type data
 var bktEvents = []byte("events")
 
-func init() { allBuckets = append(allBuckets, bktEvents) }
-
 // emit records the event of a change in the write's transaction. Like every
 // write, it must come after the write's checks.
 func (db *DB) emit(tx *bolt.Tx, typ string, data any) error {

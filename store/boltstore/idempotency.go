@@ -22,8 +22,6 @@ var (
 	bktKeptByExpiry = []byte("idx_idempotency_expiry")
 )
 
-func init() { allBuckets = append(allBuckets, bktKept, bktKeptByExpiry) }
-
 // keptKey is the key of w's key in bktKept.
 func keptKey(w *store.IdempotentWrite) []byte {
 	key := w.StoredKey()

@@ -16,8 +16,6 @@ import (
 // it was.
 var bktVersions = []byte("versions")
 
-func init() { allBuckets = append(allBuckets, bktVersions) }
-
 // Kinds of versioned records, the first byte of their key.
 const (
 	versionPet      = 'p'

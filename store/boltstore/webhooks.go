@@ -30,10 +30,6 @@ var (
 	metaDispatched       = []byte("events_dispatched")
 )
 
-func init() {
-	allBuckets = append(allBuckets, bktWebhooks, bktDeliveries, bktDeliveriesWebhook, bktDeliveriesDue)
-}
-
 var webhookTable = table[store.Webhook]{bktWebhooks, decodeJSONRecord[store.Webhook], "webhook"}
 
 // deliveryRecord is a stored delivery: the event's id is kept apart, as

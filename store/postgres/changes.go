@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"petstore/store"
 )
 
 // What an instance caches, and how it learns that another instance changed
@@ -95,21 +97,7 @@ func (db *DB) OnChange(fn func()) {
 // A failed poll (the database away) is retried at the next tick; the pool
 // reconnects by itself.
 func (db *DB) watch(ctx context.Context) {
-	everyTick(ctx, pollInterval, func() { _ = db.catchUp(ctx) })
-}
-
-// everyTick calls fn every interval until ctx ends.
-func everyTick(ctx context.Context, interval time.Duration, fn func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fn()
-		}
-	}
+	store.EveryTick(ctx, pollInterval, func() { _ = db.catchUp(ctx) })
 }
 
 // catchUp reloads the credentials when they changed since they were

@@ -38,6 +38,16 @@ func decodeDelivery(id, tx, seq int64, data []byte) (store.Delivery, error) {
 	return d, err
 }
 
+// scanDelivery reads a row of id, event_tx, event_seq and value.
+func scanDelivery(r pgx.CollectableRow) (store.Delivery, error) {
+	var id, tx, seq int64
+	var v []byte
+	if err := r.Scan(&id, &tx, &seq, &v); err != nil {
+		return store.Delivery{}, err
+	}
+	return decodeDelivery(id, tx, seq, v)
+}
+
 // FanOut makes the first delivery of each event since the last FanOut for
 // each enabled webhook that subscribes to it. The dispatch row's lock
 // makes one instance at a time do it. Its transaction holds locks on
@@ -179,14 +189,7 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 		if err != nil {
 			return err
 		}
-		found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
-			var id, etx, eseq int64
-			var dv []byte
-			if err := r.Scan(&id, &etx, &eseq, &dv); err != nil {
-				return store.Delivery{}, err
-			}
-			return decodeDelivery(id, etx, eseq, dv)
-		})
+		found, err := pgx.CollectRows(rows, scanDelivery)
 		if err != nil {
 			return err
 		}
@@ -261,14 +264,7 @@ func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]
 	if err != nil {
 		return nil, 0, err
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
-		var id, tx, seq int64
-		var v []byte
-		if err := r.Scan(&id, &tx, &seq, &v); err != nil {
-			return store.Delivery{}, err
-		}
-		return decodeDelivery(id, tx, seq, v)
-	})
+	out, err := pgx.CollectRows(rows, scanDelivery)
 	var next int64
 	if len(out) > size {
 		out = out[:size]

@@ -110,7 +110,7 @@ func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
 // renew extends the lease of a held lock until it is released.
 func (db *DB) renew(ctx context.Context, name string, h *heldLock) {
 	defer close(h.done)
-	everyTick(ctx, lockLease/3, func() {
+	store.EveryTick(ctx, lockLease/3, func() {
 		_, _ = db.pool.Exec(ctx, `UPDATE certmagic_locks SET expires = now() + $3::interval WHERE name = $1 AND owner = $2`,
 			name, h.owner, lockLease.String())
 	})

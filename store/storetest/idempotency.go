@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
+	"maps"
 	"testing"
 	"time"
 
@@ -159,35 +159,11 @@ func testSweepKeptAnswers(t *testing.T, s store.Store) {
 // testKeyRace: many writes with one key at once place one order; the
 // others replay it.
 func testKeyRace(t *testing.T, s store.Store) {
-	dogs := newCategory(t, s, "dogs")
-	rex := newPet(t, s, "Rex", dogs.ID, "")
-	must(s.SetStock(ctx, rex.ID, 100))(t)
-	var placed, replayed int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range 50 {
-		wg.Go(func() {
-			<-start
-			w := keyed("key:1", "once", "fp", time.Hour)
-			err := s.PlaceOrder(store.WithIdempotency(ctx, w), &store.Order{PetID: rex.ID, Quantity: 1})
-			mu.Lock()
-			defer mu.Unlock()
-			switch err {
-			case nil:
-				placed++
-			case store.ErrReplay:
-				replayed++
-			default:
-				t.Error(err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	it := must(s.InventoryItem(ctx, rex.ID))(t)
-	if placed != 1 || replayed != 49 || it.Quantity != 99 {
-		t.Errorf("placed %d, replayed %d, stock left %d; want 1, 49, 99", placed, replayed, it.Quantity)
+	_, outcomes, left := ordersAtOnce(t, s, 100, 50, func(o *store.Order) error {
+		return s.PlaceOrder(store.WithIdempotency(ctx, keyed("key:1", "once", "fp", time.Hour)), o)
+	})
+	if want := map[string]int{"": 1, store.ErrReplay.Code: 49}; !maps.Equal(outcomes, want) || left != 99 {
+		t.Errorf("outcomes %v, stock left %d; want %v, 99", outcomes, left, want)
 	}
 }
 

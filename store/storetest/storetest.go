@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -325,39 +326,40 @@ func sameOrder(a, b store.Order) bool {
 // testOrderRace places 200 orders of one unit at once against a stock of
 // 50: exactly 50 are placed, and the stock ends at 0.
 func testOrderRace(t *testing.T, s store.Store) {
-	dogs := newCategory(t, s, "dogs")
-	rex := newPet(t, s, "Rex", dogs.ID, "")
-	must(s.SetStock(ctx, rex.ID, 50))(t)
-	var placed, refused int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range 200 {
-		wg.Go(func() {
-			<-start
-			err := s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: 1})
-			mu.Lock()
-			defer mu.Unlock()
-			switch store.ErrorCode(err) {
-			case "":
-				placed++
-			case store.EINSUFFICIENTSTOCK:
-				refused++
-			default:
-				t.Error(err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	it := must(s.InventoryItem(ctx, rex.ID))(t)
-	if placed != 50 || refused != 150 || it.Quantity != 0 {
-		t.Errorf("placed %d, refused %d, stock left %d; want 50, 150, 0", placed, refused, it.Quantity)
+	rex, outcomes, left := ordersAtOnce(t, s, 50, 200, func(o *store.Order) error { return s.PlaceOrder(ctx, o) })
+	if want := map[string]int{"": 50, store.EINSUFFICIENTSTOCK: 150}; !maps.Equal(outcomes, want) || left != 0 {
+		t.Errorf("outcomes %v, stock left %d; want %v, 0", outcomes, left, want)
 	}
 	orders, _ := must2(s.ListOrders(ctx, store.OrderFilter{PetID: rex.ID, Page: store.Page{Limit: store.MaxPageSize}}))(t)
 	if len(orders) != 50 {
 		t.Errorf("%d orders stored, want 50", len(orders))
 	}
+}
+
+// ordersAtOnce gives a new pet stock, places n orders of one unit of it
+// at once through place, and returns the pet, the orders' outcomes
+// counted by error code ("" for placed) and the stock left.
+func ordersAtOnce(t *testing.T, s store.Store, stock, n int, place func(*store.Order) error) (store.Pet, map[string]int, int) {
+	t.Helper()
+	dogs := newCategory(t, s, "dogs")
+	rex := newPet(t, s, "Rex", dogs.ID, "")
+	must(s.SetStock(ctx, rex.ID, stock))(t)
+	outcomes := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			err := place(&store.Order{PetID: rex.ID, Quantity: 1})
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes[store.ErrorCode(err)]++
+		})
+	}
+	close(start)
+	wg.Wait()
+	return rex, outcomes, must(s.InventoryItem(ctx, rex.ID))(t).Quantity
 }
 
 // testPetVersions: a pet's version counts its writes, and a write made for
