@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -25,7 +26,16 @@ type deliveryView struct {
 	EventID string `json:"eventId"`
 }
 
-// checkWebhook judges a webhook's URL and event types before it is saved.
+// readWebhook reads a webhook's body and judges its URL and event types
+// before it is saved.
+func (s *Server) readWebhook(c echo.Context) (webhookIn, error) {
+	var in webhookIn
+	if err := decodeBody(c, &in); err != nil {
+		return in, err
+	}
+	return in, s.checkWebhook(c, in)
+}
+
 func (s *Server) checkWebhook(c echo.Context, in webhookIn) error {
 	if in.URL != nil {
 		if err := s.cfg.WebhookPolicy.CheckURL(c.Request().Context(), *in.URL); err != nil {
@@ -43,11 +53,8 @@ func (s *Server) checkWebhook(c echo.Context, in webhookIn) error {
 }
 
 func (s *Server) createWebhook(c echo.Context) error {
-	var in webhookIn
-	if err := decodeBody(c, &in); err != nil {
-		return err
-	}
-	if err := s.checkWebhook(c, in); err != nil {
+	in, err := s.readWebhook(c)
+	if err != nil {
 		return err
 	}
 	secret, err := webhooks.NewSecret()
@@ -75,18 +82,13 @@ func webhookCreated(record any) (answer, error) {
 }
 
 func (s *Server) listWebhooks(c echo.Context) error {
-	p, err := page(c)
-	if err != nil {
-		return err
-	}
-	ws, next, err := s.store.Webhooks(c.Request().Context(), p)
-	if err != nil {
-		return err
-	}
-	for i := range ws {
-		ws[i] = ws[i].Public()
-	}
-	return respondList(c, ws, next)
+	return listPage(func(ctx context.Context, p store.Page) ([]store.Webhook, int64, error) {
+		ws, next, err := s.store.Webhooks(ctx, p)
+		for i := range ws {
+			ws[i] = ws[i].Public()
+		}
+		return ws, next, err
+	})(c)
 }
 
 func (s *Server) getWebhook(c echo.Context) error {
@@ -117,11 +119,8 @@ func (s *Server) changeWebhook(c echo.Context, change func(*store.Webhook) error
 }
 
 func (s *Server) updateWebhook(c echo.Context) error {
-	var in webhookIn
-	if err := decodeBody(c, &in); err != nil {
-		return err
-	}
-	if err := s.checkWebhook(c, in); err != nil {
+	in, err := s.readWebhook(c)
+	if err != nil {
 		return err
 	}
 	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
@@ -197,19 +196,14 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := page(c)
-	if err != nil {
-		return err
-	}
-	ds, next, err := s.store.Deliveries(c.Request().Context(), id, p)
-	if err != nil {
-		return err
-	}
-	out := make([]deliveryView, len(ds))
-	for i, d := range ds {
-		out[i] = deliveryView{d, d.EventID.String()}
-	}
-	return respondList(c, out, next)
+	return listPage(func(ctx context.Context, p store.Page) ([]deliveryView, int64, error) {
+		ds, next, err := s.store.Deliveries(ctx, id, p)
+		out := make([]deliveryView, len(ds))
+		for i, d := range ds {
+			out[i] = deliveryView{d, d.EventID.String()}
+		}
+		return out, next, err
+	})(c)
 }
 
 func (s *Server) retryDelivery(c echo.Context) error {

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -9,16 +10,9 @@ import (
 )
 
 func (s *Server) listInventory(c echo.Context) error {
-	p, err := page(c)
-	if err != nil {
-		return err
-	}
-	f := store.InventoryFilter{Status: store.PetStatus(c.QueryParam("status")), Page: p}
-	items, next, err := s.store.ListInventory(c.Request().Context(), f)
-	if err != nil {
-		return err
-	}
-	return respondList(c, items, next)
+	return listPage(func(ctx context.Context, p store.Page) ([]store.InventoryItem, int64, error) {
+		return s.store.ListInventory(ctx, store.InventoryFilter{Status: store.PetStatus(c.QueryParam("status")), Page: p})
+	})(c)
 }
 
 // inventoryUpdate is the InventoryUpdate schema.

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	stdjson "encoding/json"
 	"fmt"
 	"net/http"
@@ -13,27 +14,21 @@ import (
 )
 
 func (s *Server) listOrders(c echo.Context) error {
-	p, err := page(c)
-	if err != nil {
-		return err
-	}
-	pet, err := queryID(c, "petId")
-	if err != nil {
-		return err
-	}
-	f := store.OrderFilter{PetID: pet, Page: p}
-	if raw := c.QueryParam("complete"); raw != "" {
-		b, err := strconv.ParseBool(raw)
+	return listPage(func(ctx context.Context, p store.Page) ([]store.Order, int64, error) {
+		pet, err := queryID(c, "petId")
 		if err != nil {
-			return apiError(store.EINVALID, "query parameter \"complete\": must be true or false")
+			return nil, 0, err
 		}
-		f.Complete = &b
-	}
-	orders, next, err := s.store.ListOrders(c.Request().Context(), f)
-	if err != nil {
-		return err
-	}
-	return respondList(c, orders, next)
+		f := store.OrderFilter{PetID: pet, Page: p}
+		if raw := c.QueryParam("complete"); raw != "" {
+			b, err := strconv.ParseBool(raw)
+			if err != nil {
+				return nil, 0, apiError(store.EINVALID, "query parameter \"complete\": must be true or false")
+			}
+			f.Complete = &b
+		}
+		return s.store.ListOrders(ctx, f)
+	})(c)
 }
 
 // orderInput is the NewOrder and OrderUpdate schemas as a request body: every

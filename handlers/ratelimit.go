@@ -152,3 +152,160 @@ func (l *rateLimiter) allow(k clientkey.Key, now time.Time) bool {
 	ok, _, _ := l.take(k, now)
 	return ok
 }
+
+// Failed credential attempts are limited per client address whatever the
+// general rate limit is: after Config.CredentialFailures of them in
+// credentialFailureWindow, every wrong credential from that address gets
+// 429 until the oldest of those failures is a window old. A right
+// credential is always accepted, from a locked-out address too: the
+// credentials are too long to guess ten at a time, and a stale key in a
+// script must not lock its owner out of the dashboard.
+const (
+	credentialFailureWindow = time.Minute
+	// failureWatchSize bounds the addresses with failures but no lock-out
+	// that are remembered; the least recently failed is forgotten first,
+	// which only gives its address back failures it had already made.
+	failureWatchSize = 10000
+	// failureLockedSize bounds the locked-out addresses, a table of their
+	// own so that failures from other addresses cannot push them out: only
+	// this many lock-outs (ten failures each, within a minute) can, and
+	// the one pushed out is the least recently failed, whose lock-out has
+	// usually passed.
+	failureLockedSize = 1 << 15
+)
+
+// failureLimiter remembers the times of the last failed credential attempts
+// of recently failing clients (clientkey.Of). A nil *failureLimiter limits
+// nothing.
+type failureLimiter struct {
+	max      int // failures allowed in a window
+	mu       sync.Mutex
+	watching *simplelru.LRU[clientkey.Key, *failures] // not locked out
+	locked   *simplelru.LRU[clientkey.Key, *failures] // locked out, or were
+}
+
+// failures is a ring of the last max failure times, in Unix nanoseconds.
+type failures struct {
+	times []int64
+	n     int
+	next  int // the oldest once full
+	// lookedUp is when a credential of the client, locked out, was last
+	// looked up in the database.
+	lookedUp time.Time
+}
+
+// lockedLookupInterval is how often a locked-out client's credential is
+// looked up in the database (PostgreSQL), where each lookup is a query:
+// a flood of wrong keys from one address then costs a query per interval,
+// and its owner's right key, refused meanwhile with a Retry-After of one
+// interval, gets through at the next.
+const lockedLookupInterval = time.Second
+
+// mayLookUp reports whether a credential from client k may be looked up
+// now: always when k is not locked out, once per lockedLookupInterval
+// when it is.
+func (l *failureLimiter) mayLookUp(k clientkey.Key, now time.Time) bool {
+	if l == nil {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, found := l.locked.Peek(k)
+	if !found || f.lockedFor(l.max, now) == 0 {
+		return true
+	}
+	if now.Sub(f.lookedUp) < lockedLookupInterval {
+		return false
+	}
+	f.lookedUp = now
+	return true
+}
+
+// newFailureLimiter allows max failures per window; 0 or less: nil.
+func newFailureLimiter(max int) *failureLimiter {
+	if max <= 0 {
+		return nil
+	}
+	watching, err := simplelru.NewLRU[clientkey.Key, *failures](failureWatchSize, nil)
+	if err != nil {
+		panic(err)
+	}
+	locked, err := simplelru.NewLRU[clientkey.Key, *failures](failureLockedSize, nil)
+	if err != nil {
+		panic(err)
+	}
+	return &failureLimiter{max: max, watching: watching, locked: locked}
+}
+
+// errTooManyFailures is the error of a wrong credential from an address
+// that is locked out; retryAfter is in whole seconds.
+type errTooManyFailures struct{ retryAfter int }
+
+func (e *errTooManyFailures) Error() string {
+	return "too many failed credential attempts from this address; retry after " + strconv.Itoa(e.retryAfter) + " s (a valid credential is still accepted)"
+}
+
+// refuse is the error of a wrong credential from r's address: an
+// errTooManyFailures when the address is locked out, else wrong.
+func (l *failureLimiter) refuse(r *http.Request, wrong error) error {
+	if l == nil {
+		return wrong
+	}
+	if wait := l.lockedFor(clientkey.Of(r.RemoteAddr), time.Now()); wait > 0 {
+		return &errTooManyFailures{retryAfter: int(math.Ceil(wait.Seconds()))}
+	}
+	return wrong
+}
+
+// lockedFor is how long client k stays locked out at now; 0 when it is not.
+func (l *failureLimiter) lockedFor(k clientkey.Key, now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, found := l.locked.Peek(k)
+	if !found {
+		return 0
+	}
+	wait := f.lockedFor(l.max, now)
+	if wait == 0 && f.times[(f.next+l.max-1)%l.max] <= now.Add(-credentialFailureWindow).UnixNano() {
+		l.locked.Remove(k) // every failure it remembers is a window old
+	}
+	return wait
+}
+
+func (f *failures) lockedFor(limit int, now time.Time) time.Duration {
+	if f.n < limit {
+		return 0
+	}
+	until := time.Unix(0, f.times[f.next]).Add(credentialFailureWindow)
+	return max(until.Sub(now), 0)
+}
+
+// fail records a failed attempt from client k at now.
+func (l *failureLimiter) fail(k clientkey.Key, now time.Time) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, locked := l.locked.Get(k) // Get: the most recently failed now
+	if !locked {
+		var found bool
+		if f, found = l.watching.Get(k); !found {
+			f = &failures{times: make([]int64, l.max)}
+			l.watching.Add(k, f)
+		}
+	}
+	f.times[f.next] = now.UnixNano()
+	f.next = (f.next + 1) % l.max
+	f.n = min(f.n+1, l.max)
+	if !locked && f.lockedFor(l.max, now) > 0 {
+		l.watching.Remove(k)
+		l.locked.Add(k, f)
+	}
+}
+
+// presentedCredential reports whether r carries a credential at all: only
+// attempts with one count as failures.
+func presentedCredential(r *http.Request) bool {
+	return r.Header.Get(headerAPIKey) != "" || r.Header.Get(echo.HeaderAuthorization) != ""
+}

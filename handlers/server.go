@@ -182,6 +182,14 @@ func (s *Server) EndStreams() { s.endStreams() }
 // route, and fails when a route and the spec disagree.
 func New(cfg Config) (*Server, error) { return newServer(cfg, true) }
 
+// orDefault gives a Config field that is zero or below its default: in
+// these fields, as the zero Config promises, no value means the default.
+func orDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
 // newServer is New; validate false leaves request validation out, which
 // only the benchmark of what validation costs asks for (export_test.go).
 func newServer(cfg Config, validate bool) (*Server, error) {
@@ -201,12 +209,8 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.BodyLimit <= 0 {
-		cfg.BodyLimit = DefaultBodyLimit
-	}
-	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = DefaultMaxInFlight
-	}
+	orDefault(&cfg.BodyLimit, DefaultBodyLimit)
+	orDefault(&cfg.MaxInFlight, DefaultMaxInFlight)
 	if cfg.MaxClientInFlight == 0 {
 		cfg.MaxClientInFlight = DefaultMaxClientInFlight
 	}
@@ -215,15 +219,9 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 			return nil, err
 		}
 	}
-	if cfg.IdempotencyTTL <= 0 {
-		cfg.IdempotencyTTL = DefaultIdempotencyTTL
-	}
-	if cfg.IdempotencyMaxKeys <= 0 {
-		cfg.IdempotencyMaxKeys = DefaultIdempotencyMaxKeys
-	}
-	if cfg.CredentialFailures == 0 {
-		cfg.CredentialFailures = DefaultCredentialFailures
-	}
+	orDefault(&cfg.IdempotencyTTL, DefaultIdempotencyTTL)
+	orDefault(&cfg.IdempotencyMaxKeys, DefaultIdempotencyMaxKeys)
+	orDefault(&cfg.CredentialFailures, DefaultCredentialFailures) // negative refused above
 	prepared := cfg.Prepared
 	if prepared == nil {
 		var err error

@@ -89,10 +89,8 @@ type DropCounter interface{ Dropped() uint64 }
 
 // LogDrops reports the lines a log output dropped.
 func LogDrops(d DropCounter) prometheus.Collector {
-	return prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "petstore_log_lines_dropped_total",
-		Help: "Log lines dropped because the log output did not keep up.",
-	}, func() float64 { return float64(d.Dropped()) })
+	return counterFunc("petstore_log_lines_dropped_total",
+		"Log lines dropped because the log output did not keep up.", d.Dropped)
 }
 
 // ConnCounter is the listeners' connection guard as /metrics reads it.
@@ -129,10 +127,9 @@ type StreamCounter interface{ Open() int64 }
 
 // EventStreams reports the event streams open.
 func EventStreams(s StreamCounter) prometheus.Collector {
-	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "petstore_event_streams_open",
-		Help: "Event streams open (GET /events and GET /admin/events as Server-Sent Events), which --max-event-streams caps.",
-	}, func() float64 { return float64(s.Open()) })
+	return gaugeFunc("petstore_event_streams_open",
+		"Event streams open (GET /events and GET /admin/events as Server-Sent Events), which --max-event-streams caps.",
+		func() float64 { return float64(s.Open()) })
 }
 
 // DamageReporter is a store that can find its data damaged.
@@ -140,15 +137,14 @@ type DamageReporter interface{ Damaged() error }
 
 // Damage reports whether the store found its data damaged.
 func Damage(d DamageReporter) prometheus.Collector {
-	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "petstore_store_damaged",
-		Help: "1 once the store found its data file damaged (a transaction met a damaged page), until a restart: restore the file from a backup.",
-	}, func() float64 {
-		if d.Damaged() != nil {
-			return 1
-		}
-		return 0
-	})
+	return gaugeFunc("petstore_store_damaged",
+		"1 once the store found its data file damaged (a transaction met a damaged page), until a restart: restore the file from a backup.",
+		func() float64 {
+			if d.Damaged() != nil {
+				return 1
+			}
+			return 0
+		})
 }
 
 // HandshakeCounter counts refused TLS handshakes.
@@ -156,8 +152,17 @@ type HandshakeCounter interface{ HandshakesRefused() uint64 }
 
 // Handshakes reports the TLS handshakes refused.
 func Handshakes(h HandshakeCounter) prometheus.Collector {
-	return prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "petstore_tls_handshakes_refused_total",
-		Help: "TLS handshakes that failed (unknown server names, probes, clients that gave up); the log summarizes them once a minute.",
-	}, func() float64 { return float64(h.HandshakesRefused()) })
+	return counterFunc("petstore_tls_handshakes_refused_total",
+		"TLS handshakes that failed (unknown server names, probes, clients that gave up); the log summarizes them once a minute.",
+		h.HandshakesRefused)
+}
+
+// counterFunc is a counter whose value n gives at scrape time.
+func counterFunc(name, help string, n func() uint64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(n()) })
+}
+
+// gaugeFunc is a gauge whose value v gives at scrape time.
+func gaugeFunc(name, help string, v func() float64) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v)
 }

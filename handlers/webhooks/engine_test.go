@@ -23,19 +23,6 @@ import (
 
 var ctx = context.Background()
 
-// clock is the test's clock: it moves only when the test moves it.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // received is one request a receiver got, verified.
 type received struct {
 	ID, Timestamp string
@@ -152,7 +139,7 @@ func TestRetryOnSchedule(t *testing.T) {
 	// The store stamps events with the real time, which retention compares
 	// with this clock: it starts at now.
 	t0 := time.Now().UTC().Truncate(time.Second)
-	clk := &clock{now: t0}
+	clk := domaintest.NewClock(t0)
 	r := newReceiver(t, "", 500, 200)
 	w := hook(t, s, r.srv.URL, store.EventCategoryCreated)
 	r.setSecret(w.Secret)
@@ -168,7 +155,7 @@ func TestRetryOnSchedule(t *testing.T) {
 	}
 	waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
 	// The retry is due 5 s later on the test's clock: 4 s is not enough.
-	clk.advance(4 * time.Second)
+	clk.Advance(4 * time.Second)
 	p := store.Pet{Name: "Rex", CategoryID: c.ID}
 	if err := s.CreatePet(ctx, &p); err != nil {
 		t.Fatal(err)
@@ -177,7 +164,7 @@ func TestRetryOnSchedule(t *testing.T) {
 	if n := len(r.received()); n != 1 {
 		t.Fatalf("retried before its time: %d deliveries", n)
 	}
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	list := waitDeliveryState(t, s, w.ID, 2, store.DeliverySucceeded)
 	got := r.received()
 	if len(got) != 2 || got[0].ID != got[1].ID || got[0].Event.Type != store.EventCategoryCreated {

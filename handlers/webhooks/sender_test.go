@@ -140,21 +140,31 @@ func testEngine(t *testing.T, roots *x509.CertPool) *Engine {
 	return New(Config{Policy: Policy{AllowPrivate: true}, RootCAs: roots})
 }
 
-// Attempts waiting together go out together on one connection, and their
-// answers come back in order: the receiver answers none until it has read
-// all three, which it could not without pipelining.
-func TestSenderPipelines(t *testing.T) {
+// startPipelined starts a raw receiver (newRawReceiver with answerAfter
+// and closeAfterOne), a pipelining sender to its path, and an exchange
+// of three attempts on one connection, closed when the test ends; wait
+// waits for the exchange to end, which a test must do before the
+// connection closes.
+func startPipelined(t *testing.T, answerAfter int, closeAfterOne bool, path string) (r *rawReceiver, e *Engine, s *sender, wait func()) {
+	t.Helper()
 	secret, _ := NewSecret()
-	r := newRawReceiver(t, secret, 3, false)
-	e := testEngine(t, nil)
-	s, err := e.newSender("http://" + r.ln.Addr().String() + "/hook?x=1")
+	r = newRawReceiver(t, secret, answerAfter, closeAfterOne)
+	e = testEngine(t, nil)
+	s, err := e.newSender("http://" + r.ln.Addr().String() + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.pipelining = true
 	c := &conn{s: s}
-	defer c.close()
-	wait := goExchange(c, testJobs(t, e, s.url.String(), secret, 3))
+	t.Cleanup(c.close)
+	return r, e, s, goExchange(c, testJobs(t, e, s.url.String(), secret, 3))
+}
+
+// Attempts waiting together go out together on one connection, and their
+// answers come back in order: the receiver answers none until it has read
+// all three, which it could not without pipelining.
+func TestSenderPipelines(t *testing.T) {
+	r, e, _, wait := startPipelined(t, 3, false, "/hook?x=1")
 	defer wait()
 	for i, f := range outcomes(t, e, 3) {
 		if !f.Outcome.Succeeded || f.Outcome.Status != 204 || f.Claimed.ID != int64(i+1) {
@@ -170,17 +180,7 @@ func TestSenderPipelines(t *testing.T) {
 // once: the requests written after the answered one are sent again, one
 // per connection, and the sender stops pipelining to it.
 func TestSenderReceiverClosingAfterEachAnswer(t *testing.T) {
-	secret, _ := NewSecret()
-	r := newRawReceiver(t, secret, 1, true)
-	e := testEngine(t, nil)
-	s, err := e.newSender("http://" + r.ln.Addr().String() + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.pipelining = true
-	c := &conn{s: s}
-	defer c.close()
-	wait := goExchange(c, testJobs(t, e, s.url.String(), secret, 3))
+	r, e, s, wait := startPipelined(t, 1, true, "/")
 	for i, f := range outcomes(t, e, 3) {
 		if !f.Outcome.Succeeded {
 			t.Errorf("outcome %d: %+v", i, f.Outcome)
