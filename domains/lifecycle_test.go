@@ -24,7 +24,7 @@ import (
 // acmeManager is a manager with certificates from pebble, on a fresh
 // store. checkDNS is what the manager's own DNS check sees; pebble
 // resolves through the DNS it was started with.
-func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebble, clk *clock, a domains.ACME, opts ...func(*domains.Config)) (*domains.Manager, *boltstore.DB) {
+func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebble, clk *domaintest.Clock, a domains.ACME, opts ...func(*domains.Config)) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
 	if a.CA == "" {
@@ -36,7 +36,7 @@ func acmeManager(t *testing.T, checkDNS *domaintest.DNS, pebble *domaintest.Pebb
 	a.TrustedRoots, a.HTTPPort, a.TLSPort = pebble.RootsPool(), pebble.HTTPPort, pebble.TLSPort
 	now := time.Now
 	if clk != nil {
-		now = clk.now
+		now = clk.Now
 	}
 	cfg := domains.Config{
 		Store:    db,
@@ -173,7 +173,7 @@ func TestCertificateStateIsHonest(t *testing.T) {
 	}
 	dns := startOurDNS(t)
 	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
-	clk := &clock{t: time.Now()}
+	clk := domaintest.NewClock(time.Now())
 	m, db := acmeManager(t, dns, pebble, clk, domains.ACME{})
 	ctx := context.Background()
 	const name = "honest.example.org"
@@ -182,7 +182,7 @@ func TestCertificateStateIsHonest(t *testing.T) {
 
 	// Reads are pure: the certificate loop records what changed, and the
 	// answer shows what it stored.
-	clk.set(c.NotAfter.Add(time.Second))
+	clk.Set(c.NotAfter.Add(time.Second))
 	m.TendCertificates(ctx)
 	if d, _ := m.Get(ctx, name); d.Certificate.State != store.CertExpired {
 		t.Errorf("past notAfter the certificate is %q", d.Certificate.State)
@@ -190,7 +190,7 @@ func TestCertificateStateIsHonest(t *testing.T) {
 	if d, _ := db.Domain(ctx, name); d.Certificate.State != store.CertExpired {
 		t.Errorf("past notAfter the stored certificate is %q", d.Certificate.State)
 	}
-	clk.set(time.Now())
+	clk.Set(time.Now())
 
 	iss := certmagic.ACMEIssuer{CA: pebble.DirectoryURL()}
 	if err := certs.Storage(db).Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(iss.IssuerKey(), name)); err != nil {
@@ -302,7 +302,7 @@ func TestIssuanceBacksOff(t *testing.T) {
 	// change: a name with no address.
 	caDNS.SetCNAME(t, name, "old-host.example.net")
 	pebble := domaintest.StartPebble(t, caDNS, domaintest.PebbleOptions{})
-	clk := &clock{t: time.Now()}
+	clk := domaintest.NewClock(time.Now())
 	m, db := acmeManager(t, ourDNS, pebble, clk, domains.ACME{})
 	ctx := context.Background()
 
@@ -364,7 +364,7 @@ func TestIssuanceBacksOff(t *testing.T) {
 		if n := len(orderAdded.FindAllString(pebble.Log(), -1)); n != len(orders) {
 			t.Fatalf("attempt %d started before it was due", attempt)
 		}
-		clk.set(*c.NextAttemptAt)
+		clk.Set(*c.NextAttemptAt)
 		m.TendCertificates(ctx)
 		c = waitCert(t, db, name, "next attempt", 20*time.Second, func(c store.Certificate) bool { return c.FailedAttempts == attempt && c.NextAttemptAt != nil })
 		orders = orderAdded.FindAllString(pebble.Log(), -1)
@@ -471,13 +471,13 @@ func TestTroubleshootingNamesTheCAsIdentities(t *testing.T) {
 	}
 	ourDNS, caDNS := startOurDNS(t), startCADNS(t)
 	pebble := domaintest.StartPebble(t, caDNS, domaintest.PebbleOptions{})
-	clk := &clock{t: time.Now()}
+	clk := domaintest.NewClock(time.Now())
 	m, db := acmeManager(t, ourDNS, pebble, clk, domains.ACME{})
 	const name = "nocert.example.org"
 	addVerified(t, m, ourDNS, name)
 	// The CA cannot reach the name: the attempt fails and no certificate comes.
 	waitCert(t, db, name, "a failed attempt", 20*time.Second, func(c store.Certificate) bool { return c.State == store.CertFailed })
-	clk.advance(31 * time.Minute)
+	clk.Advance(31 * time.Minute)
 	d, err := m.Get(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)

@@ -16,10 +16,7 @@ import (
 func TestNormalize(t *testing.T) {
 	label63 := strings.Repeat("a", 63)
 	long := strings.Repeat(label63+".", 4) + "com" // 4*64+3 = 259
-	tests := []struct {
-		in, want string
-		errHas   string // the error message must contain this; "" means no error
-	}{
+	tests := []normalizeCase{
 		{in: "Shop.Example.COM", want: "shop.example.com"},
 		{in: "  shop.example.com.  ", want: "shop.example.com"},
 		{in: "Bücher.example", want: "xn--bcher-kva.example"},
@@ -64,24 +61,38 @@ func TestNormalize(t *testing.T) {
 		{in: "example.com..", errHas: "empty label"},
 		{in: "1.2.3.4.5", errHas: "all digits"},
 	}
+	checkNormalize(t, "Normalize", dnscheck.Normalize, tests, nil)
+}
+
+// normalizeCase is a name given to a normaliser and what it must give:
+// want, or, when errHas is not "", an EINVALID *store.Error whose message
+// contains errHas, and no name.
+type normalizeCase struct{ in, want, errHas string }
+
+// checkNormalize runs each case through normalize, called name in the
+// messages; valid, when not nil, checks each valid name further.
+func checkNormalize(t *testing.T, name string, normalize func(string) (string, error), tests []normalizeCase, valid func(t *testing.T, in string)) {
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := dnscheck.Normalize(tt.in)
+			got, err := normalize(tt.in)
 			if tt.errHas == "" {
 				if err != nil || got != tt.want {
-					t.Fatalf("Normalize(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+					t.Fatalf("%s(%q) = %q, %v; want %q", name, tt.in, got, err, tt.want)
+				}
+				if valid != nil {
+					valid(t, tt.in)
 				}
 				return
 			}
 			var se *store.Error
 			if !errors.As(err, &se) || se.Code != store.EINVALID {
-				t.Fatalf("Normalize(%q) = %q, %v; want a *store.Error with code %s", tt.in, got, err, store.EINVALID)
+				t.Fatalf("%s(%q) = %q, %v; want a *store.Error with code %s", name, tt.in, got, err, store.EINVALID)
 			}
 			if !strings.Contains(se.Message, tt.errHas) {
-				t.Errorf("Normalize(%q) message %q does not mention %q", tt.in, se.Message, tt.errHas)
+				t.Errorf("%s(%q) message %q does not mention %q", name, tt.in, se.Message, tt.errHas)
 			}
 			if got != "" {
-				t.Errorf("Normalize(%q) returned %q along with an error", tt.in, got)
+				t.Errorf("%s(%q) returned %q along with an error", name, tt.in, got)
 			}
 		})
 	}

@@ -12,10 +12,7 @@ import (
 )
 
 func TestNormalizeWildcard(t *testing.T) {
-	tests := []struct {
-		in, want string
-		errHas   string
-	}{
+	tests := []normalizeCase{
 		{in: "*.Shop.Example.COM.", want: "*.shop.example.com"},
 		{in: "  *.shop.example.com  ", want: "*.shop.example.com"},
 		{in: "*.example.com", want: "*.example.com"},
@@ -39,26 +36,11 @@ func TestNormalizeWildcard(t *testing.T) {
 		{in: "*.https://shop.example.com", errHas: "URL"},
 		{in: "*." + strings.Repeat("a.", 125) + "com", errHas: "limit is 253"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := dnscheck.NormalizeWildcard(tt.in)
-			if tt.errHas == "" {
-				if err != nil || got != tt.want {
-					t.Fatalf("NormalizeWildcard(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
-				}
-				if _, err := dnscheck.Normalize(tt.in); !strings.Contains(store.ErrorMessage(err), "wildcard") {
-					t.Errorf("Normalize(%q) must refuse the wildcard, got %v", tt.in, err)
-				}
-				return
-			}
-			if store.ErrorCode(err) != store.EINVALID || got != "" {
-				t.Fatalf("NormalizeWildcard(%q) = %q, %v; want %s", tt.in, got, err, store.EINVALID)
-			}
-			if !strings.Contains(store.ErrorMessage(err), tt.errHas) {
-				t.Errorf("NormalizeWildcard(%q) message %q does not mention %q", tt.in, store.ErrorMessage(err), tt.errHas)
-			}
-		})
-	}
+	checkNormalize(t, "NormalizeWildcard", dnscheck.NormalizeWildcard, tests, func(t *testing.T, in string) {
+		if _, err := dnscheck.Normalize(in); !strings.Contains(store.ErrorMessage(err), "wildcard") {
+			t.Errorf("Normalize(%q) must refuse the wildcard, got %v", in, err)
+		}
+	})
 }
 
 func TestPlatformNormalizeWildcard(t *testing.T) {
