@@ -41,6 +41,10 @@ type DB struct {
 	log   *slog.Logger
 	cache cache
 	keys  keyLookups
+	// Concurrent lookups of API keys, and concurrent creates of pets, go
+	// to the database together (group.go).
+	keyRounds group[[32]byte, store.APIKey]
+	petRounds group[newPet, int64]
 	// stopBackground ends start-up's retries and the watcher of other
 	// instances' changes; background is done when they have ended.
 	stopBackground context.CancelFunc
@@ -118,6 +122,8 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	if db.now == nil {
 		db.now = time.Now
 	}
+	db.keyRounds = group[[32]byte, store.APIKey]{max: maxRound, run: db.lookUpKeys}
+	db.petRounds = group[newPet, int64]{max: maxRound, run: db.createPets}
 	if db.log == nil {
 		db.log = slog.New(slog.DiscardHandler)
 	}

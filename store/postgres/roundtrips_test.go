@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -114,4 +115,97 @@ func TestOneRoundTripPerWrite(t *testing.T) {
 	if want := 2 * (len(writes) + 2); len(events) != want {
 		t.Errorf("%d events, want %d", len(events), want)
 	}
+}
+
+// TestCreatesTogetherAreOneStatement: a round of concurrent creates
+// (group.go) is one statement, and each create gets its own answer. When
+// a category goes between the statement's check and its insert (its
+// delete holds the row while the round runs), the round falls back to one
+// statement per pet, and only that category's pets are refused.
+func TestCreatesTogetherAreOneStatement(t *testing.T) {
+	counter := &statementCounter{}
+	url := pgtest.URL(t)
+	db, err := postgres.Connect(context.Background(), url, store.Options{}, postgres.WithTracer(postgres.Config{}, counter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.WithValue(context.Background(), counted{}, true)
+	dogs, cats := store.Category{Name: "dogs"}, store.Category{Name: "cats"}
+	for _, c := range []*store.Category{&dogs, &cats} {
+		if err := db.CreateCategory(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round := func(n int, categories ...int64) ([]store.Pet, []error) {
+		pets := make([]store.Pet, n)
+		for i := range pets {
+			pets[i] = store.Pet{Name: fmt.Sprintf("pet %d", i), CategoryID: categories[i%len(categories)], Status: store.StatusAvailable}
+		}
+		return pets, postgres.CreateRound(ctx, db, pets)
+	}
+	check := func(pets []store.Pet, errs []error, missing int64) {
+		t.Helper()
+		for i, p := range pets {
+			if p.CategoryID == missing {
+				if errs[i] == nil || store.ErrorCode(errs[i]) != store.EUNPROCESSABLE {
+					t.Errorf("pet %d in the missing category %d: %v", i, missing, errs[i])
+				}
+				continue
+			}
+			got, err := db.Pet(ctx, p.ID)
+			if errs[i] != nil || err != nil || got.Name != p.Name || got.CategoryID != p.CategoryID {
+				t.Errorf("pet %d: %v; stored as %+v (%v)", i, errs[i], got, err)
+			}
+		}
+	}
+
+	round(2, dogs.ID) // prepares the statement on a connection
+	before := counter.n.Load()
+	pets, errs := round(50, dogs.ID, 999)
+	if n := counter.n.Load() - before; n != 1 {
+		t.Errorf("a round of 50 creates: %d round trips, want 1", n)
+	}
+	check(pets, errs, 999)
+
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM categories WHERE id = $1`, cats.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pets, errs = round(20, dogs.ID, cats.ID)
+	}()
+	// The round waits for the delete's row lock once it has checked the
+	// categories.
+	for blocked := false; !blocked; {
+		var probe *pgx.Conn
+		if probe, err = pgx.Connect(ctx, url); err != nil {
+			t.Fatal(err)
+		}
+		err = probe.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_locks WHERE NOT granted`).Scan(&blocked)
+		probe.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+			t.Fatal("the round ended before the category's delete committed")
+		default:
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	check(pets, errs, cats.ID)
 }
