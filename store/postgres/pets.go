@@ -128,9 +128,11 @@ func (db *DB) createPets(ctx context.Context, round []*groupCall[newPet, int64])
 			return nil
 		})
 	}
-	if violates(err, foreignKey) {
-		// A category went after the check: each alone, so that only the
-		// pets of that category fail.
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23") {
+		// One pet's data or rule failed the statement (a category that
+		// went after the check, text the database cannot store): each
+		// alone, so that only those pets fail.
 		for _, c := range round {
 			c.out, c.err = db.createPet(ctx, db.pool, c.in)
 		}

@@ -168,6 +168,16 @@ func TestCreatesTogetherAreOneStatement(t *testing.T) {
 	}
 	check(pets, errs, 999)
 
+	// A name the database cannot store fails only its own create.
+	a := store.StatusAvailable
+	pets = []store.Pet{{Name: "Rex", CategoryID: dogs.ID, Status: a}, {Name: "R\x00x", CategoryID: dogs.ID, Status: a}, {Name: "Max", CategoryID: dogs.ID, Status: a}}
+	errs = postgres.CreateRound(ctx, db, pets)
+	if errs[0] != nil || errs[2] != nil || store.ErrorCode(errs[1]) != store.EINVALID {
+		t.Errorf("a round with a NUL in one name: %v", errs)
+	}
+	check(pets[0:1], errs[0:1], 0)
+	check(pets[2:], errs[2:], 0)
+
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
