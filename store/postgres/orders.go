@@ -65,20 +65,10 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
 	if err != nil {
 		return err
 	}
-	update, args := replaceCategorySQL, []any{c.ID, c.Name, c.Description, e.Type, db.now(), []byte(e.Data)}
-	if !store.HasVersionCondition(ctx) {
-		err := db.pool.QueryRow(ctx, update, args...).Scan(&c.Version)
+	args := []any{c.ID, c.Name, c.Description, e.Type, db.now(), []byte(e.Data)}
+	return db.conditional(ctx, "categories", "category", c.ID, func(q querier) error {
+		err := q.QueryRow(ctx, replaceCategorySQL, args...).Scan(&c.Version)
 		return notFound(err, store.NotFound("category", c.ID))
-	}
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		var version int64
-		if err := tx.QueryRow(ctx, `SELECT version FROM categories WHERE id = $1 FOR UPDATE`, c.ID).Scan(&version); err != nil {
-			return notFound(err, store.NotFound("category", c.ID))
-		}
-		if err := store.CheckVersion(ctx, "category "+strconv.FormatInt(c.ID, 10), version); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, update, args...).Scan(&c.Version)
 	})
 }
 
@@ -110,25 +100,26 @@ func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
 		}
 		return err
 	}
-	if !store.HasVersionCondition(ctx) {
-		return del(db.pool)
-	}
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		if err := checkVersionFor(ctx, tx, "categories", "category", id); err != nil {
-			return err
-		}
-		return del(tx)
-	})
+	return db.conditional(ctx, "categories", "category", id, del)
 }
 
-// checkVersionFor locks the row of id in table and checks the write's
-// If-Match condition against its version; what names the record.
-func checkVersionFor(ctx context.Context, tx pgx.Tx, table, what string, id int64) error {
-	var version int64
-	if err := tx.QueryRow(ctx, `SELECT version FROM `+table+` WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
-		return notFound(err, store.NotFound(what, id))
+// conditional runs write: on the pool, or, for a write with an If-Match
+// condition, in a transaction that first locks the row of id in table and
+// checks the condition against its version (what names the record).
+func (db *DB) conditional(ctx context.Context, table, what string, id int64, write func(q querier) error) error {
+	if !store.HasVersionCondition(ctx) {
+		return write(db.pool)
 	}
-	return store.CheckVersion(ctx, what+" "+strconv.FormatInt(id, 10), version)
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		var version int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM `+table+` WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
+			return notFound(err, store.NotFound(what, id))
+		}
+		if err := store.CheckVersion(ctx, what+" "+strconv.FormatInt(id, 10), version); err != nil {
+			return err
+		}
+		return write(tx)
+	})
 }
 
 // ListCategories returns one page of categories.
@@ -342,15 +333,7 @@ func (db *DB) CancelOrder(ctx context.Context, id int64) error {
 			// Completion was undone between the two: try again.
 		}
 	}
-	if !store.HasVersionCondition(ctx) {
-		return cancel(db.pool)
-	}
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		if err := checkVersionFor(ctx, tx, "orders", "order", id); err != nil {
-			return err
-		}
-		return cancel(tx)
-	})
+	return db.conditional(ctx, "orders", "order", id, cancel)
 }
 
 // ListOrders returns one page of orders, filtered by pet and completion.

@@ -196,17 +196,9 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 		}
 		return nil
 	}
-	if !store.HasVersionCondition(ctx) {
-		err = replace(db.pool.QueryRow(ctx, replacePetSQL, args...))
-	} else {
-		// If-Match: the pet's row is locked from the check to the write.
-		err = db.tx(ctx, func(tx pgx.Tx) error {
-			if err := checkVersionFor(ctx, tx, "pets", "pet", in.ID); err != nil {
-				return err
-			}
-			return replace(tx.QueryRow(ctx, replacePetSQL, args...))
-		})
-	}
+	err = db.conditional(ctx, "pets", "pet", in.ID, func(q querier) error {
+		return replace(q.QueryRow(ctx, replacePetSQL, args...))
+	})
 	if err != nil {
 		return err
 	}
@@ -234,14 +226,8 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 		return err
 	}
 	args := []any{id, store.EventPetDeleted, db.now(), []byte(store.DeletedData(id))}
-	if !store.HasVersionCondition(ctx) {
-		return del(db.pool.QueryRow(ctx, deletePetSQL, args...))
-	}
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		if err := checkVersionFor(ctx, tx, "pets", "pet", id); err != nil {
-			return err
-		}
-		return del(tx.QueryRow(ctx, deletePetSQL, args...))
+	return db.conditional(ctx, "pets", "pet", id, func(q querier) error {
+		return del(q.QueryRow(ctx, deletePetSQL, args...))
 	})
 }
 
