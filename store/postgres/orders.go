@@ -206,11 +206,7 @@ var placeOrderSQL = `WITH taken AS (
 
 // PlaceOrder takes the stock and records the order in one statement.
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
-	in, err := store.NormalizeOrder(*o)
-	if err != nil {
-		return err
-	}
-	e, err := store.NewEvent(store.EventOrderPlaced, &in)
+	in, e, err := withEvent(*o, store.NormalizeOrder, store.EventOrderPlaced)
 	if err != nil {
 		return err
 	}

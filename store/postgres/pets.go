@@ -64,6 +64,16 @@ var createPetsSQL = `WITH input AS MATERIALIZED (
 		INSERT INTO events (type, created_at, data) SELECT $5, $6, ` + dataWithID("id", "data") + ` FROM input ORDER BY n)
 	SELECT n, id FROM input`
 
+// withEvent returns v as normalize makes it, and its event of type typ.
+func withEvent[T any](v T, normalize func(T) (T, error), typ string) (T, store.PendingEvent, error) {
+	v, err := normalize(v)
+	if err != nil {
+		return v, store.PendingEvent{}, err
+	}
+	e, err := store.NewEvent(typ, &v)
+	return v, e, err
+}
+
 // newPet is a pet to create and the data of its event after the id.
 type newPet struct {
 	pet  *store.Pet
@@ -74,11 +84,7 @@ type newPet struct {
 // quantity 0. Creates without an idempotency key that arrive together go
 // to the database as one statement (group.go).
 func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
-	in, err := store.NormalizePet(*p)
-	if err != nil {
-		return err
-	}
-	e, err := store.NewEvent(store.EventPetCreated, &in)
+	in, e, err := withEvent(*p, store.NormalizePet, store.EventPetCreated)
 	if err != nil {
 		return err
 	}
@@ -177,11 +183,7 @@ const replacePetSQL = `WITH pet AS (
 
 // ReplacePet replaces a pet; its inventory entry takes the new status.
 func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
-	in, err := store.NormalizePet(*p)
-	if err != nil {
-		return err
-	}
-	e, err := store.NewEvent(store.EventPetUpdated, &in)
+	in, e, err := withEvent(*p, store.NormalizePet, store.EventPetUpdated)
 	if err != nil {
 		return err
 	}
