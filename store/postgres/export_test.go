@@ -40,3 +40,22 @@ func CreateRound(ctx context.Context, db *DB, pets []store.Pet) []error {
 	}
 	return errs
 }
+
+// PlaceRound places orders as one round of concurrent orders (group.go)
+// and returns each one's error.
+func PlaceRound(ctx context.Context, db *DB, orders []store.Order) []error {
+	round := make([]*groupCall[newOrder, int64], len(orders))
+	for i := range orders {
+		e, err := store.NewEvent(store.EventOrderPlaced, &orders[i])
+		if err != nil {
+			panic(err)
+		}
+		round[i] = &groupCall[newOrder, int64]{ctx: ctx, in: newOrder{&orders[i], afterID(e.Data)}}
+	}
+	db.placeOrders(ctx, round)
+	errs := make([]error, len(orders))
+	for i, c := range round {
+		orders[i].ID, errs[i] = c.out, c.err
+	}
+	return errs
+}

@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -218,4 +220,103 @@ func TestCreatesTogetherAreOneStatement(t *testing.T) {
 	}
 	<-done
 	check(pets, errs, cats.ID)
+}
+
+// TestOrdersTogether: a round of concurrent orders (group.go) is one
+// statement while the stock lasts. Each pet's orders are taken in the
+// round's order; one that does not fit, and those of its pet after it,
+// are placed alone after the round, so that each is taken or refused as
+// if alone; the stock's events say what each order left.
+func TestOrdersTogether(t *testing.T) {
+	counter := &statementCounter{}
+	db, err := postgres.Connect(context.Background(), pgtest.URL(t), store.Options{}, postgres.WithTracer(postgres.Config{}, counter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.WithValue(context.Background(), counted{}, true)
+	dogs := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &dogs); err != nil {
+		t.Fatal(err)
+	}
+	pet := func(status store.PetStatus, stock int) int64 {
+		p := store.Pet{Name: "Rex", CategoryID: dogs.ID, Status: status}
+		if err := db.CreatePet(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SetStock(ctx, p.ID, stock); err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	rex, max, sold := pet(store.StatusAvailable, 5), pet(store.StatusAvailable, 100), pet(store.StatusSold, 10)
+	_, before := eventsSince(t, db, store.EventID{})
+
+	postgres.PlaceRound(ctx, db, []store.Order{{PetID: max, Quantity: 1}, {PetID: max, Quantity: 1}}) // prepares
+	start := counter.n.Load()
+	orders := []store.Order{{PetID: max, Quantity: 10}, {PetID: max, Quantity: 20}, {PetID: max, Quantity: 30}}
+	for i, err := range postgres.PlaceRound(ctx, db, orders) {
+		if err != nil || orders[i].ID == 0 {
+			t.Fatalf("order %d: %v", i, err)
+		}
+	}
+	if n := counter.n.Load() - start; n != 1 {
+		t.Errorf("a round of orders that all fit: %d round trips, want 1", n)
+	}
+
+	orders = []store.Order{{PetID: rex, Quantity: 2}, {PetID: sold, Quantity: 1}, {PetID: rex, Quantity: 2}, {PetID: rex, Quantity: 3}, {PetID: 999, Quantity: 1}, {PetID: rex, Quantity: 1}}
+	errs := postgres.PlaceRound(ctx, db, orders)
+	want := []string{"", "conflict: pet 3 is sold", "", "insufficient_stock: pet 1 has 1 in stock, the order asks for 3", "unprocessable: pet 999 does not exist", ""}
+	for i, err := range errs {
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != want[i] || (err == nil) != (orders[i].ID != 0) {
+			t.Errorf("order %d: %q (id %d), want %q", i, got, orders[i].ID, want[i])
+		}
+		if err == nil {
+			if o, err := db.Order(ctx, orders[i].ID); err != nil || o.PetID != orders[i].PetID || o.Quantity != orders[i].Quantity {
+				t.Errorf("order %d stored as %+v (%v)", i, o, err)
+			}
+		}
+	}
+	if it, err := db.InventoryItem(ctx, rex); err != nil || it.Quantity != 0 {
+		t.Errorf("rex's stock after the round: %+v (%v), want 0", it, err)
+	}
+	if it, err := db.InventoryItem(ctx, max); err != nil || it.Quantity != 38 {
+		t.Errorf("max's stock: %+v (%v), want 38", it, err)
+	}
+	events, _ := eventsSince(t, db, before)
+	var left []string
+	for _, e := range events {
+		if e.Type == store.EventInventory {
+			left = append(left, string(e.Data))
+		}
+	}
+	wantLeft := []string{
+		`{"petId":2,"quantity":99,"status":"available"}`, `{"petId":2,"quantity":98,"status":"available"}`,
+		`{"petId":2,"quantity":88,"status":"available"}`, `{"petId":2,"quantity":68,"status":"available"}`, `{"petId":2,"quantity":38,"status":"available"}`,
+		`{"petId":1,"quantity":3,"status":"available"}`, `{"petId":1,"quantity":1,"status":"available"}`, `{"petId":1,"quantity":0,"status":"available"}`,
+	}
+	if !slices.Equal(left, wantLeft) {
+		t.Errorf("the stock's events:\n%s\nwant\n%s", strings.Join(left, "\n"), strings.Join(wantLeft, "\n"))
+	}
+}
+
+// eventsSince returns every event after after, and the last one's id.
+func eventsSince(t *testing.T, db *postgres.DB, after store.EventID) ([]store.Event, store.EventID) {
+	t.Helper()
+	var all []store.Event
+	for {
+		es, err := db.Events(context.Background(), store.EventFilter{After: after, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) == 0 {
+			return all, after
+		}
+		all = append(all, es...)
+		after = es[len(es)-1].ID
+	}
 }
