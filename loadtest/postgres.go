@@ -77,7 +77,13 @@ func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]j
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", err)
 	}
-	p, _, err := b.startServer(ctx, name, bin, nil, "--listen", "ADDR", "--rate-limit", "0", "--database", url, "--admin-token", b.adminToken)
+	args := []string{"--database", url, "--admin-token", b.adminToken}
+	var p *proc
+	if bin == b.bin {
+		p, _, err = b.startPetstore(ctx, name, nil, args...)
+	} else { // an older revision may not know --cpu-profile
+		p, _, err = b.startServer(ctx, name, bin, nil, append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)...)
+	}
 	if err != nil {
 		return nil, err
 	}

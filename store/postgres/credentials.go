@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"sync"
 	"time"
 
@@ -16,7 +15,8 @@ import (
 // cache: a revoke is then refused by every instance the moment it has
 // committed (before the 204), and a key created on one instance works on
 // every other at its first use. The cost is one indexed lookup per
-// request that carries a key (writes); waiting instead for every live
+// request that carries a key (writes), shared by the lookups that arrive
+// together (group.go); waiting instead for every live
 // instance to confirm each revoke would need a registry of instances and
 // would make a revoke as slow as the slowest of them. Unknown keys are
 // remembered briefly, so that a flood of wrong keys cannot become a flood
@@ -66,25 +66,43 @@ func (k *keyLookups) forget() {
 }
 
 // CheckAPIKey looks a secret up in the database: the key, whether it
-// exists, or database_unavailable when the database cannot say.
+// exists, or database_unavailable when the database cannot say. Lookups
+// that arrive together go to the database as one statement (group.go).
 func (db *DB) CheckAPIKey(ctx context.Context, secret string) (store.APIKey, bool, error) {
 	hash := sha256.Sum256([]byte(secret))
+	if secret == "" || db.keys.missed(hash, time.Now()) {
+		return store.APIKey{}, false, nil
+	}
+	k, err := db.keyRounds.do(ctx, hash)
+	return k, err == nil && k.ID != 0, err
+}
+
+// lookUpKeys answers a round of CheckAPIKey's lookups with one statement.
+func (db *DB) lookUpKeys(ctx context.Context, round []*groupCall[[32]byte, store.APIKey]) {
+	hashes := make([][]byte, len(round))
+	for i, c := range round {
+		hashes[i] = c.in[:]
+	}
 	now := time.Now()
-	if secret == "" || db.keys.missed(hash, now) {
-		return store.APIKey{}, false, nil
+	rows, err := db.pool.Query(ctx, `SELECT sha256, id, name, prefix, created_at FROM api_keys WHERE sha256 = ANY($1)`, hashes)
+	found := make(map[[32]byte]store.APIKey, len(round))
+	if err == nil {
+		var hash []byte
+		var k store.APIKey
+		_, err = pgx.ForEachRow(rows, []any{&hash, &k.ID, &k.Name, &k.Prefix, &k.CreatedAt}, func() error {
+			k.CreatedAt = k.CreatedAt.UTC()
+			found[[32]byte(hash)] = k
+			return nil
+		})
 	}
-	var k store.APIKey
-	err := db.pool.QueryRow(ctx, `SELECT id, name, prefix, created_at FROM api_keys WHERE sha256 = $1`, hash[:]).
-		Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		db.keys.miss(hash, now)
-		return store.APIKey{}, false, nil
+	for _, c := range round {
+		if c.err = err; err != nil {
+			continue
+		}
+		if c.out = found[c.in]; c.out.ID == 0 {
+			db.keys.miss(c.in, now)
+		}
 	}
-	if err != nil {
-		return store.APIKey{}, false, err
-	}
-	k.CreatedAt = k.CreatedAt.UTC()
-	return k, true, nil
 }
 
 // AuthenticateAPIKey is CheckAPIKey for callers without a context; a

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"petstore/store"
 )
@@ -65,20 +67,10 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
 	if err != nil {
 		return err
 	}
-	update, args := replaceCategorySQL, []any{c.ID, c.Name, c.Description, e.Type, db.now(), []byte(e.Data)}
-	if !store.HasVersionCondition(ctx) {
-		err := db.pool.QueryRow(ctx, update, args...).Scan(&c.Version)
+	args := []any{c.ID, c.Name, c.Description, e.Type, db.now(), []byte(e.Data)}
+	return db.conditional(ctx, "categories", "category", c.ID, func(q querier) error {
+		err := q.QueryRow(ctx, replaceCategorySQL, args...).Scan(&c.Version)
 		return notFound(err, store.NotFound("category", c.ID))
-	}
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		var version int64
-		if err := tx.QueryRow(ctx, `SELECT version FROM categories WHERE id = $1 FOR UPDATE`, c.ID).Scan(&version); err != nil {
-			return notFound(err, store.NotFound("category", c.ID))
-		}
-		if err := store.CheckVersion(ctx, "category "+strconv.FormatInt(c.ID, 10), version); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, update, args...).Scan(&c.Version)
 	})
 }
 
@@ -110,25 +102,26 @@ func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
 		}
 		return err
 	}
-	if !store.HasVersionCondition(ctx) {
-		return del(db.pool)
-	}
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		if err := checkVersionFor(ctx, tx, "categories", "category", id); err != nil {
-			return err
-		}
-		return del(tx)
-	})
+	return db.conditional(ctx, "categories", "category", id, del)
 }
 
-// checkVersionFor locks the row of id in table and checks the write's
-// If-Match condition against its version; what names the record.
-func checkVersionFor(ctx context.Context, tx pgx.Tx, table, what string, id int64) error {
-	var version int64
-	if err := tx.QueryRow(ctx, `SELECT version FROM `+table+` WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
-		return notFound(err, store.NotFound(what, id))
+// conditional runs write: on the pool, or, for a write with an If-Match
+// condition, in a transaction that first locks the row of id in table and
+// checks the condition against its version (what names the record).
+func (db *DB) conditional(ctx context.Context, table, what string, id int64, write func(q querier) error) error {
+	if !store.HasVersionCondition(ctx) {
+		return write(db.pool)
 	}
-	return store.CheckVersion(ctx, what+" "+strconv.FormatInt(id, 10), version)
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		var version int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM `+table+` WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
+			return notFound(err, store.NotFound(what, id))
+		}
+		if err := store.CheckVersion(ctx, what+" "+strconv.FormatInt(id, 10), version); err != nil {
+			return err
+		}
+		return write(tx)
+	})
 }
 
 // ListCategories returns one page of categories.
@@ -213,35 +206,130 @@ var placeOrderSQL = `WITH taken AS (
 		ORDER BY e.n)
 	SELECT id, version FROM placed`
 
+// placeOrdersSQL places a round of orders (group.go) with one statement,
+// as placeOrderSQL places one: $1 to $5 are arrays of their pets,
+// quantities, ship dates, completions and event data after the id, $6 the
+// time, $7 and $8 the event types. The pets' inventory rows are locked in
+// the order of their ids, as every statement that locks several does.
+// Each pet's orders are taken in the round's order while its stock
+// lasts: an order that does not fit is left out, with every order of
+// that pet after it (its caller then places it alone). The stock's event
+// of each order says what that order left.
+var placeOrdersSQL = `WITH input AS (
+		SELECT * FROM unnest($1::bigint[], $2::int[], $3::timestamptz[], $4::bool[], $5::bytea[])
+			WITH ORDINALITY AS i (pet_id, quantity, ship_date, complete, data, n)),
+	stock AS MATERIALIZED (
+		SELECT pet_id, quantity, status FROM inventory
+		WHERE pet_id IN (SELECT pet_id FROM input) AND status <> 'sold'
+		ORDER BY pet_id FOR UPDATE),
+	accepted AS MATERIALIZED (
+		SELECT nextval(pg_get_serial_sequence('orders', 'id')) AS id, r.* FROM (
+			SELECT i.*, s.status, s.quantity - sum(i.quantity) OVER (PARTITION BY i.pet_id ORDER BY i.n) AS remaining
+			FROM input i JOIN stock s USING (pet_id)) AS r
+		WHERE r.remaining >= 0),
+	taken AS (
+		UPDATE inventory SET quantity = inventory.quantity - t.total
+		FROM (SELECT pet_id, sum(quantity) AS total FROM accepted GROUP BY pet_id) AS t
+		WHERE inventory.pet_id = t.pet_id),
+	placed AS (
+		INSERT INTO orders (id, pet_id, quantity, ship_date, complete)
+		SELECT id, pet_id, quantity, ship_date, complete FROM accepted),
+	event AS (
+		INSERT INTO events (type, created_at, data)
+		SELECT e.type, $6, e.data FROM accepted AS a,
+			LATERAL (SELECT a.pet_id, a.remaining AS quantity, a.status) AS left_after,
+			LATERAL (VALUES
+				(1, $7::text, ` + inventoryData("left_after") + `),
+				(2, $8::text, ` + dataWithID("a.id", "a.data") + `)) AS e (k, type, data)
+		ORDER BY a.n, e.k)
+	SELECT n, id FROM accepted`
+
+// newOrder is an order to place and the data of its event after the id.
+type newOrder struct {
+	order *store.Order
+	data  []byte
+}
+
 // PlaceOrder takes the stock and records the order in one statement.
+// Orders without an idempotency key that arrive together go to the
+// database as one statement (group.go).
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
-	in, err := store.NormalizeOrder(*o)
+	in, e, err := withEvent(*o, store.NormalizeOrder, store.EventOrderPlaced)
 	if err != nil {
 		return err
 	}
-	e, err := store.NewEvent(store.EventOrderPlaced, &in)
+	if store.IdempotencyOf(ctx) == nil {
+		in.ID, err = db.orderRounds.do(ctx, newOrder{&in, afterID(e.Data)})
+	} else {
+		err = db.idempotent(ctx, &in, func(q querier) error {
+			in.ID, err = db.placeOrder(ctx, q, newOrder{&in, afterID(e.Data)})
+			in.Version = 1 // before its answer is kept
+			return err
+		})
+	}
 	if err != nil {
 		return err
 	}
-	err = db.idempotent(ctx, &in, func(q querier) (err error) {
-		for attempt := 1; ; attempt++ {
-			err = q.QueryRow(ctx, placeOrderSQL, in.PetID, in.Quantity, in.ShipDate, in.Complete,
-				db.now(), store.EventInventory, e.Type, afterID(e.Data)).Scan(&in.ID, &in.Version)
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			// Refused: a second query, for the reason, only then.
-			if err = orderRefusal(ctx, q, in); err != nil || attempt == 3 {
-				return err
-			}
-			// The stock came back between the two: try again.
-		}
-	})
-	if err != nil {
-		return err
-	}
+	in.Version = 1
 	*o = in
 	return nil
+}
+
+// placeOrder places one order with placeOrderSQL and returns its id.
+func (db *DB) placeOrder(ctx context.Context, q querier, o newOrder) (id int64, err error) {
+	in := *o.order
+	for attempt := 1; ; attempt++ {
+		var version int64
+		err = q.QueryRow(ctx, placeOrderSQL, in.PetID, in.Quantity, in.ShipDate, in.Complete,
+			db.now(), store.EventInventory, store.EventOrderPlaced, o.data).Scan(&id, &version)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return id, err
+		}
+		// Refused: a second query, for the reason, only then.
+		if err = orderRefusal(ctx, q, in); err != nil || attempt == 3 {
+			return 0, err
+		}
+		// The stock came back between the two: try again.
+	}
+}
+
+// placeOrders answers a round of PlaceOrder's calls. The orders the
+// round's statement left out are placed one by one after it, in the
+// round's order, so that each is taken or refused as if alone.
+func (db *DB) placeOrders(ctx context.Context, round []*groupCall[newOrder, int64]) {
+	if len(round) > 1 {
+		pets, quantities, ships, completes, data := make([]int64, len(round)), make([]int32, len(round)),
+			make([]pgtype.Timestamptz, len(round)), make([]bool, len(round)), make([][]byte, len(round))
+		for i, c := range round {
+			o := c.in.order
+			pets[i], quantities[i], completes[i], data[i] = o.PetID, int32(o.Quantity), o.Complete, c.in.data
+			if o.ShipDate != nil {
+				ships[i] = pgtype.Timestamptz{Time: *o.ShipDate, Valid: true}
+			}
+		}
+		rows, err := db.pool.Query(ctx, placeOrdersSQL, pets, quantities, ships, completes, data,
+			db.now(), store.EventInventory, store.EventOrderPlaced)
+		var n, id int64
+		if err == nil {
+			_, err = pgx.ForEachRow(rows, []any{&n, &id}, func() error {
+				round[n-1].out = id
+				return nil
+			})
+		}
+		var pgErr *pgconn.PgError
+		if err != nil && !(errors.As(err, &pgErr) && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23")) {
+			for _, c := range round {
+				c.err = err
+			}
+			return
+		}
+		// One order's data failed the statement: each alone, below.
+	}
+	for _, c := range round {
+		if c.out == 0 {
+			c.out, c.err = db.placeOrder(ctx, db.pool, c.in)
+		}
+	}
 }
 
 // orderRefusal says why an order was refused, or nil when nothing stands
@@ -342,15 +430,7 @@ func (db *DB) CancelOrder(ctx context.Context, id int64) error {
 			// Completion was undone between the two: try again.
 		}
 	}
-	if !store.HasVersionCondition(ctx) {
-		return cancel(db.pool)
-	}
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		if err := checkVersionFor(ctx, tx, "orders", "order", id); err != nil {
-			return err
-		}
-		return cancel(tx)
-	})
+	return db.conditional(ctx, "orders", "order", id, cancel)
 }
 
 // ListOrders returns one page of orders, filtered by pet and completion.

@@ -45,31 +45,113 @@ var createPetSQL = `WITH pet AS (
 		INSERT INTO events (type, created_at, data) SELECT $4, $5, ` + dataWithID("pet.id", "$6") + ` FROM pet)
 	SELECT pet_id FROM stock`
 
+// createPetsSQL adds a round of pets (group.go) with one statement, as
+// createPetSQL adds one: $1 to $4 are arrays of their names, categories,
+// statuses and event data after the id, $5 the event type and $6 the time.
+// Each pet's id is drawn before its rows are written, so that the answer
+// pairs ids with pets (n, the place in the arrays). A pet whose category
+// is not there is left out; a category deleted after that check fails the
+// whole statement with 23503, as createPetSQL would.
+var createPetsSQL = `WITH input AS MATERIALIZED (
+		SELECT nextval(pg_get_serial_sequence('pets', 'id')) AS id, i.name, i.category_id, i.status, i.data, i.n
+		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bytea[]) WITH ORDINALITY AS i(name, category_id, status, data, n)
+		WHERE EXISTS (SELECT FROM categories c WHERE c.id = i.category_id)),
+	pet AS (
+		INSERT INTO pets (id, name, category_id, status) SELECT id, name, category_id, status FROM input),
+	stock AS (
+		INSERT INTO inventory (pet_id, quantity, status) SELECT id, 0, status FROM input),
+	event AS (
+		INSERT INTO events (type, created_at, data) SELECT $5, $6, ` + dataWithID("id", "data") + ` FROM input ORDER BY n)
+	SELECT n, id FROM input`
+
+// withEvent returns v as normalize makes it, and its event of type typ.
+func withEvent[T any](v T, normalize func(T) (T, error), typ string) (T, store.PendingEvent, error) {
+	v, err := normalize(v)
+	if err != nil {
+		return v, store.PendingEvent{}, err
+	}
+	e, err := store.NewEvent(typ, &v)
+	return v, e, err
+}
+
+// newPet is a pet to create and the data of its event after the id.
+type newPet struct {
+	pet  *store.Pet
+	data []byte
+}
+
 // CreatePet adds a pet in an existing category, with an inventory entry of
-// quantity 0.
+// quantity 0. Creates without an idempotency key that arrive together go
+// to the database as one statement (group.go).
 func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
-	in, err := store.NormalizePet(*p)
+	in, e, err := withEvent(*p, store.NormalizePet, store.EventPetCreated)
 	if err != nil {
 		return err
 	}
-	e, err := store.NewEvent(store.EventPetCreated, &in)
+	if store.IdempotencyOf(ctx) == nil {
+		in.ID, err = db.petRounds.do(ctx, newPet{&in, afterID(e.Data)})
+	} else {
+		err = db.idempotent(ctx, &in, func(q querier) error {
+			in.ID, err = db.createPet(ctx, q, newPet{&in, afterID(e.Data)})
+			in.Version = 1 // before its answer is kept
+			return err
+		})
+	}
 	if err != nil {
 		return err
 	}
-	err = db.idempotent(ctx, &in, func(q querier) error {
-		err := q.QueryRow(ctx, createPetSQL, in.Name, in.CategoryID, in.Status,
-			e.Type, db.now(), afterID(e.Data)).Scan(&in.ID)
-		if violates(err, foreignKey) {
-			return store.CategoryMissing(in.CategoryID)
-		}
-		in.Version = 1
-		return err
-	})
-	if err != nil {
-		return err
-	}
+	in.Version = 1
 	*p = in
 	return nil
+}
+
+// createPet adds one pet with createPetSQL and returns its id.
+func (db *DB) createPet(ctx context.Context, q querier, p newPet) (int64, error) {
+	var id int64
+	err := q.QueryRow(ctx, createPetSQL, p.pet.Name, p.pet.CategoryID, p.pet.Status,
+		store.EventPetCreated, db.now(), p.data).Scan(&id)
+	if violates(err, foreignKey) {
+		return 0, store.CategoryMissing(p.pet.CategoryID)
+	}
+	return id, err
+}
+
+// createPets answers a round of CreatePet's calls.
+func (db *DB) createPets(ctx context.Context, round []*groupCall[newPet, int64]) {
+	if len(round) == 1 {
+		round[0].out, round[0].err = db.createPet(ctx, db.pool, round[0].in)
+		return
+	}
+	names, categories, statuses, data := make([]string, len(round)), make([]int64, len(round)), make([]string, len(round)), make([][]byte, len(round))
+	for i, c := range round {
+		names[i], categories[i], statuses[i], data[i] = c.in.pet.Name, c.in.pet.CategoryID, string(c.in.pet.Status), c.in.data
+	}
+	rows, err := db.pool.Query(ctx, createPetsSQL, names, categories, statuses, data, store.EventPetCreated, db.now())
+	var n, id int64
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&n, &id}, func() error {
+			round[n-1].out = id
+			return nil
+		})
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23") {
+		// One pet's data or rule failed the statement (a category that
+		// went after the check, text the database cannot store): each
+		// alone, so that only those pets fail.
+		for _, c := range round {
+			c.out, c.err = db.createPet(ctx, db.pool, c.in)
+		}
+		return
+	}
+	for _, c := range round {
+		switch {
+		case err != nil:
+			c.out, c.err = 0, err
+		case c.out == 0:
+			c.err = store.CategoryMissing(c.in.pet.CategoryID)
+		}
+	}
 }
 
 // Pet returns one pet, with its version.
@@ -101,11 +183,7 @@ const replacePetSQL = `WITH pet AS (
 
 // ReplacePet replaces a pet; its inventory entry takes the new status.
 func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
-	in, err := store.NormalizePet(*p)
-	if err != nil {
-		return err
-	}
-	e, err := store.NewEvent(store.EventPetUpdated, &in)
+	in, e, err := withEvent(*p, store.NormalizePet, store.EventPetUpdated)
 	if err != nil {
 		return err
 	}
@@ -120,17 +198,9 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 		}
 		return nil
 	}
-	if !store.HasVersionCondition(ctx) {
-		err = replace(db.pool.QueryRow(ctx, replacePetSQL, args...))
-	} else {
-		// If-Match: the pet's row is locked from the check to the write.
-		err = db.tx(ctx, func(tx pgx.Tx) error {
-			if err := checkVersionFor(ctx, tx, "pets", "pet", in.ID); err != nil {
-				return err
-			}
-			return replace(tx.QueryRow(ctx, replacePetSQL, args...))
-		})
-	}
+	err = db.conditional(ctx, "pets", "pet", in.ID, func(q querier) error {
+		return replace(q.QueryRow(ctx, replacePetSQL, args...))
+	})
 	if err != nil {
 		return err
 	}
@@ -158,14 +228,8 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 		return err
 	}
 	args := []any{id, store.EventPetDeleted, db.now(), []byte(store.DeletedData(id))}
-	if !store.HasVersionCondition(ctx) {
-		return del(db.pool.QueryRow(ctx, deletePetSQL, args...))
-	}
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		if err := checkVersionFor(ctx, tx, "pets", "pet", id); err != nil {
-			return err
-		}
-		return del(tx.QueryRow(ctx, deletePetSQL, args...))
+	return db.conditional(ctx, "pets", "pet", id, func(q querier) error {
+		return del(q.QueryRow(ctx, deletePetSQL, args...))
 	})
 }
 

@@ -41,6 +41,11 @@ type DB struct {
 	log   *slog.Logger
 	cache cache
 	keys  keyLookups
+	// Concurrent lookups of API keys, creates of pets and orders go to
+	// the database together (group.go).
+	keyRounds   group[[32]byte, store.APIKey]
+	petRounds   group[newPet, int64]
+	orderRounds group[newOrder, int64]
 	// stopBackground ends start-up's retries and the watcher of other
 	// instances' changes; background is done when they have ended.
 	stopBackground context.CancelFunc
@@ -118,6 +123,9 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	if db.now == nil {
 		db.now = time.Now
 	}
+	db.keyRounds = group[[32]byte, store.APIKey]{max: maxRound, run: db.lookUpKeys}
+	db.petRounds = group[newPet, int64]{max: maxRound, run: db.createPets}
+	db.orderRounds = group[newOrder, int64]{max: maxRound, run: db.placeOrders}
 	if db.log == nil {
 		db.log = slog.New(slog.DiscardHandler)
 	}

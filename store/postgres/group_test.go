@@ -1,0 +1,47 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// A round that hangs (a lock held past the statement timeout) does not
+// hold the calls behind it: each starts a round of its own once it has
+// waited stall. A call whose caller gives up while it waits leaves, and no
+// round runs it.
+func TestRoundsDoNotWaitForAStuckRound(t *testing.T) {
+	release := make(chan struct{})
+	ran := make(chan []int, 10)
+	g := group[int, int]{max: maxRound, run: func(_ context.Context, round []*groupCall[int, int]) {
+		var ins []int
+		for _, c := range round {
+			ins = append(ins, c.in)
+			c.out = c.in * 10
+		}
+		ran <- ins
+		if ins[0] == 1 {
+			<-release
+		}
+	}}
+	first := make(chan int)
+	go func() { out, _ := g.do(context.Background(), 1); first <- out }()
+	if got := <-ran; len(got) != 1 || got[0] != 1 {
+		t.Fatalf("first round: %v", got)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := g.do(cancelled, 2); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a call whose caller has gone: %v", err)
+	}
+	if out, err := g.do(context.Background(), 3); out != 30 || err != nil {
+		t.Fatalf("a call behind a stuck round: %d, %v", out, err)
+	}
+	if got := <-ran; len(got) != 1 || got[0] != 3 {
+		t.Errorf("the round of the call behind the stuck one: %v (the gone call must not run)", got)
+	}
+	close(release)
+	if out := <-first; out != 10 {
+		t.Errorf("the stuck round's answer: %d", out)
+	}
+}
