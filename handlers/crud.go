@@ -35,6 +35,48 @@ func getByID[T any](param string, get func(context.Context, int64) (T, error), v
 	}
 }
 
+// createFrom answers a POST that creates a record: decode reads the body
+// into a new record, save stores it, and answer is what the client gets
+// (and what an Idempotency-Key keeps).
+func createFrom[T any](decode func(echo.Context, *T) error, save func(context.Context, *T) error, answer func(record any) (answer, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var rec T
+		if err := decode(c, &rec); err != nil {
+			return err
+		}
+		if err := save(c.Request().Context(), &rec); err != nil {
+			return err
+		}
+		return sendAnswer(c, answer, &rec)
+	}
+}
+
+// replaceByID answers a PUT of a record by the id path parameter param:
+// decode reads the body into a new record, which gets the id, and replace
+// writes it under the request's If-Match (412 when it is not met); the
+// answer is the record as stored, with its ETag. fields gives a record's
+// id and version.
+func replaceByID[T any](param string, decode func(echo.Context, *T) error, replace func(context.Context, *T) error, fields func(*T) (id, version *int64)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := pathID(c, param)
+		if err != nil {
+			return err
+		}
+		var rec T
+		if err := decode(c, &rec); err != nil {
+			return err
+		}
+		recID, version := fields(&rec)
+		*recID = id
+		ctx := ifMatch(c)
+		if err := replace(ctx, &rec); err != nil {
+			return preconditionFailed(ctx, err)
+		}
+		setETag(c, *version)
+		return respond(c, http.StatusOK, &rec)
+	}
+}
+
 // deleteIfMatch is deleteByID for a record with a version: an If-Match
 // makes the deletion conditional (412 when it is not met).
 func deleteIfMatch(param string, del func(context.Context, int64) error) echo.HandlerFunc {

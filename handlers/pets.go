@@ -30,17 +30,6 @@ func (s *Server) listPets(c echo.Context) error {
 	return respondList(c, pets, next)
 }
 
-func (s *Server) createPet(c echo.Context) error {
-	var pet store.Pet
-	if err := decodeNewPet(c, &pet); err != nil {
-		return err
-	}
-	if err := s.store.CreatePet(c.Request().Context(), &pet); err != nil {
-		return err
-	}
-	return sendAnswer(c, petCreated, &pet)
-}
-
 // petCreated is the answer to POST /pets, from the pet the store created.
 func petCreated(record any) (answer, error) {
 	p := record.(*store.Pet)
@@ -139,24 +128,6 @@ func (s *Server) getPet(c echo.Context) error {
 		return c.NoContent(http.StatusNotModified)
 	}
 	return respondEncoded(c, http.StatusOK, pet)
-}
-
-func (s *Server) replacePet(c echo.Context) error {
-	id, err := pathID(c, "petId")
-	if err != nil {
-		return err
-	}
-	var pet store.Pet
-	if err := decodeNewPet(c, &pet); err != nil {
-		return err
-	}
-	pet.ID = id
-	ctx := ifMatch(c)
-	if err := s.store.ReplacePet(ctx, &pet); err != nil {
-		return preconditionFailed(ctx, err)
-	}
-	setETag(c, pet.Version)
-	return respond(c, http.StatusOK, &pet)
 }
 
 // newPet is the NewPet schema. decodeBody refuses unknown fields, id among

@@ -42,14 +42,14 @@ func (s *Server) routes(validate bool) error {
 
 	public := []route{
 		{http.MethodGet, "/pets", s.listPets},
-		{http.MethodPost, "/pets", s.idempotent(s.createPet, petCreated)},
+		{http.MethodPost, "/pets", s.idempotent(createFrom(decodeNewPet, s.store.CreatePet, petCreated), petCreated)},
 		{http.MethodGet, "/pets/:petId", s.getPet},
-		{http.MethodPut, "/pets/:petId", s.replacePet},
+		{http.MethodPut, "/pets/:petId", replaceByID("petId", decodeNewPet, s.store.ReplacePet, func(p *store.Pet) (*int64, *int64) { return &p.ID, &p.Version })},
 		{http.MethodDelete, "/pets/:petId", deleteIfMatch("petId", s.store.DeletePet)},
 		{http.MethodGet, "/categories", listPage(s.store.ListCategories)},
-		{http.MethodPost, "/categories", s.idempotent(s.createCategory, categoryCreated)},
+		{http.MethodPost, "/categories", s.idempotent(createFrom(decodeNewCategory, s.store.CreateCategory, categoryCreated), categoryCreated)},
 		{http.MethodGet, "/categories/:categoryId", getByID("categoryId", s.store.Category, func(c *store.Category) int64 { return c.Version })},
-		{http.MethodPut, "/categories/:categoryId", s.replaceCategory},
+		{http.MethodPut, "/categories/:categoryId", replaceByID("categoryId", decodeNewCategory, s.store.ReplaceCategory, func(c *store.Category) (*int64, *int64) { return &c.ID, &c.Version })},
 		{http.MethodDelete, "/categories/:categoryId", deleteIfMatch("categoryId", s.store.DeleteCategory)},
 		{http.MethodGet, "/store/orders", s.listOrders},
 		{http.MethodPost, "/store/orders", s.idempotent(s.placeOrder, orderPlaced)},
