@@ -25,37 +25,29 @@ func WithTracer(c Config, t pgx.QueryTracer) Config {
 // CreateRound creates pets as one round of concurrent creates (group.go)
 // and returns each one's error.
 func CreateRound(ctx context.Context, db *DB, pets []store.Pet) []error {
-	round := make([]*groupCall[newPet, int64], len(pets))
-	for i := range pets {
-		e, err := store.NewEvent(store.EventPetCreated, &pets[i])
-		if err != nil {
-			panic(err)
-		}
-		round[i] = &groupCall[newPet, int64]{ctx: ctx, in: newPet{&pets[i], afterID(e.Data)}}
-	}
-	db.createPets(ctx, round)
-	errs := make([]error, len(pets))
-	for i, c := range round {
-		pets[i].ID, errs[i] = c.out, c.err
-	}
-	return errs
+	return runRound(ctx, db, db.petCreates, pets)
 }
 
 // PlaceRound places orders as one round of concurrent orders (group.go)
 // and returns each one's error.
 func PlaceRound(ctx context.Context, db *DB, orders []store.Order) []error {
-	round := make([]*groupCall[newOrder, int64], len(orders))
-	for i := range orders {
-		e, err := store.NewEvent(store.EventOrderPlaced, &orders[i])
+	return runRound(ctx, db, db.orderCreates, orders)
+}
+
+func runRound[T any](ctx context.Context, db *DB, c *creates[T], recs []T) []error {
+	round := make([]*groupCall[newRecord[T], int64], len(recs))
+	for i := range recs {
+		e, err := store.NewEvent(c.event, &recs[i])
 		if err != nil {
 			panic(err)
 		}
-		round[i] = &groupCall[newOrder, int64]{ctx: ctx, in: newOrder{&orders[i], afterID(e.Data)}}
+		round[i] = &groupCall[newRecord[T], int64]{ctx: ctx, in: newRecord[T]{&recs[i], afterID(e.Data)}}
 	}
-	db.placeOrders(ctx, round)
-	errs := make([]error, len(orders))
-	for i, c := range round {
-		orders[i].ID, errs[i] = c.out, c.err
+	c.runRound(ctx, db, round)
+	errs := make([]error, len(recs))
+	for i, call := range round {
+		c.set(&recs[i], call.out)
+		errs[i] = call.err
 	}
 	return errs
 }

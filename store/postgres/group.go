@@ -2,9 +2,15 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"petstore/store"
 )
 
 // group runs concurrent calls of one kind together: a call that arrives
@@ -114,6 +120,104 @@ func (g *group[In, Out]) drain(loop bool) {
 		}
 		for _, c := range round {
 			close(c.done)
+		}
+	}
+}
+
+// newRecord is a record to create and the data of its event after its id.
+type newRecord[T any] struct {
+	rec  *T
+	data []byte
+}
+
+// creates adds records of one kind (pets, orders): those without an
+// idempotency key that arrive together go in rounds of one statement.
+type creates[T any] struct {
+	group[newRecord[T], int64]
+	normalize func(T) (T, error)
+	event     string
+	// set gives a record its id and its first version.
+	set func(rec *T, id int64)
+	// alone adds one record with a statement of its own and returns its id;
+	// it answers why a record cannot be added.
+	alone func(ctx context.Context, q querier, r newRecord[T]) (int64, error)
+	// together is a round's statement and its arguments. It answers rows
+	// of (n, id), n the place of a record in the round from 1, and leaves
+	// out what it cannot add.
+	together func(round []newRecord[T]) (sql string, args []any)
+}
+
+// start makes c's rounds run on db.
+func (c *creates[T]) start(db *DB) {
+	c.group = group[newRecord[T], int64]{max: maxRound, run: func(ctx context.Context, round []*groupCall[newRecord[T], int64]) {
+		c.runRound(ctx, db, round)
+	}}
+}
+
+// create adds *v, normalized, with its event: in the next round, or, with
+// an idempotency key, alone in the transaction that keeps its answer.
+func (c *creates[T]) create(ctx context.Context, db *DB, v *T) error {
+	in, e, err := withEvent(*v, c.normalize, c.event)
+	if err != nil {
+		return err
+	}
+	r := newRecord[T]{&in, afterID(e.Data)}
+	var id int64
+	if store.IdempotencyOf(ctx) == nil {
+		id, err = c.do(ctx, r)
+	} else {
+		err = db.idempotent(ctx, &in, func(q querier) (err error) {
+			id, err = c.alone(ctx, q, r)
+			c.set(&in, id) // before its answer is kept
+			return err
+		})
+	}
+	if err != nil {
+		return err
+	}
+	c.set(&in, id)
+	*v = in
+	return nil
+}
+
+// runRound answers a round with one statement. The records it left out
+// are added one by one after it, in the round's order, so that each is
+// added or refused as if alone; so are all of them when one record's data
+// failed the statement (class 22 or 23: a category deleted during the
+// round, text the database cannot store), and a round of one.
+func (c *creates[T]) runRound(ctx context.Context, db *DB, round []*groupCall[newRecord[T], int64]) {
+	if len(round) > 1 {
+		recs := make([]newRecord[T], len(round))
+		for i, call := range round {
+			recs[i] = call.in
+		}
+		sql, args := c.together(recs)
+		rows, err := db.pool.Query(ctx, sql, args...)
+		var n, id int64
+		if err == nil {
+			_, err = pgx.ForEachRow(rows, []any{&n, &id}, func() error {
+				round[n-1].out = id
+				return nil
+			})
+		}
+		if err != nil {
+			var pgErr *pgconn.PgError
+			data := errors.As(err, &pgErr) && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23")
+			for _, call := range round {
+				// Rows read before the error were rolled back with it.
+				call.out, call.err = 0, err
+				if data {
+					call.err = nil
+				}
+			}
+			if !data {
+				return
+			}
+		}
+	}
+	for _, call := range round {
+		if call.out == 0 {
+			call.out, call.err = c.alone(ctx, db.pool, call.in)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"petstore/store"
@@ -244,40 +243,18 @@ var placeOrdersSQL = `WITH input AS (
 		ORDER BY a.n, e.k)
 	SELECT n, id FROM accepted`
 
-// newOrder is an order to place and the data of its event after the id.
-type newOrder struct {
-	order *store.Order
-	data  []byte
-}
-
 // PlaceOrder takes the stock and records the order in one statement.
 // Orders without an idempotency key that arrive together go to the
 // database as one statement (group.go).
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
-	in, e, err := withEvent(*o, store.NormalizeOrder, store.EventOrderPlaced)
-	if err != nil {
-		return err
-	}
-	if store.IdempotencyOf(ctx) == nil {
-		in.ID, err = db.orderRounds.do(ctx, newOrder{&in, afterID(e.Data)})
-	} else {
-		err = db.idempotent(ctx, &in, func(q querier) error {
-			in.ID, err = db.placeOrder(ctx, q, newOrder{&in, afterID(e.Data)})
-			in.Version = 1 // before its answer is kept
-			return err
-		})
-	}
-	if err != nil {
-		return err
-	}
-	in.Version = 1
-	*o = in
-	return nil
+	return db.orderCreates.create(ctx, db, o)
 }
 
+func setOrderID(o *store.Order, id int64) { o.ID, o.Version = id, 1 }
+
 // placeOrder places one order with placeOrderSQL and returns its id.
-func (db *DB) placeOrder(ctx context.Context, q querier, o newOrder) (id int64, err error) {
-	in := *o.order
+func (db *DB) placeOrder(ctx context.Context, q querier, o newRecord[store.Order]) (id int64, err error) {
+	in := *o.rec
 	for attempt := 1; ; attempt++ {
 		var version int64
 		err = q.QueryRow(ctx, placeOrderSQL, in.PetID, in.Quantity, in.ShipDate, in.Complete,
@@ -293,43 +270,18 @@ func (db *DB) placeOrder(ctx context.Context, q querier, o newOrder) (id int64, 
 	}
 }
 
-// placeOrders answers a round of PlaceOrder's calls. The orders the
-// round's statement left out are placed one by one after it, in the
-// round's order, so that each is taken or refused as if alone.
-func (db *DB) placeOrders(ctx context.Context, round []*groupCall[newOrder, int64]) {
-	if len(round) > 1 {
-		pets, quantities, ships, completes, data := make([]int64, len(round)), make([]int32, len(round)),
-			make([]pgtype.Timestamptz, len(round)), make([]bool, len(round)), make([][]byte, len(round))
-		for i, c := range round {
-			o := c.in.order
-			pets[i], quantities[i], completes[i], data[i] = o.PetID, int32(o.Quantity), o.Complete, c.in.data
-			if o.ShipDate != nil {
-				ships[i] = pgtype.Timestamptz{Time: *o.ShipDate, Valid: true}
-			}
-		}
-		rows, err := db.pool.Query(ctx, placeOrdersSQL, pets, quantities, ships, completes, data,
-			db.now(), store.EventInventory, store.EventOrderPlaced)
-		var n, id int64
-		if err == nil {
-			_, err = pgx.ForEachRow(rows, []any{&n, &id}, func() error {
-				round[n-1].out = id
-				return nil
-			})
-		}
-		var pgErr *pgconn.PgError
-		if err != nil && !(errors.As(err, &pgErr) && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23")) {
-			for _, c := range round {
-				c.err = err
-			}
-			return
-		}
-		// One order's data failed the statement: each alone, below.
-	}
-	for _, c := range round {
-		if c.out == 0 {
-			c.out, c.err = db.placeOrder(ctx, db.pool, c.in)
+// ordersTogether is a round of orders' statement (placeOrdersSQL).
+func (db *DB) ordersTogether(round []newRecord[store.Order]) (string, []any) {
+	pets, quantities, ships, completes, data := make([]int64, len(round)), make([]int32, len(round)),
+		make([]pgtype.Timestamptz, len(round)), make([]bool, len(round)), make([][]byte, len(round))
+	for i, r := range round {
+		o := r.rec
+		pets[i], quantities[i], completes[i], data[i] = o.PetID, int32(o.Quantity), o.Complete, r.data
+		if o.ShipDate != nil {
+			ships[i] = pgtype.Timestamptz{Time: *o.ShipDate, Valid: true}
 		}
 	}
+	return placeOrdersSQL, []any{pets, quantities, ships, completes, data, db.now(), store.EventInventory, store.EventOrderPlaced}
 }
 
 // orderRefusal says why an order was refused, or nil when nothing stands

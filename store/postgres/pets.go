@@ -74,84 +74,33 @@ func withEvent[T any](v T, normalize func(T) (T, error), typ string) (T, store.P
 	return v, e, err
 }
 
-// newPet is a pet to create and the data of its event after the id.
-type newPet struct {
-	pet  *store.Pet
-	data []byte
-}
-
 // CreatePet adds a pet in an existing category, with an inventory entry of
 // quantity 0. Creates without an idempotency key that arrive together go
 // to the database as one statement (group.go).
 func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
-	in, e, err := withEvent(*p, store.NormalizePet, store.EventPetCreated)
-	if err != nil {
-		return err
-	}
-	if store.IdempotencyOf(ctx) == nil {
-		in.ID, err = db.petRounds.do(ctx, newPet{&in, afterID(e.Data)})
-	} else {
-		err = db.idempotent(ctx, &in, func(q querier) error {
-			in.ID, err = db.createPet(ctx, q, newPet{&in, afterID(e.Data)})
-			in.Version = 1 // before its answer is kept
-			return err
-		})
-	}
-	if err != nil {
-		return err
-	}
-	in.Version = 1
-	*p = in
-	return nil
+	return db.petCreates.create(ctx, db, p)
 }
 
+func setPetID(p *store.Pet, id int64) { p.ID, p.Version = id, 1 }
+
 // createPet adds one pet with createPetSQL and returns its id.
-func (db *DB) createPet(ctx context.Context, q querier, p newPet) (int64, error) {
+func (db *DB) createPet(ctx context.Context, q querier, p newRecord[store.Pet]) (int64, error) {
 	var id int64
-	err := q.QueryRow(ctx, createPetSQL, p.pet.Name, p.pet.CategoryID, p.pet.Status,
+	err := q.QueryRow(ctx, createPetSQL, p.rec.Name, p.rec.CategoryID, p.rec.Status,
 		store.EventPetCreated, db.now(), p.data).Scan(&id)
 	if violates(err, foreignKey) {
-		return 0, store.CategoryMissing(p.pet.CategoryID)
+		return 0, store.CategoryMissing(p.rec.CategoryID)
 	}
 	return id, err
 }
 
-// createPets answers a round of CreatePet's calls.
-func (db *DB) createPets(ctx context.Context, round []*groupCall[newPet, int64]) {
-	if len(round) == 1 {
-		round[0].out, round[0].err = db.createPet(ctx, db.pool, round[0].in)
-		return
-	}
+// petsTogether is a round of creates' statement (createPetsSQL).
+func (db *DB) petsTogether(round []newRecord[store.Pet]) (string, []any) {
 	names, categories, statuses, data := make([]string, len(round)), make([]int64, len(round)), make([]string, len(round)), make([][]byte, len(round))
-	for i, c := range round {
-		names[i], categories[i], statuses[i], data[i] = c.in.pet.Name, c.in.pet.CategoryID, string(c.in.pet.Status), c.in.data
+	for i, p := range round {
+		names[i], categories[i], statuses[i], data[i] = p.rec.Name, p.rec.CategoryID, string(p.rec.Status), p.data
 	}
-	rows, err := db.pool.Query(ctx, createPetsSQL, names, categories, statuses, data, store.EventPetCreated, db.now())
-	var n, id int64
-	if err == nil {
-		_, err = pgx.ForEachRow(rows, []any{&n, &id}, func() error {
-			round[n-1].out = id
-			return nil
-		})
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23") {
-		// One pet's data or rule failed the statement (a category that
-		// went after the check, text the database cannot store): each
-		// alone, so that only those pets fail.
-		for _, c := range round {
-			c.out, c.err = db.createPet(ctx, db.pool, c.in)
-		}
-		return
-	}
-	for _, c := range round {
-		switch {
-		case err != nil:
-			c.out, c.err = 0, err
-		case c.out == 0:
-			c.err = store.CategoryMissing(c.in.pet.CategoryID)
-		}
-	}
+	return createPetsSQL, []any{names, categories, statuses, data, store.EventPetCreated, db.now()}
 }
 
 // Pet returns one pet, with its version.

@@ -43,9 +43,9 @@ type DB struct {
 	keys  keyLookups
 	// Concurrent lookups of API keys, creates of pets and orders go to
 	// the database together (group.go).
-	keyRounds   group[[32]byte, store.APIKey]
-	petRounds   group[newPet, int64]
-	orderRounds group[newOrder, int64]
+	keyRounds    group[[32]byte, store.APIKey]
+	petCreates   *creates[store.Pet]
+	orderCreates *creates[store.Order]
 	// stopBackground ends start-up's retries and the watcher of other
 	// instances' changes; background is done when they have ended.
 	stopBackground context.CancelFunc
@@ -124,8 +124,10 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 		db.now = time.Now
 	}
 	db.keyRounds = group[[32]byte, store.APIKey]{max: maxRound, run: db.lookUpKeys}
-	db.petRounds = group[newPet, int64]{max: maxRound, run: db.createPets}
-	db.orderRounds = group[newOrder, int64]{max: maxRound, run: db.placeOrders}
+	db.petCreates = &creates[store.Pet]{normalize: store.NormalizePet, event: store.EventPetCreated, set: setPetID, alone: db.createPet, together: db.petsTogether}
+	db.orderCreates = &creates[store.Order]{normalize: store.NormalizeOrder, event: store.EventOrderPlaced, set: setOrderID, alone: db.placeOrder, together: db.ordersTogether}
+	db.petCreates.start(db)
+	db.orderCreates.start(db)
 	if db.log == nil {
 		db.log = slog.New(slog.DiscardHandler)
 	}
