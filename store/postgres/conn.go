@@ -377,6 +377,23 @@ func reason(err error, t Timeouts) string {
 	return "the connection failed"
 }
 
+// violates says that err is PostgreSQL's refusal with code (23503: a
+// foreign key).
+func violates(err error, code string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == code
+}
+
+const foreignKey = "23503"
+
+// dataError says that a statement failed on the data it was given (class
+// 22, data exception, or 23, integrity constraint violation), not on the
+// database.
+func dataError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23")
+}
+
 // constraintError maps a broken constraint that no rule of the store
 // caught first to its 4xx.
 func constraintError(pgErr *pgconn.PgError) error {

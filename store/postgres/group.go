@@ -2,13 +2,11 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"petstore/store"
 )
@@ -201,8 +199,7 @@ func (c *creates[T]) runRound(ctx context.Context, db *DB, round []*groupCall[ne
 			})
 		}
 		if err != nil {
-			var pgErr *pgconn.PgError
-			data := errors.As(err, &pgErr) && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23")
+			data := dataError(err)
 			for _, call := range round {
 				// Rows read before the error were rolled back with it.
 				call.out, call.err = 0, err

@@ -74,14 +74,8 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
 }
 
 // deleteCategorySQL removes a category; the pets' foreign key refuses it
-// while it has pets (23503), also pets being added at that moment. It
-// records the event ($2 type, $3 time, $4 data) and counts the categories
-// removed.
-const deleteCategorySQL = `WITH category AS (
-		DELETE FROM categories WHERE id = $1 RETURNING id),
-	event AS (
-		INSERT INTO events (type, created_at, data) SELECT $2, $3, $4 FROM category)
-	SELECT count(*) FROM category`
+// while it has pets (23503), also pets being added at that moment.
+var deleteCategorySQL = deleteSQL("categories")
 
 // DeleteCategory removes a category that has no pets.
 func (db *DB) DeleteCategory(ctx context.Context, id int64) error {

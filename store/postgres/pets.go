@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"petstore/store"
 )
@@ -25,15 +23,6 @@ func scanPet(r pgx.Row) (store.Pet, error) {
 }
 
 func petID(p *store.Pet) int64 { return p.ID }
-
-// violates says that err is PostgreSQL's refusal with code (23503: a
-// foreign key).
-func violates(err error, code string) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == code
-}
-
-const foreignKey = "23503"
 
 // createPetSQL adds a pet, its inventory entry of quantity 0 and its
 // event ($4 type, $5 time, $6 data after the id).
@@ -158,13 +147,18 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 }
 
 // deletePetSQL removes a pet; its inventory entry goes with it (ON DELETE
-// CASCADE). Its orders stay, as on bbolt. It records the event ($2 type,
-// $3 time, $4 data) and counts the pets removed.
-const deletePetSQL = `WITH pet AS (
-		DELETE FROM pets WHERE id = $1 RETURNING id),
+// CASCADE). Its orders stay, as on bbolt.
+var deletePetSQL = deleteSQL("pets")
+
+// deleteSQL removes the row of id $1 from table and records its event ($2
+// type, $3 time, $4 data); it counts the rows removed.
+func deleteSQL(table string) string {
+	return `WITH gone AS (
+		DELETE FROM ` + table + ` WHERE id = $1 RETURNING id),
 	event AS (
-		INSERT INTO events (type, created_at, data) SELECT $2, $3, $4 FROM pet)
-	SELECT count(*) FROM pet`
+		INSERT INTO events (type, created_at, data) SELECT $2, $3, $4 FROM gone)
+	SELECT count(*) FROM gone`
+}
 
 // DeletePet removes a pet and its inventory entry.
 func (db *DB) DeletePet(ctx context.Context, id int64) error {
