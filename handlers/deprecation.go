@@ -40,33 +40,56 @@ func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 	deprecationValue := []string{fmt.Sprintf("@%d", since.Unix())}
 	sunsetValue := []string{sunset.Format(http.TimeFormat)}
 	linkPrefix := fmt.Sprintf(`<%s>; rel="deprecation"; type="text/html", <%s>; rel="sunset"; type="text/html", <`, doc, doc)
+	to := parseSuccessor(successor)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			h := c.Response().Header()
 			h["Deprecation"] = deprecationValue
 			h["Sunset"] = sunsetValue
-			to := successorURL(successor, c)
 			// The first Link: this runs before the handler.
-			h["Link"] = []string{linkPrefix + to + `>; rel="successor-version"`}
+			h["Link"] = []string{to.fill(c, linkPrefix, `>; rel="successor-version"`)}
 			if !s.now().Before(sunset) {
-				return apiError(codeGone, "%s %s was removed on %s; use GET %s instead", op.Method, op.Path, sunset.Format(time.DateOnly), to)
+				return apiError(codeGone, "%s %s was removed on %s; use GET %s instead", op.Method, op.Path, sunset.Format(time.DateOnly), to.fill(c, "", ""))
 			}
 			return next(c)
 		}
 	}, nil
 }
 
-// successorURL fills the path parameters of the request into the
-// successor's URL template ({petId} in /pets?id={petId}), escaped for a
-// query, where the successor puts them.
-func successorURL(template string, c echo.Context) string {
-	names, values := c.ParamNames(), c.ParamValues()
-	for i, name := range names {
-		if i < len(values) {
-			template = strings.ReplaceAll(template, "{"+name+"}", url.QueryEscape(values[i]))
+// successorTemplate is the successor's URL template ({petId} in
+// /pets?id={petId}) cut at its parameters: literal text at even indexes,
+// the name of a path parameter at odd ones.
+type successorTemplate []string
+
+func parseSuccessor(template string) successorTemplate {
+	var t successorTemplate
+	for {
+		open := strings.IndexByte(template, '{')
+		end := strings.IndexByte(template[open+1:], '}')
+		if open < 0 || end < 0 {
+			return append(t, template)
+		}
+		t = append(t, template[:open], template[open+1:open+1+end])
+		template = template[open+1+end+1:]
+	}
+}
+
+// fill writes prefix, the successor's URL with the request's path
+// parameters escaped for a query, where the successor puts them, and
+// suffix, as one string.
+func (t successorTemplate) fill(c echo.Context, prefix, suffix string) string {
+	var b strings.Builder
+	b.Grow(len(prefix) + len(suffix) + 64)
+	b.WriteString(prefix)
+	for i, part := range t {
+		if i%2 == 0 {
+			b.WriteString(part)
+		} else {
+			b.WriteString(url.QueryEscape(c.Param(part)))
 		}
 	}
-	return template
+	b.WriteString(suffix)
+	return b.String()
 }
 
 func specDate(op *routers.Route, ext string) (time.Time, error) {

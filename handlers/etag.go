@@ -23,9 +23,24 @@ func appendETag(b []byte, version int64) []byte {
 	return append(b, '"')
 }
 
+// etagValues are the header values of the first versions, shared by every
+// answer as securityHeaders' are (each slice is full, so that an Add
+// copies it): most records are read at a low version.
+var etagValues = func() (v [32][]string) {
+	for i := range v {
+		v[i] = []string{string(appendETag(nil, int64(i)))}
+	}
+	return v
+}()
+
 // setETag puts the record's ETag on the answer.
 func setETag(c echo.Context, version int64) {
-	c.Response().Header()["Etag"] = []string{string(appendETag(make([]byte, 0, 24), version))}
+	if version >= 0 && version < int64(len(etagValues)) {
+		c.Response().Header()["Etag"] = etagValues[version]
+		return
+	}
+	var buf [24]byte
+	c.Response().Header()["Etag"] = []string{string(appendETag(buf[:0], version))}
 }
 
 // ifMatch returns the request's context carrying its If-Match, for the
