@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"petstore/domains/domaintest"
+	"petstore/store"
 )
 
 // focusedElement describes the element with the keyboard focus: its id,
@@ -340,5 +341,32 @@ func TestDashboardShowsEveryAPIKey(t *testing.T) {
 	waitText(t, ctx, "#keys tbody", last)
 	if n := run(t, ctx, "counting the keys", chromedp.Evaluate[int](`document.querySelectorAll('#keys tbody tr').length`)); n != keys {
 		t.Errorf("the dashboard shows %d keys, want %d", n, keys)
+	}
+}
+
+// TestDashboardRetriesALostAnswer: the answer to creating an API key is
+// lost on the way (the server created the key, then the connection
+// closed). The dashboard sends the request again with the same
+// Idempotency-Key and shows the secret of the key the server made: one
+// key exists, and the secret shown works.
+func TestDashboardRetriesALostAnswer(t *testing.T) {
+	t.Parallel()
+	ctx, ts := newTabAndServer(t, serverOptions{loseFirstAnswer: "/admin/api-keys"})
+	signIn(t, ctx, ts.url+"/dashboard/", chromedp.WaitVisible(chromedp.ID("view-project")))
+	do(t, ctx, "creating an API key whose first answer is lost", submitIn("api-keys", "key-form",
+		chromedp.SendKeys(chromedp.ID("key-name"), "lost answer"),
+		chromedp.WaitVisible(chromedp.ID("new-key"))))
+	secret := run(t, ctx, "reading the secret", chromedp.Value(chromedp.ID("new-key-secret")))
+	if status, _, b := ts.call(t, http.MethodPost, "/categories", `{"name":"Dogs"}`, map[string]string{"X-API-Key": secret}); status != http.StatusCreated {
+		t.Errorf("the secret shown does not authenticate: %d %s", status, b)
+	}
+	keys, _, err := ts.db.APIKeys(context.Background(), store.Page{})
+	if err != nil || len(keys) != 1 || keys[0].Name != "lost answer" {
+		t.Errorf("keys stored: %+v (%v), want the one", keys, err)
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if len(ts.keysSent) != 2 || ts.keysSent[0] == "" || ts.keysSent[0] != ts.keysSent[1] {
+		t.Errorf("Idempotency-Keys sent: %q, want one key twice", ts.keysSent)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,6 +48,9 @@ type testServer struct {
 	// ahead moves the domain manager's clock forward (nanoseconds), for
 	// what happens only after a while.
 	ahead atomic.Int64
+	// keysSent are the Idempotency-Keys of the POSTs to loseFirstAnswer.
+	mu       sync.Mutex
+	keysSent []string
 }
 
 func (ts *testServer) now() time.Time { return time.Now().Add(time.Duration(ts.ahead.Load())) }
@@ -66,6 +70,10 @@ type serverOptions struct {
 	// acmeDNSZone is --acme-dns-zone: domains get the records of a move
 	// without downtime. It implies dns.
 	acmeDNSZone string
+	// loseFirstAnswer is a path whose first POST the server carries out,
+	// then closes the connection without answering: the answer is lost on
+	// the way, as when the network drops.
+	loseFirstAnswer string
 }
 
 func newServer(t *testing.T, opt serverOptions) *testServer {
@@ -131,10 +139,40 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 	if err := srv.RecordDeploy(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
+	var h http.Handler = srv
+	if opt.loseFirstAnswer != "" {
+		h = ts.losingFirstAnswer(opt.loseFirstAnswer, srv)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	ts.url = hs.URL
 	return ts
+}
+
+// losingFirstAnswer serves the first POST to path with next, then closes
+// the connection instead of answering; it notes every such POST's
+// Idempotency-Key in ts.keysSent.
+func (ts *testServer) losingFirstAnswer(path string, next http.Handler) http.Handler {
+	var lost atomic.Bool
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != path {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ts.mu.Lock()
+		ts.keysSent = append(ts.keysSent, r.Header.Get("Idempotency-Key"))
+		ts.mu.Unlock()
+		if lost.Swap(true) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(httptest.NewRecorder(), r)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		conn.Close()
+	})
 }
 
 // serveOn serves h on addr (over TLS with tlsConfig) until the test ends.

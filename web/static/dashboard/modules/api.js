@@ -48,6 +48,22 @@ export async function apiList(path) {
   return items;
 }
 
+// Each POST carries an Idempotency-Key, and one whose answer is lost on
+// the way (the network dropped, a proxy restarted) is sent again with the
+// same key: the service then answers with the first answer instead of
+// doing the work twice (a second API key whose secret nobody saw). So is
+// one the service is still working on (409 idempotency_in_progress).
+const attempts = 3;
+
+function idempotencyKey() {
+  // crypto.randomUUID needs a secure context; the dashboard may be served
+  // over plain HTTP inside a private network.
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+const pause = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
+
 async function apiResponse(method, path, body, { signingIn = false } = {}) {
   const headers = { Accept: 'application/json', Authorization: `Bearer ${state.token}` };
   const init = { method, headers, credentials: 'omit', cache: 'no-store' };
@@ -55,11 +71,21 @@ async function apiResponse(method, path, body, { signingIn = false } = {}) {
     headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
+  const retry = method === 'POST';
+  if (retry) headers['Idempotency-Key'] = idempotencyKey();
   let res;
-  try {
-    res = await fetch(path, init);
-  } catch (err) {
-    throw new NetworkError(err.message);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      res = await fetch(path, init);
+    } catch (err) {
+      if (!retry || attempt >= attempts) throw new NetworkError(err.message);
+      await pause(500 * attempt);
+      continue;
+    }
+    if (!retry || res.status !== 409 || attempt >= attempts || res.headers.get('Idempotent-Replayed')) break;
+    const seconds = Number(res.headers.get('Retry-After'));
+    if (!(seconds > 0)) break; // a 409 of the request itself: its body says why
+    await pause(Math.min(seconds, 5) * 1000);
   }
   if (res.status === 204) return { data: null, headers: res.headers };
   let data = null;
