@@ -43,6 +43,19 @@ func submitIn(view, form string, fill chromedp.Action[chromedp.Void], then ...ch
 	}, then...)...)
 }
 
+// createKey creates an API key named name with the dashboard's form and
+// checks that the secret it shows authenticates.
+func createKey(t *testing.T, ctx context.Context, ts *testServer, name string) {
+	t.Helper()
+	do(t, ctx, "creating the API key "+name, submitIn("api-keys", "key-form",
+		chromedp.SendKeys(chromedp.ID("key-name"), name),
+		chromedp.WaitVisible(chromedp.ID("new-key"))))
+	secret := run(t, ctx, "reading the secret", chromedp.Value(chromedp.ID("new-key-secret")))
+	if status, _, b := ts.call(t, http.MethodPost, "/categories", `{"name":"Dogs"}`, map[string]string{"X-API-Key": secret}); status != http.StatusCreated {
+		t.Errorf("the secret shown does not authenticate: %d %s", status, b)
+	}
+}
+
 // domainCard is the CSS selector of a domain's card on the Domains page.
 func domainCard(name string) string { return fmt.Sprintf(`li.domain[data-name=%q]`, name) }
 
@@ -82,13 +95,7 @@ func TestDashboard(t *testing.T) {
 	waitText(t, ctx, "#project-address", project.DefaultAddress)
 
 	// API keys: the secret is shown once and works.
-	do(t, ctx, "creating an API key", submitIn("api-keys", "key-form",
-		chromedp.SendKeys(chromedp.ID("key-name"), "browser test"),
-		chromedp.WaitVisible(chromedp.ID("new-key"))))
-	secret := run(t, ctx, "reading the secret", chromedp.Value(chromedp.ID("new-key-secret")))
-	if status, _, b := ts.call(t, http.MethodPost, "/categories", `{"name":"Dogs"}`, map[string]string{"X-API-Key": secret}); status != http.StatusCreated {
-		t.Errorf("the secret shown does not authenticate: %d %s", status, b)
-	}
+	createKey(t, ctx, ts, "browser test")
 	waitText(t, ctx, "#keys tbody", "browser test")
 	do(t, ctx, "dismissing the secret", chromedp.Click(chromedp.ID("new-key-done")), chromedp.WaitNotVisible(chromedp.ID("new-key")))
 	if v := run(t, ctx, "reading the secret field", chromedp.Value(chromedp.ID("new-key-secret"))); v != "" {
@@ -353,13 +360,7 @@ func TestDashboardRetriesALostAnswer(t *testing.T) {
 	t.Parallel()
 	ctx, ts := newTabAndServer(t, serverOptions{loseFirstAnswer: "/admin/api-keys"})
 	signIn(t, ctx, ts.url+"/dashboard/", chromedp.WaitVisible(chromedp.ID("view-project")))
-	do(t, ctx, "creating an API key whose first answer is lost", submitIn("api-keys", "key-form",
-		chromedp.SendKeys(chromedp.ID("key-name"), "lost answer"),
-		chromedp.WaitVisible(chromedp.ID("new-key"))))
-	secret := run(t, ctx, "reading the secret", chromedp.Value(chromedp.ID("new-key-secret")))
-	if status, _, b := ts.call(t, http.MethodPost, "/categories", `{"name":"Dogs"}`, map[string]string{"X-API-Key": secret}); status != http.StatusCreated {
-		t.Errorf("the secret shown does not authenticate: %d %s", status, b)
-	}
+	createKey(t, ctx, ts, "lost answer")
 	keys, _, err := ts.db.APIKeys(context.Background(), store.Page{})
 	if err != nil || len(keys) != 1 || keys[0].Name != "lost answer" {
 		t.Errorf("keys stored: %+v (%v), want the one", keys, err)
