@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,7 +52,9 @@ type groupCall[In, Out any] struct {
 	err error
 	// gone says that the caller stopped waiting before its round began.
 	gone atomic.Bool
-	done chan struct{}
+	// panicked is what the round panicked with, and where.
+	panicked string
+	done     chan struct{}
 }
 
 // stall is how long a call waits for a round to take it before it starts
@@ -77,6 +81,12 @@ func (g *group[In, Out]) do(ctx context.Context, in In) (Out, error) {
 	for {
 		select {
 		case <-c.done:
+			if c.panicked != "" {
+				// In the caller's goroutine, which the server recovers
+				// (a 500, logged), rather than in the drain's, which
+				// would end the process.
+				panic(c.panicked)
+			}
 			return c.out, c.err
 		case <-stalled.C:
 			go g.drain(false) // takes c, unless a round has just taken it
@@ -114,12 +124,26 @@ func (g *group[In, Out]) drain(loop bool) {
 		g.queue = g.queue[:rest]
 		g.mu.Unlock()
 		if len(round) > 0 {
-			g.run(context.WithoutCancel(round[0].ctx), round)
+			g.runRecovered(round)
 		}
 		for _, c := range round {
 			close(c.done)
 		}
 	}
+}
+
+// runRecovered runs a round; a panic of it is handed to each of its
+// callers.
+func (g *group[In, Out]) runRecovered(round []*groupCall[In, Out]) {
+	defer func() {
+		if r := recover(); r != nil {
+			p := fmt.Sprintf("%v (in a round of %d calls)\n%s", r, len(round), debug.Stack())
+			for _, c := range round {
+				c.panicked = p
+			}
+		}
+	}()
+	g.run(context.WithoutCancel(round[0].ctx), round)
 }
 
 // newRecord is a record to create and the data of its event after its id.

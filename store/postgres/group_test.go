@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +45,30 @@ func TestRoundsDoNotWaitForAStuckRound(t *testing.T) {
 	close(release)
 	if out := <-first; out != 10 {
 		t.Errorf("the stuck round's answer: %d", out)
+	}
+}
+
+// A round that panics (a bug) hands the panic to each of its callers,
+// whose goroutines the server recovers, and the next round runs.
+func TestAPanickingRoundPanicsInItsCallers(t *testing.T) {
+	g := group[int, int]{max: maxRound, run: func(_ context.Context, round []*groupCall[int, int]) {
+		if round[0].in == 1 {
+			panic("bug")
+		}
+		for _, c := range round {
+			c.out = c.in
+		}
+	}}
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "bug") {
+				t.Errorf("the caller of a panicking round recovered %v", r)
+			}
+		}()
+		_, _ = g.do(context.Background(), 1)
+		t.Error("a panicking round answered")
+	}()
+	if out, err := g.do(context.Background(), 2); out != 2 || err != nil {
+		t.Errorf("the round after a panic: %d, %v", out, err)
 	}
 }
