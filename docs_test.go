@@ -94,11 +94,8 @@ func runWalkThrough(t *testing.T) (*instance, []string) {
 	blocks := walkThroughBlocks(t, string(readme))
 
 	in := start(t, nil, "--data", filepath.Join(t.TempDir(), "petstore.db"))
-	token := regexp.MustCompile(`admin token\s+(pat_\S+)`).FindStringSubmatch(in.out.String())
-	if token == nil {
-		t.Fatalf("no admin token printed:\n%s", in.out)
-	}
-	fill := strings.NewReplacer("ADMIN=pat_…", "ADMIN="+token[1], "http://localhost:8080", in.base)
+	token := in.printedToken(t)
+	fill := strings.NewReplacer("ADMIN=pat_…", "ADMIN="+token, "http://localhost:8080", in.base)
 
 	// The banner the quick start shows is the one the service prints.
 	_, banner, _ := strings.Cut(string(readme), "\n```\npetstore: listening on")
@@ -339,17 +336,14 @@ func TestOperationsBackupCommand(t *testing.T) {
 	}
 	block := docBlock(t, "docs/operations.md", "umask 077")
 	in := start(t, nil, "--data", filepath.Join(t.TempDir(), "petstore.db"))
-	token := regexp.MustCompile(`admin token\s+(pat_\S+)`).FindStringSubmatch(in.out.String())
-	if token == nil {
-		t.Fatalf("no admin token printed:\n%s", in.out)
-	}
-	if code, body := in.call(t, "PATCH", "/admin/project", `{"name":"Backed up"}`, "Authorization", "Bearer "+token[1]); code != 200 {
+	token := in.printedToken(t)
+	if code, body := in.call(t, "PATCH", "/admin/project", `{"name":"Backed up"}`, "Authorization", "Bearer "+token); code != 200 {
 		t.Fatalf("PATCH /admin/project: %d %s", code, body)
 	}
 	dir := t.TempDir()
 	cmd := exec.Command("bash", "-euc", strings.ReplaceAll(block, "http://localhost:8080", in.base))
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "ADMIN="+token[1])
+	cmd.Env = append(os.Environ(), "ADMIN="+token)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the backup command: %v\n%s", err, out)
 	}

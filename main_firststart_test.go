@@ -52,11 +52,8 @@ func TestFirstStartOnABusyPortLosesNoToken(t *testing.T) {
 	}
 
 	in := start(t, nil, "--data", data)
-	token := regexp.MustCompile(`admin token\s+(pat_\S+)`).FindStringSubmatch(in.out.String())
-	if token == nil {
-		t.Fatalf("the start on a free port printed no admin token:\n%s", in.out)
-	}
-	if code, body := in.call(t, "GET", "/admin/project", "", "Authorization", "Bearer "+token[1]); code != 200 {
+	token := in.printedToken(t)
+	if code, body := in.call(t, "GET", "/admin/project", "", "Authorization", "Bearer "+token); code != 200 {
 		t.Errorf("the printed token: %d %s", code, body)
 	}
 	in.stop(t)
@@ -70,7 +67,7 @@ func TestFirstStartOnABusyPortLosesNoToken(t *testing.T) {
 	if strings.Contains(again.out.String(), "pat_") {
 		t.Errorf("a later start printed a new token:\n%s", again.out)
 	}
-	if code, body := again.call(t, "GET", "/admin/project", "", "Authorization", "Bearer "+token[1]); code != 200 {
+	if code, body := again.call(t, "GET", "/admin/project", "", "Authorization", "Bearer "+token); code != 200 {
 		t.Errorf("the first token after a failed start: %d %s", code, body)
 	}
 }

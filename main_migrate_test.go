@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -29,11 +28,8 @@ func TestMigrateServesFromPostgreSQLWhatTheFileServed(t *testing.T) {
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	first := start(t, nil, "--data", data)
-	token := regexp.MustCompile(`admin token\s+(pat_\S+)`).FindStringSubmatch(first.out.String())
-	if token == nil {
-		t.Fatalf("no admin token printed:\n%s", first.out)
-	}
-	admin := []string{"Authorization", "Bearer " + token[1]}
+	token := first.printedToken(t)
+	admin := []string{"Authorization", "Bearer " + token}
 	code, body := first.call(t, "POST", "/admin/api-keys", `{"name":"move"}`, admin...)
 	if code != 201 {
 		t.Fatalf("creating an API key: %d %s", code, body)

@@ -65,6 +65,23 @@ func startWriting(t *testing.T, out output, env map[string]string, args ...strin
 	return nil
 }
 
+// printedToken waits for the admin token that a first start prints: the
+// store, and so the token, comes after the listeners and their banner.
+func (in *instance) printedToken(t *testing.T) string {
+	t.Helper()
+	printed := regexp.MustCompile(`admin token\s+(pat_\S+)`)
+	var token string
+	domaintest.WaitFor(t, time.Minute, 10*time.Millisecond, func() error {
+		m := printed.FindStringSubmatch(in.out.String())
+		if m == nil {
+			return fmt.Errorf("no admin token printed:\n%s", in.out)
+		}
+		token = m[1]
+		return nil
+	})
+	return token
+}
+
 func (in *instance) stop(t *testing.T) {
 	t.Helper()
 	in.stopWithin(t, 20*time.Second)
@@ -126,16 +143,13 @@ func (in *instance) do(client *http.Client, method, path, body string, header ..
 func TestRunServesAndSurvivesRestart(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	first := start(t, nil, "--data", data)
-	token := regexp.MustCompile(`admin token\s+(pat_\S+)`).FindStringSubmatch(first.out.String())
-	if token == nil {
-		t.Fatalf("the first start prints no admin token:\n%s", first.out)
-	}
+	token := first.printedToken(t)
 	for _, probe := range []string{"/healthz", "/readyz", "/openapi.yaml", "/openapi.json", "/"} {
 		if code, body := first.call(t, "GET", probe, ""); code != 200 {
 			t.Errorf("GET %s: %d %s", probe, code, body)
 		}
 	}
-	code, body := first.call(t, "POST", "/admin/api-keys", `{"name":"restart"}`, "Authorization", "Bearer "+token[1])
+	code, body := first.call(t, "POST", "/admin/api-keys", `{"name":"restart"}`, "Authorization", "Bearer "+token)
 	if code != 201 {
 		t.Fatalf("creating an API key: %d %s", code, body)
 	}
@@ -154,7 +168,7 @@ func TestRunServesAndSurvivesRestart(t *testing.T) {
 	first.stop(t)
 
 	second := start(t, nil, "--data", data)
-	if strings.Contains(second.out.String(), token[1]) {
+	if strings.Contains(second.out.String(), token) {
 		t.Error("the admin token is printed again at the second start")
 	}
 	for path, want := range map[string]string{
@@ -169,7 +183,7 @@ func TestRunServesAndSurvivesRestart(t *testing.T) {
 	if code, _ := second.call(t, "POST", "/categories", `{"name":"cats"}`, "X-API-Key", key.Secret); code != 201 {
 		t.Errorf("the API key does not work after restart: %d", code)
 	}
-	if code, body := second.call(t, "GET", "/admin/project", "", "Authorization", "Bearer "+token[1]); code != 200 || strings.Count(body, `"specSha256"`) != 1 {
+	if code, body := second.call(t, "GET", "/admin/project", "", "Authorization", "Bearer "+token); code != 200 || strings.Count(body, `"specSha256"`) != 1 {
 		t.Errorf("the admin token after restart, and one deploy for one spec: %d %s", code, body)
 	}
 }
