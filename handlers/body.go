@@ -66,15 +66,15 @@ const (
 // readAtMost reads the body, or limit+1 bytes of it when it is longer: one
 // allocation of the right size when the length is declared. It moves the
 // connection's read deadline along with what arrived (bodyMinRate), and
-// clears it after, when rc can (a net/http connection or HTTP/2 stream):
-// the server's own ReadTimeout still bounds the whole.
+// clears it after, when rc can (a net/http connection or HTTP/2 stream).
+// The server's own ReadTimeout still bounds the whole: a deadline replaces
+// the one net/http set from it, so none is set past it.
 func readAtMost(r *http.Request, limit int64, rc *http.ResponseController) ([]byte, error) {
-	body := io.Reader(r.Body)
-	start := time.Now()
-	if rc.SetReadDeadline(start.Add(bodyGrace)) == nil {
-		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-		body = &minRateReader{r: r.Body, rc: rc, start: start}
+	body := &minRateReader{r: r.Body, rc: rc, start: time.Now()}
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
+		body.last = body.start.Add(srv.ReadTimeout)
 	}
+	defer body.clear()
 	if r.ContentLength >= 0 {
 		data := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(body, data); err != nil {
@@ -86,19 +86,43 @@ func readAtMost(r *http.Request, limit int64, rc *http.ResponseController) ([]by
 }
 
 // minRateReader gives each read the deadline that what arrived so far
-// earned: bodyGrace plus a second for every bodyMinRate bytes.
+// earned: bodyGrace plus a second for every bodyMinRate bytes. Where rc
+// cannot set one (tests' recorders), it reads without.
 type minRateReader struct {
 	r     io.Reader
 	rc    *http.ResponseController
 	start time.Time
+	last  time.Time // no deadline after this; zero: none
 	n     int64
+	// set: a deadline was set, and clear must take it away; unsupported:
+	// rc refused one.
+	set, unsupported bool
 }
 
 func (m *minRateReader) Read(p []byte) (int, error) {
-	_ = m.rc.SetReadDeadline(m.start.Add(bodyGrace + time.Duration(m.n)*time.Second/bodyMinRate))
+	if !m.unsupported {
+		deadline := m.start.Add(bodyGrace + time.Duration(m.n)*time.Second/bodyMinRate)
+		if !m.last.IsZero() && deadline.After(m.last) {
+			deadline = m.last
+		}
+		if m.rc.SetReadDeadline(deadline) == nil {
+			m.set = true
+		} else {
+			m.unsupported = true
+		}
+	}
 	n, err := m.r.Read(p)
 	m.n += int64(n)
 	return n, err
+}
+
+// clear takes the body's deadline away once the body is read: a deadline
+// left on the connection would fail net/http's background read while the
+// handler runs, and cancel the request.
+func (m *minRateReader) clear() {
+	if m.set {
+		_ = m.rc.SetReadDeadline(time.Time{})
+	}
 }
 
 func bodyTooLarge(c echo.Context, limit int64) error {

@@ -488,14 +488,23 @@ func TestBodyErrorsAreNotCredentialErrors(t *testing.T) {
 		{"shorter than its Content-Length", addr, "PUT", "/categories/1", apiKey, "Content-Length: 100", `{"name":"cats"}`, true, 400},
 		{"admin, shorter than its Content-Length", addr, "PATCH", "/admin/project", admin, "Content-Length: 100", `{"plan":"pro"}`, true, 400},
 		{"too slow", slow.Listener.Addr().String(), "POST", "/pets", apiKey, "Content-Length: 100", pet, false, 408},
+		// Within the read timeout of main.go's server (30 s): the body's
+		// own deadline, its grace and the bytes that came, ends it first.
+		{"below the minimum rate", addr, "POST", "/pets", apiKey, "Content-Length: 100", pet, false, 408},
 		{"no body taken, chunked past the limit", addr, "DELETE", "/pets/999", apiKey, "Transfer-Encoding: chunked", chunked(big[:40<<10], big[40<<10:]), false, 400},
 		{"wrong key, readable body", addr, "POST", "/pets", "X-API-Key: psk_wrong", fmt.Sprintf("Content-Length: %d", len(pet)), pet, false, 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n%s\r\n%s\r\n\r\n", tc.method, tc.path, tc.credential, tc.framing)
+			start := time.Now()
 			res, got := sendBody(t, tc.addr, head, tc.body, tc.cut)
 			if res.StatusCode != tc.want {
 				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.want, got)
+			}
+			// The body's own deadline (its grace of 5 s and more for each
+			// byte) never outlasts the server's read timeout of 1 s.
+			if took := time.Since(start); tc.addr == slow.Listener.Addr().String() && took >= 4*time.Second {
+				t.Errorf("the answer took %v: the body's deadline outlasted the server's read timeout", took)
 			}
 			if res.StatusCode >= 400 && tc.want != http.StatusUnauthorized && !res.Close {
 				t.Errorf("a body that could not be used leaves the connection open")

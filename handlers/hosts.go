@@ -24,7 +24,7 @@ func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
 		if req.TLS != nil && req.TLS.ServerName != "" && !strings.EqualFold(domains.HostName(req.Host), req.TLS.ServerName) {
 			return apiError(codeUnknownHost, "the Host header does not match the TLS server name")
 		}
-		if onCleartextListener(req) && operatorPath(req.URL.Path) {
+		if operatorPath(req.URL.Path) && onCleartextListener(req) { // the path first: the mark is a walk up the context
 			return echo.ErrNotFound
 		}
 		r := s.domains.Route(req.Host)

@@ -74,9 +74,25 @@ func (f *inFlight) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			return apiError(codeUnavailable, "%s; retry after the seconds in Retry-After", limit)
 		}
 		defer f.release(k)
-		// Not supported by every ResponseWriter (tests' recorders): then
-		// the server's own write timeout stands.
-		_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Now().Add(responseWriteTimeout))
+		setWriteDeadline(c.Response().Writer, time.Now().Add(responseWriteTimeout))
 		return next(c)
+	}
+}
+
+// setWriteDeadline is http.ResponseController's SetWriteDeadline without
+// the controller, which escapes to the heap on every request: it unwraps
+// w until a writer takes the deadline. Not every ResponseWriter does
+// (tests' recorders): then the server's own write timeout stands.
+func setWriteDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch u := w.(type) {
+		case interface{ SetWriteDeadline(time.Time) error }:
+			_ = u.SetWriteDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = u.Unwrap()
+		default:
+			return
+		}
 	}
 }
