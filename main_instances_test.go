@@ -338,16 +338,9 @@ func holdValidations(t *testing.T, addr string, hold time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			time.AfterFunc(hold, func() { conn.Close() })
-		}
-	}()
+	domaintest.ServeConns(t, ln, func(c net.Conn) {
+		time.AfterFunc(hold, func() { c.Close() })
+	})
 }
 
 // Two instances on one database: each event is delivered once, by one of

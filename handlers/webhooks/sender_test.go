@@ -14,6 +14,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"petstore/domains/domaintest"
 	"petstore/handlers/webhooks/webhooktest"
 	"petstore/store"
 )
@@ -44,19 +45,12 @@ func newRawReceiver(t *testing.T, secret string, answerAfter int, closeAfterOne 
 		t.Fatal(err)
 	}
 	r := &rawReceiver{t: t, ln: ln, verify: wh, answerAfter: answerAfter, closeAfterOne: closeAfterOne}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			r.mu.Lock()
-			r.conns++
-			r.mu.Unlock()
-			go r.serve(c)
-		}
-	}()
+	domaintest.ServeConns(t, ln, func(c net.Conn) {
+		r.mu.Lock()
+		r.conns++
+		r.mu.Unlock()
+		go r.serve(c)
+	})
 	return r
 }
 
