@@ -705,17 +705,9 @@ func TestBackupRestoresThroughTheService(t *testing.T) {
 	// A second service with its own data file, then stopped: the file the
 	// backup replaces.
 	path := filepath.Join(t.TempDir(), "petstore.db")
-	other, err := boltstore.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := store.Category{Name: "old data"}
-	if err := other.CreateCategory(context.Background(), &c); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.Close(); err != nil {
-		t.Fatal(err)
-	}
+	domaintest.WriteStoreFile(t, path, func(other *boltstore.DB) error {
+		return other.CreateCategory(context.Background(), &store.Category{Name: "old data"})
+	})
 	if err := os.WriteFile(path, body, 0o600); err != nil {
 		t.Fatal(err)
 	}
