@@ -630,11 +630,11 @@ func killNineEvents(t *testing.T, bin string, storeArgs ...string) {
 	for _, d := range rcv.Deliveries() {
 		if old, ok := bodies[d.ID]; ok {
 			dups++
-			if old != string(d.Body) {
+			if old != d.Body {
 				t.Errorf("webhook-id %s came with two bodies:\n%s\n%s", d.ID, old, d.Body)
 			}
 		}
-		bodies[d.ID] = string(d.Body)
+		bodies[d.ID] = d.Body
 	}
 	t.Logf("%d acknowledged pets over 3 kills, every pet.created received; %d events in all, %d deliveries repeated (same webhook-id and body)", n, len(bodies), dups)
 }

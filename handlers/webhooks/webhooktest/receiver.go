@@ -27,10 +27,10 @@ type Event struct {
 
 // Delivery is one request a receiver accepted, its signature verified.
 type Delivery struct {
-	// ID and Timestamp are the webhook-id and webhook-timestamp headers.
-	ID, Timestamp string
-	Body          []byte
-	Event         Event
+	// ID and Timestamp are the webhook-id and webhook-timestamp headers,
+	// Body the request's body.
+	ID, Timestamp, Body string
+	Event               Event
 }
 
 // Options say how a receiver judges and answers deliveries.
@@ -126,7 +126,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json" {
 		r.refuse(body, fmt.Errorf("a delivery sent as %s %s", req.Method, req.Header.Get("Content-Type")))
 	}
-	d := Delivery{ID: req.Header.Get("webhook-id"), Timestamp: req.Header.Get("webhook-timestamp"), Body: body}
+	d := Delivery{ID: req.Header.Get("webhook-id"), Timestamp: req.Header.Get("webhook-timestamp"), Body: string(body)}
 	if err := json.Unmarshal(body, &d.Event); err != nil || d.Event.ID != d.ID {
 		r.refuse(body, fmt.Errorf("delivery %s (webhook-id %s): %v", body, d.ID, err))
 	}
