@@ -8,8 +8,9 @@ import (
 	"petstore/store"
 )
 
-// table is an entity bucket: records of type T by id, how one is decoded,
-// and what a missing one is called in errors.
+// table is an entity bucket: records of type T by id, how one is decoded
+// (and, for the tables that insert creates records in, stored), what a
+// missing one is called in errors, and where its version is kept.
 type table[T any] struct {
 	bucket []byte
 	decode func(id int64, v []byte) (T, error)
@@ -45,9 +46,9 @@ var (
 )
 
 // insert stores rec as a new record of t, with its index entries, under an
-// id drawn from t's sequence, and sets its id (and version 1). Drawing an id is a write:
-// insert belongs to a write's apply phase, after every check (an order's
-// id is drawn once its stock is known to suffice).
+// id drawn from t's sequence, and sets its id (and version 1). Drawing an
+// id is a write: insert belongs to a write's apply phase, after every
+// check (an order's id is drawn once its stock is known to suffice).
 func (t table[T]) insert(tx *bolt.Tx, rec *T) error {
 	b := tx.Bucket(t.bucket)
 	id, err := nextID(b)
