@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/store"
-	"petstore/store/boltstore"
+	"petstore/domains/domaintest"
 )
 
 // runOnce runs the service on a data file and returns run's error; a
@@ -36,13 +35,7 @@ func TestRunRefusesDamagedDataFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	cut := filepath.Join(dir, "cut.db")
-	db, err := boltstore.Open(cut, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	domaintest.WriteStoreFile(t, cut, nil)
 	if err := os.Truncate(cut, 8<<10); err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,8 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	stdlog "log"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,10 +19,10 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"petstore/domains/certs"
 	"petstore/domains/domaintest"
+	"petstore/handlers/webhooks/webhooktest"
 	"petstore/store"
 )
 
@@ -375,40 +372,16 @@ type certEvent struct {
 	} `json:"data"`
 }
 
-// certReceiver is a webhook receiver of the test's own: it verifies every
-// signature with the Standard Webhooks library and keeps each delivery.
-type certReceiver struct {
-	mu     sync.Mutex
-	verify *standardwebhooks.Webhook
-	got    []certEvent
-	times  map[string]int // webhook-id -> deliveries
-	bad    []string
-}
-
-func (r *certReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.verify == nil || r.verify.Verify(body, req.Header) != nil {
-		r.bad = append(r.bad, string(body))
-		w.WriteHeader(http.StatusUnauthorized)
-		return
+// certEvents are the certificate events rcv accepted, each once, in the
+// order of their ids, and their types.
+func certEvents(t *testing.T, rcv *webhooktest.Receiver) (types []string, events []certEvent) {
+	for _, e := range rcv.Events() {
+		ce := certEvent{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt}
+		if err := json.Unmarshal(e.Data, &ce.Data); err != nil {
+			t.Fatalf("%s: %v", e.Type, err)
+		}
+		events = append(events, ce)
 	}
-	var e certEvent
-	if err := json.Unmarshal(body, &e); err != nil || e.ID != req.Header.Get("webhook-id") {
-		r.bad = append(r.bad, string(body))
-	}
-	if r.times[e.ID]++; r.times[e.ID] == 1 {
-		r.got = append(r.got, e)
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// types lists the types received, in the order of their ids.
-func (r *certReceiver) types() (types []string, events []certEvent) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	events = slices.Clone(r.got)
 	slices.SortFunc(events, func(a, b certEvent) int { return strings.Compare(a.ID, b.ID) })
 	for _, e := range events {
 		types = append(types, e.Type)
@@ -436,9 +409,8 @@ func TestCertificateFailsThenExpiresDeliveredOnce(t *testing.T) {
 	if err := os.WriteFile(rootFile, pebble.RootsPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rcv := &certReceiver{times: map[string]int{}}
-	srv := httptest.NewServer(rcv)
-	defer srv.Close()
+	// Lenient: what it refuses is listed at the end.
+	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true})
 
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	args := func(renew string) []string {
@@ -461,18 +433,12 @@ func TestCertificateFailsThenExpiresDeliveredOnce(t *testing.T) {
 		Secret string `json:"secret"`
 	}
 	types := []string{store.EventCertIssued, store.EventCertRenewed, store.EventCertFailed, store.EventCertExpiring, store.EventCertExpired}
-	subscribe, _ := json.Marshal(map[string]any{"url": srv.URL, "events": types})
+	subscribe, _ := json.Marshal(map[string]any{"url": rcv.URL, "events": types})
 	code, body := first.call(t, "POST", "/admin/webhooks", string(subscribe), adminAuth...)
 	if code != 201 || json.Unmarshal([]byte(body), &hook) != nil {
 		t.Fatalf("creating the webhook: %d %s", code, body)
 	}
-	wh, err := standardwebhooks.NewWebhook(hook.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rcv.mu.Lock()
-	rcv.verify = wh
-	rcv.mu.Unlock()
+	rcv.Trust(hook.Secret)
 
 	const name = "www.expiring.test"
 	dns.SetCNAME(t, name, domaintest.CNAMETarget)
@@ -484,7 +450,7 @@ func TestCertificateFailsThenExpiresDeliveredOnce(t *testing.T) {
 	}
 	var issued certEvent
 	domaintest.WaitFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		got, events := rcv.types()
+		got, events := certEvents(t, rcv)
 		if len(got) == 0 {
 			return fmt.Errorf("no certificate.issued delivered")
 		}
@@ -504,12 +470,12 @@ func TestCertificateFailsThenExpiresDeliveredOnce(t *testing.T) {
 	second := start(t, env, args("1s")...)
 	defer second.stop(t)
 	domaintest.WaitFor(t, time.Until(notAfter)+(lifetime+30)*time.Second, 100*time.Millisecond, func() error {
-		if got, _ := rcv.types(); !slices.Contains(got, store.EventCertExpired) {
+		if got, _ := certEvents(t, rcv); !slices.Contains(got, store.EventCertExpired) {
 			return fmt.Errorf("delivered so far: %v", got)
 		}
 		return nil
 	})
-	got, events := rcv.types()
+	got, events := certEvents(t, rcv)
 	for _, e := range events {
 		if e.Type == store.EventCertRenewed && e.Data.Certificate.NotAfter != nil {
 			cert = e.Data.Certificate
@@ -553,15 +519,17 @@ func TestCertificateFailsThenExpiresDeliveredOnce(t *testing.T) {
 	if failed == 0 || expiring != 1 || expired != 1 {
 		t.Errorf("delivered %v: want certificate.issued, certificate.failed (at least once), one certificate.expiring, one certificate.expired", got)
 	}
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
-	for id, n := range rcv.times {
+	times := map[string]int{} // webhook-id -> deliveries
+	for _, d := range rcv.Deliveries() {
+		times[d.ID]++
+	}
+	for id, n := range times {
 		if n != 1 {
 			t.Errorf("event %s delivered %d times", id, n)
 		}
 	}
-	if len(rcv.bad) > 0 {
-		t.Errorf("deliveries refused (bad signature or envelope): %q", rcv.bad)
+	if bad := rcv.Rejected(); len(bad) > 0 {
+		t.Errorf("deliveries refused (bad signature or envelope): %q", bad)
 	}
 }
 

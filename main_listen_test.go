@@ -117,20 +117,13 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.db")
 	// Tens of MB: far more than the socket buffers between server and
 	// client hold, so the copy is still running when shutdown comes.
-	db, err := boltstore.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := &store.Category{Name: "bulk"}
-	if err := db.CreateCategory(context.Background(), cat); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.ImportPets(context.Background(), cat.ID, 100_000, store.StatusAvailable); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	domaintest.WriteStoreFile(t, path, func(db *boltstore.DB) error {
+		cat := &store.Category{Name: "bulk"}
+		if err := db.CreateCategory(context.Background(), cat); err != nil {
+			return err
+		}
+		return db.ImportPets(context.Background(), cat.ID, 100_000, store.StatusAvailable)
+	})
 
 	in := start(t, nil, "--admin-token", domaintest.AdminToken, "--data", path, "--shutdown-timeout", "1s")
 
@@ -163,7 +156,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 	if !strings.Contains(in.out.String(), "aborting backups in flight") {
 		t.Errorf("the log does not say that the backup was aborted:\n%s", in.out)
 	}
-	db, err = boltstore.Open(path, store.Options{})
+	db, err := boltstore.Open(path, store.Options{})
 	if err != nil {
 		t.Fatalf("the data file did not close: %v", err)
 	}

@@ -101,22 +101,20 @@ func TestMigrateServesFromPostgreSQLWhatTheFileServed(t *testing.T) {
 func TestMigrateNamesTextPostgreSQLCannotStore(t *testing.T) {
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
-	db, err := boltstore.Open(data, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := store.Category{Name: "dogs\x00"}
-	if err := db.CreateCategory(context.Background(), &c); err != nil {
-		t.Fatal(err)
-	}
-	p := store.Pet{Name: "Re\x00x", CategoryID: c.ID}
-	if err := db.CreatePet(context.Background(), &p); err != nil {
-		t.Fatalf("bbolt no longer keeps U+0000 (write this file another way): %v", err)
-	}
-	db.Close()
+	domaintest.WriteStoreFile(t, data, func(db *boltstore.DB) error {
+		c := store.Category{Name: "dogs\x00"}
+		if err := db.CreateCategory(context.Background(), &c); err != nil {
+			return err
+		}
+		p := store.Pet{Name: "Re\x00x", CategoryID: c.ID}
+		if err := db.CreatePet(context.Background(), &p); err != nil {
+			return fmt.Errorf("bbolt no longer keeps U+0000 (write this file another way): %w", err)
+		}
+		return nil
+	})
 
 	var out bytes.Buffer
-	err = run(context.Background(), []string{"migrate", "--data", data, "--database", url}, func(string) string { return "" }, &out)
+	err := run(context.Background(), []string{"migrate", "--data", data, "--database", url}, func(string) string { return "" }, &out)
 	if err == nil || !strings.Contains(err.Error(), "2 records") || !strings.Contains(out.String(), "Pets 1.Name") || !strings.Contains(out.String(), "Categories 1.Name") {
 		t.Fatalf("migrate of a file with U+0000: %v\n%s", err, out.String())
 	}

@@ -183,24 +183,18 @@ func blackHole(t *testing.T) (addr string, accepted func() int) {
 	var mu sync.Mutex
 	var held []net.Conn
 	n := 0
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			n++
-			mu.Unlock()
-		}
-	}()
+	// Registered first, run last: the listener is closed before these.
 	t.Cleanup(func() {
-		ln.Close()
 		mu.Lock()
 		for _, c := range held {
 			c.Close()
 		}
+		mu.Unlock()
+	})
+	domaintest.ServeConns(t, ln, func(c net.Conn) {
+		mu.Lock()
+		held = append(held, c)
+		n++
 		mu.Unlock()
 	})
 	return ln.Addr().String(), func() int {

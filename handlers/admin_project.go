@@ -59,12 +59,8 @@ func (s *Server) updateProject(c echo.Context) error {
 				return store.Errorf(store.EINVALID, "body.name: must not be blank")
 			}
 		}
-		if in.Slug != nil {
-			p.Slug = *in.Slug
-		}
-		if in.Plan != nil {
-			p.Plan = *in.Plan
-		}
+		given(&p.Slug, in.Slug)
+		given(&p.Plan, in.Plan)
 		return nil
 	})
 	if err != nil {

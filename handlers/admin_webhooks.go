@@ -52,7 +52,10 @@ func (s *Server) checkWebhook(c echo.Context, in webhookIn) error {
 	return nil
 }
 
-func (s *Server) createWebhook(c echo.Context) error {
+// decodeNewWebhook reads and judges the body of POST /admin/webhooks into
+// the webhook to create, enabled unless it says otherwise, with a new
+// secret.
+func (s *Server) decodeNewWebhook(c echo.Context, w *store.Webhook) error {
 	in, err := s.readWebhook(c)
 	if err != nil {
 		return err
@@ -61,17 +64,10 @@ func (s *Server) createWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	w := store.Webhook{URL: *in.URL, Events: *in.Events, Enabled: true, Secret: secret}
-	if in.Description != nil {
-		w.Description = *in.Description
-	}
-	if in.Enabled != nil {
-		w.Enabled = *in.Enabled
-	}
-	if err := s.store.CreateWebhook(c.Request().Context(), &w); err != nil {
-		return err
-	}
-	return sendAnswer(c, webhookCreated, &w)
+	*w = store.Webhook{URL: *in.URL, Events: *in.Events, Enabled: true, Secret: secret}
+	given(&w.Description, in.Description)
+	given(&w.Enabled, in.Enabled)
+	return nil
 }
 
 // webhookCreated is the answer to POST /admin/webhooks: the only one that
@@ -124,15 +120,9 @@ func (s *Server) updateWebhook(c echo.Context) error {
 		return err
 	}
 	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
-		if in.URL != nil {
-			w.URL = *in.URL
-		}
-		if in.Events != nil {
-			w.Events = *in.Events
-		}
-		if in.Description != nil {
-			w.Description = *in.Description
-		}
+		given(&w.URL, in.URL)
+		given(&w.Events, in.Events)
+		given(&w.Description, in.Description)
 		if in.Enabled != nil {
 			if *in.Enabled && !w.Enabled {
 				// Enabled again: its failures start over.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"petstore/handlers/webhooks/webhooktest"
 	"petstore/store"
 	"petstore/store/postgres/pgtest"
 )
@@ -477,7 +478,7 @@ func TestRepeatedQueryParametersAreRefused(t *testing.T) {
 	ts := newTestServer(t, withEvents(t))
 	ts.do(http.MethodPost, "/categories", `{"name":"dogs"}`).wantStatus(http.StatusCreated)
 	// Webhook 1, whose deliveries take a cursor.
-	ts.adminDo(http.MethodPost, "/admin/webhooks", `{"url":"`+newHookReceiver(t).srv.URL+`","events":["*"]}`).wantStatus(http.StatusCreated)
+	ts.adminDo(http.MethodPost, "/admin/webhooks", `{"url":"`+webhooktest.Start(t, webhooktest.Options{}).URL+`","events":["*"]}`).wantStatus(http.StatusCreated)
 	h := http.Header{"X-Api-Key": {ts.apiKey}, "Authorization": {"Bearer " + ts.admin}}
 	pub, admin := specs(t)
 	n := 0

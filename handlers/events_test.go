@@ -5,20 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"petstore/domains/domaintest"
 	"petstore/handlers"
 	"petstore/handlers/webhooks"
+	"petstore/handlers/webhooks/webhooktest"
 	"petstore/store"
 )
 
@@ -36,64 +32,6 @@ func withEvents(tb testing.TB) serverOption {
 	}
 }
 
-// hookReceiver is a real HTTP receiver that verifies every delivery with
-// the Standard Webhooks library, independent of the service's signer.
-type hookReceiver struct {
-	tb     testing.TB
-	srv    *httptest.Server
-	mu     sync.Mutex
-	verify *standardwebhooks.Webhook
-	got    []sentEvent
-	ids    map[string]bool
-}
-
-type sentEvent struct {
-	ID   string          `json:"id"`
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
-
-func newHookReceiver(tb testing.TB) *hookReceiver {
-	r := &hookReceiver{tb: tb, ids: map[string]bool{}}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.verify == nil || r.verify.Verify(body, req.Header) != nil {
-			r.tb.Errorf("a delivery failed verification: %s", body)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		var e sentEvent
-		if err := json.Unmarshal(body, &e); err != nil || e.ID != req.Header.Get("webhook-id") {
-			r.tb.Errorf("delivery %s: %v", body, err)
-		}
-		if !r.ids[e.ID] { // at least once: deduplicated on webhook-id
-			r.ids[e.ID] = true
-			r.got = append(r.got, e)
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	tb.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *hookReceiver) setSecret(secret string) {
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		r.tb.Fatal(err)
-	}
-	r.mu.Lock()
-	r.verify = wh
-	r.mu.Unlock()
-}
-
-func (r *hookReceiver) events() []sentEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.got)
-}
-
 type webhookJSON struct {
 	ID      int64  `json:"id"`
 	Secret  string `json:"secret"`
@@ -105,18 +43,18 @@ type webhookJSON struct {
 // resources as the API answered them.
 func TestWebhookSession(t *testing.T) {
 	ts := newTestServer(t, withEvents(t))
-	rcv := newHookReceiver(t)
+	rcv := webhooktest.Start(t, webhooktest.Options{})
 	ts.adminDo("PATCH", "/admin/project", `{"plan":"pro"}`).wantStatus(200)
 
 	ts.adminDo("POST", "/admin/webhooks", `{"url":"ftp://example.com/","events":["*"]}`).wantError(422, store.EUNPROCESSABLE)
-	ts.adminDo("POST", "/admin/webhooks", `{"url":"`+rcv.srv.URL+`","events":["pet.eaten"]}`).wantError(400, store.EINVALID)
+	ts.adminDo("POST", "/admin/webhooks", `{"url":"`+rcv.URL+`","events":["pet.eaten"]}`).wantError(400, store.EINVALID)
 	var w webhookJSON
-	res := ts.adminDo("POST", "/admin/webhooks", `{"url":"`+rcv.srv.URL+`","events":["*"],"description":"all"}`).wantStatus(201)
+	res := ts.adminDo("POST", "/admin/webhooks", `{"url":"`+rcv.URL+`","events":["*"],"description":"all"}`).wantStatus(201)
 	res.decode(&w)
 	if !strings.HasPrefix(w.Secret, "whsec_") || !w.Enabled {
 		t.Fatalf("created webhook: %s", res.body)
 	}
-	rcv.setSecret(w.Secret)
+	rcv.Trust(w.Secret)
 	path := fmt.Sprint("/admin/webhooks/", w.ID)
 	if body := string(ts.adminDo("GET", path, "").wantStatus(200).body); strings.Contains(body, "whsec_") {
 		t.Errorf("GET shows the secret: %s", body)
@@ -175,16 +113,16 @@ func TestWebhookSession(t *testing.T) {
 		{store.EventDomainRemoved, `{"name":"shop.example.test"}`},
 		{store.EventPetDeleted, fmt.Sprintf(`{"id":%d}`, pet.ID)},
 	}
-	var got []sentEvent
+	var got []webhooktest.Event
 	domaintest.WaitFor(t, 20*time.Second, 10*time.Millisecond, func() error {
-		got = rcv.events()
+		got = rcv.Events()
 		if len(got) < len(want) {
 			return fmt.Errorf("%d events received, want %d", len(got), len(want))
 		}
 		return nil
 	})
 	// Delivery promises no order: sort by id, which is creation order.
-	slices.SortFunc(got, func(a, b sentEvent) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(got, func(a, b webhooktest.Event) int { return strings.Compare(a.ID, b.ID) })
 	if len(got) != len(want) {
 		t.Errorf("received %d events, want %d: %v", len(got), len(want), got)
 	}
@@ -195,7 +133,7 @@ func TestWebhookSession(t *testing.T) {
 	}
 
 	// The other operations: test, rotate, deliveries, retry, events pages.
-	var test sentEvent
+	var test webhooktest.Event
 	ts.adminDo("POST", path+"/test", "").wantStatus(202).decode(&test)
 	var deliveries []struct {
 		ID      int64  `json:"id"`
@@ -203,7 +141,7 @@ func TestWebhookSession(t *testing.T) {
 		State   string `json:"state"`
 	}
 	domaintest.WaitFor(t, 20*time.Second, 10*time.Millisecond, func() error {
-		for _, e := range rcv.events() {
+		for _, e := range rcv.Events() {
 			if e.ID == test.ID && e.Type == store.EventWebhookTest {
 				return nil
 			}
@@ -224,7 +162,7 @@ func TestWebhookSession(t *testing.T) {
 	if rotated.Secret == w.Secret || !strings.HasPrefix(rotated.Secret, "whsec_") {
 		t.Errorf("rotated secret: %q", rotated.Secret)
 	}
-	rcv.setSecret(rotated.Secret)
+	rcv.Trust(rotated.Secret)
 	ts.adminDo("POST", fmt.Sprintf("%s/deliveries/%d/retry", path, deliveries[0].ID), "").wantStatus(202)
 	domaintest.WaitFor(t, 20*time.Second, 10*time.Millisecond, func() error {
 		ts.adminDo("GET", path+"/deliveries?limit=1", "").wantStatus(200).decode(&deliveries)
@@ -308,7 +246,7 @@ func TestEventStreamResumes(t *testing.T) {
 	for i := range 5 {
 		ts.do("POST", "/pets", fmt.Sprintf(`{"name":"m%d","categoryId":%d}`, i, cat.ID)).wantStatus(201)
 	}
-	var page []sentEvent
+	var page []webhooktest.Event
 	ts.do("GET", "/events?after="+id2, "").wantStatus(200).decode(&page)
 	for _, e := range page {
 		missed = append(missed, e.ID)

@@ -16,6 +16,7 @@ import (
 
 	"petstore/domains/domaintest"
 	"petstore/handlers"
+	"petstore/handlers/webhooks/webhooktest"
 	"petstore/store"
 	"petstore/store/postgres/pgtest"
 )
@@ -426,8 +427,8 @@ func testAdminKeys(t *testing.T, ts *testServer, raw rawStore, rawHooks bool) {
 	ts.adminKeyed("POST", "/admin/webhooks", `{"url":"http://127.0.0.1:9/","events":["pet.created"]}`, kKey).wantError(422, store.EIDEMPOTENCYREUSED)
 
 	// A webhook: created once, its signing secret answered twice.
-	rcv := newHookReceiver(t)
-	hookBody := `{"url":"` + rcv.srv.URL + `","events":["pet.created"]}`
+	rcv := webhooktest.Start(t, webhooktest.Options{})
+	hookBody := `{"url":"` + rcv.URL + `","events":["pet.created"]}`
 	hook := ts.adminKeyed("POST", "/admin/webhooks", hookBody, kHook).wantStatus(201)
 	ts.adminKeyed("POST", "/admin/webhooks", hookBody, kHook).wantReplayOf(hook)
 	var w webhookJSON
@@ -448,12 +449,12 @@ func testAdminKeys(t *testing.T, ts *testServer, raw rawStore, rawHooks bool) {
 	if rw.Secret == w.Secret || rw.Secret == "" {
 		t.Fatalf("rotated secret %q, first %q", rw.Secret, w.Secret)
 	}
-	rcv.setSecret(rw.Secret)
+	rcv.Trust(rw.Secret)
 
 	// One test event, however often it is retried.
 	test := ts.adminKeyed("POST", path+"/test", "", kTest).wantStatus(202)
 	ts.adminKeyed("POST", path+"/test", "", kTest).wantReplayOf(test)
-	var ev sentEvent
+	var ev webhooktest.Event
 	test.decode(&ev)
 	var deliveries []struct {
 		ID      int64  `json:"id"`
@@ -467,7 +468,7 @@ func testAdminKeys(t *testing.T, ts *testServer, raw rawStore, rawHooks bool) {
 		}
 		return nil
 	})
-	if got := rcv.events(); len(got) != 1 || got[0].ID != ev.ID {
+	if got := rcv.Events(); len(got) != 1 || got[0].ID != ev.ID {
 		t.Errorf("received %+v, want the one test event %s", got, ev.ID)
 	}
 

@@ -55,7 +55,9 @@ func decodeOrder(c echo.Context) (orderInput, error) {
 	return in, nil
 }
 
-func (s *Server) placeOrder(c echo.Context) error {
+// decodeNewOrder reads the body of POST /store/orders into the order to
+// place: one unit unless it says otherwise.
+func decodeNewOrder(c echo.Context, o *store.Order) error {
 	in, err := decodeOrder(c)
 	if err != nil {
 		return err
@@ -63,17 +65,10 @@ func (s *Server) placeOrder(c echo.Context) error {
 	if in.PetID == nil {
 		return apiError(store.EINVALID, "body.petId: is required to place an order")
 	}
-	o := store.Order{PetID: *in.PetID, Quantity: 1, ShipDate: in.ShipDate}
-	if in.Quantity != nil {
-		o.Quantity = *in.Quantity
-	}
-	if in.Complete != nil {
-		o.Complete = *in.Complete
-	}
-	if err := s.store.PlaceOrder(c.Request().Context(), &o); err != nil {
-		return err
-	}
-	return sendAnswer(c, orderPlaced, &o)
+	*o = store.Order{PetID: *in.PetID, Quantity: 1, ShipDate: in.ShipDate}
+	given(&o.Quantity, in.Quantity)
+	given(&o.Complete, in.Complete)
+	return nil
 }
 
 // orderPlaced is the answer to POST /store/orders.

@@ -35,6 +35,14 @@ func decodeBody(c echo.Context, v any) error {
 	return nil
 }
 
+// given sets *field to what a body member decoded into v, when the body
+// has the member: one left out (nil) leaves the field as it is.
+func given[T any](field *T, v *T) {
+	if v != nil {
+		*field = *v
+	}
+}
+
 // decodeError names the body field a decoding error is about.
 func decodeError(err error) error {
 	var (

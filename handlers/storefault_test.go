@@ -221,33 +221,27 @@ func startRelay(t *testing.T, target string) *relay {
 		t.Fatal(err)
 	}
 	r := &relay{addr: ln.Addr().String(), target: target, conns: map[net.Conn]bool{}}
-	r.serve(ln)
+	r.serve(t, ln)
 	t.Cleanup(r.cut)
 	return r
 }
 
-func (r *relay) serve(ln net.Listener) {
+func (r *relay) serve(t *testing.T, ln net.Listener) {
 	r.mu.Lock()
 	r.ln = ln
 	r.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", r.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			r.mu.Lock()
-			r.conns[c], r.conns[up] = true, true
-			r.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
+	domaintest.ServeConns(t, ln, func(c net.Conn) {
+		up, err := net.Dial("tcp", r.target)
+		if err != nil {
+			c.Close()
+			return
 		}
-	}()
+		r.mu.Lock()
+		r.conns[c], r.conns[up] = true, true
+		r.mu.Unlock()
+		go func() { _, _ = io.Copy(up, c); up.Close() }()
+		go func() { _, _ = io.Copy(c, up); c.Close() }()
+	})
 }
 
 // cut closes the listener and every relayed connection: the database is
@@ -272,7 +266,7 @@ func (r *relay) restore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.serve(ln)
+	r.serve(t, ln)
 }
 
 // TestAdminDuringAStartupOutage: while the database has not been reached
@@ -711,17 +705,9 @@ func TestBackupRestoresThroughTheService(t *testing.T) {
 	// A second service with its own data file, then stopped: the file the
 	// backup replaces.
 	path := filepath.Join(t.TempDir(), "petstore.db")
-	other, err := boltstore.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := store.Category{Name: "old data"}
-	if err := other.CreateCategory(context.Background(), &c); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.Close(); err != nil {
-		t.Fatal(err)
-	}
+	domaintest.WriteStoreFile(t, path, func(other *boltstore.DB) error {
+		return other.CreateCategory(context.Background(), &store.Category{Name: "old data"})
+	})
 	if err := os.WriteFile(path, body, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -2,16 +2,13 @@ package web_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
 	"petstore/domains/domaintest"
+	"petstore/handlers/webhooks/webhooktest"
 )
 
 // TestDashboardWebhooks adds a webhook in the dashboard, copies its secret,
@@ -21,16 +18,7 @@ import (
 func TestDashboardWebhooks(t *testing.T) {
 	t.Parallel()
 	ctx, ts := newTabAndServer(t, serverOptions{webhooks: true})
-	var mu sync.Mutex
-	var got []string
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, r.Header.Get("webhook-id")+" "+string(body))
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer rcv.Close()
+	rcv := webhooktest.Start(t, webhooktest.Options{})
 
 	signIn(t, ctx, ts.url+"/dashboard/#webhooks", viewLoaded("webhooks"))
 	do(t, ctx, "adding a webhook",
@@ -44,6 +32,7 @@ func TestDashboardWebhooks(t *testing.T) {
 	if !strings.HasPrefix(secret, "whsec_") {
 		t.Fatalf("the secret shown: %q", secret)
 	}
+	rcv.Trust(secret)
 	do(t, ctx, "dismissing the secret", chromedp.Click(chromedp.ID("new-webhook-done")), chromedp.WaitNotVisible(chromedp.ID("new-webhook")))
 	code, _, body := ts.call(t, "GET", "/admin/webhooks", "", map[string]string{"Authorization": "Bearer " + domaintest.AdminToken})
 	var hooks []struct {
@@ -77,11 +66,9 @@ func TestDashboardWebhooks(t *testing.T) {
 			t.Fatalf("the test delivery never succeeded: %s", text)
 		}
 	}
-	mu.Lock()
-	if len(got) != 1 || !strings.Contains(got[0], `"type":"webhook.test"`) {
-		t.Errorf("the receiver got %q", got)
+	if got := rcv.Deliveries(); len(got) != 1 || got[0].Event.Type != "webhook.test" {
+		t.Errorf("the receiver got %d deliveries, want one webhook.test: %+v", len(got), got)
 	}
-	mu.Unlock()
 
 	do(t, ctx, "disabling it", chromedp.Click(chromedp.CSS(`#webhooks button[aria-label^="Disable"]`)))
 	waitText(t, ctx, "#webhooks tbody", "disabled")

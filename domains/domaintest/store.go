@@ -33,6 +33,26 @@ func OpenStoreFile(tb testing.TB, path string, opts store.Options) *boltstore.DB
 	return db
 }
 
+// WriteStoreFile makes a data file at path holding what fill (nil for
+// nothing) writes, and closes it: a file for a service or a migration to
+// open.
+func WriteStoreFile(tb testing.TB, path string, fill func(db *boltstore.DB) error) {
+	tb.Helper()
+	db, err := boltstore.Open(path, store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if fill != nil {
+		err = fill(db)
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // OpenPostgres opens a store on the PostgreSQL database at url and closes
 // it when the test ends. Each call is one more handle on the same data, as
 // another instance would have.

@@ -2,110 +2,28 @@ package webhooks_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"petstore/domains/domaintest"
 	"petstore/handlers/webhooks"
+	"petstore/handlers/webhooks/webhooktest"
 	"petstore/store"
 )
 
 var ctx = context.Background()
 
-// received is one request a receiver got, verified.
-type received struct {
-	ID, Timestamp string
-	Event         struct {
-		ID   string          `json:"id"`
-		Type string          `json:"type"`
-		Data json.RawMessage `json:"data"`
-	}
-}
-
-// receiver is a real HTTP server that verifies every signature with the
-// Standard Webhooks library (not this package's signer) and answers with
-// the statuses in answers, then 200.
-type receiver struct {
-	t       *testing.T
-	srv     *httptest.Server
-	verify  *standardwebhooks.Webhook
-	mu      sync.Mutex
-	got     []received
-	answers []int
-	// hang makes every request wait until the test ends.
-	hang chan struct{}
-}
-
-func newReceiver(t *testing.T, secret string, answers ...int) *receiver {
-	r := &receiver{t: t, answers: answers}
-	if secret != "" {
-		r.setSecret(secret)
-	}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) setSecret(secret string) {
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.mu.Lock()
-	r.verify = wh
-	r.mu.Unlock()
-}
-
-func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
-	if r.hang != nil {
-		select {
-		case <-r.hang:
-		case <-req.Context().Done():
-		}
-		return
-	}
-	body, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	// The test clock is far from now: the signature is checked, the
-	// timestamp's freshness is not.
-	if err := r.verify.VerifyIgnoringTimestamp(body, req.Header); err != nil {
-		r.t.Errorf("signature: %v", err)
-		w.WriteHeader(400)
-		return
-	}
-	if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json" {
-		r.t.Errorf("delivery: %s %s", req.Method, req.Header.Get("Content-Type"))
-	}
-	var rec received
-	rec.ID, rec.Timestamp = req.Header.Get("webhook-id"), req.Header.Get("webhook-timestamp")
-	if err := json.Unmarshal(body, &rec.Event); err != nil || rec.Event.ID != rec.ID {
-		r.t.Errorf("body %s: %v (webhook-id %s)", body, err, rec.ID)
-	}
-	r.got = append(r.got, rec)
-	status := 200
-	if len(r.answers) > 0 {
-		status, r.answers = r.answers[0], r.answers[1:]
-	}
-	w.WriteHeader(status)
-	fmt.Fprintf(w, "answered %d", status)
-}
-
-func (r *receiver) received() []received {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]received(nil), r.got...)
+// newReceiver starts a receiver that answers with answers, then 200. The
+// test clock is far from now: the signature is checked, the timestamp's
+// freshness is not.
+func newReceiver(t *testing.T, answers ...int) *webhooktest.Receiver {
+	return webhooktest.Start(t, webhooktest.Options{IgnoreTimestamp: true, Answers: answers})
 }
 
 // start runs an engine until the test ends.
@@ -140,13 +58,13 @@ func TestRetryOnSchedule(t *testing.T) {
 	// with this clock: it starts at now.
 	t0 := time.Now().UTC().Truncate(time.Second)
 	clk := domaintest.NewClock(t0)
-	r := newReceiver(t, "", 500, 200)
-	w := hook(t, s, r.srv.URL, store.EventCategoryCreated)
-	r.setSecret(w.Secret)
+	r := newReceiver(t, 500, 200)
+	w := hook(t, s, r.URL, store.EventCategoryCreated)
+	r.Trust(w.Secret)
 	// probe shows that the engine has looked at the clock since it moved.
-	probe := newReceiver(t, "")
-	pw := hook(t, s, probe.srv.URL, store.EventPetCreated)
-	probe.setSecret(pw.Secret)
+	probe := newReceiver(t)
+	pw := hook(t, s, probe.URL, store.EventPetCreated)
+	probe.Trust(pw.Secret)
 	start(t, s, clk.Now, webhooks.Policy{AllowPrivate: true})
 
 	c := store.Category{Name: "dogs"}
@@ -161,12 +79,12 @@ func TestRetryOnSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDeliveryState(t, s, pw.ID, 1, store.DeliverySucceeded)
-	if n := len(r.received()); n != 1 {
+	if n := len(r.Deliveries()); n != 1 {
 		t.Fatalf("retried before its time: %d deliveries", n)
 	}
 	clk.Advance(time.Second)
 	list := waitDeliveryState(t, s, w.ID, 2, store.DeliverySucceeded)
-	got := r.received()
+	got := r.Deliveries()
 	if len(got) != 2 || got[0].ID != got[1].ID || got[0].Event.Type != store.EventCategoryCreated {
 		t.Fatalf("deliveries: %+v", got)
 	}
@@ -204,13 +122,11 @@ func waitDeliveryState(t *testing.T, s store.Store, webhookID int64, n int, stat
 // another endpoint's deliveries.
 func TestDeadReceiverDelaysNoOne(t *testing.T) {
 	s := domaintest.OpenStore(t)
-	dead := newReceiver(t, "")
-	dead.hang = make(chan struct{})
-	t.Cleanup(func() { close(dead.hang) })
-	hook(t, s, dead.srv.URL, "*")
-	live := newReceiver(t, "")
-	w := hook(t, s, live.srv.URL, "*")
-	live.setSecret(w.Secret)
+	dead := webhooktest.Start(t, webhooktest.Options{Hang: true})
+	hook(t, s, dead.URL, "*")
+	live := newReceiver(t)
+	w := hook(t, s, live.URL, "*")
+	live.Trust(w.Secret)
 	start(t, s, time.Now, webhooks.Policy{AllowPrivate: true})
 
 	c := store.Category{Name: "dogs"}
@@ -228,7 +144,7 @@ func TestDeadReceiverDelaysNoOne(t *testing.T) {
 	// one gets everything before even the first of them gives up.
 	began := time.Now()
 	domaintest.WaitFor(t, 9*time.Second, 5*time.Millisecond, func() error {
-		if got := len(live.received()); got != n+1 {
+		if got := len(live.Deliveries()); got != n+1 {
 			return fmt.Errorf("the live receiver got %d events, want %d", got, n+1)
 		}
 		return nil
@@ -262,10 +178,10 @@ func TestSSRF(t *testing.T) {
 	// At connect time: URLs saved past the check (as a name that later
 	// resolves elsewhere would be) are refused on the address dialled.
 	s := domaintest.OpenStore(t)
-	r := newReceiver(t, "")
-	_, port, _ := net.SplitHostPort(r.srv.Listener.Addr().String())
+	r := newReceiver(t)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(r.URL, "http://"))
 	byName := hook(t, s, "http://evil.test:"+port+"/", "*")
-	byAddr := hook(t, s, r.srv.URL, "*")
+	byAddr := hook(t, s, r.URL, "*")
 	start(t, s, time.Now, policy)
 	c := store.Category{Name: "dogs"}
 	if err := s.CreateCategory(ctx, &c); err != nil {
@@ -277,7 +193,7 @@ func TestSSRF(t *testing.T) {
 			t.Errorf("%s: the refused attempt says %q", w.URL, list[1].Error)
 		}
 	}
-	if n := len(r.received()); n != 0 {
+	if n := len(r.Deliveries()); n != 0 {
 		t.Errorf("the loopback receiver got %d requests", n)
 	}
 }
@@ -340,9 +256,9 @@ func (g *gatedStore) FinishDeliveries(ctx context.Context, done []store.Finished
 func TestAttemptsAreRecordedInBatches(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	g := &gatedStore{Store: db, gate: make(chan struct{})}
-	r := newReceiver(t, "")
-	w := hook(t, db, r.srv.URL, store.EventCategoryCreated)
-	r.setSecret(w.Secret)
+	r := newReceiver(t)
+	w := hook(t, db, r.URL, store.EventCategoryCreated)
+	r.Trust(w.Secret)
 	start(t, g, time.Now, webhooks.Policy{AllowPrivate: true})
 	const n = 3 * store.MaxInFlightPerWebhook
 	for i := range n {
@@ -351,7 +267,7 @@ func TestAttemptsAreRecordedInBatches(t *testing.T) {
 		}
 	}
 	domaintest.WaitFor(t, 20*time.Second, 10*time.Millisecond, func() error {
-		if got := len(r.received()); got < n {
+		if got := len(r.Deliveries()); got < n {
 			return fmt.Errorf("%d of %d delivered while the first record waits", got, n)
 		}
 		return nil
@@ -375,7 +291,7 @@ func TestAttemptsAreRecordedInBatches(t *testing.T) {
 		t.Errorf("%d outcomes recorded by %d calls; want %d by at most 2 (one waited, the next took the rest)", g.records, g.calls, n)
 	}
 	seen := map[string]bool{}
-	for _, rec := range r.received() {
+	for _, rec := range r.Deliveries() {
 		if seen[rec.ID] {
 			t.Errorf("event %s delivered twice", rec.ID)
 		}

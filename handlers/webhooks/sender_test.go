@@ -14,6 +14,8 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"petstore/domains/domaintest"
+	"petstore/handlers/webhooks/webhooktest"
 	"petstore/store"
 )
 
@@ -43,19 +45,12 @@ func newRawReceiver(t *testing.T, secret string, answerAfter int, closeAfterOne 
 		t.Fatal(err)
 	}
 	r := &rawReceiver{t: t, ln: ln, verify: wh, answerAfter: answerAfter, closeAfterOne: closeAfterOne}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			r.mu.Lock()
-			r.conns++
-			r.mu.Unlock()
-			go r.serve(c)
-		}
-	}()
+	domaintest.ServeConns(t, ln, func(c net.Conn) {
+		r.mu.Lock()
+		r.conns++
+		r.mu.Unlock()
+		go r.serve(c)
+	})
 	return r
 }
 
@@ -209,23 +204,10 @@ func TestSenderReceiverClosingAfterEachAnswer(t *testing.T) {
 // and a connection carries several attempts.
 func TestSenderHTTPS(t *testing.T) {
 	secret, _ := NewSecret()
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rcv := webhooktest.New(t, webhooktest.Options{Secret: secret})
 	var mu sync.Mutex
 	var conns int
-	got := map[string]bool{}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		if err := wh.Verify(body, req.Header); err != nil {
-			t.Errorf("signature: %v", err)
-		}
-		mu.Lock()
-		got[req.Header.Get("webhook-id")] = true
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
+	srv := httptest.NewUnstartedServer(rcv)
 	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			mu.Lock()
@@ -268,7 +250,7 @@ func TestSenderHTTPS(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 4 || conns != 2 {
+	if got := rcv.Events(); len(got) != 4 || conns != 2 {
 		t.Errorf("the receiver got %d events on %d connections; want 4 on 2 (one refused, one kept)", len(got), conns)
 	}
 }

@@ -19,16 +19,11 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 		return store.APIKey{}, "", err
 	}
 	err = db.keyedWrite(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bktAPIKeys)
-		id, err := nextID(b)
-		if err != nil {
+		// rec.ID is set by every run, so the committed run's id wins.
+		if err := apiKeyTable.insert(tx, &rec); err != nil {
 			return err
 		}
-		rec.ID = id // overwritten by every run, so the committed run's id wins
-		if err := putJSON(b, id, &rec); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bktAPIKeysByHash).Put(rec.SHA256, itob(id)); err != nil {
+		if err := tx.Bucket(bktAPIKeysByHash).Put(rec.SHA256, itob(rec.ID)); err != nil {
 			return err
 		}
 		return db.emit(tx, store.EventAPIKeyCreated, &rec.APIKey)
@@ -47,7 +42,7 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 // secrets, and the After of the next page (0 when this is the last).
 func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64, error) {
 	// Decoded as a store.APIKey, a record leaves its hash behind.
-	withoutHashes := table[store.APIKey]{apiKeyTable.bucket, decodeJSONRecord[store.APIKey], apiKeyTable.what}
+	withoutHashes := table[store.APIKey]{bucket: apiKeyTable.bucket, decode: decodeJSONRecord[store.APIKey], what: apiKeyTable.what}
 	return withoutHashes.page(ctx, db, nil, nil, p)
 }
 

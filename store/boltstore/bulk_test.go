@@ -3,7 +3,6 @@ package boltstore
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -19,12 +18,7 @@ func TestImportPets(t *testing.T) {
 	defer func(n int) { importChunk = n }(importChunk)
 	importChunk = 7 // so that imports span several transactions
 
-	path := filepath.Join(t.TempDir(), "petstore.db")
-	db, err := Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { db.Close() }()
+	db := openTestDB(t)
 	dogs, cats := store.Category{Name: "dogs"}, store.Category{Name: "cats"}
 	for _, c := range []*store.Category{&dogs, &cats} {
 		if err := db.CreateCategory(ctx, c); err != nil {
@@ -135,11 +129,5 @@ func TestImportPets(t *testing.T) {
 	stock[5] = 1
 
 	// Everything is on disk.
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if db, err = Open(path, store.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	check(t, db)
+	check(t, reopenTestDB(t, db))
 }

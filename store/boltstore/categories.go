@@ -11,13 +11,7 @@ import (
 // CreateCategory stores a new category and sets c.ID.
 func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 	return create(ctx, db, c, *c, func(tx *bolt.Tx, created *store.Category) error {
-		b := tx.Bucket(bktCategories)
-		id, err := nextID(b)
-		if err != nil {
-			return err
-		}
-		created.ID, created.Version = id, 1
-		if err := putJSON(b, id, created); err != nil {
+		if err := categoryTable.insert(tx, created); err != nil {
 			return err
 		}
 		return db.emit(tx, store.EventCategoryCreated, created)
@@ -26,11 +20,7 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 
 // Category returns the category with the given id, with its version.
 func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
-	return readValue(ctx, db, func(tx *bolt.Tx) (store.Category, error) {
-		c, err := categoryTable.get(tx, id)
-		c.Version = getVersion(tx, versionCategory, id)
-		return c, err
-	})
+	return categoryTable.read(ctx, db, id)
 }
 
 // ReplaceCategory replaces every field of the category c.ID with those of

@@ -3,7 +3,6 @@ package boltstore
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,7 @@ import (
 // each in its own transaction and get their own outcome, application errors
 // included, through the pooled requests.
 func TestGroupStorageFailureRetriesEachWriteAlone(t *testing.T) {
-	db := openCommitterTest(t)
+	db := openTestDB(t)
 	ctx := context.Background()
 	gate, first := holdCommitter(db)
 
@@ -66,7 +65,7 @@ func TestGroupStorageFailureRetriesEachWriteAlone(t *testing.T) {
 // error instead of ending the process; the writes grouped with it commit,
 // the store is degraded until a write commits again.
 func TestGroupPanicFailsThatWriteAlone(t *testing.T) {
-	db := openCommitterTest(t)
+	db := openTestDB(t)
 	ctx := context.Background()
 	// The panicking write and a good one are committed as one group.
 	gate, first := holdCommitter(db)
@@ -103,7 +102,7 @@ func TestGroupPanicFailsThatWriteAlone(t *testing.T) {
 // while the writes grouped with it commit; the refusal is its answer and
 // does not degrade the store.
 func TestRefusalAfterWritingCommitsNothingOfIt(t *testing.T) {
-	db := openCommitterTest(t)
+	db := openTestDB(t)
 	ctx := context.Background()
 	gate, first := holdCommitter(db)
 	appErr := store.Errorf(store.ECONFLICT, "no")
@@ -166,18 +165,6 @@ func TestRefusalAfterWritingCommitsNothingOfIt(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// openCommitterTest opens a store on a fresh file and closes it when the
-// test ends.
-func openCommitterTest(t *testing.T) *DB {
-	t.Helper()
-	db, err := Open(filepath.Join(t.TempDir(), "petstore.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }
 
 // putMeta is a write that stores key in the meta bucket.

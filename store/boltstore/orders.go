@@ -40,15 +40,7 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 		if err := db.emit(tx, store.EventInventory, &stock); err != nil {
 			return err
 		}
-		b := tx.Bucket(bktOrders)
-		if placed.ID, err = nextID(b); err != nil {
-			return err
-		}
-		placed.Version = 1
-		if err := putOrder(b, placed); err != nil {
-			return err
-		}
-		if err := putIndexEntries(tx, orderIndexEntries(placed)); err != nil {
+		if err := orderTable.insert(tx, placed); err != nil {
 			return err
 		}
 		return db.emit(tx, store.EventOrderPlaced, placed)
@@ -57,11 +49,7 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
 
 // Order returns the order with the given id, with its version.
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
-	return readValue(ctx, db, func(tx *bolt.Tx) (store.Order, error) {
-		o, err := orderTable.get(tx, id)
-		o.Version = getVersion(tx, versionOrder, id)
-		return o, err
-	})
+	return orderTable.read(ctx, db, id)
 }
 
 // UpdateOrder changes the ship date and completion of an order; nil fields of

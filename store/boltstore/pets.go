@@ -27,11 +27,7 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
 
 // Pet returns the pet with the given id, with its version.
 func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
-	return readValue(ctx, db, func(tx *bolt.Tx) (store.Pet, error) {
-		p, err := petTable.get(tx, id)
-		p.Version = getVersion(tx, versionPet, id)
-		return p, err
-	})
+	return petTable.read(ctx, db, id)
 }
 
 // PetJSON returns the pet's stored JSON, which is its API form: a read
@@ -164,19 +160,10 @@ func createPet(tx *bolt.Tx, p *store.Pet) error {
 	if !exists(tx.Bucket(bktCategories), p.CategoryID) {
 		return store.CategoryMissing(p.CategoryID)
 	}
-	b := tx.Bucket(bktPets)
-	id, err := nextID(b)
-	if err != nil {
+	if err := petTable.insert(tx, p); err != nil {
 		return err
 	}
-	p.ID, p.Version = id, 1
-	if err := putPet(b, p); err != nil {
-		return err
-	}
-	if err := putIndexEntries(tx, petIndexEntries(p)); err != nil {
-		return err
-	}
-	return putInventory(tx.Bucket(bktInventory), &store.InventoryItem{PetID: id, Status: p.Status})
+	return putInventory(tx.Bucket(bktInventory), &store.InventoryItem{PetID: p.ID, Status: p.Status})
 }
 
 // petIndexEntries lists the index keys that p has (see keys.go), built in

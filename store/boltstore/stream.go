@@ -99,15 +99,7 @@ func streamRecords[T any](ctx context.Context, tx *bolt.Tx, t table[T], to store
 		if err != nil {
 			return err
 		}
-		// Versions are kept apart (versions.go).
-		switch r := any(&rec).(type) {
-		case *store.Pet:
-			r.Version = getVersion(tx, versionPet, r.ID)
-		case *store.Category:
-			r.Version = getVersion(tx, versionCategory, r.ID)
-		case *store.Order:
-			r.Version = getVersion(tx, versionOrder, r.ID)
-		}
+		t.setVersion(tx, &rec)
 		return to.Record(&rec)
 	})
 }

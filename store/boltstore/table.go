@@ -8,23 +8,66 @@ import (
 	"petstore/store"
 )
 
-// table is an entity bucket: records of type T by id, how one is decoded,
-// and what a missing one is called in errors.
+// table is an entity bucket: records of type T by id, how one is decoded
+// (and, for the tables that insert creates records in, stored), what a
+// missing one is called in errors, and where its version is kept.
 type table[T any] struct {
 	bucket []byte
 	decode func(id int64, v []byte) (T, error)
 	// what names the entity in "pet 3 not found".
 	what string
+
+	// versions is the kind of the records' versions (versions.go), 0 for
+	// records without versions; fields gives a record's id and version
+	// (nil without).
+	versions byte
+	fields   func(rec *T) (id, version *int64)
+	// For the tables whose records insert creates: put stores a record at
+	// its id, index lists its index entries (nil for none; see keys.go).
+	put   func(b *bolt.Bucket, rec *T) error
+	index func(rec *T) [3]indexEntry
 }
 
 var (
-	petTable      = table[store.Pet]{bktPets, decodePet, "pet"}
-	categoryTable = table[store.Category]{bktCategories, decodeJSONRecord[store.Category], "category"}
-	orderTable    = table[store.Order]{bktOrders, decodeJSONRecord[store.Order], "order"}
+	petTable = table[store.Pet]{bucket: bktPets, decode: decodePet, what: "pet",
+		versions: versionPet, fields: func(p *store.Pet) (*int64, *int64) { return &p.ID, &p.Version },
+		put: putPet, index: petIndexEntries}
+	categoryTable = table[store.Category]{bucket: bktCategories, decode: decodeJSONRecord[store.Category], what: "category",
+		versions: versionCategory, fields: func(c *store.Category) (*int64, *int64) { return &c.ID, &c.Version },
+		put: func(b *bolt.Bucket, c *store.Category) error { return putJSON(b, c.ID, c) }}
+	orderTable = table[store.Order]{bucket: bktOrders, decode: decodeJSONRecord[store.Order], what: "order",
+		versions: versionOrder, fields: func(o *store.Order) (*int64, *int64) { return &o.ID, &o.Version },
+		put: putOrder, index: orderIndexEntries}
 	// An inventory entry is keyed by its pet's id, and missing with its pet.
-	inventoryTable = table[store.InventoryItem]{bktInventory, decodeInventory, "pet"}
-	apiKeyTable    = table[store.StoredAPIKey]{bktAPIKeys, decodeJSONRecord[store.StoredAPIKey], "api key"}
+	inventoryTable = table[store.InventoryItem]{bucket: bktInventory, decode: decodeInventory, what: "pet"}
+	apiKeyTable    = table[store.StoredAPIKey]{bucket: bktAPIKeys, decode: decodeJSONRecord[store.StoredAPIKey], what: "api key",
+		fields: func(k *store.StoredAPIKey) (*int64, *int64) { return &k.ID, nil },
+		put:    func(b *bolt.Bucket, k *store.StoredAPIKey) error { return putJSON(b, k.ID, k) }}
 )
+
+// insert stores rec as a new record of t, with its index entries, under an
+// id drawn from t's sequence, and sets its id (and version 1). Drawing an
+// id is a write: insert belongs to a write's apply phase, after every
+// check (an order's id is drawn once its stock is known to suffice).
+func (t table[T]) insert(tx *bolt.Tx, rec *T) error {
+	b := tx.Bucket(t.bucket)
+	id, err := nextID(b)
+	if err != nil {
+		return err
+	}
+	recID, version := t.fields(rec)
+	*recID = id
+	if version != nil {
+		*version = 1 // see versions.go: a new record has no entry there
+	}
+	if err := t.put(b, rec); err != nil {
+		return err
+	}
+	if t.index == nil {
+		return nil
+	}
+	return putIndexEntries(tx, t.index(rec))
+}
 
 // get returns the record with the given id, or ENOTFOUND.
 func (t table[T]) get(tx *bolt.Tx, id int64) (T, error) {
@@ -37,9 +80,25 @@ func (t table[T]) get(tx *bolt.Tx, id int64) (T, error) {
 	return t.decode(id, v)
 }
 
-// read returns the record with the given id, in a read transaction of its own.
+// read returns the record with the given id, with its version, in a read
+// transaction of its own.
 func (t table[T]) read(ctx context.Context, db *DB, id int64) (T, error) {
-	return readValue(ctx, db, func(tx *bolt.Tx) (T, error) { return t.get(tx, id) })
+	return readValue(ctx, db, func(tx *bolt.Tx) (T, error) {
+		rec, err := t.get(tx, id)
+		if err == nil {
+			t.setVersion(tx, &rec)
+		}
+		return rec, err
+	})
+}
+
+// setVersion gives rec its version, which is kept apart (versions.go).
+func (t table[T]) setVersion(tx *bolt.Tx, rec *T) {
+	if t.versions == 0 {
+		return
+	}
+	id, version := t.fields(rec)
+	*version = getVersion(tx, t.versions, *id)
 }
 
 // page lists one page of the records in id order, and the After of the

@@ -30,7 +30,9 @@ var (
 	metaDispatched       = []byte("events_dispatched")
 )
 
-var webhookTable = table[store.Webhook]{bktWebhooks, decodeJSONRecord[store.Webhook], "webhook"}
+var webhookTable = table[store.Webhook]{bucket: bktWebhooks, decode: decodeJSONRecord[store.Webhook], what: "webhook",
+	fields: func(w *store.Webhook) (*int64, *int64) { return &w.ID, nil },
+	put:    func(b *bolt.Bucket, w *store.Webhook) error { return putJSON(b, w.ID, w) }}
 
 // deliveryRecord is a stored delivery: the event's id is kept apart, as
 // the API shows it as text.
@@ -123,15 +125,7 @@ func putDelivery(tx *bolt.Tx, r *deliveryRecord) error {
 func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook) error {
 	in := *w
 	in.CreatedAt = db.now().UTC().Truncate(time.Microsecond) // precise: Routes compares it with events' times
-	return create(ctx, db, w, in, func(tx *bolt.Tx, rec *store.Webhook) error {
-		b := tx.Bucket(bktWebhooks)
-		id, err := nextID(b)
-		if err != nil {
-			return err
-		}
-		rec.ID = id
-		return putJSON(b, id, rec)
-	})
+	return create(ctx, db, w, in, webhookTable.insert)
 }
 
 // Webhook returns one webhook, its secret included.

@@ -2,7 +2,6 @@ package boltstore
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -15,11 +14,7 @@ import (
 // events and webhooks, and none of a webhook deleted meanwhile.
 func TestClaimOfFreshDeliveriesMatchesTheFile(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "petstore.db")
-	db, err := Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t)
 	var hooks []store.Webhook
 	for _, events := range [][]string{{"*"}, {store.EventCategoryCreated}, {"*"}} {
 		w := store.Webhook{URL: "http://receiver.test/", Events: events, Enabled: true, Secret: "whsec_AAAA"}
@@ -53,15 +48,9 @@ func TestClaimOfFreshDeliveriesMatchesTheFile(t *testing.T) {
 			t.Errorf("delivery %d claimed and still fresh", d.ID)
 		}
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
 	// Reopened, the process has no leases and nothing fresh: the claim
 	// reads the file.
-	if db, err = Open(path, store.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = reopenTestDB(t, db)
 	fromFile, err := db.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 100)
 	if err != nil {
 		t.Fatal(err)
