@@ -14,6 +14,15 @@ const (
 	idleAllocBytes = 1 << 20
 )
 
+// quietBeforeRelease is how long the service stays idle after a busy spell
+// before its heap goes back to the OS. Handing it back right after a pause
+// of a few seconds (a bursty client, the load benchmark's turns) made the
+// next burst fault the whole heap in again, and the allocator's zeroing
+// and page faults made each of that burst's requests dearer
+// (docs/performance.md, "Giving memory back"). Half a minute of quiet is
+// still soon for memory on a shared VM.
+const quietBeforeRelease = 30 * time.Second
+
 // defaultGCPercent is the collector's target unless GOGC says otherwise.
 // The live heap is small, so Go's default of 100 collects often and costs a
 // noticeable share of the CPU under load. At 400 the heap may grow to about
@@ -32,7 +41,8 @@ func settleMemoryAfterStart(gogcSet bool) {
 }
 
 // releaseMemoryWhenIdle gives the heap's free memory back to the OS once
-// the service goes idle after a busy spell, every period until ctx ends.
+// the service has been idle for quietBeforeRelease after a busy spell,
+// judged every period until ctx ends.
 //
 // Under load the heap grows to several times the live heap (the collector
 // runs at GOGC 400). When the load stops nothing allocates, so no
@@ -52,7 +62,7 @@ func releaseMemoryWhenIdle(ctx context.Context, period time.Duration) {
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()
-	last, busy := allocated(), false
+	last, busy, quiet := allocated(), false, time.Duration(0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -62,10 +72,14 @@ func releaseMemoryWhenIdle(ctx context.Context, period time.Duration) {
 		now := allocated()
 		switch spell := now - last; {
 		case spell >= busyAllocBytes:
-			busy = true
+			busy, quiet = true, 0
 		case busy && spell < idleAllocBytes:
-			debug.FreeOSMemory()
-			busy = false
+			if quiet += period; quiet >= quietBeforeRelease {
+				debug.FreeOSMemory()
+				busy, quiet = false, 0
+			}
+		default:
+			quiet = 0 // some load: not yet quiet
 		}
 		last = allocated()
 	}
