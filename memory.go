@@ -7,21 +7,22 @@ import (
 	"time"
 )
 
-// Allocation rates, per releaseMemoryWhenIdle period, that tell a busy
-// spell (the heap may have grown) from an idle one (probes, a stray request).
+// The release policy of releaseMemoryWhenIdle.
 const (
+	// Allocation rates, per period, that tell a busy spell (the heap may
+	// have grown) from an idle one (probes, a stray request).
 	busyAllocBytes = 8 << 20
 	idleAllocBytes = 1 << 20
-)
 
-// quietBeforeRelease is how long the service stays idle after a busy spell
-// before its heap goes back to the OS. Handing it back right after a pause
-// of a few seconds (a bursty client, the load benchmark's turns) made the
-// next burst fault the whole heap in again, and the allocator's zeroing
-// and page faults made each of that burst's requests dearer
-// (docs/performance.md, "Giving memory back"). Half a minute of quiet is
-// still soon for memory on a shared VM.
-const quietBeforeRelease = 30 * time.Second
+	// quietBeforeRelease is how long the service stays idle after a busy
+	// spell before its heap goes back to the OS. Handing it back right
+	// after a pause of a few seconds (a bursty client, the load
+	// benchmark's turns) made the next burst fault the whole heap in
+	// again, and the allocator's zeroing and page faults made each of that
+	// burst's requests dearer (docs/performance.md, "Giving memory back").
+	// Half a minute of quiet is still soon for memory on a shared VM.
+	quietBeforeRelease = 30 * time.Second
+)
 
 // defaultGCPercent is the collector's target unless GOGC says otherwise.
 // The live heap is small, so Go's default of 100 collects often and costs a
