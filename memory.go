@@ -63,25 +63,41 @@ func releaseMemoryWhenIdle(ctx context.Context, period time.Duration) {
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()
-	last, busy, quiet := allocated(), false, time.Duration(0)
+	last, quiet := allocated(), quietWatch{period: period}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		now := allocated()
-		switch spell := now - last; {
-		case spell >= busyAllocBytes:
-			busy, quiet = true, 0
-		case busy && spell < idleAllocBytes:
-			if quiet += period; quiet >= quietBeforeRelease {
-				debug.FreeOSMemory()
-				busy, quiet = false, 0
-			}
-		default:
-			quiet = 0 // some load: not yet quiet
+		if quiet.release(allocated() - last) {
+			debug.FreeOSMemory()
 		}
 		last = allocated()
 	}
+}
+
+// quietWatch judges, one period's allocations at a time, when a busy spell
+// has been followed by quietBeforeRelease of quiet.
+type quietWatch struct {
+	period time.Duration
+	busy   bool          // a busy period came since the last release
+	quiet  time.Duration // of idle periods in a row since then
+}
+
+// release takes the bytes allocated in the last period and reports
+// whether the heap should go back to the OS now.
+func (w *quietWatch) release(spell uint64) bool {
+	switch {
+	case spell >= busyAllocBytes:
+		w.busy, w.quiet = true, 0
+	case w.busy && spell < idleAllocBytes:
+		if w.quiet += w.period; w.quiet >= quietBeforeRelease {
+			w.busy, w.quiet = false, 0
+			return true
+		}
+	default:
+		w.quiet = 0 // some load: not yet quiet
+	}
+	return false
 }
