@@ -106,6 +106,10 @@ type bench struct {
 	// cfg.rssWait; settleTime is how long after the load that was.
 	settledRSS int64
 	settleTime time.Duration
+	// settledAnon and settledFile split settledRSS: the heap and other
+	// anonymous memory, which the service can give back, and the data
+	// file's pages the kernel keeps mapped, which are its page cache.
+	settledAnon, settledFile int64
 
 	importTime  time.Duration
 	bigFileSize int64
@@ -289,7 +293,11 @@ func (b *bench) rssAfterLoad(ctx context.Context) error {
 		}
 		b.settleTime = time.Since(start)
 		if float64(b.settledRSS) <= targetSettledVsIdle*float64(b.idleRSS) || b.settleTime >= b.cfg.rssWait {
-			return nil
+			if b.settledAnon, err = b.smallProc.procStatus("RssAnon"); err != nil {
+				return err
+			}
+			b.settledFile, err = b.smallProc.procStatus("RssFile")
+			return err
 		}
 		select {
 		case <-time.After(500 * time.Millisecond):

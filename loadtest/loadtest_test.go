@@ -93,6 +93,8 @@ func TestLoadtestQuick(t *testing.T) {
 		"RSS after all rows, " + small + " pets",
 		"peak RSS, " + small + " pets",
 		"RSS after the load ends, " + small + " pets",
+		"  of which the heap and other anonymous memory, " + small + " pets",
+		"  of which the data file's mapped pages, " + small + " pets",
 		"idle RSS after start, Echo baseline",
 		labelReadyTime + ", " + small + " pets",
 		labelReadyTime + ", " + big + " pets",

@@ -220,6 +220,8 @@ func (b *bench) buildReport() *report {
 		on: fmt.Sprintf("VmRSS %.0f s after, x idle", b.settleTime.Seconds()), unit: "x", op: "<=", target: targetSettledVsIdle,
 		value: float64(b.settledRSS) / float64(max(b.idleRSS, 1)), ok: b.settledRSS > 0 && b.idleRSS > 0,
 	})
+	r.value(fmt.Sprintf("  of which the heap and other anonymous memory, %s pets", small), check{on: "RssAnon", value: mb(b.settledAnon), ok: b.settledAnon > 0, unit: "MB"})
+	r.value(fmt.Sprintf("  of which the data file's mapped pages, %s pets", small), check{on: "RssFile", value: mb(b.settledFile), ok: b.settledFile > 0, unit: "MB"})
 	r.value("idle RSS after start, Echo baseline", rssCheck(b.echoIdleRSS, "", 0))
 	r.value(fmt.Sprintf("%s, %s pets", labelReadyTime, small), check{on: "one start", value: ms(b.smallReady), ok: b.smallReady > 0, unit: "ms"})
 	if c.bigPets > 0 {
