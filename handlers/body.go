@@ -67,8 +67,10 @@ const (
 // allocation of the right size when the length is declared. It moves the
 // connection's read deadline along with what arrived (bodyMinRate), and
 // clears it after, when rc can (a net/http connection or HTTP/2 stream).
-// The server's own ReadTimeout still bounds the whole: a deadline replaces
-// the one net/http set from it, so none is set past it.
+// A deadline replaces the one net/http set from the server's ReadTimeout,
+// so none is set more than ReadTimeout after the body's read began: the
+// request's start is not known here, so a body may run a little past the
+// server's own bound (by the time its head took), never further.
 func readAtMost(r *http.Request, limit int64, rc *http.ResponseController) ([]byte, error) {
 	body := &minRateReader{r: r.Body, rc: rc, start: time.Now()}
 	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {

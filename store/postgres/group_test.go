@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // A round that hangs (a lock held past the statement timeout) does not
@@ -70,5 +72,23 @@ func TestAPanickingRoundPanicsInItsCallers(t *testing.T) {
 	}()
 	if out, err := g.do(context.Background(), 2); out != 2 || err != nil {
 		t.Errorf("the round after a panic: %d, %v", out, err)
+	}
+}
+
+// TestDataErrorClasses: a round falls back to one statement per record
+// only on a data exception (class 22) or a broken constraint (23); any
+// other failure, and an error with no code at all, fails the round.
+func TestDataErrorClasses(t *testing.T) {
+	for code, want := range map[string]bool{
+		"22P05": true, "23503": true, "23505": true,
+		"40001": false, "57014": false, "08006": false, "2": false, "": false,
+	} {
+		err := fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: code})
+		if got := dataError(err); got != want {
+			t.Errorf("dataError(code %q) = %v, want %v", code, got, want)
+		}
+	}
+	if dataError(errors.New("no PostgreSQL error")) {
+		t.Error("dataError of a plain error is true")
 	}
 }
