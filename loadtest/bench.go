@@ -89,7 +89,11 @@ type bench struct {
 	// pgVs names the revision of -postgres-vs, whose rows' labels end
 	// with it.
 	pgVs string
-	jobs []job
+	// others are the revisions of -vs and -postgres-vs, by source folder;
+	// vsRev names -vs's, whose small store rows' labels end with it.
+	others map[string]otherRevision
+	vsRev  string
+	jobs   []job
 
 	loads map[string]*loadResult // by row label
 

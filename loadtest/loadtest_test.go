@@ -46,6 +46,8 @@ func TestLoadtestQuick(t *testing.T) {
 		duration: 300 * time.Millisecond, rounds: 2, warmup: 100 * time.Millisecond, connections: 8,
 		pets: 300, bigPets: 2000, stockPets: 4, readyStarts: 2, settle: 100 * time.Millisecond, rssWait: 20 * time.Second,
 		tlsDomains: 20,
+		// This revision again, as another: the rows of -vs must work.
+		vs: "..",
 	}
 	if os.Getenv("LOADTEST_1M") != "" {
 		cfg.bigPets = 1_000_000
@@ -76,6 +78,9 @@ func TestLoadtestQuick(t *testing.T) {
 		labelPostPetsHook,
 		"GET /pets?limit=20 first page, " + big + " pets",
 		"GET /pets?limit=20 90% deep, " + big + " pets",
+	}
+	for _, label := range []string{labelGetPet, labelPostPets, labelOrders} {
+		loadRows = append(loadRows, label+", "+revision(ctx, cfg.vs))
 	}
 	tlsRows := []string{tlsRow(1), tlsRow(cfg.tlsDomains)}
 	loadRows = append(loadRows, tlsRows...)
@@ -148,6 +153,13 @@ func TestLoadtestQuick(t *testing.T) {
 	}
 	if !ceiling {
 		t.Error("POST /pets has no measured CPU ceiling line")
+	}
+	var vsTarget bool
+	for _, l := range rep.lines {
+		vsTarget = vsTarget || l.on == "req/s vs "+revision(ctx, cfg.vs) && l.measured != "-" && l.target == ">= 0.90x"
+	}
+	if !vsTarget {
+		t.Error("POST /pets is not judged against the revision of -vs")
 	}
 	for _, label := range []string{labelEchoBaseline, "GET /pets/{id}", "POST /pets (durable)"} {
 		found := false

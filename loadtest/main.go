@@ -91,6 +91,9 @@ type config struct {
 	// source folder of another revision measured beside them.
 	onlyPostgres bool
 	postgresVs   string
+	// vs is the source folder of another revision measured beside the
+	// small store's rows of single pets, creates and orders.
+	vs string
 }
 
 // The defaults of -quick, and limits of the flags.
@@ -127,6 +130,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.serverLog, "server-log", "", "file for the servers' request logs (default: discarded)")
 	fs.BoolVar(&c.onlyPostgres, "only-postgres", false, "run the PostgreSQL rows only (no bbolt rows, baselines, large store or TLS rows)")
 	fs.StringVar(&c.postgresVs, "postgres-vs", "", "source folder of another revision of petstore (a worktree of main, say): built there and measured beside this one, on a PostgreSQL database of its own seeded alike, in the same rounds, so that the PostgreSQL rows show before and after in one run")
+	fs.StringVar(&c.vs, "vs", "", "source folder of another revision of petstore (a worktree of main, say): built there and measured beside this one, on a small store of its own seeded alike, in the same rounds, so that the rows of single pets, creates and orders show before and after in one run")
 	fs.StringVar(&c.cpuProfiles, "cpu-profiles", "", "directory where each petstore server writes a CPU profile of its whole run, named after it (read with go tool pprof)")
 	fs.BoolVar(&c.quick, "quick", false, fmt.Sprintf("quick run: -duration %v -rounds %d -warmup %v -settle %v -big-pets %d unless given", quickDuration, quickRounds, quickWarmup, quickSettle, quickBigPets))
 	if err := fs.Parse(args); err != nil {
@@ -164,6 +168,10 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		err = errors.New("-ready-starts must be at least 1")
 	case c.postgresVs != "" && !isModuleDir(c.postgresVs):
 		err = fmt.Errorf("-postgres-vs %s: not a folder holding go.mod", c.postgresVs)
+	case c.vs != "" && !isModuleDir(c.vs):
+		err = fmt.Errorf("-vs %s: not a folder holding go.mod", c.vs)
+	case c.vs != "" && c.onlyPostgres:
+		err = errors.New("-vs measures the small store's rows, which -only-postgres leaves out: use -postgres-vs")
 	case c.tlsDomains != 0 && (c.tlsDomains < 2 || c.tlsDomains > maxTLSDomains):
 		err = fmt.Errorf("-tls-domains must be 0 (skip the TLS rows) or from 2 to %d", maxTLSDomains)
 	}

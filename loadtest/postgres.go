@@ -44,19 +44,16 @@ func (b *bench) postgresStore(ctx context.Context) error {
 		b.jobs = append(b.jobs, jobs...)
 		return nil
 	}
-	b.pgVs = revision(ctx, b.cfg.postgresVs)
-	b.progress("building the revision of -postgres-vs (%s) in %s", b.pgVs, b.cfg.postgresVs)
-	bin, err := buildIn(ctx, b.cfg.postgresVs, filepath.Join(b.dir, "petstore-vs"))
+	o, err := b.buildOther(ctx, b.cfg.postgresVs)
 	if err != nil {
 		return fmt.Errorf("-postgres-vs: %w", err)
 	}
-	vs, err := b.postgresJobs(ctx, bin, "petstore "+b.pgVs+" on PostgreSQL", ", "+b.pgVs)
+	b.pgVs = o.rev
+	vs, err := b.postgresJobs(ctx, o.bin, "petstore "+b.pgVs+" on PostgreSQL", ", "+b.pgVs)
 	if err != nil {
 		return fmt.Errorf("-postgres-vs %s: %w", b.pgVs, err)
 	}
-	for i := range jobs {
-		b.jobs = append(b.jobs, jobs[i], vs[i])
-	}
+	b.jobs = append(b.jobs, beside(jobs, vs)...)
 	return nil
 }
 
@@ -77,13 +74,7 @@ func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]j
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", err)
 	}
-	args := []string{"--database", url, "--admin-token", b.adminToken}
-	var p *proc
-	if bin == b.bin {
-		p, _, err = b.startPetstore(ctx, name, nil, args...)
-	} else { // an older revision may not know --cpu-profile
-		p, _, err = b.startServer(ctx, name, bin, nil, append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)...)
-	}
+	p, err := b.startBin(ctx, name, bin, "--database", url, "--admin-token", b.adminToken)
 	if err != nil {
 		return nil, err
 	}

@@ -118,7 +118,10 @@ const (
 	targetPostVsFsync = 5    // POST /pets req/s, x one-fsync-per-write puts/s
 	targetDeepVsFirst = 1.2  // deep page CPU/req, x first page
 	targetBigVsSmall  = 1.2  // first page at 1M, x at 10k
-	targetIdleRSSMB   = 25
+	// targetPostVsRevision: POST /pets req/s, x -vs's revision measured
+	// beside it (issue 20: a change of structure costs creates at most 10%).
+	targetPostVsRevision = 0.9
+	targetIdleRSSMB      = 25
 	// targetSettledVsIdle: RSS within a minute after the load, x idle RSS.
 	targetSettledVsIdle = 2.0
 	targetReadyMS       = 200 // with 1M pets
@@ -156,22 +159,25 @@ func (b *bench) buildReport() *report {
 	r.load(labelFsyncBaseline, fsync, check{on: "baseline of POST req/s", ok: fsync != nil})
 
 	get, first, deep := b.loads[labelGetPet], b.loads[pageRow(c.pets, false)], b.loads[pageRow(c.pets, true)]
-	r.load(labelGetPet, get, cpuVs(get, echo, "Echo baseline", "<=", targetGetPetCPU))
+	r.load(labelGetPet, get, append([]check{cpuVs(get, echo, "Echo baseline", "<=", targetGetPetCPU)}, b.vsChecks(labelGetPet)...)...)
+	b.vsRow(r, labelGetPet)
 	r.load(pageRow(c.pets, false), first, cpuVs(first, echo, "Echo baseline", "", 0))
 	r.load(pageRow(c.pets, true), deep, cpuVs(deep, first, "first page", "<=", targetDeepVsFirst))
 	site := b.loads[labelSite]
 	r.load(labelSite, site, cpuVs(site, echo, "Echo baseline", "", 0))
 	post := b.loads[labelPostPets]
-	r.load(labelPostPets, post,
+	r.load(labelPostPets, post, append([]check{
 		rpsVs(post, echo, "Echo baseline", ">=", targetPostVsEcho),
 		rpsVs(post, fsync, "one fsync per write", ">=", targetPostVsFsync),
-		cpuCeiling(post, echo, "Echo baseline"))
+		cpuCeiling(post, echo, "Echo baseline")}, b.vsChecks(labelPostPets)...)...)
+	b.vsRow(r, labelPostPets)
 	keyed := b.loads[labelPostPetsKeyed]
 	r.load(labelPostPetsKeyed, keyed, rpsVs(keyed, post, "without a key", "", 0))
 	orders := b.loads[labelOrders]
-	r.load(labelOrders, orders,
+	r.load(labelOrders, orders, append([]check{
 		rpsVs(orders, echo, "Echo baseline", "", 0),
-		rpsVs(orders, fsync, "one fsync per write", "", 0))
+		rpsVs(orders, fsync, "one fsync per write", "", 0)}, b.vsChecks(labelOrders)...)...)
+	b.vsRow(r, labelOrders)
 
 	b.webhookReport(r)
 	b.postgresReport(r)
@@ -254,6 +260,10 @@ func (b *bench) buildReport() *report {
 	if len(r.clientCPU) > 0 {
 		r.notes = append(r.notes, "the client's CPU per request (this process's utime+stime over each row's measured slices / requests): "+strings.Join(r.clientCPU, "; "),
 			"CPU ceiling: the req/s ratio the CPU alone would allow, were the cores fully used: (baseline's client + server CPU per request) / (this row's); a row below its ceiling waits for something else, such as the disk")
+	}
+	if b.vsRev != "" {
+		r.notes = append(r.notes, fmt.Sprintf("rows ending with %s: the binary built from -vs (%s), on a small store of its own seeded alike; each of its rows ran right after this revision's row of the same request, in every round",
+			b.vsRev, c.vs))
 	}
 	r.notes = append(r.notes, b.notes...)
 	r.notes = append(r.notes,

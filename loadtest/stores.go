@@ -88,6 +88,13 @@ func (b *bench) smallStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if b.cfg.vs != "" {
+		vs, err := b.smallStoreVs(ctx)
+		if err != nil {
+			return err
+		}
+		jobs = beside(jobs, vs)
+	}
 	b.jobs = append(b.jobs, jobs...)
 	b.jobs = append(b.jobs, b.pageJobs(ctx, p, client, n)...)
 	b.jobs = append(b.jobs, b.httpJob(labelSite, p, client, get("/")))

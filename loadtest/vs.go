@@ -1,0 +1,109 @@
+// Another revision measured beside this one: -vs for the small store's
+// rows, -postgres-vs for the PostgreSQL rows. Its rows run right after this
+// revision's rows of the same requests, in every round, so that a before
+// and after comes from one run, both sides under the same load on the
+// machine, instead of from two runs minutes apart.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+)
+
+// otherRevision is the binary built from another revision's source folder.
+type otherRevision struct {
+	bin, rev string
+}
+
+// buildOther builds the revision in dir, once however many flags name it.
+func (b *bench) buildOther(ctx context.Context, dir string) (otherRevision, error) {
+	if o, ok := b.others[dir]; ok {
+		return o, nil
+	}
+	o := otherRevision{rev: revision(ctx, dir)}
+	b.progress("building the revision in %s (%s)", dir, o.rev)
+	var err error
+	if o.bin, err = buildIn(ctx, dir, filepath.Join(b.dir, fmt.Sprintf("petstore-vs%d", len(b.others)))); err != nil {
+		return otherRevision{}, err
+	}
+	if b.others == nil {
+		b.others = map[string]otherRevision{}
+	}
+	b.others[dir] = o
+	return o, nil
+}
+
+// startBin starts bin, this revision's or another's, on loopback with the
+// rate limiter off and args naming its store, and waits until it is ready.
+func (b *bench) startBin(ctx context.Context, name, bin string, args ...string) (*proc, error) {
+	var p *proc
+	var err error
+	if bin == b.bin {
+		p, _, err = b.startPetstore(ctx, name, nil, args...)
+	} else { // an older revision may not know --cpu-profile
+		p, _, err = b.startServer(ctx, name, bin, nil, append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)...)
+	}
+	return p, err
+}
+
+// beside puts each job of other right after the job of jobs at the same
+// place; the jobs of jobs that other has none for follow.
+func beside(jobs, other []job) []job {
+	out := make([]job, 0, len(jobs)+len(other))
+	for i, j := range jobs {
+		out = append(out, j)
+		if i < len(other) {
+			out = append(out, other[i])
+		}
+	}
+	return out
+}
+
+// smallStoreVs starts -vs's revision on a small store of its own, seeded
+// as this revision's is (by this revision's store: an older binary reads
+// the file, its buckets being a subset), and returns the jobs of its
+// single pets, creates and orders.
+func (b *bench) smallStoreVs(ctx context.Context) ([]job, error) {
+	o, err := b.buildOther(ctx, b.cfg.vs)
+	if err != nil {
+		return nil, fmt.Errorf("-vs: %w", err)
+	}
+	b.vsRev = o.rev
+	data := filepath.Join(b.dir, "small-vs.db")
+	catID, _, err := b.importStore(ctx, data, b.cfg.pets)
+	if err != nil {
+		return nil, fmt.Errorf("-vs: %w", err)
+	}
+	p, err := b.startBin(ctx, fmt.Sprintf("petstore %s (%s pets)", o.rev, humanCount(b.cfg.pets)), o.bin, "--data", data, "--admin-token", b.adminToken)
+	if err != nil {
+		return nil, fmt.Errorf("-vs %s: %w", o.rev, err)
+	}
+	return b.apiJobs(ctx, p, newClient(b.cfg.connections), b.cfg.pets, catID, ", "+o.rev)
+}
+
+// vsChecks judges a small store row against -vs's row of the same request:
+// none without -vs. POST /pets is held to targetPostVsRevision.
+func (b *bench) vsChecks(label string) []check {
+	if b.vsRev == "" {
+		return nil
+	}
+	res, other := b.loads[label], b.loads[label+", "+b.vsRev]
+	switch label {
+	case labelGetPet: // judged by CPU, as against the Echo baseline
+		return []check{cpuVs(res, other, b.vsRev, "", 0)}
+	case labelPostPets:
+		return []check{rpsVs(res, other, b.vsRev, ">=", targetPostVsRevision), cpuVs(res, other, b.vsRev, "", 0)}
+	}
+	return []check{rpsVs(res, other, b.vsRev, "", 0), cpuVs(res, other, b.vsRev, "", 0)}
+}
+
+// vsRow adds -vs's row of label's request, to follow label's row.
+func (b *bench) vsRow(r *report, label string) {
+	if b.vsRev == "" {
+		return
+	}
+	other := label + ", " + b.vsRev
+	r.load(other, b.loads[other], check{on: "the revision of -vs", ok: b.loads[other] != nil})
+}
