@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -341,8 +342,14 @@ func (b *bench) echoBaseline(ctx context.Context) error {
 // startPetstore starts the binary on loopback, rate limiter off, with args
 // that name its store, and waits until it is ready.
 func (b *bench) startPetstore(ctx context.Context, name string, watch io.Writer, args ...string) (*proc, time.Duration, error) {
+	return b.startRevision(ctx, name, b.bin, watch, args...)
+}
+
+// startRevision is startPetstore with bin, this revision's binary or
+// another's (which writes a CPU profile only if it knows the flag).
+func (b *bench) startRevision(ctx context.Context, name, bin string, watch io.Writer, args ...string) (*proc, time.Duration, error) {
 	args = append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)
-	if b.cfg.cpuProfiles != "" {
+	if b.cfg.cpuProfiles != "" && knowsFlag(ctx, bin, "cpu-profile") {
 		file := strings.Map(func(r rune) rune {
 			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 				return r
@@ -351,7 +358,14 @@ func (b *bench) startPetstore(ctx context.Context, name string, watch io.Writer,
 		}, strings.ToLower(name))
 		args = append(args, "--cpu-profile", filepath.Join(b.cfg.cpuProfiles, file+".prof"))
 	}
-	return b.startServer(ctx, name, b.bin, watch, args...)
+	return b.startServer(ctx, name, bin, watch, args...)
+}
+
+// knowsFlag says whether the petstore binary bin lists the flag in its
+// usage.
+func knowsFlag(ctx context.Context, bin, flag string) bool {
+	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput()
+	return bytes.Contains(out, []byte("-"+flag+" "))
 }
 
 // apiClient makes the few one-off calls of seeding and checks.

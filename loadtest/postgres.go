@@ -74,7 +74,7 @@ func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]j
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", err)
 	}
-	p, err := b.startBin(ctx, name, bin, "--database", url, "--admin-token", b.adminToken)
+	p, _, err := b.startRevision(ctx, name, bin, nil, "--database", url, "--admin-token", b.adminToken)
 	if err != nil {
 		return nil, err
 	}

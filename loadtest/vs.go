@@ -35,19 +35,6 @@ func (b *bench) buildOther(ctx context.Context, dir string) (otherRevision, erro
 	return o, nil
 }
 
-// startBin starts bin, this revision's or another's, on loopback with the
-// rate limiter off and args naming its store, and waits until it is ready.
-func (b *bench) startBin(ctx context.Context, name, bin string, args ...string) (*proc, error) {
-	var p *proc
-	var err error
-	if bin == b.bin {
-		p, _, err = b.startPetstore(ctx, name, nil, args...)
-	} else { // an older revision may not know --cpu-profile
-		p, _, err = b.startServer(ctx, name, bin, nil, append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)...)
-	}
-	return p, err
-}
-
 // beside puts each job of other right after the job of jobs at the same
 // place; the jobs of jobs that other has none for follow.
 func beside(jobs, other []job) []job {
@@ -76,7 +63,7 @@ func (b *bench) smallStoreVs(ctx context.Context) ([]job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-vs: %w", err)
 	}
-	p, err := b.startBin(ctx, fmt.Sprintf("petstore %s (%s pets)", o.rev, humanCount(b.cfg.pets)), o.bin, "--data", data, "--admin-token", b.adminToken)
+	p, _, err := b.startRevision(ctx, fmt.Sprintf("petstore %s (%s pets)", o.rev, humanCount(b.cfg.pets)), o.bin, nil, "--data", data, "--admin-token", b.adminToken)
 	if err != nil {
 		return nil, fmt.Errorf("-vs %s: %w", o.rev, err)
 	}
