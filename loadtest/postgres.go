@@ -78,7 +78,7 @@ func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]j
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := b.apiJobs(ctx, p, newClient(b.cfg.connections), b.cfg.pets, catID, onPostgres+suffix)
+	jobs, err := b.apiJobs(ctx, p, newClient(b.cfg.connections), b.cfg.pets, catID, onPostgres+suffix, false)
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", err)
 	}

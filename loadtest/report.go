@@ -161,10 +161,13 @@ func (b *bench) buildReport() *report {
 	get, first, deep := b.loads[labelGetPet], b.loads[pageRow(c.pets, false)], b.loads[pageRow(c.pets, true)]
 	r.load(labelGetPet, get, append([]check{cpuVs(get, echo, "Echo baseline", "<=", targetGetPetCPU)}, b.vsChecks(labelGetPet)...)...)
 	b.vsRow(r, labelGetPet)
-	r.load(pageRow(c.pets, false), first, cpuVs(first, echo, "Echo baseline", "", 0))
-	r.load(pageRow(c.pets, true), deep, cpuVs(deep, first, "first page", "<=", targetDeepVsFirst))
+	r.load(pageRow(c.pets, false), first, append([]check{cpuVs(first, echo, "Echo baseline", "", 0)}, b.vsChecks(pageRow(c.pets, false))...)...)
+	b.vsRow(r, pageRow(c.pets, false))
+	r.load(pageRow(c.pets, true), deep, append([]check{cpuVs(deep, first, "first page", "<=", targetDeepVsFirst)}, b.vsChecks(pageRow(c.pets, true))...)...)
+	b.vsRow(r, pageRow(c.pets, true))
 	site := b.loads[labelSite]
-	r.load(labelSite, site, cpuVs(site, echo, "Echo baseline", "", 0))
+	r.load(labelSite, site, append([]check{cpuVs(site, echo, "Echo baseline", "", 0)}, b.vsChecks(labelSite)...)...)
+	b.vsRow(r, labelSite)
 	post := b.loads[labelPostPets]
 	r.load(labelPostPets, post, append([]check{
 		rpsVs(post, echo, "Echo baseline", ">=", targetPostVsEcho),
@@ -172,7 +175,8 @@ func (b *bench) buildReport() *report {
 		cpuCeiling(post, echo, "Echo baseline")}, b.vsChecks(labelPostPets)...)...)
 	b.vsRow(r, labelPostPets)
 	keyed := b.loads[labelPostPetsKeyed]
-	r.load(labelPostPetsKeyed, keyed, rpsVs(keyed, post, "without a key", "", 0))
+	r.load(labelPostPetsKeyed, keyed, append([]check{rpsVs(keyed, post, "without a key", "", 0)}, b.vsChecks(labelPostPetsKeyed)...)...)
+	b.vsRow(r, labelPostPetsKeyed)
 	orders := b.loads[labelOrders]
 	r.load(labelOrders, orders, append([]check{
 		rpsVs(orders, echo, "Echo baseline", "", 0),
@@ -262,7 +266,7 @@ func (b *bench) buildReport() *report {
 			"CPU ceiling: the req/s ratio the CPU alone would allow, were the cores fully used: (baseline's client + server CPU per request) / (this row's); a row below its ceiling waits for something else, such as the disk")
 	}
 	if b.vsRev != "" {
-		r.notes = append(r.notes, fmt.Sprintf("rows ending with %s: the binary built from -vs (%s), on a small store of its own seeded alike; each of its rows ran right after this revision's row of the same request, in every round",
+		r.notes = append(r.notes, fmt.Sprintf("rows ending with %s: the binary built from -vs (%s), on a small store of its own seeded alike, sent every row this revision's small store was; each of its rows ran right after this revision's row of the same request, in every round (a revision that knows no Idempotency-Key creates as without one)",
 			b.vsRev, c.vs))
 	}
 	r.notes = append(r.notes, b.notes...)

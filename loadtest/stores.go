@@ -83,8 +83,7 @@ func (b *bench) smallStore(ctx context.Context) error {
 	if b.idleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err
 	}
-	client := newClient(b.cfg.connections)
-	jobs, err := b.apiJobs(ctx, p, client, n, catID, "")
+	jobs, err := b.smallJobs(ctx, p, catID, "")
 	if err != nil {
 		return err
 	}
@@ -96,17 +95,29 @@ func (b *bench) smallStore(ctx context.Context) error {
 		jobs = beside(jobs, vs)
 	}
 	b.jobs = append(b.jobs, jobs...)
-	b.jobs = append(b.jobs, b.pageJobs(ctx, p, client, n)...)
-	b.jobs = append(b.jobs, b.httpJob(labelSite, p, client, get("/")))
 	return nil
+}
+
+// smallJobs returns the jobs of the small store's rows sent to p, their
+// labels ending with suffix: single pets, creates (with a key and
+// without), orders, the first page and one deep, and the site.
+func (b *bench) smallJobs(ctx context.Context, p *proc, catID int64, suffix string) ([]job, error) {
+	client := newClient(b.cfg.connections)
+	jobs, err := b.apiJobs(ctx, p, client, b.cfg.pets, catID, suffix, true)
+	if err != nil {
+		return nil, err
+	}
+	jobs = append(jobs, b.pageJobs(ctx, p, client, b.cfg.pets, suffix)...)
+	return append(jobs, b.httpJob(labelSite+suffix, p, client, get("/"))), nil
 }
 
 // apiJobs makes, through p's API, an API key for the writes and gives the
 // first cfg.stockPets pets full stock (the store holds the n pets imported
 // in order into a new store, ids 1..n, of category catID). It returns the
 // jobs of reading a random pet, creating a pet and ordering one of a
-// stocked pet, their labels ending with suffix.
-func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, catID int64, suffix string) ([]job, error) {
+// stocked pet, and with keyed creating one with an Idempotency-Key, their
+// labels ending with suffix.
+func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, catID int64, suffix string, keyed bool) ([]job, error) {
 	b.progress("through the API of %s: an API key, stock for %d pets", p.name, b.cfg.stockPets)
 	api := &apiClient{client: client.Client, base: p.base()}
 	var key struct {
@@ -143,18 +154,19 @@ func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, cat
 		b.httpJob(labelPostPets+suffix, p, client, postPet),
 		b.httpJob(labelOrders+suffix, p, client, order),
 	}
-	if suffix == "" {
-		keyed := postPet
-		keyed.keyed = true
-		jobs = append(jobs, b.httpJob(labelPostPetsKeyed, p, client, keyed))
+	if keyed {
+		w := postPet
+		w.keyed = true
+		jobs = append(jobs, b.httpJob(labelPostPetsKeyed+suffix, p, client, w))
 	}
 	return jobs, nil
 }
 
 // pageJobs checks the first page of p's pets and one 90% deep, the store
-// holding the n pets 1..n, and returns the jobs reading them. Creates
-// during the run add pets after the last, so these pages stay the same.
-func (b *bench) pageJobs(ctx context.Context, p *proc, client *client, n int) []job {
+// holding the n pets 1..n, and returns the jobs reading them, their labels
+// ending with suffix. Creates during the run add pets after the last, so
+// these pages stay the same.
+func (b *bench) pageJobs(ctx context.Context, p *proc, client *client, n int, suffix string) []job {
 	api := &apiClient{client: client.Client, base: p.base()}
 	first := "/pets?limit=" + strconv.Itoa(pageLimit)
 	after := int64(n) * 9 / 10
@@ -162,8 +174,8 @@ func (b *bench) pageJobs(ctx context.Context, p *proc, client *client, n int) []
 	b.checkPage(ctx, api, first, idRange(1, pageLimit))
 	b.checkPage(ctx, api, deep, idRange(after+1, pageLimit))
 	return []job{
-		b.httpJob(pageRow(n, false), p, client, get(first)),
-		b.httpJob(pageRow(n, true), p, client, get(deep)),
+		b.httpJob(pageRow(n, false)+suffix, p, client, get(first)),
+		b.httpJob(pageRow(n, true)+suffix, p, client, get(deep)),
 	}
 }
 
@@ -202,7 +214,7 @@ func (b *bench) bigStore(ctx context.Context) error {
 	if b.bigIdleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err
 	}
-	b.jobs = append(b.jobs, b.pageJobs(ctx, p, newClient(b.cfg.connections), n)...)
+	b.jobs = append(b.jobs, b.pageJobs(ctx, p, newClient(b.cfg.connections), n, "")...)
 	return nil
 }
 

@@ -34,7 +34,7 @@ func (b *bench) webhookStore(ctx context.Context) error {
 		return err
 	}
 	client := newClient(b.cfg.connections)
-	jobs, err := b.apiJobs(ctx, twin.proc, client, b.cfg.pets, twin.catID, ", its twin with no webhook")
+	jobs, err := b.apiJobs(ctx, twin.proc, client, b.cfg.pets, twin.catID, ", its twin with no webhook", false)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (b *bench) webhookStore(ctx context.Context) error {
 			cursor[i] = ids[len(ids)-1]
 		}
 	}
-	jobs, err = b.apiJobs(ctx, p.proc, client, b.cfg.pets, p.catID, ", one webhook on *")
+	jobs, err = b.apiJobs(ctx, p.proc, client, b.cfg.pets, p.catID, ", one webhook on *", false)
 	if err != nil {
 		return err
 	}
