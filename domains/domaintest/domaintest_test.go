@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +102,13 @@ func TestStartPebble(t *testing.T) {
 
 	if p.HTTPPort == 0 || p.TLSPort == 0 || p.HTTPPort == p.TLSPort {
 		t.Errorf("challenge ports %d and %d", p.HTTPPort, p.TLSPort)
+	}
+	// Below the ephemeral range, so that no outgoing connection or port-0
+	// listener takes them before the test listens there.
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if low, _ := strconv.Atoi(strings.Fields(string(b))[0]); p.HTTPPort >= low || p.TLSPort >= low {
+			t.Errorf("challenge ports %d and %d are in the ephemeral range (from %d)", p.HTTPPort, p.TLSPort, low)
+		}
 	}
 	if !strings.HasPrefix(p.DirectoryURL(), "https://127.0.0.1:") {
 		t.Errorf("DirectoryURL %s", p.DirectoryURL())

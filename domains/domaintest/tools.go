@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -153,6 +154,36 @@ func freeDNSPort(tb testing.TB) int {
 	}
 	tb.Fatalf("domaintest: no port free for both TCP and UDP: %v", lastErr)
 	return 0
+}
+
+// freeChallengePort returns a loopback TCP port for the service under test
+// to listen on once pebble has started, which it is told to validate at.
+// The port is free when chosen but held by nobody until the test listens,
+// so it is drawn from below the kernel's ephemeral range: ports there are
+// never handed out to another process's outgoing connection or to its
+// listener on port 0, which took a chosen port in between on a busy CI
+// machine ("bind: address already in use"). Without that range it is any
+// free port.
+func freeChallengePort(tb testing.TB) int {
+	tb.Helper()
+	low := 0
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			low, _ = strconv.Atoi(f[0])
+		}
+	}
+	const first = 10000 // above the well-known and most registered services
+	for range 100 {
+		if low <= first+1 {
+			break
+		}
+		port := first + rand.IntN(low-first)
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			l.Close()
+			return port
+		}
+	}
+	return freePort(tb)
 }
 
 // freePort returns a free loopback TCP port.
