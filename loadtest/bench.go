@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -359,13 +358,6 @@ func (b *bench) startRevision(ctx context.Context, name, bin string, watch io.Wr
 		args = append(args, "--cpu-profile", filepath.Join(b.cfg.cpuProfiles, file+".prof"))
 	}
 	return b.startServer(ctx, name, bin, watch, args...)
-}
-
-// knowsFlag says whether the petstore binary bin lists the flag in its
-// usage.
-func knowsFlag(ctx context.Context, bin, flag string) bool {
-	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput()
-	return bytes.Contains(out, []byte("-"+flag+" "))
 }
 
 // apiClient makes the few one-off calls of seeding and checks.

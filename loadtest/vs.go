@@ -7,8 +7,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -97,4 +99,11 @@ func (b *bench) vsRow(r *report, label string) {
 	}
 	other := label + ", " + b.vsRev
 	r.load(other, b.loads[other], check{on: "the revision of -vs", ok: b.loads[other] != nil})
+}
+
+// knowsFlag says whether the petstore binary bin lists the flag in its
+// usage.
+func knowsFlag(ctx context.Context, bin, flag string) bool {
+	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput()
+	return bytes.Contains(out, []byte("-"+flag+" "))
 }
