@@ -1,7 +1,13 @@
 package handlers
 
 import (
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"testing"
+	"time"
 
 	"petstore/handlers/clientkey"
 )
@@ -40,5 +46,53 @@ func TestInFlightCaps(t *testing.T) {
 	}
 	if f.total != 0 || len(f.counts) != 0 {
 		t.Errorf("all released: total %d, %d clients left", f.total, len(f.counts))
+	}
+}
+
+// unwrapper is a middleware's ResponseWriter that hides the connection's
+// methods but unwraps, as http.ResponseController expects.
+type unwrapper struct{ http.ResponseWriter }
+
+func (u unwrapper) Unwrap() http.ResponseWriter { return u.ResponseWriter }
+
+// TestWriteDeadlineReachesTheConnection: setWriteDeadline finds net/http's
+// connection, directly and through a writer that unwraps, so that a client
+// that stops reading gives its slot back; a deadline already past fails
+// the write of a body larger than the socket buffers.
+func TestWriteDeadlineReachesTheConnection(t *testing.T) {
+	for name, wrap := range map[string]func(http.ResponseWriter) http.ResponseWriter{
+		"net/http's writer": func(w http.ResponseWriter) http.ResponseWriter { return w },
+		"a wrapper":         func(w http.ResponseWriter) http.ResponseWriter { return unwrapper{w} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			wrote := make(chan error, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w = wrap(w)
+				setWriteDeadline(w, time.Now().Add(-time.Second))
+				_, err := w.Write(make([]byte, 64<<20))
+				if err == nil {
+					err = http.NewResponseController(w).Flush()
+				}
+				wrote <- err
+			}))
+			defer srv.Close()
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// Asks, then never reads the answer.
+			if _, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-wrote:
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("write to a client that does not read, past the deadline: %v, want a deadline error", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the write still blocks: the deadline did not reach the connection")
+			}
+		})
 	}
 }
