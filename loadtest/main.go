@@ -91,8 +91,8 @@ type config struct {
 	// source folder of another revision measured beside them.
 	onlyPostgres bool
 	postgresVs   string
-	// vs is the source folder of another revision measured beside the
-	// small store's rows of single pets, creates and orders.
+	// vs is the source folder of another revision measured beside every
+	// row of the small store.
 	vs string
 }
 
@@ -130,7 +130,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.serverLog, "server-log", "", "file for the servers' request logs (default: discarded)")
 	fs.BoolVar(&c.onlyPostgres, "only-postgres", false, "run the PostgreSQL rows only (no bbolt rows, baselines, large store or TLS rows)")
 	fs.StringVar(&c.postgresVs, "postgres-vs", "", "source folder of another revision of petstore (a worktree of main, say): built there and measured beside this one, on a PostgreSQL database of its own seeded alike, in the same rounds, so that the PostgreSQL rows show before and after in one run")
-	fs.StringVar(&c.vs, "vs", "", "source folder of another revision of petstore (a worktree of main, say): built there and measured beside this one, on a small store of its own seeded alike, in the same rounds, so that the rows of single pets, creates and orders show before and after in one run")
+	fs.StringVar(&c.vs, "vs", "", "source folder of another revision of petstore (a worktree of main, say): built there and measured beside this one, on a small store of its own seeded alike, sent every row of the small store in the same rounds, so that they show before and after in one run; POST /pets is held to 0.90x its req/s")
 	fs.StringVar(&c.cpuProfiles, "cpu-profiles", "", "directory where each petstore server writes a CPU profile of its whole run, named after it (read with go tool pprof)")
 	fs.BoolVar(&c.quick, "quick", false, fmt.Sprintf("quick run: -duration %v -rounds %d -warmup %v -settle %v -big-pets %d unless given", quickDuration, quickRounds, quickWarmup, quickSettle, quickBigPets))
 	if err := fs.Parse(args); err != nil {

@@ -75,30 +75,27 @@ func (b *bench) smallStoreVs(ctx context.Context) ([]job, error) {
 	return b.smallJobs(ctx, p, catID, ", "+o.rev)
 }
 
-// vsChecks judges a small store row against -vs's row of the same request:
-// none without -vs. Reads are judged by CPU, as against the Echo baseline,
-// writes by req/s and CPU; POST /pets is held to targetPostVsRevision.
-func (b *bench) vsChecks(label string) []check {
+// smallRow adds the small store's row label, judged by checks and, with
+// -vs, against the other revision's row of the same request, which follows
+// it. Reads are judged by CPU, as against the Echo baseline, writes by
+// req/s and CPU; POST /pets is held to targetPostVsRevision.
+func (b *bench) smallRow(r *report, label string, checks ...check) {
 	if b.vsRev == "" {
-		return nil
-	}
-	res, other := b.loads[label], b.loads[label+", "+b.vsRev]
-	switch {
-	case strings.HasPrefix(label, "GET "):
-		return []check{cpuVs(res, other, b.vsRev, "", 0)}
-	case label == labelPostPets:
-		return []check{rpsVs(res, other, b.vsRev, ">=", targetPostVsRevision), cpuVs(res, other, b.vsRev, "", 0)}
-	}
-	return []check{rpsVs(res, other, b.vsRev, "", 0), cpuVs(res, other, b.vsRev, "", 0)}
-}
-
-// vsRow adds -vs's row of label's request, to follow label's row.
-func (b *bench) vsRow(r *report, label string) {
-	if b.vsRev == "" {
+		r.load(label, b.loads[label], checks...)
 		return
 	}
 	other := label + ", " + b.vsRev
-	r.load(other, b.loads[other], check{on: "the revision of -vs", ok: b.loads[other] != nil})
+	res, vs := b.loads[label], b.loads[other]
+	switch {
+	case strings.HasPrefix(label, "GET "):
+		checks = append(checks, cpuVs(res, vs, b.vsRev, "", 0))
+	case label == labelPostPets:
+		checks = append(checks, rpsVs(res, vs, b.vsRev, ">=", targetPostVsRevision), cpuVs(res, vs, b.vsRev, "", 0))
+	default:
+		checks = append(checks, rpsVs(res, vs, b.vsRev, "", 0), cpuVs(res, vs, b.vsRev, "", 0))
+	}
+	r.load(label, res, checks...)
+	r.load(other, vs, check{on: "the revision of -vs", ok: vs != nil})
 }
 
 // knowsFlag says whether the petstore binary bin lists the flag in its
