@@ -68,10 +68,10 @@ func TestArchitecture(t *testing.T) {
 	pkgs := listPackages(t)
 
 	// The API handlers know nothing of how connections arrive: listeners,
-	// the connection guard and the PROXY protocol are handlers/listen's.
+	// the connection guard and the PROXY protocol are server's.
 	if api, ok := pkgs["petstore/handlers"]; !ok {
 		t.Error("no package petstore/handlers")
-	} else if dep := importsAny(api.Deps, "petstore/handlers/listen", "github.com/pires/go-proxyproto"); dep != "" {
+	} else if dep := importsAny(api.Deps, "petstore/server", "github.com/pires/go-proxyproto"); dep != "" {
 		t.Errorf("petstore/handlers depends on %s", dep)
 	}
 

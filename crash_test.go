@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"petstore/domains/domaintest"
-	"petstore/handlers/webhooks/webhooktest"
+	"petstore/events/webhooktest"
 	"petstore/store/boltstore/bolttest"
 	"petstore/store/postgres/pgtest"
 )

@@ -25,11 +25,11 @@ import (
 
 	"petstore/domains"
 	"petstore/handlers"
-	"petstore/handlers/accesslog"
-	"petstore/handlers/buildinfo"
-	"petstore/handlers/listen"
-	"petstore/handlers/metrics"
-	"petstore/handlers/webhooks"
+	"petstore/server/accesslog"
+	"petstore/buildinfo"
+	"petstore/server"
+	"petstore/metrics"
+	"petstore/events"
 	"petstore/store"
 	"petstore/store/boltstore"
 	"petstore/store/postgres"
@@ -47,7 +47,7 @@ func main() {
 	defer stop()
 	// One per process (tableflip's rule): tests that call run many times
 	// go without.
-	upgrader, err := listen.NewUpgrader()
+	upgrader, err := server.NewUpgrader()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "petstore: taking the sockets of the upgraded process:", err)
 		os.Exit(1)
@@ -137,8 +137,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	limits.Float64(&c.rateLimit, "rate-limit", handlers.DefaultRateLimit, "requests per second per client address, with a burst of twice that; 0 turns it off")
 	limits.Int(&c.maxInFlight, "max-in-flight", handlers.DefaultMaxInFlight, "requests served at once; past it, 503 with Retry-After")
 	limits.Int(&c.maxClientInFlight, "max-client-in-flight", handlers.DefaultMaxClientInFlight, "requests of one client address (IPv6: its /64) served at once; past it, 503 with Retry-After; 0 turns the cap off")
-	limits.Duration(&c.headerTimeout, "header-timeout", listen.DefaultHeaderTimeout, "how long a client may take to send its request headers before its connection is closed")
-	limits.Int(&c.maxClientConns, "max-client-conns", listen.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
+	limits.Duration(&c.headerTimeout, "header-timeout", server.DefaultHeaderTimeout, "how long a client may take to send its request headers before its connection is closed")
+	limits.Int(&c.maxClientConns, "max-client-conns", server.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
 	limits.Int(&c.maxEventStreams, "max-event-streams", handlers.DefaultMaxStreams, "event streams (GET /events, GET /admin/events as Server-Sent Events) open at once; past it, 503 with Retry-After")
 	limits.Duration(&c.eventRetention, "event-retention", 7*24*time.Hour, "how long events and webhook delivery logs are kept; older ones are pruned in the background")
 	limits.Duration(&c.idempotencyTTL, "idempotency-ttl", handlers.DefaultIdempotencyTTL, "how long the answer to a POST sent with an Idempotency-Key is kept for its retries; later the key is free again")
@@ -305,13 +305,13 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	// the rest of start-up, and the new process of an upgrade in place has
 	// them before the old one stops serving (upgrade.go).
 	prepared := prepareInBackground(spec)
-	serverErrors := listen.NewServerErrors(log)
+	serverErrors := server.NewServerErrors(log)
 	errorLog := serverErrors.Logger()
-	conns, fileLimit, err := listen.NewConnGuard(cfg.maxClientConns)
+	conns, fileLimit, err := server.NewConnGuard(cfg.maxClientConns)
 	if err != nil {
 		log.Warn("could not raise the limit on open files", "limit", fileLimit, "err", err)
 	}
-	listeners := listen.NewListeners(conns)
+	listeners := server.NewListeners(conns)
 	defer listeners.Close()
 	sockets, err := bindSockets(cfg, listeners, up.upgrader)
 	if err != nil {
@@ -353,8 +353,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer manager.Close()
-	policy := webhooks.Policy{AllowPrivate: cfg.webhookAllowPrivate}
-	engine := webhooks.New(webhooks.Config{Store: db, Policy: policy, Retention: cfg.eventRetention, Log: log})
+	policy := events.Policy{AllowPrivate: cfg.webhookAllowPrivate}
+	engine := events.New(events.Config{Store: db, Policy: policy, Retention: cfg.eventRetention, Log: log})
 	documents, err := prepared()
 	if err != nil {
 		return err
@@ -375,23 +375,23 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	defer stopBackground()
 
 	httpServer := func(h http.Handler, tc *tls.Config) *http.Server {
-		hs := listen.NewHTTPServer(h, tc, errorLog)
+		hs := server.NewHTTPServer(h, tc, errorLog)
 		hs.ReadHeaderTimeout = cfg.headerTimeout
 		return hs
 	}
 	// The sockets are bound already (bindSockets): these only attach
 	// their servers.
-	plainAddr, err := listeners.ListenAs(listen.NameListen, cfg.listen, httpServer(srv, nil))
+	plainAddr, err := listeners.ListenAs(server.NameListen, cfg.listen, httpServer(srv, nil))
 	if err != nil {
 		return listenError("listen", cfg.listen, err)
 	}
 	if cfg.httpsListen != "" {
-		if _, err := listeners.ListenAs(listen.NameHTTPS, cfg.httpsListen, httpServer(srv, manager.TLSConfig())); err != nil {
+		if _, err := listeners.ListenAs(server.NameHTTPS, cfg.httpsListen, httpServer(srv, manager.TLSConfig())); err != nil {
 			return listenError("https-listen", cfg.httpsListen, err)
 		}
 	}
 	if cfg.httpListen != "" {
-		if _, err := listeners.ListenAs(listen.NameHTTP, cfg.httpListen, httpServer(srv.RateLimited(manager.HTTPChallengeHandler(srv.HTTPSRedirect())), nil)); err != nil {
+		if _, err := listeners.ListenAs(server.NameHTTP, cfg.httpListen, httpServer(srv.RateLimited(manager.HTTPChallengeHandler(srv.HTTPSRedirect())), nil)); err != nil {
 			return listenError("http-listen", cfg.httpListen, err)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 
 	"petstore/domains/certs"
 	"petstore/domains/domaintest"
-	"petstore/handlers/webhooks/webhooktest"
+	"petstore/events/webhooktest"
 	"petstore/store"
 )
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"petstore/domains/domaintest"
-	"petstore/handlers/webhooks/webhooktest"
+	"petstore/events/webhooktest"
 	"petstore/store/postgres/pgtest"
 )
 

@@ -883,7 +883,7 @@ func TestUpgradeInPlace(t *testing.T) {
 	errs := make(chan error, len(builds))
 	for version, bin := range builds {
 		wg.Go(func() {
-			out, err := exec.Command("go", "build", "-ldflags", "-X petstore/handlers/buildinfo.version="+version, "-o", bin, ".").CombinedOutput()
+			out, err := exec.Command("go", "build", "-ldflags", "-X petstore/buildinfo.version="+version, "-o", bin, ".").CombinedOutput()
 			if err != nil {
 				errs <- fmt.Errorf("go build %s: %v\n%s", version, err, out)
 			}

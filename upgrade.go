@@ -14,7 +14,7 @@ import (
 
 	"petstore/domains/acmedns"
 	"petstore/handlers"
-	"petstore/handlers/listen"
+	"petstore/server"
 )
 
 // An upgrade in place (docs/systemd.md, "Upgrading in place"): on SIGHUP
@@ -35,7 +35,7 @@ import (
 // and its SIGHUPs. main gives them; tests that call run in-process give
 // none (a process may hold one Upgrader only).
 type upgrades struct {
-	upgrader *listen.Upgrader
+	upgrader *server.Upgrader
 	signals  <-chan os.Signal
 }
 
@@ -56,8 +56,8 @@ type boundSockets struct {
 // ones an upgraded process passed, else the ones systemd passed, else new
 // ones bound to the flags' addresses. A busy port thus fails the start
 // before any file is created.
-func bindSockets(cfg config, listeners *listen.Listeners, u *listen.Upgrader) (*boundSockets, error) {
-	systemd, err := listen.FromSystemd()
+func bindSockets(cfg config, listeners *server.Listeners, u *server.Upgrader) (*boundSockets, error) {
+	systemd, err := server.FromSystemd()
 	if err != nil {
 		return nil, err
 	}
@@ -69,11 +69,11 @@ func bindSockets(cfg config, listeners *listen.Listeners, u *listen.Upgrader) (*
 		}
 	}
 	for _, l := range []struct{ name, flag, addr string }{
-		{listen.NameListen, "listen", cfg.listen},
-		{listen.NameHTTPS, "https-listen", cfg.httpsListen},
-		{listen.NameHTTP, "http-listen", cfg.httpListen},
+		{server.NameListen, "listen", cfg.listen},
+		{server.NameHTTPS, "https-listen", cfg.httpsListen},
+		{server.NameHTTP, "http-listen", cfg.httpListen},
 	} {
-		if l.addr == "" && l.name != listen.NameListen {
+		if l.addr == "" && l.name != server.NameListen {
 			continue
 		}
 		if _, err := listeners.Bind(l.name, l.addr); err != nil {
@@ -213,7 +213,7 @@ func (h *handover) serving(ctx context.Context) (context.Context, error) {
 	} else {
 		h.log.Info("upgrade: this process serves", "unserved", time.Since(h.stopped).Round(time.Millisecond))
 	}
-	listen.NotifyReady()
+	server.NotifyReady()
 	if u == nil || h.up.signals == nil {
 		return ctx, nil
 	}

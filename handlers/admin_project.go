@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"petstore/handlers/buildinfo"
+	"petstore/buildinfo"
 	"petstore/store"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"petstore/handlers/webhooks"
+	"petstore/events"
 	"petstore/store"
 )
 
@@ -60,7 +60,7 @@ func (s *Server) decodeNewWebhook(c echo.Context, w *store.Webhook) error {
 	if err != nil {
 		return err
 	}
-	secret, err := webhooks.NewSecret()
+	secret, err := events.NewSecret()
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (s *Server) updateWebhook(c echo.Context) error {
 }
 
 func (s *Server) rotateWebhookSecret(c echo.Context) error {
-	secret, err := webhooks.NewSecret()
+	secret, err := events.NewSecret()
 	if err != nil {
 		return err
 	}

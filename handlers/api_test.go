@@ -12,7 +12,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"petstore/handlers/buildinfo"
+	"petstore/buildinfo"
 	"petstore/store"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"petstore/handlers/webhooks/webhooktest"
+	"petstore/events/webhooktest"
 	"petstore/store"
 	"petstore/store/postgres/pgtest"
 )

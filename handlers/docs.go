@@ -5,8 +5,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"petstore/handlers/buildinfo"
-	"petstore/handlers/metrics"
+	"petstore/buildinfo"
+	"petstore/metrics"
 	"petstore/store"
 )
 

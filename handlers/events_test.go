@@ -13,8 +13,8 @@ import (
 
 	"petstore/domains/domaintest"
 	"petstore/handlers"
-	"petstore/handlers/webhooks"
-	"petstore/handlers/webhooks/webhooktest"
+	"petstore/events"
+	"petstore/events/webhooktest"
 	"petstore/store"
 )
 
@@ -22,8 +22,8 @@ import (
 // for the test's own), run until the test ends.
 func withEvents(tb testing.TB) serverOption {
 	return func(c *handlers.Config) {
-		policy := webhooks.Policy{AllowPrivate: true}
-		e := webhooks.New(webhooks.Config{Store: c.Store.(webhooks.Store), Policy: policy, Poll: 10 * time.Millisecond, Retention: time.Hour})
+		policy := events.Policy{AllowPrivate: true}
+		e := events.New(events.Config{Store: c.Store.(events.Store), Policy: policy, Poll: 10 * time.Millisecond, Retention: time.Hour})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { e.Run(ctx); close(done) }()

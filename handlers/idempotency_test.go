@@ -16,7 +16,7 @@ import (
 
 	"petstore/domains/domaintest"
 	"petstore/handlers"
-	"petstore/handlers/webhooks/webhooktest"
+	"petstore/events/webhooktest"
 	"petstore/store"
 	"petstore/store/postgres/pgtest"
 )

@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"petstore/handlers/metrics"
+	"petstore/metrics"
 )
 
 // serveMetrics answers GET /metrics. It gathers before it writes, so that a

@@ -16,7 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 
-	"petstore/handlers/accesslog"
+	"petstore/server/accesslog"
 	"petstore/store"
 )
 

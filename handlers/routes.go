@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"petstore/handlers/accesslog"
+	"petstore/server/accesslog"
 	"petstore/store"
 )
 

@@ -21,7 +21,7 @@ import (
 
 	"petstore/domains/domaintest"
 	"petstore/handlers"
-	"petstore/handlers/listen"
+	"petstore/server"
 )
 
 // adminRequests walks the admin OpenAPI document: one request per
@@ -240,7 +240,7 @@ func TestSlowHeadersAreDropped(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
 	srv := httptest.NewUnstartedServer(ts.srv)
-	srv.Config = listen.NewHTTPServer(ts.srv, nil, nil)
+	srv.Config = server.NewHTTPServer(ts.srv, nil, nil)
 	srv.Start()
 	defer srv.Close()
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
@@ -328,7 +328,7 @@ func TestRefusalsCloseTheConnection(t *testing.T) {
 func h2Server(t *testing.T, ts *testServer) string {
 	t.Helper()
 	s := httptest.NewUnstartedServer(ts.srv)
-	s.Config = listen.NewHTTPServer(ts.srv, nil, nil)
+	s.Config = server.NewHTTPServer(ts.srv, nil, nil)
 	s.EnableHTTP2 = true
 	s.StartTLS()
 	t.Cleanup(s.Close)

@@ -17,9 +17,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"petstore/domains"
-	"petstore/handlers/accesslog"
-	"petstore/handlers/metrics"
-	"petstore/handlers/webhooks"
+	"petstore/server/accesslog"
+	"petstore/metrics"
+	"petstore/events"
 	"petstore/web"
 )
 
@@ -86,9 +86,9 @@ type Config struct {
 	CredentialFailures int
 	// Events delivers webhooks and feeds the event streams; nil serves
 	// the events as JSON pages only.
-	Events *webhooks.Engine
+	Events *events.Engine
 	// WebhookPolicy judges webhook URLs when they are saved.
-	WebhookPolicy webhooks.Policy
+	WebhookPolicy events.Policy
 	// MaxStreams caps the event streams open at once; 0 means
 	// DefaultMaxStreams.
 	MaxStreams int

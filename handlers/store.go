@@ -29,7 +29,7 @@ type Store interface {
 	Size(ctx context.Context) (int64, error)
 
 	// The events and webhooks (events.go, admin_webhooks.go); delivering
-	// them is handlers/webhooks' job, with the rest of store.Events.
+	// them is events' job, with the rest of store.Events.
 	Events(ctx context.Context, f store.EventFilter) ([]store.Event, error)
 	OldestEvent(ctx context.Context) (store.EventID, error)
 	RecordEvent(ctx context.Context, e store.PendingEvent, to int64) (store.Event, error)

@@ -27,7 +27,7 @@ import (
 	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
-	"petstore/handlers/metrics"
+	"petstore/metrics"
 	"petstore/store"
 	"petstore/store/boltstore"
 	"petstore/store/postgres/pgtest"

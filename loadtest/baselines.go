@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"petstore/handlers/listen"
+	"petstore/server"
 	"petstore/store/boltstore/bolttest"
 )
 
@@ -25,7 +25,7 @@ const echoBaselinePath = "/pets/1"
 
 // serveEchoBaseline serves the Echo baseline on addr until killed: one Echo
 // handler, no middleware, no validation, no store, behind an http.Server
-// with the timeouts listen.NewHTTPServer sets, answering a small JSON object.
+// with the timeouts server.NewHTTPServer sets, answering a small JSON object.
 // It is what GET /pets/{id} would cost if Petstore added nothing to Echo.
 func serveEchoBaseline(addr string) error {
 	e := echo.New()
@@ -35,7 +35,7 @@ func serveEchoBaseline(addr string) error {
 	e.GET("/readyz", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
 	// The same server settings as the service's, so that only the handler
 	// differs.
-	srv := listen.NewHTTPServer(e, nil, nil)
+	srv := server.NewHTTPServer(e, nil, nil)
 	srv.Addr = addr
 	return srv.ListenAndServe()
 }

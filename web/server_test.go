@@ -22,8 +22,8 @@ import (
 	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/handlers"
-	"petstore/handlers/metrics"
-	"petstore/handlers/webhooks"
+	"petstore/metrics"
+	"petstore/events"
 	"petstore/store/boltstore"
 )
 
@@ -119,8 +119,8 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 	}
 	cfg.Domains = manager
 	if opt.webhooks {
-		policy := webhooks.Policy{AllowPrivate: true}
-		e := webhooks.New(webhooks.Config{Store: db, Policy: policy, Poll: 20 * time.Millisecond, Retention: time.Hour})
+		policy := events.Policy{AllowPrivate: true}
+		e := events.New(events.Config{Store: db, Policy: policy, Poll: 20 * time.Millisecond, Retention: time.Hour})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { e.Run(ctx); close(done) }()

@@ -8,7 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"petstore/domains/domaintest"
-	"petstore/handlers/webhooks/webhooktest"
+	"petstore/events/webhooktest"
 )
 
 // TestDashboardWebhooks adds a webhook in the dashboard, copies its secret,

@@ -1,7 +1,7 @@
-// Package listen owns the service's listening sockets: binding them, the
+// Package server owns the service's listening sockets: binding them, the
 // connection guard, the PROXY protocol, the limit on open files, the
 // http.Server each one is served by, and their shutdown.
-package listen
+package server
 
 import (
 	"context"

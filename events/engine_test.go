@@ -1,4 +1,4 @@
-package webhooks_test
+package events_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/miekg/dns"
 
 	"petstore/domains/domaintest"
-	"petstore/handlers/webhooks"
-	"petstore/handlers/webhooks/webhooktest"
+	"petstore/events"
+	"petstore/events/webhooktest"
 	"petstore/store"
 )
 
@@ -27,8 +27,8 @@ func newReceiver(t *testing.T, answers ...int) *webhooktest.Receiver {
 }
 
 // start runs an engine until the test ends.
-func start(t *testing.T, s webhooks.Store, now func() time.Time, policy webhooks.Policy) *webhooks.Engine {
-	e := webhooks.New(webhooks.Config{Store: s, Now: now, Policy: policy, Poll: 10 * time.Millisecond, Retention: 24 * time.Hour})
+func start(t *testing.T, s events.Store, now func() time.Time, policy events.Policy) *events.Engine {
+	e := events.New(events.Config{Store: s, Now: now, Policy: policy, Poll: 10 * time.Millisecond, Retention: 24 * time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { e.Run(ctx); close(done) }()
@@ -36,13 +36,13 @@ func start(t *testing.T, s webhooks.Store, now func() time.Time, policy webhooks
 	return e
 }
 
-func hook(t *testing.T, s store.Store, url string, events ...string) store.Webhook {
+func hook(t *testing.T, s store.Store, url string, types ...string) store.Webhook {
 	t.Helper()
-	secret, err := webhooks.NewSecret()
+	secret, err := events.NewSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := store.Webhook{URL: url, Events: events, Enabled: true, Secret: secret}
+	w := store.Webhook{URL: url, Events: types, Enabled: true, Secret: secret}
 	if err := s.CreateWebhook(ctx, &w); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestRetryOnSchedule(t *testing.T) {
 	probe := newReceiver(t)
 	pw := hook(t, s, probe.URL, store.EventPetCreated)
 	probe.Trust(pw.Secret)
-	start(t, s, clk.Now, webhooks.Policy{AllowPrivate: true})
+	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
 
 	c := store.Category{Name: "dogs"}
 	if err := s.CreateCategory(ctx, &c); err != nil {
@@ -127,7 +127,7 @@ func TestDeadReceiverDelaysNoOne(t *testing.T) {
 	live := newReceiver(t)
 	w := hook(t, s, live.URL, "*")
 	live.Trust(w.Secret)
-	start(t, s, time.Now, webhooks.Policy{AllowPrivate: true})
+	start(t, s, time.Now, events.Policy{AllowPrivate: true})
 
 	c := store.Category{Name: "dogs"}
 	if err := s.CreateCategory(ctx, &c); err != nil {
@@ -157,7 +157,7 @@ func TestDeadReceiverDelaysNoOne(t *testing.T) {
 // own DNS server that resolves to 127.0.0.1.
 func TestSSRF(t *testing.T) {
 	resolver := fakeDNS(t, map[string]string{"evil.test.": "127.0.0.1", "meta.test.": "169.254.169.254", "ten.test.": "10.0.0.1"})
-	policy := webhooks.Policy{Resolver: resolver}
+	policy := events.Policy{Resolver: resolver}
 	for _, u := range []string{
 		"http://127.0.0.1/", "http://[::1]/", "http://10.1.2.3/", "http://192.168.0.1/", "http://172.16.0.1/",
 		"http://169.254.169.254/latest/meta-data", "http://[fe80::1]/", "http://224.0.0.1/", "http://0.0.0.0/",
@@ -171,7 +171,7 @@ func TestSSRF(t *testing.T) {
 		}
 		t.Logf("%s: %v", u, err)
 	}
-	if err := (webhooks.Policy{AllowPrivate: true}).CheckURL(ctx, "http://127.0.0.1:9/"); err != nil {
+	if err := (events.Policy{AllowPrivate: true}).CheckURL(ctx, "http://127.0.0.1:9/"); err != nil {
 		t.Errorf("--webhook-allow-private refused a loopback URL: %v", err)
 	}
 
@@ -259,7 +259,7 @@ func TestAttemptsAreRecordedInBatches(t *testing.T) {
 	r := newReceiver(t)
 	w := hook(t, db, r.URL, store.EventCategoryCreated)
 	r.Trust(w.Secret)
-	start(t, g, time.Now, webhooks.Policy{AllowPrivate: true})
+	start(t, g, time.Now, events.Policy{AllowPrivate: true})
 	const n = 3 * store.MaxInFlightPerWebhook
 	for i := range n {
 		if err := db.CreateCategory(ctx, &store.Category{Name: fmt.Sprintf("c%d", i)}); err != nil {

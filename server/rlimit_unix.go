@@ -1,6 +1,6 @@
 //go:build unix
 
-package listen
+package server
 
 import "syscall"
 

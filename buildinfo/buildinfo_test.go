@@ -4,7 +4,7 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"petstore/handlers/buildinfo"
+	"petstore/buildinfo"
 )
 
 // TestFromBuildInfo reads the build information of a binary built in a git

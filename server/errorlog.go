@@ -1,4 +1,4 @@
-package listen
+package server
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"petstore/handlers/accesslog"
+	"petstore/server/accesslog"
 )
 
 // ServerErrors is the error log of the http.Servers: their lines go to the

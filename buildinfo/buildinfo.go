@@ -31,7 +31,7 @@ type Build struct {
 var Running = read()
 
 // version, when set at link time
-// (go build -ldflags "-X petstore/handlers/buildinfo.version=v1.4.0"),
+// (go build -ldflags "-X petstore/buildinfo.version=v1.4.0"),
 // is the version the binary reports instead of the module's: a build from
 // a source archive has no module version or VCS information of its own.
 var version string

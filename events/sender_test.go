@@ -1,4 +1,4 @@
-package webhooks
+package events
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"petstore/domains/domaintest"
-	"petstore/handlers/webhooks/webhooktest"
+	"petstore/events/webhooktest"
 	"petstore/store"
 )
 

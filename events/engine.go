@@ -1,8 +1,8 @@
-// Package webhooks delivers the outbox's events: it fans them out to the
+// Package events delivers the outbox's events: it fans them out to the
 // subscribed webhooks, signs and sends each attempt as Standard Webhooks
 // specifies, retries on a schedule, refuses private destinations, prunes
 // what is past retention, and feeds the live streams.
-package webhooks
+package events
 
 import (
 	"bytes"
