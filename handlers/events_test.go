@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"petstore/domains/domaintest"
-	"petstore/handlers"
 	"petstore/events"
 	"petstore/events/webhooktest"
+	"petstore/handlers"
 	"petstore/store"
 )
 

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"petstore/domains/domaintest"
-	"petstore/handlers"
 	"petstore/events/webhooktest"
+	"petstore/handlers"
 	"petstore/store"
 	"petstore/store/postgres/pgtest"
 )

@@ -17,9 +17,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"petstore/domains"
-	"petstore/server/accesslog"
-	"petstore/metrics"
 	"petstore/events"
+	"petstore/metrics"
+	"petstore/server/accesslog"
 	"petstore/web"
 )
 

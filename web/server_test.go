@@ -21,9 +21,9 @@ import (
 	"petstore/domains"
 	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
+	"petstore/events"
 	"petstore/handlers"
 	"petstore/metrics"
-	"petstore/events"
 	"petstore/store/boltstore"
 )
 
