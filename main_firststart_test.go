@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +73,56 @@ func TestFirstStartOnABusyPortLosesNoToken(t *testing.T) {
 	if code, body := again.call(t, "GET", "/admin/project", "", "Authorization", "Bearer "+token); code != 200 {
 		t.Errorf("the first token after a failed start: %d %s", code, body)
 	}
+}
+
+// TestBusyPortMessageOfTheBinary: the real binary, which binds through
+// the upgrader (run() in the tests does not), says a busy port in the
+// words docs/operations.md shows, on its standard error, and nothing of
+// the listener library's own wording.
+func TestBusyPortMessageOfTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	next, _ := strconv.Atoi(port)
+	bin := buildPetstore(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--listen", addr, "--data", filepath.Join(t.TempDir(), "petstore.db"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+		t.Fatalf("a start on a busy port: %v, want exit status 1\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	want := fmt.Sprintf("petstore: --listen %s: the address is in use by another program (another petstore?); stop it, or start with another port, e.g. --listen 127.0.0.1:%d (PETSTORE_LISTEN)\n", addr, next+1)
+	if stderr.String() != want {
+		t.Errorf("a start on a busy port printed on stderr:\n%q\nwant:\n%q", stderr.String(), want)
+	}
+	doc, err := os.ReadFile("docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := strings.NewReplacer(addr, "localhost:8080", fmt.Sprintf("127.0.0.1:%d", next+1), "localhost:8081").Replace(want)
+	if !strings.Contains(string(doc), "\n"+documented) {
+		t.Errorf("docs/operations.md does not show the message as the binary prints it:\n%s", documented)
+	}
+}
+
+// buildPetstore builds the binary into a temporary folder.
+func buildPetstore(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "petstore")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }

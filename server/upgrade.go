@@ -86,7 +86,18 @@ func (u *Upgrader) listener(name string, open func() (net.Listener, error)) (net
 	if u == nil {
 		return open()
 	}
-	return u.tf.ListenWithCallback("tcp", name, func(string, string) (net.Listener, error) { return open() })
+	// tableflip wraps open's error as text: kept here, so that the caller
+	// can still tell a busy port (EADDRINUSE) from any other failure.
+	var openErr error
+	ln, err := u.tf.ListenWithCallback("tcp", name, func(string, string) (net.Listener, error) {
+		ln, err := open()
+		openErr = err
+		return ln, err
+	})
+	if err != nil && openErr != nil {
+		return nil, openErr
+	}
+	return ln, err
 }
 
 // PacketAndListener returns the UDP and TCP sockets of name (a DNS server's,
