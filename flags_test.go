@@ -105,3 +105,18 @@ func TestMigrateHelp(t *testing.T) {
 		t.Errorf("migrate --help:\n%s", help.String())
 	}
 }
+
+// TestHelpCommandIsHelp: "petstore help" prints what --help prints, and
+// succeeds.
+func TestHelpCommandIsHelp(t *testing.T) {
+	var help, flagHelp strings.Builder
+	if err := run(t.Context(), []string{"help"}, func(string) string { return "" }, &help); err != nil {
+		t.Fatalf("petstore help: %v", err)
+	}
+	if err := run(t.Context(), []string{"--help"}, func(string) string { return "" }, &flagHelp); err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	if help.String() != flagHelp.String() || !strings.Contains(help.String(), "--listen") {
+		t.Errorf("petstore help printed:\n%s\nwant what --help prints:\n%s", help.String(), flagHelp.String())
+	}
+}

@@ -259,6 +259,11 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if len(args) > 0 && args[0] == "migrate" {
 		return runMigrate(ctx, args[1:], getenv, stdout)
 	}
+	// "petstore help" is what people type first: the same as --help, not
+	// an unexpected argument.
+	if len(args) == 1 && args[0] == "help" {
+		args = []string{"--help"}
+	}
 	// Not a flag: PETSTORE_VERSION in a service's environment must not turn
 	// it into a command that prints and exits.
 	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
