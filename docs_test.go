@@ -549,3 +549,47 @@ func TestEventsReceiverExampleBuilds(t *testing.T) {
 		t.Fatalf("the receiver example does not build: %v\n%s", err, out)
 	}
 }
+
+// TestREADMENamesWhatTheTestsUse: every program a test looks up on PATH is
+// named in the README's Tests section, and every data file the README
+// tells a reader to create in the checkout is ignored by git.
+func TestREADMENamesWhatTheTestsUse(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tests, ok := strings.Cut(string(readme), "\n## Tests\n")
+	if !ok {
+		t.Fatal("README.md has no Tests section")
+	}
+	tests, _, _ = strings.Cut(tests, "\n## ")
+	lookPath := regexp.MustCompile(`exec\.LookPath\("([a-z0-9-]+)"\)`)
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range lookPath.FindAllStringSubmatch(string(src), -1) {
+			if !strings.Contains(tests, "`"+m[1]+"`") {
+				t.Errorf("%s looks up %s, which the README's Tests section does not name", path, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`--data ([\w.-]+\.db)\b`).FindAllStringSubmatch(string(readme), -1) {
+		if out, err := exec.Command("git", "check-ignore", "--no-index", m[1]).Output(); err != nil || strings.TrimSpace(string(out)) != m[1] {
+			t.Errorf("the README creates %s in the checkout, which .gitignore does not ignore", m[1])
+		}
+	}
+	// The first run is not silent: go run prints a line per module it
+	// downloads.
+	if strings.Contains(string(readme), "prints nothing") || !strings.Contains(string(readme), "`go: downloading`") {
+		t.Error("the README's quick start must say that the first go run prints go: downloading lines")
+	}
+}
