@@ -186,7 +186,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id := int64(1); id <= 50; id++ {
-		if _, err := file.SetStock(ctx, id*997, 10); err != nil {
+		if _, err := file.SetStock(ctx, id*997, 10, store.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := file.PlaceOrder(ctx, &store.Order{PetID: id * 997, Quantity: 2}); err != nil {
@@ -194,7 +194,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		}
 	}
 	renamed := store.Pet{ID: 7, Name: "renamed", CategoryID: dogs.ID}
-	if err := file.ReplacePet(ctx, &renamed); err != nil {
+	if err := file.ReplacePet(ctx, &renamed, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := file.CreateAPIKey(ctx, "moved"); err != nil {

@@ -53,10 +53,10 @@ func createFrom[T any](decode func(echo.Context, *T) error, save func(context.Co
 
 // replaceByID answers a PUT of a record by the id path parameter param:
 // decode reads the body into a new record, which gets the id, and replace
-// writes it under the request's If-Match (412 when it is not met); the
-// answer is the record as stored, with its ETag. fields gives a record's
-// id and version.
-func replaceByID[T any](param string, decode func(echo.Context, *T) error, replace func(context.Context, *T) error, fields func(*T) (id, version *int64)) echo.HandlerFunc {
+// writes it under the request's If-Match and If-None-Match (412 when they
+// are not met); the answer is the record as stored, with its ETag. fields
+// gives a record's id and version.
+func replaceByID[T any](param string, decode func(echo.Context, *T) error, replace func(context.Context, *T, store.Condition) error, fields func(*T) (id, version *int64)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id, err := pathID(c, param)
 		if err != nil {
@@ -68,26 +68,26 @@ func replaceByID[T any](param string, decode func(echo.Context, *T) error, repla
 		}
 		recID, version := fields(&rec)
 		*recID = id
-		ctx := ifMatch(c)
-		if err := replace(ctx, &rec); err != nil {
-			return preconditionFailed(ctx, err)
+		cond := condition(c)
+		if err := replace(c.Request().Context(), &rec, cond); err != nil {
+			return preconditionFailed(cond, err)
 		}
 		setETag(c, *version)
 		return respond(c, http.StatusOK, &rec)
 	}
 }
 
-// deleteIfMatch is deleteByID for a record with a version: an If-Match
-// makes the deletion conditional (412 when it is not met).
-func deleteIfMatch(param string, del func(context.Context, int64) error) echo.HandlerFunc {
+// deleteIfMatch is deleteByID for a record with a version: an If-Match or
+// If-None-Match makes the deletion conditional (412 when it is not met).
+func deleteIfMatch(param string, del func(context.Context, int64, store.Condition) error) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id, err := pathID(c, param)
 		if err != nil {
 			return err
 		}
-		ctx := ifMatch(c)
-		if err := del(ctx, id); err != nil {
-			return preconditionFailed(ctx, err)
+		cond := condition(c)
+		if err := del(c.Request().Context(), id, cond); err != nil {
+			return preconditionFailed(cond, err)
 		}
 		return c.NoContent(http.StatusNoContent)
 	}

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -43,28 +42,51 @@ func setETag(c echo.Context, version int64) {
 	c.Response().Header()["Etag"] = []string{string(appendETag(buf[:0], version))}
 }
 
-// ifMatch returns the request's context carrying its If-Match, for the
-// store to check in the write's own transaction (store.IfVersion), or the
-// context as it is when there is none. An entity tag that this service
-// cannot have issued (a weak one, one of another form) matches nothing,
-// as RFC 9110 section 13.1.1 has it for strong comparison.
-func ifMatch(c echo.Context) context.Context {
-	ctx := c.Request().Context()
-	values := c.Request().Header.Values("If-Match")
-	if len(values) == 0 {
-		return ctx
-	}
-	versions := []int64{}
-	for _, v := range values {
-		for _, tag := range strings.Split(v, ",") {
-			tag = strings.TrimSpace(tag)
+// condition reads the request's If-Match and If-None-Match into the
+// condition the store checks in the write's own transaction (RFC 9110
+// section 13.1). If-Match compares strongly: an entity tag that this
+// service cannot have issued (a weak one, one of another form) matches
+// nothing. If-None-Match compares weakly, as for a read.
+func condition(c echo.Context) store.Condition {
+	var cond store.Condition
+	h := c.Request().Header
+	if values := h.Values("If-Match"); len(values) > 0 {
+		cond.IfMatch = []int64{}
+		star := false
+		for _, tag := range entityTags(values) {
 			if tag == "*" {
-				return store.IfVersion(ctx)
+				star = true
+				continue
 			}
-			versions = append(versions, etagVersion(tag))
+			cond.IfMatch = append(cond.IfMatch, etagVersion(tag))
+		}
+		if star {
+			cond.IfMatch = []int64{}
 		}
 	}
-	return store.IfVersion(ctx, versions...)
+	for _, tag := range entityTags(h.Values("If-None-Match")) {
+		if tag == "*" {
+			cond.IfNoneMatchAny = true
+			continue
+		}
+		if v := etagVersion(strings.TrimPrefix(tag, "W/")); v > 0 {
+			cond.IfNoneMatch = append(cond.IfNoneMatch, v)
+		}
+	}
+	return cond
+}
+
+// entityTags are the members of the header values, a list each.
+func entityTags(values []string) []string {
+	var tags []string
+	for _, v := range values {
+		for _, tag := range strings.Split(v, ",") {
+			if tag = strings.TrimSpace(tag); tag != "" {
+				tags = append(tags, tag)
+			}
+		}
+	}
+	return tags
 }
 
 // etagVersion reads a strong ETag of this service, or answers 0, which no
@@ -104,8 +126,8 @@ func notModified(r *http.Request, version int64) bool {
 // preconditionFailed turns a write's "not found" into 412 when the request
 // had If-Match: a condition on a record that does not exist is not met
 // (RFC 9110 section 13.1.1), If-Match: * included.
-func preconditionFailed(ctx context.Context, err error) error {
-	if store.ErrorCode(err) == store.ENOTFOUND && store.HasVersionCondition(ctx) {
+func preconditionFailed(cond store.Condition, err error) error {
+	if store.ErrorCode(err) == store.ENOTFOUND && cond.NeedsRecord() {
 		return apiError(store.EPRECONDITION, "%s; If-Match needs it to exist", store.ErrorMessage(err))
 	}
 	return err

@@ -29,9 +29,11 @@ func (s *Server) setInventory(c echo.Context) error {
 	if err := decodeBody(c, &in); err != nil {
 		return err
 	}
-	item, err := s.store.SetStock(c.Request().Context(), id, in.Quantity)
+	cond := condition(c)
+	item, err := s.store.SetStock(c.Request().Context(), id, in.Quantity, cond)
 	if err != nil {
-		return err
+		return preconditionFailed(cond, err)
 	}
+	setETag(c, item.Version())
 	return respond(c, http.StatusOK, item)
 }

@@ -103,10 +103,10 @@ func (s *Server) updateOrder(c echo.Context) error {
 			return apiError(store.EINVALID, "body.quantity: cannot change; cancel the order and place a new one")
 		}
 	}
-	ctx = ifMatch(c)
-	o, err := s.store.UpdateOrder(ctx, id, store.OrderUpdate{ShipDate: in.ShipDate, Complete: in.Complete})
+	cond := condition(c)
+	o, err := s.store.UpdateOrder(ctx, id, store.OrderUpdate{ShipDate: in.ShipDate, Complete: in.Complete}, cond)
 	if err != nil {
-		return preconditionFailed(ctx, err)
+		return preconditionFailed(cond, err)
 	}
 	setETag(c, o.Version)
 	return respond(c, http.StatusOK, o)

@@ -49,6 +49,9 @@ const maxPetIDs = store.MaxPageSize
 // petsByID answers the page of the pets among ids that exist and match the
 // other filters, in id order. Each is read as a single pet is (from the
 // store's cache of their JSON when there is no other filter to judge).
+// Asked for one pet, the successor of GET /pets/{petId}, it carries that
+// pet's ETag, and answers 304 to an If-None-Match that names it, so that
+// a client reading here can write with If-Match.
 func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error {
 	if len(raw) > maxPetIDs {
 		return apiError(store.EINVALID, "query parameter \"id\": at most %d ids, %d given", maxPetIDs, len(raw))
@@ -59,12 +62,12 @@ func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error
 		if err != nil {
 			return err
 		}
-		if id > f.After {
-			ids = append(ids, id)
-		}
+		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
+	one := len(ids) == 1
+	ids = slices.DeleteFunc(ids, func(id int64) bool { return id <= f.After })
 	limit := f.Limit
 	if limit == 0 {
 		limit = maxPetIDs
@@ -72,7 +75,7 @@ func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error
 	ctx := c.Request().Context()
 	b := append(make([]byte, 0, 2+min(len(ids), limit)*96), '[')
 	n := 0
-	var last, next int64
+	var last, next, version int64
 	for _, id := range ids {
 		if n == limit {
 			next = last
@@ -85,7 +88,7 @@ func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error
 		}
 		if f.Status == "" && f.CategoryID == 0 {
 			var j []byte
-			if j, _, err = s.store.PetJSON(ctx, id); err == nil {
+			if j, version, err = s.store.PetJSON(ctx, id); err == nil {
 				b = append(b, j...)
 			}
 		} else {
@@ -96,6 +99,7 @@ func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error
 					continue
 				}
 				b = p.AppendJSON(b)
+				version = p.Version
 			}
 		}
 		if store.ErrorCode(err) == store.ENOTFOUND {
@@ -109,6 +113,12 @@ func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error
 	}
 	if next > 0 {
 		setNextPage(c, encodeCursor(c, next, ""))
+	}
+	if one && n == 1 {
+		setETag(c, version)
+		if notModified(c.Request(), version) {
+			return c.NoContent(http.StatusNotModified)
+		}
 	}
 	return respondEncoded(c, http.StatusOK, append(b, ']'))
 }

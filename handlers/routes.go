@@ -57,7 +57,7 @@ func (s *Server) routes(validate bool) error {
 		{http.MethodPut, "/store/orders/:orderId", s.updateOrder},
 		{http.MethodDelete, "/store/orders/:orderId", deleteIfMatch("orderId", s.store.CancelOrder)},
 		{http.MethodGet, "/store/inventory", s.listInventory},
-		{http.MethodGet, "/store/inventory/:petId", getByID("petId", s.store.InventoryItem, nil)},
+		{http.MethodGet, "/store/inventory/:petId", getByID("petId", s.store.InventoryItem, (*store.InventoryItem).Version)},
 		{http.MethodPut, "/store/inventory/:petId", s.setInventory},
 		{http.MethodGet, "/events", s.events(store.PublicEventKinds)},
 	}

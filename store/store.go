@@ -34,30 +34,31 @@ type Store interface {
 	Close() error
 }
 
-// Pets are the entities of the public API and their rules.
+// Pets are the entities of the public API and their rules. The writes of
+// one existing record take the Condition it must meet (versions.go).
 type Pets interface {
 	CreatePet(ctx context.Context, p *Pet) error
 	Pet(ctx context.Context, id int64) (Pet, error)
 	// PetJSON returns the pet in its API form and its version.
 	PetJSON(ctx context.Context, id int64) ([]byte, int64, error)
-	ReplacePet(ctx context.Context, p *Pet) error
-	DeletePet(ctx context.Context, id int64) error
+	ReplacePet(ctx context.Context, p *Pet, cond Condition) error
+	DeletePet(ctx context.Context, id int64, cond Condition) error
 	ListPets(ctx context.Context, f PetFilter) ([]Pet, int64, error)
 
 	CreateCategory(ctx context.Context, c *Category) error
 	Category(ctx context.Context, id int64) (Category, error)
-	ReplaceCategory(ctx context.Context, c *Category) error
-	DeleteCategory(ctx context.Context, id int64) error
+	ReplaceCategory(ctx context.Context, c *Category, cond Condition) error
+	DeleteCategory(ctx context.Context, id int64, cond Condition) error
 	ListCategories(ctx context.Context, p Page) ([]Category, int64, error)
 
 	InventoryItem(ctx context.Context, petID int64) (InventoryItem, error)
-	SetStock(ctx context.Context, petID int64, qty int) (InventoryItem, error)
+	SetStock(ctx context.Context, petID int64, qty int, cond Condition) (InventoryItem, error)
 	ListInventory(ctx context.Context, f InventoryFilter) ([]InventoryItem, int64, error)
 
 	PlaceOrder(ctx context.Context, o *Order) error
 	Order(ctx context.Context, id int64) (Order, error)
-	UpdateOrder(ctx context.Context, id int64, u OrderUpdate) (Order, error)
-	CancelOrder(ctx context.Context, id int64) error
+	UpdateOrder(ctx context.Context, id int64, u OrderUpdate, cond Condition) (Order, error)
+	CancelOrder(ctx context.Context, id int64, cond Condition) error
 	ListOrders(ctx context.Context, f OrderFilter) ([]Order, int64, error)
 }
 

@@ -1,46 +1,68 @@
 package store
 
-import "context"
+import "slices"
 
 // Records carry a version that counts their writes, from 1 at creation. The
 // API's ETags are made from it, and a write can be made conditional on it
-// (If-Match): the condition rides in the write's context so that every
-// write of every store checks it inside its own transaction, the one place
-// where no other write can come between the check and the change.
+// (If-Match, If-None-Match): the condition is an argument of the write, so
+// that every write of every store checks it inside its own transaction, the
+// one place where no other write can come between the check and the change.
 
 // EPRECONDITION: the record is not at the version the write was made for
 // (or does not exist, for a write that named a version).
 const EPRECONDITION = "precondition_failed"
 
-type ifVersionKey struct{}
-
-// IfVersion returns ctx carrying the condition that the record written with
-// it be at one of versions. With no versions, any existing record passes
-// (If-Match: *). A version below 1 matches nothing.
-func IfVersion(ctx context.Context, versions ...int64) context.Context {
-	if versions == nil {
-		versions = []int64{}
-	}
-	return context.WithValue(ctx, ifVersionKey{}, versions)
+// Condition is what a write of one record requires of the record as the
+// write's transaction finds it. The zero value requires nothing.
+type Condition struct {
+	// IfMatch is nil for no condition; empty for any existing record
+	// (If-Match: *); else the record must be at one of these versions. A
+	// version below 1 matches nothing.
+	IfMatch []int64
+	// IfNoneMatch: the record must be at none of these versions.
+	IfNoneMatch []int64
+	// IfNoneMatchAny: the record must not exist (If-None-Match: *); a
+	// write that only changes existing records then always fails it.
+	IfNoneMatchAny bool
 }
 
-// HasVersionCondition reports whether ctx carries a condition of IfVersion.
-func HasVersionCondition(ctx context.Context) bool {
-	return ctx.Value(ifVersionKey{}) != nil
+// IsZero reports whether c requires nothing, so that a store can take
+// its shortest path.
+func (c Condition) IsZero() bool {
+	return c.IfMatch == nil && len(c.IfNoneMatch) == 0 && !c.IfNoneMatchAny
 }
 
-// CheckVersion answers EPRECONDITION when ctx carries a condition that
-// current, the version of the record what (for example "pet 3") as the
-// write's transaction read it, does not meet.
-func CheckVersion(ctx context.Context, what string, current int64) error {
-	v, ok := ctx.Value(ifVersionKey{}).([]int64)
-	if !ok || len(v) == 0 {
-		return nil
+// NeedsRecord reports whether a write on a record that does not exist
+// fails c rather than being "not found": If-Match, * included, names a
+// current record (RFC 9110 section 13.1.1).
+func (c Condition) NeedsRecord() bool { return c.IfMatch != nil }
+
+// Check answers EPRECONDITION when current, the version of the record what
+// (for example "pet 3") as the write's transaction read it, fails c.
+func (c Condition) Check(what string, current int64) error {
+	switch {
+	case c.IfNoneMatchAny:
+		return Errorf(EPRECONDITION, "%s exists, and If-None-Match: * allows the write only when it does not", what)
+	case slices.Contains(c.IfNoneMatch, current):
+		return Errorf(EPRECONDITION, "%s is at the version in If-None-Match, which allows the write only at another", what)
+	case len(c.IfMatch) > 0 && !slices.Contains(c.IfMatch, current):
+		return Errorf(EPRECONDITION, "%s has changed since the version in If-Match; read it again, then retry with its new ETag", what)
 	}
-	for _, want := range v {
-		if want == current {
-			return nil
-		}
+	return nil
+}
+
+// Version is the inventory entry's version for ETags and conditions. An
+// entry is only its quantity and status, so its version is made from
+// them, not counted: nothing more is stored, and it changes exactly when
+// the entry's answer does (two entries with the same version have the
+// same quantity and status).
+func (it InventoryItem) Version() int64 {
+	var status int64
+	switch it.Status {
+	case StatusPending:
+		status = 1
+	case StatusSold:
+		status = 2
 	}
-	return Errorf(EPRECONDITION, "%s has changed since the version in If-Match; read it again, then retry with its new ETag", what)
+	return int64(it.Quantity)*3 + status + 1
 }

@@ -111,7 +111,7 @@ func TestImportPets(t *testing.T) {
 			t.Fatalf("pending inventory: %d items, %v", len(items), err)
 		}
 		// The category index counts imported pets.
-		err = db.DeleteCategory(ctx, cats.ID)
+		err = db.DeleteCategory(ctx, cats.ID, store.Condition{})
 		if store.ErrorCode(err) != store.ECONFLICT || store.ErrorMessage(err) != fmt.Sprintf("category %d still has 11 pets", cats.ID) {
 			t.Fatalf("deleting a category with imported pets: %v", err)
 		}
@@ -119,7 +119,7 @@ func TestImportPets(t *testing.T) {
 	check(t, db)
 
 	// Imported pets behave like others: stock, orders, replace, delete.
-	if _, err := db.SetStock(ctx, 5, 3); err != nil {
+	if _, err := db.SetStock(ctx, 5, 3, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	o := store.Order{PetID: 5, Quantity: 2}

@@ -25,13 +25,13 @@ func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
 
 // ReplaceCategory replaces every field of the category c.ID with those of
 // c, and sets c.Version to its new version.
-func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
+func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category, cond store.Condition) error {
 	in := *c
 	err := db.write(ctx, func(tx *bolt.Tx) error {
 		if _, err := categoryTable.get(tx, in.ID); err != nil {
 			return err
 		}
-		version, err := checkVersion(ctx, tx, versionCategory, "category", in.ID)
+		version, err := checkVersion(tx, cond, versionCategory, "category", in.ID)
 		if err != nil {
 			return err
 		}
@@ -50,12 +50,12 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
 }
 
 // DeleteCategory deletes a category that no pet belongs to.
-func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
+func (db *DB) DeleteCategory(ctx context.Context, id int64, cond store.Condition) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		if _, err := categoryTable.get(tx, id); err != nil {
 			return err
 		}
-		if _, err := checkVersion(ctx, tx, versionCategory, "category", id); err != nil {
+		if _, err := checkVersion(tx, cond, versionCategory, "category", id); err != nil {
 			return err
 		}
 		if err := deleteVersion(tx, versionCategory, id); err != nil {

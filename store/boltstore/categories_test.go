@@ -21,19 +21,19 @@ func TestCategory_CRUD(t *testing.T) {
 		t.Fatalf("Category: %+v, %v; want %+v", got, err, c)
 	}
 	r := store.Category{ID: c.ID, Name: "hounds"}
-	if err := db.ReplaceCategory(ctx, &r); err != nil {
+	if err := db.ReplaceCategory(ctx, &r, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := db.Category(ctx, c.ID); err != nil || got != r {
 		t.Fatalf("after replace: %+v, %v; want %+v", got, err, r)
 	}
-	if err := db.DeleteCategory(ctx, c.ID); err != nil {
+	if err := db.DeleteCategory(ctx, c.ID, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := db.Category(ctx, c.ID)
 	assertError(t, err, store.ENOTFOUND, "category 1 not found")
-	assertError(t, db.DeleteCategory(ctx, c.ID), store.ENOTFOUND, "category 1 not found")
-	assertError(t, db.ReplaceCategory(ctx, &store.Category{ID: 8, Name: "x"}), store.ENOTFOUND, "category 8 not found")
+	assertError(t, db.DeleteCategory(ctx, c.ID, store.Condition{}), store.ENOTFOUND, "category 1 not found")
+	assertError(t, db.ReplaceCategory(ctx, &store.Category{ID: 8, Name: "x"}, store.Condition{}), store.ENOTFOUND, "category 8 not found")
 }
 
 func TestDeleteCategory_WithPets(t *testing.T) {
@@ -44,18 +44,18 @@ func TestDeleteCategory_WithPets(t *testing.T) {
 	p1 := mustPet(t, db, "p1", c.ID, "")
 	p2 := mustPet(t, db, "p2", c.ID, store.StatusSold)
 
-	assertError(t, db.DeleteCategory(ctx, c.ID), store.ECONFLICT, "category 3 still has 2 pets")
-	if err := db.DeletePet(ctx, p1.ID); err != nil {
+	assertError(t, db.DeleteCategory(ctx, c.ID, store.Condition{}), store.ECONFLICT, "category 3 still has 2 pets")
+	if err := db.DeletePet(ctx, p1.ID, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
-	assertError(t, db.DeleteCategory(ctx, c.ID), store.ECONFLICT, "category 3 still has 1 pet")
+	assertError(t, db.DeleteCategory(ctx, c.ID, store.Condition{}), store.ECONFLICT, "category 3 still has 1 pet")
 	// Moving the last pet away frees the category.
 	p2.CategoryID = 1
-	if err := db.ReplacePet(ctx, &p2); err != nil {
+	if err := db.ReplacePet(ctx, &p2, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
-	assertError(t, db.DeleteCategory(ctx, 1), store.ECONFLICT, "category 1 still has 1 pet")
-	if err := db.DeleteCategory(ctx, c.ID); err != nil {
+	assertError(t, db.DeleteCategory(ctx, 1, store.Condition{}), store.ECONFLICT, "category 1 still has 1 pet")
+	if err := db.DeleteCategory(ctx, c.ID, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -66,7 +66,7 @@ func TestListCategories_Pagination(t *testing.T) {
 	for range 25 {
 		want = append(want, mustCategory(t, db, "c").ID)
 	}
-	if err := db.DeleteCategory(ctx, 10); err != nil {
+	if err := db.DeleteCategory(ctx, 10, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	want = append(want[:9], want[10:]...)

@@ -91,7 +91,7 @@ func mustOrder(tb testing.TB, db *boltstore.DB, o store.Order) store.Order {
 
 func mustStock(tb testing.TB, db *boltstore.DB, petID int64, qty int) {
 	tb.Helper()
-	if _, err := db.SetStock(ctx, petID, qty); err != nil {
+	if _, err := db.SetStock(ctx, petID, qty, store.Condition{}); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -193,7 +193,7 @@ func TestWrite_DamagedPageKeepsTheStoreDamagedUntilRestart(t *testing.T) {
 	for range 2 {
 		p := target
 		p.Name = "renamed"
-		err := db.ReplacePet(ctx, &p)
+		err := db.ReplacePet(ctx, &p, store.Condition{})
 		if err == nil {
 			t.Fatal("a write to the damaged page succeeded")
 		}

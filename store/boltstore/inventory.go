@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -13,14 +14,18 @@ func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryIt
 	return inventoryTable.read(ctx, db, petID)
 }
 
-// SetStock sets the stock of a pet to qty (0..MaxStock).
-func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (store.InventoryItem, error) {
+// SetStock sets the stock of a pet to qty (0..MaxStock), if the entry meets
+// cond.
+func (db *DB) SetStock(ctx context.Context, petID int64, qty int, cond store.Condition) (store.InventoryItem, error) {
 	if err := store.CheckStock(qty); err != nil {
 		return store.InventoryItem{}, err
 	}
 	return writeValue(ctx, db, func(tx *bolt.Tx) (store.InventoryItem, error) {
 		it, err := inventoryTable.get(tx, petID)
 		if err != nil {
+			return it, err
+		}
+		if err := cond.Check("the inventory entry of pet "+strconv.FormatInt(petID, 10), it.Version()); err != nil {
 			return it, err
 		}
 		it.Quantity = qty

@@ -54,13 +54,13 @@ func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 
 // UpdateOrder changes the ship date and completion of an order; nil fields of
 // u are left as they are.
-func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (store.Order, error) {
+func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, cond store.Condition) (store.Order, error) {
 	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Order, error) {
 		old, err := orderTable.get(tx, id)
 		if err != nil {
 			return old, err
 		}
-		version, err := checkVersion(ctx, tx, versionOrder, "order", id)
+		version, err := checkVersion(tx, cond, versionOrder, "order", id)
 		if err != nil {
 			return old, err
 		}
@@ -91,13 +91,13 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (s
 // CancelOrder deletes an order that is not complete and gives its quantity
 // back to its pet's stock, if the pet still exists. The stock stays within
 // MaxStock: a stock set high since the order was placed is not pushed past it.
-func (db *DB) CancelOrder(ctx context.Context, id int64) error {
+func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		o, err := orderTable.get(tx, id)
 		if err != nil {
 			return err
 		}
-		if _, err := checkVersion(ctx, tx, versionOrder, "order", id); err != nil {
+		if _, err := checkVersion(tx, cond, versionOrder, "order", id); err != nil {
 			return err
 		}
 		if o.Complete {

@@ -77,7 +77,7 @@ func TestCancelOrder(t *testing.T) {
 	p := mustStockedDog(t, db, "", 10)
 
 	o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 4})
-	if err := db.CancelOrder(ctx, o.ID); err != nil {
+	if err := db.CancelOrder(ctx, o.ID, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if it, _ := db.InventoryItem(ctx, p.ID); it.Quantity != 10 {
@@ -85,11 +85,11 @@ func TestCancelOrder(t *testing.T) {
 	}
 	_, err := db.Order(ctx, o.ID)
 	assertError(t, err, store.ENOTFOUND, fmt.Sprintf("order %d not found", o.ID))
-	assertError(t, db.CancelOrder(ctx, o.ID), store.ENOTFOUND, fmt.Sprintf("order %d not found", o.ID))
+	assertError(t, db.CancelOrder(ctx, o.ID, store.Condition{}), store.ENOTFOUND, fmt.Sprintf("order %d not found", o.ID))
 
 	// A complete order stays, and so does the stock.
 	done := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 2, Complete: true})
-	assertError(t, db.CancelOrder(ctx, done.ID), store.ECONFLICT, fmt.Sprintf("order %d is complete and cannot be cancelled", done.ID))
+	assertError(t, db.CancelOrder(ctx, done.ID, store.Condition{}), store.ECONFLICT, fmt.Sprintf("order %d is complete and cannot be cancelled", done.ID))
 	if it, _ := db.InventoryItem(ctx, p.ID); it.Quantity != 8 {
 		t.Fatalf("stock %d after refusing to cancel, want 8", it.Quantity)
 	}
@@ -97,7 +97,7 @@ func TestCancelOrder(t *testing.T) {
 	// Stock given back never passes MaxStock.
 	big := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 5})
 	mustStock(t, db, p.ID, store.MaxStock-1)
-	if err := db.CancelOrder(ctx, big.ID); err != nil {
+	if err := db.CancelOrder(ctx, big.ID, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if it, _ := db.InventoryItem(ctx, p.ID); it.Quantity != store.MaxStock {
@@ -106,13 +106,13 @@ func TestCancelOrder(t *testing.T) {
 
 	// The order of a deleted pet can still be cancelled.
 	o2 := mustOrder(t, db, store.Order{PetID: p.ID})
-	if err := db.DeletePet(ctx, p.ID); err != nil {
+	if err := db.DeletePet(ctx, p.ID, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Order(ctx, o2.ID); err != nil {
 		t.Fatalf("an order must outlive its pet: %v", err)
 	}
-	if err := db.CancelOrder(ctx, o2.ID); err != nil {
+	if err := db.CancelOrder(ctx, o2.ID, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if orders, _, _ := db.ListOrders(ctx, store.OrderFilter{PetID: p.ID}); len(orders) != 1 || orders[0].ID != done.ID {
@@ -126,11 +126,11 @@ func TestUpdateOrder(t *testing.T) {
 	o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 2})
 	ship := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	yes := true
-	got, err := db.UpdateOrder(ctx, o.ID, store.OrderUpdate{ShipDate: &ship})
+	got, err := db.UpdateOrder(ctx, o.ID, store.OrderUpdate{ShipDate: &ship}, store.Condition{})
 	if err != nil || got.ShipDate == nil || !got.ShipDate.Equal(ship) || got.Complete || got.Quantity != 2 || got.PetID != p.ID {
 		t.Fatalf("ship date update: %+v, %v", got, err)
 	}
-	got, err = db.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: &yes})
+	got, err = db.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: &yes}, store.Condition{})
 	if err != nil || !got.Complete || got.ShipDate == nil || !got.ShipDate.Equal(ship) {
 		t.Fatalf("complete update: %+v, %v", got, err)
 	}
@@ -138,7 +138,7 @@ func TestUpdateOrder(t *testing.T) {
 	if err != nil || !stored.Complete || !stored.ShipDate.Equal(ship) {
 		t.Fatalf("stored after updates: %+v, %v", stored, err)
 	}
-	_, err = db.UpdateOrder(ctx, 99, store.OrderUpdate{Complete: &yes})
+	_, err = db.UpdateOrder(ctx, 99, store.OrderUpdate{Complete: &yes}, store.Condition{})
 	assertError(t, err, store.ENOTFOUND, "order 99 not found")
 }
 
@@ -189,7 +189,7 @@ func TestListOrders_FiltersAndPagination(t *testing.T) {
 			if o.Complete {
 				u.Complete = &yes
 			}
-			if _, err := db.UpdateOrder(ctx, id, u); err != nil {
+			if _, err := db.UpdateOrder(ctx, id, u, store.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 			want[id] = o
@@ -197,7 +197,7 @@ func TestListOrders_FiltersAndPagination(t *testing.T) {
 			if o.Complete {
 				continue
 			}
-			if err := db.CancelOrder(ctx, id); err != nil {
+			if err := db.CancelOrder(ctx, id, store.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 			delete(want, id)
@@ -210,25 +210,25 @@ func TestSetStock(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	p := mustDog(t, db, store.StatusPending)
 
-	it, err := db.SetStock(ctx, p.ID, store.MaxStock)
+	it, err := db.SetStock(ctx, p.ID, store.MaxStock, store.Condition{})
 	if err != nil || it != (store.InventoryItem{PetID: p.ID, Quantity: store.MaxStock, Status: store.StatusPending}) {
 		t.Fatalf("SetStock: %+v, %v", it, err)
 	}
 	if got, err := db.InventoryItem(ctx, p.ID); err != nil || got != it {
 		t.Fatalf("InventoryItem: %+v, %v; want %+v", got, err, it)
 	}
-	_, err = db.SetStock(ctx, p.ID, store.MaxStock+1)
+	_, err = db.SetStock(ctx, p.ID, store.MaxStock+1, store.Condition{})
 	assertError(t, err, store.EINVALID, "quantity must be between 0 and 1000000, got 1000001")
-	_, err = db.SetStock(ctx, p.ID, -1)
+	_, err = db.SetStock(ctx, p.ID, -1, store.Condition{})
 	assertError(t, err, store.EINVALID, "quantity must be between 0 and 1000000, got -1")
-	_, err = db.SetStock(ctx, 42, 1)
+	_, err = db.SetStock(ctx, 42, 1, store.Condition{})
 	assertError(t, err, store.ENOTFOUND, "pet 42 not found")
 	_, err = db.InventoryItem(ctx, 42)
 	assertError(t, err, store.ENOTFOUND, "pet 42 not found")
 	if got, _ := db.InventoryItem(ctx, p.ID); got.Quantity != store.MaxStock {
 		t.Fatalf("stock %d after refused updates", got.Quantity)
 	}
-	if it, err := db.SetStock(ctx, p.ID, 0); err != nil || it.Quantity != 0 {
+	if it, err := db.SetStock(ctx, p.ID, 0, store.Condition{}); err != nil || it.Quantity != 0 {
 		t.Fatalf("SetStock 0: %+v, %v", it, err)
 	}
 }
@@ -277,13 +277,13 @@ func TestListInventory(t *testing.T) {
 		case 0:
 			p, _ := db.Pet(ctx, id)
 			p.Status = store.StatusSold
-			if err := db.ReplacePet(ctx, &p); err != nil {
+			if err := db.ReplacePet(ctx, &p, store.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 			it.Status = store.StatusSold
 			want[id] = it
 		case 1:
-			if err := db.DeletePet(ctx, id); err != nil {
+			if err := db.DeletePet(ctx, id, store.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 			delete(want, id)
@@ -341,7 +341,7 @@ func TestStockUnderRacingOrdersCancellationsAndRestocks(t *testing.T) {
 				}
 				mu.Unlock()
 				if o.ID != 0 {
-					if err := db.CancelOrder(ctx, o.ID); err != nil {
+					if err := db.CancelOrder(ctx, o.ID, store.Condition{}); err != nil {
 						t.Errorf("CancelOrder %d: %v", o.ID, err)
 					}
 				}
@@ -352,7 +352,7 @@ func TestStockUnderRacingOrdersCancellationsAndRestocks(t *testing.T) {
 	go func() { // restocker
 		defer wg.Done()
 		for i := range 20 {
-			if _, err := db.SetStock(ctx, p.ID, 10*(i%5)); err != nil {
+			if _, err := db.SetStock(ctx, p.ID, 10*(i%5), store.Condition{}); err != nil {
 				t.Errorf("SetStock: %v", err)
 			}
 		}
@@ -381,7 +381,7 @@ func TestStockUnderRacingOrdersCancellationsAndRestocks(t *testing.T) {
 
 	// Without restocks, orders and cancellations balance to the unit.
 	before, _ := db.InventoryItem(ctx, p.ID)
-	if _, err := db.SetStock(ctx, p.ID, before.Quantity+30); err != nil {
+	if _, err := db.SetStock(ctx, p.ID, before.Quantity+30, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	start := before.Quantity + 30
@@ -390,7 +390,7 @@ func TestStockUnderRacingOrdersCancellationsAndRestocks(t *testing.T) {
 		o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 2})
 		taken += 2
 		if o.ID%2 == 0 {
-			if err := db.CancelOrder(ctx, o.ID); err != nil {
+			if err := db.CancelOrder(ctx, o.ID, store.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 			taken -= 2

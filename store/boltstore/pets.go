@@ -64,7 +64,7 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, int64, error) {
 // ReplacePet replaces every field of the pet p.ID with those of p, and sets
 // p.Version to its new version. A status change moves the pet's inventory
 // entry to the new status too.
-func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
+func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition) error {
 	in, err := store.NormalizePet(*p)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 		if err != nil {
 			return err
 		}
-		version, err := checkVersion(ctx, tx, versionPet, "pet", in.ID)
+		version, err := checkVersion(tx, cond, versionPet, "pet", in.ID)
 		if err != nil {
 			return err
 		}
@@ -111,14 +111,14 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 
 // DeletePet deletes a pet and its inventory entry. Its orders stay: they are
 // a record of what was sold.
-func (db *DB) DeletePet(ctx context.Context, id int64) error {
+func (db *DB) DeletePet(ctx context.Context, id int64, cond store.Condition) error {
 	defer db.pets.forget(id) // after the commit, before the answer
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		old, err := petTable.get(tx, id)
 		if err != nil {
 			return err
 		}
-		if _, err := checkVersion(ctx, tx, versionPet, "pet", id); err != nil {
+		if _, err := checkVersion(tx, cond, versionPet, "pet", id); err != nil {
 			return err
 		}
 		if err := deleteIndexEntries(tx, petIndexEntries(&old)); err != nil {

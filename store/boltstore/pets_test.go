@@ -37,7 +37,7 @@ func TestPet_CRUD(t *testing.T) {
 	}
 
 	r := store.Pet{ID: p.ID, Name: "Felix", CategoryID: cats.ID, Status: store.StatusSold}
-	if err := db.ReplacePet(ctx, &r); err != nil {
+	if err := db.ReplacePet(ctx, &r, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := db.Pet(ctx, p.ID); err != nil || got != r {
@@ -48,18 +48,18 @@ func TestPet_CRUD(t *testing.T) {
 	}
 	// A replacement without status means available, as for a new pet.
 	r2 := store.Pet{ID: p.ID, Name: "Felix", CategoryID: cats.ID}
-	if err := db.ReplacePet(ctx, &r2); err != nil || r2.Status != store.StatusAvailable {
+	if err := db.ReplacePet(ctx, &r2, store.Condition{}); err != nil || r2.Status != store.StatusAvailable {
 		t.Fatalf("replace without status: %+v, %v", r2, err)
 	}
 
-	if err := db.DeletePet(ctx, p.ID); err != nil {
+	if err := db.DeletePet(ctx, p.ID, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = db.Pet(ctx, p.ID)
 	assertError(t, err, store.ENOTFOUND, "pet 1 not found")
 	_, err = db.InventoryItem(ctx, p.ID)
 	assertError(t, err, store.ENOTFOUND, "pet 1 not found")
-	assertError(t, db.DeletePet(ctx, p.ID), store.ENOTFOUND, "pet 1 not found")
+	assertError(t, db.DeletePet(ctx, p.ID, store.Condition{}), store.ENOTFOUND, "pet 1 not found")
 }
 
 func TestPet_Errors(t *testing.T) {
@@ -73,9 +73,9 @@ func TestPet_Errors(t *testing.T) {
 		store.EINVALID, `status "lost" is not one of available, pending, sold`)
 	_, err := db.Pet(ctx, 42)
 	assertError(t, err, store.ENOTFOUND, "pet 42 not found")
-	assertError(t, db.ReplacePet(ctx, &store.Pet{ID: 42, Name: "x", CategoryID: dogs.ID}), store.ENOTFOUND, "pet 42 not found")
-	assertError(t, db.ReplacePet(ctx, &store.Pet{ID: p.ID, Name: "x", CategoryID: 9}), store.EUNPROCESSABLE, "category 9 does not exist")
-	assertError(t, db.DeletePet(ctx, 42), store.ENOTFOUND, "pet 42 not found")
+	assertError(t, db.ReplacePet(ctx, &store.Pet{ID: 42, Name: "x", CategoryID: dogs.ID}, store.Condition{}), store.ENOTFOUND, "pet 42 not found")
+	assertError(t, db.ReplacePet(ctx, &store.Pet{ID: p.ID, Name: "x", CategoryID: 9}, store.Condition{}), store.EUNPROCESSABLE, "category 9 does not exist")
+	assertError(t, db.DeletePet(ctx, 42, store.Condition{}), store.ENOTFOUND, "pet 42 not found")
 	_, _, err = db.ListPets(ctx, store.PetFilter{Status: "lost"})
 	assertError(t, err, store.EINVALID, `status "lost" is not one of available, pending, sold`)
 
@@ -171,7 +171,7 @@ func TestListPets_FiltersAndPagination(t *testing.T) {
 		case 2:
 			p.CategoryID = cats[0].ID
 		case 3:
-			if err := db.DeletePet(ctx, id); err != nil {
+			if err := db.DeletePet(ctx, id, store.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 			delete(want, id)
@@ -179,7 +179,7 @@ func TestListPets_FiltersAndPagination(t *testing.T) {
 		default:
 			continue
 		}
-		if err := db.ReplacePet(ctx, &p); err != nil {
+		if err := db.ReplacePet(ctx, &p, store.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		want[id] = p
@@ -278,7 +278,7 @@ func TestPetJSONFollowsWrites(t *testing.T) {
 	}
 	for i := range 20 {
 		p.Name = fmt.Sprintf("Rex %d", i)
-		if err := db.ReplacePet(ctx, &p); err != nil {
+		if err := db.ReplacePet(ctx, &p, store.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := name(); got != p.Name {
@@ -307,7 +307,7 @@ func TestPetJSONFollowsWrites(t *testing.T) {
 	}
 	for i := range 200 {
 		p.Name = fmt.Sprintf("raced %d", i)
-		if err := db.ReplacePet(ctx, &p); err != nil {
+		if err := db.ReplacePet(ctx, &p, store.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := name(); got != p.Name {
@@ -319,7 +319,7 @@ func TestPetJSONFollowsWrites(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	if err := db.DeletePet(ctx, p.ID); err != nil {
+	if err := db.DeletePet(ctx, p.ID, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := db.PetJSON(ctx, p.ID); store.ErrorCode(err) != store.ENOTFOUND {

@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"context"
 	"encoding/binary"
 	"strconv"
 
@@ -24,10 +23,10 @@ const (
 )
 
 // checkVersion returns the record's version, after checking the write's
-// If-Match condition (store.IfVersion) against it.
-func checkVersion(ctx context.Context, tx *bolt.Tx, kind byte, what string, id int64) (int64, error) {
+// condition against it.
+func checkVersion(tx *bolt.Tx, cond store.Condition, kind byte, what string, id int64) (int64, error) {
 	v := getVersion(tx, kind, id)
-	return v, store.CheckVersion(ctx, what+" "+strconv.FormatInt(id, 10), v)
+	return v, cond.Check(what+" "+strconv.FormatInt(id, 10), v)
 }
 
 func versionKey(kind byte, id int64) []byte {

@@ -29,14 +29,14 @@ func fillBolt(t *testing.T, ctx context.Context, db *boltstore.DB) (adminToken, 
 	for _, c := range []*store.Category{&dogs, &gone, &cats} {
 		must(db.CreateCategory(ctx, c))
 	}
-	must(db.DeleteCategory(ctx, gone.ID))
+	must(db.DeleteCategory(ctx, gone.ID, store.Condition{}))
 	rex, tom, ghost := store.Pet{Name: "Rex", CategoryID: dogs.ID}, store.Pet{Name: "Tom \"the cat\" ✓", CategoryID: cats.ID, Status: store.StatusPending}, store.Pet{Name: "Ghost", CategoryID: dogs.ID}
 	for _, p := range []*store.Pet{&rex, &tom, &ghost} {
 		must(db.CreatePet(ctx, p))
 	}
-	_, err := db.SetStock(ctx, rex.ID, 40)
+	_, err := db.SetStock(ctx, rex.ID, 40, store.Condition{})
 	must(err)
-	_, err = db.SetStock(ctx, tom.ID, 7)
+	_, err = db.SetStock(ctx, tom.ID, 7, store.Condition{})
 	must(err)
 	ship := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	o1, o2, o3 := store.Order{PetID: rex.ID, Quantity: 3, ShipDate: &ship}, store.Order{PetID: tom.ID, Quantity: 2}, store.Order{PetID: rex.ID}
@@ -44,10 +44,10 @@ func fillBolt(t *testing.T, ctx context.Context, db *boltstore.DB) (adminToken, 
 		must(db.PlaceOrder(ctx, o))
 	}
 	done := true
-	_, err = db.UpdateOrder(ctx, o2.ID, store.OrderUpdate{Complete: &done})
+	_, err = db.UpdateOrder(ctx, o2.ID, store.OrderUpdate{Complete: &done}, store.Condition{})
 	must(err)
-	must(db.CancelOrder(ctx, o3.ID))
-	must(db.DeletePet(ctx, ghost.ID))
+	must(db.CancelOrder(ctx, o3.ID, store.Condition{}))
+	must(db.DeletePet(ctx, ghost.ID, store.Condition{}))
 
 	adminToken, err = db.EnsureAdminToken(ctx, "")
 	must(err)

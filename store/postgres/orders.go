@@ -59,15 +59,14 @@ func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
 }
 
 // ReplaceCategory replaces a category's name and description, and sets
-// c.Version to its new version. Without an If-Match condition it is one
-// statement.
-func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
+// c.Version to its new version. Without a condition it is one statement.
+func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category, cond store.Condition) error {
 	e, err := store.NewEvent(store.EventCategoryUpdated, c)
 	if err != nil {
 		return err
 	}
 	args := []any{c.ID, c.Name, c.Description, e.Type, db.now(), []byte(e.Data)}
-	return db.conditional(ctx, "categories", "category", c.ID, func(q querier) error {
+	return db.conditional(ctx, cond, "categories", "category", c.ID, func(q querier) error {
 		err := q.QueryRow(ctx, replaceCategorySQL, args...).Scan(&c.Version)
 		return notFound(err, store.NotFound("category", c.ID))
 	})
@@ -78,7 +77,7 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category) error {
 var deleteCategorySQL = deleteSQL("categories")
 
 // DeleteCategory removes a category that has no pets.
-func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
+func (db *DB) DeleteCategory(ctx context.Context, id int64, cond store.Condition) error {
 	del := func(q querier) error {
 		var removed int
 		err := q.QueryRow(ctx, deleteCategorySQL, id, store.EventCategoryDeleted, db.now(), []byte(store.DeletedData(id))).Scan(&removed)
@@ -95,14 +94,14 @@ func (db *DB) DeleteCategory(ctx context.Context, id int64) error {
 		}
 		return err
 	}
-	return db.conditional(ctx, "categories", "category", id, del)
+	return db.conditional(ctx, cond, "categories", "category", id, del)
 }
 
-// conditional runs write: on the pool, or, for a write with an If-Match
-// condition, in a transaction that first locks the row of id in table and
-// checks the condition against its version (what names the record).
-func (db *DB) conditional(ctx context.Context, table, what string, id int64, write func(q querier) error) error {
-	if !store.HasVersionCondition(ctx) {
+// conditional runs write: on the pool, or, for a write with a condition,
+// in a transaction that first locks the row of id in table and checks the
+// condition against its version (what names the record).
+func (db *DB) conditional(ctx context.Context, cond store.Condition, table, what string, id int64, write func(q querier) error) error {
+	if cond.IsZero() {
 		return write(db.pool)
 	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
@@ -110,7 +109,7 @@ func (db *DB) conditional(ctx context.Context, table, what string, id int64, wri
 		if err := tx.QueryRow(ctx, `SELECT version FROM `+table+` WHERE id = $1 FOR UPDATE`, id).Scan(&version); err != nil {
 			return notFound(err, store.NotFound(what, id))
 		}
-		if err := store.CheckVersion(ctx, what+" "+strconv.FormatInt(id, 10), version); err != nil {
+		if err := cond.Check(what+" "+strconv.FormatInt(id, 10), version); err != nil {
 			return err
 		}
 		return write(tx)
@@ -143,13 +142,32 @@ var setStockSQL = `WITH stock AS (
 		INSERT INTO events (type, created_at, data) SELECT $3, $4, ` + inventoryData("stock") + ` FROM stock)
 	SELECT pet_id, quantity, status FROM stock`
 
-// SetStock sets the stock of one pet, in one statement.
-func (db *DB) SetStock(ctx context.Context, petID int64, qty int) (store.InventoryItem, error) {
+// SetStock sets the stock of one pet: in one statement, or, with a
+// condition, in a transaction that first locks the entry and checks it.
+func (db *DB) SetStock(ctx context.Context, petID int64, qty int, cond store.Condition) (store.InventoryItem, error) {
 	if err := store.CheckStock(qty); err != nil {
 		return store.InventoryItem{}, err
 	}
-	it, err := scanItem(db.pool.QueryRow(ctx, setStockSQL, petID, qty, store.EventInventory, db.now()))
-	return it, notFound(err, store.NotFound("pet", petID))
+	set := func(q querier) (store.InventoryItem, error) {
+		it, err := scanItem(q.QueryRow(ctx, setStockSQL, petID, qty, store.EventInventory, db.now()))
+		return it, notFound(err, store.NotFound("pet", petID))
+	}
+	if cond.IsZero() {
+		return set(db.pool)
+	}
+	var it store.InventoryItem
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		cur, err := scanItem(tx.QueryRow(ctx, `SELECT pet_id, quantity, status FROM inventory WHERE pet_id = $1 FOR UPDATE`, petID))
+		if err != nil {
+			return notFound(err, store.NotFound("pet", petID))
+		}
+		if err := cond.Check("the inventory entry of pet "+strconv.FormatInt(petID, 10), cur.Version()); err != nil {
+			return err
+		}
+		it, err = set(tx)
+		return err
+	})
+	return it, err
 }
 
 // ListInventory returns one page of inventory entries, by pet id.
@@ -307,9 +325,9 @@ func scanVersionedOrder(r pgx.Row) (store.Order, error) {
 	return o, err
 }
 
-// UpdateOrder changes an order's ship date or completion. Without an
-// If-Match condition it is one statement.
-func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (store.Order, error) {
+// UpdateOrder changes an order's ship date or completion, if the order
+// meets cond.
+func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, cond store.Condition) (store.Order, error) {
 	const update = `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete), version = version + 1
 		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete, version`
 	// A transaction, not one statement: the event's type depends on the
@@ -321,7 +339,7 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate) (s
 		if err := tx.QueryRow(ctx, `SELECT version, complete FROM orders WHERE id = $1 FOR UPDATE`, id).Scan(&version, &wasComplete); err != nil {
 			return notFound(err, store.NotFound("order", id))
 		}
-		if err := store.CheckVersion(ctx, "order "+strconv.FormatInt(id, 10), version); err != nil {
+		if err := cond.Check("order "+strconv.FormatInt(id, 10), version); err != nil {
 			return err
 		}
 		var err error
@@ -357,7 +375,7 @@ var cancelOrderSQL = `WITH cancelled AS (
 	SELECT count(*) FROM cancelled`
 
 // CancelOrder removes an incomplete order and returns its stock.
-func (db *DB) CancelOrder(ctx context.Context, id int64) error {
+func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) error {
 	cancel := func(q querier) error {
 		for attempt := 1; ; attempt++ {
 			var n int
@@ -376,7 +394,7 @@ func (db *DB) CancelOrder(ctx context.Context, id int64) error {
 			// Completion was undone between the two: try again.
 		}
 	}
-	return db.conditional(ctx, "orders", "order", id, cancel)
+	return db.conditional(ctx, cond, "orders", "order", id, cancel)
 }
 
 // ListOrders returns one page of orders, filtered by pet and completion.

@@ -120,7 +120,7 @@ const replacePetSQL = `WITH pet AS (
 	SELECT pet_id, version FROM stock`
 
 // ReplacePet replaces a pet; its inventory entry takes the new status.
-func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
+func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition) error {
 	in, e, err := withEvent(*p, store.NormalizePet, store.EventPetUpdated)
 	if err != nil {
 		return err
@@ -136,7 +136,7 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet) error {
 		}
 		return nil
 	}
-	err = db.conditional(ctx, "pets", "pet", in.ID, func(q querier) error {
+	err = db.conditional(ctx, cond, "pets", "pet", in.ID, func(q querier) error {
 		return replace(q.QueryRow(ctx, replacePetSQL, args...))
 	})
 	if err != nil {
@@ -161,7 +161,7 @@ func deleteSQL(table string) string {
 }
 
 // DeletePet removes a pet and its inventory entry.
-func (db *DB) DeletePet(ctx context.Context, id int64) error {
+func (db *DB) DeletePet(ctx context.Context, id int64, cond store.Condition) error {
 	del := func(q pgx.Row) error {
 		var n int
 		err := q.Scan(&n)
@@ -171,7 +171,7 @@ func (db *DB) DeletePet(ctx context.Context, id int64) error {
 		return err
 	}
 	args := []any{id, store.EventPetDeleted, db.now(), []byte(store.DeletedData(id))}
-	return db.conditional(ctx, "pets", "pet", id, func(q querier) error {
+	return db.conditional(ctx, cond, "pets", "pet", id, func(q querier) error {
 		return del(q.QueryRow(ctx, deletePetSQL, args...))
 	})
 }

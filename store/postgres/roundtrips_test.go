@@ -89,20 +89,20 @@ func TestOneRoundTripPerWrite(t *testing.T) {
 			cat = store.Category{Name: "dogs"}
 			return db.CreateCategory(ctx, &cat)
 		}},
-		{"ReplaceCategory", func(int) error { cat.Description = "barks"; return db.ReplaceCategory(ctx, &cat) }},
+		{"ReplaceCategory", func(int) error { cat.Description = "barks"; return db.ReplaceCategory(ctx, &cat, store.Condition{}) }},
 		{"CreatePet", func(int) error {
 			pet = store.Pet{Name: "Rex", CategoryID: cat.ID, Status: store.StatusAvailable}
 			return db.CreatePet(ctx, &pet)
 		}},
-		{"ReplacePet", func(int) error { pet.Name = "Rexy"; return db.ReplacePet(ctx, &pet) }},
-		{"SetStock", func(i int) error { _, err := db.SetStock(ctx, pet.ID, 10+i); return err }},
+		{"ReplacePet", func(int) error { pet.Name = "Rexy"; return db.ReplacePet(ctx, &pet, store.Condition{}) }},
+		{"SetStock", func(i int) error { _, err := db.SetStock(ctx, pet.ID, 10+i, store.Condition{}); return err }},
 		{"PlaceOrder", func(int) error {
 			order = store.Order{PetID: pet.ID, Quantity: 1}
 			return db.PlaceOrder(ctx, &order)
 		}},
-		{"CancelOrder", func(int) error { return db.CancelOrder(ctx, order.ID) }},
-		{"DeletePet", func(int) error { return db.DeletePet(ctx, pet.ID) }},
-		{"DeleteCategory", func(int) error { return db.DeleteCategory(ctx, cat.ID) }},
+		{"CancelOrder", func(int) error { return db.CancelOrder(ctx, order.ID, store.Condition{}) }},
+		{"DeletePet", func(int) error { return db.DeletePet(ctx, pet.ID, store.Condition{}) }},
+		{"DeleteCategory", func(int) error { return db.DeleteCategory(ctx, cat.ID, store.Condition{}) }},
 	}
 	for round := range 2 {
 		for _, w := range writes {
@@ -245,7 +245,7 @@ func TestOrdersTogether(t *testing.T) {
 		if err := db.CreatePet(ctx, &p); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.SetStock(ctx, p.ID, stock); err != nil {
+		if _, err := db.SetStock(ctx, p.ID, stock, store.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		return p.ID

@@ -48,24 +48,24 @@ func eventsAfter(t *testing.T, s store.Store, after store.EventID, kinds ...stri
 func testEvents(t *testing.T, s store.Store) {
 	c := newCategory(t, s, "dogs")
 	c.Description = "good"
-	check(t, s.ReplaceCategory(ctx, &c))
+	check(t, s.ReplaceCategory(ctx, &c, store.Condition{}))
 	p := newPet(t, s, "Rex", c.ID, store.StatusAvailable)
 	if err := s.CreatePet(ctx, &store.Pet{Name: "x", CategoryID: 999}); err == nil {
 		t.Fatal("a pet in a missing category was created")
 	}
-	stock := must(s.SetStock(ctx, p.ID, 5))(t)
+	stock := must(s.SetStock(ctx, p.ID, 5, store.Condition{}))(t)
 	o := store.Order{PetID: p.ID, Quantity: 2}
 	check(t, s.PlaceOrder(ctx, &o))
 	ship := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	shipped := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{ShipDate: &ship}))(t)
+	shipped := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{ShipDate: &ship}, store.Condition{}))(t)
 	done := true
-	completed := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: &done}))(t)
+	completed := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: &done}, store.Condition{}))(t)
 	o2 := store.Order{PetID: p.ID, Quantity: 1}
 	check(t, s.PlaceOrder(ctx, &o2))
-	check(t, s.CancelOrder(ctx, o2.ID))
+	check(t, s.CancelOrder(ctx, o2.ID, store.Condition{}))
 	p.Status = store.StatusSold
-	check(t, s.ReplacePet(ctx, &p))
-	check(t, s.DeletePet(ctx, p.ID))
+	check(t, s.ReplacePet(ctx, &p, store.Condition{}))
+	check(t, s.DeletePet(ctx, p.ID, store.Condition{}))
 	key, _ := must2x(s.CreateAPIKey(ctx, "ci"))(t)
 	check(t, s.RevokeAPIKey(ctx, key.ID))
 

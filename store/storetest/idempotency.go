@@ -96,7 +96,7 @@ func testKeptAnswers(t *testing.T, s store.Store) {
 	}
 
 	// An order takes the stock once; a refused one keeps nothing.
-	must(s.SetStock(ctx, rex.ID, 3))(t)
+	must(s.SetStock(ctx, rex.ID, 3, store.Condition{}))(t)
 	o := store.Order{PetID: rex.ID, Quantity: 2}
 	check(t, s.PlaceOrder(with(keyed("key:1", "k3", "fp-order", time.Hour)), &o))
 	if err := s.PlaceOrder(with(keyed("key:1", "k3", "fp-order", time.Hour)), &store.Order{PetID: rex.ID, Quantity: 2}); err != store.ErrReplay {

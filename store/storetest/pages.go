@@ -61,7 +61,7 @@ func testPetPages(t *testing.T, s store.Store) {
 		pets = append(pets, p)
 	}
 	// A deleted pet leaves a hole that pages step over.
-	check(t, s.DeletePet(ctx, pets[10].ID))
+	check(t, s.DeletePet(ctx, pets[10].ID, store.Condition{}))
 	pets = slices.Delete(pets, 10, 11)
 	for _, f := range []store.PetFilter{
 		{},
@@ -115,7 +115,7 @@ func testOrderAndInventoryPages(t *testing.T, s store.Store) {
 	b := newPet(t, s, "B", dogs.ID, store.StatusPending)
 	c := newPet(t, s, "C", dogs.ID, store.StatusAvailable)
 	for _, p := range []store.Pet{a, b, c} {
-		must(s.SetStock(ctx, p.ID, 100))(t)
+		must(s.SetStock(ctx, p.ID, 100, store.Condition{}))(t)
 	}
 	var orders []store.Order
 	done := true
@@ -123,7 +123,7 @@ func testOrderAndInventoryPages(t *testing.T, s store.Store) {
 		o := store.Order{PetID: []int64{a.ID, b.ID}[i%2], Quantity: 1 + i%3}
 		check(t, s.PlaceOrder(ctx, &o))
 		if i%4 == 0 {
-			o = must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: &done}))(t)
+			o = must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: &done}, store.Condition{}))(t)
 		}
 		orders = append(orders, o)
 	}

@@ -29,7 +29,7 @@ func ordersAtOnce(t *testing.T, s store.Store, stock, n int, place func(*store.O
 	t.Helper()
 	dogs := newCategory(t, s, "dogs")
 	rex := newPet(t, s, "Rex", dogs.ID, "")
-	must(s.SetStock(ctx, rex.ID, stock))(t)
+	must(s.SetStock(ctx, rex.ID, stock, store.Condition{}))(t)
 	outcomes := map[string]int{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -54,7 +54,7 @@ func ordersAtOnce(t *testing.T, s store.Store, stock, n int, place func(*store.O
 // the deleted category is refused and leaves nothing.
 func testCreateRace(t *testing.T, s store.Store) {
 	dogs, cats, gone := newCategory(t, s, "dogs"), newCategory(t, s, "cats"), newCategory(t, s, "gone")
-	check(t, s.DeleteCategory(ctx, gone.ID))
+	check(t, s.DeleteCategory(ctx, gone.ID, store.Condition{}))
 	_, before := eventsAfter(t, s, store.EventID{})
 	statuses := []store.PetStatus{store.StatusAvailable, store.StatusPending, store.StatusSold}
 	pets := make([]store.Pet, 300)

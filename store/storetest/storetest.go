@@ -27,6 +27,7 @@ func Run(t *testing.T, open Open) {
 		{"Pets", testPets},
 		{"PetVersions", testPetVersions},
 		{"CategoryAndOrderVersions", testCategoryAndOrderVersions},
+		{"IfNoneMatchAndStockConditions", testIfNoneMatchAndStockConditions},
 		{"Categories", testCategories},
 		{"Inventory", testInventory},
 		{"Orders", testOrders},
@@ -126,9 +127,9 @@ func testPets(t *testing.T, s store.Store) {
 	wantError(t, "a pet with an unknown status", err, store.EINVALID, `status "lost" is not one of available, pending, sold`)
 
 	// A replacement moves the inventory entry to the new status.
-	must(s.SetStock(ctx, rex.ID, 3))(t)
+	must(s.SetStock(ctx, rex.ID, 3, store.Condition{}))(t)
 	rex2 := store.Pet{ID: rex.ID, Name: "Rex II", CategoryID: cats.ID, Status: store.StatusPending}
-	check(t, s.ReplacePet(ctx, &rex2))
+	check(t, s.ReplacePet(ctx, &rex2, store.Condition{}))
 	if got := must(s.Pet(ctx, rex.ID))(t); got != rex2 {
 		t.Errorf("after ReplacePet: %+v, want %+v", got, rex2)
 	}
@@ -138,15 +139,15 @@ func testPets(t *testing.T, s store.Store) {
 	if it := must(s.InventoryItem(ctx, rex.ID))(t); it != (store.InventoryItem{PetID: rex.ID, Quantity: 3, Status: store.StatusPending}) {
 		t.Errorf("inventory after a status change: %+v", it)
 	}
-	err = s.ReplacePet(ctx, &store.Pet{ID: rex.ID, Name: "Rex", CategoryID: 77})
+	err = s.ReplacePet(ctx, &store.Pet{ID: rex.ID, Name: "Rex", CategoryID: 77}, store.Condition{})
 	wantError(t, "a replacement into a missing category", err, store.EUNPROCESSABLE, "category 77 does not exist")
-	err = s.ReplacePet(ctx, &store.Pet{ID: 999, Name: "Nobody", CategoryID: dogs.ID})
+	err = s.ReplacePet(ctx, &store.Pet{ID: 999, Name: "Nobody", CategoryID: dogs.ID}, store.Condition{})
 	wantError(t, "replacing a missing pet", err, store.ENOTFOUND, "pet 999 not found")
 
 	// Deleting a pet deletes its inventory entry; its orders stay.
 	o := store.Order{PetID: rex.ID, Quantity: 1}
 	check(t, s.PlaceOrder(ctx, &o))
-	check(t, s.DeletePet(ctx, rex.ID))
+	check(t, s.DeletePet(ctx, rex.ID, store.Condition{}))
 	_, err = s.Pet(ctx, rex.ID)
 	wantError(t, "a deleted pet", err, store.ENOTFOUND, fmt.Sprintf("pet %d not found", rex.ID))
 	_, err = s.InventoryItem(ctx, rex.ID)
@@ -154,9 +155,9 @@ func testPets(t *testing.T, s store.Store) {
 	if got := must(s.Order(ctx, o.ID))(t); got.PetID != rex.ID {
 		t.Errorf("the order of a deleted pet: %+v", got)
 	}
-	wantError(t, "deleting a missing pet", s.DeletePet(ctx, rex.ID), store.ENOTFOUND, fmt.Sprintf("pet %d not found", rex.ID))
+	wantError(t, "deleting a missing pet", s.DeletePet(ctx, rex.ID, store.Condition{}), store.ENOTFOUND, fmt.Sprintf("pet %d not found", rex.ID))
 	// The deleted pet's stock is gone: cancelling its order gives nothing back, and works.
-	check(t, s.CancelOrder(ctx, o.ID))
+	check(t, s.CancelOrder(ctx, o.ID, store.Condition{}))
 	// Ids are never reused.
 	if next := newPet(t, s, "Next", dogs.ID, ""); next.ID <= rex.ID {
 		t.Errorf("a new pet got id %d after %d was deleted", next.ID, rex.ID)
@@ -171,23 +172,23 @@ func testCategories(t *testing.T, s store.Store) {
 	_, err := s.Category(ctx, 999)
 	wantError(t, "a missing category", err, store.ENOTFOUND, "category 999 not found")
 	renamed := store.Category{ID: dogs.ID, Name: "hounds"}
-	check(t, s.ReplaceCategory(ctx, &renamed))
+	check(t, s.ReplaceCategory(ctx, &renamed, store.Condition{}))
 	if got := must(s.Category(ctx, dogs.ID))(t); got != renamed {
 		t.Errorf("after ReplaceCategory: %+v, want %+v", got, renamed)
 	}
-	wantError(t, "replacing a missing category", s.ReplaceCategory(ctx, &store.Category{ID: 999, Name: "x"}), store.ENOTFOUND, "category 999 not found")
+	wantError(t, "replacing a missing category", s.ReplaceCategory(ctx, &store.Category{ID: 999, Name: "x"}, store.Condition{}), store.ENOTFOUND, "category 999 not found")
 
 	// A category with pets cannot go.
 	rex := newPet(t, s, "Rex", dogs.ID, "")
-	wantError(t, "deleting a category with a pet", s.DeleteCategory(ctx, dogs.ID), store.ECONFLICT, fmt.Sprintf("category %d still has 1 pet", dogs.ID))
+	wantError(t, "deleting a category with a pet", s.DeleteCategory(ctx, dogs.ID, store.Condition{}), store.ECONFLICT, fmt.Sprintf("category %d still has 1 pet", dogs.ID))
 	newPet(t, s, "Fido", dogs.ID, store.StatusSold)
-	wantError(t, "deleting a category with pets", s.DeleteCategory(ctx, dogs.ID), store.ECONFLICT, fmt.Sprintf("category %d still has 2 pets", dogs.ID))
+	wantError(t, "deleting a category with pets", s.DeleteCategory(ctx, dogs.ID, store.Condition{}), store.ECONFLICT, fmt.Sprintf("category %d still has 2 pets", dogs.ID))
 	// Moving a pet out counts.
 	cats := newCategory(t, s, "cats")
-	check(t, s.ReplacePet(ctx, &store.Pet{ID: rex.ID, Name: "Rex", CategoryID: cats.ID}))
-	wantError(t, "after moving a pet out", s.DeleteCategory(ctx, dogs.ID), store.ECONFLICT, fmt.Sprintf("category %d still has 1 pet", dogs.ID))
-	check(t, s.DeleteCategory(ctx, newCategory(t, s, "empty").ID))
-	wantError(t, "deleting a missing category", s.DeleteCategory(ctx, 999), store.ENOTFOUND, "category 999 not found")
+	check(t, s.ReplacePet(ctx, &store.Pet{ID: rex.ID, Name: "Rex", CategoryID: cats.ID}, store.Condition{}))
+	wantError(t, "after moving a pet out", s.DeleteCategory(ctx, dogs.ID, store.Condition{}), store.ECONFLICT, fmt.Sprintf("category %d still has 1 pet", dogs.ID))
+	check(t, s.DeleteCategory(ctx, newCategory(t, s, "empty").ID, store.Condition{}))
+	wantError(t, "deleting a missing category", s.DeleteCategory(ctx, 999, store.Condition{}), store.ENOTFOUND, "category 999 not found")
 
 	// Pages of categories.
 	for i := range 5 {
@@ -231,14 +232,14 @@ func testInventory(t *testing.T, s store.Store) {
 	if it := must(s.InventoryItem(ctx, rex.ID))(t); it != (store.InventoryItem{PetID: rex.ID, Status: store.StatusAvailable}) {
 		t.Errorf("a new pet's inventory: %+v", it)
 	}
-	if it := must(s.SetStock(ctx, rex.ID, store.MaxStock))(t); it.Quantity != store.MaxStock {
+	if it := must(s.SetStock(ctx, rex.ID, store.MaxStock, store.Condition{}))(t); it.Quantity != store.MaxStock {
 		t.Errorf("SetStock: %+v", it)
 	}
-	_, err := s.SetStock(ctx, rex.ID, store.MaxStock+1)
+	_, err := s.SetStock(ctx, rex.ID, store.MaxStock+1, store.Condition{})
 	wantError(t, "too much stock", err, store.EINVALID, fmt.Sprintf("quantity must be between 0 and %d, got %d", store.MaxStock, store.MaxStock+1))
-	_, err = s.SetStock(ctx, rex.ID, -1)
+	_, err = s.SetStock(ctx, rex.ID, -1, store.Condition{})
 	wantError(t, "negative stock", err, store.EINVALID, fmt.Sprintf("quantity must be between 0 and %d, got -1", store.MaxStock))
-	_, err = s.SetStock(ctx, 999, 1)
+	_, err = s.SetStock(ctx, 999, 1, store.Condition{})
 	wantError(t, "the stock of a missing pet", err, store.ENOTFOUND, "pet 999 not found")
 	_, err = s.InventoryItem(ctx, 999)
 	wantError(t, "the inventory of a missing pet", err, store.ENOTFOUND, "pet 999 not found")
@@ -249,7 +250,7 @@ func testInventory(t *testing.T, s store.Store) {
 func testOrders(t *testing.T, s store.Store) {
 	dogs := newCategory(t, s, "dogs")
 	rex := newPet(t, s, "Rex", dogs.ID, "")
-	must(s.SetStock(ctx, rex.ID, 5))(t)
+	must(s.SetStock(ctx, rex.ID, 5, store.Condition{}))(t)
 
 	o := store.Order{PetID: rex.ID}
 	check(t, s.PlaceOrder(ctx, &o))
@@ -273,21 +274,21 @@ func testOrders(t *testing.T, s store.Store) {
 	wantError(t, "a negative order", err, store.EINVALID, fmt.Sprintf("quantity must be between 1 and %d, got -1", store.MaxOrderQuantity))
 	wantError(t, "an order for a missing pet", s.PlaceOrder(ctx, &store.Order{PetID: 999}), store.EUNPROCESSABLE, "pet 999 does not exist")
 	sold := newPet(t, s, "Sold", dogs.ID, store.StatusSold)
-	must(s.SetStock(ctx, sold.ID, 5))(t)
+	must(s.SetStock(ctx, sold.ID, 5, store.Condition{}))(t)
 	wantError(t, "an order for a sold pet", s.PlaceOrder(ctx, &store.Order{PetID: sold.ID}), store.ECONFLICT, fmt.Sprintf("pet %d is sold", sold.ID))
 
 	// Cancelling gives the stock back; a complete order cannot be cancelled.
-	check(t, s.CancelOrder(ctx, big.ID))
+	check(t, s.CancelOrder(ctx, big.ID, store.Condition{}))
 	if it := must(s.InventoryItem(ctx, rex.ID))(t); it.Quantity != 4 {
 		t.Errorf("stock after cancelling an order of 4: %d", it.Quantity)
 	}
 	_, err = s.Order(ctx, big.ID)
 	wantError(t, "a cancelled order", err, store.ENOTFOUND, fmt.Sprintf("order %d not found", big.ID))
-	wantError(t, "cancelling a missing order", s.CancelOrder(ctx, big.ID), store.ENOTFOUND, fmt.Sprintf("order %d not found", big.ID))
+	wantError(t, "cancelling a missing order", s.CancelOrder(ctx, big.ID, store.Condition{}), store.ENOTFOUND, fmt.Sprintf("order %d not found", big.ID))
 
 	ship := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	done := true
-	updated := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{ShipDate: &ship, Complete: &done}))(t)
+	updated := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{ShipDate: &ship, Complete: &done}, store.Condition{}))(t)
 	if !updated.Complete || updated.ShipDate == nil || !updated.ShipDate.Equal(ship) || updated.Quantity != 1 {
 		t.Errorf("UpdateOrder: %+v", updated)
 	}
@@ -295,18 +296,18 @@ func testOrders(t *testing.T, s store.Store) {
 		t.Errorf("after UpdateOrder: %+v, want %+v in UTC", got, updated)
 	}
 	// A nil field is left as it is.
-	if got := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{}))(t); !sameOrder(got, updated) {
+	if got := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{}, store.Condition{}))(t); !sameOrder(got, updated) {
 		t.Errorf("an empty update: %+v", got)
 	}
-	_, err = s.UpdateOrder(ctx, 999, store.OrderUpdate{Complete: &done})
+	_, err = s.UpdateOrder(ctx, 999, store.OrderUpdate{Complete: &done}, store.Condition{})
 	wantError(t, "updating a missing order", err, store.ENOTFOUND, "order 999 not found")
-	wantError(t, "cancelling a complete order", s.CancelOrder(ctx, o.ID), store.ECONFLICT, fmt.Sprintf("order %d is complete and cannot be cancelled", o.ID))
+	wantError(t, "cancelling a complete order", s.CancelOrder(ctx, o.ID, store.Condition{}), store.ECONFLICT, fmt.Sprintf("order %d is complete and cannot be cancelled", o.ID))
 
 	// Cancelling never pushes the stock past MaxStock.
 	late := store.Order{PetID: rex.ID, Quantity: 2}
 	check(t, s.PlaceOrder(ctx, &late))
-	must(s.SetStock(ctx, rex.ID, store.MaxStock-1))(t)
-	check(t, s.CancelOrder(ctx, late.ID))
+	must(s.SetStock(ctx, rex.ID, store.MaxStock-1, store.Condition{}))(t)
+	check(t, s.CancelOrder(ctx, late.ID, store.Condition{}))
 	if it := must(s.InventoryItem(ctx, rex.ID))(t); it.Quantity != store.MaxStock {
 		t.Errorf("stock after cancelling near MaxStock: %d", it.Quantity)
 	}
@@ -332,24 +333,24 @@ func testPetVersions(t *testing.T, s store.Store) {
 		t.Fatalf("a new pet's version: %d", rex.Version)
 	}
 	first := store.Pet{ID: rex.ID, Name: "First", CategoryID: dogs.ID}
-	check(t, s.ReplacePet(store.IfVersion(ctx, 1), &first))
+	check(t, s.ReplacePet(ctx, &first, store.Condition{IfMatch: []int64{1}}))
 	if first.Version != 2 {
 		t.Errorf("version after a replacement: %d, want 2", first.Version)
 	}
 	second := store.Pet{ID: rex.ID, Name: "Second", CategoryID: dogs.ID}
-	err := s.ReplacePet(store.IfVersion(ctx, 1), &second)
+	err := s.ReplacePet(ctx, &second, store.Condition{IfMatch: []int64{1}})
 	wantError(t, "a replacement for a stale version", err, store.EPRECONDITION,
 		fmt.Sprintf("pet %d has changed since the version in If-Match; read it again, then retry with its new ETag", rex.ID))
 	if got := must(s.Pet(ctx, rex.ID))(t); got.Name != "First" || got.Version != 2 {
 		t.Errorf("after a stale replacement: %+v", got)
 	}
-	err = s.DeletePet(store.IfVersion(ctx, 1), rex.ID)
+	err = s.DeletePet(ctx, rex.ID, store.Condition{IfMatch: []int64{1}})
 	wantError(t, "a deletion for a stale version", err, store.EPRECONDITION,
 		fmt.Sprintf("pet %d has changed since the version in If-Match; read it again, then retry with its new ETag", rex.ID))
 	// Any version passes If-Match: *; one of several passes.
-	check(t, s.ReplacePet(store.IfVersion(ctx), &second))
-	check(t, s.DeletePet(store.IfVersion(ctx, 1, 3), rex.ID))
-	err = s.DeletePet(store.IfVersion(ctx), rex.ID)
+	check(t, s.ReplacePet(ctx, &second, store.Condition{IfMatch: []int64{}}))
+	check(t, s.DeletePet(ctx, rex.ID, store.Condition{IfMatch: []int64{1, 3}}))
+	err = s.DeletePet(ctx, rex.ID, store.Condition{IfMatch: []int64{}})
 	wantError(t, "a conditional deletion of a missing pet", err, store.ENOTFOUND, fmt.Sprintf("pet %d not found", rex.ID))
 }
 
@@ -361,34 +362,34 @@ func testCategoryAndOrderVersions(t *testing.T, s store.Store) {
 		t.Fatalf("a new category's version: %d", dogs.Version)
 	}
 	renamed := store.Category{ID: dogs.ID, Name: "Dogs"}
-	check(t, s.ReplaceCategory(store.IfVersion(ctx, 1), &renamed))
+	check(t, s.ReplaceCategory(ctx, &renamed, store.Condition{IfMatch: []int64{1}}))
 	if renamed.Version != 2 || must(s.Category(ctx, dogs.ID))(t).Version != 2 {
 		t.Errorf("version after a replacement: %d", renamed.Version)
 	}
-	check(t, s.ReplaceCategory(ctx, &renamed)) // unconditional: as before
+	check(t, s.ReplaceCategory(ctx, &renamed, store.Condition{})) // unconditional: as before
 	if renamed.Version != 3 {
 		t.Errorf("version after an unconditional replacement: %d", renamed.Version)
 	}
-	err := s.ReplaceCategory(store.IfVersion(ctx, 2), &store.Category{ID: dogs.ID, Name: "stale"})
+	err := s.ReplaceCategory(ctx, &store.Category{ID: dogs.ID, Name: "stale"}, store.Condition{IfMatch: []int64{2}})
 	wantError(t, "a stale category replacement", err, store.EPRECONDITION,
 		fmt.Sprintf("category %d has changed since the version in If-Match; read it again, then retry with its new ETag", dogs.ID))
-	err = s.DeleteCategory(store.IfVersion(ctx, 2), dogs.ID)
+	err = s.DeleteCategory(ctx, dogs.ID, store.Condition{IfMatch: []int64{2}})
 	wantError(t, "a stale category deletion", err, store.EPRECONDITION,
 		fmt.Sprintf("category %d has changed since the version in If-Match; read it again, then retry with its new ETag", dogs.ID))
 
 	rex := newPet(t, s, "Rex", dogs.ID, "")
-	must(s.SetStock(ctx, rex.ID, 5))(t)
+	must(s.SetStock(ctx, rex.ID, 5, store.Condition{}))(t)
 	o := store.Order{PetID: rex.ID, Quantity: 1}
 	check(t, s.PlaceOrder(ctx, &o))
 	if o.Version != 1 || must(s.Order(ctx, o.ID))(t).Version != 1 {
 		t.Fatalf("a new order's version: %d", o.Version)
 	}
 	done := true
-	updated := must(s.UpdateOrder(store.IfVersion(ctx, 1), o.ID, store.OrderUpdate{Complete: &done}))(t)
+	updated := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: &done}, store.Condition{IfMatch: []int64{1}}))(t)
 	if updated.Version != 2 || !updated.Complete {
 		t.Errorf("after a conditional update: %+v", updated)
 	}
-	_, err = s.UpdateOrder(store.IfVersion(ctx, 1), o.ID, store.OrderUpdate{Complete: new(false)})
+	_, err = s.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: new(false)}, store.Condition{IfMatch: []int64{1}})
 	wantError(t, "a stale order update", err, store.EPRECONDITION,
 		fmt.Sprintf("order %d has changed since the version in If-Match; read it again, then retry with its new ETag", o.ID))
 	if got := must(s.Order(ctx, o.ID))(t); !got.Complete || got.Version != 2 {
@@ -396,8 +397,57 @@ func testCategoryAndOrderVersions(t *testing.T, s store.Store) {
 	}
 	o2 := store.Order{PetID: rex.ID, Quantity: 1}
 	check(t, s.PlaceOrder(ctx, &o2))
-	err = s.CancelOrder(store.IfVersion(ctx, 5), o2.ID)
+	err = s.CancelOrder(ctx, o2.ID, store.Condition{IfMatch: []int64{5}})
 	wantError(t, "a stale cancellation", err, store.EPRECONDITION,
 		fmt.Sprintf("order %d has changed since the version in If-Match; read it again, then retry with its new ETag", o2.ID))
-	check(t, s.CancelOrder(store.IfVersion(ctx, 1), o2.ID))
+	check(t, s.CancelOrder(ctx, o2.ID, store.Condition{IfMatch: []int64{1}}))
+}
+
+// testIfNoneMatchAndStockConditions: If-None-Match refuses a write of a
+// record that exists (*) or is at a version it names, on every kind of
+// record; an inventory entry's version is made from its quantity and
+// status, and SetStock checks a condition on it.
+func testIfNoneMatchAndStockConditions(t *testing.T, s store.Store) {
+	dogs := newCategory(t, s, "dogs")
+	rex := newPet(t, s, "Rex", dogs.ID, "")
+	exists := store.Condition{IfNoneMatchAny: true}
+	err := s.ReplacePet(ctx, &store.Pet{ID: rex.ID, Name: "Overwritten", CategoryID: dogs.ID}, exists)
+	wantError(t, "If-None-Match: * on an existing pet", err, store.EPRECONDITION,
+		fmt.Sprintf("pet %d exists, and If-None-Match: * allows the write only when it does not", rex.ID))
+	err = s.ReplacePet(ctx, &store.Pet{ID: rex.ID, Name: "Overwritten", CategoryID: dogs.ID}, store.Condition{IfNoneMatch: []int64{7, 1}})
+	wantError(t, "If-None-Match naming the pet's version", err, store.EPRECONDITION,
+		fmt.Sprintf("pet %d is at the version in If-None-Match, which allows the write only at another", rex.ID))
+	if got := must(s.Pet(ctx, rex.ID))(t); got.Name != "Rex" || got.Version != 1 {
+		t.Errorf("the pet after refused writes: %+v", got)
+	}
+	err = s.ReplacePet(ctx, &store.Pet{ID: 999, Name: "Nobody", CategoryID: dogs.ID}, exists)
+	wantError(t, "If-None-Match: * on a missing pet", err, store.ENOTFOUND, "pet 999 not found")
+	renamed := store.Pet{ID: rex.ID, Name: "Rex II", CategoryID: dogs.ID}
+	check(t, s.ReplacePet(ctx, &renamed, store.Condition{IfNoneMatch: []int64{7}}))
+	wantError(t, "If-None-Match: * on a category", s.DeleteCategory(ctx, dogs.ID, exists), store.EPRECONDITION,
+		fmt.Sprintf("category %d exists, and If-None-Match: * allows the write only when it does not", dogs.ID))
+
+	it := must(s.InventoryItem(ctx, rex.ID))(t)
+	v0 := it.Version()
+	set := must(s.SetStock(ctx, rex.ID, 5, store.Condition{IfMatch: []int64{v0}}))(t)
+	if set.Version() == v0 || must(s.InventoryItem(ctx, rex.ID))(t).Version() != set.Version() {
+		t.Errorf("the entry's version did not follow its quantity: %d, then %d", v0, set.Version())
+	}
+	_, err = s.SetStock(ctx, rex.ID, 9, store.Condition{IfMatch: []int64{v0}})
+	wantError(t, "a stale stock write", err, store.EPRECONDITION,
+		fmt.Sprintf("the inventory entry of pet %d has changed since the version in If-Match; read it again, then retry with its new ETag", rex.ID))
+	_, err = s.SetStock(ctx, rex.ID, 9, exists)
+	wantError(t, "If-None-Match: * on a stock", err, store.EPRECONDITION,
+		fmt.Sprintf("the inventory entry of pet %d exists, and If-None-Match: * allows the write only when it does not", rex.ID))
+	if got := must(s.InventoryItem(ctx, rex.ID))(t); got.Quantity != 5 {
+		t.Errorf("the stock after refused writes: %+v", got)
+	}
+	_, err = s.SetStock(ctx, 999, 1, store.Condition{IfMatch: []int64{}})
+	wantError(t, "a conditional stock write of a missing pet", err, store.ENOTFOUND, "pet 999 not found")
+	// A status change is a change of the entry too.
+	sold := store.Pet{ID: rex.ID, Name: "Rex II", CategoryID: dogs.ID, Status: store.StatusSold}
+	check(t, s.ReplacePet(ctx, &sold, store.Condition{}))
+	if got := must(s.InventoryItem(ctx, rex.ID))(t); got.Version() == set.Version() {
+		t.Errorf("the entry's version did not change with its status: %+v", got)
+	}
 }
