@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"petstore/store"
 	"petstore/store/postgres/pgtest"
@@ -109,4 +110,105 @@ func testIfMatch(t *testing.T, ts *testServer) {
 	if !now2.Complete {
 		t.Errorf("the order after a stale update: %+v", now2)
 	}
+}
+
+// TestSuccessorCarriesTheVersion: after the sunset of GET /pets/{petId},
+// its successor GET /pets?id= carries what it did: the ETag of the one
+// pet asked for, 304 to an If-None-Match that names it, and so a supported
+// way to write with If-Match. Every read of one resource has an ETag, the
+// inventory entry's too, and every write of one resource honours If-Match
+// and If-None-Match (412; If-None-Match: * never overwrites). On both
+// stores.
+func TestSuccessorCarriesTheVersion(t *testing.T) {
+	afterSunset := withNow(time.Date(2027, 7, 1, 0, 0, 0, 0, time.UTC))
+	t.Run("bbolt", func(t *testing.T) { testSuccessorVersion(t, newTestServer(t, afterSunset)) })
+	t.Run("postgres", func(t *testing.T) { testSuccessorVersion(t, startOnPostgres(t, pgtest.URL(t), afterSunset)) })
+}
+
+func testSuccessorVersion(t *testing.T, ts *testServer) {
+	cat, pet := ts.addRex(0)
+	ts.do("GET", fmt.Sprintf("/pets/%d", pet.ID), "").wantError(410, "gone")
+	byID := fmt.Sprintf("/pets?id=%d", pet.ID)
+	read := ts.do("GET", byID, "").wantStatus(200)
+	if tag := read.header.Get("ETag"); tag != `"1"` {
+		t.Fatalf("GET %s: ETag %q, want \"1\"", byID, tag)
+	}
+	if res := ts.send("GET", byID, "", http.Header{"If-None-Match": {`"1"`}}); res.status != 304 || len(res.body) != 0 || res.header.Get("ETag") != `"1"` {
+		t.Errorf("GET %s with If-None-Match of its ETag: %d %q ETag %q", byID, res.status, res.body, res.header.Get("ETag"))
+	}
+	// The same pet twice is one pet; two pets, or a filter that leaves
+	// none, have no version of one.
+	if tag := ts.do("GET", byID+fmt.Sprintf("&id=%d", pet.ID), "").wantStatus(200).header.Get("ETag"); tag != `"1"` {
+		t.Errorf("the same id twice: ETag %q", tag)
+	}
+	var tom store.Pet
+	ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Tom","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&tom)
+	if tag := ts.do("GET", byID+fmt.Sprintf("&id=%d", tom.ID), "").wantStatus(200).header.Get("ETag"); tag != "" {
+		t.Errorf("two pets: ETag %q, want none", tag)
+	}
+	if tag := ts.do("GET", byID+"&status=sold", "").wantStatus(200).header.Get("ETag"); tag != "" {
+		t.Errorf("a pet the filter leaves out: ETag %q, want none", tag)
+	}
+
+	write := func(method, path, body string, h ...string) *response {
+		hdr := http.Header{"X-API-Key": {ts.apiKey}}
+		for i := 0; i < len(h); i += 2 {
+			hdr.Set(h[i], h[i+1])
+		}
+		return ts.send(method, path, body, hdr)
+	}
+	petPath := fmt.Sprintf("/pets/%d", pet.ID)
+	body := fmt.Sprintf(`{"name":"Rex II","categoryId":%d}`, cat.ID)
+	// If-None-Match: * refuses to overwrite; a tag of the current version too.
+	write("PUT", petPath, body, "If-None-Match", "*").wantError(412, "precondition_failed")
+	write("PUT", petPath, body, "If-None-Match", `W/"1"`).wantError(412, "precondition_failed")
+	write("DELETE", petPath, "", "If-None-Match", "*").wantError(412, "precondition_failed")
+	var now store.Pet
+	ts.do("GET", byID, "").wantStatus(200).decode(&[]*store.Pet{&now})
+	if now.Name != "Rex" {
+		t.Fatalf("the pet after refused writes: %+v", now)
+	}
+	// The successor's ETag is what If-Match takes.
+	put := write("PUT", petPath, body, "If-Match", read.header.Get("ETag")).wantStatus(200)
+	write("PUT", petPath, body, "If-Match", read.header.Get("ETag")).wantError(412, "precondition_failed")
+	if tag := ts.do("GET", byID, "").wantStatus(200).header.Get("ETag"); tag != put.header.Get("ETag") || tag != `"2"` {
+		t.Errorf("after a write: ETag %q, the write's %q", tag, put.header.Get("ETag"))
+	}
+	write("PUT", fmt.Sprintf("/categories/%d", cat.ID), `{"name":"dogs"}`, "If-None-Match", "*").wantError(412, "precondition_failed")
+
+	// The inventory entry: an ETag on its read and its write, and both
+	// conditions honoured.
+	stock := fmt.Sprintf("/store/inventory/%d", pet.ID)
+	item := ts.do("GET", stock, "").wantStatus(200)
+	tag := item.header.Get("ETag")
+	if tag == "" {
+		t.Fatalf("GET %s: no ETag", stock)
+	}
+	if res := ts.send("GET", stock, "", http.Header{"If-None-Match": {tag}}); res.status != 304 {
+		t.Errorf("GET %s with If-None-Match of its ETag: %d", stock, res.status)
+	}
+	set := write("PUT", stock, `{"quantity":5}`, "If-Match", tag).wantStatus(200)
+	if set.header.Get("ETag") == "" || set.header.Get("ETag") == tag {
+		t.Errorf("PUT %s: ETag %q after %q", stock, set.header.Get("ETag"), tag)
+	}
+	write("PUT", stock, `{"quantity":7}`, "If-Match", tag).wantError(412, "precondition_failed")
+	write("PUT", stock, `{"quantity":7}`, "If-None-Match", "*").wantError(412, "precondition_failed")
+	var it store.InventoryItem
+	ts.do("GET", stock, "").wantStatus(200).decode(&it)
+	if it.Quantity != 5 {
+		t.Errorf("the stock after refused writes: %+v", it)
+	}
+	if got := ts.do("GET", stock, "").header.Get("ETag"); got != set.header.Get("ETag") {
+		t.Errorf("GET %s: ETag %q, the write answered %q", stock, got, set.header.Get("ETag"))
+	}
+	write("PUT", "/store/inventory/999999", `{"quantity":1}`, "If-Match", "*").wantError(412, "precondition_failed")
+
+	// Orders: If-None-Match: * on a PUT and a DELETE of one that exists.
+	placed := write("POST", "/store/orders", fmt.Sprintf(`{"petId":%d}`, pet.ID)).wantStatus(201)
+	var order store.Order
+	placed.decode(&order)
+	orders := fmt.Sprintf("/store/orders/%d", order.ID)
+	write("PUT", orders, `{"complete":true}`, "If-None-Match", "*").wantError(412, "precondition_failed")
+	write("DELETE", orders, "", "If-None-Match", `"1"`).wantError(412, "precondition_failed")
+	write("DELETE", orders, "", "If-None-Match", `"2"`).wantStatus(204)
 }
