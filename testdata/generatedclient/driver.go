@@ -71,10 +71,10 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	if lc.Headers200 == nil || lc.Headers200.Link == nil || !strings.Contains(*lc.Headers200.Link, `rel="next"`) {
 		fail("listCategories: no Link to the next page")
 	}
-	gc, err := api.GetCategoryWithResponse(ctx, dogsID)
+	gc, err := api.GetCategoryWithResponse(ctx, dogsID, nil)
 	check("getCategory", err)
 	expect("getCategory", gc, gc.Body, http.StatusOK, gc.JSON200)
-	rc, err := api.ReplaceCategoryWithResponse(ctx, dogsID, publicapi.NewCategory{Name: "Dogs", Description: &desc})
+	rc, err := api.ReplaceCategoryWithResponse(ctx, dogsID, nil, publicapi.NewCategory{Name: "Dogs", Description: &desc})
 	check("replaceCategory", err)
 	expect("replaceCategory", rc, rc.Body, http.StatusOK, rc.JSON200)
 
@@ -91,7 +91,8 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	if pets := expect("listPets", lp, lp.Body, http.StatusOK, lp.JSON200); len(pets) != 1 || pets[0].Name != "Rex" {
 		fail("listPets: %+v", pets)
 	}
-	// The successor of getPetById: the pet's status is a plain value.
+	// The successor of getPetById: the pet's status is a plain value, and
+	// its ETag is what If-Match and If-None-Match take.
 	lp, err = api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Id: &[]int64{rexID}})
 	check("listPets", err)
 	if pets := expect("listPets", lp, lp.Body, http.StatusOK, lp.JSON200); len(pets) != 1 || pets[0].Id != rexID {
@@ -100,26 +101,58 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 		var status publicapi.PetStatus = pets[0].Status
 		_ = status
 	}
-	gp, err := api.GetPetByIdWithResponse(ctx, rexID)
+	var rexTag string
+	if lp.Headers200 == nil || lp.Headers200.ETag == nil || *lp.Headers200.ETag == "" {
+		fail("listPets by one id: no ETag header parsed")
+	} else {
+		rexTag = *lp.Headers200.ETag
+	}
+	lp, err = api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Id: &[]int64{rexID}, IfNoneMatch: &rexTag})
+	check("listPets", err)
+	if lp.StatusCode() != http.StatusNotModified {
+		fail("listPets by one id with If-None-Match: %d %s", lp.StatusCode(), lp.Body)
+	}
+	gp, err := api.GetPetByIdWithResponse(ctx, rexID, nil)
 	check("getPetById", err)
 	expect("getPetById", gp, gp.Body, http.StatusOK, gp.JSON200)
 	if gp.Headers200 == nil || gp.Headers200.Deprecation == nil || gp.Headers200.Sunset == nil {
 		fail("getPetById: no Deprecation or Sunset header parsed")
 	}
-	gp, err = api.GetPetByIdWithResponse(ctx, 999999)
+	gp, err = api.GetPetByIdWithResponse(ctx, 999999, nil)
 	check("getPetById", err)
 	if e := expect("getPetById", gp, gp.Body, http.StatusNotFound, gp.JSON404); e.Code != publicapi.ErrorCodeNotFound || e.Status != http.StatusNotFound {
 		fail("getPetById: error %+v", e)
 	}
 	pending := publicapi.Pending
-	rp, err := api.ReplacePetWithResponse(ctx, rexID, publicapi.NewPet{Name: "Rex", CategoryId: dogsID, Status: &pending})
+	rp, err := api.ReplacePetWithResponse(ctx, rexID, &publicapi.ReplacePetParams{IfMatch: &rexTag}, publicapi.NewPet{Name: "Rex", CategoryId: dogsID, Status: &pending})
 	check("replacePet", err)
 	expect("replacePet", rp, rp.Body, http.StatusOK, rp.JSON200)
+	// The same If-Match again is stale now; If-None-Match: * never overwrites.
+	rp, err = api.ReplacePetWithResponse(ctx, rexID, &publicapi.ReplacePetParams{IfMatch: &rexTag}, publicapi.NewPet{Name: "Stale", CategoryId: dogsID})
+	check("replacePet", err)
+	if e := expect("replacePet", rp, rp.Body, http.StatusPreconditionFailed, rp.JSON412); e.Code != publicapi.ErrorCodePreconditionFailed {
+		fail("replacePet with a stale If-Match: %+v", e)
+	}
+	anyVersion := "*"
+	rp, err = api.ReplacePetWithResponse(ctx, rexID, &publicapi.ReplacePetParams{IfNoneMatch: &anyVersion}, publicapi.NewPet{Name: "Overwrite", CategoryId: dogsID})
+	check("replacePet", err)
+	expect("replacePet", rp, rp.Body, http.StatusPreconditionFailed, rp.JSON412)
 
-	si, err := api.SetInventoryWithResponse(ctx, rexID, publicapi.InventoryUpdate{Quantity: 5})
+	gi, err := api.GetInventoryItemWithResponse(ctx, rexID, nil)
+	check("getInventoryItem", err)
+	expect("getInventoryItem", gi, gi.Body, http.StatusOK, gi.JSON200)
+	if gi.Headers200 == nil || gi.Headers200.ETag == nil {
+		fail("getInventoryItem: no ETag header parsed")
+		return
+	}
+	stockTag := *gi.Headers200.ETag
+	si, err := api.SetInventoryWithResponse(ctx, rexID, &publicapi.SetInventoryParams{IfMatch: &stockTag}, publicapi.InventoryUpdate{Quantity: 5})
 	check("setInventory", err)
 	expect("setInventory", si, si.Body, http.StatusOK, si.JSON200)
-	gi, err := api.GetInventoryItemWithResponse(ctx, rexID)
+	si, err = api.SetInventoryWithResponse(ctx, rexID, &publicapi.SetInventoryParams{IfMatch: &stockTag}, publicapi.InventoryUpdate{Quantity: 9})
+	check("setInventory", err)
+	expect("setInventory", si, si.Body, http.StatusPreconditionFailed, si.JSON412)
+	gi, err = api.GetInventoryItemWithResponse(ctx, rexID, nil)
 	check("getInventoryItem", err)
 	if item := expect("getInventoryItem", gi, gi.Body, http.StatusOK, gi.JSON200); item.Quantity != 5 || item.Status != publicapi.Pending {
 		fail("getInventoryItem: %+v", item)
@@ -146,14 +179,14 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	check("listOrders", err)
 	expect("listOrders", lo, lo.Body, http.StatusOK, lo.JSON200)
 	ship, done := time.Date(2026, 12, 3, 15, 30, 0, 0, time.UTC), true
-	uo, err := api.UpdateOrderWithResponse(ctx, order.Id, publicapi.OrderUpdate{ShipDate: &ship, Complete: &done})
+	uo, err := api.UpdateOrderWithResponse(ctx, order.Id, nil, publicapi.OrderUpdate{ShipDate: &ship, Complete: &done})
 	check("updateOrder", err)
 	expect("updateOrder", uo, uo.Body, http.StatusOK, uo.JSON200)
 	// What a GET returned may be sent back as it is.
-	got, err := api.GetOrderWithResponse(ctx, order.Id)
+	got, err := api.GetOrderWithResponse(ctx, order.Id, nil)
 	check("getOrder", err)
 	read := expect("getOrder", got, got.Body, http.StatusOK, got.JSON200)
-	uo, err = api.UpdateOrderWithResponse(ctx, order.Id, publicapi.OrderUpdate{
+	uo, err = api.UpdateOrderWithResponse(ctx, order.Id, nil, publicapi.OrderUpdate{
 		PetId: &read.PetId, Quantity: &read.Quantity, ShipDate: read.ShipDate, Complete: &read.Complete,
 	})
 	check("updateOrder", err)
@@ -162,7 +195,7 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	po, err = api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID})
 	check("placeOrder", err)
 	second := expect("placeOrder", po, po.Body, http.StatusCreated, po.JSON201)
-	co, err := api.CancelOrderWithResponse(ctx, second.Id)
+	co, err := api.CancelOrderWithResponse(ctx, second.Id, nil)
 	check("cancelOrder", err)
 	expectNoContent("cancelOrder", co, co.Body)
 	tooMany := int32(4) // 5 in stock, 2 taken
@@ -172,10 +205,10 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 		fail("placeOrder: error %+v", e)
 	}
 
-	dp, err := api.DeletePetWithResponse(ctx, rexID)
+	dp, err := api.DeletePetWithResponse(ctx, rexID, nil)
 	check("deletePet", err)
 	expectNoContent("deletePet", dp, dp.Body)
-	dc, err := api.DeleteCategoryWithResponse(ctx, empty.Id)
+	dc, err := api.DeleteCategoryWithResponse(ctx, empty.Id, nil)
 	check("deleteCategory", err)
 	expectNoContent("deleteCategory", dc, dc.Body)
 
