@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"maps"
@@ -100,6 +102,16 @@ type tryItView struct {
 	Body      string // the first example, to edit
 	BodyType  string
 	KeyHeader string // the API key header of a write; empty for a public call
+	First     *tryItFirst
+}
+
+// tryItFirst is a record the example body refers to (ExtTryItFirst):
+// the panel reads it first, and creates it when it does not exist.
+type tryItFirst struct {
+	Field      string // the body's member that holds its id
+	ReadPath   string // with {Field} for the id
+	CreatePath string
+	CreateBody string // create's first example, compact
 }
 
 type tryItParam struct {
@@ -254,8 +266,55 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 		ov.TryIt = buildTryIt(ov, params)
 		ov.TryIt.Path = basePath + path
 		ov.TryIt.KeyHeader = apiKeyHeader(doc, ov.Auth)
+		ov.TryIt.First = tryItFirstOf(doc, basePath, op)
 	}
 	return ov
+}
+
+// tryItFirstOf reads an operation's ExtTryItFirst; nil when it has none,
+// or when it names operations the document does not have.
+func tryItFirstOf(doc *openapi3.T, basePath string, op *openapi3.Operation) *tryItFirst {
+	ext, _ := op.Extensions[ExtTryItFirst].(map[string]any)
+	field, _ := ext["field"].(string)
+	readID, _ := ext["read"].(string)
+	createID, _ := ext["create"].(string)
+	readPath, _ := operationByID(doc, readID)
+	createPath, create := operationByID(doc, createID)
+	if field == "" || readPath == "" || create == nil || create.RequestBody == nil || create.RequestBody.Value == nil {
+		return nil
+	}
+	mt := create.RequestBody.Value.Content.Get("application/json")
+	if mt == nil {
+		return nil
+	}
+	examples := examplesOf(mt)
+	if len(examples) == 0 {
+		return nil
+	}
+	var body bytes.Buffer
+	if err := json.Compact(&body, []byte(examples[0].JSON)); err != nil {
+		return nil
+	}
+	// The read path's one parameter is the id, whatever its name.
+	if i, j := strings.Index(readPath, "{"), strings.Index(readPath, "}"); i >= 0 && j > i {
+		readPath = readPath[:i] + "{" + field + "}" + readPath[j+1:]
+	}
+	return &tryItFirst{Field: field, ReadPath: basePath + readPath, CreatePath: basePath + createPath, CreateBody: body.String()}
+}
+
+// operationByID finds an operation and its path by operationId.
+func operationByID(doc *openapi3.T, id string) (string, *openapi3.Operation) {
+	if id == "" || doc.Paths == nil {
+		return "", nil
+	}
+	for path, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			if op.OperationID == id {
+				return path, op
+			}
+		}
+	}
+	return "", nil
 }
 
 // compareStatus orders response codes numerically, ranges (2XX) after

@@ -290,3 +290,61 @@ func waitTarget(t *testing.T, ctx context.Context, link, want string) {
 		t.Errorf("%s: the page targets %q, want %s: %v", link, got, want, err)
 	}
 }
+
+// TestReferenceTryItOnAFreshStore: on a store with nothing in it, the
+// createPet panel, which sits above the operation's documented responses,
+// sends its first example as it is and creates a pet (201): the category
+// the example names is created first.
+func TestReferenceTryItOnAFreshStore(t *testing.T) {
+	t.Parallel()
+	ctx, ts := newTabAndServer(t, serverOptions{})
+	key := ts.apiKey(t, "fresh")
+	do(t, ctx, "opening the reference", chromedp.Navigate(ts.url+"/#createPet"), chromedp.WaitVisible(chromedp.CSS("#createPet .tryit")))
+
+	// Every panel comes before its operation's parameters, body and responses.
+	late := run(t, ctx, "finding where the panels are", chromedp.Evaluate[[]string](`[...document.querySelectorAll('article.operation')].filter(a => {
+		const panel = a.querySelector('.tryit');
+		const h4 = a.querySelector('h4');
+		return panel && h4 && (panel.compareDocumentPosition(h4) & Node.DOCUMENT_POSITION_PRECEDING);
+	}).map(a => a.id)`))
+	if len(late) > 0 {
+		t.Errorf("try-it panels below the documentation of their operation: %v", late)
+	}
+
+	do(t, ctx, "sending POST /pets with the default body",
+		chromedp.Click(chromedp.CSS("#createPet .tryit > summary")),
+		paste("createPet-try-key", key),
+		chromedp.Click(chromedp.CSS("#createPet .tryit-form button[type=submit]")),
+	)
+	if status := waitText(t, ctx, "#createPet .tryit-status", "201"); !strings.HasPrefix(status, "201") {
+		t.Errorf("the default body answered %q", status)
+	}
+	var pet struct {
+		ID         int64  `json:"id"`
+		Name       string `json:"name"`
+		CategoryID int64  `json:"categoryId"`
+	}
+	if err := json.Unmarshal([]byte(textOf(t, ctx, "#createPet .tryit-response-body")), &pet); err != nil || pet.ID == 0 {
+		t.Fatalf("the panel shows %q (%v)", textOf(t, ctx, "#createPet .tryit-response-body"), err)
+	}
+	status, _, b := ts.call(t, http.MethodGet, fmt.Sprintf("/pets?id=%d", pet.ID), "", nil)
+	if status != http.StatusOK || !strings.Contains(string(b), fmt.Sprintf(`"categoryId":%d`, pet.CategoryID)) {
+		t.Errorf("the pet the panel created: %d %s", status, b)
+	}
+	if status, _, b := ts.call(t, http.MethodGet, fmt.Sprintf("/categories/%d", pet.CategoryID), "", nil); status != http.StatusOK {
+		t.Errorf("the category the panel created first: %d %s", status, b)
+	}
+	if line := textOf(t, ctx, "#createPet .tryit-request-line"); !strings.Contains(line, "created categoryId") || strings.Contains(line, key) {
+		t.Errorf("the request line does not say the category was created first: %q", line)
+	}
+	// Sent again, the category exists: nothing more is created.
+	run(t, ctx, "clearing the status shown", chromedp.Evaluate[bool](`document.querySelector('#createPet .tryit-status').textContent = '', true`))
+	do(t, ctx, "sending POST /pets again", chromedp.Click(chromedp.CSS("#createPet .tryit-form button[type=submit]")))
+	waitText(t, ctx, "#createPet .tryit-status", "201")
+	if line := textOf(t, ctx, "#createPet .tryit-request-line"); strings.Contains(line, "created") {
+		t.Errorf("the second send created the category again: %q", line)
+	}
+	if _, _, b := ts.call(t, http.MethodGet, "/categories", "", nil); strings.Count(string(b), `"id"`) != 1 {
+		t.Errorf("categories after two sends: %s", b)
+	}
+}

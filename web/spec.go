@@ -15,6 +15,12 @@ const (
 	ExtDeprecatedSince = "x-deprecated-since"  // YYYY-MM-DD
 	ExtSuccessor       = "x-successor-version" // the URL that replaces a deprecated call, with its path parameters
 	ExtHideTryIt       = "x-hideTryItPanel"    // true: no try-it panel
+	// ExtTryItFirst names a record the try-it's example body refers to
+	// and how to make it: {field, read, create}, the body's member and the
+	// operationIds that read and create the record. The panel creates it
+	// first, with create's example, when read finds none, so that the
+	// first example works on a fresh store.
+	ExtTryItFirst = "x-try-it-first"
 )
 
 // ParseSpec parses and validates an OpenAPI 3 document (YAML or JSON). The

@@ -106,6 +106,12 @@
       panel.setAttribute('aria-busy', 'true');
       const started = performance.now();
       try {
+        const first = await createFirst(panel, init, headers);
+        if (first.body !== undefined) {
+          init.body = first.body;
+          bodyField.value = JSON.stringify(JSON.parse(first.body), null, 2);
+        }
+        keyNote += first.note;
         const res = await fetch(url, init);
         const text = await res.text();
         const ms = Math.round(performance.now() - started);
@@ -118,6 +124,28 @@
         panel.removeAttribute('aria-busy');
       }
     });
+  }
+
+  // createFirst makes the record the example body refers to
+  // (x-try-it-first) when it does not exist: a fresh store has none. It
+  // answers the body to send instead, and a line that says what it did.
+  async function createFirst(panel, init, headers) {
+    const { firstField: field, firstRead: read, firstCreate: create, firstBody: createBody } = panel.dataset;
+    if (!field || init.body === undefined) return { note: '' };
+    let body;
+    try { body = JSON.parse(init.body); } catch { return { note: '' }; }
+    const id = body && body[field];
+    if (!Number.isInteger(id)) return { note: '' };
+    const found = await fetch(read.replace(`{${field}}`, encodeURIComponent(id)), { credentials: 'omit', cache: 'no-store' });
+    if (found.status !== 404) return { note: '' };
+    const made = await fetch(create, {
+      method: 'POST', body: createBody, credentials: 'omit', cache: 'no-store',
+      headers: { ...headers, 'Content-Type': 'application/json' },
+    });
+    if (made.status !== 201) return { note: `\n(${field} ${id} does not exist, and POST ${create} to create it answered ${made.status})` };
+    const record = await made.json();
+    body[field] = record.id;
+    return { body: JSON.stringify(body), note: `\n(${field} ${id} did not exist: created ${field} ${record.id} first with POST ${create})` };
   }
 
   function show(result, { method, url, keyNote, res, text, ms }) {
