@@ -38,9 +38,13 @@ func newDomainManager(cfg config, db store.Store, log *slog.Logger) (*domains.Ma
 		}
 		publicIPs = append(publicIPs, a)
 	}
+	cnameTarget := cfg.cnameTarget
+	if development(cfg) {
+		cnameTarget = domains.DevelopmentTarget
+	}
 	dc := domains.Config{
 		Store:    db,
-		Platform: dnscheck.Platform{Domain: cfg.domain, CNAMETarget: cfg.cnameTarget, PublicIPs: publicIPs},
+		Platform: dnscheck.Platform{Domain: cfg.domain, CNAMETarget: cnameTarget, PublicIPs: publicIPs},
 		Checker: &dnscheck.Checker{
 			Resolvers: cfg.dnsResolvers, CAAIdentities: cfg.acmeCAAIdentities,
 			AllowPrivateNameservers: cfg.dnsAllowPrivate,

@@ -358,7 +358,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer manager.Close()
-	policy := events.Policy{AllowPrivate: cfg.webhookAllowPrivate}
+	dev := development(cfg)
+	policy := webhookPolicy(cfg, dev, log)
 	engine := events.New(events.Config{Store: db, Policy: policy, Retention: cfg.eventRetention, Log: log})
 	documents, err := prepared()
 	if err != nil {
@@ -369,7 +370,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		MaxClientInFlight: clientInFlight(cfg.maxClientInFlight),
 		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
 		CORSOrigins:       cfg.corsOrigins,
-		Events:            engine, WebhookPolicy: policy, MaxStreams: cfg.maxEventStreams,
+		Events:            engine, WebhookPolicy: policy, MaxStreams: cfg.maxEventStreams, Development: dev,
 		IdempotencyTTL: cfg.idempotencyTTL, IdempotencyMaxKeys: cfg.idempotencyMaxKeys,
 		Now: handlersNow,
 	})

@@ -447,6 +447,12 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 	return steps
 }
 
+// DevelopmentTarget is the placeholder CNAME target of development mode
+// (a `go run .` on loopback, without --domain or --cname-target): domains
+// can be added and their records shown, naming a host no customer's DNS
+// can point at.
+const DevelopmentTarget = "localhost"
+
 // CNAMETarget is where customers point their domains; "" when the service
 // was started without --domain or --cname-target, and then no domain can
 // be added.

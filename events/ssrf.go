@@ -53,9 +53,13 @@ func isSharedOrReserved(ip netip.Addr) bool {
 }
 
 // Policy is who may receive webhooks: AllowPrivate lifts the address
-// rule (--webhook-allow-private), for tests and internal receivers.
+// rule (--webhook-allow-private), for tests and internal receivers;
+// AllowLoopback lifts it for loopback addresses alone (development mode,
+// where the receiver runs on the developer's machine), every other
+// private range staying refused.
 type Policy struct {
-	AllowPrivate bool
+	AllowPrivate  bool
+	AllowLoopback bool
 	// Resolver looks names up when a URL is saved; nil is the system's.
 	Resolver *net.Resolver
 }
@@ -84,12 +88,12 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 		return nil
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if why := refused(ip); why != "" {
+		if why := p.refused(ip); why != "" {
 			return fmt.Errorf("%s is %s: webhooks go to public addresses only (--webhook-allow-private allows others)", host, why)
 		}
 		return nil
 	}
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+	if (strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")) && !p.AllowLoopback {
 		return fmt.Errorf("%s is a loopback name: webhooks go to public addresses only (--webhook-allow-private allows others)", host)
 	}
 	r := p.Resolver
@@ -103,11 +107,20 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 		return fmt.Errorf("the name %s does not resolve: %v", host, err)
 	}
 	for _, a := range addrs {
-		if why := refused(a); why != "" {
+		if why := p.refused(a); why != "" {
 			return fmt.Errorf("%s resolves to %s, %s: webhooks go to public addresses only (--webhook-allow-private allows others)", host, a.Unmap(), why)
 		}
 	}
 	return nil
+}
+
+// refused is the package's refused, with loopback addresses allowed when
+// the policy allows them.
+func (p Policy) refused(ip netip.Addr) string {
+	if p.AllowLoopback && ip.Unmap().IsLoopback() {
+		return ""
+	}
+	return refused(ip)
 }
 
 // control refuses, at connect time, a connection to an address the policy
@@ -120,7 +133,7 @@ func (p Policy) control(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("webhooks: cannot judge the address %s: %w", address, err)
 	}
-	if why := refused(ap.Addr()); why != "" {
+	if why := p.refused(ap.Addr()); why != "" {
 		return fmt.Errorf("the receiver's address %s is %s: webhooks go to public addresses only (--webhook-allow-private allows others)", ap.Addr().Unmap(), why)
 	}
 	return nil

@@ -22,13 +22,15 @@ type projectView struct {
 	// dashboard then says which flag to set instead of offering a form
 	// that cannot work.
 	CNAMETarget string `json:"cnameTarget"`
+	// Development: cnameTarget is a placeholder (domains.DevelopmentTarget).
+	Development bool `json:"development"`
 }
 
 func (s *Server) projectView(p store.Project) projectView {
 	if p.Deploys == nil {
 		p.Deploys = []store.Deploy{}
 	}
-	return projectView{Project: p, DefaultAddress: s.domains.DefaultAddress(p), CNAMETarget: s.domains.CNAMETarget()}
+	return projectView{Project: p, DefaultAddress: s.domains.DefaultAddress(p), CNAMETarget: s.domains.CNAMETarget(), Development: s.cfg.Development}
 }
 
 func (s *Server) getProject(c echo.Context) error {

@@ -89,6 +89,9 @@ type Config struct {
 	Events *events.Engine
 	// WebhookPolicy judges webhook URLs when they are saved.
 	WebhookPolicy events.Policy
+	// Development is a developer's start (main's development): the
+	// project says so, and the dashboard says what is simulated.
+	Development bool
 	// MaxStreams caps the event streams open at once; 0 means
 	// DefaultMaxStreams.
 	MaxStreams int

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+
+	"petstore/domains"
+	"petstore/events"
+)
+
+// development reports whether this start is a developer's: a plain
+// `go run .` on this machine. The service listens on a loopback address
+// only, without --domain, --cname-target or --https-listen: nobody else
+// can reach it, and it serves no customer's domain. It then lets webhooks
+// reach receivers on the same machine, and shows domains' records with a
+// placeholder target, instead of refusing both until restarted with flags
+// a first run does not know about.
+func development(cfg config) bool {
+	if cfg.domain != "" || cfg.cnameTarget != "" || cfg.httpsListen != "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(cfg.listen)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// webhookPolicy is who may receive webhooks: public addresses only, as in
+// production; loopback too in development; anything with
+// --webhook-allow-private. It logs why, when it allows more than public
+// addresses.
+func webhookPolicy(cfg config, dev bool, log *slog.Logger) events.Policy {
+	p := events.Policy{AllowPrivate: cfg.webhookAllowPrivate, AllowLoopback: dev}
+	switch {
+	case p.AllowPrivate:
+		log.Info("webhooks may go to loopback, private and link-local addresses", "why", "--webhook-allow-private")
+	case dev:
+		log.Info("development mode: webhooks may go to loopback addresses (other private ones stay refused); domains show records for the placeholder target "+domains.DevelopmentTarget+" and their DNS is checked for real",
+			"why", "listening on "+cfg.listen+" (loopback) without --domain, --cname-target or --https-listen")
+	}
+	return p
+}
