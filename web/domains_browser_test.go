@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"petstore/domains"
 	"petstore/domains/dnscheck"
 	"petstore/domains/domaintest"
 	"petstore/store"
@@ -272,4 +273,38 @@ func TestDashboardWithoutCNAMETarget(t *testing.T) {
 	if got := optionsOf(t, ctx, "#redirects .redirect-from"); !slices.Contains(got, "pending.example.com") {
 		t.Errorf("redirect sources %v: a pending domain may still redirect", got)
 	}
+}
+
+// TestDashboardDevelopmentAddsDomains: in development mode (a `go run .`
+// on loopback), a new user adds a domain from the dashboard without
+// restart flags and sees its records, pointing at the placeholder target,
+// with a note that says what is simulated.
+func TestDashboardDevelopmentAddsDomains(t *testing.T) {
+	t.Parallel()
+	ctx, dev := newTabAndServer(t, serverOptions{development: true})
+	dev.planPro(t)
+	openDomains(t, ctx, dev)
+	note := waitText(t, ctx, "#development-note", "simulated")
+	for _, want := range []string{"localhost", "placeholder", "Verify asks real DNS", "--cname-target"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the development note lacks %q: %s", want, note)
+		}
+	}
+	if shown(t, ctx, "target-note") {
+		t.Error("development shows the note to restart with flags")
+	}
+	const name = "shop.example.com"
+	do(t, ctx, "adding a domain", submitIn("domains", "domain-form",
+		chromedp.SetValue(chromedp.ID("domain-name"), name),
+		chromedp.WaitVisible(chromedp.CSS(domainCard(name)+" .record"))))
+	records := textOf(t, ctx, domainCard(name)+" .record")
+	for _, want := range []string{"shop", domains.DevelopmentTarget} {
+		if !strings.Contains(records, want) {
+			t.Errorf("the records lack %q:\n%s", want, records)
+		}
+	}
+	if status := dev.admin(t, http.MethodGet, "/admin/domains/"+name, "", nil); status != http.StatusOK {
+		t.Errorf("the domain added from the dashboard: %d", status)
+	}
+	screenshot(t, ctx, "development-domains", desktopWidth, desktopHeight, false)
 }

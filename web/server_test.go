@@ -67,6 +67,9 @@ type serverOptions struct {
 	// webhooks runs a webhook engine that delivers to private addresses
 	// (the test's own receivers).
 	webhooks bool
+	// development is a developer's start as main wires it (development.go):
+	// the placeholder CNAME target, and the project saying development.
+	development bool
 	// acmeDNSZone is --acme-dns-zone: domains get the records of a move
 	// without downtime. It implies dns.
 	acmeDNSZone string
@@ -113,9 +116,15 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		}
 		manager = domaintest.NewManager(t, dc)
 	} else {
-		// Development: no platform domain, no certificates, the system's
-		// resolvers, as the service runs with no flags.
-		manager = domaintest.NewManager(t, domains.Config{Store: db, Checker: &dnscheck.Checker{}})
+		// No platform domain, no certificates, the system's resolvers, as
+		// the service runs with no flags; in development, with the
+		// placeholder target.
+		dc := domains.Config{Store: db, Checker: &dnscheck.Checker{}}
+		if opt.development {
+			dc.Platform.CNAMETarget = domains.DevelopmentTarget
+			cfg.Development = true
+		}
+		manager = domaintest.NewManager(t, dc)
 	}
 	cfg.Domains = manager
 	if opt.webhooks {

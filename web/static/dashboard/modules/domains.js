@@ -21,10 +21,12 @@ export async function loadDomains() {
   // A form that cannot work is not offered: on the free plan the note
   // says why domains need Pro and how to change the plan; without a CNAME
   // target the service cannot say where a domain must point, and the note
-  // names the flag to set instead.
+  // names the flag to set instead. In development the target is a
+  // placeholder: domains can be added, and the note says what is simulated.
   const free = project.plan === 'free';
   $('plan-note').hidden = !free;
   $('target-note').hidden = Boolean(project.cnameTarget);
+  $('development-note').hidden = !project.development;
   const canAdd = Boolean(project.cnameTarget) && !free;
   $('domain-form').hidden = !canAdd;
   $('domains-empty').textContent = canAdd ? 'No domains yet. Add one above.' : 'No domains yet.';
