@@ -215,8 +215,9 @@ func openDomains(t *testing.T, ctx context.Context, ts *testServer) {
 	)
 }
 
-// openDevelopmentDomains starts a server as in development (no --domain,
-// no --cname-target) on the Pro plan, and opens its Domains page.
+// openDevelopmentDomains starts a server with no --domain and no
+// --cname-target, outside development mode (as on a public address), on
+// the Pro plan, and opens its Domains page.
 func openDevelopmentDomains(t *testing.T) context.Context {
 	t.Helper()
 	ctx, dev := newTabAndServer(t, serverOptions{})
@@ -233,7 +234,7 @@ func optionsOf(t *testing.T, ctx context.Context, css string) []string {
 }
 
 // TestDashboardWithoutCNAMETarget: started without --domain and
-// --cname-target (development), the Domains page says which flag to set
+// --cname-target outside development mode, the Domains page says which flag to set
 // instead of offering a form the server would refuse; with a target the
 // form is there and the note is not.
 func TestDashboardWithoutCNAMETarget(t *testing.T) {

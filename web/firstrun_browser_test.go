@@ -142,9 +142,9 @@ func TestDashboardFirstRun(t *testing.T) {
 	}
 }
 
-// TestDashboardDevelopmentDomainsText: in development (no --domain, no
-// --cname-target) the Domains page names the flags and does not point at a
-// form above that is not there.
+// TestDashboardDevelopmentDomainsText: with no --domain and no
+// --cname-target outside development mode, the Domains page names the
+// flags and does not point at a form above that is not there.
 func TestDashboardDevelopmentDomainsText(t *testing.T) {
 	t.Parallel()
 	ctx := openDevelopmentDomains(t)
