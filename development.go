@@ -43,7 +43,7 @@ func webhookPolicy(cfg config, dev bool, log *slog.Logger) events.Policy {
 		log.Info("webhooks may go to loopback, private and link-local addresses", "why", "--webhook-allow-private")
 	case dev:
 		log.Info("development mode: webhooks may go to loopback addresses (other private ones stay refused); domains show records for the placeholder target "+domains.DevelopmentTarget+" and their DNS is checked for real",
-			"why", "listening on "+cfg.listen+" (loopback) without --domain, --cname-target or --https-listen")
+			"why", "--listen "+cfg.listen+" is a loopback address, without --domain, --cname-target or --https-listen")
 	}
 	return p
 }
