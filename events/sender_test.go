@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -215,4 +216,40 @@ func TestAttemptsEndWithinTheirLease(t *testing.T) {
 	for _, e := range l.errs {
 		t.Error(e)
 	}
+}
+
+// The dialer refuses, at connect time, the addresses of every refused
+// block, IPv4-mapped or with a zone too, and lets public ones through;
+// AllowPrivate lets all through.
+func TestControlRefusesNotGlobal(t *testing.T) {
+	var p Policy
+	for _, r := range notGlobal {
+		a := lastAddr(r.prefix) // a narrower entry may hold the first
+		for _, addr := range []string{a.String(), a.WithZone("eth0").String()} {
+			if a.Is4() {
+				addr = "::ffff:" + addr
+			}
+			if err := p.control("tcp", net.JoinHostPort(addr, "443"), nil); err == nil || !strings.Contains(err.Error(), r.why) {
+				t.Errorf("%s (in %s): %v; want refused as %s", addr, r.prefix, err, r.why)
+			}
+		}
+		if err := (Policy{AllowPrivate: true}).control("tcp", net.JoinHostPort(a.String(), "443"), nil); err != nil {
+			t.Errorf("AllowPrivate: %s refused: %v", a, err)
+		}
+	}
+	for _, addr := range []string{"93.184.215.14:443", "[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:443", "192.0.1.1:80", "[2001:200::1]:80"} {
+		if err := p.control("tcp", addr, nil); err != nil {
+			t.Errorf("a public address %s was refused: %v", addr, err)
+		}
+	}
+}
+
+// lastAddr is the last address of p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
 }
