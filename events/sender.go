@@ -174,11 +174,16 @@ func (e *Engine) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	return &watchedConn{Conn: c}, nil
 }
 
-// watchedConn counts the reads that brought bytes, so that an attempt
-// can tell whether its answer came after its request went out.
+// watchedConn counts the reads that brought bytes, and notes the count
+// when a request starts going out, so that an attempt can tell whether
+// its answer came after its request.
 type watchedConn struct {
 	net.Conn
 	reads atomic.Uint64
+	// armed: a request has the connection and has not written yet;
+	// readsAtWrite: the reads before its first write.
+	armed        atomic.Bool
+	readsAtWrite atomic.Uint64
 }
 
 func (c *watchedConn) Read(p []byte) (int, error) {
@@ -189,16 +194,23 @@ func (c *watchedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+func (c *watchedConn) Write(p []byte) (int, error) {
+	// Before the write: an answer may be read before Write returns.
+	if c.armed.CompareAndSwap(true, false) {
+		c.readsAtWrite.Store(c.reads.Load())
+	}
+	return c.Conn.Write(p)
+}
+
 // watch is an attempt's view of the connection it got. HTTP/1.1 has no
 // request ids: an answer is the next one on the connection. A receiver
 // that answers twice leaves its second answer on a connection that goes
 // back to the pool; the Transport closes such a connection when it
 // notices, but a request may take it before then, and would read that
 // answer as its own. An answer to a request needs bytes read after the
-// request got its connection.
+// request started going out.
 type watch struct {
-	conn  *watchedConn
-	reads uint64
+	conn *watchedConn
 }
 
 func (w *watch) gotConn(info httptrace.GotConnInfo) {
@@ -208,14 +220,16 @@ func (w *watch) gotConn(info httptrace.GotConnInfo) {
 	}
 	w.conn, _ = c.(*watchedConn)
 	if w.conn != nil {
-		w.reads = w.conn.reads.Load()
+		w.conn.readsAtWrite.Store(w.conn.reads.Load())
+		w.conn.armed.Store(true)
 	}
 }
 
-// stale reports whether the answer was read before the request had its
-// connection.
+// stale reports whether the answer was all read before the request
+// started going out.
 func (w *watch) stale() bool {
-	return w.conn != nil && w.conn.reads.Load() == w.reads
+	c := w.conn
+	return c != nil && (c.armed.Load() || c.reads.Load() == c.readsAtWrite.Load())
 }
 
 // closeIdle closes the sender's idle connections.
