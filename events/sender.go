@@ -116,6 +116,8 @@ func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 	o.AttemptedAt = e.cfg.Now()
 	began := time.Now()
 	body := j.d.Event.AppendJSON(nil)
+	var w watch
+	ctx = httptrace.WithClientTrace(ctx, w.trace())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		o.Error = "the URL cannot be requested: " + err.Error()
@@ -132,8 +134,6 @@ func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 		"Idempotency-Key": nil,
 	}
 	j.signer.sign(req.Header, j.d.Event.ID.String(), o.AttemptedAt, body)
-	var w watch
-	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: w.gotConn}))
 	resp, err := s.tr.RoundTrip(req)
 	if err != nil {
 		o.Duration = time.Since(began)
@@ -141,11 +141,11 @@ func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 		return o
 	}
 	defer resp.Body.Close()
-	if resp.ProtoMajor == 1 && w.stale() {
+	if resp.ProtoMajor == 1 && w.stale.Load() {
 		// Bytes read before this request went out cannot answer it: an
 		// earlier request's extra answer, which must not be taken for
 		// this one's. The connection goes with it.
-		w.conn.Close()
+		w.conn.Load().Close()
 		o.Duration = time.Since(began)
 		o.Error = "the receiver sent an answer before this request was sent (an extra answer to an earlier one): the connection was closed, and the answer not taken"
 		return o
@@ -208,9 +208,15 @@ func (c *watchedConn) Write(p []byte) (int, error) {
 // back to the pool; the Transport closes such a connection when it
 // notices, but a request may take it before then, and would read that
 // answer as its own. An answer to a request needs bytes read after the
-// request started going out.
+// request started going out: that is judged when the answer's first
+// byte is there, while the connection is still this request's.
 type watch struct {
-	conn *watchedConn
+	conn  atomic.Pointer[watchedConn]
+	stale atomic.Bool
+}
+
+func (w *watch) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{GotConn: w.gotConn, GotFirstResponseByte: w.gotFirstByte}
 }
 
 func (w *watch) gotConn(info httptrace.GotConnInfo) {
@@ -218,18 +224,19 @@ func (w *watch) gotConn(info httptrace.GotConnInfo) {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	w.conn, _ = c.(*watchedConn)
-	if w.conn != nil {
-		w.conn.readsAtWrite.Store(w.conn.reads.Load())
-		w.conn.armed.Store(true)
+	wc, _ := c.(*watchedConn)
+	w.conn.Store(wc)
+	if wc != nil {
+		wc.readsAtWrite.Store(wc.reads.Load())
+		wc.armed.Store(true)
 	}
 }
 
-// stale reports whether the answer was all read before the request
+// gotFirstByte notes whether the answer was all read before the request
 // started going out.
-func (w *watch) stale() bool {
-	c := w.conn
-	return c != nil && (c.armed.Load() || c.reads.Load() == c.readsAtWrite.Load())
+func (w *watch) gotFirstByte() {
+	c := w.conn.Load()
+	w.stale.Store(c != nil && (c.armed.Load() || c.reads.Load() == c.readsAtWrite.Load()))
 }
 
 // closeIdle closes the sender's idle connections.

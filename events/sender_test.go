@@ -280,22 +280,23 @@ func TestWatchRefusesAnswersReadBeforeTheRequest(t *testing.T) {
 	}()
 	buf := make([]byte, 16)
 	var w watch
+	stale := func() bool { w.gotFirstByte(); return w.stale.Load() }
 	w.gotConn(httptrace.GotConnInfo{Conn: c, Reused: true})
-	if n, _ := c.Read(buf); string(buf[:n]) != "extra" || !w.stale() {
-		t.Fatalf("read %q before the request; stale %v, want true", buf[:n], w.stale())
+	if n, _ := c.Read(buf); string(buf[:n]) != "extra" || !stale() {
+		t.Fatalf("read %q before the request; stale %v, want true", buf[:n], stale())
 	}
 	if _, err := c.Write([]byte("request")); err != nil {
 		t.Fatal(err)
 	}
-	if !w.stale() {
+	if !stale() {
 		t.Error("the request is written, nothing read since: want stale")
 	}
-	if n, _ := c.Read(buf); string(buf[:n]) != "answer" || w.stale() {
-		t.Errorf("read %q after the request; stale %v, want false", buf[:n], w.stale())
+	if n, _ := c.Read(buf); string(buf[:n]) != "answer" || stale() {
+		t.Errorf("read %q after the request; stale %v, want false", buf[:n], stale())
 	}
 	// The next request on the connection starts over.
 	w.gotConn(httptrace.GotConnInfo{Conn: c, Reused: true})
-	if !w.stale() {
+	if !stale() {
 		t.Error("a new request that read nothing: want stale")
 	}
 }
