@@ -229,10 +229,15 @@ func TestExtraAnswers(t *testing.T) {
 		}
 	}
 	// check checks every delivery's answer, and counts them by state.
+	logged := map[int64]bool{}
 	check := func(list []store.Delivery) map[string]int {
 		states := map[string]int{}
 		for _, d := range list {
 			states[d.State]++
+			if d.State == store.DeliveryFailed && d.Status != 500 && !logged[d.ID] {
+				logged[d.ID] = true
+				t.Logf("delivery %d of %s (attempt %d) failed: %s", d.ID, d.EventID, d.Attempt, d.Error)
+			}
 			if d.Response != "" && d.Response != "answer to "+d.EventID.String() {
 				t.Fatalf("delivery %d of %s kept the answer %q", d.ID, d.EventID, d.Response)
 			}
