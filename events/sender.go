@@ -87,8 +87,8 @@ func (e *Engine) newSender(raw string) (*sender, error) {
 		// would leave open.
 		TLSHandshakeTimeout:    e.timeout,
 		MaxResponseHeaderBytes: maxHeaderBytes,
-		// The answer is kept as sent, and a compressed one is no bigger
-		// a risk to read than a plain one.
+		// No Accept-Encoding, as before: the receiver answers as it
+		// likes, and the log keeps the answer as it was sent.
 		DisableCompression: true,
 	}
 	return &sender{e: e, url: raw, tr: tr}, nil
