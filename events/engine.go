@@ -82,9 +82,6 @@ type Engine struct {
 	cfg    Config
 	dialer *net.Dialer
 	hub    *Hub
-	// timeout bounds each attempt from its claim (Timeout; tests shorten
-	// it), and lease is its claims' lease.
-	timeout, lease time.Duration
 
 	mu       sync.Mutex
 	inFlight map[int64]int
@@ -99,6 +96,10 @@ type Engine struct {
 	// finished takes attempts' outcomes to the recorder, which records
 	// all that are waiting in one transaction.
 	finished chan store.Finished
+
+	// timeout bounds each attempt from its claim (Timeout; tests shorten
+	// it), and lease is its claims' lease.
+	timeout, lease time.Duration
 }
 
 // New builds an engine.

@@ -45,13 +45,13 @@ func Run(t *testing.T, open Open) {
 		{"Locks", testLocks},
 		{"Events", testEvents},
 		{"Deliveries", testDeliveries},
+		{"ManualRetryEndsSchedule", testManualRetryEndsSchedule},
 		{"DeliveryClaimRace", testDeliveryClaimRace},
 		{"KeptAnswers", testKeptAnswers},
 		{"KeptAdminAnswers", testKeptAdminAnswers},
 		{"SweepKeptAnswers", testSweepKeptAnswers},
 		{"KeyRace", testKeyRace},
 		{"FinishDeliveriesInOneBatch", testFinishDeliveriesInOneBatch},
-		{"ManualRetryEndsSchedule", testManualRetryEndsSchedule},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}
