@@ -83,6 +83,10 @@ type Engine struct {
 	dialer *net.Dialer
 	hub    *Hub
 
+	// timeout bounds each attempt from its claim (Timeout; tests shorten
+	// it), and lease is its claims' lease.
+	timeout, lease time.Duration
+
 	mu       sync.Mutex
 	inFlight map[int64]int
 	// signers are the webhooks' signers, by secret, and senders their
@@ -96,10 +100,6 @@ type Engine struct {
 	// finished takes attempts' outcomes to the recorder, which records
 	// all that are waiting in one transaction.
 	finished chan store.Finished
-
-	// timeout bounds each attempt from its claim (Timeout; tests shorten
-	// it), and lease is its claims' lease.
-	timeout, lease time.Duration
 }
 
 // New builds an engine.
