@@ -150,11 +150,9 @@ func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 		o.Error = "the receiver sent an answer before this request was sent (an extra answer to an earlier one): the connection was closed, and the answer not taken"
 		return o
 	}
-	// One byte past the limit tells a longer answer, which is not read
-	// further: closing its body closes the connection instead of reading
-	// the rest.
-	kept, rerr := io.ReadAll(io.LimitReader(resp.Body, ResponseLimit+1))
-	kept = kept[:min(len(kept), ResponseLimit)]
+	// What the log keeps, and no more: closing a longer body before its
+	// end closes the connection instead of reading the rest.
+	kept, rerr := io.ReadAll(io.LimitReader(resp.Body, ResponseLimit))
 	o.Duration = time.Since(began)
 	if rerr != nil {
 		rerr = errors.New(e.describe(rerr))
