@@ -70,6 +70,21 @@ func ManualRetry(d *Delivery, at time.Time) Delivery {
 	return r
 }
 
+// EndsSchedule reports whether outcome o of delivery d ends the schedule
+// of d's event for d's webhook: an operator's retry that succeeded. The
+// scheduled attempt still pending would send the event again; it is
+// deleted (InSchedule says which). One that failed leaves it.
+func EndsSchedule(d *Delivery, o Outcome) bool {
+	return d.Manual && o.Succeeded
+}
+
+// InSchedule reports whether pending delivery p is a scheduled attempt of
+// the event and webhook of d (an operator's other retries are not).
+func InSchedule(p, d *Delivery) bool {
+	return p.ID != d.ID && p.WebhookID == d.WebhookID && p.EventID == d.EventID &&
+		p.State == DeliveryPending && !p.Manual
+}
+
 // EventPruned answers a retry of a delivery whose event is no longer kept.
 func EventPruned(id EventID) *Error {
 	return Errorf(EGONE, "event %s is older than the events kept, so it cannot be delivered again", id)

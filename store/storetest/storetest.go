@@ -45,6 +45,7 @@ func Run(t *testing.T, open Open) {
 		{"Locks", testLocks},
 		{"Events", testEvents},
 		{"Deliveries", testDeliveries},
+		{"ManualRetryEndsSchedule", testManualRetryEndsSchedule},
 		{"DeliveryClaimRace", testDeliveryClaimRace},
 		{"KeptAnswers", testKeptAnswers},
 		{"KeptAdminAnswers", testKeptAdminAnswers},
