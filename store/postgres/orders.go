@@ -46,6 +46,7 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 	if err != nil {
 		return err
 	}
+	db.marks.Acked(store.ResCategories, in.ID)
 	*c = in
 	return nil
 }
