@@ -129,7 +129,7 @@ func TestRestoreUndoesNothingAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	pets, ok := data.IDs[store.ResPets]
-	if data.Store != "postgres" || !ok || pets.Restored != 3 || pets.Acknowledged < 43 || pets.ResumesAfter <= pets.Acknowledged || data.RevokedAgain != 1 || data.RestoredTo == "" {
+	if data.Store != "postgres" || !ok || pets.Restored < 3 || pets.Acknowledged < 43 || pets.ResumesAfter <= pets.Acknowledged || data.RevokedAgain != 1 || data.RestoredTo == "" {
 		t.Errorf("store.restored's data: %s", restored[0].Data)
 	}
 }
