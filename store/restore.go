@@ -271,6 +271,13 @@ func writeFileAtomic(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
+// RewindHeadroom is the least a rewind moves each counter past the marks.
+// Ids given out after the marks were last brought up to date (by another
+// instance since this one's last poll; by a bbolt file since the marks
+// were last saved) are not in them, and the headroom keeps those clear of
+// the ids given out from then on.
+const RewindHeadroom = 1000
+
 // RolledBack is what a rewind took away of one resource's ids: ids after
 // Restored up to Acknowledged may have been given out and acknowledged,
 // and are gone; new ones come after ResumesAfter.

@@ -57,12 +57,6 @@ var lastIDsSQL = func() string {
 	return `ARRAY[` + strings.Join(cols, ", ") + `], pg_snapshot_xmax(pg_current_snapshot())::text::bigint`
 }()
 
-// minHeadroom is the least a rewind moves each sequence past the marks:
-// ids that other instances gave out after this one's last poll are known
-// only to them, and the headroom keeps them clear of the ids given out
-// before those instances raise the sequences themselves.
-const minHeadroom = 1000
-
 // rewindState is what catch-ups keep between them about rewinds: the
 // values of the previous poll and the largest step between two, which
 // sizes the headroom. catching guards it.
@@ -111,7 +105,7 @@ func (db *DB) handleRewind(ctx context.Context, last lastIDs) error {
 	restored, headroom := map[string]int64{}, map[string]int64{}
 	for i, s := range sequences {
 		restored[s.res] = last[i]
-		headroom[s.res] = max(minHeadroom, 2*db.cache.rewind.step[i])
+		headroom[s.res] = max(store.RewindHeadroom, 2*db.cache.rewind.step[i])
 	}
 	rolled := store.RolledBackIDs(restored, marks, headroom)
 	revoked := db.marks.Revocations()
