@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -125,7 +126,10 @@ func (db *DB) Restored() *store.Restored { return db.restored }
 // observeMarks raises the marks to the file's counters and saves them
 // when they moved.
 func (db *DB) observeMarks() {
-	_ = db.bolt.View(func(tx *bolt.Tx) error {
+	if db.Damaged() != nil {
+		return // the file is to be put back from a backup: the marks keep what it held
+	}
+	_ = db.read(context.Background(), func(tx *bolt.Tx) error {
 		for res, v := range readCounters(tx) {
 			db.marks.Acked(res, v)
 		}
