@@ -266,6 +266,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if len(args) > 0 && args[0] == "migrate" {
 		return runMigrate(ctx, args[1:], getenv, stdout)
 	}
+	if len(args) > 0 && args[0] == "unrevoke" {
+		return runUnrevoke(ctx, args[1:], getenv, stdout)
+	}
 	// Not a flag: PETSTORE_VERSION in a service's environment must not turn
 	// it into a command that prints and exits.
 	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
