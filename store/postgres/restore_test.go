@@ -199,3 +199,50 @@ func countKeys(t *testing.T, url string, id int64) int {
 	}
 	return int(n[0])
 }
+
+// An operator who restores a dump on purpose to bring a revoked key back
+// forgets its revocation first (UnrevokeAPIKeys, which petstore unrevoke
+// runs): both instances forget it, and after the restore the key works on
+// both, while a key revoked and not forgiven stays refused.
+func TestUnrevokeBeforeARestore(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	a, b := openAt(t, url), openAt(t, url)
+	wanted, wantedSecret, err := a.CreateAPIKey(ctx, "revoked, then wanted back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, goneSecret, err := a.CreateAPIKey(ctx, "revoked for good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := t.TempDir() + "/petstore.dump"
+	if out, err := exec.Command(pgtest.Program("pg_dump"), "--format=custom", "--file="+dump, url).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, out)
+	}
+	for _, id := range []int64{wanted.ID, gone.ID} {
+		if err := a.RevokeAPIKey(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitHandled(t, b)
+	if n := len(b.Marks().Revocations()); n != 2 {
+		t.Fatalf("b keeps %d revocations, want 2", n)
+	}
+	if n, err := a.UnrevokeAPIKeys(ctx, []int64{wanted.ID}); n != 1 || err != nil {
+		t.Fatalf("UnrevokeAPIKeys: %d %v", n, err)
+	}
+	waitHandled(t, b)
+	if out, err := exec.Command(pgtest.Program("pg_restore"), "--clean", "--if-exists", "--single-transaction", "--dbname="+url, dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v\n%s", err, out)
+	}
+	waitHandled(t, a, b)
+	for _, db := range []*postgres.DB{a, b} {
+		if _, ok, err := db.CheckAPIKey(ctx, wantedSecret); !ok || err != nil {
+			t.Errorf("the key whose revocation was forgotten, after the restore: %v %v", ok, err)
+		}
+		if _, ok, err := db.CheckAPIKey(ctx, goneSecret); ok || err != nil {
+			t.Errorf("the key still revoked, after the restore: %v %v", ok, err)
+		}
+	}
+}
