@@ -52,15 +52,43 @@ func TestRestoreUndoesNothingAcknowledged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := a.SetStock(ctx, 1, 1000000); err != nil {
+		t.Fatal(err)
+	}
 	dump := t.TempDir() + "/petstore.dump"
 	if out, err := exec.Command(pgtest.Program("pg_dump"), "--format=custom", "--file="+dump, url).CombinedOutput(); err != nil {
 		t.Fatalf("pg_dump: %v\n%s", err, out)
+	}
+	// Categories and orders draw from sequences of their own, and are
+	// guarded as pets are.
+	others := map[string]bool{}
+	other := func(what string, id int64, err error) {
+		if err != nil {
+			return // refused while the restore holds the tables
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		k := fmt.Sprintf("%s %d", what, id)
+		if others[k] {
+			t.Errorf("%s given out twice", k)
+		}
+		others[k] = true
 	}
 	for range 20 {
 		for _, db := range []*postgres.DB{a, b} {
 			if _, err := create(db, "after the dump"); err != nil {
 				t.Fatal(err)
 			}
+			c := store.Category{Name: "after the dump"}
+			if err := db.CreateCategory(ctx, &c); err != nil {
+				t.Fatal(err)
+			}
+			other("category", c.ID, nil)
+			o := store.Order{PetID: 1}
+			if err := db.PlaceOrder(ctx, &o); err != nil {
+				t.Fatal(err)
+			}
+			other("order", o.ID, nil)
 		}
 	}
 	if err := a.RevokeAPIKey(ctx, revoked.ID); err != nil {
@@ -84,7 +112,11 @@ func TestRestoreUndoesNothingAcknowledged(t *testing.T) {
 					return
 				default:
 				}
-				_, _ = create(db, "during the restore") // refused or not while the restore holds the tables
+				_, _ = create(db, "during the restore")
+				c := store.Category{Name: "during the restore"}
+				other("category", c.ID, db.CreateCategory(ctx, &c))
+				o := store.Order{PetID: 1}
+				other("order", o.ID, db.PlaceOrder(ctx, &o))
 			}
 		})
 	}
