@@ -203,6 +203,7 @@ func (c *creates[T]) create(ctx context.Context, db *DB, v *T) error {
 			break
 		}
 	}
+	err = wentBackError(err)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,7 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 		// sequence (restore.go).
 		err = db.idempotent(ctx, &in, insert)
 	}
+	err = wentBackError(err)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,16 @@ var sequences = []struct{ res, seq, table string }{
 // marks (division by zero: createPetSQL).
 const wentBackCode = "22012"
 
+// wentBackError is what a create answers when its id was refused as one
+// given out before and the sequence could not be raised yet (the restore
+// still holds its locks): the next attempt finds it raised.
+func wentBackError(err error) error {
+	if !violates(err, wentBackCode) {
+		return err
+	}
+	return store.ErrorWithCause(err, store.EUNAVAILABLE, "the database went back in time (a restore) and its sequences are being raised past the ids already given out; retry after the seconds in Retry-After")
+}
+
 // lastIDs are the sequences' last values, in the order of sequences.
 type lastIDs [7]int64
 
