@@ -481,6 +481,10 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 	if err != nil {
 		return nil, err // it names the file and says what is wrong with it
 	}
+	if r := db.Restored(); r != nil {
+		log.Warn("the data file went back in time (put back from a backup): its counters now continue after every id it gave out, the keys revoked since are revoked again, and store.restored is recorded",
+			"file", cfg.data, "restored_to", r.RestoredTo, "revoked_again", r.RevokedAgain, "marks", boltstore.MarksPath(cfg.data))
+	}
 	return db, nil
 }
 

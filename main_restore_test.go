@@ -13,6 +13,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"petstore/domains/domaintest"
 	"petstore/events/webhooktest"
 	"petstore/store/postgres/pgtest"
 )
@@ -175,4 +176,78 @@ func eventsOfType(rcv *webhooktest.Receiver, typ string) []string {
 		}
 	}
 	return out
+}
+
+// TestDataFilePutBackFromABackup puts a backup back under the service as
+// docs/operations.md says (stopped, file replaced, started): a key revoked
+// after the backup is refused, a new pet's id is none acknowledged
+// before, and the webhook receiver gets store.restored, as openapi.yaml
+// describes it; the log says what happened.
+func TestDataFilePutBackFromABackup(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "petstore.db")
+	args := []string{"--data", path, "--admin-token", domaintest.AdminToken, "--webhook-allow-private"}
+	in := start(t, nil, args...)
+	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true})
+	code, body := in.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
+	var hook struct{ Secret string }
+	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil {
+		t.Fatalf("creating the webhook: %d %s", code, body)
+	}
+	rcv.Trust(hook.Secret)
+	key := createKey(t, in, "writer")
+	revoked := createKeyWithID(t, in, "revoked after the backup")
+	if code, body := in.call(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key); code != 201 {
+		t.Fatalf("a category: %d %s", code, body)
+	}
+	code, backup := in.call(t, "GET", "/admin/backup", "", adminAuth...)
+	if code != 200 {
+		t.Fatalf("GET /admin/backup: %d", code)
+	}
+	var highest int64
+	for i := range 10 {
+		code, body := in.call(t, "POST", "/pets", fmt.Sprintf(`{"name":"after-the-backup-%d","categoryId":1}`, i), "X-API-Key", key)
+		var p struct{ ID int64 }
+		if err := json.Unmarshal([]byte(body), &p); code != 201 || err != nil {
+			t.Fatalf("creating a pet: %d %s", code, body)
+		}
+		highest = p.ID
+	}
+	if code, body := in.call(t, "DELETE", fmt.Sprintf("/admin/api-keys/%d", revoked.ID), "", adminAuth...); code != 204 {
+		t.Fatalf("revoking: %d %s", code, body)
+	}
+	waitFor(t, "the receiver gets every pet.created", 30*time.Second, func() bool {
+		return len(petsCreated(t, rcv)) == 10
+	})
+	in.stop(t)
+	if err := os.WriteFile(path, []byte(backup), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in = start(t, nil, args...)
+	if code, body := callFrom(t, "127.0.0.40", in, "POST", "/categories", `{"name":"c"}`, "X-API-Key", revoked.Secret); code != 401 {
+		t.Errorf("a key revoked after the backup, once it is put back: %d %s", code, body)
+	}
+	code, body = in.call(t, "POST", "/pets", `{"name":"after-the-put-back","categoryId":1}`, "X-API-Key", key)
+	var p struct{ ID int64 }
+	if err := json.Unmarshal([]byte(body), &p); code != 201 || err != nil || p.ID <= highest {
+		t.Errorf("a pet after the put-back: %d %s; %d was acknowledged before", code, body, highest)
+	}
+	waitFor(t, "the receiver gets store.restored", 30*time.Second, func() bool {
+		return len(eventsOfType(rcv, "store.restored")) > 0
+	})
+	restored := eventsOfType(rcv, "store.restored")
+	doc, err := openapi3.NewLoader().LoadFromFile("openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var envelope any
+	if err := json.Unmarshal([]byte(restored[0]), &envelope); err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Components.Schemas["StoreRestoredEvent"].Value.VisitJSON(envelope); err != nil || len(restored) != 1 {
+		t.Errorf("%d store.restored; as delivered it is not openapi.yaml's StoreRestoredEvent: %v\n%s", len(restored), err, restored[0])
+	}
+	if !strings.Contains(in.out.String(), "the data file went back in time") {
+		t.Errorf("the log does not say that the file went back in time:\n%s", in.out)
+	}
 }
