@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -81,7 +82,7 @@ func (s *Server) listWebhooks(c echo.Context) error {
 	return listPage(func(ctx context.Context, p store.Page) ([]store.Webhook, int64, error) {
 		ws, next, err := s.store.Webhooks(ctx, p)
 		for i := range ws {
-			ws[i] = ws[i].Public()
+			ws[i] = s.webhookView(ws[i])
 		}
 		return ws, next, err
 	})(c)
@@ -92,7 +93,14 @@ func (s *Server) getWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return respond(c, http.StatusOK, w.Public())
+	return respond(c, http.StatusOK, s.webhookView(w))
+}
+
+// webhookView is w as the API shows it now: without its secrets, and with
+// PreviousSecretExpiresAt only while the previous secret still signs.
+func (s *Server) webhookView(w store.Webhook) store.Webhook {
+	w.ExpirePreviousSecret(s.now(), false)
+	return w.Public()
 }
 
 // webhookAt is the endpoint the path's id names.
@@ -119,7 +127,9 @@ func (s *Server) updateWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	now := s.now()
 	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
+		w.ExpirePreviousSecret(now, false)
 		given(&w.URL, in.URL)
 		given(&w.Events, in.Events)
 		given(&w.Description, in.Description)
@@ -135,16 +145,33 @@ func (s *Server) updateWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return respond(c, http.StatusOK, w.Public())
+	return respond(c, http.StatusOK, s.webhookView(w))
+}
+
+// rotateIn is the optional body of POST
+// /admin/webhooks/{id}/rotate-secret.
+type rotateIn struct {
+	ExpireOldAfter *int64 `json:"expireOldAfter"`
 }
 
 func (s *Server) rotateWebhookSecret(c echo.Context) error {
+	overlap := store.DefaultSecretOverlap
+	if b, ok := c.Request().Body.(*readBodyBytes); ok && len(b.data) > 0 {
+		var in rotateIn
+		if err := decodeBody(c, &in); err != nil {
+			return err
+		}
+		if in.ExpireOldAfter != nil {
+			overlap = time.Duration(*in.ExpireOldAfter) * time.Second
+		}
+	}
 	secret, err := events.NewSecret()
 	if err != nil {
 		return err
 	}
+	now := s.now()
 	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
-		w.Secret = secret
+		w.RotateSecret(secret, now, overlap)
 		return nil
 	})
 	if err != nil {
@@ -154,9 +181,31 @@ func (s *Server) rotateWebhookSecret(c echo.Context) error {
 }
 
 // secretRotated is the answer to POST /admin/webhooks/{id}/rotate-secret,
-// with the new secret.
+// with the new secret (and never the one it replaced).
 func secretRotated(record any) (answer, error) {
-	return answerJSON(http.StatusOK, "", record.(*store.Webhook))
+	w := *record.(*store.Webhook)
+	w.PreviousSecret = ""
+	return answerJSON(http.StatusOK, "", &w)
+}
+
+// expirePreviousSecret ends a rotation's overlap: from now on only the
+// current secret signs.
+func (s *Server) expirePreviousSecret(c echo.Context) error {
+	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
+		w.ExpirePreviousSecret(s.now(), true)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return sendAnswer(c, previousSecretExpired, &w)
+}
+
+// previousSecretExpired is the answer to POST
+// /admin/webhooks/{id}/expire-previous-secret: the webhook, without
+// secrets.
+func previousSecretExpired(record any) (answer, error) {
+	return answerJSON(http.StatusOK, "", record.(*store.Webhook).Public())
 }
 
 func (s *Server) testWebhook(c echo.Context) error {
@@ -164,7 +213,7 @@ func (s *Server) testWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	e, err := store.NewEvent(store.EventWebhookTest, w.Public())
+	e, err := store.NewEvent(store.EventWebhookTest, s.webhookView(w))
 	if err != nil {
 		return err
 	}

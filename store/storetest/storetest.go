@@ -46,6 +46,7 @@ func Run(t *testing.T, open Open) {
 		{"Events", testEvents},
 		{"Deliveries", testDeliveries},
 		{"DeliveryClaimRace", testDeliveryClaimRace},
+		{"SecretRotation", testSecretRotation},
 		{"KeptAnswers", testKeptAnswers},
 		{"KeptAdminAnswers", testKeptAdminAnswers},
 		{"SweepKeptAnswers", testSweepKeptAnswers},
