@@ -82,7 +82,7 @@ type Config struct {
 	// it slowly, is closed then); zero means 2 s. A TCP connection idle
 	// after an answer is closed after IdleTimeout, zero meaning 5 s.
 	ReadTimeout, IdleTimeout time.Duration
-	Logger  *slog.Logger
+	Logger                   *slog.Logger
 }
 
 // Server answers DNS questions for the zone.
