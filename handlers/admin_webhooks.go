@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -148,30 +147,20 @@ func (s *Server) updateWebhook(c echo.Context) error {
 	return respond(c, http.StatusOK, s.webhookView(w))
 }
 
-// rotateIn is the optional body of POST
-// /admin/webhooks/{id}/rotate-secret.
-type rotateIn struct {
-	ExpireOldAfter *int64 `json:"expireOldAfter"`
-}
-
+// rotateWebhookSecret gives the webhook a new secret; the one it replaces
+// signs beside it for store.DefaultSecretOverlap, or until
+// expire-previous-secret. The overlap is not a parameter of the rotation:
+// a body or a query parameter would change the signature of the call in
+// clients generated from the document, and a separate call serves both
+// cases (a receiver ready sooner, a secret that leaked).
 func (s *Server) rotateWebhookSecret(c echo.Context) error {
-	overlap := store.DefaultSecretOverlap
-	if b, ok := c.Request().Body.(*readBodyBytes); ok && len(b.data) > 0 {
-		var in rotateIn
-		if err := decodeBody(c, &in); err != nil {
-			return err
-		}
-		if in.ExpireOldAfter != nil {
-			overlap = time.Duration(*in.ExpireOldAfter) * time.Second
-		}
-	}
 	secret, err := events.NewSecret()
 	if err != nil {
 		return err
 	}
 	now := s.now()
 	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
-		w.RotateSecret(secret, now, overlap)
+		w.RotateSecret(secret, now, store.DefaultSecretOverlap)
 		return nil
 	})
 	if err != nil {
