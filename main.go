@@ -86,6 +86,7 @@ type config struct {
 	idempotencyMaxKeys                          int
 	webhookAllowPrivate                         bool
 	maxEventStreams                             int
+	maxEventStreamsPerClient                    int
 	acmeDNSZone, dnsListen                      string
 	acmeDNSNameservers                          listFlag
 	databaseTimeouts                            postgres.Timeouts
@@ -141,7 +142,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	limits.Int(&c.maxClientInFlight, "max-client-in-flight", handlers.DefaultMaxClientInFlight, "requests of one client address (IPv6: its /64) served at once; past it, 503 with Retry-After; 0 turns the cap off")
 	limits.Duration(&c.headerTimeout, "header-timeout", server.DefaultHeaderTimeout, "how long a client may take to send its request headers before its connection is closed")
 	limits.Int(&c.maxClientConns, "max-client-conns", server.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
-	limits.Int(&c.maxEventStreams, "max-event-streams", handlers.DefaultMaxStreams, "event streams (GET /events, GET /admin/events as Server-Sent Events) open at once; past it, 503 with Retry-After")
+	limits.Int(&c.maxEventStreams, "max-event-streams", handlers.DefaultMaxStreams, "event streams (GET /events, GET /admin/events as Server-Sent Events) open at once, a tenth of them kept for GET /admin/events; past it, 503 with Retry-After")
+	limits.Int(&c.maxEventStreamsPerClient, "max-event-streams-per-client", handlers.DefaultMaxStreamsPerClient, "public event streams (GET /events) one client address (IPv6: its /64) may have open at once; past it, 429 with Retry-After")
 	limits.Duration(&c.eventRetention, "event-retention", 7*24*time.Hour, "how long events and webhook delivery logs are kept; older ones are pruned in the background")
 	limits.Duration(&c.idempotencyTTL, "idempotency-ttl", handlers.DefaultIdempotencyTTL, "how long the answer to a POST sent with an Idempotency-Key is kept for its retries; later the key is free again")
 	limits.Int(&c.idempotencyMaxKeys, "idempotency-max-keys", handlers.DefaultIdempotencyMaxKeys, "the most Idempotency-Key answers kept; past it the oldest are forgotten first")
@@ -374,7 +376,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		MaxClientInFlight: clientInFlight(cfg.maxClientInFlight),
 		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
 		CORSOrigins:       cfg.corsOrigins,
-		Events:            engine, WebhookPolicy: policy, MaxStreams: cfg.maxEventStreams,
+		Events:            engine, WebhookPolicy: policy, MaxStreams: cfg.maxEventStreams, MaxStreamsPerClient: cfg.maxEventStreamsPerClient,
 		IdempotencyTTL: cfg.idempotencyTTL, IdempotencyMaxKeys: cfg.idempotencyMaxKeys,
 		Now: handlersNow,
 	})

@@ -215,7 +215,7 @@ func (e *Engine) step(ctx context.Context) {
 			e.finish(ctx, d, store.Outcome{AttemptedAt: now, Error: err.Error()})
 			continue
 		}
-		sg, err := e.signer(d.Webhook.Secret)
+		sg, err := e.signer(d.Webhook.SigningSecrets(now))
 		if err != nil {
 			e.finish(ctx, d, store.Outcome{AttemptedAt: now, Error: err.Error()})
 			continue

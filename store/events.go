@@ -270,6 +270,12 @@ type Webhook struct {
 	// Secret signs deliveries (Standard Webhooks' whsec_ form). The API
 	// shows it only when it is made.
 	Secret string `json:"secret,omitempty"`
+	// PreviousSecret is the secret a rotation replaced: deliveries carry
+	// its signature too until PreviousSecretExpiresAt, so that a receiver
+	// that has not yet been given the new secret keeps verifying. The API
+	// never shows it (Public).
+	PreviousSecret          string     `json:"previousSecret,omitempty"`
+	PreviousSecretExpiresAt *time.Time `json:"previousSecretExpiresAt,omitempty"`
 }
 
 // Subscribes reports whether the webhook takes events of type typ.

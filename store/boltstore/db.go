@@ -191,6 +191,9 @@ func (db *DB) init() error {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
+		if err := forgetWeaklySealed(tx); err != nil {
+			return err
+		}
 		return clearCertLocks(tx)
 	})
 	if err != nil {

@@ -47,6 +47,7 @@ func Run(t *testing.T, open Open) {
 		{"Deliveries", testDeliveries},
 		{"ManualRetryEndsSchedule", testManualRetryEndsSchedule},
 		{"DeliveryClaimRace", testDeliveryClaimRace},
+		{"SecretRotation", testSecretRotation},
 		{"KeptAnswers", testKeptAnswers},
 		{"KeptAdminAnswers", testKeptAdminAnswers},
 		{"SweepKeptAnswers", testSweepKeptAnswers},
