@@ -104,6 +104,10 @@ func (w *headerOnlyWriter) WriteHeader(code int)        { w.code = code; _ = w.h
 func BenchmarkGetPetVsEcho(b *testing.B) {
 	run := func(b *testing.B, h http.Handler, path string) {
 		b.ReportAllocs()
+		// Building the server (parsing both documents, opening the
+		// store) is no part of a request.
+		b.ResetTimer()
+		defer reportCPU(b)()
 		b.RunParallel(func(pb *testing.PB) {
 			req := httptest.NewRequest(http.MethodGet, path, nil)
 			req.Host = "localhost"
