@@ -51,3 +51,7 @@ func runRound[T any](ctx context.Context, db *DB, c *creates[T], recs []T) []err
 	}
 	return errs
 }
+
+// CatchUp runs one catch-up with the other instances' changes now, as the
+// watcher's next poll would.
+func CatchUp(db *DB) error { return db.catchUp(context.Background()) }
