@@ -30,6 +30,7 @@ import (
 	"petstore/metrics"
 	"petstore/store"
 	"petstore/store/boltstore"
+	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
 )
 
@@ -141,6 +142,13 @@ func serverConfig(tb testing.TB, db store.Store, opts ...serverOption) handlers.
 	tb.Helper()
 	specs(tb)
 	cfg := handlers.Config{Store: db, Spec: publicSpec, Metrics: metrics.New()}
+	// What the store is beyond handlers.Store, as main says it.
+	switch db := db.(type) {
+	case *boltstore.DB:
+		cfg.File = db
+	case *postgres.DB:
+		cfg.Shared = db
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}

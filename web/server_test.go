@@ -83,7 +83,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		t.Fatal(err)
 	}
 	ts := &testServer{db: db}
-	cfg := handlers.Config{Store: db, Spec: readSpec(t), CORSOrigins: opt.corsOrigins, Metrics: metrics.New()}
+	cfg := handlers.Config{Store: db, File: db, Spec: readSpec(t), CORSOrigins: opt.corsOrigins, Metrics: metrics.New()}
 	var (
 		manager *domains.Manager
 		pebble  *domaintest.Pebble
