@@ -87,6 +87,14 @@ func importsAny(list []string, forbidden ...string) string {
 func TestArchitecture(t *testing.T) {
 	pkgs := listPackages(t)
 
+	// Every package of the module has its row in docs/design.md's table,
+	// and imports, in its non-test files, only the packages of the module
+	// that its row allows.
+	module := modulePath(t)
+	for _, p := range checkPackageTable(module, readDesignTable(t, module), pkgs) {
+		t.Error(p)
+	}
+
 	// The API handlers know nothing of how connections arrive: listeners,
 	// the connection guard and the PROXY protocol are server's.
 	if api, ok := pkgs["petstore/handlers"]; !ok {
@@ -258,17 +266,6 @@ func checkPackageTable(module string, table packageTable, pkgs map[string]listed
 	return problems
 }
 
-// TestPackageTable: every package of the module has its row in
-// docs/design.md's table, and imports, in its non-test files, only the
-// packages of the module that its row allows.
-func TestPackageTable(t *testing.T) {
-	module := modulePath(t)
-	table := readDesignTable(t, module)
-	for _, p := range checkPackageTable(module, table, listPackages(t)) {
-		t.Error(p)
-	}
-}
-
 func readDesignTable(t *testing.T, module string) packageTable {
 	t.Helper()
 	doc, err := os.ReadFile("docs/design.md")
@@ -282,11 +279,11 @@ func readDesignTable(t *testing.T, module string) packageTable {
 	return table
 }
 
-// TestPackageTableCatchesWhatItShould feeds the checker what it must
+// TestArchitectureCatchesAnImportOutsideTheTable feeds the checker what it must
 // refuse: the real packages with one import added that the table does not
 // allow; a synthetic module with a package missing from its table and a
 // row gone stale; and the parser a row whose "never" is no permission.
-func TestPackageTableCatchesWhatItShould(t *testing.T) {
+func TestArchitectureCatchesAnImportOutsideTheTable(t *testing.T) {
 	module := modulePath(t)
 	table := readDesignTable(t, module)
 
