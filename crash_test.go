@@ -45,11 +45,7 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 		adminToken   = "crash-test-admin-token-of-32-chars"
 	)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "petstore")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildService(t, upgradeOldVersion)
 	data := filepath.Join(dir, "petstore.db")
 	args := []string{"--data", data, "--rate-limit", "0", "--admin-token", adminToken, "--listen", "127.0.0.1:0"}
 
@@ -543,11 +539,7 @@ func TestKillNineLosesNoEvent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and kills it several times")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "petstore")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildService(t, upgradeOldVersion)
 	t.Run("bbolt", func(t *testing.T) {
 		killNineEvents(t, bin, "--data", filepath.Join(t.TempDir(), "petstore.db"))
 	})

@@ -877,24 +877,7 @@ func TestUpgradeInPlace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary twice and runs it in child processes")
 	}
-	dir := t.TempDir()
-	builds := map[string]string{upgradeOldVersion: filepath.Join(dir, "petstore-old"), upgradeNewVersion: filepath.Join(dir, "petstore-new")}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(builds))
-	for version, bin := range builds {
-		wg.Go(func() {
-			out, err := exec.Command("go", "build", "-ldflags", "-X petstore/buildinfo.version="+version, "-o", bin, ".").CombinedOutput()
-			if err != nil {
-				errs <- fmt.Errorf("go build %s: %v\n%s", version, err, out)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	oldBuild, newBuild := builds[upgradeOldVersion], builds[upgradeNewVersion]
+	oldBuild, newBuild := buildService(t, upgradeOldVersion), buildService(t, upgradeNewVersion)
 
 	// TestUpgradeInPlace/bbolt: on the bbolt file, under 64 clients of
 	// reads and durable writes, each on a new connection: no connection
