@@ -346,6 +346,7 @@ func holdValidations(t *testing.T, addr string, hold time.Duration) {
 // Two instances on one database: each event is delivered once, by one of
 // them, and the stream on B shows what A wrote within a second.
 func TestTwoInstancesShareEvents(t *testing.T) {
+	t.Parallel()
 	databaseURL := pgtest.URL(t)
 	common := []string{"--database", databaseURL, "--webhook-allow-private", "--rate-limit", "0", "--admin-token", domaintest.AdminToken}
 	a := start(t, nil, common...)

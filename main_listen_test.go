@@ -114,6 +114,7 @@ func TestLogReaderThatStopsDoesNotBlockRequests(t *testing.T) {
 // reading does not keep the service from shutting down: run returns soon
 // after --shutdown-timeout, and the data file is closed (it opens again).
 func TestShutdownAbortsASlowBackup(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "p.db")
 	// Tens of MB: far more than the socket buffers between server and
 	// client hold, so the copy is still running when shutdown comes.
@@ -874,6 +875,7 @@ const (
 // running service (an upgrade in place, upgrade.go), with two real builds
 // that differ in the version they report.
 func TestUpgradeInPlace(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary twice and runs it in child processes")
 	}
