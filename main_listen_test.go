@@ -485,6 +485,7 @@ func TestConfigProxyProtocolFrom(t *testing.T) {
 // get the service's 503 JSON through the backup lines, never a dropped
 // connection; the database comes back and writes go through again.
 func TestSeveralInstancesGuideWithHAProxy(t *testing.T) {
+	t.Parallel()
 	haproxy, err := exec.LookPath("haproxy")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -679,6 +680,7 @@ func TestSocketActivation(t *testing.T) {
 	if isChild() {
 		runActivationChild()
 	}
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		names []string
@@ -775,6 +777,7 @@ func TestRestartWithPassedSocketRefusesNothing(t *testing.T) {
 	if isChild() {
 		runActivationChild()
 	}
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the service twice in child processes")
 	}
@@ -842,6 +845,7 @@ func TestSystemdUnitFiles(t *testing.T) {
 	if isChild() {
 		runActivationChild()
 	}
+	t.Parallel()
 	names := unitValues(t, "docs/systemd/petstore.socket", "FileDescriptorName")
 	listens := unitValues(t, "docs/systemd/petstore.socket", "ListenStream")
 	execs := unitValues(t, "docs/systemd/petstore.service", "ExecStart")
