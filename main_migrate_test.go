@@ -25,6 +25,7 @@ import (
 // key, and new ids after the old ones. A second move into the same
 // database is refused.
 func TestMigrateServesFromPostgreSQLWhatTheFileServed(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	first := start(t, nil, "--data", data)
@@ -99,6 +100,7 @@ func TestMigrateServesFromPostgreSQLWhatTheFileServed(t *testing.T) {
 // nothing; with --bad-text replace it moves, U+FFFD in place of U+0000,
 // and each record changed is named.
 func TestMigrateNamesTextPostgreSQLCannotStore(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	domaintest.WriteStoreFile(t, data, func(db *boltstore.DB) error {
@@ -168,6 +170,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		printPeak()
 		os.Exit(0)
 	}
+	t.Parallel()
 	pets := 50_000
 	if n, err := strconv.Atoi(os.Getenv("PETSTORE_TEST_MIGRATE_PETS")); err == nil && n >= 50_000 {
 		pets = n // to measure a larger move by hand

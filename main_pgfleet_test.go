@@ -80,6 +80,7 @@ func (in *instance) get(t *testing.T, method, path, body string, header ...strin
 // Retry-After; requests for other tables still succeed; /healthz stays
 // 200; /readyz turns 503 and recovers by itself when the lock goes.
 func TestLockedTableAnswers503(t *testing.T) {
+	t.Parallel()
 	databaseURL := pgtest.URL(t)
 	in := start(t, nil, pgFlags(databaseURL)...)
 	key := createKey(t, in, "locked")
@@ -212,6 +213,7 @@ func blackHole(t *testing.T) (addr string, accepted func() int) {
 // other attempt. With the hosts named by IP address and by name (pgx
 // reaches a name through its addresses, which are all a connection knows).
 func TestFirstHostNeverAnswers(t *testing.T) {
+	t.Parallel()
 	for _, form := range []string{"addresses", "names"} {
 		t.Run(form, func(t *testing.T) {
 			databaseURL := pgtest.URL(t)
@@ -285,6 +287,7 @@ func port(t *testing.T, hostPort string) string {
 // the database is stopped again, and takes writes within seconds of its
 // return.
 func TestDatabaseStoppedAndRestarted(t *testing.T) {
+	t.Parallel()
 	cluster := pgtest.Private(t)
 	databaseURL, err := cluster.NewDatabase(context.Background())
 	if err != nil {
@@ -358,6 +361,7 @@ func TestDatabaseStoppedAndRestarted(t *testing.T) {
 // and a key revoked on A is refused by B right after the 204, 100 times;
 // no valid request counts as a failed credential.
 func TestKeysAcrossInstances(t *testing.T) {
+	t.Parallel()
 	databaseURL := pgtest.URL(t)
 	a := start(t, nil, pgFlags(databaseURL)...)
 	b := start(t, nil, pgFlags(databaseURL)...)
@@ -393,6 +397,7 @@ func TestKeysAcrossInstances(t *testing.T) {
 // under writes, again and again, it is never ended by a deadlock with the
 // instance's own queries.
 func TestRestoreOfAnOlderDump(t *testing.T) {
+	t.Parallel()
 	databaseURL := pgtest.URL(t)
 	in := start(t, nil, pgFlags(databaseURL)...)
 	kept := createKeyWithID(t, in, "in the dump")
@@ -487,6 +492,7 @@ func runTool(t *testing.T, name string, args ...string) {
 // timeouts, reads go on, /readyz names the cause and the log says it once;
 // when the setting goes, the instance is ready again by itself.
 func TestBlockedCommits(t *testing.T) {
+	t.Parallel()
 	cluster := pgtest.PrivateDurable(t)
 	databaseURL, err := cluster.NewDatabase(context.Background())
 	if err != nil {
@@ -549,6 +555,7 @@ func TestBlockedCommits(t *testing.T) {
 // lost; every failed request gets 503 JSON, never a 500 or a dropped
 // connection; the instances find the new primary by themselves.
 func TestFailoverToAPromotedReplica(t *testing.T) {
+	t.Parallel()
 	primary := pgtest.Private(t)
 	databaseURL, err := primary.NewDatabase(context.Background())
 	if err != nil {

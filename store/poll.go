@@ -5,9 +5,12 @@ import (
 	"time"
 )
 
-// EveryTick calls fn every interval until ctx ends: how the stores and
-// their readers follow what other instances write (change polls, lock
-// leases, the event hub's feed, the sweep of kept answers).
+// EveryTick calls fn every interval until ctx ends: the loop of every job
+// of the service that runs on a fixed period and waits for nothing else
+// (change polls, lock leases, the event hub's feed, the sweep of kept
+// answers, the DNS checks of due domains, giving memory back). A loop that
+// must also wake on a signal keeps its own select; docs/design.md lists
+// them.
 func EveryTick(ctx context.Context, interval time.Duration, fn func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
