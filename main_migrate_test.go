@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"petstore/domains/domaintest"
+	"petstore/events/webhooktest"
 	"petstore/store"
 	"petstore/store/boltstore"
 	"petstore/store/postgres/pgtest"
@@ -67,7 +70,7 @@ func TestMigrateServesFromPostgreSQLWhatTheFileServed(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate", "--data", data, "--database", url}, func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "1 categories, 1 pets, 1 orders, 1 API keys") || !strings.Contains(out.String(), "the admin token") || strings.Contains(out.String(), "secret") {
+	if !strings.Contains(out.String(), "1 categories, 1 pets, 1 inventory entries, 1 orders, 1 API keys") || !strings.Contains(out.String(), "the admin token") || strings.Contains(out.String(), "secret") {
 		t.Errorf("migrate says: %s", out.String())
 	}
 
@@ -231,7 +234,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		fmt.Sprintf("pets: %d of %d (100%%)", pets, pets),
 		fmt.Sprintf("inventory entries: %d of %d (100%%)", pets, pets),
 		"orders: 50 of 50 (100%)",
-		fmt.Sprintf("1 categories, %d pets, 50 orders, 1 API keys", pets),
+		fmt.Sprintf("1 categories, %d pets, %d inventory entries, 50 orders, 1 API keys", pets, pets),
 	} {
 		if !strings.Contains(string(out), line) {
 			t.Errorf("migrate does not say %q:\n%s", line, out)
@@ -288,4 +291,130 @@ func memoryLines(out []byte) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestMigrateCarriesWebhooksEventsAndDeliveries: a file with a webhook,
+// its past deliveries, events, a kept Idempotency-Key answer and a
+// pending delivery moves whole. PostgreSQL answers what the file did
+// (times to the microsecond, its precision), the summary counts every
+// kind, the pending delivery reaches the receiver once, signed with the
+// webhook's own secret, and a retried keyed request gets its kept answer.
+func TestMigrateCarriesWebhooksEventsAndDeliveries(t *testing.T) {
+	url := pgtest.URL(t)
+	data := filepath.Join(t.TempDir(), "petstore.db")
+	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true})
+	first := start(t, nil, "--data", data, "--admin-token", domaintest.AdminToken, "--webhook-allow-private")
+	code, body := first.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
+	var hook struct {
+		ID     int64
+		Secret string
+	}
+	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil || hook.Secret == "" {
+		t.Fatalf("creating the webhook: %d %s", code, body)
+	}
+	rcv.Trust(hook.Secret)
+	key := createKey(t, first, "move")
+	keyed := []string{"X-API-Key", key, "Idempotency-Key", "create-dogs-once"}
+	code, created := first.call(t, "POST", "/categories", `{"name":"dogs"}`, keyed...)
+	if code != 201 {
+		t.Fatalf("a keyed write: %d %s", code, created)
+	}
+	domaintest.WaitFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if n := len(rcv.Deliveries()); n < 2 {
+			return fmt.Errorf("%d deliveries received before the move", n)
+		}
+		return nil
+	})
+	first.stop(t)
+
+	// A change the service has not delivered yet: its delivery pending in
+	// the file when the move begins.
+	file, err := boltstore.Open(data, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := store.Pet{Name: "Pending", CategoryID: 1}
+	if err := file.CreatePet(context.Background(), &pending); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := file.FanOut(context.Background(), time.Now(), 100); err != nil || n != 1 {
+		t.Fatalf("fanning out the last event: %d, %v", n, err)
+	}
+	before, err := store.Collect(context.Background(), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file.Close()
+	received := len(rcv.Deliveries())
+	if len(before.Webhooks) != 1 || len(before.Answers) != 1 || len(before.Deliveries) != received+1 {
+		t.Fatalf("the file holds %d webhooks, %d kept answers, %d deliveries (%d received)", len(before.Webhooks), len(before.Answers), len(before.Deliveries), received)
+	}
+
+	// The file's own answers, from a service that does not deliver (the
+	// receiver is unreachable from it: no private addresses).
+	reader := start(t, nil, "--data", data, "--admin-token", domaintest.AdminToken)
+	paths := []string{"/admin/webhooks", fmt.Sprintf("/admin/webhooks/%d", hook.ID), "/events", "/admin/events", "/categories", "/pets"}
+	want := map[string]string{}
+	for _, p := range paths {
+		_, want[p] = reader.call(t, "GET", p, "", adminAuth...)
+	}
+	reader.stop(t)
+
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"migrate", "--data", data, "--database", url}, func(string) string { return "" }, &out); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out.String())
+	}
+	summary := out.String()[strings.LastIndex(out.String(), "copied "):]
+	for _, want := range []string{"1 webhooks with their signing keys", fmt.Sprintf("%d events,", len(before.Events)),
+		fmt.Sprintf("%d deliveries", len(before.Deliveries)), "1 kept answers of Idempotency-Keys", "1 categories", "1 pets"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("the summary has no %q: %s", want, summary)
+		}
+	}
+
+	moved := start(t, nil, "--database", url, "--admin-token", domaintest.AdminToken, "--webhook-allow-private")
+	for _, p := range paths {
+		if code, got := moved.call(t, "GET", p, "", adminAuth...); code != 200 || toMicroseconds(got) != toMicroseconds(want[p]) {
+			t.Errorf("GET %s on PostgreSQL: %d %s\nwant %s", p, code, got, want[p])
+		}
+	}
+	// The pending delivery is made, once, from PostgreSQL.
+	domaintest.WaitFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if n := len(rcv.Deliveries()); n != received+1 {
+			return fmt.Errorf("%d deliveries received, want %d", n, received+1)
+		}
+		return nil
+	})
+	last := rcv.Deliveries()[received]
+	if last.Event.Type != "pet.created" || !strings.Contains(string(last.Event.Data), `"name":"Pending"`) {
+		t.Errorf("the pending delivery: %+v", last.Event)
+	}
+	if r := rcv.Rejected(); len(r) != 0 {
+		t.Errorf("deliveries refused by the receiver (not signed with the webhook's secret?): %q", r)
+	}
+	if code, got := moved.call(t, "POST", "/categories", `{"name":"dogs"}`, keyed...); code != 201 || got != created {
+		t.Errorf("the keyed write again on PostgreSQL: %d %s\nwant the kept answer %s", code, got, created)
+	}
+	if code, got := moved.call(t, "GET", "/categories", ""); code != 200 || strings.Count(got, `"name":"dogs"`) != 1 {
+		t.Errorf("categories after the replay: %d %s", code, got)
+	}
+	if code, got := moved.call(t, "GET", fmt.Sprintf("/admin/webhooks/%d/deliveries", hook.ID), "", adminAuth...); code != 200 || strings.Count(got, `"eventType"`) != len(before.Deliveries) {
+		t.Errorf("the webhook's deliveries on PostgreSQL: %d %s\nwant %d", code, got, len(before.Deliveries))
+	}
+}
+
+// fraction is the fraction of a second of an RFC 3339 time.
+var fraction = regexp.MustCompile(`(\d\d:\d\d:\d\d)\.(\d+)`)
+
+// toMicroseconds cuts every time in s to the microsecond, as PostgreSQL
+// keeps it, in RFC 3339's shortest form.
+func toMicroseconds(s string) string {
+	return fraction.ReplaceAllStringFunc(s, func(m string) string {
+		p := fraction.FindStringSubmatch(m)
+		f := strings.TrimRight(p[2][:min(len(p[2]), 6)], "0")
+		if f == "" {
+			return p[1]
+		}
+		return p[1] + "." + f
+	})
 }

@@ -25,11 +25,22 @@ func fillBolt(t *testing.T, ctx context.Context, db *boltstore.DB) (adminToken, 
 			t.Fatal(err)
 		}
 	}
+	// A webhook made first gets every event that follows; the first writes'
+	// deliveries are made before the move, the rest after it.
+	hook := store.Webhook{URL: "https://hooks.example.com/in", Events: []string{"*"}, Enabled: true, Description: "all", Secret: "whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"}
+	must(db.CreateWebhook(ctx, &hook))
 	dogs, gone, cats := store.Category{Name: "dogs", Description: "barks"}, store.Category{Name: "gone"}, store.Category{Name: "cats"}
 	for _, c := range []*store.Category{&dogs, &gone, &cats} {
 		must(db.CreateCategory(ctx, c))
 	}
 	must(db.DeleteCategory(ctx, gone.ID))
+	if n, err := db.FanOut(ctx, time.Now(), 100); err != nil || n == 0 {
+		t.Fatalf("fan-out before the move: %d events, %v", n, err)
+	}
+	// A write made with an Idempotency-Key keeps its answer.
+	keyed := store.WithIdempotency(ctx, &store.IdempotentWrite{Scope: "key:1", Key: "create-birds", Fingerprint: []byte("POST /categories {}"),
+		TTL: 24 * time.Hour, Answer: func(r any) ([]byte, error) { return json.Marshal(r) }})
+	must(db.CreateCategory(keyed, &store.Category{Name: "birds"}))
 	rex, tom, ghost := store.Pet{Name: "Rex", CategoryID: dogs.ID}, store.Pet{Name: "Tom \"the cat\" ✓", CategoryID: cats.ID, Status: store.StatusPending}, store.Pet{Name: "Ghost", CategoryID: dogs.ID}
 	for _, p := range []*store.Pet{&rex, &tom, &ghost} {
 		must(db.CreatePet(ctx, p))
@@ -124,11 +135,34 @@ func TestImportFromBolt(t *testing.T) {
 	if len(want.Pets) != 2 || len(want.KV) != 4 || len(want.APIKeys) != 1 {
 		t.Errorf("the file holds %d pets, %d keys of the key/value space, %d API keys", len(want.Pets), len(want.KV), len(want.APIKeys))
 	}
+	if len(want.Webhooks) != 1 || len(want.Events) < 10 || len(want.Deliveries) == 0 || len(want.Answers) != 1 || want.Dispatched.IsZero() {
+		t.Errorf("the file holds %d webhooks, %d events, %d deliveries, %d kept answers, fan-out at %v",
+			len(want.Webhooks), len(want.Events), len(want.Deliveries), len(want.Answers), want.Dispatched)
+	}
 	got, err := store.Collect(ctx, pg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	storetest.SameSnapshot(t, want, got)
+	// The webhook signs with its own secret, and the fan-out goes on from
+	// where the file's had come: each event gets one delivery, none two.
+	if w, err := pg.Webhook(ctx, want.Webhooks[0].ID); err != nil || w.Secret != want.Webhooks[0].Secret || w.Secret == "" {
+		t.Errorf("the webhook on PostgreSQL: %+v %v", w, err)
+	}
+	if n, err := pg.FanOut(ctx, time.Now(), 1000); err != nil || n != len(want.Events)-len(want.Deliveries) {
+		t.Errorf("fan-out after the move: %d events, %v; want %d (those after the file's fan-out)", n, err, len(want.Events)-len(want.Deliveries))
+	}
+	ds, _, err := pg.Deliveries(ctx, want.Webhooks[0].ID, store.Page{Limit: store.MaxPageSize})
+	if err != nil || len(ds) != len(want.Events) {
+		t.Errorf("deliveries after the move's fan-out: %d, %v; want one per event, %d", len(ds), err, len(want.Events))
+	}
+	seen := map[store.EventID]bool{}
+	for _, d := range ds {
+		if seen[d.EventID] {
+			t.Errorf("event %v delivered twice", d.EventID)
+		}
+		seen[d.EventID] = true
+	}
 	// And through the store's own reads.
 	listed := exportPostgres(t, ctx, pg)
 	for name, pair := range map[string][2]any{
