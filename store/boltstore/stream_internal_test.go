@@ -10,7 +10,9 @@ import (
 // be left behind by petstore migrate without a word.
 func TestStreamCoversEveryBucket(t *testing.T) {
 	for _, b := range allBuckets {
-		in := func(list [][]byte) bool { return slices.ContainsFunc(list, func(x []byte) bool { return string(x) == string(b) }) }
+		in := func(list [][]byte) bool {
+			return slices.ContainsFunc(list, func(x []byte) bool { return string(x) == string(b) })
+		}
 		if !in(streamedBuckets) && !in(derivedBuckets) {
 			t.Errorf("bucket %q is neither streamed nor derived: a move would leave it behind", b)
 		}

@@ -53,6 +53,8 @@ type DB struct {
 	// ready is closed once start-up (schema, credentials) has succeeded.
 	ready chan struct{}
 	probe probe
+	// probePool is readiness's own connection (health.go).
+	probePool *pgxpool.Pool
 	// The certificate locks this process holds, by name (kv.go).
 	locksMu sync.Mutex
 	locks   map[string]*heldLock
@@ -110,15 +112,22 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	if c.tracer != nil {
 		cfg.ConnConfig.Tracer = c.tracer
 	}
+	probeCfg := cfg.Copy()
+	probeCfg.MaxConns, probeCfg.MinConns = 1, 0
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	probePool, err := pgxpool.NewWithConfig(ctx, probeCfg)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	db := &DB{
-		pool: &conns{pool: pool, t: c.Timeouts, name: databaseName(cfg), hosts: 1 + len(cfg.ConnConfig.Fallbacks), health: &health{
+		pool: &conns{pool: pool, t: c.Timeouts, name: databaseName(cfg), hosts: 1 + len(cfg.ConnConfig.Fallbacks), share: newShares(int(cfg.MaxConns)), health: &health{
 			initErr: store.Errorf(store.EUNAVAILABLE, "the database has not been reached yet since start"),
 		}},
-		now: opts.Now, log: c.Logger, ready: make(chan struct{}),
+		now: opts.Now, log: c.Logger, ready: make(chan struct{}), probePool: probePool,
 	}
 	if db.now == nil {
 		db.now = time.Now
@@ -137,6 +146,7 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	if err != nil && !c.Background {
 		stop()
 		pool.Close()
+		probePool.Close()
 		return nil, err
 	}
 	if err != nil {
@@ -252,6 +262,7 @@ func (db *DB) Close() error {
 	db.locks = nil
 	db.locksMu.Unlock()
 	db.pool.pool.Close()
+	db.probePool.Close()
 	return nil
 }
 
@@ -390,11 +401,11 @@ func (db *DB) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) err
 		tctx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
-	tx, conn, err := db.pool.begin(tctx, opts)
+	tx, release, err := db.pool.begin(tctx, opts)
 	if err != nil {
 		return err, false
 	}
-	defer conn.Release()
+	defer release()
 	// The outbox: the events fn recorded go in with its changes.
 	o := &outboxTx{Tx: tx}
 	err = fn(o)
@@ -409,12 +420,6 @@ func (db *DB) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) err
 	}
 	err = tx.Commit(tctx)
 	return err, retryable(err)
-}
-
-// retryable says that PostgreSQL asks for the transaction to be run again.
-func retryable(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
 // pageOf runs a keyset query for one page: query must select rows ordered
