@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -671,4 +672,32 @@ func TestFailoverToAPromotedReplica(t *testing.T) {
 	if lost > 0 {
 		t.Errorf("%d of %d acknowledged writes are not on the new primary", lost, len(acked))
 	}
+}
+
+// TestStartUpWaitsWhatItSays: with a database that accepts connections and
+// never answers (a real socket), the service is listening within the wait
+// its log states, plus a margin for a loaded machine far below a second
+// wait of the same length (start-up used to try twice, each attempt the
+// connect timeout, while the log named one); /readyz says why it is not
+// ready.
+func TestStartUpWaitsWhatItSays(t *testing.T) {
+	hole, accepted := blackHole(t)
+	const connect = 2 * time.Second
+	began := time.Now()
+	in := start(t, nil, pgFlags("postgres://petstore@"+hole+"/petstore?sslmode=disable", "--database-connect-timeout", connect.String())...)
+	listening := time.Since(began)
+	stated := regexp.MustCompile(`did not answer within (\S+), start-up's one wait`).FindStringSubmatch(in.out.String())
+	if stated == nil {
+		t.Fatalf("the log states no bound for start-up's wait:\n%s", in.out)
+	}
+	bound, err := time.ParseDuration(stated[1])
+	if err != nil || bound != connect {
+		t.Errorf("the stated bound %q, want the connect timeout %v (one host)", stated[1], connect)
+	}
+	t.Logf("listening %v after start, the log's bound %v; the silent host took %d connections", listening.Round(10*time.Millisecond), bound, accepted())
+	if listening > bound+connect*3/4 {
+		t.Errorf("listening %v after start: more than the stated %v", listening.Round(10*time.Millisecond), bound)
+	}
+	code, body, header := in.get(t, "GET", "/readyz", "")
+	wantUnavailable(t, "/readyz with a silent database", code, body, header)
 }

@@ -142,7 +142,19 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	db.stopBackground = stop
-	err = db.start(ctx)
+	first := ctx
+	wait := time.Duration(db.pool.hosts) * c.Timeouts.Connect
+	if c.Background {
+		// One deadline for the whole of start-up's wait, the figure the
+		// log gives: whatever its statements, retries and hosts, a
+		// database that accepts and never answers delays the listeners by
+		// this much, no more. The retries in the background have the
+		// full budget of start.
+		var cancel context.CancelFunc
+		first, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	err = db.start(first)
 	if err != nil && !c.Background {
 		stop()
 		pool.Close()
@@ -150,7 +162,8 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 		return nil, err
 	}
 	if err != nil {
-		db.log.Warn("the database cannot be reached; starting without it and retrying", "database", db.pool.name, "err", err)
+		db.log.Warn(fmt.Sprintf("the database did not answer within %v, start-up's one wait for it (the connect timeout for each of the URL's %d hosts); serving without it (/readyz answers 503 until it is reached) and retrying in the background", wait, db.pool.hosts),
+			"database", db.pool.name, "err", err)
 		db.background.Go(func() { db.retryStart(bg) })
 	} else {
 		db.started(bg)
@@ -279,7 +292,12 @@ func (db *DB) migrate(ctx context.Context) error {
 		applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
 	)`
 	if _, err := db.pool.Exec(ctx, create); err != nil {
-		// Two instances creating the table at once: one of them wins.
+		// Two instances creating the table at once: one of them wins, the
+		// other is refused (a unique violation) and finds it made. Any
+		// other failure is the answer.
+		if !dataError(err) && store.ErrorCode(err) != store.ECONFLICT {
+			return err
+		}
 		if _, err2 := db.pool.Exec(ctx, create); err2 != nil {
 			return err
 		}
