@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -700,4 +701,98 @@ func TestStartUpWaitsWhatItSays(t *testing.T) {
 	}
 	code, body, header := in.get(t, "GET", "/readyz", "")
 	wantUnavailable(t, "/readyz with a silent database", code, body, header)
+}
+
+// TestOutageLogsAFewLines: while the database is stopped, the loops that
+// poll it (the event engine's fan-out, ten times a second; the store's
+// watch of other instances' changes) fail at every round; each says so in
+// a line, then in one line when it succeeds again, with the count of the
+// failures between ("(N more"), not in a line per failure.
+func TestOutageLogsAFewLines(t *testing.T) {
+	cluster := pgtest.Private(t)
+	databaseURL, err := cluster.NewDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The service reaches the database through a proxy of the test's own
+	// that counts the connections tried: each failed round tries one.
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tried := countingProxy(t, u.Host)
+	u.Host = tried.addr
+	in := start(t, nil, pgFlags(u.String())...)
+	waitFor(t, "ready", 20*time.Second, func() bool {
+		code, _ := in.call(t, "GET", "/readyz", "")
+		return code == 200
+	})
+	if err := cluster.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	// A bounded count of failed rounds.
+	before := tried.count()
+	waitFor(t, "a hundred attempts to reach the stopped database", time.Minute, func() bool {
+		return tried.count()-before >= 100
+	})
+	if err := cluster.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range []string{"fanning events out to webhooks", "reading other instances' changes"} {
+		waitFor(t, msg+" succeeds again", 30*time.Second, func() bool {
+			return strings.Contains(in.out.String(), msg+": succeeds again (")
+		})
+		var lines []string
+		for _, l := range strings.Split(in.out.String(), "\n") {
+			if strings.Contains(l, msg) {
+				lines = append(lines, l)
+			}
+		}
+		m := regexp.MustCompile(regexp.QuoteMeta(msg) + `: succeeds again \((\d+) more failures`).FindStringSubmatch(strings.Join(lines, "\n"))
+		n := 0
+		if m != nil {
+			n, _ = strconv.Atoi(m[1])
+		}
+		t.Logf("%q: %d lines, %d failures counted in them", msg, len(lines), n)
+		if len(lines) > 4 || n < 5 {
+			t.Errorf("%q: %d lines for the outage (%d failures counted), want a few with the count:\n%s", msg, len(lines), n, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// proxy forwards connections to a backend, counting them.
+type proxy struct {
+	addr string
+	mu   sync.Mutex
+	n    int
+}
+
+func (p *proxy) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// countingProxy forwards each connection to backend (closing it at once
+// when backend refuses), until the test ends.
+func countingProxy(t *testing.T, backend string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{addr: ln.Addr().String()}
+	domaintest.ServeConns(t, ln, func(c net.Conn) {
+		p.mu.Lock()
+		p.n++
+		p.mu.Unlock()
+		b, err := net.DialTimeout("tcp", backend, 5*time.Second)
+		if err != nil {
+			c.Close()
+			return
+		}
+		go func() { _, _ = io.Copy(b, c); b.Close() }()
+		go func() { _, _ = io.Copy(c, b); c.Close() }()
+	})
+	return p
 }
