@@ -3,6 +3,9 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -263,4 +266,115 @@ func exportPostgres(t *testing.T, ctx context.Context, pg *postgres.DB) (s struc
 		s.KV = append(s.KV, store.KVEntry{Key: k, Value: v, Modified: info.Modified.UTC()})
 	}
 	return s
+}
+
+// TestRoundTripBoltPostgresBolt: a file moved to PostgreSQL and back to a
+// new file holds what it held (every record, version, credential hash,
+// sequence, webhook secret, event, delivery and kept answer), answers the
+// same, and gives the same deliveries to attempt, each with its event and
+// its webhook's secret.
+func TestRoundTripBoltPostgresBolt(t *testing.T) {
+	ctx := context.Background()
+	bolt := domaintest.OpenStore(t)
+	adminToken, liveKey, _ := fillBolt(t, ctx, bolt)
+	if _, err := bolt.FanOut(ctx, time.Now(), 1000); err != nil {
+		t.Fatal(err)
+	}
+	pg, err := postgres.Open(ctx, pgtest.URL(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	if err := store.Copy(ctx, bolt, pg); err != nil {
+		t.Fatal(err)
+	}
+	back := domaintest.OpenStore(t)
+	if err := store.Copy(ctx, pg, back); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Copy(ctx, pg, back); store.ErrorCode(err) != store.ECONFLICT {
+		t.Errorf("a second move into the same file: %v", err)
+	}
+	want, err := store.Collect(ctx, bolt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]store.Streamer{"PostgreSQL": pg, "the file back": back} {
+		got, err := store.Collect(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) { storetest.SameSnapshot(t, want, got) })
+	}
+	if !back.CheckAdminToken(adminToken) {
+		t.Error("the admin token does not check on the file back")
+	}
+	if k, ok := back.AuthenticateAPIKey(liveKey); !ok || k.Name != "ci" {
+		t.Errorf("the API key on the file back: %+v %v", k, ok)
+	}
+	// The same answers through the stores' reads.
+	page := store.Page{Limit: store.MaxPageSize}
+	for _, read := range []func(s interface {
+		ListPets(context.Context, store.PetFilter) ([]store.Pet, int64, error)
+		ListOrders(context.Context, store.OrderFilter) ([]store.Order, int64, error)
+		Events(context.Context, store.EventFilter) ([]store.Event, error)
+		Webhooks(context.Context, store.Page) ([]store.Webhook, int64, error)
+	}) (any, error){
+		func(s interface {
+			ListPets(context.Context, store.PetFilter) ([]store.Pet, int64, error)
+			ListOrders(context.Context, store.OrderFilter) ([]store.Order, int64, error)
+			Events(context.Context, store.EventFilter) ([]store.Event, error)
+			Webhooks(context.Context, store.Page) ([]store.Webhook, int64, error)
+		}) (any, error) {
+			pets, _, err := s.ListPets(ctx, store.PetFilter{Status: store.StatusPending, Page: page})
+			orders, _, err2 := s.ListOrders(ctx, store.OrderFilter{Page: page})
+			events, err3 := s.Events(ctx, store.EventFilter{Kinds: []string{"pet"}})
+			hooks, _, err4 := s.Webhooks(ctx, page)
+			for i := range events {
+				events[i].CreatedAt = events[i].CreatedAt.Truncate(time.Microsecond)
+			}
+			return []any{pets, orders, events, hooks}, errors.Join(err, err2, err3, err4)
+		},
+	} {
+		w, err := read(bolt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := read(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wj, _ := json.Marshal(w)
+		gj, _ := json.Marshal(g)
+		if string(wj) != string(gj) {
+			t.Errorf("the file back answers\n%s\nwant\n%s", gj, wj)
+		}
+	}
+	// The same deliveries to attempt, from each store.
+	claims := func(s interface {
+		ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error)
+	}) string {
+		now := time.Now().Add(time.Minute)
+		c, err := s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range c {
+			out = append(out, fmt.Sprintf("%d %d %s %s %s %s", d.ID, d.WebhookID, d.EventID, d.Event.Type, d.Event.Data, d.Webhook.Secret))
+		}
+		if len(out) == 0 {
+			t.Error("no delivery to attempt")
+		}
+		slices.Sort(out) // in due order; the same time, any order
+		return strings.Join(out, "\n")
+	}
+	wantClaims := claims(bolt)
+	for name, s := range map[string]interface {
+		ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error)
+	}{"PostgreSQL": pg, "the file back": back} {
+		if got := claims(s); got != wantClaims {
+			t.Errorf("%s gives the deliveries\n%s\nwant\n%s", name, got, wantClaims)
+		}
+	}
 }
