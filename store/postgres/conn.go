@@ -55,15 +55,21 @@ func (t Timeouts) withDefaults() Timeouts {
 	return t
 }
 
+// startBudget bounds start-up's schema migration and first load, once the
+// database has answered.
+func (t Timeouts) startBudget() time.Duration { return 4*t.Connect + 2*t.Transaction }
+
 // clientGrace is how much later than the server's statement_timeout the
 // client gives up on a statement: the server's own answer, with its
 // SQLSTATE, is the better one when it comes.
 const clientGrace = time.Second
 
-// conns is the pool as the store's methods use it: every statement first
-// waits at most Acquire for a connection, then at most Statement for its
-// answer, and every failure to reach the database in time becomes the
-// store's database_unavailable error, counted for readiness and metrics.
+// conns is the pool as the store's methods use it. It adds to pgxpool
+// only what pgx does not do: a bounded wait for a connection (Acquire, and
+// the caller's share of the pool: share.go), a client deadline on each
+// statement (Statement), running again a statement that had no effect
+// (noEffect), and the store's words for what failed (fail, classify.go),
+// counted for the metrics.
 type conns struct {
 	pool *pgxpool.Pool
 	t    Timeouts
@@ -119,11 +125,20 @@ func (c *conns) statement(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(ctx, c.t.Statement+clientGrace)
 }
 
-func (c *conns) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	tag, err := c.exec(ctx, sql, args...)
+// again runs a statement, and again, up to twice more, while it fails
+// without effect: its connection was dead before it ran (the database
+// restarted, or ended the session), or PostgreSQL rolled it back for a
+// deadlock or a serialization failure. Running it again is safe.
+func again[T any](run func() (T, error)) (T, error) {
+	v, err := run()
 	for attempt := 2; err != nil && attempt <= 3 && noEffect(err); attempt++ {
-		tag, err = c.exec(ctx, sql, args...) // as in Query
+		v, err = run()
 	}
+	return v, err
+}
+
+func (c *conns) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := again(func() (pgconn.CommandTag, error) { return c.exec(ctx, sql, args...) })
 	return tag, c.fail(ctx, err)
 }
 
@@ -139,20 +154,11 @@ func (c *conns) exec(ctx context.Context, sql string, args ...any) (pgconn.Comma
 }
 
 func (c *conns) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	for attempt := 1; ; attempt++ {
-		rows, err := c.query(ctx, sql, args...)
-		if err != nil && attempt < 3 && noEffect(err) {
-			// The statement had no effect: its connection was dead before
-			// it ran (the database restarted, or ended the session), or
-			// PostgreSQL rolled it back for a deadlock or a serialization
-			// failure. Running it again is safe.
-			continue
-		}
-		if err != nil {
-			return nil, c.fail(ctx, err)
-		}
-		return rows, nil
+	rows, err := again(func() (*connRows, error) { return c.query(ctx, sql, args...) })
+	if err != nil {
+		return nil, c.fail(ctx, err)
 	}
+	return rows, nil
 }
 
 // query runs a statement and reads its first row, so that a connection
@@ -265,8 +271,8 @@ func (c *conns) begin(ctx context.Context, opts pgx.TxOptions) (tx pgx.Tx, relea
 }
 
 // health is what the store knows of the database's state: whether the
-// schema is up to date yet, and the latest failure to use it, which
-// readiness reports for a while.
+// schema is up to date yet, and the latest failure to use it (which
+// messages quote; readiness asks the database itself: health.go).
 type health struct {
 	mu sync.Mutex
 	// initErr is set until start-up (schema, credentials) succeeded.

@@ -142,19 +142,7 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	db.stopBackground = stop
-	first := ctx
-	wait := time.Duration(db.pool.hosts) * c.Timeouts.Connect
-	if c.Background {
-		// One deadline for the whole of start-up's wait, the figure the
-		// log gives: whatever its statements, retries and hosts, a
-		// database that accepts and never answers delays the listeners by
-		// this much, no more. The retries in the background have the
-		// full budget of start.
-		var cancel context.CancelFunc
-		first, cancel = context.WithTimeout(ctx, wait)
-		defer cancel()
-	}
-	err = db.start(first)
+	err = db.startOnce(ctx, c.Background)
 	if err != nil && !c.Background {
 		stop()
 		pool.Close()
@@ -162,8 +150,6 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 		return nil, err
 	}
 	if err != nil {
-		db.log.Warn(fmt.Sprintf("the database did not answer within %v, start-up's one wait for it (the connect timeout for each of the URL's %d hosts); serving without it (/readyz answers 503 until it is reached) and retrying in the background", wait, db.pool.hosts),
-			"database", db.pool.name, "err", err)
 		db.background.Go(func() { db.retryStart(bg) })
 	} else {
 		db.started(bg)
@@ -181,85 +167,6 @@ func databaseName(cfg *pgxpool.Config) string {
 		}
 	}
 	return strings.Join(hosts, ",") + "/" + cfg.ConnConfig.Database
-}
-
-// startupKey marks the context of start-up, whose queries go through
-// before the store is ready.
-type startupKey struct{}
-
-// start brings the schema up to date and loads what the store caches.
-func (db *DB) start(ctx context.Context) error {
-	t := db.pool.t
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, startupKey{}, true), 4*t.Connect+2*t.Transaction)
-	defer cancel()
-	if err := db.migrate(ctx); err != nil {
-		return fmt.Errorf("migrating the database schema: %w", err)
-	}
-	// The first catch-up loads the credentials whatever the counts say.
-	return db.catchUp(ctx)
-}
-
-// started marks the store ready and starts watching other instances'
-// changes.
-func (db *DB) started(bg context.Context) {
-	db.pool.health.mu.Lock()
-	db.pool.health.initErr = nil
-	db.pool.health.mu.Unlock()
-	close(db.ready)
-	db.background.Go(func() { db.watch(bg) })
-}
-
-// retryStart retries start-up with back-off until it succeeds or the store
-// is closed, saying in the log why each attempt failed.
-func (db *DB) retryStart(bg context.Context) {
-	wait := 250 * time.Millisecond
-	for {
-		select {
-		case <-bg.Done():
-			return
-		case <-time.After(wait):
-		}
-		err := db.start(bg)
-		if err == nil {
-			db.log.Info("the database is reached: the store is ready", "database", db.pool.name)
-			db.started(bg)
-			// Whoever failed to read while it was unreachable reads now.
-			db.cache.mu.RLock()
-			listeners := db.cache.listeners
-			db.cache.mu.RUnlock()
-			for _, fn := range listeners {
-				fn()
-			}
-			return
-		}
-		wait = min(2*wait, 10*time.Second)
-		msg := fmt.Sprintf("the database cannot be reached (%s); retrying in %v", store.ErrorMessage(err), wait)
-		if store.ErrorCode(err) == store.EINTERNAL {
-			msg = fmt.Sprintf("the database cannot be reached; retrying in %v", wait)
-		}
-		db.pool.health.mu.Lock()
-		db.pool.health.initErr = store.ErrorWithCause(err, store.EUNAVAILABLE, "the database has not been reached since start: %s", reasonOf(err, db.pool.t))
-		db.pool.health.mu.Unlock()
-		db.log.Warn(msg, "database", db.pool.name, "err", err)
-	}
-}
-
-// reasonOf is the reason of a database_unavailable error, or of any other.
-func reasonOf(err error, t Timeouts) string {
-	if store.ErrorCode(err) == store.EUNAVAILABLE {
-		return store.ErrorMessage(err)
-	}
-	return reason(err, t)
-}
-
-// WaitReady waits until start-up has succeeded, or ctx ends.
-func (db *DB) WaitReady(ctx context.Context) error {
-	select {
-	case <-db.ready:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Close stops watching for changes, stops renewing the leases of the locks
