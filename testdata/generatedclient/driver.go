@@ -300,7 +300,7 @@ func operator(ctx context.Context, admin *adminapi.ClientWithResponses) {
 // webhooks calls the webhook and admin events operations.
 func webhooks(ctx context.Context, admin *adminapi.ClientWithResponses) {
 	cw, err := admin.CreateWebhookWithResponse(ctx, adminapi.NewWebhook{
-		Url: "http://127.0.0.1:9/hooks", Events: []adminapi.WebhookEventType{"*"},
+		Url: "https://192.0.2.1/hooks", Events: []adminapi.WebhookEventType{"*"},
 	})
 	check("createWebhook", err)
 	hook := expect("createWebhook", cw, cw.Body, http.StatusCreated, cw.JSON201)
