@@ -51,3 +51,7 @@ func runRound[T any](ctx context.Context, db *DB, c *creates[T], recs []T) []err
 	}
 	return errs
 }
+
+// NewEventsQuery is the query every instance's engine runs at each poll
+// to learn whether there are events to fan out.
+const NewEventsQuery = newEventsQuery
