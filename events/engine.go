@@ -85,6 +85,7 @@ type Engine struct {
 	// finished takes attempts' outcomes to the recorder, which records
 	// all that are waiting in one transaction.
 	finished chan store.Finished
+	stats    Stats
 }
 
 // New builds an engine.
@@ -169,6 +170,7 @@ func (e *Engine) step(ctx context.Context) {
 			}
 			return
 		}
+		e.stats.fannedOut.Add(uint64(n))
 		if n < 500 {
 			break
 		}
@@ -298,6 +300,7 @@ func (e *Engine) record(ctx context.Context) {
 			// least once.
 			e.cfg.Log.Warn("recording webhook deliveries", "deliveries", len(batch), "err", err)
 		}
+		e.stats.attempted(batch)
 		cancel()
 		select {
 		case e.wake <- struct{}{}:
