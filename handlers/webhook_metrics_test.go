@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,6 +138,33 @@ func TestWebhookMetricsFollowAFailingReceiver(t *testing.T) {
 	e.want(t, 20, "petstore_webhook_delivery_lag_seconds_count") // retries are not a lag
 	if later := e.value("petstore_webhook_oldest_pending_seconds"); later < age+10*60 {
 		t.Errorf("oldest pending after ten minutes down: %v s, was %v s", later, age)
+	}
+	alertRulesNameServedSeries(t, e)
+}
+
+// alertRulesNameServedSeries: every series the alert rules of the
+// operator's guide name is one a scrape serves.
+func alertRulesNameServedSeries(t *testing.T, e *exposition) {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rules, ok := strings.Cut(string(doc), "```yaml\ngroups:\n")
+	rules, _, ok2 := strings.Cut(rules, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/operations.md has no block of Prometheus rules")
+	}
+	exprs := regexp.MustCompile(`(?m)^\s+expr: (.*)$`).FindAllStringSubmatch(rules, -1)
+	if len(exprs) == 0 {
+		t.Fatal("the rules have no expr")
+	}
+	for _, m := range exprs {
+		for _, name := range regexp.MustCompile(`petstore_[a-z_]+`).FindAllString(m[1], -1) {
+			if _, ok := e.types[name]; !ok {
+				t.Errorf("the rule %q names %s, which /metrics does not serve", m[1], name)
+			}
+		}
 	}
 }
 

@@ -9,9 +9,9 @@ import (
 
 // ReadTimeout bounds each read of the store a scrape makes: a slow or
 // stopped database costs a scrape this long at most, well within
-// Prometheus's default scrape timeout (10 s), and the scrape still answers
+// Prometheus's default scrape timeout, and the scrape still answers
 // with every other series.
-var ReadTimeout = 3 * time.Second
+const ReadTimeout = 3 * time.Second
 
 // errBusy is the answer of a scrape that comes while the read of an
 // earlier one is still on its way: reads never pile up on a slow store.
