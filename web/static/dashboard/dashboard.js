@@ -15,6 +15,7 @@
 import { api, ApiError } from './modules/api.js';
 import { $ } from './modules/dom.js';
 import { loadDomains } from './modules/domain-actions.js';
+import { loadEvents } from './modules/events.js';
 import { clearError, showError } from './modules/feedback.js';
 import { loadKeys } from './modules/keys.js';
 import { loadProject, showProjectName } from './modules/project.js';
@@ -70,7 +71,7 @@ function enterApp() {
 
 // ---- views ----------------------------------------------------------------
 
-const VIEWS = { project: loadProject, 'api-keys': loadKeys, domains: loadDomains, webhooks: loadWebhooks };
+const VIEWS = { project: loadProject, 'api-keys': loadKeys, domains: loadDomains, webhooks: loadWebhooks, events: loadEvents };
 
 function route() {
   if (!state.token) return;

@@ -46,6 +46,14 @@ export async function apiList(path) {
   return items;
 }
 
+// apiPage gets one page of a list, and the URL of the next one (null at
+// the end).
+export async function apiPage(path) {
+  const { data, headers } = await apiResponse('GET', path);
+  const link = /<([^>]+)>;\s*rel="next"/.exec(headers.get('Link') || '');
+  return { data, next: link ? link[1] : null };
+}
+
 // Each POST carries an Idempotency-Key, and one whose answer is lost on
 // the way (the network dropped, a proxy restarted) is sent again with the
 // same key: the service then answers with the first answer instead of
