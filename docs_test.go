@@ -244,6 +244,9 @@ var docCommands = []struct{ holds, runBy string }{
 	{"oapi-codegen@v2.8.2", "not run (it fetches oapi-codegen): TestGeneratedClients generates and drives the same client"},
 	{"# On each VM (10.0.0.11 and 10.0.0.12)", "TestDocsServiceCommandsParse (it needs PostgreSQL, HAProxy and :443)"},
 	{"pg_dump --format=custom", "TestRestoreOfAnOlderDump runs the same pg_dump and the guide's pg_restore"},
+	{"pg_restore --clean", "TestRestoreRunbook"},
+	{"petstore unrevoke --database", "not run as written (a key id of a server's database): store/postgres's TestUnrevokeBeforeARestore makes the same call"},
+	{"petstore unrevoke --data /var", "not run as written (a server's paths): store/boltstore's TestFilePutBackFromABackup makes the same call"},
 	{"mv petstore.new /usr/local/bin/petstore", "not run as written (a server's paths, pidof): TestUpgradeInPlace builds the binary, renames it over the running one and sends SIGHUP"},
 }
 

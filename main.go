@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -85,10 +86,12 @@ type config struct {
 	idempotencyMaxKeys                          int
 	webhookAllowPrivate                         bool
 	maxEventStreams                             int
+	maxEventStreamsPerClient                    int
 	acmeDNSZone, dnsListen                      string
 	acmeDNSNameservers                          listFlag
 	databaseTimeouts                            postgres.Timeouts
 	databaseMaxConns                            int
+	restoreMarks                                string
 }
 
 // parseConfig reads flags; each flag --some-name has an environment twin
@@ -139,7 +142,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	limits.Int(&c.maxClientInFlight, "max-client-in-flight", handlers.DefaultMaxClientInFlight, "requests of one client address (IPv6: its /64) served at once; past it, 503 with Retry-After; 0 turns the cap off")
 	limits.Duration(&c.headerTimeout, "header-timeout", server.DefaultHeaderTimeout, "how long a client may take to send its request headers before its connection is closed")
 	limits.Int(&c.maxClientConns, "max-client-conns", server.DefaultMaxClientConns, "connections one client address (IPv6: its /64) may hold open at once; past it, new ones are closed; 0 turns the cap off")
-	limits.Int(&c.maxEventStreams, "max-event-streams", handlers.DefaultMaxStreams, "event streams (GET /events, GET /admin/events as Server-Sent Events) open at once; past it, 503 with Retry-After")
+	limits.Int(&c.maxEventStreams, "max-event-streams", handlers.DefaultMaxStreams, "event streams (GET /events, GET /admin/events as Server-Sent Events) open at once, a tenth of them kept for GET /admin/events; past it, 503 with Retry-After")
+	limits.Int(&c.maxEventStreamsPerClient, "max-event-streams-per-client", handlers.DefaultMaxStreamsPerClient, "public event streams (GET /events) one client address (IPv6: its /64) may have open at once; past it, 429 with Retry-After")
 	limits.Duration(&c.eventRetention, "event-retention", 7*24*time.Hour, "how long events and webhook delivery logs are kept; older ones are pruned in the background")
 	limits.Duration(&c.idempotencyTTL, "idempotency-ttl", handlers.DefaultIdempotencyTTL, "how long the answer to a POST sent with an Idempotency-Key is kept for its retries; later the key is free again")
 	limits.Int(&c.idempotencyMaxKeys, "idempotency-max-keys", handlers.DefaultIdempotencyMaxKeys, "the most Idempotency-Key answers kept; past it the oldest are forgotten first")
@@ -154,6 +158,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	instances.Duration(&c.databaseTimeouts.Transaction, "database-transaction-timeout", postgres.DefaultTimeouts.Transaction, "how long one transaction, its commit included, may take before the request gets 503 database_unavailable")
 	instances.Int(&c.databaseMaxConns, "database-max-conns", 0, "connections this instance's pool may open to --database; keeps the URL one that pg_dump and psql accept").
 		DefaultMeans("the URL's pool_max_conns, else 16")
+	instances.String(&c.restoreMarks, "restore-marks", "", "`file` where this instance keeps, outside --database, the highest ids it knows were given out and the API keys revoked, so that a restore of an older dump undoes neither (one file per instance)").
+		DefaultMeans("restore-marks.json in systemd's $STATE_DIRECTORY, else kept in memory only")
 	instances.List(&c.proxyProtocolFrom, "proxy-protocol-from", "`address` or CIDR range of a TCP load balancer whose connections, on every listener, begin with a PROXY protocol header (v1 or v2) naming the client (repeatable or comma-separated)").
 		DefaultMeans("none: no header is read")
 
@@ -201,6 +207,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		if d <= 0 {
 			return c, fmt.Errorf("%s must be positive", name)
 		}
+	}
+	if dir, _, _ := strings.Cut(getenv("STATE_DIRECTORY"), ":"); c.restoreMarks == "" && c.database != "" && dir != "" {
+		c.restoreMarks = filepath.Join(dir, "restore-marks.json")
 	}
 	if c.databaseMaxConns < 0 {
 		return c, errors.New("--database-max-conns must be 0 (the default) or more")
@@ -258,6 +267,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 func runWith(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, up upgrades) (err error) {
 	if len(args) > 0 && args[0] == "migrate" {
 		return runMigrate(ctx, args[1:], getenv, stdout)
+	}
+	if len(args) > 0 && args[0] == "unrevoke" {
+		return runUnrevoke(ctx, args[1:], getenv, stdout)
 	}
 	// Not a flag: PETSTORE_VERSION in a service's environment must not turn
 	// it into a command that prints and exits.
@@ -364,7 +376,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		MaxClientInFlight: clientInFlight(cfg.maxClientInFlight),
 		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
 		CORSOrigins:       cfg.corsOrigins,
-		Events:            engine, WebhookPolicy: policy, MaxStreams: cfg.maxEventStreams,
+		Events:            engine, WebhookPolicy: policy, MaxStreams: cfg.maxEventStreams, MaxStreamsPerClient: cfg.maxEventStreamsPerClient,
 		IdempotencyTTL: cfg.idempotencyTTL, IdempotencyMaxKeys: cfg.idempotencyMaxKeys,
 		Now: handlersNow,
 	})
@@ -460,6 +472,7 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 	if cfg.database != "" {
 		db, err := postgres.Connect(ctx, cfg.database, store.Options{}, postgres.Config{
 			Timeouts: cfg.databaseTimeouts, MaxConns: cfg.databaseMaxConns, Logger: log, Background: true,
+			RestoreMarks: cfg.restoreMarks,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("opening the database %s: %w", cfg.dataDescription(), err)
@@ -469,6 +482,10 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 	db, err := boltstore.Open(cfg.data, store.Options{})
 	if err != nil {
 		return nil, err // it names the file and says what is wrong with it
+	}
+	if r := db.Restored(); r != nil {
+		log.Warn("the data file went back in time (put back from a backup): its counters now continue after every id it gave out, the keys revoked since are revoked again, and store.restored is recorded",
+			"file", cfg.data, "restored_to", r.RestoredTo, "revoked_again", r.RevokedAgain, "marks", boltstore.MarksPath(cfg.data))
 	}
 	return db, nil
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"crypto/x509"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -29,17 +30,27 @@ var Schedule = []time.Duration{
 
 // Limits of one attempt.
 const (
-	// Timeout bounds an attempt, connection and answer included.
+	// Timeout bounds an attempt, counted from its claim: the wait for a
+	// connection, the request and the answer included.
 	Timeout = 10 * time.Second
 	// ResponseLimit is how much of an answer the delivery log keeps.
 	ResponseLimit = 4 << 10
 	// DisableAfter is how long an endpoint may fail without a success
 	// before it is disabled.
 	DisableAfter = 5 * 24 * time.Hour
-	// lease is how long a claimed attempt is this instance's; longer than
-	// an attempt can take.
-	lease = 2 * Timeout
+	// recordTimeout bounds the write that records a batch of outcomes.
+	recordTimeout = Timeout
 )
+
+// leaseFor is how long a claimed attempt is this instance's when an
+// attempt may take timeout from its claim: the attempt, the wait of its
+// batch for the record and the record's write, and a margin for the
+// clocks of instances sharing a database. It is strictly longer than
+// the attempt, so that no other instance claims, and sends again, an
+// attempt still under way here.
+func leaseFor(timeout time.Duration) time.Duration {
+	return timeout + recordWait + recordTimeout + time.Second
+}
 
 // Store is what the engine needs of the store.
 type Store interface {
@@ -72,6 +83,10 @@ type Engine struct {
 	dialer *net.Dialer
 	hub    *Hub
 
+	// timeout bounds each attempt from its claim (Timeout; tests shorten
+	// it), and lease is its claims' lease.
+	timeout, lease time.Duration
+
 	mu       sync.Mutex
 	inFlight map[int64]int
 	// signers are the webhooks' signers, by secret, and senders their
@@ -102,6 +117,8 @@ func New(cfg Config) *Engine {
 	return &Engine{
 		cfg:      cfg,
 		dialer:   &net.Dialer{Timeout: Timeout, Control: cfg.Policy.control, Resolver: cfg.Policy.Resolver},
+		timeout:  Timeout,
+		lease:    leaseFor(Timeout),
 		signers:  map[string]*signer{},
 		senders:  map[senderKey]*sender{},
 		hub:      newHub(cfg.Store, cfg.Poll),
@@ -127,6 +144,11 @@ func (e *Engine) Run(ctx context.Context) {
 		e.wg.Wait()
 		close(e.finished)
 		<-recorded
+		e.mu.Lock()
+		for _, s := range e.senders {
+			s.closeIdle()
+		}
+		e.mu.Unlock()
 	}()
 	tick := time.NewTicker(e.cfg.Poll)
 	defer tick.Stop()
@@ -175,7 +197,10 @@ func (e *Engine) step(ctx context.Context) {
 			break
 		}
 	}
-	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, now.Add(lease), e.busy(), 64)
+	// Each attempt's time counts from here, before the claim that starts
+	// its lease.
+	deadline := time.Now().Add(e.timeout)
+	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, now.Add(e.lease), e.busy(), 64)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.cfg.Log.Warn("claiming webhook deliveries", "err", err)
@@ -192,12 +217,12 @@ func (e *Engine) step(ctx context.Context) {
 			e.finish(ctx, d, store.Outcome{AttemptedAt: now, Error: err.Error()})
 			continue
 		}
-		sg, err := e.signer(d.Webhook.Secret)
+		sg, err := e.signer(d.Webhook.SigningSecrets(now))
 		if err != nil {
 			e.finish(ctx, d, store.Outcome{AttemptedAt: now, Error: err.Error()})
 			continue
 		}
-		s.send(ctx, job{d, sg})
+		s.send(ctx, job{d, sg}, deadline)
 	}
 }
 
@@ -214,7 +239,12 @@ func (e *Engine) sender(w store.Webhook) (*sender, error) {
 		return nil, err
 	}
 	if len(e.senders) >= maxSigners {
-		clear(e.senders) // those in use are made again; the others' connections close when idle
+		// Those in use are made again; their attempts under way end
+		// on the old ones, whose connections close when idle.
+		for _, old := range e.senders {
+			old.closeIdle()
+		}
+		clear(e.senders)
 	}
 	e.senders[k] = s
 	return s, nil
@@ -294,7 +324,7 @@ func (e *Engine) record(ctx context.Context) {
 				break more
 			}
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		if err := e.cfg.Store.FinishDeliveries(rctx, batch); err != nil {
 			// The leases run out and the attempts are made again: at
 			// least once.
@@ -358,11 +388,13 @@ func (e *Engine) signer(secret string) (*signer, error) {
 }
 
 // describe words an attempt's failure for the delivery log.
-func describe(err error) string {
+func (e *Engine) describe(err error) string {
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		return fmt.Sprintf("no answer within %s: %v", Timeout, err)
+		return fmt.Sprintf("no answer within %s of the attempt's claim: %v", e.timeout, err)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Sprintf("the receiver closed the connection without a whole answer: %v", err)
 	}
 	return err.Error()
 }

@@ -163,6 +163,14 @@ func TestSSRF(t *testing.T) {
 		"http://169.254.169.254/latest/meta-data", "http://[fe80::1]/", "http://224.0.0.1/", "http://0.0.0.0/",
 		"http://[::]/", "http://localhost/", "http://evil.test/", "http://meta.test/", "http://ten.test:8080/",
 		"ftp://example.com/", "file:///etc/passwd", "http://user:pw@example.com/", "/relative",
+		// IANA's special-purpose blocks not globally reachable, and those
+		// that embed an IPv4 address a translator or relay would reach.
+		"http://[64:ff9b::a00:1]/", "http://[64:ff9b:1::1]/", "http://[2002:a00:1::1]/", "http://[::a00:1]/",
+		"http://[::ffff:10.0.0.1]/", "http://[fec0::1]/", "http://192.0.0.1/", "http://192.0.0.170/",
+		"http://192.0.2.1/", "http://198.51.100.7/", "http://203.0.113.9/", "http://100.64.0.1/",
+		"http://198.18.0.1/", "http://255.255.255.255/", "http://240.0.0.1/", "http://[2001:db8::1]/",
+		"http://[2001::1]/", "http://[3fff::1]/", "http://[100::1]/", "http://[5f00::1]/", "http://[fc00::1]/",
+		"http://[fe80::1%25eth0]/", "http://[ff02::1]/",
 	} {
 		err := policy.CheckURL(ctx, u)
 		if err == nil {
@@ -170,6 +178,11 @@ func TestSSRF(t *testing.T) {
 			continue
 		}
 		t.Logf("%s: %v", u, err)
+	}
+	for _, u := range []string{"http://93.184.215.14/", "https://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]/hook"} {
+		if err := policy.CheckURL(ctx, u); err != nil {
+			t.Errorf("a public address was refused: %s: %v", u, err)
+		}
 	}
 	if err := (events.Policy{AllowPrivate: true}).CheckURL(ctx, "http://127.0.0.1:9/"); err != nil {
 		t.Errorf("--webhook-allow-private refused a loopback URL: %v", err)

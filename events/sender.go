@@ -1,7 +1,7 @@
 package events
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -9,47 +9,37 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
-	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"petstore/store"
 )
 
-// A sender sends one webhook URL's attempts over connections of its own:
-// HTTP/1.1, kept alive, and once the receiver has shown it keeps a
-// connection open, the attempts waiting together written in one go and
-// their answers read in order (pipelining). Each attempt is still one
-// signed request; what is shared is the connection, the writes and the
-// reads. net/http's Transport hands every request between three
-// goroutines and writes and reads it on its own; a webhook with a backlog
-// costs the service's cores the better part of that, which the API needs.
+// A sender sends one webhook URL's attempts with a net/http Transport of
+// its own, so that one receiver's connections, and the wait for them,
+// are never another's. Each attempt is one request on a connection of its
+// own at a time (HTTP/1.1, kept alive), or a stream of a shared one where
+// the receiver offers HTTP/2: an answer always belongs to its request.
 type sender struct {
-	e     *Engine
-	url   *url.URL
-	addr  string // host:port dialled
-	https bool
-
-	queue chan job // the attempts claimed and not yet sent
-
-	mu    sync.Mutex
-	conns int // goroutines sending, each with its connection
-	idle  int // of them, waiting for an attempt
-	// pipelining is set once an answer kept its connection open, and
-	// cleared when one closed it with requests still unanswered, so that
-	// a receiver that answers once per connection gets no request twice.
-	pipelining bool
+	e   *Engine
+	url string
+	tr  *http.Transport
 }
 
-// Limits of a sender.
+// Limits of a sender's connections.
 const (
-	// maxConns bounds one sender's connections.
-	maxConns = 4
-	// maxPipeline bounds the requests written together on a connection.
-	maxPipeline = store.MaxInFlightPerWebhook
-	// idleTimeout closes a connection unused that long.
-	idleTimeout = time.Minute
+	// idleTimeout drops a connection left unused that long. Receivers
+	// close idle connections too, Node's after 5 s by default: one that
+	// does so as a request goes out makes the request fail with no answer
+	// (the Transport then sends it again on a new connection, but only
+	// once). Dropping ours first leaves that race to the rare receiver
+	// with a shorter timeout still.
+	idleTimeout = 4 * time.Second
+	// maxHeaderBytes bounds an answer's status line and headers: a
+	// receiver's answer is read into memory only that far.
+	maxHeaderBytes = 64 << 10
 )
 
 // job is an attempt to make, and its signer.
@@ -70,289 +60,182 @@ func (e *Engine) newSender(raw string) (*sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the URL cannot be requested: %v", err)
 	}
-	// A claim gives a webhook at most its slots more than it has in
-	// flight, which is fewer than its slots: the queue never fills.
-	s := &sender{e: e, url: u, queue: make(chan job, 2*store.MaxInFlightPerWebhook)}
-	port := u.Port()
-	switch u.Scheme {
-	case "http":
-		port = cmpOr(port, "80")
-	case "https":
-		s.https, port = true, cmpOr(port, "443")
-	default:
+	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("the URL cannot be requested: scheme %q is not http or https", u.Scheme)
 	}
 	if u.Hostname() == "" {
 		return nil, errors.New("the URL cannot be requested: it has no host")
 	}
-	s.addr = net.JoinHostPort(u.Hostname(), port)
-	return s, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
+	tlsConf := &tls.Config{RootCAs: e.cfg.RootCAs}
+	tr := &http.Transport{
+		// No proxy from the environment: the dialer judges the
+		// receiver's own address.
+		Proxy:           nil,
+		DialContext:     e.dial,
+		TLSClientConfig: tlsConf,
+		// With a dialer of its own, a Transport offers HTTP/2 only when
+		// asked to.
+		ForceAttemptHTTP2: true,
+		// A webhook has at most that many attempts under way per
+		// instance: each finds a connection without waiting for another
+		// attempt's, and never more than that are open, idle or not.
+		MaxConnsPerHost:     store.MaxInFlightPerWebhook,
+		MaxIdleConns:        store.MaxInFlightPerWebhook,
+		MaxIdleConnsPerHost: store.MaxInFlightPerWebhook,
+		IdleConnTimeout:     idleTimeout,
+		// The attempt's context bounds the rest; these bound what it
+		// would leave open.
+		TLSHandshakeTimeout:    e.timeout,
+		MaxResponseHeaderBytes: maxHeaderBytes,
+		// No Accept-Encoding, as before: the receiver answers as it
+		// likes, and the log keeps the answer as it was sent.
+		DisableCompression: true,
 	}
-	return b
+	return &sender{e: e, url: raw, tr: tr}, nil
 }
 
-// send queues an attempt; a goroutine with a connection takes it.
-func (s *sender) send(ctx context.Context, j job) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.queue <- j
-	if s.conns == 0 || s.idle == 0 && s.conns < maxConns {
-		s.conns++
-		s.e.wg.Add(1)
-		go s.run(ctx)
-	}
-}
-
-// run sends batches on one connection until it has been idle for
-// idleTimeout or ctx ends.
-func (s *sender) run(ctx context.Context) {
-	defer s.e.wg.Done()
-	c := &conn{s: s}
-	defer c.close()
-	idle := time.NewTimer(idleTimeout)
-	defer idle.Stop()
-	batch := make([]job, 0, maxPipeline)
-	for {
-		s.mu.Lock()
-		s.idle++
-		s.mu.Unlock()
-		idle.Reset(idleTimeout)
-		var first job
-		select {
-		case first = <-s.queue:
-		case <-idle.C:
-		case <-ctx.Done():
-		}
-		s.mu.Lock()
-		s.idle--
-		if first.d == nil {
-			// Leave only with nothing queued: a send that saw this
-			// goroutine idle started none.
-			select {
-			case first = <-s.queue:
-			default:
-				s.conns--
-				s.mu.Unlock()
-				return
-			}
-		}
-		pipelining := s.pipelining
-		s.mu.Unlock()
+// send makes the attempt in a goroutine of its own and hands its outcome
+// to the engine; its context ends at deadline, counted from its claim.
+func (s *sender) send(ctx context.Context, j job, deadline time.Time) {
+	s.e.wg.Add(1)
+	go func() {
+		defer s.e.wg.Done()
+		actx, cancel := context.WithDeadline(ctx, deadline)
+		o := s.attempt(actx, j)
+		cancel()
 		if ctx.Err() != nil {
-			return // the attempt is made again when its lease runs out
+			return // shutting down: the lease runs out and the attempt is made again
 		}
-		batch = append(batch[:0], first)
-		for pipelining && len(batch) < maxPipeline {
-			select {
-			case j := <-s.queue:
-				batch = append(batch, j)
-				continue
-			default:
-			}
-			break
-		}
-		c.exchange(ctx, batch)
-	}
+		s.e.finish(ctx, j.d, o)
+	}()
 }
 
-// conn is a sender's connection and its buffers.
-type conn struct {
-	s          *sender
-	nc         net.Conn
-	r          *bufio.Reader
-	w          *bufio.Writer
-	head, body []byte
-	// used: an answer came on it, so a failed write means the receiver
-	// closed it while it was idle, and the batch may go on a new one.
-	used bool
-}
-
-func (c *conn) close() {
-	if c.nc != nil {
-		c.nc.Close()
-		c.nc = nil
-	}
-}
-
-// dial connects to the receiver: the dialer refuses what the policy
-// refuses, at the address it is about to use.
-func (c *conn) dial(ctx context.Context) error {
-	e := c.s.e
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
-	nc, err := e.dialer.DialContext(ctx, "tcp", c.s.addr)
+// attempt sends one signed request and judges its answer.
+func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
+	e := s.e
+	o.AttemptedAt = e.cfg.Now()
+	began := time.Now()
+	body := j.d.Event.AppendJSON(nil)
+	var w watch
+	ctx = httptrace.WithClientTrace(ctx, w.trace())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		o.Error = "the URL cannot be requested: " + err.Error()
+		return o
 	}
-	if c.s.https {
-		cfg := &tls.Config{ServerName: c.s.url.Hostname(), NextProtos: []string{"http/1.1"}}
-		if e.cfg.RootCAs != nil {
-			cfg.RootCAs = e.cfg.RootCAs
-		}
-		tc := tls.Client(nc, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
-			return err
-		}
-		nc = tc
+	req.Header = http.Header{
+		"Content-Type": {"application/json"},
+		"User-Agent":   {"petstore-webhooks"},
+		// An event is safe to send twice: it carries its webhook-id,
+		// which receivers deduplicate on. A key with no value marks the
+		// request so without sending it, and the Transport then sends it
+		// again on a new connection when a kept-alive one closes before
+		// any answer (a receiver's idle timeout meeting the request).
+		"Idempotency-Key": nil,
 	}
-	c.nc, c.used = nc, false
-	if c.r == nil {
-		c.r, c.w = bufio.NewReaderSize(nc, 16<<10), bufio.NewWriterSize(nc, 32<<10)
-	} else {
-		c.r.Reset(nc)
-		c.w.Reset(nc)
-	}
-	return nil
-}
-
-// exchange makes the batch's attempts: their requests written together,
-// their answers read in order. An attempt left unanswered when the
-// connection ends (closed by the receiver after an earlier answer, or
-// broken by one's failure) was not made, and is sent again on a new
-// connection: it is the same event, with the same webhook-id.
-func (c *conn) exchange(ctx context.Context, batch []job) {
-	s, e := c.s, c.s.e
-	together := len(batch) // run made the batch as pipelining allowed
-	for len(batch) > 0 {
-		if ctx.Err() != nil {
-			return
-		}
-		part := batch[:min(together, len(batch))]
-		start := e.cfg.Now()
-		began := time.Now()
-		err := c.write(ctx, part, start)
-		if err != nil && c.used {
-			// The receiver closed an idle connection as the batch went
-			// out: once more, on a new one.
-			c.close()
-			err = c.write(ctx, part, start)
-		}
-		if err != nil {
-			c.close()
-			if ctx.Err() != nil {
-				return
-			}
-			for _, j := range batch {
-				e.finish(ctx, j.d, failed(start, time.Since(began), err))
-			}
-			return
-		}
-		n := 0
-		for n < len(part) {
-			o, keep := c.read(ctx, start, began)
-			if ctx.Err() != nil {
-				c.close()
-				return // shutting down: the leases run out and the attempts are made again
-			}
-			e.finish(ctx, batch[n].d, o)
-			n++
-			if !keep {
-				c.close()
-				break
-			}
-			c.used = true
-		}
-		s.mu.Lock()
-		if n < len(part) {
-			// Closed with requests unanswered: this receiver gets one
-			// request per connection from now on.
-			s.pipelining, together = false, 1
-		} else if c.used {
-			s.pipelining = true
-		}
-		s.mu.Unlock()
-		batch = batch[n:]
-	}
-}
-
-func failed(at time.Time, took time.Duration, err error) store.Outcome {
-	return store.Outcome{AttemptedAt: at, Duration: took, Error: describe(err)}
-}
-
-// write writes the batch's requests, dialling first if need be.
-func (c *conn) write(ctx context.Context, batch []job, at time.Time) error {
-	if c.nc == nil {
-		if err := c.dial(ctx); err != nil {
-			return err
-		}
-	}
-	nc := c.nc
-	nc.SetWriteDeadline(time.Now().Add(Timeout))
-	// Shutting down does not wait for a receiver that reads nothing.
-	defer context.AfterFunc(ctx, func() { nc.SetWriteDeadline(time.Now()) })()
-	var buf [20]byte
-	ts := strconv.AppendInt(buf[:0], at.Unix(), 10)
-	for _, j := range batch {
-		c.body = j.d.Event.AppendJSON(c.body[:0])
-		c.head = c.requestHead(c.head[:0], j, ts)
-		c.w.Write(c.head)
-		c.w.Write(c.body)
-	}
-	return c.w.Flush()
-}
-
-// requestHead appends the request line and headers of d's delivery of
-// c.body, signed.
-func (c *conn) requestHead(b []byte, j job, ts []byte) []byte {
-	id := j.d.Event.ID.String()
-	b = append(b, "POST "...)
-	b = append(b, c.s.url.RequestURI()...)
-	b = append(b, " HTTP/1.1\r\nHost: "...)
-	b = append(b, c.s.url.Host...)
-	b = append(b, "\r\nUser-Agent: petstore-webhooks\r\nContent-Type: application/json\r\nContent-Length: "...)
-	b = strconv.AppendInt(b, int64(len(c.body)), 10)
-	b = append(b, "\r\nWebhook-Id: "...)
-	b = append(b, id...)
-	b = append(b, "\r\nWebhook-Timestamp: "...)
-	b = append(b, ts...)
-	b = append(b, "\r\nWebhook-Signature: "...)
-	b = j.signer.signature(b, id, ts, c.body)
-	return append(b, "\r\n\r\n"...)
-}
-
-// read reads the next answer: the attempt's outcome, and whether the
-// connection may carry more.
-func (c *conn) read(ctx context.Context, start, began time.Time) (o store.Outcome, keep bool) {
-	o.AttemptedAt = start
-	nc := c.nc
-	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Now()) })
-	defer stop()
-	nc.SetReadDeadline(time.Now().Add(Timeout))
-	var resp *http.Response
-	var err error
-	for {
-		resp, err = http.ReadResponse(c.r, nil)
-		if err != nil || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			break
-		}
-		resp.Body.Close() // an interim answer (1xx): the final one follows
-	}
+	j.signer.sign(req.Header, j.d.Event.ID.String(), o.AttemptedAt, body)
+	resp, err := s.tr.RoundTrip(req)
 	if err != nil {
 		o.Duration = time.Since(began)
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			err = fmt.Errorf("the receiver closed the connection without an answer: %w", err)
-		}
-		o.Error = describe(err)
-		return o, false
+		o.Error = e.describe(err)
+		return o
 	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor == 1 && w.stale.Load() {
+		// Bytes read before this request went out cannot answer it: an
+		// earlier request's extra answer, which must not be taken for
+		// this one's. The connection goes with it.
+		w.conn.Load().Close()
+		o.Duration = time.Since(began)
+		o.Error = "the receiver sent an answer before this request was sent (an extra answer to an earlier one): the connection was closed, and the answer not taken"
+		return o
+	}
+	// What the log keeps, and no more: closing a longer body before its
+	// end closes the connection instead of reading the rest.
 	kept, rerr := io.ReadAll(io.LimitReader(resp.Body, ResponseLimit))
-	_, derr := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	// The connection goes on only past the whole answer.
-	keep = rerr == nil && derr == nil && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols
-	if keep {
-		var one [1]byte
-		if n, _ := resp.Body.Read(one[:]); n > 0 {
-			keep = false // an answer too long to read through
-		}
-	}
-	resp.Body.Close()
 	o.Duration = time.Since(began)
+	if rerr != nil {
+		rerr = errors.New(e.describe(rerr))
+	}
 	outcome(&o, resp.StatusCode, kept, rerr)
-	return o, keep
+	return o
 }
+
+// dial connects to a receiver: the dialer refuses what the policy
+// refuses, at the address it is about to use, and the connection counts
+// what it reads.
+func (e *Engine) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := e.dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &watchedConn{Conn: c}, nil
+}
+
+// watchedConn counts the reads that brought bytes, and notes the count
+// when a request starts going out, so that an attempt can tell whether
+// its answer came after its request.
+type watchedConn struct {
+	net.Conn
+	reads atomic.Uint64
+	// armed: a request has the connection and has not written yet;
+	// readsAtWrite: the reads before its first write.
+	armed        atomic.Bool
+	readsAtWrite atomic.Uint64
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.reads.Add(1)
+	}
+	return n, err
+}
+
+func (c *watchedConn) Write(p []byte) (int, error) {
+	// Before the write: an answer may be read before Write returns.
+	if c.armed.CompareAndSwap(true, false) {
+		c.readsAtWrite.Store(c.reads.Load())
+	}
+	return c.Conn.Write(p)
+}
+
+// watch is an attempt's view of the connection it got. HTTP/1.1 has no
+// request ids: an answer is the next one on the connection. A receiver
+// that answers twice leaves its second answer on a connection that goes
+// back to the pool; the Transport closes such a connection when it
+// notices, but a request may take it before then, and would read that
+// answer as its own. An answer to a request needs bytes read after the
+// request started going out: that is judged when the answer's first
+// byte is there, while the connection is still this request's.
+type watch struct {
+	conn  atomic.Pointer[watchedConn]
+	stale atomic.Bool
+}
+
+func (w *watch) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{GotConn: w.gotConn, GotFirstResponseByte: w.gotFirstByte}
+}
+
+func (w *watch) gotConn(info httptrace.GotConnInfo) {
+	c := info.Conn
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	wc, _ := c.(*watchedConn)
+	w.conn.Store(wc)
+	if wc != nil {
+		wc.readsAtWrite.Store(wc.reads.Load())
+		wc.armed.Store(true)
+	}
+}
+
+// gotFirstByte notes whether the answer was all read before the request
+// started going out.
+func (w *watch) gotFirstByte() {
+	c := w.conn.Load()
+	w.stale.Store(c != nil && (c.armed.Load() || c.reads.Load() == c.readsAtWrite.Load()))
+}
+
+// closeIdle closes the sender's idle connections.
+func (s *sender) closeIdle() { s.tr.CloseIdleConnections() }

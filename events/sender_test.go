@@ -1,99 +1,24 @@
 package events
 
 import (
-	"bufio"
 	"context"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"petstore/domains/domaintest"
 	"petstore/events/webhooktest"
 	"petstore/store"
 )
-
-// rawReceiver is a real HTTP/1.1 server read with net/http's request
-// parser, in control of when it answers: answerAfter requests read on a
-// connection are answered together, and closeAfterOne answers the first
-// request of each connection with Connection: close and drops the rest.
-type rawReceiver struct {
-	t             *testing.T
-	ln            net.Listener
-	verify        *standardwebhooks.Webhook
-	answerAfter   int
-	closeAfterOne bool
-
-	mu    sync.Mutex
-	ids   []string // webhook-ids, verified, in the order read
-	conns int
-}
-
-func newRawReceiver(t *testing.T, secret string, answerAfter int, closeAfterOne bool) *rawReceiver {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rawReceiver{t: t, ln: ln, verify: wh, answerAfter: answerAfter, closeAfterOne: closeAfterOne}
-	domaintest.ServeConns(t, ln, func(c net.Conn) {
-		r.mu.Lock()
-		r.conns++
-		r.mu.Unlock()
-		go r.serve(c)
-	})
-	return r
-}
-
-func (r *rawReceiver) serve(c net.Conn) {
-	defer c.Close()
-	br := bufio.NewReader(c)
-	for {
-		pending := 0
-		for pending < r.answerAfter {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			body, err := io.ReadAll(req.Body)
-			if err != nil {
-				return
-			}
-			if err := r.verify.Verify(body, req.Header); err != nil {
-				r.t.Errorf("signature: %v", err)
-				return
-			}
-			r.mu.Lock()
-			r.ids = append(r.ids, req.Header.Get("webhook-id"))
-			r.mu.Unlock()
-			pending++
-			if r.closeAfterOne {
-				c.Write([]byte("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"))
-				return
-			}
-		}
-		for range pending {
-			if _, err := c.Write([]byte("HTTP/1.1 204 No Content\r\n\r\n")); err != nil {
-				return
-			}
-		}
-	}
-}
-
-func (r *rawReceiver) got() ([]string, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.ids...), r.conns
-}
 
 // testJobs are n attempts of distinct events to url, signed with secret.
 func testJobs(t *testing.T, e *Engine, url, secret string, n int) []job {
@@ -135,79 +60,27 @@ func testEngine(t *testing.T, roots *x509.CertPool) *Engine {
 	return New(Config{Policy: Policy{AllowPrivate: true}, RootCAs: roots})
 }
 
-// startPipelined starts a raw receiver (newRawReceiver with answerAfter
-// and closeAfterOne), a pipelining sender to its path, and an exchange
-// of three attempts on one connection, closed when the test ends; wait
-// waits for the exchange to end, which a test must do before the
-// connection closes.
-func startPipelined(t *testing.T, answerAfter int, closeAfterOne bool, path string) (r *rawReceiver, e *Engine, s *sender, wait func()) {
-	t.Helper()
-	secret, _ := NewSecret()
-	r = newRawReceiver(t, secret, answerAfter, closeAfterOne)
-	e = testEngine(t, nil)
-	s, err := e.newSender("http://" + r.ln.Addr().String() + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.pipelining = true
-	c := &conn{s: s}
-	t.Cleanup(c.close)
-	return r, e, s, goExchange(c, testJobs(t, e, s.url.String(), secret, 3))
-}
-
-// Attempts waiting together go out together on one connection, and their
-// answers come back in order: the receiver answers none until it has read
-// all three, which it could not without pipelining.
-func TestSenderPipelines(t *testing.T) {
-	r, e, _, wait := startPipelined(t, 3, false, "/hook?x=1")
-	defer wait()
-	for i, f := range outcomes(t, e, 3) {
-		if !f.Outcome.Succeeded || f.Outcome.Status != 204 || f.Claimed.ID != int64(i+1) {
-			t.Errorf("outcome %d: %+v of delivery %d", i, f.Outcome, f.Claimed.ID)
-		}
-	}
-	if ids, conns := r.got(); len(ids) != 3 || conns != 1 {
-		t.Errorf("the receiver got %v on %d connections; want 3 events on 1", ids, conns)
-	}
-}
-
-// A receiver that closes each connection after one answer gets each event
-// once: the requests written after the answered one are sent again, one
-// per connection, and the sender stops pipelining to it.
-func TestSenderReceiverClosingAfterEachAnswer(t *testing.T) {
-	r, e, s, wait := startPipelined(t, 1, true, "/")
-	for i, f := range outcomes(t, e, 3) {
-		if !f.Outcome.Succeeded {
-			t.Errorf("outcome %d: %+v", i, f.Outcome)
-		}
-	}
-	wait() // the sender decides on pipelining after the last outcome
-	ids, conns := r.got()
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if seen[id] {
-			t.Errorf("%s delivered twice", id)
-		}
-		seen[id] = true
-	}
-	if len(seen) != 3 || conns != 3 {
-		t.Errorf("the receiver got %v on %d connections; want 3 events, once each, on 3", ids, conns)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pipelining {
-		t.Error("still pipelining to a receiver that closes after each answer")
-	}
-}
-
-// https receivers: the certificate is verified against the roots given,
-// and a connection carries several attempts.
+// https receivers: the certificate is verified against the roots given;
+// a receiver that offers HTTP/2 gets it, one that does not gets HTTP/1.1,
+// and one connection carries the attempts made one after the other.
 func TestSenderHTTPS(t *testing.T) {
+	t.Run("HTTP/2", func(t *testing.T) { testSenderHTTPS(t, true) })
+	t.Run("HTTP/1.1", func(t *testing.T) { testSenderHTTPS(t, false) })
+}
+
+func testSenderHTTPS(t *testing.T, h2 bool) {
 	secret, _ := NewSecret()
 	rcv := webhooktest.New(t, webhooktest.Options{Secret: secret})
 	var mu sync.Mutex
 	var conns int
-	srv := httptest.NewUnstartedServer(rcv)
+	protos := map[string]int{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		protos[r.Proto]++
+		mu.Unlock()
+		rcv.ServeHTTP(w, r)
+	}))
+	srv.EnableHTTP2 = h2
 	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			mu.Lock()
@@ -217,6 +90,7 @@ func TestSenderHTTPS(t *testing.T) {
 	}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
+	ctx := context.Background()
 
 	// Not trusted: refused.
 	e := testEngine(t, nil)
@@ -224,13 +98,12 @@ func TestSenderHTTPS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &conn{s: s}
-	wait := goExchange(c, testJobs(t, e, srv.URL, secret, 1))
-	if f := outcomes(t, e, 1)[0]; f.Outcome.Succeeded || f.Outcome.Error == "" {
+	s.send(ctx, testJobs(t, e, srv.URL, secret, 1)[0], time.Now().Add(Timeout))
+	if f := outcomes(t, e, 1)[0]; f.Outcome.Succeeded || !strings.Contains(f.Outcome.Error, "certificate") {
 		t.Errorf("an untrusted certificate: %+v", f.Outcome)
 	}
-	wait()
-	c.close()
+	e.wg.Wait()
+	s.closeIdle()
 
 	roots := x509.NewCertPool()
 	roots.AddCert(srv.Certificate())
@@ -238,33 +111,192 @@ func TestSenderHTTPS(t *testing.T) {
 	if s, err = e.newSender(srv.URL); err != nil {
 		t.Fatal(err)
 	}
-	s.pipelining = true
-	c = &conn{s: s}
-	defer c.close()
+	defer s.closeIdle()
 	jobs := testJobs(t, e, srv.URL, secret, 4)
-	defer goExchange(c, jobs[:1], jobs[1:])()
-	for i, f := range outcomes(t, e, 4) {
-		if !f.Outcome.Succeeded {
-			t.Errorf("outcome %d: %+v", i, f.Outcome)
+	s.send(ctx, jobs[0], time.Now().Add(Timeout))
+	if f := outcomes(t, e, 1)[0]; !f.Outcome.Succeeded {
+		t.Errorf("outcome: %+v", f.Outcome)
+	}
+	for _, j := range jobs[1:] {
+		s.send(ctx, j, time.Now().Add(Timeout))
+		if f := outcomes(t, e, 1)[0]; !f.Outcome.Succeeded {
+			t.Errorf("outcome: %+v", f.Outcome)
 		}
 	}
+	e.wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	if got := rcv.Events(); len(got) != 4 || conns != 2 {
-		t.Errorf("the receiver got %d events on %d connections; want 4 on 2 (one refused, one kept)", len(got), conns)
+	proto := map[bool]string{true: "HTTP/2.0", false: "HTTP/1.1"}[h2]
+	if got := rcv.Events(); len(got) != 4 || conns != 2 || protos[proto] != 4 {
+		t.Errorf("the receiver got %d events on %d connections, by protocol %v; want 4 on 2 (one refused, one kept), over %s", len(got), conns, protos, proto)
 	}
 }
 
-// goExchange makes the batches' exchanges on c, one after the other, in a
-// goroutine; the function it returns waits until they are over, so that a
-// test closes c, or reads what the sender decided, only after them.
-func goExchange(c *conn, batches ...[]job) (wait func()) {
+// leaseStore is a real store that notes each claim's lease and time, and
+// each outcome's attempt against them.
+type leaseStore struct {
+	Store
+	mu      sync.Mutex
+	claimed map[int64][2]time.Time // when claimed, and the lease's end
+	checked int
+	errs    []string
+}
+
+func (l *leaseStore) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
+	at := time.Now()
+	out, err := l.Store.ClaimDeliveries(ctx, now, leaseUntil, busy, limit)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, d := range out {
+		l.claimed[d.ID] = [2]time.Time{at, leaseUntil}
+	}
+	return out, err
+}
+
+func (l *leaseStore) FinishDeliveries(ctx context.Context, done []store.Finished) error {
+	now := time.Now()
+	l.mu.Lock()
+	for _, f := range done {
+		c := l.claimed[f.Claimed.ID]
+		end := f.Outcome.AttemptedAt.Add(f.Outcome.Duration)
+		switch {
+		case !now.Before(c[1]):
+			l.errs = append(l.errs, fmt.Sprintf("delivery %d recorded at %s, its lease ended at %s", f.Claimed.ID, now, c[1]))
+		case end.Sub(c[0]) > Timeout/10+Timeout/20:
+			l.errs = append(l.errs, fmt.Sprintf("delivery %d's attempt ended %s after its claim", f.Claimed.ID, end.Sub(c[0])))
+		case !strings.Contains(f.Outcome.Error, "no answer within"):
+			l.errs = append(l.errs, fmt.Sprintf("delivery %d: %+v", f.Claimed.ID, f.Outcome))
+		}
+		l.checked++
+	}
+	l.mu.Unlock()
+	return l.Store.FinishDeliveries(ctx, done)
+}
+
+// Every attempt ends within its timeout of its claim, its lease still
+// running when its outcome is recorded: with more attempts than a
+// webhook's slots to a receiver that never answers, none waits for
+// another's connection or answer, so none is claimed and sent twice.
+func TestAttemptsEndWithinTheirLease(t *testing.T) {
+	if leaseFor(Timeout) <= Timeout+recordWait+recordTimeout {
+		t.Fatalf("the lease %s is not longer than an attempt and its record", leaseFor(Timeout))
+	}
+	db := domaintest.OpenStore(t)
+	l := &leaseStore{Store: db, claimed: map[int64][2]time.Time{}}
+	dead := webhooktest.Start(t, webhooktest.Options{Hang: true})
+	secret, _ := NewSecret()
+	w := store.Webhook{URL: dead.URL, Events: []string{"*"}, Enabled: true, Secret: secret}
+	if err := db.CreateWebhook(context.Background(), &w); err != nil {
+		t.Fatal(err)
+	}
+	e := New(Config{Store: l, Policy: Policy{AllowPrivate: true}, Poll: 10 * time.Millisecond})
+	// A tenth of the timeout, so that the test is quick; the lease is
+	// the real one's rule.
+	e.timeout = Timeout / 10
+	e.lease = leaseFor(e.timeout)
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	c := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	const n = 2 * store.MaxInFlightPerWebhook
+	for i := range n - 1 {
+		if err := db.CreatePet(ctx, &store.Pet{Name: fmt.Sprint("pet ", i), CategoryID: c.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	domaintest.WaitFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.checked < n {
+			return fmt.Errorf("%d of %d attempts recorded", l.checked, n)
+		}
+		return nil
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.errs {
+		t.Error(e)
+	}
+}
+
+// The dialer refuses, at connect time, the addresses of every refused
+// block, IPv4-mapped or with a zone too, and lets public ones through;
+// AllowPrivate lets all through.
+func TestControlRefusesNotGlobal(t *testing.T) {
+	var p Policy
+	for _, r := range notGlobal {
+		a := lastAddr(r.prefix) // a narrower entry may hold the first
+		for _, addr := range []string{a.String(), a.WithZone("eth0").String()} {
+			if a.Is4() {
+				addr = "::ffff:" + addr
+			}
+			if err := p.control("tcp", net.JoinHostPort(addr, "443"), nil); err == nil || !strings.Contains(err.Error(), r.why) {
+				t.Errorf("%s (in %s): %v; want refused as %s", addr, r.prefix, err, r.why)
+			}
+		}
+		if err := (Policy{AllowPrivate: true}).control("tcp", net.JoinHostPort(a.String(), "443"), nil); err != nil {
+			t.Errorf("AllowPrivate: %s refused: %v", a, err)
+		}
+	}
+	for _, addr := range []string{"93.184.215.14:443", "[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:443", "192.0.1.1:80", "[2001:200::1]:80"} {
+		if err := p.control("tcp", addr, nil); err != nil {
+			t.Errorf("a public address %s was refused: %v", addr, err)
+		}
+	}
+}
+
+// lastAddr is the last address of p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// An answer is taken for a request only when bytes were read after the
+// request started going out: what was read before is an earlier
+// request's (a receiver answering twice), whatever arrives after may be
+// its own.
+func TestWatchRefusesAnswersReadBeforeTheRequest(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	c := &watchedConn{Conn: client}
+	defer c.Close()
 	go func() {
-		defer close(done)
-		for _, b := range batches {
-			c.exchange(context.Background(), b)
+		// The receiver: an extra answer at once, then, once it has read
+		// the request, the answer to it.
+		server.Write([]byte("extra"))
+		buf := make([]byte, 7)
+		if _, err := io.ReadFull(server, buf); err == nil {
+			server.Write([]byte("answer"))
 		}
 	}()
-	return func() { <-done }
+	buf := make([]byte, 16)
+	var w watch
+	stale := func() bool { w.gotFirstByte(); return w.stale.Load() }
+	w.gotConn(httptrace.GotConnInfo{Conn: c, Reused: true})
+	if n, _ := c.Read(buf); string(buf[:n]) != "extra" || !stale() {
+		t.Fatalf("read %q before the request; stale %v, want true", buf[:n], stale())
+	}
+	if _, err := c.Write([]byte("request")); err != nil {
+		t.Fatal(err)
+	}
+	if !stale() {
+		t.Error("the request is written, nothing read since: want stale")
+	}
+	if n, _ := c.Read(buf); string(buf[:n]) != "answer" || stale() {
+		t.Errorf("read %q after the request; stale %v, want false", buf[:n], stale())
+	}
+	// The next request on the connection starts over.
+	w.gotConn(httptrace.GotConnInfo{Conn: c, Reused: true})
+	if !stale() {
+		t.Error("a new request that read nothing: want stale")
+	}
 }

@@ -39,9 +39,12 @@ func secretKey(secret string) ([]byte, error) {
 
 // Sign sets the Standard Webhooks headers of a delivery of body, the event
 // msgID, at time at: webhook-id, webhook-timestamp and webhook-signature
-// ("v1," and the base64 HMAC-SHA256 of "id.timestamp.body").
-func Sign(h http.Header, secret, msgID string, at time.Time, body []byte) error {
-	s, err := newSigner(secret)
+// ("v1," and the base64 HMAC-SHA256 of "id.timestamp.body"). secrets may
+// be several, space-separated (store.Webhook.SigningSecrets): then the
+// header carries one signature per secret, space-separated, as the
+// specification allows during a rotation.
+func Sign(h http.Header, secrets, msgID string, at time.Time, body []byte) error {
+	s, err := newSigner(secrets)
 	if err != nil {
 		return err
 	}
@@ -49,19 +52,26 @@ func Sign(h http.Header, secret, msgID string, at time.Time, body []byte) error 
 	return nil
 }
 
-// signer signs with one secret. Its key is decoded once, and its HMACs are
-// reused: after the first, an HMAC starts from the key's saved state
-// instead of hashing the padded key again.
+// signer signs with one secret or more. Their keys are decoded once, and
+// their HMACs are reused: after the first, an HMAC starts from the key's
+// saved state instead of hashing the padded key again.
 type signer struct {
-	macs sync.Pool
+	macs []*sync.Pool
 }
 
-func newSigner(secret string) (*signer, error) {
-	key, err := secretKey(secret)
-	if err != nil {
-		return nil, err
+func newSigner(secrets string) (*signer, error) {
+	s := &signer{}
+	for _, secret := range strings.Fields(secrets) {
+		key, err := secretKey(secret)
+		if err != nil {
+			return nil, err
+		}
+		s.macs = append(s.macs, &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }})
 	}
-	return &signer{macs: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}, nil
+	if len(s.macs) == 0 {
+		return nil, errors.New("webhooks: the webhook has no signing secret")
+	}
+	return s, nil
 }
 
 // Canonical names of the headers of a delivery: set in the map as they
@@ -80,18 +90,23 @@ func (s *signer) sign(h http.Header, msgID string, at time.Time, body []byte) {
 	h[hdrSignature] = []string{string(s.signature(nil, msgID, ts, body))}
 }
 
-// signature appends webhook-signature's value: "v1," and the base64
-// HMAC-SHA256 of "id.timestamp.body".
+// signature appends webhook-signature's value: for each secret, "v1," and
+// the base64 HMAC-SHA256 of "id.timestamp.body", space-separated.
 func (s *signer) signature(b []byte, msgID string, ts, body []byte) []byte {
-	mac := s.macs.Get().(hash.Hash)
-	mac.Reset()
-	mac.Write([]byte(msgID))
-	mac.Write([]byte{'.'})
-	mac.Write(ts)
-	mac.Write([]byte{'.'})
-	mac.Write(body)
-	var sum [sha256.Size]byte
-	b = base64.StdEncoding.AppendEncode(append(b, "v1,"...), mac.Sum(sum[:0]))
-	s.macs.Put(mac)
+	for i, macs := range s.macs {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		mac := macs.Get().(hash.Hash)
+		mac.Reset()
+		mac.Write([]byte(msgID))
+		mac.Write([]byte{'.'})
+		mac.Write(ts)
+		mac.Write([]byte{'.'})
+		mac.Write(body)
+		var sum [sha256.Size]byte
+		b = base64.StdEncoding.AppendEncode(append(b, "v1,"...), mac.Sum(sum[:0]))
+		macs.Put(mac)
+	}
 	return b
 }

@@ -11,45 +11,72 @@ import (
 	"time"
 )
 
-// refused says why an address may not receive webhooks, or "" when it may.
-// Destinations inside the service's own network (loopback, private,
-// link-local, multicast, unspecified) are refused so that a webhook cannot
-// make the service reach what only it can reach.
+// refused says why an address may not receive webhooks, or "" when it may:
+// so that a webhook cannot make the service reach what only it can reach,
+// or what a tunnel or translator would take there.
 func refused(ip netip.Addr) string {
-	ip = ip.Unmap()
-	switch {
-	case ip.IsLoopback():
-		return "a loopback address"
-	case ip.IsPrivate():
-		return "a private address"
-	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
-		return "a link-local address"
-	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
-		return "a multicast address"
-	case ip.IsUnspecified():
-		return "the unspecified address"
-	case isSharedOrReserved(ip):
-		return "a reserved address"
+	// An IPv4-mapped address is dialled as the IPv4 one; a zone (an
+	// interface's name) would make no prefix contain the address.
+	ip = ip.Unmap().WithZone("")
+	if !ip.IsValid() {
+		return "not an IP address"
+	}
+	for _, r := range notGlobal {
+		if r.prefix.Contains(ip) {
+			return r.why
+		}
 	}
 	return ""
 }
 
-// reservedPrefixes are further ranges no public receiver lives in:
-// carrier-grade NAT, the benchmark nets, and IPv4's reserved block.
-var reservedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("0.0.0.0/8"),
-}
-
-func isSharedOrReserved(ip netip.Addr) bool {
-	for _, p := range reservedPrefixes {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
+// notGlobal are the destinations refused: every entry of IANA's IPv4 and
+// IPv6 Special-Purpose Address Registries (RFC 6890) not marked globally
+// reachable, with multicast, the deprecated site-local and IPv4-compatible
+// blocks, and the prefixes that embed an IPv4 address a translator or
+// relay would reach (NAT64's 64:ff9b::/96, 6to4, Teredo) although the
+// registry marks some of them reachable. The few globally reachable
+// entries inside refused blocks (anycast of 192.0.0.0/24 and 2001::/23,
+// ORCHIDv2, AMT) are not webhook receivers. The first match names the
+// reason, so narrower entries come first.
+var notGlobal = []struct {
+	prefix netip.Prefix
+	why    string
+}{
+	// IPv4
+	{netip.MustParsePrefix("0.0.0.0/32"), "the unspecified address"},
+	{netip.MustParsePrefix("0.0.0.0/8"), `a reserved address ("this network")`},
+	{netip.MustParsePrefix("10.0.0.0/8"), "a private address"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a reserved address (shared, carrier-grade NAT)"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "a private address"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "a reserved address (IETF protocol assignments)"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "a reserved address (documentation)"},
+	{netip.MustParsePrefix("192.88.99.0/24"), "a reserved address (6to4 relay anycast, deprecated)"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "a private address"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "a reserved address (benchmarking)"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "a reserved address (documentation)"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "a reserved address (documentation)"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"}, // and 255.255.255.255, broadcast
+	// IPv6
+	{netip.MustParsePrefix("::1/128"), "a loopback address"},
+	{netip.MustParsePrefix("::/128"), "the unspecified address"},
+	{netip.MustParsePrefix("::/96"), "a reserved address (IPv4-compatible, deprecated)"},
+	{netip.MustParsePrefix("64:ff9b::/96"), "a reserved address (NAT64, IPv4 translation)"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "a reserved address (local IPv4 translation)"},
+	{netip.MustParsePrefix("100::/64"), "a reserved address (discard-only)"},
+	{netip.MustParsePrefix("100:0:0:1::/64"), "a reserved address (dummy prefix)"},
+	{netip.MustParsePrefix("2001::/32"), "a reserved address (Teredo)"},
+	{netip.MustParsePrefix("2001::/23"), "a reserved address (IETF protocol assignments)"},
+	{netip.MustParsePrefix("2001:db8::/32"), "a reserved address (documentation)"},
+	{netip.MustParsePrefix("2002::/16"), "a reserved address (6to4)"},
+	{netip.MustParsePrefix("3fff::/20"), "a reserved address (documentation)"},
+	{netip.MustParsePrefix("5f00::/16"), "a reserved address (segment routing)"},
+	{netip.MustParsePrefix("fc00::/7"), "a private address (unique local)"},
+	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
+	{netip.MustParsePrefix("fec0::/10"), "a reserved address (site-local, deprecated)"},
+	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
 }
 
 // Policy is who may receive webhooks: AllowPrivate lifts the address

@@ -81,7 +81,7 @@ func (s *Server) listWebhooks(c echo.Context) error {
 	return listPage(func(ctx context.Context, p store.Page) ([]store.Webhook, int64, error) {
 		ws, next, err := s.store.Webhooks(ctx, p)
 		for i := range ws {
-			ws[i] = ws[i].Public()
+			ws[i] = s.webhookView(ws[i])
 		}
 		return ws, next, err
 	})(c)
@@ -92,7 +92,14 @@ func (s *Server) getWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return respond(c, http.StatusOK, w.Public())
+	return respond(c, http.StatusOK, s.webhookView(w))
+}
+
+// webhookView is w as the API shows it now: without its secrets, and with
+// PreviousSecretExpiresAt only while the previous secret still signs.
+func (s *Server) webhookView(w store.Webhook) store.Webhook {
+	w.ExpirePreviousSecret(s.now(), false)
+	return w.Public()
 }
 
 // webhookAt is the endpoint the path's id names.
@@ -119,7 +126,9 @@ func (s *Server) updateWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	now := s.now()
 	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
+		w.ExpirePreviousSecret(now, false)
 		given(&w.URL, in.URL)
 		given(&w.Events, in.Events)
 		given(&w.Description, in.Description)
@@ -135,16 +144,23 @@ func (s *Server) updateWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return respond(c, http.StatusOK, w.Public())
+	return respond(c, http.StatusOK, s.webhookView(w))
 }
 
+// rotateWebhookSecret gives the webhook a new secret; the one it replaces
+// signs beside it for store.DefaultSecretOverlap, or until
+// expire-previous-secret. The overlap is not a parameter of the rotation:
+// a body or a query parameter would change the signature of the call in
+// clients generated from the document, and a separate call serves both
+// cases (a receiver ready sooner, a secret that leaked).
 func (s *Server) rotateWebhookSecret(c echo.Context) error {
 	secret, err := events.NewSecret()
 	if err != nil {
 		return err
 	}
+	now := s.now()
 	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
-		w.Secret = secret
+		w.RotateSecret(secret, now, store.DefaultSecretOverlap)
 		return nil
 	})
 	if err != nil {
@@ -154,9 +170,31 @@ func (s *Server) rotateWebhookSecret(c echo.Context) error {
 }
 
 // secretRotated is the answer to POST /admin/webhooks/{id}/rotate-secret,
-// with the new secret.
+// with the new secret (and never the one it replaced).
 func secretRotated(record any) (answer, error) {
-	return answerJSON(http.StatusOK, "", record.(*store.Webhook))
+	w := *record.(*store.Webhook)
+	w.PreviousSecret = ""
+	return answerJSON(http.StatusOK, "", &w)
+}
+
+// expirePreviousSecret ends a rotation's overlap: from now on only the
+// current secret signs.
+func (s *Server) expirePreviousSecret(c echo.Context) error {
+	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
+		w.ExpirePreviousSecret(s.now(), true)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return sendAnswer(c, previousSecretExpired, &w)
+}
+
+// previousSecretExpired is the answer to POST
+// /admin/webhooks/{id}/expire-previous-secret: the webhook, without
+// secrets.
+func previousSecretExpired(record any) (answer, error) {
+	return answerJSON(http.StatusOK, "", record.(*store.Webhook).Public())
 }
 
 func (s *Server) testWebhook(c echo.Context) error {
@@ -164,7 +202,7 @@ func (s *Server) testWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	e, err := store.NewEvent(store.EventWebhookTest, w.Public())
+	e, err := store.NewEvent(store.EventWebhookTest, s.webhookView(w))
 	if err != nil {
 		return err
 	}

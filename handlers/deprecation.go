@@ -47,7 +47,7 @@ func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 			h["Deprecation"] = deprecationValue
 			h["Sunset"] = sunsetValue
 			// The first Link: this runs before the handler.
-			h["Link"] = []string{to.fill(c, linkPrefix, `>; rel="successor-version"`)}
+			h["Link"] = to.value(c, linkPrefix, `>; rel="successor-version"`)
 			if !s.now().Before(sunset) {
 				return apiError(codeGone, "%s %s was removed on %s; use GET %s instead", op.Method, op.Path, sunset.Format(time.DateOnly), to.fill(c, "", ""))
 			}
@@ -90,6 +90,21 @@ func (t successorTemplate) fill(c echo.Context, prefix, suffix string) string {
 	}
 	b.WriteString(suffix)
 	return b.String()
+}
+
+// value is fill as a header value, cut from shared blocks
+// (headervalues.go): this runs on every answer of the call.
+func (t successorTemplate) value(c echo.Context, prefix, suffix string) []string {
+	parts := make([]string, 0, 8)
+	parts = append(parts, prefix)
+	for i, part := range t {
+		if i%2 == 0 {
+			parts = append(parts, part)
+		} else {
+			parts = append(parts, url.QueryEscape(c.Param(part)))
+		}
+	}
+	return headerValue(append(parts, suffix)...)
 }
 
 func specDate(op *routers.Route, ext string) (time.Time, error) {

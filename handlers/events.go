@@ -4,11 +4,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"petstore/handlers/clientkey"
 	"petstore/store"
 )
 
@@ -19,28 +21,88 @@ const heartbeat = 15 * time.Second
 // DefaultMaxStreams caps the event streams open at once on one instance.
 const DefaultMaxStreams = 1000
 
+// DefaultMaxStreamsPerClient caps the public event streams one client
+// (clientkey: an IPv4 address, an IPv6 /64) has open at once: a browser
+// tab holds one, so an office behind one address has room, and a few
+// addresses cannot take them all.
+const DefaultMaxStreamsPerClient = 20
+
+// operatorShare is the part of --max-event-streams kept for the operator's
+// GET /admin/events: the public streams may take the rest, never all.
+const operatorShare = 10 // one tenth
+
+// streamRetry is the reconnection delay a stream asks of its client (SSE
+// retry:, in milliseconds) when it ends, as Retry-After does for a refusal:
+// a shutdown or a drop does not bring every client back at once.
+const streamRetry = "retry: 5000\n"
+
 // streamWriteTimeout is how long one write to a stream may take before the
 // stream is dropped (the server's WriteTimeout would end every stream).
 const streamWriteTimeout = 30 * time.Second
 
-// streams counts the open event streams of a server.
-type streams struct{ open atomic.Int64 }
+// streams counts the open event streams of a server: in all, the public
+// ones, and the public ones per client.
+type streams struct {
+	open atomic.Int64 // read by /metrics without the lock
+
+	mu       sync.Mutex
+	public   int
+	byClient map[clientkey.Key]int
+}
 
 // Open is how many are open (the /metrics gauge).
 func (s *streams) Open() int64 { return s.open.Load() }
 
-// take counts one more stream unless limit are open; a refused one is
-// never counted, so the gauge never reads above the cap.
-func (s *streams) take(limit int64) bool {
-	for {
-		n := s.open.Load()
-		if n >= limit {
-			return false
-		}
-		if s.open.CompareAndSwap(n, n+1) {
-			return true
-		}
+// streamLimits are the caps a stream is opened under.
+type streamLimits struct {
+	total, public, perClient int
+}
+
+// take counts one more stream of client (public: of GET /events) unless a
+// cap is reached, and says which; a refused one is never counted, so the
+// gauge never reads above the cap. release undoes it.
+func (s *streams) take(l streamLimits, client clientkey.Key, public bool) (release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.open.Load() >= int64(l.total):
+		return nil, apiError(codeUnavailable, "the server has its limit of %d event streams open; retry after the seconds in Retry-After, or read the events as JSON pages", l.total)
+	case public && s.public >= l.public:
+		return nil, apiError(codeUnavailable, "the server has its limit of %d public event streams open (the rest is kept for the operator); retry after the seconds in Retry-After, or read GET /events as JSON pages", l.public)
+	case public && s.byClient[client] >= l.perClient:
+		return nil, apiError(codeRateLimited, "this client has its limit of %d event streams open; close one, or retry after the seconds in Retry-After", l.perClient)
 	}
+	s.open.Add(1)
+	if !public {
+		return func() { s.open.Add(-1) }, nil
+	}
+	s.public++
+	if s.byClient == nil {
+		s.byClient = map[clientkey.Key]int{}
+	}
+	s.byClient[client]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.open.Add(-1)
+		s.public--
+		if s.byClient[client]--; s.byClient[client] <= 0 {
+			delete(s.byClient, client)
+		}
+	}, nil
+}
+
+// streamLimits are the server's caps on streams.
+func (s *Server) streamLimits() streamLimits {
+	total := s.cfg.MaxStreams
+	if total <= 0 {
+		total = DefaultMaxStreams
+	}
+	perClient := s.cfg.MaxStreamsPerClient
+	if perClient <= 0 {
+		perClient = DefaultMaxStreamsPerClient
+	}
+	return streamLimits{total: total, public: total - total/operatorShare, perClient: perClient}
 }
 
 // wantsStream reports whether a request to an events path asks for the
@@ -122,15 +184,13 @@ func (s *Server) stream(c echo.Context, kinds []string, after store.EventID) err
 	if s.cfg.Events == nil {
 		return apiError(codeUnavailable, "this server does not stream events")
 	}
-	max := int64(s.cfg.MaxStreams)
-	if max <= 0 {
-		max = DefaultMaxStreams
-	}
-	if !s.streams.take(max) {
+	public := c.Request().URL.Path == "/events"
+	release, err := s.streams.take(s.streamLimits(), clientkey.Of(c.Request().RemoteAddr), public)
+	if err != nil {
 		c.Response().Header().Set("Retry-After", "5")
-		return apiError(codeUnavailable, "the server has its limit of %d event streams open; retry after the seconds in Retry-After, or read GET %s as JSON pages", max, c.Request().URL.Path)
+		return err
 	}
-	defer s.streams.open.Add(-1)
+	defer release()
 	ctx := c.Request().Context()
 	sub, err := s.cfg.Events.Hub().Subscribe(ctx)
 	if err != nil {
@@ -153,7 +213,7 @@ func (s *Server) stream(c echo.Context, kinds []string, after store.EventID) err
 		}
 		return rc.Flush()
 	}
-	if err := send([]byte(": events follow\n\n")); err != nil {
+	if err := send([]byte(streamRetry + ": events follow\n\n")); err != nil {
 		return nil
 	}
 	filter := store.EventFilter{Kinds: kinds}

@@ -127,6 +127,11 @@ func (s *Server) keyed(h echo.HandlerFunc, makeAnswer func(record any) (answer, 
 				return stdjson.Marshal(a)
 			},
 		}
+		if admin {
+			// The admin token seals the answer: the store keeps only its
+			// hash, so a backup cannot open it or check a guess of the key.
+			w.Credential = bearerToken(r.Header.Get(echo.HeaderAuthorization))
+		}
 		release, ok := s.keysInFlight.take(w.Scope + "\x00" + key)
 		if !ok {
 			return keyBusy(key)

@@ -319,10 +319,18 @@ func (ts *testServer) adminKeyed(method, path, body, key string) *response {
 	return ts.send(method, path, body, http.Header{"Authorization": {"Bearer " + ts.admin}, "Idempotency-Key": {key}})
 }
 
-// storedKey is what a store keeps in place of an Idempotency-Key.
+// storedKey is a hash of key, in hex.
 func storedKey(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])
+}
+
+// sealedKey is what a store keeps in place of an Idempotency-Key of the
+// admin token's: derived from the token and the key.
+func (ts *testServer) sealedKey(key string) string {
+	sum := sha256.Sum256([]byte(ts.admin))
+	w := store.IdempotentWrite{Scope: "admin:" + hex.EncodeToString(sum[:12]), Key: key, Sealed: true, Credential: ts.admin}
+	return w.StoredKey()
 }
 
 // rawStore reads what a store holds as an intruder would: held reports
@@ -356,7 +364,7 @@ func TestIdempotencyKeyAdmin(t *testing.T) {
 			// A webhook's record holds its signing secret (it signs with
 			// it): the file is searched for API key secrets and keys.
 			held:    func(t *testing.T, s string) bool { return bytes.Contains(file(t), []byte(s)) },
-			stored:  func(t *testing.T, key string) bool { return bytes.Contains(file(t), []byte(storedKey(key))) },
+			stored:  func(t *testing.T, key string) bool { return bytes.Contains(file(t), []byte(ts.sealedKey(key))) },
 			control: "deploy-bot", // the API key's name, in its record
 		}, false)
 	})
@@ -381,7 +389,7 @@ func TestIdempotencyKeyAdmin(t *testing.T) {
 					OR key = '%[1]s' OR scope LIKE '%%%[1]s%%'`, s)) > 0
 			},
 			stored: func(t *testing.T, key string) bool {
-				return count(t, fmt.Sprintf(`SELECT count(*) FROM idempotency_keys WHERE key = '%s' AND answer IS NOT NULL`, storedKey(key))) == 1
+				return count(t, fmt.Sprintf(`SELECT count(*) FROM idempotency_keys WHERE key = '%s' AND answer IS NOT NULL`, ts.sealedKey(key))) == 1
 			},
 			control: "admin:", // the scope of the admin token's keys
 		}, true)
@@ -493,7 +501,8 @@ func testAdminKeys(t *testing.T, ts *testServer, raw rawStore, rawHooks bool) {
 	ts.adminKeyed("POST", "/admin/domains/shop.example.test/verify", "", kVerify).wantReplayOf(verified)
 	ts.adminKeyed("POST", "/admin/domains/api.example.test/verify", "", kVerify).wantError(422, store.EIDEMPOTENCYREUSED)
 
-	// What the store holds: every answer, under a hash of its key, and
+	// What the store holds: every answer, under a key derived from its key
+	// and the admin token, and
 	// neither a secret nor a key in clear.
 	for _, k := range []string{kKey, kHook, kRotate, kTest, kRetry, kDomain, kVerify} {
 		if !raw.stored(t, k) {

@@ -40,14 +40,15 @@ func newInFlight(max, perClient int) *inFlight {
 func (f *inFlight) take(k clientkey.Key) (limit string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	n := f.counts[k] // one lookup and one store: this runs on every request
 	switch {
 	case f.total >= f.max:
 		return "the server is at its limit of requests in flight"
-	case f.perClient > 0 && f.counts[k] >= f.perClient:
+	case f.perClient > 0 && n >= f.perClient:
 		return "this client is at its limit of requests in flight"
 	}
 	f.total++
-	f.counts[k]++
+	f.counts[k] = n + 1
 	return ""
 }
 
@@ -55,7 +56,9 @@ func (f *inFlight) release(k clientkey.Key) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.total--
-	if f.counts[k]--; f.counts[k] <= 0 {
+	if n := f.counts[k] - 1; n > 0 {
+		f.counts[k] = n
+	} else {
 		delete(f.counts, k)
 	}
 }

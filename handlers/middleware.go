@@ -24,23 +24,33 @@ import (
 // is a short plain token (so a caller can trace its request), else a new one.
 func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		id := c.Request().Header.Get(echo.HeaderXRequestID)
-		if !plainToken(id) {
-			id = newRequestID()
+		var v []string
+		if id := c.Request().Header[echo.HeaderXRequestID]; len(id) > 0 && plainToken(id[0]) {
+			v = headerValue(id[0])
+		} else {
+			v = newRequestID()
 		}
-		c.Response().Header()[echo.HeaderXRequestID] = []string{id} // the key is canonical
+		c.Response().Header()[echo.HeaderXRequestID] = v // the key is canonical
 		return next(c)
 	}
 }
 
-// newRequestID returns 24 random hex digits. A request id names a request
-// in the logs and needs no secrecy: math/rand/v2's generator (ChaCha8,
-// seeded by the OS) is enough, and costs no system call.
-func newRequestID() string {
+// newRequestID returns 24 random hex digits as a header value. A request
+// id names a request in the logs and needs no secrecy: math/rand/v2's
+// generator (ChaCha8, seeded by the OS) is enough, and costs no system
+// call.
+func newRequestID() []string {
 	var b [12]byte
 	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
 	binary.LittleEndian.PutUint32(b[8:], rand.Uint32())
-	return hex.EncodeToString(b[:])
+	var digits [2 * len(b)]byte
+	hex.Encode(digits[:], b[:])
+	v := headerValuesPool.Get().(*headerValues)
+	v.begin(len(digits))
+	v.text.Write(digits[:])
+	out := v.end()
+	headerValuesPool.Put(v)
+	return out
 }
 
 func plainToken(s string) bool {
@@ -105,7 +115,11 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			s.access.Log(end, line)
 			return nil
 		}
-		s.log.LogAttrs(req.Context(), line.Level, "request", line.Attrs()...)
+		// The attributes are an allocation: made only for a handler that
+		// keeps the line (tests' and embedders' loggers often discard it).
+		if ctx := req.Context(); s.log.Enabled(ctx, line.Level) {
+			s.log.LogAttrs(ctx, line.Level, "request", line.Attrs()...)
+		}
 		return nil
 	}
 }

@@ -82,6 +82,7 @@ func (s *Server) routes(validate bool) error {
 		{http.MethodPatch, "/admin/webhooks/:id", s.updateWebhook},
 		{http.MethodDelete, "/admin/webhooks/:id", deleteByID("id", s.store.DeleteWebhook)},
 		{http.MethodPost, "/admin/webhooks/:id/rotate-secret", s.idempotentAdmin(s.rotateWebhookSecret, secretRotated)},
+		{http.MethodPost, "/admin/webhooks/:id/expire-previous-secret", s.idempotentAdmin(s.expirePreviousSecret, previousSecretExpired)},
 		{http.MethodPost, "/admin/webhooks/:id/test", s.idempotentAdmin(s.testWebhook, testRecorded)},
 		{http.MethodGet, "/admin/webhooks/:id/deliveries", s.listDeliveries},
 		{http.MethodPost, "/admin/webhooks/:id/deliveries/:deliveryId/retry", s.idempotentAdmin(s.retryDelivery, retryScheduled)},

@@ -93,6 +93,10 @@ type Config struct {
 	// MaxStreams caps the event streams open at once; 0 means
 	// DefaultMaxStreams.
 	MaxStreams int
+	// MaxStreamsPerClient caps the public event streams of one client
+	// address; 0 means DefaultMaxStreamsPerClient. A tenth of MaxStreams
+	// is kept for the operator's GET /admin/events.
+	MaxStreamsPerClient int
 	// Prepared is what Prepare(Spec) returned, for a process that prepared
 	// it before its store was open; nil: New prepares it.
 	Prepared *Prepared

@@ -41,6 +41,8 @@ const (
 	EventAPIKeyRevoked   = "apikey.revoked"
 	EventWebhookDisabled = "webhook.disabled"
 	EventWebhookTest     = "webhook.test"
+
+	EventStoreRestored = "store.restored"
 )
 
 // EventTypes lists every type a subscription may name, in the order the
@@ -53,12 +55,15 @@ var EventTypes = []string{
 	EventDomainAdded, EventDomainOwned, EventDomainVerified, EventDomainMoved, EventDomainRemoved,
 	EventCertIssued, EventCertRenewed, EventCertFailed, EventCertExpiring, EventCertExpired,
 	EventAPIKeyCreated, EventAPIKeyRevoked, EventWebhookDisabled, EventWebhookTest,
+	EventStoreRestored,
 }
 
 // PublicEventKinds are the kinds (the part of a type before the dot) of the
 // public API's events, which GET /events carries; every other kind is an
 // administration event (GET /admin/events).
-var PublicEventKinds = []string{"pet", "category", "order", "inventory"}
+// store.restored is among them: it says which of those events were
+// rolled back.
+var PublicEventKinds = []string{"pet", "category", "order", "inventory", "store"}
 
 // AdminEventKinds are the kinds GET /admin/events carries.
 var AdminEventKinds = []string{"domain", "certificate", "apikey", "webhook"}
@@ -265,6 +270,12 @@ type Webhook struct {
 	// Secret signs deliveries (Standard Webhooks' whsec_ form). The API
 	// shows it only when it is made.
 	Secret string `json:"secret,omitempty"`
+	// PreviousSecret is the secret a rotation replaced: deliveries carry
+	// its signature too until PreviousSecretExpiresAt, so that a receiver
+	// that has not yet been given the new secret keeps verifying. The API
+	// never shows it (Public).
+	PreviousSecret          string     `json:"previousSecret,omitempty"`
+	PreviousSecretExpiresAt *time.Time `json:"previousSecretExpiresAt,omitempty"`
 }
 
 // Subscribes reports whether the webhook takes events of type typ.

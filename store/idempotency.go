@@ -23,15 +23,20 @@ import (
 // headers and body) is the caller's business: the store keeps bytes.
 //
 // An answer may carry a secret that is otherwise kept only as a hash (a
-// new API key's). A write that says so (Sealed) has its answer kept under
-// a hash of the key (StoredKey), sealed with AES-256-GCM under a key
-// derived by HKDF-SHA256 from the Idempotency-Key and its scope (Keep,
-// Replay): someone who reads the database or a backup learns neither the
-// key nor the answer, and only a client that sends the key again can open
-// it. Other answers are kept as they are, under the key: they hold nothing
-// the store does not hold in clear anyway, and a hashed key would make
-// each keyed create a random insert into bbolt's tree of kept answers
-// instead of an append (measured: twice the CPU of a keyed create).
+// new API key's, a webhook's signing secret). A write that says so
+// (Sealed) has its answer sealed with AES-256-GCM, kept under a lookup
+// key (StoredKey), both derived by HKDF-SHA256 from the credential that
+// sent the request (Credential: the admin token, which no store keeps but
+// as a hash), the Idempotency-Key and its scope. A guessable
+// Idempotency-Key ("42") is thus no way in: someone who reads the
+// database or a backup, without the admin token, can neither find which
+// row a guess names nor open an answer, and a guess costs a guess of the
+// token. A retry sends both again, on any instance and after any restart,
+// so answers need no secret of the server's. Other answers are kept as
+// they are, under the key: they hold nothing the store does not hold in
+// clear anyway, and a hashed key would make each keyed create a random
+// insert into bbolt's tree of kept answers instead of an append
+// (measured: twice the CPU of a keyed create).
 
 // Error codes of Idempotency-Key.
 const (
@@ -62,10 +67,14 @@ type IdempotentWrite struct {
 	// the request (a hash of its method, path and body).
 	Scope, Key  string
 	Fingerprint []byte
-	// Sealed keeps the answer sealed, under a hash of the key: for answers
-	// that may hold a secret. Every write of one scope must say the same,
-	// so that one key is one row whatever the operation.
+	// Sealed keeps the answer sealed, under a key derived from Credential
+	// and Key: for answers that may hold a secret. Every write of one scope
+	// must say the same, so that one key is one row whatever the operation.
 	Sealed bool
+	// Credential is the secret the request authenticated with, which the
+	// store keeps only as a hash; a sealed answer's keys are derived from
+	// it. A sealed write without one is refused.
+	Credential string
 	// TTL is how long the answer is kept.
 	TTL time.Duration
 	// Answer makes the answer to keep from the record the write stored (a
@@ -151,12 +160,15 @@ func (w *IdempotentWrite) Keep(record any, now time.Time) (KeptAnswer, error) {
 	if !w.Sealed {
 		return KeptAnswer{Fingerprint: w.Fingerprint, Answer: answer, CreatedAt: now, ExpiresAt: now.Add(w.TTL)}, nil
 	}
+	if w.Credential == "" {
+		return KeptAnswer{}, errNoCredential
+	}
 	aead, err := w.aead()
 	if err != nil {
 		return KeptAnswer{}, err
 	}
 	sealed := make([]byte, 1+nonceSize, 1+nonceSize+len(answer)+aead.Overhead())
-	sealed[0] = sealedV1
+	sealed[0] = sealedV2
 	if _, err := rand.Read(sealed[1:]); err != nil {
 		return KeptAnswer{}, err
 	}
@@ -174,7 +186,7 @@ func (w *IdempotentWrite) open(k KeptAnswer) (KeptAnswer, error) {
 		return KeptAnswer{}, err
 	}
 	s := k.Answer
-	if len(s) < 1+nonceSize || s[0] != sealedV1 {
+	if len(s) < 1+nonceSize || s[0] != sealedV2 {
 		return KeptAnswer{}, errKeptUnreadable
 	}
 	open, err := aead.Open(nil, s[1:1+nonceSize], s[1+nonceSize:], w.additional())
@@ -186,19 +198,21 @@ func (w *IdempotentWrite) open(k KeptAnswer) (KeptAnswer, error) {
 }
 
 // StoredKey is what a store keeps in place of w's key: the key, or, for a
-// sealed answer, its SHA-256 in hex (the key opens the answer).
+// sealed answer, the hex of a lookup key derived with the seal's (see
+// keys), which says nothing of the key without the credential.
 func (w *IdempotentWrite) StoredKey() string {
 	if !w.Sealed {
 		return w.Key
 	}
-	sum := sha256.Sum256([]byte(w.Key))
-	return hex.EncodeToString(sum[:])
+	lookup, _ := w.keys()
+	return hex.EncodeToString(lookup)
 }
 
-// The form of a sealed answer: sealedV1, the nonce, then AES-256-GCM's
-// ciphertext and tag.
+// The form of a sealed answer: its version, the nonce, then AES-256-GCM's
+// ciphertext and tag. Version 1 was keyed by the Idempotency-Key alone
+// and stored under its plain SHA-256; it is no longer written or read.
 const (
-	sealedV1  = 1
+	sealedV2  = 2
 	nonceSize = 12
 )
 
@@ -206,14 +220,25 @@ const (
 // was damaged (or written by something else).
 var errKeptUnreadable = errors.New("the answer kept for this Idempotency-Key cannot be read; it may be damaged")
 
-// aead is the cipher of w's answers: its key is derived from the
-// Idempotency-Key itself, salted with the scope, so that a database that
-// holds only StoredKey cannot open them.
-func (w *IdempotentWrite) aead() (cipher.AEAD, error) {
-	key, err := hkdf.Key(sha256.New, []byte(w.Key), []byte(w.Scope), "petstore idempotency answer v1", 32)
+// errNoCredential: a sealed answer derives its keys from the credential,
+// and is never kept under the Idempotency-Key alone.
+var errNoCredential = errors.New("idempotency: a sealed answer needs the request's credential")
+
+// keys derives a sealed answer's lookup key (StoredKey) and cipher key
+// from the credential, salted with the scope, for the Idempotency-Key:
+// a database that holds neither the credential nor the key finds nothing
+// to check a guess of either against.
+func (w *IdempotentWrite) keys() (lookup, seal []byte) {
+	k, err := hkdf.Key(sha256.New, []byte(w.Credential), []byte(w.Scope), "petstore idempotency answer v2\x00"+w.Key, 64)
 	if err != nil {
-		return nil, err
+		panic(err) // only for a length HKDF-SHA256 cannot give
 	}
+	return k[:32], k[32:]
+}
+
+// aead is the cipher of w's answers.
+func (w *IdempotentWrite) aead() (cipher.AEAD, error) {
+	_, key := w.keys()
 	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err

@@ -11,11 +11,13 @@ import (
 // opens only for its own key, scope and request, and a changed byte is
 // refused. Two keeps of one answer differ (a fresh nonce each).
 func TestKeptAnswersAreSealed(t *testing.T) {
+	const adminToken = "pat_an-admin-token-of-at-least-32-characters"
 	const secret = "psk_the-secret-of-a-new-api-key"
 	write := func(scope, key, fingerprint string) *IdempotentWrite {
 		return &IdempotentWrite{
 			Scope: scope, Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true,
-			Answer: func(any) ([]byte, error) { return []byte(`{"secret":"` + secret + `"}`), nil },
+			Credential: adminToken,
+			Answer:     func(any) ([]byte, error) { return []byte(`{"secret":"` + secret + `"}`), nil },
 		}
 	}
 	w := write("admin:1", "0f8a4c1e-8d3b-4f5e-9a61-2b7c9d0e4f13", "fp")
@@ -46,6 +48,7 @@ func TestKeptAnswersAreSealed(t *testing.T) {
 	for name, other := range map[string]*IdempotentWrite{
 		"another scope": write("admin:2", w.Key, "fp"),
 		"another key":   write("admin:1", w.Key+"x", "fp"),
+		"another token": func() *IdempotentWrite { o := write("admin:1", w.Key, "fp"); o.Credential += "x"; return o }(),
 	} {
 		if _, err := other.Replay(k); err != errKeptUnreadable {
 			t.Errorf("%s: %v, want %v", name, err, errKeptUnreadable)

@@ -21,10 +21,45 @@ func Routes(e *Event, to int64, w *Webhook) bool {
 }
 
 // Public is the webhook as the API shows it after it was made: without its
-// secret.
+// secrets (when a previous secret still signs, only until when).
 func (w Webhook) Public() Webhook {
-	w.Secret = ""
+	w.Secret, w.PreviousSecret = "", ""
 	return w
+}
+
+// DefaultSecretOverlap is how long a rotated-out secret keeps signing
+// when the rotation does not say: long enough for a receiver's deploy.
+const DefaultSecretOverlap = 24 * time.Hour
+
+// RotateSecret gives w the signing secret secret at now; the one it
+// replaces keeps signing for overlap (none when overlap is 0). A secret
+// rotated out earlier is dropped: two secrets sign at most.
+func (w *Webhook) RotateSecret(secret string, now time.Time, overlap time.Duration) {
+	w.PreviousSecret, w.PreviousSecretExpiresAt = "", nil
+	if overlap > 0 && w.Secret != "" {
+		until := now.Add(overlap).UTC().Truncate(time.Second)
+		w.PreviousSecret, w.PreviousSecretExpiresAt = w.Secret, &until
+	}
+	w.Secret = secret
+}
+
+// ExpirePreviousSecret drops w's previous secret if it has expired at now
+// (or, with force, at once): from then on only the current secret signs.
+func (w *Webhook) ExpirePreviousSecret(now time.Time, force bool) {
+	if force || w.PreviousSecretExpiresAt == nil || !now.Before(*w.PreviousSecretExpiresAt) {
+		w.PreviousSecret, w.PreviousSecretExpiresAt = "", nil
+	}
+}
+
+// SigningSecrets are the secrets w's deliveries are signed with at now,
+// space-separated, the current one first: the previous one too while its
+// overlap lasts (Standard Webhooks lets a delivery carry several
+// signatures; a receiver accepts it when one of them verifies).
+func (w *Webhook) SigningSecrets(now time.Time) string {
+	if w.PreviousSecret != "" && w.PreviousSecretExpiresAt != nil && now.Before(*w.PreviousSecretExpiresAt) {
+		return w.Secret + " " + w.PreviousSecret
+	}
+	return w.Secret
 }
 
 // ApplyOutcome records an attempt's outcome on its delivery and on its
@@ -68,6 +103,21 @@ func ManualRetry(d *Delivery, at time.Time) Delivery {
 	r.Attempt = 1
 	r.Manual = true
 	return r
+}
+
+// EndsSchedule reports whether outcome o of delivery d ends the schedule
+// of d's event for d's webhook: an operator's retry that succeeded. The
+// scheduled attempt still pending would send the event again; it is
+// deleted (InSchedule says which). One that failed leaves it.
+func EndsSchedule(d *Delivery, o Outcome) bool {
+	return d.Manual && o.Succeeded
+}
+
+// InSchedule reports whether pending delivery p is a scheduled attempt of
+// the event and webhook of d (an operator's other retries are not).
+func InSchedule(p, d *Delivery) bool {
+	return p.ID != d.ID && p.WebhookID == d.WebhookID && p.EventID == d.EventID &&
+		p.State == DeliveryPending && !p.Manual
 }
 
 // EventPruned answers a retry of a delivery whose event is no longer kept.

@@ -2,7 +2,9 @@
 // customers delegate their ACME DNS-01 challenges to: it answers TXT for
 // <label>.<zone> from the store, so that every instance answers the same,
 // the zone's own SOA and NS, REFUSED for every other name, and it limits
-// its answers per source network so that it cannot be used to amplify.
+// its answers per source network so that it cannot be used to amplify,
+// and the TCP connections it holds, so that they cannot take the
+// process's descriptors.
 package acmedns
 
 import (
@@ -69,7 +71,18 @@ type Config struct {
 	// Timeout bounds the store read behind an answer; zero means 2 s. A
 	// store that does not answer in time gets SERVFAIL.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// MaxTCPConns and MaxTCPConnsPerNetwork cap the TCP connections open
+	// at once, in all and per source network, counted from their accept;
+	// zero means DefaultMaxTCPConns and DefaultMaxTCPConnsPerNetwork. One
+	// over a cap is closed at once. UDP is not affected.
+	MaxTCPConns           int
+	MaxTCPConnsPerNetwork int
+	// ReadTimeout is how long a query may take to arrive: over UDP, and
+	// over TCP from the accept (a connection that sends nothing, or sends
+	// it slowly, is closed then); zero means 2 s. A TCP connection idle
+	// after an answer is closed after IdleTimeout, zero meaning 5 s.
+	ReadTimeout, IdleTimeout time.Duration
+	Logger                   *slog.Logger
 }
 
 // Server answers DNS questions for the zone.
@@ -98,6 +111,10 @@ func New(cfg Config) (*Server, error) {
 	cfg.Rate = cmp.Or(cfg.Rate, DefaultRate)
 	cfg.Burst = cmp.Or(cfg.Burst, DefaultBurst)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 2*time.Second)
+	cfg.MaxTCPConns = cmp.Or(cfg.MaxTCPConns, DefaultMaxTCPConns)
+	cfg.MaxTCPConnsPerNetwork = cmp.Or(cfg.MaxTCPConnsPerNetwork, DefaultMaxTCPConnsPerNetwork)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, 2*time.Second)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 5*time.Second)
 	s := &Server{zone: dns.Fqdn(zone), db: cfg.Store, cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), limiters: map[netip.Prefix]*rate.Limiter{}}
 	nss := cfg.Nameservers
 	if len(nss) == 0 {
@@ -233,20 +250,8 @@ func DeleteTXT(ctx context.Context, kv Store, label string) error {
 
 // allow spends one answer of the source network's allowance.
 func (s *Server) allow(addr net.Addr) bool {
-	var ip netip.Addr
-	switch a := addr.(type) {
-	case *net.UDPAddr:
-		ip, _ = netip.AddrFromSlice(a.IP)
-	case *net.TCPAddr:
-		ip, _ = netip.AddrFromSlice(a.IP)
-	}
-	ip = ip.Unmap()
-	bits := 24
-	if ip.Is6() {
-		bits = 56
-	}
-	network, err := ip.Prefix(bits)
-	if err != nil {
+	network, ok := sourceNetwork(addr)
+	if !ok {
 		return false
 	}
 	s.mu.Lock()
@@ -290,10 +295,15 @@ func (s *Server) Start(addr string) (udp, tcp net.Addr, err error) {
 // place, for example): pc and ln are the UDP and TCP sockets of one port.
 func (s *Server) Serve(pc net.PacketConn, ln net.Listener) (udp, tcp net.Addr, err error) {
 	addr := ln.Addr().String()
-	// A TCP client that sends nothing is dropped at the read timeout.
+	// A TCP client that sends nothing is dropped at the read timeout, and
+	// the connections held open at once are capped (limits.go).
+	capped := newCapListener(ln, s.cfg.MaxTCPConns, s.cfg.MaxTCPConnsPerNetwork)
 	servers := []*dns.Server{
-		{PacketConn: pc, Handler: s, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second},
-		{Listener: ln, Handler: s, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, IdleTimeout: func() time.Duration { return 5 * time.Second }},
+		{PacketConn: pc, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: 2 * time.Second},
+		{Listener: capped, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: 2 * time.Second, IdleTimeout: func() time.Duration { return s.cfg.IdleTimeout }},
+	}
+	for _, srv := range servers {
+		srv.MsgAcceptFunc, srv.DecorateWriter = acceptMsg, s.limitWrites
 	}
 	s.mu.Lock()
 	s.servers = append(s.servers, servers...)

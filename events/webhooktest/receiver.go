@@ -27,10 +27,24 @@ type Event struct {
 
 // Delivery is one request a receiver accepted, its signature verified.
 type Delivery struct {
-	// ID and Timestamp are the webhook-id and webhook-timestamp headers,
-	// Body the request's body.
-	ID, Timestamp, Body string
-	Event               Event
+	// ID, Timestamp and Signature are the webhook-id, webhook-timestamp
+	// and webhook-signature headers, Body the request's body.
+	ID, Timestamp, Signature, Body string
+	Event                          Event
+}
+
+// VerifiedBy reports whether d verifies with secret, as a receiver that
+// holds only that secret would judge it (the timestamp's freshness aside).
+func (d Delivery) VerifiedBy(secret string) error {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		return err
+	}
+	h := http.Header{}
+	h.Set("webhook-id", d.ID)
+	h.Set("webhook-timestamp", d.Timestamp)
+	h.Set("webhook-signature", d.Signature)
+	return wh.VerifyIgnoringTimestamp([]byte(d.Body), h)
 }
 
 // Options say how a receiver judges and answers deliveries.
@@ -126,7 +140,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json" {
 		r.refuse(body, fmt.Errorf("a delivery sent as %s %s", req.Method, req.Header.Get("Content-Type")))
 	}
-	d := Delivery{ID: req.Header.Get("webhook-id"), Timestamp: req.Header.Get("webhook-timestamp"), Body: string(body)}
+	d := Delivery{ID: req.Header.Get("webhook-id"), Timestamp: req.Header.Get("webhook-timestamp"), Signature: req.Header.Get("webhook-signature"), Body: string(body)}
 	if err := json.Unmarshal(body, &d.Event); err != nil || d.Event.ID != d.ID {
 		r.refuse(body, fmt.Errorf("delivery %s (webhook-id %s): %v", body, d.ID, err))
 	}

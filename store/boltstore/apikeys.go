@@ -69,6 +69,9 @@ func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 	db.keysMu.Lock()
 	delete(db.keys, hash)
 	db.keysMu.Unlock()
+	// Beside the file, where putting back a backup cannot undo it.
+	db.marks.Revoke(store.Revocation{SHA256: hash[:], KeyID: id, RevokedAt: db.now().UTC()})
+	db.observeMarks()
 	return nil
 }
 

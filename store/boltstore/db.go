@@ -83,6 +83,15 @@ type DB struct {
 
 	// The webhook deliveries this process is attempting (webhooks.go).
 	deliveryLeases leases
+
+	// The restore marks, kept beside the file (restore.go): what its open
+	// found rolled back, the latest failure to save them, and the
+	// goroutine that keeps them up with the file.
+	marks     *store.Marks
+	restored  *store.Restored
+	marksErr  atomic.Pointer[error]
+	marksStop chan struct{}
+	marksDone chan struct{}
 }
 
 // Bucket names. Entity buckets map an 8-byte big-endian id to the entity's
@@ -164,6 +173,12 @@ func Open(path string, opts store.Options) (*DB, error) {
 		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	if err := db.openMarks(); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.marksStop, db.marksDone = make(chan struct{}), make(chan struct{})
+	go db.followMarks(db.marksStop, db.marksDone)
 	go db.committer()
 	return db, nil
 }
@@ -175,6 +190,9 @@ func (db *DB) init() error {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
+		}
+		if err := forgetWeaklySealed(tx); err != nil {
+			return err
 		}
 		return clearCertLocks(tx)
 	})
@@ -203,6 +221,14 @@ func (db *DB) Close() error {
 	}
 	db.closeMu.Unlock()
 	<-db.committed
+	db.closeMu.Lock()
+	if db.marksStop != nil {
+		close(db.marksStop)
+		<-db.marksDone
+		db.marksStop = nil
+		db.observeMarks()
+	}
+	db.closeMu.Unlock()
 	if stuck := db.stuck.Load(); stuck != nil {
 		// bbolt's Close would wait for the writer lock forever.
 		return fmt.Errorf("store: %s left open: %w", db.path, *stuck)

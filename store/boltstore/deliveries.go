@@ -220,6 +220,11 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 					return err
 				}
 			}
+			if store.EndsSchedule(&r.Delivery, f.Outcome) {
+				if err := endSchedule(tx, &r.Delivery); err != nil {
+					return err
+				}
+			}
 			if f.Outcome.Disable != "" && wasEnabled {
 				if err := db.emit(tx, store.EventWebhookDisabled, w[1].Public()); err != nil {
 					return err
@@ -235,6 +240,33 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 		}
 		return nil
 	})
+}
+
+// endSchedule deletes the scheduled attempts still pending of d's event
+// to d's webhook. The due index is the only one of pending deliveries:
+// it is read through, keys only but for d's webhook's, which is the cost
+// of an operator's retry that succeeded, a rare act.
+func endSchedule(tx *bolt.Tx, d *store.Delivery) error {
+	var ids []int64
+	c := tx.Bucket(bktDeliveriesDue).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if len(k) != 24 || btoi(k[8:16]) != d.WebhookID || btoi(k[16:]) == d.ID {
+			continue
+		}
+		r, err := getDelivery(tx, btoi(k[16:]))
+		if err != nil {
+			return corrupt(err)
+		}
+		if store.InSchedule(&r.Delivery, d) {
+			ids = append(ids, r.ID)
+		}
+	}
+	for _, id := range ids {
+		if err := deleteDelivery(tx, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Deliveries lists a webhook's deliveries, newest first.

@@ -172,3 +172,29 @@ func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 	})
 	return removed, err
 }
+
+// forgetWeaklySealed deletes the admin answers an older version sealed
+// under the Idempotency-Key alone (store.IdempotentWrite's version 1),
+// which a copy of the file could open by guessing the key: they can no
+// longer be found anyway. Admin keys sort together, and are few.
+func forgetWeaklySealed(tx *bolt.Tx) error {
+	b, idx := tx.Bucket(bktKept), tx.Bucket(bktKeptByExpiry)
+	prefix := []byte("admin:")
+	var gone [][]byte
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if kept, err := decodeKept(v); err == nil && len(kept.Answer) > 0 && kept.Answer[0] == 1 {
+			gone = append(gone, binary.BigEndian.AppendUint64(nil, uint64(kept.ExpiresAt.UnixNano())))
+			gone[len(gone)-1] = append(gone[len(gone)-1], k...)
+		}
+	}
+	for _, k := range gone {
+		if err := b.Delete(k[8:]); err != nil {
+			return err
+		}
+		if err := idx.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -36,7 +36,7 @@ func BenchmarkKeyedCreate(b *testing.B) {
 						// Keys as the load benchmark sends them: a run id and a counter.
 						ctx = store.WithIdempotency(ctx, &store.IdempotentWrite{
 							Scope: "key:0123456789abcdef01234567", Key: fmt.Sprintf("lt1764201234-%d", n.Add(1)),
-							Fingerprint: fp, TTL: 24 * time.Hour, Sealed: mode == "sealed",
+							Fingerprint: fp, TTL: 24 * time.Hour, Sealed: mode == "sealed", Credential: "pat_bench-admin-token-of-32-characters",
 							Answer: func(r any) ([]byte, error) {
 								p := r.(*store.Pet)
 								return fmt.Appendf(nil, `{"status":201,"location":"/pets?id=%d","etag":"\"1\"","body":{"id":%d,"name":%q,"categoryId":%d,"status":"available"}}`,

@@ -62,3 +62,30 @@ func TestClaimOfFreshDeliveriesMatchesTheFile(t *testing.T) {
 		t.Errorf("claimed from memory:\n%+v\nfrom the file:\n%+v", fromMemory, fromFile)
 	}
 }
+
+// A rotated webhook's previous secret and its expiry survive a restart:
+// the overlap goes on signing after it.
+func TestRotatedSecretSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	w := store.Webhook{URL: "http://receiver.test/", Events: []string{"*"}, Enabled: true, Secret: "whsec_AAAA"}
+	if err := db.CreateWebhook(ctx, &w); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rotated, err := db.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error {
+		w.RotateSecret("whsec_BBBB", now, time.Hour)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db = reopenTestDB(t, db)
+	got, err := db.Webhook(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, rotated) || got.SigningSecrets(now) != "whsec_BBBB whsec_AAAA" {
+		t.Errorf("after a restart: %+v, want %+v signing with both", got, rotated)
+	}
+}

@@ -65,6 +65,7 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 		return store.APIKey{}, "", err
 	}
 	db.keys.forget()
+	db.marks.Acked(store.ResAPIKeys, k.ID)
 	return k.APIKey, secret, nil
 }
 
@@ -81,16 +82,30 @@ func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64,
 // RevokeAPIKey deletes a key; every instance refuses it once this returns
 // (CheckAPIKey).
 func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
-	return db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
-		if err == nil && tag.RowsAffected() == 0 {
+	r := store.Revocation{KeyID: id, RevokedAt: db.now().UTC()}
+	err := db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `DELETE FROM api_keys WHERE id = $1 RETURNING sha256`, id).Scan(&r.SHA256)
+		if errors.Is(err, pgx.ErrNoRows) {
 			err = store.NotFound("api key", id)
 		}
 		if err != nil {
 			return err
 		}
+		// Where the other instances read it, and keep it (restore.go).
+		if _, err := tx.Exec(ctx, `INSERT INTO revocations (sha256, key_id, revoked_at) VALUES ($1, $2, $3)
+			ON CONFLICT (sha256) DO UPDATE SET key_id = $2, revoked_at = $3, pardoned_at = NULL`, r.SHA256, id, r.RevokedAt); err != nil {
+			return err
+		}
 		return emit(tx, store.EventAPIKeyRevoked, store.DeletedData(id))
 	})
+	if err != nil {
+		return err
+	}
+	db.marks.Revoke(r)
+	if err := db.marks.Save(db.pool.name); err != nil {
+		db.log.Warn("the revocation is made, but this instance cannot keep it outside the database: a restore of an older dump would need the other instances to revoke the key again", "key", id, "err", err)
+	}
+	return nil
 }
 
 // meta reads a singleton of the meta table with unmarshal, which takes nil

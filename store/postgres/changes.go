@@ -39,6 +39,8 @@ type cache struct {
 	// identity.
 	noIdentity atomic.Bool
 	listeners  []func()
+	// rewind is what catch-ups keep about rewinds (restore.go).
+	rewind rewindState
 }
 
 // changesRow is the changes row as an instance reads it: the count of
@@ -112,28 +114,51 @@ func (db *DB) catchUp(ctx context.Context) error {
 	c := &db.cache
 	c.catching.Lock()
 	defer c.catching.Unlock()
-	now, err := db.readChanges(ctx)
+	// The marks as of before the poll: an id given out while it runs
+	// is above what it reads, and no sign of a rewind.
+	marks := db.marks.LastIDs()
+	now, last, horizon, err := db.readChanges(ctx)
 	if err != nil {
 		return err
 	}
 	c.mu.RLock()
 	was, known := c.seen, c.known
 	c.mu.RUnlock()
-	if known && now == was {
+	// A sequence below the marks is a rewind too, and the only sign of
+	// one that took away no change of the changes row (restore.go); at
+	// start-up, the marks are those of the file.
+	back := wentBack(marks, last)
+	if known && now == was && !back && !c.rewind.pending {
+		db.observe(last, horizon)
 		return nil
 	}
 	reload := !known || now.credentials != was.credentials
-	if known && rewound(was, now) {
+	if back || (known && rewound(was, now)) {
 		db.log.Warn("the database went back in time or is another one (a restore, a recovery or a failover): reloading what this instance caches",
-			"database", db.pool.name, "identity", now.identity, "was", was.identity, "version", now.version, "was_version", was.version)
+			"database", db.pool.name, "identity", now.identity, "was", was.identity, "version", now.version, "was_version", was.version, "sequences_went_back", back)
 		reload = true
+		c.rewind.pending = true
 	} else if known && !(now.version == was.version+1 && now.prevStamp == was.stamp) {
 		// Several changes since the last catch-up (or one by a binary
 		// older than the stamps): whether they continue the history seen
 		// cannot be told, so nothing cached is trusted.
 		reload = true
 	}
+	if c.rewind.pending {
+		if err := db.handleRewind(ctx, last); err != nil {
+			db.log.Warn("the database went back in time, and raising its sequences past the ids given out failed: retrying at the next poll", "database", db.pool.name, "err", err)
+			return err
+		}
+		c.rewind.pending = false
+		// What the handling changed is read back below.
+		if now, last, horizon, err = db.readChanges(ctx); err != nil {
+			return err
+		}
+	}
 	if reload {
+		if err := db.loadRevocations(ctx); err != nil {
+			return err
+		}
 		loaded, hash, err := db.loadCredentials(ctx)
 		if err != nil {
 			return err
@@ -149,6 +174,7 @@ func (db *DB) catchUp(ctx context.Context) error {
 	c.seen, c.known = now, true
 	listeners := c.listeners
 	c.mu.Unlock()
+	db.observe(last, horizon)
 	for _, fn := range listeners {
 		fn()
 	}
@@ -173,22 +199,27 @@ func rewound(seen, now changesRow) bool {
 	return false
 }
 
-// readChanges reads the changes row and the database's identity.
-func (db *DB) readChanges(ctx context.Context) (changesRow, error) {
+// readChanges reads the changes row, the database's identity, the
+// sequences' last values and the next transaction id (restore.go).
+func (db *DB) readChanges(ctx context.Context) (changesRow, lastIDs, int64, error) {
 	var r changesRow
+	var last []int64
+	var horizon int64
 	query := `SELECT version, version - other_version, stamp, prev_stamp,
-		(SELECT system_identifier::text FROM pg_control_system()) || '/' || (SELECT timeline_id::text FROM pg_control_checkpoint())
+		(SELECT system_identifier::text FROM pg_control_system()) || '/' || (SELECT timeline_id::text FROM pg_control_checkpoint()), ` + lastIDsSQL + `
 		FROM changes WHERE id = 1`
 	if db.cache.noIdentity.Load() {
-		query = `SELECT version, version - other_version, stamp, prev_stamp, '' FROM changes WHERE id = 1`
+		query = `SELECT version, version - other_version, stamp, prev_stamp, '', ` + lastIDsSQL + ` FROM changes WHERE id = 1`
 	}
-	err := db.pool.QueryRow(ctx, query).Scan(&r.version, &r.credentials, &r.stamp, &r.prevStamp, &r.identity)
+	err := db.pool.QueryRow(ctx, query).Scan(&r.version, &r.credentials, &r.stamp, &r.prevStamp, &r.identity, &last, &horizon)
 	if violates(err, "42501") && !db.cache.noIdentity.Swap(true) {
 		// A role that may not read the control data: the row alone.
 		db.log.Warn("the database's identity (system identifier, timeline) cannot be read by this role: a restore or failover is found from the changes row alone; GRANT pg_monitor to the role to find it from the identity too", "database", db.pool.name)
 		return db.readChanges(ctx)
 	}
-	return r, err
+	var l lastIDs
+	copy(l[:], last)
+	return r, l, horizon, err
 }
 
 // loadCredentials reads the admin token's hash with the changes row it is

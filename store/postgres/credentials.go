@@ -70,7 +70,9 @@ func (k *keyLookups) forget() {
 // that arrive together go to the database as one statement (group.go).
 func (db *DB) CheckAPIKey(ctx context.Context, secret string) (store.APIKey, bool, error) {
 	hash := sha256.Sum256([]byte(secret))
-	if secret == "" || db.keys.missed(hash, time.Now()) {
+	// A key revoked is refused even where a restore brought it back,
+	// before the instance has revoked it again (restore.go).
+	if secret == "" || db.keys.missed(hash, time.Now()) || db.marks.Revoked(hash) {
 		return store.APIKey{}, false, nil
 	}
 	k, err := db.keyRounds.do(ctx, hash)

@@ -243,6 +243,11 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 					return err
 				}
 			}
+			if store.EndsSchedule(d, f.Outcome) {
+				if err := endSchedule(ctx, tx, d); err != nil {
+					return err
+				}
+			}
 			if f.Outcome.Disable != "" && wasEnabled {
 				if err := emit(tx, store.EventWebhookDisabled, w.Public()); err != nil {
 					return err
@@ -258,6 +263,33 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 		}
 		return nil
 	})
+}
+
+// endSchedule deletes the scheduled attempts still pending of d's event
+// to d's webhook. One that another instance is recording (its row
+// locked) was made already, and is left to that record.
+func endSchedule(ctx context.Context, tx pgx.Tx, d *store.Delivery) error {
+	rows, err := tx.Query(ctx, `SELECT id, event_tx, event_seq, value FROM deliveries
+		WHERE webhook_id = $1 AND event_tx = $2 AND event_seq = $3 AND state = 'pending' AND id <> $4
+		FOR UPDATE SKIP LOCKED`, d.WebhookID, int64(d.EventID.Tx), int64(d.EventID.Seq), d.ID)
+	if err != nil {
+		return err
+	}
+	pending, err := pgx.CollectRows(rows, scanDelivery)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for i := range pending {
+		if store.InSchedule(&pending[i], d) {
+			ids = append(ids, pending[i].ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err = tx.Exec(ctx, `DELETE FROM deliveries WHERE id = ANY($1::bigint[])`, ids)
+	return err
 }
 
 // Deliveries lists a webhook's deliveries, newest first.

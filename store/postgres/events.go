@@ -158,6 +158,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook) error {
 		}, func() any { return &in })
 	})
 	if err == nil {
+		db.marks.Acked(store.ResWebhooks, in.ID)
 		*w = in
 	}
 	return err

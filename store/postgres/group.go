@@ -167,6 +167,8 @@ type creates[T any] struct {
 	// of (n, id), n the place of a record in the round from 1, and leaves
 	// out what it cannot add.
 	together func(round []newRecord[T]) (sql string, args []any)
+	// res names the resource in the restore marks (restore.go).
+	res string
 }
 
 // start makes c's rounds run on db.
@@ -185,20 +187,29 @@ func (c *creates[T]) create(ctx context.Context, db *DB, v *T) error {
 	}
 	r := newRecord[T]{&in, afterID(e.Data)}
 	var id int64
-	if store.IdempotencyOf(ctx) == nil {
-		id, err = c.do(ctx, r)
-	} else {
-		err = db.idempotent(ctx, &in, func(q querier) (err error) {
-			id, err = c.alone(ctx, q, r)
-			c.set(&in, id) // before its answer is kept
-			return err
-		})
+	for attempt := 0; ; attempt++ {
+		if store.IdempotencyOf(ctx) == nil {
+			id, err = c.do(ctx, r)
+		} else {
+			err = db.idempotent(ctx, &in, func(q querier) (err error) {
+				id, err = c.alone(ctx, q, r)
+				c.set(&in, id) // before its answer is kept
+				return err
+			})
+		}
+		// An id refused as one given out before: the database went back
+		// in time, and a catch-up raises the sequence (restore.go).
+		if attempt > 0 || !violates(err, wentBackCode) || db.catchUp(ctx) != nil {
+			break
+		}
 	}
+	err = wentBackError(err)
 	if err != nil {
 		return err
 	}
 	c.set(&in, id)
 	*v = in
+	db.marks.Acked(c.res, id)
 	return nil
 }
 

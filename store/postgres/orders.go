@@ -18,12 +18,13 @@ func scanCategory(r pgx.Row) (store.Category, error) {
 }
 
 // createCategorySQL adds a category and records its event ($3 type, $4
-// time, $5 data after the id).
+// time, $5 data after the id); $6 refuses an id that went back, as
+// createPetSQL does.
 var createCategorySQL = `WITH category AS (
 		INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING id, version),
 	event AS (
 		INSERT INTO events (type, created_at, data) SELECT $3, $4, ` + dataWithID("category.id", "$5") + ` FROM category)
-	SELECT id, version FROM category`
+	SELECT id / (id > $6)::int, version FROM category`
 
 // replaceCategorySQL replaces a category and records its event ($4 type,
 // $5 time, $6 data).
@@ -40,12 +41,20 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 		return err
 	}
 	in := *c
-	err = db.idempotent(ctx, &in, func(q querier) error {
-		return q.QueryRow(ctx, createCategorySQL, in.Name, in.Description, e.Type, db.now(), afterID(e.Data)).Scan(&in.ID, &in.Version)
-	})
+	insert := func(q querier) error {
+		return q.QueryRow(ctx, createCategorySQL, in.Name, in.Description, e.Type, db.now(), afterID(e.Data), db.marks.Mark(store.ResCategories)).Scan(&in.ID, &in.Version)
+	}
+	err = db.idempotent(ctx, &in, insert)
+	if violates(err, wentBackCode) && db.catchUp(ctx) == nil {
+		// The database went back in time: the catch-up raised the
+		// sequence (restore.go).
+		err = db.idempotent(ctx, &in, insert)
+	}
+	err = wentBackError(err)
 	if err != nil {
 		return err
 	}
+	db.marks.Acked(store.ResCategories, in.ID)
 	*c = in
 	return nil
 }
@@ -183,7 +192,8 @@ func scanOrder(r pgx.Row) (store.Order, error) {
 // from any instance, from overselling. No row: the pet is missing, sold,
 // or short of stock, which orderRefusal tells apart. It records the
 // events of the stock and of the order, in that order ($5 time, $6 and $7
-// their types, $8 the order's data after its id).
+// their types, $8 the order's data after its id; $9 refuses an id that
+// went back, as createPetSQL does).
 var placeOrderSQL = `WITH taken AS (
 		UPDATE inventory SET quantity = quantity - $2
 		WHERE pet_id = $1 AND status <> 'sold' AND quantity >= $2
@@ -197,12 +207,13 @@ var placeOrderSQL = `WITH taken AS (
 			(1, $6::text, ` + inventoryData("taken") + `),
 			(2, $7::text, ` + dataWithID("placed.id", "$8") + `)) AS e (n, type, data)
 		ORDER BY e.n)
-	SELECT id, version FROM placed`
+	SELECT id / (id > $9)::int, version FROM placed`
 
 // placeOrdersSQL places a round of orders (group.go) with one statement,
 // as placeOrderSQL places one: $1 to $5 are arrays of their pets,
 // quantities, ship dates, completions and event data after the id, $6 the
-// time, $7 and $8 the event types. The pets' inventory rows are locked in
+// time, $7 and $8 the event types, $9 the mark under which an id went
+// back (createPetSQL). The pets' inventory rows are locked in
 // the order of their ids, as every statement that locks several does.
 // Each pet's orders are taken in the round's order while its stock
 // lasts: an order that does not fit is left out, with every order of
@@ -235,7 +246,7 @@ var placeOrdersSQL = `WITH input AS (
 				(1, $7::text, ` + inventoryData("left_after") + `),
 				(2, $8::text, ` + dataWithID("a.id", "a.data") + `)) AS e (k, type, data)
 		ORDER BY a.n, e.k)
-	SELECT n, id FROM accepted`
+	SELECT n, id / (id > $9)::int FROM accepted`
 
 // PlaceOrder takes the stock and records the order in one statement.
 // Orders without an idempotency key that arrive together go to the
@@ -252,7 +263,7 @@ func (db *DB) placeOrder(ctx context.Context, q querier, o newRecord[store.Order
 	for attempt := 1; ; attempt++ {
 		var version int64
 		err = q.QueryRow(ctx, placeOrderSQL, in.PetID, in.Quantity, in.ShipDate, in.Complete,
-			db.now(), store.EventInventory, store.EventOrderPlaced, o.data).Scan(&id, &version)
+			db.now(), store.EventInventory, store.EventOrderPlaced, o.data, db.marks.Mark(store.ResOrders)).Scan(&id, &version)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return id, err
 		}
@@ -275,7 +286,7 @@ func (db *DB) ordersTogether(round []newRecord[store.Order]) (string, []any) {
 			ships[i] = pgtype.Timestamptz{Time: *o.ShipDate, Valid: true}
 		}
 	}
-	return placeOrdersSQL, []any{pets, quantities, ships, completes, data, db.now(), store.EventInventory, store.EventOrderPlaced}
+	return placeOrdersSQL, []any{pets, quantities, ships, completes, data, db.now(), store.EventInventory, store.EventOrderPlaced, db.marks.Mark(store.ResOrders)}
 }
 
 // orderRefusal says why an order was refused, or nil when nothing stands

@@ -25,14 +25,17 @@ func scanPet(r pgx.Row) (store.Pet, error) {
 func petID(p *store.Pet) int64 { return p.ID }
 
 // createPetSQL adds a pet, its inventory entry of quantity 0 and its
-// event ($4 type, $5 time, $6 data after the id).
+// event ($4 type, $5 time, $6 data after the id). An id not above $7,
+// the highest this instance knows was given out, is a sequence that went
+// back (a restore): the division by zero refuses it, and the create is
+// retried once the sequence is raised (restore.go).
 var createPetSQL = `WITH pet AS (
 		INSERT INTO pets (name, category_id, status) VALUES ($1, $2, $3) RETURNING id, status),
 	stock AS (
 		INSERT INTO inventory (pet_id, quantity, status) SELECT id, 0, status FROM pet RETURNING pet_id),
 	event AS (
 		INSERT INTO events (type, created_at, data) SELECT $4, $5, ` + dataWithID("pet.id", "$6") + ` FROM pet)
-	SELECT pet_id FROM stock`
+	SELECT pet_id / (pet_id > $7)::int FROM stock`
 
 // createPetsSQL adds a round of pets (group.go) with one statement, as
 // createPetSQL adds one: $1 to $4 are arrays of their names, categories,
@@ -40,7 +43,8 @@ var createPetSQL = `WITH pet AS (
 // Each pet's id is drawn before its rows are written, so that the answer
 // pairs ids with pets (n, the place in the arrays). A pet whose category
 // is not there is left out; a category deleted after that check fails the
-// whole statement with 23503, as createPetSQL would.
+// whole statement with 23503, as createPetSQL would. $7 refuses ids that
+// went back, as in createPetSQL.
 var createPetsSQL = `WITH input AS MATERIALIZED (
 		SELECT nextval(pg_get_serial_sequence('pets', 'id')) AS id, i.name, i.category_id, i.status, i.data, i.n
 		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bytea[]) WITH ORDINALITY AS i(name, category_id, status, data, n)
@@ -51,7 +55,7 @@ var createPetsSQL = `WITH input AS MATERIALIZED (
 		INSERT INTO inventory (pet_id, quantity, status) SELECT id, 0, status FROM input),
 	event AS (
 		INSERT INTO events (type, created_at, data) SELECT $5, $6, ` + dataWithID("id", "data") + ` FROM input ORDER BY n)
-	SELECT n, id FROM input`
+	SELECT n, id / (id > $7)::int FROM input`
 
 // withEvent returns v as normalize makes it, and its event of type typ.
 func withEvent[T any](v T, normalize func(T) (T, error), typ string) (T, store.PendingEvent, error) {
@@ -76,7 +80,7 @@ func setPetID(p *store.Pet, id int64) { p.ID, p.Version = id, 1 }
 func (db *DB) createPet(ctx context.Context, q querier, p newRecord[store.Pet]) (int64, error) {
 	var id int64
 	err := q.QueryRow(ctx, createPetSQL, p.rec.Name, p.rec.CategoryID, p.rec.Status,
-		store.EventPetCreated, db.now(), p.data).Scan(&id)
+		store.EventPetCreated, db.now(), p.data, db.marks.Mark(store.ResPets)).Scan(&id)
 	if violates(err, foreignKey) {
 		return 0, store.CategoryMissing(p.rec.CategoryID)
 	}
@@ -89,7 +93,7 @@ func (db *DB) petsTogether(round []newRecord[store.Pet]) (string, []any) {
 	for i, p := range round {
 		names[i], categories[i], statuses[i], data[i] = p.rec.Name, p.rec.CategoryID, string(p.rec.Status), p.data
 	}
-	return createPetsSQL, []any{names, categories, statuses, data, store.EventPetCreated, db.now()}
+	return createPetsSQL, []any{names, categories, statuses, data, store.EventPetCreated, db.now(), db.marks.Mark(store.ResPets)}
 }
 
 // Pet returns one pet, with its version.

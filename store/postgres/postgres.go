@@ -41,6 +41,9 @@ type DB struct {
 	log   *slog.Logger
 	cache cache
 	keys  keyLookups
+	// marks are what this instance knows was acknowledged, kept where a
+	// restore cannot undo them (restore.go).
+	marks *store.Marks
 	// Concurrent lookups of API keys, creates of pets and orders go to
 	// the database together (group.go).
 	keyRounds    group[[32]byte, store.APIKey]
@@ -72,6 +75,10 @@ type Config struct {
 	// reached: start-up is retried with back-off, and until it succeeds
 	// every method answers database_unavailable and Ping says why.
 	Background bool
+	// RestoreMarks is the file this instance keeps its restore marks in
+	// (restore.go), so that a restore made while it is stopped is found
+	// too; "" keeps them in memory for the process's lifetime.
+	RestoreMarks string
 	// tracer sees every statement sent (tests count round trips with it).
 	tracer pgx.QueryTracer
 }
@@ -123,9 +130,13 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	if db.now == nil {
 		db.now = time.Now
 	}
+	if db.marks, err = store.LoadMarks(c.RestoreMarks, db.pool.name); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	db.keyRounds = group[[32]byte, store.APIKey]{max: maxRound, run: db.lookUpKeys}
-	db.petCreates = &creates[store.Pet]{normalize: store.NormalizePet, event: store.EventPetCreated, set: setPetID, alone: db.createPet, together: db.petsTogether}
-	db.orderCreates = &creates[store.Order]{normalize: store.NormalizeOrder, event: store.EventOrderPlaced, set: setOrderID, alone: db.placeOrder, together: db.ordersTogether}
+	db.petCreates = &creates[store.Pet]{normalize: store.NormalizePet, event: store.EventPetCreated, res: store.ResPets, set: setPetID, alone: db.createPet, together: db.petsTogether}
+	db.orderCreates = &creates[store.Order]{normalize: store.NormalizeOrder, event: store.EventOrderPlaced, res: store.ResOrders, set: setOrderID, alone: db.placeOrder, together: db.ordersTogether}
 	db.petCreates.start(db)
 	db.orderCreates.start(db)
 	if db.log == nil {
@@ -252,7 +263,7 @@ func (db *DB) Close() error {
 	db.locks = nil
 	db.locksMu.Unlock()
 	db.pool.pool.Close()
-	return nil
+	return db.marks.Save(db.pool.name)
 }
 
 // timestamp is the store's notion of now, as on bbolt: UTC, whole seconds.

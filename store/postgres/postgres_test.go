@@ -172,3 +172,32 @@ func TestKVAndLocksAcrossInstances(t *testing.T) {
 		t.Error("unlocking a lock that is not held succeeds")
 	}
 }
+
+// A rotated webhook's previous secret and its expiry are in the database:
+// an instance started after the rotation signs with both.
+func TestRotatedSecretSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	first := openAt(t, url)
+	w := store.Webhook{URL: "http://receiver.test/", Events: []string{"*"}, Enabled: true, Secret: "whsec_AAAA"}
+	if err := first.CreateWebhook(ctx, &w); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rotated, err := first.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error {
+		w.RotateSecret("whsec_BBBB", now, time.Hour)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	got, err := openAt(t, url).Webhook(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.PreviousSecret != "whsec_AAAA" || !got.PreviousSecretExpiresAt.Equal(*rotated.PreviousSecretExpiresAt) ||
+		got.SigningSecrets(now) != "whsec_BBBB whsec_AAAA" {
+		t.Errorf("after a restart: %+v, want %+v signing with both", got, rotated)
+	}
+}

@@ -172,7 +172,8 @@ func testKeyRace(t *testing.T, s store.Store) {
 func adminKeyed(key, fingerprint string) *store.IdempotentWrite {
 	return &store.IdempotentWrite{
 		Scope: "admin:1", Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true,
-		Answer: func(record any) ([]byte, error) { return json.Marshal(record) },
+		Credential: AdminToken,
+		Answer:     func(record any) ([]byte, error) { return json.Marshal(record) },
 	}
 }
 

@@ -286,7 +286,15 @@ func webhooks(ctx context.Context, admin *adminapi.ClientWithResponses) {
 	expect("updateWebhook", uw, uw.Body, http.StatusOK, uw.JSON200)
 	rs, err := admin.RotateWebhookSecretWithResponse(ctx, hook.Id)
 	check("rotateWebhookSecret", err)
-	expect("rotateWebhookSecret", rs, rs.Body, http.StatusOK, rs.JSON200)
+	rotated := expect("rotateWebhookSecret", rs, rs.Body, http.StatusOK, rs.JSON200)
+	if rotated.PreviousSecretExpiresAt == nil {
+		fail("rotateWebhookSecret: no previousSecretExpiresAt")
+	}
+	ep, err := admin.ExpirePreviousWebhookSecretWithResponse(ctx, hook.Id)
+	check("expirePreviousWebhookSecret", err)
+	if w := expect("expirePreviousWebhookSecret", ep, ep.Body, http.StatusOK, ep.JSON200); w.PreviousSecretExpiresAt != nil {
+		fail("expirePreviousWebhookSecret: previousSecretExpiresAt %v", w.PreviousSecretExpiresAt)
+	}
 	tw, err := admin.TestWebhookWithResponse(ctx, hook.Id)
 	check("testWebhook", err)
 	expect("testWebhook", tw, tw.Body, http.StatusAccepted, tw.JSON202)

@@ -1,0 +1,284 @@
+package events_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"petstore/domains/domaintest"
+	"petstore/events"
+	"petstore/store"
+)
+
+// A receiver that closes a kept-alive connection as the next request
+// arrives on it (an idle timeout, Node's after 5 s, meeting the request)
+// gets that request again at once on a new connection: the attempt
+// succeeds, with no retry on the schedule.
+func TestIdleConnectionClosedAsRequestArrives(t *testing.T) {
+	r := newRawReceiver(t, func(q rawRequest) reply {
+		if q.Conn == 1 && q.OnConn == 2 {
+			return nil
+		}
+		return answer(204, "")
+	})
+	s := domaintest.OpenStore(t)
+	w := hook(t, s, r.URL, store.EventCategoryCreated)
+	r.trust(w.Secret)
+	start(t, s, time.Now, events.Policy{AllowPrivate: true})
+
+	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, w.ID, 1, store.DeliverySucceeded)
+	if err := s.CreateCategory(ctx, &store.Category{Name: "cats"}); err != nil {
+		t.Fatal(err)
+	}
+	list := waitDeliveryState(t, s, w.ID, 2, store.DeliverySucceeded)
+	if list[0].Attempt != 1 || list[0].Status != 204 {
+		t.Errorf("the second event's delivery: %+v", list[0])
+	}
+	got := r.requests()
+	if len(got) != 3 || got[1].ID != got[2].ID || got[1].Conn != 1 || got[2].Conn != 2 {
+		t.Errorf("requests %+v; want the second event on the first connection, closed, then on a new one", got)
+	}
+}
+
+// An operator's retry that meets a receiver's idle timeout is sent again
+// on a new connection, and once it succeeds the event's schedule ends:
+// the scheduled retry is not made.
+func TestManualRetrySucceedingEndsSchedule(t *testing.T) {
+	r := newRawReceiver(t, func(q rawRequest) reply {
+		switch {
+		case q.Before == 0:
+			return answer(500, "down")
+		case q.Conn == 1 && q.OnConn == 2:
+			return nil // the idle timeout meets the manual retry
+		}
+		return answer(200, "ok")
+	})
+	s := domaintest.OpenStore(t)
+	clk := domaintest.NewClock(time.Now().UTC().Truncate(time.Second))
+	w := hook(t, s, r.URL, store.EventCategoryCreated)
+	r.trust(w.Secret)
+	probe := newReceiver(t)
+	pw := hook(t, s, probe.URL, store.EventPetCreated)
+	probe.Trust(pw.Secret)
+	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
+
+	c := store.Category{Name: "dogs"}
+	if err := s.CreateCategory(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
+	if _, err := s.RetryDelivery(ctx, w.ID, list[1].ID, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// The manual retry succeeded, and the scheduled one is gone.
+	list = waitDeliveryState(t, s, w.ID, 2, store.DeliverySucceeded)
+	if !list[0].Manual || list[1].State != store.DeliveryFailed {
+		t.Fatalf("deliveries %+v; want the failed first attempt and the manual retry", list)
+	}
+	// Past the schedule's first wait, the engine has looked (the probe's
+	// delivery), and the event was not sent again.
+	clk.Advance(time.Minute)
+	if err := s.CreatePet(ctx, &store.Pet{Name: "Rex", CategoryID: c.ID}); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, pw.ID, 1, store.DeliverySucceeded)
+	if got := r.requests(); len(got) > 3 || got[len(got)-1].Before != len(got)-1 {
+		t.Errorf("requests %+v; want the event 2 or 3 times (the first attempt, the retry, perhaps again on a new connection), nothing after", got)
+	}
+	if list, _, _ := s.Deliveries(ctx, w.ID, store.Page{}); len(list) != 2 {
+		t.Errorf("deliveries after the schedule's time: %+v", list)
+	}
+}
+
+// An operator's retry that fails leaves the schedule as it was: the
+// scheduled retry is made when due.
+func TestManualRetryFailingKeepsSchedule(t *testing.T) {
+	r := newRawReceiver(t, func(q rawRequest) reply {
+		if q.Before < 2 {
+			return answer(500, "down")
+		}
+		return answer(200, "ok")
+	})
+	s := domaintest.OpenStore(t)
+	clk := domaintest.NewClock(time.Now().UTC().Truncate(time.Second))
+	w := hook(t, s, r.URL, store.EventCategoryCreated)
+	r.trust(w.Secret)
+	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
+
+	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}); err != nil {
+		t.Fatal(err)
+	}
+	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
+	if _, err := s.RetryDelivery(ctx, w.ID, list[1].ID, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	list = waitDeliveryState(t, s, w.ID, 3, store.DeliveryFailed)
+	if !list[0].Manual || list[0].NextAttemptAt != nil || list[1].State != store.DeliveryPending {
+		t.Fatalf("deliveries %+v; want the manual retry failed, the scheduled one still pending", list)
+	}
+	clk.Advance(events.Schedule[0])
+	domaintest.WaitFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+		list, _, err := s.Deliveries(ctx, w.ID, store.Page{})
+		if err != nil || len(list) != 3 || list[1].State != store.DeliverySucceeded || list[1].Attempt != 2 {
+			return fmt.Errorf("deliveries %+v (%v); want the scheduled retry succeeded", list, err)
+		}
+		return nil
+	})
+}
+
+// byteBound is the most a hostile receiver may get written to the
+// service's socket when the service reads a few KiB of it: what it read,
+// and the kernel's buffers on loopback.
+const byteBound = 8 << 20
+
+// hostileLimit is where a hostile receiver gives up: far above byteBound.
+const hostileLimit = 64 << 20
+
+// A receiver whose answer has an endless header line is cut off near the
+// header limit: the attempt fails in words, and what the service read
+// (and kept in memory) stays bounded.
+func TestHugeHeaderLine(t *testing.T) {
+	r := newRawReceiver(t, func(q rawRequest) reply {
+		return func(w io.Writer) bool {
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nX-Huge: ")
+			if err := endless(w, bytes.Repeat([]byte("a"), 32<<10), hostileLimit); err != nil {
+				t.Logf("the receiver stopped: %v", err)
+			}
+			return false
+		}
+	})
+	s := domaintest.OpenStore(t)
+	w := hook(t, s, r.URL, store.EventCategoryCreated)
+	r.trust(w.Secret)
+	start(t, s, time.Now, events.Policy{AllowPrivate: true})
+	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}); err != nil {
+		t.Fatal(err)
+	}
+	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
+	if d := list[1]; d.State != store.DeliveryFailed || !strings.Contains(d.Error, "headers exceeded") {
+		t.Errorf("the attempt: %+v; want failed, headers too large", d)
+	}
+	written := r.waitEnded(1)
+	t.Logf("the receiver wrote %d bytes before the service closed the connection", written)
+	if written > byteBound {
+		t.Errorf("the receiver wrote %d bytes; want at most %d", written, byteBound)
+	}
+}
+
+// A receiver whose answer's body does not end has its first 4 KiB kept,
+// and the connection is closed there: the rest is not read.
+func TestEndlessBody(t *testing.T) {
+	r := newRawReceiver(t, func(q rawRequest) reply {
+		return func(w io.Writer) bool {
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 10737418240\r\n\r\n")
+			if err := endless(w, bytes.Repeat([]byte("b"), 32<<10), hostileLimit); err != nil {
+				t.Logf("the receiver stopped: %v", err)
+			}
+			return false
+		}
+	})
+	s := domaintest.OpenStore(t)
+	w := hook(t, s, r.URL, store.EventCategoryCreated)
+	r.trust(w.Secret)
+	start(t, s, time.Now, events.Policy{AllowPrivate: true})
+	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}); err != nil {
+		t.Fatal(err)
+	}
+	list := waitDeliveryState(t, s, w.ID, 1, store.DeliverySucceeded)
+	if d := list[0]; d.Status != 200 || d.Response != strings.Repeat("b", events.ResponseLimit) {
+		t.Errorf("the attempt: status %d, %d bytes of answer kept; want 200 and %d", d.Status, len(d.Response), events.ResponseLimit)
+	}
+	written := r.waitEnded(1)
+	t.Logf("the receiver wrote %d bytes before the service closed the connection", written)
+	if written > byteBound {
+		t.Errorf("the receiver wrote %d bytes; want at most %d", written, byteBound)
+	}
+}
+
+// A receiver that answers every request twice (a 500, then a success; a
+// success, then a 500) on a connection it keeps open: each delivery is
+// judged on its own answer only. Every first attempt, answered 500 first,
+// fails and is retried; every retry succeeds; no delivery keeps another's
+// answer.
+func TestExtraAnswers(t *testing.T) {
+	r := newRawReceiver(t, func(q rawRequest) reply {
+		return func(w io.Writer) bool {
+			first, extra := answerBytes(500, "answer to "+q.ID), answerBytes(200, "extra answer")
+			if q.Before > 0 {
+				first, extra = answerBytes(200, "answer to "+q.ID), answerBytes(500, "extra answer")
+			}
+			_, err := w.Write(append(first, extra...))
+			return err == nil
+		}
+	})
+	s := domaintest.OpenStore(t)
+	clk := domaintest.NewClock(time.Now().UTC().Truncate(time.Second))
+	w := hook(t, s, r.URL, store.EventCategoryCreated)
+	r.trust(w.Secret)
+	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
+	const n = 24
+	for i := range n {
+		if err := s.CreateCategory(ctx, &store.Category{Name: fmt.Sprint("c", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// check checks every delivery's answer, and counts them by state.
+	logged := map[int64]bool{}
+	check := func(list []store.Delivery) map[string]int {
+		states := map[string]int{}
+		for _, d := range list {
+			states[d.State]++
+			if d.State == store.DeliveryFailed && d.Status != 500 && !logged[d.ID] {
+				logged[d.ID] = true
+				t.Logf("delivery %d of %s (attempt %d) failed: %s", d.ID, d.EventID, d.Attempt, d.Error)
+			}
+			if d.Response != "" && d.Response != "answer to "+d.EventID.String() {
+				t.Fatalf("delivery %d of %s kept the answer %q", d.ID, d.EventID, d.Response)
+			}
+			if d.Attempt == 1 && d.State == store.DeliverySucceeded {
+				t.Fatalf("delivery %d of %s, answered 500, succeeded: %+v", d.ID, d.EventID, d)
+			}
+		}
+		return states
+	}
+	domaintest.WaitFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		list, _, err := s.Deliveries(ctx, w.ID, store.Page{Limit: 100})
+		if err != nil {
+			return err
+		}
+		if st := check(list); st[store.DeliveryFailed] != n || st[store.DeliveryPending] != n {
+			return fmt.Errorf("deliveries by state %v; want %d failed and %d pending", st, n, n)
+		}
+		return nil
+	})
+	// Then each event's retries until one succeeds: the first, unless a
+	// connection that an extra answer had reached was refused, which
+	// fails that attempt too (its answer not taken), and the clock is
+	// moved on to the next.
+	domaintest.WaitFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		list, _, err := s.Deliveries(ctx, w.ID, store.Page{Limit: 200})
+		if err != nil {
+			return err
+		}
+		st := check(list)
+		for _, d := range list {
+			if d.State == store.DeliveryPending && d.ScheduledAt.After(clk.Now()) {
+				clk.Advance(d.ScheduledAt.Sub(clk.Now()))
+			}
+		}
+		if st[store.DeliverySucceeded] != n || st[store.DeliveryPending] != 0 {
+			return fmt.Errorf("deliveries by state %v; want %d succeeded, none pending", st, n)
+		}
+		return nil
+	})
+}
+
+func answerBytes(status int, body string) []byte {
+	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Length: %d\r\n\r\n%s", status, "X", len(body), body)
+}

@@ -1,0 +1,76 @@
+package events
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"petstore/domains/domaintest"
+	"petstore/store"
+)
+
+// BenchmarkAttempts makes attempts, a webhook's slots of them at a time,
+// to a lean receiver on loopback that answers 204 on kept-alive
+// connections: the sender's cost per delivery (with the receiver's, in
+// the same process).
+func BenchmarkAttempts(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	domaintest.ServeConns(b, ln, func(c net.Conn) {
+		go func() {
+			defer c.Close()
+			br := bufio.NewReader(c)
+			for {
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				if _, err := c.Write([]byte("HTTP/1.1 204 No Content\r\n\r\n")); err != nil {
+					return
+				}
+			}
+		}()
+	})
+	e := New(Config{Policy: Policy{AllowPrivate: true}})
+	url := "http://" + ln.Addr().String() + "/hook"
+	s, err := e.newSender(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.closeIdle()
+	secret, _ := NewSecret()
+	sg, _ := e.signer(secret)
+	d := &store.Claimed{
+		Delivery: store.Delivery{ID: 1, WebhookID: 1, Attempt: 1, State: store.DeliveryPending},
+		Event: store.Event{ID: store.EventID{Tx: 1, Seq: 1}, Type: store.EventPetCreated,
+			CreatedAt: time.Now(), Data: []byte(`{"id":1,"name":"Rex","categoryId":1,"status":"available"}`)},
+		Webhook: store.Webhook{ID: 1, URL: url, Secret: secret, Enabled: true},
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	sent, done := 0, 0
+	for done < b.N {
+		for sent < b.N && sent-done < store.MaxInFlightPerWebhook {
+			e.mu.Lock()
+			e.inFlight[1]++
+			e.mu.Unlock()
+			s.send(ctx, job{d, sg}, time.Now().Add(Timeout))
+			sent++
+		}
+		f := <-e.finished
+		if !f.Outcome.Succeeded {
+			b.Fatalf("%+v", f.Outcome)
+		}
+		done++
+	}
+	b.StopTimer()
+	e.wg.Wait()
+}

@@ -1,0 +1,136 @@
+package boltstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"petstore/store"
+	"petstore/store/boltstore"
+)
+
+// A data file put back from a backup taken before some writes: the open
+// finds it, a key revoked after the backup is refused, no pet id
+// acknowledged after the backup is given out again, event ids go on after
+// those consumers saw, and one store.restored says what was rolled back.
+// An operator who put the backup back on purpose to bring the key back
+// forgets its revocation first (boltstore.Unrevoke), and it works.
+func TestFilePutBackFromABackup(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "petstore.db")
+	db, err := boltstore.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &cat); err != nil {
+		t.Fatal(err)
+	}
+	revoked, revokedSecret, err := db.CreateAPIKey(ctx, "revoked after the backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pet := func(db *boltstore.DB) int64 {
+		t.Helper()
+		p := store.Pet{Name: "Rex", CategoryID: cat.ID, Status: "available"}
+		if err := db.CreatePet(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	pet(db)
+	backup := filepath.Join(dir, "backup.db")
+	f, err := os.Create(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Backup(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var highest int64
+	for range 20 {
+		highest = pet(db)
+	}
+	if err := db.RevokeAPIKey(ctx, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := db.Events(ctx, store.EventFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastSeen := seen[len(seen)-1].ID
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The backup put back, as docs/operations.md says: the service
+	// stopped, the file replaced, the service started.
+	putBack := func() *boltstore.DB {
+		t.Helper()
+		data, err := os.ReadFile(backup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		db, err := boltstore.Open(path, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db = putBack()
+	if _, ok := db.AuthenticateAPIKey(revokedSecret); ok {
+		t.Error("a key revoked after the backup works once the backup is put back")
+	}
+	if id := pet(db); id <= highest {
+		t.Errorf("a new pet got id %d; %d was acknowledged before the backup was put back", id, highest)
+	}
+	after, err := db.Events(ctx, store.EventFilter{After: lastSeen, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) < 2 || after[0].Type != store.EventStoreRestored {
+		t.Fatalf("the events after the last one seen before: %v, want store.restored and pet.created", after)
+	}
+	var r store.Restored
+	if err := json.Unmarshal(after[0].Data, &r); err != nil {
+		t.Fatal(err)
+	}
+	pets := r.IDs[store.ResPets]
+	if r.Store != "bbolt" || pets.Restored != 1 || pets.Acknowledged != highest || pets.ResumesAfter <= highest || r.RevokedAgain != 1 || r.RestoredTo == "" || db.Restored() == nil {
+		t.Errorf("store.restored: %s", after[0].Data)
+	}
+	// A second open of the same file finds nothing more.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = boltstore.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db.Restored() != nil {
+		t.Errorf("a second open found a restore again: %+v", db.Restored())
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// On purpose, to bring the key back: forget its revocation first.
+	if n, err := boltstore.Unrevoke(path, []int64{revoked.ID}); n != 1 || err != nil {
+		t.Fatalf("Unrevoke: %d %v", n, err)
+	}
+	db = putBack()
+	defer db.Close()
+	if _, ok := db.AuthenticateAPIKey(revokedSecret); !ok {
+		t.Error("a key whose revocation was forgotten does not work once the backup is put back")
+	}
+	if id := pet(db); id <= highest {
+		t.Errorf("a new pet got id %d; %d was acknowledged before", id, highest)
+	}
+}

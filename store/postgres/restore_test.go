@@ -1,0 +1,280 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/store"
+	"petstore/store/postgres"
+	"petstore/store/postgres/pgtest"
+)
+
+// A dump restored under two running instances, after one of them revoked
+// a key and both gave out pet ids: the key is refused by both (the
+// restore brought its row back), no pet id acknowledged before the
+// restore is given to another pet after it, even by creates that run
+// during and right after the restore, and one store.restored event says
+// what was rolled back.
+func TestRestoreUndoesNothingAcknowledged(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	b, a, changed := twoInstances(t, url)
+	cat := store.Category{Name: "dogs"}
+	if err := a.CreateCategory(ctx, &cat); err != nil {
+		t.Fatal(err)
+	}
+	revoked, revokedSecret, err := a.CreateAPIKey(ctx, "revoked after the dump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked := map[int64]string{}
+	create := func(db *postgres.DB, name string) (int64, error) {
+		p := store.Pet{Name: name, CategoryID: cat.ID, Status: "available"}
+		err := db.CreatePet(ctx, &p)
+		if err == nil {
+			mu.Lock()
+			if other, ok := acked[p.ID]; ok {
+				t.Errorf("pet id %d given to %q, acknowledged before for %q", p.ID, name, other)
+			}
+			acked[p.ID] = name
+			mu.Unlock()
+		}
+		return p.ID, err
+	}
+	for range 3 {
+		if _, err := create(a, "in the dump"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.SetStock(ctx, 1, 1000000); err != nil {
+		t.Fatal(err)
+	}
+	dump := t.TempDir() + "/petstore.dump"
+	if out, err := exec.Command(pgtest.Program("pg_dump"), "--format=custom", "--file="+dump, url).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, out)
+	}
+	// Categories and orders draw from sequences of their own, and are
+	// guarded as pets are.
+	others := map[string]bool{}
+	other := func(what string, id int64, err error) {
+		if err != nil {
+			return // refused while the restore holds the tables
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		k := fmt.Sprintf("%s %d", what, id)
+		if others[k] {
+			t.Errorf("%s given out twice", k)
+		}
+		others[k] = true
+	}
+	for range 20 {
+		for _, db := range []*postgres.DB{a, b} {
+			if _, err := create(db, "after the dump"); err != nil {
+				t.Fatal(err)
+			}
+			c := store.Category{Name: "after the dump"}
+			if err := db.CreateCategory(ctx, &c); err != nil {
+				t.Fatal(err)
+			}
+			other("category", c.ID, nil)
+			o := store.Order{PetID: 1}
+			if err := db.PlaceOrder(ctx, &o); err != nil {
+				t.Fatal(err)
+			}
+			other("order", o.ID, nil)
+		}
+	}
+	if err := a.RevokeAPIKey(ctx, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	// b has caught up with the revocation once it sees a later change.
+	token := "pat_a-token-set-after-the-revocation-0123"
+	if _, err := a.EnsureAdminToken(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, changed, func() bool { return b.CheckAdminToken(token) })
+
+	// Creates on both instances go on during the restore and after it.
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	for _, db := range []*postgres.DB{a, b} {
+		writers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = create(db, "during the restore")
+				c := store.Category{Name: "during the restore"}
+				other("category", c.ID, db.CreateCategory(ctx, &c))
+				o := store.Order{PetID: 1}
+				other("order", o.ID, db.PlaceOrder(ctx, &o))
+			}
+		})
+	}
+	out, err := exec.Command(pgtest.Program("pg_restore"), "--clean", "--if-exists", "--single-transaction", "--dbname="+url, dump).CombinedOutput()
+	if err != nil {
+		close(stop)
+		writers.Wait()
+		t.Fatalf("pg_restore: %v\n%s", err, out)
+	}
+	for _, db := range []*postgres.DB{a, b} {
+		if _, ok, err := db.CheckAPIKey(ctx, revokedSecret); ok || err != nil {
+			t.Errorf("a key revoked before the restore works right after it: %v %v", ok, err)
+		}
+	}
+	// Each instance finds the rewind at its next poll at the latest.
+	restored := waitEvents(t, a, store.EventStoreRestored, 1)
+	close(stop)
+	writers.Wait()
+
+	for _, db := range []*postgres.DB{a, b} {
+		if _, ok, err := db.CheckAPIKey(ctx, revokedSecret); ok || err != nil {
+			t.Errorf("a key revoked before the restore works after it: %v %v", ok, err)
+		}
+		for range 5 {
+			if _, err := create(db, "after the restore"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := countKeys(t, url, revoked.ID); n != 0 {
+		t.Errorf("the revoked key's row is in the database after the restore (%d)", n)
+	}
+
+	// One event, whichever instance found the rewind first, with what
+	// was rolled back.
+	waitHandled(t, a, b)
+	if all := eventsOf(t, a, store.EventStoreRestored); len(all) != 1 {
+		t.Errorf("%d store.restored events, want 1: %v", len(all), all)
+	}
+	var data store.Restored
+	if err := json.Unmarshal(restored[0].Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	pets, ok := data.IDs[store.ResPets]
+	if data.Store != "postgres" || !ok || pets.Restored < 3 || pets.Acknowledged < 43 || pets.ResumesAfter <= pets.Acknowledged || data.RevokedAgain != 1 || data.RestoredTo == "" {
+		t.Errorf("store.restored's data: %s", restored[0].Data)
+	}
+}
+
+// waitEvents waits until db lists n events of type typ, for at most ten
+// seconds, and returns them.
+func waitEvents(t *testing.T, db *postgres.DB, typ string, n int) []store.Event {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		found := eventsOf(t, db, typ)
+		if len(found) >= n {
+			return found
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d %s events after ten seconds, want %d", len(found), typ, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// eventsOf lists the events of type typ.
+func eventsOf(t *testing.T, db *postgres.DB, typ string) []store.Event {
+	t.Helper()
+	var out []store.Event
+	var after store.EventID
+	for {
+		page, err := db.Events(context.Background(), store.EventFilter{After: after, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page {
+			if e.Type == typ {
+				out = append(out, e)
+			}
+		}
+		if len(page) < 100 {
+			return out
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// waitHandled runs a catch-up of each instance, as its next poll would,
+// until one succeeds: each has then found the rewind and handled it.
+func waitHandled(t *testing.T, dbs ...*postgres.DB) {
+	t.Helper()
+	for _, db := range dbs {
+		var err error
+		for range 50 {
+			if err = postgres.CatchUp(db); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("a catch-up after the restore: %v", err)
+		}
+	}
+}
+
+// countKeys counts the api_keys rows of id.
+func countKeys(t *testing.T, url string, id int64) int {
+	t.Helper()
+	n, err := pgtest.Connect(t, url).Int64s(context.Background(), fmt.Sprintf(`SELECT count(*) FROM api_keys WHERE id = %d`, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(n[0])
+}
+
+// An operator who restores a dump on purpose to bring a revoked key back
+// forgets its revocation first (UnrevokeAPIKeys, which petstore unrevoke
+// runs): both instances forget it, and after the restore the key works on
+// both, while a key revoked and not forgiven stays refused.
+func TestUnrevokeBeforeARestore(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	a, b := openAt(t, url), openAt(t, url)
+	wanted, wantedSecret, err := a.CreateAPIKey(ctx, "revoked, then wanted back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, goneSecret, err := a.CreateAPIKey(ctx, "revoked for good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := t.TempDir() + "/petstore.dump"
+	if out, err := exec.Command(pgtest.Program("pg_dump"), "--format=custom", "--file="+dump, url).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, out)
+	}
+	for _, id := range []int64{wanted.ID, gone.ID} {
+		if err := a.RevokeAPIKey(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitHandled(t, b)
+	if n := len(b.Marks().Revocations()); n != 2 {
+		t.Fatalf("b keeps %d revocations, want 2", n)
+	}
+	if n, err := a.UnrevokeAPIKeys(ctx, []int64{wanted.ID}); n != 1 || err != nil {
+		t.Fatalf("UnrevokeAPIKeys: %d %v", n, err)
+	}
+	waitHandled(t, b)
+	if out, err := exec.Command(pgtest.Program("pg_restore"), "--clean", "--if-exists", "--single-transaction", "--dbname="+url, dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v\n%s", err, out)
+	}
+	waitHandled(t, a, b)
+	for _, db := range []*postgres.DB{a, b} {
+		if _, ok, err := db.CheckAPIKey(ctx, wantedSecret); !ok || err != nil {
+			t.Errorf("the key whose revocation was forgotten, after the restore: %v %v", ok, err)
+		}
+		if _, ok, err := db.CheckAPIKey(ctx, goneSecret); ok || err != nil {
+			t.Errorf("the key still revoked, after the restore: %v %v", ok, err)
+		}
+	}
+}

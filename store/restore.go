@@ -1,0 +1,319 @@
+package store
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// What survives a store that goes back in time (a PostgreSQL database
+// restored from an older dump, a bbolt file put back from a backup): each
+// instance keeps, outside the store, the highest id it knows was given out
+// per resource and the API keys it knows were revoked (Marks). When the
+// store turns out to be older than that, the store raises its counters
+// above the marks, revokes those keys again, and records one
+// store.restored event (Restored) that says what was rolled back.
+
+// The resources whose ids a rewind must not give out again, as Marks and
+// store.restored name them.
+const (
+	ResCategories = "categories"
+	ResPets       = "pets"
+	ResOrders     = "orders"
+	ResAPIKeys    = "apiKeys"
+	ResWebhooks   = "webhooks"
+	ResDeliveries = "deliveries"
+	ResDeploys    = "deploys"
+)
+
+// Resources lists them in the order store.restored shows them.
+var Resources = []string{ResCategories, ResPets, ResOrders, ResAPIKeys, ResWebhooks, ResDeliveries, ResDeploys}
+
+// Revocation is an API key revoked, by the SHA-256 of its secret.
+type Revocation struct {
+	SHA256    HexBytes  `json:"sha256"`
+	KeyID     int64     `json:"keyId"`
+	RevokedAt time.Time `json:"revokedAt"`
+}
+
+// HexBytes is bytes written as hexadecimal in JSON.
+type HexBytes []byte
+
+// MarshalJSON writes the bytes as a hexadecimal string.
+func (h HexBytes) MarshalJSON() ([]byte, error) { return json.Marshal(hex.EncodeToString(h)) }
+
+// UnmarshalJSON reads a hexadecimal string.
+func (h *HexBytes) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	d, err := hex.DecodeString(s)
+	*h = d
+	return err
+}
+
+// Marks are what an instance knows was acknowledged: the highest id given
+// out per resource, and the revocations. One writer (the store that owns
+// them) changes them; Save writes them to their file.
+type Marks struct {
+	mu      sync.Mutex
+	path    string
+	saved   bool
+	horizon int64
+	lastIDs map[string]int64
+	revoked map[[32]byte]Revocation
+}
+
+// marksFile is the file's form.
+type marksFile struct {
+	// Horizon is the store's own counter of transactions as last seen
+	// (PostgreSQL's next transaction id), which a restore does not undo.
+	Horizon int64 `json:"horizon,omitempty"`
+	// Store names the store the marks are of, so that a file meant for
+	// another one is refused rather than applied.
+	Store   string           `json:"store"`
+	LastIDs map[string]int64 `json:"lastIds"`
+	Revoked []Revocation     `json:"revoked"`
+}
+
+// LoadMarks reads the marks of the store named name from path; a missing
+// file is empty marks, and "" keeps them in memory only.
+func LoadMarks(path, name string) (*Marks, error) {
+	m := &Marks{path: path, saved: true, lastIDs: map[string]int64{}, revoked: map[[32]byte]Revocation{}}
+	if path == "" {
+		return m, nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the restore marks %s: %w", path, err)
+	}
+	var f marksFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("the restore marks %s are not JSON as petstore writes it (%v): remove the file to start over, which forgets the revocations it holds", path, err)
+	}
+	if f.Store != name {
+		return nil, fmt.Errorf("the restore marks %s are of %q, not of %q: give each store its own file (--restore-marks)", path, f.Store, name)
+	}
+	maps.Copy(m.lastIDs, f.LastIDs)
+	m.horizon = f.Horizon
+	for _, r := range f.Revoked {
+		if len(r.SHA256) == 32 {
+			m.revoked[[32]byte(r.SHA256)] = r
+		}
+	}
+	return m, nil
+}
+
+// Path is the file the marks are saved to ("" for none).
+func (m *Marks) Path() string { return m.path }
+
+// Acked raises the mark of resource res to id.
+func (m *Marks) Acked(res string, id int64) {
+	m.mu.Lock()
+	if id > m.lastIDs[res] {
+		m.lastIDs[res] = id
+		m.saved = false
+	}
+	m.mu.Unlock()
+}
+
+// SetHorizon keeps the store's transaction counter as last seen.
+func (m *Marks) SetHorizon(h int64) {
+	m.mu.Lock()
+	if h != m.horizon {
+		m.horizon = h
+		m.saved = false
+	}
+	m.mu.Unlock()
+}
+
+// Horizon is the store's transaction counter as last seen (0: never).
+func (m *Marks) Horizon() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.horizon
+}
+
+// Mark is the mark of resource res.
+func (m *Marks) Mark(res string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastIDs[res]
+}
+
+// LastIDs is a copy of the marks of ids.
+func (m *Marks) LastIDs() map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.lastIDs)
+}
+
+// Revoke keeps a revocation; it reports whether it was new.
+func (m *Marks) Revoke(r Revocation) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := [32]byte(r.SHA256)
+	if _, ok := m.revoked[h]; ok {
+		return false
+	}
+	m.revoked[h] = r
+	m.saved = false
+	return true
+}
+
+// Pardon forgets the revocation of a key's secret hash, when the pardon
+// (at) came after it: a pardon that a restore brought back from before a
+// later revocation does not undo that one. It reports whether it forgot.
+func (m *Marks) Pardon(hash [32]byte, at time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.revoked[hash]; !ok || at.Before(r.RevokedAt) {
+		return false
+	}
+	delete(m.revoked, hash)
+	m.saved = false
+	return true
+}
+
+// PardonKeys forgets the revocations of the keys with these ids, and
+// returns how many it forgot.
+func (m *Marks) PardonKeys(ids []int64) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for h, r := range m.revoked {
+		if slices.Contains(ids, r.KeyID) {
+			delete(m.revoked, h)
+			n++
+		}
+	}
+	if n > 0 {
+		m.saved = false
+	}
+	return n
+}
+
+// Revoked reports whether the secret hash is of a revoked key.
+func (m *Marks) Revoked(hash [32]byte) bool {
+	m.mu.Lock()
+	_, ok := m.revoked[hash]
+	m.mu.Unlock()
+	return ok
+}
+
+// Revocations lists the revocations, in key id order.
+func (m *Marks) Revocations() []Revocation {
+	m.mu.Lock()
+	out := slices.Collect(maps.Values(m.revoked))
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Revocation) int { return int(a.KeyID - b.KeyID) })
+	return out
+}
+
+// Save writes the marks to their file, when they changed since the last
+// Save: to a temporary file, synced, renamed over the old one, so that a
+// crash leaves the old marks or the new ones.
+func (m *Marks) Save(name string) error {
+	m.mu.Lock()
+	if m.path == "" || m.saved {
+		m.mu.Unlock()
+		return nil
+	}
+	f := marksFile{Horizon: m.horizon, Store: name, LastIDs: maps.Clone(m.lastIDs), Revoked: slices.Collect(maps.Values(m.revoked))}
+	m.saved = true
+	m.mu.Unlock()
+	slices.SortFunc(f.Revoked, func(a, b Revocation) int { return int(a.KeyID - b.KeyID) })
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err == nil {
+		err = writeFileAtomic(m.path, append(data, '\n'))
+	}
+	if err != nil {
+		m.mu.Lock()
+		m.saved = false
+		m.mu.Unlock()
+		return fmt.Errorf("saving the restore marks %s: %w", m.path, err)
+	}
+	return nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// RewindHeadroom is the least a rewind moves each counter past the marks.
+// Ids given out after the marks were last brought up to date (by another
+// instance since this one's last poll; by a bbolt file since the marks
+// were last saved) are not in them, and the headroom keeps those clear of
+// the ids given out from then on.
+const RewindHeadroom = 1000
+
+// RolledBack is what a rewind took away of one resource's ids: ids after
+// Restored up to Acknowledged may have been given out and acknowledged,
+// and are gone; new ones come after ResumesAfter.
+type RolledBack struct {
+	Restored     int64 `json:"restored"`
+	Acknowledged int64 `json:"acknowledged"`
+	ResumesAfter int64 `json:"resumesAfter"`
+}
+
+// Restored is the data of store.restored.
+type Restored struct {
+	// Store is "postgres" or "bbolt".
+	Store string `json:"store"`
+	// RestoredTo is the newest event the restored store holds from
+	// before it went back (empty when it holds none): every event after
+	// it that a consumer received before this one was rolled back.
+	RestoredTo string `json:"restoredTo,omitempty"`
+	// RestoredToTime is that event's time.
+	RestoredToTime *time.Time `json:"restoredToTime,omitempty"`
+	// IDs are the rolled-back ids, by resource (only those that lost
+	// some).
+	IDs map[string]RolledBack `json:"ids"`
+	// RevokedAgain counts the API keys that the restore brought back and
+	// that were revoked again.
+	RevokedAgain int `json:"revokedAgain"`
+}
+
+// RolledBackIDs compares the store's last ids, as restored, with the
+// marks, and returns what was rolled back and where each resource's ids
+// resume: above both, by headroom[res] more.
+func RolledBackIDs(restored, marks, headroom map[string]int64) map[string]RolledBack {
+	out := map[string]RolledBack{}
+	for _, res := range Resources {
+		if marks[res] > restored[res] {
+			out[res] = RolledBack{Restored: restored[res], Acknowledged: marks[res], ResumesAfter: marks[res] + headroom[res]}
+		}
+	}
+	return out
+}
