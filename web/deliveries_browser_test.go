@@ -100,7 +100,7 @@ func TestDashboardDeliveriesOfAFailingEndpoint(t *testing.T) {
 	}
 	group := fmt.Sprintf(`#deliveries tbody[data-event=%q]`, sent[0])
 	waitText(t, ctx, group, "Attempt 2")
-	text = waitText(t, ctx, group, "2 attempts")
+	text = waitText(t, ctx, group, "attempts")
 	for _, want := range []string{"webhook.test", sent[0], "retrying", "Attempt 1", "failed", "the receiver answered 500", "ms", "next "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the event's group does not show %q:\n%s", want, text)
@@ -109,8 +109,15 @@ func TestDashboardDeliveriesOfAFailingEndpoint(t *testing.T) {
 	if n := run(t, ctx, "counting the groups", chromedp.Evaluate[int](`document.querySelectorAll('#deliveries tbody.event-group').length`)); n != 2 {
 		t.Errorf("after the retries, %d groups, want 2", n)
 	}
-	do(t, ctx, "opening an answer", chromedp.Click(chromedp.CSS(group+` .delivery-response summary`)))
+	do(t, ctx, "opening an answer", chromedp.Click(chromedp.CSS(group+` .delivery-response summary`)),
+		chromedp.WaitVisible(chromedp.CSS(group+` .delivery-response[open] pre`)))
 	waitText(t, ctx, group+" .delivery-response pre", "down for maintenance")
+	// The retry, 5 s after the first failure, redraws the group: the
+	// answer opened stays open.
+	waitText(t, ctx, group, "Attempt 3")
+	if open := run(t, ctx, "reading the answer's state", chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector(%q).open`, group+" .delivery-response"))); !open {
+		t.Error("a redraw closed the answer the operator opened")
+	}
 	for _, css := range []string{"#deliveries tbody *", "#webhooks tbody *", "#deliveries-title *"} {
 		if missing := unstyled(t, ctx, css); len(missing) != 0 {
 			t.Errorf("fields under %s without a style: %v", css, missing)

@@ -13,9 +13,14 @@ const REFRESH_MS = 3000;
 // webhook whose deliveries are open and their JSON as last drawn.
 const shown = { hooks: '', open: null, deliveries: '' };
 
+// answersOpen are the deliveries whose answer the operator opened: a
+// redraw keeps them open.
+const answersOpen = new Set();
+
 // ---- webhooks -------------------------------------------------------------
 
 export async function loadWebhooks() {
+  answersOpen.clear();
   shown.hooks = '';
   shown.open = null;
   shown.deliveries = '';
@@ -172,9 +177,17 @@ async function drawDeliveries(w) {
   if (json === shown.deliveries && shown.open && shown.open.id === w.id) return;
   shown.deliveries = json;
   const table = $('deliveries');
+  // A redraw keeps the keyboard focus on the same control of the same
+  // event, if it is still there.
+  const focused = document.activeElement && document.activeElement.closest('#deliveries tbody[data-event]');
+  const focusLabel = focused ? document.activeElement.getAttribute('aria-label') : null;
   for (const b of [...table.tBodies]) b.remove();
   $('deliveries-empty').hidden = list.length !== 0;
   for (const attempts of byEvent(list)) table.append(eventGroup(w, attempts));
+  if (focused && focusLabel) {
+    const again = table.querySelector(`tbody[data-event="${CSS.escape(focused.dataset.event)}"] [aria-label="${CSS.escape(focusLabel)}"]`);
+    if (again) again.focus();
+  }
   $('deliveries-updated').replaceChildren('Read ', timeEl(new Date().toISOString()), '; read again every few seconds while this view is open.');
 }
 
@@ -217,8 +230,13 @@ function attemptRow(d) {
   const details = [];
   if (d.error) details.push(el('div', { className: 'delivery-error', textContent: d.error }));
   if (d.response) {
-    details.push(el('details', { className: 'delivery-response' },
-      el('summary', { textContent: 'Answer' }), el('pre', { textContent: d.response })));
+    const answer = el('details', { className: 'delivery-response', open: answersOpen.has(d.id) },
+      el('summary', { textContent: 'Answer', 'aria-label': `The answer to attempt ${d.attempt}` }), el('pre', { textContent: d.response }));
+    answer.addEventListener('toggle', () => {
+      if (answer.open) answersOpen.add(d.id);
+      else answersOpen.delete(d.id);
+    });
+    details.push(answer);
   }
   return el('tr', { className: `attempt-row attempt-${d.state}`, 'data-delivery': d.id },
     el('td', { className: 'attempt-no' }, `Attempt ${d.attempt}`, d.manual ? el('span', { className: 'tag', textContent: 'manual' }) : null),
