@@ -34,6 +34,7 @@ import (
 // or may not be. The checks below therefore hold the acknowledged writes
 // exactly and read the in-flight ones back to learn which way they went.
 func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and kills it several times")
 	}
@@ -45,11 +46,7 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 		adminToken   = "crash-test-admin-token-of-32-chars"
 	)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "petstore")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildService(t, upgradeOldVersion)
 	data := filepath.Join(dir, "petstore.db")
 	args := []string{"--data", data, "--rate-limit", "0", "--admin-token", adminToken, "--listen", "127.0.0.1:0"}
 
@@ -540,14 +537,11 @@ func (m *crashModel) verify(t *testing.T, c *crashClient) (string, int) {
 // it: every acknowledged write's event reaches the receiver, and
 // duplicates share their webhook-id and body. On both stores.
 func TestKillNineLosesNoEvent(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and kills it several times")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "petstore")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildService(t, upgradeOldVersion)
 	t.Run("bbolt", func(t *testing.T) {
 		killNineEvents(t, bin, "--data", filepath.Join(t.TempDir(), "petstore.db"))
 	})

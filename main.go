@@ -346,7 +346,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 
 	_, statErr := os.Stat(cfg.data)
 	newFile := cfg.database == "" && errors.Is(statErr, fs.ErrNotExist)
-	db, err := openStore(ctx, cfg, log)
+	db, kind, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err // it names the file and says what is wrong with it
 	}
@@ -372,7 +372,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	srv, err := handlers.New(handlers.Config{
-		Store: db, Spec: spec, Prepared: documents, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
+		Store: db, File: kind.file, Shared: kind.shared, Spec: spec, Prepared: documents, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
 		MaxClientInFlight: clientInFlight(cfg.maxClientInFlight),
 		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
 		CORSOrigins:       cfg.corsOrigins,
@@ -466,28 +466,35 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 // what clients meet after a sunset set it instead of waiting for the date.
 var handlersNow func() time.Time
 
+// storeKind is what the opened store is beyond store.Store, as the
+// handlers take it: one of the two is set.
+type storeKind struct {
+	file   handlers.FileStore
+	shared handlers.SharedStore
+}
+
 // openStore opens the PostgreSQL database of --database, or else the bbolt
 // file of --data.
-func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, error) {
+func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, storeKind, error) {
 	if cfg.database != "" {
 		db, err := postgres.Connect(ctx, cfg.database, store.Options{}, postgres.Config{
 			Timeouts: cfg.databaseTimeouts, MaxConns: cfg.databaseMaxConns, Logger: log, Background: true,
 			RestoreMarks: cfg.restoreMarks,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("opening the database %s: %w", cfg.dataDescription(), err)
+			return nil, storeKind{}, fmt.Errorf("opening the database %s: %w", cfg.dataDescription(), err)
 		}
-		return db, nil
+		return db, storeKind{shared: db}, nil
 	}
 	db, err := boltstore.Open(cfg.data, store.Options{})
 	if err != nil {
-		return nil, err // it names the file and says what is wrong with it
+		return nil, storeKind{}, err // it names the file and says what is wrong with it
 	}
 	if r := db.Restored(); r != nil {
 		log.Warn("the data file went back in time (put back from a backup): its counters now continue after every id it gave out, the keys revoked since are revoked again, and store.restored is recorded",
 			"file", cfg.data, "restored_to", r.RestoredTo, "revoked_again", r.RevokedAgain, "marks", boltstore.MarksPath(cfg.data))
 	}
-	return db, nil
+	return db, storeKind{file: db}, nil
 }
 
 // dataDescription names the store for people: the file, or the database

@@ -398,6 +398,7 @@ func certEvents(t *testing.T, rcv *webhooktest.Receiver) (types []string, events
 // certificate.expired (once, after notAfter), each event exactly once, at
 // the right times, every signature verified.
 func TestCertificateFailsThenExpiresDeliveredOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts pebble and challtestsrv, waits for a certificate to expire")
 	}

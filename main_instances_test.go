@@ -277,7 +277,16 @@ func TestTwoInstancesShareOneDatabase(t *testing.T) {
 // createKey creates an API key through the admin API and returns its secret.
 func createKey(t *testing.T, in *instance, name string) string {
 	t.Helper()
-	code, body := in.call(t, "POST", "/admin/api-keys", `{"name":"`+name+`"}`, adminAuth...)
+	// An instance on PostgreSQL serves before it has reached its database
+	// (Background): until then the admin token cannot be checked, and it
+	// answers 503 with Retry-After, having created nothing. On a loaded
+	// machine the first statements may take longer than their timeout.
+	var code int
+	var body string
+	waitFor(t, "an API key (the database reached)", time.Minute, func() bool {
+		code, body = in.call(t, "POST", "/admin/api-keys", `{"name":"`+name+`"}`, adminAuth...)
+		return code != http.StatusServiceUnavailable
+	})
 	var key struct{ Secret string }
 	if err := json.Unmarshal([]byte(body), &key); code != 201 || err != nil || key.Secret == "" {
 		t.Fatalf("creating an API key: %d %s", code, body)
@@ -346,6 +355,7 @@ func holdValidations(t *testing.T, addr string, hold time.Duration) {
 // Two instances on one database: each event is delivered once, by one of
 // them, and the stream on B shows what A wrote within a second.
 func TestTwoInstancesShareEvents(t *testing.T) {
+	t.Parallel()
 	databaseURL := pgtest.URL(t)
 	common := []string{"--database", databaseURL, "--webhook-allow-private", "--rate-limit", "0", "--admin-token", domaintest.AdminToken}
 	a := start(t, nil, common...)

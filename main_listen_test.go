@@ -114,6 +114,7 @@ func TestLogReaderThatStopsDoesNotBlockRequests(t *testing.T) {
 // reading does not keep the service from shutting down: run returns soon
 // after --shutdown-timeout, and the data file is closed (it opens again).
 func TestShutdownAbortsASlowBackup(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "p.db")
 	// Tens of MB: far more than the socket buffers between server and
 	// client hold, so the copy is still running when shutdown comes.
@@ -484,6 +485,7 @@ func TestConfigProxyProtocolFrom(t *testing.T) {
 // get the service's 503 JSON through the backup lines, never a dropped
 // connection; the database comes back and writes go through again.
 func TestSeveralInstancesGuideWithHAProxy(t *testing.T) {
+	t.Parallel()
 	haproxy, err := exec.LookPath("haproxy")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -678,6 +680,7 @@ func TestSocketActivation(t *testing.T) {
 	if isChild() {
 		runActivationChild()
 	}
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		names []string
@@ -774,6 +777,7 @@ func TestRestartWithPassedSocketRefusesNothing(t *testing.T) {
 	if isChild() {
 		runActivationChild()
 	}
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the service twice in child processes")
 	}
@@ -841,6 +845,7 @@ func TestSystemdUnitFiles(t *testing.T) {
 	if isChild() {
 		runActivationChild()
 	}
+	t.Parallel()
 	names := unitValues(t, "docs/systemd/petstore.socket", "FileDescriptorName")
 	listens := unitValues(t, "docs/systemd/petstore.socket", "ListenStream")
 	execs := unitValues(t, "docs/systemd/petstore.service", "ExecStart")
@@ -874,27 +879,11 @@ const (
 // running service (an upgrade in place, upgrade.go), with two real builds
 // that differ in the version they report.
 func TestUpgradeInPlace(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary twice and runs it in child processes")
 	}
-	dir := t.TempDir()
-	builds := map[string]string{upgradeOldVersion: filepath.Join(dir, "petstore-old"), upgradeNewVersion: filepath.Join(dir, "petstore-new")}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(builds))
-	for version, bin := range builds {
-		wg.Go(func() {
-			out, err := exec.Command("go", "build", "-ldflags", "-X petstore/buildinfo.version="+version, "-o", bin, ".").CombinedOutput()
-			if err != nil {
-				errs <- fmt.Errorf("go build %s: %v\n%s", version, err, out)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	oldBuild, newBuild := builds[upgradeOldVersion], builds[upgradeNewVersion]
+	oldBuild, newBuild := buildService(t, upgradeOldVersion), buildService(t, upgradeNewVersion)
 
 	// TestUpgradeInPlace/bbolt: on the bbolt file, under 64 clients of
 	// reads and durable writes, each on a new connection: no connection

@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"petstore/domains/domaintest"
+	"petstore/events/webhooktest"
 	"petstore/store"
 	"petstore/store/boltstore"
+	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
 	"petstore/store/storetest"
 )
@@ -25,6 +29,7 @@ import (
 // key, and new ids after the old ones. A second move into the same
 // database is refused.
 func TestMigrateServesFromPostgreSQLWhatTheFileServed(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	first := start(t, nil, "--data", data)
@@ -67,7 +72,7 @@ func TestMigrateServesFromPostgreSQLWhatTheFileServed(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate", "--data", data, "--database", url}, func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "1 categories, 1 pets, 1 orders, 1 API keys") || !strings.Contains(out.String(), "the admin token") || strings.Contains(out.String(), "secret") {
+	if !strings.Contains(out.String(), "1 categories, 1 pets, 1 inventory entries, 1 orders, 1 API keys") || !strings.Contains(out.String(), "the admin token") || strings.Contains(out.String(), "secret") {
 		t.Errorf("migrate says: %s", out.String())
 	}
 
@@ -99,6 +104,7 @@ func TestMigrateServesFromPostgreSQLWhatTheFileServed(t *testing.T) {
 // nothing; with --bad-text replace it moves, U+FFFD in place of U+0000,
 // and each record changed is named.
 func TestMigrateNamesTextPostgreSQLCannotStore(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	domaintest.WriteStoreFile(t, data, func(db *boltstore.DB) error {
@@ -168,6 +174,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		printPeak()
 		os.Exit(0)
 	}
+	t.Parallel()
 	pets := 50_000
 	if n, err := strconv.Atoi(os.Getenv("PETSTORE_TEST_MIGRATE_PETS")); err == nil && n >= 50_000 {
 		pets = n // to measure a larger move by hand
@@ -231,7 +238,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		fmt.Sprintf("pets: %d of %d (100%%)", pets, pets),
 		fmt.Sprintf("inventory entries: %d of %d (100%%)", pets, pets),
 		"orders: 50 of 50 (100%)",
-		fmt.Sprintf("1 categories, %d pets, 50 orders, 1 API keys", pets),
+		fmt.Sprintf("1 categories, %d pets, %d inventory entries, 50 orders, 1 API keys", pets, pets),
 	} {
 		if !strings.Contains(string(out), line) {
 			t.Errorf("migrate does not say %q:\n%s", line, out)
@@ -288,4 +295,151 @@ func memoryLines(out []byte) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestMigrateCarriesWebhooksEventsAndDeliveries: a file with a webhook,
+// its past deliveries, events, a kept Idempotency-Key answer and a
+// pending delivery moves whole. PostgreSQL answers what the file did
+// (times to the microsecond, its precision), the summary counts every
+// kind, the pending delivery is there to attempt with its event and the
+// webhook's own secret, an operator's retry of it reaches the receiver
+// signed with that secret, and a retried keyed request gets its kept
+// answer.
+func TestMigrateCarriesWebhooksEventsAndDeliveries(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	data := filepath.Join(t.TempDir(), "petstore.db")
+	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true})
+	first := start(t, nil, "--data", data, "--admin-token", domaintest.AdminToken, "--webhook-allow-private")
+	code, body := first.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
+	var hook struct {
+		ID     int64
+		Secret string
+	}
+	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil || hook.Secret == "" {
+		t.Fatalf("creating the webhook: %d %s", code, body)
+	}
+	rcv.Trust(hook.Secret)
+	deliveriesPath := fmt.Sprintf("/admin/webhooks/%d/deliveries", hook.ID)
+	key := createKey(t, first, "move")
+	keyed := []string{"X-API-Key", key, "Idempotency-Key", "create-dogs-once"}
+	code, created := first.call(t, "POST", "/categories", `{"name":"dogs"}`, keyed...)
+	if code != 201 {
+		t.Fatalf("a keyed write: %d %s", code, created)
+	}
+	// Both events delivered and their outcomes recorded: nothing is left
+	// in flight when the service stops.
+	domaintest.WaitFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		code, body := first.call(t, "GET", deliveriesPath, "", adminAuth...)
+		if n := strings.Count(body, `"state":"succeeded"`); code != 200 || n != 2 {
+			return fmt.Errorf("%d deliveries recorded as succeeded: %d %s", n, code, body)
+		}
+		return nil
+	})
+	first.stop(t)
+
+	// A change whose delivery is pending in the file when the move begins,
+	// due in an hour, so that no service attempts it before the test
+	// compares their answers.
+	file, err := boltstore.Open(data, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := store.Pet{Name: "Pending", CategoryID: 1}
+	if err := file.CreatePet(ctx, &pending); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := file.FanOut(ctx, time.Now().Add(time.Hour), 100); err != nil || n != 1 {
+		t.Fatalf("fanning out the last event: %d, %v", n, err)
+	}
+	before, err := store.Collect(ctx, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file.Close()
+	if len(before.Webhooks) != 1 || len(before.Answers) != 1 || len(before.Deliveries) != 3 {
+		t.Fatalf("the file holds %d webhooks, %d kept answers, %d deliveries", len(before.Webhooks), len(before.Answers), len(before.Deliveries))
+	}
+	pendingID := before.Deliveries[2].ID
+
+	// The file's own answers.
+	reader := start(t, nil, "--data", data, "--admin-token", domaintest.AdminToken)
+	paths := []string{"/admin/webhooks", fmt.Sprintf("/admin/webhooks/%d", hook.ID), deliveriesPath, "/events", "/admin/events", "/categories", "/pets"}
+	want := map[string]string{}
+	for _, p := range paths {
+		_, want[p] = reader.call(t, "GET", p, "", adminAuth...)
+	}
+	reader.stop(t)
+
+	var out bytes.Buffer
+	if err := run(ctx, []string{"migrate", "--data", data, "--database", url}, func(string) string { return "" }, &out); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out.String())
+	}
+	summary := out.String()[strings.LastIndex(out.String(), "copied "):]
+	for _, want := range []string{"1 webhooks with their signing keys", fmt.Sprintf("%d events,", len(before.Events)),
+		"3 deliveries", "1 kept answers of Idempotency-Keys", "1 categories", "1 pets"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("the summary has no %q: %s", want, summary)
+		}
+	}
+
+	moved := start(t, nil, "--database", url, "--admin-token", domaintest.AdminToken, "--webhook-allow-private")
+	for _, p := range paths {
+		if code, got := moved.call(t, "GET", p, "", adminAuth...); code != 200 || toMicroseconds(got) != toMicroseconds(want[p]) {
+			t.Errorf("GET %s on PostgreSQL: %d %s\nwant %s", p, code, got, want[p])
+		}
+	}
+	if code, got := moved.call(t, "POST", "/categories", `{"name":"dogs"}`, keyed...); code != 201 || got != created {
+		t.Errorf("the keyed write again on PostgreSQL: %d %s\nwant the kept answer %s", code, got, created)
+	}
+	if code, got := moved.call(t, "GET", "/categories", ""); code != 200 || strings.Count(got, `"name":"dogs"`) != 1 {
+		t.Errorf("categories after the replay: %d %s", code, got)
+	}
+	// The pending delivery is there to attempt when it is due, with its
+	// event and the webhook's secret.
+	other, err := postgres.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	due := time.Now().Add(2 * time.Hour)
+	claimed, err := other.ClaimDeliveries(ctx, due, due.Add(time.Minute), nil, 10)
+	if err != nil || len(claimed) != 1 || claimed[0].ID != pendingID || claimed[0].Webhook.Secret != hook.Secret ||
+		!strings.Contains(string(claimed[0].Event.Data), `"name":"Pending"`) {
+		t.Errorf("the deliveries due on PostgreSQL: %+v, %v; want delivery %d of the pending pet", claimed, err, pendingID)
+	}
+	// An operator's retry of it reaches the receiver, signed with the
+	// webhook's secret.
+	received := len(rcv.Deliveries())
+	if code, body := moved.call(t, "POST", fmt.Sprintf("%s/%d/retry", deliveriesPath, pendingID), "", adminAuth...); code != 202 {
+		t.Fatalf("retrying the moved delivery: %d %s", code, body)
+	}
+	domaintest.WaitFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if n := len(rcv.Deliveries()); n != received+1 {
+			return fmt.Errorf("%d deliveries received, want %d", n, received+1)
+		}
+		return nil
+	})
+	if last := rcv.Deliveries()[received]; last.Event.Type != "pet.created" || !strings.Contains(string(last.Event.Data), `"name":"Pending"`) {
+		t.Errorf("the retried delivery: %+v", last.Event)
+	}
+	if r := rcv.Rejected(); len(r) != 0 {
+		t.Errorf("deliveries refused by the receiver (not signed with the webhook's secret?): %q", r)
+	}
+}
+
+// fraction is the fraction of a second of an RFC 3339 time.
+var fraction = regexp.MustCompile(`(\d\d:\d\d:\d\d)\.(\d+)`)
+
+// toMicroseconds cuts every time in s to the microsecond, as PostgreSQL
+// keeps it, in RFC 3339's shortest form.
+func toMicroseconds(s string) string {
+	return fraction.ReplaceAllStringFunc(s, func(m string) string {
+		p := fraction.FindStringSubmatch(m)
+		f := strings.TrimRight(p[2][:min(len(p[2]), 6)], "0")
+		if f == "" {
+			return p[1]
+		}
+		return p[1] + "." + f
+	})
 }

@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,17 +78,28 @@ func (in *instance) get(t *testing.T, method, path, body string, header ...strin
 	return res.StatusCode, string(data), res.Header
 }
 
-// TestLockedTableAnswers503: a table held under ACCESS EXCLUSIVE past the
-// statement timeout fails the requests that need it with 503 JSON and
-// Retry-After; requests for other tables still succeed; /healthz stays
-// 200; /readyz turns 503 and recovers by itself when the lock goes.
+// TestLockedTableAnswers503: a table held under ACCESS EXCLUSIVE for
+// several statement timeouts, with 32 clients reading and writing it
+// without pause, fails those requests with 503 JSON and Retry-After, and
+// only those: requests for another table get 200 throughout (the locked
+// table's requests hold at most their share of the pool), /readyz stays
+// 200 throughout (one table's lock is not the instance's unreadiness: a
+// balancer would find it on every instance), /healthz too.
 func TestLockedTableAnswers503(t *testing.T) {
+	t.Parallel()
 	databaseURL := pgtest.URL(t)
-	in := start(t, nil, pgFlags(databaseURL)...)
+	// A statement timeout longer than the wait for a connection, as the
+	// defaults have it: a pool held whole by the locked table's requests
+	// would fail the others' waits.
+	in := start(t, nil, pgFlags(databaseURL, "--database-acquire-timeout", "1s", "--database-statement-timeout", "2s", "--database-transaction-timeout", "4s")...)
 	key := createKey(t, in, "locked")
 	if code, body := in.call(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key); code != 201 {
 		t.Fatalf("a category: %d %s", code, body)
 	}
+	waitFor(t, "ready before the lock", 10*time.Second, func() bool {
+		code, _, _ := in.get(t, "GET", "/readyz", "")
+		return code == 200
+	})
 
 	lock := pgtest.Connect(t, databaseURL)
 	if err := lock.Exec(context.Background(), `BEGIN`); err != nil {
@@ -101,50 +115,69 @@ func TestLockedTableAnswers503(t *testing.T) {
 		}
 	}()
 
-	// Writes and reads of pets, in parallel, past the pool's size.
-	var wg sync.WaitGroup
-	var blocked atomic.Int64
-	for i := range 40 {
-		wg.Go(func() {
-			var code int
-			var body string
-			var header http.Header
-			if i%2 == 0 {
-				code, body, header = in.get(t, "POST", "/pets", `{"name":"Rex","categoryId":1}`, "X-API-Key", key)
-			} else {
-				code, body, header = in.get(t, "GET", "/pets", "")
+	// 32 clients on the locked table, each sending again as soon as it is
+	// answered, until the lock has lasted several statement timeouts
+	// (each client answered rounds times, every answer 503).
+	const clients, rounds = 32, 2
+	stop := make(chan struct{})
+	var petClients sync.WaitGroup
+	var answered atomic.Int64
+	for i := range clients {
+		petClients.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var code int
+				var body string
+				var header http.Header
+				if i%2 == 0 {
+					code, body, header = in.get(t, "POST", "/pets", `{"name":"Rex","categoryId":1}`, "X-API-Key", key)
+				} else {
+					code, body, header = in.get(t, "GET", "/pets", "")
+				}
+				wantUnavailable(t, "a request for the locked table", code, body, header)
+				if n+1 == rounds {
+					answered.Add(1)
+				}
 			}
-			wantUnavailable(t, "a request for the locked table", code, body, header)
-			blocked.Add(1)
 		})
 	}
-	// Meanwhile: the other tables and liveness.
-	healthy := make(chan struct{})
-	var others sync.WaitGroup
-	others.Go(func() {
-		for {
-			select {
-			case <-healthy:
-				return
-			default:
+	// Meanwhile: another table, readiness and liveness, checked without
+	// pause; every answer must be 200.
+	var checks sync.WaitGroup
+	var readyChecks, otherChecks atomic.Int64
+	for _, c := range []struct {
+		path  string
+		count *atomic.Int64
+	}{{"/readyz", &readyChecks}, {"/categories", &otherChecks}, {"/healthz", new(atomic.Int64)}} {
+		checks.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if code, body, _ := in.get(t, "GET", c.path, ""); code != 200 {
+					t.Errorf("GET %s during the lock: %d %s", c.path, code, body)
+				}
+				c.count.Add(1)
 			}
-			if code, body, _ := in.get(t, "GET", "/healthz", ""); code != 200 {
-				t.Errorf("/healthz during the lock: %d %s", code, body)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		})
+	}
+	began := time.Now()
+	waitFor(t, "every client of the locked table answered several times", 2*time.Minute, func() bool {
+		return answered.Load() == clients
 	})
-	waitFor(t, "a request for another table succeeds during the lock", 10*time.Second, func() bool {
-		code, _, _ := in.get(t, "GET", "/categories/1", "")
-		return code == 200
-	})
-	waitFor(t, "/readyz turns 503 during the lock", 10*time.Second, func() bool {
-		code, body, _ := in.get(t, "GET", "/readyz", "")
-		return code == 503 && strings.Contains(body, "database_unavailable")
-	})
-	wg.Wait()
-	if blocked.Load() != 40 {
-		t.Fatalf("%d of 40 requests for the locked table answered", blocked.Load())
+	close(stop)
+	petClients.Wait()
+	checks.Wait()
+	t.Logf("the lock held %v (statement timeout 2s): %d readiness checks and %d requests for another table, all 200",
+		time.Since(began).Round(10*time.Millisecond), readyChecks.Load(), otherChecks.Load())
+	if readyChecks.Load() < 10 || otherChecks.Load() < 10 {
+		t.Errorf("only %d readiness checks and %d requests for another table during the lock", readyChecks.Load(), otherChecks.Load())
 	}
 	if !strings.Contains(in.out.String(), "SQLSTATE 57014") {
 		t.Errorf("no log line names the statement timeout's SQLSTATE:\n%s", in.out)
@@ -161,12 +194,6 @@ func TestLockedTableAnswers503(t *testing.T) {
 		t.Fatal(err)
 	}
 	locked = false
-	waitFor(t, "/readyz recovers once the lock goes", 15*time.Second, func() bool {
-		code, _, _ := in.get(t, "GET", "/readyz", "")
-		return code == 200
-	})
-	close(healthy)
-	others.Wait()
 	if code, body := in.call(t, "POST", "/pets", `{"name":"Rex","categoryId":1}`, "X-API-Key", key); code != 201 {
 		t.Errorf("a write after the lock: %d %s", code, body)
 	}
@@ -212,6 +239,7 @@ func blackHole(t *testing.T) (addr string, accepted func() int) {
 // other attempt. With the hosts named by IP address and by name (pgx
 // reaches a name through its addresses, which are all a connection knows).
 func TestFirstHostNeverAnswers(t *testing.T) {
+	t.Parallel()
 	for _, form := range []string{"addresses", "names"} {
 		t.Run(form, func(t *testing.T) {
 			databaseURL := pgtest.URL(t)
@@ -285,6 +313,7 @@ func port(t *testing.T, hostPort string) string {
 // the database is stopped again, and takes writes within seconds of its
 // return.
 func TestDatabaseStoppedAndRestarted(t *testing.T) {
+	t.Parallel()
 	cluster := pgtest.Private(t)
 	databaseURL, err := cluster.NewDatabase(context.Background())
 	if err != nil {
@@ -358,6 +387,7 @@ func TestDatabaseStoppedAndRestarted(t *testing.T) {
 // and a key revoked on A is refused by B right after the 204, 100 times;
 // no valid request counts as a failed credential.
 func TestKeysAcrossInstances(t *testing.T) {
+	t.Parallel()
 	databaseURL := pgtest.URL(t)
 	a := start(t, nil, pgFlags(databaseURL)...)
 	b := start(t, nil, pgFlags(databaseURL)...)
@@ -393,6 +423,7 @@ func TestKeysAcrossInstances(t *testing.T) {
 // under writes, again and again, it is never ended by a deadlock with the
 // instance's own queries.
 func TestRestoreOfAnOlderDump(t *testing.T) {
+	t.Parallel()
 	databaseURL := pgtest.URL(t)
 	in := start(t, nil, pgFlags(databaseURL)...)
 	kept := createKeyWithID(t, in, "in the dump")
@@ -487,6 +518,7 @@ func runTool(t *testing.T, name string, args ...string) {
 // timeouts, reads go on, /readyz names the cause and the log says it once;
 // when the setting goes, the instance is ready again by itself.
 func TestBlockedCommits(t *testing.T) {
+	t.Parallel()
 	cluster := pgtest.PrivateDurable(t)
 	databaseURL, err := cluster.NewDatabase(context.Background())
 	if err != nil {
@@ -549,6 +581,7 @@ func TestBlockedCommits(t *testing.T) {
 // lost; every failed request gets 503 JSON, never a 500 or a dropped
 // connection; the instances find the new primary by themselves.
 func TestFailoverToAPromotedReplica(t *testing.T) {
+	t.Parallel()
 	primary := pgtest.Private(t)
 	databaseURL, err := primary.NewDatabase(context.Background())
 	if err != nil {
@@ -648,4 +681,171 @@ func TestFailoverToAPromotedReplica(t *testing.T) {
 	if lost > 0 {
 		t.Errorf("%d of %d acknowledged writes are not on the new primary", lost, len(acked))
 	}
+}
+
+// TestStartUpWaitsWhatItSays: with a database that accepts connections and
+// never answers (a real socket), start-up's wait for it is one attempt
+// within one deadline, the bound its log line states: from the first
+// connection the silent host accepted to that line, no more than the bound
+// and a margin for a loaded machine far below a second wait of the same
+// length (start-up used to try twice, each attempt the connect timeout,
+// while the log named one), and no second connection before it. The
+// service then listens, and /readyz says why it is not ready.
+func TestStartUpWaitsWhatItSays(t *testing.T) {
+	hole, accepted := silentHost(t)
+	const connect = 2 * time.Second
+	in := start(t, nil, pgFlags("postgres://petstore@"+hole+"/petstore?sslmode=disable", "--database-connect-timeout", connect.String())...)
+	line := regexp.MustCompile(`time=(\S+) .*did not answer within (\S+), start-up's one wait`).FindStringSubmatch(in.out.String())
+	if line == nil {
+		t.Fatalf("the log states no bound for start-up's wait:\n%s", in.out)
+	}
+	logged, err := time.Parse(time.RFC3339Nano, line[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := time.ParseDuration(line[2])
+	if err != nil || bound != connect {
+		t.Errorf("the stated bound %q, want the connect timeout %v (one host)", line[2], connect)
+	}
+	var before []time.Time
+	for _, at := range accepted() {
+		if at.Before(logged) {
+			before = append(before, at)
+		}
+	}
+	if len(before) == 0 {
+		t.Fatal("the silent host took no connection before the log line")
+	}
+	waited := logged.Sub(before[0])
+	t.Logf("waited %v for the silent host, the log's bound %v; %d connections before the line", waited.Round(time.Millisecond), bound, len(before))
+	if waited > bound+connect/2 || len(before) != 1 {
+		t.Errorf("waited %v with %d connections for a database that never answers: more than the stated %v, one attempt", waited.Round(time.Millisecond), len(before), bound)
+	}
+	code, body, header := in.get(t, "GET", "/readyz", "")
+	wantUnavailable(t, "/readyz with a silent database", code, body, header)
+}
+
+// silentHost accepts connections and never answers, and says when it took
+// each.
+func silentHost(t *testing.T) (addr string, accepted func() []time.Time) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	var at []time.Time
+	t.Cleanup(func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	domaintest.ServeConns(t, ln, func(c net.Conn) {
+		mu.Lock()
+		held = append(held, c)
+		at = append(at, time.Now())
+		mu.Unlock()
+	})
+	return ln.Addr().String(), func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(at)
+	}
+}
+
+// TestOutageLogsAFewLines: while the database is stopped, the loops that
+// poll it (the event engine's fan-out, ten times a second; the store's
+// watch of other instances' changes) fail at every round; each says so in
+// a line, then in one line when it succeeds again, with the count of the
+// failures between ("(N more"), not in a line per failure.
+func TestOutageLogsAFewLines(t *testing.T) {
+	cluster := pgtest.Private(t)
+	databaseURL, err := cluster.NewDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The service reaches the database through a proxy of the test's own
+	// that counts the connections tried: each failed round tries one.
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tried := countingProxy(t, u.Host)
+	u.Host = tried.addr
+	in := start(t, nil, pgFlags(u.String())...)
+	waitFor(t, "ready", 20*time.Second, func() bool {
+		code, _ := in.call(t, "GET", "/readyz", "")
+		return code == 200
+	})
+	if err := cluster.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	// A bounded count of failed rounds.
+	before := tried.count()
+	waitFor(t, "a hundred attempts to reach the stopped database", time.Minute, func() bool {
+		return tried.count()-before >= 100
+	})
+	if err := cluster.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range []string{"fanning events out to webhooks", "reading other instances' changes"} {
+		waitFor(t, msg+" succeeds again", 30*time.Second, func() bool {
+			return strings.Contains(in.out.String(), msg+": succeeds again (")
+		})
+		var lines []string
+		for _, l := range strings.Split(in.out.String(), "\n") {
+			if strings.Contains(l, msg) {
+				lines = append(lines, l)
+			}
+		}
+		m := regexp.MustCompile(regexp.QuoteMeta(msg) + `: succeeds again \((\d+) more failures`).FindStringSubmatch(strings.Join(lines, "\n"))
+		n := 0
+		if m != nil {
+			n, _ = strconv.Atoi(m[1])
+		}
+		t.Logf("%q: %d lines, %d failures counted in them", msg, len(lines), n)
+		if len(lines) > 4 || n < 5 {
+			t.Errorf("%q: %d lines for the outage (%d failures counted), want a few with the count:\n%s", msg, len(lines), n, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// proxy forwards connections to a backend, counting them.
+type proxy struct {
+	addr string
+	mu   sync.Mutex
+	n    int
+}
+
+func (p *proxy) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// countingProxy forwards each connection to backend (closing it at once
+// when backend refuses), until the test ends.
+func countingProxy(t *testing.T, backend string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{addr: ln.Addr().String()}
+	domaintest.ServeConns(t, ln, func(c net.Conn) {
+		p.mu.Lock()
+		p.n++
+		p.mu.Unlock()
+		b, err := net.DialTimeout("tcp", backend, 5*time.Second)
+		if err != nil {
+			c.Close()
+			return
+		}
+		go func() { _, _ = io.Copy(b, c); b.Close() }()
+		go func() { _, _ = io.Copy(c, b); c.Close() }()
+	})
+	return p
 }

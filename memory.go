@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
+
+	"petstore/store"
 )
 
 // The release policy of releaseMemoryWhenIdle.
@@ -61,20 +63,13 @@ func releaseMemoryWhenIdle(ctx context.Context, period time.Duration) {
 		}
 		return sample[0].Value.Uint64()
 	}
-	t := time.NewTicker(period)
-	defer t.Stop()
 	last, quiet := allocated(), quietWatch{period: period}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	store.EveryTick(ctx, period, func() {
 		if quiet.release(allocated() - last) {
 			debug.FreeOSMemory()
 		}
 		last = allocated()
-	}
+	})
 }
 
 // quietWatch judges, one period's allocations at a time, when a busy spell

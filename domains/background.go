@@ -2,7 +2,8 @@ package domains
 
 import (
 	"context"
-	"time"
+
+	"petstore/store"
 )
 
 // Run does the background work until ctx ends: at start it loads issued
@@ -14,17 +15,11 @@ func (m *Manager) Run(ctx context.Context) {
 	if m.certs != nil {
 		m.certs.Resume(ctx)
 	}
-	tick := time.Tick(m.cfg.TickEvery)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.ctx.Done():
-			return
-		case <-tick:
-			m.checkDue(ctx)
-		}
-	}
+	// The checks stop with ctx or at Close, whichever comes first.
+	ticking, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(m.ctx, stop)()
+	store.EveryTick(ticking, m.cfg.TickEvery, func() { m.checkDue(ctx) })
 }
 
 // untilClosed is the body of one of the manager's goroutines: it calls do

@@ -82,6 +82,9 @@ type Engine struct {
 	cfg    Config
 	dialer *net.Dialer
 	hub    *Hub
+	// fanOutFailures logs the fan-out's failures, which repeat at every
+	// poll while the database is away, a few lines, not one each.
+	fanOutFailures store.RepeatedFailure
 
 	// timeout bounds each attempt from its claim (Timeout; tests shorten
 	// it), and lease is its claims' lease.
@@ -188,10 +191,11 @@ func (e *Engine) step(ctx context.Context) {
 		n, err := e.cfg.Store.FanOut(ctx, now, 500)
 		if err != nil {
 			if ctx.Err() == nil {
-				e.cfg.Log.Warn("fanning events out to webhooks", "err", err)
+				e.fanOutFailures.Failed(e.cfg.Log, "fanning events out to webhooks", "err", err)
 			}
 			return
 		}
+		e.fanOutFailures.Succeeded()
 		e.stats.fannedOut.Add(uint64(n))
 		if n < 500 {
 			break

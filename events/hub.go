@@ -72,13 +72,6 @@ func (h *Hub) drop(s *Subscription) {
 	}
 }
 
-// Streams is how many subscriptions are open.
-func (h *Hub) Streams() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.subs)
-}
-
 func (h *Hub) run(ctx context.Context) {
 	defer func() {
 		h.mu.Lock()

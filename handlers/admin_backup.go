@@ -23,8 +23,8 @@ const backupIdleTimeout = 60 * time.Second
 // one read transaction, its size as Content-Length, the pages as the body.
 // Requests go on being served meanwhile. HEAD answers the headers alone.
 func (s *Server) backup(c echo.Context) error {
-	b, ok := s.store.(backuper)
-	if !ok {
+	b := s.cfg.File
+	if b == nil {
 		return errNoBackup()
 	}
 	ctx := c.Request().Context()

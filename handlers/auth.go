@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"petstore/handlers/clientkey"
-	"petstore/store"
 )
 
 const (
@@ -23,20 +22,13 @@ const (
 
 var errBadCredentials = errors.New("missing or invalid credentials")
 
-// keyChecker is a store that looks keys up in a database shared by several
-// instances (PostgreSQL), where a cache could miss a new key or keep a
-// revoked one.
-type keyChecker interface {
-	CheckAPIKey(ctx context.Context, secret string) (store.APIKey, bool, error)
-}
-
 // authenticate is kin-openapi's AuthenticationFunc: the spec says which
 // operations need which credential, and this checks the credential.
 func (s *Server) authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	req := in.RequestValidationInput.Request
 	switch in.SecuritySchemeName {
 	case schemeAPIKey:
-		if kc, ok := s.store.(keyChecker); ok {
+		if kc := s.cfg.Shared; kc != nil {
 			if !s.failures.mayLookUp(clientkey.Of(req.RemoteAddr), time.Now()) {
 				// Not counted as a failure: it was not checked.
 				return &errTooManyFailures{retryAfter: int(lockedLookupInterval / time.Second)}
@@ -59,12 +51,6 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 	return s.failures.refuse(req, errBadCredentials)
 }
 
-// tokenLoader is a store whose admin token may not be known yet: one on a
-// database that has not been reached since start (PostgreSQL).
-type tokenLoader interface {
-	AdminTokenKnown() error
-}
-
 // checkAdminToken checks the admin token of a request: nil when it is
 // right, errBadCredentials when it is wrong or missing, or the store's
 // database_unavailable (a 503 with Retry-After, not a failed credential)
@@ -74,7 +60,7 @@ func (s *Server) checkAdminToken(req *http.Request) error {
 	if s.store.CheckAdminToken(token) {
 		return nil
 	}
-	if tl, ok := s.store.(tokenLoader); ok && token != "" {
+	if tl := s.cfg.Shared; tl != nil && token != "" {
 		if err := tl.AdminTokenKnown(); err != nil {
 			return err
 		}

@@ -34,7 +34,7 @@ func (s *Server) healthz(c echo.Context) error {
 // and, while its writes fail, tries one; the PostgreSQL store reaches its pool.
 func (s *Server) readyz(c echo.Context) error {
 	if err := s.store.Ping(c.Request().Context()); err != nil {
-		if d, ok := s.store.(damageReporter); ok && d.Damaged() != nil {
+		if d := s.cfg.File; d != nil && d.Damaged() != nil {
 			// Logged once, when it was found (watchDamage).
 			return apiError(codeUnavailable, "the data store is not ready: %v", d.Damaged())
 		}
@@ -47,19 +47,12 @@ func (s *Server) readyz(c echo.Context) error {
 	return respond(c, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// damageReporter is a store that can find its data damaged (bbolt: a page
-// that makes a transaction panic), which only restoring a backup mends.
-type damageReporter interface {
-	Damaged() error
-	OnDamaged(func(error))
-}
-
 // watchDamage logs, once, that the store found its data damaged (/readyz
 // says so on every probe, the log only when it happens), and reports it in
 // petstore_store_damaged.
 func (s *Server) watchDamage() error {
-	d, ok := s.store.(damageReporter)
-	if !ok {
+	d := s.cfg.File
+	if d == nil {
 		return nil
 	}
 	d.OnDamaged(func(err error) {

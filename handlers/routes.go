@@ -120,7 +120,7 @@ func (s *Server) register(doc *apiDoc, routes []route, validate bool, limit echo
 		if !ok {
 			return fmt.Errorf("route %s %s is not in the OpenAPI document", r.method, r.path)
 		}
-		mw := []echo.MiddlewareFunc{wholeSegments}
+		mw := []echo.MiddlewareFunc{wholeSegments, poolShare(poolShareOf(r.path))}
 		// A body is read whole, within BodyLimit, before anything judges
 		// the request. An operation that takes none refuses one (400, after
 		// authentication), so it never answers 413.
@@ -158,6 +158,32 @@ func (s *Server) register(doc *apiDoc, routes []route, validate bool, limit echo
 		return fmt.Errorf("operations in the OpenAPI document without a route: %s", strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// poolShare makes the store's work for a route count against its
+// resource's share of the database connections (store.WithPoolShare), so
+// that requests for a locked table cannot hold every connection.
+func poolShare(name string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			c.SetRequest(r.WithContext(store.WithPoolShare(r.Context(), name)))
+			return next(c)
+		}
+	}
+}
+
+// poolShareOf names the resource of a route's path, its share of the
+// database connections: the path up to its first parameter, at most two
+// segments ("/pets/:petId" is "/pets", "/store/orders/:orderId" is
+// "/store/orders").
+func poolShareOf(path string) string {
+	segments := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	n := 0
+	for n < len(segments) && n < 2 && !strings.HasPrefix(segments[n], ":") {
+		n++
+	}
+	return "/" + strings.Join(segments[:n], "/")
 }
 
 // chain wraps h in mw once, the first of mw outermost. Echo v4 calls every

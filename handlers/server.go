@@ -50,6 +50,14 @@ const (
 // Config is everything the HTTP layer needs; main fills it from flags.
 type Config struct {
 	Store Store
+	// File and Shared are Store again, as what it is beyond Store; at most
+	// one is set. File: a file this process owns (bbolt), which backs
+	// itself up and reports damage. Shared: a database several instances
+	// share (PostgreSQL), where API keys are looked up on every request.
+	// Neither: no backup (the answer says how to back up PostgreSQL),
+	// credentials checked in the store's memory.
+	File   FileStore
+	Shared SharedStore
 	// Spec is openapi.yaml, embedded by main.
 	Spec   []byte
 	Logger *slog.Logger
@@ -207,6 +215,10 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 		return nil, errors.New("handlers: Config.Metrics is nil")
 	case cfg.CredentialFailures < 0:
 		return nil, errors.New("handlers: Config.CredentialFailures is negative")
+	case cfg.File != nil && cfg.Shared != nil:
+		return nil, errors.New("handlers: Config.File and Config.Shared are both set: a store is one or the other")
+	case cfg.File != nil && any(cfg.File) != any(cfg.Store), cfg.Shared != nil && any(cfg.Shared) != any(cfg.Store):
+		return nil, errors.New("handlers: Config.File or Config.Shared is not Config.Store")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -265,8 +277,8 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
 		}
 	}
-	if p, ok := cfg.Store.(metrics.PoolStatser); ok {
-		if err := s.metrics.Register(metrics.Pool(p)); err != nil {
+	if cfg.Shared != nil {
+		if err := s.metrics.Register(metrics.Pool(cfg.Shared)); err != nil {
 			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"petstore/metrics"
 	"petstore/store"
 )
 
@@ -42,15 +43,35 @@ type Store interface {
 	RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time) (store.Delivery, error)
 }
 
-// backuper is a store that copies its data itself, the bbolt file: it
-// writes a consistent copy to the writer open returns, after telling it
-// the size. A PostgreSQL database is not one: pg_dump copies a live
-// database that other instances share.
-type backuper interface {
+// FileStore is what a store kept in one file that this process owns
+// (bbolt) does beyond Store, given as Config.File. It copies its data
+// itself: BackupSized writes a consistent copy to the writer open returns,
+// after telling it the size (GET /admin/backup). And it can find its data
+// damaged (a page that makes a transaction panic), which only restoring a
+// backup mends: Damaged says so, OnDamaged is called once when it happens
+// (/readyz and petstore_store_damaged). A PostgreSQL database is not one:
+// pg_dump copies a live database that other instances share.
+type FileStore interface {
 	BackupSized(ctx context.Context, open func(size int64) (io.Writer, error)) (int64, error)
+	Damaged() error
+	OnDamaged(func(error))
 }
 
-// errNoBackup answers a backup of a store that is not a backuper.
+// SharedStore is what a database that several instances share
+// (PostgreSQL) does beyond Store, given as Config.Shared. CheckAPIKey
+// looks a key up in the database on every request, since a cache could
+// miss a new key or keep a revoked one (the lookups a client may make are
+// limited, as its failures are). AdminTokenKnown says why the admin token
+// cannot be checked yet (the database not reached since start), so that
+// the request gets a 503 rather than a 401. PoolStats feeds the pool's
+// metrics.
+type SharedStore interface {
+	CheckAPIKey(ctx context.Context, secret string) (store.APIKey, bool, error)
+	AdminTokenKnown() error
+	metrics.PoolStatser
+}
+
+// errNoBackup answers a backup of a store that is not a FileStore.
 func errNoBackup() error {
 	return store.Errorf(store.ENOTSUPPORTED, "the data is in PostgreSQL: back it up with pg_dump (for example: pg_dump --format=custom --file=petstore.dump \"$PETSTORE_DATABASE\")")
 }

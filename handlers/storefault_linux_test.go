@@ -27,7 +27,7 @@ func onSmallDisk(tb testing.TB, dir *string) serverOption {
 	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		tb.Fatal(err)
 	}
-	return func(cfg *handlers.Config) { cfg.Store = db }
+	return func(cfg *handlers.Config) { cfg.Store, cfg.File = db, db }
 }
 
 // A full disk is 507 insufficient_storage with Retry-After on the public and

@@ -30,6 +30,7 @@ import (
 	"petstore/metrics"
 	"petstore/store"
 	"petstore/store/boltstore"
+	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
 )
 
@@ -141,8 +142,18 @@ func serverConfig(tb testing.TB, db store.Store, opts ...serverOption) handlers.
 	tb.Helper()
 	specs(tb)
 	cfg := handlers.Config{Store: db, Spec: publicSpec, Metrics: metrics.New()}
+	// What the store is beyond handlers.Store, as main says it.
+	switch db := db.(type) {
+	case *boltstore.DB:
+		cfg.File = db
+	case *postgres.DB:
+		cfg.Shared = db
+	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.Prepared == nil && bytes.Equal(cfg.Spec, publicSpec) {
+		cfg.Prepared = sharedPrepared(tb)
 	}
 	if cfg.Domains == nil {
 		cfg.Domains = domaintest.NewManager(tb, domains.Config{
@@ -153,6 +164,25 @@ func serverConfig(tb testing.TB, db store.Store, opts ...serverOption) handlers.
 		})
 	}
 	return cfg
+}
+
+// prepared is handlers.Prepare(publicSpec), made once for every server of
+// the tests that serves that document: parsing both documents and
+// rendering the site is most of what New costs, and a Prepared is made to
+// be handed to New (main prepares it before its store is open).
+var prepared struct {
+	once sync.Once
+	p    *handlers.Prepared
+	err  error
+}
+
+func sharedPrepared(tb testing.TB) *handlers.Prepared {
+	tb.Helper()
+	prepared.once.Do(func() { prepared.p, prepared.err = handlers.Prepare(publicSpec) })
+	if prepared.err != nil {
+		tb.Fatal(prepared.err)
+	}
+	return prepared.p
 }
 
 func newTestServer(tb testing.TB, opts ...serverOption) *testServer {

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // PoolStats describes a store's pool of database connections (PostgreSQL),
 // for the service's metrics.
@@ -18,4 +21,22 @@ type PoolStats struct {
 	// ErrorsByClass counts the database's errors by SQLSTATE class (its
 	// first two characters; "08" also for connections lost on the way).
 	ErrorsByClass map[string]int64
+}
+
+type poolShareKey struct{}
+
+// WithPoolShare returns ctx for work that counts against the share of the
+// database connections named name: the requests of one resource (say,
+// /pets) hold at most a share of the pool between them, so that a table
+// that is locked or slow cannot hold every connection and starve the
+// requests that do not need it. A store without a pool ignores it.
+func WithPoolShare(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, poolShareKey{}, name)
+}
+
+// PoolShareOf is the name of ctx's share of the connections, "" for none
+// (background work, which is bounded on its own).
+func PoolShareOf(ctx context.Context) string {
+	name, _ := ctx.Value(poolShareKey{}).(string)
+	return name
 }

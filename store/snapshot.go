@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -13,7 +14,10 @@ import (
 
 // Streamer is a store that can give all it holds: every entity with its
 // id, the hashes of the credentials (never a secret), the project, the
-// domains and their settings, and the key/value space of certificates.
+// domains and their settings, the key/value space of certificates, the
+// webhooks (their signing secrets included: deliveries go on being signed
+// with them), the events kept, the deliveries (pending and past) and the
+// kept answers of Idempotency-Keys.
 type Streamer interface {
 	// Stream gives to what the store holds: Totals first, then each
 	// record, then Rest. An error from to ends the stream with that error.
@@ -28,7 +32,8 @@ type Streamer interface {
 type Sink interface {
 	Totals(Totals) error
 	// Record takes one *Category, *Pet, *InventoryItem, *Order,
-	// *StoredAPIKey, *Domain or *KVEntry.
+	// *StoredAPIKey, *Domain, *KVEntry, *Webhook, *StoredEvent, *Delivery
+	// or *StoredAnswer.
 	Record(r any) error
 	Rest(Rest) error
 }
@@ -36,6 +41,7 @@ type Sink interface {
 // Totals counts the records of each kind that a stream holds.
 type Totals struct {
 	Categories, Pets, Inventory, Orders, APIKeys, Domains, KV int64
+	Webhooks, Events, Deliveries, Answers                     int64
 }
 
 // Rest is what a stream gives after its records: the singletons and the
@@ -48,6 +54,9 @@ type Rest struct {
 	// LastIDs are the last ids each sequence gave, deleted records'
 	// included: the target continues after them, so that no id is reused.
 	LastIDs LastIDs
+	// Dispatched is the last event fanned out into deliveries: the target
+	// fans out the ones after it, and none twice.
+	Dispatched EventID
 }
 
 // Importer is a store that can take a stream into its empty self.
@@ -70,7 +79,26 @@ type Snapshot struct {
 	APIKeys    []StoredAPIKey
 	Domains    []Domain
 	KV         []KVEntry
+	Webhooks   []Webhook
+	Events     []StoredEvent
+	Deliveries []Delivery
+	Answers    []StoredAnswer
 	Rest
+}
+
+// StoredEvent is an event as kept: Target is the one webhook it is for (a
+// webhook.test), 0 for every subscriber.
+type StoredEvent struct {
+	Event
+	Target int64
+}
+
+// StoredAnswer is a kept answer of an Idempotency-Key as a store keeps it:
+// Key is the IdempotentWrite's StoredKey and Answer is sealed where the
+// write was.
+type StoredAnswer struct {
+	Scope, Key string
+	KeptAnswer
 }
 
 // StoredAPIKey is an API key as stored: the SHA-256 of its secret, never
@@ -90,6 +118,7 @@ type KVEntry struct {
 // LastIDs are the last ids the sequences of a store gave.
 type LastIDs struct {
 	Categories, Pets, Orders, APIKeys, Deploys int64
+	Webhooks, Deliveries, Events               int64
 }
 
 // Collect reads a whole stream into memory. Values that the source lends
@@ -133,6 +162,21 @@ func (c collector) Record(r any) error {
 		e := *r
 		e.Value = append([]byte(nil), e.Value...)
 		s.KV = append(s.KV, e)
+	case *Webhook:
+		w := *r
+		w.Events = append([]string(nil), w.Events...)
+		s.Webhooks = append(s.Webhooks, w)
+	case *StoredEvent:
+		e := *r
+		e.Data = append(json.RawMessage(nil), e.Data...)
+		s.Events = append(s.Events, e)
+	case *Delivery:
+		s.Deliveries = append(s.Deliveries, *r)
+	case *StoredAnswer:
+		a := *r
+		a.Fingerprint = append([]byte(nil), a.Fingerprint...)
+		a.Answer = append([]byte(nil), a.Answer...)
+		s.Answers = append(s.Answers, a)
 	}
 	return nil
 }
@@ -151,6 +195,7 @@ func (s *Snapshot) Stream(ctx context.Context, to Sink) error {
 	err := to.Totals(Totals{
 		Categories: int64(len(s.Categories)), Pets: int64(len(s.Pets)), Inventory: int64(len(s.Inventory)),
 		Orders: int64(len(s.Orders)), APIKeys: int64(len(s.APIKeys)), Domains: int64(len(s.Domains)), KV: int64(len(s.KV)),
+		Webhooks: int64(len(s.Webhooks)), Events: int64(len(s.Events)), Deliveries: int64(len(s.Deliveries)), Answers: int64(len(s.Answers)),
 	})
 	err = records(ctx, to, err, s.Categories)
 	err = records(ctx, to, err, s.Pets)
@@ -159,6 +204,10 @@ func (s *Snapshot) Stream(ctx context.Context, to Sink) error {
 	err = records(ctx, to, err, s.APIKeys)
 	err = records(ctx, to, err, s.Domains)
 	err = records(ctx, to, err, s.KV)
+	err = records(ctx, to, err, s.Webhooks)
+	err = records(ctx, to, err, s.Events)
+	err = records(ctx, to, err, s.Deliveries)
+	err = records(ctx, to, err, s.Answers)
 	if err != nil {
 		return err
 	}

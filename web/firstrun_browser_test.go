@@ -3,8 +3,7 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"image/png"
+	"encoding/base64"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -73,19 +72,33 @@ func TestDashboardFirstRun(t *testing.T) {
 		t.Errorf("the page's icon is %q", href)
 	}
 	status, header, body := ts.call(t, http.MethodGet, "/favicon.ico", "", nil)
-	if status != http.StatusOK || header.Get("Content-Type") != "image/x-icon" || len(body) < 22 {
-		t.Fatalf("/favicon.ico: %d %s, %d bytes", status, header.Get("Content-Type"), len(body))
+	if status != http.StatusOK || header.Get("Content-Type") != "image/svg+xml" || header.Get("Cache-Control") != "public, max-age=86400" || !bytes.HasPrefix(body, []byte("<svg ")) {
+		t.Fatalf("/favicon.ico: %d %s %q, %.40q", status, header.Get("Content-Type"), header.Get("Cache-Control"), body)
 	}
-	if binary.LittleEndian.Uint16(body[2:]) != 1 || binary.LittleEndian.Uint16(body[4:]) != 1 {
-		t.Errorf("/favicon.ico is not an ICO file of one image: % x", body[:6])
+	// Chromium draws it at the size the page asks for: the paw's pad is
+	// inked, the corner between the toes is not. The drawing is saved
+	// beside the screenshots.
+	icon := run(t, ctx, "drawing the icon", chromedp.Evaluate[[]string](`new Promise((ok, fail) => {
+		const img = new Image();
+		img.onerror = () => fail(new Error("the browser cannot read /favicon.ico"));
+		img.onload = () => {
+			const c = document.createElement("canvas");
+			c.width = c.height = 32;
+			const g = c.getContext("2d");
+			g.drawImage(img, 0, 0, 32, 32);
+			const alpha = (x, y) => String(g.getImageData(x, y, 1, 1).data[3]);
+			ok([String(img.naturalWidth), alpha(16, 21), alpha(0, 31), c.toDataURL("image/png")]);
+		};
+		img.src = "/favicon.ico";
+	})`, chromedp.EvalAwaitPromise))
+	if icon[0] != "32" || icon[1] == "0" || icon[2] != "0" {
+		t.Errorf("the icon as Chromium draws it: %s wide, alpha %s on the pad and %s in a corner", icon[0], icon[1], icon[2])
 	}
-	img, err := png.Decode(bytes.NewReader(body[binary.LittleEndian.Uint32(body[18:]):]))
-	if err != nil || img.Bounds().Dx() != 32 || img.Bounds().Dy() != 32 {
-		t.Errorf("the icon's image: %v, %v", err, img)
-	} else if _, _, _, a := img.At(16, 21).RGBA(); a == 0 {
-		t.Error("the icon is empty where the paw's pad is")
+	drawn, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(icon[3], "data:image/png;base64,"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := saveScreenshot(t, "firstrun-favicon", body[binary.LittleEndian.Uint32(body[18:]):]); err != nil {
+	if err := saveScreenshot(t, "firstrun-favicon", drawn); err != nil {
 		t.Error(err)
 	}
 

@@ -41,6 +41,25 @@ func readSpec(t *testing.T) []byte {
 	return b
 }
 
+// prepared is handlers.Prepare of openapi.yaml, made once for every
+// server of the tests: parsing the documents and rendering the site is
+// most of what handlers.New costs.
+var prepared struct {
+	once sync.Once
+	p    *handlers.Prepared
+	err  error
+}
+
+func sharedPrepared(t *testing.T) *handlers.Prepared {
+	t.Helper()
+	spec := readSpec(t)
+	prepared.once.Do(func() { prepared.p, prepared.err = handlers.Prepare(spec) })
+	if prepared.err != nil {
+		t.Fatal(prepared.err)
+	}
+	return prepared.p
+}
+
 type testServer struct {
 	url string
 	db  *boltstore.DB
@@ -83,7 +102,7 @@ func newServer(t *testing.T, opt serverOptions) *testServer {
 		t.Fatal(err)
 	}
 	ts := &testServer{db: db}
-	cfg := handlers.Config{Store: db, Spec: readSpec(t), CORSOrigins: opt.corsOrigins, Metrics: metrics.New()}
+	cfg := handlers.Config{Store: db, File: db, Prepared: sharedPrepared(t), CORSOrigins: opt.corsOrigins, Metrics: metrics.New()}
 	var (
 		manager *domains.Manager
 		pebble  *domaintest.Pebble

@@ -175,7 +175,7 @@ func NewSite(referencePage []byte) (*Site, error) {
 		siteAssets:      siteAssets.resources(),
 		dashboardAssets: dashboardAssets.resources(),
 		// Not named by a hash: browsers ask for it by this name.
-		favicon: newResource(favicon(), "image/x-icon", "public, max-age=86400"),
+		favicon: newResource(faviconSVG, faviconType, "public, max-age=86400"),
 	}
 	return s, nil
 }

@@ -40,18 +40,24 @@ func (db *DB) putEvent(tx *bolt.Tx, e store.PendingEvent, to int64) (store.Event
 		return store.Event{}, err
 	}
 	now := db.now().UTC()
-	v := make([]byte, 8, 8+8+8+1+len(e.Type)+len(e.Data))
-	binary.BigEndian.PutUint64(v, seq)
-	v = binary.BigEndian.AppendUint64(v, uint64(now.UnixNano()))
-	v = binary.BigEndian.AppendUint64(v, uint64(to))
-	v = append(v, byte(len(e.Type)))
-	v = append(v, e.Type...)
-	v = append(v, e.Data...)
+	k, v := encodeEvent(seq, now, to, e.Type, e.Data)
 	b.FillPercent = appendFill
-	if err := b.Put(v[:8], v[8:]); err != nil {
+	if err := b.Put(k, v); err != nil {
 		return store.Event{}, err
 	}
 	return store.Event{ID: store.EventID{Seq: seq}, Type: e.Type, CreatedAt: now, Data: e.Data}, nil
+}
+
+// encodeEvent is an event's key and value, in one allocation.
+func encodeEvent(seq uint64, createdAt time.Time, to int64, typ string, data []byte) (k, v []byte) {
+	buf := make([]byte, 8, 8+8+8+1+len(typ)+len(data))
+	binary.BigEndian.PutUint64(buf, seq)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(createdAt.UnixNano()))
+	buf = binary.BigEndian.AppendUint64(buf, uint64(to))
+	buf = append(buf, byte(len(typ)))
+	buf = append(buf, typ...)
+	buf = append(buf, data...)
+	return buf[:8], buf[8:]
 }
 
 // decodeEvent reads a stored event, and the webhook it is for (0: all).

@@ -17,6 +17,14 @@ func (db *DB) Unbatched() {
 	db.commit = func(r *writeReq) error { return outcome(db.bolt.Update(r.run)) }
 }
 
+// BoltBatched makes every write go through bbolt's own DB.Batch, the
+// library's way of sharing fsyncs (a group closes on a timer or at its
+// size), in place of the committer: the baseline the committer is kept
+// against.
+func (db *DB) BoltBatched() {
+	db.commit = func(r *writeReq) error { return outcome(db.bolt.Batch(r.run)) }
+}
+
 // CommitStats returns how many group commits the committer has made and how
 // many writes they carried.
 func (db *DB) CommitStats() (commits, writes int64) {

@@ -1,7 +1,10 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -18,6 +21,7 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		totals := store.Totals{
 			Categories: countKeys(tx, bktCategories), Pets: countKeys(tx, bktPets), Inventory: countKeys(tx, bktInventory),
 			Orders: countKeys(tx, bktOrders), APIKeys: countKeys(tx, bktAPIKeys), Domains: countKeys(tx, bktDomains), KV: countKeys(tx, bktCerts),
+			Webhooks: countKeys(tx, bktWebhooks), Events: countKeys(tx, bktEvents), Deliveries: countKeys(tx, bktDeliveries), Answers: countKeys(tx, bktKept),
 		}
 		if err := to.Totals(totals); err != nil {
 			return err
@@ -55,7 +59,15 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		if err != nil {
 			return err
 		}
+		if err := streamEvents(ctx, tx, to); err != nil {
+			return err
+		}
+		var dispatched uint64
+		if v := tx.Bucket(bktMeta).Get(metaDispatched); len(v) == 8 {
+			dispatched = binary.BigEndian.Uint64(v)
+		}
 		rest := store.Rest{
+			Dispatched:       store.EventID{Seq: dispatched},
 			AdminTokenSHA256: tx.Bucket(bktMeta).Get(metaAdminHash),
 			LastIDs: store.LastIDs{
 				Categories: int64(tx.Bucket(bktCategories).Sequence()),
@@ -63,6 +75,9 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 				Orders:     int64(tx.Bucket(bktOrders).Sequence()),
 				APIKeys:    int64(tx.Bucket(bktAPIKeys).Sequence()),
 				Deploys:    int64(tx.Bucket(bktMeta).Sequence()),
+				Webhooks:   int64(tx.Bucket(bktWebhooks).Sequence()),
+				Deliveries: int64(tx.Bucket(bktDeliveries).Sequence()),
+				Events:     int64(tx.Bucket(bktEvents).Sequence()),
 			},
 		}
 		if rest.Project, err = getProject(tx); err != nil {
@@ -73,6 +88,74 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		}
 		return to.Rest(rest)
 	})
+}
+
+// streamEvents gives the webhooks (whole, secrets included), the events,
+// the deliveries and the kept answers of Idempotency-Keys.
+func streamEvents(ctx context.Context, tx *bolt.Tx, to store.Sink) error {
+	if err := streamRecords(ctx, tx, webhookTable, to); err != nil {
+		return err
+	}
+	err := tx.Bucket(bktEvents).ForEach(func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e, target, err := decodeEvent(k, v)
+		if err != nil {
+			return err
+		}
+		return to.Record(&store.StoredEvent{Event: e, Target: target})
+	})
+	if err != nil {
+		return err
+	}
+	err = tx.Bucket(bktDeliveries).ForEach(func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var r deliveryRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("delivery %x: %w", k, err)
+		}
+		r.ID, r.EventID = btoi(k), store.EventID{Seq: r.EventSeq}
+		return to.Record(&r.Delivery)
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bktKept).ForEach(func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		scope, key, ok := bytes.Cut(k, []byte{0})
+		if !ok {
+			return fmt.Errorf("kept answer %q: no scope", k)
+		}
+		kept, err := decodeKept(v)
+		if err != nil {
+			return err
+		}
+		return to.Record(&store.StoredAnswer{Scope: string(scope), Key: string(key), KeptAnswer: kept})
+	})
+}
+
+// streamedBuckets are the buckets whose records Stream gives; every other
+// bucket of allBuckets is in derivedBuckets. A bucket in neither would be
+// left behind by a move: TestStreamCoversEveryBucket fails on it.
+var streamedBuckets = [][]byte{
+	bktCategories, bktPets, bktInventory, bktOrders, bktAPIKeys, bktDomains, bktCerts,
+	bktWebhooks, bktEvents, bktDeliveries, bktKept,
+	bktMeta, // the admin token, the project, the settings, the deploys' sequence, the fan-out's place
+}
+
+// derivedBuckets are what a move need not carry: indexes and versions,
+// which the records rebuild, and certmagic's locks, which belong to the
+// running processes that hold them.
+var derivedBuckets = [][]byte{
+	bktCertLocks, bktAPIKeysByHash,
+	bktPetsByStatus, bktPetsByCategory, bktPetsByCategoryStatus,
+	bktOrdersByPet, bktOrdersByComplete, bktOrdersByPetComplete,
+	bktKeptByExpiry, bktVersions, bktDeliveriesWebhook, bktDeliveriesDue,
 }
 
 // countKeys counts the keys of a bucket without reading their values.

@@ -99,7 +99,14 @@ func (db *DB) OnChange(fn func()) {
 // A failed poll (the database away) is retried at the next tick; the pool
 // reconnects by itself.
 func (db *DB) watch(ctx context.Context) {
-	store.EveryTick(ctx, pollInterval, func() { _ = db.catchUp(ctx) })
+	var failures store.RepeatedFailure
+	store.EveryTick(ctx, pollInterval, func() {
+		if err := db.catchUp(ctx); err != nil && ctx.Err() == nil {
+			failures.Failed(db.log, "reading other instances' changes", "database", db.pool.name, "err", err)
+		} else if err == nil {
+			failures.Succeeded()
+		}
+	})
 }
 
 // catchUp reloads the credentials when they changed since they were

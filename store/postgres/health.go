@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -10,16 +9,17 @@ import (
 	"petstore/store"
 )
 
-// Readiness: a balancer must stop sending requests to an instance whose
-// requests fail for the database's sake, and only then. Ping answers from
-// the outcome of recent queries (a statement timeout behind a lock, a pool
-// with no free connection, no connection slot left) and from a probe with
-// a short timeout, which also looks for commits waiting on a synchronous
-// standby that is gone.
+// Readiness: a balancer must stop sending requests to an instance that
+// cannot serve them, and only then. What one request meets (a table
+// locked past the statement timeout, its resource's share of the pool
+// full) is that request's answer, 503 with Retry-After, not the
+// instance's: another instance would meet the same lock. So Ping does not
+// look at recent failures; it asks the database itself, in a probe with a
+// short timeout on a connection of its own (probePool, outside the pool
+// that requests share, so that requests holding every connection cannot
+// make it wait): can this instance reach the database, does it take
+// writes, and are commits waiting on a synchronous standby that is gone.
 const (
-	// recentWindow is how long a failed query keeps the store unready: it
-	// recovers by itself once queries stop failing.
-	recentWindow = 3 * time.Second
 	// probeTimeout bounds the probe, so that readiness never hangs.
 	probeTimeout = time.Second
 	// probeEvery shares one probe among the readiness checks that come
@@ -60,9 +60,6 @@ func (db *DB) ping(ctx context.Context) error {
 	if err := db.pool.health.initError(); err != nil {
 		return err
 	}
-	if why := db.pool.health.recentFailure(recentWindow); why != "" {
-		return store.Errorf(store.EUNAVAILABLE, "recent queries failed: %s", why)
-	}
 	db.probe.mu.Lock()
 	defer db.probe.mu.Unlock()
 	if time.Since(db.probe.at) < probeEvery {
@@ -83,22 +80,17 @@ func (db *DB) runProbe(ctx context.Context) error {
 	// noStandby: commits must wait for a synchronous standby and none is
 	// connected at all (pg_stat_replication's rows are visible to every
 	// role, though most of their columns are not).
-	err := db.pool.QueryRow(pctx, `SELECT pg_is_in_recovery(),
+	err := db.probePool.QueryRow(pctx, `SELECT pg_is_in_recovery(),
 		(SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND state_change < now() - interval '1 second'),
 		current_setting('synchronous_standby_names') <> ''
 			AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')
 			AND NOT EXISTS (SELECT 1 FROM pg_stat_replication)`).Scan(&standby, &waiting, &noStandby)
 	switch {
 	case err != nil && pctx.Err() != nil:
-		stat := db.pool.pool.Stat()
-		if stat.AcquiredConns() >= stat.MaxConns() {
-			return store.Errorf(store.EUNAVAILABLE, "every connection of the pool (%d) is in use", stat.MaxConns())
-		}
 		return store.Errorf(store.EUNAVAILABLE, "the database did not answer the readiness probe within %v", probeTimeout)
 	case err != nil:
-		var se *store.Error
-		if errors.As(err, &se) {
-			return err
+		if _, code, counted := classify(err); counted {
+			db.pool.health.metrics.sqlstate(code)
 		}
 		return store.ErrorWithCause(err, store.EUNAVAILABLE, "the readiness probe failed: %s", reason(err, db.pool.t))
 	case standby:

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -85,6 +86,31 @@ func (in *importer) Record(r any) error {
 		b.queue(`INSERT INTO domains (name, value) VALUES ($1, $2)`, r.Name, data)
 	case *store.KVEntry:
 		b.queue(`INSERT INTO certmagic (key, value, modified) VALUES ($1, $2, $3)`, r.Key, r.Value, r.Modified)
+	case *store.Webhook:
+		// The whole record as the store keeps it, whatever fields it has.
+		data, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		in.last.Webhooks = max(in.last.Webhooks, r.ID)
+		b.queue(`INSERT INTO webhooks (id, value) VALUES ($1, $2)`, r.ID, data)
+	case *store.StoredEvent:
+		// The event keeps its id, so that cursors of clients go on: a
+		// bbolt file's ids (Tx 0) come before every id PostgreSQL gives.
+		in.last.Events = max(in.last.Events, int64(r.ID.Seq))
+		b.queue(`INSERT INTO events (tx, seq, type, created_at, target, data) OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6)`,
+			int64(r.ID.Tx), int64(r.ID.Seq), r.Type, r.CreatedAt, r.Target, []byte(r.Data))
+	case *store.Delivery:
+		data, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		in.last.Deliveries = max(in.last.Deliveries, r.ID)
+		b.queue(`INSERT INTO deliveries (id, webhook_id, event_tx, event_seq, state, scheduled_at, value) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			r.ID, r.WebhookID, int64(r.EventID.Tx), int64(r.EventID.Seq), r.State, r.ScheduledAt, data)
+	case *store.StoredAnswer:
+		b.queue(`INSERT INTO idempotency_keys (scope, key, fingerprint, answer, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			r.Scope, r.Key, r.Fingerprint, r.Answer, r.CreatedAt, r.ExpiresAt)
 	default:
 		return fmt.Errorf("import: a record of type %T", r)
 	}
@@ -101,6 +127,10 @@ func (in *importer) Rest(r store.Rest) error {
 	in.last.Orders = max(in.last.Orders, r.LastIDs.Orders)
 	in.last.APIKeys = max(in.last.APIKeys, r.LastIDs.APIKeys)
 	in.last.Deploys = max(in.last.Deploys, r.LastIDs.Deploys)
+	in.last.Webhooks = max(in.last.Webhooks, r.LastIDs.Webhooks)
+	in.last.Deliveries = max(in.last.Deliveries, r.LastIDs.Deliveries)
+	in.last.Events = max(in.last.Events, r.LastIDs.Events)
+	in.b.queue(`UPDATE event_dispatch SET tx = $1, seq = $2 WHERE id = 1`, int64(r.Dispatched.Tx), int64(r.Dispatched.Seq))
 	if r.AdminTokenSHA256 != nil {
 		in.b.queue(`INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1)`, r.AdminTokenSHA256)
 	}
@@ -108,10 +138,11 @@ func (in *importer) Rest(r store.Rest) error {
 }
 
 // refuseNonEmpty answers ECONFLICT, naming what it found, when the
-// database holds any entity, credential, domain, setting or certificate.
+// database holds any entity, credential, domain, setting, certificate,
+// webhook, event, delivery or kept answer.
 func refuseNonEmpty(ctx context.Context, tx pgx.Tx) error {
 	var found []string
-	for _, table := range []string{"categories", "pets", "orders", "api_keys", "domains", "meta", "certmagic"} {
+	for _, table := range []string{"categories", "pets", "orders", "api_keys", "domains", "meta", "certmagic", "webhooks", "events", "deliveries", "idempotency_keys"} {
 		var n int64
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
 			return err
@@ -139,6 +170,9 @@ func continueSequences(ctx context.Context, tx pgx.Tx, last store.LastIDs) error
 		{`pg_get_serial_sequence('orders', 'id')`, last.Orders},
 		{`pg_get_serial_sequence('api_keys', 'id')`, last.APIKeys},
 		{`'deploy_ids'`, last.Deploys},
+		{`pg_get_serial_sequence('webhooks', 'id')`, last.Webhooks},
+		{`pg_get_serial_sequence('deliveries', 'id')`, last.Deliveries},
+		{`pg_get_serial_sequence('events', 'seq')`, last.Events},
 	} {
 		if seq.last <= 0 {
 			continue // never used: the sequence starts at 1 as it is

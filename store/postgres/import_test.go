@@ -3,6 +3,9 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +28,22 @@ func fillBolt(t *testing.T, ctx context.Context, db *boltstore.DB) (adminToken, 
 			t.Fatal(err)
 		}
 	}
+	// A webhook made first gets every event that follows; the first writes'
+	// deliveries are made before the move, the rest after it.
+	hook := store.Webhook{URL: "https://hooks.example.com/in", Events: []string{"*"}, Enabled: true, Description: "all", Secret: "whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"}
+	must(db.CreateWebhook(ctx, &hook))
 	dogs, gone, cats := store.Category{Name: "dogs", Description: "barks"}, store.Category{Name: "gone"}, store.Category{Name: "cats"}
 	for _, c := range []*store.Category{&dogs, &gone, &cats} {
 		must(db.CreateCategory(ctx, c))
 	}
 	must(db.DeleteCategory(ctx, gone.ID))
+	if n, err := db.FanOut(ctx, time.Now(), 100); err != nil || n == 0 {
+		t.Fatalf("fan-out before the move: %d events, %v", n, err)
+	}
+	// A write made with an Idempotency-Key keeps its answer.
+	keyed := store.WithIdempotency(ctx, &store.IdempotentWrite{Scope: "key:1", Key: "create-birds", Fingerprint: []byte("POST /categories {}"),
+		TTL: 24 * time.Hour, Answer: func(r any) ([]byte, error) { return json.Marshal(r) }})
+	must(db.CreateCategory(keyed, &store.Category{Name: "birds"}))
 	rex, tom, ghost := store.Pet{Name: "Rex", CategoryID: dogs.ID}, store.Pet{Name: "Tom \"the cat\" ✓", CategoryID: cats.ID, Status: store.StatusPending}, store.Pet{Name: "Ghost", CategoryID: dogs.ID}
 	for _, p := range []*store.Pet{&rex, &tom, &ghost} {
 		must(db.CreatePet(ctx, p))
@@ -124,11 +138,34 @@ func TestImportFromBolt(t *testing.T) {
 	if len(want.Pets) != 2 || len(want.KV) != 4 || len(want.APIKeys) != 1 {
 		t.Errorf("the file holds %d pets, %d keys of the key/value space, %d API keys", len(want.Pets), len(want.KV), len(want.APIKeys))
 	}
+	if len(want.Webhooks) != 1 || len(want.Events) < 10 || len(want.Deliveries) == 0 || len(want.Answers) != 1 || want.Dispatched.IsZero() {
+		t.Errorf("the file holds %d webhooks, %d events, %d deliveries, %d kept answers, fan-out at %v",
+			len(want.Webhooks), len(want.Events), len(want.Deliveries), len(want.Answers), want.Dispatched)
+	}
 	got, err := store.Collect(ctx, pg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	storetest.SameSnapshot(t, want, got)
+	// The webhook signs with its own secret, and the fan-out goes on from
+	// where the file's had come: each event gets one delivery, none two.
+	if w, err := pg.Webhook(ctx, want.Webhooks[0].ID); err != nil || w.Secret != want.Webhooks[0].Secret || w.Secret == "" {
+		t.Errorf("the webhook on PostgreSQL: %+v %v", w, err)
+	}
+	if n, err := pg.FanOut(ctx, time.Now(), 1000); err != nil || n != len(want.Events)-len(want.Deliveries) {
+		t.Errorf("fan-out after the move: %d events, %v; want %d (those after the file's fan-out)", n, err, len(want.Events)-len(want.Deliveries))
+	}
+	ds, _, err := pg.Deliveries(ctx, want.Webhooks[0].ID, store.Page{Limit: store.MaxPageSize})
+	if err != nil || len(ds) != len(want.Events) {
+		t.Errorf("deliveries after the move's fan-out: %d, %v; want one per event, %d", len(ds), err, len(want.Events))
+	}
+	seen := map[store.EventID]bool{}
+	for _, d := range ds {
+		if seen[d.EventID] {
+			t.Errorf("event %v delivered twice", d.EventID)
+		}
+		seen[d.EventID] = true
+	}
 	// And through the store's own reads.
 	listed := exportPostgres(t, ctx, pg)
 	for name, pair := range map[string][2]any{
@@ -229,4 +266,115 @@ func exportPostgres(t *testing.T, ctx context.Context, pg *postgres.DB) (s struc
 		s.KV = append(s.KV, store.KVEntry{Key: k, Value: v, Modified: info.Modified.UTC()})
 	}
 	return s
+}
+
+// TestRoundTripBoltPostgresBolt: a file moved to PostgreSQL and back to a
+// new file holds what it held (every record, version, credential hash,
+// sequence, webhook secret, event, delivery and kept answer), answers the
+// same, and gives the same deliveries to attempt, each with its event and
+// its webhook's secret.
+func TestRoundTripBoltPostgresBolt(t *testing.T) {
+	ctx := context.Background()
+	bolt := domaintest.OpenStore(t)
+	adminToken, liveKey, _ := fillBolt(t, ctx, bolt)
+	if _, err := bolt.FanOut(ctx, time.Now(), 1000); err != nil {
+		t.Fatal(err)
+	}
+	pg, err := postgres.Open(ctx, pgtest.URL(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	if err := store.Copy(ctx, bolt, pg); err != nil {
+		t.Fatal(err)
+	}
+	back := domaintest.OpenStore(t)
+	if err := store.Copy(ctx, pg, back); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Copy(ctx, pg, back); store.ErrorCode(err) != store.ECONFLICT {
+		t.Errorf("a second move into the same file: %v", err)
+	}
+	want, err := store.Collect(ctx, bolt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]store.Streamer{"PostgreSQL": pg, "the file back": back} {
+		got, err := store.Collect(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) { storetest.SameSnapshot(t, want, got) })
+	}
+	if !back.CheckAdminToken(adminToken) {
+		t.Error("the admin token does not check on the file back")
+	}
+	if k, ok := back.AuthenticateAPIKey(liveKey); !ok || k.Name != "ci" {
+		t.Errorf("the API key on the file back: %+v %v", k, ok)
+	}
+	// The same answers through the stores' reads.
+	page := store.Page{Limit: store.MaxPageSize}
+	for _, read := range []func(s interface {
+		ListPets(context.Context, store.PetFilter) ([]store.Pet, int64, error)
+		ListOrders(context.Context, store.OrderFilter) ([]store.Order, int64, error)
+		Events(context.Context, store.EventFilter) ([]store.Event, error)
+		Webhooks(context.Context, store.Page) ([]store.Webhook, int64, error)
+	}) (any, error){
+		func(s interface {
+			ListPets(context.Context, store.PetFilter) ([]store.Pet, int64, error)
+			ListOrders(context.Context, store.OrderFilter) ([]store.Order, int64, error)
+			Events(context.Context, store.EventFilter) ([]store.Event, error)
+			Webhooks(context.Context, store.Page) ([]store.Webhook, int64, error)
+		}) (any, error) {
+			pets, _, err := s.ListPets(ctx, store.PetFilter{Status: store.StatusPending, Page: page})
+			orders, _, err2 := s.ListOrders(ctx, store.OrderFilter{Page: page})
+			events, err3 := s.Events(ctx, store.EventFilter{Kinds: []string{"pet"}})
+			hooks, _, err4 := s.Webhooks(ctx, page)
+			for i := range events {
+				events[i].CreatedAt = events[i].CreatedAt.Truncate(time.Microsecond)
+			}
+			return []any{pets, orders, events, hooks}, errors.Join(err, err2, err3, err4)
+		},
+	} {
+		w, err := read(bolt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := read(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wj, _ := json.Marshal(w)
+		gj, _ := json.Marshal(g)
+		if string(wj) != string(gj) {
+			t.Errorf("the file back answers\n%s\nwant\n%s", gj, wj)
+		}
+	}
+	// The same deliveries to attempt, from each store.
+	claims := func(s interface {
+		ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error)
+	}) string {
+		now := time.Now().Add(time.Minute)
+		c, err := s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range c {
+			out = append(out, fmt.Sprintf("%d %d %s %s %s %s", d.ID, d.WebhookID, d.EventID, d.Event.Type, d.Event.Data, d.Webhook.Secret))
+		}
+		if len(out) == 0 {
+			t.Error("no delivery to attempt")
+		}
+		slices.Sort(out) // in due order; the same time, any order
+		return strings.Join(out, "\n")
+	}
+	wantClaims := claims(bolt)
+	for name, s := range map[string]interface {
+		ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error)
+	}{"PostgreSQL": pg, "the file back": back} {
+		if got := claims(s); got != wantClaims {
+			t.Errorf("%s gives the deliveries\n%s\nwant\n%s", name, got, wantClaims)
+		}
+	}
 }

@@ -56,6 +56,8 @@ type DB struct {
 	// ready is closed once start-up (schema, credentials) has succeeded.
 	ready chan struct{}
 	probe probe
+	// probePool is readiness's own connection (health.go).
+	probePool *pgxpool.Pool
 	// The certificate locks this process holds, by name (kv.go).
 	locksMu sync.Mutex
 	locks   map[string]*heldLock
@@ -117,15 +119,22 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	if c.tracer != nil {
 		cfg.ConnConfig.Tracer = c.tracer
 	}
+	probeCfg := cfg.Copy()
+	probeCfg.MaxConns, probeCfg.MinConns = 1, 0
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	probePool, err := pgxpool.NewWithConfig(ctx, probeCfg)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	db := &DB{
-		pool: &conns{pool: pool, t: c.Timeouts, name: databaseName(cfg), hosts: 1 + len(cfg.ConnConfig.Fallbacks), health: &health{
+		pool: &conns{pool: pool, t: c.Timeouts, name: databaseName(cfg), hosts: 1 + len(cfg.ConnConfig.Fallbacks), share: newShares(int(cfg.MaxConns)), health: &health{
 			initErr: store.Errorf(store.EUNAVAILABLE, "the database has not been reached yet since start"),
 		}},
-		now: opts.Now, log: c.Logger, ready: make(chan struct{}),
+		now: opts.Now, log: c.Logger, ready: make(chan struct{}), probePool: probePool,
 	}
 	if db.now == nil {
 		db.now = time.Now
@@ -144,14 +153,14 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	db.stopBackground = stop
-	err = db.start(ctx)
+	err = db.startOnce(ctx, c.Background)
 	if err != nil && !c.Background {
 		stop()
 		pool.Close()
+		probePool.Close()
 		return nil, err
 	}
 	if err != nil {
-		db.log.Warn("the database cannot be reached; starting without it and retrying", "database", db.pool.name, "err", err)
 		db.background.Go(func() { db.retryStart(bg) })
 	} else {
 		db.started(bg)
@@ -171,85 +180,6 @@ func databaseName(cfg *pgxpool.Config) string {
 	return strings.Join(hosts, ",") + "/" + cfg.ConnConfig.Database
 }
 
-// startupKey marks the context of start-up, whose queries go through
-// before the store is ready.
-type startupKey struct{}
-
-// start brings the schema up to date and loads what the store caches.
-func (db *DB) start(ctx context.Context) error {
-	t := db.pool.t
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, startupKey{}, true), 4*t.Connect+2*t.Transaction)
-	defer cancel()
-	if err := db.migrate(ctx); err != nil {
-		return fmt.Errorf("migrating the database schema: %w", err)
-	}
-	// The first catch-up loads the credentials whatever the counts say.
-	return db.catchUp(ctx)
-}
-
-// started marks the store ready and starts watching other instances'
-// changes.
-func (db *DB) started(bg context.Context) {
-	db.pool.health.mu.Lock()
-	db.pool.health.initErr = nil
-	db.pool.health.mu.Unlock()
-	close(db.ready)
-	db.background.Go(func() { db.watch(bg) })
-}
-
-// retryStart retries start-up with back-off until it succeeds or the store
-// is closed, saying in the log why each attempt failed.
-func (db *DB) retryStart(bg context.Context) {
-	wait := 250 * time.Millisecond
-	for {
-		select {
-		case <-bg.Done():
-			return
-		case <-time.After(wait):
-		}
-		err := db.start(bg)
-		if err == nil {
-			db.log.Info("the database is reached: the store is ready", "database", db.pool.name)
-			db.started(bg)
-			// Whoever failed to read while it was unreachable reads now.
-			db.cache.mu.RLock()
-			listeners := db.cache.listeners
-			db.cache.mu.RUnlock()
-			for _, fn := range listeners {
-				fn()
-			}
-			return
-		}
-		wait = min(2*wait, 10*time.Second)
-		msg := fmt.Sprintf("the database cannot be reached (%s); retrying in %v", store.ErrorMessage(err), wait)
-		if store.ErrorCode(err) == store.EINTERNAL {
-			msg = fmt.Sprintf("the database cannot be reached; retrying in %v", wait)
-		}
-		db.pool.health.mu.Lock()
-		db.pool.health.initErr = store.ErrorWithCause(err, store.EUNAVAILABLE, "the database has not been reached since start: %s", reasonOf(err, db.pool.t))
-		db.pool.health.mu.Unlock()
-		db.log.Warn(msg, "database", db.pool.name, "err", err)
-	}
-}
-
-// reasonOf is the reason of a database_unavailable error, or of any other.
-func reasonOf(err error, t Timeouts) string {
-	if store.ErrorCode(err) == store.EUNAVAILABLE {
-		return store.ErrorMessage(err)
-	}
-	return reason(err, t)
-}
-
-// WaitReady waits until start-up has succeeded, or ctx ends.
-func (db *DB) WaitReady(ctx context.Context) error {
-	select {
-	case <-db.ready:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // Close stops watching for changes, stops renewing the leases of the locks
 // it holds (they expire), and closes the connections.
 func (db *DB) Close() error {
@@ -263,6 +193,7 @@ func (db *DB) Close() error {
 	db.locks = nil
 	db.locksMu.Unlock()
 	db.pool.pool.Close()
+	db.probePool.Close()
 	return db.marks.Save(db.pool.name)
 }
 
@@ -279,7 +210,12 @@ func (db *DB) migrate(ctx context.Context) error {
 		applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
 	)`
 	if _, err := db.pool.Exec(ctx, create); err != nil {
-		// Two instances creating the table at once: one of them wins.
+		// Two instances creating the table at once: one of them wins, the
+		// other is refused (a unique violation) and finds it made. Any
+		// other failure is the answer.
+		if !dataError(err) && store.ErrorCode(err) != store.ECONFLICT {
+			return err
+		}
 		if _, err2 := db.pool.Exec(ctx, create); err2 != nil {
 			return err
 		}
@@ -401,11 +337,11 @@ func (db *DB) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) err
 		tctx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
-	tx, conn, err := db.pool.begin(tctx, opts)
+	tx, release, err := db.pool.begin(tctx, opts)
 	if err != nil {
 		return err, false
 	}
-	defer conn.Release()
+	defer release()
 	// The outbox: the events fn recorded go in with its changes.
 	o := &outboxTx{Tx: tx}
 	err = fn(o)
@@ -420,12 +356,6 @@ func (db *DB) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) err
 	}
 	err = tx.Commit(tctx)
 	return err, retryable(err)
-}
-
-// retryable says that PostgreSQL asks for the transaction to be run again.
-func retryable(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
 // pageOf runs a keyset query for one page: query must select rows ordered

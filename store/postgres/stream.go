@@ -19,8 +19,10 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 	return db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var t store.Totals
 		err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM categories), (SELECT count(*) FROM pets), (SELECT count(*) FROM inventory),
-			(SELECT count(*) FROM orders), (SELECT count(*) FROM api_keys), (SELECT count(*) FROM domains), (SELECT count(*) FROM certmagic)`).
-			Scan(&t.Categories, &t.Pets, &t.Inventory, &t.Orders, &t.APIKeys, &t.Domains, &t.KV)
+			(SELECT count(*) FROM orders), (SELECT count(*) FROM api_keys), (SELECT count(*) FROM domains), (SELECT count(*) FROM certmagic),
+			(SELECT count(*) FROM webhooks), (SELECT count(*) FROM events), (SELECT count(*) FROM deliveries),
+			(SELECT count(*) FROM idempotency_keys WHERE answer IS NOT NULL)`).
+			Scan(&t.Categories, &t.Pets, &t.Inventory, &t.Orders, &t.APIKeys, &t.Domains, &t.KV, &t.Webhooks, &t.Events, &t.Deliveries, &t.Answers)
 		if err != nil {
 			return err
 		}
@@ -90,14 +92,24 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		if err != nil {
 			return err
 		}
+		if err := streamEvents(ctx, tx, to); err != nil {
+			return err
+		}
 		var rest store.Rest
+		var dispatchedTx, dispatchedSeq int64
 		err = tx.QueryRow(ctx, `SELECT
 			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('categories', 'id')::regclass), 0),
 			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('pets', 'id')::regclass), 0),
 			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('orders', 'id')::regclass), 0),
 			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('api_keys', 'id')::regclass), 0),
-			COALESCE(pg_sequence_last_value('deploy_ids'), 0)`).
-			Scan(&rest.LastIDs.Categories, &rest.LastIDs.Pets, &rest.LastIDs.Orders, &rest.LastIDs.APIKeys, &rest.LastIDs.Deploys)
+			COALESCE(pg_sequence_last_value('deploy_ids'), 0),
+			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('webhooks', 'id')::regclass), 0),
+			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('deliveries', 'id')::regclass), 0),
+			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')::regclass), 0),
+			(SELECT tx FROM event_dispatch WHERE id = 1), (SELECT seq FROM event_dispatch WHERE id = 1)`).
+			Scan(&rest.LastIDs.Categories, &rest.LastIDs.Pets, &rest.LastIDs.Orders, &rest.LastIDs.APIKeys, &rest.LastIDs.Deploys,
+				&rest.LastIDs.Webhooks, &rest.LastIDs.Deliveries, &rest.LastIDs.Events, &dispatchedTx, &dispatchedSeq)
+		rest.Dispatched = store.EventID{Tx: uint64(dispatchedTx), Seq: uint64(dispatchedSeq)}
 		if err != nil {
 			return err
 		}
@@ -112,6 +124,50 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		}
 		return to.Rest(rest)
 	})
+}
+
+// streamEvents gives the webhooks (whole, secrets included), the events,
+// the deliveries and the kept answers of Idempotency-Keys (those answered:
+// a claim not yet answered belongs to a transaction under way).
+func streamEvents(ctx context.Context, tx pgx.Tx, to store.Sink) error {
+	var (
+		w store.Webhook
+		e store.StoredEvent
+		d store.Delivery
+		a store.StoredAnswer
+	)
+	for _, q := range []struct {
+		sql  string
+		scan func(pgx.Rows) (any, error)
+	}{
+		{`SELECT id, value FROM webhooks ORDER BY id`, func(r pgx.Rows) (any, error) {
+			var err error
+			w, err = scanWebhook(r)
+			return &w, err
+		}},
+		{`SELECT ` + eventCols + ` FROM events ORDER BY tx, seq`, func(r pgx.Rows) (any, error) {
+			var err error
+			e = store.StoredEvent{}
+			e.Event, e.Target, err = scanEvent(r)
+			return &e, err
+		}},
+		{`SELECT id, event_tx, event_seq, value FROM deliveries ORDER BY id`, func(r pgx.Rows) (any, error) {
+			var err error
+			d, err = scanDelivery(r)
+			return &d, err
+		}},
+		{`SELECT scope, key, fingerprint, answer, created_at, expires_at FROM idempotency_keys WHERE answer IS NOT NULL ORDER BY scope, key`, func(r pgx.Rows) (any, error) {
+			a = store.StoredAnswer{}
+			err := r.Scan(&a.Scope, &a.Key, &a.Fingerprint, &a.Answer, &a.CreatedAt, &a.ExpiresAt)
+			a.CreatedAt, a.ExpiresAt = a.CreatedAt.UTC(), a.ExpiresAt.UTC()
+			return &a, err
+		}},
+	} {
+		if err := streamRows(ctx, tx, q.sql, q.scan, to); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // streamRows gives each row of a query to a Sink as scan reads it.

@@ -13,7 +13,8 @@ import (
 // SameSnapshot fails t for each part of got that differs from want: the
 // records of each kind with their versions, the credentials' hashes, the
 // project, the settings, the key/value space (modification times to the
-// microsecond, PostgreSQL's precision) and the sequences. It is how a
+// microsecond, PostgreSQL's precision), the webhooks, events, deliveries
+// and kept answers, the sequences and the fan-out's place. It is how a
 // move between stores is checked.
 func SameSnapshot(t *testing.T, want, got *store.Snapshot) {
 	t.Helper()
@@ -42,6 +43,11 @@ func SameSnapshot(t *testing.T, want, got *store.Snapshot) {
 		{"project", want.Project, got.Project},
 		{"settings", want.Settings, got.Settings},
 		{"sequences", want.LastIDs, got.LastIDs},
+		{"webhooks", want.Webhooks, got.Webhooks},
+		{"events", events(want.Events), events(got.Events)},
+		{"deliveries", deliveries(want.Deliveries), deliveries(got.Deliveries)},
+		{"kept answers", answers(want.Answers), answers(got.Answers)},
+		{"the fan-out's place", want.Dispatched, got.Dispatched},
 	} {
 		w, err := json.Marshal(part.want)
 		if err != nil {
@@ -58,6 +64,36 @@ func SameSnapshot(t *testing.T, want, got *store.Snapshot) {
 	if !bytes.Equal(want.AdminTokenSHA256, got.AdminTokenSHA256) {
 		t.Errorf("admin token hash %x, want %x", got.AdminTokenSHA256, want.AdminTokenSHA256)
 	}
+}
+
+// events, deliveries and answers are their records with their times to
+// the microsecond, PostgreSQL's precision.
+func events(s []store.StoredEvent) []store.StoredEvent {
+	out := make([]store.StoredEvent, len(s))
+	for i, e := range s {
+		e.CreatedAt = e.CreatedAt.Truncate(time.Microsecond)
+		out[i] = e
+	}
+	return out
+}
+
+func deliveries(s []store.Delivery) []string {
+	out := make([]string, len(s))
+	for i, d := range s {
+		d.ScheduledAt = d.ScheduledAt.Truncate(time.Microsecond)
+		b, _ := json.Marshal(d)
+		out[i] = fmt.Sprint(d.EventID, " ", string(b))
+	}
+	return out
+}
+
+func answers(s []store.StoredAnswer) []store.StoredAnswer {
+	out := make([]store.StoredAnswer, len(s))
+	for i, a := range s {
+		a.CreatedAt, a.ExpiresAt = a.CreatedAt.Truncate(time.Microsecond), a.ExpiresAt.Truncate(time.Microsecond)
+		out[i] = a
+	}
+	return out
 }
 
 // versions lists "id:version" of each record.

@@ -1,13 +1,17 @@
 // Package pgtest starts a private PostgreSQL cluster for tests: Debian's
 // postgresql binaries, initdb into a temporary folder, a server on a free
-// loopback port, and a fresh database for each test. Nothing outside the
-// folder is touched, and the server stops when the test binary ends
-// (Stop, from TestMain). The load benchmark starts a durable one with
-// Start.
+// loopback port, and a fresh database for each test. initdb runs once per
+// machine and installation: its result is kept in the system's temporary
+// folder (petstore-pgtest-initdb-*) and later clusters copy it, which costs
+// a fraction of an initdb. Nothing else outside the cluster's folder is
+// touched, and the server stops when the test binary ends (Stop, from
+// TestMain). The load benchmark starts a durable one with Start.
 package pgtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +19,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,8 +251,8 @@ func (c *Cluster) start(durable bool) error {
 		return err
 	}
 	data := filepath.Join(c.dir, "data")
-	if err := runAsPostgres(filepath.Join(c.bin, "initdb"), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D", data); err != nil {
-		return fmt.Errorf("initdb: %w", err)
+	if err := c.initdb(data); err != nil {
+		return err
 	}
 	speed := " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 	if durable {
@@ -322,4 +327,54 @@ func (c *Cluster) PostmasterPID() (int, error) {
 	}
 	line, _, _ := strings.Cut(string(data), "\n")
 	return strconv.Atoi(strings.TrimSpace(line))
+}
+
+// initdbArgs are the options every cluster is made with.
+var initdbArgs = []string{"-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"}
+
+// initdb makes a cluster's data folder: a copy of the one initdb made
+// earlier for this installation, or else initdb's own (which it then
+// keeps for the next clusters).
+func (c *Cluster) initdb(data string) error {
+	if kept, err := c.keptInitdb(); err == nil {
+		// cp -a keeps the files' owner (postgres, when running as root). A
+		// copy that fails (the kept folder removed meanwhile) falls back to
+		// initdb.
+		if exec.Command("cp", "-a", kept, data).Run() == nil {
+			return nil
+		}
+		_ = os.RemoveAll(data)
+	}
+	if err := runAsPostgres(filepath.Join(c.bin, "initdb"), append(slices.Clone(initdbArgs), "-D", data)...); err != nil {
+		return fmt.Errorf("initdb: %w", err)
+	}
+	return nil
+}
+
+// keptInitdb returns the data folder initdb made for this installation
+// and initdbArgs, making it first if there is none. Test binaries run at
+// once race to make it: each makes its own and renames it into place,
+// and the losers remove theirs, so a kept folder is always whole.
+func (c *Cluster) keptInitdb() (string, error) {
+	sum := sha256.Sum256([]byte(c.bin + "\x00" + strings.Join(initdbArgs, " ") + "\x00" + strconv.Itoa(os.Geteuid())))
+	dir := filepath.Join(os.TempDir(), "petstore-pgtest-initdb-"+hex.EncodeToString(sum[:6]))
+	data := filepath.Join(dir, "data")
+	if fileExists(filepath.Join(data, "PG_VERSION")) {
+		return data, nil
+	}
+	tmp, err := os.MkdirTemp(os.TempDir(), "petstore-pgtest-initdb-new-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp) // after a rename, nothing is left there
+	if err := giveToPostgres(tmp); err != nil {
+		return "", err
+	}
+	if err := runAsPostgres(filepath.Join(c.bin, "initdb"), append(slices.Clone(initdbArgs), "-D", filepath.Join(tmp, "data"))...); err != nil {
+		return "", fmt.Errorf("initdb: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil && !fileExists(filepath.Join(data, "PG_VERSION")) {
+		return "", err
+	}
+	return data, nil
 }

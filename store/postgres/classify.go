@@ -1,0 +1,236 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"petstore/store"
+)
+
+// What went wrong with the database is read from pgx's errors in one
+// place, classify: PostgreSQL's answers by their SQLSTATE (pgconn.PgError's
+// Code), the client's own failures by pgx's tests (pgconn.SafeToRetry,
+// pgconn.Timeout) and errors.Is. No error text is read: a
+// Postgres-compatible database or a proxy may word (or code) things its own
+// way, and an unknown code is left as it is rather than guessed at.
+
+// kind is what a failure means for the store.
+type kind int
+
+const (
+	// asIs: not the database's failure to serve (no rows, the store's own
+	// errors, an unknown SQLSTATE, a bug): the error goes on unchanged.
+	asIs kind = iota
+	// badText: a text value PostgreSQL cannot store (U+0000, invalid UTF-8).
+	badText
+	// constraint: a constraint that no rule of the store caught first.
+	constraint
+	// busy: the database answered but could not serve now (a statement
+	// timeout, no connection slot, a read-only standby...); the
+	// connection is sound.
+	busy
+	// timedOut: the client's deadline passed with no answer.
+	timedOut
+	// lost: the connection could not be made or is gone: the pool's idle
+	// connections are likely gone too.
+	lost
+)
+
+// classify says what err means, and the SQLSTATE that the metrics count
+// it under (the server's, or "08", connection exception, for a connection
+// lost on the client's side) when counted.
+func classify(err error) (k kind, sqlstate string, counted bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		code := pgErr.Code
+		switch {
+		case code == "22021" || code == "22P05":
+			return badText, code, true
+		case inClass(code, "23"):
+			return constraint, code, true
+		case code == "57014": // query_canceled: the statement timeout
+			return busy, code, true
+		case inClass(code, "08", "57"): // connection exception, operator intervention
+			return lost, code, true
+		case inClass(code, "53", "58", "40", "55", "25", "XX"):
+			return busy, code, true
+		}
+		return asIs, code, true
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+		return timedOut, "08", true
+	case isConnectionFailure(err):
+		return lost, "08", true
+	}
+	return asIs, "", false
+}
+
+// inClass says that code, a SQLSTATE, is of one of the classes (its first
+// two characters). A code of another length (a proxy's own) is of none.
+func inClass(code string, classes ...string) bool {
+	return len(code) == 5 && slices.ContainsFunc(classes, func(c string) bool { return strings.HasPrefix(code, c) })
+}
+
+// sqlstateClass is the class of a SQLSTATE as the metrics name it:
+// "other" for a code that is not one.
+func sqlstateClass(code string) string {
+	if len(code) != 5 {
+		return "other"
+	}
+	return code[:2]
+}
+
+// isConnectionFailure says that the database could not be reached, or that
+// the connection broke, was closed by pgx after an earlier failure, or
+// timed out on the client's side.
+func isConnectionFailure(err error) bool {
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.Timeout(err) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err)
+}
+
+// noEffect says that a statement failed without effect: nothing was
+// sent (pgx says it is safe to retry), the server said it had ended the
+// session, or it rolled the statement back for a deadlock or a
+// serialization failure.
+func noEffect(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "57P01", "57P02", "57P03", "40001", "40P01":
+			return true
+		}
+		return false
+	}
+	return pgconn.SafeToRetry(err)
+}
+
+// retryable says that PostgreSQL asks for the transaction to be run again.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
+
+// fail turns a failure to reach or use the database in time into the
+// store's database_unavailable error, naming the database, the cause and
+// its SQLSTATE for the log; a constraint broken into its 4xx; and leaves
+// every other error (no rows, the store's own errors, the caller's
+// cancellation, bugs) as it was.
+func (c *conns) fail(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *store.Error
+	if errors.As(err, &se) || errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if ctx.Err() != nil {
+		// The caller gave up (a client that went away, shutdown): not the
+		// database's fault.
+		return err
+	}
+	k, code, counted := classify(err)
+	if counted {
+		c.health.metrics.sqlstate(code)
+	}
+	switch k {
+	case badText:
+		return store.ErrorWithCause(err, store.EINVALID, "a text value holds a character that the database cannot store (such as U+0000)")
+	case constraint:
+		var pgErr *pgconn.PgError
+		errors.As(err, &pgErr)
+		return constraintError(pgErr)
+	case lost:
+		c.lost()
+		return c.unavailable(ctx, err)
+	case busy, timedOut:
+		return c.unavailable(ctx, err)
+	}
+	return err
+}
+
+// lost closes the pool's idle connections after one of them turned out
+// dead: a restarted database or a failover kills them all, and each would
+// otherwise fail one request before the pool noticed.
+func (c *conns) lost() { c.pool.Reset() }
+
+// unavailable is the store's database_unavailable error for err, recorded
+// as the latest reason the database is not usable.
+func (c *conns) unavailable(ctx context.Context, err error) error {
+	why := reason(err, c.t)
+	c.health.failed(why)
+	return store.ErrorWithCause(fmt.Errorf("database %s: %s: %w", c.name, why, err), store.EUNAVAILABLE,
+		"the database is unavailable (%s); retry after the seconds in Retry-After", why)
+}
+
+// reason says in a few words why the database failed, with the SQLSTATE
+// where the server gave one.
+func reason(err error, t Timeouts) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		what := pgErr.Message
+		switch pgErr.Code {
+		case "57014":
+			what = fmt.Sprintf("a statement ran past the statement timeout of %v (a lock held too long?)", t.Statement)
+		case "53300":
+			what = "no connection slot is left (max_connections)"
+		case "25006":
+			what = "the database is read-only (a standby, or a primary being demoted)"
+		case "40001", "40P01":
+			what = "a serialization failure or deadlock persisted through the retries"
+		case "55P03":
+			what = "a lock was held longer than the wait allowed (a restore or a migration under way?)"
+		case "57P01", "57P02", "57P03":
+			what = "the database is shutting down or starting up"
+		}
+		return fmt.Sprintf("%s (SQLSTATE %s)", what, pgErr.Code)
+	}
+	var connectErr *pgconn.ConnectError
+	switch {
+	case errors.As(err, &connectErr):
+		return fmt.Sprintf("cannot connect (each host tried for at most %v)", t.Connect)
+	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+		return "no answer in time (the statement or transaction timeout)"
+	}
+	return "the connection failed"
+}
+
+// violates says that err is PostgreSQL's refusal with code (23503: a
+// foreign key).
+func violates(err error, code string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == code
+}
+
+const foreignKey = "23503"
+
+// dataError says that a statement failed on the data it was given (class
+// 22, data exception, or 23, integrity constraint violation), not on the
+// database.
+func dataError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && inClass(pgErr.Code, "22", "23")
+}
+
+// constraintError maps a broken constraint that no rule of the store
+// caught first to its 4xx.
+func constraintError(pgErr *pgconn.PgError) error {
+	switch pgErr.Code {
+	case "23505":
+		return store.ErrorWithCause(pgErr, store.ECONFLICT, "the record exists already")
+	case "23503":
+		return store.ErrorWithCause(pgErr, store.EUNPROCESSABLE, "the record refers to one that does not exist")
+	}
+	return store.ErrorWithCause(pgErr, store.EINVALID, "a value breaks a rule of the database")
+}

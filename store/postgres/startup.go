@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"petstore/store"
+)
+
+// Start-up: the schema brought up to date and the credentials loaded,
+// within bounds the log states; without the database (Config.Background),
+// retried with back-off until it answers.
+
+// startOnce is start-up's first attempt. In the background mode it first
+// waits for the database to answer a trivial statement, within one
+// deadline for that whole wait (the connect timeout for each host of the
+// URL, whatever the statements, retries and hosts in it), the figure its
+// log line gives: a database that accepts and never answers delays the
+// listeners by that much, no more. A database that answered then has
+// start's own budget for the schema and the credentials, which its log
+// line gives if it is spent.
+func (db *DB) startOnce(ctx context.Context, background bool) error {
+	if !background {
+		return db.start(ctx)
+	}
+	wait := time.Duration(db.pool.hosts) * db.pool.t.Connect
+	rctx, cancel := context.WithTimeout(context.WithValue(ctx, startupKey{}, true), wait)
+	_, err := db.pool.Exec(rctx, `SELECT 1`)
+	cancel()
+	if err != nil {
+		db.log.Warn(fmt.Sprintf("the database did not answer within %v, start-up's one wait for it (the connect timeout for each of the URL's %d hosts); serving without it (/readyz answers 503 until it is reached) and retrying in the background", wait, db.pool.hosts),
+			"database", db.pool.name, "err", err)
+		return err
+	}
+	if err := db.start(ctx); err != nil {
+		db.log.Warn(fmt.Sprintf("the database answered, but bringing its schema up to date and loading the credentials failed within %v; serving without it (/readyz answers 503 until it is done) and retrying in the background", db.pool.t.startBudget()),
+			"database", db.pool.name, "err", err)
+		return err
+	}
+	return nil
+}
+
+// startupKey marks the context of start-up, whose queries go through
+// before the store is ready.
+type startupKey struct{}
+
+// start brings the schema up to date and loads what the store caches.
+func (db *DB) start(ctx context.Context) error {
+	t := db.pool.t
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, startupKey{}, true), t.startBudget())
+	defer cancel()
+	if err := db.migrate(ctx); err != nil {
+		return fmt.Errorf("migrating the database schema: %w", err)
+	}
+	// The first catch-up loads the credentials whatever the counts say.
+	return db.catchUp(ctx)
+}
+
+// started marks the store ready and starts watching other instances'
+// changes.
+func (db *DB) started(bg context.Context) {
+	db.pool.health.mu.Lock()
+	db.pool.health.initErr = nil
+	db.pool.health.mu.Unlock()
+	close(db.ready)
+	db.background.Go(func() { db.watch(bg) })
+}
+
+// retryStart retries start-up with back-off until it succeeds or the store
+// is closed, saying in the log why each attempt failed.
+func (db *DB) retryStart(bg context.Context) {
+	wait := 250 * time.Millisecond
+	for {
+		select {
+		case <-bg.Done():
+			return
+		case <-time.After(wait):
+		}
+		err := db.start(bg)
+		if err == nil {
+			db.log.Info("the database is reached: the store is ready", "database", db.pool.name)
+			db.started(bg)
+			// Whoever failed to read while it was unreachable reads now.
+			db.cache.mu.RLock()
+			listeners := db.cache.listeners
+			db.cache.mu.RUnlock()
+			for _, fn := range listeners {
+				fn()
+			}
+			return
+		}
+		wait = min(2*wait, 10*time.Second)
+		msg := fmt.Sprintf("the database cannot be reached (%s); retrying in %v", store.ErrorMessage(err), wait)
+		if store.ErrorCode(err) == store.EINTERNAL {
+			msg = fmt.Sprintf("the database cannot be reached; retrying in %v", wait)
+		}
+		db.pool.health.mu.Lock()
+		db.pool.health.initErr = store.ErrorWithCause(err, store.EUNAVAILABLE, "the database has not been reached since start: %s", reasonOf(err, db.pool.t))
+		db.pool.health.mu.Unlock()
+		db.log.Warn(msg, "database", db.pool.name, "err", err)
+	}
+}
+
+// reasonOf is the reason of a database_unavailable error, or of any other.
+func reasonOf(err error, t Timeouts) string {
+	if store.ErrorCode(err) == store.EUNAVAILABLE {
+		return store.ErrorMessage(err)
+	}
+	return reason(err, t)
+}
+
+// WaitReady waits until start-up has succeeded, or ctx ends.
+func (db *DB) WaitReady(ctx context.Context) error {
+	select {
+	case <-db.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
