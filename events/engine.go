@@ -103,6 +103,7 @@ type Engine struct {
 	// finished takes attempts' outcomes to the recorder, which records
 	// all that are waiting in one transaction.
 	finished chan store.Finished
+	stats    Stats
 }
 
 // New builds an engine.
@@ -195,6 +196,7 @@ func (e *Engine) step(ctx context.Context) {
 			return
 		}
 		e.fanOutFailures.Succeeded()
+		e.stats.fannedOut.Add(uint64(n))
 		if n < 500 {
 			break
 		}
@@ -332,6 +334,7 @@ func (e *Engine) record(ctx context.Context) {
 			// least once.
 			e.cfg.Log.Warn("recording webhook deliveries", "deliveries", len(batch), "err", err)
 		}
+		e.stats.attempted(batch)
 		cancel()
 		select {
 		case e.wake <- struct{}{}:

@@ -20,6 +20,7 @@ import (
 	"petstore/events"
 	"petstore/metrics"
 	"petstore/server/accesslog"
+	"petstore/store"
 	"petstore/web"
 )
 
@@ -268,6 +269,16 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 	}
 	if err := s.metrics.Register(metrics.EventStreams(&s.streams)); err != nil {
 		return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
+	}
+	if q, ok := cfg.Store.(store.QueueReader); ok {
+		if err := s.metrics.Register(metrics.WebhookQueue(q, cfg.Now)); err != nil {
+			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
+		}
+	}
+	if cfg.Events != nil {
+		if err := s.metrics.Register(metrics.WebhookAttempts(cfg.Events.Stats())); err != nil {
+			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
+		}
 	}
 	if cfg.Shared != nil {
 		if err := s.metrics.Register(metrics.Pool(cfg.Shared)); err != nil {

@@ -21,7 +21,7 @@ var (
 	connsClosedDesc = prometheus.NewDesc("petstore_connections_closed_total",
 		"Connections the service closed to keep descriptors free: client_cap (the client was at --max-client-conns), idle (idle, closed because descriptors ran short), refused (new, with descriptors short and nothing idle).", []string{"reason"}, nil)
 	upDesc = prometheus.NewDesc("petstore_up",
-		"1 while the service is up and its store answers.", nil, nil)
+		"1 while the service is up and its store answers; 0 when the store did not answer this scrape in time (its series are then absent).", nil, nil)
 )
 
 // Sizer is the store as the state gauges read it.
@@ -38,33 +38,41 @@ type DomainLister interface {
 // certificates' expiry, and petstore_up, read at scrape time; now is the
 // clock for the expiry.
 func State(db Sizer, domains DomainLister, now func() time.Time) prometheus.Collector {
-	return stateCollector{db, domains, now}
+	return &stateCollector{db: db, domains: domains, now: now}
 }
 
 type stateCollector struct {
 	db      Sizer
 	domains DomainLister
 	now     func() time.Time
+	bounded
 }
 
-func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
+func (*stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- storeSizeDesc
 	ch <- domainsDesc
 	ch <- expiryDesc
 	ch <- upDesc
 }
 
-func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	size, err := c.db.Size(ctx)
+// Collect reads the store within ReadTimeout. A store that does not
+// answer in time, or fails, gives petstore_up 0 without the store's
+// series, and the scrape answers with the rest.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	var (
+		size int64
+		doms []store.Domain
+	)
+	err := c.read(func(ctx context.Context) error {
+		var err error
+		if size, err = c.db.Size(ctx); err != nil {
+			return err
+		}
+		doms, err = c.domains.List(ctx)
+		return err
+	})
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(storeSizeDesc, err)
-		return
-	}
-	doms, err := c.domains.List(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(domainsDesc, err)
+		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(storeSizeDesc, prometheus.GaugeValue, float64(size))

@@ -391,6 +391,8 @@ type Events interface {
 	// RetryDelivery makes a new pending delivery of the event of delivery
 	// id, due at now.
 	RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time) (Delivery, error)
+
+	QueueReader
 }
 
 // WebhookNotFound is the answer for a webhook id that names none.

@@ -52,6 +52,10 @@ func runRound[T any](ctx context.Context, db *DB, c *creates[T], recs []T) []err
 	return errs
 }
 
+// NewEventsQuery is the query every instance's engine runs at each poll
+// to learn whether there are events to fan out.
+const NewEventsQuery = newEventsQuery
+
 // CatchUp runs one catch-up with the other instances' changes now, as the
 // watcher's next poll would.
 func CatchUp(db *DB) error { return db.catchUp(context.Background()) }

@@ -54,6 +54,7 @@ func Run(t *testing.T, open Open) {
 		{"SweepKeptAnswers", testSweepKeptAnswers},
 		{"KeyRace", testKeyRace},
 		{"FinishDeliveriesInOneBatch", testFinishDeliveriesInOneBatch},
+		{"WebhookQueue", testWebhookQueue},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}

@@ -12,14 +12,15 @@
 // under fixed names, revalidated on each load (this file is the one named
 // by the hash of its content).
 
-import { api, ApiError, state } from './modules/api.js';
+import { api, ApiError } from './modules/api.js';
 import { $ } from './modules/dom.js';
-import { stopAllRefreshes } from './modules/domain-actions.js';
-import { loadDomains } from './modules/domains.js';
+import { loadDomains } from './modules/domain-actions.js';
+import { loadEvents } from './modules/events.js';
 import { clearError, showError } from './modules/feedback.js';
 import { loadKeys } from './modules/keys.js';
 import { loadProject, showProjectName } from './modules/project.js';
 import { loadToken, saveToken, showSignIn, signOut } from './modules/session.js';
+import { state, stopAllRefreshes } from './modules/state.js';
 import { loadWebhooks } from './modules/webhooks.js';
 
 // ---- sign-in ------------------------------------------------------------
@@ -70,7 +71,7 @@ function enterApp() {
 
 // ---- views ----------------------------------------------------------------
 
-const VIEWS = { project: loadProject, 'api-keys': loadKeys, domains: loadDomains, webhooks: loadWebhooks };
+const VIEWS = { project: loadProject, 'api-keys': loadKeys, domains: loadDomains, webhooks: loadWebhooks, events: loadEvents };
 
 function route() {
   if (!state.token) return;

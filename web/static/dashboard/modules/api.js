@@ -1,18 +1,16 @@
-// The admin API as the dashboard calls it, and the state of the session.
+// The admin API as the dashboard calls it. The bottom layer of the
+// modules, above state.js: it imports no view and no session code; what a
+// 401 does is given to it (onUnauthorized).
 
-import { $ } from './dom.js';
-import { signOut } from './session.js';
+import { state } from './state.js';
 
-export const state = {
-  token: '',
-  project: null,
-  domains: [], // in the API's order
-  settings: null,
-  timers: new Map(), // domain name -> timeout of its next refresh
-  busy: new Map(), // domain name -> 'verify' or 'remove' while under way
-  cardErrors: new Map(), // domain name -> the error of its last action
-  view: '',
-};
+export { state };
+
+// unauthorized is called with a message when an answer is 401 outside
+// sign-in: the session sets it to its sign-out.
+let unauthorized = () => {};
+
+export function onUnauthorized(fn) { unauthorized = fn; }
 
 // ---- the admin API -------------------------------------------------------
 
@@ -46,6 +44,14 @@ export async function apiList(path) {
     next = link ? link[1] : null;
   }
   return items;
+}
+
+// apiPage gets one page of a list, and the URL of the next one (null at
+// the end).
+export async function apiPage(path) {
+  const { data, headers } = await apiResponse('GET', path);
+  const link = /<([^>]+)>;\s*rel="next"/.exec(headers.get('Link') || '');
+  return { data, next: link ? link[1] : null };
 }
 
 // Each POST carries an Idempotency-Key, and one whose answer is lost on
@@ -95,7 +101,7 @@ async function apiResponse(method, path, body, { signingIn = false } = {}) {
   }
   if (!res.ok) {
     const e = new ApiError(res.status, data, res.headers.get('X-Request-Id'));
-    if (res.status === 401 && !signingIn) signOut('Your session ended: the admin token was not accepted. Sign in again.');
+    if (res.status === 401 && !signingIn) unauthorized('Your session ended: the admin token was not accepted. Sign in again.');
     throw e;
   }
   return { data, headers: res.headers };

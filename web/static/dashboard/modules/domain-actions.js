@@ -1,13 +1,18 @@
 // What the operator does to a domain (verify, remove, add) and the
-// refreshes that follow work under way.
+// refreshes that follow work under way: the top of the Domains view,
+// above domains.js (the cards), to which it gives its actions.
 
 import { api, ApiError, NetworkError, state } from './api.js';
 import { $, announce, domId, el } from './dom.js';
-import { liveNote, renderDomain, renderDomains, STATE_WORDS, updateDomain } from './domains.js';
+import { giveActions, liveNote, renderDomain, renderDomains, STATE_WORDS, updateDomain } from './domains.js';
 import { confirmAction, onNameSubmit, showError } from './feedback.js';
 import { renderSettings } from './settings.js';
 
 const CERT_POLL_MS = 2000;
+
+// The view is loaded through this module, so that the cards have their
+// actions.
+export { loadDomains } from './domains.js';
 
 // ---- verify, refresh and remove -----------------------------------------
 
@@ -87,10 +92,6 @@ function stopRefresh(name) {
   state.timers.delete(name);
 }
 
-export function stopAllRefreshes() {
-  for (const t of state.timers.values()) window.clearTimeout(t);
-  state.timers.clear();
-}
 
 async function refreshDomain(name) {
   state.timers.delete(name);
@@ -233,3 +234,5 @@ function closeMenus(except) {
 document.addEventListener('click', (e) => {
   if (!e.target.closest('.menu-wrap')) closeMenus();
 });
+
+giveActions({ menuFor, scheduleRefresh, verifyDomain });

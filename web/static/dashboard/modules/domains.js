@@ -3,9 +3,19 @@
 
 import { api, apiList, state } from './api.js';
 import { $, code, domId, el, timeEl } from './dom.js';
-import { menuFor, scheduleRefresh, verifyDomain } from './domain-actions.js';
 import { copyButton, sentence, showError } from './feedback.js';
 import { refreshAddressChoices, renderSettings } from './settings.js';
+
+// The actions of a card (verify, its menu) and the refresh of work under
+// way are domain-actions.js's, the layer above, which gives them here:
+// the cards call them without importing their module.
+const actions = { menuFor: null, scheduleRefresh: null, verifyDomain: null };
+
+export function giveActions(a) { Object.assign(actions, a); }
+
+const menuFor = (li, d) => actions.menuFor(li, d);
+const scheduleRefresh = (d) => actions.scheduleRefresh(d);
+const verifyDomain = (name) => actions.verifyDomain(name);
 
 // ---- domains ----------------------------------------------------------------
 

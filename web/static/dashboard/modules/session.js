@@ -1,9 +1,9 @@
 // The admin token: kept in this tab's sessionStorage, and forgotten on
 // sign-out.
 
-import { state } from './api.js';
+import { onUnauthorized } from './api.js';
 import { $ } from './dom.js';
-import { stopAllRefreshes } from './domain-actions.js';
+import { state, stopAllRefreshes } from './state.js';
 
 const TOKEN_KEY = 'petstore.adminToken';
 
@@ -39,3 +39,5 @@ export function signOut(message) {
   state.project = null;
   showSignIn(message);
 }
+
+onUnauthorized(signOut);

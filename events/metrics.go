@@ -1,0 +1,92 @@
+package events
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"petstore/store"
+)
+
+// LagBuckets are the upper bounds, in seconds, of the histogram of the
+// time from an event's commit to its first attempt: the engine polls
+// every tenth of a second, so a healthy lag is below a second, and the
+// top buckets catch an engine that fell behind or stopped.
+var LagBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900}
+
+// Stats are what this instance's engine did since it started, for
+// /metrics: the counts are of this instance only (a fleet's are their
+// sum).
+type Stats struct {
+	fannedOut                        atomic.Uint64
+	succeeded, rejected, unreachable atomic.Uint64
+
+	mu      sync.Mutex
+	lagN    uint64
+	lagSum  float64
+	lagHits []uint64 // per bucket of LagBuckets, not cumulative
+}
+
+// Stats are the engine's counts.
+func (e *Engine) Stats() *Stats { return &e.stats }
+
+// FannedOut is how many events this instance read from the outbox into
+// deliveries.
+func (s *Stats) FannedOut() uint64 { return s.fannedOut.Load() }
+
+// Attempts counts the attempts whose outcomes were recorded: succeeded
+// (2xx), rejected (the receiver answered something else) and unreachable
+// (no answer: refused, timed out, not allowed).
+func (s *Stats) Attempts() (succeeded, rejected, unreachable uint64) {
+	return s.succeeded.Load(), s.rejected.Load(), s.unreachable.Load()
+}
+
+// Lag is the histogram of the time from an event's commit to its first
+// attempt: how many, their sum in seconds, and the cumulative count at
+// each of LagBuckets.
+func (s *Stats) Lag() (count uint64, sum float64, cumulative map[float64]uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cumulative = make(map[float64]uint64, len(LagBuckets))
+	var n uint64
+	for i, le := range LagBuckets {
+		if i < len(s.lagHits) {
+			n += s.lagHits[i]
+		}
+		cumulative[le] = n
+	}
+	return s.lagN, s.lagSum, cumulative
+}
+
+// attempted counts the outcomes of a batch of attempts, as the engine
+// hands them to the store.
+func (s *Stats) attempted(batch []store.Finished) {
+	for _, f := range batch {
+		switch o := &f.Outcome; {
+		case o.Succeeded:
+			s.succeeded.Add(1)
+		case o.Status != 0:
+			s.rejected.Add(1)
+		default:
+			s.unreachable.Add(1)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lagHits == nil {
+		s.lagHits = make([]uint64, len(LagBuckets))
+	}
+	for _, f := range batch {
+		if f.Claimed.Attempt != 1 || f.Claimed.Manual {
+			continue // a retry's wait is the schedule's, not a lag
+		}
+		lag := f.Outcome.AttemptedAt.Sub(f.Claimed.Event.CreatedAt).Seconds()
+		s.lagN++
+		s.lagSum += max(lag, 0)
+		for i, le := range LagBuckets {
+			if lag <= le {
+				s.lagHits[i]++
+				break
+			}
+		}
+	}
+}

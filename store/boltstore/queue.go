@@ -1,0 +1,64 @@
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// WebhookQueue reads the pending deliveries from the due index (keys in
+// time order) and the webhooks. Finding the oldest pending event reads
+// each pending delivery, so the read stops when ctx ends.
+func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQueue, error) {
+	var q store.WebhookQueue
+	err := db.read(ctx, func(tx *bolt.Tx) error {
+		q = store.WebhookQueue{EventsRecorded: int64(tx.Bucket(bktEvents).Sequence())}
+		if err := tx.Bucket(bktWebhooks).ForEach(func(k, v []byte) error {
+			w, err := webhookTable.decode(btoi(k), v)
+			q.CountWebhook(&w)
+			return err
+		}); err != nil {
+			return err
+		}
+		var oldestSeq uint64
+		c := tx.Bucket(bktDeliveriesDue).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if len(k) != 24 {
+				continue
+			}
+			if q.Pending++; q.Pending%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if at := int64(binary.BigEndian.Uint64(k)); at <= now.UnixNano() {
+				if q.Due++; q.Due == 1 {
+					q.OldestDue = time.Unix(0, at).UTC()
+				}
+			}
+			r, err := getDelivery(tx, btoi(k[16:]))
+			if err != nil {
+				return corrupt(err)
+			}
+			if oldestSeq == 0 || r.EventID.Seq < oldestSeq {
+				oldestSeq = r.EventID.Seq
+			}
+		}
+		if oldestSeq != 0 {
+			ek := idKey(int64(oldestSeq))
+			if v := tx.Bucket(bktEvents).Get(ek[:]); v != nil {
+				e, _, err := decodeEvent(ek[:], v)
+				if err != nil {
+					return err
+				}
+				q.OldestPendingEvent = e.CreatedAt
+			}
+		}
+		return nil
+	})
+	return q, err
+}

@@ -1,0 +1,79 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"petstore/store"
+)
+
+// testWebhookQueue: the queue /metrics reports follows the deliveries
+// through fan-out, a failure with its retry waiting, and the retry's
+// time, and counts the webhooks by health.
+func testWebhookQueue(t *testing.T, s store.Store) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	queue := func(at time.Time) store.WebhookQueue {
+		t.Helper()
+		return must(s.WebhookQueue(ctx, at))(t)
+	}
+	if q := queue(now); q != (store.WebhookQueue{}) {
+		t.Errorf("the queue of an empty store: %+v", q)
+	}
+	hook := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
+	check(t, s.CreateWebhook(ctx, &hook))
+	off := store.Webhook{URL: "http://c.example/", Events: []string{"*"}, Enabled: false}
+	check(t, s.CreateWebhook(ctx, &off))
+	c := newCategory(t, s, "cats")
+	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
+	evs := must(s.Events(ctx, store.EventFilter{}))(t)
+	if len(evs) != 2 {
+		t.Fatalf("events: %d, want 2", len(evs))
+	}
+	want := store.WebhookQueue{Healthy: 1, Disabled: 1, EventsRecorded: 2}
+	if q := queue(now); q != want {
+		t.Errorf("before the fan-out: %+v, want %+v", q, want)
+	}
+
+	must(s.FanOut(ctx, now, 100))(t)
+	want.Pending, want.Due, want.OldestDue, want.OldestPendingEvent = 2, 2, now, evs[0].CreatedAt
+	if q := queue(now.Add(time.Second)); !sameQueue(q, want) {
+		t.Errorf("after the fan-out: %+v, want %+v", q, want)
+	}
+
+	// The other event's delivery succeeds, then the first event's fails,
+	// its retry due later: the webhook is failing.
+	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t)
+	if len(claimed) != 2 {
+		t.Fatalf("claimed %d deliveries, want 2", len(claimed))
+	}
+	next := now.Add(5 * time.Second)
+	var done []store.Finished
+	for i := range claimed {
+		if claimed[i].EventID != evs[0].ID {
+			done = append(done, store.Finished{Claimed: &claimed[i], Outcome: store.Outcome{AttemptedAt: now, Status: 200, Succeeded: true}})
+		}
+	}
+	for i := range claimed {
+		if claimed[i].EventID == evs[0].ID {
+			done = append(done, store.Finished{Claimed: &claimed[i], Outcome: store.Outcome{AttemptedAt: now, Status: 500, Error: "HTTP 500", Next: &next}})
+		}
+	}
+	check(t, s.FinishDeliveries(ctx, done))
+	want = store.WebhookQueue{Pending: 1, OldestPendingEvent: evs[0].CreatedAt, Failing: 1, Disabled: 1, EventsRecorded: 2}
+	if q := queue(now.Add(time.Second)); !sameQueue(q, want) {
+		t.Errorf("with a retry waiting: %+v, want %+v", q, want)
+	}
+	want.Due, want.OldestDue = 1, next
+	if q := queue(next.Add(time.Minute)); !sameQueue(q, want) {
+		t.Errorf("with the retry due: %+v, want %+v", q, want)
+	}
+}
+
+// sameQueue compares queues, their times as instants.
+func sameQueue(a, b store.WebhookQueue) bool {
+	if !a.OldestDue.Equal(b.OldestDue) || !a.OldestPendingEvent.Equal(b.OldestPendingEvent) {
+		return false
+	}
+	a.OldestDue, a.OldestPendingEvent, b.OldestDue, b.OldestPendingEvent = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return a == b
+}
