@@ -18,7 +18,7 @@ func testManualRetryEndsSchedule(t *testing.T, s store.Store) {
 	check(t, s.CreateWebhook(ctx, &b))
 	c := newCategory(t, s, "cats")
 	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
-	must(s.FanOut(ctx, now, 100))(t)
+	fanOut(t, s, now, 2)
 	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t)
 	if len(claimed) != 4 {
 		t.Fatalf("claimed %d deliveries, want 4 (2 events, 2 webhooks)", len(claimed))

@@ -34,7 +34,7 @@ func testWebhookQueue(t *testing.T, s store.Store) {
 		t.Errorf("before the fan-out: %+v, want %+v", q, want)
 	}
 
-	must(s.FanOut(ctx, now, 100))(t)
+	fanOut(t, s, now, 2)
 	want.Pending, want.Due, want.OldestDue, want.OldestPendingEvent = 2, 2, now, evs[0].CreatedAt
 	if q := queue(now.Add(time.Second)); !sameQueue(q, want) {
 		t.Errorf("after the fan-out: %+v, want %+v", q, want)
