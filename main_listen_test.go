@@ -120,7 +120,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 	// client hold, so the copy is still running when shutdown comes.
 	domaintest.WriteStoreFile(t, path, func(db *boltstore.DB) error {
 		cat := &store.Category{Name: "bulk"}
-		if err := db.CreateCategory(context.Background(), cat); err != nil {
+		if err := db.CreateCategory(context.Background(), cat, nil); err != nil {
 			return err
 		}
 		return db.ImportPets(context.Background(), cat.ID, 100_000, store.StatusAvailable)

@@ -109,11 +109,11 @@ func TestMigrateNamesTextPostgreSQLCannotStore(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	domaintest.WriteStoreFile(t, data, func(db *boltstore.DB) error {
 		c := store.Category{Name: "dogs\x00"}
-		if err := db.CreateCategory(context.Background(), &c); err != nil {
+		if err := db.CreateCategory(context.Background(), &c, nil); err != nil {
 			return err
 		}
 		p := store.Pet{Name: "Re\x00x", CategoryID: c.ID}
-		if err := db.CreatePet(context.Background(), &p); err != nil {
+		if err := db.CreatePet(context.Background(), &p, nil); err != nil {
 			return fmt.Errorf("bbolt no longer keeps U+0000 (write this file another way): %w", err)
 		}
 		return nil
@@ -186,7 +186,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	dogs := store.Category{Name: "dogs"}
-	if err := file.CreateCategory(ctx, &dogs); err != nil {
+	if err := file.CreateCategory(ctx, &dogs, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := file.ImportPets(ctx, dogs.ID, pets, store.StatusAvailable); err != nil {
@@ -196,7 +196,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		if _, err := file.SetStock(ctx, id*997, 10, store.Condition{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := file.PlaceOrder(ctx, &store.Order{PetID: id * 997, Quantity: 2}); err != nil {
+		if err := file.PlaceOrder(ctx, &store.Order{PetID: id * 997, Quantity: 2}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,7 +204,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 	if err := file.ReplacePet(ctx, &renamed, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := file.CreateAPIKey(ctx, "moved"); err != nil {
+	if _, _, err := file.CreateAPIKey(ctx, "moved", nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := file.EnsureAdminToken(ctx, ""); err != nil {
@@ -346,7 +346,7 @@ func TestMigrateCarriesWebhooksEventsAndDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending := store.Pet{Name: "Pending", CategoryID: 1}
-	if err := file.CreatePet(ctx, &pending); err != nil {
+	if err := file.CreatePet(ctx, &pending, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := file.FanOut(ctx, time.Now().Add(time.Hour), 100); err != nil || n != 1 {

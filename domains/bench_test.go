@@ -27,7 +27,7 @@ func benchManager(b *testing.B, n int, extra ...string) *Manager {
 	}
 	for _, name := range names {
 		d := store.Domain{Name: name, State: store.DomainVerified}
-		if err := db.AddDomain(ctx, &d); err != nil {
+		if err := db.AddDomain(ctx, &d, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

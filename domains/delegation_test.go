@@ -167,7 +167,7 @@ func TestMoveWithoutDowntime(t *testing.T) {
 	resolver.Set(t, name+". 0 IN CNAME old-host.elsewhere.test.")
 	resolver.Set(t, "old-host.elsewhere.test. 0 IN A 127.0.0.2")
 
-	d, err := m.Add(ctx, name)
+	d, err := m.Add(ctx, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestProxiedDomainRenewsThroughDNS01(t *testing.T) {
 	ctx := context.Background()
 	const name = "www.proxied.test"
 	resolver.Set(t, name+". 0 IN CNAME "+domaintest.CNAMETarget+".")
-	d, err := m.Add(ctx, name)
+	d, err := m.Add(ctx, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestDelegatedIssuanceOnTwoInstances(t *testing.T) {
 	mB := delegatedManager(t, b, resolverAddr, pebble, domains.ACME{})
 	const name = "shop.twice.test"
 	resolver.Set(t, name+". 0 IN CNAME old-host.elsewhere.test.")
-	d, err := mA.Add(ctx, name)
+	d, err := mA.Add(ctx, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestOwnershipInTheBackground(t *testing.T) {
 	const name = "www.background.test"
 	resolver.Set(t, name+". 0 IN CNAME old-host.elsewhere.test.")
 	resolver.Set(t, domaintest.CNAMETarget+". 0 IN A 127.0.0.1")
-	d, err := m.Add(ctx, name)
+	d, err := m.Add(ctx, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,17 +408,17 @@ var wildcardPlatform = dnscheck.Platform{Domain: "petstore.app", CNAMETarget: "c
 func TestAddWildcard(t *testing.T) {
 	ctx := context.Background()
 	without := managerWith(t, domains.Config{Platform: wildcardPlatform})
-	_, err := without.Add(ctx, "*.shop.example.com")
+	_, err := without.Add(ctx, "*.shop.example.com", nil)
 	wantCode(t, err, store.ENOACMEDNSZONE, "*.shop.example.com", "--acme-dns-zone", "DNS-01")
 	if ds, _ := without.List(ctx); len(ds) != 0 {
 		t.Fatalf("stored without the zone: %+v", ds)
 	}
-	if _, err := without.Add(ctx, "shop.example.com"); err != nil {
+	if _, err := without.Add(ctx, "shop.example.com", nil); err != nil {
 		t.Fatalf("a single name needs no zone: %v", err)
 	}
 
 	m := managerWith(t, domains.Config{Platform: wildcardPlatform, ACMEDNSZone: "acme.petstore.app"})
-	d, err := m.Add(ctx, " *.Shop.Example.COM. ")
+	d, err := m.Add(ctx, " *.Shop.Example.COM. ", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestAddWildcard(t *testing.T) {
 	if r.Type != dnscheck.TypeCNAME || r.Host != "*.shop" || r.Name != "*.shop.example.com" || r.Value != "cname.petstore.app" {
 		t.Errorf("record %+v", r)
 	}
-	_, err = m.Add(ctx, "*.shop.example.com")
+	_, err = m.Add(ctx, "*.shop.example.com", nil)
 	wantCode(t, err, store.EDOMAINEXISTS)
 	for in, mention := range map[string]string{
 		"a.*.example.com":   "* as the whole first label",
@@ -440,7 +440,7 @@ func TestAddWildcard(t *testing.T) {
 		"*.shop.example":    ".example",
 		"*.shop.example.zz": "not a top-level domain",
 	} {
-		_, err := m.Add(ctx, in)
+		_, err := m.Add(ctx, in, nil)
 		wantCode(t, err, store.EINVALID, mention)
 	}
 	for _, name := range []string{"*.shop.example.com", "*.SHOP.example.com."} {
@@ -467,7 +467,7 @@ func TestWildcardRouting(t *testing.T) {
 	db := deployedStore(t)
 	m := domaintest.NewManager(t, domains.Config{Store: db, Checker: &dnscheck.Checker{}, Platform: wildcardPlatform, ACMEDNSZone: "acme.petstore.app"})
 	for _, name := range []string{"*.shop.example.com", "api.shop.example.com", "other.example.com"} {
-		if _, err := m.Add(ctx, name); err != nil {
+		if _, err := m.Add(ctx, name, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -550,7 +550,7 @@ func TestRedirectsRefuseWildcards(t *testing.T) {
 	db := deployedStore(t)
 	m := domaintest.NewManager(t, domains.Config{Store: db, Checker: &dnscheck.Checker{}, Platform: wildcardPlatform, ACMEDNSZone: "acme.petstore.app"})
 	for _, name := range []string{"*.shop.example.com", "www.example.com"} {
-		if _, err := m.Add(ctx, name); err != nil {
+		if _, err := m.Add(ctx, name, nil); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.UpdateDomain(ctx, name, func(d *store.Domain) error { d.State = store.DomainVerified; return nil }); err != nil {
@@ -589,11 +589,11 @@ func TestWildcardSharesDelegationWithBase(t *testing.T) {
 		return txt, cname
 	}
 	for _, order := range [][2]string{{"*.shop.example.com", "shop.example.com"}, {"www.example.com", "*.www.example.com"}} {
-		first, err := m.Add(ctx, order[0])
+		first, err := m.Add(ctx, order[0], nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := m.Add(ctx, order[1])
+		second, err := m.Add(ctx, order[1], nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -603,7 +603,7 @@ func TestWildcardSharesDelegationWithBase(t *testing.T) {
 			t.Errorf("%s and %s disagree:\n%+v %+v\n%+v %+v", order[0], order[1], t1, c1, t2, c2)
 		}
 	}
-	other, err := m.Add(ctx, "other.example.com")
+	other, err := m.Add(ctx, "other.example.com", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,7 +623,7 @@ func TestWildcardAgainstPebble(t *testing.T) {
 	ctx := context.Background()
 	const wildcard, base = "*.shop.customer.test", "shop.customer.test"
 
-	d, err := m.Add(ctx, wildcard)
+	d, err := m.Add(ctx, wildcard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,7 +667,7 @@ func TestWildcardAgainstPebble(t *testing.T) {
 	}
 
 	// An exact name beside it: its own records, its own certificate.
-	api, err := m.Add(ctx, "api."+base)
+	api, err := m.Add(ctx, "api."+base, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func countingManager(t *testing.T, ds ...store.Domain) (*Manager, *storetest.Rea
 	t.Cleanup(func() { bolt.Close() })
 	db := &storetest.ReadCounter{Store: bolt}
 	for _, d := range ds {
-		if err := db.AddDomain(context.Background(), &d); err != nil {
+		if err := db.AddDomain(context.Background(), &d, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -91,7 +91,7 @@ func eventTypes(t *testing.T, db store.Events, kind string) []string {
 func addVerified(t *testing.T, m *domains.Manager, dns cnameServer, name string) store.Domain {
 	t.Helper()
 	dns.SetCNAME(t, name, "cname.petstore.test")
-	if _, err := m.Add(context.Background(), name); err != nil {
+	if _, err := m.Add(context.Background(), name, nil); err != nil {
 		t.Fatal(err)
 	}
 	d, err := m.Verify(context.Background(), name)
@@ -307,7 +307,7 @@ func TestIssuanceBacksOff(t *testing.T) {
 	ctx := context.Background()
 
 	ourDNS.SetCNAME(t, name, "cname.petstore.test")
-	if _, err := m.Add(ctx, name); err != nil {
+	if _, err := m.Add(ctx, name, nil); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -523,7 +523,7 @@ func TestCAAFromTheCA(t *testing.T) {
 	}
 	attach := func(name string, caa ...string) {
 		t.Helper()
-		if _, err := m.Add(ctx, name); err != nil {
+		if _, err := m.Add(ctx, name, nil); err != nil {
 			t.Fatal(err)
 		}
 		dns.SetCNAME(t, name, cname)

@@ -83,7 +83,7 @@ type Store interface {
 	certs.Store
 	Project(ctx context.Context) (store.Project, error)
 	UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error)
-	AddDomain(ctx context.Context, d *store.Domain) error
+	AddDomain(ctx context.Context, d *store.Domain, key *store.IdempotentWrite) error
 	DomainsPage(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error)
 	RemoveDomain(ctx context.Context, name string) error
 	Settings(ctx context.Context) (store.Settings, error)
@@ -194,8 +194,9 @@ func (m *Manager) DefaultAddress(p store.Project) string {
 
 // Add attaches a domain after the plan and deploy checks, normalising the
 // name and refusing what cannot be attached. The answer holds the DNS
-// records to create.
-func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
+// records to create. With key (nil: none) the store keeps the domain as
+// the key's answer in the same write.
+func (m *Manager) Add(ctx context.Context, input string, key *store.IdempotentWrite) (store.Domain, error) {
 	p, err := m.db.Project(ctx)
 	if err != nil {
 		return store.Domain{}, err
@@ -233,7 +234,7 @@ func (m *Manager) Add(ctx context.Context, input string) (store.Domain, error) {
 	if next, ok := m.cfg.Backoff.NextCheck(now, now, 0); ok {
 		d.NextCheckAt = &next
 	}
-	if err := m.db.AddDomain(ctx, &d); err != nil {
+	if err := m.db.AddDomain(ctx, &d, key); err != nil {
 		return store.Domain{}, err
 	}
 	return d, nil

@@ -84,20 +84,20 @@ func TestAddRefusesSpecialUseNames(t *testing.T) {
 		{"shop.zz", "not a top-level domain"},
 		{"4.3.2.in-addr.arpa", ".arpa"},
 	} {
-		_, err := strict.Add(ctx, refused.name)
+		_, err := strict.Add(ctx, refused.name, nil)
 		wantCode(t, err, store.EINVALID, refused.name, refused.mention)
 	}
 	for _, name := range []string{"shop.example.com", "me.blogspot.com", "xn--bcher-kva.de"} {
-		if _, err := strict.Add(ctx, name); err != nil {
+		if _, err := strict.Add(ctx, name, nil); err != nil {
 			t.Errorf("adding %s: %v", name, err)
 		}
 	}
 
 	tests := managerWith(t, domains.Config{Platform: platform, AllowTestTLDs: true})
-	if _, err := tests.Add(ctx, "shop.test"); err != nil {
+	if _, err := tests.Add(ctx, "shop.test", nil); err != nil {
 		t.Errorf("with AllowTestTLDs, adding shop.test: %v", err)
 	}
-	_, err := tests.Add(ctx, "shop.invalid")
+	_, err := tests.Add(ctx, "shop.invalid", nil)
 	wantCode(t, err, store.EINVALID, ".invalid")
 }
 
@@ -109,7 +109,7 @@ func TestAddWithoutCNAMETarget(t *testing.T) {
 	if got := m.CNAMETarget(); got != "" {
 		t.Errorf("CNAMETarget %q without a target", got)
 	}
-	_, err := m.Add(context.Background(), "shop.example.com")
+	_, err := m.Add(context.Background(), "shop.example.com", nil)
 	wantCode(t, err, store.ENOCNAMETARGET, "--domain", "--cname-target")
 	if ds, _ := m.List(context.Background()); len(ds) != 0 {
 		t.Errorf("a domain was stored: %+v", ds)
@@ -131,7 +131,7 @@ func TestVerifyZoneApexSwitchesRecords(t *testing.T) {
 		AllowTestTLDs: true,
 	})
 	ctx := context.Background()
-	d, err := m.Add(ctx, "shop.deleg.test")
+	d, err := m.Add(ctx, "shop.deleg.test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestBackgroundChecks(t *testing.T) {
 	ctx := context.Background()
 	const name = "bg.example.org"
 
-	d, err := m.Add(ctx, name)
+	d, err := m.Add(ctx, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestBackgroundChecks(t *testing.T) {
 func TestPendingChecksStopAfter48Hours(t *testing.T) {
 	m, db, _, clk := newManagerAtNoon(t)
 	ctx := context.Background()
-	if _, err := m.Add(ctx, "never.example.org"); err != nil {
+	if _, err := m.Add(ctx, "never.example.org", nil); err != nil {
 		t.Fatal(err)
 	}
 	checks := 0
@@ -282,7 +282,7 @@ func TestTroubleshootingAfter30Minutes(t *testing.T) {
 	m, db, dns, clk := newManagerAtNoon(t)
 	ctx := context.Background()
 	dns.SetCNAME(t, "slow.example.org", "cname.petstore.test")
-	if _, err := m.Add(ctx, "slow.example.org"); err != nil {
+	if _, err := m.Add(ctx, "slow.example.org", nil); err != nil {
 		t.Fatal(err)
 	}
 	d, err := m.Verify(ctx, "slow.example.org")
@@ -678,7 +678,7 @@ func startShortLivedDomain(t *testing.T, name string, lifetime time.Duration) *s
 	resolver.SetCNAME(t, name, "cname.petstore.test")
 	clk := &realClock{}
 	m, db := startFlapManager(t, resolver, pebble, flapOptions{now: clk.now, profile: "short", renewInterval: time.Second, checkEvery: time.Millisecond})
-	if _, err := m.Add(context.Background(), name); err != nil {
+	if _, err := m.Add(context.Background(), name, nil); err != nil {
 		t.Fatal(err)
 	}
 	if d, err := m.Verify(context.Background(), name); err != nil || d.State != store.DomainVerified {

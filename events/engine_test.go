@@ -43,7 +43,7 @@ func hook(t *testing.T, s store.Store, url string, types ...string) store.Webhoo
 		t.Fatal(err)
 	}
 	w := store.Webhook{URL: url, Events: types, Enabled: true, Secret: secret}
-	if err := s.CreateWebhook(ctx, &w); err != nil {
+	if err := s.CreateWebhook(ctx, &w, nil); err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -68,14 +68,14 @@ func TestRetryOnSchedule(t *testing.T) {
 	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
 
 	c := store.Category{Name: "dogs"}
-	if err := s.CreateCategory(ctx, &c); err != nil {
+	if err := s.CreateCategory(ctx, &c, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
 	// The retry is due 5 s later on the test's clock: 4 s is not enough.
 	clk.Advance(4 * time.Second)
 	p := store.Pet{Name: "Rex", CategoryID: c.ID}
-	if err := s.CreatePet(ctx, &p); err != nil {
+	if err := s.CreatePet(ctx, &p, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitDeliveryState(t, s, pw.ID, 1, store.DeliverySucceeded)
@@ -130,13 +130,13 @@ func TestDeadReceiverDelaysNoOne(t *testing.T) {
 	start(t, s, time.Now, events.Policy{AllowPrivate: true})
 
 	c := store.Category{Name: "dogs"}
-	if err := s.CreateCategory(ctx, &c); err != nil {
+	if err := s.CreateCategory(ctx, &c, nil); err != nil {
 		t.Fatal(err)
 	}
 	const n = 40
 	for i := range n {
 		p := store.Pet{Name: fmt.Sprint("pet ", i), CategoryID: c.ID}
-		if err := s.CreatePet(ctx, &p); err != nil {
+		if err := s.CreatePet(ctx, &p, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,7 +197,7 @@ func TestSSRF(t *testing.T) {
 	byAddr := hook(t, s, r.URL, "*")
 	start(t, s, time.Now, policy)
 	c := store.Category{Name: "dogs"}
-	if err := s.CreateCategory(ctx, &c); err != nil {
+	if err := s.CreateCategory(ctx, &c, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []store.Webhook{byName, byAddr} {
@@ -275,7 +275,7 @@ func TestAttemptsAreRecordedInBatches(t *testing.T) {
 	start(t, g, time.Now, events.Policy{AllowPrivate: true})
 	const n = 3 * store.MaxInFlightPerWebhook
 	for i := range n {
-		if err := db.CreateCategory(ctx, &store.Category{Name: fmt.Sprintf("c%d", i)}); err != nil {
+		if err := db.CreateCategory(ctx, &store.Category{Name: fmt.Sprintf("c%d", i)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

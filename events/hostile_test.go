@@ -29,11 +29,11 @@ func TestIdleConnectionClosedAsRequestArrives(t *testing.T) {
 	r.trust(w.Secret)
 	start(t, s, time.Now, events.Policy{AllowPrivate: true})
 
-	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}); err != nil {
+	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitDeliveryState(t, s, w.ID, 1, store.DeliverySucceeded)
-	if err := s.CreateCategory(ctx, &store.Category{Name: "cats"}); err != nil {
+	if err := s.CreateCategory(ctx, &store.Category{Name: "cats"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	list := waitDeliveryState(t, s, w.ID, 2, store.DeliverySucceeded)
@@ -69,11 +69,11 @@ func TestManualRetrySucceedingEndsSchedule(t *testing.T) {
 	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
 
 	c := store.Category{Name: "dogs"}
-	if err := s.CreateCategory(ctx, &c); err != nil {
+	if err := s.CreateCategory(ctx, &c, nil); err != nil {
 		t.Fatal(err)
 	}
 	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
-	if _, err := s.RetryDelivery(ctx, w.ID, list[1].ID, clk.Now()); err != nil {
+	if _, err := s.RetryDelivery(ctx, w.ID, list[1].ID, clk.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	// The manual retry succeeded, and the scheduled one is gone.
@@ -84,7 +84,7 @@ func TestManualRetrySucceedingEndsSchedule(t *testing.T) {
 	// Past the schedule's first wait, the engine has looked (the probe's
 	// delivery), and the event was not sent again.
 	clk.Advance(time.Minute)
-	if err := s.CreatePet(ctx, &store.Pet{Name: "Rex", CategoryID: c.ID}); err != nil {
+	if err := s.CreatePet(ctx, &store.Pet{Name: "Rex", CategoryID: c.ID}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitDeliveryState(t, s, pw.ID, 1, store.DeliverySucceeded)
@@ -111,11 +111,11 @@ func TestManualRetryFailingKeepsSchedule(t *testing.T) {
 	r.trust(w.Secret)
 	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
 
-	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}); err != nil {
+	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
-	if _, err := s.RetryDelivery(ctx, w.ID, list[1].ID, clk.Now()); err != nil {
+	if _, err := s.RetryDelivery(ctx, w.ID, list[1].ID, clk.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	list = waitDeliveryState(t, s, w.ID, 3, store.DeliveryFailed)
@@ -157,7 +157,7 @@ func TestHugeHeaderLine(t *testing.T) {
 	w := hook(t, s, r.URL, store.EventCategoryCreated)
 	r.trust(w.Secret)
 	start(t, s, time.Now, events.Policy{AllowPrivate: true})
-	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}); err != nil {
+	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
@@ -187,7 +187,7 @@ func TestEndlessBody(t *testing.T) {
 	w := hook(t, s, r.URL, store.EventCategoryCreated)
 	r.trust(w.Secret)
 	start(t, s, time.Now, events.Policy{AllowPrivate: true})
-	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}); err != nil {
+	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	list := waitDeliveryState(t, s, w.ID, 1, store.DeliverySucceeded)
@@ -224,7 +224,7 @@ func TestExtraAnswers(t *testing.T) {
 	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
 	const n = 24
 	for i := range n {
-		if err := s.CreateCategory(ctx, &store.Category{Name: fmt.Sprint("c", i)}); err != nil {
+		if err := s.CreateCategory(ctx, &store.Category{Name: fmt.Sprint("c", i)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -186,7 +186,7 @@ func TestAttemptsEndWithinTheirLease(t *testing.T) {
 	dead := webhooktest.Start(t, webhooktest.Options{Hang: true})
 	secret, _ := NewSecret()
 	w := store.Webhook{URL: dead.URL, Events: []string{"*"}, Enabled: true, Secret: secret}
-	if err := db.CreateWebhook(context.Background(), &w); err != nil {
+	if err := db.CreateWebhook(context.Background(), &w, nil); err != nil {
 		t.Fatal(err)
 	}
 	e := New(Config{Store: l, Policy: Policy{AllowPrivate: true}, Poll: 10 * time.Millisecond})
@@ -200,12 +200,12 @@ func TestAttemptsEndWithinTheirLease(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	c := store.Category{Name: "dogs"}
-	if err := db.CreateCategory(ctx, &c); err != nil {
+	if err := db.CreateCategory(ctx, &c, nil); err != nil {
 		t.Fatal(err)
 	}
 	const n = 2 * store.MaxInFlightPerWebhook
 	for i := range n - 1 {
-		if err := db.CreatePet(ctx, &store.Pet{Name: fmt.Sprint("pet ", i), CategoryID: c.ID}); err != nil {
+		if err := db.CreatePet(ctx, &store.Pet{Name: fmt.Sprint("pet ", i), CategoryID: c.ID}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

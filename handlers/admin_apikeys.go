@@ -10,27 +10,22 @@ import (
 	"petstore/store"
 )
 
-func (s *Server) createAPIKey(c echo.Context) error {
+func (s *Server) createAPIKey(c echo.Context, key *store.IdempotentWrite) (store.APIKey, string, error) {
 	var in struct {
 		Name string `json:"name"`
 	}
 	if err := decodeBody(c, &in); err != nil {
-		return err
+		return store.APIKey{}, "", err
 	}
 	name := strings.TrimSpace(in.Name)
 	if name == "" {
-		return apiError(store.EINVALID, "body.name: must not be blank")
+		return store.APIKey{}, "", apiError(store.EINVALID, "body.name: must not be blank")
 	}
-	key, secret, err := s.store.CreateAPIKey(c.Request().Context(), name)
-	if err != nil {
-		return err
-	}
-	return sendAnswer(c, apiKeyCreated, &store.IssuedAPIKey{APIKey: key, Secret: secret})
+	return s.store.CreateAPIKey(c.Request().Context(), name, key)
 }
 
 // apiKeyCreated is the answer to POST /admin/api-keys: the only one that
 // shows the secret (an Idempotency-Key keeps it sealed).
-func apiKeyCreated(record any) (answer, error) {
-	k := record.(*store.IssuedAPIKey)
-	return answerJSON(http.StatusCreated, fmt.Sprintf("/admin/api-keys/%d", k.ID), k)
+func apiKeyCreated(k store.APIKey, secret string) (answer, error) {
+	return answerJSON(http.StatusCreated, fmt.Sprintf("/admin/api-keys/%d", k.ID), store.IssuedAPIKey{APIKey: k, Secret: secret})
 }

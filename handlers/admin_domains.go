@@ -53,26 +53,21 @@ func (s *Server) listDomains(c echo.Context) error {
 	return respond(c, http.StatusOK, out)
 }
 
-func (s *Server) addDomain(c echo.Context) error {
+func (s *Server) addDomain(c echo.Context, key *store.IdempotentWrite) (store.Domain, none, error) {
 	var in struct {
 		Name string `json:"name"`
 	}
 	if err := decodeBody(c, &in); err != nil {
-		return err
+		return store.Domain{}, none{}, err
 	}
-	d, err := s.domains.Add(c.Request().Context(), in.Name)
-	if err != nil {
-		return err
-	}
-	return sendAnswer(c, s.domainAdded, &d)
+	d, err := s.domains.Add(c.Request().Context(), in.Name, key)
+	return d, none{}, err
 }
 
-// domainAdded is the answer to POST /admin/domains. It runs in the store's
-// transaction when an Idempotency-Key keeps it: a new domain is pending,
-// so its troubleshooting needs no lookup.
-func (s *Server) domainAdded(record any) (answer, error) {
-	d := record.(*store.Domain)
-	return answerJSON(http.StatusCreated, domainPath(d.Name), s.domainView(*d))
+// domainAdded is the answer to POST /admin/domains: a new domain is
+// pending, so it has no troubleshooting steps, on a replay either.
+func domainAdded(d store.Domain, _ none) (answer, error) {
+	return answerJSON(http.StatusCreated, domainPath(d.Name), domainView{Domain: d})
 }
 
 // domainByName answers 200 with the domain that get returns for the name
@@ -92,28 +87,23 @@ func (s *Server) domainByName(get func(context.Context, string) (store.Domain, e
 // table, the certificate's request), not in one write of the store, so
 // the answer of an Idempotency-Key is kept after them, in a write of its
 // own (store.KeepAnswer): a crash in between loses the answer, not the
-// change, and the retry verifies again, which a check may always do.
-func (s *Server) verifyDomain(c echo.Context) error {
+// change, and the retry verifies again, which a check may always do. The
+// troubleshooting steps depend on the time and may look up the CA's
+// names: they are kept beside the domain.
+func (s *Server) verifyDomain(c echo.Context, key *store.IdempotentWrite) (store.Domain, []string, error) {
 	ctx := c.Request().Context()
 	d, err := s.domains.Verify(ctx, domainParam(c))
 	if err != nil {
-		return err
+		return d, nil, err
 	}
-	// Made here, not in the store's write: troubleshooting may look up
-	// the CA's names.
-	a, err := answerJSON(http.StatusOK, "", s.domainView(d))
-	if err != nil {
-		return err
-	}
-	if err := s.store.KeepAnswer(ctx, &a); err != nil {
-		return err
-	}
-	return a.send(c)
+	steps := s.domains.Troubleshooting(d)
+	return d, steps, s.store.KeepAnswer(ctx, key, &d, steps)
 }
 
-// domainVerified is the answer to POST /admin/domains/{name}/verify, made
-// before it is kept.
-func domainVerified(record any) (answer, error) { return *record.(*answer), nil }
+// domainVerified is the answer to POST /admin/domains/{name}/verify.
+func domainVerified(d store.Domain, troubleshooting []string) (answer, error) {
+	return answerJSON(http.StatusOK, "", domainView{d, troubleshooting})
+}
 
 func (s *Server) removeDomain(c echo.Context) error {
 	if err := s.domains.Remove(c.Request().Context(), domainParam(c)); err != nil {

@@ -72,9 +72,8 @@ func (s *Server) decodeNewWebhook(c echo.Context, w *store.Webhook) error {
 
 // webhookCreated is the answer to POST /admin/webhooks: the only one that
 // shows the secret, with rotate-secret's.
-func webhookCreated(record any) (answer, error) {
-	w := record.(*store.Webhook)
-	return answerJSON(http.StatusCreated, "/admin/webhooks/"+strconv.FormatInt(w.ID, 10), w)
+func webhookCreated(w store.Webhook, _ none) (answer, error) {
+	return answerJSON(http.StatusCreated, "/admin/webhooks/"+strconv.FormatInt(w.ID, 10), &w)
 }
 
 func (s *Server) listWebhooks(c echo.Context) error {
@@ -111,14 +110,15 @@ func (s *Server) webhookAt(c echo.Context) (store.Webhook, error) {
 	return s.store.Webhook(c.Request().Context(), id)
 }
 
-// changeWebhook applies change to the endpoint the path's id names and
-// answers it as it is then.
-func (s *Server) changeWebhook(c echo.Context, change func(*store.Webhook) error) (store.Webhook, error) {
+// changeWebhook applies change to the endpoint the path's id names, with
+// the request's Idempotency-Key (keyed), and answers it as it is then.
+func (s *Server) changeWebhook(c echo.Context, key *store.IdempotentWrite, change func(*store.Webhook) error) (store.Webhook, none, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
-		return store.Webhook{}, err
+		return store.Webhook{}, none{}, err
 	}
-	return s.store.UpdateWebhook(c.Request().Context(), id, change)
+	w, err := s.store.UpdateWebhook(c.Request().Context(), id, change, key)
+	return w, none{}, err
 }
 
 func (s *Server) updateWebhook(c echo.Context) error {
@@ -127,7 +127,7 @@ func (s *Server) updateWebhook(c echo.Context) error {
 		return err
 	}
 	now := s.now()
-	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
+	w, _, err := s.changeWebhook(c, nil, func(w *store.Webhook) error {
 		w.ExpirePreviousSecret(now, false)
 		given(&w.URL, in.URL)
 		given(&w.Events, in.Events)
@@ -153,70 +153,58 @@ func (s *Server) updateWebhook(c echo.Context) error {
 // a body or a query parameter would change the signature of the call in
 // clients generated from the document, and a separate call serves both
 // cases (a receiver ready sooner, a secret that leaked).
-func (s *Server) rotateWebhookSecret(c echo.Context) error {
+func (s *Server) rotateWebhookSecret(c echo.Context, key *store.IdempotentWrite) (store.Webhook, none, error) {
 	secret, err := events.NewSecret()
 	if err != nil {
-		return err
+		return store.Webhook{}, none{}, err
 	}
 	now := s.now()
-	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
+	return s.changeWebhook(c, key, func(w *store.Webhook) error {
 		w.RotateSecret(secret, now, store.DefaultSecretOverlap)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return sendAnswer(c, secretRotated, &w)
 }
 
 // secretRotated is the answer to POST /admin/webhooks/{id}/rotate-secret,
 // with the new secret (and never the one it replaced).
-func secretRotated(record any) (answer, error) {
-	w := *record.(*store.Webhook)
+func secretRotated(w store.Webhook, _ none) (answer, error) {
 	w.PreviousSecret = ""
 	return answerJSON(http.StatusOK, "", &w)
 }
 
 // expirePreviousSecret ends a rotation's overlap: from now on only the
 // current secret signs.
-func (s *Server) expirePreviousSecret(c echo.Context) error {
-	w, err := s.changeWebhook(c, func(w *store.Webhook) error {
+func (s *Server) expirePreviousSecret(c echo.Context, key *store.IdempotentWrite) (store.Webhook, none, error) {
+	return s.changeWebhook(c, key, func(w *store.Webhook) error {
 		w.ExpirePreviousSecret(s.now(), true)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return sendAnswer(c, previousSecretExpired, &w)
 }
 
 // previousSecretExpired is the answer to POST
 // /admin/webhooks/{id}/expire-previous-secret: the webhook, without
 // secrets.
-func previousSecretExpired(record any) (answer, error) {
-	return answerJSON(http.StatusOK, "", record.(*store.Webhook).Public())
+func previousSecretExpired(w store.Webhook, _ none) (answer, error) {
+	return answerJSON(http.StatusOK, "", w.Public())
 }
 
-func (s *Server) testWebhook(c echo.Context) error {
+func (s *Server) testWebhook(c echo.Context, key *store.IdempotentWrite) (store.Event, none, error) {
 	w, err := s.webhookAt(c)
 	if err != nil {
-		return err
+		return store.Event{}, none{}, err
 	}
 	e, err := store.NewEvent(store.EventWebhookTest, s.webhookView(w))
 	if err != nil {
-		return err
+		return store.Event{}, none{}, err
 	}
-	ev, err := s.store.RecordEvent(c.Request().Context(), e, w.ID)
-	if err != nil {
-		return err
-	}
-	return sendAnswer(c, testRecorded, &ev)
+	ev, err := s.store.RecordEvent(c.Request().Context(), e, w.ID, key)
+	return ev, none{}, err
 }
 
 // testRecorded is the answer to POST /admin/webhooks/{id}/test: the event
 // recorded.
-func testRecorded(record any) (answer, error) {
-	return answer{Status: http.StatusAccepted, Body: record.(*store.Event).AppendJSON(nil)}, nil
+func testRecorded(ev store.Event, _ none) (answer, error) {
+	return answer{Status: http.StatusAccepted, Body: ev.AppendJSON(nil)}, nil
 }
 
 func (s *Server) listDeliveries(c echo.Context) error {
@@ -234,25 +222,22 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	})(c)
 }
 
-func (s *Server) retryDelivery(c echo.Context) error {
+func (s *Server) retryDelivery(c echo.Context, key *store.IdempotentWrite) (store.Delivery, store.EventID, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
-		return err
+		return store.Delivery{}, store.EventID{}, err
 	}
 	did, err := pathID(c, "deliveryId")
 	if err != nil {
-		return err
+		return store.Delivery{}, store.EventID{}, err
 	}
-	d, err := s.store.RetryDelivery(c.Request().Context(), id, did, s.now())
-	if err != nil {
-		return err
-	}
-	return sendAnswer(c, retryScheduled, &d)
+	d, err := s.store.RetryDelivery(c.Request().Context(), id, did, s.now(), key)
+	return d, d.EventID, err
 }
 
 // retryScheduled is the answer to POST
 // /admin/webhooks/{id}/deliveries/{deliveryId}/retry: the new delivery.
-func retryScheduled(record any) (answer, error) {
-	d := record.(*store.Delivery)
-	return answerJSON(http.StatusAccepted, "", deliveryView{*d, d.EventID.String()})
+// Its event's id is kept beside it, since its JSON leaves the id out.
+func retryScheduled(d store.Delivery, event store.EventID) (answer, error) {
+	return answerJSON(http.StatusAccepted, "", deliveryView{d, event.String()})
 }

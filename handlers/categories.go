@@ -10,10 +10,9 @@ import (
 )
 
 // categoryCreated is the answer to POST /categories.
-func categoryCreated(record any) (answer, error) {
-	cat := record.(*store.Category)
-	body, err := stdjson.Marshal(cat)
-	return created(fmt.Sprintf("/categories/%d", cat.ID), cat.Version, body), err
+func categoryCreated(cat store.Category, _ none) (answer, error) {
+	body, err := stdjson.Marshal(&cat)
+	return created(fmt.Sprintf("/categories/%d", cat.ID), body), err
 }
 
 // newCategory is the NewCategory schema.

@@ -35,19 +35,15 @@ func getByID[T any](param string, get func(context.Context, int64) (T, error), v
 	}
 }
 
-// createFrom answers a POST that creates a record: decode reads the body
-// into a new record, save stores it, and answer is what the client gets
-// (and what an Idempotency-Key keeps).
-func createFrom[T any](decode func(echo.Context, *T) error, save func(context.Context, *T) error, answer func(record any) (answer, error)) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		var rec T
-		if err := decode(c, &rec); err != nil {
-			return err
+// createFrom is the write of a POST that creates a record (keyed):
+// decode reads the body into a new record, and save stores it with the
+// request's Idempotency-Key.
+func createFrom[T any](decode func(echo.Context, *T) error, save func(context.Context, *T, *store.IdempotentWrite) error) func(echo.Context, *store.IdempotentWrite) (T, none, error) {
+	return func(c echo.Context, key *store.IdempotentWrite) (rec T, _ none, err error) {
+		if err = decode(c, &rec); err == nil {
+			err = save(c.Request().Context(), &rec, key)
 		}
-		if err := save(c.Request().Context(), &rec); err != nil {
-			return err
-		}
-		return sendAnswer(c, answer, &rec)
+		return rec, none{}, err
 	}
 }
 

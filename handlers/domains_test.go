@@ -367,7 +367,7 @@ func TestAddDomainNeedsADeploy(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	_, _ = db.UpdateProject(context.Background(), func(p *store.Project) error { p.Plan = store.PlanPro; return nil })
 	m := domaintest.NewManager(t, domains.Config{Store: db, Checker: &dnscheck.Checker{}})
-	_, err := m.Add(context.Background(), "shop.example.com")
+	_, err := m.Add(context.Background(), "shop.example.com", nil)
 	var appErr *store.Error
 	if !errors.As(err, &appErr) || appErr.Code != store.ECONFLICT || !strings.Contains(appErr.Message, "deploy") {
 		t.Fatalf("adding without a deploy: %v", err)

@@ -15,10 +15,11 @@ import (
 )
 
 // Idempotency-Key (draft-ietf-httpapi-idempotency-key-header, as Stripe
-// has it): a create sent with a key is performed once. Its answer is kept
-// by the store in the create's own transaction (store.WithIdempotency), so
-// that a crash cannot separate the change from the answer; the same key
-// with the same request gets that answer again, with Idempotent-Replayed.
+// has it): a create sent with a key is performed once. The key is an
+// argument of the store's write, which keeps the record it wrote in the
+// same transaction (store.Kept), so that a crash cannot separate the
+// change from the answer; the same key with the same request gets the
+// answer made from that record again, with Idempotent-Replayed.
 
 const (
 	headerIdempotencyKey = "Idempotency-Key"
@@ -39,8 +40,9 @@ const (
 	keyBusyRetryAfter = time.Second
 )
 
-// answer is what a create sends, and what is kept for its key: the
-// status, the headers that matter, and the JSON body.
+// answer is what an operation that takes a key sends: the status, the
+// headers that matter, and the JSON body. Older versions kept it whole
+// for a key; replay still sends those.
 type answer struct {
 	Status   int                `json:"status"`
 	Location string             `json:"location,omitempty"`
@@ -49,9 +51,9 @@ type answer struct {
 }
 
 // created is the answer to a create: 201, the new resource's Location
-// and ETag, and the resource.
-func created(location string, version int64, body []byte) answer {
-	return answer{Status: http.StatusCreated, Location: location, ETag: string(appendETag(make([]byte, 0, 24), version)), Body: body}
+// and the ETag of its first version (store/versions.go), and the resource.
+func created(location string, body []byte) answer {
+	return answer{Status: http.StatusCreated, Location: location, ETag: string(appendETag(make([]byte, 0, 24), 1)), Body: body}
 }
 
 // answerJSON is an answer of status with v as its JSON body, and a
@@ -59,16 +61,6 @@ func created(location string, version int64, body []byte) answer {
 func answerJSON(status int, location string, v any) (answer, error) {
 	body, err := stdjson.Marshal(v)
 	return answer{Status: status, Location: location, Body: body}, err
-}
-
-// sendAnswer answers with the answer makeAnswer makes from record, the
-// one a key would keep.
-func sendAnswer(c echo.Context, makeAnswer func(record any) (answer, error), record any) error {
-	a, err := makeAnswer(record)
-	if err != nil {
-		return err
-	}
-	return a.send(c)
 }
 
 // send answers with a.
@@ -83,84 +75,100 @@ func (a *answer) send(c echo.Context) error {
 	return respondEncoded(c, a.Status, a.Body)
 }
 
-// idempotent serves a create that takes an Idempotency-Key; makeAnswer
-// makes its answer from the record the store created, and the handler
-// must answer with it. Without the header the handler runs as it is.
+// none is the beside of a record that needs nothing beside it.
+type none struct{}
+
+// keyed serves a POST that takes an Idempotency-Key: write makes its
+// change with the key (nil without the header) and returns the record the
+// store kept for it and what beside it (store.Kept); render makes the
+// answer from those, for the first request and every replay alike, so
+// that a replay is the first answer again. With admin, the keys are the
+// admin token's, whatever other header the request carries, and their
+// answers are kept sealed, all of them, since some hold a secret (a new
+// API key's, a webhook's signing secret); the public API's hold only what
+// the store holds anyway.
 //
 // The key is scoped to the credential that sent it. While a request with
 // it is served here, another gets 409 idempotency_in_progress; a request
 // on another instance (PostgreSQL) waits for the first one's transaction
-// instead and then replays its answer. Only a create that succeeds keeps
+// instead and then replays its answer. Only a write that succeeds keeps
 // its answer: a refused one changed nothing, and a retry is judged anew.
-func (s *Server) idempotent(h echo.HandlerFunc, makeAnswer func(record any) (answer, error)) echo.HandlerFunc {
-	return s.keyed(h, makeAnswer, false)
-}
-
-// idempotentAdmin is idempotent for the admin API: its keys are the admin
-// token's, whatever other header the request carries, and its answers are
-// kept sealed, all of them, since some hold a secret (a new API key's, a
-// webhook's signing secret). The public API's hold only what the store
-// holds anyway.
-func (s *Server) idempotentAdmin(h echo.HandlerFunc, makeAnswer func(record any) (answer, error)) echo.HandlerFunc {
-	return s.keyed(h, makeAnswer, true)
-}
-
-// keyed is idempotent, or idempotentAdmin when admin is true.
-func (s *Server) keyed(h echo.HandlerFunc, makeAnswer func(record any) (answer, error), admin bool) echo.HandlerFunc {
+func keyed[R, B any](s *Server, admin bool, write func(echo.Context, *store.IdempotentWrite) (R, B, error), render func(R, B) (answer, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := c.Request()
-		values := r.Header[headerIdempotencyKey]
-		if len(values) == 0 {
-			return h(c)
+		w, release, err := s.takeKey(c, admin)
+		if release != nil {
+			defer release()
 		}
-		key, err := idempotencyKey(values)
+		var rec R
+		var beside B
+		if err == nil {
+			rec, beside, err = write(c, w)
+		}
+		if err == store.ErrReplay {
+			return replay(c, w.Kept, render)
+		}
 		if err != nil {
 			return err
 		}
-		w := &store.IdempotentWrite{
-			Scope: keyScope(r, admin), Key: key, Fingerprint: fingerprint(c), TTL: s.cfg.IdempotencyTTL, Sealed: admin,
-			Answer: func(record any) ([]byte, error) {
-				a, err := makeAnswer(record)
-				if err != nil {
-					return nil, err
-				}
-				return stdjson.Marshal(a)
-			},
-		}
-		if admin {
-			// The admin token seals the answer: the store keeps only its
-			// hash, so a backup cannot open it or check a guess of the key.
-			w.Credential = bearerToken(r.Header.Get(echo.HeaderAuthorization))
-		}
-		release, ok := s.keysInFlight.take(w.Scope + "\x00" + key)
-		if !ok {
-			return keyBusy(key)
-		}
-		defer release()
-		k, err := s.store.KeptAnswer(r.Context(), w)
-		switch {
-		case err == nil:
-			if k, err = w.Replay(k); err != nil {
-				return err
-			}
-			return replay(c, k)
-		case store.ErrorCode(err) != store.ENOTFOUND:
+		a, err := render(rec, beside)
+		if err != nil {
 			return err
 		}
-		c.SetRequest(r.WithContext(store.WithIdempotency(r.Context(), w)))
-		err = h(c)
-		if err == store.ErrReplay {
-			return replay(c, w.Kept)
-		}
-		return err
+		return a.send(c)
 	}
 }
 
-// replay answers with a kept answer.
-func replay(c echo.Context, k store.KeptAnswer) error {
-	var a answer
-	if err := stdjson.Unmarshal(k.Answer, &a); err != nil {
+// takeKey reads the request's Idempotency-Key (none: nil) and marks it in
+// flight until release. A key whose answer is kept already is ErrReplay,
+// with the answer in the key's Kept.
+func (s *Server) takeKey(c echo.Context, admin bool) (w *store.IdempotentWrite, release func(), err error) {
+	r := c.Request()
+	values := r.Header[headerIdempotencyKey]
+	if len(values) == 0 {
+		return nil, nil, nil
+	}
+	key, err := idempotencyKey(values)
+	if err != nil {
+		return nil, nil, err
+	}
+	w = &store.IdempotentWrite{Scope: keyScope(r, admin), Key: key, Fingerprint: fingerprint(c), TTL: s.cfg.IdempotencyTTL, Sealed: admin}
+	if admin {
+		// The admin token seals the answer: the store keeps only its
+		// hash, so a backup cannot open it or check a guess of the key.
+		w.Credential = bearerToken(r.Header.Get(echo.HeaderAuthorization))
+	}
+	release, ok := s.keysInFlight.take(w.Scope + "\x00" + key)
+	if !ok {
+		return nil, nil, keyBusy(key)
+	}
+	k, err := s.store.KeptAnswer(r.Context(), w)
+	switch {
+	case err == nil:
+		if w.Kept, err = w.Replay(k); err == nil {
+			err = store.ErrReplay
+		}
+	case store.ErrorCode(err) == store.ENOTFOUND:
+		err = nil
+	}
+	return w, release, err
+}
+
+// replay answers with a kept answer: the one render makes from the record
+// kept, or one an older version kept whole.
+func replay[R, B any](c echo.Context, k store.KeptAnswer, render func(R, B) (answer, error)) error {
+	var kept struct {
+		store.Kept[*R, B]
+		answer
+	}
+	if err := stdjson.Unmarshal(k.Answer, &kept); err != nil {
 		return err
+	}
+	a := kept.answer
+	if kept.Record != nil {
+		var err error
+		if a, err = render(*kept.Record, kept.Beside); err != nil {
+			return err
+		}
 	}
 	c.Response().Header()[headerReplayed] = []string{"true"}
 	return a.send(c)

@@ -200,7 +200,7 @@ func TestMetrics(t *testing.T) {
 	weird := "we\"ird\\na\nme"
 	expired := now.Add(-36 * time.Hour)
 	if err := ts.db.AddDomain(ctx, &store.Domain{Name: weird, State: store.DomainVerified,
-		Certificate: store.Certificate{State: store.CertIssued, NotAfter: &expired}}); err != nil {
+		Certificate: store.Certificate{State: store.CertIssued, NotAfter: &expired}}, nil); err != nil {
 		t.Fatal(err)
 	}
 

@@ -72,10 +72,9 @@ func decodeNewOrder(c echo.Context, o *store.Order) error {
 }
 
 // orderPlaced is the answer to POST /store/orders.
-func orderPlaced(record any) (answer, error) {
-	o := record.(*store.Order)
-	body, err := stdjson.Marshal(o)
-	return created(fmt.Sprintf("/store/orders/%d", o.ID), o.Version, body), err
+func orderPlaced(o store.Order, _ none) (answer, error) {
+	body, err := stdjson.Marshal(&o)
+	return created(fmt.Sprintf("/store/orders/%d", o.ID), body), err
 }
 
 // updateOrder changes shipDate and complete. petId and quantity are fixed

@@ -31,9 +31,8 @@ func (s *Server) listPets(c echo.Context) error {
 }
 
 // petCreated is the answer to POST /pets, from the pet the store created.
-func petCreated(record any) (answer, error) {
-	p := record.(*store.Pet)
-	return created(petURL(p.ID), p.Version, p.AppendJSON(make([]byte, 0, 128))), nil
+func petCreated(p store.Pet, _ none) (answer, error) {
+	return created(petURL(p.ID), p.AppendJSON(make([]byte, 0, 128))), nil
 }
 
 // petURL is where a pet is read: the successor of GET /pets/{petId}, which

@@ -19,7 +19,7 @@ type Store interface {
 
 	CheckAdminToken(token string) bool
 	AuthenticateAPIKey(secret string) (store.APIKey, bool)
-	CreateAPIKey(ctx context.Context, name string) (store.APIKey, string, error)
+	CreateAPIKey(ctx context.Context, name string, key *store.IdempotentWrite) (store.APIKey, string, error)
 	APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64, error)
 	RevokeAPIKey(ctx context.Context, id int64) error
 
@@ -33,14 +33,14 @@ type Store interface {
 	// them is events' job, with the rest of store.Events.
 	Events(ctx context.Context, f store.EventFilter) ([]store.Event, error)
 	OldestEvent(ctx context.Context) (store.EventID, error)
-	RecordEvent(ctx context.Context, e store.PendingEvent, to int64) (store.Event, error)
-	CreateWebhook(ctx context.Context, w *store.Webhook) error
+	RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error)
+	CreateWebhook(ctx context.Context, w *store.Webhook, key *store.IdempotentWrite) error
 	Webhook(ctx context.Context, id int64) (store.Webhook, error)
 	Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int64, error)
-	UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error) (store.Webhook, error)
+	UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error, key *store.IdempotentWrite) (store.Webhook, error)
 	DeleteWebhook(ctx context.Context, id int64) error
 	Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]store.Delivery, int64, error)
-	RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time) (store.Delivery, error)
+	RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time, key *store.IdempotentWrite) (store.Delivery, error)
 }
 
 // FileStore is what a store kept in one file that this process owns

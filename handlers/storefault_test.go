@@ -59,7 +59,7 @@ func TestStoreFault_DamagedPageKeepsReadyzUnreadyUntilRestart(t *testing.T) {
 	ts.do(http.MethodPost, "/categories", `{"name":"dogs"}`).wantStatus(http.StatusCreated)
 	ts.do(http.MethodPost, "/pets", `{"name":"damaged-target","categoryId":1}`).wantStatus(http.StatusCreated)
 	for range 300 { // so that later pets go to other leaves
-		if err := ts.db.CreatePet(context.Background(), &store.Pet{Name: "bulk", CategoryID: 1}); err != nil {
+		if err := ts.db.CreatePet(context.Background(), &store.Pet{Name: "bulk", CategoryID: 1}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -706,7 +706,7 @@ func TestBackupRestoresThroughTheService(t *testing.T) {
 	// backup replaces.
 	path := filepath.Join(t.TempDir(), "petstore.db")
 	domaintest.WriteStoreFile(t, path, func(other *boltstore.DB) error {
-		return other.CreateCategory(context.Background(), &store.Category{Name: "old data"})
+		return other.CreateCategory(context.Background(), &store.Category{Name: "old data"}, nil)
 	})
 	if err := os.WriteFile(path, body, 0o600); err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func (b *bench) seedStore(ctx context.Context, db seedable, where string, n int)
 	b.progress("importing %s pets into %s with store.ImportPets", humanCount(n), where)
 	t := time.Now()
 	cat := store.Category{Name: "loadtest", Description: "pets of the load benchmark"}
-	err := db.CreateCategory(ctx, &cat)
+	err := db.CreateCategory(ctx, &cat, nil)
 	if err == nil {
 		err = db.ImportPets(ctx, cat.ID, n, store.StatusAvailable)
 	}

@@ -233,7 +233,7 @@ func seedTLSDomain(ctx context.Context, db *boltstore.DB, storage certmagic.Stor
 			NotBefore: &nb, NotAfter: &na, UpdatedAt: &issued,
 		},
 	}
-	return db.AddDomain(ctx, &d)
+	return db.AddDomain(ctx, &d, nil)
 }
 
 // checkTLSStore reports what a TLS server left in its data file that shows

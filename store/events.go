@@ -360,14 +360,14 @@ type Events interface {
 	OldestEvent(ctx context.Context) (EventID, error)
 	// RecordEvent records an event of no entity's change (webhook.test
 	// goes to one webhook only: to).
-	RecordEvent(ctx context.Context, e PendingEvent, to int64) (Event, error)
+	RecordEvent(ctx context.Context, e PendingEvent, to int64, key *IdempotentWrite) (Event, error)
 	// PruneEvents deletes events and deliveries made before t.
 	PruneEvents(ctx context.Context, t time.Time) (int, error)
 
-	CreateWebhook(ctx context.Context, w *Webhook) error
+	CreateWebhook(ctx context.Context, w *Webhook, key *IdempotentWrite) error
 	Webhook(ctx context.Context, id int64) (Webhook, error)
 	Webhooks(ctx context.Context, p Page) ([]Webhook, int64, error)
-	UpdateWebhook(ctx context.Context, id int64, fn func(*Webhook) error) (Webhook, error)
+	UpdateWebhook(ctx context.Context, id int64, fn func(*Webhook) error, key *IdempotentWrite) (Webhook, error)
 	DeleteWebhook(ctx context.Context, id int64) error
 
 	// FanOut makes the first pending delivery of each event recorded
@@ -390,7 +390,7 @@ type Events interface {
 	Deliveries(ctx context.Context, webhookID int64, p Page) ([]Delivery, int64, error)
 	// RetryDelivery makes a new pending delivery of the event of delivery
 	// id, due at now.
-	RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time) (Delivery, error)
+	RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time, key *IdempotentWrite) (Delivery, error)
 
 	QueueReader
 }

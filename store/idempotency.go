@@ -9,18 +9,20 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"time"
 )
 
 // A write made with an Idempotency-Key keeps its answer in the write's own
 // transaction, so that no crash can separate the change from the answer a
-// retry will get. The key rides in the write's context (WithIdempotency),
-// as an If-Match condition does, and every create of every store checks it
-// inside that transaction: an answer already kept for the key is replayed
+// retry will get. The key is the last argument of each write that takes
+// one (nil: none), and every such write of every store checks it inside
+// that transaction: an answer already kept for the key is replayed
 // instead of the write (ErrReplay), one kept for another request refuses it
-// (EIDEMPOTENCYREUSED). What a key's answer is made of (an HTTP status,
-// headers and body) is the caller's business: the store keeps bytes.
+// (EIDEMPOTENCYREUSED). The store keeps the record it wrote (Kept), and the
+// caller makes its answer (an HTTP status, headers and body) from that,
+// alike for the first request and every replay.
 //
 // An answer may carry a secret that is otherwise kept only as a hash (a
 // new API key's, a webhook's signing secret). A write that says so
@@ -77,13 +79,18 @@ type IdempotentWrite struct {
 	Credential string
 	// TTL is how long the answer is kept.
 	TTL time.Duration
-	// Answer makes the answer to keep from the record the write stored (a
-	// *Pet, *Category or *Order, complete with its id and version). It runs
-	// inside the write's transaction, perhaps more than once, and must
-	// have no other effect.
-	Answer func(record any) ([]byte, error)
 	// Kept is set by a write answered ErrReplay, its answer open.
 	Kept KeptAnswer
+}
+
+// Kept is the form of the answer a store keeps for a key: the record its
+// write stored (complete with its id and version), and Beside it what
+// else the write gave that the store holds only as a hash (a new API
+// key's secret). Older versions kept the whole HTTP answer instead, a
+// JSON object without "record".
+type Kept[R, B any] struct {
+	Record R `json:"record"`
+	Beside B `json:"beside,omitempty"`
 }
 
 // KeptAnswer is the answer kept for a key. As a store keeps it, Answer is
@@ -100,29 +107,16 @@ type Idempotency interface {
 	// KeptAnswer returns the answer kept for w's key, sealed (see
 	// Replay), or ENOTFOUND when there is none or it has expired.
 	KeptAnswer(ctx context.Context, w *IdempotentWrite) (KeptAnswer, error)
-	// KeepAnswer keeps the answer to record for the Idempotency-Key in
-	// ctx (none: it does nothing) in a write of its own, for an operation
-	// whose change is not one write of the store: the answer is kept after
-	// the change, not with it. It answers ErrReplay or EIDEMPOTENCYREUSED
-	// as a keyed write does when the key already has an answer.
-	KeepAnswer(ctx context.Context, record any) error
+	// KeepAnswer keeps record and beside (Kept) for key (nil: it does
+	// nothing) in a write of its own, for an operation whose change is not
+	// one write of the store: the answer is kept after the change, not
+	// with it. It answers ErrReplay or EIDEMPOTENCYREUSED as a keyed write
+	// does when the key already has an answer.
+	KeepAnswer(ctx context.Context, key *IdempotentWrite, record, beside any) error
 	// SweepKeptAnswers forgets the answers that expired and, beyond max
 	// (when max > 0), the oldest others, at most MaxSweep of them; it
 	// returns how many it forgot.
 	SweepKeptAnswers(ctx context.Context, max int) (int, error)
-}
-
-type idempotencyKey struct{}
-
-// WithIdempotency returns ctx carrying w, for the write made with it.
-func WithIdempotency(ctx context.Context, w *IdempotentWrite) context.Context {
-	return context.WithValue(ctx, idempotencyKey{}, w)
-}
-
-// IdempotencyOf returns the IdempotentWrite ctx carries, or nil.
-func IdempotencyOf(ctx context.Context) *IdempotentWrite {
-	w, _ := ctx.Value(idempotencyKey{}).(*IdempotentWrite)
-	return w
 }
 
 // Found is what a write with w does when its transaction found k kept for
@@ -150,10 +144,10 @@ func (w *IdempotentWrite) Replay(k KeptAnswer) (KeptAnswer, error) {
 	return w.open(k)
 }
 
-// Keep returns what to store for w's answer to record, written at now:
-// the answer, sealed if w is.
-func (w *IdempotentWrite) Keep(record any, now time.Time) (KeptAnswer, error) {
-	answer, err := w.Answer(record)
+// Keep returns what to store for w's answer to record and beside, written
+// at now: their Kept form, sealed if w is.
+func (w *IdempotentWrite) Keep(record, beside any, now time.Time) (KeptAnswer, error) {
+	answer, err := json.Marshal(Kept[any, any]{record, beside})
 	if err != nil {
 		return KeptAnswer{}, err
 	}

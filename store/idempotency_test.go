@@ -17,12 +17,12 @@ func TestKeptAnswersAreSealed(t *testing.T) {
 		return &IdempotentWrite{
 			Scope: scope, Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true,
 			Credential: adminToken,
-			Answer:     func(any) ([]byte, error) { return []byte(`{"secret":"` + secret + `"}`), nil },
 		}
 	}
+	record := map[string]string{"secret": secret}
 	w := write("admin:1", "0f8a4c1e-8d3b-4f5e-9a61-2b7c9d0e4f13", "fp")
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	k, err := w.Keep(nil, now)
+	k, err := w.Keep(record, nil, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestKeptAnswersAreSealed(t *testing.T) {
 	if sk := w.StoredKey(); strings.Contains(sk, w.Key) || len(sk) != 64 {
 		t.Errorf("StoredKey %q", sk)
 	}
-	if k2, _ := w.Keep(nil, now); bytes.Equal(k2.Answer, k.Answer) {
+	if k2, _ := w.Keep(record, nil, now); bytes.Equal(k2.Answer, k.Answer) {
 		t.Error("two keeps of one answer are the same bytes")
 	}
 	open, err := w.Replay(k)
@@ -72,8 +72,8 @@ func TestKeptAnswersAreSealed(t *testing.T) {
 	// A write that is not sealed keeps its answer as it is, under its key.
 	clearWrite := write("key:1", "order-1", "fp")
 	clearWrite.Sealed = false
-	k, err = clearWrite.Keep(nil, now)
-	if err != nil || string(k.Answer) != `{"secret":"`+secret+`"}` || clearWrite.StoredKey() != "order-1" {
+	k, err = clearWrite.Keep(record, nil, now)
+	if err != nil || string(k.Answer) != `{"record":{"secret":"`+secret+`"}}` || clearWrite.StoredKey() != "order-1" {
 		t.Errorf("unsealed: kept %q under %q, %v", k.Answer, clearWrite.StoredKey(), err)
 	}
 	if open, err := clearWrite.Replay(k); err != nil || !bytes.Equal(open.Answer, k.Answer) {

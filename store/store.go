@@ -37,7 +37,7 @@ type Store interface {
 // Pets are the entities of the public API and their rules. The writes of
 // one existing record take the Condition it must meet (versions.go).
 type Pets interface {
-	CreatePet(ctx context.Context, p *Pet) error
+	CreatePet(ctx context.Context, p *Pet, key *IdempotentWrite) error
 	Pet(ctx context.Context, id int64) (Pet, error)
 	// PetJSON returns the pet in its API form and its version.
 	PetJSON(ctx context.Context, id int64) ([]byte, int64, error)
@@ -45,7 +45,7 @@ type Pets interface {
 	DeletePet(ctx context.Context, id int64, cond Condition) error
 	ListPets(ctx context.Context, f PetFilter) ([]Pet, int64, error)
 
-	CreateCategory(ctx context.Context, c *Category) error
+	CreateCategory(ctx context.Context, c *Category, key *IdempotentWrite) error
 	Category(ctx context.Context, id int64) (Category, error)
 	ReplaceCategory(ctx context.Context, c *Category, cond Condition) error
 	DeleteCategory(ctx context.Context, id int64, cond Condition) error
@@ -55,7 +55,7 @@ type Pets interface {
 	SetStock(ctx context.Context, petID int64, qty int, cond Condition) (InventoryItem, error)
 	ListInventory(ctx context.Context, f InventoryFilter) ([]InventoryItem, int64, error)
 
-	PlaceOrder(ctx context.Context, o *Order) error
+	PlaceOrder(ctx context.Context, o *Order, key *IdempotentWrite) error
 	Order(ctx context.Context, id int64) (Order, error)
 	UpdateOrder(ctx context.Context, id int64, u OrderUpdate, cond Condition) (Order, error)
 	CancelOrder(ctx context.Context, id int64, cond Condition) error
@@ -67,7 +67,7 @@ type Admin interface {
 	EnsureAdminToken(ctx context.Context, given string) (string, error)
 	CheckAdminToken(token string) bool
 
-	CreateAPIKey(ctx context.Context, name string) (APIKey, string, error)
+	CreateAPIKey(ctx context.Context, name string, key *IdempotentWrite) (APIKey, string, error)
 	// APIKeys lists one page of the keys in id order, and the After of the
 	// next page (0 on the last).
 	APIKeys(ctx context.Context, p Page) ([]APIKey, int64, error)
@@ -78,7 +78,7 @@ type Admin interface {
 	UpdateProject(ctx context.Context, fn func(*Project) error) (Project, error)
 	RecordDeploy(ctx context.Context, d Deploy) (Deploy, error)
 
-	AddDomain(ctx context.Context, d *Domain) error
+	AddDomain(ctx context.Context, d *Domain, key *IdempotentWrite) error
 	Domain(ctx context.Context, name string) (Domain, error)
 	Domains(ctx context.Context) ([]Domain, error)
 	DomainsPage(ctx context.Context, limit int, after *DomainCursor) ([]Domain, *DomainCursor, error)

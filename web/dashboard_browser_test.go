@@ -336,7 +336,7 @@ func TestDashboardShowsEveryAPIKey(t *testing.T) {
 	ctx, ts := newTabAndServer(t, serverOptions{})
 	const keys = 130
 	for i := range keys {
-		if _, _, err := ts.db.CreateAPIKey(context.Background(), fmt.Sprintf("key %03d", i)); err != nil {
+		if _, _, err := ts.db.CreateAPIKey(context.Background(), fmt.Sprintf("key %03d", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -133,7 +133,7 @@ func TestDashboardDeliveriesOfAFailingEndpoint(t *testing.T) {
 		t.Errorf("the events are not newest first:\n%s", text)
 	}
 	c := store.Category{Name: "Dogs"}
-	if err := ts.db.CreateCategory(context.Background(), &c); err != nil {
+	if err := ts.db.CreateCategory(context.Background(), &c, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#events tbody", "category.created")

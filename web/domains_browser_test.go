@@ -175,7 +175,7 @@ func TestDashboardWildcard(t *testing.T) {
 	for _, name := range []string{"*.shop.example.com", "www.example.com"} {
 		d := store.Domain{Name: name, State: store.DomainVerified, AddedAt: now, VerifiedAt: &now,
 			Records: dnscheck.RequiredRecords(name, domaintest.CNAMETarget, nil), Certificate: store.Certificate{State: store.CertNone}}
-		if err := ts.db.AddDomain(context.Background(), &d); err != nil {
+		if err := ts.db.AddDomain(context.Background(), &d, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,12 +13,12 @@ import (
 
 // CreateAPIKey creates an API key and returns it with its secret. The secret
 // is not stored and cannot be recovered: this is the only time it is seen.
-func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, string, error) {
+func (db *DB) CreateAPIKey(ctx context.Context, name string, key *store.IdempotentWrite) (store.APIKey, string, error) {
 	rec, secret, err := store.NewAPIKey(name, db.timestamp())
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
-	err = db.keyedWrite(ctx, func(tx *bolt.Tx) error {
+	err = db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
 		// rec.ID is set by every run, so the committed run's id wins.
 		if err := apiKeyTable.insert(tx, &rec); err != nil {
 			return err
@@ -27,7 +27,7 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, stri
 			return err
 		}
 		return db.emit(tx, store.EventAPIKeyCreated, &rec.APIKey)
-	}, func() any { return &store.IssuedAPIKey{APIKey: rec.APIKey, Secret: secret} })
+	}, func() (any, any) { return &rec.APIKey, secret })
 	if err != nil {
 		return store.APIKey{}, "", err
 	}

@@ -13,7 +13,7 @@ func TestAPIKeys(t *testing.T) {
 	now := time.Date(2026, 3, 4, 5, 6, 7, 890, time.UTC)
 	db := mustOpenAt(t, now)
 
-	k1, s1, err := db.CreateAPIKey(ctx, "ci")
+	k1, s1, err := db.CreateAPIKey(ctx, "ci", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestAPIKeys(t *testing.T) {
 	if k1.ID != 1 || k1.Name != "ci" || k1.Prefix != s1[4:12] || !k1.CreatedAt.Equal(now.Truncate(time.Second)) {
 		t.Fatalf("key %+v for secret %q", k1, s1)
 	}
-	k2, s2, err := db.CreateAPIKey(ctx, "deploy")
+	k2, s2, err := db.CreateAPIKey(ctx, "deploy", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestBackup_RoundTrip(t *testing.T) {
 	if _, err := db.EnsureAdminToken(ctx, "admin-secret"); err != nil {
 		t.Fatal(err)
 	}
-	_, keySecret, err := db.CreateAPIKey(ctx, "shop")
+	_, keySecret, err := db.CreateAPIKey(ctx, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestBackup_IsASnapshot(t *testing.T) {
 		// waits for this read transaction to end (see Backup).
 		go func() {
 			late = store.Pet{Name: "Late", CategoryID: c.ID}
-			during <- db.CreatePet(ctx, &late)
+			during <- db.CreatePet(ctx, &late, nil)
 		}()
 		return &buf, nil
 	})
@@ -235,7 +235,7 @@ func TestBackup_WritersGoOnDuringASlowBackup(t *testing.T) {
 	go func() {
 		for range writes {
 			p := store.Pet{Name: "during", CategoryID: c.ID}
-			if err := db.CreatePet(ctx, &p); err != nil {
+			if err := db.CreatePet(ctx, &p, nil); err != nil {
 				progress <- err
 				return
 			}

@@ -59,7 +59,7 @@ func BenchmarkCreatePetParallel(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if err := db.CreatePet(ctx, &store.Pet{Name: "p", CategoryID: c.ID}); err != nil {
+					if err := db.CreatePet(ctx, &store.Pet{Name: "p", CategoryID: c.ID}, nil); err != nil {
 						b.Error(err)
 						return
 					}
@@ -80,7 +80,7 @@ func BenchmarkCreatePetSerial(b *testing.B) {
 	c := mustCategory(b, db, "dogs")
 	b.ResetTimer()
 	for b.Loop() {
-		if err := db.CreatePet(ctx, &store.Pet{Name: "p", CategoryID: c.ID}); err != nil {
+		if err := db.CreatePet(ctx, &store.Pet{Name: "p", CategoryID: c.ID}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -94,7 +94,7 @@ func BenchmarkCreatePetSerialNoBatch(b *testing.B) {
 	c := mustCategory(b, db, "dogs")
 	b.ResetTimer()
 	for b.Loop() {
-		if err := db.CreatePet(ctx, &store.Pet{Name: "p", CategoryID: c.ID}); err != nil {
+		if err := db.CreatePet(ctx, &store.Pet{Name: "p", CategoryID: c.ID}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func (f *fixture) get(b *testing.B) *boltstore.DB {
 			return
 		}
 		c := store.Category{Name: "all"}
-		if f.err = f.db.CreateCategory(ctx, &c); f.err != nil {
+		if f.err = f.db.CreateCategory(ctx, &c, nil); f.err != nil {
 			return
 		}
 		f.err = f.db.BulkCreatePets(ctx, bigPets, c.ID)
@@ -234,14 +234,14 @@ func BenchmarkDurableWrites(b *testing.B) {
 		b.Run("CreatePet/"+name, func(b *testing.B) {
 			db, catID := setup(b)
 			run(b, db, think, func() error {
-				return db.CreatePet(ctx, &store.Pet{Name: "Bench", CategoryID: catID, Status: store.StatusAvailable})
+				return db.CreatePet(ctx, &store.Pet{Name: "Bench", CategoryID: catID, Status: store.StatusAvailable}, nil)
 			})
 		})
 		b.Run("PlaceOrder/"+name, func(b *testing.B) {
 			db, _ := setup(b)
 			var n atomic.Int64
 			run(b, db, think, func() error {
-				return db.PlaceOrder(ctx, &store.Order{PetID: n.Add(1)%16 + 1, Quantity: 1})
+				return db.PlaceOrder(ctx, &store.Order{PetID: n.Add(1)%16 + 1, Quantity: 1}, nil)
 			})
 		})
 	}

@@ -21,12 +21,12 @@ func TestImportPets(t *testing.T) {
 	db := openTestDB(t)
 	dogs, cats := store.Category{Name: "dogs"}, store.Category{Name: "cats"}
 	for _, c := range []*store.Category{&dogs, &cats} {
-		if err := db.CreateCategory(ctx, c); err != nil {
+		if err := db.CreateCategory(ctx, c, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	first := store.Pet{Name: "Rex", CategoryID: dogs.ID}
-	if err := db.CreatePet(ctx, &first); err != nil {
+	if err := db.CreatePet(ctx, &first, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.ImportPets(ctx, dogs.ID, 30, store.StatusPending); err != nil {
@@ -36,7 +36,7 @@ func TestImportPets(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := store.Pet{Name: "Tom", CategoryID: cats.ID, Status: store.StatusSold}
-	if err := db.CreatePet(ctx, &last); err != nil {
+	if err := db.CreatePet(ctx, &last, nil); err != nil {
 		t.Fatal(err)
 	}
 	if first.ID != 1 || last.ID != 42 {
@@ -123,7 +123,7 @@ func TestImportPets(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := store.Order{PetID: 5, Quantity: 2}
-	if err := db.PlaceOrder(ctx, &o); err != nil {
+	if err := db.PlaceOrder(ctx, &o, nil); err != nil {
 		t.Fatal(err)
 	}
 	stock[5] = 1

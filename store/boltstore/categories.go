@@ -9,8 +9,8 @@ import (
 )
 
 // CreateCategory stores a new category and sets c.ID.
-func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
-	return create(ctx, db, c, *c, func(tx *bolt.Tx, created *store.Category) error {
+func (db *DB) CreateCategory(ctx context.Context, c *store.Category, key *store.IdempotentWrite) error {
+	return create(ctx, db, c, *c, key, func(tx *bolt.Tx, created *store.Category) error {
 		if err := categoryTable.insert(tx, created); err != nil {
 			return err
 		}

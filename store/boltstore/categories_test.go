@@ -11,7 +11,7 @@ import (
 func TestCategory_CRUD(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	c := store.Category{ID: 50, Name: "dogs", Description: "barks"}
-	if err := db.CreateCategory(ctx, &c); err != nil {
+	if err := db.CreateCategory(ctx, &c, nil); err != nil {
 		t.Fatal(err)
 	}
 	if c.ID != 1 {

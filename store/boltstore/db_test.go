@@ -50,7 +50,7 @@ func assertError(tb testing.TB, err error, code, msg string) {
 func mustCategory(tb testing.TB, db *boltstore.DB, name string) store.Category {
 	tb.Helper()
 	c := store.Category{Name: name}
-	if err := db.CreateCategory(ctx, &c); err != nil {
+	if err := db.CreateCategory(ctx, &c, nil); err != nil {
 		tb.Fatal(err)
 	}
 	return c
@@ -59,7 +59,7 @@ func mustCategory(tb testing.TB, db *boltstore.DB, name string) store.Category {
 func mustPet(tb testing.TB, db *boltstore.DB, name string, categoryID int64, status store.PetStatus) store.Pet {
 	tb.Helper()
 	p := store.Pet{Name: name, CategoryID: categoryID, Status: status}
-	if err := db.CreatePet(ctx, &p); err != nil {
+	if err := db.CreatePet(ctx, &p, nil); err != nil {
 		tb.Fatal(err)
 	}
 	return p
@@ -83,7 +83,7 @@ func mustStockedDog(tb testing.TB, db *boltstore.DB, status store.PetStatus, qua
 // mustOrder places o and returns it as placed.
 func mustOrder(tb testing.TB, db *boltstore.DB, o store.Order) store.Order {
 	tb.Helper()
-	if err := db.PlaceOrder(ctx, &o); err != nil {
+	if err := db.PlaceOrder(ctx, &o, nil); err != nil {
 		tb.Fatal(err)
 	}
 	return o
@@ -132,7 +132,7 @@ func TestReopen_KeepsEverything(t *testing.T) {
 	p := mustPet(t, db, "Rex", c.ID, store.StatusPending)
 	mustStock(t, db, p.ID, 7)
 	o := mustOrder(t, db, store.Order{PetID: p.ID, Quantity: 2})
-	key, secret, err := db.CreateAPIKey(ctx, "ci")
+	key, secret, err := db.CreateAPIKey(ctx, "ci", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestDataFile_HoldsNoSecrets(t *testing.T) {
 	}
 	var secrets []string
 	for _, name := range []string{"one", "two", "three"} {
-		_, secret, err := db.CreateAPIKey(ctx, name)
+		_, secret, err := db.CreateAPIKey(ctx, name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -304,10 +304,10 @@ func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]
 }
 
 // RetryDelivery makes a new pending delivery of a delivery's event, due
-// now; with an Idempotency-Key in ctx, the answer to it is kept with it.
-func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time) (store.Delivery, error) {
+// now; with an Idempotency-Key, it is kept as the key's answer with it.
+func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time, key *store.IdempotentWrite) (store.Delivery, error) {
 	var out store.Delivery
-	err := db.keyedWrite(ctx, func(tx *bolt.Tx) error {
+	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
 		r, err := getDelivery(tx, id)
 		if err != nil || r.WebhookID != webhookID {
 			return store.DeliveryNotFound(id)
@@ -322,7 +322,7 @@ func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.T
 		}
 		out = next.Delivery
 		return nil
-	}, func() any { return &out })
+	}, func() (any, any) { return &out, out.EventID })
 	if err != nil {
 		return store.Delivery{}, err
 	}

@@ -15,12 +15,12 @@ import (
 var metaSettings = []byte("settings")
 
 // AddDomain stores a new domain. EDOMAINEXISTS when the name is attached.
-// With an Idempotency-Key in ctx, the answer to d is kept with it.
-func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
+// With an Idempotency-Key, d is kept as the key's answer with it.
+func (db *DB) AddDomain(ctx context.Context, d *store.Domain, key *store.IdempotentWrite) error {
 	if d.AddedAt.IsZero() {
 		d.AddedAt = db.timestamp()
 	}
-	return db.keyedWrite(ctx, func(tx *bolt.Tx) error {
+	return db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktDomains)
 		if b.Get([]byte(d.Name)) != nil {
 			return store.DomainAttached(d.Name)
@@ -29,7 +29,7 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 			return err
 		}
 		return db.emitDomain(tx, nil, d)
-	}, func() any { return d })
+	}, func() (any, any) { return d, nil })
 }
 
 // Domain returns one domain by its normalised name.

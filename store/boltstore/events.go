@@ -113,14 +113,14 @@ func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
 }
 
 // RecordEvent records an event of no entity's change; with an
-// Idempotency-Key in ctx, the answer to it is kept with it.
-func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64) (store.Event, error) {
+// Idempotency-Key, it is kept as the key's answer with it.
+func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error) {
 	var out store.Event
-	err := db.keyedWrite(ctx, func(tx *bolt.Tx) error {
+	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
 		var err error
 		out, err = db.putEvent(tx, e, to)
 		return err
-	}, func() any { return &out })
+	}, func() (any, any) { return &out, nil })
 	if err != nil {
 		return store.Event{}, err
 	}

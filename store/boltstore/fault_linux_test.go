@@ -22,7 +22,7 @@ func TestWrite_DiskFullIsInsufficientStorageAndRecovers(t *testing.T) {
 	for i := 0; i < 1000 && err == nil; i++ {
 		// bbolt may still have pages on disk to reuse; new pets need more.
 		p := store.Pet{Name: "Rex", CategoryID: c.ID}
-		err = db.CreatePet(ctx, &p)
+		err = db.CreatePet(ctx, &p, nil)
 	}
 	checkFailedWrite(t, db, err, store.EINSUFFICIENTSTORAGE, "on a full disk")
 

@@ -137,7 +137,7 @@ func TestWrite_FileCutWhileOpenFailsWritesNotTheProcess(t *testing.T) {
 	}
 	for range 3 {
 		p := store.Pet{Name: "after the cut", CategoryID: 1}
-		err := db.CreatePet(ctx, &p)
+		err := db.CreatePet(ctx, &p, nil)
 		if err == nil {
 			t.Fatal("a write to the cut file succeeded")
 		}
@@ -173,7 +173,7 @@ func TestWrite_DamagedPageKeepsTheStoreDamagedUntilRestart(t *testing.T) {
 	}
 	c := mustCategory(t, db, "dogs")
 	target := store.Pet{Name: "damaged-target", CategoryID: c.ID}
-	if err := db.CreatePet(ctx, &target); err != nil {
+	if err := db.CreatePet(ctx, &target, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.BulkCreatePets(ctx, 500, c.ID); err != nil {
@@ -200,7 +200,7 @@ func TestWrite_DamagedPageKeepsTheStoreDamagedUntilRestart(t *testing.T) {
 		checkFailedWrite(t, db, err, store.EINTERNAL, "on the damaged page")
 	}
 	other := store.Pet{Name: "elsewhere", CategoryID: c.ID}
-	if err := db.CreatePet(ctx, &other); err != nil {
+	if err := db.CreatePet(ctx, &other, nil); err != nil {
 		t.Fatalf("a write elsewhere in the file: %v", err)
 	}
 	err = db.Ping(ctx)

@@ -31,11 +31,10 @@ func keptKey(w *store.IdempotentWrite) []byte {
 	return append(k, key...)
 }
 
-// keyedWrite runs fn as a write. With an Idempotency-Key in ctx, the key
-// is checked first and the answer to the record that record returns (once
-// fn succeeded) kept last, in the same transaction.
-func (db *DB) keyedWrite(ctx context.Context, fn func(tx *bolt.Tx) error, record func() any) error {
-	w := store.IdempotencyOf(ctx)
+// keyedWrite runs fn as a write. With an Idempotency-Key w, the key is
+// checked first and what kept returns (once fn succeeded: the record and
+// what beside it) kept last, in the same transaction.
+func (db *DB) keyedWrite(ctx context.Context, w *store.IdempotentWrite, fn func(tx *bolt.Tx) error, kept func() (record, beside any)) error {
 	if w == nil {
 		return db.write(ctx, fn)
 	}
@@ -46,7 +45,8 @@ func (db *DB) keyedWrite(ctx context.Context, fn func(tx *bolt.Tx) error, record
 		if err := fn(tx); err != nil {
 			return err
 		}
-		return db.keepAnswer(tx, w, record())
+		record, beside := kept()
+		return db.keepAnswer(tx, w, record, beside)
 	})
 }
 
@@ -91,9 +91,9 @@ func (db *DB) checkKept(tx *bolt.Tx, w *store.IdempotentWrite) error {
 }
 
 // keepAnswer is the last step of a write made with w, in its transaction:
-// it stores the answer to record, in place of an expired one.
-func (db *DB) keepAnswer(tx *bolt.Tx, w *store.IdempotentWrite, record any) error {
-	k, err := w.Keep(record, db.now())
+// it stores record and beside, in place of an expired answer.
+func (db *DB) keepAnswer(tx *bolt.Tx, w *store.IdempotentWrite, record, beside any) error {
+	k, err := w.Keep(record, beside, db.now())
 	if err != nil {
 		return err
 	}
@@ -112,12 +112,12 @@ func (db *DB) keepAnswer(tx *bolt.Tx, w *store.IdempotentWrite, record any) erro
 	return idx.Put(append(ik, key...), empty)
 }
 
-// KeepAnswer keeps the answer to record for ctx's key in a write of its own.
-func (db *DB) KeepAnswer(ctx context.Context, record any) error {
-	if store.IdempotencyOf(ctx) == nil {
+// KeepAnswer keeps record and beside for key in a write of its own.
+func (db *DB) KeepAnswer(ctx context.Context, key *store.IdempotentWrite, record, beside any) error {
+	if key == nil {
 		return nil
 	}
-	return db.keyedWrite(ctx, func(*bolt.Tx) error { return nil }, func() any { return record })
+	return db.keyedWrite(ctx, key, func(*bolt.Tx) error { return nil }, func() (any, any) { return record, beside })
 }
 
 // KeptAnswer returns the live answer kept for w's key, sealed.

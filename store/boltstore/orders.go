@@ -12,12 +12,12 @@ import (
 // PlaceOrder takes o.Quantity units (default 1) of pet o.PetID from its stock
 // and stores the order, in one transaction, so that concurrent orders never
 // oversell. It sets o.ID and o.Quantity.
-func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
+func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.IdempotentWrite) error {
 	in, err := store.NormalizeOrder(*o)
 	if err != nil {
 		return err
 	}
-	return create(ctx, db, o, in, func(tx *bolt.Tx, placed *store.Order) error {
+	return create(ctx, db, o, in, key, func(tx *bolt.Tx, placed *store.Order) error {
 		pet, err := petTable.get(tx, in.PetID)
 		if err != nil {
 			if store.ErrorCode(err) == store.ENOTFOUND {

@@ -53,7 +53,7 @@ func TestPlaceOrder_Errors(t *testing.T) {
 		{store.Order{PetID: p.ID, Quantity: 5}, store.EINSUFFICIENTSTOCK, fmt.Sprintf("pet %d has 3 in stock, the order asks for 5", p.ID)},
 	} {
 		o := tc.order
-		assertError(t, db.PlaceOrder(ctx, &o), tc.code, tc.msg)
+		assertError(t, db.PlaceOrder(ctx, &o, nil), tc.code, tc.msg)
 		if o != tc.order {
 			t.Fatalf("a failed PlaceOrder changed its argument: %+v", o)
 		}
@@ -65,10 +65,10 @@ func TestPlaceOrder_Errors(t *testing.T) {
 		t.Fatalf("orders after failed placements: %+v, %v", orders, err)
 	}
 	// The whole stock can be ordered at once.
-	if err := db.PlaceOrder(ctx, &store.Order{PetID: p.ID, Quantity: 3}); err != nil {
+	if err := db.PlaceOrder(ctx, &store.Order{PetID: p.ID, Quantity: 3}, nil); err != nil {
 		t.Fatal(err)
 	}
-	assertError(t, db.PlaceOrder(ctx, &store.Order{PetID: p.ID}), store.EINSUFFICIENTSTOCK,
+	assertError(t, db.PlaceOrder(ctx, &store.Order{PetID: p.ID}, nil), store.EINSUFFICIENTSTOCK,
 		fmt.Sprintf("pet %d has 0 in stock, the order asks for 1", p.ID))
 }
 
@@ -315,7 +315,7 @@ func TestStockUnderRacingOrdersCancellationsAndRestocks(t *testing.T) {
 			defer wg.Done()
 			for i := range 60 {
 				o := store.Order{PetID: p.ID, Quantity: 1 + (w+i)%3}
-				err := db.PlaceOrder(ctx, &o)
+				err := db.PlaceOrder(ctx, &o, nil)
 				switch store.ErrorCode(err) {
 				case "":
 					mu.Lock()

@@ -12,12 +12,12 @@ import (
 // CreatePet stores a new pet and its inventory entry (quantity 0) in one
 // transaction, and sets p.ID. An empty status means available. The category
 // must exist.
-func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
+func (db *DB) CreatePet(ctx context.Context, p *store.Pet, key *store.IdempotentWrite) error {
 	in, err := store.NormalizePet(*p)
 	if err != nil {
 		return err
 	}
-	return create(ctx, db, p, in, func(tx *bolt.Tx, rec *store.Pet) error {
+	return create(ctx, db, p, in, key, func(tx *bolt.Tx, rec *store.Pet) error {
 		if err := createPet(tx, rec); err != nil {
 			return err
 		}

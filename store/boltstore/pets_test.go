@@ -19,7 +19,7 @@ func TestPet_CRUD(t *testing.T) {
 	cats := mustCategory(t, db, "cats")
 
 	p := store.Pet{ID: 999, Name: "Rex", CategoryID: dogs.ID}
-	if err := db.CreatePet(ctx, &p); err != nil {
+	if err := db.CreatePet(ctx, &p, nil); err != nil {
 		t.Fatal(err)
 	}
 	if p.ID != 1 {
@@ -67,9 +67,9 @@ func TestPet_Errors(t *testing.T) {
 	dogs := mustCategory(t, db, "dogs")
 	p := mustPet(t, db, "Rex", dogs.ID, "")
 
-	assertError(t, db.CreatePet(ctx, &store.Pet{Name: "x", CategoryID: 7}), store.EUNPROCESSABLE, "category 7 does not exist")
-	assertError(t, db.CreatePet(ctx, &store.Pet{Name: "x"}), store.EUNPROCESSABLE, "category 0 does not exist")
-	assertError(t, db.CreatePet(ctx, &store.Pet{Name: "x", CategoryID: dogs.ID, Status: "lost"}),
+	assertError(t, db.CreatePet(ctx, &store.Pet{Name: "x", CategoryID: 7}, nil), store.EUNPROCESSABLE, "category 7 does not exist")
+	assertError(t, db.CreatePet(ctx, &store.Pet{Name: "x"}, nil), store.EUNPROCESSABLE, "category 0 does not exist")
+	assertError(t, db.CreatePet(ctx, &store.Pet{Name: "x", CategoryID: dogs.ID, Status: "lost"}, nil),
 		store.EINVALID, `status "lost" is not one of available, pending, sold`)
 	_, err := db.Pet(ctx, 42)
 	assertError(t, err, store.ENOTFOUND, "pet 42 not found")
@@ -90,7 +90,7 @@ func TestPet_Errors(t *testing.T) {
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := db.CreatePet(cancelled, &store.Pet{Name: "x", CategoryID: dogs.ID}); err != context.Canceled {
+	if err := db.CreatePet(cancelled, &store.Pet{Name: "x", CategoryID: dogs.ID}, nil); err != context.Canceled {
 		t.Fatalf("CreatePet with a cancelled context: %v", err)
 	}
 }
@@ -226,11 +226,11 @@ func TestPetJSONIsTheAPIForm(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	ctx := context.Background()
 	c := &store.Category{Name: "dogs"}
-	if err := db.CreateCategory(ctx, c); err != nil {
+	if err := db.CreateCategory(ctx, c, nil); err != nil {
 		t.Fatal(err)
 	}
 	p := &store.Pet{Name: "Rex", CategoryID: c.ID, Status: store.StatusPending}
-	if err := db.CreatePet(ctx, p); err != nil {
+	if err := db.CreatePet(ctx, p, nil); err != nil {
 		t.Fatal(err)
 	}
 	raw, _, err := db.PetJSON(ctx, p.ID)
@@ -254,11 +254,11 @@ func TestPetJSONIsTheAPIForm(t *testing.T) {
 func TestPetJSONFollowsWrites(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	cat := store.Category{Name: "dogs"}
-	if err := db.CreateCategory(ctx, &cat); err != nil {
+	if err := db.CreateCategory(ctx, &cat, nil); err != nil {
 		t.Fatal(err)
 	}
 	p := store.Pet{Name: "Rex", CategoryID: cat.ID}
-	if err := db.CreatePet(ctx, &p); err != nil {
+	if err := db.CreatePet(ctx, &p, nil); err != nil {
 		t.Fatal(err)
 	}
 	name := func() string {

@@ -26,17 +26,17 @@ func TestFilePutBackFromABackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	cat := store.Category{Name: "dogs"}
-	if err := db.CreateCategory(ctx, &cat); err != nil {
+	if err := db.CreateCategory(ctx, &cat, nil); err != nil {
 		t.Fatal(err)
 	}
-	revoked, revokedSecret, err := db.CreateAPIKey(ctx, "revoked after the backup")
+	revoked, revokedSecret, err := db.CreateAPIKey(ctx, "revoked after the backup", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pet := func(db *boltstore.DB) int64 {
 		t.Helper()
 		p := store.Pet{Name: "Rex", CategoryID: cat.ID, Status: "available"}
-		if err := db.CreatePet(ctx, &p); err != nil {
+		if err := db.CreatePet(ctx, &p, nil); err != nil {
 			t.Fatal(err)
 		}
 		return p.ID

@@ -151,14 +151,14 @@ func writeValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, err
 
 // create runs a write that inserts a new record made from in (insert sets
 // its id), and sets *out to the record of the run that committed. With an
-// Idempotency-Key in ctx, the key is checked first and the answer kept
-// last, in the same transaction.
-func create[T any](ctx context.Context, db *DB, out *T, in T, insert func(tx *bolt.Tx, rec *T) error) error {
+// Idempotency-Key, the key is checked first and the record kept as its
+// answer last, in the same transaction.
+func create[T any](ctx context.Context, db *DB, out *T, in T, key *store.IdempotentWrite, insert func(tx *bolt.Tx, rec *T) error) error {
 	var rec T
-	err := db.keyedWrite(ctx, func(tx *bolt.Tx) error {
+	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
 		rec = in
 		return insert(tx, &rec)
-	}, func() any { return &rec })
+	}, func() (any, any) { return &rec, nil })
 	if err == nil {
 		*out = rec
 	}

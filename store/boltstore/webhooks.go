@@ -122,10 +122,10 @@ func putDelivery(tx *bolt.Tx, r *deliveryRecord) error {
 }
 
 // CreateWebhook stores a new webhook and sets its id.
-func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook) error {
+func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook, key *store.IdempotentWrite) error {
 	in := *w
 	in.CreatedAt = db.now().UTC().Truncate(time.Microsecond) // precise: Routes compares it with events' times
-	return create(ctx, db, w, in, webhookTable.insert)
+	return create(ctx, db, w, in, key, webhookTable.insert)
 }
 
 // Webhook returns one webhook, its secret included.
@@ -139,10 +139,10 @@ func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int6
 }
 
 // UpdateWebhook applies fn to a webhook and saves it; with an
-// Idempotency-Key in ctx, the answer to the webhook saved is kept with it.
-func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error) (store.Webhook, error) {
+// Idempotency-Key, the webhook saved is kept as the key's answer with it.
+func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error, key *store.IdempotentWrite) (store.Webhook, error) {
 	var w store.Webhook
-	err := db.keyedWrite(ctx, func(tx *bolt.Tx) error {
+	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
 		var err error
 		if w, err = webhookTable.get(tx, id); err != nil {
 			return err
@@ -152,7 +152,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhoo
 		}
 		w.ID = id
 		return putJSON(tx.Bucket(bktWebhooks), id, &w)
-	}, func() any { return &w })
+	}, func() (any, any) { return &w, nil })
 	if err != nil {
 		return store.Webhook{}, err
 	}

@@ -18,17 +18,17 @@ func TestClaimOfFreshDeliveriesMatchesTheFile(t *testing.T) {
 	var hooks []store.Webhook
 	for _, events := range [][]string{{"*"}, {store.EventCategoryCreated}, {"*"}} {
 		w := store.Webhook{URL: "http://receiver.test/", Events: events, Enabled: true, Secret: "whsec_AAAA"}
-		if err := db.CreateWebhook(ctx, &w); err != nil {
+		if err := db.CreateWebhook(ctx, &w, nil); err != nil {
 			t.Fatal(err)
 		}
 		hooks = append(hooks, w)
 	}
 	c := store.Category{Name: "dogs"}
-	if err := db.CreateCategory(ctx, &c); err != nil {
+	if err := db.CreateCategory(ctx, &c, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a", "b", "c"} {
-		if err := db.CreatePet(ctx, &store.Pet{Name: name, CategoryID: c.ID}); err != nil {
+		if err := db.CreatePet(ctx, &store.Pet{Name: name, CategoryID: c.ID}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,14 +69,15 @@ func TestRotatedSecretSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t)
 	w := store.Webhook{URL: "http://receiver.test/", Events: []string{"*"}, Enabled: true, Secret: "whsec_AAAA"}
-	if err := db.CreateWebhook(ctx, &w); err != nil {
+	if err := db.CreateWebhook(ctx, &w, nil); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	rotated, err := db.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error {
 		w.RotateSecret("whsec_BBBB", now, time.Hour)
 		return nil
-	})
+	}, nil)
+
 	if err != nil {
 		t.Fatal(err)
 	}

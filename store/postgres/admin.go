@@ -47,19 +47,19 @@ func (db *DB) CheckAdminToken(token string) bool {
 }
 
 // CreateAPIKey creates a key and returns its secret, which is not stored.
-func (db *DB) CreateAPIKey(ctx context.Context, name string) (store.APIKey, string, error) {
+func (db *DB) CreateAPIKey(ctx context.Context, name string, key *store.IdempotentWrite) (store.APIKey, string, error) {
 	k, secret, err := store.NewAPIKey(name, db.timestamp())
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
 	err = db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
-		return db.keyed(ctx, tx, store.IdempotencyOf(ctx), func() error {
+		return db.keyed(ctx, tx, key, func() error {
 			if err := tx.QueryRow(ctx, `INSERT INTO api_keys (name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
 				k.Name, k.Prefix, k.SHA256, k.CreatedAt).Scan(&k.ID); err != nil {
 				return err
 			}
 			return emit(tx, store.EventAPIKeyCreated, &k.APIKey)
-		}, func() any { return &store.IssuedAPIKey{APIKey: k.APIKey, Secret: secret} })
+		}, func() (any, any) { return &k.APIKey, secret })
 	})
 	if err != nil {
 		return store.APIKey{}, "", err
@@ -194,7 +194,7 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 }
 
 // AddDomain attaches a domain.
-func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
+func (db *DB) AddDomain(ctx context.Context, d *store.Domain, key *store.IdempotentWrite) error {
 	if d.AddedAt.IsZero() {
 		d.AddedAt = db.timestamp()
 	}
@@ -203,7 +203,7 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 		return err
 	}
 	return db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
-		return db.keyed(ctx, tx, store.IdempotencyOf(ctx), func() error {
+		return db.keyed(ctx, tx, key, func() error {
 			tag, err := tx.Exec(ctx, `INSERT INTO domains (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, d.Name, data)
 			if err == nil && tag.RowsAffected() == 0 {
 				err = store.DomainAttached(d.Name)
@@ -212,7 +212,7 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain) error {
 				return err
 			}
 			return emitDomain(tx, nil, d)
-		}, func() any { return d })
+		}, func() (any, any) { return d, nil })
 	})
 }
 

@@ -317,10 +317,10 @@ func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]
 }
 
 // RetryDelivery makes a new pending delivery of a delivery's event, due now.
-func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time) (store.Delivery, error) {
+func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time, key *store.IdempotentWrite) (store.Delivery, error) {
 	var out store.Delivery
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		return db.keyed(ctx, tx, store.IdempotencyOf(ctx), func() error { return db.retryDelivery(ctx, tx, webhookID, id, now, &out) }, func() any { return &out })
+		return db.keyed(ctx, tx, key, func() error { return db.retryDelivery(ctx, tx, webhookID, id, now, &out) }, func() (any, any) { return &out, out.EventID })
 	})
 	return out, err
 }

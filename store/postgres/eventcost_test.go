@@ -183,7 +183,7 @@ func TestIdleInstancesReadNoKeptEvent(t *testing.T) {
 	}
 	// A webhook with a week of finished deliveries, beside the events.
 	w := store.Webhook{URL: "https://receiver.example/hook", Events: []string{"*"}, Enabled: true, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
-	if err := dbs[0].CreateWebhook(ctx, &w); err != nil {
+	if err := dbs[0].CreateWebhook(ctx, &w, nil); err != nil {
 		t.Fatal(err)
 	}
 	withKeptEvents(t, conn)

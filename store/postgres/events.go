@@ -110,15 +110,15 @@ func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
 }
 
 // RecordEvent records an event of no entity's change.
-func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64) (store.Event, error) {
+func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error) {
 	var out store.Event
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		return db.keyed(ctx, tx, store.IdempotencyOf(ctx), func() error {
+		return db.keyed(ctx, tx, key, func() error {
 			var err error
 			out, _, err = scanEvent(tx.QueryRow(ctx, `INSERT INTO events (type, created_at, target, data) VALUES ($1, $2, $3, $4)
 			RETURNING `+eventCols, e.Type, db.now(), to, []byte(e.Data)))
 			return err
-		}, func() any { return &out })
+		}, func() (any, any) { return &out, nil })
 	})
 	return out, err
 }
@@ -146,16 +146,16 @@ func scanWebhook(r pgx.Row) (store.Webhook, error) {
 }
 
 // CreateWebhook stores a new webhook and sets its id.
-func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook) error {
+func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook, key *store.IdempotentWrite) error {
 	in := *w
 	in.CreatedAt = db.now().UTC().Truncate(time.Microsecond) // precise: Routes compares it with events' times
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		return db.keyed(ctx, tx, store.IdempotencyOf(ctx), func() error {
+		return db.keyed(ctx, tx, key, func() error {
 			if err := tx.QueryRow(ctx, `INSERT INTO webhooks (value) VALUES ('{}') RETURNING id`).Scan(&in.ID); err != nil {
 				return err
 			}
 			return putWebhook(ctx, tx, &in)
-		}, func() any { return &in })
+		}, func() (any, any) { return &in, nil })
 	})
 	if err == nil {
 		db.marks.Acked(store.ResWebhooks, in.ID)
@@ -186,10 +186,10 @@ func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int6
 }
 
 // UpdateWebhook applies fn to a webhook and saves it.
-func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error) (store.Webhook, error) {
+func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error, key *store.IdempotentWrite) (store.Webhook, error) {
 	var w store.Webhook
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		return db.keyed(ctx, tx, store.IdempotencyOf(ctx), func() error {
+		return db.keyed(ctx, tx, key, func() error {
 			var err error
 			w, err = scanWebhook(tx.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1 FOR UPDATE`, id))
 			if err != nil {
@@ -200,7 +200,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhoo
 			}
 			w.ID = id
 			return putWebhook(ctx, tx, &w)
-		}, func() any { return &w })
+		}, func() (any, any) { return &w, nil })
 	})
 	if err != nil {
 		return store.Webhook{}, err

@@ -180,7 +180,7 @@ func (c *creates[T]) start(db *DB) {
 
 // create adds *v, normalized, with its event: in the next round, or, with
 // an idempotency key, alone in the transaction that keeps its answer.
-func (c *creates[T]) create(ctx context.Context, db *DB, v *T) error {
+func (c *creates[T]) create(ctx context.Context, db *DB, v *T, key *store.IdempotentWrite) error {
 	in, e, err := withEvent(*v, c.normalize, c.event)
 	if err != nil {
 		return err
@@ -188,10 +188,10 @@ func (c *creates[T]) create(ctx context.Context, db *DB, v *T) error {
 	r := newRecord[T]{&in, afterID(e.Data)}
 	var id int64
 	for attempt := 0; ; attempt++ {
-		if store.IdempotencyOf(ctx) == nil {
+		if key == nil {
 			id, err = c.do(ctx, r)
 		} else {
-			err = db.idempotent(ctx, &in, func(q querier) (err error) {
+			err = db.idempotent(ctx, key, &in, func(q querier) (err error) {
 				id, err = c.alone(ctx, q, r)
 				c.set(&in, id) // before its answer is kept
 				return err

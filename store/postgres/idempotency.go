@@ -24,26 +24,26 @@ const claimKeySQL = `INSERT INTO idempotency_keys AS k (scope, key, fingerprint,
 const keptSQL = `SELECT fingerprint, answer, created_at, expires_at FROM idempotency_keys
 	WHERE scope = $1 AND key = $2 AND answer IS NOT NULL`
 
-// idempotent runs write, one statement that fills record, as it is when
-// ctx carries no Idempotency-Key. With one, it runs in a transaction that
-// first claims the key (or finds its answer: ErrReplay or
-// EIDEMPOTENCYREUSED, and nothing written), then writes, then keeps the
-// answer to record, so that the answer commits with the change.
-func (db *DB) idempotent(ctx context.Context, record any, write func(q querier) error) error {
-	w := store.IdempotencyOf(ctx)
+// idempotent runs write, one statement that fills record, as it is
+// without an Idempotency-Key (w nil). With one, it runs in a transaction
+// that first claims the key (or finds its answer: ErrReplay or
+// EIDEMPOTENCYREUSED, and nothing written), then writes, then keeps
+// record as the key's answer, so that the answer commits with the change.
+func (db *DB) idempotent(ctx context.Context, w *store.IdempotentWrite, record any, write func(q querier) error) error {
 	if w == nil {
 		return write(db.pool)
 	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		return db.keyed(ctx, tx, w, func() error { return write(tx) }, func() any { return record })
+		return db.keyed(ctx, tx, w, func() error { return write(tx) }, func() (any, any) { return record, nil })
 	})
 }
 
 // keyed runs write inside tx, a transaction of a write made with w (nil:
 // none): it claims w's key first (or finds its answer: ErrReplay or
-// EIDEMPOTENCYREUSED, and write does not run), and keeps the answer to
-// the record that record returns last, so that it commits with the change.
-func (db *DB) keyed(ctx context.Context, tx pgx.Tx, w *store.IdempotentWrite, write func() error, record func() any) error {
+// EIDEMPOTENCYREUSED, and write does not run), and keeps what kept
+// returns (the record and what beside it) last, so that it commits with
+// the change.
+func (db *DB) keyed(ctx context.Context, tx pgx.Tx, w *store.IdempotentWrite, write func() error, kept func() (record, beside any)) error {
 	if w == nil {
 		return write()
 	}
@@ -68,7 +68,8 @@ func (db *DB) keyed(ctx context.Context, tx pgx.Tx, w *store.IdempotentWrite, wr
 	if err := write(); err != nil {
 		return err
 	}
-	k, err := w.Keep(record(), now)
+	record, beside := kept()
+	k, err := w.Keep(record, beside, now)
 	if err != nil {
 		return err
 	}
@@ -83,15 +84,13 @@ func scanKept(r pgx.Row) (store.KeptAnswer, error) {
 	return k, err
 }
 
-// KeepAnswer keeps the answer to record for ctx's key in a transaction of
-// its own.
-func (db *DB) KeepAnswer(ctx context.Context, record any) error {
-	w := store.IdempotencyOf(ctx)
-	if w == nil {
+// KeepAnswer keeps record and beside for key in a transaction of its own.
+func (db *DB) KeepAnswer(ctx context.Context, key *store.IdempotentWrite, record, beside any) error {
+	if key == nil {
 		return nil
 	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		return db.keyed(ctx, tx, w, func() error { return nil }, func() any { return record })
+		return db.keyed(ctx, tx, key, func() error { return nil }, func() (any, any) { return record, beside })
 	})
 }
 

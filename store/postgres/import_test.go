@@ -31,22 +31,21 @@ func fillBolt(t *testing.T, ctx context.Context, db *boltstore.DB) (adminToken, 
 	// A webhook made first gets every event that follows; the first writes'
 	// deliveries are made before the move, the rest after it.
 	hook := store.Webhook{URL: "https://hooks.example.com/in", Events: []string{"*"}, Enabled: true, Description: "all", Secret: "whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"}
-	must(db.CreateWebhook(ctx, &hook))
+	must(db.CreateWebhook(ctx, &hook, nil))
 	dogs, gone, cats := store.Category{Name: "dogs", Description: "barks"}, store.Category{Name: "gone"}, store.Category{Name: "cats"}
 	for _, c := range []*store.Category{&dogs, &gone, &cats} {
-		must(db.CreateCategory(ctx, c))
+		must(db.CreateCategory(ctx, c, nil))
 	}
 	must(db.DeleteCategory(ctx, gone.ID, store.Condition{}))
 	if n, err := db.FanOut(ctx, time.Now(), 100); err != nil || n == 0 {
 		t.Fatalf("fan-out before the move: %d events, %v", n, err)
 	}
 	// A write made with an Idempotency-Key keeps its answer.
-	keyed := store.WithIdempotency(ctx, &store.IdempotentWrite{Scope: "key:1", Key: "create-birds", Fingerprint: []byte("POST /categories {}"),
-		TTL: 24 * time.Hour, Answer: func(r any) ([]byte, error) { return json.Marshal(r) }})
-	must(db.CreateCategory(keyed, &store.Category{Name: "birds"}))
+	keyed := &store.IdempotentWrite{Scope: "key:1", Key: "create-birds", Fingerprint: []byte("POST /categories {}"), TTL: 24 * time.Hour}
+	must(db.CreateCategory(ctx, &store.Category{Name: "birds"}, keyed))
 	rex, tom, ghost := store.Pet{Name: "Rex", CategoryID: dogs.ID}, store.Pet{Name: "Tom \"the cat\" ✓", CategoryID: cats.ID, Status: store.StatusPending}, store.Pet{Name: "Ghost", CategoryID: dogs.ID}
 	for _, p := range []*store.Pet{&rex, &tom, &ghost} {
-		must(db.CreatePet(ctx, p))
+		must(db.CreatePet(ctx, p, nil))
 	}
 	_, err := db.SetStock(ctx, rex.ID, 40, store.Condition{})
 	must(err)
@@ -55,7 +54,7 @@ func fillBolt(t *testing.T, ctx context.Context, db *boltstore.DB) (adminToken, 
 	ship := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	o1, o2, o3 := store.Order{PetID: rex.ID, Quantity: 3, ShipDate: &ship}, store.Order{PetID: tom.ID, Quantity: 2}, store.Order{PetID: rex.ID}
 	for _, o := range []*store.Order{&o1, &o2, &o3} {
-		must(db.PlaceOrder(ctx, o))
+		must(db.PlaceOrder(ctx, o, nil))
 	}
 	done := true
 	_, err = db.UpdateOrder(ctx, o2.ID, store.OrderUpdate{Complete: &done}, store.Condition{})
@@ -65,9 +64,9 @@ func fillBolt(t *testing.T, ctx context.Context, db *boltstore.DB) (adminToken, 
 
 	adminToken, err = db.EnsureAdminToken(ctx, "")
 	must(err)
-	_, liveKey, err = db.CreateAPIKey(ctx, "ci")
+	_, liveKey, err = db.CreateAPIKey(ctx, "ci", nil)
 	must(err)
-	revoked, revokedKey, err := db.CreateAPIKey(ctx, "old laptop")
+	revoked, revokedKey, err := db.CreateAPIKey(ctx, "old laptop", nil)
 	must(err)
 	must(db.RevokeAPIKey(ctx, revoked.ID))
 
@@ -84,7 +83,7 @@ func fillBolt(t *testing.T, ctx context.Context, db *boltstore.DB) (adminToken, 
 			Certificate: store.Certificate{State: store.CertIssued, Issuer: "Pebble", Names: []string{"shop.example.com"}, NotAfter: &verified}},
 		{Name: "old.example.com", State: store.DomainPending, AddedAt: verified},
 	} {
-		must(db.AddDomain(ctx, &d))
+		must(db.AddDomain(ctx, &d, nil))
 	}
 	_, err = db.UpdateSettings(ctx, func(s *store.Settings, _ map[string]store.Domain) error {
 		s.Domains.Primary = "shop.example.com"
@@ -194,16 +193,16 @@ func TestImportFromBolt(t *testing.T) {
 	c := store.Category{Name: "birds"}
 	p := store.Pet{Name: "Tweety", CategoryID: want.Categories[0].ID}
 	o := store.Order{PetID: want.Pets[0].ID}
-	if err := pg.CreateCategory(ctx, &c); err != nil || c.ID != want.LastIDs.Categories+1 {
+	if err := pg.CreateCategory(ctx, &c, nil); err != nil || c.ID != want.LastIDs.Categories+1 {
 		t.Errorf("a new category: id %d %v, want %d", c.ID, err, want.LastIDs.Categories+1)
 	}
-	if err := pg.CreatePet(ctx, &p); err != nil || p.ID != want.LastIDs.Pets+1 {
+	if err := pg.CreatePet(ctx, &p, nil); err != nil || p.ID != want.LastIDs.Pets+1 {
 		t.Errorf("a new pet: id %d %v, want %d", p.ID, err, want.LastIDs.Pets+1)
 	}
-	if err := pg.PlaceOrder(ctx, &o); err != nil || o.ID != want.LastIDs.Orders+1 {
+	if err := pg.PlaceOrder(ctx, &o, nil); err != nil || o.ID != want.LastIDs.Orders+1 {
 		t.Errorf("a new order: id %d %v, want %d", o.ID, err, want.LastIDs.Orders+1)
 	}
-	if k, _, err := pg.CreateAPIKey(ctx, "new"); err != nil || k.ID != want.LastIDs.APIKeys+1 {
+	if k, _, err := pg.CreateAPIKey(ctx, "new", nil); err != nil || k.ID != want.LastIDs.APIKeys+1 {
 		t.Errorf("a new API key: id %d %v, want %d", k.ID, err, want.LastIDs.APIKeys+1)
 	}
 	if d, err := pg.RecordDeploy(ctx, store.Deploy{Version: "v3"}); err != nil || d.ID != want.LastIDs.Deploys+1 {

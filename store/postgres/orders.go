@@ -35,7 +35,7 @@ const replaceCategorySQL = `WITH category AS (
 	SELECT version FROM category`
 
 // CreateCategory adds a category.
-func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
+func (db *DB) CreateCategory(ctx context.Context, c *store.Category, key *store.IdempotentWrite) error {
 	e, err := store.NewEvent(store.EventCategoryCreated, &store.Category{Name: c.Name, Description: c.Description})
 	if err != nil {
 		return err
@@ -44,11 +44,11 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category) error {
 	insert := func(q querier) error {
 		return q.QueryRow(ctx, createCategorySQL, in.Name, in.Description, e.Type, db.now(), afterID(e.Data), db.marks.Mark(store.ResCategories)).Scan(&in.ID, &in.Version)
 	}
-	err = db.idempotent(ctx, &in, insert)
+	err = db.idempotent(ctx, key, &in, insert)
 	if violates(err, wentBackCode) && db.catchUp(ctx) == nil {
 		// The database went back in time: the catch-up raised the
 		// sequence (restore.go).
-		err = db.idempotent(ctx, &in, insert)
+		err = db.idempotent(ctx, key, &in, insert)
 	}
 	err = wentBackError(err)
 	if err != nil {
@@ -269,8 +269,8 @@ var placeOrdersSQL = `WITH input AS (
 // PlaceOrder takes the stock and records the order in one statement.
 // Orders without an idempotency key that arrive together go to the
 // database as one statement (group.go).
-func (db *DB) PlaceOrder(ctx context.Context, o *store.Order) error {
-	return db.orderCreates.create(ctx, db, o)
+func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.IdempotentWrite) error {
+	return db.orderCreates.create(ctx, db, o, key)
 }
 
 func setOrderID(o *store.Order, id int64) { o.ID, o.Version = id, 1 }

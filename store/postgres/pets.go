@@ -70,8 +70,8 @@ func withEvent[T any](v T, normalize func(T) (T, error), typ string) (T, store.P
 // CreatePet adds a pet in an existing category, with an inventory entry of
 // quantity 0. Creates without an idempotency key that arrive together go
 // to the database as one statement (group.go).
-func (db *DB) CreatePet(ctx context.Context, p *store.Pet) error {
-	return db.petCreates.create(ctx, db, p)
+func (db *DB) CreatePet(ctx context.Context, p *store.Pet, key *store.IdempotentWrite) error {
+	return db.petCreates.create(ctx, db, p, key)
 }
 
 func setPetID(p *store.Pet, id int64) { p.ID, p.Version = id, 1 }

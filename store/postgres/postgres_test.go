@@ -43,7 +43,7 @@ func TestChangesReachOtherInstances(t *testing.T) {
 	if again, err := b.EnsureAdminToken(ctx, ""); err != nil || again != "" {
 		t.Fatalf("second instance's start: %q, %v", again, err)
 	}
-	key, secret, err := a.CreateAPIKey(ctx, "shared")
+	key, secret, err := a.CreateAPIKey(ctx, "shared", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestKeysAreCheckedInTheDatabase(t *testing.T) {
 		t.Error("a key in the database is refused")
 	}
 	for range 20 {
-		k, secret, err := b.CreateAPIKey(ctx, "new")
+		k, secret, err := b.CreateAPIKey(ctx, "new", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,14 +188,15 @@ func TestRotatedSecretSurvivesRestart(t *testing.T) {
 	url := pgtest.URL(t)
 	first := openAt(t, url)
 	w := store.Webhook{URL: "http://receiver.test/", Events: []string{"*"}, Enabled: true, Secret: "whsec_AAAA"}
-	if err := first.CreateWebhook(ctx, &w); err != nil {
+	if err := first.CreateWebhook(ctx, &w, nil); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	rotated, err := first.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error {
 		w.RotateSecret("whsec_BBBB", now, time.Hour)
 		return nil
-	})
+	}, nil)
+
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,10 +25,10 @@ func TestRestoreUndoesNothingAcknowledged(t *testing.T) {
 	ctx := context.Background()
 	b, a, changed := twoInstances(t, url)
 	cat := store.Category{Name: "dogs"}
-	if err := a.CreateCategory(ctx, &cat); err != nil {
+	if err := a.CreateCategory(ctx, &cat, nil); err != nil {
 		t.Fatal(err)
 	}
-	revoked, revokedSecret, err := a.CreateAPIKey(ctx, "revoked after the dump")
+	revoked, revokedSecret, err := a.CreateAPIKey(ctx, "revoked after the dump", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestRestoreUndoesNothingAcknowledged(t *testing.T) {
 	acked := map[int64]string{}
 	create := func(db *postgres.DB, name string) (int64, error) {
 		p := store.Pet{Name: name, CategoryID: cat.ID, Status: "available"}
-		err := db.CreatePet(ctx, &p)
+		err := db.CreatePet(ctx, &p, nil)
 		if err == nil {
 			mu.Lock()
 			if other, ok := acked[p.ID]; ok {
@@ -80,12 +80,12 @@ func TestRestoreUndoesNothingAcknowledged(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := store.Category{Name: "after the dump"}
-			if err := db.CreateCategory(ctx, &c); err != nil {
+			if err := db.CreateCategory(ctx, &c, nil); err != nil {
 				t.Fatal(err)
 			}
 			other("category", c.ID, nil)
 			o := store.Order{PetID: 1}
-			if err := db.PlaceOrder(ctx, &o); err != nil {
+			if err := db.PlaceOrder(ctx, &o, nil); err != nil {
 				t.Fatal(err)
 			}
 			other("order", o.ID, nil)
@@ -114,9 +114,9 @@ func TestRestoreUndoesNothingAcknowledged(t *testing.T) {
 				}
 				_, _ = create(db, "during the restore")
 				c := store.Category{Name: "during the restore"}
-				other("category", c.ID, db.CreateCategory(ctx, &c))
+				other("category", c.ID, db.CreateCategory(ctx, &c, nil))
 				o := store.Order{PetID: 1}
-				other("order", o.ID, db.PlaceOrder(ctx, &o))
+				other("order", o.ID, db.PlaceOrder(ctx, &o, nil))
 			}
 		})
 	}
@@ -240,11 +240,11 @@ func TestUnrevokeBeforeARestore(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := context.Background()
 	a, b := openAt(t, url), openAt(t, url)
-	wanted, wantedSecret, err := a.CreateAPIKey(ctx, "revoked, then wanted back")
+	wanted, wantedSecret, err := a.CreateAPIKey(ctx, "revoked, then wanted back", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone, goneSecret, err := a.CreateAPIKey(ctx, "revoked for good")
+	gone, goneSecret, err := a.CreateAPIKey(ctx, "revoked for good", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestRewindThenChangesBeforeThePoll(t *testing.T) {
 	if _, err := a.EnsureAdminToken(ctx, dumped); err != nil {
 		t.Fatal(err)
 	}
-	kept, keptSecret, err := a.CreateAPIKey(ctx, "in the dump")
+	kept, keptSecret, err := a.CreateAPIKey(ctx, "in the dump", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestRewindThenChangesBeforeThePoll(t *testing.T) {
 	if _, err := a.EnsureAdminToken(ctx, replaced); err != nil {
 		t.Fatal(err)
 	}
-	_, laterSecret, err := a.CreateAPIKey(ctx, "after the dump")
+	_, laterSecret, err := a.CreateAPIKey(ctx, "after the dump", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestRewindThenChangesBeforeThePoll(t *testing.T) {
 		release()
 		t.Fatal(err)
 	}
-	if _, _, err := a.CreateAPIKey(ctx, "after the restore"); err != nil {
+	if _, _, err := a.CreateAPIKey(ctx, "after the restore", nil); err != nil {
 		release()
 		t.Fatal(err)
 	}

@@ -87,18 +87,18 @@ func TestOneRoundTripPerWrite(t *testing.T) {
 	}{
 		{"CreateCategory", func(int) error {
 			cat = store.Category{Name: "dogs"}
-			return db.CreateCategory(ctx, &cat)
+			return db.CreateCategory(ctx, &cat, nil)
 		}},
 		{"ReplaceCategory", func(int) error { cat.Description = "barks"; return db.ReplaceCategory(ctx, &cat, store.Condition{}) }},
 		{"CreatePet", func(int) error {
 			pet = store.Pet{Name: "Rex", CategoryID: cat.ID, Status: store.StatusAvailable}
-			return db.CreatePet(ctx, &pet)
+			return db.CreatePet(ctx, &pet, nil)
 		}},
 		{"ReplacePet", func(int) error { pet.Name = "Rexy"; return db.ReplacePet(ctx, &pet, store.Condition{}) }},
 		{"SetStock", func(i int) error { _, err := db.SetStock(ctx, pet.ID, 10+i, store.Condition{}); return err }},
 		{"PlaceOrder", func(int) error {
 			order = store.Order{PetID: pet.ID, Quantity: 1}
-			return db.PlaceOrder(ctx, &order)
+			return db.PlaceOrder(ctx, &order, nil)
 		}},
 		{"CancelOrder", func(int) error { return db.CancelOrder(ctx, order.ID, store.Condition{}) }},
 		{"DeletePet", func(int) error { return db.DeletePet(ctx, pet.ID, store.Condition{}) }},
@@ -136,7 +136,7 @@ func TestCreatesTogetherAreOneStatement(t *testing.T) {
 	db, counter, ctx := tracedDB(t, url)
 	dogs, cats := store.Category{Name: "dogs"}, store.Category{Name: "cats"}
 	for _, c := range []*store.Category{&dogs, &cats} {
-		if err := db.CreateCategory(ctx, c); err != nil {
+		if err := db.CreateCategory(ctx, c, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -237,12 +237,12 @@ func TestCreatesTogetherAreOneStatement(t *testing.T) {
 func TestOrdersTogether(t *testing.T) {
 	db, counter, ctx := tracedDB(t, pgtest.URL(t))
 	dogs := store.Category{Name: "dogs"}
-	if err := db.CreateCategory(ctx, &dogs); err != nil {
+	if err := db.CreateCategory(ctx, &dogs, nil); err != nil {
 		t.Fatal(err)
 	}
 	pet := func(status store.PetStatus, stock int) int64 {
 		p := store.Pet{Name: "Rex", CategoryID: dogs.ID, Status: status}
-		if err := db.CreatePet(ctx, &p); err != nil {
+		if err := db.CreatePet(ctx, &p, nil); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.SetStock(ctx, p.ID, stock, store.Condition{}); err != nil {

@@ -18,7 +18,7 @@ func testAPIKeys(t *testing.T, s store.Store) {
 	var created []store.APIKey
 	secrets := map[int64]string{}
 	for i := range 5 {
-		k, secret, err := s.CreateAPIKey(ctx, fmt.Sprintf("ci %d", i))
+		k, secret, err := s.CreateAPIKey(ctx, fmt.Sprintf("ci %d", i), nil)
 		check(t, err)
 		if !strings.HasPrefix(secret, store.APIKeyPrefix) || k.Prefix != secret[len(store.APIKeyPrefix):len(store.APIKeyPrefix)+8] {
 			t.Errorf("key %+v has secret %q", k, secret)
@@ -147,9 +147,9 @@ func testDomains(t *testing.T, s store.Store) {
 	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i, name := range []string{"e.example", "c.example", "a.example", "d.example", "b.example"} {
 		d := store.Domain{Name: name, State: store.DomainPending, AddedAt: t0.Add(time.Duration(i/2) * time.Second)}
-		check(t, s.AddDomain(ctx, &d))
+		check(t, s.AddDomain(ctx, &d, nil))
 	}
-	wantError(t, "adding a domain twice", s.AddDomain(ctx, &store.Domain{Name: "a.example", AddedAt: t0}), store.EDOMAINEXISTS, "a.example is attached already")
+	wantError(t, "adding a domain twice", s.AddDomain(ctx, &store.Domain{Name: "a.example", AddedAt: t0}, nil), store.EDOMAINEXISTS, "a.example is attached already")
 	want := []string{"c.example", "e.example", "a.example", "d.example", "b.example"}
 	if got := domainNames(must(s.Domains(ctx))(t)); !slices.Equal(got, want) {
 		t.Errorf("Domains: %v, want %v", got, want)
@@ -214,7 +214,7 @@ func testSettings(t *testing.T, s store.Store) {
 		t.Errorf("no settings yet: %#v", st)
 	}
 	for _, name := range []string{"a.example", "b.example", "c.example"} {
-		check(t, s.AddDomain(ctx, &store.Domain{Name: name, AddedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}))
+		check(t, s.AddDomain(ctx, &store.Domain{Name: name, AddedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}, nil))
 	}
 	st := must(s.UpdateSettings(ctx, func(st *store.Settings, attached map[string]store.Domain) error {
 		if len(attached) != 3 || attached["b.example"].Name != "b.example" {

@@ -50,23 +50,23 @@ func testEvents(t *testing.T, s store.Store) {
 	c.Description = "good"
 	check(t, s.ReplaceCategory(ctx, &c, store.Condition{}))
 	p := newPet(t, s, "Rex", c.ID, store.StatusAvailable)
-	if err := s.CreatePet(ctx, &store.Pet{Name: "x", CategoryID: 999}); err == nil {
+	if err := s.CreatePet(ctx, &store.Pet{Name: "x", CategoryID: 999}, nil); err == nil {
 		t.Fatal("a pet in a missing category was created")
 	}
 	stock := must(s.SetStock(ctx, p.ID, 5, store.Condition{}))(t)
 	o := store.Order{PetID: p.ID, Quantity: 2}
-	check(t, s.PlaceOrder(ctx, &o))
+	check(t, s.PlaceOrder(ctx, &o, nil))
 	ship := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	shipped := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{ShipDate: &ship}, store.Condition{}))(t)
 	done := true
 	completed := must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: &done}, store.Condition{}))(t)
 	o2 := store.Order{PetID: p.ID, Quantity: 1}
-	check(t, s.PlaceOrder(ctx, &o2))
+	check(t, s.PlaceOrder(ctx, &o2, nil))
 	check(t, s.CancelOrder(ctx, o2.ID, store.Condition{}))
 	p.Status = store.StatusSold
 	check(t, s.ReplacePet(ctx, &p, store.Condition{}))
 	check(t, s.DeletePet(ctx, p.ID, store.Condition{}))
-	key, _ := must2x(s.CreateAPIKey(ctx, "ci"))(t)
+	key, _ := must2x(s.CreateAPIKey(ctx, "ci", nil))(t)
 	check(t, s.RevokeAPIKey(ctx, key.ID))
 
 	afterPlace := stock
@@ -146,11 +146,11 @@ func fanOut(t *testing.T, s store.Store, now time.Time, want int) {
 func testDeliveries(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	all := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-	check(t, s.CreateWebhook(ctx, &all))
+	check(t, s.CreateWebhook(ctx, &all, nil))
 	pets := store.Webhook{URL: "http://b.example/", Events: []string{store.EventPetCreated}, Enabled: true, Secret: "whsec_y"}
-	check(t, s.CreateWebhook(ctx, &pets))
+	check(t, s.CreateWebhook(ctx, &pets, nil))
 	off := store.Webhook{URL: "http://c.example/", Events: []string{"*"}, Enabled: false}
-	check(t, s.CreateWebhook(ctx, &off))
+	check(t, s.CreateWebhook(ctx, &off, nil))
 
 	c := newCategory(t, s, "cats")
 	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
@@ -198,18 +198,18 @@ func testDeliveries(t *testing.T, s store.Store) {
 	if list[0].State != store.DeliveryFailed || list[0].Status != 404 {
 		t.Errorf("newest delivery: %+v", list[0])
 	}
-	retry := must(s.RetryDelivery(ctx, due[0].WebhookID, list[0].ID, next))(t)
+	retry := must(s.RetryDelivery(ctx, due[0].WebhookID, list[0].ID, next, nil))(t)
 	if retry.State != store.DeliveryPending || !retry.Manual {
 		t.Errorf("retry: %+v", retry)
 	}
-	_, err := s.RetryDelivery(ctx, pets.ID, list[0].ID, next)
+	_, err := s.RetryDelivery(ctx, pets.ID, list[0].ID, next, nil)
 	wantError(t, "retry under another webhook", err, store.ENOTFOUND, "delivery "+itoa(list[0].ID)+" not found")
 	// webhook.disabled went into the outbox, for the others.
 	evs, _ := eventsAfter(t, s, store.EventID{}, "webhook")
 	if len(evs) != 1 || evs[0].Type != store.EventWebhookDisabled {
 		t.Errorf("admin events: %v", evs)
 	}
-	test := must(s.RecordEvent(ctx, store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{}`)}, pets.ID))(t)
+	test := must(s.RecordEvent(ctx, store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{}`)}, pets.ID, nil))(t)
 	fanOut(t, s, next, 2)
 	got := must(s.ClaimDeliveries(ctx, next, next.Add(time.Minute), nil, 10))(t)
 	var tests int
@@ -247,7 +247,7 @@ func testDeliveryClaimRace(t *testing.T, s store.Store) {
 	const hooks, claimers = 12, 6
 	for i := range hooks {
 		w := store.Webhook{URL: fmt.Sprintf("http://h%d.example/", i), Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-		check(t, s.CreateWebhook(ctx, &w))
+		check(t, s.CreateWebhook(ctx, &w, nil))
 	}
 	c := newCategory(t, s, "cats")
 	for i := range 4 {
@@ -302,7 +302,7 @@ func testFinishDeliveriesInOneBatch(t *testing.T, s store.Store) {
 	hooks := make([]store.Webhook, 3)
 	for i := range hooks {
 		hooks[i] = store.Webhook{URL: "http://h" + itoa(int64(i)) + ".example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-		check(t, s.CreateWebhook(ctx, &hooks[i]))
+		check(t, s.CreateWebhook(ctx, &hooks[i], nil))
 	}
 	c := newCategory(t, s, "cats")
 	newPet(t, s, "Tom", c.ID, store.StatusAvailable)

@@ -2,9 +2,7 @@ package storetest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -12,23 +10,18 @@ import (
 	"petstore/store"
 )
 
-// keyed is a write made with scope's key for the request fingerprint; its
-// answer names the record it stored.
+// keyed is a write made with scope's key for the request fingerprint.
 func keyed(scope, key, fingerprint string, ttl time.Duration) *store.IdempotentWrite {
-	return &store.IdempotentWrite{
-		Scope: scope, Key: key, Fingerprint: []byte(fingerprint), TTL: ttl,
-		Answer: func(record any) ([]byte, error) {
-			switch r := record.(type) {
-			case *store.Pet:
-				return fmt.Appendf(nil, "pet %d v%d %s", r.ID, r.Version, r.Name), nil
-			case *store.Category:
-				return fmt.Appendf(nil, "category %d v%d", r.ID, r.Version), nil
-			case *store.Order:
-				return fmt.Appendf(nil, "order %d v%d", r.ID, r.Version), nil
-			}
-			return nil, fmt.Errorf("an answer for %T", record)
-		},
+	return &store.IdempotentWrite{Scope: scope, Key: key, Fingerprint: []byte(fingerprint), TTL: ttl}
+}
+
+// keptJSON is what a store keeps for a write of record, with beside.
+func keptJSON(record, beside any) string {
+	b, err := json.Marshal(store.Kept[any, any]{Record: record, Beside: beside})
+	if err != nil {
+		panic(err)
 	}
+	return string(b)
 }
 
 // kept reads the answer kept for scope's key, opened as a retry with the
@@ -47,13 +40,11 @@ func kept(s store.Store, scope, key, fingerprint string) (store.KeptAnswer, erro
 // nothing, another request with the key is refused, a write that fails
 // keeps nothing, and expired answers are forgotten.
 func testKeptAnswers(t *testing.T, s store.Store) {
-	with := func(w *store.IdempotentWrite) context.Context { return store.WithIdempotency(ctx, w) }
-
 	// A pet: kept with its id and version.
 	dogs := newCategory(t, s, "dogs")
 	rex := store.Pet{Name: "Rex", CategoryID: dogs.ID}
-	check(t, s.CreatePet(with(keyed("key:1", "k1", "fp-rex", time.Hour)), &rex))
-	want := fmt.Sprintf("pet %d v1 Rex", rex.ID)
+	check(t, s.CreatePet(ctx, &rex, keyed("key:1", "k1", "fp-rex", time.Hour)))
+	want := keptJSON(&rex, nil)
 	k := must(kept(s, "key:1", "k1", "fp-rex"))(t)
 	if string(k.Answer) != want || string(k.Fingerprint) != "fp-rex" {
 		t.Errorf("kept %q for %q, want %q for fp-rex", k.Answer, k.Fingerprint, want)
@@ -65,19 +56,19 @@ func testKeptAnswers(t *testing.T, s store.Store) {
 	// The same request again: its answer, nothing written.
 	again := keyed("key:1", "k1", "fp-rex", time.Hour)
 	p := store.Pet{Name: "Rex", CategoryID: dogs.ID}
-	if err := s.CreatePet(with(again), &p); err != store.ErrReplay {
+	if err := s.CreatePet(ctx, &p, again); err != store.ErrReplay {
 		t.Fatalf("the same request again: %v, want ErrReplay", err)
 	}
 	if string(again.Kept.Answer) != want || p.ID != 0 {
 		t.Errorf("replayed %q (pet id %d), want %q and no pet", again.Kept.Answer, p.ID, want)
 	}
 	// Another request with the key: refused, nothing written.
-	err := s.CreatePet(with(keyed("key:1", "k1", "fp-other", time.Hour)), &store.Pet{Name: "Max", CategoryID: dogs.ID})
+	err := s.CreatePet(ctx, &store.Pet{Name: "Max", CategoryID: dogs.ID}, keyed("key:1", "k1", "fp-other", time.Hour))
 	wantError(t, "another request with a used key", err, store.EIDEMPOTENCYREUSED,
 		`Idempotency-Key "k1" was first used with another request (method, path or body); send a new request with a new key`)
 	// The same key of another credential is another key.
 	max := store.Pet{Name: "Max", CategoryID: dogs.ID}
-	check(t, s.CreatePet(with(keyed("key:2", "k1", "fp-max", time.Hour)), &max))
+	check(t, s.CreatePet(ctx, &max, keyed("key:2", "k1", "fp-max", time.Hour)))
 	pets, _ := must2(s.ListPets(ctx, store.PetFilter{CategoryID: dogs.ID}))(t)
 	if len(pets) != 2 {
 		t.Errorf("%d pets stored, want 2 (Rex once, Max)", len(pets))
@@ -87,22 +78,22 @@ func testKeptAnswers(t *testing.T, s store.Store) {
 
 	// A category.
 	cats := store.Category{Name: "cats"}
-	check(t, s.CreateCategory(with(keyed("key:1", "k2", "fp-cats", time.Hour)), &cats))
-	if err := s.CreateCategory(with(keyed("key:1", "k2", "fp-cats", time.Hour)), &store.Category{Name: "cats"}); err != store.ErrReplay {
+	check(t, s.CreateCategory(ctx, &cats, keyed("key:1", "k2", "fp-cats", time.Hour)))
+	if err := s.CreateCategory(ctx, &store.Category{Name: "cats"}, keyed("key:1", "k2", "fp-cats", time.Hour)); err != store.ErrReplay {
 		t.Errorf("a category again: %v, want ErrReplay", err)
 	}
-	if k := must(kept(s, "key:1", "k2", "fp-cats"))(t); string(k.Answer) != fmt.Sprintf("category %d v1", cats.ID) {
+	if k := must(kept(s, "key:1", "k2", "fp-cats"))(t); string(k.Answer) != keptJSON(&cats, nil) {
 		t.Errorf("kept %q for the category", k.Answer)
 	}
 
 	// An order takes the stock once; a refused one keeps nothing.
 	must(s.SetStock(ctx, rex.ID, 3, store.Condition{}))(t)
 	o := store.Order{PetID: rex.ID, Quantity: 2}
-	check(t, s.PlaceOrder(with(keyed("key:1", "k3", "fp-order", time.Hour)), &o))
-	if err := s.PlaceOrder(with(keyed("key:1", "k3", "fp-order", time.Hour)), &store.Order{PetID: rex.ID, Quantity: 2}); err != store.ErrReplay {
+	check(t, s.PlaceOrder(ctx, &o, keyed("key:1", "k3", "fp-order", time.Hour)))
+	if err := s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: 2}, keyed("key:1", "k3", "fp-order", time.Hour)); err != store.ErrReplay {
 		t.Errorf("an order again: %v, want ErrReplay", err)
 	}
-	err = s.PlaceOrder(with(keyed("key:1", "k4", "fp-big", time.Hour)), &store.Order{PetID: rex.ID, Quantity: 2})
+	err = s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: 2}, keyed("key:1", "k4", "fp-big", time.Hour))
 	if store.ErrorCode(err) != store.EINSUFFICIENTSTOCK {
 		t.Errorf("an order beyond the stock: %v", err)
 	}
@@ -112,17 +103,17 @@ func testKeptAnswers(t *testing.T, s store.Store) {
 		t.Errorf("stock %d, want 1: the order was taken once", it.Quantity)
 	}
 	// The refused key is free: with stock, it places its order.
-	check(t, s.PlaceOrder(with(keyed("key:1", "k4", "fp-small", time.Hour)), &store.Order{PetID: rex.ID, Quantity: 1}))
+	check(t, s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: 1}, keyed("key:1", "k4", "fp-small", time.Hour)))
 
 	// An expired answer is forgotten: the key may be used again, for
 	// another request too.
 	old := store.Pet{Name: "Old", CategoryID: dogs.ID}
-	check(t, s.CreatePet(with(keyed("key:1", "old", "fp-old", -time.Hour)), &old))
+	check(t, s.CreatePet(ctx, &old, keyed("key:1", "old", "fp-old", -time.Hour)))
 	_, err = kept(s, "key:1", "old", "fp-old")
 	wantError(t, "an expired key", err, store.ENOTFOUND, `no answer is kept for Idempotency-Key "old"`)
 	fresh := store.Pet{Name: "Fresh", CategoryID: dogs.ID}
-	check(t, s.CreatePet(with(keyed("key:1", "old", "fp-fresh", time.Hour)), &fresh))
-	if k := must(kept(s, "key:1", "old", "fp-fresh"))(t); string(k.Answer) != fmt.Sprintf("pet %d v1 Fresh", fresh.ID) {
+	check(t, s.CreatePet(ctx, &fresh, keyed("key:1", "old", "fp-fresh", time.Hour)))
+	if k := must(kept(s, "key:1", "old", "fp-fresh"))(t); string(k.Answer) != keptJSON(&fresh, nil) {
 		t.Errorf("kept %q after the expired one", k.Answer)
 	}
 }
@@ -133,7 +124,7 @@ func testSweepKeptAnswers(t *testing.T, s store.Store) {
 	dogs := newCategory(t, s, "dogs")
 	add := func(key string, ttl time.Duration) {
 		t.Helper()
-		check(t, s.CreatePet(store.WithIdempotency(ctx, keyed("key:1", key, "fp", ttl)), &store.Pet{Name: key, CategoryID: dogs.ID}))
+		check(t, s.CreatePet(ctx, &store.Pet{Name: key, CategoryID: dogs.ID}, keyed("key:1", key, "fp", ttl)))
 	}
 	add("expired-1", -time.Hour)
 	add("expired-2", -time.Minute)
@@ -160,20 +151,18 @@ func testSweepKeptAnswers(t *testing.T, s store.Store) {
 // others replay it.
 func testKeyRace(t *testing.T, s store.Store) {
 	_, outcomes, left := ordersAtOnce(t, s, 100, 50, func(o *store.Order) error {
-		return s.PlaceOrder(store.WithIdempotency(ctx, keyed("key:1", "once", "fp", time.Hour)), o)
+		return s.PlaceOrder(ctx, o, keyed("key:1", "once", "fp", time.Hour))
 	})
 	if want := map[string]int{"": 1, store.ErrReplay.Code: 49}; !maps.Equal(outcomes, want) || left != 99 {
 		t.Errorf("outcomes %v, stock left %d; want %v, 99", outcomes, left, want)
 	}
 }
 
-// adminKeyed is a write made with an admin key, sealed, whose answer is
-// the record as JSON.
+// adminKeyed is a write made with an admin key, sealed.
 func adminKeyed(key, fingerprint string) *store.IdempotentWrite {
 	return &store.IdempotentWrite{
 		Scope: "admin:1", Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true,
 		Credential: AdminToken,
-		Answer:     func(record any) ([]byte, error) { return json.Marshal(record) },
 	}
 }
 
@@ -182,30 +171,29 @@ func adminKeyed(key, fingerprint string) *store.IdempotentWrite {
 // ErrReplay with the first answer and writes nothing. The answer of a new
 // API key holds its secret, and the store keeps it sealed.
 func testKeptAdminAnswers(t *testing.T, s store.Store) {
-	with := func(w *store.IdempotentWrite) context.Context { return store.WithIdempotency(ctx, w) }
-	replayed := func(what string, err error, w *store.IdempotentWrite, want any) {
+	replayed := func(what string, err error, w *store.IdempotentWrite, record, beside any) {
 		t.Helper()
 		if err != store.ErrReplay {
 			t.Fatalf("%s again: %v, want ErrReplay", what, err)
 		}
-		if b, _ := json.Marshal(want); string(w.Kept.Answer) != string(b) {
-			t.Errorf("%s again: replayed %s, want %s", what, w.Kept.Answer, b)
+		if want := keptJSON(record, beside); string(w.Kept.Answer) != want {
+			t.Errorf("%s again: replayed %s, want %s", what, w.Kept.Answer, want)
 		}
 	}
 
 	// An API key: one, and its secret in the replay.
 	first := adminKeyed("key", "fp-key")
-	k, secret := must2x(s.CreateAPIKey(with(first), "bot"))(t)
+	k, secret := must2x(s.CreateAPIKey(ctx, "bot", first))(t)
 	again := adminKeyed("key", "fp-key")
-	_, _, err := s.CreateAPIKey(with(again), "bot")
-	replayed("an API key", err, again, store.IssuedAPIKey{APIKey: k, Secret: secret})
+	_, _, err := s.CreateAPIKey(ctx, "bot", again)
+	replayed("an API key", err, again, k, secret)
 	if keys, _ := must2(s.APIKeys(ctx, store.Page{}))(t); len(keys) != 1 {
 		t.Errorf("%d API keys, want 1", len(keys))
 	}
 	if got, ok := s.AuthenticateAPIKey(secret); !ok || got.ID != k.ID {
 		t.Errorf("the replayed secret does not authenticate key %d", k.ID)
 	}
-	_, _, err = s.CreateAPIKey(with(adminKeyed("key", "fp-other")), "bot")
+	_, _, err = s.CreateAPIKey(ctx, "bot", adminKeyed("key", "fp-other"))
 	if store.ErrorCode(err) != store.EIDEMPOTENCYREUSED {
 		t.Errorf("another request with the key: %v", err)
 	}
@@ -225,27 +213,27 @@ func testKeptAdminAnswers(t *testing.T, s store.Store) {
 
 	// A webhook, its secret's rotation and its test event: once each.
 	hook := store.Webhook{URL: "http://hook.example/", Events: []string{"pet.created"}, Enabled: true, Secret: "whsec_first"}
-	check(t, s.CreateWebhook(with(adminKeyed("hook", "fp-hook")), &hook))
+	check(t, s.CreateWebhook(ctx, &hook, adminKeyed("hook", "fp-hook")))
 	again = adminKeyed("hook", "fp-hook")
-	replayed("a webhook", s.CreateWebhook(with(again), &store.Webhook{URL: "http://hook.example/", Events: []string{"pet.created"}, Enabled: true, Secret: "whsec_other"}), again, hook)
+	replayed("a webhook", s.CreateWebhook(ctx, &store.Webhook{URL: "http://hook.example/", Events: []string{"pet.created"}, Enabled: true, Secret: "whsec_other"}, again), again, hook, nil)
 	if hooks, _ := must2(s.Webhooks(ctx, store.Page{}))(t); len(hooks) != 1 {
 		t.Errorf("%d webhooks, want 1", len(hooks))
 	}
 	rotate := func(secret string) func(*store.Webhook) error {
 		return func(w *store.Webhook) error { w.Secret = secret; return nil }
 	}
-	rotated := must(s.UpdateWebhook(with(adminKeyed("rotate", "fp-rotate")), hook.ID, rotate("whsec_second")))(t)
+	rotated := must(s.UpdateWebhook(ctx, hook.ID, rotate("whsec_second"), adminKeyed("rotate", "fp-rotate")))(t)
 	again = adminKeyed("rotate", "fp-rotate")
-	_, err = s.UpdateWebhook(with(again), hook.ID, rotate("whsec_third"))
-	replayed("a rotation", err, again, rotated)
+	_, err = s.UpdateWebhook(ctx, hook.ID, rotate("whsec_third"), again)
+	replayed("a rotation", err, again, rotated, nil)
 	if w := must(s.Webhook(ctx, hook.ID))(t); w.Secret != "whsec_second" {
 		t.Errorf("secret %q after a rotation retried, want whsec_second", w.Secret)
 	}
 	testEvent := store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{}`)}
-	ev := must(s.RecordEvent(with(adminKeyed("test", "fp-test")), testEvent, hook.ID))(t)
+	ev := must(s.RecordEvent(ctx, testEvent, hook.ID, adminKeyed("test", "fp-test")))(t)
 	again = adminKeyed("test", "fp-test")
-	_, err = s.RecordEvent(with(again), testEvent, hook.ID)
-	replayed("a test event", err, again, ev)
+	_, err = s.RecordEvent(ctx, testEvent, hook.ID, again)
+	replayed("a test event", err, again, ev, nil)
 
 	// A retry of its delivery: one more.
 	fanOut(t, s, time.Now().UTC(), 2)
@@ -253,24 +241,24 @@ func testKeptAdminAnswers(t *testing.T, s store.Store) {
 	if len(ds) != 1 {
 		t.Fatalf("%d deliveries of the test event, want 1", len(ds))
 	}
-	retry := must(s.RetryDelivery(with(adminKeyed("retry", "fp-retry")), hook.ID, ds[0].ID, time.Now().UTC()))(t)
+	retry := must(s.RetryDelivery(ctx, hook.ID, ds[0].ID, time.Now().UTC(), adminKeyed("retry", "fp-retry")))(t)
 	again = adminKeyed("retry", "fp-retry")
-	_, err = s.RetryDelivery(with(again), hook.ID, ds[0].ID, time.Now().UTC())
-	replayed("a delivery's retry", err, again, retry)
+	_, err = s.RetryDelivery(ctx, hook.ID, ds[0].ID, time.Now().UTC(), again)
+	replayed("a delivery's retry", err, again, retry, retry.EventID)
 	if ds, _ := must2(s.Deliveries(ctx, hook.ID, store.Page{}))(t); len(ds) != 2 {
 		t.Errorf("%d deliveries after a retry retried, want 2", len(ds))
 	}
 
 	// A domain: the replay, not domain_exists.
 	d := store.Domain{Name: "shop.example", State: store.DomainPending, AddedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	check(t, s.AddDomain(with(adminKeyed("domain", "fp-domain")), &d))
+	check(t, s.AddDomain(ctx, &d, adminKeyed("domain", "fp-domain")))
 	again = adminKeyed("domain", "fp-domain")
-	replayed("a domain", s.AddDomain(with(again), &store.Domain{Name: "shop.example", AddedAt: d.AddedAt}), again, d)
+	replayed("a domain", s.AddDomain(ctx, &store.Domain{Name: "shop.example", AddedAt: d.AddedAt}, again), again, d, nil)
 
 	// An answer kept on its own; without a key, nothing is written.
 	verified := map[string]string{"name": "shop.example", "state": "verified"}
-	check(t, s.KeepAnswer(with(adminKeyed("verify", "fp-verify")), verified))
+	check(t, s.KeepAnswer(ctx, adminKeyed("verify", "fp-verify"), verified, []string{"a step"}))
 	again = adminKeyed("verify", "fp-verify")
-	replayed("a kept answer", s.KeepAnswer(with(again), map[string]string{"other": "answer"}), again, verified)
-	check(t, s.KeepAnswer(ctx, verified))
+	replayed("a kept answer", s.KeepAnswer(ctx, again, map[string]string{"other": "answer"}, nil), again, verified, []string{"a step"})
+	check(t, s.KeepAnswer(ctx, nil, verified, nil))
 }

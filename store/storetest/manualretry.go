@@ -13,9 +13,9 @@ import (
 func testManualRetryEndsSchedule(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	a := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-	check(t, s.CreateWebhook(ctx, &a))
+	check(t, s.CreateWebhook(ctx, &a, nil))
 	b := store.Webhook{URL: "http://b.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_y"}
-	check(t, s.CreateWebhook(ctx, &b))
+	check(t, s.CreateWebhook(ctx, &b, nil))
 	c := newCategory(t, s, "cats")
 	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
 	fanOut(t, s, now, 2)
@@ -42,7 +42,7 @@ func testManualRetryEndsSchedule(t *testing.T, s store.Store) {
 
 	manual := func(succeeded bool) {
 		t.Helper()
-		r := must(s.RetryDelivery(ctx, a.ID, first.ID, now))(t)
+		r := must(s.RetryDelivery(ctx, a.ID, first.ID, now, nil))(t)
 		got := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t)
 		if len(got) != 1 || got[0].ID != r.ID || !got[0].Manual {
 			t.Fatalf("claimed %+v, want the manual retry %d alone", got, r.ID)

@@ -121,7 +121,7 @@ func testOrderAndInventoryPages(t *testing.T, s store.Store) {
 	done := true
 	for i := range 25 {
 		o := store.Order{PetID: []int64{a.ID, b.ID}[i%2], Quantity: 1 + i%3}
-		check(t, s.PlaceOrder(ctx, &o))
+		check(t, s.PlaceOrder(ctx, &o, nil))
 		if i%4 == 0 {
 			o = must(s.UpdateOrder(ctx, o.ID, store.OrderUpdate{Complete: &done}, store.Condition{}))(t)
 		}

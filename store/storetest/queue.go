@@ -20,9 +20,9 @@ func testWebhookQueue(t *testing.T, s store.Store) {
 		t.Errorf("the queue of an empty store: %+v", q)
 	}
 	hook := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-	check(t, s.CreateWebhook(ctx, &hook))
+	check(t, s.CreateWebhook(ctx, &hook, nil))
 	off := store.Webhook{URL: "http://c.example/", Events: []string{"*"}, Enabled: false}
-	check(t, s.CreateWebhook(ctx, &off))
+	check(t, s.CreateWebhook(ctx, &off, nil))
 	c := newCategory(t, s, "cats")
 	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
 	evs := must(s.Events(ctx, store.EventFilter{}))(t)

@@ -12,7 +12,7 @@ import (
 // testOrderRace places 200 orders of one unit at once against a stock of
 // 50: exactly 50 are placed, and the stock ends at 0.
 func testOrderRace(t *testing.T, s store.Store) {
-	rex, outcomes, left := ordersAtOnce(t, s, 50, 200, func(o *store.Order) error { return s.PlaceOrder(ctx, o) })
+	rex, outcomes, left := ordersAtOnce(t, s, 50, 200, func(o *store.Order) error { return s.PlaceOrder(ctx, o, nil) })
 	if want := map[string]int{"": 50, store.EINSUFFICIENTSTOCK: 150}; !maps.Equal(outcomes, want) || left != 0 {
 		t.Errorf("outcomes %v, stock left %d; want %v, 0", outcomes, left, want)
 	}
@@ -65,7 +65,7 @@ func testCreateRace(t *testing.T, s store.Store) {
 		pets[i] = store.Pet{Name: fmt.Sprintf("pet %d", i), CategoryID: []int64{dogs.ID, cats.ID, dogs.ID, cats.ID, gone.ID}[i%5], Status: statuses[i%3]}
 		wg.Go(func() {
 			<-start
-			errs[i] = s.CreatePet(ctx, &pets[i])
+			errs[i] = s.CreatePet(ctx, &pets[i], nil)
 		})
 	}
 	close(start)
@@ -117,7 +117,7 @@ func testAPIKeyChecksTogether(t *testing.T, s store.Store) {
 	var keys []store.APIKey
 	var secrets []string
 	for i := range 4 {
-		k, secret := must2x(s.CreateAPIKey(ctx, fmt.Sprintf("key %d", i)))(t)
+		k, secret := must2x(s.CreateAPIKey(ctx, fmt.Sprintf("key %d", i), nil))(t)
 		keys, secrets = append(keys, k), append(secrets, secret)
 	}
 	check(t, s.RevokeAPIKey(ctx, keys[3].ID))

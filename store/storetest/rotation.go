@@ -14,11 +14,11 @@ import (
 func testSecretRotation(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	w := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_first"}
-	check(t, s.CreateWebhook(ctx, &w))
+	check(t, s.CreateWebhook(ctx, &w, nil))
 	rotated := must(s.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error {
 		w.RotateSecret("whsec_second", now, store.DefaultSecretOverlap)
 		return nil
-	}))(t)
+	}, nil))(t)
 	until := now.Add(store.DefaultSecretOverlap).Truncate(time.Second)
 	kept := func(what string, got store.Webhook) {
 		t.Helper()
@@ -37,7 +37,7 @@ func testSecretRotation(t *testing.T, s store.Store) {
 	kept("listed", list[0])
 
 	// A delivery claimed during the overlap carries both secrets.
-	must(s.RecordEvent(ctx, store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{}`)}, w.ID))(t)
+	must(s.RecordEvent(ctx, store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{}`)}, w.ID, nil))(t)
 	fanOut(t, s, now, 1)
 	claimed := must(s.ClaimDeliveries(ctx, now.Add(time.Second), now.Add(time.Minute), nil, 10))(t)
 	if len(claimed) != 1 {
@@ -49,7 +49,7 @@ func testSecretRotation(t *testing.T, s store.Store) {
 	ended := must(s.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error {
 		w.ExpirePreviousSecret(now, true)
 		return nil
-	}))(t)
+	}, nil))(t)
 	got := must(s.Webhook(ctx, w.ID))(t)
 	for what, w := range map[string]store.Webhook{"the update's answer": ended, "read back": got} {
 		if w.PreviousSecret != "" || w.PreviousSecretExpiresAt != nil || w.SigningSecrets(now) != "whsec_second" {

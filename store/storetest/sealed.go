@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"bytes"
-	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -38,8 +37,7 @@ const GuessableKey = "42"
 // store, reopened if it likes) replays the answer to the client that sends
 // the key and the credential again: the same secret.
 func SealedAgainstGuesses(t *testing.T, s store.Store, rows func() []KeptRow, replay func() store.Store) {
-	with := func(w *store.IdempotentWrite) context.Context { return store.WithIdempotency(ctx, w) }
-	k, secret := must2x(s.CreateAPIKey(with(adminKeyed(GuessableKey, "fp-key")), "bot"))(t)
+	k, secret := must2x(s.CreateAPIKey(ctx, "bot", adminKeyed(GuessableKey, "fp-key")))(t)
 	kept := rows()
 	if len(kept) != 1 {
 		t.Fatalf("%d kept answers read, want 1", len(kept))
@@ -78,12 +76,12 @@ func SealedAgainstGuesses(t *testing.T, s store.Store, rows func() []KeptRow, re
 	// The client that sends the key and its credential again: the same
 	// answer, the same secret.
 	again := adminKeyed(GuessableKey, "fp-key")
-	_, _, err := replay().CreateAPIKey(with(again), "bot")
+	_, _, err := replay().CreateAPIKey(ctx, "bot", again)
 	if err != store.ErrReplay {
 		t.Fatalf("the same request again: %v, want ErrReplay", err)
 	}
-	var issued store.IssuedAPIKey
-	if err := json.Unmarshal(again.Kept.Answer, &issued); err != nil || issued.Secret != secret || issued.ID != k.ID {
+	var issued store.Kept[store.APIKey, string]
+	if err := json.Unmarshal(again.Kept.Answer, &issued); err != nil || issued.Beside != secret || issued.Record.ID != k.ID {
 		t.Errorf("replayed %s (%v), want key %d with its secret", again.Kept.Answer, err, k.ID)
 	}
 }

@@ -96,14 +96,14 @@ func check(t *testing.T, err error) {
 func newCategory(t *testing.T, s store.Store, name string) store.Category {
 	t.Helper()
 	c := store.Category{Name: name, Description: "all the " + name}
-	check(t, s.CreateCategory(ctx, &c))
+	check(t, s.CreateCategory(ctx, &c, nil))
 	return c
 }
 
 func newPet(t *testing.T, s store.Store, name string, categoryID int64, status store.PetStatus) store.Pet {
 	t.Helper()
 	p := store.Pet{Name: name, CategoryID: categoryID, Status: status}
-	check(t, s.CreatePet(ctx, &p))
+	check(t, s.CreatePet(ctx, &p, nil))
 	return p
 }
 
@@ -124,9 +124,9 @@ func testPets(t *testing.T, s store.Store) {
 	wantError(t, "a missing pet", err, store.ENOTFOUND, "pet 999 not found")
 	_, _, err = s.PetJSON(ctx, 999)
 	wantError(t, "PetJSON of a missing pet", err, store.ENOTFOUND, "pet 999 not found")
-	err = s.CreatePet(ctx, &store.Pet{Name: "Ghost", CategoryID: 77})
+	err = s.CreatePet(ctx, &store.Pet{Name: "Ghost", CategoryID: 77}, nil)
 	wantError(t, "a pet in a missing category", err, store.EUNPROCESSABLE, "category 77 does not exist")
-	err = s.CreatePet(ctx, &store.Pet{Name: "Odd", CategoryID: dogs.ID, Status: "lost"})
+	err = s.CreatePet(ctx, &store.Pet{Name: "Odd", CategoryID: dogs.ID, Status: "lost"}, nil)
 	wantError(t, "a pet with an unknown status", err, store.EINVALID, `status "lost" is not one of available, pending, sold`)
 
 	// A replacement moves the inventory entry to the new status.
@@ -149,7 +149,7 @@ func testPets(t *testing.T, s store.Store) {
 
 	// Deleting a pet deletes its inventory entry; its orders stay.
 	o := store.Order{PetID: rex.ID, Quantity: 1}
-	check(t, s.PlaceOrder(ctx, &o))
+	check(t, s.PlaceOrder(ctx, &o, nil))
 	check(t, s.DeletePet(ctx, rex.ID, store.Condition{}))
 	_, err = s.Pet(ctx, rex.ID)
 	wantError(t, "a deleted pet", err, store.ENOTFOUND, fmt.Sprintf("pet %d not found", rex.ID))
@@ -256,7 +256,7 @@ func testOrders(t *testing.T, s store.Store) {
 	must(s.SetStock(ctx, rex.ID, 5, store.Condition{}))(t)
 
 	o := store.Order{PetID: rex.ID}
-	check(t, s.PlaceOrder(ctx, &o))
+	check(t, s.PlaceOrder(ctx, &o, nil))
 	if o.ID <= 0 || o.Quantity != 1 || o.Complete || o.ShipDate != nil {
 		t.Errorf("placed %+v: want an id and quantity 1", o)
 	}
@@ -264,21 +264,21 @@ func testOrders(t *testing.T, s store.Store) {
 		t.Errorf("Order: %+v, want %+v", got, o)
 	}
 	big := store.Order{PetID: rex.ID, Quantity: 4}
-	check(t, s.PlaceOrder(ctx, &big))
+	check(t, s.PlaceOrder(ctx, &big, nil))
 	if it := must(s.InventoryItem(ctx, rex.ID))(t); it.Quantity != 0 {
 		t.Errorf("stock after ordering 5 of 5: %d", it.Quantity)
 	}
-	err := s.PlaceOrder(ctx, &store.Order{PetID: rex.ID})
+	err := s.PlaceOrder(ctx, &store.Order{PetID: rex.ID}, nil)
 	wantError(t, "ordering past the stock", err, store.EINSUFFICIENTSTOCK, fmt.Sprintf("pet %d has 0 in stock, the order asks for 1", rex.ID))
-	wantError(t, "an order without a pet", s.PlaceOrder(ctx, &store.Order{}), store.EINVALID, "petId is required")
-	err = s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: store.MaxOrderQuantity + 1})
+	wantError(t, "an order without a pet", s.PlaceOrder(ctx, &store.Order{}, nil), store.EINVALID, "petId is required")
+	err = s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: store.MaxOrderQuantity + 1}, nil)
 	wantError(t, "too large an order", err, store.EINVALID, fmt.Sprintf("quantity must be between 1 and %d, got %d", store.MaxOrderQuantity, store.MaxOrderQuantity+1))
-	err = s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: -1})
+	err = s.PlaceOrder(ctx, &store.Order{PetID: rex.ID, Quantity: -1}, nil)
 	wantError(t, "a negative order", err, store.EINVALID, fmt.Sprintf("quantity must be between 1 and %d, got -1", store.MaxOrderQuantity))
-	wantError(t, "an order for a missing pet", s.PlaceOrder(ctx, &store.Order{PetID: 999}), store.EUNPROCESSABLE, "pet 999 does not exist")
+	wantError(t, "an order for a missing pet", s.PlaceOrder(ctx, &store.Order{PetID: 999}, nil), store.EUNPROCESSABLE, "pet 999 does not exist")
 	sold := newPet(t, s, "Sold", dogs.ID, store.StatusSold)
 	must(s.SetStock(ctx, sold.ID, 5, store.Condition{}))(t)
-	wantError(t, "an order for a sold pet", s.PlaceOrder(ctx, &store.Order{PetID: sold.ID}), store.ECONFLICT, fmt.Sprintf("pet %d is sold", sold.ID))
+	wantError(t, "an order for a sold pet", s.PlaceOrder(ctx, &store.Order{PetID: sold.ID}, nil), store.ECONFLICT, fmt.Sprintf("pet %d is sold", sold.ID))
 
 	// Cancelling gives the stock back; a complete order cannot be cancelled.
 	check(t, s.CancelOrder(ctx, big.ID, store.Condition{}))
@@ -308,7 +308,7 @@ func testOrders(t *testing.T, s store.Store) {
 
 	// Cancelling never pushes the stock past MaxStock.
 	late := store.Order{PetID: rex.ID, Quantity: 2}
-	check(t, s.PlaceOrder(ctx, &late))
+	check(t, s.PlaceOrder(ctx, &late, nil))
 	must(s.SetStock(ctx, rex.ID, store.MaxStock-1, store.Condition{}))(t)
 	check(t, s.CancelOrder(ctx, late.ID, store.Condition{}))
 	if it := must(s.InventoryItem(ctx, rex.ID))(t); it.Quantity != store.MaxStock {
@@ -383,7 +383,7 @@ func testCategoryAndOrderVersions(t *testing.T, s store.Store) {
 	rex := newPet(t, s, "Rex", dogs.ID, "")
 	must(s.SetStock(ctx, rex.ID, 5, store.Condition{}))(t)
 	o := store.Order{PetID: rex.ID, Quantity: 1}
-	check(t, s.PlaceOrder(ctx, &o))
+	check(t, s.PlaceOrder(ctx, &o, nil))
 	if o.Version != 1 || must(s.Order(ctx, o.ID))(t).Version != 1 {
 		t.Fatalf("a new order's version: %d", o.Version)
 	}
@@ -399,7 +399,7 @@ func testCategoryAndOrderVersions(t *testing.T, s store.Store) {
 		t.Errorf("after a stale update: %+v", got)
 	}
 	o2 := store.Order{PetID: rex.ID, Quantity: 1}
-	check(t, s.PlaceOrder(ctx, &o2))
+	check(t, s.PlaceOrder(ctx, &o2, nil))
 	err = s.CancelOrder(ctx, o2.ID, store.Condition{IfMatch: []int64{5}})
 	wantError(t, "a stale cancellation", err, store.EPRECONDITION,
 		fmt.Sprintf("order %d has changed since the version in If-Match; read it again, then retry with its new ETag", o2.ID))
