@@ -557,3 +557,29 @@ func testAdminKeyConcurrent(t *testing.T, a, b *testServer) {
 	a.adminKeyed("POST", "/admin/api-keys", `{"name":"race"}`, "one").wantReplayOf(first)
 	b.adminKeyed("POST", "/admin/api-keys", `{"name":"race"}`, "one").wantReplayOf(first)
 }
+
+// TestIdempotencyKeyAnswersOfAnOlderVersion: an answer an older version
+// kept whole (status, headers and body, where this one keeps the record),
+// found in the database this instance shares with it, is replayed as it
+// was kept, and nothing is written.
+func TestIdempotencyKeyAnswersOfAnOlderVersion(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	ts := startOnPostgres(t, dbURL)
+	body := `{"name":"Rex","categoryId":1}`
+	scope := sha256.Sum256([]byte(ts.apiKey))
+	fp := sha256.Sum256([]byte("POST /pets\n" + body))
+	oldBody := `{"id":77,"name":"Rex","categoryId":1,"status":"available"}`
+	old := `{"status":201,"location":"/pets?id=77","etag":"\"1\"","body":` + oldBody + `}`
+	err := pgtest.Connect(t, dbURL).Exec(context.Background(), fmt.Sprintf(`INSERT INTO idempotency_keys (scope, key, fingerprint, answer, created_at, expires_at)
+		VALUES ('key:%x', 'old-1', '\x%x', convert_to('%s', 'UTF8'), now(), now() + interval '1 hour')`, scope[:12], fp, old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := ts.keyed("POST", "/pets", body, "old-1").wantStatus(http.StatusCreated)
+	if string(res.body) != oldBody+"\n" || res.header.Get("Location") != "/pets?id=77" || res.header.Get("ETag") != `"1"` || res.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("replayed %s with %v, want the older version's answer %s", res.body, res.header, old)
+	}
+	if pets := ts.do("GET", "/pets", "").wantStatus(http.StatusOK); string(pets.body) != "[]\n" {
+		t.Errorf("pets after the replay: %s, want none", pets.body)
+	}
+}

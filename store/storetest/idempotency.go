@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"testing"
 	"time"
 
@@ -261,4 +262,72 @@ func testKeptAdminAnswers(t *testing.T, s store.Store) {
 	again = adminKeyed("verify", "fp-verify")
 	replayed("a kept answer", s.KeepAnswer(ctx, again, map[string]string{"other": "answer"}, nil), again, verified, []string{"a step"})
 	check(t, s.KeepAnswer(ctx, nil, verified, nil))
+}
+
+// testKeptRecords: what a store keeps for a key is the record its write
+// returned, and beside it what the record's JSON leaves out, and decodes
+// back to them: a replay renders the answer the first request got.
+func testKeptRecords(t *testing.T, s store.Store) {
+	hook := store.Webhook{URL: "http://hook.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_first", Description: "<all>"}
+	check(t, s.CreateWebhook(ctx, &hook, adminKeyed("hook", "fp")))
+	keptAs(t, s, "hook", hook, any(nil))
+	ev := must(s.RecordEvent(ctx, store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{"url":"http://hook.example/"}`)}, hook.ID, adminKeyed("event", "fp")))(t)
+	keptAs(t, s, "event", ev, any(nil))
+	fanOut(t, s, time.Now().UTC(), 1)
+	ds, _ := must2(s.Deliveries(ctx, hook.ID, store.Page{}))(t)
+	if len(ds) == 0 {
+		t.Fatal("no delivery of the test event")
+	}
+	retry := must(s.RetryDelivery(ctx, hook.ID, ds[0].ID, time.Now().UTC(), adminKeyed("retry", "fp")))(t)
+	keptAs(t, s, "retry", store.Delivery{ID: retry.ID, WebhookID: retry.WebhookID, EventType: retry.EventType, Attempt: retry.Attempt,
+		Manual: retry.Manual, State: retry.State, ScheduledAt: retry.ScheduledAt}, retry.EventID)
+	cat := store.Category{Name: "dogs", Description: "barks"}
+	check(t, s.CreateCategory(ctx, &cat, adminKeyed("category", "fp")))
+	keptAs(t, s, "category", store.Category{ID: cat.ID, Name: cat.Name, Description: cat.Description}, any(nil))
+	p := store.Pet{Name: "Rex", CategoryID: cat.ID}
+	check(t, s.CreatePet(ctx, &p, adminKeyed("pet", "fp")))
+	p.Version = 0 // left out of the JSON: a new record's is 1
+	keptAs(t, s, "pet", p, any(nil))
+	must(s.SetStock(ctx, p.ID, 2, store.Condition{}))(t)
+	ship := time.Date(2031, 5, 6, 7, 8, 9, 10, time.UTC)
+	o := store.Order{PetID: p.ID, Quantity: 2, ShipDate: &ship}
+	check(t, s.PlaceOrder(ctx, &o, adminKeyed("order", "fp")))
+	o.Version = 0
+	keptAs(t, s, "order", o, any(nil))
+
+	k, secret := must2x(s.CreateAPIKey(ctx, "bot", adminKeyed("apikey", "fp")))(t)
+	keptAs(t, s, "apikey", k, secret)
+	next := time.Date(2030, 1, 1, 0, 5, 0, 0, time.UTC)
+	d := store.Domain{Name: "shop.example", State: store.DomainPending, AddedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), NextCheckAt: &next}
+	check(t, s.AddDomain(ctx, &d, adminKeyed("domain", "fp")))
+	keptAs(t, s, "domain", d, any(nil))
+}
+
+// keptAs fails unless the answer kept for the admin key decodes to record
+// and beside.
+func keptAs[R, B any](t *testing.T, s store.Store, key string, record R, beside B) {
+	t.Helper()
+	w := adminKeyed(key, "fp")
+	k := must(w.Replay(must(s.KeptAnswer(ctx, w))(t)))(t)
+	var got store.Kept[R, B]
+	if err := json.Unmarshal(k.Answer, &got); err != nil || !reflect.DeepEqual(got, store.Kept[R, B]{Record: record, Beside: beside}) {
+		t.Errorf("%s: kept %s (%v), decoded %+v; want %+v beside %+v", key, k.Answer, err, got, record, beside)
+	}
+}
+
+// testAnswersKeptByAnOlderVersion: an answer an older version kept, the
+// whole HTTP answer, is replayed as it was kept.
+func testAnswersKeptByAnOlderVersion(t *testing.T, s store.Store) {
+	old := []byte(`{"status":201,"location":"/pets?id=7","etag":"\"1\"","body":{"id":7,"name":"Rex","categoryId":1,"status":"available"}}`)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	check(t, s.(store.Importer).Import(ctx, &store.Snapshot{Answers: []store.StoredAnswer{{Scope: "key:1", Key: "old",
+		KeptAnswer: store.KeptAnswer{Fingerprint: []byte("fp-old"), Answer: old, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}}}}))
+	dogs := newCategory(t, s, "dogs")
+	w := keyed("key:1", "old", "fp-old", time.Hour)
+	if err := s.CreatePet(ctx, &store.Pet{Name: "Rex", CategoryID: dogs.ID}, w); err != store.ErrReplay || string(w.Kept.Answer) != string(old) {
+		t.Errorf("the key of an older version's answer: %v, replayed %s; want ErrReplay and %s", err, w.Kept.Answer, old)
+	}
+	if pets, _ := must2(s.ListPets(ctx, store.PetFilter{}))(t); len(pets) != 0 {
+		t.Errorf("%d pets created by a replay", len(pets))
+	}
 }

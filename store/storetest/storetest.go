@@ -53,6 +53,8 @@ func Run(t *testing.T, open Open) {
 		{"KeptAdminAnswers", testKeptAdminAnswers},
 		{"SweepKeptAnswers", testSweepKeptAnswers},
 		{"KeyRace", testKeyRace},
+		{"KeptRecords", testKeptRecords},
+		{"AnswersKeptByAnOlderVersion", testAnswersKeptByAnOlderVersion},
 		{"FinishDeliveriesInOneBatch", testFinishDeliveriesInOneBatch},
 		{"WebhookQueue", testWebhookQueue},
 	} {
