@@ -160,18 +160,15 @@ func replay[R, B any](c echo.Context, k store.KeptAnswer, render func(R, B) (ans
 		store.Kept[*R, B]
 		answer
 	}
-	if err := stdjson.Unmarshal(k.Answer, &kept); err != nil {
+	err := stdjson.Unmarshal(k.Answer, &kept)
+	if err == nil && kept.Record != nil {
+		kept.answer, err = render(*kept.Record, kept.Beside)
+	}
+	if err != nil {
 		return err
 	}
-	a := kept.answer
-	if kept.Record != nil {
-		var err error
-		if a, err = render(*kept.Record, kept.Beside); err != nil {
-			return err
-		}
-	}
 	c.Response().Header()[headerReplayed] = []string{"true"}
-	return a.send(c)
+	return kept.answer.send(c)
 }
 
 func keyBusy(key string) error {

@@ -8,8 +8,8 @@ import (
 
 // Every JSON answer, success or Error, goes out through these helpers, so
 // the Content-Type and the Link of the next page are set in one place; the
-// answer of a POST, with its Location, is an answer (idempotency.go), the
-// one an Idempotency-Key keeps.
+// answer of a POST, with its Location, is an answer (idempotency.go), made
+// alike for the request and the replays of its Idempotency-Key.
 
 // respond answers status with v as JSON.
 func respond(c echo.Context, status int, v any) error {

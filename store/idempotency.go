@@ -84,10 +84,9 @@ type IdempotentWrite struct {
 }
 
 // Kept is the form of the answer a store keeps for a key: the record its
-// write stored (complete with its id and version), and Beside it what
-// else the write gave that the store holds only as a hash (a new API
-// key's secret). Older versions kept the whole HTTP answer instead, a
-// JSON object without "record".
+// write stored, and Beside it what an answer needs that the record's JSON
+// leaves out (a new API key's secret, a new delivery's event id). Older
+// versions kept the whole HTTP answer, a JSON object without "record".
 type Kept[R, B any] struct {
 	Record R `json:"record"`
 	Beside B `json:"beside,omitempty"`

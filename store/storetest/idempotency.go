@@ -18,10 +18,7 @@ func keyed(scope, key, fingerprint string, ttl time.Duration) *store.IdempotentW
 
 // keptJSON is what a store keeps for a write of record, with beside.
 func keptJSON(record, beside any) string {
-	b, err := json.Marshal(store.Kept[any, any]{Record: record, Beside: beside})
-	if err != nil {
-		panic(err)
-	}
+	b, _ := json.Marshal(store.Kept[any, any]{Record: record, Beside: beside})
 	return string(b)
 }
 
@@ -161,10 +158,7 @@ func testKeyRace(t *testing.T, s store.Store) {
 
 // adminKeyed is a write made with an admin key, sealed.
 func adminKeyed(key, fingerprint string) *store.IdempotentWrite {
-	return &store.IdempotentWrite{
-		Scope: "admin:1", Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true,
-		Credential: AdminToken,
-	}
+	return &store.IdempotentWrite{Scope: "admin:1", Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true, Credential: AdminToken}
 }
 
 // testKeptAdminAnswers: the admin writes that serve a POST keep their
@@ -266,40 +260,25 @@ func testKeptAdminAnswers(t *testing.T, s store.Store) {
 
 // testKeptRecords: what a store keeps for a key is the record its write
 // returned, and beside it what the record's JSON leaves out, and decodes
-// back to them: a replay renders the answer the first request got.
+// back to them: a replay renders the answer the first request got. (The
+// admin writes' are compared as JSON in testKeptAdminAnswers.)
 func testKeptRecords(t *testing.T, s store.Store) {
-	hook := store.Webhook{URL: "http://hook.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_first", Description: "<all>"}
-	check(t, s.CreateWebhook(ctx, &hook, adminKeyed("hook", "fp")))
-	keptAs(t, s, "hook", hook, any(nil))
-	ev := must(s.RecordEvent(ctx, store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{"url":"http://hook.example/"}`)}, hook.ID, adminKeyed("event", "fp")))(t)
-	keptAs(t, s, "event", ev, any(nil))
-	fanOut(t, s, time.Now().UTC(), 1)
-	ds, _ := must2(s.Deliveries(ctx, hook.ID, store.Page{}))(t)
-	if len(ds) == 0 {
-		t.Fatal("no delivery of the test event")
-	}
-	retry := must(s.RetryDelivery(ctx, hook.ID, ds[0].ID, time.Now().UTC(), adminKeyed("retry", "fp")))(t)
-	keptAs(t, s, "retry", store.Delivery{ID: retry.ID, WebhookID: retry.WebhookID, EventType: retry.EventType, Attempt: retry.Attempt,
-		Manual: retry.Manual, State: retry.State, ScheduledAt: retry.ScheduledAt}, retry.EventID)
 	cat := store.Category{Name: "dogs", Description: "barks"}
 	check(t, s.CreateCategory(ctx, &cat, adminKeyed("category", "fp")))
-	keptAs(t, s, "category", store.Category{ID: cat.ID, Name: cat.Name, Description: cat.Description}, any(nil))
 	p := store.Pet{Name: "Rex", CategoryID: cat.ID}
 	check(t, s.CreatePet(ctx, &p, adminKeyed("pet", "fp")))
-	p.Version = 0 // left out of the JSON: a new record's is 1
-	keptAs(t, s, "pet", p, any(nil))
 	must(s.SetStock(ctx, p.ID, 2, store.Condition{}))(t)
 	ship := time.Date(2031, 5, 6, 7, 8, 9, 10, time.UTC)
 	o := store.Order{PetID: p.ID, Quantity: 2, ShipDate: &ship}
 	check(t, s.PlaceOrder(ctx, &o, adminKeyed("order", "fp")))
-	o.Version = 0
-	keptAs(t, s, "order", o, any(nil))
-
 	k, secret := must2x(s.CreateAPIKey(ctx, "bot", adminKeyed("apikey", "fp")))(t)
-	keptAs(t, s, "apikey", k, secret)
-	next := time.Date(2030, 1, 1, 0, 5, 0, 0, time.UTC)
-	d := store.Domain{Name: "shop.example", State: store.DomainPending, AddedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), NextCheckAt: &next}
+	d := store.Domain{Name: "shop.example", State: store.DomainPending, AddedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), NextCheckAt: &ship}
 	check(t, s.AddDomain(ctx, &d, adminKeyed("domain", "fp")))
+	cat.Version, p.Version, o.Version = 0, 0, 0 // left out of the JSON: a new record's is 1
+	keptAs(t, s, "category", cat, any(nil))
+	keptAs(t, s, "pet", p, any(nil))
+	keptAs(t, s, "order", o, any(nil))
+	keptAs(t, s, "apikey", k, secret)
 	keptAs(t, s, "domain", d, any(nil))
 }
 
