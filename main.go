@@ -257,13 +257,9 @@ func checkAdminToken(token string) error {
 	return nil
 }
 
-// run starts the service and blocks until ctx ends, then shuts down
-// gracefully: in-flight requests finish and the data file is closed.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	return runWith(ctx, args, getenv, stdout, upgrades{})
-}
-
-// runWith is run, upgraded in place on the signals of up (upgrade.go).
+// runWith starts the service and blocks until ctx ends, then shuts down
+// gracefully: in-flight requests finish and the data file is closed. It is
+// upgraded in place on the signals of up (upgrade.go).
 func runWith(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, up upgrades) (err error) {
 	if len(args) > 0 && args[0] == "migrate" {
 		return runMigrate(ctx, args[1:], getenv, stdout)

@@ -143,12 +143,6 @@ func (l *rateLimiter) take(k clientkey.Key, now time.Time) (ok bool, left int, w
 	return ok, left, max(wait, 0)
 }
 
-// allow is take's verdict alone.
-func (l *rateLimiter) allow(k clientkey.Key, now time.Time) bool {
-	ok, _, _ := l.take(k, now)
-	return ok
-}
-
 // Failed credential attempts are limited per client address whatever the
 // general rate limit is: after Config.CredentialFailures of them in
 // credentialFailureWindow, every wrong credential from that address gets
