@@ -95,10 +95,9 @@ func TestRotatedSecretSurvivesRestart(t *testing.T) {
 // The fresh deliveries kept are maxFresh at most: the oldest made goes
 // first, the others stay, and a claim reads the one gone from the file.
 func TestFreshDeliveriesForgetTheOldest(t *testing.T) {
-	ctx := context.Background()
-	db := openTestDB(t)
-	w := store.Webhook{URL: "http://receiver.test/", Events: []string{"*"}, Enabled: true, Secret: "whsec_AAAA"}
-	if err := db.CreateWebhook(ctx, &w); err != nil {
+	db, ctx := openTestDB(t), context.Background()
+	hook := store.Webhook{URL: "http://receiver.test/", Events: []string{store.EventPetCreated}, Enabled: true, Secret: "whsec_AAAA"}
+	if err := db.CreateWebhook(ctx, &hook); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.bolt.Update(func(tx *bolt.Tx) error {
