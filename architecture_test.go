@@ -147,6 +147,27 @@ func TestArchitecture(t *testing.T) {
 	}
 }
 
+// TestOnlyBoundedImportsGolangLRU: every bounded table of the service is a
+// bounded.Cache, so that the eviction rule is the one bounded states; no
+// other package, tests included, uses golang-lru itself.
+func TestOnlyBoundedImportsGolangLRU(t *testing.T) {
+	pkgs := listPackages(t)
+	if b, ok := pkgs["petstore/bounded"]; !ok {
+		t.Fatal("no package petstore/bounded")
+	} else if importsAny(b.Imports, "github.com/hashicorp/golang-lru") == "" {
+		t.Error("petstore/bounded does not import golang-lru")
+	}
+	for path, p := range pkgs {
+		if path == "petstore/bounded" {
+			continue
+		}
+		all := slices.Concat(p.Imports, p.TestImports, p.XTestImports)
+		if imp := importsAny(all, "github.com/hashicorp/golang-lru"); imp != "" {
+			t.Errorf("%s imports %s; use petstore/bounded", path, imp)
+		}
+	}
+}
+
 // modulePath is the module's path, as go.mod declares it.
 func modulePath(t *testing.T) string {
 	t.Helper()

@@ -153,8 +153,8 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		if data := os.Getenv(collectEnv); data != "" {
 			db, err := boltstore.Open(data, store.Options{})
 			if err == nil {
-				var s *store.Snapshot
-				s, err = store.Collect(context.Background(), db)
+				var s *storetest.Snapshot
+				s, err = storetest.Collect(context.Background(), db)
 				if err == nil {
 					fmt.Printf("read %d pets\n", len(s.Pets))
 				}
@@ -210,7 +210,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 	if _, err := file.EnsureAdminToken(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	want, err := store.Collect(ctx, file)
+	want, err := storetest.Collect(ctx, file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		}
 	}
 
-	got, err := store.Collect(ctx, domaintest.OpenPostgres(t, url))
+	got, err := storetest.Collect(ctx, domaintest.OpenPostgres(t, url))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestMigrateCarriesWebhooksEventsAndDeliveries(t *testing.T) {
 	if n, err := file.FanOut(ctx, time.Now().Add(time.Hour), 100); err != nil || n != 1 {
 		t.Fatalf("fanning out the last event: %d, %v", n, err)
 	}
-	before, err := store.Collect(ctx, file)
+	before, err := storetest.Collect(ctx, file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,11 @@ import (
 	"petstore/domains/domaintest"
 )
 
+// run is the service as main runs it, without an upgrade's signals.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	return runWith(ctx, args, getenv, stdout, upgrades{})
+}
+
 // instance is one run() of the service on a loopback port.
 type instance struct {
 	base   string

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"petstore/bounded"
 	"petstore/store"
 )
 
@@ -93,9 +94,10 @@ type Engine struct {
 	mu       sync.Mutex
 	inFlight map[int64]int
 	// signers are the webhooks' signers, by secret, and senders their
-	// URLs' senders.
-	signers map[string]*signer
-	senders map[senderKey]*sender
+	// URLs' senders; an evicted sender's idle connections are closed, and
+	// its attempts under way end on it.
+	signers *bounded.Cache[string, *signer]
+	senders *bounded.Cache[senderKey, *sender]
 	wg      sync.WaitGroup
 	// wake starts the next step at once when an attempt ends, so that a
 	// webhook with a backlog keeps its attempts going between polls.
@@ -122,8 +124,8 @@ func New(cfg Config) *Engine {
 		dialer:   &net.Dialer{Timeout: Timeout, Control: cfg.Policy.control, Resolver: cfg.Policy.Resolver},
 		timeout:  Timeout,
 		lease:    leaseFor(Timeout),
-		signers:  map[string]*signer{},
-		senders:  map[senderKey]*sender{},
+		signers:  bounded.New[string, *signer](maxSigners, nil),
+		senders:  bounded.New(maxSigners, func(_ senderKey, s *sender) { s.closeIdle() }),
 		hub:      newHub(cfg.Store, cfg.Poll),
 		inFlight: map[int64]int{},
 		wake:     make(chan struct{}, 1),
@@ -148,7 +150,7 @@ func (e *Engine) Run(ctx context.Context) {
 		close(e.finished)
 		<-recorded
 		e.mu.Lock()
-		for _, s := range e.senders {
+		for _, s := range e.senders.Values() {
 			s.closeIdle()
 		}
 		e.mu.Unlock()
@@ -235,22 +237,14 @@ func (e *Engine) sender(w store.Webhook) (*sender, error) {
 	k := senderKey{w.ID, w.URL}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s := e.senders[k]; s != nil {
+	if s, ok := e.senders.Get(k); ok {
 		return s, nil
 	}
 	s, err := e.newSender(w.URL)
 	if err != nil {
 		return nil, err
 	}
-	if len(e.senders) >= maxSigners {
-		// Those in use are made again; their attempts under way end
-		// on the old ones, whose connections close when idle.
-		for _, old := range e.senders {
-			old.closeIdle()
-		}
-		clear(e.senders)
-	}
-	e.senders[k] = s
+	e.senders.Add(k, s)
 	return s, nil
 }
 
@@ -370,24 +364,23 @@ func outcome(o *store.Outcome, status int, kept []byte, readErr error) {
 	}
 }
 
-// maxSigners bounds the signers kept: past it, they are made again.
+// maxSigners bounds the signers kept, and the senders: past it, the least
+// recently used is made again when next needed (rotated secrets, deleted
+// webhooks and changed URLs go first).
 const maxSigners = 1024
 
 // signer is the signer of a secret, made once.
 func (e *Engine) signer(secret string) (*signer, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s := e.signers[secret]; s != nil {
+	if s, ok := e.signers.Get(secret); ok {
 		return s, nil
 	}
 	s, err := newSigner(secret)
 	if err != nil {
 		return nil, err
 	}
-	if len(e.signers) >= maxSigners {
-		clear(e.signers) // rotated secrets and deleted webhooks go with the rest
-	}
-	e.signers[secret] = s
+	e.signers.Add(secret, s)
 	return s, nil
 }
 

@@ -37,21 +37,6 @@ func secretKey(secret string) ([]byte, error) {
 	return key, nil
 }
 
-// Sign sets the Standard Webhooks headers of a delivery of body, the event
-// msgID, at time at: webhook-id, webhook-timestamp and webhook-signature
-// ("v1," and the base64 HMAC-SHA256 of "id.timestamp.body"). secrets may
-// be several, space-separated (store.Webhook.SigningSecrets): then the
-// header carries one signature per secret, space-separated, as the
-// specification allows during a rotation.
-func Sign(h http.Header, secrets, msgID string, at time.Time, body []byte) error {
-	s, err := newSigner(secrets)
-	if err != nil {
-		return err
-	}
-	s.sign(h, msgID, at, body)
-	return nil
-}
-
 // signer signs with one secret or more. Their keys are decoded once, and
 // their HMACs are reused: after the first, an HMAC starts from the key's
 // saved state instead of hashing the padded key again.

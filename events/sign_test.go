@@ -23,9 +23,11 @@ func TestSignWithSeveralSecrets(t *testing.T) {
 	}
 	body := []byte(`{"id":"evt_1","type":"webhook.test"}`)
 	h := http.Header{}
-	if err := Sign(h, secrets[0]+" "+secrets[1], "evt_1", time.Now(), body); err != nil {
+	sg, err := newSigner(secrets[0] + " " + secrets[1])
+	if err != nil {
 		t.Fatal(err)
 	}
+	sg.sign(h, "evt_1", time.Now(), body)
 	if sigs := strings.Fields(h.Get("webhook-signature")); len(sigs) != 2 {
 		t.Fatalf("webhook-signature %q, want two signatures", h.Get("webhook-signature"))
 	}
@@ -38,7 +40,7 @@ func TestSignWithSeveralSecrets(t *testing.T) {
 			t.Errorf("secret %d: verify %v", i, err)
 		}
 	}
-	if err := Sign(h, " ", "evt_1", time.Now(), body); err == nil {
-		t.Error("signed with no secret")
+	if _, err := newSigner(" "); err == nil {
+		t.Error("a signer with no secret")
 	}
 }

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
+	"petstore/bounded"
 	"petstore/handlers/clientkey"
 )
 
@@ -104,26 +104,22 @@ func (s *Server) RateLimited(h http.Handler) http.Handler {
 }
 
 // rateLimiter is a token bucket (x/time/rate) per client, for at most size
-// clients, the least recently seen forgotten first (golang-lru's LRU).
+// clients, the least recently seen forgotten first (bounded).
 type rateLimiter struct {
 	limit rate.Limit
 	burst int
 
 	mu      sync.Mutex
-	clients *simplelru.LRU[clientkey.Key, *rate.Limiter]
+	clients *bounded.Cache[clientkey.Key, *rate.Limiter]
 }
 
 // newRateLimiter allows perSecond requests a second with a burst of burst
 // (at least one whole request).
 func newRateLimiter(perSecond, burst float64, size int) *rateLimiter {
-	clients, err := simplelru.NewLRU[clientkey.Key, *rate.Limiter](size, nil)
-	if err != nil {
-		panic(err) // only for a size below 1
-	}
 	return &rateLimiter{
 		limit:   rate.Limit(perSecond),
 		burst:   int(min(math.Floor(max(burst, 1)), maxBurst)),
-		clients: clients,
+		clients: bounded.New[clientkey.Key, *rate.Limiter](size, nil),
 	}
 }
 
@@ -145,12 +141,6 @@ func (l *rateLimiter) take(k clientkey.Key, now time.Time) (ok bool, left int, w
 		wait = int64(math.Ceil((float64(left) + 1 - tokens) / float64(l.limit)))
 	}
 	return ok, left, max(wait, 0)
-}
-
-// allow is take's verdict alone.
-func (l *rateLimiter) allow(k clientkey.Key, now time.Time) bool {
-	ok, _, _ := l.take(k, now)
-	return ok
 }
 
 // Failed credential attempts are limited per client address whatever the
@@ -180,8 +170,8 @@ const (
 type failureLimiter struct {
 	max      int // failures allowed in a window
 	mu       sync.Mutex
-	watching *simplelru.LRU[clientkey.Key, *failures] // not locked out
-	locked   *simplelru.LRU[clientkey.Key, *failures] // locked out, or were
+	watching *bounded.Cache[clientkey.Key, *failures] // not locked out
+	locked   *bounded.Cache[clientkey.Key, *failures] // locked out, or were
 }
 
 // failures is a ring of the last max failure times, in Unix nanoseconds.
@@ -226,15 +216,11 @@ func newFailureLimiter(max int) *failureLimiter {
 	if max <= 0 {
 		return nil
 	}
-	watching, err := simplelru.NewLRU[clientkey.Key, *failures](failureWatchSize, nil)
-	if err != nil {
-		panic(err)
+	return &failureLimiter{
+		max:      max,
+		watching: bounded.New[clientkey.Key, *failures](failureWatchSize, nil),
+		locked:   bounded.New[clientkey.Key, *failures](failureLockedSize, nil),
 	}
-	locked, err := simplelru.NewLRU[clientkey.Key, *failures](failureLockedSize, nil)
-	if err != nil {
-		panic(err)
-	}
-	return &failureLimiter{max: max, watching: watching, locked: locked}
 }
 
 // errTooManyFailures is the error of a wrong credential from an address

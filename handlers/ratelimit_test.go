@@ -159,3 +159,9 @@ func TestFailureLimiterKeepsLockOuts(t *testing.T) {
 		t.Error("an address whose failures are all a minute old is still in the table")
 	}
 }
+
+// allow is take's verdict alone.
+func (l *rateLimiter) allow(k clientkey.Key, now time.Time) bool {
+	ok, _, _ := l.take(k, now)
+	return ok
+}

@@ -63,13 +63,6 @@ func (l *Listeners) ReadProxyProtocolFrom(sources []string) error {
 	return nil
 }
 
-// Listen opens addr for srv (with TLS when srv has a TLSConfig) and returns
-// the address it got, which names the port when addr asked for port 0. It
-// sets srv's ConnState, which the guard follows.
-func (l *Listeners) Listen(addr string, srv *http.Server) (net.Addr, error) {
-	return l.ListenAs("", addr, srv)
-}
-
 // Bind opens the socket of name without serving it yet: the one the old
 // process of an upgrade passed, else the one systemd passed, else a new
 // one bound to addr. ListenAs then serves it.
@@ -96,8 +89,11 @@ func (l *Listeners) Bind(name, addr string) (net.Addr, error) {
 	return ln.Addr(), nil
 }
 
-// ListenAs is Listen, but serves the socket of name that Bind opened, or
-// opens it as Bind does.
+// ListenAs serves srv (with TLS when srv has a TLSConfig) on the socket of
+// name that Bind opened, or opens it as Bind does (an empty name: a new
+// socket on addr), and returns the address it got, which names the port
+// when addr asked for port 0. It sets srv's ConnState, which the guard
+// follows.
 func (l *Listeners) ListenAs(name, addr string, srv *http.Server) (net.Addr, error) {
 	var ln net.Listener
 	if name == "" {

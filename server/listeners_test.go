@@ -21,7 +21,7 @@ func TestQuietShutdownWarnsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := NewListeners(guard)
-		if _, err := l.Listen("127.0.0.1:0", &http.Server{Handler: http.NotFoundHandler()}); err != nil {
+		if _, err := l.ListenAs("", "127.0.0.1:0", &http.Server{Handler: http.NotFoundHandler()}); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())

@@ -32,7 +32,7 @@ func startProxyListeners(t *testing.T, trusted []string, tc *tls.Config, maxPerC
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
 		_, _ = io.WriteString(w, host)
 	})
-	addr, err := ls.Listen("127.0.0.1:0", &http.Server{Handler: echoRemote, TLSConfig: tc, ReadHeaderTimeout: 10 * time.Second})
+	addr, err := ls.ListenAs("", "127.0.0.1:0", &http.Server{Handler: echoRemote, TLSConfig: tc, ReadHeaderTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -130,7 +131,7 @@ func (w limitedWriter) Write(m []byte) (int, error) {
 	// counted.
 	if len(m) >= 4 && int(m[3]&0x0f) == dns.RcodeFormatError {
 		rw, ok := w.Writer.(dns.ResponseWriter)
-		if !ok || !w.s.allow(rw.RemoteAddr()) {
+		if !ok || !w.s.allow(rw.RemoteAddr(), time.Now()) {
 			return len(m), nil // dropped, as ServeDNS drops what is over the limit
 		}
 	}

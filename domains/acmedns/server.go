@@ -23,6 +23,8 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/time/rate"
+
+	"petstore/bounded"
 )
 
 // Store is where the challenges' TXT values live: the store's key/value
@@ -49,9 +51,11 @@ const (
 	DefaultBurst = 60
 )
 
-// maxNetworks bounds the memory the limits take: past it, networks whose
-// allowance is whole are forgotten, and while it stays full new networks
-// get no answer.
+// maxNetworks bounds the memory the limits take. Past it, a new network
+// takes the place of the one seen least recently only if that one's
+// allowance is whole (it loses nothing then: it would start afresh
+// anyway); otherwise the new network gets no answer, so that a flood from
+// many networks cannot make the server forget a network it is limiting.
 const maxNetworks = 100_000
 
 // Config configures a Server.
@@ -95,7 +99,7 @@ type Server struct {
 	log  *slog.Logger
 
 	mu       sync.Mutex
-	limiters map[netip.Prefix]*rate.Limiter
+	limiters *bounded.Cache[netip.Prefix, *rate.Limiter]
 	servers  []*dns.Server
 }
 
@@ -115,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxTCPConnsPerNetwork = cmp.Or(cfg.MaxTCPConnsPerNetwork, DefaultMaxTCPConnsPerNetwork)
 	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, 2*time.Second)
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 5*time.Second)
-	s := &Server{zone: dns.Fqdn(zone), db: cfg.Store, cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), limiters: map[netip.Prefix]*rate.Limiter{}}
+	s := &Server{zone: dns.Fqdn(zone), db: cfg.Store, cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), limiters: bounded.New[netip.Prefix, *rate.Limiter](maxNetworks, nil)}
 	nss := cfg.Nameservers
 	if len(nss) == 0 {
 		nss = []string{"ns." + zone}
@@ -136,7 +140,7 @@ func (s *Server) header(name string, t uint16) dns.RR_Header {
 
 // ServeDNS answers one question.
 func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	if !s.allow(w.RemoteAddr()) {
+	if !s.allow(w.RemoteAddr(), time.Now()) {
 		return // no answer: a flood gets nothing to amplify
 	}
 	m := new(dns.Msg)
@@ -248,37 +252,25 @@ func DeleteTXT(ctx context.Context, kv Store, label string) error {
 	return kv.KVDelete(ctx, keyPrefix+strings.ToLower(label))
 }
 
-// allow spends one answer of the source network's allowance.
-func (s *Server) allow(addr net.Addr) bool {
+// allow spends, at now, one answer of the source network's allowance.
+func (s *Server) allow(addr net.Addr, now time.Time) bool {
 	network, ok := sourceNetwork(addr)
 	if !ok {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := s.limiters[network]
-	if l == nil {
-		if len(s.limiters) >= maxNetworks {
-			s.forgetIdle()
-			if len(s.limiters) >= maxNetworks {
+	l, ok := s.limiters.Get(network)
+	if !ok {
+		if s.limiters.Len() >= maxNetworks {
+			if _, oldest, _ := s.limiters.GetOldest(); oldest.TokensAt(now) < float64(s.cfg.Burst) {
 				return false
 			}
 		}
 		l = rate.NewLimiter(s.cfg.Rate, s.cfg.Burst)
-		s.limiters[network] = l
+		s.limiters.Add(network, l) // evicts the oldest when full
 	}
-	return l.Allow()
-}
-
-// forgetIdle forgets the networks whose allowance is whole again: they
-// start afresh at their next question, as they would.
-func (s *Server) forgetIdle() {
-	now := time.Now()
-	for n, l := range s.limiters {
-		if l.TokensAt(now) >= float64(s.cfg.Burst) {
-			delete(s.limiters, n)
-		}
-	}
+	return l.AllowN(now, 1)
 }
 
 // Start answers on addr (host:port) over UDP and TCP until Shutdown, and

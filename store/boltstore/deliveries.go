@@ -79,11 +79,8 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 	if err == nil && len(made) > 0 {
 		l := db.leases()
 		l.mu.Lock()
-		if len(l.fresh)+len(made) > maxFresh {
-			clear(l.fresh)
-		}
 		for i := range made {
-			l.fresh[made[i].r.ID] = &made[i]
+			l.fresh.Add(made[i].r.ID, &made[i])
 		}
 		l.mu.Unlock()
 	}
@@ -122,8 +119,8 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			if until, ok := l.until[id]; ok && until.After(now) {
 				continue
 			}
-			if f := l.fresh[id]; f != nil {
-				delete(l.fresh, id)
+			if f, ok := l.fresh.Peek(id); ok {
+				l.fresh.Remove(id)
 				w, ok := hooks[hook]
 				if !ok {
 					var err error

@@ -3,10 +3,13 @@ package boltstore
 import (
 	"sync"
 	"sync/atomic"
+
+	"petstore/bounded"
 )
 
 // petCacheSize bounds the pets whose JSON is kept in memory: the hot set of
-// a busy store, at most a few MB (a stored pet is 60 to 1,300 bytes).
+// a busy store, at most a few MB (a stored pet is 60 to 1,300 bytes). A
+// full shard forgets its least recently read pet (bounded).
 const petCacheSize = 16384
 
 const petCacheShards = 16
@@ -30,9 +33,11 @@ type petCache struct {
 	shards [petCacheShards]petCacheShard
 }
 
+// petCacheShard is a bounded LRU. Its lock is a plain mutex, not a
+// read-write one: a hit moves the pet to the front, a write.
 type petCacheShard struct {
-	mu sync.RWMutex
-	m  map[int64]cachedPet
+	mu sync.Mutex
+	m  *bounded.Cache[int64, cachedPet]
 }
 
 // cachedPet is a pet's stored JSON and its version, read together.
@@ -44,7 +49,7 @@ type cachedPet struct {
 func newPetCache() *petCache {
 	c := &petCache{}
 	for i := range c.shards {
-		c.shards[i].m = make(map[int64]cachedPet)
+		c.shards[i].m = bounded.New[int64, cachedPet](petCacheSize/petCacheShards, nil)
 	}
 	return c
 }
@@ -56,9 +61,9 @@ func (c *petCache) shard(id int64) *petCacheShard {
 // get returns the pet's cached JSON, which callers must not modify.
 func (c *petCache) get(id int64) (cachedPet, bool) {
 	s := c.shard(id)
-	s.mu.RLock()
-	v, ok := s.m[id]
-	s.mu.RUnlock()
+	s.mu.Lock()
+	v, ok := s.m.Get(id)
+	s.mu.Unlock()
 	return v, ok
 }
 
@@ -77,19 +82,13 @@ func (c *petCache) fill(id int64, v cachedPet, gen uint64) {
 	if c.gen.Load() != gen {
 		return
 	}
-	if len(s.m) >= petCacheSize/petCacheShards {
-		for k := range s.m { // map order is random: a random victim
-			delete(s.m, k)
-			break
-		}
-	}
-	s.m[id] = v
+	s.m.Add(id, v)
 }
 
 // forget drops the pet after a commit that changed or deleted it.
 func (c *petCache) forget(id int64) {
 	s := c.shard(id)
 	s.mu.Lock()
-	delete(s.m, id)
+	s.m.Remove(id)
 	s.mu.Unlock()
 }

@@ -1,7 +1,10 @@
 package boltstore
 
 import (
+	"context"
 	"testing"
+
+	"petstore/store"
 )
 
 // TestPetCacheRefusesReadsOlderThanACommit walks the cache's protocol step
@@ -34,12 +37,49 @@ func TestPetCacheBounded(t *testing.T) {
 	}
 	n := 0
 	for i := range c.shards {
-		n += len(c.shards[i].m)
+		n += c.shards[i].m.Len()
 	}
 	if n > petCacheSize {
 		t.Fatalf("%d pets cached; the bound is %d", n, petCacheSize)
 	}
 	if v, ok := c.get(4 * petCacheSize); !ok || string(v.json) != "x" {
 		t.Fatalf("the last pet filled is not cached")
+	}
+}
+
+// TestPetCacheEvictsTheLeastRecentlyRead reads, through the store, one
+// more pet of a shard than the shard holds, the first of them again before
+// each of the others: that one stays, and the one read least recently (the
+// second) is the one forgotten.
+func TestPetCacheEvictsTheLeastRecentlyRead(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	c := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	const perShard = petCacheSize / petCacheShards
+	if err := db.BulkCreatePets(ctx, (perShard+1)*petCacheShards, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	read := func(id int64) {
+		if _, _, err := db.PetJSON(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shard := db.pets.shard(petCacheShards)
+	hot := int64(petCacheShards) // the pets of this shard: every petCacheShards-th id
+	for i := int64(2); i <= perShard+1; i++ {
+		read(hot)
+		read(i * petCacheShards)
+	}
+	if !shard.m.Contains(hot) {
+		t.Error("the pet read before every other was forgotten")
+	}
+	if shard.m.Contains(2 * petCacheShards) {
+		t.Error("the pet read least recently is still cached")
+	}
+	if n := shard.m.Len(); n != perShard {
+		t.Errorf("the shard holds %d pets, want %d", n, perShard)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"petstore/bounded"
 	"petstore/store"
 )
 
@@ -53,7 +54,7 @@ type leases struct {
 	// (its outcome recorded, its webhook deleted, its event pruned), which
 	// is where a claim finds it: an entry here is the record on disk as
 	// long as the claim finds its id in the index.
-	fresh map[int64]*freshDelivery
+	fresh *bounded.Cache[int64, *freshDelivery]
 }
 
 type freshDelivery struct {
@@ -61,8 +62,9 @@ type freshDelivery struct {
 	e store.Event
 }
 
-// maxFresh bounds the fresh deliveries kept: those never claimed (their
-// webhook deleted first) go when it is reached.
+// maxFresh bounds the fresh deliveries kept: past it, the oldest made goes
+// (one never claimed, its webhook deleted first, or one a claim reads from
+// the file instead).
 const maxFresh = 1 << 14
 
 func (db *DB) leases() *leases {
@@ -70,7 +72,7 @@ func (db *DB) leases() *leases {
 	l.mu.Lock()
 	if l.until == nil {
 		l.until = map[int64]time.Time{}
-		l.fresh = map[int64]*freshDelivery{}
+		l.fresh = bounded.New[int64, *freshDelivery](maxFresh, nil)
 	}
 	l.mu.Unlock()
 	return l

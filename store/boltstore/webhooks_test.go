@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"petstore/store"
 )
 
@@ -44,7 +46,7 @@ func TestClaimOfFreshDeliveriesMatchesTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range fromMemory {
-		if db.leases().fresh[d.ID] != nil {
+		if db.leases().fresh.Contains(d.ID) {
 			t.Errorf("delivery %d claimed and still fresh", d.ID)
 		}
 	}
@@ -88,5 +90,56 @@ func TestRotatedSecretSurvivesRestart(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, rotated) || got.SigningSecrets(now) != "whsec_BBBB whsec_AAAA" {
 		t.Errorf("after a restart: %+v, want %+v signing with both", got, rotated)
+	}
+}
+
+// The fresh deliveries kept are maxFresh at most: the oldest made goes
+// first, the others stay, and a claim reads the one gone from the file.
+func TestFreshDeliveriesForgetTheOldest(t *testing.T) {
+	db, ctx := openTestDB(t), context.Background()
+	hook := store.Webhook{URL: "http://receiver.test/", Events: []string{store.EventPetCreated}, Enabled: true, Secret: "whsec_AAAA"}
+	if err := db.CreateWebhook(ctx, &hook); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		for i := range maxFresh + 1 {
+			if err := db.emit(tx, store.EventPetCreated, map[string]int{"id": i + 1}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	// The first two events one at a time, then the rest.
+	for range 2 {
+		if n, err := db.FanOut(ctx, now, 1); err != nil || n != 1 {
+			t.Fatalf("FanOut = %d, %v", n, err)
+		}
+	}
+	first := db.leases().fresh.Keys() // oldest first
+	if len(first) != 2 {
+		t.Fatalf("%d fresh deliveries after two events, want 2", len(first))
+	}
+	if _, err := db.FanOut(ctx, now, 2*maxFresh); err != nil {
+		t.Fatal(err)
+	}
+	fresh := db.leases().fresh
+	if fresh.Contains(first[0]) {
+		t.Error("the oldest fresh delivery is still kept")
+	}
+	if !fresh.Contains(first[1]) {
+		t.Error("the second oldest fresh delivery was forgotten too")
+	}
+	if n := fresh.Len(); n != maxFresh {
+		t.Errorf("%d fresh deliveries kept, want %d", n, maxFresh)
+	}
+	claimed, err := db.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != 1 || claimed[0].ID != first[0] || string(claimed[0].Event.Data) != `{"id":1}` {
+		t.Errorf("claimed %+v, want delivery %d of the first event", claimed, first[0])
 	}
 }

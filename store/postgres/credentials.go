@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"petstore/bounded"
 	"petstore/store"
 )
 
@@ -20,22 +21,27 @@ import (
 // instance to confirm each revoke would need a registry of instances and
 // would make a revoke as slow as the slowest of them. Unknown keys are
 // remembered briefly, so that a flood of wrong keys cannot become a flood
-// of queries.
+// of queries: maxMiss of them, the least recently tried forgotten first.
 const (
 	missTTL = time.Second
 	maxMiss = 10000
 )
 
+// keyLookups are the unknown keys' hashes and when they were looked up.
+// The zero value is ready.
 type keyLookups struct {
 	mu     sync.Mutex
-	misses map[[32]byte]time.Time
+	misses *bounded.Cache[[32]byte, time.Time]
 }
 
 // missed reports whether hash was looked up and not found within missTTL.
 func (k *keyLookups) missed(hash [32]byte, now time.Time) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	at, ok := k.misses[hash]
+	if k.misses == nil {
+		return false
+	}
+	at, ok := k.misses.Get(hash)
 	return ok && now.Sub(at) < missTTL
 }
 
@@ -43,25 +49,17 @@ func (k *keyLookups) miss(hash [32]byte, now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.misses == nil {
-		k.misses = map[[32]byte]time.Time{}
+		k.misses = bounded.New[[32]byte, time.Time](maxMiss, nil)
 	}
-	if len(k.misses) >= maxMiss {
-		for h, at := range k.misses {
-			if now.Sub(at) >= missTTL {
-				delete(k.misses, h)
-			}
-		}
-		if len(k.misses) >= maxMiss {
-			clear(k.misses) // a flood within missTTL: start over
-		}
-	}
-	k.misses[hash] = now
+	k.misses.Add(hash, now)
 }
 
 // forget drops every remembered miss (a key was created).
 func (k *keyLookups) forget() {
 	k.mu.Lock()
-	clear(k.misses)
+	if k.misses != nil {
+		k.misses.Purge()
+	}
 	k.mu.Unlock()
 }
 

@@ -114,11 +114,11 @@ func TestImportFromBolt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Copy(ctx, bolt, target); err != nil {
+	if err := target.Import(ctx, bolt); err != nil {
 		t.Fatal(err)
 	}
 	// A second move into the same database is refused, and changes nothing.
-	err = store.Copy(ctx, bolt, target)
+	err = target.Import(ctx, bolt)
 	if store.ErrorCode(err) != store.ECONFLICT || !strings.Contains(store.ErrorMessage(err), "the target database is not empty") {
 		t.Errorf("a second move: %v", err)
 	}
@@ -130,7 +130,7 @@ func TestImportFromBolt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Close()
-	want, err := store.Collect(ctx, bolt)
+	want, err := storetest.Collect(ctx, bolt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestImportFromBolt(t *testing.T) {
 		t.Errorf("the file holds %d webhooks, %d events, %d deliveries, %d kept answers, fan-out at %v",
 			len(want.Webhooks), len(want.Events), len(want.Deliveries), len(want.Answers), want.Dispatched)
 	}
-	got, err := store.Collect(ctx, pg)
+	got, err := storetest.Collect(ctx, pg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,22 +284,22 @@ func TestRoundTripBoltPostgresBolt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Close()
-	if err := store.Copy(ctx, bolt, pg); err != nil {
+	if err := pg.Import(ctx, bolt); err != nil {
 		t.Fatal(err)
 	}
 	back := domaintest.OpenStore(t)
-	if err := store.Copy(ctx, pg, back); err != nil {
+	if err := back.Import(ctx, pg); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Copy(ctx, pg, back); store.ErrorCode(err) != store.ECONFLICT {
+	if err := back.Import(ctx, pg); store.ErrorCode(err) != store.ECONFLICT {
 		t.Errorf("a second move into the same file: %v", err)
 	}
-	want, err := store.Collect(ctx, bolt)
+	want, err := storetest.Collect(ctx, bolt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, s := range map[string]store.Streamer{"PostgreSQL": pg, "the file back": back} {
-		got, err := store.Collect(ctx, s)
+		got, err := storetest.Collect(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -16,7 +17,7 @@ import (
 // microsecond, PostgreSQL's precision), the webhooks, events, deliveries
 // and kept answers, the sequences and the fan-out's place. It is how a
 // move between stores is checked.
-func SameSnapshot(t *testing.T, want, got *store.Snapshot) {
+func SameSnapshot(t *testing.T, want, got *Snapshot) {
 	t.Helper()
 	kv := func(s []store.KVEntry) []store.KVEntry {
 		out := make([]store.KVEntry, len(s))
@@ -110,4 +111,90 @@ func versions[T store.Pet | store.Category | store.Order](records []T) []string 
 		}
 	}
 	return out
+}
+
+// Snapshot is a whole stream in memory: a move between stores is checked
+// by comparing the snapshots of both (SameSnapshot).
+type Snapshot struct {
+	Categories []store.Category
+	Pets       []store.Pet
+	Inventory  []store.InventoryItem
+	Orders     []store.Order
+	APIKeys    []store.StoredAPIKey
+	Domains    []store.Domain
+	KV         []store.KVEntry
+	Webhooks   []store.Webhook
+	Events     []store.StoredEvent
+	Deliveries []store.Delivery
+	Answers    []store.StoredAnswer
+	store.Rest
+}
+
+// Collect reads a whole stream into memory. Values that the source lends
+// only for the stream's time (a bbolt file's pages) are copied.
+func Collect(ctx context.Context, from store.Streamer) (*Snapshot, error) {
+	c := collector{&Snapshot{}}
+	if err := from.Stream(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.s, nil
+}
+
+// collector is Collect's Sink.
+type collector struct{ s *Snapshot }
+
+// Totals starts the stream, or starts it again (a source that retried its
+// transaction).
+func (c collector) Totals(store.Totals) error {
+	*c.s = Snapshot{}
+	return nil
+}
+
+func (c collector) Record(r any) error {
+	s := c.s
+	switch r := r.(type) {
+	case *store.Category:
+		s.Categories = append(s.Categories, *r)
+	case *store.Pet:
+		s.Pets = append(s.Pets, *r)
+	case *store.InventoryItem:
+		s.Inventory = append(s.Inventory, *r)
+	case *store.Order:
+		s.Orders = append(s.Orders, *r)
+	case *store.StoredAPIKey:
+		k := *r
+		k.SHA256 = append([]byte(nil), k.SHA256...)
+		s.APIKeys = append(s.APIKeys, k)
+	case *store.Domain:
+		s.Domains = append(s.Domains, *r)
+	case *store.KVEntry:
+		e := *r
+		e.Value = append([]byte(nil), e.Value...)
+		s.KV = append(s.KV, e)
+	case *store.Webhook:
+		w := *r
+		w.Events = append([]string(nil), w.Events...)
+		s.Webhooks = append(s.Webhooks, w)
+	case *store.StoredEvent:
+		e := *r
+		e.Data = append(json.RawMessage(nil), e.Data...)
+		s.Events = append(s.Events, e)
+	case *store.Delivery:
+		s.Deliveries = append(s.Deliveries, *r)
+	case *store.StoredAnswer:
+		a := *r
+		a.Fingerprint = append([]byte(nil), a.Fingerprint...)
+		a.Answer = append([]byte(nil), a.Answer...)
+		s.Answers = append(s.Answers, a)
+	}
+	return nil
+}
+
+func (c collector) Rest(r store.Rest) error {
+	r.AdminTokenSHA256 = append([]byte(nil), r.AdminTokenSHA256...)
+	if len(r.AdminTokenSHA256) == 0 {
+		r.AdminTokenSHA256 = nil
+	}
+	c.s.Rest = r
+	return nil
 }
