@@ -55,7 +55,7 @@ func TestPetCacheEvictsTheLeastRecentlyRead(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t)
 	c := store.Category{Name: "dogs"}
-	if err := db.CreateCategory(ctx, &c); err != nil {
+	if err := db.CreateCategory(ctx, &c, nil); err != nil {
 		t.Fatal(err)
 	}
 	const perShard = petCacheSize / petCacheShards

@@ -98,7 +98,7 @@ func TestRotatedSecretSurvivesRestart(t *testing.T) {
 func TestFreshDeliveriesForgetTheOldest(t *testing.T) {
 	db, ctx := openTestDB(t), context.Background()
 	hook := store.Webhook{URL: "http://receiver.test/", Events: []string{store.EventPetCreated}, Enabled: true, Secret: "whsec_AAAA"}
-	if err := db.CreateWebhook(ctx, &hook); err != nil {
+	if err := db.CreateWebhook(ctx, &hook, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.bolt.Update(func(tx *bolt.Tx) error {

@@ -299,7 +299,7 @@ func keptAs[R, B any](t *testing.T, s store.Store, key string, record R, beside 
 func testAnswersKeptByAnOlderVersion(t *testing.T, s store.Store) {
 	old := []byte(`{"status":201,"location":"/pets?id=7","etag":"\"1\"","body":{"id":7,"name":"Rex","categoryId":1,"status":"available"}}`)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	check(t, s.(store.Importer).Import(ctx, &store.Snapshot{Answers: []store.StoredAnswer{{Scope: "key:1", Key: "old",
+	check(t, s.(store.Importer).Import(ctx, &Snapshot{Answers: []store.StoredAnswer{{Scope: "key:1", Key: "old",
 		KeptAnswer: store.KeptAnswer{Fingerprint: []byte("fp-old"), Answer: old, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}}}}))
 	dogs := newCategory(t, s, "dogs")
 	w := keyed("key:1", "old", "fp-old", time.Hour)
