@@ -109,9 +109,9 @@ func movedFloor(tx *bolt.Tx, id store.EventID) uint64 {
 
 // EventCursor is the cursor in this file of an event id a client gives: a
 // file's own as it is, one of the PostgreSQL database the file was
-// moved back from (Import) as the number its event was given. An id of
-// another store the file never took events from stays as it is (it comes
-// after every event of the file).
+// moved back from (Import) as the number its event was given, or that of
+// the last event before it. In a file no import wrote, such an id stays as
+// it is (it comes after every event of the file).
 func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID, error) {
 	if id.Tx == 0 {
 		return id, nil
