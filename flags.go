@@ -94,7 +94,9 @@ func envName(flagName string) string {
 const serveUsage = `Usage:
   petstore [flags]          serve the API, its reference site and the dashboard
   petstore migrate [flags]  copy a bbolt data file into an empty PostgreSQL
-                            database (petstore migrate --help lists its flags)
+                            database, or with --to-data FILE a database into
+                            a new data file (petstore migrate --help lists its
+                            flags)
   petstore --version        print the version and the VCS revision, and exit
 
 With no flags: plain HTTP on localhost:8080, data in ./petstore.db.

@@ -93,15 +93,16 @@ func TestHelpGroupsEveryFlag(t *testing.T) {
 	}
 }
 
-// TestMigrateHelp: petstore migrate --help names its three flags and their
-// variables.
+// TestMigrateHelp: petstore migrate --help names its four flags (the way
+// back's --to-data among them) and their variables.
 func TestMigrateHelp(t *testing.T) {
 	var help bytes.Buffer
 	if err := run(t.Context(), []string{"migrate", "--help"}, func(string) string { return "" }, &help); err != nil {
 		t.Fatalf("migrate --help: %v", err)
 	}
 	_, flags, env, _ := helpFlags(t, help.String())
-	if len(flags) != 3 || env["data"] != "PETSTORE_DATA" || env["database"] != "PETSTORE_DATABASE" || env["bad-text"] != "PETSTORE_BAD_TEXT" {
+	if len(flags) != 4 || env["data"] != "PETSTORE_DATA" || env["database"] != "PETSTORE_DATABASE" || env["bad-text"] != "PETSTORE_BAD_TEXT" ||
+		env["to-data"] != "PETSTORE_TO_DATA" {
 		t.Errorf("migrate --help:\n%s", help.String())
 	}
 }

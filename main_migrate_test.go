@@ -148,6 +148,8 @@ const collectEnv = "PETSTORE_TEST_COLLECT"
 // tells its progress per kind on stdout; and its peak memory (the child's
 // VmHWM, from its rusage) is printed beside that of a child that only
 // reads the file whole into memory, as the move did before it streamed.
+// Then "petstore migrate --to-data" moves the database back to a new file,
+// which holds the same, and its peak memory and time are printed too.
 func TestMigrateStreamsALargeFile(t *testing.T) {
 	if isChild() {
 		if data := os.Getenv(collectEnv); data != "" {
@@ -218,10 +220,12 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 
 	url := pgtest.URL(t)
 	move := childCommand(t, []string{"migrate", "--data", data, "--database", url})
+	began := time.Now()
 	out, err := move.CombinedOutput()
 	if err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
+	took := time.Since(began)
 	moveHWM := peakKiB(t, out)
 	read := childCommand(t, nil)
 	read.Env = append(read.Env, collectEnv+"="+data)
@@ -231,7 +235,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 	}
 	t.Logf("peak memory (VmHWM) of the move of %d pets: %d MiB; of a process that only reads the file whole: %d MiB (race detector: %v)",
 		pets, moveHWM>>10, peakKiB(t, readOut)>>10, raceEnabled)
-	t.Logf("the move's memory at its end:\n%s", memoryLines(out))
+	t.Logf("the move's memory at its end (it took %v):\n%s", took.Round(time.Millisecond), memoryLines(out))
 
 	for _, line := range []string{
 		fmt.Sprintf("pets: %d of %d (50%%)", pets/2, pets),
@@ -250,6 +254,30 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.SameSnapshot(t, want, got)
+
+	// The way back, into a new file: the same records, in batches, so
+	// that its memory too stays flat.
+	backData := filepath.Join(t.TempDir(), "back.db")
+	began = time.Now()
+	backOut, err := childCommand(t, []string{"migrate", "--to-data", backData, "--database", url}).CombinedOutput()
+	if err != nil {
+		t.Fatalf("migrate --to-data: %v\n%s", err, backOut)
+	}
+	t.Logf("peak memory (VmHWM) of the way back of %d pets: %d MiB; it took %v; its memory at its end:\n%s",
+		pets, peakKiB(t, backOut)>>10, time.Since(began).Round(time.Millisecond), memoryLines(backOut))
+	if line := fmt.Sprintf("pets: %d of %d (100%%)", pets, pets); !strings.Contains(string(backOut), line) {
+		t.Errorf("migrate --to-data does not say %q:\n%s", line, backOut)
+	}
+	backFile, err := boltstore.Open(backData, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backFile.Close()
+	gotBack, err := storetest.Collect(ctx, backFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.SameSnapshot(t, want, gotBack)
 }
 
 // printPeak prints the process's peak resident memory (VmHWM), for the

@@ -63,11 +63,22 @@ func TestRestoreRunbook(t *testing.T) {
 		}
 	}
 	createPets(a, "in-the-dump", 3)
-	code, body = a.call(t, "GET", "/events?limit=100", "")
-	var before []struct{ ID string }
-	if err := json.Unmarshal([]byte(body), &before); code != 200 || err != nil || len(before) == 0 {
-		t.Fatalf("the events before the dump: %d %s", code, body)
-	}
+	// PostgreSQL lists an event once every older transaction has ended
+	// (another instance's may still be open): wait for the pets' events.
+	var before []struct{ ID, Type string }
+	waitFor(t, "the events of the pets in the dump are listed", 10*time.Second, func() bool {
+		code, body := a.call(t, "GET", "/events?limit=100", "")
+		if err := json.Unmarshal([]byte(body), &before); code != 200 || err != nil {
+			t.Fatalf("the events before the dump: %d %s", code, body)
+		}
+		n := 0
+		for _, e := range before {
+			if e.Type == "pet.created" {
+				n++
+			}
+		}
+		return n == 3
+	})
 	cursor := before[len(before)-1].ID
 	runTool(t, pgtest.Program("pg_dump"), "--format=custom", "--file="+filepath.Join(dir, "petstore.dump"), databaseURL)
 

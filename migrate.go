@@ -18,30 +18,48 @@ import (
 
 // runMigrate is "petstore migrate": it copies the bbolt file of --data into
 // the empty PostgreSQL database of --database, for a service that moves to
-// several instances on one database. The file is left as it was.
+// several instances on one database. The file is left as it was. With
+// --to-data it goes the way back (migrateback.go).
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("petstore migrate", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	var cfg config
 	flags := newGroupedFlags(fs, `Usage:
   petstore migrate --data FILE --database URL
+  petstore migrate --to-data FILE --database URL
 
 Copies everything a bbolt data file holds into an empty PostgreSQL database:
 every entity with its id, the API keys and the admin token (their hashes),
 the domains, the certificates and the ACME account, the webhooks with their
 signing secrets, the events kept, the deliveries (pending ones go on being
-attempted) and the kept answers of Idempotency-Keys. The file is left as it was. Every flag has an
-environment variable, named beside it in parentheses.
+attempted) and the kept answers of Idempotency-Keys. The file is left as it was.
+
+With --to-data it goes the way back: everything the PostgreSQL database
+holds into a new bbolt file (a missing or empty one; it is written beside
+it and renamed when complete). The database's events are numbered again
+after the file's own, and the clients' cursors of the database's events
+resume where they would have. The database is left as it was.
+
+Every flag has an environment variable, named beside it in parentheses.
 `)
 	move := flags.group("Flags")
 	move.String(&cfg.data, "data", "./petstore.db", "the bbolt data `file` to copy (stop the service that uses it first)")
-	move.String(&cfg.database, "database", "", "postgres:// `URL` of the empty PostgreSQL database to copy it into")
+	move.String(&cfg.database, "database", "", "postgres:// `URL` of the empty PostgreSQL database to copy it into (with --to-data: to copy from)")
+	var toData string
+	move.String(&toData, "to-data", "", "the new bbolt data `file` to copy the database of --database into, the way back (stop the instances that use the database first)")
 	var badText string
 	move.String(&badText, "bad-text", "stop", "what to do with text PostgreSQL cannot store (U+0000, invalid UTF-8), which bbolt kept: stop (name every such record and copy nothing) or replace (name each, and copy it with U+FFFD in place of the bad characters)")
-	if _, err := parseFlags(fs, args, getenv); errors.Is(err, flag.ErrHelp) {
+	given, err := parseFlags(fs, args, getenv)
+	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	if toData != "" {
+		if given["data"] {
+			return errors.New("migrate: --data copies a file into the database, --to-data the database into a new file: give one of them")
+		}
+		return runMigrateBack(ctx, cfg.database, toData, stdout)
 	}
 	if !isPostgresURL(cfg.database) {
 		return errors.New("migrate: --database (or PETSTORE_DATABASE) must be the postgres:// URL of the database to copy into")
@@ -62,7 +80,7 @@ environment variable, named beside it in parentheses.
 		return fmt.Errorf("migrate: opening the database %s: %w", cfg.dataDescription(), err)
 	}
 	defer to.Close()
-	stream := &moveStream{from: from, fix: badText == "replace", out: stdout}
+	stream := &moveStream{from: from, what: "the data file", toPostgres: true, fix: badText == "replace", out: stdout}
 	fmt.Fprintf(stdout, "copying %s into %s, in one transaction...\n", cfg.data, cfg.dataDescription())
 	if err := to.Import(ctx, stream); err != nil {
 		if msg := store.ErrorMessage(err); store.ErrorCode(err) != store.EINTERNAL {
@@ -144,23 +162,29 @@ func kindOf(r any) int {
 	return -1
 }
 
-// moveStream is the file as migrate gives it to the database: each record
-// passes checkText on its way, and a line on stdout tells the progress of
-// each kind, every tenth of it.
+// moveStream is the source as migrate gives it to the target: on the way
+// to PostgreSQL each record passes checkText, and a line on stdout tells
+// the progress of each kind, every tenth of it.
 type moveStream struct {
 	from store.Streamer
-	fix  bool
-	out  io.Writer
+	// what names the source in messages.
+	what       string
+	toPostgres bool
+	fix        bool
+	out        io.Writer
 	// Of the latest run of Stream (the database may run its transaction
 	// again): the records of each kind, how many passed, the records with
 	// bad text, whether the admin token came.
 	total, done [kinds]int64
 	bad         badRecords
 	adminToken  bool
+	// renumbered counts the events PostgreSQL numbered (Tx set), which a
+	// file numbers again.
+	renumbered int64
 }
 
 func (m *moveStream) Stream(ctx context.Context, to store.Sink) error {
-	m.total, m.done, m.bad, m.adminToken = [kinds]int64{}, [kinds]int64{}, badRecords{}, false
+	m.total, m.done, m.bad, m.adminToken, m.renumbered = [kinds]int64{}, [kinds]int64{}, badRecords{}, false, 0
 	return m.from.Stream(ctx, &moveSink{m: m, to: to})
 }
 
@@ -185,9 +209,13 @@ func (s *moveSink) Record(r any) error {
 	if k < 0 {
 		// A kind this command does not know would be left behind: refuse
 		// the move rather than lose it.
-		return store.Errorf(store.EINTERNAL, "the data file holds a record of type %T that petstore migrate cannot copy; nothing was copied", r)
+		return store.Errorf(store.EINTERNAL, "%s holds a record of type %T that petstore migrate cannot copy; nothing was copied", m.what, r)
 	}
-	checkText(r, recordName(kindFields[k], m.done[k], r), m.fix, m.out, &m.bad)
+	if m.toPostgres {
+		checkText(r, recordName(kindFields[k], m.done[k], r), m.fix, m.out, &m.bad)
+	} else if e, ok := r.(*store.StoredEvent); ok && e.ID.Tx != 0 {
+		m.renumbered++
+	}
 	m.done[k]++
 	if total := m.total[k]; total > 0 && m.done[k]*10/total != (m.done[k]-1)*10/total {
 		fmt.Fprintf(m.out, "%s: %d of %d (%d%%)\n", kindNames[k], m.done[k], total, m.done[k]*100/total)
@@ -201,7 +229,9 @@ func (s *moveSink) Record(r any) error {
 
 func (s *moveSink) Rest(r store.Rest) error {
 	m := s.m
-	checkText(&r, "", m.fix, m.out, &m.bad)
+	if m.toPostgres {
+		checkText(&r, "", m.fix, m.out, &m.bad)
+	}
 	if m.bad.n > 0 && !m.fix {
 		return store.Errorf(store.EINVALID, "%d records hold text PostgreSQL cannot store, the first %s; nothing was copied: correct them through the API, or move them with --bad-text replace", m.bad.n, m.bad.first)
 	}

@@ -168,6 +168,9 @@ func (s *Server) eventCursor(c echo.Context) (store.EventID, error) {
 	if err != nil {
 		return after, apiError(store.EINVALID, "%s: %s", what, store.ErrorMessage(err))
 	}
+	if after, err = s.store.EventCursor(c.Request().Context(), after); err != nil {
+		return after, err
+	}
 	oldest, err := s.store.OldestEvent(c.Request().Context())
 	if err != nil {
 		return after, err

@@ -33,6 +33,9 @@ type Store interface {
 	// them is events' job, with the rest of store.Events.
 	Events(ctx context.Context, f store.EventFilter) ([]store.Event, error)
 	OldestEvent(ctx context.Context) (store.EventID, error)
+	// EventCursor maps a cursor a client gives to the store's own ids (a
+	// file moved back from PostgreSQL numbered its events again).
+	EventCursor(ctx context.Context, id store.EventID) (store.EventID, error)
 	RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error)
 	CreateWebhook(ctx context.Context, w *store.Webhook, key *store.IdempotentWrite) error
 	Webhook(ctx context.Context, id int64) (store.Webhook, error)

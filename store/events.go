@@ -358,6 +358,10 @@ type Events interface {
 	Events(ctx context.Context, f EventFilter) ([]Event, error)
 	// OldestEvent is the oldest event kept (the zero id when none is).
 	OldestEvent(ctx context.Context) (EventID, error)
+	// EventCursor is the id in this store of a cursor a client gives:
+	// itself, but for a bbolt file moved back from PostgreSQL, which
+	// numbered the database's events again and maps their old ids.
+	EventCursor(ctx context.Context, id EventID) (EventID, error)
 	// RecordEvent records an event of no entity's change (webhook.test
 	// goes to one webhook only: to).
 	RecordEvent(ctx context.Context, e PendingEvent, to int64, key *IdempotentWrite) (Event, error)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -12,45 +11,100 @@ import (
 	"petstore/store"
 )
 
+// importBatch is how many records one transaction of Import writes: a
+// bbolt transaction holds every page it changes in memory until it
+// commits, so one transaction for a whole database would take memory in
+// proportion to it.
+const importBatch = 10_000
+
 // Import copies what another store streams (a PostgreSQL database going
-// back to one file) into this empty file, in one transaction, keeping
-// every id, version and sequence: the way back of petstore migrate, and
-// what its round trip is tested with. It refuses a file that holds
-// anything already, and events that PostgreSQL numbered (their ids, which
-// clients hold as cursors, have no place among a file's): nothing is
-// copied then.
+// back to one file) into this empty file, keeping every id, version and
+// sequence: the way back of petstore migrate. It commits every
+// importBatch records, so its memory does not grow with the store; when
+// it fails, or the source starts its stream again, it empties the file
+// again: a failed import leaves it as empty as it found it, and a file
+// being imported into is not one to serve from (petstore migrate writes a
+// file beside the target and renames it when the import has succeeded).
+//
+// It refuses a file that holds anything already. Events that PostgreSQL
+// numbered (Tx set) are numbered again, in their order, after the file's
+// own, and bktEventsMoved maps their ids, which clients may hold as
+// cursors, to the new ones (EventCursor). It refuses keys that bbolt
+// cannot keep (empty, or longer than bolt.MaxKeySize), naming the first.
 func (db *DB) Import(ctx context.Context, from store.Streamer) error {
-	for {
-		err := db.bolt.Update(func(tx *bolt.Tx) error {
-			if err := refuseNonEmpty(tx); err != nil {
-				return err
-			}
-			in := &importer{ctx: ctx, tx: tx}
-			if err := from.Stream(ctx, in); err != nil {
-				return err
-			}
-			return in.finish()
-		})
-		if errors.Is(err, errStreamAgain) {
-			continue // the source read its snapshot again: so does this
-		}
-		if err != nil {
-			return fmt.Errorf("copying into %s: %w", db.path, err)
-		}
-		return db.bolt.View(func(tx *bolt.Tx) error {
-			if err := db.loadAPIKeys(tx); err != nil {
-				return err
-			}
-			if h := tx.Bucket(bktMeta).Get(metaAdminHash); h != nil {
-				h = bytes.Clone(h)
-				db.adminHash.Store(&h)
-			}
-			return nil
-		})
+	var seqs map[string]uint64
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		seqs = importedSequences(tx)
+		return refuseNonEmpty(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("copying into %s: %w", db.path, err)
 	}
+	in := &importer{ctx: ctx, db: db, seqs: seqs}
+	err = from.Stream(ctx, in)
+	if err == nil {
+		err = in.finish()
+	}
+	if err == nil {
+		err = in.commit()
+	}
+	if err != nil {
+		in.rollback()
+		if cleanErr := db.emptyAgain(seqs); cleanErr != nil {
+			err = fmt.Errorf("%w; emptying the file again failed too: %v", err, cleanErr)
+		}
+		return fmt.Errorf("copying into %s: %w", db.path, err)
+	}
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		if err := db.loadAPIKeys(tx); err != nil {
+			return err
+		}
+		if h := tx.Bucket(bktMeta).Get(metaAdminHash); h != nil {
+			h = bytes.Clone(h)
+			db.adminHash.Store(&h)
+		}
+		return nil
+	})
 }
 
-var errStreamAgain = errors.New("the source started its stream again")
+// importedBuckets are the buckets Import writes: all but the certificate
+// locks, which belong to the running processes.
+func importedBuckets() [][]byte {
+	var out [][]byte
+	for _, b := range allBuckets {
+		if !bytes.Equal(b, bktCertLocks) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func importedSequences(tx *bolt.Tx) map[string]uint64 {
+	seqs := map[string]uint64{}
+	for _, b := range importedBuckets() {
+		seqs[string(b)] = tx.Bucket(b).Sequence()
+	}
+	return seqs
+}
+
+// emptyAgain takes back what an import wrote, its sequences included.
+func (db *DB) emptyAgain(seqs map[string]uint64) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		for _, name := range importedBuckets() {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+			b, err := tx.CreateBucket(name)
+			if err != nil {
+				return err
+			}
+			if err := b.SetSequence(seqs[string(name)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
 
 // refuseNonEmpty answers ECONFLICT, naming what it found, when the file
 // holds any record a stream gives.
@@ -64,28 +118,94 @@ func refuseNonEmpty(tx *bolt.Tx) error {
 }
 
 // importer is Import's Sink: it writes each record with its index entries
-// and version, and keeps the largest ids seen for the sequences.
+// and version in the open transaction, commits it every importBatch
+// records, and keeps the largest ids seen for the sequences.
 type importer struct {
 	ctx     context.Context
+	db      *DB
+	seqs    map[string]uint64
 	tx      *bolt.Tx
+	n       int
 	started bool
 	last    store.LastIDs
 	rest    store.Rest
+	// event is the last event number given; beforeMoved the last one
+	// before the first event PostgreSQL numbered, and moved how many of
+	// those were numbered again.
+	event, beforeMoved uint64
+	moved              int64
 }
 
+// Totals starts the stream, or starts it again: what an earlier run wrote
+// is taken back.
 func (in *importer) Totals(store.Totals) error {
 	if in.started {
-		return errStreamAgain
+		in.rollback()
+		if err := in.db.emptyAgain(in.seqs); err != nil {
+			return err
+		}
+		*in = importer{ctx: in.ctx, db: in.db, seqs: in.seqs}
 	}
 	in.started = true
 	return nil
 }
 
-func (in *importer) Record(r any) error {
+// write gives the transaction to write the next record in, committing the
+// batch it ends.
+func (in *importer) write() (*bolt.Tx, error) {
 	if err := in.ctx.Err(); err != nil {
-		return err
+		return nil, err
+	}
+	if in.tx != nil && in.n >= importBatch {
+		if err := in.commit(); err != nil {
+			return nil, err
+		}
+	}
+	if in.tx == nil {
+		tx, err := in.db.bolt.Begin(true)
+		if err != nil {
+			return nil, err
+		}
+		in.tx, in.n = tx, 0
+	}
+	in.n++
+	return in.tx, nil
+}
+
+func (in *importer) commit() error {
+	if in.tx == nil {
+		return nil
 	}
 	tx := in.tx
+	in.tx = nil
+	return tx.Commit()
+}
+
+func (in *importer) rollback() {
+	if in.tx != nil {
+		_ = in.tx.Rollback()
+		in.tx = nil
+	}
+}
+
+// checkKey refuses a key bbolt cannot keep.
+func checkKey(what string, key []byte) error {
+	if len(key) == 0 || len(key) > bolt.MaxKeySize {
+		shown := string(key)
+		if len(shown) > 60 {
+			shown = shown[:60] + "…"
+		}
+		return store.Errorf(store.EUNPROCESSABLE, "%s %q (%d bytes) cannot be a key of a bbolt file (one is 1 to %d bytes); nothing was copied: remove it from the database, or stay on PostgreSQL",
+			what, shown, len(key), bolt.MaxKeySize)
+	}
+	return nil
+}
+
+func (in *importer) Record(r any) error {
+	tx, err := in.write()
+	if err != nil {
+		return err
+	}
 	switch r := r.(type) {
 	case *store.Category:
 		in.last.Categories = max(in.last.Categories, r.ID)
@@ -95,7 +215,9 @@ func (in *importer) Record(r any) error {
 		return putVersion(tx, versionCategory, r.ID, r.Version)
 	case *store.Pet:
 		in.last.Pets = max(in.last.Pets, r.ID)
-		if err := putPet(tx.Bucket(bktPets), r); err != nil {
+		b := tx.Bucket(bktPets)
+		b.FillPercent = appendFill // ids come in order
+		if err := putPet(b, r); err != nil {
 			return err
 		}
 		if err := putIndexEntries(tx, petIndexEntries(r)); err != nil {
@@ -115,43 +237,44 @@ func (in *importer) Record(r any) error {
 		return putVersion(tx, versionOrder, r.ID, r.Version)
 	case *store.StoredAPIKey:
 		in.last.APIKeys = max(in.last.APIKeys, r.ID)
+		if err := checkKey(fmt.Sprintf("the hash of API key %d", r.ID), r.SHA256); err != nil {
+			return err
+		}
 		if err := putJSON(tx.Bucket(bktAPIKeys), r.ID, r); err != nil {
 			return err
 		}
 		return tx.Bucket(bktAPIKeysByHash).Put(bytes.Clone(r.SHA256), itob(r.ID))
 	case *store.Domain:
+		if err := checkKey("the domain", []byte(r.Name)); err != nil {
+			return err
+		}
 		return putDomain(tx.Bucket(bktDomains), r)
 	case *store.KVEntry:
+		if err := checkKey("the certificate store's key", []byte(r.Key)); err != nil {
+			return err
+		}
 		v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(r.Value)), uint64(r.Modified.UnixNano()))
 		return tx.Bucket(bktCerts).Put([]byte(r.Key), append(v, r.Value...))
 	case *store.Webhook:
 		in.last.Webhooks = max(in.last.Webhooks, r.ID)
 		return putJSON(tx.Bucket(bktWebhooks), r.ID, r)
 	case *store.StoredEvent:
-		if r.ID.Tx != 0 {
-			return store.Errorf(store.EUNPROCESSABLE, "event %s was numbered by PostgreSQL: a file cannot keep its id, which clients may hold as a cursor; nothing was copied", r.ID)
-		}
-		in.last.Events = max(in.last.Events, int64(r.ID.Seq))
-		k, v := encodeEvent(r.ID.Seq, r.CreatedAt, r.Target, r.Type, r.Data)
-		return tx.Bucket(bktEvents).Put(k, v)
+		return in.putEvent(tx, r)
 	case *store.Delivery:
-		if r.EventID.Tx != 0 {
-			return store.Errorf(store.EUNPROCESSABLE, "delivery %d is of event %s, numbered by PostgreSQL: a file cannot keep its id; nothing was copied", r.ID, r.EventID)
-		}
-		in.last.Deliveries = max(in.last.Deliveries, r.ID)
-		if err := tx.Bucket(bktDeliveriesWebhook).Put(appendID(itob(r.WebhookID), r.ID), empty); err != nil {
-			return err
-		}
-		return putDelivery(tx, &deliveryRecord{Delivery: *r})
+		return in.putDelivery(tx, r)
 	case *store.StoredAnswer:
 		k := append(append([]byte(r.Scope), 0), r.Key...)
+		// The expiry index prefixes the key with 8 bytes.
+		if err := checkKey(fmt.Sprintf("the Idempotency-Key of scope %q", r.Scope), append(make([]byte, 8), k...)); err != nil {
+			return err
+		}
 		if err := tx.Bucket(bktKept).Put(k, encodeKept(r.KeptAnswer)); err != nil {
 			return err
 		}
 		ik := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(k)), uint64(r.ExpiresAt.UnixNano()))
 		return tx.Bucket(bktKeptByExpiry).Put(append(ik, k...), empty)
 	}
-	return fmt.Errorf("import: a record of type %T", r)
+	return store.Errorf(store.EUNPROCESSABLE, "a record of type %T, which a bbolt file cannot keep; nothing was copied", r)
 }
 
 func (in *importer) Rest(r store.Rest) error {
@@ -163,9 +286,16 @@ func (in *importer) Rest(r store.Rest) error {
 // finish writes the singletons and continues each sequence after both the
 // last id the other store gave and the largest one copied.
 func (in *importer) finish() error {
-	tx, r := in.tx, in.rest
+	tx, err := in.write()
+	if err != nil {
+		return err
+	}
+	r := in.rest
+	dispatched := r.Dispatched.Seq
 	if r.Dispatched.Tx != 0 {
-		return store.Errorf(store.EUNPROCESSABLE, "the fan-out has reached event %s, numbered by PostgreSQL: a file cannot keep its id; nothing was copied", r.Dispatched)
+		// Fanned out up to an event PostgreSQL numbered: to the one it
+		// was numbered again as, or the last before it still kept.
+		dispatched = movedFloor(tx, r.Dispatched)
 	}
 	meta := tx.Bucket(bktMeta)
 	if r.AdminTokenSHA256 != nil {
@@ -179,13 +309,16 @@ func (in *importer) finish() error {
 	if err := putMetaJSON(tx, metaSettings, &r.Settings); err != nil {
 		return err
 	}
-	if r.Dispatched.Seq > 0 {
-		if err := meta.Put(metaDispatched, binary.BigEndian.AppendUint64(nil, r.Dispatched.Seq)); err != nil {
+	if dispatched > 0 {
+		if err := meta.Put(metaDispatched, binary.BigEndian.AppendUint64(nil, dispatched)); err != nil {
 			return err
 		}
 	}
 	for _, d := range r.Project.Deploys {
 		in.last.Deploys = max(in.last.Deploys, d.ID)
+	}
+	if err := in.endMoved(tx); err != nil {
+		return err
 	}
 	for _, seq := range []struct {
 		bucket []byte
@@ -198,7 +331,7 @@ func (in *importer) finish() error {
 		{bktMeta, in.last.Deploys, r.LastIDs.Deploys},
 		{bktWebhooks, in.last.Webhooks, r.LastIDs.Webhooks},
 		{bktDeliveries, in.last.Deliveries, r.LastIDs.Deliveries},
-		{bktEvents, in.last.Events, r.LastIDs.Events},
+		{bktEvents, int64(in.event), r.LastIDs.Events},
 	} {
 		if err := tx.Bucket(seq.bucket).SetSequence(uint64(max(seq.a, seq.b, 0))); err != nil {
 			return err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -60,6 +62,38 @@ const newEventsQuery = `SELECT EXISTS (SELECT 1 FROM event_dispatch d CROSS JOIN
 		ORDER BY e.tx, e.seq LIMIT 1) n
 	WHERE d.id = 1)`
 
+// newEvents asks newEventsQuery, giving way to a lock as FanOut's
+// transaction does: the query takes event_dispatch's lock, then events'
+// and the indexes', and a pg_restore --clean in one transaction takes them
+// in another order; waiting without a limit, it made the restore one side
+// of a deadlock (on event_dispatch_pkey), and ended it when the restore
+// was the one to check. The two statements go as one simple query, one
+// round trip, which PostgreSQL runs as one implicit transaction: SET LOCAL
+// holds for the query alone. (A batch of the extended protocol is not
+// always one: pgx may end its preparation with a Sync of its own.)
+func (db *DB) newEvents(ctx context.Context) (bool, error) {
+	pending, err := again(func() (bool, error) {
+		conn, release, err := db.pool.acquire(ctx)
+		if err != nil {
+			return false, err
+		}
+		defer release()
+		sctx, cancel := db.pool.statement(ctx)
+		defer cancel()
+		results, err := conn.Conn().PgConn().Exec(sctx, newEventsGivingWay).ReadAll()
+		if err != nil {
+			return false, err
+		}
+		if len(results) != 2 || len(results[1].Rows) != 1 || len(results[1].Rows[0]) != 1 {
+			return false, fmt.Errorf("the query for new events answered %d results", len(results))
+		}
+		return string(results[1].Rows[0][0]) == "t", nil
+	})
+	return pending, db.pool.fail(ctx, err)
+}
+
+var newEventsGivingWay = `SET LOCAL lock_timeout = ` + strconv.FormatInt(lockGiveWay.Milliseconds(), 10) + `; ` + newEventsQuery
+
 // FanOut makes the first delivery of each event since the last FanOut for
 // each enabled webhook that subscribes to it. The dispatch row's lock
 // makes one instance at a time do it. Its transaction holds locks on
@@ -67,8 +101,7 @@ const newEventsQuery = `SELECT EXISTS (SELECT 1 FROM event_dispatch d CROSS JOIN
 // it gives way (giveWay) to whoever takes them in another order.
 func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error) {
 	// Most calls find nothing new: one query answers them.
-	var pending bool
-	if err := db.pool.QueryRow(ctx, newEventsQuery).Scan(&pending); err != nil || !pending {
+	if pending, err := db.newEvents(ctx); err != nil || !pending {
 		return 0, err
 	}
 	n := 0

@@ -109,6 +109,12 @@ func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
 	return store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, err
 }
 
+// EventCursor is the cursor as the client gave it: a database keeps the
+// ids of every event it took from a file (Import).
+func (db *DB) EventCursor(_ context.Context, id store.EventID) (store.EventID, error) {
+	return id, nil
+}
+
 // RecordEvent records an event of no entity's change.
 func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error) {
 	var out store.Event

@@ -13,10 +13,16 @@ import (
 // to another store reads, and what tests compare a move with. Rows come
 // from the server as they are read, so the memory it takes does not grow
 // with the database. A retried transaction starts the stream again from
-// Totals.
+// Totals. The session's statement and idle timeouts do not apply to it.
 func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 	ctx = context.WithValue(ctx, longTxKey{}, true)
 	return db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		// A statement stays under way while the sink takes its rows, and
+		// the transaction idle between two: the session's timeouts, which
+		// are for requests, would end a long move.
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0`); err != nil {
+			return err
+		}
 		var t store.Totals
 		err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM categories), (SELECT count(*) FROM pets), (SELECT count(*) FROM inventory),
 			(SELECT count(*) FROM orders), (SELECT count(*) FROM api_keys), (SELECT count(*) FROM domains), (SELECT count(*) FROM certmagic),

@@ -1,0 +1,125 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+
+	bolt "go.etcd.io/bbolt"
+
+	"petstore/store"
+)
+
+// Events that a file took from PostgreSQL (Import) are numbered again
+// after the file's own, since a file numbers events by its own sequence
+// alone (Tx 0). Clients may still hold their PostgreSQL ids as cursors
+// (?after=, Last-Event-ID): this bucket maps each to its new number, and
+// the id below every moved one (all zero) to the last number before them,
+// so that a cursor between two moved events, or before them all, resumes
+// where PostgreSQL would have.
+//
+//	events_moved   tx8 seq8 -> seq8
+var bktEventsMoved = []byte("events_moved")
+
+func movedKey(id store.EventID) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), id.Tx), id.Seq)
+}
+
+// putEvent writes an event the stream gives: a file's own keeps its id,
+// one PostgreSQL numbered is numbered again after every id given so far.
+func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
+	seq := r.ID.Seq
+	if r.ID.Tx != 0 {
+		if in.moved == 0 {
+			in.beforeMoved = in.event
+			if err := tx.Bucket(bktEventsMoved).Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, in.beforeMoved)); err != nil {
+				return err
+			}
+		}
+		in.moved++
+		// Past PostgreSQL's own seq too: a file's cursor from before the
+		// move to PostgreSQL must not pass a moved event.
+		seq = max(in.event+1, r.ID.Seq)
+		if err := tx.Bucket(bktEventsMoved).Put(movedKey(r.ID), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+			return err
+		}
+	} else if in.moved > 0 || seq <= in.event {
+		return store.Errorf(store.EUNPROCESSABLE, "event %s comes after event number %d in the stream: events must come in order; nothing was copied", r.ID, in.event)
+	}
+	in.event = max(in.event, seq)
+	k, v := encodeEvent(seq, r.CreatedAt, r.Target, r.Type, r.Data)
+	b := tx.Bucket(bktEvents)
+	b.FillPercent = appendFill
+	return b.Put(k, v)
+}
+
+// endMoved maps the ids of a database that kept no event to after the
+// last one copied: its cursors come after every event of the file.
+func (in *importer) endMoved(tx *bolt.Tx) error {
+	if in.moved > 0 {
+		return nil
+	}
+	return tx.Bucket(bktEventsMoved).Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, in.event))
+}
+
+// putDelivery writes a delivery with its event's number in the file.
+func (in *importer) putDelivery(tx *bolt.Tx, r *store.Delivery) error {
+	d := deliveryRecord{Delivery: *r}
+	if r.EventID.Tx != 0 {
+		seq, ok := movedSeq(tx, r.EventID)
+		if !ok && r.State == store.DeliveryPending {
+			return store.Errorf(store.EUNPROCESSABLE, "pending delivery %d is of event %s, which the database no longer holds; nothing was copied: let it be attempted, or delete its webhook, and move again", r.ID, r.EventID)
+		}
+		// A past delivery whose event was pruned keeps no event.
+		d.EventID = store.EventID{Seq: seq}
+	}
+	in.last.Deliveries = max(in.last.Deliveries, r.ID)
+	if err := tx.Bucket(bktDeliveriesWebhook).Put(appendID(itob(r.WebhookID), r.ID), empty); err != nil {
+		return err
+	}
+	return putDelivery(tx, &d)
+}
+
+// movedSeq is the new number of a moved event.
+func movedSeq(tx *bolt.Tx, id store.EventID) (uint64, bool) {
+	v := tx.Bucket(bktEventsMoved).Get(movedKey(id))
+	if len(v) != 8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(v), true
+}
+
+// movedFloor is the number in the file of the last event at or before
+// PostgreSQL's id: events after id there are those after it here.
+func movedFloor(tx *bolt.Tx, id store.EventID) uint64 {
+	c := tx.Bucket(bktEventsMoved).Cursor()
+	key := movedKey(id)
+	k, v := c.Seek(key)
+	switch {
+	case k == nil:
+		_, v = c.Last()
+	case !bytes.Equal(k, key):
+		_, v = c.Prev()
+	}
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+// EventCursor is the cursor in this file of an event id a client gives: a
+// file's own as it is, one of the PostgreSQL database the file was
+// moved back from (Import) as the number its event was given, or that of
+// the last event before it. In a file no import wrote, such an id stays as
+// it is (it comes after every event of the file).
+func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID, error) {
+	if id.Tx == 0 {
+		return id, nil
+	}
+	return readValue(ctx, db, func(tx *bolt.Tx) (store.EventID, error) {
+		if k, _ := tx.Bucket(bktEventsMoved).Cursor().First(); k == nil {
+			return id, nil
+		}
+		return store.EventID{Seq: movedFloor(tx, id)}, nil
+	})
+}
