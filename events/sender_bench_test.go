@@ -18,28 +18,8 @@ import (
 // connections: the sender's cost per delivery (with the receiver's, in
 // the same process).
 func BenchmarkAttempts(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	domaintest.ServeConns(b, ln, func(c net.Conn) {
-		go func() {
-			defer c.Close()
-			br := bufio.NewReader(c)
-			for {
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				if _, err := c.Write([]byte("HTTP/1.1 204 No Content\r\n\r\n")); err != nil {
-					return
-				}
-			}
-		}()
-	})
+	url := leanReceiver(b, func() {})
 	e := New(Config{Policy: Policy{AllowPrivate: true}})
-	url := "http://" + ln.Addr().String() + "/hook"
 	s, err := e.newSender(url)
 	if err != nil {
 		b.Fatal(err)
@@ -73,4 +53,32 @@ func BenchmarkAttempts(b *testing.B) {
 	}
 	b.StopTimer()
 	e.wg.Wait()
+}
+
+// leanReceiver starts a receiver that answers 204 to every request on
+// kept-alive connections, calling got after each answer, and returns its
+// URL.
+func leanReceiver(b testing.TB, got func()) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	domaintest.ServeConns(b, ln, func(c net.Conn) {
+		go func() {
+			defer c.Close()
+			br := bufio.NewReader(c)
+			for {
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				if _, err := c.Write([]byte("HTTP/1.1 204 No Content\r\n\r\n")); err != nil {
+					return
+				}
+				got()
+			}
+		}()
+	})
+	return "http://" + ln.Addr().String() + "/hook"
 }
