@@ -100,6 +100,9 @@ type Engine struct {
 	// wake starts the next step at once when an attempt ends, so that a
 	// webhook with a backlog keeps its attempts going between polls.
 	wake chan struct{}
+	// claimLeft: the last claim may have left due deliveries behind (Run's
+	// goroutine alone uses it).
+	claimLeft bool
 	// finished takes attempts' outcomes to the recorder, which records
 	// all that are waiting in one transaction.
 	finished chan store.Finished
@@ -186,6 +189,9 @@ func (e *Engine) Run(ctx context.Context) {
 	}
 }
 
+// claimLimit bounds the deliveries one claim takes.
+const claimLimit = 64
+
 // fanOutSoon is how long after a fan-out that found events the next one
 // runs: short beside Poll, so that a busy webhook waits little for new
 // deliveries, and long beside a request, so that each fan-out takes many.
@@ -223,14 +229,20 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 			break
 		}
 	}
+	if !fanOut && !e.claimLeft {
+		// A wake, and the last claim took every delivery due: there is
+		// nothing to claim until the next fan-out or poll.
+		return found
+	}
 	// Each attempt's time counts from here, before the claim that starts
 	// its lease.
 	deadline := time.Now().Add(e.timeout)
-	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, now.Add(e.lease), e.busy(), 64)
+	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, now.Add(e.lease), e.busy(), claimLimit)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.cfg.Log.Warn("claiming webhook deliveries", "err", err)
 		}
+		e.claimLeft = true
 		return found
 	}
 	for i := range claimed {
@@ -250,6 +262,9 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 		}
 		s.send(ctx, job{d, sg}, deadline)
 	}
+	// A claim stops at its limit or at a webhook's slots: then it may have
+	// left due deliveries behind, for the next wake to claim.
+	e.claimLeft = len(claimed) == claimLimit || len(e.busy()) > 0
 	return found
 }
 
