@@ -102,6 +102,9 @@ type Engine struct {
 	// wake starts the next step at once when an attempt ends, so that a
 	// webhook with a backlog keeps its attempts going between polls.
 	wake chan struct{}
+	// claimLeft: the last claim may have left due deliveries behind (Run's
+	// goroutine alone uses it).
+	claimLeft bool
 	// finished takes attempts' outcomes to the recorder, which records
 	// all that are waiting in one transaction.
 	finished chan store.Finished
@@ -160,18 +163,41 @@ func (e *Engine) Run(ctx context.Context) {
 	prune := time.NewTicker(pruneEvery(e.cfg.Retention))
 	defer prune.Stop()
 	e.prune(ctx)
+	// soon fans out again shortly after a fan-out that found events, while
+	// they keep coming, rather than at each wake: a fan-out is a write, and
+	// one for many events costs the store about what one for a single
+	// event does. A wake (an attempt ended) only claims what is fanned out.
+	soon := time.NewTimer(time.Hour)
+	soon.Stop()
+	defer soon.Stop()
+	armed, fanOut := false, true
 	for {
-		e.step(ctx)
+		if e.step(ctx, fanOut) && !armed {
+			soon.Reset(fanOutSoon)
+			armed = true
+		}
+		fanOut = true
 		select {
 		case <-ctx.Done():
 			return
 		case <-prune.C:
 			e.prune(ctx)
 		case <-tick.C:
+		case <-soon.C:
+			armed = false
 		case <-e.wake:
+			fanOut = false
 		}
 	}
 }
+
+// claimLimit bounds the deliveries one claim takes.
+const claimLimit = 64
+
+// fanOutSoon is how long after a fan-out that found events the next one
+// runs: short beside Poll, so that a busy webhook waits little for new
+// deliveries, and long beside a request, so that each fan-out takes many.
+const fanOutSoon = 5 * time.Millisecond
 
 func pruneEvery(retention time.Duration) time.Duration {
 	return max(min(retention/24, time.Hour), time.Second)
@@ -186,32 +212,40 @@ func (e *Engine) prune(ctx context.Context) {
 	}
 }
 
-// step fans new events out and starts the attempts that are due.
-func (e *Engine) step(ctx context.Context) {
+// step fans new events out (when fanOut is set) and starts the attempts
+// that are due; it reports whether the fan-out found events.
+func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 	now := e.cfg.Now()
-	for {
+	for fanOut {
 		n, err := e.cfg.Store.FanOut(ctx, now, 500)
 		if err != nil {
 			if ctx.Err() == nil {
 				e.fanOutFailures.Failed(e.cfg.Log, "fanning events out to webhooks", "err", err)
 			}
-			return
+			return found
 		}
 		e.fanOutFailures.Succeeded()
 		e.stats.fannedOut.Add(uint64(n))
+		found = found || n > 0
 		if n < 500 {
 			break
 		}
 	}
+	if !fanOut && !e.claimLeft {
+		// A wake, and the last claim took every delivery due: there is
+		// nothing to claim until the next fan-out or poll.
+		return found
+	}
 	// Each attempt's time counts from here, before the claim that starts
 	// its lease.
 	deadline := time.Now().Add(e.timeout)
-	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, now.Add(e.lease), e.busy(), 64)
+	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, now.Add(e.lease), e.busy(), claimLimit)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.cfg.Log.Warn("claiming webhook deliveries", "err", err)
 		}
-		return
+		e.claimLeft = true
+		return found
 	}
 	for i := range claimed {
 		d := &claimed[i]
@@ -230,6 +264,10 @@ func (e *Engine) step(ctx context.Context) {
 		}
 		s.send(ctx, job{d, sg}, deadline)
 	}
+	// A claim stops at its limit or at a webhook's slots: then it may have
+	// left due deliveries behind, for the next wake to claim.
+	e.claimLeft = len(claimed) == claimLimit || len(e.busy()) > 0
+	return found
 }
 
 // sender is the sender of w's URL.

@@ -110,29 +110,36 @@ func (s *sender) send(ctx context.Context, j job, deadline time.Time) {
 	}()
 }
 
+// Values of every attempt's headers.
+var (
+	contentTypeJSON = []string{"application/json"}
+	userAgent       = []string{"petstore-webhooks"}
+)
+
 // attempt sends one signed request and judges its answer.
 func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 	e := s.e
 	o.AttemptedAt = e.cfg.Now()
 	began := time.Now()
-	body := j.d.Event.AppendJSON(nil)
-	var w watch
+	body := j.d.Event.AppendJSON(make([]byte, 0, 128+len(j.d.Event.Data)))
+	w := new(watch)
 	ctx = httptrace.WithClientTrace(ctx, w.trace())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		o.Error = "the URL cannot be requested: " + err.Error()
 		return o
 	}
-	req.Header = http.Header{
-		"Content-Type": {"application/json"},
-		"User-Agent":   {"petstore-webhooks"},
-		// An event is safe to send twice: it carries its webhook-id,
-		// which receivers deduplicate on. A key with no value marks the
-		// request so without sending it, and the Transport then sends it
-		// again on a new connection when a kept-alive one closes before
-		// any answer (a receiver's idle timeout meeting the request).
-		"Idempotency-Key": nil,
-	}
+	req.Header = make(http.Header, 6)
+	// The values of the same headers on every attempt are shared: nothing
+	// writes them.
+	req.Header["Content-Type"] = contentTypeJSON
+	req.Header["User-Agent"] = userAgent
+	// An event is safe to send twice: it carries its webhook-id, which
+	// receivers deduplicate on. A key with no value marks the request so
+	// without sending it, and the Transport then sends it again on a new
+	// connection when a kept-alive one closes before any answer (a
+	// receiver's idle timeout meeting the request).
+	req.Header["Idempotency-Key"] = nil
 	j.signer.sign(req.Header, j.d.Event.ID.String(), o.AttemptedAt, body)
 	resp, err := s.tr.RoundTrip(req)
 	if err != nil {
@@ -151,8 +158,13 @@ func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 		return o
 	}
 	// What the log keeps, and no more: closing a longer body before its
-	// end closes the connection instead of reading the rest.
-	kept, rerr := io.ReadAll(io.LimitReader(resp.Body, ResponseLimit))
+	// end closes the connection instead of reading the rest. An empty one
+	// (a 204) takes no buffer.
+	var kept []byte
+	var rerr error
+	if resp.ContentLength != 0 {
+		kept, rerr = io.ReadAll(&io.LimitedReader{R: resp.Body, N: ResponseLimit})
+	}
 	o.Duration = time.Since(began)
 	if rerr != nil {
 		rerr = errors.New(e.describe(rerr))
@@ -211,10 +223,12 @@ func (c *watchedConn) Write(p []byte) (int, error) {
 type watch struct {
 	conn  atomic.Pointer[watchedConn]
 	stale atomic.Bool
+	tr    httptrace.ClientTrace
 }
 
 func (w *watch) trace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{GotConn: w.gotConn, GotFirstResponseByte: w.gotFirstByte}
+	w.tr = httptrace.ClientTrace{GotConn: w.gotConn, GotFirstResponseByte: w.gotFirstByte}
+	return &w.tr
 }
 
 func (w *watch) gotConn(info httptrace.GotConnInfo) {

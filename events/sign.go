@@ -68,26 +68,33 @@ const (
 )
 
 func (s *signer) sign(h http.Header, msgID string, at time.Time, body []byte) {
-	var buf [20]byte
-	ts := strconv.AppendInt(buf[:0], at.Unix(), 10)
-	h[hdrID] = []string{msgID}
-	h[hdrTimestamp] = []string{string(ts)}
-	h[hdrSignature] = []string{string(s.signature(nil, msgID, ts, body))}
+	// One buffer holds what is signed before the body ("id.timestamp.")
+	// and, after it, the signature; one slice the three values.
+	buf := make([]byte, 0, len(msgID)+24+len(s.macs)*(len("v1, ")+base64.StdEncoding.EncodedLen(sha256.Size)))
+	buf = append(buf, msgID...)
+	buf = append(buf, '.')
+	tsStart := len(buf)
+	buf = strconv.AppendInt(buf, at.Unix(), 10)
+	ts := buf[tsStart:]
+	prefix := append(buf, '.')
+	sig := s.signature(prefix[len(prefix):], prefix, body)
+	vals := []string{msgID, string(ts), string(sig)}
+	h[hdrID] = vals[0:1:1]
+	h[hdrTimestamp] = vals[1:2:2]
+	h[hdrSignature] = vals[2:3:3]
 }
 
 // signature appends webhook-signature's value: for each secret, "v1," and
-// the base64 HMAC-SHA256 of "id.timestamp.body", space-separated.
-func (s *signer) signature(b []byte, msgID string, ts, body []byte) []byte {
+// the base64 HMAC-SHA256 of prefix ("id.timestamp.") and body,
+// space-separated.
+func (s *signer) signature(b, prefix, body []byte) []byte {
 	for i, macs := range s.macs {
 		if i > 0 {
 			b = append(b, ' ')
 		}
 		mac := macs.Get().(hash.Hash)
 		mac.Reset()
-		mac.Write([]byte(msgID))
-		mac.Write([]byte{'.'})
-		mac.Write(ts)
-		mac.Write([]byte{'.'})
+		mac.Write(prefix)
 		mac.Write(body)
 		var sum [sha256.Size]byte
 		b = base64.StdEncoding.AppendEncode(append(b, "v1,"...), mac.Sum(sum[:0]))

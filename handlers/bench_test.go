@@ -138,15 +138,15 @@ func BenchmarkGetPetVsEcho(b *testing.B) {
 	})
 }
 
-// TestGetPetAllocations: GET /pets/{id}, the hottest read, allocates no
-// more per request than it did at 20ec8fe (issue 34), the test's own
-// writer and its header map included, though its answer has gained an ETag
-// and the successor's Link since.
+// TestGetPetAllocations: GET /pets/{id}, the hottest read, allocates
+// fewer times per request than it did at 20ec8fe (7, issue 34), the test's
+// own writer and its header map included, though its answer has gained an
+// ETag and the successor's Link since.
 func TestGetPetAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes what sync.Pool keeps")
 	}
-	const max = 7 // BenchmarkGetPetVsEcho's allocs/op at 20ec8fe
+	const max = 4 // as measured since the pool share is left out on bbolt
 	ts := newTestServer(t)
 	_, pet := ts.addRex(0)
 	req := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/pets/%d", pet.ID), nil)

@@ -120,7 +120,12 @@ func (s *Server) register(doc *apiDoc, routes []route, validate bool, limit echo
 		if !ok {
 			return fmt.Errorf("route %s %s is not in the OpenAPI document", r.method, r.path)
 		}
-		mw := []echo.MiddlewareFunc{wholeSegments, poolShare(poolShareOf(r.path))}
+		mw := []echo.MiddlewareFunc{wholeSegments}
+		if s.cfg.Shared != nil {
+			// Only a pool has shares: elsewhere the context it takes
+			// would be a request's garbage for nothing.
+			mw = append(mw, poolShare(poolShareOf(r.path)))
+		}
 		// A body is read whole, within BodyLimit, before anything judges
 		// the request. An operation that takes none refuses one (400, after
 		// authentication), so it never answers 413.
@@ -162,7 +167,8 @@ func (s *Server) register(doc *apiDoc, routes []route, validate bool, limit echo
 
 // poolShare makes the store's work for a route count against its
 // resource's share of the database connections (store.WithPoolShare), so
-// that requests for a locked table cannot hold every connection.
+// that requests for a locked table cannot hold every connection. Only a
+// store with a pool (Config.Shared) gets it.
 func poolShare(name string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

@@ -53,7 +53,8 @@ type Config struct {
 	// File and Shared are Store again, as what it is beyond Store; at most
 	// one is set. File: a file this process owns (bbolt), which backs
 	// itself up and reports damage. Shared: a database several instances
-	// share (PostgreSQL), where API keys are looked up on every request.
+	// share (PostgreSQL), where API keys are looked up on every request
+	// and the requests of each resource hold a share of its pool.
 	// Neither: no backup (the answer says how to back up PostgreSQL),
 	// credentials checked in the store's memory.
 	File   FileStore

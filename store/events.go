@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -84,7 +83,20 @@ type EventID struct {
 
 // String is the id as the API shows it.
 func (id EventID) String() string {
-	return fmt.Sprintf("evt_%016x%016x", id.Tx, id.Seq)
+	var buf [36]byte
+	return string(id.Append(buf[:0]))
+}
+
+// Append appends the id as the API shows it: "evt_" and Tx and Seq in 16
+// hexadecimal digits each.
+func (id EventID) Append(b []byte) []byte {
+	b = append(b, "evt_"...)
+	for _, v := range [2]uint64{id.Tx, id.Seq} {
+		for shift := 60; shift >= 0; shift -= 4 {
+			b = append(b, hexDigits[v>>uint(shift)&0xF])
+		}
+	}
+	return b
 }
 
 // IsZero reports whether id is the cursor before every event.
@@ -123,7 +135,7 @@ type Event struct {
 // read, so a retried delivery is signed over the same body.
 func (e *Event) AppendJSON(b []byte) []byte {
 	b = append(b, `{"id":"`...)
-	b = append(b, e.ID.String()...)
+	b = e.ID.Append(b)
 	b = append(b, `","type":`...)
 	b = strconv.AppendQuote(b, e.Type)
 	b = append(b, `,"createdAt":"`...)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -67,6 +68,13 @@ func TestEventIDs(t *testing.T) {
 		back, err := ParseEventID(ids[i].String())
 		if err != nil || back != ids[i] {
 			t.Errorf("ParseEventID(%s) = %v, %v", ids[i], back, err)
+		}
+	}
+	// The text form is the one it always had, which cursors in clients'
+	// hands carry.
+	for _, id := range []EventID{{}, {0, 1}, {0xabc, 0xdef}, {1<<64 - 1, 1<<63 + 5}} {
+		if got, want := id.String(), fmt.Sprintf("evt_%016x%016x", id.Tx, id.Seq); got != want {
+			t.Errorf("%#v: %s, want %s", id, got, want)
 		}
 	}
 	for _, bad := range []string{"", "evt_", "evt_123", "evt_zz000000000000000000000000000000", "xyz_00000000000000000000000000000001"} {

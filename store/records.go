@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -118,4 +119,61 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendJSON appends the delivery in its API form, as json.Marshal would.
+// It fails where json.Marshal does: on a time that RFC 3339 cannot
+// represent.
+func (d *Delivery) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, d.ID, 10)
+	b = append(b, `,"webhookId":`...)
+	b = strconv.AppendInt(b, d.WebhookID, 10)
+	b = append(b, `,"eventType":`...)
+	b = appendJSONString(b, d.EventType)
+	b = append(b, `,"attempt":`...)
+	b = strconv.AppendInt(b, int64(d.Attempt), 10)
+	if d.Manual {
+		b = append(b, `,"manual":true`...)
+	}
+	b = append(b, `,"state":`...)
+	b = appendJSONString(b, d.State)
+	ok := true
+	b, ok = appendJSONTime(b, `,"scheduledAt":`, &d.ScheduledAt, ok)
+	if d.AttemptedAt != nil {
+		b, ok = appendJSONTime(b, `,"attemptedAt":`, d.AttemptedAt, ok)
+	}
+	if d.Status != 0 {
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(d.Status), 10)
+	}
+	if d.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendJSONString(b, d.Error)
+	}
+	if d.DurationMS != 0 {
+		b = append(b, `,"durationMs":`...)
+		b = strconv.AppendInt(b, d.DurationMS, 10)
+	}
+	if d.Response != "" {
+		b = append(b, `,"response":`...)
+		b = appendJSONString(b, d.Response)
+	}
+	if d.NextAttemptAt != nil {
+		b, ok = appendJSONTime(b, `,"nextAttemptAt":`, d.NextAttemptAt, ok)
+	}
+	if !ok {
+		_, err := json.Marshal(d) // the error json.Marshal gives
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONTime appends name and t as time.Time's MarshalJSON writes it,
+// without its allocation; ok turns false (and stays so) when t cannot be
+// written.
+func appendJSONTime(b []byte, name string, t *time.Time, ok bool) ([]byte, bool) {
+	b = append(append(b, name...), '"')
+	b, err := t.AppendText(b)
+	return append(b, '"'), ok && err == nil
 }

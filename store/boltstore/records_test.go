@@ -51,6 +51,25 @@ func TestRecordEncodersMatchEncodingJSON(t *testing.T) {
 			}
 		}
 	}
+	for _, s := range recordStrings {
+		for i, d := range dates {
+			for _, id := range ids {
+				r := deliveryRecord{EventSeq: uint64(id), Delivery: store.Delivery{
+					ID: id, WebhookID: -id, EventID: store.EventID{Tx: 1, Seq: uint64(id)}, EventType: s,
+					Attempt: int(id), Manual: id%2 == 0, State: s, AttemptedAt: d, Status: int(id),
+					Error: s, DurationMS: id, Response: s, NextAttemptAt: dates[(i+1)%len(dates)],
+				}}
+				if d != nil {
+					r.ScheduledAt = *d
+				}
+				got, err := encodeDelivery(&r)
+				if err != nil {
+					t.Fatalf("%+v: %v", r, err)
+				}
+				checkEncoding(t, &r, got)
+			}
+		}
+	}
 	// Dates RFC 3339 cannot hold fail as json.Marshal fails.
 	for _, d := range []time.Time{
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -62,6 +81,12 @@ func TestRecordEncodersMatchEncodingJSON(t *testing.T) {
 		got, err := o.AppendJSON([]byte("x"))
 		if want == nil || err == nil || err.Error() != want.Error() || got != nil {
 			t.Fatalf("ship date %v: %q, %v; want error %v", d, got, err, want)
+		}
+		dl := store.Delivery{ID: 1, ScheduledAt: time.Now(), NextAttemptAt: &d}
+		_, want = json.Marshal(&dl)
+		got, err = dl.AppendJSON([]byte("x"))
+		if want == nil || err == nil || err.Error() != want.Error() || got != nil {
+			t.Fatalf("next attempt at %v: %q, %v; want error %v", d, got, err, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"time"
 
@@ -120,7 +121,23 @@ func putDelivery(tx *bolt.Tx, r *deliveryRecord) error {
 	}
 	r.EventSeq = r.EventID.Seq
 	b.FillPercent = appendFill
-	return putJSON(b, r.ID, r)
+	data, err := encodeDelivery(r)
+	if err != nil {
+		return err
+	}
+	return b.Put(itob(r.ID), data)
+}
+
+// encodeDelivery is json.Marshal(r), without its reflection: a delivery
+// is written twice (fanned out, then attempted) for each event a webhook
+// gets.
+func encodeDelivery(r *deliveryRecord) ([]byte, error) {
+	b, err := r.Delivery.AppendJSON(make([]byte, 0, 256))
+	if err != nil {
+		return nil, err
+	}
+	b = append(b[:len(b)-1], `,"eventSeq":`...)
+	return append(strconv.AppendUint(b, r.EventSeq, 10), '}'), nil
 }
 
 // CreateWebhook stores a new webhook and sets its id.
