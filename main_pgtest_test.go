@@ -14,7 +14,7 @@ import (
 // a certificate's expiry), so more of them run at once than there are
 // cores.
 func TestMain(m *testing.M) {
-	domaintest.WaitingParallel(6)
+	domaintest.WaitingParallel(8)
 	code := m.Run()
 	pgtest.Stop()
 	removeBuilds()
