@@ -431,6 +431,7 @@ func TestCertificateFailsThenExpiresDeliveredOnce(t *testing.T) {
 	first := start(t, env, args("1h")...)
 	first.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, adminAuth...)
 	var hook struct {
+		ID     int64  `json:"id"`
 		Secret string `json:"secret"`
 	}
 	types := []string{store.EventCertIssued, store.EventCertRenewed, store.EventCertFailed, store.EventCertExpiring, store.EventCertExpired}
@@ -463,6 +464,22 @@ func TestCertificateFailsThenExpiresDeliveredOnce(t *testing.T) {
 		t.Fatalf("the first delivery: %+v", issued)
 	}
 	notAfter, expiringAt := *cert.NotAfter, *certs.ExpiringAt(cert)
+	// The receiver has the event before the service records its success:
+	// stopped in between, it would rightly send it again after its lease.
+	// It stops once no delivery is left pending.
+	domaintest.WaitFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		code, body := first.call(t, "GET", fmt.Sprintf("/admin/webhooks/%d/deliveries", hook.ID), "", adminAuth...)
+		var deliveries []struct {
+			EventType, State string
+		}
+		if err := json.Unmarshal([]byte(body), &deliveries); code != 200 || err != nil {
+			return fmt.Errorf("the webhook's deliveries: %d %s", code, body)
+		}
+		if len(deliveries) == 0 || slices.ContainsFunc(deliveries, func(d struct{ EventType, State string }) bool { return d.State == "pending" }) {
+			return fmt.Errorf("deliveries not all recorded: %+v", deliveries)
+		}
+		return nil
+	})
 	// The CA can no longer validate the name; the service's own checks
 	// see only failed lookups, which never move a verified domain.
 	dns.SetServfail(t, name)

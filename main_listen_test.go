@@ -325,6 +325,7 @@ func TestHalfSentHeadersCostLittle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("500 connections and a child process")
 	}
+	t.Parallel() // it waits for the header timeout, on a child process
 	addr, pid := startChild(t, "--header-timeout", "5s", "--max-client-conns", "0", "--rate-limit", "0")
 	idle := rss(t, pid)
 	head := "GET /pets HTTP/1.1\r\nHost: localhost\r\nX-Big: " + strings.Repeat("v", 64<<10+4<<10-200)

@@ -160,6 +160,7 @@ func acmeRequests(log string) int { return strings.Count(log, "-> calling handle
 // through the customer's CNAME), and after the switch its first handshake
 // succeeds with that certificate, with no ACME request in between.
 func TestMoveWithoutDowntime(t *testing.T) {
+	t.Parallel()
 	db, resolver, pebble, m, tlsAddr := startServedDelegated(t)
 	ctx := context.Background()
 	const name = "shop.customer.test"
@@ -225,6 +226,7 @@ func TestMoveWithoutDowntime(t *testing.T) {
 // work), and a delegated domain is still issued and renewed, through
 // DNS-01.
 func TestProxiedDomainRenewsThroughDNS01(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts pebble and waits for a renewal")
 	}
@@ -279,6 +281,7 @@ func (p *presentCounter) KVPut(ctx context.Context, key string, value []byte) er
 // server (the only one pebble's resolver asks), and while A issues, B's
 // certificate rounds order nothing: one order.
 func TestDelegatedIssuanceOnTwoInstances(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts pebble and PostgreSQL")
 	}
@@ -619,6 +622,7 @@ func TestWildcardSharesDelegationWithBase(t *testing.T) {
 // api.shop.customer.test beside it gets its own; x.y.shop.customer.test
 // gets none, and no order is made for it.
 func TestWildcardAgainstPebble(t *testing.T) {
+	t.Parallel()
 	db, resolver, pebble, m, tlsAddr := startServedDelegated(t)
 	ctx := context.Background()
 	const wildcard, base = "*.shop.customer.test", "shop.customer.test"

@@ -121,6 +121,7 @@ func startCADNS(t *testing.T) *domaintest.DNS {
 // TestRenewalWithoutVisitors: a certificate that lives 40 seconds is
 // renewed by maintenance before it expires, with no TLS client at all.
 func TestRenewalWithoutVisitors(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts pebble and waits for a renewal")
 	}
@@ -168,6 +169,7 @@ func TestRenewalWithoutVisitors(t *testing.T) {
 // recorded and shown expired, and one whose file left storage is recorded
 // as removed and requested again.
 func TestCertificateStateIsHonest(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts pebble")
 	}
@@ -219,6 +221,7 @@ func TestCertificateStateIsHonest(t *testing.T) {
 // tick; every change of its state reached the hook, in order, and each
 // has its event in the outbox.
 func TestExpiryIsStoredWithoutRequests(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts pebble and waits for a certificate to expire")
 	}
@@ -293,6 +296,7 @@ var (
 // limit, and the domain says when and why it tries next. Pebble's log is
 // the witness of the orders and of the failed validations.
 func TestIssuanceBacksOff(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts pebble")
 	}
@@ -429,6 +433,7 @@ func assertSequentialOrders(t *testing.T, log string) {
 // TestIssuerFallback: with the first CA unreachable, the certificate comes
 // from the next one, and the details name it.
 func TestIssuerFallback(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts pebble")
 	}

@@ -550,6 +550,7 @@ func TestMovedOnlyOnEvidenceOverAnHour(t *testing.T) {
 // with its certificate succeed after every check. Moved afterwards, it is
 // still served with that certificate until the certificate expires.
 func TestFlappingDNSKeepsServing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts pebble and challtestsrv")
 	}
@@ -730,6 +731,7 @@ func (s *shortLivedDomain) orders() int { return len(orderAdded.FindAllString(s.
 // the certificate comes due and maintenance renews it: the domain stays
 // verified, every handshake succeeds, and the new serial is served.
 func TestRenewalDuringFlappingDNS(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts pebble and challtestsrv, waits for a renewal")
 	}
@@ -803,6 +805,7 @@ func TestRenewalDuringFlappingDNS(t *testing.T) {
 // the DNS points here again the domain is verified and gets a new
 // certificate by itself.
 func TestMovedDomainIsNotRenewed(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts pebble and challtestsrv, waits for a certificate to expire")
 	}

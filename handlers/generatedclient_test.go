@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -42,44 +45,11 @@ func TestGeneratedClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds oapi-codegen and the generated clients")
 	}
-	root, err := filepath.Abs("..")
+	t.Parallel()
+	driver, err := generated.wait()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := t.TempDir()
-	// The first run builds the generator (about a minute); later runs take
-	// it from the build cache.
-	generator := strings.TrimSpace(string(goCommand(t, root, "tool", "-n", "oapi-codegen")))
-	overlay := map[string]string{
-		filepath.Join(root, generatedClientPackage, "driver", "main.go"): filepath.Join(root, "testdata", "generatedclient", "driver.go"),
-	}
-	for _, g := range []struct{ pkg, spec string }{
-		{"publicapi", "openapi.yaml"},
-		{"adminapi", "handlers/openapi-admin.yaml"},
-	} {
-		cmd := exec.Command(generator, "-package", g.pkg, filepath.Join(root, g.spec))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		code, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("oapi-codegen %s: %v\n%s", g.spec, err, stderr.Bytes())
-		}
-		file := filepath.Join(tmp, g.pkg+".go")
-		if err := os.WriteFile(file, code, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		overlay[filepath.Join(root, generatedClientPackage, g.pkg, "client.gen.go")] = file
-	}
-	overlayJSON, err := json.Marshal(map[string]any{"Replace": overlay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	overlayFile := filepath.Join(tmp, "overlay.json")
-	if err := os.WriteFile(overlayFile, overlayJSON, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	driver := filepath.Join(tmp, "driver")
-	goCommand(t, root, "build", "-overlay", overlayFile, "-o", driver, "./"+generatedClientPackage+"/driver")
 
 	// Custom domains need a CNAME target; DNS is answered by nothing (a
 	// closed loopback port), so that a verify fails fast and offline.
@@ -159,16 +129,126 @@ func (ts *testServer) forward(r *http.Request) (string, *response) {
 	return opID, answer
 }
 
+// generated is the driver compiled with the generated clients. Building
+// it is most of TestGeneratedClients's time and all of it other programs'
+// (the go command, oapi-codegen), so TestMain starts it before the tests
+// run (startEarly) and the test waits for it: it overlaps the package's
+// other tests.
+var generated driverBuild
+
+type driverBuild struct {
+	once   sync.Once
+	done   chan struct{}
+	cancel context.CancelFunc
+	tmp    string // the folder of the generated code and the driver
+	driver string
+	err    error
+}
+
+// startEarly starts the build when the run is to include
+// TestGeneratedClients.
+func (b *driverBuild) startEarly() {
+	run := flag.Lookup("test.run").Value.String()
+	if testing.Short() || flag.Lookup("test.list").Value.String() != "" {
+		return
+	}
+	if matched, err := regexp.MatchString(strings.Split(run, "/")[0], "TestGeneratedClients"); run == "" || err == nil && matched {
+		b.start()
+	}
+}
+
+func (b *driverBuild) start() {
+	b.once.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		b.done, b.cancel = make(chan struct{}), cancel
+		go func() {
+			defer close(b.done)
+			b.driver, b.err = b.build(ctx)
+		}()
+	})
+}
+
+// wait returns the driver, once built.
+func (b *driverBuild) wait() (string, error) {
+	b.start()
+	<-b.done
+	return b.driver, b.err
+}
+
+// stop ends an unfinished build and removes its files.
+func (b *driverBuild) stop() {
+	if b.done == nil {
+		return
+	}
+	b.cancel()
+	<-b.done
+	if b.tmp != "" {
+		os.RemoveAll(b.tmp)
+	}
+}
+
+// build generates the clients of both documents and compiles the driver
+// with them, into a temporary folder.
+func (b *driverBuild) build(ctx context.Context) (string, error) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		return "", err
+	}
+	if b.tmp, err = os.MkdirTemp("", "petstore-generatedclient-"); err != nil {
+		return "", err
+	}
+	tmp := b.tmp
+	// The first run builds the generator (about a minute); later runs take
+	// it from the build cache.
+	out, err := goCommand(ctx, root, "tool", "-n", "oapi-codegen")
+	if err != nil {
+		return "", err
+	}
+	generator := strings.TrimSpace(string(out))
+	overlay := map[string]string{
+		filepath.Join(root, generatedClientPackage, "driver", "main.go"): filepath.Join(root, "testdata", "generatedclient", "driver.go"),
+	}
+	for _, g := range []struct{ pkg, spec string }{
+		{"publicapi", "openapi.yaml"},
+		{"adminapi", "handlers/openapi-admin.yaml"},
+	} {
+		cmd := exec.CommandContext(ctx, generator, "-package", g.pkg, filepath.Join(root, g.spec))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		code, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("oapi-codegen %s: %v\n%s", g.spec, err, stderr.Bytes())
+		}
+		file := filepath.Join(tmp, g.pkg+".go")
+		if err := os.WriteFile(file, code, 0o644); err != nil {
+			return "", err
+		}
+		overlay[filepath.Join(root, generatedClientPackage, g.pkg, "client.gen.go")] = file
+	}
+	overlayJSON, err := json.Marshal(map[string]any{"Replace": overlay})
+	if err != nil {
+		return "", err
+	}
+	overlayFile := filepath.Join(tmp, "overlay.json")
+	if err := os.WriteFile(overlayFile, overlayJSON, 0o644); err != nil {
+		return "", err
+	}
+	driver := filepath.Join(tmp, "driver")
+	if _, err := goCommand(ctx, root, "build", "-overlay", overlayFile, "-o", driver, "./"+generatedClientPackage+"/driver"); err != nil {
+		return "", err
+	}
+	return driver, nil
+}
+
 // goCommand runs the go command in dir and returns its standard output.
-func goCommand(t *testing.T, dir string, args ...string) []byte {
-	t.Helper()
-	cmd := exec.Command("go", args...)
+func goCommand(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+		return nil, fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
 	}
-	return out
+	return out, nil
 }

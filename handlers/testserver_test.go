@@ -333,7 +333,10 @@ var (
 // TestMain fails the package when a full run leaves an operation of either
 // document unexercised: a new operation cannot arrive without a test.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	generated.startEarly()
 	code := m.Run()
+	generated.stop()
 	pgtest.Stop()
 	if f := flag.Lookup("test.run"); code != 0 || f == nil || f.Value.String() != "" || testing.Short() {
 		os.Exit(code)

@@ -223,6 +223,14 @@ func textOf(t *testing.T, ctx context.Context, css string) string {
 	return run(t, ctx, "reading the text of "+css, chromedp.Text(chromedp.CSS(css), chromedp.NodeVisible))
 }
 
+// textNow reads the text of the element matching css in one evaluation
+// ("" while there is none): a table the page renders again, between a
+// query for its node and a read of that node's text, would fail textOf.
+func textNow(t *testing.T, ctx context.Context, css string) string {
+	t.Helper()
+	return run(t, ctx, "reading the text of "+css, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q)?.innerText ?? ""`, css)))
+}
+
 // waitText waits until the element matching css shows text containing want.
 // An element the page keeps hidden (the hidden attribute, on it or on an
 // ancestor) shows nothing, although its innerText is its text.

@@ -49,16 +49,16 @@ func TestDashboardWebhooks(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("deliveries-panel")))
 	// The engine makes the delivery on its next round, which may come
 	// after the panel first loaded: shown again until it is there.
-	for i := 0; !strings.Contains(textOf(t, ctx, "#deliveries tbody"), "webhook.test"); i++ {
+	for i := 0; !strings.Contains(textNow(t, ctx, "#deliveries tbody"), "webhook.test"); i++ {
 		if i > 200 {
-			t.Fatalf("the test delivery never showed: %s", textOf(t, ctx, "#deliveries tbody"))
+			t.Fatalf("the test delivery never showed: %s", textNow(t, ctx, "#deliveries tbody"))
 		}
 		do(t, ctx, "showing the deliveries", chromedp.Click(chromedp.CSS(`#webhooks button[aria-label^="Show the deliveries"]`)))
 	}
 	// The receiver gets it; the deliveries, shown again, say so.
 	for i := 0; ; i++ {
 		do(t, ctx, "showing the deliveries", chromedp.Click(chromedp.CSS(`#webhooks button[aria-label^="Show the deliveries"]`)))
-		text := textOf(t, ctx, "#deliveries tbody")
+		text := textNow(t, ctx, "#deliveries tbody")
 		if strings.Contains(text, "succeeded") {
 			break
 		}

@@ -9,5 +9,6 @@ import (
 
 // PostgreSQL behaves as every store must, and as the bbolt file does.
 func TestStore(t *testing.T) {
+	t.Parallel() // beside TestIdleInstancesReadNoKeptEvent, the longest
 	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
 }
