@@ -338,16 +338,7 @@ func TestMigrateCarriesWebhooksEventsAndDeliveries(t *testing.T) {
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true})
-	first := start(t, nil, "--data", data, "--admin-token", domaintest.AdminToken, "--webhook-allow-private")
-	code, body := first.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
-	var hook struct {
-		ID     int64
-		Secret string
-	}
-	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil || hook.Secret == "" {
-		t.Fatalf("creating the webhook: %d %s", code, body)
-	}
-	rcv.Trust(hook.Secret)
+	first, hook := startWithWebhook(t, data, rcv)
 	deliveriesPath := fmt.Sprintf("/admin/webhooks/%d/deliveries", hook.ID)
 	key := createKey(t, first, "move")
 	keyed := []string{"X-API-Key", key, "Idempotency-Key", "create-dogs-once"}
@@ -470,4 +461,24 @@ func toMicroseconds(s string) string {
 		}
 		return p[1] + "." + f
 	})
+}
+
+// startWithWebhook starts an instance on a data file with a webhook to rcv
+// for every event, its secret trusted by rcv.
+func startWithWebhook(t *testing.T, data string, rcv *webhooktest.Receiver) (*instance, madeWebhook) {
+	t.Helper()
+	in := start(t, nil, "--data", data, "--admin-token", domaintest.AdminToken, "--webhook-allow-private")
+	code, body := in.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
+	var hook madeWebhook
+	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil || hook.Secret == "" {
+		t.Fatalf("creating the webhook: %d %s", code, body)
+	}
+	rcv.Trust(hook.Secret)
+	return in, hook
+}
+
+// madeWebhook is what startWithWebhook's webhook was given.
+type madeWebhook struct {
+	ID     int64
+	Secret string
 }

@@ -48,16 +48,7 @@ func TestMigrateRoundTripGivesTheSameAnswersAndDeliveries(t *testing.T) {
 	dir := t.TempDir()
 	data, back := filepath.Join(dir, "petstore.db"), filepath.Join(dir, "back.db")
 	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true, IgnoreTimestamp: true})
-	first := start(t, nil, "--data", data, "--admin-token", domaintest.AdminToken, "--webhook-allow-private")
-	code, body := first.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
-	var hook struct {
-		ID     int64
-		Secret string
-	}
-	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil || hook.Secret == "" {
-		t.Fatalf("creating the webhook: %d %s", code, body)
-	}
-	rcv.Trust(hook.Secret)
+	first, hook := startWithWebhook(t, data, rcv)
 	deliveriesPath := fmt.Sprintf("/admin/webhooks/%d/deliveries", hook.ID)
 	key := createKey(t, first, "round trip")
 	keyed := []string{"X-API-Key", key, "Idempotency-Key", "create-dogs-once"}

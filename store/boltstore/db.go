@@ -199,6 +199,12 @@ func (db *DB) init() error {
 	if err != nil {
 		return err
 	}
+	return db.loadCredentials()
+}
+
+// loadCredentials reads the API keys and the admin token's hash, which
+// requests check in memory, from the file as it now is.
+func (db *DB) loadCredentials() error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
 		if err := db.loadAPIKeys(tx); err != nil {
 			return err

@@ -55,16 +55,7 @@ func (db *DB) Import(ctx context.Context, from store.Streamer) error {
 		}
 		return fmt.Errorf("copying into %s: %w", db.path, err)
 	}
-	return db.bolt.View(func(tx *bolt.Tx) error {
-		if err := db.loadAPIKeys(tx); err != nil {
-			return err
-		}
-		if h := tx.Bucket(bktMeta).Get(metaAdminHash); h != nil {
-			h = bytes.Clone(h)
-			db.adminHash.Store(&h)
-		}
-		return nil
-	})
+	return db.loadCredentials()
 }
 
 // importedBuckets are the buckets Import writes: all but the certificate
