@@ -1,5 +1,6 @@
 // Command petstore serves the pet-store API and its reference site from one
-// bbolt file. Run it with no flags for local development.
+// bbolt file, or from a PostgreSQL database that several instances share
+// (--database). Run it with no flags for local development.
 package main
 
 import (
