@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -58,14 +57,7 @@ func (p pgSeen) PetJSON(ctx context.Context, id int64) ([]byte, int64, error) {
 func TestPoolShareOnlyForPooledStores(t *testing.T) {
 	serve := func(t *testing.T, db store.Store, set func(*handlers.Config)) {
 		t.Helper()
-		srv, err := handlers.New(serverConfig(t, db, set))
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs := httptest.NewServer(srv)
-		t.Cleanup(hs.Close)
-		ts := &testServer{tb: t, srv: srv, http: hs, admin: domaintest.AdminToken}
-		ts.useNewAPIKey()
+		ts := serveStore(t, db, set)
 		_, pet := ts.addRex(0)
 		ts.do(http.MethodGet, fmt.Sprintf("/pets/%d", pet.ID), "").wantStatus(http.StatusOK)
 	}

@@ -128,6 +128,13 @@ func startOnPostgresDB(t *testing.T, databaseURL string, opts ...serverOption) (
 	if _, err := db.EnsureAdminToken(context.Background(), domaintest.AdminToken); err != nil {
 		t.Fatal(err)
 	}
+	return serveStore(t, db, opts...), db
+}
+
+// serveStore serves db with the test servers' configuration and admin
+// token, and uses a new API key.
+func serveStore(t *testing.T, db store.Store, opts ...serverOption) *testServer {
+	t.Helper()
 	srv, err := handlers.New(serverConfig(t, db, opts...))
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +143,7 @@ func startOnPostgresDB(t *testing.T, databaseURL string, opts ...serverOption) (
 	t.Cleanup(hs.Close)
 	ts := &testServer{tb: t, srv: srv, http: hs, admin: domaintest.AdminToken}
 	ts.useNewAPIKey()
-	return ts, db
+	return ts
 }
 
 // TestBackupOnPostgresPointsToPgDump: a backup of a shared database is
