@@ -14,14 +14,11 @@ import (
 	"petstore/store/postgres/pgtest"
 )
 
-// postgresStore starts a private PostgreSQL cluster with PostgreSQL's
-// durable defaults (fsync and synchronous commits on, as the bbolt rows
-// fsync every commit), seeds it as the small store is seeded, starts the
-// binary on it with --database and adds the rows of single pets, creates
-// and orders. Without PostgreSQL's binaries the rows are skipped, with a
-// note saying how to get them. With -postgres-vs, the other revision's
-// binary gets the same rows on a database of its own, each beside this
-// revision's row of the same request, so that both see the same load.
+// postgresStore starts a private PostgreSQL cluster with its durable
+// defaults (as the bbolt rows fsync every commit), seeds it as the small
+// store is seeded, starts the binary on it with --database and adds the
+// rows of single pets, creates and orders, beside -postgres-vs's when
+// given. Without PostgreSQL's binaries the rows are skipped, with a note.
 func (b *bench) postgresStore(ctx context.Context) error {
 	cluster, err := pgtest.Start(true)
 	if errors.Is(err, pgtest.ErrNotInstalled) {
