@@ -226,10 +226,7 @@ func TestMoveWithoutDowntime(t *testing.T) {
 // work), and a delegated domain is still issued and renewed, through
 // DNS-01.
 func TestProxiedDomainRenewsThroughDNS01(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts pebble and waits for a renewal")
-	}
+	slowParallel(t, "starts pebble and waits for a renewal")
 	db, resolver, _, m := startDelegated(t, domaintest.PebbleOptions{Profiles: map[string]int{"short": 30}}, domains.ACME{Profile: "short", RenewInterval: time.Second})
 	ctx := context.Background()
 	const name = "www.proxied.test"
@@ -281,10 +278,7 @@ func (p *presentCounter) KVPut(ctx context.Context, key string, value []byte) er
 // server (the only one pebble's resolver asks), and while A issues, B's
 // certificate rounds order nothing: one order.
 func TestDelegatedIssuanceOnTwoInstances(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts pebble and PostgreSQL")
-	}
+	slowParallel(t, "starts pebble and PostgreSQL")
 	url := pgtest.URL(t)
 	open := func() *postgres.DB { return domaintest.OpenPostgres(t, url) }
 	ctx := context.Background()

@@ -121,10 +121,7 @@ func startCADNS(t *testing.T) *domaintest.DNS {
 // TestRenewalWithoutVisitors: a certificate that lives 40 seconds is
 // renewed by maintenance before it expires, with no TLS client at all.
 func TestRenewalWithoutVisitors(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts pebble and waits for a renewal")
-	}
+	slowParallel(t, "starts pebble and waits for a renewal")
 	dns := startOurDNS(t)
 	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{Profiles: map[string]int{"short": 40}})
 	m, db := acmeManager(t, dns, pebble, nil, domains.ACME{Profile: "short", RenewInterval: time.Second})
@@ -169,10 +166,7 @@ func TestRenewalWithoutVisitors(t *testing.T) {
 // recorded and shown expired, and one whose file left storage is recorded
 // as removed and requested again.
 func TestCertificateStateIsHonest(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts pebble")
-	}
+	slowParallel(t, "starts pebble")
 	dns := startOurDNS(t)
 	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
 	clk := domaintest.NewClock(time.Now())
@@ -221,10 +215,7 @@ func TestCertificateStateIsHonest(t *testing.T) {
 // tick; every change of its state reached the hook, in order, and each
 // has its event in the outbox.
 func TestExpiryIsStoredWithoutRequests(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts pebble and waits for a certificate to expire")
-	}
+	slowParallel(t, "starts pebble and waits for a certificate to expire")
 	dns := startOurDNS(t)
 	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{Profiles: map[string]int{"short": 18}})
 	var mu sync.Mutex
@@ -296,10 +287,7 @@ var (
 // limit, and the domain says when and why it tries next. Pebble's log is
 // the witness of the orders and of the failed validations.
 func TestIssuanceBacksOff(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts pebble")
-	}
+	slowParallel(t, "starts pebble")
 	ourDNS, caDNS := startOurDNS(t), startCADNS(t)
 	const name = "slowdns.example.org"
 	// The CA's resolver still has the record from before the customer's
@@ -433,10 +421,7 @@ func assertSequentialOrders(t *testing.T, log string) {
 // TestIssuerFallback: with the first CA unreachable, the certificate comes
 // from the next one, and the details name it.
 func TestIssuerFallback(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts pebble")
-	}
+	slowParallel(t, "starts pebble")
 	dns := startOurDNS(t)
 	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
 	const unreachable = "https://127.0.0.1:1/dir"

@@ -166,8 +166,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		// A database not reached yet: the store tells followStore's
 		// listener once it is, and the refresh runs then.
 		m.log.Warn("custom domains: the store is unavailable; loading them once it is back", "err", err)
-		m.table.Store(&routingTable{defaultAddr: m.DefaultAddress(store.Project{}), served: map[string]bool{},
-			certAllowed: map[string]bool{}, issued: map[string]bool{}, redirects: map[string]store.Redirect{}})
+		m.table.Store(&routingTable{defaultAddr: m.DefaultAddress(store.Project{})})
 	}
 	m.followStore()
 	return m, nil

@@ -25,6 +25,16 @@ import (
 	"petstore/store/boltstore"
 )
 
+// slowParallel runs the test in parallel, unless -short skips it for the
+// reason given: it starts servers and waits on them.
+func slowParallel(t *testing.T, why string) {
+	t.Helper()
+	t.Parallel()
+	if testing.Short() {
+		t.Skip(why)
+	}
+}
+
 // deployedStore is a fresh store whose project can have custom domains:
 // plan pro, one successful deploy.
 func deployedStore(t *testing.T) *boltstore.DB {
@@ -550,10 +560,7 @@ func TestMovedOnlyOnEvidenceOverAnHour(t *testing.T) {
 // with its certificate succeed after every check. Moved afterwards, it is
 // still served with that certificate until the certificate expires.
 func TestFlappingDNSKeepsServing(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts pebble and challtestsrv")
-	}
+	slowParallel(t, "starts pebble and challtestsrv")
 	challtestsrv := domaintest.StartDNS(t)
 	pebble := domaintest.StartPebble(t, challtestsrv, domaintest.PebbleOptions{})
 	const name = "www.flapping.test"
@@ -731,10 +738,7 @@ func (s *shortLivedDomain) orders() int { return len(orderAdded.FindAllString(s.
 // the certificate comes due and maintenance renews it: the domain stays
 // verified, every handshake succeeds, and the new serial is served.
 func TestRenewalDuringFlappingDNS(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts pebble and challtestsrv, waits for a renewal")
-	}
+	slowParallel(t, "starts pebble and challtestsrv, waits for a renewal")
 	s := startShortLivedDomain(t, "www.renew-flap.test", 40*time.Second)
 	first := s.first
 	handshake := func(step string) string {
@@ -805,10 +809,7 @@ func TestRenewalDuringFlappingDNS(t *testing.T) {
 // the DNS points here again the domain is verified and gets a new
 // certificate by itself.
 func TestMovedDomainIsNotRenewed(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts pebble and challtestsrv, waits for a certificate to expire")
-	}
+	slowParallel(t, "starts pebble and challtestsrv, waits for a certificate to expire")
 	s := startShortLivedDomain(t, "shop.moved-expiry.test", 20*time.Second)
 	first := s.first
 	ctx := context.Background()

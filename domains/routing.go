@@ -118,11 +118,7 @@ func (m *Manager) Refresh(ctx context.Context) error {
 	// The table first: from here on the decision function refuses a moved
 	// or removed name, so no handshake loads its certificate back as a
 	// managed one while followTable changes the cache.
-	before := m.table.Swap(t)
-	if before == nil {
-		before = &routingTable{} // at start: every moved domain is news
-	}
-	m.followTable(ctx, before, t)
+	m.followTable(ctx, m.table.Swap(t), t) // at start, from NewManager's empty table
 	return nil
 }
 

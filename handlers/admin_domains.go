@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -70,16 +69,12 @@ func domainAdded(d store.Domain, _ none) (answer, error) {
 	return answerJSON(http.StatusCreated, domainPath(d.Name), domainView{Domain: d})
 }
 
-// domainByName answers 200 with the domain that get returns for the name
-// path parameter.
-func (s *Server) domainByName(get func(context.Context, string) (store.Domain, error)) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		d, err := get(c.Request().Context(), domainParam(c))
-		if err != nil {
-			return err
-		}
-		return respond(c, http.StatusOK, s.domainView(d))
+func (s *Server) getDomain(c echo.Context) error {
+	d, err := s.domains.Get(c.Request().Context(), domainParam(c))
+	if err != nil {
+		return err
 	}
+	return respond(c, http.StatusOK, s.domainView(d))
 }
 
 // verifyDomain checks a domain's DNS now (Re-verify). Its change is made by

@@ -15,11 +15,8 @@ import (
 )
 
 // Idempotency-Key (draft-ietf-httpapi-idempotency-key-header, as Stripe
-// has it): a create sent with a key is performed once. The key is an
-// argument of the store's write, which keeps the record it wrote in the
-// same transaction (store.Kept), so that a crash cannot separate the
-// change from the answer; the same key with the same request gets the
-// answer made from that record again, with Idempotent-Replayed.
+// has it; docs/design.md says how): a create sent with a key is performed
+// once, and the same key with the same request gets its answer again.
 
 const (
 	headerIdempotencyKey = "Idempotency-Key"
@@ -81,18 +78,11 @@ type none struct{}
 // keyed serves a POST that takes an Idempotency-Key: write makes its
 // change with the key (nil without the header) and returns the record the
 // store kept for it and what beside it (store.Kept); render makes the
-// answer from those, for the first request and every replay alike, so
-// that a replay is the first answer again. With admin, the keys are the
-// admin token's, whatever other header the request carries, and their
-// answers are kept sealed, all of them, since some hold a secret (a new
-// API key's, a webhook's signing secret); the public API's hold only what
-// the store holds anyway.
-//
-// The key is scoped to the credential that sent it. While a request with
-// it is served here, another gets 409 idempotency_in_progress; a request
-// on another instance (PostgreSQL) waits for the first one's transaction
-// instead and then replays its answer. Only a write that succeeds keeps
-// its answer: a refused one changed nothing, and a retry is judged anew.
+// answer from those, for the first request and every replay alike. With
+// admin, the keys are the admin token's, and their answers are kept
+// sealed, since some hold a secret. The key is scoped to the credential
+// that sent it; while a request with it is served here, another gets 409
+// idempotency_in_progress. Only a write that succeeds keeps its answer.
 func keyed[R, B any](s *Server, admin bool, write func(echo.Context, *store.IdempotentWrite) (R, B, error), render func(R, B) (answer, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		w, release, err := s.takeKey(c, admin)

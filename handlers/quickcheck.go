@@ -13,21 +13,13 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// quickCheck knows, for some requests, what the validator would answer
-// without running it. It is built at start from an operation that takes no
-// body and whose only parameters are integer path parameters with at most
-// bounds in their schema, and whose credential (if any) is one the
-// validator checks by calling back into this server: GET /pets/{petId},
-// DELETE /categories/{categoryId} and their kind. A request with no query
-// string, no body, plain decimal path values within those bounds and a
-// credential that kin-openapi's own security check accepts (it calls the
-// server's AuthenticationFunc, as in full validation) passes such an
-// operation's validation; for anything else the validator runs as usual,
-// and its answer (and message) stands. Bodies are always the validator's.
-//
-// kin-openapi re-reads the operation on every request (parameter decoding,
-// schema settings, option closures): a large part of the in-process cost
-// of GET /pets/{id}, to accept what this check accepts.
+// quickCheck knows, for some requests, that the validator would pass them
+// without running it (docs/design.md, Validation): built at start from an
+// operation that takes no body, whose parameters are integers in the path
+// or plain optional headers, and whose credential kin-openapi's own security
+// check judges. For anything else the validator runs, and its answer
+// stands. kin-openapi re-reads the operation on every request, a large part
+// of the in-process cost of GET /pets/{id}.
 type quickCheck struct {
 	params []intParam
 	// headers are the optional string header parameters (If-Match,

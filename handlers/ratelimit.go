@@ -28,18 +28,12 @@ const maxBurst = 1 << 30
 // RateLimit-Policy fields (draft-ietf-httpapi-ratelimit-headers).
 const rateLimitPolicy = `"per-client"`
 
-// rateLimit allows RateLimit requests per second per client with a burst of
-// twice that, and answers 429 with Retry-After past it. A client is its
-// peer address, IPv6 ones grouped by /64 (clientkey.Of). It runs before
-// anything that costs work (the host routing, the ACME challenges: see
-// RateLimited); only the probes pass it, so that a load balancer sharing an
-// address with busy clients never sees a 429.
-//
-// Every answer it lets through or refuses carries the IETF httpapi draft's
-// RateLimit-Policy (the burst, q, and the seconds an empty bucket takes to
-// fill again, w: a client that keeps to q/w requests a second is never
-// refused) and RateLimit (r: the requests the client may send now; t: the
-// seconds until that number grows, which on a 429 is its Retry-After).
+// rateLimit allows RateLimit requests per second per client (clientkey.Of)
+// with a burst of twice that, and answers 429 with Retry-After past it,
+// with the RateLimit and RateLimit-Policy headers on every answer
+// (docs/reference.md, Limits). It runs before anything that costs work
+// (see RateLimited); only the probes pass it, so that a load balancer
+// sharing an address with busy clients never sees a 429.
 func (s *Server) rateLimit() echo.MiddlewareFunc {
 	if s.cfg.RateLimit <= 0 {
 		return func(next echo.HandlerFunc) echo.HandlerFunc { return next }
@@ -144,12 +138,11 @@ func (l *rateLimiter) take(k clientkey.Key, now time.Time) (ok bool, left int, w
 }
 
 // Failed credential attempts are limited per client address whatever the
-// general rate limit is: after Config.CredentialFailures of them in
-// credentialFailureWindow, every wrong credential from that address gets
-// 429 until the oldest of those failures is a window old. A right
-// credential is always accepted, from a locked-out address too: the
-// credentials are too long to guess ten at a time, and a stale key in a
-// script must not lock its owner out of the dashboard.
+// general rate limit is (docs/reference.md): after Config.CredentialFailures
+// of them in credentialFailureWindow, wrong credentials from that address
+// get 429. A right credential is always accepted: the credentials are too
+// long to guess ten at a time, and a stale key in a script must not lock
+// its owner out of the dashboard.
 const (
 	credentialFailureWindow = time.Minute
 	// failureWatchSize bounds the addresses with failures but no lock-out

@@ -69,7 +69,7 @@ func (s *Server) routes(validate bool) error {
 		{http.MethodDelete, "/admin/api-keys/:id", deleteByID("id", s.store.RevokeAPIKey)},
 		{http.MethodGet, "/admin/domains", s.listDomains},
 		{http.MethodPost, "/admin/domains", keyed(s, true, s.addDomain, domainAdded)},
-		{http.MethodGet, "/admin/domains/:name", s.domainByName(s.domains.Get)},
+		{http.MethodGet, "/admin/domains/:name", s.getDomain},
 		{http.MethodDelete, "/admin/domains/:name", s.removeDomain},
 		{http.MethodPost, "/admin/domains/:name/verify", keyed(s, true, s.verifyDomain, domainVerified)},
 		{http.MethodGet, "/admin/settings", s.getSettings},

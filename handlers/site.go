@@ -15,27 +15,18 @@ import (
 // and sends it to the admin API, which checks it.
 
 // siteRoutes mounts the reference at /, the dashboard at /dashboard/, and
-// their assets. Everything was prepared once before (Prepare: the page
-// rendered from the embedded document, compression, ETags), so a request
-// costs a lookup and a write.
+// their assets, all prepared by web.NewSite.
 func (s *Server) siteRoutes() error {
 	site, e := s.site, s.echo
-	e.Match(getHead, web.ReferencePath, serveResource(site.Reference()), s.inFlight.limit)
+	e.Match(getHead, web.ReferencePath, echo.WrapHandler(site.Reference()), s.inFlight.limit)
 	e.Match(getHead, web.AssetsPath+"*", serveAsset(site.SiteAsset), s.inFlight.limit)
-	e.Match(getHead, web.FaviconPath, serveResource(site.Favicon()))
+	e.Match(getHead, web.FaviconPath, echo.WrapHandler(site.Favicon()))
 	e.Match(getHead, "/dashboard", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, web.DashboardPath)
 	})
-	e.Match(getHead, web.DashboardPath, serveResource(site.Dashboard()))
+	e.Match(getHead, web.DashboardPath, echo.WrapHandler(site.Dashboard()))
 	e.Match(getHead, web.DashboardAssetsPath+"*", serveAsset(site.DashboardAsset))
 	return nil
-}
-
-func serveResource(r *web.Resource) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r.ServeHTTP(c.Response(), c.Request())
-		return nil
-	}
 }
 
 // serveAsset serves the asset named by the rest of the path, or the API's
@@ -44,7 +35,7 @@ func serveResource(r *web.Resource) echo.HandlerFunc {
 func serveAsset(lookup func(name string) *web.Resource) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if r := lookup(c.Param("*")); r != nil {
-			return serveResource(r)(c)
+			return echo.WrapHandler(r)(c)
 		}
 		return echo.ErrNotFound
 	}

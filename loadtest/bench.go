@@ -77,7 +77,6 @@ type bench struct {
 	begun      time.Time
 	dir        string // temporary: the binary and the data files
 	bin        string // the petstore binary
-	clkTck     int64
 	adminToken string
 	procs      []*proc
 	smallProc  *proc // the server on the small store
@@ -179,7 +178,6 @@ func (b *bench) measure(ctx context.Context) error {
 	if b.dir, err = os.MkdirTemp("", "petstore-loadtest-"); err != nil {
 		return err
 	}
-	b.clkTck = clockTicks()
 	b.adminToken = "pat_loadtest_" + rand.Text()
 
 	b.progress("building petstore (go build -o %s .)", filepath.Join(b.dir, "petstore"))

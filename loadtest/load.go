@@ -161,10 +161,10 @@ func (b *bench) measured(p *proc, send func(ctx context.Context, d time.Duration
 
 // cpuTimes reads the CPU time p's server and this process have used so far.
 func (b *bench) cpuTimes(p *proc) (server, self time.Duration, err error) {
-	if server, err = procCPUTime(p.pid(), p.name, b.clkTck); err != nil {
+	if server, err = procCPUTime(p.pid(), p.name); err != nil {
 		return 0, 0, err
 	}
-	if self, err = procCPUTime(os.Getpid(), "loadtest", b.clkTck); err != nil {
+	if self, err = procCPUTime(os.Getpid(), "loadtest"); err != nil {
 		return 0, 0, err
 	}
 	return server, self, nil

@@ -1,26 +1,9 @@
-// Command loadtest is Petstore's load benchmark. From the module root:
-//
-//	go run ./loadtest            # 5 s per row, 64 connections, 1,000,000-pet store
-//	go run ./loadtest -quick     # 2 s per row, 100,000-pet store: well under a minute
-//
-// It builds the real binary, seeds new data files (10,000 and 1,000,000 pets,
-// with store.ImportPets), starts the binary on each on loopback with
-// --rate-limit 0, makes an API key and stock through the API, drives it with
-// concurrent keep-alive clients, and prints one table: req/s, p50 and p99 latency and
-// the server's CPU time per request (from /proc/<pid>/stat) for each kind of
-// request, the rate of new TLS connections to --https-listen with 1 and with
-// 1,000 verified domains (data files seeded with the domains and their
-// certificates in certmagic's storage, signed by a CA of its own, and an
-// --acme-ca nobody answers at), the server's idle RSS and its time to ready with a large store,
-// each beside the baseline it is judged against (a bare Echo handler in a
-// process of its own, and one-fsync-per-write bbolt puts) and the target
-// docs/performance.md gives. A MISS is a measurement, not a failure; the exit status is
-// non-zero only on real errors: a server that does not start, a non-2xx
-// answer, a page that is not what it should be, a failed TLS handshake, a
-// TLS server that asked its CA for anything.
-//
-// Linux only: it reads /proc. Traffic goes to 127.0.0.1 only, and every
-// process it starts is killed when it ends, Ctrl-C included.
+// Command loadtest is Petstore's load benchmark: `go run ./loadtest` from
+// the module root, on Linux (it reads /proc). It builds the binary, seeds
+// its stores, drives it over loopback and prints one table, each row beside
+// its baseline and target; docs/performance.md says what each row measures.
+// A MISS is a measurement, not a failure: the exit status is non-zero only
+// on real errors. Every process it starts is killed when it ends.
 package main
 
 import (

@@ -145,7 +145,7 @@ func (b *bench) buildReport() *report {
 			b.begun.Format("2006-01-02 15:04"), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
 		fmt.Sprintf("each load row: %d keep-alive connections (Go client), %v warm-up, then %v measured in %d slices, the rows taking turns; requests to 127.0.0.1 only",
 			c.connections, c.warmup, c.duration, c.rounds),
-		fmt.Sprintf("CPU/req: the server's utime+stime (/proc/<pid>/stat, CLK_TCK %d) over the measured part / requests; server started with --rate-limit 0", b.clkTck),
+		"CPU/req: the server's utime+stime (/proc/<pid>/stat) over the measured part / requests; server started with --rate-limit 0",
 		fmt.Sprintf("load average before: %s, after: %s (other work on the machine makes every figure worse)", b.loadBefore, b.loadAfter),
 	}
 

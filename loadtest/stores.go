@@ -237,17 +237,10 @@ func idRange(from int64, n int) []int64 {
 // computes: deep pages are requested with a computed cursor, so a change of
 // the cursor format must show here, not as a silently different row.
 func (b *bench) checkPage(ctx context.Context, api *apiClient, path string, want []int64) {
-	var pets []struct {
-		ID int64 `json:"id"`
-	}
-	h, err := api.do(ctx, "GET", path, nil, "", 200, &pets)
+	got, h, err := petIDs(ctx, api, path)
 	if err != nil {
 		b.fail("checking %s: %v", path, err)
 		return
-	}
-	got := make([]int64, len(pets))
-	for i, p := range pets {
-		got[i] = p.ID
 	}
 	if !slices.Equal(got, want) {
 		b.fail("GET %s: pets %v, want %v", path, got, want)
@@ -263,10 +256,7 @@ func (b *bench) checkPage(ctx context.Context, api *apiClient, path string, want
 // with the pet after, and returns the path of the page after it.
 func (b *bench) followLinks(ctx context.Context, api *apiClient, path string, after int64) string {
 	for path != "" {
-		var pets []struct {
-			ID int64 `json:"id"`
-		}
-		h, err := api.do(ctx, "GET", path, nil, "", 200, &pets)
+		ids, h, err := petIDs(ctx, api, path)
 		if err != nil {
 			b.fail("following the pages' links: %v", err)
 			return path
@@ -275,7 +265,7 @@ func (b *bench) followLinks(ctx context.Context, api *apiClient, path string, af
 		if link := h.Get("Link"); strings.HasPrefix(link, "<") && strings.Contains(link, `rel="next"`) {
 			path, _, _ = strings.Cut(link[1:], ">")
 		}
-		if len(pets) > 0 && pets[len(pets)-1].ID >= after {
+		if len(ids) > 0 && ids[len(ids)-1] >= after {
 			break
 		}
 	}
@@ -283,6 +273,19 @@ func (b *bench) followLinks(ctx context.Context, api *apiClient, path string, af
 		b.fail("following the pages' links: no page ends with pet %d", after)
 	}
 	return path
+}
+
+// petIDs reads the list page path: its pets' ids and its headers.
+func petIDs(ctx context.Context, api *apiClient, path string) ([]int64, http.Header, error) {
+	var pets []struct {
+		ID int64 `json:"id"`
+	}
+	h, err := api.do(ctx, "GET", path, nil, "", 200, &pets)
+	ids := make([]int64, len(pets))
+	for i, p := range pets {
+		ids[i] = p.ID
+	}
+	return ids, h, err
 }
 
 // encodeCursor is handlers/cursor.go's cursor of GET /pets without

@@ -17,14 +17,11 @@ import (
 	"time"
 )
 
-// The TLS rows measure new connections to the binary's --https-listen: TCP
-// connect, a full TLS handshake (the client keeps no session cache, so it
-// neither resumes nor is sent session tickets), close. The server is started
-// on a data file seeded as the service leaves it after issuing certificates:
-// verified domains whose certificates are in certmagic's storage, so that it
-// serves them without asking any CA. Its --acme-ca is a port nobody listens
-// on: a server that asks its CA for anything fails the handshake or logs it,
-// and either is an error of the run.
+// The TLS rows (docs/performance.md) measure new connections to
+// --https-listen of a server whose data file holds verified domains and
+// their certificates. Its --acme-ca is a port nobody listens on: a server
+// that asks its CA for anything fails the handshake or logs it, and either
+// is an error of the run.
 const (
 	tlsACMECA         = "https://127.0.0.1:1/directory"
 	tlsPlatformDomain = "petstore.test"

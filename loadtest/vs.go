@@ -1,8 +1,5 @@
-// Another revision measured beside this one: -vs for the small store's
-// rows, -postgres-vs for the PostgreSQL rows. Its rows run right after this
-// revision's rows of the same requests, in every round, so that a before
-// and after comes from one run, both sides under the same load on the
-// machine, instead of from two runs minutes apart.
+// Another revision measured beside this one, each of its rows right after
+// this revision's row of the same request (-vs, -postgres-vs).
 
 package main
 
@@ -52,11 +49,9 @@ func beside(jobs, other []job) []job {
 }
 
 // smallStoreVs starts -vs's revision on a small store of its own, seeded
-// as this revision's is (by this revision's store: an older binary reads
-// the file, its buckets being a subset), and returns the jobs of every row
-// of the small store sent to it. Every row, not only those compared: what
-// else a process serves changes what a row costs (its heap, its file), so
-// both must serve the same.
+// by this revision's store (an older binary reads the file, its buckets
+// being a subset), and returns the jobs of every row of the small store
+// sent to it: what else a process serves changes what a row costs.
 func (b *bench) smallStoreVs(ctx context.Context) ([]job, error) {
 	o, err := b.buildOther(ctx, b.cfg.vs)
 	if err != nil {

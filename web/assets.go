@@ -54,53 +54,39 @@ var (
 // mustLoadAssets panics on an error: the files are embedded, so an error is
 // a build mistake.
 func mustLoadAssets(dir, prefix string) *assetSet {
-	entries, err := fs.ReadDir(static, dir)
-	if err != nil {
-		panic(err)
-	}
 	s := &assetSet{prefix: prefix, byName: map[string]asset{}, modules: map[string][]byte{}}
-	for _, e := range entries {
-		if e.IsDir() {
-			if e.Name() == "modules" {
-				s.loadModules(path.Join(dir, "modules"))
-			}
-			continue
+	err := fs.WalkDir(static, dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
 		}
-		body, err := fs.ReadFile(static, path.Join(dir, e.Name()))
+		body, err := fs.ReadFile(static, p)
 		if err != nil {
-			panic(err)
+			return err
 		}
-		ext := path.Ext(e.Name())
+		name, ext := strings.TrimPrefix(p, dir+"/"), path.Ext(p)
+		if module, ok := strings.CutPrefix(name, "modules/"); ok {
+			if ext != ".js" || strings.Contains(module, "/") {
+				return fmt.Errorf("web: %s is not a JavaScript module", p)
+			}
+			s.modules[name] = body
+			return nil
+		}
 		ctype := contentTypes[ext]
-		if ctype == "" {
-			panic(fmt.Sprintf("web: no content type for %s", e.Name()))
+		if ctype == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("web: %s is neither a stylesheet nor a script of the page", p)
 		}
 		sum := sha256.Sum256(body)
-		s.byName[e.Name()] = asset{
-			hashedName:  strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:5]) + ext,
+		s.byName[name] = asset{
+			hashedName:  strings.TrimSuffix(name, ext) + "." + hex.EncodeToString(sum[:5]) + ext,
 			contentType: ctype,
 			body:        body,
 		}
-	}
-	return s
-}
-
-// loadModules reads the .js files of dir into s.modules.
-func (s *assetSet) loadModules(dir string) {
-	entries, err := fs.ReadDir(static, dir)
+		return nil
+	})
 	if err != nil {
 		panic(err)
 	}
-	for _, e := range entries {
-		if e.IsDir() || path.Ext(e.Name()) != ".js" {
-			panic(fmt.Sprintf("web: %s/%s is not a JavaScript module", dir, e.Name()))
-		}
-		body, err := fs.ReadFile(static, path.Join(dir, e.Name()))
-		if err != nil {
-			panic(err)
-		}
-		s.modules["modules/"+e.Name()] = body
-	}
+	return s
 }
 
 // resources prepares the files for serving, by hashed name, and the

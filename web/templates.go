@@ -24,6 +24,7 @@ var (
 		"asset":      dashboardAssets.url,
 		"pageStart":  newPageStart,
 		"secretOnce": newSecretOnce,
+		"listTable":  newListTable,
 	}).ParseFS(templates, "templates/dashboard.html", "templates/page-start.html"))
 )
 
@@ -43,6 +44,17 @@ type secretOnce struct{ ID, Title, Note, Label string }
 
 func newSecretOnce(id, title, note, label string) secretOnce {
 	return secretOnce{ID: id, Title: title, Note: note, Label: label}
+}
+
+// listTable is what a list of the dashboard says: its table's id and
+// caption, the note shown when it is empty, and its column headings.
+type listTable struct {
+	ID, Caption, Empty string
+	Columns            []string
+}
+
+func newListTable(id, caption, empty string, columns ...string) listTable {
+	return listTable{ID: id, Caption: caption, Empty: empty, Columns: columns}
 }
 
 // stabilityTitle says what an x-stability value promises, in the words of

@@ -14,12 +14,15 @@ import (
 	"petstore/domains/domaintest"
 )
 
-// dialFrom opens a TCP connection to server from the loopback address ip
+// dialFrom opens a TCP or UDP connection to server from the loopback address ip
 // (all of 127/8 is this host; 127.0.N.0/24 are different networks).
-func dialFrom(t *testing.T, ip net.IP, server string) net.Conn {
+func dialFrom(t *testing.T, network string, ip net.IP, server string) net.Conn {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: 5 * time.Second}
-	c, err := d.Dial("tcp", server)
+	if network == "udp" {
+		d.LocalAddr = &net.UDPAddr{IP: ip}
+	}
+	c, err := d.Dial(network, server)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,10 +62,10 @@ func TestTCPConnectionsAreCapped(t *testing.T) {
 	// same network, are closed.
 	var held []net.Conn
 	for range 3 {
-		held = append(held, dialFrom(t, a, tcp))
+		held = append(held, dialFrom(t, "tcp", a, tcp))
 	}
 	for _, ip := range []net.IP{a, net.IPv4(127, 0, 0, 2)} {
-		if !closedByServer(dialFrom(t, ip, tcp)) {
+		if !closedByServer(dialFrom(t, "tcp", ip, tcp)) {
 			t.Errorf("a 4th connection from %v's network was not closed", ip)
 		}
 	}
@@ -74,10 +77,10 @@ func TestTCPConnectionsAreCapped(t *testing.T) {
 	// gives the places of the connections it closed, and of b's question,
 	// back in its own time: c's first is dialed again until it is kept.
 	for range 2 {
-		held = append(held, dialFrom(t, b, tcp))
+		held = append(held, dialFrom(t, "tcp", b, tcp))
 	}
 	domaintest.WaitFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		conn := dialFrom(t, c, tcp)
+		conn := dialFrom(t, "tcp", c, tcp)
 		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
 		if _, err := conn.Read(make([]byte, 1)); !errors.As(err, new(net.Error)) || !err.(net.Error).Timeout() {
 			conn.Close()
@@ -86,7 +89,7 @@ func TestTCPConnectionsAreCapped(t *testing.T) {
 		held = append(held, conn)
 		return nil
 	})
-	if !closedByServer(dialFrom(t, d, tcp)) {
+	if !closedByServer(dialFrom(t, "tcp", d, tcp)) {
 		t.Errorf("a connection over the total was not closed")
 	}
 	// One closes: its place is free again (the server sees the close in
@@ -113,7 +116,7 @@ func TestTCPConnectionsAreCapped(t *testing.T) {
 func TestIdleTCPConnectionIsClosed(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	_, tcp := startServer(t, db, acmedns.Config{ReadTimeout: 200 * time.Millisecond})
-	c := dialFrom(t, net.IPv4(127, 0, 0, 1), tcp)
+	c := dialFrom(t, "tcp", net.IPv4(127, 0, 0, 1), tcp)
 	if !closedByServer(c) {
 		t.Error("an idle connection was not closed at the read timeout")
 	}
@@ -126,15 +129,7 @@ func TestFormErrIsLimited(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	const burst = 5
 	udp, _ := startServer(t, db, acmedns.Config{Rate: 0.001, Burst: burst})
-	server, err := net.ResolveUDPAddr("udp", udp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.DialUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}, server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialFrom(t, "udp", net.IPv4(127, 0, 0, 1), udp)
 	// A header that claims two questions: FORMERR from the dns package.
 	bad := []byte{0x12, 0x34, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}
 	const sent = 50

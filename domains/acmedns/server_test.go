@@ -146,15 +146,7 @@ func sameAnswers(t *testing.T, a, b, w acmedns.Store) {
 func TestFloodFromOneNetworkIsLimited(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	udp, _ := startServer(t, db, acmedns.Config{Rate: 20, Burst: 40})
-	server, err := net.ResolveUDPAddr("udp", udp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.DialUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}, server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialFrom(t, "udp", net.IPv4(127, 0, 0, 1), udp)
 	q := new(dns.Msg)
 	q.SetQuestion(zone+".", dns.TypeSOA)
 	wire, err := q.Pack()

@@ -41,7 +41,7 @@ type ACME struct {
 	// DisableHTTPChallenge is set when there is no HTTP listener.
 	DisableHTTPChallenge bool
 	// RenewInterval is how often certificate maintenance looks for
-	// certificates to renew. Zero means 10 minutes.
+	// certificates to renew; not positive, certmagic's default.
 	RenewInterval time.Duration
 }
 
@@ -187,12 +187,4 @@ func (c *Certs) loop() {
 		}
 		c.Tend(c.ctx)
 	}
-}
-
-// orDefault is d, or def when d is unset (not positive).
-func orDefault(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }

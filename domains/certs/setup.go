@@ -9,9 +9,9 @@ import (
 	"crypto/tls"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/caddyserver/certmagic"
+	"github.com/mholt/acmez/v3"
 	"go.uber.org/zap"
 )
 
@@ -20,13 +20,12 @@ func (c *Certs) setUp(a ACME) {
 	zl := zapToSlog(c.log)
 	c.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert:   c.configForCert,
-		RenewCheckInterval: orDefault(a.RenewInterval, 10*time.Minute),
+		RenewCheckInterval: a.RenewInterval,
 		Logger:             zl,
 	})
 	// The storage shows this service's challenges as it presents them
 	// (challenges.go).
 	c.storage = certStorage{KeyValue: c.db, presented: c.notePresented}
-	c.certs = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
 	c.onDemand = certmagic.New(c.cache, certmagic.Config{
 		Storage: c.storage,
 		// On-demand issuance serves names nobody obtained ahead of time (the
@@ -39,57 +38,46 @@ func (c *Certs) setUp(a ACME) {
 	if !a.DisableHTTPChallenge {
 		c.challengeTypes = 2
 	}
-	c.obtainer = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
-	// certmagic.New gives a config without issuers Let's Encrypt's: the
-	// configured CAs replace it rather than follow it.
-	c.certs.Issuers, c.obtainer.Issuers = nil, nil
-	for _, ca := range append([]string{a.CA}, a.FallbackCAs...) {
-		iss := certmagic.NewACMEIssuer(c.certs, certmagic.ACMEIssuer{
-			CA:                   ca,
-			TestCA:               ca,
-			Email:                a.Email,
-			Agreed:               true,
-			TrustedRoots:         a.TrustedRoots,
-			AltHTTPPort:          a.HTTPPort,
-			AltTLSALPNPort:       a.TLSPort,
-			DisableHTTPChallenge: a.DisableHTTPChallenge,
-			Profile:              a.Profile,
-			Logger:               zl,
-		})
-		c.issuers = append(c.issuers, iss)
-		c.certs.Issuers = append(c.certs.Issuers, iss)
-		c.obtainer.Issuers = append(c.obtainer.Issuers, promptlessIssuer{iss})
-	}
+	c.certs, c.obtainer, c.issuers = c.acmeConfigs(a, zl, nil)
 	c.onDemand.Issuers = c.certs.Issuers
 	if c.cfg.DNS01Solver != nil {
-		c.setUpDNS01(a, zl)
+		// Delegated names: the same CAs, and so the same storage keys,
+		// with DNS-01 answered by the service's own zone. No propagation
+		// check is needed: the zone's servers answer from the store, on
+		// every instance, as soon as the value is written.
+		c.dnsCerts, c.dnsObtainer, _ = c.acmeConfigs(a, zl, c.cfg.DNS01Solver)
 	}
 }
 
-// setUpDNS01 builds the configs of delegated names: the same CAs, and so
-// the same storage keys, with DNS-01 answered by the service's own zone.
-// No propagation check is needed: the zone's servers answer from the
-// store, on every instance, as soon as the value is written.
-func (c *Certs) setUpDNS01(a ACME, zl *zap.Logger) {
-	c.dnsCerts = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
-	c.dnsObtainer = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
-	c.dnsCerts.Issuers, c.dnsObtainer.Issuers = nil, nil
+// acmeConfigs makes a config whose certificates maintenance renews and the
+// obtainer of their first, single attempts, both with one ACME issuer per
+// configured CA, answering the challenges through dns01 when it is set.
+func (c *Certs) acmeConfigs(a ACME, zl *zap.Logger, dns01 acmez.Solver) (managed, obtainer *certmagic.Config, issuers []*certmagic.ACMEIssuer) {
+	managed = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
+	obtainer = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
+	// certmagic.New gives a config without issuers Let's Encrypt's: the
+	// configured CAs replace it rather than follow it.
+	managed.Issuers, obtainer.Issuers = nil, nil
 	for _, ca := range append([]string{a.CA}, a.FallbackCAs...) {
-		iss := certmagic.NewACMEIssuer(c.dnsCerts, certmagic.ACMEIssuer{
-			CA: ca, TestCA: ca, Email: a.Email, Agreed: true, TrustedRoots: a.TrustedRoots,
-			DNS01Solver: c.cfg.DNS01Solver, Profile: a.Profile, Logger: zl,
-		})
-		c.dnsCerts.Issuers = append(c.dnsCerts.Issuers, iss)
-		c.dnsObtainer.Issuers = append(c.dnsObtainer.Issuers, promptlessIssuer{iss})
+		tmpl := certmagic.ACMEIssuer{CA: ca, TestCA: ca, Email: a.Email, Agreed: true, TrustedRoots: a.TrustedRoots, Profile: a.Profile, Logger: zl}
+		if dns01 != nil {
+			tmpl.DNS01Solver = dns01
+		} else {
+			tmpl.AltHTTPPort, tmpl.AltTLSALPNPort, tmpl.DisableHTTPChallenge = a.HTTPPort, a.TLSPort, a.DisableHTTPChallenge
+		}
+		iss := certmagic.NewACMEIssuer(managed, tmpl)
+		issuers = append(issuers, iss)
+		managed.Issuers = append(managed.Issuers, iss)
+		obtainer.Issuers = append(obtainer.Issuers, promptlessIssuer{iss})
 	}
+	return managed, obtainer, issuers
 }
 
 // configForCert tells maintenance which config a cached certificate
 // belongs to: an attached domain's is renewed in the background (through
 // DNS-01 when it is delegated, which works behind any proxy; an owned
-// domain's only then); the
-// default address's (and a moved domain's, which gets no new one) stay
-// with the on-demand config, which maintenance skips.
+// domain's only then); the default address's (and a moved domain's, which
+// gets no new one) stay with the on-demand config, which maintenance skips.
 func (c *Certs) configForCert(cert certmagic.Certificate) (*certmagic.Config, error) {
 	delegated := c.dnsCerts != nil
 	for _, n := range cert.Names {

@@ -39,9 +39,9 @@ const (
 // It refuses, with a *store.Error of code store.EINVALID whose message can be
 // shown as is, anything that cannot be a customer's host name: empty input,
 // IP addresses, URLs, ports, paths, wildcards (NormalizeWildcard takes
-// those), spaces, invalid labels, single
-// labels, and names that are a public suffix or have no registrable domain
-// (such as "co.uk" or "github.io"), because no one can prove control of those.
+// those), spaces, invalid labels, single labels, and names that are a public
+// suffix or have no registrable domain (such as "co.uk" or "github.io"),
+// because no one can prove control of those.
 func Normalize(input string) (string, error) {
 	s := strings.TrimSpace(input)
 	if s == "" {
@@ -82,7 +82,7 @@ func Normalize(input string) (string, error) {
 	if err != nil {
 		return "", invalid("%q is not a valid domain name: use only letters, digits and hyphens in each part between dots", s)
 	}
-	ascii = strings.ToLower(ascii) // ToASCII already folds case; this keeps pure ASCII input safe whatever the profile does
+	ascii = strings.ToLower(ascii) // whatever the profile does with pure ASCII
 	// Checked again after IDNA mapping: full-width digits and dots can turn
 	// "１２７．０．０．１" into an address.
 	if isIP(ascii) {
@@ -202,7 +202,7 @@ func (p Platform) Normalize(input string) (string, error) {
 	return name, nil
 }
 
-// canonical is the cheap form used for comparisons of names that are already
+// Canonical is the cheap form used for comparisons of names that are already
 // normalised, or come from DNS: lower case without the trailing dot.
 func Canonical(name string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
@@ -225,7 +225,7 @@ var specialUseTLDs = map[string]string{
 	"arpa":      "is reserved for the Internet's infrastructure, such as reverse DNS (RFC 3172)",
 }
 
-// checkPublicTLD refuses a normalised name whose top-level domain is
+// CheckPublicTLD refuses a normalised name whose top-level domain is
 // special-use or not delegated by ICANN: no public CA issues for it, so
 // adding it would only send a doomed order to the CA. allowTest lets .test
 // through for tests, which run their own DNS and CA.

@@ -51,28 +51,15 @@ func requiredRecords(name, cnameTarget string, publicIPs []netip.Addr, apex bool
 			note = "A wildcard record: it sends every name one label below " + WildcardBase(name) +
 				" here, except names that have records of their own at your DNS provider. The value must match exactly."
 		}
-		return []Record{{
-			Type:  TypeCNAME,
-			Host:  relativeHost(name),
-			Name:  name,
-			Value: target,
-			TTL:   RecordTTL,
-			Note:  note,
-		}}
+		return []Record{{Type: TypeCNAME, Host: relativeHost(name), Name: name, Value: target, TTL: RecordTTL, Note: note}}
 	}
 
-	alias := Record{
-		Type:  TypeALIAS,
-		Host:  "@",
-		Name:  name,
-		Value: target,
-		TTL:   RecordTTL,
-	}
+	otherwise := "use a subdomain such as www." + name + " with a CNAME record instead."
 	if len(publicIPs) > 0 {
-		alias.Note = "Your provider may call this ALIAS, ANAME or CNAME flattening. Not every DNS provider supports them; if yours does not, create the A/AAAA records below instead."
-	} else {
-		alias.Note = "Your provider may call this ALIAS, ANAME or CNAME flattening. Not every DNS provider supports them; if yours does not, use a subdomain such as www." + name + " with a CNAME record instead."
+		otherwise = "create the A/AAAA records below instead."
 	}
+	alias := Record{Type: TypeALIAS, Host: "@", Name: name, Value: target, TTL: RecordTTL,
+		Note: "Your provider may call this ALIAS, ANAME or CNAME flattening. Not every DNS provider supports them; if yours does not, " + otherwise}
 	if readable, err := idna.ToUnicode(name); err == nil && readable != name {
 		alias.Note += " " + name + " is how DNS writes " + readable + "; use this form where your provider asks for the full name."
 	}

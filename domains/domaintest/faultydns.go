@@ -59,12 +59,18 @@ func ServeDNS(tb testing.TB, h dns.Handler) string {
 	if err != nil {
 		tb.Fatalf("domaintest: %v", err)
 	}
+	serve(tb, &dns.Server{PacketConn: pc, Handler: h})
+	return pc.LocalAddr().String()
+}
+
+// serve runs srv, on its listener, until tb's test ends; it returns once
+// srv serves.
+func serve(tb testing.TB, srv *dns.Server) {
 	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: h, NotifyStartedFunc: func() { close(started) }}
+	srv.NotifyStartedFunc = func() { close(started) }
 	go func() { _ = srv.ActivateAndServe() }()
 	<-started
 	tb.Cleanup(func() { _ = srv.Shutdown() })
-	return pc.LocalAddr().String()
 }
 
 // Addr returns the server's address, host:port (UDP only).

@@ -49,13 +49,8 @@ func serveBoth(tb testing.TB, h dns.Handler) string {
 			}
 			tb.Fatalf("domaintest: %v", err)
 		}
-		for _, srv := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: ln, Handler: h}} {
-			started := make(chan struct{})
-			srv.NotifyStartedFunc = func() { close(started) }
-			go func() { _ = srv.ActivateAndServe() }()
-			<-started
-			tb.Cleanup(func() { _ = srv.Shutdown() })
-		}
+		serve(tb, &dns.Server{PacketConn: pc, Handler: h})
+		serve(tb, &dns.Server{Listener: ln, Handler: h})
 		return pc.LocalAddr().String()
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -27,20 +28,18 @@ func main() {
 	defer cancel()
 	httpClient := &http.Client{Timeout: 30 * time.Second}
 
-	api, err := publicapi.NewClientWithResponses(base, publicapi.WithHTTPClient(httpClient),
+	api := must(publicapi.NewClientWithResponses(base, publicapi.WithHTTPClient(httpClient),
 		publicapi.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 			if r.Method != http.MethodGet {
 				r.Header.Set("X-API-Key", key)
 			}
 			return nil
-		}))
-	check("publicapi.NewClientWithResponses", err)
-	admin, err := adminapi.NewClientWithResponses(base, adminapi.WithHTTPClient(httpClient),
+		})))
+	admin := must(adminapi.NewClientWithResponses(base, adminapi.WithHTTPClient(httpClient),
 		adminapi.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 			r.Header.Set("Authorization", "Bearer "+token)
 			return nil
-		}))
-	check("adminapi.NewClientWithResponses", err)
+		})))
 
 	public(ctx, api)
 	operator(ctx, admin)
@@ -51,50 +50,42 @@ func main() {
 
 func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	desc := "Loyal companions"
-	cr, err := api.CreateCategoryWithResponse(ctx, publicapi.NewCategory{Name: "Dogs", Description: &desc})
-	check("createCategory", err)
+	cr := must(api.CreateCategoryWithResponse(ctx, publicapi.NewCategory{Name: "Dogs", Description: &desc}))
 	dogs := expect("createCategory", cr, cr.Body, http.StatusCreated, cr.JSON201)
 	var dogsID int64 = dogs.Id // a required id is a plain value, not a pointer
 	if cr.Headers201 == nil || cr.Headers201.Location == nil {
 		fail("createCategory: no Location header parsed")
 	}
-	cr, err = api.CreateCategoryWithResponse(ctx, publicapi.NewCategory{Name: "Empty"})
-	check("createCategory", err)
+	cr = must(api.CreateCategoryWithResponse(ctx, publicapi.NewCategory{Name: "Empty"}))
 	empty := expect("createCategory", cr, cr.Body, http.StatusCreated, cr.JSON201)
 
 	limit := publicapi.Limit(1)
-	lc, err := api.ListCategoriesWithResponse(ctx, &publicapi.ListCategoriesParams{Limit: &limit})
-	check("listCategories", err)
+	lc := must(api.ListCategoriesWithResponse(ctx, &publicapi.ListCategoriesParams{Limit: &limit}))
 	if cats := expect("listCategories", lc, lc.Body, http.StatusOK, lc.JSON200); len(cats) != 1 {
 		fail("listCategories: %d categories on a page of 1", len(cats))
 	}
 	if lc.Headers200 == nil || lc.Headers200.Link == nil || !strings.Contains(*lc.Headers200.Link, `rel="next"`) {
 		fail("listCategories: no Link to the next page")
 	}
-	gc, err := api.GetCategoryWithResponse(ctx, dogsID, nil)
-	check("getCategory", err)
+	gc := must(api.GetCategoryWithResponse(ctx, dogsID, nil))
 	expect("getCategory", gc, gc.Body, http.StatusOK, gc.JSON200)
-	rc, err := api.ReplaceCategoryWithResponse(ctx, dogsID, nil, publicapi.NewCategory{Name: "Dogs", Description: &desc})
-	check("replaceCategory", err)
+	rc := must(api.ReplaceCategoryWithResponse(ctx, dogsID, nil, publicapi.NewCategory{Name: "Dogs", Description: &desc}))
 	expect("replaceCategory", rc, rc.Body, http.StatusOK, rc.JSON200)
 
 	available := publicapi.Available
-	cp, err := api.CreatePetWithResponse(ctx, publicapi.NewPet{Name: "Rex", CategoryId: dogsID, Status: &available})
-	check("createPet", err)
+	cp := must(api.CreatePetWithResponse(ctx, publicapi.NewPet{Name: "Rex", CategoryId: dogsID, Status: &available}))
 	rex := expect("createPet", cp, cp.Body, http.StatusCreated, cp.JSON201)
 	var rexID int64 = rex.Id
 	if cp.Headers201 == nil || cp.Headers201.Location == nil || *cp.Headers201.Location != fmt.Sprintf("/pets?id=%d", rexID) {
 		fail("createPet: Location %v", cp.Headers201)
 	}
-	lp, err := api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Status: &available, CategoryId: &dogsID, Limit: &limit})
-	check("listPets", err)
+	lp := must(api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Status: &available, CategoryId: &dogsID, Limit: &limit}))
 	if pets := expect("listPets", lp, lp.Body, http.StatusOK, lp.JSON200); len(pets) != 1 || pets[0].Name != "Rex" {
 		fail("listPets: %+v", pets)
 	}
 	// The successor of getPetById: the pet's status is a plain value, and
 	// its ETag is what If-Match and If-None-Match take.
-	lp, err = api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Id: &[]int64{rexID}})
-	check("listPets", err)
+	lp = must(api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Id: &[]int64{rexID}}))
 	if pets := expect("listPets", lp, lp.Body, http.StatusOK, lp.JSON200); len(pets) != 1 || pets[0].Id != rexID {
 		fail("listPets by id: %+v", pets)
 	} else {
@@ -107,64 +98,52 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 	} else {
 		rexTag = *lp.Headers200.ETag
 	}
-	lp, err = api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Id: &[]int64{rexID}, IfNoneMatch: &rexTag})
-	check("listPets", err)
+	lp = must(api.ListPetsWithResponse(ctx, &publicapi.ListPetsParams{Id: &[]int64{rexID}, IfNoneMatch: &rexTag}))
 	if lp.StatusCode() != http.StatusNotModified {
 		fail("listPets by one id with If-None-Match: %d %s", lp.StatusCode(), lp.Body)
 	}
-	gp, err := api.GetPetByIdWithResponse(ctx, rexID, nil)
-	check("getPetById", err)
+	gp := must(api.GetPetByIdWithResponse(ctx, rexID, nil))
 	expect("getPetById", gp, gp.Body, http.StatusOK, gp.JSON200)
 	if gp.Headers200 == nil || gp.Headers200.Deprecation == nil || gp.Headers200.Sunset == nil {
 		fail("getPetById: no Deprecation or Sunset header parsed")
 	}
-	gp, err = api.GetPetByIdWithResponse(ctx, 999999, nil)
-	check("getPetById", err)
+	gp = must(api.GetPetByIdWithResponse(ctx, 999999, nil))
 	if e := expect("getPetById", gp, gp.Body, http.StatusNotFound, gp.JSON404); e.Code != publicapi.ErrorCodeNotFound || e.Status != http.StatusNotFound {
 		fail("getPetById: error %+v", e)
 	}
 	pending := publicapi.Pending
-	rp, err := api.ReplacePetWithResponse(ctx, rexID, &publicapi.ReplacePetParams{IfMatch: &rexTag}, publicapi.NewPet{Name: "Rex", CategoryId: dogsID, Status: &pending})
-	check("replacePet", err)
+	rp := must(api.ReplacePetWithResponse(ctx, rexID, &publicapi.ReplacePetParams{IfMatch: &rexTag}, publicapi.NewPet{Name: "Rex", CategoryId: dogsID, Status: &pending}))
 	expect("replacePet", rp, rp.Body, http.StatusOK, rp.JSON200)
 	// The same If-Match again is stale now; If-None-Match: * never overwrites.
-	rp, err = api.ReplacePetWithResponse(ctx, rexID, &publicapi.ReplacePetParams{IfMatch: &rexTag}, publicapi.NewPet{Name: "Stale", CategoryId: dogsID})
-	check("replacePet", err)
+	rp = must(api.ReplacePetWithResponse(ctx, rexID, &publicapi.ReplacePetParams{IfMatch: &rexTag}, publicapi.NewPet{Name: "Stale", CategoryId: dogsID}))
 	if e := expect("replacePet", rp, rp.Body, http.StatusPreconditionFailed, rp.JSON412); e.Code != publicapi.ErrorCodePreconditionFailed {
 		fail("replacePet with a stale If-Match: %+v", e)
 	}
 	anyVersion := "*"
-	rp, err = api.ReplacePetWithResponse(ctx, rexID, &publicapi.ReplacePetParams{IfNoneMatch: &anyVersion}, publicapi.NewPet{Name: "Overwrite", CategoryId: dogsID})
-	check("replacePet", err)
+	rp = must(api.ReplacePetWithResponse(ctx, rexID, &publicapi.ReplacePetParams{IfNoneMatch: &anyVersion}, publicapi.NewPet{Name: "Overwrite", CategoryId: dogsID}))
 	expect("replacePet", rp, rp.Body, http.StatusPreconditionFailed, rp.JSON412)
 
-	gi, err := api.GetInventoryItemWithResponse(ctx, rexID, nil)
-	check("getInventoryItem", err)
+	gi := must(api.GetInventoryItemWithResponse(ctx, rexID, nil))
 	expect("getInventoryItem", gi, gi.Body, http.StatusOK, gi.JSON200)
 	if gi.Headers200 == nil || gi.Headers200.ETag == nil {
 		fail("getInventoryItem: no ETag header parsed")
 		return
 	}
 	stockTag := *gi.Headers200.ETag
-	si, err := api.SetInventoryWithResponse(ctx, rexID, &publicapi.SetInventoryParams{IfMatch: &stockTag}, publicapi.InventoryUpdate{Quantity: 5})
-	check("setInventory", err)
+	si := must(api.SetInventoryWithResponse(ctx, rexID, &publicapi.SetInventoryParams{IfMatch: &stockTag}, publicapi.InventoryUpdate{Quantity: 5}))
 	expect("setInventory", si, si.Body, http.StatusOK, si.JSON200)
-	si, err = api.SetInventoryWithResponse(ctx, rexID, &publicapi.SetInventoryParams{IfMatch: &stockTag}, publicapi.InventoryUpdate{Quantity: 9})
-	check("setInventory", err)
+	si = must(api.SetInventoryWithResponse(ctx, rexID, &publicapi.SetInventoryParams{IfMatch: &stockTag}, publicapi.InventoryUpdate{Quantity: 9}))
 	expect("setInventory", si, si.Body, http.StatusPreconditionFailed, si.JSON412)
-	gi, err = api.GetInventoryItemWithResponse(ctx, rexID, nil)
-	check("getInventoryItem", err)
+	gi = must(api.GetInventoryItemWithResponse(ctx, rexID, nil))
 	if item := expect("getInventoryItem", gi, gi.Body, http.StatusOK, gi.JSON200); item.Quantity != 5 || item.Status != publicapi.Pending {
 		fail("getInventoryItem: %+v", item)
 	}
-	li, err := api.ListInventoryWithResponse(ctx, &publicapi.ListInventoryParams{Limit: &limit})
-	check("listInventory", err)
+	li := must(api.ListInventoryWithResponse(ctx, &publicapi.ListInventoryParams{Limit: &limit}))
 	expect("listInventory", li, li.Body, http.StatusOK, li.JSON200)
 
 	// The README's calls: POST {petId, quantity} and PUT {shipDate, complete}.
 	quantity := int32(2)
-	po, err := api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID, Quantity: &quantity})
-	check("placeOrder", err)
+	po := must(api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID, Quantity: &quantity}))
 	order := expect("placeOrder", po, po.Body, http.StatusCreated, po.JSON201)
 	// Always-sent fields are plain values: no nil check, no dereference.
 	var orderID int64 = order.Id
@@ -175,46 +154,36 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 		return
 	}
 	complete := false
-	lo, err := api.ListOrdersWithResponse(ctx, &publicapi.ListOrdersParams{PetId: &rexID, Complete: &complete, Limit: &limit})
-	check("listOrders", err)
+	lo := must(api.ListOrdersWithResponse(ctx, &publicapi.ListOrdersParams{PetId: &rexID, Complete: &complete, Limit: &limit}))
 	expect("listOrders", lo, lo.Body, http.StatusOK, lo.JSON200)
 	ship, done := time.Date(2026, 12, 3, 15, 30, 0, 0, time.UTC), true
-	uo, err := api.UpdateOrderWithResponse(ctx, order.Id, nil, publicapi.OrderUpdate{ShipDate: &ship, Complete: &done})
-	check("updateOrder", err)
+	uo := must(api.UpdateOrderWithResponse(ctx, order.Id, nil, publicapi.OrderUpdate{ShipDate: &ship, Complete: &done}))
 	expect("updateOrder", uo, uo.Body, http.StatusOK, uo.JSON200)
 	// What a GET returned may be sent back as it is.
-	got, err := api.GetOrderWithResponse(ctx, order.Id, nil)
-	check("getOrder", err)
+	got := must(api.GetOrderWithResponse(ctx, order.Id, nil))
 	read := expect("getOrder", got, got.Body, http.StatusOK, got.JSON200)
-	uo, err = api.UpdateOrderWithResponse(ctx, order.Id, nil, publicapi.OrderUpdate{
+	uo = must(api.UpdateOrderWithResponse(ctx, order.Id, nil, publicapi.OrderUpdate{
 		PetId: &read.PetId, Quantity: &read.Quantity, ShipDate: read.ShipDate, Complete: &read.Complete,
-	})
-	check("updateOrder", err)
+	}))
 	expect("updateOrder", uo, uo.Body, http.StatusOK, uo.JSON200)
 
-	po, err = api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID})
-	check("placeOrder", err)
+	po = must(api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID}))
 	second := expect("placeOrder", po, po.Body, http.StatusCreated, po.JSON201)
-	co, err := api.CancelOrderWithResponse(ctx, second.Id, nil)
-	check("cancelOrder", err)
+	co := must(api.CancelOrderWithResponse(ctx, second.Id, nil))
 	expectNoContent("cancelOrder", co, co.Body)
 	tooMany := int32(4) // 5 in stock, 2 taken
-	po, err = api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID, Quantity: &tooMany})
-	check("placeOrder", err)
+	po = must(api.PlaceOrderWithResponse(ctx, publicapi.NewOrder{PetId: rexID, Quantity: &tooMany}))
 	if e := expect("placeOrder", po, po.Body, http.StatusConflict, po.JSON409); e.Code != publicapi.ErrorCodeInsufficientStock {
 		fail("placeOrder: error %+v", e)
 	}
 
-	dp, err := api.DeletePetWithResponse(ctx, rexID, nil)
-	check("deletePet", err)
+	dp := must(api.DeletePetWithResponse(ctx, rexID, nil))
 	expectNoContent("deletePet", dp, dp.Body)
-	dc, err := api.DeleteCategoryWithResponse(ctx, empty.Id, nil)
-	check("deleteCategory", err)
+	dc := must(api.DeleteCategoryWithResponse(ctx, empty.Id, nil))
 	expectNoContent("deleteCategory", dc, dc.Body)
 
 	// Every change above is an event; each decodes into its own type.
-	le, err := api.ListEventsWithResponse(ctx, nil)
-	check("listEvents", err)
+	le := must(api.ListEventsWithResponse(ctx, nil))
 	events := expect("listEvents", le, le.Body, http.StatusOK, le.JSON200)
 	if len(events) == 0 {
 		fail("listEvents: no events")
@@ -224,44 +193,34 @@ func public(ctx context.Context, api *publicapi.ClientWithResponses) {
 }
 
 func operator(ctx context.Context, admin *adminapi.ClientWithResponses) {
-	gp, err := admin.GetProjectWithResponse(ctx)
-	check("getProject", err)
+	gp := must(admin.GetProjectWithResponse(ctx))
 	project := expect("getProject", gp, gp.Body, http.StatusOK, gp.JSON200)
 	pro := adminapi.Pro
-	up, err := admin.UpdateProjectWithResponse(ctx, adminapi.ProjectPatch{Plan: &pro})
-	check("updateProject", err)
+	up := must(admin.UpdateProjectWithResponse(ctx, adminapi.ProjectPatch{Plan: &pro}))
 	if p := expect("updateProject", up, up.Body, http.StatusOK, up.JSON200); p.Plan != adminapi.Pro {
 		fail("updateProject: plan %q", p.Plan)
 	}
 
-	ck, err := admin.CreateAPIKeyWithResponse(ctx, adminapi.NewAPIKey{Name: "generated client"})
-	check("createAPIKey", err)
+	ck := must(admin.CreateAPIKeyWithResponse(ctx, adminapi.NewAPIKey{Name: "generated client"}))
 	created := expect("createAPIKey", ck, ck.Body, http.StatusCreated, ck.JSON201)
-	lk, err := admin.ListAPIKeysWithResponse(ctx, nil)
-	check("listAPIKeys", err)
+	lk := must(admin.ListAPIKeysWithResponse(ctx, nil))
 	expect("listAPIKeys", lk, lk.Body, http.StatusOK, lk.JSON200)
-	rk, err := admin.RevokeAPIKeyWithResponse(ctx, created.Id)
-	check("revokeAPIKey", err)
+	rk := must(admin.RevokeAPIKeyWithResponse(ctx, created.Id))
 	expectNoContent("revokeAPIKey", rk, rk.Body)
 
 	for _, name := range []string{"shop.example.com", "old.example.com"} {
-		ad, err := admin.AddDomainWithResponse(ctx, adminapi.NewDomain{Name: name})
-		check("addDomain", err)
+		ad := must(admin.AddDomainWithResponse(ctx, adminapi.NewDomain{Name: name}))
 		expect("addDomain", ad, ad.Body, http.StatusCreated, ad.JSON201)
 	}
-	ad, err := admin.AddDomainWithResponse(ctx, adminapi.NewDomain{Name: "shop.example.com"})
-	check("addDomain", err)
+	ad := must(admin.AddDomainWithResponse(ctx, adminapi.NewDomain{Name: "shop.example.com"}))
 	if e := expect("addDomain", ad, ad.Body, http.StatusConflict, ad.JSON409); e.Code != adminapi.ErrorCodeDomainExists {
 		fail("addDomain: error %+v", e)
 	}
-	ld, err := admin.ListDomainsWithResponse(ctx, nil)
-	check("listDomains", err)
+	ld := must(admin.ListDomainsWithResponse(ctx, nil))
 	expect("listDomains", ld, ld.Body, http.StatusOK, ld.JSON200)
-	gd, err := admin.GetDomainWithResponse(ctx, "shop.example.com")
-	check("getDomain", err)
+	gd := must(admin.GetDomainWithResponse(ctx, "shop.example.com"))
 	expect("getDomain", gd, gd.Body, http.StatusOK, gd.JSON200)
-	vd, err := admin.VerifyDomainWithResponse(ctx, "shop.example.com")
-	check("verifyDomain", err)
+	vd := must(admin.VerifyDomainWithResponse(ctx, "shop.example.com"))
 	if d := expect("verifyDomain", vd, vd.Body, http.StatusOK, vd.JSON200); d.Check == nil {
 		fail("verifyDomain: no check in %+v", d)
 	}
@@ -269,28 +228,23 @@ func operator(ctx context.Context, admin *adminapi.ClientWithResponses) {
 	// Redirect targets must be verified domains or the default address;
 	// this server's DNS verifies none.
 	primary, moved := project.DefaultAddress, adminapi.N301
-	us, err := admin.UpdateSettingsWithResponse(ctx, adminapi.Settings{Domains: adminapi.DomainSettings{
+	us := must(admin.UpdateSettingsWithResponse(ctx, adminapi.Settings{Domains: adminapi.DomainSettings{
 		Primary:   &primary,
 		Redirects: &[]adminapi.Redirect{{From: "old.example.com", To: project.DefaultAddress, Status: &moved}},
-	}})
-	check("updateSettings", err)
+	}}))
 	expect("updateSettings", us, us.Body, http.StatusOK, us.JSON200)
-	gs, err := admin.GetSettingsWithResponse(ctx)
-	check("getSettings", err)
+	gs := must(admin.GetSettingsWithResponse(ctx))
 	if s := expect("getSettings", gs, gs.Body, http.StatusOK, gs.JSON200); s.Domains.Redirects == nil || len(*s.Domains.Redirects) != 1 {
 		fail("getSettings: %+v", s)
 	}
-	rd, err := admin.RemoveDomainWithResponse(ctx, "old.example.com")
-	check("removeDomain", err)
+	rd := must(admin.RemoveDomainWithResponse(ctx, "old.example.com"))
 	expectNoContent("removeDomain", rd, rd.Body)
 
-	bk, err := admin.BackupWithResponse(ctx)
-	check("backup", err)
+	bk := must(admin.BackupWithResponse(ctx))
 	if bk.StatusCode() != http.StatusOK || len(bk.Body) == 0 {
 		fail("backup: %d, %d bytes", bk.StatusCode(), len(bk.Body))
 	}
-	mt, err := admin.MetricsWithResponse(ctx)
-	check("metrics", err)
+	mt := must(admin.MetricsWithResponse(ctx))
 	if mt.StatusCode() != http.StatusOK || !bytes.Contains(mt.Body, []byte("petstore_up 1")) {
 		fail("metrics: %d %s", mt.StatusCode(), mt.Body)
 	}
@@ -299,49 +253,38 @@ func operator(ctx context.Context, admin *adminapi.ClientWithResponses) {
 
 // webhooks calls the webhook and admin events operations.
 func webhooks(ctx context.Context, admin *adminapi.ClientWithResponses) {
-	cw, err := admin.CreateWebhookWithResponse(ctx, adminapi.NewWebhook{
+	cw := must(admin.CreateWebhookWithResponse(ctx, adminapi.NewWebhook{
 		Url: "https://192.0.2.1/hooks", Events: []adminapi.WebhookEventType{"*"},
-	})
-	check("createWebhook", err)
+	}))
 	hook := expect("createWebhook", cw, cw.Body, http.StatusCreated, cw.JSON201)
 	if !strings.HasPrefix(hook.Secret, "whsec_") {
 		fail("createWebhook: secret %q", hook.Secret)
 	}
-	lw, err := admin.ListWebhooksWithResponse(ctx, nil)
-	check("listWebhooks", err)
+	lw := must(admin.ListWebhooksWithResponse(ctx, nil))
 	expect("listWebhooks", lw, lw.Body, http.StatusOK, lw.JSON200)
-	gw, err := admin.GetWebhookWithResponse(ctx, hook.Id)
-	check("getWebhook", err)
+	gw := must(admin.GetWebhookWithResponse(ctx, hook.Id))
 	expect("getWebhook", gw, gw.Body, http.StatusOK, gw.JSON200)
 	desc := "generated client"
-	uw, err := admin.UpdateWebhookWithResponse(ctx, hook.Id, adminapi.WebhookPatch{Description: &desc})
-	check("updateWebhook", err)
+	uw := must(admin.UpdateWebhookWithResponse(ctx, hook.Id, adminapi.WebhookPatch{Description: &desc}))
 	expect("updateWebhook", uw, uw.Body, http.StatusOK, uw.JSON200)
-	rs, err := admin.RotateWebhookSecretWithResponse(ctx, hook.Id)
-	check("rotateWebhookSecret", err)
+	rs := must(admin.RotateWebhookSecretWithResponse(ctx, hook.Id))
 	rotated := expect("rotateWebhookSecret", rs, rs.Body, http.StatusOK, rs.JSON200)
 	if rotated.PreviousSecretExpiresAt == nil {
 		fail("rotateWebhookSecret: no previousSecretExpiresAt")
 	}
-	ep, err := admin.ExpirePreviousWebhookSecretWithResponse(ctx, hook.Id)
-	check("expirePreviousWebhookSecret", err)
+	ep := must(admin.ExpirePreviousWebhookSecretWithResponse(ctx, hook.Id))
 	if w := expect("expirePreviousWebhookSecret", ep, ep.Body, http.StatusOK, ep.JSON200); w.PreviousSecretExpiresAt != nil {
 		fail("expirePreviousWebhookSecret: previousSecretExpiresAt %v", w.PreviousSecretExpiresAt)
 	}
-	tw, err := admin.TestWebhookWithResponse(ctx, hook.Id)
-	check("testWebhook", err)
+	tw := must(admin.TestWebhookWithResponse(ctx, hook.Id))
 	expect("testWebhook", tw, tw.Body, http.StatusAccepted, tw.JSON202)
-	ld, err := admin.ListWebhookDeliveriesWithResponse(ctx, hook.Id, nil)
-	check("listWebhookDeliveries", err)
+	ld := must(admin.ListWebhookDeliveriesWithResponse(ctx, hook.Id, nil))
 	expect("listWebhookDeliveries", ld, ld.Body, http.StatusOK, ld.JSON200)
-	rt, err := admin.RetryWebhookDeliveryWithResponse(ctx, hook.Id, 1<<40)
-	check("retryWebhookDelivery", err)
+	rt := must(admin.RetryWebhookDeliveryWithResponse(ctx, hook.Id, 1<<40))
 	expect("retryWebhookDelivery", rt, rt.Body, http.StatusNotFound, rt.JSON404)
-	le, err := admin.ListAdminEventsWithResponse(ctx, nil)
-	check("listAdminEvents", err)
+	le := must(admin.ListAdminEventsWithResponse(ctx, nil))
 	expect("listAdminEvents", le, le.Body, http.StatusOK, le.JSON200)
-	dw, err := admin.DeleteWebhookWithResponse(ctx, hook.Id)
-	check("deleteWebhook", err)
+	dw := must(admin.DeleteWebhookWithResponse(ctx, hook.Id))
 	expectNoContent("deleteWebhook", dw, dw.Body)
 }
 
@@ -352,13 +295,15 @@ func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, format+"\n", args...)
 }
 
-// check stops at an error of the client itself: it could not send the
+// must stops at an error of the client itself: it could not send the
 // request or not parse the answer into the generated types.
-func check(op string, err error) {
+func must[R any](r R, err error) R {
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", op, err)
+		_, _, line, _ := runtime.Caller(1)
+		fmt.Fprintf(os.Stderr, "driver.go:%d: %v\n", line, err)
 		os.Exit(1)
 	}
+	return r
 }
 
 // expect checks the status, that the client parsed the body into the

@@ -5,7 +5,7 @@
 import { ApiError, apiPage } from './api.js';
 import { $, el, timeEl } from './dom.js';
 import { showError } from './feedback.js';
-import { state } from './state.js';
+import { refreshWhileShown } from './state.js';
 
 const REFRESH_MS = 3000;
 // KEEP is how many events the view shows; PAGES how many pages of a list
@@ -22,25 +22,10 @@ export async function loadEvents() {
   read.events = [];
   await readNew();
   draw();
-  schedule();
-}
-
-function schedule() {
-  const t = state.timers.get('events');
-  if (t) window.clearTimeout(t);
-  state.timers.set('events', window.setTimeout(refresh, REFRESH_MS));
-}
-
-async function refresh() {
-  state.timers.delete('events');
-  if (state.view !== 'events' || !state.token) return;
-  try {
+  refreshWhileShown('events', REFRESH_MS, async () => {
     if (await readNew()) draw();
     else drawUpdated();
-  } catch (err) {
-    showError(err);
-  }
-  if (state.view === 'events' && state.token) schedule();
+  }, showError);
 }
 
 // readNew reads each list after its cursor; it reports whether any event

@@ -18,3 +18,21 @@ export function stopAllRefreshes() {
   for (const t of state.timers.values()) window.clearTimeout(t);
   state.timers.clear();
 }
+
+// refreshWhileShown runs work in ms, and again after each run, as long as
+// view is the one shown and the operator is signed in; an error of work
+// goes to onError and the refreshes go on.
+export function refreshWhileShown(view, ms, work, onError) {
+  const t = state.timers.get(view);
+  if (t) window.clearTimeout(t);
+  state.timers.set(view, window.setTimeout(async () => {
+    state.timers.delete(view);
+    if (state.view !== view || !state.token) return;
+    try {
+      await work();
+    } catch (err) {
+      onError(err);
+    }
+    if (state.view === view && state.token) refreshWhileShown(view, ms, work, onError);
+  }, ms));
+}

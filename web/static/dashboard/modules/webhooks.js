@@ -5,7 +5,7 @@
 import { api, apiList } from './api.js';
 import { $, announce, el, timeEl } from './dom.js';
 import { clearError, copyText, showError } from './feedback.js';
-import { state } from './state.js';
+import { refreshWhileShown } from './state.js';
 
 const REFRESH_MS = 3000;
 
@@ -26,27 +26,10 @@ export async function loadWebhooks() {
   shown.deliveries = '';
   $('deliveries-panel').hidden = true;
   await drawWebhooks();
-  scheduleRefresh();
-}
-
-// scheduleRefresh reads the view again in a while, as long as it is the
-// one shown (a change of view or sign-out stops every refresh).
-function scheduleRefresh() {
-  const t = state.timers.get('webhooks');
-  if (t) window.clearTimeout(t);
-  state.timers.set('webhooks', window.setTimeout(refresh, REFRESH_MS));
-}
-
-async function refresh() {
-  state.timers.delete('webhooks');
-  if (state.view !== 'webhooks' || !state.token) return;
-  try {
+  refreshWhileShown('webhooks', REFRESH_MS, async () => {
     await drawWebhooks();
     if (shown.open) await drawDeliveries(shown.open);
-  } catch (err) {
-    showError(err);
-  }
-  if (state.view === 'webhooks' && state.token) scheduleRefresh();
+  }, showError);
 }
 
 // health is a webhook's state as the operator judges it: an enabled
