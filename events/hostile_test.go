@@ -282,3 +282,46 @@ func TestExtraAnswers(t *testing.T) {
 func answerBytes(status int, body string) []byte {
 	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Length: %d\r\n\r\n%s", status, "X", len(body), body)
 }
+
+// A receiver that sends an extra answer on a kept-alive connection after
+// the delivery was recorded, while the connection is idle: the next
+// request goes on a new connection, and is judged on its own answer.
+func TestExtraAnswerOnAnIdleConnection(t *testing.T) {
+	late, sent := make(chan struct{}), make(chan struct{})
+	r := newRawReceiver(t, func(q rawRequest) reply {
+		if q.Conn != 1 || q.OnConn != 1 {
+			return answer(200, "answer to "+q.ID)
+		}
+		return func(w io.Writer) bool {
+			if _, err := w.Write(answerBytes(200, "answer to "+q.ID)); err != nil {
+				return false
+			}
+			<-late
+			_, err := w.Write(answerBytes(500, "extra answer"))
+			close(sent)
+			return err == nil
+		}
+	})
+	s := domaintest.OpenStore(t)
+	w := hook(t, s, r.URL, store.EventCategoryCreated)
+	r.trust(w.Secret)
+	start(t, s, time.Now, events.Policy{AllowPrivate: true})
+	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, w.ID, 1, store.DeliverySucceeded)
+	// On loopback, a written answer is in the service's socket when the
+	// write returns.
+	close(late)
+	<-sent
+	if err := s.CreateCategory(ctx, &store.Category{Name: "cats"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	list := waitDeliveryState(t, s, w.ID, 2, store.DeliverySucceeded)
+	if d := list[0]; d.Attempt != 1 || d.Response != "answer to "+d.EventID.String() {
+		t.Errorf("the second event's delivery: %+v; want its own answer, at its first attempt", d)
+	}
+	if got := r.requests(); len(got) != 2 || got[1].Conn != 2 {
+		t.Errorf("requests %+v; want the second event on a new connection", got)
+	}
+}
