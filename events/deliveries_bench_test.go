@@ -42,11 +42,13 @@ func (c *countingStore) FinishDeliveries(ctx context.Context, done []store.Finis
 // do: "twin" with no webhook, "webhook" with one on every event to a lean
 // receiver, waiting until each event has reached it. The difference of
 // their cpu-us/op (the process's CPU per create, the receiver's included)
-// is what the delivery costs. "webhook-transport" is "webhook" with
-// net/http's Transport instead of the lean client (lean.go).
+// is what the delivery costs.
 func BenchmarkDeliveries(b *testing.B) {
-	for _, name := range []string{"twin", "webhook", "webhook-transport"} {
-		withHook := name != "twin"
+	for _, withHook := range []bool{false, true} {
+		name := "twin"
+		if withHook {
+			name = "webhook"
+		}
 		b.Run(name, func(b *testing.B) {
 			s := domaintest.OpenStore(b)
 			var got atomic.Int64
@@ -75,7 +77,6 @@ func BenchmarkDeliveries(b *testing.B) {
 			}
 			counted := &countingStore{DB: s}
 			e := New(Config{Store: counted, Policy: Policy{AllowPrivate: true}, Retention: time.Hour})
-			e.transportOnly = name == "webhook-transport"
 			ctx, cancel := context.WithCancel(context.Background())
 			ran := make(chan struct{})
 			go func() { e.Run(ctx); close(ran) }()

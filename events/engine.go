@@ -90,9 +90,6 @@ type Engine struct {
 	// timeout bounds each attempt from its claim (Timeout; tests shorten
 	// it), and lease is its claims' lease.
 	timeout, lease time.Duration
-	// transportOnly gives plain http:// webhooks a Transport too, as
-	// https:// ones have, instead of the lean client (tests compare them).
-	transportOnly bool
 
 	mu       sync.Mutex
 	inFlight map[int64]int

@@ -25,10 +25,7 @@ import (
 type sender struct {
 	e   *Engine
 	url string
-	// lean sends plain http:// attempts (lean.go); tr the others.
-	u    *url.URL
-	lean *leanClient
-	tr   *http.Transport
+	tr  *http.Transport
 }
 
 // Limits of a sender's connections.
@@ -69,9 +66,6 @@ func (e *Engine) newSender(raw string) (*sender, error) {
 	if u.Hostname() == "" {
 		return nil, errors.New("the URL cannot be requested: it has no host")
 	}
-	if u.Scheme == "http" && leanSupported && !e.transportOnly {
-		return &sender{e: e, url: raw, u: u, lean: newLeanClient(e, u)}, nil
-	}
 	tlsConf := &tls.Config{RootCAs: e.cfg.RootCAs}
 	tr := &http.Transport{
 		// No proxy from the environment: the dialer judges the
@@ -97,7 +91,7 @@ func (e *Engine) newSender(raw string) (*sender, error) {
 		// likes, and the log keeps the answer as it was sent.
 		DisableCompression: true,
 	}
-	return &sender{e: e, url: raw, u: u, tr: tr}, nil
+	return &sender{e: e, url: raw, tr: tr}, nil
 }
 
 // send makes the attempt in a goroutine of its own and hands its outcome
@@ -106,7 +100,9 @@ func (s *sender) send(ctx context.Context, j job, deadline time.Time) {
 	s.e.wg.Add(1)
 	go func() {
 		defer s.e.wg.Done()
-		o := s.attempt(ctx, j, deadline)
+		actx, cancel := context.WithDeadline(ctx, deadline)
+		o := s.attempt(actx, j)
+		cancel()
 		if ctx.Err() != nil {
 			return // shutting down: the lease runs out and the attempt is made again
 		}
@@ -120,27 +116,12 @@ var (
 	userAgent       = []string{"petstore-webhooks"}
 )
 
-// attempt sends one signed request and judges its answer; it ends at
-// deadline, or when ctx does.
-func (s *sender) attempt(ctx context.Context, j job, deadline time.Time) (o store.Outcome) {
+// attempt sends one signed request and judges its answer.
+func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 	e := s.e
 	o.AttemptedAt = e.cfg.Now()
 	began := time.Now()
 	body := j.d.Event.AppendJSON(make([]byte, 0, 128+len(j.d.Event.Data)))
-	h := make(http.Header, 6)
-	// The values of the same headers on every attempt are shared: nothing
-	// writes them.
-	h["Content-Type"] = contentTypeJSON
-	h["User-Agent"] = userAgent
-	j.signer.sign(h, j.d.Event.ID.String(), o.AttemptedAt, body)
-	if s.lean != nil {
-		req := &http.Request{Method: http.MethodPost, URL: s.u, Host: s.u.Host, Header: h,
-			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, ContentLength: int64(len(body))}
-		s.lean.attempt(ctx, req, body, deadline, began, &o)
-		return o
-	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
 	w := new(watch)
 	ctx = httptrace.WithClientTrace(ctx, w.trace())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
@@ -148,13 +129,18 @@ func (s *sender) attempt(ctx context.Context, j job, deadline time.Time) (o stor
 		o.Error = "the URL cannot be requested: " + err.Error()
 		return o
 	}
+	req.Header = make(http.Header, 6)
+	// The values of the same headers on every attempt are shared: nothing
+	// writes them.
+	req.Header["Content-Type"] = contentTypeJSON
+	req.Header["User-Agent"] = userAgent
 	// An event is safe to send twice: it carries its webhook-id, which
 	// receivers deduplicate on. A key with no value marks the request so
 	// without sending it, and the Transport then sends it again on a new
 	// connection when a kept-alive one closes before any answer (a
 	// receiver's idle timeout meeting the request).
-	h["Idempotency-Key"] = nil
-	req.Header = h
+	req.Header["Idempotency-Key"] = nil
+	j.signer.sign(req.Header, j.d.Event.ID.String(), o.AttemptedAt, body)
 	resp, err := s.tr.RoundTrip(req)
 	if err != nil {
 		o.Duration = time.Since(began)
@@ -266,10 +252,4 @@ func (w *watch) gotFirstByte() {
 }
 
 // closeIdle closes the sender's idle connections.
-func (s *sender) closeIdle() {
-	if s.lean != nil {
-		s.lean.closeIdle()
-		return
-	}
-	s.tr.CloseIdleConnections()
-}
+func (s *sender) closeIdle() { s.tr.CloseIdleConnections() }

@@ -82,7 +82,7 @@ func TestAttemptAllocations(t *testing.T) {
 	_, s, sg, d := attemptRig(t)
 	var o store.Outcome
 	n := testing.AllocsPerRun(200, func() {
-		o = s.attempt(context.Background(), job{d, sg}, time.Now().Add(Timeout))
+		o = s.attempt(context.Background(), job{d, sg})
 	})
 	if !o.Succeeded {
 		t.Fatalf("%+v", o)
