@@ -274,3 +274,55 @@ func TestExtraAnswers(t *testing.T) {
 func answerBytes(status int, body string) []byte {
 	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Length: %d\r\n\r\n%s", status, "X", len(body), body)
 }
+
+// A receiver that sends an extra answer on a kept-alive connection after
+// the delivery was recorded, while the connection is idle: the next
+// request never takes it for its own. (The Transport closes such a
+// connection when it reads the bytes; a request that takes it before then
+// fails, its answer not taken.)
+func TestExtraAnswerOnAnIdleConnection(t *testing.T) {
+	late, sent := make(chan struct{}), make(chan struct{})
+	r := newRawReceiver(t, func(q rawRequest) reply {
+		if q.Conn != 1 || q.OnConn != 1 {
+			return answer(200, "answer to "+q.ID)
+		}
+		return func(w io.Writer) bool {
+			if _, err := w.Write(answerBytes(200, "answer to "+q.ID)); err != nil {
+				return false
+			}
+			<-late
+			_, err := w.Write(answerBytes(500, "extra answer"))
+			close(sent)
+			return err == nil
+		}
+	})
+	s := domaintest.OpenStore(t)
+	w := hook(t, s, r.URL, store.EventCategoryCreated)
+	r.trust(w.Secret)
+	start(t, s, time.Now, events.Policy{AllowPrivate: true})
+	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, w.ID, 1, store.DeliverySucceeded)
+	close(late)
+	<-sent
+	if err := s.CreateCategory(ctx, &store.Category{Name: "cats"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	domaintest.WaitFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+		list, _, err := s.Deliveries(ctx, w.ID, store.Page{})
+		if err != nil || len(list) < 2 || list[len(list)-2].State == store.DeliveryPending {
+			return fmt.Errorf("deliveries %+v (%v); want the second event's first attempt made", list, err)
+		}
+		d := list[len(list)-2]
+		switch {
+		case d.Response == "extra answer":
+			t.Fatalf("the second event's delivery took the extra answer: %+v", d)
+		case d.State == store.DeliverySucceeded && d.Response != "answer to "+d.EventID.String():
+			t.Fatalf("the second event's delivery: %+v; want its own answer", d)
+		case d.State == store.DeliveryFailed && !strings.Contains(d.Error, "before this request was sent"):
+			t.Fatalf("the second event's delivery failed: %+v; want success, or the extra answer refused", d)
+		}
+		return nil
+	})
+}
