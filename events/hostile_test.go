@@ -24,18 +24,10 @@ func TestIdleConnectionClosedAsRequestArrives(t *testing.T) {
 		}
 		return answer(204, "")
 	})
-	s := domaintest.OpenStore(t)
-	w := hook(t, s, r.URL, store.EventCategoryCreated)
-	r.trust(w.Secret)
-	start(t, s, time.Now, events.Policy{AllowPrivate: true})
-
-	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	s, w := rawService(t, r)
+	createCategory(t, s, "dogs")
 	waitDeliveryState(t, s, w.ID, 1, store.DeliverySucceeded)
-	if err := s.CreateCategory(ctx, &store.Category{Name: "cats"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	createCategory(t, s, "cats")
 	list := waitDeliveryState(t, s, w.ID, 2, store.DeliverySucceeded)
 	if list[0].Attempt != 1 || list[0].Status != 204 {
 		t.Errorf("the second event's delivery: %+v", list[0])
@@ -171,14 +163,26 @@ func endlessAnswer(t *testing.T, head string, fill byte) (store.Store, store.Web
 			return false
 		}
 	})
+	s, w := rawService(t, r)
+	createCategory(t, s, "dogs")
+	return s, w, r
+}
+
+// rawService is a store with a webhook of category.created to r, and an
+// engine delivering on the real clock.
+func rawService(t *testing.T, r *rawReceiver) (store.Store, store.Webhook) {
 	s := domaintest.OpenStore(t)
 	w := hook(t, s, r.URL, store.EventCategoryCreated)
 	r.trust(w.Secret)
 	start(t, s, time.Now, events.Policy{AllowPrivate: true})
-	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}, nil); err != nil {
+	return s, w
+}
+
+func createCategory(t *testing.T, s store.Store, name string) {
+	t.Helper()
+	if err := s.CreateCategory(ctx, &store.Category{Name: name}, nil); err != nil {
 		t.Fatal(err)
 	}
-	return s, w, r
 }
 
 // checkBounded waits for the receiver's first connection to end, and
@@ -296,19 +300,12 @@ func TestExtraAnswerOnAnIdleConnection(t *testing.T) {
 			return err == nil
 		}
 	})
-	s := domaintest.OpenStore(t)
-	w := hook(t, s, r.URL, store.EventCategoryCreated)
-	r.trust(w.Secret)
-	start(t, s, time.Now, events.Policy{AllowPrivate: true})
-	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	s, w := rawService(t, r)
+	createCategory(t, s, "dogs")
 	waitDeliveryState(t, s, w.ID, 1, store.DeliverySucceeded)
 	close(late)
 	<-sent
-	if err := s.CreateCategory(ctx, &store.Category{Name: "cats"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	createCategory(t, s, "cats")
 	domaintest.WaitFor(t, 10*time.Second, 5*time.Millisecond, func() error {
 		list, _, err := s.Deliveries(ctx, w.ID, store.Page{})
 		if err != nil || len(list) < 2 || list[len(list)-2].State == store.DeliveryPending {
