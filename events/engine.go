@@ -247,6 +247,14 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 		e.claimLeft = true
 		return found
 	}
+	// The claim's attempts share a context: each, once ended or failed
+	// to start, gives its share of it back, and so does this loop once
+	// all have started.
+	var cctx *claimContext
+	if len(claimed) > 0 {
+		cctx = newClaimContext(ctx, deadline, len(claimed)+1)
+		defer cctx.done()
+	}
 	for i := range claimed {
 		d := &claimed[i]
 		e.mu.Lock()
@@ -254,15 +262,17 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 		e.mu.Unlock()
 		s, err := e.sender(d.Webhook)
 		if err != nil {
+			cctx.done()
 			e.finish(ctx, d, store.Outcome{AttemptedAt: now, Error: err.Error()})
 			continue
 		}
 		sg, err := e.signer(d.Webhook.SigningSecrets(now))
 		if err != nil {
+			cctx.done()
 			e.finish(ctx, d, store.Outcome{AttemptedAt: now, Error: err.Error()})
 			continue
 		}
-		s.send(ctx, job{d, sg}, deadline)
+		s.sendIn(ctx, job{d, sg}, cctx)
 	}
 	// A claim stops at its limit or at a webhook's slots: then it may have
 	// left due deliveries behind, for the next wake to claim.

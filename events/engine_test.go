@@ -61,10 +61,7 @@ func TestRetryOnSchedule(t *testing.T) {
 	r := newReceiver(t, 500, 200)
 	w := hook(t, s, r.URL, store.EventCategoryCreated)
 	r.Trust(w.Secret)
-	// probe shows that the engine has looked at the clock since it moved.
-	probe := newReceiver(t)
-	pw := hook(t, s, probe.URL, store.EventPetCreated)
-	probe.Trust(pw.Secret)
+	probe := newProbe(t, s)
 	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
 
 	c := store.Category{Name: "dogs"}
@@ -74,11 +71,7 @@ func TestRetryOnSchedule(t *testing.T) {
 	waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
 	// The retry is due 5 s later on the test's clock: 4 s is not enough.
 	clk.Advance(4 * time.Second)
-	p := store.Pet{Name: "Rex", CategoryID: c.ID}
-	if err := s.CreatePet(ctx, &p, nil); err != nil {
-		t.Fatal(err)
-	}
-	waitDeliveryState(t, s, pw.ID, 1, store.DeliverySucceeded)
+	probe.looked(t, c.ID)
 	if n := len(r.Deliveries()); n != 1 {
 		t.Fatalf("retried before its time: %d deliveries", n)
 	}
@@ -98,6 +91,30 @@ func TestRetryOnSchedule(t *testing.T) {
 	if list[0].Attempt != 2 || list[0].Response != "answered 200" {
 		t.Errorf("second attempt: %+v", list[0])
 	}
+}
+
+// probe is a webhook of pet.created to a receiver of its own: it shows
+// when the engine has looked at a test's clock since it moved.
+type probe struct {
+	s store.Store
+	w store.Webhook
+}
+
+func newProbe(t *testing.T, s store.Store) probe {
+	r := newReceiver(t)
+	w := hook(t, s, r.URL, store.EventPetCreated)
+	r.Trust(w.Secret)
+	return probe{s, w}
+}
+
+// looked creates a pet (the probe's first) in category and waits for its
+// delivery: the engine has looked at the clock since then.
+func (p probe) looked(t *testing.T, category int64) {
+	t.Helper()
+	if err := p.s.CreatePet(ctx, &store.Pet{Name: "Rex", CategoryID: category}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, p.s, p.w.ID, 1, store.DeliverySucceeded)
 }
 
 // waitDeliveryState waits for a webhook's n deliveries, the newest in state.

@@ -14,6 +14,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"petstore/domains/domaintest"
+	"petstore/events/webhooktest"
 )
 
 // rawReceiver is a webhook receiver on a raw socket: it reads requests
@@ -80,10 +81,7 @@ func newRawReceiver(t *testing.T, reply func(r rawRequest) reply) *rawReceiver {
 
 // trust verifies the deliveries with secret from now on.
 func (r *rawReceiver) trust(secret string) {
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	wh := webhooktest.Verifier(r.t, secret)
 	r.mu.Lock()
 	r.verify = wh
 	r.mu.Unlock()

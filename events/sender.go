@@ -97,17 +97,46 @@ func (e *Engine) newSender(raw string) (*sender, error) {
 // send makes the attempt in a goroutine of its own and hands its outcome
 // to the engine; its context ends at deadline, counted from its claim.
 func (s *sender) send(ctx context.Context, j job, deadline time.Time) {
+	s.sendIn(ctx, j, newClaimContext(ctx, deadline, 1))
+}
+
+// sendIn is send for one of a claim's attempts, in the claim's context.
+func (s *sender) sendIn(ctx context.Context, j job, c *claimContext) {
 	s.e.wg.Add(1)
 	go func() {
 		defer s.e.wg.Done()
-		actx, cancel := context.WithDeadline(ctx, deadline)
-		o := s.attempt(actx, j)
-		cancel()
+		o := s.attempt(c, j)
+		c.done()
 		if ctx.Err() != nil {
 			return // shutting down: the lease runs out and the attempt is made again
 		}
 		s.e.finish(ctx, j.d, o)
 	}()
+}
+
+// claimContext is the context of a claim's attempts, which share its
+// deadline: one timer, and one child of the engine's context, serve them
+// all, rather than one each (the engine's context is shared by every
+// attempt under way, and each child registered and removed takes its
+// lock).
+type claimContext struct {
+	context.Context
+	cancel context.CancelFunc
+	left   atomic.Int32 // attempts not yet ended
+}
+
+func newClaimContext(ctx context.Context, deadline time.Time, attempts int) *claimContext {
+	c := &claimContext{}
+	c.Context, c.cancel = context.WithDeadline(ctx, deadline)
+	c.left.Store(int32(attempts))
+	return c
+}
+
+// done ends one attempt; the last releases the context.
+func (c *claimContext) done() {
+	if c.left.Add(-1) == 0 {
+		c.cancel()
+	}
 }
 
 // Values of every attempt's headers.

@@ -300,3 +300,22 @@ func TestWatchRefusesAnswersReadBeforeTheRequest(t *testing.T) {
 		t.Error("a new request that read nothing: want stale")
 	}
 }
+
+// A claim's context ends at its deadline, or once each of its attempts,
+// and the claim's loop, has given its share back: not before.
+func TestClaimContextEndsWithItsLastAttempt(t *testing.T) {
+	c := newClaimContext(context.Background(), time.Now().Add(time.Hour), 2)
+	c.done()
+	if err := c.Err(); err != nil {
+		t.Fatalf("one of two shares given back: %v; want the context still open", err)
+	}
+	c.done()
+	if err := c.Err(); err != context.Canceled {
+		t.Fatalf("every share given back: %v; want canceled", err)
+	}
+	late := newClaimContext(context.Background(), time.Now().Add(-time.Second), 1)
+	defer late.done()
+	if err := late.Err(); err != context.DeadlineExceeded {
+		t.Fatalf("past its deadline: %v; want deadline exceeded", err)
+	}
+}

@@ -112,13 +112,20 @@ func newReceiver(tb testing.TB, o Options) *Receiver {
 // Trust makes the receiver verify deliveries with a webhook's secret (a
 // new one after a rotation).
 func (r *Receiver) Trust(secret string) {
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		r.tb.Fatal(err)
-	}
+	wh := Verifier(r.tb, secret)
 	r.mu.Lock()
 	r.verify = wh
 	r.mu.Unlock()
+}
+
+// Verifier is the Standard Webhooks library's verifier of a webhook's
+// secret.
+func Verifier(tb testing.TB, secret string) *standardwebhooks.Webhook {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return wh
 }
 
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {

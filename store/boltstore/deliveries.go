@@ -92,7 +92,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 	l := db.leases()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []store.Claimed
+	out := make([]store.Claimed, 0, min(limit, 64))
 	perHook := map[int64]int{}
 	hooks := map[int64]store.Webhook{} // decoded once per claim
 	err := db.read(ctx, func(tx *bolt.Tx) error {
@@ -124,7 +124,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 				w, ok := hooks[hook]
 				if !ok {
 					var err error
-					if w, err = webhookTable.get(tx, hook); err != nil {
+					if w, err = l.webhook(tx, hook); err != nil {
 						continue
 					}
 					hooks[hook] = w
@@ -141,7 +141,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			}
 			w, ok := hooks[r.WebhookID]
 			if !ok {
-				if w, err = webhookTable.get(tx, r.WebhookID); err != nil {
+				if w, err = l.webhook(tx, r.WebhookID); err != nil {
 					continue
 				}
 				hooks[r.WebhookID] = w

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -56,6 +57,43 @@ type leases struct {
 	// is where a claim finds it: an entry here is the record on disk as
 	// long as the claim finds its id in the index.
 	fresh *bounded.Cache[int64, *freshDelivery]
+	// hooks are the webhooks claims decoded, each with its stored bytes: a
+	// claim decodes a webhook again only when those changed. Most claims
+	// are a few deliveries of one webhook, whose decoding cost as much as
+	// the rest of the claim.
+	hooks map[int64]decodedWebhook
+}
+
+type decodedWebhook struct {
+	raw []byte
+	w   store.Webhook
+}
+
+// maxDecodedWebhooks bounds the webhooks kept decoded; past it, the cache
+// starts again empty.
+const maxDecodedWebhooks = 1024
+
+// webhook is webhook id as stored in tx, decoded once per version of its
+// record; l.mu is held. The Webhook returned shares its slices with other
+// claims': nothing writes them.
+func (l *leases) webhook(tx *bolt.Tx, id int64) (store.Webhook, error) {
+	k := idKey(id)
+	v := tx.Bucket(bktWebhooks).Get(k[:])
+	if v == nil {
+		return store.Webhook{}, store.NotFound(webhookTable.what, id)
+	}
+	if d, ok := l.hooks[id]; ok && bytes.Equal(d.raw, v) {
+		return d.w, nil
+	}
+	w, err := webhookTable.decode(id, v)
+	if err != nil {
+		return w, err
+	}
+	if l.hooks == nil || len(l.hooks) >= maxDecodedWebhooks {
+		l.hooks = map[int64]decodedWebhook{}
+	}
+	l.hooks[id] = decodedWebhook{raw: bytes.Clone(v), w: w}
+	return w, nil
 }
 
 type freshDelivery struct {
