@@ -196,7 +196,15 @@ func HostName(host string) string {
 			host = h
 		}
 	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	// strings.Trim(host, "[]"), without the set of the cut characters
+	// that Trim builds on every call: this runs on every request.
+	for len(host) > 0 && (host[0] == '[' || host[0] == ']') {
+		host = host[1:]
+	}
+	for n := len(host); n > 0 && (host[n-1] == '[' || host[n-1] == ']'); n = len(host) {
+		host = host[:n-1]
+	}
+	host = strings.TrimSuffix(host, ".")
 	for i := 0; i < len(host); i++ {
 		if c := host[i]; c >= 'A' && c <= 'Z' {
 			return strings.ToLower(host)

@@ -23,8 +23,7 @@ import (
 // wrong (the helper checks the body against the Error contract), and none
 // changes what is stored.
 func TestBadInputsGetClearErrors(t *testing.T) {
-	ts := newTestServer(t)
-	_, pet := ts.addRex(3)
+	ts, _, pet := newServerWithRex(t, 3)
 	long := strings.Repeat("n", 101)
 	megabyte := `{"name":"` + strings.Repeat("x", 1<<20) + `","categoryId":1}`
 

@@ -132,8 +132,7 @@ func BenchmarkGetPetVsEcho(b *testing.B) {
 		run(b, e, "/pets/1")
 	})
 	b.Run("petstore", func(b *testing.B) {
-		ts := newTestServer(b)
-		_, pet := ts.addRex(0)
+		ts, _, pet := newServerWithRex(b, 0)
 		run(b, ts.srv, fmt.Sprintf("/pets/%d", pet.ID))
 	})
 }
@@ -147,8 +146,7 @@ func TestGetPetAllocations(t *testing.T) {
 		t.Skip("the race detector changes what sync.Pool keeps")
 	}
 	const max = 4 // as measured since the pool share is left out on bbolt
-	ts := newTestServer(t)
-	_, pet := ts.addRex(0)
+	ts, _, pet := newServerWithRex(t, 0)
 	req := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/pets/%d", pet.ID), nil)
 	req.Host = "localhost"
 	var w *headerOnlyWriter

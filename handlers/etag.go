@@ -106,7 +106,7 @@ func etagVersion(tag string) int64 {
 // record's current version (or is *), so that the answer is 304 without a
 // body. Weak comparison, as RFC 9110 section 13.1.2 asks.
 func notModified(r *http.Request, version int64) bool {
-	values := r.Header.Values("If-None-Match")
+	values := r.Header["If-None-Match"] // the key is canonical: no lookup of its canonical form
 	if len(values) == 0 {
 		return false
 	}

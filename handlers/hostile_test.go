@@ -85,8 +85,7 @@ func wantHeader(name, contains string) func(t *testing.T, r *response) {
 // code; none may get a 5xx, and the harness checks every non-2xx answer
 // against the Error contract and every answer against the spec.
 func TestHostileRequests(t *testing.T) {
-	ts := newTestServer(t)
-	cat, pet := ts.addRex(3)
+	ts, cat, pet := newServerWithRex(t, 3)
 
 	newPet := func(name string) string {
 		b, _ := json.Marshal(map[string]any{"name": name, "categoryId": cat.ID})

@@ -135,8 +135,7 @@ func testKeyReplays(t *testing.T, ts *testServer) {
 // TestIdempotencyKeyBadKeys: a key that is empty, too long, not printable
 // ASCII or sent twice is 400, naming the header, and nothing is written.
 func TestIdempotencyKeyBadKeys(t *testing.T) {
-	ts := newTestServer(t)
-	cat, _ := ts.addRex(0)
+	ts, cat, _ := newServerWithRex(t, 0)
 	body := fmt.Sprintf(`{"name":"Max","categoryId":%d}`, cat.ID)
 	for _, c := range []struct {
 		name    string

@@ -14,7 +14,8 @@ import (
 // answer behind the in-flight cap is small (JSON, a page, an asset): a
 // client that stops reading (an HTTP/2 stream with a zero window, a full
 // TCP window) gives its slot back after this, not after the server's
-// whole write timeout.
+// whole write timeout. It is set only on an answer that could wait for
+// its client (cappedWriter).
 const responseWriteTimeout = 10 * time.Second
 
 // inFlight caps the requests served at once, in total and per client
@@ -25,6 +26,8 @@ const responseWriteTimeout = 10 * time.Second
 // of them together can keep the operator or a load balancer out.
 type inFlight struct {
 	max, perClient int
+	// writeTimeout is responseWriteTimeout; tests shorten it.
+	writeTimeout time.Duration
 
 	mu     sync.Mutex
 	total  int
@@ -32,7 +35,7 @@ type inFlight struct {
 }
 
 func newInFlight(max, perClient int) *inFlight {
-	return &inFlight{max: max, perClient: perClient, counts: map[clientkey.Key]int{}}
+	return &inFlight{max: max, perClient: perClient, writeTimeout: responseWriteTimeout, counts: map[clientkey.Key]int{}}
 }
 
 // take takes a slot for k, or reports which limit is reached: "" when a
@@ -77,10 +80,66 @@ func (f *inFlight) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			return apiError(codeUnavailable, "%s; retry after the seconds in Retry-After", limit)
 		}
 		defer f.release(k)
-		setWriteDeadline(c.Response().Writer, time.Now().Add(responseWriteTimeout))
-		return next(c)
+		res := c.Response()
+		w := cappedWriters.Get().(*cappedWriter)
+		*w = cappedWriter{ResponseWriter: res.Writer, timeout: f.writeTimeout}
+		res.Writer = w
+		err := next(c)
+		// The error handler writes after this returns, and the writer goes
+		// back to the pool.
+		res.Writer = w.ResponseWriter
+		*w = cappedWriter{}
+		cappedWriters.Put(w)
+		return err
 	}
 }
+
+// quietBytes is how much of an answer net/http holds in its buffers before
+// anything reaches the connection (HTTP/1's response buffer; HTTP/2's
+// stream buffer is larger): a handler that writes no more than this, and
+// does not flush, never waits for its client.
+const quietBytes = 2 << 10
+
+// cappedWriter sets the write deadline of a capped answer only when the
+// answer could wait for its client: before a write takes it past
+// quietBytes, or a flush. Most answers are smaller and are written out by
+// net/http after the handler has returned and given its slot back, so a
+// deadline per request (a timer change on the connection, each time) would
+// buy them nothing.
+type cappedWriter struct {
+	http.ResponseWriter
+	timeout time.Duration
+	written int
+	set     bool
+}
+
+var cappedWriters = sync.Pool{New: func() any { return new(cappedWriter) }}
+
+func (w *cappedWriter) Write(p []byte) (int, error) {
+	if w.written += len(p); w.written > quietBytes {
+		w.setDeadline()
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *cappedWriter) setDeadline() {
+	if !w.set {
+		w.set = true
+		setWriteDeadline(w.ResponseWriter, time.Now().Add(w.timeout))
+	}
+}
+
+// FlushError sends what is buffered to the client: it may wait.
+func (w *cappedWriter) FlushError() error {
+	w.setDeadline()
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Flush is FlushError for an http.Flusher.
+func (w *cappedWriter) Flush() { _ = w.FlushError() }
+
+// Unwrap lets http.ResponseController reach net/http's writer.
+func (w *cappedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // setWriteDeadline is http.ResponseController's SetWriteDeadline without
 // the controller, which escapes to the heap on every request: it unwraps

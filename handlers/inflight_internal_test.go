@@ -2,12 +2,16 @@ package handlers
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"petstore/handlers/clientkey"
 )
@@ -94,5 +98,72 @@ func TestWriteDeadlineReachesTheConnection(t *testing.T) {
 				t.Fatal("the write still blocks: the deadline did not reach the connection")
 			}
 		})
+	}
+}
+
+// TestCappedAnswersGetTheWriteDeadline: behind the in-flight cap, an
+// answer larger than net/http's buffers, sent to a client that does not
+// read it, fails at the write deadline (here already past) and frees its
+// slot; a small answer, which never waits for its client inside the
+// handler, gets no deadline of its own and arrives whole though the
+// deadline would be past.
+func TestCappedAnswersGetTheWriteDeadline(t *testing.T) {
+	f := newInFlight(10, 10)
+	f.writeTimeout = -time.Second
+	wrote := make(chan error, 1)
+	e := echo.New()
+	e.GET("/large", func(c echo.Context) error {
+		c.Response().WriteHeader(http.StatusOK)
+		_, err := c.Response().Write(make([]byte, 64<<20))
+		if err == nil {
+			err = http.NewResponseController(c.Response()).Flush()
+		}
+		wrote <- err
+		return nil
+	}, f.limit)
+	e.GET("/small", func(c echo.Context) error {
+		return c.Blob(http.StatusOK, "text/plain", []byte(strings.Repeat("x", quietBytes)))
+	}, f.limit)
+	e.GET("/flushed", func(c echo.Context) error {
+		c.Response().WriteHeader(http.StatusOK)
+		wrote <- http.NewResponseController(c.Response().Writer).Flush()
+		return nil
+	}, f.limit)
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+
+	res, err := http.Get(srv.URL + "/small")
+	if err != nil {
+		t.Fatalf("a small capped answer: %v", err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || len(body) != quietBytes {
+		t.Fatalf("a small capped answer: %d bytes, %v; want %d", len(body), err, quietBytes)
+	}
+
+	for _, path := range []string{"/large", "/flushed"} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Asks, then never reads the answer.
+		if _, err := conn.Write([]byte("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-wrote:
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("%s: a write past the deadline: %v, want a deadline error", path, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the write still blocks: no deadline was set", path)
+		}
+		conn.Close()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.total != 0 {
+		t.Errorf("%d slots still taken", f.total)
 	}
 }

@@ -14,8 +14,7 @@ import (
 // POST answers, PUT answers, single reads (the pet sent as the store
 // keeps it), lists, admin answers and Error bodies.
 func TestEveryJSONAnswerEndsWithOneNewline(t *testing.T) {
-	ts := newTestServer(t)
-	cat, pet := ts.addRex(3)
+	ts, cat, pet := newServerWithRex(t, 3)
 	var order store.Order
 	placed := ts.do("POST", "/store/orders", fmt.Sprintf(`{"petId":%d}`, pet.ID)).wantStatus(201)
 	placed.decode(&order)

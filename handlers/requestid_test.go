@@ -13,8 +13,7 @@ import (
 // the successor's Link, cut from shared blocks (headervalues.go), are each
 // answer's own however many answers come between.
 func TestRequestIDs(t *testing.T) {
-	ts := newTestServer(t)
-	_, pet := ts.addRex(0)
+	ts, _, pet := newServerWithRex(t, 0)
 	path := fmt.Sprintf("/pets/%d", pet.ID)
 	generated := regexp.MustCompile(`^[0-9a-f]{24}$`)
 	cases := []struct {

@@ -407,6 +407,15 @@ func orderedQuantity(t testing.TB, db store.Store, petID int64) int {
 	}
 }
 
+// newServerWithRex is newTestServer with addRex's category and pet in its
+// store: the set-up of the tests of one pet.
+func newServerWithRex(tb testing.TB, stock int) (*testServer, store.Category, store.Pet) {
+	tb.Helper()
+	ts := newTestServer(tb)
+	cat, pet := ts.addRex(stock)
+	return ts, cat, pet
+}
+
 // addRex adds the category "dogs" and the pet Rex in it, with stock in the
 // inventory when stock is above 0: the data most tests start from.
 func (ts *testServer) addRex(stock int) (store.Category, store.Pet) {

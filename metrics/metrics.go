@@ -5,9 +5,11 @@ package metrics
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,8 +42,13 @@ type Registry struct {
 	// series holds the series of requests and duration for each route,
 	// method and status answered so far, so that a request finds its
 	// series in one lookup: the vectors' WithLabelValues hashes the labels
-	// again on every call, and formatting the status allocates.
-	series sync.Map // seriesKey -> *requestSeries
+	// again on every call, and formatting the status allocates. The map is
+	// never changed once stored: a new series (rare, and bounded by the
+	// routes) stores a copy under addMu, so that a request reads it
+	// without a lock, and with the key's own hash function (sync.Map's
+	// keys are interfaces, hashed through their type on every lookup).
+	series atomic.Pointer[map[seriesKey]*requestSeries]
+	addMu  sync.Mutex
 }
 
 type seriesKey struct {
@@ -91,16 +98,38 @@ func (m *Registry) Observe(method, route string, status int, d time.Duration) {
 		route = UnmatchedRoute
 	}
 	key := seriesKey{route: route, method: methodLabel(method), status: status}
-	s, ok := m.series.Load(key)
-	if !ok {
-		s, _ = m.series.LoadOrStore(key, &requestSeries{
-			requests: m.requests.WithLabelValues(key.route, key.method, strconv.Itoa(status)),
-			duration: m.duration.WithLabelValues(key.route, key.method),
-		})
+	var rs *requestSeries
+	if all := m.series.Load(); all != nil {
+		rs = (*all)[key]
 	}
-	rs := s.(*requestSeries)
+	if rs == nil {
+		rs = m.addSeries(key)
+	}
 	rs.requests.Inc()
 	rs.duration.Observe(d.Seconds())
+}
+
+// addSeries stores key's series in a copy of the map, unless another
+// request has.
+func (m *Registry) addSeries(key seriesKey) *requestSeries {
+	m.addMu.Lock()
+	defer m.addMu.Unlock()
+	var old map[seriesKey]*requestSeries
+	if all := m.series.Load(); all != nil {
+		old = *all
+	}
+	if rs := old[key]; rs != nil {
+		return rs
+	}
+	rs := &requestSeries{
+		requests: m.requests.WithLabelValues(key.route, key.method, strconv.Itoa(key.status)),
+		duration: m.duration.WithLabelValues(key.route, key.method),
+	}
+	all := make(map[seriesKey]*requestSeries, len(old)+1)
+	maps.Copy(all, old)
+	all[key] = rs
+	m.series.Store(&all)
+	return rs
 }
 
 // methodLabel keeps the method label to the standard methods: any other

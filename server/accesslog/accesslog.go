@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,6 +49,8 @@ type Logger struct {
 	json bool
 	slog slog.Handler // on w, in the same format
 	bufs sync.Pool
+	// second is the text of the last line's second (appendTime).
+	second atomic.Pointer[second]
 }
 
 // New returns a Logger writing to w in slog's text format, or its JSON
@@ -72,18 +75,18 @@ func (a *Logger) Log(t time.Time, l Line) {
 	bp := a.bufs.Get().(*[]byte)
 	b := (*bp)[:0]
 	if a.json {
-		b = appendJSONLine(b, t, l)
+		b = a.appendJSONLine(b, t, l)
 	} else {
-		b = appendTextLine(b, t, l)
+		b = a.appendTextLine(b, t, l)
 	}
 	_, _ = a.w.Write(b)
 	*bp = b
 	a.bufs.Put(bp)
 }
 
-func appendTextLine(b []byte, t time.Time, l Line) []byte {
+func (a *Logger) appendTextLine(b []byte, t time.Time, l Line) []byte {
 	b = append(b, "time="...)
-	b = appendRFC3339Millis(b, t)
+	b = a.appendTime(b, t, true)
 	b = append(b, " level="...)
 	b = append(b, l.Level.String()...)
 	b = append(b, " msg=request request_id="...)
@@ -103,9 +106,9 @@ func appendTextLine(b []byte, t time.Time, l Line) []byte {
 	return append(b, '\n')
 }
 
-func appendJSONLine(b []byte, t time.Time, l Line) []byte {
+func (a *Logger) appendJSONLine(b []byte, t time.Time, l Line) []byte {
 	b = append(b, `{"time":"`...)
-	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = a.appendTime(b, t, false)
 	b = append(b, `","level":"`...)
 	b = append(b, l.Level.String()...)
 	b = append(b, `","msg":"request","request_id":`...)
@@ -126,16 +129,46 @@ func appendJSONLine(b []byte, t time.Time, l Line) []byte {
 	return append(b, "}\n"...)
 }
 
-// appendRFC3339Millis is slog's TextHandler time: RFC 3339 with exactly
-// three digits of fraction.
-func appendRFC3339Millis(b []byte, t time.Time) []byte {
-	const prefixLen = len("2006-01-02T15:04:05.000")
-	n := len(b)
-	// RFC3339Nano trims trailing zeros: adding a tenth of a millisecond
-	// keeps four digits, and the fourth is dropped.
-	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b[:n+prefixLen], b[n+prefixLen+1:]...)
+// second is the part of a time's text that changes once a second, its
+// date, time of day and zone, formatted once for all the lines of that
+// second: formatting a whole time is most of the cost of a line.
+type second struct {
+	unix int64
+	loc  *time.Location
+	date []byte // 2006-01-02T15:04:05
+	zone []byte // Z07:00
+}
+
+// appendTime appends t in RFC 3339: with exactly three digits of fraction
+// (millis, slog's TextHandler), or as time.RFC3339Nano writes it (slog's
+// JSONHandler).
+func (a *Logger) appendTime(b []byte, t time.Time, millis bool) []byte {
+	s := a.second.Load()
+	if s == nil || s.unix != t.Unix() || s.loc != t.Location() {
+		s = &second{unix: t.Unix(), loc: t.Location(), date: t.AppendFormat(nil, "2006-01-02T15:04:05"), zone: t.AppendFormat(nil, "Z07:00")}
+		a.second.Store(s)
+	}
+	b = append(b, s.date...)
+	if ns := t.Nanosecond(); millis {
+		b = appendDigits(append(b, '.'), ns/1e6, 3)
+	} else if ns != 0 {
+		// RFC3339Nano: nine digits, less their trailing zeros.
+		b = appendDigits(append(b, '.'), ns, 9)
+		for b[len(b)-1] == '0' {
+			b = b[:len(b)-1]
+		}
+	}
+	return append(b, s.zone...)
+}
+
+// appendDigits appends v, below 10^n, as n decimal digits.
+func appendDigits(b []byte, v, n int) []byte {
+	b = append(b, make([]byte, n)...)
+	for i := len(b) - 1; i >= len(b)-n; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
 }
 
 // appendTextString is a plain string value as slog's TextHandler writes

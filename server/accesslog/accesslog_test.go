@@ -27,6 +27,14 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 		time.Date(2026, 3, 29, 1, 30, 0, 123000000, time.Local),
 		time.Date(2026, 3, 29, 1, 30, 0, 123999999, time.Local),
 		time.Date(2026, 3, 29, 1, 30, 0, 124000000, time.Local),
+		// The same second in another zone, then in the same zone a
+		// nanosecond in and a millisecond in (the text of a second is
+		// kept from one line to the next).
+		time.Date(2026, 3, 29, 1, 30, 0, 124000000, time.Local).In(time.FixedZone("z", 3600)),
+		time.Date(2026, 3, 29, 0, 30, 0, 1, time.UTC).In(time.FixedZone("z", 3600)),
+		time.Date(2026, 3, 29, 0, 30, 0, 120000000, time.UTC).In(time.FixedZone("z", 3600)),
+		// A clock reading, with its monotonic part.
+		time.Now(),
 	}
 	durations := []time.Duration{0, 1, 999, 1500 * time.Microsecond, 2*time.Second + 3, -5 * time.Millisecond}
 	var lines []Line
