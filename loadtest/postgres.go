@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -82,12 +79,8 @@ func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]j
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", err)
 	}
-	pm, err := b.pgCluster.PostmasterPID()
-	if err != nil {
-		return nil, err
-	}
 	for i := range jobs {
-		jobs[i].slice = b.withDBCPU(pm, jobs[i].slice)
+		jobs[i].slice = b.withDBCPU(jobs[i].slice)
 	}
 	return jobs, nil
 }
@@ -95,9 +88,9 @@ func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]j
 // withDBCPU adds to each slice of a row the CPU time the PostgreSQL server
 // used meanwhile. The rows take turns, so it is this row's statements'
 // (and the few polls of the idle instances').
-func (b *bench) withDBCPU(pm int, slice func(ctx context.Context, d time.Duration) (*loadResult, error)) func(ctx context.Context, d time.Duration) (*loadResult, error) {
+func (b *bench) withDBCPU(slice func(ctx context.Context, d time.Duration) (*loadResult, error)) func(ctx context.Context, d time.Duration) (*loadResult, error) {
 	return func(ctx context.Context, d time.Duration) (*loadResult, error) {
-		cpu0, err := clusterCPU(pm, b.clkTck)
+		cpu0, err := b.pgCluster.CPU()
 		if err != nil {
 			return nil, err
 		}
@@ -105,64 +98,13 @@ func (b *bench) withDBCPU(pm int, slice func(ctx context.Context, d time.Duratio
 		if err != nil {
 			return nil, err
 		}
-		cpu1, err := clusterCPU(pm, b.clkTck)
+		cpu1, err := b.pgCluster.CPU()
 		if err != nil {
 			return nil, err
 		}
 		res.dbCPU, res.hasDBCPU = cpu1-cpu0, true
 		return res, nil
 	}
-}
-
-// clusterCPU is the CPU time a PostgreSQL server has used: its
-// postmaster's with that of its children that ended, and that of its
-// children alive (one per connection, and the server's own workers).
-func clusterCPU(pm int, clkTck int64) (time.Duration, error) {
-	f, err := procStat(pm)
-	if err != nil {
-		return 0, fmt.Errorf("the PostgreSQL server: %w", err)
-	}
-	// After the command name: utime, stime, cutime and cstime are
-	// fields 11 to 14, the parent's pid field 1.
-	total := ticks(f[11]) + ticks(f[12]) + ticks(f[13]) + ticks(f[14])
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	parent := strconv.Itoa(pm)
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if f, err := procStat(pid); err == nil && f[1] == parent {
-			total += ticks(f[11]) + ticks(f[12])
-		}
-	}
-	return time.Duration(total * int64(time.Second) / clkTck), nil
-}
-
-// procStat is /proc/<pid>/stat's fields after the command name, which is
-// in parentheses and may hold spaces.
-func procStat(pid int) ([]string, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil, err
-	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return nil, fmt.Errorf("unexpected /proc/%d/stat %q", pid, data)
-	}
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 15 {
-		return nil, fmt.Errorf("unexpected /proc/%d/stat %q", pid, data)
-	}
-	return f, nil
-}
-
-func ticks(field string) int64 {
-	n, _ := strconv.ParseInt(field, 10, 64)
-	return n
 }
 
 // dbCPUPerReq is the PostgreSQL server's CPU time per request, in µs.
