@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -56,9 +55,7 @@ type config struct {
 // PETSTORE_SOME_NAME that applies when the flag is not given.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	var c config
-	fs := flag.NewFlagSet("petstore", flag.ContinueOnError)
-	fs.SetOutput(out)
-	flags := newGroupedFlags(fs, serveUsage)
+	flags := newFlags("petstore", serveUsage, out)
 	basics := flags.group("Basics")
 	basics.String(&c.listen, "listen", "localhost:8080", "plain-HTTP `host:port` to listen on (development, or behind a TLS-terminating proxy)")
 	basics.String(&c.data, "data", "./petstore.db", "the bbolt data `file`; created at first start")
@@ -126,7 +123,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	development.Bool(&c.dnsAllowPrivate, "dns-allow-private", "also ask domains' nameservers at loopback, private or link-local addresses (--dns-resolver is always asked)")
 	development.Bool(&c.webhookAllowPrivate, "webhook-allow-private", "let webhooks be delivered to loopback, private and link-local addresses (tests and internal receivers)")
 	development.String(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this `file` until shutdown (read it with go tool pprof)")
-	given, err := parseFlags(fs, args, getenv)
+	given, err := flags.parse(args, getenv, false)
 	if err != nil {
 		return c, err
 	}
