@@ -145,12 +145,10 @@ func fanOut(t *testing.T, s store.Store, now time.Time, want int) {
 // testDeliveries: fan-out, claims, leases, outcomes and retries.
 func testDeliveries(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	all := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-	check(t, s.CreateWebhook(ctx, &all, nil))
+	all := newWebhook(t, s, "http://a.example/", "whsec_x")
 	pets := store.Webhook{URL: "http://b.example/", Events: []string{store.EventPetCreated}, Enabled: true, Secret: "whsec_y"}
 	check(t, s.CreateWebhook(ctx, &pets, nil))
-	off := store.Webhook{URL: "http://c.example/", Events: []string{"*"}, Enabled: false}
-	check(t, s.CreateWebhook(ctx, &off, nil))
+	newWebhook(t, s, "http://c.example/", "") // disabled
 
 	c := newCategory(t, s, "cats")
 	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
@@ -246,8 +244,7 @@ func jsonNumber(v int64) string { b, _ := json.Marshal(v); return string(b) }
 func testDeliveryClaimRace(t *testing.T, s store.Store) {
 	const hooks, claimers = 12, 6
 	for i := range hooks {
-		w := store.Webhook{URL: fmt.Sprintf("http://h%d.example/", i), Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-		check(t, s.CreateWebhook(ctx, &w, nil))
+		newWebhook(t, s, fmt.Sprintf("http://h%d.example/", i), "whsec_x")
 	}
 	c := newCategory(t, s, "cats")
 	for i := range 4 {
@@ -301,8 +298,7 @@ func testFinishDeliveriesInOneBatch(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	hooks := make([]store.Webhook, 3)
 	for i := range hooks {
-		hooks[i] = store.Webhook{URL: "http://h" + itoa(int64(i)) + ".example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-		check(t, s.CreateWebhook(ctx, &hooks[i], nil))
+		hooks[i] = newWebhook(t, s, "http://h"+itoa(int64(i))+".example/", "whsec_x")
 	}
 	c := newCategory(t, s, "cats")
 	newPet(t, s, "Tom", c.ID, store.StatusAvailable)

@@ -12,10 +12,8 @@ import (
 // only it (not another event's, nor another webhook's of the same event).
 func testManualRetryEndsSchedule(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	a := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-	check(t, s.CreateWebhook(ctx, &a, nil))
-	b := store.Webhook{URL: "http://b.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_y"}
-	check(t, s.CreateWebhook(ctx, &b, nil))
+	a := newWebhook(t, s, "http://a.example/", "whsec_x")
+	b := newWebhook(t, s, "http://b.example/", "whsec_y")
 	c := newCategory(t, s, "cats")
 	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
 	fanOut(t, s, now, 2)

@@ -102,6 +102,15 @@ func newCategory(t *testing.T, s store.Store, name string) store.Category {
 	return c
 }
 
+// newWebhook makes an enabled webhook of url for every event, signed
+// with secret; an empty secret makes it disabled.
+func newWebhook(t *testing.T, s store.Store, url, secret string) store.Webhook {
+	t.Helper()
+	w := store.Webhook{URL: url, Events: []string{"*"}, Enabled: secret != "", Secret: secret}
+	check(t, s.CreateWebhook(ctx, &w, nil))
+	return w
+}
+
 func newPet(t *testing.T, s store.Store, name string, categoryID int64, status store.PetStatus) store.Pet {
 	t.Helper()
 	p := store.Pet{Name: name, CategoryID: categoryID, Status: status}
