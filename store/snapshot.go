@@ -98,3 +98,36 @@ type LastIDs struct {
 	Categories, Pets, Orders, APIKeys, Deploys int64
 	Webhooks, Deliveries, Events               int64
 }
+
+// Raise raises the last id of r's kind to r's, for an import that keeps
+// the ids it copies.
+func (l *LastIDs) Raise(r any) {
+	switch r := r.(type) {
+	case *Category:
+		l.Categories = max(l.Categories, r.ID)
+	case *Pet:
+		l.Pets = max(l.Pets, r.ID)
+	case *Order:
+		l.Orders = max(l.Orders, r.ID)
+	case *StoredAPIKey:
+		l.APIKeys = max(l.APIKeys, r.ID)
+	case *Webhook:
+		l.Webhooks = max(l.Webhooks, r.ID)
+	case *Delivery:
+		l.Deliveries = max(l.Deliveries, r.ID)
+	case *StoredEvent:
+		l.Events = max(l.Events, int64(r.ID.Seq))
+	}
+}
+
+// Past is l raised to the last ids the stream's store gave and to its
+// project's deploys: where an import's sequences go on.
+func (l LastIDs) Past(r Rest) LastIDs {
+	for _, d := range r.Project.Deploys {
+		l.Deploys = max(l.Deploys, d.ID)
+	}
+	o := r.LastIDs
+	return LastIDs{Categories: max(l.Categories, o.Categories), Pets: max(l.Pets, o.Pets), Orders: max(l.Orders, o.Orders),
+		APIKeys: max(l.APIKeys, o.APIKeys), Deploys: max(l.Deploys, o.Deploys), Webhooks: max(l.Webhooks, o.Webhooks),
+		Deliveries: max(l.Deliveries, o.Deliveries), Events: max(l.Events, o.Events)}
+}
