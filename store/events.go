@@ -268,17 +268,14 @@ func certificateEvent(old, updated Certificate) string {
 
 // Webhook is an endpoint that events are delivered to.
 type Webhook struct {
-	ID          int64     `json:"id"`
-	URL         string    `json:"url"`
-	Events      []string  `json:"events"`
-	Description string    `json:"description"`
-	Enabled     bool      `json:"enabled"`
-	CreatedAt   time.Time `json:"createdAt"`
-	// DisabledReason says why the service disabled it (empty when the
-	// operator did, or when it is enabled).
-	DisabledReason string `json:"disabledReason,omitempty"`
-	// FailingSince is the first failed attempt since the last success.
-	FailingSince *time.Time `json:"failingSince,omitempty"`
+	ID             int64      `json:"id"`
+	URL            string     `json:"url"`
+	Events         []string   `json:"events"`
+	Description    string     `json:"description"`
+	Enabled        bool       `json:"enabled"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	DisabledReason string     `json:"disabledReason,omitempty"`
+	FailingSince   *time.Time `json:"failingSince,omitempty"`
 	// Secret signs deliveries (Standard Webhooks' whsec_ form). The API
 	// shows it only when it is made.
 	Secret string `json:"secret,omitempty"`
@@ -316,20 +313,15 @@ type Delivery struct {
 	EventID   EventID `json:"-"`
 	EventType string  `json:"eventType"`
 	Attempt   int     `json:"attempt"`
-	// Manual marks an operator's retry, which is not retried in turn.
-	Manual bool   `json:"manual,omitempty"`
-	State  string `json:"state"`
+	Manual    bool    `json:"manual,omitempty"`
+	State     string  `json:"state"`
 	// ScheduledAt is when the attempt is due.
-	ScheduledAt time.Time  `json:"scheduledAt"`
-	AttemptedAt *time.Time `json:"attemptedAt,omitempty"`
-	// Status is the receiver's HTTP status; Error says why there was none
-	// or why it was not a success.
-	Status     int    `json:"status,omitempty"`
-	Error      string `json:"error,omitempty"`
-	DurationMS int64  `json:"durationMs,omitempty"`
-	Response   string `json:"response,omitempty"`
-	// NextAttemptAt is when the attempt after a failed one is due (nil
-	// when there is none).
+	ScheduledAt   time.Time  `json:"scheduledAt"`
+	AttemptedAt   *time.Time `json:"attemptedAt,omitempty"`
+	Status        int        `json:"status,omitempty"`
+	Error         string     `json:"error,omitempty"`
+	DurationMS    int64      `json:"durationMs,omitempty"`
+	Response      string     `json:"response,omitempty"`
 	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
 }
 
