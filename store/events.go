@@ -373,6 +373,7 @@ type Events interface {
 	PruneEvents(ctx context.Context, t time.Time) (int, error)
 
 	CreateWebhook(ctx context.Context, w *Webhook, key *IdempotentWrite) error
+	// Webhook gives the webhook with its secret; Public hides it.
 	Webhook(ctx context.Context, id int64) (Webhook, error)
 	Webhooks(ctx context.Context, p Page) ([]Webhook, int64, error)
 	UpdateWebhook(ctx context.Context, id int64, fn func(*Webhook) error, key *IdempotentWrite) (Webhook, error)

@@ -8,7 +8,6 @@ import (
 	"petstore/store"
 )
 
-// CreateCategory stores a new category and sets c.ID.
 func (db *DB) CreateCategory(ctx context.Context, c *store.Category, key *store.IdempotentWrite) error {
 	return create(ctx, db, c, *c, key, func(tx *bolt.Tx, created *store.Category) error {
 		if err := categoryTable.insert(tx, created); err != nil {
@@ -18,7 +17,6 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category, key *store.
 	})
 }
 
-// Category returns the category with the given id, with its version.
 func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
 	return categoryTable.read(ctx, db, id)
 }

@@ -32,7 +32,6 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain, key *store.Idempot
 	}, func() (any, any) { return d, nil })
 }
 
-// Domain returns one domain by its normalised name.
 func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
 	return readValue(ctx, db, func(tx *bolt.Tx) (store.Domain, error) { return getDomain(tx.Bucket(bktDomains), name) })
 }

@@ -9,7 +9,6 @@ import (
 	"petstore/store"
 )
 
-// InventoryItem returns the stock of a pet.
 func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryItem, error) {
 	return inventoryTable.read(ctx, db, petID)
 }

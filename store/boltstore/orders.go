@@ -47,7 +47,6 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.Idempot
 	})
 }
 
-// Order returns the order with the given id, with its version.
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 	return orderTable.read(ctx, db, id)
 }

@@ -25,7 +25,6 @@ func (db *DB) CreatePet(ctx context.Context, p *store.Pet, key *store.Idempotent
 	})
 }
 
-// Pet returns the pet with the given id, with its version.
 func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
 	return petTable.read(ctx, db, id)
 }

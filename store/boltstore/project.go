@@ -11,7 +11,6 @@ import (
 
 var metaProject = []byte("project")
 
-// Project returns the project's settings.
 func (db *DB) Project(ctx context.Context) (store.Project, error) {
 	return readValue(ctx, db, getProject)
 }

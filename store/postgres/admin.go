@@ -193,7 +193,6 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 	return d, nil
 }
 
-// AddDomain attaches a domain.
 func (db *DB) AddDomain(ctx context.Context, d *store.Domain, key *store.IdempotentWrite) error {
 	if d.AddedAt.IsZero() {
 		d.AddedAt = db.timestamp()
@@ -216,7 +215,6 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain, key *store.Idempot
 	})
 }
 
-// Domain returns one attached domain.
 func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
 	var data []byte
 	if err := db.pool.QueryRow(ctx, `SELECT value FROM domains WHERE name = $1`, name).Scan(&data); err != nil {
@@ -315,7 +313,6 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 	return err
 }
 
-// Settings returns the domain settings.
 func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
 	return meta(ctx, db.pool, "settings", false, store.UnmarshalSettings)
 }

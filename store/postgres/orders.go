@@ -34,7 +34,6 @@ const replaceCategorySQL = `WITH category AS (
 		INSERT INTO events (type, created_at, data) SELECT $4, $5, $6 FROM category)
 	SELECT version FROM category`
 
-// CreateCategory adds a category.
 func (db *DB) CreateCategory(ctx context.Context, c *store.Category, key *store.IdempotentWrite) error {
 	e, err := store.NewEvent(store.EventCategoryCreated, &store.Category{Name: c.Name, Description: c.Description})
 	if err != nil {
@@ -59,7 +58,6 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category, key *store.
 	return nil
 }
 
-// Category returns one category, with its version.
 func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
 	var c store.Category
 	err := db.pool.QueryRow(ctx, `SELECT id, name, description, version FROM categories WHERE id = $1`, id).
@@ -125,7 +123,6 @@ func (db *DB) conditional(ctx context.Context, cond store.Condition, table, what
 	})
 }
 
-// ListCategories returns one page of categories.
 func (db *DB) ListCategories(ctx context.Context, p store.Page) ([]store.Category, int64, error) {
 	return pageOf(ctx, db.pool, p, func(c *store.Category) int64 { return c.ID }, scanCategory,
 		`SELECT id, name, description FROM categories WHERE id > $1 ORDER BY id LIMIT $2`)
@@ -137,7 +134,6 @@ func scanItem(r pgx.Row) (store.InventoryItem, error) {
 	return it, err
 }
 
-// InventoryItem returns the stock of one pet.
 func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryItem, error) {
 	it, err := scanItem(db.pool.QueryRow(ctx, `SELECT pet_id, quantity, status FROM inventory WHERE pet_id = $1`, petID))
 	return it, notFound(err, store.NotFound("pet", petID))
@@ -179,7 +175,6 @@ func (db *DB) SetStock(ctx context.Context, petID int64, qty int, cond store.Con
 	return it, err
 }
 
-// ListInventory returns one page of inventory entries, by pet id.
 func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]store.InventoryItem, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)
@@ -319,7 +314,6 @@ func orderRefusal(ctx context.Context, q querier, in store.Order) error {
 	return store.CheckOrderable(in.PetID, status, stock, in.Quantity)
 }
 
-// Order returns one order, with its version.
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 	o, err := scanVersionedOrder(db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete, version FROM orders WHERE id = $1`, id))
 	return o, notFound(err, store.NotFound("order", id))
@@ -408,7 +402,6 @@ func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) e
 	return db.conditional(ctx, cond, "orders", "order", id, cancel)
 }
 
-// ListOrders returns one page of orders, filtered by pet and completion.
 func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Order, int64, error) {
 	id := func(o *store.Order) int64 { return o.ID }
 	const cols = `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id > $1`
