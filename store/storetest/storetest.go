@@ -8,7 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,47 +21,21 @@ import (
 // Open returns a new, empty store that lives until the test ends.
 type Open func(t *testing.T) store.Store
 
-// Run runs the whole suite, each part on a new store from open.
+// Run runs the whole suite, each part on a new store from open, as a
+// subtest named after its function: testPets runs as "Pets".
 func Run(t *testing.T, open Open) {
-	for _, c := range []struct {
-		name string
-		run  func(t *testing.T, s store.Store)
-	}{
-		{"Pets", testPets},
-		{"PetVersions", testPetVersions},
-		{"CategoryAndOrderVersions", testCategoryAndOrderVersions},
-		{"IfNoneMatchAndStockConditions", testIfNoneMatchAndStockConditions},
-		{"Categories", testCategories},
-		{"Inventory", testInventory},
-		{"Orders", testOrders},
-		{"OrderRace", testOrderRace},
-		{"CreateRace", testCreateRace},
-		{"APIKeyChecksTogether", testAPIKeyChecksTogether},
-		{"PetPages", testPetPages},
-		{"OrderAndInventoryPages", testOrderAndInventoryPages},
-		{"ImportPets", testImportPets},
-		{"APIKeys", testAPIKeys},
-		{"AdminToken", testAdminToken},
-		{"Project", testProject},
-		{"Domains", testDomains},
-		{"Settings", testSettings},
-		{"KeyValue", testKeyValue},
-		{"Locks", testLocks},
-		{"Events", testEvents},
-		{"Deliveries", testDeliveries},
-		{"ManualRetryEndsSchedule", testManualRetryEndsSchedule},
-		{"DeliveryClaimRace", testDeliveryClaimRace},
-		{"SecretRotation", testSecretRotation},
-		{"KeptAnswers", testKeptAnswers},
-		{"KeptAdminAnswers", testKeptAdminAnswers},
-		{"SweepKeptAnswers", testSweepKeptAnswers},
-		{"KeyRace", testKeyRace},
-		{"KeptRecords", testKeptRecords},
-		{"AnswersKeptByAnOlderVersion", testAnswersKeptByAnOlderVersion},
-		{"FinishDeliveriesInOneBatch", testFinishDeliveriesInOneBatch},
-		{"WebhookQueue", testWebhookQueue},
+	for _, run := range []func(*testing.T, store.Store){
+		testPets, testPetVersions, testCategoryAndOrderVersions, testIfNoneMatchAndStockConditions,
+		testCategories, testInventory, testOrders, testOrderRace, testCreateRace, testAPIKeyChecksTogether,
+		testPetPages, testOrderAndInventoryPages, testImportPets, testAPIKeys, testAdminToken, testProject,
+		testDomains, testSettings, testKeyValue, testLocks, testEvents, testDeliveries,
+		testManualRetryEndsSchedule, testDeliveryClaimRace, testSecretRotation, testKeptAnswers,
+		testKeptAdminAnswers, testSweepKeptAnswers, testKeyRace, testKeptRecords,
+		testAnswersKeptByAnOlderVersion, testFinishDeliveriesInOneBatch, testWebhookQueue,
 	} {
-		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
+		name := runtime.FuncForPC(reflect.ValueOf(run).Pointer()).Name()
+		name = name[strings.LastIndex(name, ".test")+len(".test"):]
+		t.Run(name, func(t *testing.T) { run(t, open(t)) })
 	}
 }
 
