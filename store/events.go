@@ -110,10 +110,7 @@ func (id EventID) Less(o EventID) bool {
 // ParseEventID reads an id in its API form.
 func ParseEventID(s string) (EventID, error) {
 	hexPart, ok := strings.CutPrefix(s, "evt_")
-	if !ok || len(hexPart) != 32 {
-		return EventID{}, Errorf(EINVALID, "%q is not an event id: one is \"evt_\" and 32 hexadecimal digits", s)
-	}
-	if _, err := hex.DecodeString(hexPart); err != nil {
+	if _, err := hex.DecodeString(hexPart); !ok || len(hexPart) != 32 || err != nil {
 		return EventID{}, Errorf(EINVALID, "%q is not an event id: one is \"evt_\" and 32 hexadecimal digits", s)
 	}
 	tx, _ := strconv.ParseUint(hexPart[:16], 16, 64)
