@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -188,15 +189,10 @@ func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]sto
 	return pageOf(ctx, db.pool, f.Page, id, scanItem, cols+order)
 }
 
-// scanOrder reads an order, its ship date in UTC as the store's other times
-// are: pgx reads a TIMESTAMPTZ in the local zone.
 func scanOrder(r pgx.Row) (store.Order, error) {
 	var o store.Order
 	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
-	if o.ShipDate != nil {
-		d := o.ShipDate.UTC()
-		o.ShipDate = &d
-	}
+	o.ShipDate = inUTC(o.ShipDate)
 	return o, err
 }
 
@@ -323,10 +319,7 @@ func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 func scanVersionedOrder(r pgx.Row) (store.Order, error) {
 	var o store.Order
 	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete, &o.Version)
-	if o.ShipDate != nil {
-		d := o.ShipDate.UTC()
-		o.ShipDate = &d
-	}
+	o.ShipDate = inUTC(o.ShipDate)
 	return o, err
 }
 
@@ -415,4 +408,14 @@ func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Orde
 		return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+` AND complete = $3`+order, *f.Complete)
 	}
 	return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+order)
+}
+
+// inUTC is t in UTC, as the store's other times are: pgx reads a
+// TIMESTAMPTZ in the local zone.
+func inUTC(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

@@ -63,12 +63,8 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 				return &it, r.Scan(&it.PetID, &it.Quantity, &it.Status)
 			}},
 			{`SELECT id, pet_id, quantity, ship_date, complete, version FROM orders ORDER BY id`, func(r pgx.Rows) (any, error) {
-				o = store.Order{}
-				err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete, &o.Version)
-				if o.ShipDate != nil {
-					day := o.ShipDate.UTC()
-					o.ShipDate = &day
-				}
+				var err error
+				o, err = scanVersionedOrder(r)
 				return &o, err
 			}},
 			{`SELECT id, name, prefix, sha256, created_at FROM api_keys ORDER BY id`, func(r pgx.Rows) (any, error) {
