@@ -137,15 +137,6 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			}
 		}
 	}
-	if c.headerTimeout <= 0 {
-		return c, errors.New("--header-timeout must be positive")
-	}
-	if c.renewInterval <= 0 {
-		return c, errors.New("--renew-interval must be positive")
-	}
-	if c.idempotencyTTL <= 0 {
-		return c, errors.New("--idempotency-ttl must be positive")
-	}
 	if c.idempotencyMaxKeys <= 0 {
 		return c, errors.New("--idempotency-max-keys must be positive")
 	}
@@ -156,6 +147,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return c, errors.New("--database must be a postgres:// URL")
 	}
 	for name, d := range map[string]time.Duration{
+		"--header-timeout": c.headerTimeout, "--renew-interval": c.renewInterval, "--idempotency-ttl": c.idempotencyTTL,
 		"--database-connect-timeout": c.databaseTimeouts.Connect, "--database-acquire-timeout": c.databaseTimeouts.Acquire,
 		"--database-statement-timeout": c.databaseTimeouts.Statement, "--database-transaction-timeout": c.databaseTimeouts.Transaction,
 	} {
