@@ -58,7 +58,10 @@ Every flag has an environment variable, named beside it in parentheses.
 		if given["data"] {
 			return errors.New("migrate: --data copies a file into the database, --to-data the database into a new file: give one of them")
 		}
-		return runMigrateBack(ctx, cfg.database, toData, stdout)
+		if err := runMigrateBack(ctx, cfg.database, toData, stdout); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		return nil
 	}
 	if !isPostgresURL(cfg.database) {
 		return errors.New("migrate: --database (or PETSTORE_DATABASE) must be the postgres:// URL of the database to copy into")
@@ -82,15 +85,9 @@ Every flag has an environment variable, named beside it in parentheses.
 	stream := &moveStream{from: from, what: "the data file", toPostgres: true, fix: badText == "replace", out: stdout}
 	fmt.Fprintf(stdout, "copying %s into %s, in one transaction...\n", cfg.data, cfg.dataDescription())
 	if err := to.Import(ctx, stream); err != nil {
-		if msg := store.ErrorMessage(err); store.ErrorCode(err) != store.EINTERNAL {
-			return fmt.Errorf("migrate: %s", msg)
-		}
-		return fmt.Errorf("migrate: %w", err)
+		return fmt.Errorf("migrate: %w", moveError(err))
 	}
-	fmt.Fprintf(stdout, "copied %s into %s: %s, the project, the settings", cfg.data, cfg.dataDescription(), countKinds(stream.done))
-	if stream.adminToken {
-		fmt.Fprint(stdout, " and the admin token")
-	}
+	stream.copied(cfg.data, cfg.dataDescription())
 	fmt.Fprintln(stdout, "; start the service with --database (PETSTORE_DATABASE) and without --data")
 	return nil
 }
@@ -215,6 +212,23 @@ func (s *moveSink) Rest(r store.Rest) error {
 	}
 	m.adminToken = r.AdminTokenSHA256 != nil
 	return s.to.Rest(r)
+}
+
+// moveError is a failed move's error: a refusal as its message says it,
+// any other failure as it is.
+func moveError(err error) error {
+	if store.ErrorCode(err) != store.EINTERNAL {
+		return errors.New(store.ErrorMessage(err))
+	}
+	return err
+}
+
+// copied starts the summary of a move from from into to that succeeded.
+func (m *moveStream) copied(from, to string) {
+	fmt.Fprintf(m.out, "copied %s into %s: %s, the project, the settings", from, to, countKinds(m.done))
+	if m.adminToken {
+		fmt.Fprint(m.out, " and the admin token")
+	}
 }
 
 // badRecords counts the records with bad text that a move found, and names
