@@ -119,7 +119,6 @@ func methodLabel(m string) string {
 // than half an exposition.
 type Exposition struct{ families []*dto.MetricFamily }
 
-// Gather reads every series.
 func (m *Registry) Gather() (*Exposition, error) {
 	families, err := m.registry.Gather()
 	if err != nil {

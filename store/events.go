@@ -102,7 +102,6 @@ func (id EventID) Append(b []byte) []byte {
 // IsZero reports whether id is the cursor before every event.
 func (id EventID) IsZero() bool { return id == EventID{} }
 
-// Less reports whether id comes before o.
 func (id EventID) Less(o EventID) bool {
 	return id.Tx < o.Tx || id.Tx == o.Tx && id.Seq < o.Seq
 }

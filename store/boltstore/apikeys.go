@@ -92,7 +92,6 @@ func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
 	return rec.APIKey, true
 }
 
-// loadAPIKeys fills the in-memory key map from the file.
 func (db *DB) loadAPIKeys(tx *bolt.Tx) error {
 	return tx.Bucket(bktAPIKeys).ForEach(func(k, v []byte) error {
 		rec, err := apiKeyTable.decode(btoi(k), v)
