@@ -2,7 +2,6 @@ package boltstore
 
 import (
 	"context"
-	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -94,10 +93,7 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 		if err := db.emit(tx, store.EventDomainRemoved, store.DomainRemovedData(name)); err != nil {
 			return err
 		}
-		s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r store.Redirect) bool { return r.From == name || r.To == name })
-		if s.Domains.Primary == name {
-			s.Domains.Primary = ""
-		}
+		s.Forget(name)
 		return putMetaJSON(tx, metaSettings, &s)
 	})
 }
@@ -121,11 +117,7 @@ func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, att
 		if err != nil {
 			return s, err
 		}
-		attached := make(map[string]store.Domain, len(all))
-		for _, d := range all {
-			attached[d.Name] = d
-		}
-		if err := fn(&s, attached); err != nil {
+		if err := fn(&s, store.ByName(all)); err != nil {
 			return s, refusal{err}
 		}
 		return s, putMetaJSON(tx, metaSettings, &s)

@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -304,10 +303,7 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 		if err := emit(tx, store.EventDomainRemoved, store.DomainRemovedData(name)); err != nil {
 			return err
 		}
-		s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r store.Redirect) bool { return r.From == name || r.To == name })
-		if s.Domains.Primary == name {
-			s.Domains.Primary = ""
-		}
+		s.Forget(name)
 		return nil
 	})
 	return err
@@ -325,10 +321,6 @@ func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, att
 		if err != nil {
 			return err
 		}
-		attached := make(map[string]store.Domain, len(list))
-		for _, d := range list {
-			attached[d.Name] = d
-		}
-		return fn(s, attached)
+		return fn(s, store.ByName(list))
 	})
 }
