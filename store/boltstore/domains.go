@@ -41,9 +41,6 @@ func (db *DB) Domains(ctx context.Context) ([]store.Domain, error) {
 	return readValue(ctx, db, allDomains)
 }
 
-// DomainsPage returns at most limit domains (1..MaxPageSize, 0 for
-// DefaultPageSize) that come after the cursor (nil for the first page), in
-// the order of Domains, and the cursor of the next page (nil on the last).
 func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error) {
 	return store.DomainsPageOf(ctx, db.Domains, limit, after)
 }
@@ -74,9 +71,6 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 	})
 }
 
-// RemoveDomain detaches a domain and, in the same transaction, drops the
-// redirects from or to it and clears it as primary: settings never name a
-// domain that is gone.
 func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktDomains)
@@ -98,7 +92,6 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 	})
 }
 
-// Settings returns the project's settings (empty when never saved).
 func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
 	return readValue(ctx, db, getSettings)
 }

@@ -132,7 +132,6 @@ func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
 	return err == nil, err
 }
 
-// Unlock releases a lock this process holds.
 func (db *DB) Unlock(ctx context.Context, name string) error {
 	if !db.holdsLock(name) {
 		return store.LockNotHeld(name)

@@ -126,8 +126,6 @@ func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) e
 	})
 }
 
-// ListOrders returns one page of orders in id order, filtered by pet and
-// completion, and the After of the next page (0 when this is the last one).
 func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Order, int64, error) {
 	var index, prefix []byte
 	switch {

@@ -136,8 +136,6 @@ func (db *DB) DeletePet(ctx context.Context, id int64, cond store.Condition) err
 	})
 }
 
-// ListPets returns one page of pets in id order, filtered by status and
-// category, and the After of the next page (0 when this is the last one).
 func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)

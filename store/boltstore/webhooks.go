@@ -175,7 +175,6 @@ func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhoo
 	return w, nil
 }
 
-// DeleteWebhook deletes a webhook and its deliveries.
 func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		if _, err := webhookTable.get(tx, id); err != nil {

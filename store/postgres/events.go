@@ -126,7 +126,6 @@ func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, k
 	return out, err
 }
 
-// PruneEvents deletes the events and finished deliveries made before t.
 func (db *DB) PruneEvents(ctx context.Context, t time.Time) (int, error) {
 	tag, err := db.pool.Exec(ctx, `DELETE FROM events WHERE created_at < $1`, t)
 	if err != nil {
@@ -185,7 +184,6 @@ func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int6
 		`SELECT id, value FROM webhooks WHERE id > $1 ORDER BY id LIMIT $2`)
 }
 
-// UpdateWebhook applies fn to a webhook and saves it.
 func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error, key *store.IdempotentWrite) (store.Webhook, error) {
 	var w store.Webhook
 	err := db.tx(ctx, func(tx pgx.Tx) error {
@@ -208,7 +206,6 @@ func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhoo
 	return w, nil
 }
 
-// DeleteWebhook deletes a webhook and its deliveries.
 func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
 	tag, err := db.pool.Exec(ctx, `DELETE FROM webhooks WHERE id = $1`, id)
 	if err == nil && tag.RowsAffected() == 0 {

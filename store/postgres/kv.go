@@ -128,7 +128,6 @@ func (db *DB) Lock(ctx context.Context, name string) error {
 	}
 }
 
-// Unlock releases a lock this store holds.
 func (db *DB) Unlock(ctx context.Context, name string) error {
 	db.locksMu.Lock()
 	h := db.locks[name]

@@ -84,7 +84,6 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category, cond store
 // while it has pets (23503), also pets being added at that moment.
 var deleteCategorySQL = deleteSQL("categories")
 
-// DeleteCategory removes a category that has no pets.
 func (db *DB) DeleteCategory(ctx context.Context, id int64, cond store.Condition) error {
 	del := func(q querier) error {
 		var removed int
@@ -323,8 +322,6 @@ func scanVersionedOrder(r pgx.Row) (store.Order, error) {
 	return o, err
 }
 
-// UpdateOrder changes an order's ship date or completion, if the order
-// meets cond.
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, cond store.Condition) (store.Order, error) {
 	const update = `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete), version = version + 1
 		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete, version`
@@ -372,7 +369,6 @@ var cancelOrderSQL = `WITH cancelled AS (
 		ORDER BY e.n)
 	SELECT count(*) FROM cancelled`
 
-// CancelOrder removes an incomplete order and returns its stock.
 func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) error {
 	cancel := func(q querier) error {
 		for attempt := 1; ; attempt++ {
