@@ -64,7 +64,9 @@ type Pets interface {
 	ListOrders(ctx context.Context, f OrderFilter) ([]Order, int64, error)
 }
 
-// Admin is the project, its credentials and its custom domains.
+// Admin is the project, its credentials and its custom domains. The
+// updates apply fn in one transaction; fn may run more than once, and its
+// error leaves everything as it was.
 type Admin interface {
 	EnsureAdminToken(ctx context.Context, given string) (string, error)
 	CheckAdminToken(token string) bool
