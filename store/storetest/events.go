@@ -66,7 +66,7 @@ func testEvents(t *testing.T, s store.Store) {
 	p.Status = store.StatusSold
 	check(t, s.ReplacePet(ctx, &p, store.Condition{}))
 	check(t, s.DeletePet(ctx, p.ID, store.Condition{}))
-	key, _ := must2x(s.CreateAPIKey(ctx, "ci", nil))(t)
+	key, _ := must2(s.CreateAPIKey(ctx, "ci", nil))(t)
 	check(t, s.RevokeAPIKey(ctx, key.ID))
 
 	afterPlace := stock
@@ -106,14 +106,6 @@ func testEvents(t *testing.T, s store.Store) {
 	id, err := store.ParseEventID(oldest.String())
 	if err != nil || id != oldest {
 		t.Errorf("ParseEventID(%s) = %v, %v", oldest, id, err)
-	}
-}
-
-func must2x[A, B any](a A, b B, err error) func(*testing.T) (A, B) {
-	return func(t *testing.T) (A, B) {
-		t.Helper()
-		check(t, err)
-		return a, b
 	}
 }
 

@@ -206,14 +206,12 @@ func testCategories(t *testing.T, s store.Store) {
 	}
 }
 
-// must2 is must for the lists' three results.
-func must2[T any](v []T, next int64, err error) func(*testing.T) ([]T, int64) {
-	return func(t *testing.T) ([]T, int64) {
+// must2 is must for two results and an error.
+func must2[A, B any](a A, b B, err error) func(*testing.T) (A, B) {
+	return func(t *testing.T) (A, B) {
 		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v, next
+		check(t, err)
+		return a, b
 	}
 }
 
