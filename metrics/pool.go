@@ -6,15 +6,16 @@ import (
 	"petstore/store"
 )
 
-var (
-	dbConnsDesc       = desc("petstore_db_connections", "Connections of the database pool (PostgreSQL), by state: in_use, idle, max (the pool's size).", "state")
-	dbWaitingDesc     = desc("petstore_db_acquire_waiting", "Requests waiting for a connection of the database pool now.")
-	dbAcquiresDesc    = desc("petstore_db_acquires_total", "Connections of the database pool handed out.")
-	dbWaitDesc        = desc("petstore_db_acquire_wait_seconds_total", "Time spent waiting for connections of the database pool.")
-	dbTimeoutsDesc    = desc("petstore_db_acquire_timeouts_total", "Waits for a connection of the database pool that ran past --database-acquire-timeout.")
-	dbUnavailableDesc = desc("petstore_db_unavailable_total", "Requests answered 503 database_unavailable: timeouts, lost connections, an unreachable database.")
-	dbErrorsDesc      = desc("petstore_db_errors_total", "Errors from the database, by SQLSTATE class (08: connection, 23: constraint, 40: rollback, 53: resources, 57: operator intervention).", "class")
-)
+// pool are the series of a database pool.
+var pool = struct{ conns, waiting, acquires, wait, timeouts, unavailable, errors *prometheus.Desc }{
+	desc("petstore_db_connections", "Connections of the database pool (PostgreSQL), by state: in_use, idle, max (the pool's size).", "state"),
+	desc("petstore_db_acquire_waiting", "Requests waiting for a connection of the database pool now."),
+	desc("petstore_db_acquires_total", "Connections of the database pool handed out."),
+	desc("petstore_db_acquire_wait_seconds_total", "Time spent waiting for connections of the database pool."),
+	desc("petstore_db_acquire_timeouts_total", "Waits for a connection of the database pool that ran past --database-acquire-timeout."),
+	desc("petstore_db_unavailable_total", "Requests answered 503 database_unavailable: timeouts, lost connections, an unreachable database."),
+	desc("petstore_db_errors_total", "Errors from the database, by SQLSTATE class (08: connection, 23: constraint, 40: rollback, 53: resources, 57: operator intervention).", "class"),
+}
 
 // PoolStatser is a store with a pool of database connections (PostgreSQL).
 type PoolStatser interface {
@@ -25,19 +26,19 @@ type PoolStatser interface {
 // answers while the database is down, and says why through its counters.
 func Pool(p PoolStatser) prometheus.Collector {
 	return collector{
-		[]*prometheus.Desc{dbConnsDesc, dbWaitingDesc, dbAcquiresDesc, dbWaitDesc, dbTimeoutsDesc, dbUnavailableDesc, dbErrorsDesc},
+		[]*prometheus.Desc{pool.conns, pool.waiting, pool.acquires, pool.wait, pool.timeouts, pool.unavailable, pool.errors},
 		func(s send) {
 			st := p.PoolStats()
-			s.gauge(dbConnsDesc, float64(st.InUse), "in_use")
-			s.gauge(dbConnsDesc, float64(st.Idle), "idle")
-			s.gauge(dbConnsDesc, float64(st.Max), "max")
-			s.gauge(dbWaitingDesc, float64(st.Waiting))
-			s.counter(dbAcquiresDesc, float64(st.Acquires))
-			s.counter(dbWaitDesc, st.AcquireWait.Seconds())
-			s.counter(dbTimeoutsDesc, float64(st.AcquireTimeouts))
-			s.counter(dbUnavailableDesc, float64(st.Unavailable))
+			s.gauge(pool.conns, float64(st.InUse), "in_use")
+			s.gauge(pool.conns, float64(st.Idle), "idle")
+			s.gauge(pool.conns, float64(st.Max), "max")
+			s.gauge(pool.waiting, float64(st.Waiting))
+			s.counter(pool.acquires, float64(st.Acquires))
+			s.counter(pool.wait, st.AcquireWait.Seconds())
+			s.counter(pool.timeouts, float64(st.AcquireTimeouts))
+			s.counter(pool.unavailable, float64(st.Unavailable))
 			for class, n := range st.ErrorsByClass {
-				s.counter(dbErrorsDesc, float64(n), class)
+				s.counter(pool.errors, float64(n), class)
 			}
 		},
 	}
