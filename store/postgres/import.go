@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -85,23 +86,15 @@ func (in *importer) Record(r any) error {
 		b.queue(`INSERT INTO certmagic (key, value, modified) VALUES ($1, $2, $3)`, r.Key, r.Value, r.Modified)
 	case *store.Webhook:
 		// The whole record as the store keeps it, whatever fields it has.
-		data, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		b.queue(`INSERT INTO webhooks (id, value) VALUES ($1, $2)`, r.ID, data)
+		b.queue(`INSERT INTO webhooks (id, value) VALUES ($1, $2)`, r.ID, jsonValue{r})
 	case *store.StoredEvent:
 		// The event keeps its id, so that cursors of clients go on: a
 		// bbolt file's ids (Tx 0) come before every id PostgreSQL gives.
 		b.queue(`INSERT INTO events (tx, seq, type, created_at, target, data) OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6)`,
 			int64(r.ID.Tx), int64(r.ID.Seq), r.Type, r.CreatedAt, r.Target, []byte(r.Data))
 	case *store.Delivery:
-		data, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
 		b.queue(`INSERT INTO deliveries (id, webhook_id, event_tx, event_seq, state, scheduled_at, value) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			r.ID, r.WebhookID, int64(r.EventID.Tx), int64(r.EventID.Seq), r.State, r.ScheduledAt, data)
+			r.ID, r.WebhookID, int64(r.EventID.Tx), int64(r.EventID.Seq), r.State, r.ScheduledAt, jsonValue{r})
 	case *store.StoredAnswer:
 		b.queue(`INSERT INTO idempotency_keys (scope, key, fingerprint, answer, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 			r.Scope, r.Key, r.Fingerprint, r.Answer, r.CreatedAt, r.ExpiresAt)
@@ -166,6 +159,12 @@ func continueSequences(ctx context.Context, tx pgx.Tx, last store.LastIDs) error
 	}
 	return nil
 }
+
+// jsonValue is v's JSON, for a BYTEA column: pgx marshals it when it
+// sends the batch.
+type jsonValue struct{ v any }
+
+func (j jsonValue) Value() (driver.Value, error) { return json.Marshal(j.v) }
 
 // batcher sends queued statements in round trips of importBatch.
 type batcher struct {
