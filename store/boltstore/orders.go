@@ -13,15 +13,11 @@ import (
 // and stores the order, in one transaction, so that concurrent orders never
 // oversell. It sets o.ID and o.Quantity.
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.IdempotentWrite) error {
-	in, err := store.NormalizeOrder(*o)
-	if err != nil {
-		return err
-	}
-	return create(ctx, db, o, in, key, func(tx *bolt.Tx, placed *store.Order) error {
-		pet, err := petTable.get(tx, in.PetID)
+	return create(ctx, db, o, *o, key, func(tx *bolt.Tx, placed *store.Order) error {
+		pet, err := petTable.get(tx, placed.PetID)
 		if err != nil {
 			if store.ErrorCode(err) == store.ENOTFOUND {
-				return store.OrderedPetMissing(in.PetID)
+				return store.OrderedPetMissing(placed.PetID)
 			}
 			return err
 		}
@@ -29,11 +25,11 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.Idempot
 		if err != nil {
 			return corrupt(err)
 		}
-		if err := store.CheckOrderable(pet.ID, pet.Status, stock.Quantity, in.Quantity); err != nil {
+		if err := store.CheckOrderable(pet.ID, pet.Status, stock.Quantity, placed.Quantity); err != nil {
 			return err
 		}
 		// Checks done; from here on only writes.
-		stock.Quantity -= in.Quantity
+		stock.Quantity -= placed.Quantity
 		if err := putInventory(tx.Bucket(bktInventory), &stock); err != nil {
 			return err
 		}
@@ -44,7 +40,7 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.Idempot
 			return err
 		}
 		return db.emit(tx, store.EventOrderPlaced, placed)
-	})
+	}, store.NormalizeOrder)
 }
 
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {

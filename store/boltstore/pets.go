@@ -13,16 +13,12 @@ import (
 // transaction, and sets p.ID. An empty status means available. The category
 // must exist.
 func (db *DB) CreatePet(ctx context.Context, p *store.Pet, key *store.IdempotentWrite) error {
-	in, err := store.NormalizePet(*p)
-	if err != nil {
-		return err
-	}
-	return create(ctx, db, p, in, key, func(tx *bolt.Tx, rec *store.Pet) error {
+	return create(ctx, db, p, *p, key, func(tx *bolt.Tx, rec *store.Pet) error {
 		if err := createPet(tx, rec); err != nil {
 			return err
 		}
 		return db.emit(tx, store.EventPetCreated, rec)
-	})
+	}, store.NormalizePet)
 }
 
 func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
