@@ -109,6 +109,21 @@ func testEvents(t *testing.T, s store.Store) {
 	}
 }
 
+// claimTwoEvents records two events (a category's and a pet's creation),
+// fans them out, and claims their deliveries to the hooks webhooks that
+// take every event.
+func claimTwoEvents(t *testing.T, s store.Store, now time.Time, hooks int) []store.Claimed {
+	t.Helper()
+	c := newCategory(t, s, "cats")
+	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
+	fanOut(t, s, now, 2)
+	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 100))(t)
+	if len(claimed) != 2*hooks {
+		t.Fatalf("claimed %d deliveries, want %d (2 events, %d webhooks)", len(claimed), 2*hooks, hooks)
+	}
+	return claimed
+}
+
 // fanOut fans out until want events have been read, and fails if more
 // were. On PostgreSQL an event is read only once every transaction older
 // than its own has ended (store/postgres's visible), and the suite's
@@ -292,13 +307,7 @@ func testFinishDeliveriesInOneBatch(t *testing.T, s store.Store) {
 	for i := range hooks {
 		hooks[i] = newWebhook(t, s, "http://h"+itoa(int64(i))+".example/", "whsec_x")
 	}
-	c := newCategory(t, s, "cats")
-	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
-	fanOut(t, s, now, 2)
-	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 100))(t)
-	if len(claimed) != 6 {
-		t.Fatalf("claimed %d deliveries, want 6 (two events, three webhooks)", len(claimed))
-	}
+	claimed := claimTwoEvents(t, s, now, len(hooks))
 	of := map[int64][]*store.Claimed{}
 	for i := range claimed {
 		of[claimed[i].WebhookID] = append(of[claimed[i].WebhookID], &claimed[i])

@@ -14,13 +14,7 @@ func testManualRetryEndsSchedule(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	a := newWebhook(t, s, "http://a.example/", "whsec_x")
 	b := newWebhook(t, s, "http://b.example/", "whsec_y")
-	c := newCategory(t, s, "cats")
-	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
-	fanOut(t, s, now, 2)
-	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t)
-	if len(claimed) != 4 {
-		t.Fatalf("claimed %d deliveries, want 4 (2 events, 2 webhooks)", len(claimed))
-	}
+	claimed := claimTwoEvents(t, s, now, 2)
 	// Every first attempt fails; the schedule's next is due later.
 	next := now.Add(time.Hour)
 	var done []store.Finished
