@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -56,9 +55,7 @@ type config struct {
 // PETSTORE_SOME_NAME that applies when the flag is not given.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	var c config
-	fs := flag.NewFlagSet("petstore", flag.ContinueOnError)
-	fs.SetOutput(out)
-	flags := newGroupedFlags(fs, serveUsage)
+	flags := newFlags("petstore", serveUsage, out)
 	basics := flags.group("Basics")
 	basics.String(&c.listen, "listen", "localhost:8080", "plain-HTTP `host:port` to listen on (development, or behind a TLS-terminating proxy)")
 	basics.String(&c.data, "data", "./petstore.db", "the bbolt data `file`; created at first start")
@@ -126,7 +123,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	development.Bool(&c.dnsAllowPrivate, "dns-allow-private", "also ask domains' nameservers at loopback, private or link-local addresses (--dns-resolver is always asked)")
 	development.Bool(&c.webhookAllowPrivate, "webhook-allow-private", "let webhooks be delivered to loopback, private and link-local addresses (tests and internal receivers)")
 	development.String(&c.cpuProfile, "cpu-profile", "", "write a CPU profile to this `file` until shutdown (read it with go tool pprof)")
-	given, err := parseFlags(fs, args, getenv)
+	given, err := flags.parse(args, getenv, false)
 	if err != nil {
 		return c, err
 	}
@@ -140,15 +137,6 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			}
 		}
 	}
-	if c.headerTimeout <= 0 {
-		return c, errors.New("--header-timeout must be positive")
-	}
-	if c.renewInterval <= 0 {
-		return c, errors.New("--renew-interval must be positive")
-	}
-	if c.idempotencyTTL <= 0 {
-		return c, errors.New("--idempotency-ttl must be positive")
-	}
 	if c.idempotencyMaxKeys <= 0 {
 		return c, errors.New("--idempotency-max-keys must be positive")
 	}
@@ -159,6 +147,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return c, errors.New("--database must be a postgres:// URL")
 	}
 	for name, d := range map[string]time.Duration{
+		"--header-timeout": c.headerTimeout, "--renew-interval": c.renewInterval, "--idempotency-ttl": c.idempotencyTTL,
 		"--database-connect-timeout": c.databaseTimeouts.Connect, "--database-acquire-timeout": c.databaseTimeouts.Acquire,
 		"--database-statement-timeout": c.databaseTimeouts.Statement, "--database-transaction-timeout": c.databaseTimeouts.Transaction,
 	} {

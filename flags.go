@@ -25,7 +25,11 @@ type groupedFlags struct {
 	defaults map[string]string // what an empty default means, where it means something
 }
 
-func newGroupedFlags(fs *flag.FlagSet, header string) *groupedFlags {
+// newFlags is the flag set of the command name, whose --help, written to
+// out, starts with header.
+func newFlags(name, header string, out io.Writer) *groupedFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
 	g := &groupedFlags{fs: fs, header: header, defaults: map[string]string{}}
 	fs.Usage = func() { g.usage(fs.Output()) }
 	return g
@@ -185,14 +189,17 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// parseFlags parses args into fs, then sets each flag --some-name that args
-// did not give from its environment twin PETSTORE_SOME_NAME, when that is
-// set. It returns the names of the flags args gave.
-func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (given map[string]bool, err error) {
+// parse parses args, then sets each flag --some-name that args did not
+// give from its environment twin PETSTORE_SOME_NAME, when that is set. It
+// returns the names of the flags args gave; args other than flags are an
+// error unless the command takes them (positional). --help is
+// flag.ErrHelp.
+func (g *groupedFlags) parse(args []string, getenv func(string) string, positional bool) (given map[string]bool, err error) {
+	fs := g.fs
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && !positional {
 		return nil, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
 	given = map[string]bool{}

@@ -9,7 +9,8 @@ import (
 	"petstore/store"
 )
 
-// The release policy of releaseMemoryWhenIdle.
+// The collector's target and the release policy of releaseMemoryWhenIdle:
+// docs/design.md ("Memory") says why these.
 const (
 	// Allocation rates, per period, that tell a busy spell (the heap may
 	// have grown) from an idle one (probes, a stray request).
@@ -17,21 +18,14 @@ const (
 	idleAllocBytes = 1 << 20
 
 	// quietBeforeRelease is how long the service stays idle after a busy
-	// spell before its heap goes back to the OS. Handing it back right
-	// after a pause of a few seconds (a bursty client, the load
-	// benchmark's turns) made the next burst fault the whole heap in
-	// again, and the allocator's zeroing and page faults made each of that
-	// burst's requests dearer (docs/performance.md, "Giving memory back").
-	// Half a minute of quiet is still soon for memory on a shared VM.
+	// spell before its heap goes back to the OS: sooner, the next burst
+	// faults the whole heap in again.
 	quietBeforeRelease = 30 * time.Second
-)
 
-// defaultGCPercent is the collector's target unless GOGC says otherwise.
-// The live heap is small, so Go's default of 100 collects often and costs a
-// noticeable share of the CPU under load. At 400 the heap may grow to about
-// five times the live heap while busy, which is still little memory; idle
-// memory is unchanged.
-const defaultGCPercent = 400
+	// defaultGCPercent is the collector's target unless GOGC says
+	// otherwise: the live heap is small, and Go's default collects often.
+	defaultGCPercent = 400
+)
 
 // settleMemoryAfterStart hands the garbage of start-up (parsed documents,
 // rendered pages) back to the OS rather than keep it as idle heap, and sets
@@ -45,15 +39,9 @@ func settleMemoryAfterStart(gogcSet bool) {
 
 // releaseMemoryWhenIdle gives the heap's free memory back to the OS once
 // the service has been idle for quietBeforeRelease after a busy spell,
-// judged every period until ctx ends.
-//
-// Under load the heap grows to several times the live heap (the collector
-// runs at GOGC 400). When the load stops nothing allocates, so no
-// collection runs (Go forces one only every two minutes), the garbage of
-// the busy spell stays in use, and the scavenger, which returns only memory
-// a collection freed, has nothing to return: RSS stayed near its peak for
-// minutes. One forced collection and scavenge when the allocation rate
-// drops costs a few milliseconds.
+// judged every period until ctx ends: when the load stops nothing
+// allocates, so no collection runs to free the busy spell's garbage, and
+// the scavenger has nothing to return.
 func releaseMemoryWhenIdle(ctx context.Context, period time.Duration) {
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	allocated := func() uint64 {

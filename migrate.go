@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -21,10 +22,8 @@ import (
 // several instances on one database. The file is left as it was. With
 // --to-data it goes the way back (migrateback.go).
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("petstore migrate", flag.ContinueOnError)
-	fs.SetOutput(stdout)
 	var cfg config
-	flags := newGroupedFlags(fs, `Usage:
+	flags := newFlags("petstore migrate", `Usage:
   petstore migrate --data FILE --database URL
   petstore migrate --to-data FILE --database URL
 
@@ -41,7 +40,7 @@ after the file's own, and the clients' cursors of the database's events
 resume where they would have. The database is left as it was.
 
 Every flag has an environment variable, named beside it in parentheses.
-`)
+`, stdout)
 	move := flags.group("Flags")
 	move.String(&cfg.data, "data", "./petstore.db", "the bbolt data `file` to copy (stop the service that uses it first)")
 	move.String(&cfg.database, "database", "", "postgres:// `URL` of the empty PostgreSQL database to copy it into (with --to-data: to copy from)")
@@ -49,7 +48,7 @@ Every flag has an environment variable, named beside it in parentheses.
 	move.String(&toData, "to-data", "", "the new bbolt data `file` to copy the database of --database into, the way back (stop the instances that use the database first)")
 	var badText string
 	move.String(&badText, "bad-text", "stop", "what to do with text PostgreSQL cannot store (U+0000, invalid UTF-8), which bbolt kept: stop (name every such record and copy nothing) or replace (name each, and copy it with U+FFFD in place of the bad characters)")
-	given, err := parseFlags(fs, args, getenv)
+	given, err := flags.parse(args, getenv, false)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
@@ -59,7 +58,10 @@ Every flag has an environment variable, named beside it in parentheses.
 		if given["data"] {
 			return errors.New("migrate: --data copies a file into the database, --to-data the database into a new file: give one of them")
 		}
-		return runMigrateBack(ctx, cfg.database, toData, stdout)
+		if err := runMigrateBack(ctx, cfg.database, toData, stdout); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		return nil
 	}
 	if !isPostgresURL(cfg.database) {
 		return errors.New("migrate: --database (or PETSTORE_DATABASE) must be the postgres:// URL of the database to copy into")
@@ -83,15 +85,9 @@ Every flag has an environment variable, named beside it in parentheses.
 	stream := &moveStream{from: from, what: "the data file", toPostgres: true, fix: badText == "replace", out: stdout}
 	fmt.Fprintf(stdout, "copying %s into %s, in one transaction...\n", cfg.data, cfg.dataDescription())
 	if err := to.Import(ctx, stream); err != nil {
-		if msg := store.ErrorMessage(err); store.ErrorCode(err) != store.EINTERNAL {
-			return fmt.Errorf("migrate: %s", msg)
-		}
-		return fmt.Errorf("migrate: %w", err)
+		return fmt.Errorf("migrate: %w", moveError(err))
 	}
-	fmt.Fprintf(stdout, "copied %s into %s: %s, the project, the settings", cfg.data, cfg.dataDescription(), countKinds(stream.done))
-	if stream.adminToken {
-		fmt.Fprint(stdout, " and the admin token")
-	}
+	stream.copied(cfg.data, cfg.dataDescription())
 	fmt.Fprintln(stdout, "; start the service with --database (PETSTORE_DATABASE) and without --data")
 	return nil
 }
@@ -116,7 +112,11 @@ const (
 var (
 	kindNames = [kinds]string{"categories", "pets", "inventory entries", "orders", "API keys", "domains",
 		"files of certificates and the ACME account", "webhooks with their signing keys", "events", "deliveries", "kept answers of Idempotency-Keys"}
+	// kindFields are the kinds' fields in store.Totals.
 	kindFields = [kinds]string{"Categories", "Pets", "Inventory", "Orders", "APIKeys", "Domains", "KV", "Webhooks", "Events", "Deliveries", "Answers"}
+	kindTypes  = [kinds]reflect.Type{reflect.TypeFor[*store.Category](), reflect.TypeFor[*store.Pet](), reflect.TypeFor[*store.InventoryItem](),
+		reflect.TypeFor[*store.Order](), reflect.TypeFor[*store.StoredAPIKey](), reflect.TypeFor[*store.Domain](), reflect.TypeFor[*store.KVEntry](),
+		reflect.TypeFor[*store.Webhook](), reflect.TypeFor[*store.StoredEvent](), reflect.TypeFor[*store.Delivery](), reflect.TypeFor[*store.StoredAnswer]()}
 )
 
 // countKinds says how many records of every kind n counts, each kind
@@ -130,36 +130,11 @@ func countKinds(n [kinds]int64) string {
 }
 
 // totalsOf is a stream's Totals by kind.
-func totalsOf(t store.Totals) [kinds]int64 {
-	return [kinds]int64{t.Categories, t.Pets, t.Inventory, t.Orders, t.APIKeys, t.Domains, t.KV, t.Webhooks, t.Events, t.Deliveries, t.Answers}
-}
-
-func kindOf(r any) int {
-	switch r.(type) {
-	case *store.Category:
-		return kindCategories
-	case *store.Pet:
-		return kindPets
-	case *store.InventoryItem:
-		return kindInventory
-	case *store.Order:
-		return kindOrders
-	case *store.StoredAPIKey:
-		return kindAPIKeys
-	case *store.Domain:
-		return kindDomains
-	case *store.KVEntry:
-		return kindKV
-	case *store.Webhook:
-		return kindWebhooks
-	case *store.StoredEvent:
-		return kindEvents
-	case *store.Delivery:
-		return kindDeliveries
-	case *store.StoredAnswer:
-		return kindAnswers
+func totalsOf(t store.Totals) (n [kinds]int64) {
+	for k, f := range kindFields {
+		n[k] = reflect.ValueOf(t).FieldByName(f).Int()
 	}
-	return -1
+	return n
 }
 
 // moveStream is the source as migrate gives it to the target: on the way
@@ -205,14 +180,14 @@ func (s *moveSink) Totals(t store.Totals) error {
 
 func (s *moveSink) Record(r any) error {
 	m := s.m
-	k := kindOf(r)
+	k := slices.Index(kindTypes[:], reflect.TypeOf(r))
 	if k < 0 {
 		// A kind this command does not know would be left behind: refuse
 		// the move rather than lose it.
 		return store.Errorf(store.EINTERNAL, "%s holds a record of type %T that petstore migrate cannot copy; nothing was copied", m.what, r)
 	}
 	if m.toPostgres {
-		checkText(r, recordName(kindFields[k], m.done[k], r), m.fix, m.out, &m.bad)
+		checkText(r, recordName(kindFields[k], m.done[k], reflect.ValueOf(r).Elem()), m.fix, m.out, &m.bad)
 	} else if e, ok := r.(*store.StoredEvent); ok && e.ID.Tx != 0 {
 		m.renumbered++
 	}
@@ -239,6 +214,23 @@ func (s *moveSink) Rest(r store.Rest) error {
 	return s.to.Rest(r)
 }
 
+// moveError is a failed move's error: a refusal as its message says it,
+// any other failure as it is.
+func moveError(err error) error {
+	if store.ErrorCode(err) != store.EINTERNAL {
+		return errors.New(store.ErrorMessage(err))
+	}
+	return err
+}
+
+// copied starts the summary of a move from from into to that succeeded.
+func (m *moveStream) copied(from, to string) {
+	fmt.Fprintf(m.out, "copied %s into %s: %s, the project, the settings", from, to, countKinds(m.done))
+	if m.adminToken {
+		fmt.Fprint(m.out, " and the admin token")
+	}
+}
+
 // badRecords counts the records with bad text that a move found, and names
 // the first place (each is named on stdout as it is found).
 type badRecords struct {
@@ -248,14 +240,16 @@ type badRecords struct {
 
 // recordName names a record in reports: by its kind and id where it has
 // one ("Pets 42"), its name or key, or its place.
-func recordName(kind string, i int64, r any) string {
-	e := reflect.ValueOf(r).Elem()
-	if id := e.FieldByName("ID"); id.IsValid() && id.CanInt() {
-		return fmt.Sprintf("%s %d", kind, id.Int())
-	} else if n := e.FieldByName("Name"); n.IsValid() && n.Kind() == reflect.String {
-		return fmt.Sprintf("%s %q", kind, n.String())
-	} else if k := e.FieldByName("Key"); k.IsValid() && k.Kind() == reflect.String {
-		return fmt.Sprintf("%s %q", kind, k.String())
+func recordName(kind string, i int64, e reflect.Value) string {
+	if e.Kind() == reflect.Struct {
+		if id := e.FieldByName("ID"); id.IsValid() && id.CanInt() {
+			return fmt.Sprintf("%s %d", kind, id.Int())
+		}
+		for _, f := range []string{"Name", "Key"} {
+			if n := e.FieldByName(f); n.IsValid() && n.Kind() == reflect.String {
+				return fmt.Sprintf("%s %q", kind, n.String())
+			}
+		}
 	}
 	return fmt.Sprintf("%s[%d]", kind, i)
 }
@@ -307,18 +301,7 @@ func walkText(v reflect.Value, where string, bad func(string, reflect.Value)) {
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			e := v.Index(i)
-			name := fmt.Sprintf("%s[%d]", where, i)
-			if e.Kind() == reflect.Struct {
-				if id := e.FieldByName("ID"); id.IsValid() && id.CanInt() {
-					name = fmt.Sprintf("%s %d", where, id.Int())
-				} else if n := e.FieldByName("Name"); n.IsValid() && n.Kind() == reflect.String {
-					name = fmt.Sprintf("%s %q", where, n.String())
-				} else if k := e.FieldByName("Key"); k.IsValid() && k.Kind() == reflect.String {
-					name = fmt.Sprintf("%s %q", where, k.String())
-				}
-			}
-			walkText(e, name, bad)
+			walkText(v.Index(i), recordName(where, int64(i), v.Index(i)), bad)
 		}
 	}
 }

@@ -18,10 +18,11 @@ import (
 // back to one instance. The file is written beside its name and renamed
 // once it is whole and on disk, so that a move that fails or is
 // interrupted leaves no file a service could start on; a file that holds
-// anything is never replaced. The database is left as it was.
+// anything is never replaced. The database is left as it was. Its errors
+// are runMigrate's to name.
 func runMigrateBack(ctx context.Context, database, file string, stdout io.Writer) (err error) {
 	if !isPostgresURL(database) {
-		return errors.New("migrate: --database (or PETSTORE_DATABASE) must be the postgres:// URL of the database to copy into the file")
+		return errors.New("--database (or PETSTORE_DATABASE) must be the postgres:// URL of the database to copy into the file")
 	}
 	if err := refuseExisting(file); err != nil {
 		return err
@@ -29,18 +30,18 @@ func runMigrateBack(ctx context.Context, database, file string, stdout io.Writer
 	desc := config{database: database}.dataDescription()
 	from, err := postgres.Open(ctx, database, store.Options{})
 	if err != nil {
-		return fmt.Errorf("migrate: opening the database %s: %w", desc, err)
+		return fmt.Errorf("opening the database %s: %w", desc, err)
 	}
 	defer from.Close()
 
 	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".migrating-*")
 	if err != nil {
-		return fmt.Errorf("migrate: a file beside %s to write into: %w", file, err)
+		return fmt.Errorf("a file beside %s to write into: %w", file, err)
 	}
 	name := tmp.Name()
 	// A new bbolt file starts from nothing: an empty one is refused.
 	if err := errors.Join(tmp.Close(), os.Remove(name)); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -50,42 +51,36 @@ func runMigrateBack(ctx context.Context, database, file string, stdout io.Writer
 	}()
 	to, err := boltstore.Open(name, store.Options{})
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return err
 	}
 	stream := &moveStream{from: from, what: "the database", out: stdout}
 	fmt.Fprintf(stdout, "copying %s into %s (written as %s, renamed when complete)...\n", desc, file, name)
 	if err := to.Import(ctx, stream); err != nil {
 		to.Close()
-		if msg := store.ErrorMessage(err); store.ErrorCode(err) != store.EINTERNAL {
-			return fmt.Errorf("migrate: %s; %s was not written", msg, file)
-		}
-		return fmt.Errorf("migrate: %w; %s was not written", err, file)
+		return fmt.Errorf("%w; %s was not written", moveError(err), file)
 	}
 	if err := to.Close(); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return err
 	}
 	if err := syncPath(name); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return err
 	}
 	// Again: a file may have come in the meantime.
 	if err := refuseExisting(file); err != nil {
 		return err
 	}
 	if err := os.Rename(name, file); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return err
 	}
 	if _, statErr := os.Stat(boltstore.MarksPath(name)); statErr == nil {
 		if err := os.Rename(boltstore.MarksPath(name), boltstore.MarksPath(file)); err != nil {
-			return fmt.Errorf("migrate: %w", err)
+			return err
 		}
 	}
 	if err := syncPath(filepath.Dir(file)); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return err
 	}
-	fmt.Fprintf(stdout, "copied %s into %s: %s, the project, the settings", desc, file, countKinds(stream.done))
-	if stream.adminToken {
-		fmt.Fprint(stdout, " and the admin token")
-	}
+	stream.copied(desc, file)
 	if stream.renumbered > 0 {
 		fmt.Fprintf(stdout, "; %d events that PostgreSQL numbered were numbered again after the file's own (the clients' cursors of them resume where they would have)", stream.renumbered)
 	}
@@ -101,11 +96,11 @@ func refuseExisting(file string) error {
 	case errors.Is(err, os.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("migrate: %w", err)
+		return err
 	case fi.IsDir():
-		return fmt.Errorf("migrate: %s is a directory: --to-data names the new data file", file)
+		return fmt.Errorf("%s is a directory: --to-data names the new data file", file)
 	case fi.Size() > 0:
-		return fmt.Errorf("migrate: %s exists and holds %d bytes: the way back writes a new file and never replaces one; name another file, or move this one away first", file, fi.Size())
+		return fmt.Errorf("%s exists and holds %d bytes: the way back writes a new file and never replaces one; name another file, or move this one away first", file, fi.Size())
 	}
 	return nil
 }

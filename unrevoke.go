@@ -18,10 +18,8 @@ import (
 // revoked API key back. Without it the service revokes the key again
 // after the restore (store/postgres/restore.go, store/boltstore/restore.go).
 func runUnrevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("petstore unrevoke", flag.ContinueOnError)
-	fs.SetOutput(stdout)
 	var cfg config
-	flags := newGroupedFlags(fs, `Usage:
+	flags := newFlags("petstore unrevoke", `Usage:
   petstore unrevoke --database URL KEY_ID...
   petstore unrevoke --data FILE KEY_ID...
 
@@ -31,11 +29,11 @@ again. With --database, run it before the restore, with the instances
 running: each forgets them at its next poll. With --data, stop the service
 first. Every flag has an environment variable, named beside it in
 parentheses.
-`)
+`, stdout)
 	f := flags.group("Flags")
 	f.String(&cfg.data, "data", "", "the bbolt data `file` whose revocations to forget (the service stopped)")
 	f.String(&cfg.database, "database", "", "postgres:// `URL` of the database whose instances forget them")
-	if _, err := parseFlags(fs, args, getenv); errors.Is(err, flag.ErrHelp) {
+	if _, err := flags.parse(args, getenv, true); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("unrevoke: %w", err)
@@ -43,11 +41,11 @@ parentheses.
 	if (cfg.data == "") == (cfg.database == "") {
 		return errors.New("unrevoke: give one of --data (a bbolt file) and --database (a postgres:// URL)")
 	}
-	if fs.NArg() == 0 {
+	if flags.fs.NArg() == 0 {
 		return errors.New("unrevoke: name the ids of the keys whose revocations to forget")
 	}
 	var ids []int64
-	for _, a := range fs.Args() {
+	for _, a := range flags.fs.Args() {
 		id, err := strconv.ParseInt(a, 10, 64)
 		if err != nil || id <= 0 {
 			return fmt.Errorf("unrevoke: %q is not a key id (a positive integer)", a)

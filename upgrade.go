@@ -17,19 +17,10 @@ import (
 	"petstore/server"
 )
 
-// An upgrade in place (docs/systemd.md, "Upgrading in place"): on SIGHUP
-// the process starts the binary on disk with the same arguments and hands
-// it every listening socket. The sockets never close, so connections that
-// arrive meanwhile wait in their backlog.
-//
-// On a bbolt file the two processes cannot both hold the file, and neither
-// may serve without it. The new one therefore prepares everything that
-// needs no store (the flags, both documents and the site, the sockets),
-// then tells the old one to stop; the old one stops accepting, finishes
-// the requests it has, closes the file and exits; the new one opens the
-// file and serves. Clients see a pause, not an error. On PostgreSQL the new
-// process starts completely, serves beside the old one, and only then
-// tells it to stop.
+// An upgrade in place: on SIGHUP the process starts the binary on disk
+// and hands it every listening socket. docs/operations.md ("Upgrading in
+// place") says how the two processes take turns on a bbolt file and on
+// PostgreSQL.
 
 // upgrades is what run needs for upgrades in place: the process's Upgrader
 // and its SIGHUPs. main gives them; tests that call run in-process give

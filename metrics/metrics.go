@@ -148,7 +148,6 @@ func methodLabel(m string) string {
 // than half an exposition.
 type Exposition struct{ families []*dto.MetricFamily }
 
-// Gather reads every series.
 func (m *Registry) Gather() (*Exposition, error) {
 	families, err := m.registry.Gather()
 	if err != nil {
@@ -167,4 +166,32 @@ func (e *Exposition) Write(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// collector gives descs, and the metrics collect sends at scrape time.
+type collector struct {
+	descs   []*prometheus.Desc
+	collect func(send)
+}
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
+
+type send chan<- prometheus.Metric
+
+func (s send) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	s <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func (s send) counter(d *prometheus.Desc, v float64, labels ...string) {
+	s <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 }

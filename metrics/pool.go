@@ -6,22 +6,16 @@ import (
 	"petstore/store"
 )
 
-var (
-	dbConnsDesc = prometheus.NewDesc("petstore_db_connections",
-		"Connections of the database pool (PostgreSQL), by state: in_use, idle, max (the pool's size).", []string{"state"}, nil)
-	dbWaitingDesc = prometheus.NewDesc("petstore_db_acquire_waiting",
-		"Requests waiting for a connection of the database pool now.", nil, nil)
-	dbAcquiresDesc = prometheus.NewDesc("petstore_db_acquires_total",
-		"Connections of the database pool handed out.", nil, nil)
-	dbWaitDesc = prometheus.NewDesc("petstore_db_acquire_wait_seconds_total",
-		"Time spent waiting for connections of the database pool.", nil, nil)
-	dbTimeoutsDesc = prometheus.NewDesc("petstore_db_acquire_timeouts_total",
-		"Waits for a connection of the database pool that ran past --database-acquire-timeout.", nil, nil)
-	dbUnavailableDesc = prometheus.NewDesc("petstore_db_unavailable_total",
-		"Requests answered 503 database_unavailable: timeouts, lost connections, an unreachable database.", nil, nil)
-	dbErrorsDesc = prometheus.NewDesc("petstore_db_errors_total",
-		"Errors from the database, by SQLSTATE class (08: connection, 23: constraint, 40: rollback, 53: resources, 57: operator intervention).", []string{"class"}, nil)
-)
+// pool are the series of a database pool.
+var pool = struct{ conns, waiting, acquires, wait, timeouts, unavailable, errors *prometheus.Desc }{
+	desc("petstore_db_connections", "Connections of the database pool (PostgreSQL), by state: in_use, idle, max (the pool's size).", "state"),
+	desc("petstore_db_acquire_waiting", "Requests waiting for a connection of the database pool now."),
+	desc("petstore_db_acquires_total", "Connections of the database pool handed out."),
+	desc("petstore_db_acquire_wait_seconds_total", "Time spent waiting for connections of the database pool."),
+	desc("petstore_db_acquire_timeouts_total", "Waits for a connection of the database pool that ran past --database-acquire-timeout."),
+	desc("petstore_db_unavailable_total", "Requests answered 503 database_unavailable: timeouts, lost connections, an unreachable database."),
+	desc("petstore_db_errors_total", "Errors from the database, by SQLSTATE class (08: connection, 23: constraint, 40: rollback, 53: resources, 57: operator intervention).", "class"),
+}
 
 // PoolStatser is a store with a pool of database connections (PostgreSQL).
 type PoolStatser interface {
@@ -30,33 +24,22 @@ type PoolStatser interface {
 
 // Pool reports a store's database pool. It reads no database, so it
 // answers while the database is down, and says why through its counters.
-func Pool(p PoolStatser) prometheus.Collector { return pool{p} }
-
-type pool struct{ p PoolStatser }
-
-func (pool) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dbConnsDesc, dbWaitingDesc, dbAcquiresDesc, dbWaitDesc, dbTimeoutsDesc, dbUnavailableDesc, dbErrorsDesc} {
-		ch <- d
-	}
-}
-
-func (c pool) Collect(ch chan<- prometheus.Metric) {
-	st := c.p.PoolStats()
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	counter := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
-	}
-	gauge(dbConnsDesc, float64(st.InUse), "in_use")
-	gauge(dbConnsDesc, float64(st.Idle), "idle")
-	gauge(dbConnsDesc, float64(st.Max), "max")
-	gauge(dbWaitingDesc, float64(st.Waiting))
-	counter(dbAcquiresDesc, float64(st.Acquires))
-	counter(dbWaitDesc, st.AcquireWait.Seconds())
-	counter(dbTimeoutsDesc, float64(st.AcquireTimeouts))
-	counter(dbUnavailableDesc, float64(st.Unavailable))
-	for class, n := range st.ErrorsByClass {
-		counter(dbErrorsDesc, float64(n), class)
+func Pool(p PoolStatser) prometheus.Collector {
+	return collector{
+		[]*prometheus.Desc{pool.conns, pool.waiting, pool.acquires, pool.wait, pool.timeouts, pool.unavailable, pool.errors},
+		func(s send) {
+			st := p.PoolStats()
+			s.gauge(pool.conns, float64(st.InUse), "in_use")
+			s.gauge(pool.conns, float64(st.Idle), "idle")
+			s.gauge(pool.conns, float64(st.Max), "max")
+			s.gauge(pool.waiting, float64(st.Waiting))
+			s.counter(pool.acquires, float64(st.Acquires))
+			s.counter(pool.wait, st.AcquireWait.Seconds())
+			s.counter(pool.timeouts, float64(st.AcquireTimeouts))
+			s.counter(pool.unavailable, float64(st.Unavailable))
+			for class, n := range st.ErrorsByClass {
+				s.counter(pool.errors, float64(n), class)
+			}
+		},
 	}
 }

@@ -10,18 +10,12 @@ import (
 )
 
 var (
-	storeSizeDesc = prometheus.NewDesc("petstore_store_size_bytes",
-		"Bytes of data in the store: in the bbolt data file, the size of a backup taken now (the file on disk may be larger, preallocated); with PostgreSQL, the database's size on disk.", nil, nil)
-	domainsDesc = prometheus.NewDesc("petstore_domains",
-		"Custom domains attached, by state.", []string{"state"}, nil)
-	expiryDesc = prometheus.NewDesc("petstore_certificate_expiry_days",
-		"Days until the certificate of a custom domain expires (negative once expired), for domains with an issued certificate.", []string{"domain"}, nil)
-	connsOpenDesc = prometheus.NewDesc("petstore_connections_open",
-		"Client connections open, on every listener.", nil, nil)
-	connsClosedDesc = prometheus.NewDesc("petstore_connections_closed_total",
-		"Connections the service closed to keep descriptors free: client_cap (the client was at --max-client-conns), idle (idle, closed because descriptors ran short), refused (new, with descriptors short and nothing idle).", []string{"reason"}, nil)
-	upDesc = prometheus.NewDesc("petstore_up",
-		"1 while the service is up and its store answers; 0 when the store did not answer this scrape in time (its series are then absent).", nil, nil)
+	storeSizeDesc   = desc("petstore_store_size_bytes", "Bytes of data in the store: in the bbolt data file, the size of a backup taken now (the file on disk may be larger, preallocated); with PostgreSQL, the database's size on disk.")
+	domainsDesc     = desc("petstore_domains", "Custom domains attached, by state.", "state")
+	expiryDesc      = desc("petstore_certificate_expiry_days", "Days until the certificate of a custom domain expires (negative once expired), for domains with an issued certificate.", "domain")
+	connsOpenDesc   = desc("petstore_connections_open", "Client connections open, on every listener.")
+	connsClosedDesc = desc("petstore_connections_closed_total", "Connections the service closed to keep descriptors free: client_cap (the client was at --max-client-conns), idle (idle, closed because descriptors ran short), refused (new, with descriptors short and nothing idle).", "reason")
+	upDesc          = desc("petstore_up", "1 while the service is up and its store answers; 0 when the store did not answer this scrape in time (its series are then absent).")
 )
 
 // Sizer is the store as the state gauges read it.
@@ -35,61 +29,44 @@ type DomainLister interface {
 }
 
 // State reports the store's size, the custom domains by state and their
-// certificates' expiry, and petstore_up, read at scrape time; now is the
-// clock for the expiry.
-func State(db Sizer, domains DomainLister, now func() time.Time) prometheus.Collector {
-	return &stateCollector{db: db, domains: domains, now: now}
-}
-
-type stateCollector struct {
-	db      Sizer
-	domains DomainLister
-	now     func() time.Time
-	bounded
-}
-
-func (*stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- storeSizeDesc
-	ch <- domainsDesc
-	ch <- expiryDesc
-	ch <- upDesc
-}
-
-// Collect reads the store within ReadTimeout. A store that does not
+// certificates' expiry, and petstore_up, read at scrape time within
+// ReadTimeout; now is the clock for the expiry. A store that does not
 // answer in time, or fails, gives petstore_up 0 without the store's
 // series, and the scrape answers with the rest.
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	var (
-		size int64
-		doms []store.Domain
-	)
-	err := c.read(func(ctx context.Context) error {
-		var err error
-		if size, err = c.db.Size(ctx); err != nil {
+func State(db Sizer, domains DomainLister, now func() time.Time) prometheus.Collector {
+	var b bounded
+	return collector{[]*prometheus.Desc{storeSizeDesc, domainsDesc, expiryDesc, upDesc}, func(s send) {
+		var (
+			size int64
+			doms []store.Domain
+		)
+		err := b.read(func(ctx context.Context) (err error) {
+			if size, err = db.Size(ctx); err != nil {
+				return err
+			}
+			doms, err = domains.List(ctx)
 			return err
+		})
+		if err != nil {
+			s.gauge(upDesc, 0)
+			return
 		}
-		doms, err = c.domains.List(ctx)
-		return err
-	})
-	if err != nil {
-		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(storeSizeDesc, prometheus.GaugeValue, float64(size))
-	states := map[string]int{store.DomainPending: 0, store.DomainOwned: 0, store.DomainVerified: 0, store.DomainMoved: 0}
-	for _, d := range doms {
-		states[d.State]++
-	}
-	for st, n := range states {
-		ch <- prometheus.MustNewConstMetric(domainsDesc, prometheus.GaugeValue, float64(n), st)
-	}
-	now := c.now()
-	for _, d := range doms {
-		if st := d.Certificate.State; (st == store.CertIssued || st == store.CertRenewing || st == store.CertExpired) && d.Certificate.NotAfter != nil {
-			ch <- prometheus.MustNewConstMetric(expiryDesc, prometheus.GaugeValue, d.Certificate.NotAfter.Sub(now).Hours()/24, d.Name)
+		s.gauge(storeSizeDesc, float64(size))
+		states := map[string]int{store.DomainPending: 0, store.DomainOwned: 0, store.DomainVerified: 0, store.DomainMoved: 0}
+		for _, d := range doms {
+			states[d.State]++
 		}
-	}
-	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
+		for st, n := range states {
+			s.gauge(domainsDesc, float64(n), st)
+		}
+		now := now()
+		for _, d := range doms {
+			if st := d.Certificate.State; (st == store.CertIssued || st == store.CertRenewing || st == store.CertExpired) && d.Certificate.NotAfter != nil {
+				s.gauge(expiryDesc, d.Certificate.NotAfter.Sub(now).Hours()/24, d.Name)
+			}
+		}
+		s.gauge(upDesc, 1)
+	}}
 }
 
 // DropCounter is a log output that counts the lines it dropped.
@@ -113,21 +90,14 @@ type ConnCounter interface {
 }
 
 // Connections reports the connections open and those the guard closed.
-func Connections(g ConnCounter) prometheus.Collector { return conns{g} }
-
-type conns struct{ g ConnCounter }
-
-func (conns) Describe(ch chan<- *prometheus.Desc) {
-	ch <- connsOpenDesc
-	ch <- connsClosedDesc
-}
-
-func (c conns) Collect(ch chan<- prometheus.Metric) {
-	ch <- prometheus.MustNewConstMetric(connsOpenDesc, prometheus.GaugeValue, float64(c.g.Open()))
-	capped, idle, refused := c.g.Closed()
-	ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(capped), "client_cap")
-	ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(idle), "idle")
-	ch <- prometheus.MustNewConstMetric(connsClosedDesc, prometheus.CounterValue, float64(refused), "refused")
+func Connections(g ConnCounter) prometheus.Collector {
+	return collector{[]*prometheus.Desc{connsOpenDesc, connsClosedDesc}, func(s send) {
+		s.gauge(connsOpenDesc, float64(g.Open()))
+		capped, idle, refused := g.Closed()
+		s.counter(connsClosedDesc, float64(capped), "client_cap")
+		s.counter(connsClosedDesc, float64(idle), "idle")
+		s.counter(connsClosedDesc, float64(refused), "refused")
+	}}
 }
 
 // StreamCounter is the open event streams as /metrics reads them.

@@ -4,29 +4,20 @@ import "time"
 
 // The custom-domain types live here, beside the other stored entities, so
 // that store, domains and handlers share one definition. Package domains
-// fills them; their JSON form is the admin API's.
+// fills them; their JSON form is the admin API's, whose description
+// (handlers/openapi-admin.yaml) says what each field means.
 
 // DNSRecord is one DNS record the customer must create at their DNS provider.
 type DNSRecord struct {
-	// Type is CNAME, ALIAS (ALIAS/ANAME), A, AAAA or TXT.
-	Type string `json:"type"`
-	// Host is what most providers ask for in the "name" field: the labels
-	// relative to the registrable domain ("shop", "a.b"), or "@" for the apex.
-	Host string `json:"host"`
-	// Name is the full domain name the record is for, without trailing dot.
-	Name string `json:"name"`
-	// Value is the record's content: the CNAME target or an address.
+	Type  string `json:"type"`
+	Host  string `json:"host"`
+	Name  string `json:"name"`
 	Value string `json:"value"`
 	// TTL in seconds.
-	TTL int `json:"ttl"`
-	// Note explains, in plain words, when and why to use this record.
-	Note string `json:"note,omitempty"`
-	// Fallback marks records to create only when the provider cannot do the
-	// main one (A/AAAA in place of ALIAS at an apex).
-	Fallback bool `json:"fallback"`
-	// Purpose is set on the records of a move without downtime: one of
-	// the RecordPurpose* constants.
-	Purpose string `json:"purpose,omitempty"`
+	TTL      int    `json:"ttl"`
+	Note     string `json:"note,omitempty"`
+	Fallback bool   `json:"fallback"`
+	Purpose  string `json:"purpose,omitempty"`
 }
 
 // The purposes of the records that move a live domain without downtime.
@@ -41,42 +32,23 @@ const (
 
 // Finding is one thing wrong with a domain's DNS, worded for the customer.
 type Finding struct {
-	// Code is one of the domains package's Code* constants.
-	Code string `json:"code"`
-	// Message says what was found, with the values.
-	Message string `json:"message"`
-	// Fix says what to do about it.
-	Fix string `json:"fix"`
-	// Found lists the offending records or values as found in DNS.
-	Found []string `json:"found,omitempty"`
-	// Expected is the value that would have been right, when there is one.
-	Expected string `json:"expected,omitempty"`
-	// Warning marks a finding that does not keep the domain from verifying.
-	Warning bool `json:"warning,omitempty"`
+	Code     string   `json:"code"`
+	Message  string   `json:"message"`
+	Fix      string   `json:"fix"`
+	Found    []string `json:"found,omitempty"`
+	Expected string   `json:"expected,omitempty"`
+	Warning  bool     `json:"warning,omitempty"`
 }
 
 // DomainCheck is the outcome of one DNS check of a domain.
 type DomainCheck struct {
-	// Verified is true when the domain points at the platform and CAA lets
-	// the configured CA issue: a certificate can be requested now.
-	Verified bool `json:"verified"`
-	// CheckedAt is when the check started, in UTC.
-	CheckedAt time.Time `json:"checkedAt"`
-	// Authoritative is true when the answers came from the zone's own
-	// nameservers, so they show the zone as it is now rather than as a
-	// resolver cached it.
-	Authoritative bool `json:"authoritative"`
-	// Nameservers lists the zone's nameservers asked, when Authoritative.
-	Nameservers []string `json:"nameservers,omitempty"`
-	// ZoneApex is true when the name is a subdomain delegated as a zone of
-	// its own (it has its own SOA): like a registrable domain, it cannot
-	// carry a CNAME and was checked as an apex.
-	ZoneApex bool `json:"zoneApex,omitempty"`
-	// Findings holds only warnings when Verified.
-	Findings []Finding `json:"findings"`
-	// MaxTTL is the longest TTL, in seconds, of the records the check saw:
-	// how long a resolver may keep showing what it saw before.
-	MaxTTL int `json:"maxTTL,omitempty"`
+	Verified      bool      `json:"verified"`
+	CheckedAt     time.Time `json:"checkedAt"`
+	Authoritative bool      `json:"authoritative"`
+	Nameservers   []string  `json:"nameservers,omitempty"`
+	ZoneApex      bool      `json:"zoneApex,omitempty"`
+	Findings      []Finding `json:"findings"`
+	MaxTTL        int       `json:"maxTTL,omitempty"`
 }
 
 // Domain states.
@@ -114,34 +86,23 @@ const (
 
 // Certificate is what is known of a domain's TLS certificate.
 type Certificate struct {
-	State string `json:"state"`
-	// Issuer is the issuing CA certificate's common name.
-	Issuer string `json:"issuer,omitempty"`
-	// IssuerCA is the ACME directory URL of the CA that issued it: with
-	// several --acme-ca, the one that succeeded.
-	IssuerCA  string     `json:"issuerCA,omitempty"`
-	Serial    string     `json:"serial,omitempty"`
-	Names     []string   `json:"names,omitempty"`
-	NotBefore *time.Time `json:"notBefore,omitempty"`
-	NotAfter  *time.Time `json:"notAfter,omitempty"`
-	// RenewalDueAt is when renewal starts: the CA's ARI choice when it
-	// offers one, else when a third of the lifetime is left.
-	RenewalDueAt *time.Time `json:"renewalDueAt,omitempty"`
-	Error        string     `json:"error,omitempty"`
-	UpdatedAt    *time.Time `json:"updatedAt,omitempty"`
-	// LastAttempt is the latest request to the CA, renewals included.
-	LastAttempt *CertAttempt `json:"lastAttempt,omitempty"`
-	// NextAttemptAt and NextAttemptReason are set while failed attempts
-	// back off: when the next one starts and why it waits.
-	NextAttemptAt     *time.Time `json:"nextAttemptAt,omitempty"`
-	NextAttemptReason string     `json:"nextAttemptReason,omitempty"`
+	State             string       `json:"state"`
+	Issuer            string       `json:"issuer,omitempty"`
+	IssuerCA          string       `json:"issuerCA,omitempty"`
+	Serial            string       `json:"serial,omitempty"`
+	Names             []string     `json:"names,omitempty"`
+	NotBefore         *time.Time   `json:"notBefore,omitempty"`
+	NotAfter          *time.Time   `json:"notAfter,omitempty"`
+	RenewalDueAt      *time.Time   `json:"renewalDueAt,omitempty"`
+	Error             string       `json:"error,omitempty"`
+	UpdatedAt         *time.Time   `json:"updatedAt,omitempty"`
+	LastAttempt       *CertAttempt `json:"lastAttempt,omitempty"`
+	NextAttemptAt     *time.Time   `json:"nextAttemptAt,omitempty"`
+	NextAttemptReason string       `json:"nextAttemptReason,omitempty"`
 	// FailedAttempts counts the failed attempts in a row, for the back-off.
-	FailedAttempts int `json:"failedAttempts,omitempty"`
-	// FailedValidations holds the times of failed validations in the last
-	// hour: CAs lock a name out after a few per hour.
+	FailedAttempts    int         `json:"failedAttempts,omitempty"`
 	FailedValidations []time.Time `json:"failedValidations,omitempty"`
-	// Events are the latest lifecycle events, oldest first.
-	Events []CertEvent `json:"events,omitempty"`
+	Events            []CertEvent `json:"events,omitempty"`
 	// ExpiringNotedAt is when the expiring event of the certificate in
 	// use was recorded; a new certificate clears it. Events keeps only the
 	// latest few, so this, not Events, says it was recorded.
@@ -152,13 +113,11 @@ type Certificate struct {
 type CertAttempt struct {
 	At      time.Time `json:"at"`
 	Renewal bool      `json:"renewal"`
-	// Error is empty while the attempt runs and when it succeeded.
-	Error string `json:"error,omitempty"`
+	Error   string    `json:"error,omitempty"`
 }
 
 // CertEvent is one lifecycle event of a domain's certificate.
 type CertEvent struct {
-	// Kind is one of the CertEvent* constants.
 	Kind   string    `json:"kind"`
 	At     time.Time `json:"at"`
 	Detail string    `json:"detail,omitempty"`
@@ -166,15 +125,12 @@ type CertEvent struct {
 
 // Domain is a custom domain attached to the project.
 type Domain struct {
-	// Name is the normalised name (lower case, punycode for IDNs): the key.
-	Name string `json:"name"`
-	// DisplayName is the Unicode form of an IDN, empty otherwise.
+	Name        string     `json:"name"`
 	DisplayName string     `json:"displayName,omitempty"`
 	Apex        bool       `json:"apex"`
 	State       string     `json:"state"`
 	AddedAt     time.Time  `json:"addedAt"`
 	VerifiedAt  *time.Time `json:"verifiedAt,omitempty"`
-	// NextCheckAt is when the background check runs next; nil when it will not.
 	NextCheckAt *time.Time `json:"nextCheckAt,omitempty"`
 	// CheckAttempts counts background checks since the last change of state,
 	// for the backoff; for a verified or moved domain, the checks in a row
@@ -188,14 +144,10 @@ type Domain struct {
 	// a verified or moved domain's DNS pointing away from the platform;
 	// PointsElsewhereChecks counts them. Checks whose lookups failed neither
 	// count nor break the run.
-	PointsElsewhereSince  *time.Time `json:"pointsElsewhereSince,omitempty"`
-	PointsElsewhereChecks int        `json:"pointsElsewhereChecks,omitempty"`
-	// MovedAt is when the domain became moved; nil unless it is.
-	MovedAt *time.Time `json:"movedAt,omitempty"`
-	// Delegation is set on domains added while the service answered an
-	// ACME DNS zone (--acme-dns-zone): the ownership token, the label of
-	// the delegated challenge, and what the last check found of them.
-	Delegation *Delegation `json:"delegation,omitempty"`
+	PointsElsewhereSince  *time.Time  `json:"pointsElsewhereSince,omitempty"`
+	PointsElsewhereChecks int         `json:"pointsElsewhereChecks,omitempty"`
+	MovedAt               *time.Time  `json:"movedAt,omitempty"`
+	Delegation            *Delegation `json:"delegation,omitempty"`
 }
 
 // Delegation is what moving a live domain without downtime needs: a TXT
@@ -203,22 +155,11 @@ type Domain struct {
 // CNAME into the service's zone through which certificates are validated
 // by DNS-01.
 type Delegation struct {
-	// Token is the value of the _petstore-challenge TXT record: random,
-	// stable until the domain is removed.
-	Token string `json:"token"`
-	// Target is where _acme-challenge.<name> must point: <label>.<zone>,
-	// unique per domain and stable.
-	Target string `json:"target"`
-	// Label is Target's first label, under which the service's DNS server
-	// answers the challenges' TXT values.
-	Label string `json:"label"`
-	// OwnershipFound and Delegated are what the last check found: the TXT
-	// with the token, and the CNAME to Target.
-	OwnershipFound bool `json:"ownershipFound"`
-	Delegated      bool `json:"delegated"`
-	// OwnedAt is when the ownership TXT was first found (kept once the
-	// domain is verified); OwnershipLostAt when an owned domain's TXT was
-	// last found gone.
+	Token           string     `json:"token"`
+	Target          string     `json:"target"`
+	Label           string     `json:"label"`
+	OwnershipFound  bool       `json:"ownershipFound"`
+	Delegated       bool       `json:"delegated"`
 	OwnedAt         *time.Time `json:"ownedAt,omitempty"`
 	OwnershipLostAt *time.Time `json:"ownershipLostAt,omitempty"`
 }

@@ -48,10 +48,8 @@ func (e *Error) Error() string {
 	return e.Code + ": " + e.Message
 }
 
-// Unwrap gives the failure behind the code, if any.
 func (e *Error) Unwrap() error { return e.cause }
 
-// Errorf builds an *Error with a formatted message.
 func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }

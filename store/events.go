@@ -102,7 +102,6 @@ func (id EventID) Append(b []byte) []byte {
 // IsZero reports whether id is the cursor before every event.
 func (id EventID) IsZero() bool { return id == EventID{} }
 
-// Less reports whether id comes before o.
 func (id EventID) Less(o EventID) bool {
 	return id.Tx < o.Tx || id.Tx == o.Tx && id.Seq < o.Seq
 }
@@ -110,10 +109,7 @@ func (id EventID) Less(o EventID) bool {
 // ParseEventID reads an id in its API form.
 func ParseEventID(s string) (EventID, error) {
 	hexPart, ok := strings.CutPrefix(s, "evt_")
-	if !ok || len(hexPart) != 32 {
-		return EventID{}, Errorf(EINVALID, "%q is not an event id: one is \"evt_\" and 32 hexadecimal digits", s)
-	}
-	if _, err := hex.DecodeString(hexPart); err != nil {
+	if _, err := hex.DecodeString(hexPart); !ok || len(hexPart) != 32 || err != nil {
 		return EventID{}, Errorf(EINVALID, "%q is not an event id: one is \"evt_\" and 32 hexadecimal digits", s)
 	}
 	tx, _ := strconv.ParseUint(hexPart[:16], 16, 64)
@@ -268,17 +264,14 @@ func certificateEvent(old, updated Certificate) string {
 
 // Webhook is an endpoint that events are delivered to.
 type Webhook struct {
-	ID          int64     `json:"id"`
-	URL         string    `json:"url"`
-	Events      []string  `json:"events"`
-	Description string    `json:"description"`
-	Enabled     bool      `json:"enabled"`
-	CreatedAt   time.Time `json:"createdAt"`
-	// DisabledReason says why the service disabled it (empty when the
-	// operator did, or when it is enabled).
-	DisabledReason string `json:"disabledReason,omitempty"`
-	// FailingSince is the first failed attempt since the last success.
-	FailingSince *time.Time `json:"failingSince,omitempty"`
+	ID             int64      `json:"id"`
+	URL            string     `json:"url"`
+	Events         []string   `json:"events"`
+	Description    string     `json:"description"`
+	Enabled        bool       `json:"enabled"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	DisabledReason string     `json:"disabledReason,omitempty"`
+	FailingSince   *time.Time `json:"failingSince,omitempty"`
 	// Secret signs deliveries (Standard Webhooks' whsec_ form). The API
 	// shows it only when it is made.
 	Secret string `json:"secret,omitempty"`
@@ -316,20 +309,15 @@ type Delivery struct {
 	EventID   EventID `json:"-"`
 	EventType string  `json:"eventType"`
 	Attempt   int     `json:"attempt"`
-	// Manual marks an operator's retry, which is not retried in turn.
-	Manual bool   `json:"manual,omitempty"`
-	State  string `json:"state"`
+	Manual    bool    `json:"manual,omitempty"`
+	State     string  `json:"state"`
 	// ScheduledAt is when the attempt is due.
-	ScheduledAt time.Time  `json:"scheduledAt"`
-	AttemptedAt *time.Time `json:"attemptedAt,omitempty"`
-	// Status is the receiver's HTTP status; Error says why there was none
-	// or why it was not a success.
-	Status     int    `json:"status,omitempty"`
-	Error      string `json:"error,omitempty"`
-	DurationMS int64  `json:"durationMs,omitempty"`
-	Response   string `json:"response,omitempty"`
-	// NextAttemptAt is when the attempt after a failed one is due (nil
-	// when there is none).
+	ScheduledAt   time.Time  `json:"scheduledAt"`
+	AttemptedAt   *time.Time `json:"attemptedAt,omitempty"`
+	Status        int        `json:"status,omitempty"`
+	Error         string     `json:"error,omitempty"`
+	DurationMS    int64      `json:"durationMs,omitempty"`
+	Response      string     `json:"response,omitempty"`
 	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
 }
 
@@ -381,6 +369,7 @@ type Events interface {
 	PruneEvents(ctx context.Context, t time.Time) (int, error)
 
 	CreateWebhook(ctx context.Context, w *Webhook, key *IdempotentWrite) error
+	// Webhook gives the webhook with its secret; Public hides it.
 	Webhook(ctx context.Context, id int64) (Webhook, error)
 	Webhooks(ctx context.Context, p Page) ([]Webhook, int64, error)
 	UpdateWebhook(ctx context.Context, id int64, fn func(*Webhook) error, key *IdempotentWrite) (Webhook, error)

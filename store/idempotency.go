@@ -24,21 +24,10 @@ import (
 // caller makes its answer (an HTTP status, headers and body) from that,
 // alike for the first request and every replay.
 //
-// An answer may carry a secret that is otherwise kept only as a hash (a
-// new API key's, a webhook's signing secret). A write that says so
-// (Sealed) has its answer sealed with AES-256-GCM, kept under a lookup
-// key (StoredKey), both derived by HKDF-SHA256 from the credential that
-// sent the request (Credential: the admin token, which no store keeps but
-// as a hash), the Idempotency-Key and its scope. A guessable
-// Idempotency-Key ("42") is thus no way in: someone who reads the
-// database or a backup, without the admin token, can neither find which
-// row a guess names nor open an answer, and a guess costs a guess of the
-// token. A retry sends both again, on any instance and after any restart,
-// so answers need no secret of the server's. Other answers are kept as
-// they are, under the key: they hold nothing the store does not hold in
-// clear anyway, and a hashed key would make each keyed create a random
-// insert into bbolt's tree of kept answers instead of an append
-// (measured: twice the CPU of a keyed create).
+// An answer that may carry a secret kept otherwise only as a hash (a new
+// API key's, a webhook's signing secret) is sealed (Sealed), under keys
+// derived from the request's credential and key: docs/design.md says why
+// and what that guards against.
 
 // Error codes of Idempotency-Key.
 const (

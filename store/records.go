@@ -19,25 +19,18 @@ import (
 // AppendJSON appends the pet in its API form: the bytes json.Marshal gives,
 // at a fraction of the cost, for handlers that answer with a pet.
 func (p *Pet) AppendJSON(b []byte) []byte {
-	b = append(b, `{"id":`...)
-	b = strconv.AppendInt(b, p.ID, 10)
-	b = append(b, `,"name":`...)
-	b = appendJSONString(b, p.Name)
-	b = append(b, `,"categoryId":`...)
-	b = strconv.AppendInt(b, p.CategoryID, 10)
-	b = append(b, `,"status":`...)
-	b = appendJSONString(b, string(p.Status))
+	b = appendInt(b, `{"id":`, p.ID)
+	b = appendString(b, `,"name":`, p.Name)
+	b = appendInt(b, `,"categoryId":`, p.CategoryID)
+	b = appendString(b, `,"status":`, string(p.Status))
 	return append(b, '}')
 }
 
 // AppendJSON appends the inventory entry in its API form, as json.Marshal would.
 func (it *InventoryItem) AppendJSON(b []byte) []byte {
-	b = append(b, `{"petId":`...)
-	b = strconv.AppendInt(b, it.PetID, 10)
-	b = append(b, `,"quantity":`...)
-	b = strconv.AppendInt(b, int64(it.Quantity), 10)
-	b = append(b, `,"status":`...)
-	b = appendJSONString(b, string(it.Status))
+	b = appendInt(b, `{"petId":`, it.PetID)
+	b = appendInt(b, `,"quantity":`, int64(it.Quantity))
+	b = appendString(b, `,"status":`, string(it.Status))
 	return append(b, '}')
 }
 
@@ -45,29 +38,32 @@ func (it *InventoryItem) AppendJSON(b []byte) []byte {
 // fails where json.Marshal does: on a ship date that RFC 3339 cannot
 // represent.
 func (o *Order) AppendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"id":`...)
-	b = strconv.AppendInt(b, o.ID, 10)
-	b = append(b, `,"petId":`...)
-	b = strconv.AppendInt(b, o.PetID, 10)
-	b = append(b, `,"quantity":`...)
-	b = strconv.AppendInt(b, int64(o.Quantity), 10)
+	b = appendInt(b, `{"id":`, o.ID)
+	b = appendInt(b, `,"petId":`, o.PetID)
+	b = appendInt(b, `,"quantity":`, int64(o.Quantity))
+	ok := true
 	if o.ShipDate != nil {
-		b = append(b, `,"shipDate":"`...)
-		var err error
-		// The same text as time.Time's MarshalJSON, without its allocation;
-		// json.Marshal would only re-check that it is a JSON string.
-		if b, err = o.ShipDate.AppendText(b); err != nil {
-			_, err = json.Marshal(o) // the error json.Marshal gives
-			return nil, err
-		}
-		b = append(b, '"')
+		b, ok = appendJSONTime(b, `,"shipDate":`, o.ShipDate, ok)
 	}
-	b = append(b, `,"complete":`...)
-	b = strconv.AppendBool(b, o.Complete)
+	b = strconv.AppendBool(append(b, `,"complete":`...), o.Complete)
+	if !ok {
+		_, err := json.Marshal(o) // the error json.Marshal gives
+		return nil, err
+	}
 	return append(b, '}'), nil
 }
 
 const hexDigits = "0123456789abcdef"
+
+// appendInt appends name, the start of a JSON member, and v.
+func appendInt(b []byte, name string, v int64) []byte {
+	return strconv.AppendInt(append(b, name...), v, 10)
+}
+
+// appendString appends name, the start of a JSON member, and s quoted.
+func appendString(b []byte, name, s string) []byte {
+	return appendJSONString(append(b, name...), s)
+}
 
 // appendJSONString appends s quoted as encoding/json quotes a string by
 // default: <, > and & escaped for HTML, U+2028 and U+2029 escaped, invalid
@@ -125,39 +121,30 @@ func appendJSONString(b []byte, s string) []byte {
 // It fails where json.Marshal does: on a time that RFC 3339 cannot
 // represent.
 func (d *Delivery) AppendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"id":`...)
-	b = strconv.AppendInt(b, d.ID, 10)
-	b = append(b, `,"webhookId":`...)
-	b = strconv.AppendInt(b, d.WebhookID, 10)
-	b = append(b, `,"eventType":`...)
-	b = appendJSONString(b, d.EventType)
-	b = append(b, `,"attempt":`...)
-	b = strconv.AppendInt(b, int64(d.Attempt), 10)
+	b = appendInt(b, `{"id":`, d.ID)
+	b = appendInt(b, `,"webhookId":`, d.WebhookID)
+	b = appendString(b, `,"eventType":`, d.EventType)
+	b = appendInt(b, `,"attempt":`, int64(d.Attempt))
 	if d.Manual {
 		b = append(b, `,"manual":true`...)
 	}
-	b = append(b, `,"state":`...)
-	b = appendJSONString(b, d.State)
+	b = appendString(b, `,"state":`, d.State)
 	ok := true
 	b, ok = appendJSONTime(b, `,"scheduledAt":`, &d.ScheduledAt, ok)
 	if d.AttemptedAt != nil {
 		b, ok = appendJSONTime(b, `,"attemptedAt":`, d.AttemptedAt, ok)
 	}
 	if d.Status != 0 {
-		b = append(b, `,"status":`...)
-		b = strconv.AppendInt(b, int64(d.Status), 10)
+		b = appendInt(b, `,"status":`, int64(d.Status))
 	}
 	if d.Error != "" {
-		b = append(b, `,"error":`...)
-		b = appendJSONString(b, d.Error)
+		b = appendString(b, `,"error":`, d.Error)
 	}
 	if d.DurationMS != 0 {
-		b = append(b, `,"durationMs":`...)
-		b = strconv.AppendInt(b, d.DurationMS, 10)
+		b = appendInt(b, `,"durationMs":`, d.DurationMS)
 	}
 	if d.Response != "" {
-		b = append(b, `,"response":`...)
-		b = appendJSONString(b, d.Response)
+		b = appendString(b, `,"response":`, d.Response)
 	}
 	if d.NextAttemptAt != nil {
 		b, ok = appendJSONTime(b, `,"nextAttemptAt":`, d.NextAttemptAt, ok)

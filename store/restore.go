@@ -47,10 +47,8 @@ type Revocation struct {
 // HexBytes is bytes written as hexadecimal in JSON.
 type HexBytes []byte
 
-// MarshalJSON writes the bytes as a hexadecimal string.
 func (h HexBytes) MarshalJSON() ([]byte, error) { return json.Marshal(hex.EncodeToString(h)) }
 
-// UnmarshalJSON reads a hexadecimal string.
 func (h *HexBytes) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
@@ -146,7 +144,6 @@ func (m *Marks) Horizon() int64 {
 	return m.horizon
 }
 
-// Mark is the mark of resource res.
 func (m *Marks) Mark(res string) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()

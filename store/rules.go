@@ -265,6 +265,24 @@ func LockNotHeld(name string) *Error {
 	return Errorf(ECONFLICT, "lock %q is not held", name)
 }
 
+// Forget drops the redirects from or to a domain that was removed and
+// clears it as primary: settings never name a domain that is gone.
+func (s *Settings) Forget(name string) {
+	s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r Redirect) bool { return r.From == name || r.To == name })
+	if s.Domains.Primary == name {
+		s.Domains.Primary = ""
+	}
+}
+
+// ByName is the domains by their names, as UpdateSettings gives them.
+func ByName(ds []Domain) map[string]Domain {
+	m := make(map[string]Domain, len(ds))
+	for _, d := range ds {
+		m[d.Name] = d
+	}
+	return m
+}
+
 // Both stores keep the project, the settings and each domain as JSON; the
 // functions below read and write that JSON the same way for both, with
 // empty lists rather than null.

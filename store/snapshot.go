@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"reflect"
 	"time"
 )
 
@@ -97,4 +98,31 @@ type KVEntry struct {
 type LastIDs struct {
 	Categories, Pets, Orders, APIKeys, Deploys int64
 	Webhooks, Deliveries, Events               int64
+}
+
+// lastIDOf names the LastIDs of the kinds of record that keep an int64 ID.
+var lastIDOf = map[string]string{"Category": "Categories", "Pet": "Pets", "Order": "Orders",
+	"StoredAPIKey": "APIKeys", "Webhook": "Webhooks", "Delivery": "Deliveries"}
+
+// Raise raises the last id of r's kind to r's, for an import that keeps
+// the ids it copies.
+func (l *LastIDs) Raise(r any) {
+	if e, ok := r.(*StoredEvent); ok {
+		l.Events = max(l.Events, int64(e.ID.Seq))
+	} else if v := reflect.Indirect(reflect.ValueOf(r)); lastIDOf[v.Type().Name()] != "" {
+		last := reflect.ValueOf(l).Elem().FieldByName(lastIDOf[v.Type().Name()])
+		last.SetInt(max(last.Int(), v.FieldByName("ID").Int()))
+	}
+}
+
+// Past is l raised to the last ids the stream's store gave and to its
+// project's deploys: where an import's sequences go on.
+func (l LastIDs) Past(r Rest) LastIDs {
+	for _, d := range r.Project.Deploys {
+		l.Deploys = max(l.Deploys, d.ID)
+	}
+	o := r.LastIDs
+	return LastIDs{Categories: max(l.Categories, o.Categories), Pets: max(l.Pets, o.Pets), Orders: max(l.Orders, o.Orders),
+		APIKeys: max(l.APIKeys, o.APIKeys), Deploys: max(l.Deploys, o.Deploys), Webhooks: max(l.Webhooks, o.Webhooks),
+		Deliveries: max(l.Deliveries, o.Deliveries), Events: max(l.Events, o.Events)}
 }

@@ -35,7 +35,9 @@ type Store interface {
 }
 
 // Pets are the entities of the public API and their rules. The writes of
-// one existing record take the Condition it must meet (versions.go).
+// one existing record take the Condition it must meet (versions.go). The
+// lists give one page in id order and the After of the next page (0 on the
+// last).
 type Pets interface {
 	CreatePet(ctx context.Context, p *Pet, key *IdempotentWrite) error
 	Pet(ctx context.Context, id int64) (Pet, error)
@@ -62,7 +64,9 @@ type Pets interface {
 	ListOrders(ctx context.Context, f OrderFilter) ([]Order, int64, error)
 }
 
-// Admin is the project, its credentials and its custom domains.
+// Admin is the project, its credentials and its custom domains. The
+// updates apply fn in one transaction; fn may run more than once, and its
+// error leaves everything as it was.
 type Admin interface {
 	EnsureAdminToken(ctx context.Context, given string) (string, error)
 	CheckAdminToken(token string) bool

@@ -38,8 +38,6 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string, key *store.Idempote
 	return rec.APIKey, secret, nil
 }
 
-// APIKeys lists one page of the API keys in id order, without their
-// secrets, and the After of the next page (0 when this is the last).
 func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64, error) {
 	// Decoded as a store.APIKey, a record leaves its hash behind.
 	withoutHashes := table[store.APIKey]{bucket: apiKeyTable.bucket, decode: decodeJSONRecord[store.APIKey], what: apiKeyTable.what}
@@ -92,7 +90,6 @@ func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
 	return rec.APIKey, true
 }
 
-// loadAPIKeys fills the in-memory key map from the file.
 func (db *DB) loadAPIKeys(tx *bolt.Tx) error {
 	return tx.Bucket(bktAPIKeys).ForEach(func(k, v []byte) error {
 		rec, err := apiKeyTable.decode(btoi(k), v)

@@ -8,7 +8,6 @@ import (
 	"petstore/store"
 )
 
-// CreateCategory stores a new category and sets c.ID.
 func (db *DB) CreateCategory(ctx context.Context, c *store.Category, key *store.IdempotentWrite) error {
 	return create(ctx, db, c, *c, key, func(tx *bolt.Tx, created *store.Category) error {
 		if err := categoryTable.insert(tx, created); err != nil {
@@ -18,7 +17,6 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category, key *store.
 	})
 }
 
-// Category returns the category with the given id, with its version.
 func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
 	return categoryTable.read(ctx, db, id)
 }
@@ -49,7 +47,6 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category, cond store
 	return err
 }
 
-// DeleteCategory deletes a category that no pet belongs to.
 func (db *DB) DeleteCategory(ctx context.Context, id int64, cond store.Condition) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		if _, err := categoryTable.get(tx, id); err != nil {
@@ -71,8 +68,6 @@ func (db *DB) DeleteCategory(ctx context.Context, id int64, cond store.Condition
 	})
 }
 
-// ListCategories returns one page of categories in id order and the After of
-// the next page (0 when this is the last one).
 func (db *DB) ListCategories(ctx context.Context, p store.Page) ([]store.Category, int64, error) {
 	return categoryTable.page(ctx, db, nil, nil, p)
 }

@@ -246,7 +246,6 @@ func (db *DB) Close() error {
 // changes what this one caches.
 func (db *DB) OnChange(func()) {}
 
-// Path is the file's path, as given to Open.
 func (db *DB) Path() string { return db.path }
 
 // Ping reports whether the store can serve reads and writes, for readiness

@@ -2,7 +2,6 @@ package boltstore
 
 import (
 	"context"
-	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -32,7 +31,6 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain, key *store.Idempot
 	}, func() (any, any) { return d, nil })
 }
 
-// Domain returns one domain by its normalised name.
 func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
 	return readValue(ctx, db, func(tx *bolt.Tx) (store.Domain, error) { return getDomain(tx.Bucket(bktDomains), name) })
 }
@@ -43,9 +41,6 @@ func (db *DB) Domains(ctx context.Context) ([]store.Domain, error) {
 	return readValue(ctx, db, allDomains)
 }
 
-// DomainsPage returns at most limit domains (1..MaxPageSize, 0 for
-// DefaultPageSize) that come after the cursor (nil for the first page), in
-// the order of Domains, and the cursor of the next page (nil on the last).
 func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error) {
 	return store.DomainsPageOf(ctx, db.Domains, limit, after)
 }
@@ -76,9 +71,6 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 	})
 }
 
-// RemoveDomain detaches a domain and, in the same transaction, drops the
-// redirects from or to it and clears it as primary: settings never name a
-// domain that is gone.
 func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktDomains)
@@ -95,15 +87,11 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 		if err := db.emit(tx, store.EventDomainRemoved, store.DomainRemovedData(name)); err != nil {
 			return err
 		}
-		s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r store.Redirect) bool { return r.From == name || r.To == name })
-		if s.Domains.Primary == name {
-			s.Domains.Primary = ""
-		}
+		s.Forget(name)
 		return putMetaJSON(tx, metaSettings, &s)
 	})
 }
 
-// Settings returns the project's settings (empty when never saved).
 func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
 	return readValue(ctx, db, getSettings)
 }
@@ -122,11 +110,7 @@ func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, att
 		if err != nil {
 			return s, err
 		}
-		attached := make(map[string]store.Domain, len(all))
-		for _, d := range all {
-			attached[d.Name] = d
-		}
-		if err := fn(&s, attached); err != nil {
+		if err := fn(&s, store.ByName(all)); err != nil {
 			return s, refusal{err}
 		}
 		return s, putMetaJSON(tx, metaSettings, &s)

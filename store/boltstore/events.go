@@ -74,7 +74,6 @@ func decodeEvent(k, v []byte) (store.Event, int64, error) {
 	}, int64(binary.BigEndian.Uint64(v[8:])), nil
 }
 
-// Events lists the events f selects, oldest first.
 func (db *DB) Events(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
 	limit := store.Page{Limit: f.Limit}.Size()
 	var out []store.Event
@@ -101,7 +100,6 @@ func (db *DB) Events(ctx context.Context, f store.EventFilter) ([]store.Event, e
 	return out, err
 }
 
-// OldestEvent is the oldest event kept.
 func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
 	return readValue(ctx, db, func(tx *bolt.Tx) (store.EventID, error) {
 		k, _ := tx.Bucket(bktEvents).Cursor().First()

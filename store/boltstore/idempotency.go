@@ -112,7 +112,6 @@ func (db *DB) keepAnswer(tx *bolt.Tx, w *store.IdempotentWrite, record, beside a
 	return idx.Put(append(ik, key...), empty)
 }
 
-// KeepAnswer keeps record and beside for key in a write of its own.
 func (db *DB) KeepAnswer(ctx context.Context, key *store.IdempotentWrite, record, beside any) error {
 	if key == nil {
 		return nil
@@ -120,7 +119,6 @@ func (db *DB) KeepAnswer(ctx context.Context, key *store.IdempotentWrite, record
 	return db.keyedWrite(ctx, key, func(*bolt.Tx) error { return nil }, func() (any, any) { return record, beside })
 }
 
-// KeptAnswer returns the live answer kept for w's key, sealed.
 func (db *DB) KeptAnswer(ctx context.Context, w *store.IdempotentWrite) (store.KeptAnswer, error) {
 	return readValue(ctx, db, func(tx *bolt.Tx) (store.KeptAnswer, error) {
 		v := tx.Bucket(bktKept).Get(keptKey(w))
@@ -139,7 +137,6 @@ func keptNotFound(key string) error {
 	return store.Errorf(store.ENOTFOUND, "no answer is kept for Idempotency-Key %q", key)
 }
 
-// SweepKeptAnswers forgets expired answers, then the oldest beyond max.
 func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 	var removed int
 	err := db.write(ctx, func(tx *bolt.Tx) error {

@@ -197,15 +197,14 @@ func (in *importer) Record(r any) error {
 	if err != nil {
 		return err
 	}
+	in.last.Raise(r) // events aside: a file numbers them again
 	switch r := r.(type) {
 	case *store.Category:
-		in.last.Categories = max(in.last.Categories, r.ID)
 		if err := putJSON(tx.Bucket(bktCategories), r.ID, r); err != nil {
 			return err
 		}
 		return putVersion(tx, versionCategory, r.ID, r.Version)
 	case *store.Pet:
-		in.last.Pets = max(in.last.Pets, r.ID)
 		b := tx.Bucket(bktPets)
 		b.FillPercent = appendFill // ids come in order
 		if err := putPet(b, r); err != nil {
@@ -218,7 +217,6 @@ func (in *importer) Record(r any) error {
 	case *store.InventoryItem:
 		return putInventory(tx.Bucket(bktInventory), r)
 	case *store.Order:
-		in.last.Orders = max(in.last.Orders, r.ID)
 		if err := putOrder(tx.Bucket(bktOrders), r); err != nil {
 			return err
 		}
@@ -227,7 +225,6 @@ func (in *importer) Record(r any) error {
 		}
 		return putVersion(tx, versionOrder, r.ID, r.Version)
 	case *store.StoredAPIKey:
-		in.last.APIKeys = max(in.last.APIKeys, r.ID)
 		if err := checkKey(fmt.Sprintf("the hash of API key %d", r.ID), r.SHA256); err != nil {
 			return err
 		}
@@ -247,7 +244,6 @@ func (in *importer) Record(r any) error {
 		v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(r.Value)), uint64(r.Modified.UnixNano()))
 		return tx.Bucket(bktCerts).Put([]byte(r.Key), append(v, r.Value...))
 	case *store.Webhook:
-		in.last.Webhooks = max(in.last.Webhooks, r.ID)
 		return putJSON(tx.Bucket(bktWebhooks), r.ID, r)
 	case *store.StoredEvent:
 		return in.putEvent(tx, r)
@@ -305,26 +301,19 @@ func (in *importer) finish() error {
 			return err
 		}
 	}
-	for _, d := range r.Project.Deploys {
-		in.last.Deploys = max(in.last.Deploys, d.ID)
-	}
 	if err := in.endMoved(tx); err != nil {
 		return err
 	}
+	last := in.last.Past(r)
 	for _, seq := range []struct {
 		bucket []byte
-		a, b   int64
+		last   int64
 	}{
-		{bktCategories, in.last.Categories, r.LastIDs.Categories},
-		{bktPets, in.last.Pets, r.LastIDs.Pets},
-		{bktOrders, in.last.Orders, r.LastIDs.Orders},
-		{bktAPIKeys, in.last.APIKeys, r.LastIDs.APIKeys},
-		{bktMeta, in.last.Deploys, r.LastIDs.Deploys},
-		{bktWebhooks, in.last.Webhooks, r.LastIDs.Webhooks},
-		{bktDeliveries, in.last.Deliveries, r.LastIDs.Deliveries},
-		{bktEvents, int64(in.event), r.LastIDs.Events},
+		{bktCategories, last.Categories}, {bktPets, last.Pets}, {bktOrders, last.Orders}, {bktAPIKeys, last.APIKeys},
+		{bktMeta, last.Deploys}, {bktWebhooks, last.Webhooks}, {bktDeliveries, last.Deliveries},
+		{bktEvents, max(int64(in.event), r.LastIDs.Events)},
 	} {
-		if err := tx.Bucket(seq.bucket).SetSequence(uint64(max(seq.a, seq.b, 0))); err != nil {
+		if err := tx.Bucket(seq.bucket).SetSequence(uint64(max(seq.last, 0))); err != nil {
 			return err
 		}
 	}

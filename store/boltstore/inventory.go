@@ -9,7 +9,6 @@ import (
 	"petstore/store"
 )
 
-// InventoryItem returns the stock of a pet.
 func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryItem, error) {
 	return inventoryTable.read(ctx, db, petID)
 }
@@ -36,9 +35,6 @@ func (db *DB) SetStock(ctx context.Context, petID int64, qty int, cond store.Con
 	})
 }
 
-// ListInventory returns one page of inventory entries in pet id order,
-// filtered by status, and the After of the next page (0 when this is the last
-// one).
 func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]store.InventoryItem, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)

@@ -42,7 +42,6 @@ func idKey(v int64) [8]byte {
 	return k
 }
 
-// appendID appends an id's 8-byte key.
 func appendID(b []byte, v int64) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(v))
 }
@@ -87,7 +86,6 @@ func completeByte(c bool) []byte {
 	return []byte{0}
 }
 
-// putJSON stores v at id.
 func putJSON(b *bolt.Bucket, id int64, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -123,21 +121,18 @@ func putRecord(b *bolt.Bucket, id int64, size int, appendValue func([]byte) ([]b
 	return b.Put(buf[:8], buf[8:])
 }
 
-// putPet stores p at p.ID.
 func putPet(b *bolt.Bucket, p *store.Pet) error {
 	return putRecord(b, p.ID, 96+len(p.Name)+len(p.Status), func(buf []byte) ([]byte, error) {
 		return p.AppendJSON(buf), nil
 	})
 }
 
-// putInventory stores it at it.PetID.
 func putInventory(b *bolt.Bucket, it *store.InventoryItem) error {
 	return putRecord(b, it.PetID, 80+len(it.Status), func(buf []byte) ([]byte, error) {
 		return it.AppendJSON(buf), nil
 	})
 }
 
-// putOrder stores o at o.ID.
 func putOrder(b *bolt.Bucket, o *store.Order) error {
 	return putRecord(b, o.ID, 160, func(buf []byte) ([]byte, error) {
 		return o.AppendJSON(buf)
@@ -151,7 +146,6 @@ func nextID(b *bolt.Bucket) (int64, error) {
 	return int64(seq), err
 }
 
-// exists reports whether id is a key of b.
 func exists(b *bolt.Bucket, id int64) bool {
 	k := idKey(id)
 	return id > 0 && b.Get(k[:]) != nil

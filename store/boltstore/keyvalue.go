@@ -22,7 +22,6 @@ import (
 // since bbolt's file lock lets a single process own the file.
 const certLockLease = time.Hour
 
-// KVPut stores value at key.
 func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
 	rec := make([]byte, 8+len(value))
 	binary.BigEndian.PutUint64(rec, uint64(db.now().UnixNano()))
@@ -32,7 +31,6 @@ func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
 	})
 }
 
-// KVGet returns the value at key.
 func (db *DB) KVGet(ctx context.Context, key string) ([]byte, error) {
 	return readValue(ctx, db, func(tx *bolt.Tx) ([]byte, error) {
 		e, err := getKV(tx, key)
@@ -40,7 +38,6 @@ func (db *DB) KVGet(ctx context.Context, key string) ([]byte, error) {
 	})
 }
 
-// KVStat returns the size and modification time of the value at key.
 func (db *DB) KVStat(ctx context.Context, key string) (store.KVInfo, error) {
 	return readValue(ctx, db, func(tx *bolt.Tx) (store.KVInfo, error) {
 		e, err := getKV(tx, key)
@@ -65,7 +62,6 @@ func decodeKV(key, rec []byte) (store.KVEntry, bool) {
 	return store.KVEntry{Key: string(key), Value: rec[8:], Modified: time.Unix(0, int64(binary.BigEndian.Uint64(rec))).UTC()}, true
 }
 
-// KVDelete deletes key and every key under key + "/".
 func (db *DB) KVDelete(ctx context.Context, key string) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktCerts)
@@ -87,7 +83,6 @@ func (db *DB) KVDelete(ctx context.Context, key string) error {
 	})
 }
 
-// KVKeys returns the keys under prefix + "/" (every key for ""), sorted.
 func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
 	keys := []string{}
 	err := db.read(ctx, func(tx *bolt.Tx) error {
@@ -126,7 +121,6 @@ func (db *DB) Lock(ctx context.Context, name string) error {
 	}
 }
 
-// TryLock takes the named lock if it is free.
 func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -138,7 +132,6 @@ func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
 	return err == nil, err
 }
 
-// Unlock releases a lock this process holds.
 func (db *DB) Unlock(ctx context.Context, name string) error {
 	if !db.holdsLock(name) {
 		return store.LockNotHeld(name)

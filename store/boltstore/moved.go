@@ -73,7 +73,6 @@ func (in *importer) putDelivery(tx *bolt.Tx, r *store.Delivery) error {
 		// A past delivery whose event was pruned keeps no event.
 		d.EventID = store.EventID{Seq: seq}
 	}
-	in.last.Deliveries = max(in.last.Deliveries, r.ID)
 	if err := tx.Bucket(bktDeliveriesWebhook).Put(appendID(itob(r.WebhookID), r.ID), empty); err != nil {
 		return err
 	}

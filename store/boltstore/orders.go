@@ -13,15 +13,11 @@ import (
 // and stores the order, in one transaction, so that concurrent orders never
 // oversell. It sets o.ID and o.Quantity.
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.IdempotentWrite) error {
-	in, err := store.NormalizeOrder(*o)
-	if err != nil {
-		return err
-	}
-	return create(ctx, db, o, in, key, func(tx *bolt.Tx, placed *store.Order) error {
-		pet, err := petTable.get(tx, in.PetID)
+	return create(ctx, db, o, *o, key, func(tx *bolt.Tx, placed *store.Order) error {
+		pet, err := petTable.get(tx, placed.PetID)
 		if err != nil {
 			if store.ErrorCode(err) == store.ENOTFOUND {
-				return store.OrderedPetMissing(in.PetID)
+				return store.OrderedPetMissing(placed.PetID)
 			}
 			return err
 		}
@@ -29,11 +25,11 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.Idempot
 		if err != nil {
 			return corrupt(err)
 		}
-		if err := store.CheckOrderable(pet.ID, pet.Status, stock.Quantity, in.Quantity); err != nil {
+		if err := store.CheckOrderable(pet.ID, pet.Status, stock.Quantity, placed.Quantity); err != nil {
 			return err
 		}
 		// Checks done; from here on only writes.
-		stock.Quantity -= in.Quantity
+		stock.Quantity -= placed.Quantity
 		if err := putInventory(tx.Bucket(bktInventory), &stock); err != nil {
 			return err
 		}
@@ -44,10 +40,9 @@ func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.Idempot
 			return err
 		}
 		return db.emit(tx, store.EventOrderPlaced, placed)
-	})
+	}, store.NormalizeOrder)
 }
 
-// Order returns the order with the given id, with its version.
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 	return orderTable.read(ctx, db, id)
 }
@@ -127,8 +122,6 @@ func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) e
 	})
 }
 
-// ListOrders returns one page of orders in id order, filtered by pet and
-// completion, and the After of the next page (0 when this is the last one).
 func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Order, int64, error) {
 	var index, prefix []byte
 	switch {

@@ -42,7 +42,6 @@ func walkPage(b *bolt.Bucket, prefix []byte, p store.Page, visit func(id int64, 
 	return 0, nil
 }
 
-// countPrefix counts the keys of b that start with prefix.
 func countPrefix(b *bolt.Bucket, prefix []byte) int {
 	n := 0
 	c := b.Cursor()

@@ -13,19 +13,14 @@ import (
 // transaction, and sets p.ID. An empty status means available. The category
 // must exist.
 func (db *DB) CreatePet(ctx context.Context, p *store.Pet, key *store.IdempotentWrite) error {
-	in, err := store.NormalizePet(*p)
-	if err != nil {
-		return err
-	}
-	return create(ctx, db, p, in, key, func(tx *bolt.Tx, rec *store.Pet) error {
+	return create(ctx, db, p, *p, key, func(tx *bolt.Tx, rec *store.Pet) error {
 		if err := createPet(tx, rec); err != nil {
 			return err
 		}
 		return db.emit(tx, store.EventPetCreated, rec)
-	})
+	}, store.NormalizePet)
 }
 
-// Pet returns the pet with the given id, with its version.
 func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
 	return petTable.read(ctx, db, id)
 }
@@ -137,8 +132,6 @@ func (db *DB) DeletePet(ctx context.Context, id int64, cond store.Condition) err
 	})
 }
 
-// ListPets returns one page of pets in id order, filtered by status and
-// category, and the After of the next page (0 when this is the last one).
 func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)

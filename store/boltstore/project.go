@@ -11,7 +11,6 @@ import (
 
 var metaProject = []byte("project")
 
-// Project returns the project's settings.
 func (db *DB) Project(ctx context.Context) (store.Project, error) {
 	return readValue(ctx, db, getProject)
 }
@@ -60,7 +59,6 @@ func getProject(tx *bolt.Tx) (store.Project, error) {
 	return store.UnmarshalProject(tx.Bucket(bktMeta).Get(metaProject))
 }
 
-// putMetaJSON stores v at key of the meta bucket.
 func putMetaJSON(tx *bolt.Tx, key []byte, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {

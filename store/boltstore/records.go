@@ -16,7 +16,6 @@ type recordReader struct {
 	ok bool
 }
 
-// lit consumes s.
 func (r *recordReader) lit(s string) {
 	if r.ok && len(r.b) >= len(s) && string(r.b[:len(s)]) == s {
 		r.b = r.b[len(s):]
@@ -93,7 +92,6 @@ func (r *recordReader) end() bool {
 	return r.ok && len(r.b) == 0
 }
 
-// decodePet decodes a stored pet.
 func decodePet(id int64, v []byte) (store.Pet, error) {
 	r := recordReader{b: v, ok: true}
 	petID := r.int(`{"id":`)
@@ -106,7 +104,6 @@ func decodePet(id int64, v []byte) (store.Pet, error) {
 	return decodeJSONRecord[store.Pet](id, v)
 }
 
-// decodeInventory decodes a stored inventory entry.
 func decodeInventory(id int64, v []byte) (store.InventoryItem, error) {
 	r := recordReader{b: v, ok: true}
 	petID := r.int(`{"petId":`)

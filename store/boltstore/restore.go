@@ -42,7 +42,6 @@ func MarksPath(path string) string { return path + ".marks" }
 // marksName names a bbolt file's marks, whatever the file is called.
 const marksName = "bbolt"
 
-// readCounters reads the counters' values.
 func readCounters(tx *bolt.Tx) map[string]int64 {
 	out := make(map[string]int64, len(counters))
 	for _, c := range counters {

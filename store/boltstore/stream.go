@@ -32,35 +32,55 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 			func() error { return streamRecords(ctx, tx, inventoryTable, to) },
 			func() error { return streamRecords(ctx, tx, orderTable, to) },
 			func() error { return streamRecords(ctx, tx, apiKeyTable, to) },
+			func() error {
+				domains, err := allDomains(tx) // a handful: a project's own
+				for i := range domains {
+					if err == nil {
+						err = to.Record(&domains[i])
+					}
+				}
+				return err
+			},
+			func() error {
+				return each(ctx, tx, bktCerts, to, func(k, v []byte) (any, error) {
+					e, ok := decodeKV(k, v)
+					if !ok {
+						return nil, fmt.Errorf("key %q: a record of %d bytes has no modification time", k, len(v))
+					}
+					return &e, nil
+				})
+			},
+			func() error { return streamRecords(ctx, tx, webhookTable, to) }, // whole, secrets included
+			func() error {
+				return each(ctx, tx, bktEvents, to, func(k, v []byte) (any, error) {
+					e, target, err := decodeEvent(k, v)
+					return &store.StoredEvent{Event: e, Target: target}, err
+				})
+			},
+			func() error {
+				return each(ctx, tx, bktDeliveries, to, func(k, v []byte) (any, error) {
+					var r deliveryRecord
+					if err := json.Unmarshal(v, &r); err != nil {
+						return nil, fmt.Errorf("delivery %x: %w", k, err)
+					}
+					r.ID, r.EventID = btoi(k), store.EventID{Seq: r.EventSeq}
+					return &r.Delivery, nil
+				})
+			},
+			func() error {
+				return each(ctx, tx, bktKept, to, func(k, v []byte) (any, error) {
+					scope, key, ok := bytes.Cut(k, []byte{0})
+					if !ok {
+						return nil, fmt.Errorf("kept answer %q: no scope", k)
+					}
+					kept, err := decodeKept(v)
+					return &store.StoredAnswer{Scope: string(scope), Key: string(key), KeptAnswer: kept}, err
+				})
+			},
 		} {
 			if err := stream(); err != nil {
 				return err
 			}
-		}
-		domains, err := allDomains(tx) // a handful: a project's own
-		if err != nil {
-			return err
-		}
-		for i := range domains {
-			if err := to.Record(&domains[i]); err != nil {
-				return err
-			}
-		}
-		err = tx.Bucket(bktCerts).ForEach(func(k, v []byte) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			e, ok := decodeKV(k, v)
-			if !ok {
-				return fmt.Errorf("key %q: a record of %d bytes has no modification time", k, len(v))
-			}
-			return to.Record(&e)
-		})
-		if err != nil {
-			return err
-		}
-		if err := streamEvents(ctx, tx, to); err != nil {
-			return err
 		}
 		var dispatched uint64
 		if v := tx.Bucket(bktMeta).Get(metaDispatched); len(v) == 8 {
@@ -80,6 +100,7 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 				Events:     int64(tx.Bucket(bktEvents).Sequence()),
 			},
 		}
+		var err error
 		if rest.Project, err = getProject(tx); err != nil {
 			return err
 		}
@@ -87,55 +108,6 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 			return err
 		}
 		return to.Rest(rest)
-	})
-}
-
-// streamEvents gives the webhooks (whole, secrets included), the events,
-// the deliveries and the kept answers of Idempotency-Keys.
-func streamEvents(ctx context.Context, tx *bolt.Tx, to store.Sink) error {
-	if err := streamRecords(ctx, tx, webhookTable, to); err != nil {
-		return err
-	}
-	err := tx.Bucket(bktEvents).ForEach(func(k, v []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		e, target, err := decodeEvent(k, v)
-		if err != nil {
-			return err
-		}
-		return to.Record(&store.StoredEvent{Event: e, Target: target})
-	})
-	if err != nil {
-		return err
-	}
-	err = tx.Bucket(bktDeliveries).ForEach(func(k, v []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var r deliveryRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("delivery %x: %w", k, err)
-		}
-		r.ID, r.EventID = btoi(k), store.EventID{Seq: r.EventSeq}
-		return to.Record(&r.Delivery)
-	})
-	if err != nil {
-		return err
-	}
-	return tx.Bucket(bktKept).ForEach(func(k, v []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		scope, key, ok := bytes.Cut(k, []byte{0})
-		if !ok {
-			return fmt.Errorf("kept answer %q: no scope", k)
-		}
-		kept, err := decodeKept(v)
-		if err != nil {
-			return err
-		}
-		return to.Record(&store.StoredAnswer{Scope: string(scope), Key: string(key), KeptAnswer: kept})
 	})
 }
 
@@ -174,19 +146,27 @@ func countKeys(tx *bolt.Tx, bucket []byte) int64 {
 // streamRecords gives the records of an entity table, decoded, in id
 // order.
 func streamRecords[T any](ctx context.Context, tx *bolt.Tx, t table[T], to store.Sink) error {
-	return tx.Bucket(t.bucket).ForEach(func(k, v []byte) error {
+	return each(ctx, tx, t.bucket, to, func(k, v []byte) (any, error) {
+		if len(k) != 8 {
+			return nil, fmt.Errorf("bucket %s: key %x is not an id", t.bucket, k)
+		}
+		rec, err := t.decode(btoi(k), v)
+		t.setVersion(tx, &rec)
+		return &rec, err
+	})
+}
+
+// each gives each record of bucket, as decode reads it, to the sink.
+func each(ctx context.Context, tx *bolt.Tx, bucket []byte, to store.Sink, decode func(k, v []byte) (any, error)) error {
+	return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if len(k) != 8 {
-			return fmt.Errorf("bucket %s: key %x is not an id", t.bucket, k)
-		}
-		rec, err := t.decode(btoi(k), v)
+		r, err := decode(k, v)
 		if err != nil {
 			return err
 		}
-		t.setVersion(tx, &rec)
-		return to.Record(&rec)
+		return to.Record(r)
 	})
 }
 

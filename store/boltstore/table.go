@@ -149,11 +149,17 @@ func writeValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, err
 	return v, nil
 }
 
-// create runs a write that inserts a new record made from in (insert sets
-// its id), and sets *out to the record of the run that committed. With an
-// Idempotency-Key, the key is checked first and the record kept as its
-// answer last, in the same transaction.
-func create[T any](ctx context.Context, db *DB, out *T, in T, key *store.IdempotentWrite, insert func(tx *bolt.Tx, rec *T) error) error {
+// create runs a write that inserts a new record made from in, as normalize
+// makes it (insert sets its id), and sets *out to the record of the run
+// that committed. With an Idempotency-Key, the key is checked first and the
+// record kept as its answer last, in the same transaction.
+func create[T any](ctx context.Context, db *DB, out *T, in T, key *store.IdempotentWrite, insert func(tx *bolt.Tx, rec *T) error, normalize ...func(T) (T, error)) error {
+	for _, n := range normalize {
+		var err error
+		if in, err = n(in); err != nil {
+			return err
+		}
+	}
 	var rec T
 	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
 		rec = in

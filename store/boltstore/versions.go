@@ -50,7 +50,6 @@ func bumpVersion(tx *bolt.Tx, kind byte, id, current int64) (int64, error) {
 	return next, tx.Bucket(bktVersions).Put(versionKey(kind, id), binary.BigEndian.AppendUint64(nil, uint64(next)))
 }
 
-// deleteVersion drops the entry of a deleted record.
 func deleteVersion(tx *bolt.Tx, kind byte, id int64) error {
 	return tx.Bucket(bktVersions).Delete(versionKey(kind, id))
 }

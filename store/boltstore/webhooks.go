@@ -178,19 +178,16 @@ func encodeDelivery(r *deliveryRecord) ([]byte, error) {
 	return append(strconv.AppendUint(b, r.EventSeq, 10), '}'), nil
 }
 
-// CreateWebhook stores a new webhook and sets its id.
 func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook, key *store.IdempotentWrite) error {
 	in := *w
 	in.CreatedAt = db.now().UTC().Truncate(time.Microsecond) // precise: Routes compares it with events' times
 	return create(ctx, db, w, in, key, webhookTable.insert)
 }
 
-// Webhook returns one webhook, its secret included.
 func (db *DB) Webhook(ctx context.Context, id int64) (store.Webhook, error) {
 	return webhookTable.read(ctx, db, id)
 }
 
-// Webhooks lists one page of webhooks in id order.
 func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int64, error) {
 	return webhookTable.page(ctx, db, nil, nil, p)
 }
@@ -216,7 +213,6 @@ func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhoo
 	return w, nil
 }
 
-// DeleteWebhook deletes a webhook and its deliveries.
 func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		if _, err := webhookTable.get(tx, id); err != nil {

@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -69,7 +68,6 @@ func (db *DB) CreateAPIKey(ctx context.Context, name string, key *store.Idempote
 	return k.APIKey, secret, nil
 }
 
-// APIKeys lists one page of the keys in id order, without their secrets.
 func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64, error) {
 	return pageOf(ctx, db.pool, p, func(k *store.APIKey) int64 { return k.ID }, func(r pgx.Row) (store.APIKey, error) {
 		var k store.APIKey
@@ -159,13 +157,10 @@ func putMetaJSON(ctx context.Context, tx pgx.Tx, key string, v any) error {
 	return err
 }
 
-// Project returns the project and its settings.
 func (db *DB) Project(ctx context.Context) (store.Project, error) {
 	return meta(ctx, db.pool, "project", false, store.UnmarshalProject)
 }
 
-// UpdateProject applies fn to the project in one transaction; an error from
-// fn leaves it as it was.
 func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error) {
 	return updateMeta(ctx, db, "project", store.UnmarshalProject, func(_ pgx.Tx, p *store.Project) error {
 		if err := fn(p); err != nil {
@@ -175,7 +170,6 @@ func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) 
 	})
 }
 
-// RecordDeploy adds a deploy to the project, keeping the newest MaxDeploys.
 func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, error) {
 	if d.At.IsZero() {
 		d.At = db.timestamp()
@@ -193,7 +187,6 @@ func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, e
 	return d, nil
 }
 
-// AddDomain attaches a domain.
 func (db *DB) AddDomain(ctx context.Context, d *store.Domain, key *store.IdempotentWrite) error {
 	if d.AddedAt.IsZero() {
 		d.AddedAt = db.timestamp()
@@ -216,7 +209,6 @@ func (db *DB) AddDomain(ctx context.Context, d *store.Domain, key *store.Idempot
 	})
 }
 
-// Domain returns one attached domain.
 func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
 	var data []byte
 	if err := db.pool.QueryRow(ctx, `SELECT value FROM domains WHERE name = $1`, name).Scan(&data); err != nil {
@@ -225,7 +217,6 @@ func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
 	return store.UnmarshalDomain(name, data)
 }
 
-// Domains lists the attached domains, oldest first.
 func (db *DB) Domains(ctx context.Context) ([]store.Domain, error) {
 	return domains(ctx, db.pool, false)
 }
@@ -257,8 +248,6 @@ func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCur
 	return store.DomainsPageOf(ctx, db.Domains, limit, after)
 }
 
-// UpdateDomain applies fn to a domain in one transaction; an error from fn
-// leaves it as it was.
 func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Domain) error) (store.Domain, error) {
 	var d store.Domain
 	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
@@ -292,8 +281,6 @@ func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Doma
 	return d, nil
 }
 
-// RemoveDomain detaches a domain, with the redirects from or to it and its
-// place as the primary domain.
 func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 	_, err := updateMeta(ctx, db, "settings", store.UnmarshalSettings, func(tx pgx.Tx, s *store.Settings) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM domains WHERE name = $1`, name)
@@ -306,32 +293,22 @@ func (db *DB) RemoveDomain(ctx context.Context, name string) error {
 		if err := emit(tx, store.EventDomainRemoved, store.DomainRemovedData(name)); err != nil {
 			return err
 		}
-		s.Domains.Redirects = slices.DeleteFunc(s.Domains.Redirects, func(r store.Redirect) bool { return r.From == name || r.To == name })
-		if s.Domains.Primary == name {
-			s.Domains.Primary = ""
-		}
+		s.Forget(name)
 		return nil
 	})
 	return err
 }
 
-// Settings returns the domain settings.
 func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
 	return meta(ctx, db.pool, "settings", false, store.UnmarshalSettings)
 }
 
-// UpdateSettings applies fn to the settings, given the attached domains, in
-// one transaction; an error from fn leaves them as they were.
 func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, attached map[string]store.Domain) error) (store.Settings, error) {
 	return updateMeta(ctx, db, "settings", store.UnmarshalSettings, func(tx pgx.Tx, s *store.Settings) error {
 		list, err := domains(ctx, tx, true)
 		if err != nil {
 			return err
 		}
-		attached := make(map[string]store.Domain, len(list))
-		for _, d := range list {
-			attached[d.Name] = d
-		}
-		return fn(s, attached)
+		return fn(s, store.ByName(list))
 	})
 }

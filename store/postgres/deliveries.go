@@ -220,7 +220,6 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 	})
 }
 
-// FinishDeliveries records attempts' outcomes in one transaction.
 func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error {
 	ids := make([]int64, len(done))
 	for i, f := range done {
@@ -325,7 +324,6 @@ func endSchedule(ctx context.Context, tx pgx.Tx, d *store.Delivery) error {
 	return err
 }
 
-// Deliveries lists a webhook's deliveries, newest first.
 func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]store.Delivery, int64, error) {
 	if _, err := db.Webhook(ctx, webhookID); err != nil {
 		return nil, 0, err

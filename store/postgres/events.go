@@ -79,7 +79,6 @@ func scanEvent(r pgx.Row) (store.Event, int64, error) {
 
 const eventCols = `tx, seq, type, created_at, target, data`
 
-// Events lists the events f selects, oldest first, of finished writers only.
 func (db *DB) Events(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
 	limit := store.Page{Limit: f.Limit}.Size()
 	kinds := f.Kinds
@@ -99,7 +98,6 @@ func (db *DB) Events(ctx context.Context, f store.EventFilter) ([]store.Event, e
 	})
 }
 
-// OldestEvent is the oldest event kept.
 func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
 	var tx, seq int64
 	err := db.pool.QueryRow(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`).Scan(&tx, &seq)
@@ -115,7 +113,6 @@ func (db *DB) EventCursor(_ context.Context, id store.EventID) (store.EventID, e
 	return id, nil
 }
 
-// RecordEvent records an event of no entity's change.
 func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error) {
 	var out store.Event
 	err := db.tx(ctx, func(tx pgx.Tx) error {
@@ -129,7 +126,6 @@ func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, k
 	return out, err
 }
 
-// PruneEvents deletes the events and finished deliveries made before t.
 func (db *DB) PruneEvents(ctx context.Context, t time.Time) (int, error) {
 	tag, err := db.pool.Exec(ctx, `DELETE FROM events WHERE created_at < $1`, t)
 	if err != nil {
@@ -151,7 +147,6 @@ func scanWebhook(r pgx.Row) (store.Webhook, error) {
 	return w, err
 }
 
-// CreateWebhook stores a new webhook and sets its id.
 func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook, key *store.IdempotentWrite) error {
 	in := *w
 	in.CreatedAt = db.now().UTC().Truncate(time.Microsecond) // precise: Routes compares it with events' times
@@ -179,19 +174,16 @@ func putWebhook(ctx context.Context, tx pgx.Tx, w *store.Webhook) error {
 	return err
 }
 
-// Webhook returns one webhook, its secret included.
 func (db *DB) Webhook(ctx context.Context, id int64) (store.Webhook, error) {
 	w, err := scanWebhook(db.pool.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1`, id))
 	return w, notFound(err, store.WebhookNotFound(id))
 }
 
-// Webhooks lists one page of webhooks in id order.
 func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int64, error) {
 	return pageOf(ctx, db.pool, p, func(w *store.Webhook) int64 { return w.ID }, scanWebhook,
 		`SELECT id, value FROM webhooks WHERE id > $1 ORDER BY id LIMIT $2`)
 }
 
-// UpdateWebhook applies fn to a webhook and saves it.
 func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error, key *store.IdempotentWrite) (store.Webhook, error) {
 	var w store.Webhook
 	err := db.tx(ctx, func(tx pgx.Tx) error {
@@ -214,7 +206,6 @@ func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhoo
 	return w, nil
 }
 
-// DeleteWebhook deletes a webhook and its deliveries.
 func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
 	tag, err := db.pool.Exec(ctx, `DELETE FROM webhooks WHERE id = $1`, id)
 	if err == nil && tag.RowsAffected() == 0 {

@@ -84,7 +84,6 @@ func scanKept(r pgx.Row) (store.KeptAnswer, error) {
 	return k, err
 }
 
-// KeepAnswer keeps record and beside for key in a transaction of its own.
 func (db *DB) KeepAnswer(ctx context.Context, key *store.IdempotentWrite, record, beside any) error {
 	if key == nil {
 		return nil
@@ -94,7 +93,6 @@ func (db *DB) KeepAnswer(ctx context.Context, key *store.IdempotentWrite, record
 	})
 }
 
-// KeptAnswer returns the live answer kept for w's key, sealed.
 func (db *DB) KeptAnswer(ctx context.Context, w *store.IdempotentWrite) (store.KeptAnswer, error) {
 	k, err := scanKept(db.pool.QueryRow(ctx, keptSQL, w.Scope, w.StoredKey()))
 	if err == nil && !db.now().Before(k.ExpiresAt) {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -63,20 +64,17 @@ func (in *importer) Totals(store.Totals) error { return nil }
 
 func (in *importer) Record(r any) error {
 	b := &in.b
+	in.last.Raise(r)
 	switch r := r.(type) {
 	case *store.Category:
-		in.last.Categories = max(in.last.Categories, r.ID)
 		b.queue(`INSERT INTO categories (id, name, description, version) VALUES ($1, $2, $3, $4)`, r.ID, r.Name, r.Description, max(r.Version, 1))
 	case *store.Pet:
-		in.last.Pets = max(in.last.Pets, r.ID)
 		b.queue(`INSERT INTO pets (id, name, category_id, status, version) VALUES ($1, $2, $3, $4, $5)`, r.ID, r.Name, r.CategoryID, r.Status, max(r.Version, 1))
 	case *store.InventoryItem:
 		b.queue(`INSERT INTO inventory (pet_id, quantity, status) VALUES ($1, $2, $3)`, r.PetID, r.Quantity, r.Status)
 	case *store.Order:
-		in.last.Orders = max(in.last.Orders, r.ID)
 		b.queue(`INSERT INTO orders (id, pet_id, quantity, ship_date, complete, version) VALUES ($1, $2, $3, $4, $5, $6)`, r.ID, r.PetID, r.Quantity, r.ShipDate, r.Complete, max(r.Version, 1))
 	case *store.StoredAPIKey:
-		in.last.APIKeys = max(in.last.APIKeys, r.ID)
 		b.queue(`INSERT INTO api_keys (id, name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4, $5)`, r.ID, r.Name, r.Prefix, r.SHA256, r.CreatedAt)
 	case *store.Domain:
 		data, err := store.MarshalDomain(r)
@@ -88,26 +86,15 @@ func (in *importer) Record(r any) error {
 		b.queue(`INSERT INTO certmagic (key, value, modified) VALUES ($1, $2, $3)`, r.Key, r.Value, r.Modified)
 	case *store.Webhook:
 		// The whole record as the store keeps it, whatever fields it has.
-		data, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		in.last.Webhooks = max(in.last.Webhooks, r.ID)
-		b.queue(`INSERT INTO webhooks (id, value) VALUES ($1, $2)`, r.ID, data)
+		b.queue(`INSERT INTO webhooks (id, value) VALUES ($1, $2)`, r.ID, jsonValue{r})
 	case *store.StoredEvent:
 		// The event keeps its id, so that cursors of clients go on: a
 		// bbolt file's ids (Tx 0) come before every id PostgreSQL gives.
-		in.last.Events = max(in.last.Events, int64(r.ID.Seq))
 		b.queue(`INSERT INTO events (tx, seq, type, created_at, target, data) OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6)`,
 			int64(r.ID.Tx), int64(r.ID.Seq), r.Type, r.CreatedAt, r.Target, []byte(r.Data))
 	case *store.Delivery:
-		data, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		in.last.Deliveries = max(in.last.Deliveries, r.ID)
 		b.queue(`INSERT INTO deliveries (id, webhook_id, event_tx, event_seq, state, scheduled_at, value) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			r.ID, r.WebhookID, int64(r.EventID.Tx), int64(r.EventID.Seq), r.State, r.ScheduledAt, data)
+			r.ID, r.WebhookID, int64(r.EventID.Tx), int64(r.EventID.Seq), r.State, r.ScheduledAt, jsonValue{r})
 	case *store.StoredAnswer:
 		b.queue(`INSERT INTO idempotency_keys (scope, key, fingerprint, answer, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 			r.Scope, r.Key, r.Fingerprint, r.Answer, r.CreatedAt, r.ExpiresAt)
@@ -118,18 +105,7 @@ func (in *importer) Record(r any) error {
 }
 
 func (in *importer) Rest(r store.Rest) error {
-	in.rest = r
-	for _, d := range r.Project.Deploys {
-		in.last.Deploys = max(in.last.Deploys, d.ID)
-	}
-	in.last.Categories = max(in.last.Categories, r.LastIDs.Categories)
-	in.last.Pets = max(in.last.Pets, r.LastIDs.Pets)
-	in.last.Orders = max(in.last.Orders, r.LastIDs.Orders)
-	in.last.APIKeys = max(in.last.APIKeys, r.LastIDs.APIKeys)
-	in.last.Deploys = max(in.last.Deploys, r.LastIDs.Deploys)
-	in.last.Webhooks = max(in.last.Webhooks, r.LastIDs.Webhooks)
-	in.last.Deliveries = max(in.last.Deliveries, r.LastIDs.Deliveries)
-	in.last.Events = max(in.last.Events, r.LastIDs.Events)
+	in.rest, in.last = r, in.last.Past(r)
 	in.b.queue(`UPDATE event_dispatch SET tx = $1, seq = $2 WHERE id = 1`, int64(r.Dispatched.Tx), int64(r.Dispatched.Seq))
 	if r.AdminTokenSHA256 != nil {
 		in.b.queue(`INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1)`, r.AdminTokenSHA256)
@@ -183,6 +159,12 @@ func continueSequences(ctx context.Context, tx pgx.Tx, last store.LastIDs) error
 	}
 	return nil
 }
+
+// jsonValue is v's JSON, for a BYTEA column: pgx marshals it when it
+// sends the batch.
+type jsonValue struct{ v any }
+
+func (j jsonValue) Value() (driver.Value, error) { return json.Marshal(j.v) }
 
 // batcher sends queued statements in round trips of importBatch.
 type batcher struct {

@@ -15,34 +15,29 @@ import (
 // in (domains adapts it to certmagic's Storage), shared by every instance,
 // so that a certificate obtained by one is served by all.
 
-// KVPut stores value at key.
 func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
 	_, err := db.pool.Exec(ctx, `INSERT INTO certmagic (key, value, modified) VALUES ($1, $2, $3)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, modified = excluded.modified`, key, value, db.now().UTC())
 	return err
 }
 
-// KVGet returns the value at key.
 func (db *DB) KVGet(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
 	err := db.pool.QueryRow(ctx, `SELECT value FROM certmagic WHERE key = $1`, key).Scan(&v)
 	return v, notFound(err, store.KeyMissing(key))
 }
 
-// KVStat returns the size and modification time of the value at key.
 func (db *DB) KVStat(ctx context.Context, key string) (store.KVInfo, error) {
 	info := store.KVInfo{Key: key}
 	err := db.pool.QueryRow(ctx, `SELECT length(value), modified FROM certmagic WHERE key = $1`, key).Scan(&info.Size, &info.Modified)
 	return info, notFound(err, store.KeyMissing(key))
 }
 
-// KVDelete deletes key and every key under key + "/".
 func (db *DB) KVDelete(ctx context.Context, key string) error {
 	_, err := db.pool.Exec(ctx, `DELETE FROM certmagic WHERE key = $1 OR (left(key, length($2)) = $2)`, key, key+"/")
 	return err
 }
 
-// KVKeys returns the keys under prefix + "/" (every key for ""), sorted.
 func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
 	dir := ""
 	if prefix != "" {
@@ -133,7 +128,6 @@ func (db *DB) Lock(ctx context.Context, name string) error {
 	}
 }
 
-// Unlock releases a lock this store holds.
 func (db *DB) Unlock(ctx context.Context, name string) error {
 	db.locksMu.Lock()
 	h := db.locks[name]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -34,7 +35,6 @@ const replaceCategorySQL = `WITH category AS (
 		INSERT INTO events (type, created_at, data) SELECT $4, $5, $6 FROM category)
 	SELECT version FROM category`
 
-// CreateCategory adds a category.
 func (db *DB) CreateCategory(ctx context.Context, c *store.Category, key *store.IdempotentWrite) error {
 	e, err := store.NewEvent(store.EventCategoryCreated, &store.Category{Name: c.Name, Description: c.Description})
 	if err != nil {
@@ -59,7 +59,6 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category, key *store.
 	return nil
 }
 
-// Category returns one category, with its version.
 func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
 	var c store.Category
 	err := db.pool.QueryRow(ctx, `SELECT id, name, description, version FROM categories WHERE id = $1`, id).
@@ -85,7 +84,6 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category, cond store
 // while it has pets (23503), also pets being added at that moment.
 var deleteCategorySQL = deleteSQL("categories")
 
-// DeleteCategory removes a category that has no pets.
 func (db *DB) DeleteCategory(ctx context.Context, id int64, cond store.Condition) error {
 	del := func(q querier) error {
 		var removed int
@@ -125,7 +123,6 @@ func (db *DB) conditional(ctx context.Context, cond store.Condition, table, what
 	})
 }
 
-// ListCategories returns one page of categories.
 func (db *DB) ListCategories(ctx context.Context, p store.Page) ([]store.Category, int64, error) {
 	return pageOf(ctx, db.pool, p, func(c *store.Category) int64 { return c.ID }, scanCategory,
 		`SELECT id, name, description FROM categories WHERE id > $1 ORDER BY id LIMIT $2`)
@@ -137,7 +134,6 @@ func scanItem(r pgx.Row) (store.InventoryItem, error) {
 	return it, err
 }
 
-// InventoryItem returns the stock of one pet.
 func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryItem, error) {
 	it, err := scanItem(db.pool.QueryRow(ctx, `SELECT pet_id, quantity, status FROM inventory WHERE pet_id = $1`, petID))
 	return it, notFound(err, store.NotFound("pet", petID))
@@ -179,7 +175,6 @@ func (db *DB) SetStock(ctx context.Context, petID int64, qty int, cond store.Con
 	return it, err
 }
 
-// ListInventory returns one page of inventory entries, by pet id.
 func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]store.InventoryItem, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)
@@ -193,15 +188,10 @@ func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]sto
 	return pageOf(ctx, db.pool, f.Page, id, scanItem, cols+order)
 }
 
-// scanOrder reads an order, its ship date in UTC as the store's other times
-// are: pgx reads a TIMESTAMPTZ in the local zone.
 func scanOrder(r pgx.Row) (store.Order, error) {
 	var o store.Order
 	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete)
-	if o.ShipDate != nil {
-		d := o.ShipDate.UTC()
-		o.ShipDate = &d
-	}
+	o.ShipDate = inUTC(o.ShipDate)
 	return o, err
 }
 
@@ -319,7 +309,6 @@ func orderRefusal(ctx context.Context, q querier, in store.Order) error {
 	return store.CheckOrderable(in.PetID, status, stock, in.Quantity)
 }
 
-// Order returns one order, with its version.
 func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 	o, err := scanVersionedOrder(db.pool.QueryRow(ctx, `SELECT id, pet_id, quantity, ship_date, complete, version FROM orders WHERE id = $1`, id))
 	return o, notFound(err, store.NotFound("order", id))
@@ -329,15 +318,10 @@ func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 func scanVersionedOrder(r pgx.Row) (store.Order, error) {
 	var o store.Order
 	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete, &o.Version)
-	if o.ShipDate != nil {
-		d := o.ShipDate.UTC()
-		o.ShipDate = &d
-	}
+	o.ShipDate = inUTC(o.ShipDate)
 	return o, err
 }
 
-// UpdateOrder changes an order's ship date or completion, if the order
-// meets cond.
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, cond store.Condition) (store.Order, error) {
 	const update = `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete), version = version + 1
 		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete, version`
@@ -385,7 +369,6 @@ var cancelOrderSQL = `WITH cancelled AS (
 		ORDER BY e.n)
 	SELECT count(*) FROM cancelled`
 
-// CancelOrder removes an incomplete order and returns its stock.
 func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) error {
 	cancel := func(q querier) error {
 		for attempt := 1; ; attempt++ {
@@ -408,7 +391,6 @@ func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) e
 	return db.conditional(ctx, cond, "orders", "order", id, cancel)
 }
 
-// ListOrders returns one page of orders, filtered by pet and completion.
 func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Order, int64, error) {
 	id := func(o *store.Order) int64 { return o.ID }
 	const cols = `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id > $1`
@@ -422,4 +404,14 @@ func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Orde
 		return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+` AND complete = $3`+order, *f.Complete)
 	}
 	return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+order)
+}
+
+// inUTC is t in UTC, as the store's other times are: pgx reads a
+// TIMESTAMPTZ in the local zone.
+func inUTC(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

@@ -96,7 +96,6 @@ func (db *DB) petsTogether(round []newRecord[store.Pet]) (string, []any) {
 	return createPetsSQL, []any{names, categories, statuses, data, store.EventPetCreated, db.now(), db.marks.Mark(store.ResPets)}
 }
 
-// Pet returns one pet, with its version.
 func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
 	var p store.Pet
 	err := db.pool.QueryRow(ctx, `SELECT id, name, category_id, status, version FROM pets WHERE id = $1`, id).
@@ -180,7 +179,6 @@ func (db *DB) DeletePet(ctx context.Context, id int64, cond store.Condition) err
 	})
 }
 
-// ListPets returns one page of pets, filtered by status and category.
 func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int64, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)

@@ -405,7 +405,6 @@ func notFound(err error, e *store.Error) error {
 	return err
 }
 
-// Size is the size of the database on disk.
 func (db *DB) Size(ctx context.Context) (int64, error) {
 	var n int64
 	err := db.pool.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&n)

@@ -42,11 +42,14 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 			o  store.Order
 			k  store.StoredAPIKey
 			kv store.KVEntry
+			w  store.Webhook
+			e  store.StoredEvent
+			d  store.Delivery
+			a  store.StoredAnswer
 		)
-		for _, q := range []struct {
-			sql  string
-			scan func(pgx.Rows) (any, error)
-		}{
+		// Each query gives the records of one kind, in the order a stream
+		// gives the kinds; a scan reuses its record for every row.
+		queries := []rowQuery{
 			{`SELECT id, name, description, version FROM categories ORDER BY id`, func(r pgx.Rows) (any, error) {
 				c = store.Category{}
 				return &c, r.Scan(&c.ID, &c.Name, &c.Description, &c.Version)
@@ -60,12 +63,8 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 				return &it, r.Scan(&it.PetID, &it.Quantity, &it.Status)
 			}},
 			{`SELECT id, pet_id, quantity, ship_date, complete, version FROM orders ORDER BY id`, func(r pgx.Rows) (any, error) {
-				o = store.Order{}
-				err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete, &o.Version)
-				if o.ShipDate != nil {
-					day := o.ShipDate.UTC()
-					o.ShipDate = &day
-				}
+				var err error
+				o, err = scanVersionedOrder(r)
 				return &o, err
 			}},
 			{`SELECT id, name, prefix, sha256, created_at FROM api_keys ORDER BY id`, func(r pgx.Rows) (any, error) {
@@ -74,32 +73,47 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 				k.CreatedAt = k.CreatedAt.UTC()
 				return &k, err
 			}},
-		} {
-			if err := streamRows(ctx, tx, q.sql, q.scan, to); err != nil {
+			{}, // the domains
+			{`SELECT key, value, modified FROM certmagic ORDER BY key`, func(r pgx.Rows) (any, error) {
+				kv = store.KVEntry{}
+				err := r.Scan(&kv.Key, &kv.Value, &kv.Modified)
+				kv.Modified = kv.Modified.UTC()
+				return &kv, err
+			}},
+			// The webhooks whole, secrets included.
+			{`SELECT id, value FROM webhooks ORDER BY id`, func(r pgx.Rows) (any, error) {
+				var err error
+				w, err = scanWebhook(r)
+				return &w, err
+			}},
+			{`SELECT ` + eventCols + ` FROM events ORDER BY tx, seq`, func(r pgx.Rows) (any, error) {
+				var err error
+				e = store.StoredEvent{}
+				e.Event, e.Target, err = scanEvent(r)
+				return &e, err
+			}},
+			{`SELECT id, event_tx, event_seq, value FROM deliveries ORDER BY id`, func(r pgx.Rows) (any, error) {
+				var err error
+				d, err = scanDelivery(r)
+				return &d, err
+			}},
+			// The kept answers of Idempotency-Keys, those answered: a claim
+			// not yet answered belongs to a transaction under way.
+			{`SELECT scope, key, fingerprint, answer, created_at, expires_at FROM idempotency_keys WHERE answer IS NOT NULL ORDER BY scope, key`, func(r pgx.Rows) (any, error) {
+				a = store.StoredAnswer{}
+				err := r.Scan(&a.Scope, &a.Key, &a.Fingerprint, &a.Answer, &a.CreatedAt, &a.ExpiresAt)
+				a.CreatedAt, a.ExpiresAt = a.CreatedAt.UTC(), a.ExpiresAt.UTC()
+				return &a, err
+			}},
+		}
+		for _, q := range queries {
+			if q.sql == "" {
+				if err := streamDomains(ctx, tx, to); err != nil {
+					return err
+				}
+			} else if err := streamRows(ctx, tx, q, to); err != nil {
 				return err
 			}
-		}
-		// Domains are few (a project's own), and in the store's order.
-		list, err := domains(ctx, tx, false)
-		if err != nil {
-			return err
-		}
-		for i := range list {
-			if err := to.Record(&list[i]); err != nil {
-				return err
-			}
-		}
-		err = streamRows(ctx, tx, `SELECT key, value, modified FROM certmagic ORDER BY key`, func(r pgx.Rows) (any, error) {
-			kv = store.KVEntry{}
-			err := r.Scan(&kv.Key, &kv.Value, &kv.Modified)
-			kv.Modified = kv.Modified.UTC()
-			return &kv, err
-		}, to)
-		if err != nil {
-			return err
-		}
-		if err := streamEvents(ctx, tx, to); err != nil {
-			return err
 		}
 		var rest store.Rest
 		var dispatchedTx, dispatchedSeq int64
@@ -132,59 +146,32 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 	})
 }
 
-// streamEvents gives the webhooks (whole, secrets included), the events,
-// the deliveries and the kept answers of Idempotency-Keys (those answered:
-// a claim not yet answered belongs to a transaction under way).
-func streamEvents(ctx context.Context, tx pgx.Tx, to store.Sink) error {
-	var (
-		w store.Webhook
-		e store.StoredEvent
-		d store.Delivery
-		a store.StoredAnswer
-	)
-	for _, q := range []struct {
-		sql  string
-		scan func(pgx.Rows) (any, error)
-	}{
-		{`SELECT id, value FROM webhooks ORDER BY id`, func(r pgx.Rows) (any, error) {
-			var err error
-			w, err = scanWebhook(r)
-			return &w, err
-		}},
-		{`SELECT ` + eventCols + ` FROM events ORDER BY tx, seq`, func(r pgx.Rows) (any, error) {
-			var err error
-			e = store.StoredEvent{}
-			e.Event, e.Target, err = scanEvent(r)
-			return &e, err
-		}},
-		{`SELECT id, event_tx, event_seq, value FROM deliveries ORDER BY id`, func(r pgx.Rows) (any, error) {
-			var err error
-			d, err = scanDelivery(r)
-			return &d, err
-		}},
-		{`SELECT scope, key, fingerprint, answer, created_at, expires_at FROM idempotency_keys WHERE answer IS NOT NULL ORDER BY scope, key`, func(r pgx.Rows) (any, error) {
-			a = store.StoredAnswer{}
-			err := r.Scan(&a.Scope, &a.Key, &a.Fingerprint, &a.Answer, &a.CreatedAt, &a.ExpiresAt)
-			a.CreatedAt, a.ExpiresAt = a.CreatedAt.UTC(), a.ExpiresAt.UTC()
-			return &a, err
-		}},
-	} {
-		if err := streamRows(ctx, tx, q.sql, q.scan, to); err != nil {
-			return err
+// streamDomains gives the domains, which are few (a project's own), in
+// the store's order.
+func streamDomains(ctx context.Context, tx pgx.Tx, to store.Sink) error {
+	list, err := domains(ctx, tx, false)
+	for i := range list {
+		if err == nil {
+			err = to.Record(&list[i])
 		}
 	}
-	return nil
+	return err
+}
+
+type rowQuery struct {
+	sql  string
+	scan func(pgx.Rows) (any, error)
 }
 
 // streamRows gives each row of a query to a Sink as scan reads it.
-func streamRows(ctx context.Context, tx pgx.Tx, sql string, scan func(pgx.Rows) (any, error), to store.Sink) error {
-	rows, err := tx.Query(ctx, sql)
+func streamRows(ctx context.Context, tx pgx.Tx, q rowQuery, to store.Sink) error {
+	rows, err := tx.Query(ctx, q.sql)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		r, err := scan(rows)
+		r, err := q.scan(rows)
 		if err != nil {
 			return err
 		}

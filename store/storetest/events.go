@@ -66,7 +66,7 @@ func testEvents(t *testing.T, s store.Store) {
 	p.Status = store.StatusSold
 	check(t, s.ReplacePet(ctx, &p, store.Condition{}))
 	check(t, s.DeletePet(ctx, p.ID, store.Condition{}))
-	key, _ := must2x(s.CreateAPIKey(ctx, "ci", nil))(t)
+	key, _ := must2(s.CreateAPIKey(ctx, "ci", nil))(t)
 	check(t, s.RevokeAPIKey(ctx, key.ID))
 
 	afterPlace := stock
@@ -109,12 +109,19 @@ func testEvents(t *testing.T, s store.Store) {
 	}
 }
 
-func must2x[A, B any](a A, b B, err error) func(*testing.T) (A, B) {
-	return func(t *testing.T) (A, B) {
-		t.Helper()
-		check(t, err)
-		return a, b
+// claimTwoEvents records two events (a category's and a pet's creation),
+// fans them out, and claims their deliveries to the hooks webhooks that
+// take every event.
+func claimTwoEvents(t *testing.T, s store.Store, now time.Time, hooks int) []store.Claimed {
+	t.Helper()
+	c := newCategory(t, s, "cats")
+	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
+	fanOut(t, s, now, 2)
+	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 100))(t)
+	if len(claimed) != 2*hooks {
+		t.Fatalf("claimed %d deliveries, want %d (2 events, %d webhooks)", len(claimed), 2*hooks, hooks)
 	}
+	return claimed
 }
 
 // fanOut fans out until want events have been read, and fails if more
@@ -145,12 +152,10 @@ func fanOut(t *testing.T, s store.Store, now time.Time, want int) {
 // testDeliveries: fan-out, claims, leases, outcomes and retries.
 func testDeliveries(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	all := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-	check(t, s.CreateWebhook(ctx, &all, nil))
+	all := newWebhook(t, s, "http://a.example/", "whsec_x")
 	pets := store.Webhook{URL: "http://b.example/", Events: []string{store.EventPetCreated}, Enabled: true, Secret: "whsec_y"}
 	check(t, s.CreateWebhook(ctx, &pets, nil))
-	off := store.Webhook{URL: "http://c.example/", Events: []string{"*"}, Enabled: false}
-	check(t, s.CreateWebhook(ctx, &off, nil))
+	newWebhook(t, s, "http://c.example/", "") // disabled
 
 	c := newCategory(t, s, "cats")
 	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
@@ -246,8 +251,7 @@ func jsonNumber(v int64) string { b, _ := json.Marshal(v); return string(b) }
 func testDeliveryClaimRace(t *testing.T, s store.Store) {
 	const hooks, claimers = 12, 6
 	for i := range hooks {
-		w := store.Webhook{URL: fmt.Sprintf("http://h%d.example/", i), Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-		check(t, s.CreateWebhook(ctx, &w, nil))
+		newWebhook(t, s, fmt.Sprintf("http://h%d.example/", i), "whsec_x")
 	}
 	c := newCategory(t, s, "cats")
 	for i := range 4 {
@@ -301,16 +305,9 @@ func testFinishDeliveriesInOneBatch(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	hooks := make([]store.Webhook, 3)
 	for i := range hooks {
-		hooks[i] = store.Webhook{URL: "http://h" + itoa(int64(i)) + ".example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-		check(t, s.CreateWebhook(ctx, &hooks[i], nil))
+		hooks[i] = newWebhook(t, s, "http://h"+itoa(int64(i))+".example/", "whsec_x")
 	}
-	c := newCategory(t, s, "cats")
-	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
-	fanOut(t, s, now, 2)
-	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 100))(t)
-	if len(claimed) != 6 {
-		t.Fatalf("claimed %d deliveries, want 6 (two events, three webhooks)", len(claimed))
-	}
+	claimed := claimTwoEvents(t, s, now, len(hooks))
 	of := map[int64][]*store.Claimed{}
 	for i := range claimed {
 		of[claimed[i].WebhookID] = append(of[claimed[i].WebhookID], &claimed[i])

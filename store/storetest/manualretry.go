@@ -12,17 +12,9 @@ import (
 // only it (not another event's, nor another webhook's of the same event).
 func testManualRetryEndsSchedule(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	a := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-	check(t, s.CreateWebhook(ctx, &a, nil))
-	b := store.Webhook{URL: "http://b.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_y"}
-	check(t, s.CreateWebhook(ctx, &b, nil))
-	c := newCategory(t, s, "cats")
-	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
-	fanOut(t, s, now, 2)
-	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t)
-	if len(claimed) != 4 {
-		t.Fatalf("claimed %d deliveries, want 4 (2 events, 2 webhooks)", len(claimed))
-	}
+	a := newWebhook(t, s, "http://a.example/", "whsec_x")
+	b := newWebhook(t, s, "http://b.example/", "whsec_y")
+	claimed := claimTwoEvents(t, s, now, 2)
 	// Every first attempt fails; the schedule's next is due later.
 	next := now.Add(time.Hour)
 	var done []store.Finished

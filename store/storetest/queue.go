@@ -19,10 +19,8 @@ func testWebhookQueue(t *testing.T, s store.Store) {
 	if q := queue(now); q != (store.WebhookQueue{}) {
 		t.Errorf("the queue of an empty store: %+v", q)
 	}
-	hook := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}
-	check(t, s.CreateWebhook(ctx, &hook, nil))
-	off := store.Webhook{URL: "http://c.example/", Events: []string{"*"}, Enabled: false}
-	check(t, s.CreateWebhook(ctx, &off, nil))
+	newWebhook(t, s, "http://a.example/", "whsec_x")
+	newWebhook(t, s, "http://c.example/", "") // disabled
 	c := newCategory(t, s, "cats")
 	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
 	evs := must(s.Events(ctx, store.EventFilter{}))(t)

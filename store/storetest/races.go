@@ -117,7 +117,7 @@ func testAPIKeyChecksTogether(t *testing.T, s store.Store) {
 	var keys []store.APIKey
 	var secrets []string
 	for i := range 4 {
-		k, secret := must2x(s.CreateAPIKey(ctx, fmt.Sprintf("key %d", i), nil))(t)
+		k, secret := must2(s.CreateAPIKey(ctx, fmt.Sprintf("key %d", i), nil))(t)
 		keys, secrets = append(keys, k), append(secrets, secret)
 	}
 	check(t, s.RevokeAPIKey(ctx, keys[3].ID))

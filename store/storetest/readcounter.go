@@ -15,7 +15,6 @@ type ReadCounter struct {
 	reads atomic.Int64
 }
 
-// Reads is the number of key/value reads so far.
 func (s *ReadCounter) Reads() int64 { return s.reads.Load() }
 
 func (s *ReadCounter) KVGet(ctx context.Context, key string) ([]byte, error) {

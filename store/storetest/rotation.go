@@ -13,8 +13,7 @@ import (
 // overlap forgets it.
 func testSecretRotation(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	w := store.Webhook{URL: "http://a.example/", Events: []string{"*"}, Enabled: true, Secret: "whsec_first"}
-	check(t, s.CreateWebhook(ctx, &w, nil))
+	w := newWebhook(t, s, "http://a.example/", "whsec_first")
 	rotated := must(s.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error {
 		w.RotateSecret("whsec_second", now, store.DefaultSecretOverlap)
 		return nil

@@ -37,7 +37,7 @@ const GuessableKey = "42"
 // store, reopened if it likes) replays the answer to the client that sends
 // the key and the credential again: the same secret.
 func SealedAgainstGuesses(t *testing.T, s store.Store, rows func() []KeptRow, replay func() store.Store) {
-	k, secret := must2x(s.CreateAPIKey(ctx, "bot", adminKeyed(GuessableKey, "fp-key")))(t)
+	k, secret := must2(s.CreateAPIKey(ctx, "bot", adminKeyed(GuessableKey, "fp-key")))(t)
 	kept := rows()
 	if len(kept) != 1 {
 		t.Fatalf("%d kept answers read, want 1", len(kept))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -100,15 +101,9 @@ func answers(s []store.StoredAnswer) []store.StoredAnswer {
 // versions lists "id:version" of each record.
 func versions[T store.Pet | store.Category | store.Order](records []T) []string {
 	out := make([]string, len(records))
-	for i, r := range records {
-		switch r := any(r).(type) {
-		case store.Pet:
-			out[i] = fmt.Sprint(r.ID, ":", r.Version)
-		case store.Category:
-			out[i] = fmt.Sprint(r.ID, ":", r.Version)
-		case store.Order:
-			out[i] = fmt.Sprint(r.ID, ":", r.Version)
-		}
+	for i := range records {
+		r := reflect.ValueOf(records[i])
+		out[i] = fmt.Sprint(r.FieldByName("ID").Int(), ":", r.FieldByName("Version").Int())
 	}
 	return out
 }
@@ -150,51 +145,28 @@ func (c collector) Totals(store.Totals) error {
 	return nil
 }
 
+// Record appends a copy of r to the Snapshot's list of its type, with
+// copies of its slices of bytes and strings (nil when empty), which a
+// bbolt file only lends.
 func (c collector) Record(r any) error {
-	s := c.s
-	switch r := r.(type) {
-	case *store.Category:
-		s.Categories = append(s.Categories, *r)
-	case *store.Pet:
-		s.Pets = append(s.Pets, *r)
-	case *store.InventoryItem:
-		s.Inventory = append(s.Inventory, *r)
-	case *store.Order:
-		s.Orders = append(s.Orders, *r)
-	case *store.StoredAPIKey:
-		k := *r
-		k.SHA256 = append([]byte(nil), k.SHA256...)
-		s.APIKeys = append(s.APIKeys, k)
-	case *store.Domain:
-		s.Domains = append(s.Domains, *r)
-	case *store.KVEntry:
-		e := *r
-		e.Value = append([]byte(nil), e.Value...)
-		s.KV = append(s.KV, e)
-	case *store.Webhook:
-		w := *r
-		w.Events = append([]string(nil), w.Events...)
-		s.Webhooks = append(s.Webhooks, w)
-	case *store.StoredEvent:
-		e := *r
-		e.Data = append(json.RawMessage(nil), e.Data...)
-		s.Events = append(s.Events, e)
-	case *store.Delivery:
-		s.Deliveries = append(s.Deliveries, *r)
-	case *store.StoredAnswer:
-		a := *r
-		a.Fingerprint = append([]byte(nil), a.Fingerprint...)
-		a.Answer = append([]byte(nil), a.Answer...)
-		s.Answers = append(s.Answers, a)
+	rec := reflect.New(reflect.TypeOf(r).Elem()).Elem()
+	rec.Set(reflect.ValueOf(r).Elem())
+	for i := range rec.NumField() {
+		if f := rec.Field(i); f.Kind() == reflect.Slice && (f.Type().Elem().Kind() == reflect.Uint8 || f.Type().Elem().Kind() == reflect.String) {
+			f.Set(reflect.AppendSlice(reflect.Zero(f.Type()), f))
+		}
+	}
+	s := reflect.ValueOf(c.s).Elem()
+	for i := range s.NumField() {
+		if list := s.Field(i); list.Kind() == reflect.Slice && list.Type().Elem() == rec.Type() {
+			list.Set(reflect.Append(list, rec))
+		}
 	}
 	return nil
 }
 
 func (c collector) Rest(r store.Rest) error {
-	r.AdminTokenSHA256 = append([]byte(nil), r.AdminTokenSHA256...)
-	if len(r.AdminTokenSHA256) == 0 {
-		r.AdminTokenSHA256 = nil
-	}
+	r.AdminTokenSHA256 = append([]byte(nil), r.AdminTokenSHA256...) // nil when empty
 	c.s.Rest = r
 	return nil
 }
@@ -202,25 +174,19 @@ func (c collector) Rest(r store.Rest) error {
 // Stream gives the snapshot to a Sink, so that a test can Import records
 // no API writes (an older version's kept answers).
 func (s *Snapshot) Stream(ctx context.Context, to store.Sink) error {
-	err := to.Totals(store.Totals{
-		Categories: int64(len(s.Categories)), Pets: int64(len(s.Pets)), Inventory: int64(len(s.Inventory)),
-		Orders: int64(len(s.Orders)), APIKeys: int64(len(s.APIKeys)), Domains: int64(len(s.Domains)), KV: int64(len(s.KV)),
-		Webhooks: int64(len(s.Webhooks)), Events: int64(len(s.Events)), Deliveries: int64(len(s.Deliveries)), Answers: int64(len(s.Answers)),
-	})
-	for _, rs := range []func() []any{
-		func() []any { return ptrs(s.Categories) }, func() []any { return ptrs(s.Pets) },
-		func() []any { return ptrs(s.Inventory) }, func() []any { return ptrs(s.Orders) },
-		func() []any { return ptrs(s.APIKeys) }, func() []any { return ptrs(s.Domains) },
-		func() []any { return ptrs(s.KV) }, func() []any { return ptrs(s.Webhooks) },
-		func() []any { return ptrs(s.Events) }, func() []any { return ptrs(s.Deliveries) },
-		func() []any { return ptrs(s.Answers) },
-	} {
-		for _, r := range rs() {
+	var totals store.Totals
+	lists := reflect.ValueOf(s).Elem()
+	for i := range lists.NumField() - 1 { // the lists, then Rest
+		reflect.ValueOf(&totals).Elem().FieldByName(lists.Type().Field(i).Name).SetInt(int64(lists.Field(i).Len()))
+	}
+	err := to.Totals(totals)
+	for i := range lists.NumField() - 1 {
+		for j := range lists.Field(i).Len() {
 			if err == nil {
 				err = ctx.Err()
 			}
 			if err == nil {
-				err = to.Record(r)
+				err = to.Record(lists.Field(i).Index(j).Addr().Interface())
 			}
 		}
 	}
@@ -228,12 +194,4 @@ func (s *Snapshot) Stream(ctx context.Context, to store.Sink) error {
 		return err
 	}
 	return to.Rest(s.Rest)
-}
-
-func ptrs[T any](rs []T) []any {
-	out := make([]any, len(rs))
-	for i := range rs {
-		out[i] = &rs[i]
-	}
-	return out
 }

@@ -8,7 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,47 +21,21 @@ import (
 // Open returns a new, empty store that lives until the test ends.
 type Open func(t *testing.T) store.Store
 
-// Run runs the whole suite, each part on a new store from open.
+// Run runs the whole suite, each part on a new store from open, as a
+// subtest named after its function: testPets runs as "Pets".
 func Run(t *testing.T, open Open) {
-	for _, c := range []struct {
-		name string
-		run  func(t *testing.T, s store.Store)
-	}{
-		{"Pets", testPets},
-		{"PetVersions", testPetVersions},
-		{"CategoryAndOrderVersions", testCategoryAndOrderVersions},
-		{"IfNoneMatchAndStockConditions", testIfNoneMatchAndStockConditions},
-		{"Categories", testCategories},
-		{"Inventory", testInventory},
-		{"Orders", testOrders},
-		{"OrderRace", testOrderRace},
-		{"CreateRace", testCreateRace},
-		{"APIKeyChecksTogether", testAPIKeyChecksTogether},
-		{"PetPages", testPetPages},
-		{"OrderAndInventoryPages", testOrderAndInventoryPages},
-		{"ImportPets", testImportPets},
-		{"APIKeys", testAPIKeys},
-		{"AdminToken", testAdminToken},
-		{"Project", testProject},
-		{"Domains", testDomains},
-		{"Settings", testSettings},
-		{"KeyValue", testKeyValue},
-		{"Locks", testLocks},
-		{"Events", testEvents},
-		{"Deliveries", testDeliveries},
-		{"ManualRetryEndsSchedule", testManualRetryEndsSchedule},
-		{"DeliveryClaimRace", testDeliveryClaimRace},
-		{"SecretRotation", testSecretRotation},
-		{"KeptAnswers", testKeptAnswers},
-		{"KeptAdminAnswers", testKeptAdminAnswers},
-		{"SweepKeptAnswers", testSweepKeptAnswers},
-		{"KeyRace", testKeyRace},
-		{"KeptRecords", testKeptRecords},
-		{"AnswersKeptByAnOlderVersion", testAnswersKeptByAnOlderVersion},
-		{"FinishDeliveriesInOneBatch", testFinishDeliveriesInOneBatch},
-		{"WebhookQueue", testWebhookQueue},
+	for _, run := range []func(*testing.T, store.Store){
+		testPets, testPetVersions, testCategoryAndOrderVersions, testIfNoneMatchAndStockConditions,
+		testCategories, testInventory, testOrders, testOrderRace, testCreateRace, testAPIKeyChecksTogether,
+		testPetPages, testOrderAndInventoryPages, testImportPets, testAPIKeys, testAdminToken, testProject,
+		testDomains, testSettings, testKeyValue, testLocks, testEvents, testDeliveries,
+		testManualRetryEndsSchedule, testDeliveryClaimRace, testSecretRotation, testKeptAnswers,
+		testKeptAdminAnswers, testSweepKeptAnswers, testKeyRace, testKeptRecords,
+		testAnswersKeptByAnOlderVersion, testFinishDeliveriesInOneBatch, testWebhookQueue,
 	} {
-		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
+		name := runtime.FuncForPC(reflect.ValueOf(run).Pointer()).Name()
+		name = name[strings.LastIndex(name, ".test")+len(".test"):]
+		t.Run(name, func(t *testing.T) { run(t, open(t)) })
 	}
 }
 
@@ -100,6 +77,15 @@ func newCategory(t *testing.T, s store.Store, name string) store.Category {
 	c := store.Category{Name: name, Description: "all the " + name}
 	check(t, s.CreateCategory(ctx, &c, nil))
 	return c
+}
+
+// newWebhook makes an enabled webhook of url for every event, signed
+// with secret; an empty secret makes it disabled.
+func newWebhook(t *testing.T, s store.Store, url, secret string) store.Webhook {
+	t.Helper()
+	w := store.Webhook{URL: url, Events: []string{"*"}, Enabled: secret != "", Secret: secret}
+	check(t, s.CreateWebhook(ctx, &w, nil))
+	return w
 }
 
 func newPet(t *testing.T, s store.Store, name string, categoryID int64, status store.PetStatus) store.Pet {
@@ -220,14 +206,12 @@ func testCategories(t *testing.T, s store.Store) {
 	}
 }
 
-// must2 is must for the lists' three results.
-func must2[T any](v []T, next int64, err error) func(*testing.T) ([]T, int64) {
-	return func(t *testing.T) ([]T, int64) {
+// must2 is must for two results and an error.
+func must2[A, B any](a A, b B, err error) func(*testing.T) (A, B) {
+	return func(t *testing.T) (A, B) {
 		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v, next
+		check(t, err)
+		return a, b
 	}
 }
 

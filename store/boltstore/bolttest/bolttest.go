@@ -74,5 +74,4 @@ func (f *FsyncBaseline) Put() error {
 	return nil
 }
 
-// Close closes the file.
 func (f *FsyncBaseline) Close() error { return f.db.Close() }

@@ -159,7 +159,6 @@ func (c *Cluster) Promote() error {
 	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-w", "promote")
 }
 
-// Addr is the cluster's host:port.
 func (c *Cluster) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)) }
 
 // Program is the path of one of PostgreSQL's programs (pg_dump,
