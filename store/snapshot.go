@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"reflect"
 	"time"
 )
 
@@ -100,18 +99,24 @@ type LastIDs struct {
 	Webhooks, Deliveries, Events               int64
 }
 
-// lastIDOf names the LastIDs of the kinds of record that keep an int64 ID.
-var lastIDOf = map[string]string{"Category": "Categories", "Pet": "Pets", "Order": "Orders",
-	"StoredAPIKey": "APIKeys", "Webhook": "Webhooks", "Delivery": "Deliveries"}
-
 // Raise raises the last id of r's kind to r's, for an import that keeps
 // the ids it copies.
 func (l *LastIDs) Raise(r any) {
-	if e, ok := r.(*StoredEvent); ok {
-		l.Events = max(l.Events, int64(e.ID.Seq))
-	} else if v := reflect.Indirect(reflect.ValueOf(r)); lastIDOf[v.Type().Name()] != "" {
-		last := reflect.ValueOf(l).Elem().FieldByName(lastIDOf[v.Type().Name()])
-		last.SetInt(max(last.Int(), v.FieldByName("ID").Int()))
+	switch r := r.(type) {
+	case *StoredEvent:
+		l.Events = max(l.Events, int64(r.ID.Seq))
+	case *Category:
+		l.Categories = max(l.Categories, r.ID)
+	case *Pet:
+		l.Pets = max(l.Pets, r.ID)
+	case *Order:
+		l.Orders = max(l.Orders, r.ID)
+	case *StoredAPIKey:
+		l.APIKeys = max(l.APIKeys, r.ID)
+	case *Webhook:
+		l.Webhooks = max(l.Webhooks, r.ID)
+	case *Delivery:
+		l.Deliveries = max(l.Deliveries, r.ID)
 	}
 }
 
