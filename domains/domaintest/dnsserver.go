@@ -23,19 +23,19 @@ import (
 // Unlike challtestsrv, whose only fault is SERVFAIL on every query for a
 // name, it can be told to fail every n-th query.
 type DNSServer struct {
-	addr    string
-	auth    string // authoritative for this zone (FQDN); "" plays a resolver
-	forward string // the delegated zone (FQDN) whose questions go upstream
+	addr     string
+	auth     string // authoritative for this zone (FQDN); "" plays a resolver
+	forward  string // the delegated zone (FQDN), whose questions go upstream
+	upstream string // the delegated zone's server, host:port
 
-	mu       sync.Mutex
-	upstream string              // the delegated zone's server, host:port
-	records  map[string][]dns.RR // by lower-case FQDN
-	seen     []string            // every query, "name type rd|nord"
-	asked    []string            // "name type" forwarded upstream
-	fault    Fault
-	every    int // fail the queries whose number is a multiple of every
-	queries  int
-	faulted  int
+	mu      sync.Mutex
+	records map[string][]dns.RR // by lower-case FQDN
+	seen    []string            // every query, "name type rd|nord"
+	asked   []string            // "name type" forwarded upstream
+	fault   Fault
+	every   int // fail the queries whose number is a multiple of every
+	queries int
+	faulted int
 }
 
 // Fault is how a DNSServer misbehaves on a query it is told to fail.
@@ -43,14 +43,10 @@ type Fault int
 
 // The faults a real DNS server shows in an incident.
 const (
-	// NoFault answers from the records.
-	NoFault Fault = iota
-	// ServFail answers SERVFAIL.
-	ServFail
-	// Refused answers REFUSED.
-	Refused
-	// Drop sends no answer, so the client times out.
-	Drop
+	NoFault  Fault = iota // answers from the records
+	ServFail              // answers SERVFAIL
+	Refused               // answers REFUSED
+	Drop                  // sends no answer, so the client times out
 	// Truncate answers with the TC bit and no records; StartFaultyDNS has
 	// no TCP listener, so the client's retry over TCP fails.
 	Truncate
@@ -95,32 +91,43 @@ func startDNSServer(tb testing.TB, s *DNSServer, tcp bool) *DNSServer {
 // tb's test ends; it returns the address (host:port) once h is served.
 func ServeDNS(tb testing.TB, h dns.Handler, tcp bool) string {
 	tb.Helper()
-	for i := 0; ; i++ {
+	pc, ln := listenDNS(tb, tcp)
+	servers := []*dns.Server{{PacketConn: pc, Handler: h}}
+	if ln != nil {
+		servers = append(servers, &dns.Server{Listener: ln, Handler: h})
+	}
+	for _, srv := range servers {
+		started := make(chan struct{})
+		srv.NotifyStartedFunc = func() { close(started) }
+		go func() { _ = srv.ActivateAndServe() }()
+		<-started
+		tb.Cleanup(func() { _ = srv.Shutdown() })
+	}
+	return pc.LocalAddr().String()
+}
+
+// listenDNS listens on a free loopback port over UDP and, with tcp, on the
+// same port over TCP too, as a DNS server does.
+func listenDNS(tb testing.TB, tcp bool) (net.PacketConn, net.Listener) {
+	tb.Helper()
+	var lastErr error
+	for range 20 {
 		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 		if err != nil {
 			tb.Fatalf("domaintest: %v", err)
 		}
-		servers := []*dns.Server{{PacketConn: pc, Handler: h}}
-		if tcp {
-			ln, err := net.Listen("tcp", pc.LocalAddr().String())
-			if err != nil {
-				pc.Close()
-				if i < 20 {
-					continue // the TCP twin is someone else's
-				}
-				tb.Fatalf("domaintest: %v", err)
-			}
-			servers = append(servers, &dns.Server{Listener: ln, Handler: h})
+		if !tcp {
+			return pc, nil
 		}
-		for _, srv := range servers {
-			started := make(chan struct{})
-			srv.NotifyStartedFunc = func() { close(started) }
-			go func() { _ = srv.ActivateAndServe() }()
-			<-started
-			tb.Cleanup(func() { _ = srv.Shutdown() })
+		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, ln
 		}
-		return pc.LocalAddr().String()
+		pc.Close() // the TCP twin is someone else's
+		lastErr = err
 	}
+	tb.Fatalf("domaintest: no port free for both UDP and TCP: %v", lastErr)
+	return nil, nil
 }
 
 // Addr returns the server's address, host:port.
@@ -154,13 +161,6 @@ func (s *DNSServer) SetCNAME(tb testing.TB, name, target string) {
 func (s *DNSServer) Clear(name string) {
 	s.mu.Lock()
 	delete(s.records, fqdn(name))
-	s.mu.Unlock()
-}
-
-// SetUpstream changes the server asked for the delegated zone.
-func (s *DNSServer) SetUpstream(addr string) {
-	s.mu.Lock()
-	s.upstream = addr
 	s.mu.Unlock()
 }
 
@@ -255,14 +255,36 @@ func (s *DNSServer) answer(m *dns.Msg, q dns.Question) {
 			}
 			return
 		}
-		rrs := s.lookup(name)
+		s.mu.Lock()
+		rrs := slices.Clone(s.records[name])
+		if _, parent, ok := strings.Cut(name, "."); ok && len(rrs) == 0 {
+			// RFC 4592: a wildcard answers for a name that has no records
+			// of its own, under the name asked.
+			for _, rr := range s.records["*."+parent] {
+				rr = dns.Copy(rr)
+				rr.Header().Name = name
+				rrs = append(rrs, rr)
+			}
+		}
+		s.mu.Unlock()
 		if len(rrs) == 0 {
 			if len(m.Answer) == 0 {
 				m.Rcode = dns.RcodeNameError
 			}
 			break
 		}
-		if name = appendAnswers(m, q.Qtype, rrs); name == "" || (s.auth != "" && !dns.IsSubDomain(s.auth, name)) {
+		next := ""
+		for _, rr := range rrs {
+			switch {
+			case rr.Header().Rrtype == q.Qtype:
+				m.Answer = append(m.Answer, rr)
+			case rr.Header().Rrtype == dns.TypeCNAME:
+				m.Answer = append(m.Answer, rr)
+				next = strings.ToLower(rr.(*dns.CNAME).Target)
+			}
+		}
+		// A zone's server follows aliases only inside its zone.
+		if name = next; name == "" || (s.auth != "" && !dns.IsSubDomain(s.auth, name)) {
 			break
 		}
 	}
@@ -279,54 +301,26 @@ func (s *DNSServer) answer(m *dns.Msg, q dns.Question) {
 	}
 }
 
-// lookup returns the records of name, or those of a wildcard above it
-// under name when it has none of its own.
-func (s *DNSServer) lookup(name string) []dns.RR {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rrs := slices.Clone(s.records[name])
-	if _, parent, ok := strings.Cut(name, "."); ok && len(rrs) == 0 {
-		for _, rr := range s.records["*."+parent] {
-			rr = dns.Copy(rr)
-			rr.Header().Name = name
-			rrs = append(rrs, rr)
-		}
-	}
-	return rrs
-}
-
 // ask asks the delegated zone's server, over TCP when the UDP answer is cut.
 func (s *DNSServer) ask(name string, qtype uint16) (*dns.Msg, error) {
 	s.mu.Lock()
-	upstream := s.upstream
 	s.asked = append(s.asked, strings.TrimSuffix(name, ".")+" "+dns.TypeToString[qtype])
 	s.mu.Unlock()
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	m.RecursionDesired = false
-	c := &dns.Client{Timeout: 2 * time.Second}
-	resp, _, err := c.Exchange(m, upstream)
+	resp, err := exchange("udp", s.upstream, name, qtype)
 	if err == nil && resp.Truncated {
-		c.Net = "tcp"
-		resp, _, err = c.Exchange(m, upstream)
+		resp, err = exchange("tcp", s.upstream, name, qtype)
 	}
 	return resp, err
 }
 
-// appendAnswers appends to m the records of rrs of type qtype and the
-// CNAME among them, and returns that CNAME's target ("" when there is
-// none), where a resolver goes on.
-func appendAnswers(m *dns.Msg, qtype uint16, rrs []dns.RR) (cname string) {
-	for _, rr := range rrs {
-		switch {
-		case rr.Header().Rrtype == qtype:
-			m.Answer = append(m.Answer, rr)
-		case rr.Header().Rrtype == dns.TypeCNAME:
-			m.Answer = append(m.Answer, rr)
-			cname = strings.ToLower(rr.(*dns.CNAME).Target)
-		}
-	}
-	return cname
+// exchange asks addr over network one question, recursion off as a
+// resolver asks a zone's server.
+func exchange(network, addr, name string, qtype uint16) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	m.RecursionDesired = false
+	resp, _, err := (&dns.Client{Net: network, Timeout: 2 * time.Second}).Exchange(m, addr)
+	return resp, err
 }
 
 // DelegatedZone starts the nameserver of shop.deleg.test, a subdomain
