@@ -67,7 +67,7 @@ func delegatedManager(t *testing.T, db domains.Store, resolver string, pebble *d
 // whose own DNS server answers acmeZone, a resolver that delegates that
 // zone to it and resolves the CNAME target here, pebble (with o) asking
 // that resolver, and a delegatedManager on them with a.
-func startDelegated(t *testing.T, o domaintest.PebbleOptions, a domains.ACME) (*boltstore.DB, *domaintest.Resolver, *domaintest.Pebble, *domains.Manager) {
+func startDelegated(t *testing.T, o domaintest.PebbleOptions, a domains.ACME) (*boltstore.DB, *domaintest.DNSServer, *domaintest.Pebble, *domains.Manager) {
 	t.Helper()
 	db := deployedStore(t)
 	resolver, resolverAddr := domaintest.StartResolver(t, acmeZone, startACMEDNS(t, db))
@@ -80,7 +80,7 @@ func startDelegated(t *testing.T, o domaintest.PebbleOptions, a domains.ACME) (*
 // startServedDelegated is startDelegated with pebble's and the manager's
 // defaults, and m's certificates served (serveTLS) at tlsAddr. It starts
 // pebble, so -short skips the test.
-func startServedDelegated(t *testing.T) (db *boltstore.DB, resolver *domaintest.Resolver, pebble *domaintest.Pebble, m *domains.Manager, tlsAddr string) {
+func startServedDelegated(t *testing.T) (db *boltstore.DB, resolver *domaintest.DNSServer, pebble *domaintest.Pebble, m *domains.Manager, tlsAddr string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts pebble")
@@ -131,7 +131,7 @@ func delegationRecords(t *testing.T, d store.Domain) (txt, cname store.DNSRecord
 }
 
 // createRecords creates the ownership and delegation records on resolver.
-func createRecords(t *testing.T, r *domaintest.Resolver, d store.Domain) {
+func createRecords(t *testing.T, r *domaintest.DNSServer, d store.Domain) {
 	t.Helper()
 	txt, cname := delegationRecords(t, d)
 	r.Set(t, fmt.Sprintf("%s. 0 IN TXT %q", txt.Name, txt.Value))

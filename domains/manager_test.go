@@ -369,14 +369,14 @@ func TestBackoff(t *testing.T) {
 // newFlapManager is a manager whose checker asks a FaultyDNS, with
 // certificates from pebble when pebble is given (served on pebble's
 // TLS-ALPN port, where pebble validates).
-func newFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, clk *domaintest.Clock) (*domains.Manager, *boltstore.DB) {
+func newFlapManager(t *testing.T, resolver *domaintest.DNSServer, pebble *domaintest.Pebble, clk *domaintest.Clock) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	return startFlapManager(t, resolver, pebble, flapOptions{now: clk.Now, profile: "default"})
 }
 
 // verifiedOnFaultyDNS starts a FaultyDNS and a manager that asks it, on a
 // clock at noon that only the test moves, and adds and verifies name.
-func verifiedOnFaultyDNS(t *testing.T, name string) (*domains.Manager, *boltstore.DB, *domaintest.FaultyDNS, *domaintest.Clock) {
+func verifiedOnFaultyDNS(t *testing.T, name string) (*domains.Manager, *boltstore.DB, *domaintest.DNSServer, *domaintest.Clock) {
 	t.Helper()
 	resolver := domaintest.StartFaultyDNS(t)
 	clk := domaintest.NewClock(noon)
@@ -397,7 +397,7 @@ type flapOptions struct {
 	checkEvery time.Duration
 }
 
-func startFlapManager(t *testing.T, resolver *domaintest.FaultyDNS, pebble *domaintest.Pebble, o flapOptions) (*domains.Manager, *boltstore.DB) {
+func startFlapManager(t *testing.T, resolver *domaintest.DNSServer, pebble *domaintest.Pebble, o flapOptions) (*domains.Manager, *boltstore.DB) {
 	t.Helper()
 	db := deployedStore(t)
 	cfg := domains.Config{
@@ -668,7 +668,7 @@ type shortLivedDomain struct {
 	name     string
 	m        *domains.Manager
 	db       *boltstore.DB
-	resolver *domaintest.FaultyDNS
+	resolver *domaintest.DNSServer
 	pebble   *domaintest.Pebble
 	clk      *realClock
 	roots    *x509.CertPool

@@ -52,7 +52,7 @@ func TestCheckApexAddressesAsSets(t *testing.T) {
 }
 
 // delegatedZone is domaintest.DelegatedZone with a checker that asks it.
-func delegatedZone(t *testing.T, apexAddr string) (*domaintest.Zone, *dnscheck.Checker) {
+func delegatedZone(t *testing.T, apexAddr string) (*domaintest.DNSServer, *dnscheck.Checker) {
 	auth, resolver, port := domaintest.DelegatedZone(t, apexAddr)
 	return auth, &dnscheck.Checker{
 		Resolvers:               []string{resolver},

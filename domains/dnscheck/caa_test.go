@@ -26,7 +26,7 @@ type caaServer struct {
 func startCAAServer(t *testing.T) (*caaServer, string) {
 	t.Helper()
 	s := &caaServer{records: map[string][]dns.RR{}, servfail: map[string]bool{}}
-	return s, domaintest.ServeDNS(t, s)
+	return s, domaintest.ServeDNS(t, s, false)
 }
 
 func (s *caaServer) add(t *testing.T, records ...string) {

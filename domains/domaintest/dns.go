@@ -39,7 +39,10 @@ func StartDNS(tb testing.TB) *DNS {
 	bin := toolBinary(tb, challtestsrvPkg)
 	d := &DNS{}
 	startServer(tb, "challtestsrv", 15*time.Second, func() (*exec.Cmd, func() error) {
-		d.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freeDNSPort(tb)))
+		pc, ln := listenDNS(tb, true) // free for both, as challtestsrv listens on both
+		pc.Close()
+		ln.Close()
+		d.addr = pc.LocalAddr().String()
 		mgmt := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
 		d.mgmt = "http://" + mgmt
 		return exec.Command(bin,
@@ -70,10 +73,7 @@ func (d *DNS) ready() error {
 
 func (d *DNS) expectA(host string, want netip.Addr) error {
 	for _, network := range []string{"udp", "tcp"} {
-		m := new(dns.Msg)
-		m.SetQuestion(dns.Fqdn(host), dns.TypeA)
-		c := &dns.Client{Net: network, Timeout: time.Second}
-		r, _, err := c.Exchange(m, d.addr)
+		r, err := exchange(network, d.addr, dns.Fqdn(host), dns.TypeA)
 		if err != nil {
 			return err
 		}

@@ -132,30 +132,6 @@ var pebbleDir = sync.OnceValues(func() (string, error) {
 	return dir, nil
 })
 
-// freeDNSPort returns a loopback port free for both TCP and UDP, as a DNS
-// server listens on both.
-func freeDNSPort(tb testing.TB) int {
-	tb.Helper()
-	var lastErr error
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatalf("domaintest: %v", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		l.Close()
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		pc.Close()
-		return port
-	}
-	tb.Fatalf("domaintest: no port free for both TCP and UDP: %v", lastErr)
-	return 0
-}
-
 // freeChallengePort returns a loopback TCP port for the service under test
 // to listen on once pebble has started, which it is told to validate at.
 // The port is free when chosen but held by nobody until the test listens,
