@@ -357,20 +357,7 @@ func TestMigrateCarriesWebhooksEventsAndDeliveries(t *testing.T) {
 	})
 	first.stop(t)
 
-	// A change whose delivery is pending in the file when the move begins,
-	// due in an hour, so that no service attempts it before the test
-	// compares their answers.
-	file, err := boltstore.Open(data, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pending := store.Pet{Name: "Pending", CategoryID: 1}
-	if err := file.CreatePet(ctx, &pending, nil); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := file.FanOut(ctx, time.Now().Add(time.Hour), 100); err != nil || n != 1 {
-		t.Fatalf("fanning out the last event: %d, %v", n, err)
-	}
+	file := addPendingChange(t, data)
 	before, err := storetest.Collect(ctx, file)
 	if err != nil {
 		t.Fatal(err)
@@ -468,13 +455,38 @@ func toMicroseconds(s string) string {
 func startWithWebhook(t *testing.T, data string, rcv *webhooktest.Receiver) (*instance, madeWebhook) {
 	t.Helper()
 	in := start(t, nil, "--data", data, "--admin-token", domaintest.AdminToken, "--webhook-allow-private")
+	return in, subscribeAll(t, in, rcv)
+}
+
+// subscribeAll subscribes rcv to every event through in's admin API, and
+// has it trust the webhook's secret.
+func subscribeAll(t *testing.T, in *instance, rcv *webhooktest.Receiver) madeWebhook {
+	t.Helper()
 	code, body := in.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
 	var hook madeWebhook
 	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil || hook.Secret == "" {
 		t.Fatalf("creating the webhook: %d %s", code, body)
 	}
 	rcv.Trust(hook.Secret)
-	return in, hook
+	return hook
+}
+
+// addPendingChange opens the data file and writes a pet whose delivery is
+// pending in it when a move begins, due in an hour, so that no service
+// attempts it before the test compares their answers.
+func addPendingChange(t *testing.T, data string) *boltstore.DB {
+	t.Helper()
+	file, err := boltstore.Open(data, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := file.CreatePet(context.Background(), &store.Pet{Name: "Pending", CategoryID: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := file.FanOut(context.Background(), time.Now().Add(time.Hour), 100); err != nil || n != 1 {
+		t.Fatalf("fanning out the last event: %d, %v", n, err)
+	}
+	return file
 }
 
 // madeWebhook is what startWithWebhook's webhook was given.

@@ -35,12 +35,7 @@ func TestRestoreRunbook(t *testing.T) {
 	b := start(t, nil, pgFlags(databaseURL, "--webhook-allow-private", "--rate-limit", "0", "--restore-marks", marks("b"))...)
 
 	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true})
-	code, body := a.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
-	var hook struct{ Secret string }
-	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil {
-		t.Fatalf("creating the webhook: %d %s", code, body)
-	}
-	rcv.Trust(hook.Secret)
+	subscribeAll(t, a, rcv)
 	key := createKey(t, a, "writer")
 	revoked := createKeyWithID(t, a, "revoked after the dump")
 	if code, body := a.call(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key); code != 201 {
@@ -146,7 +141,7 @@ func TestRestoreRunbook(t *testing.T) {
 	if err := doc.Components.Schemas["StoreRestoredEvent"].Value.VisitJSON(envelope); err != nil {
 		t.Errorf("store.restored as delivered is not openapi.yaml's StoreRestoredEvent: %v\n%s", err, restored[0])
 	}
-	code, body = a.call(t, "GET", "/events?limit=100&after="+cursor, "")
+	code, body := a.call(t, "GET", "/events?limit=100&after="+cursor, "")
 	if code != 200 || strings.Count(body, `"type":"store.restored"`) != 1 {
 		t.Errorf("GET /events after the cursor: %d, want one store.restored: %s", code, body)
 	}
@@ -200,12 +195,7 @@ func TestDataFilePutBackFromABackup(t *testing.T) {
 	args := []string{"--data", path, "--admin-token", domaintest.AdminToken, "--webhook-allow-private"}
 	in := start(t, nil, args...)
 	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true})
-	code, body := in.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
-	var hook struct{ Secret string }
-	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil {
-		t.Fatalf("creating the webhook: %d %s", code, body)
-	}
-	rcv.Trust(hook.Secret)
+	subscribeAll(t, in, rcv)
 	key := createKey(t, in, "writer")
 	revoked := createKeyWithID(t, in, "revoked after the backup")
 	if code, body := in.call(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key); code != 201 {
@@ -238,7 +228,7 @@ func TestDataFilePutBackFromABackup(t *testing.T) {
 	if code, body := callFrom(t, "127.0.0.40", in, "POST", "/categories", `{"name":"c"}`, "X-API-Key", revoked.Secret); code != 401 {
 		t.Errorf("a key revoked after the backup, once it is put back: %d %s", code, body)
 	}
-	code, body = in.call(t, "POST", "/pets", `{"name":"after-the-put-back","categoryId":1}`, "X-API-Key", key)
+	code, body := in.call(t, "POST", "/pets", `{"name":"after-the-put-back","categoryId":1}`, "X-API-Key", key)
 	var p struct{ ID int64 }
 	if err := json.Unmarshal([]byte(body), &p); code != 201 || err != nil || p.ID <= highest {
 		t.Errorf("a pet after the put-back: %d %s; %d was acknowledged before", code, body, highest)
