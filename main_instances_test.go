@@ -370,12 +370,7 @@ func TestTwoInstancesShareEvents(t *testing.T) {
 	b := start(t, nil, common...)
 
 	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true})
-	code, body := a.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
-	var hook struct{ Secret string }
-	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil {
-		t.Fatalf("creating the webhook: %d %s", code, body)
-	}
-	rcv.Trust(hook.Secret)
+	subscribeAll(t, a, rcv)
 	key := createKey(t, a, "events")
 
 	// B's stream, open before A writes.

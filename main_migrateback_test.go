@@ -83,19 +83,7 @@ func TestMigrateRoundTripGivesTheSameAnswersAndDeliveries(t *testing.T) {
 	})
 	first.stop(t)
 
-	// A change whose delivery is pending, due in an hour, so that no
-	// service attempts it before the answers are compared.
-	file, err := boltstore.Open(data, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := file.CreatePet(ctx, &store.Pet{Name: "Pending", CategoryID: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := file.FanOut(ctx, time.Now().Add(time.Hour), 100); err != nil || n != 1 {
-		t.Fatalf("fanning out the last event: %d, %v", n, err)
-	}
-	file.Close()
+	addPendingChange(t, data).Close()
 
 	paths := []string{"/pets", "/pets/1", "/pets/3", "/categories", "/store/inventory", "/store/orders/1", "/events?limit=100", "/admin/events?limit=100",
 		"/admin/webhooks", fmt.Sprintf("/admin/webhooks/%d", hook.ID), deliveriesPath + "?limit=100", "/admin/api-keys", "/admin/project"}

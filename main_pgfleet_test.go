@@ -200,8 +200,8 @@ func TestLockedTableAnswers503(t *testing.T) {
 }
 
 // blackHole accepts connections and never answers: a database host that
-// hangs rather than refuses. accepted counts the connections it took.
-func blackHole(t *testing.T) (addr string, accepted func() int) {
+// hangs rather than refuses. accepted says when it took each connection.
+func blackHole(t *testing.T) (addr string, accepted func() []time.Time) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -209,7 +209,7 @@ func blackHole(t *testing.T) (addr string, accepted func() int) {
 	}
 	var mu sync.Mutex
 	var held []net.Conn
-	n := 0
+	var at []time.Time
 	// Registered first, run last: the listener is closed before these.
 	t.Cleanup(func() {
 		mu.Lock()
@@ -221,13 +221,13 @@ func blackHole(t *testing.T) (addr string, accepted func() int) {
 	domaintest.ServeConns(t, ln, func(c net.Conn) {
 		mu.Lock()
 		held = append(held, c)
-		n++
+		at = append(at, time.Now())
 		mu.Unlock()
 	})
-	return ln.Addr().String(), func() int {
+	return ln.Addr().String(), func() []time.Time {
 		mu.Lock()
 		defer mu.Unlock()
-		return n
+		return slices.Clone(at)
 	}
 }
 
@@ -264,9 +264,9 @@ func TestFirstHostNeverAnswers(t *testing.T) {
 				return code == 200
 			})
 			t.Logf("ready %v after start, with a connect timeout of 3s; the first host took %d connections by then",
-				time.Since(began).Round(10*time.Millisecond), accepted())
+				time.Since(began).Round(10*time.Millisecond), len(accepted()))
 			key := createKey(t, in, "multi")
-			before := accepted()
+			before := len(accepted())
 			began = time.Now()
 			if killed, err := pgtest.TerminateOthers(context.Background(), databaseURL); err != nil || killed == 0 {
 				t.Fatalf("ending the service's connections: %d, %v", killed, err)
@@ -290,7 +290,7 @@ func TestFirstHostNeverAnswers(t *testing.T) {
 				code, _ := in.call(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key)
 				return code == 201
 			})
-			if n := accepted() - before; n != 0 {
+			if n := len(accepted()) - before; n != 0 {
 				t.Errorf("%d new connections tried the host that never answers after the other one had answered", n)
 			}
 		})
@@ -692,7 +692,7 @@ func TestFailoverToAPromotedReplica(t *testing.T) {
 // while the log named one), and no second connection before it. The
 // service then listens, and /readyz says why it is not ready.
 func TestStartUpWaitsWhatItSays(t *testing.T) {
-	hole, accepted := silentHost(t)
+	hole, accepted := blackHole(t)
 	const connect = 2 * time.Second
 	in := start(t, nil, pgFlags("postgres://petstore@"+hole+"/petstore?sslmode=disable", "--database-connect-timeout", connect.String())...)
 	line := regexp.MustCompile(`time=(\S+) .*did not answer within (\S+), start-up's one wait`).FindStringSubmatch(in.out.String())
@@ -723,37 +723,6 @@ func TestStartUpWaitsWhatItSays(t *testing.T) {
 	}
 	code, body, header := in.get(t, "GET", "/readyz", "")
 	wantUnavailable(t, "/readyz with a silent database", code, body, header)
-}
-
-// silentHost accepts connections and never answers, and says when it took
-// each.
-func silentHost(t *testing.T) (addr string, accepted func() []time.Time) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	var at []time.Time
-	t.Cleanup(func() {
-		mu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	domaintest.ServeConns(t, ln, func(c net.Conn) {
-		mu.Lock()
-		held = append(held, c)
-		at = append(at, time.Now())
-		mu.Unlock()
-	})
-	return ln.Addr().String(), func() []time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(at)
-	}
 }
 
 // TestOutageLogsAFewLines: while the database is stopped, the loops that

@@ -35,12 +35,7 @@ func TestRestoreRunbook(t *testing.T) {
 	b := start(t, nil, pgFlags(databaseURL, "--webhook-allow-private", "--rate-limit", "0", "--restore-marks", marks("b"))...)
 
 	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true})
-	code, body := a.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
-	var hook struct{ Secret string }
-	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil {
-		t.Fatalf("creating the webhook: %d %s", code, body)
-	}
-	rcv.Trust(hook.Secret)
+	subscribeAll(t, a, rcv)
 	key := createKey(t, a, "writer")
 	revoked := createKeyWithID(t, a, "revoked after the dump")
 	if code, body := a.call(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key); code != 201 {
@@ -131,22 +126,8 @@ func TestRestoreRunbook(t *testing.T) {
 	waitFor(t, "the receiver gets every pet.created and store.restored", 30*time.Second, func() bool {
 		return len(petsCreated(t, rcv)) == len(acked) && len(eventsOfType(rcv, "store.restored")) > 0
 	})
-	restored := eventsOfType(rcv, "store.restored")
-	if len(restored) != 1 {
-		t.Fatalf("%d store.restored delivered, want 1", len(restored))
-	}
-	doc, err := openapi3.NewLoader().LoadFromFile("openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var envelope any
-	if err := json.Unmarshal([]byte(restored[0]), &envelope); err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Components.Schemas["StoreRestoredEvent"].Value.VisitJSON(envelope); err != nil {
-		t.Errorf("store.restored as delivered is not openapi.yaml's StoreRestoredEvent: %v\n%s", err, restored[0])
-	}
-	code, body = a.call(t, "GET", "/events?limit=100&after="+cursor, "")
+	oneStoreRestored(t, rcv)
+	code, body := a.call(t, "GET", "/events?limit=100&after="+cursor, "")
 	if code != 200 || strings.Count(body, `"type":"store.restored"`) != 1 {
 		t.Errorf("GET /events after the cursor: %d, want one store.restored: %s", code, body)
 	}
@@ -200,12 +181,7 @@ func TestDataFilePutBackFromABackup(t *testing.T) {
 	args := []string{"--data", path, "--admin-token", domaintest.AdminToken, "--webhook-allow-private"}
 	in := start(t, nil, args...)
 	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true})
-	code, body := in.call(t, "POST", "/admin/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"]}`, rcv.URL), adminAuth...)
-	var hook struct{ Secret string }
-	if err := json.Unmarshal([]byte(body), &hook); code != 201 || err != nil {
-		t.Fatalf("creating the webhook: %d %s", code, body)
-	}
-	rcv.Trust(hook.Secret)
+	subscribeAll(t, in, rcv)
 	key := createKey(t, in, "writer")
 	revoked := createKeyWithID(t, in, "revoked after the backup")
 	if code, body := in.call(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key); code != 201 {
@@ -238,7 +214,7 @@ func TestDataFilePutBackFromABackup(t *testing.T) {
 	if code, body := callFrom(t, "127.0.0.40", in, "POST", "/categories", `{"name":"c"}`, "X-API-Key", revoked.Secret); code != 401 {
 		t.Errorf("a key revoked after the backup, once it is put back: %d %s", code, body)
 	}
-	code, body = in.call(t, "POST", "/pets", `{"name":"after-the-put-back","categoryId":1}`, "X-API-Key", key)
+	code, body := in.call(t, "POST", "/pets", `{"name":"after-the-put-back","categoryId":1}`, "X-API-Key", key)
 	var p struct{ ID int64 }
 	if err := json.Unmarshal([]byte(body), &p); code != 201 || err != nil || p.ID <= highest {
 		t.Errorf("a pet after the put-back: %d %s; %d was acknowledged before", code, body, highest)
@@ -246,7 +222,20 @@ func TestDataFilePutBackFromABackup(t *testing.T) {
 	waitFor(t, "the receiver gets store.restored", 30*time.Second, func() bool {
 		return len(eventsOfType(rcv, "store.restored")) > 0
 	})
+	oneStoreRestored(t, rcv)
+	if !strings.Contains(in.out.String(), "the data file went back in time") {
+		t.Errorf("the log does not say that the file went back in time:\n%s", in.out)
+	}
+}
+
+// oneStoreRestored fails t unless the receiver got exactly one
+// store.restored, as openapi.yaml's StoreRestoredEvent describes it.
+func oneStoreRestored(t *testing.T, rcv *webhooktest.Receiver) {
+	t.Helper()
 	restored := eventsOfType(rcv, "store.restored")
+	if len(restored) != 1 {
+		t.Fatalf("%d store.restored delivered, want 1", len(restored))
+	}
 	doc, err := openapi3.NewLoader().LoadFromFile("openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -255,10 +244,7 @@ func TestDataFilePutBackFromABackup(t *testing.T) {
 	if err := json.Unmarshal([]byte(restored[0]), &envelope); err != nil {
 		t.Fatal(err)
 	}
-	if err := doc.Components.Schemas["StoreRestoredEvent"].Value.VisitJSON(envelope); err != nil || len(restored) != 1 {
-		t.Errorf("%d store.restored; as delivered it is not openapi.yaml's StoreRestoredEvent: %v\n%s", len(restored), err, restored[0])
-	}
-	if !strings.Contains(in.out.String(), "the data file went back in time") {
-		t.Errorf("the log does not say that the file went back in time:\n%s", in.out)
+	if err := doc.Components.Schemas["StoreRestoredEvent"].Value.VisitJSON(envelope); err != nil {
+		t.Errorf("store.restored as delivered is not openapi.yaml's StoreRestoredEvent: %v\n%s", err, restored[0])
 	}
 }

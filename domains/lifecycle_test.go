@@ -109,6 +109,21 @@ func startOurDNS(t *testing.T) *domaintest.DNS {
 	return dns
 }
 
+// startCA starts our DNS server and pebble; with a lifetime, pebble's
+// profile "short" gives certificates that live that many seconds. The
+// test runs beside others (it mostly waits on the CA, or on a
+// certificate's renewal or expiry), and not with -short.
+func startCA(t *testing.T, lifetime int) (*domaintest.DNS, *domaintest.Pebble) {
+	t.Helper()
+	slowParallel(t, "starts pebble")
+	var o domaintest.PebbleOptions
+	if lifetime > 0 {
+		o.Profiles = map[string]int{"short": lifetime}
+	}
+	dns := startOurDNS(t)
+	return dns, domaintest.StartPebble(t, dns, o)
+}
+
 // startCADNS starts a DNS server of the CA's own, where a name has no
 // address unless a test gives it one: the CA sees other records than the
 // checker.
@@ -121,9 +136,7 @@ func startCADNS(t *testing.T) *domaintest.DNS {
 // TestRenewalWithoutVisitors: a certificate that lives 40 seconds is
 // renewed by maintenance before it expires, with no TLS client at all.
 func TestRenewalWithoutVisitors(t *testing.T) {
-	slowParallel(t, "starts pebble and waits for a renewal")
-	dns := startOurDNS(t)
-	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{Profiles: map[string]int{"short": 40}})
+	dns, pebble := startCA(t, 40)
 	m, db := acmeManager(t, dns, pebble, nil, domains.ACME{Profile: "short", RenewInterval: time.Second})
 	const name = "renew.example.org"
 	addVerified(t, m, dns, name)
@@ -166,9 +179,7 @@ func TestRenewalWithoutVisitors(t *testing.T) {
 // recorded and shown expired, and one whose file left storage is recorded
 // as removed and requested again.
 func TestCertificateStateIsHonest(t *testing.T) {
-	slowParallel(t, "starts pebble")
-	dns := startOurDNS(t)
-	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
+	dns, pebble := startCA(t, 0)
 	clk := domaintest.NewClock(time.Now())
 	m, db := acmeManager(t, dns, pebble, clk, domains.ACME{})
 	ctx := context.Background()
@@ -215,9 +226,7 @@ func TestCertificateStateIsHonest(t *testing.T) {
 // tick; every change of its state reached the hook, in order, and each
 // has its event in the outbox.
 func TestExpiryIsStoredWithoutRequests(t *testing.T) {
-	slowParallel(t, "starts pebble and waits for a certificate to expire")
-	dns := startOurDNS(t)
-	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{Profiles: map[string]int{"short": 18}})
+	dns, pebble := startCA(t, 18)
 	var mu sync.Mutex
 	var changes []string
 	m, db := acmeManager(t, dns, pebble, nil, domains.ACME{Profile: "short", RenewInterval: time.Hour}, func(c *domains.Config) {
@@ -421,9 +430,7 @@ func assertSequentialOrders(t *testing.T, log string) {
 // TestIssuerFallback: with the first CA unreachable, the certificate comes
 // from the next one, and the details name it.
 func TestIssuerFallback(t *testing.T) {
-	slowParallel(t, "starts pebble")
-	dns := startOurDNS(t)
-	pebble := domaintest.StartPebble(t, dns, domaintest.PebbleOptions{})
+	dns, pebble := startCA(t, 0)
 	const unreachable = "https://127.0.0.1:1/dir"
 	m, db := acmeManager(t, dns, pebble, nil, domains.ACME{CA: unreachable, FallbackCAs: []string{pebble.DirectoryURL()}})
 	const name = "fallback.example.org"

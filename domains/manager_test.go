@@ -663,7 +663,8 @@ func (c *realClock) set(offset time.Duration) {
 
 // shortLivedDomain starts pebble with certificates that live lifetime,
 // a manager whose maintenance looks every second and whose checks ask a
-// FaultyDNS, and a verified domain with its first certificate.
+// FaultyDNS, and a verified domain with its first certificate. Its test
+// runs beside others, and not with -short.
 type shortLivedDomain struct {
 	name     string
 	m        *domains.Manager
@@ -677,6 +678,7 @@ type shortLivedDomain struct {
 
 func startShortLivedDomain(t *testing.T, name string, lifetime time.Duration) *shortLivedDomain {
 	t.Helper()
+	slowParallel(t, "starts pebble and challtestsrv, waits for a short-lived certificate's renewal or expiry")
 	challtestsrv := domaintest.StartDNS(t)
 	pebble := domaintest.StartPebble(t, challtestsrv, domaintest.PebbleOptions{Profiles: map[string]int{"short": int(lifetime.Seconds())}})
 	// Pebble validates through challtestsrv; the checker asks the FaultyDNS.
@@ -738,7 +740,6 @@ func (s *shortLivedDomain) orders() int { return len(orderAdded.FindAllString(s.
 // the certificate comes due and maintenance renews it: the domain stays
 // verified, every handshake succeeds, and the new serial is served.
 func TestRenewalDuringFlappingDNS(t *testing.T) {
-	slowParallel(t, "starts pebble and challtestsrv, waits for a renewal")
 	s := startShortLivedDomain(t, "www.renew-flap.test", 40*time.Second)
 	first := s.first
 	handshake := func(step string) string {
@@ -809,7 +810,6 @@ func TestRenewalDuringFlappingDNS(t *testing.T) {
 // the DNS points here again the domain is verified and gets a new
 // certificate by itself.
 func TestMovedDomainIsNotRenewed(t *testing.T) {
-	slowParallel(t, "starts pebble and challtestsrv, waits for a certificate to expire")
 	s := startShortLivedDomain(t, "shop.moved-expiry.test", 20*time.Second)
 	first := s.first
 	ctx := context.Background()

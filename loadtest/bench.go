@@ -77,6 +77,7 @@ type bench struct {
 	begun      time.Time
 	dir        string // temporary: the binary and the data files
 	bin        string // the petstore binary
+	src        string // the module root it was built from
 	adminToken string
 	procs      []*proc
 	smallProc  *proc // the server on the small store
@@ -182,7 +183,7 @@ func (b *bench) measure(ctx context.Context) error {
 
 	b.progress("building petstore (go build -o %s .)", filepath.Join(b.dir, "petstore"))
 	t := time.Now()
-	if b.bin, err = buildServer(ctx, b.dir); err != nil {
+	if b.bin, b.src, err = buildServer(ctx, b.dir); err != nil {
 		return err
 	}
 	b.buildTime = time.Since(t)

@@ -222,18 +222,21 @@ func (p *proc) procStatus(field string) (int64, error) {
 	return 0, fmt.Errorf("%s: no %s in /proc/%d/status", p.name, field, p.pid())
 }
 
-// buildServer builds the petstore binary from the module root into dir.
-func buildServer(ctx context.Context, dir string) (bin string, err error) {
+// buildServer builds the petstore binary from the module root into dir,
+// and says where that root is.
+func buildServer(ctx context.Context, dir string) (bin, src string, err error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		return "", errors.New("the go command is not on PATH")
+		return "", "", errors.New("the go command is not on PATH")
 	}
 	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
 	gomod := strings.TrimSpace(string(out))
 	if err != nil || gomod == "" || gomod == os.DevNull {
-		return "", errors.New("run from inside the petstore module (go env GOMOD is empty)")
+		return "", "", errors.New("run from inside the petstore module (go env GOMOD is empty)")
 	}
-	return buildIn(ctx, filepath.Dir(gomod), filepath.Join(dir, "petstore"))
+	src = filepath.Dir(gomod)
+	bin, err = buildIn(ctx, src, filepath.Join(dir, "petstore"))
+	return bin, src, err
 }
 
 // buildIn builds the petstore module in src into the file bin.
