@@ -316,8 +316,8 @@ func rss(t *testing.T, pid int) int64 {
 // TestHalfSentHeadersCostLittle: 500 connections each send the largest
 // request head the server reads (its 64 KiB limit, plus the 4 KiB net/http
 // reads past it) but never its final CRLF. The service's memory grows by
-// far less than 100 MB (it was about 1 MiB a connection), and the header
-// timeout (--header-timeout, shortened here) closes every one.
+// far less than the 500 MB it once did (about 1 MiB a connection), and the
+// header timeout (--header-timeout, shortened here) closes every one.
 func TestHalfSentHeadersCostLittle(t *testing.T) {
 	if isChild() {
 		runChild(func() error { return nil })
@@ -354,10 +354,14 @@ func TestHalfSentHeadersCostLittle(t *testing.T) {
 	}
 	t.Logf("RSS idle %.1f MB, with %d half-sent heads of %d KB: %.1f MB (+%.1f MB)",
 		float64(idle)/1e6, n, len(head)>>10, float64(peak)/1e6, float64(peak-idle)/1e6)
-	// Under the race detector every allocation costs several times its
-	// size: the bound there only catches the old cost (about 1 MiB a
-	// connection, over 2 GB with the detector).
-	bound := int64(100 << 20)
+	// What a connection may hold by design is its head read so far, in a
+	// line buffer that grows by doubling, and the copies it outgrew until a
+	// collection frees them: about 90 MB for all 500 here, within 100 MiB
+	// only by chance. The bound is half the old cost (about 1 MiB a
+	// connection), which it still catches. Under the race detector every
+	// allocation costs several times its size: the bound there only catches
+	// the old cost (over 2 GB with the detector).
+	bound := int64(250 << 20)
 	if raceEnabled {
 		bound = 600 << 20
 	}
