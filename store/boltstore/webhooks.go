@@ -61,7 +61,7 @@ type leases struct {
 	// claim decodes a webhook again only when those changed. Most claims
 	// are a few deliveries of one webhook, whose decoding cost as much as
 	// the rest of the claim.
-	hooks map[int64]decodedWebhook
+	hooks *bounded.Cache[int64, decodedWebhook]
 }
 
 type decodedWebhook struct {
@@ -69,8 +69,7 @@ type decodedWebhook struct {
 	w   store.Webhook
 }
 
-// maxDecodedWebhooks bounds the webhooks kept decoded; past it, the cache
-// starts again empty.
+// maxDecodedWebhooks bounds the webhooks kept decoded.
 const maxDecodedWebhooks = 1024
 
 // webhook is webhook id as stored in tx, decoded once per version of its
@@ -82,17 +81,14 @@ func (l *leases) webhook(tx *bolt.Tx, id int64) (store.Webhook, error) {
 	if v == nil {
 		return store.Webhook{}, store.NotFound(webhookTable.what, id)
 	}
-	if d, ok := l.hooks[id]; ok && bytes.Equal(d.raw, v) {
+	if d, ok := l.hooks.Get(id); ok && bytes.Equal(d.raw, v) {
 		return d.w, nil
 	}
 	w, err := webhookTable.decode(id, v)
 	if err != nil {
 		return w, err
 	}
-	if l.hooks == nil || len(l.hooks) >= maxDecodedWebhooks {
-		l.hooks = map[int64]decodedWebhook{}
-	}
-	l.hooks[id] = decodedWebhook{raw: bytes.Clone(v), w: w}
+	l.hooks.Add(id, decodedWebhook{raw: bytes.Clone(v), w: w})
 	return w, nil
 }
 
@@ -112,6 +108,7 @@ func (db *DB) leases() *leases {
 	if l.until == nil {
 		l.until = map[int64]time.Time{}
 		l.fresh = bounded.New[int64, *freshDelivery](maxFresh, nil)
+		l.hooks = bounded.New[int64, decodedWebhook](maxDecodedWebhooks, nil)
 	}
 	l.mu.Unlock()
 	return l

@@ -143,3 +143,51 @@ func TestFreshDeliveriesForgetTheOldest(t *testing.T) {
 		t.Errorf("claimed %+v, want delivery %d of the first event", claimed, first[0])
 	}
 }
+
+// Claims keep the webhooks they decoded: a claim after the webhook
+// changed (its secret rotated) gets the change, never the decoded copy,
+// and the table forgets the least recently claimed past its size.
+func TestClaimsDecodeAChangedWebhookAgain(t *testing.T) {
+	db, ctx := openTestDB(t), context.Background()
+	hook := store.Webhook{URL: "http://receiver.test/", Events: []string{store.EventPetCreated}, Enabled: true, Secret: "whsec_AAAA"}
+	if err := db.CreateWebhook(ctx, &hook, nil); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	claimOne := func() store.Claimed {
+		t.Helper()
+		if err := db.bolt.Update(func(tx *bolt.Tx) error {
+			return db.emit(tx, store.EventPetCreated, map[string]int{"id": 1})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.FanOut(ctx, now, 10); err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := db.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10)
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claimed %+v, %v; want one delivery", claimed, err)
+		}
+		return claimed[0]
+	}
+	if c := claimOne(); c.Webhook.SigningSecrets(now) != "whsec_AAAA" {
+		t.Fatalf("first claim signs with %q", c.Webhook.SigningSecrets(now))
+	}
+	if _, err := db.UpdateWebhook(ctx, hook.ID, func(w *store.Webhook) error {
+		w.RotateSecret("whsec_BBBB", now, time.Hour)
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c := claimOne(); c.Webhook.SigningSecrets(now) != "whsec_BBBB whsec_AAAA" {
+		t.Errorf("a claim after the rotation signs with %q, want both secrets", c.Webhook.SigningSecrets(now))
+	}
+
+	hooks := db.leases().hooks
+	for id := int64(1); id <= maxDecodedWebhooks; id++ {
+		hooks.Add(hook.ID+id, decodedWebhook{})
+	}
+	if hooks.Len() != maxDecodedWebhooks || hooks.Contains(hook.ID) {
+		t.Errorf("%d webhooks kept decoded, the least recently claimed among them: %v", hooks.Len(), hooks.Contains(hook.ID))
+	}
+}
