@@ -138,6 +138,13 @@ func (w *cappedWriter) FlushError() error {
 // Flush is FlushError for an http.Flusher.
 func (w *cappedWriter) Flush() { _ = w.FlushError() }
 
+// SetWriteDeadline is a handler's own deadline (a stream's, per event): it
+// stands, and a later flush or write does not replace it with the cap's.
+func (w *cappedWriter) SetWriteDeadline(t time.Time) error {
+	w.set = true
+	return http.NewResponseController(w.ResponseWriter).SetWriteDeadline(t)
+}
+
 // Unwrap lets http.ResponseController reach net/http's writer.
 func (w *cappedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 

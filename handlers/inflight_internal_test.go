@@ -167,3 +167,39 @@ func TestCappedAnswersGetTheWriteDeadline(t *testing.T) {
 		t.Errorf("%d slots still taken", f.total)
 	}
 }
+
+// TestCappedHandlerKeepsItsOwnDeadline: a capped handler that sets its own
+// write deadline (the event stream does, before each event) keeps it: the
+// flush that follows does not put the cap's, here already past, in its
+// place.
+func TestCappedHandlerKeepsItsOwnDeadline(t *testing.T) {
+	f := newInFlight(10, 10)
+	f.writeTimeout = -time.Second
+	e := echo.New()
+	e.GET("/stream", func(c echo.Context) error {
+		rc := http.NewResponseController(c.Response().Writer)
+		if err := rc.SetWriteDeadline(time.Now().Add(time.Minute)); err != nil {
+			return err
+		}
+		c.Response().WriteHeader(http.StatusOK)
+		if _, err := c.Response().Write([]byte("data: one\n\n")); err != nil {
+			return err
+		}
+		if err := rc.Flush(); err != nil {
+			return err
+		}
+		_, err := c.Response().Write([]byte("data: two\n\n"))
+		return err
+	}, f.limit)
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || string(body) != "data: one\n\ndata: two\n\n" {
+		t.Fatalf("a stream with its own deadline: %q, %v; want both events", body, err)
+	}
+}
