@@ -94,13 +94,8 @@ func (e *Engine) newSender(raw string) (*sender, error) {
 	return &sender{e: e, url: raw, tr: tr}, nil
 }
 
-// send makes the attempt in a goroutine of its own and hands its outcome
-// to the engine; its context ends at deadline, counted from its claim.
-func (s *sender) send(ctx context.Context, j job, deadline time.Time) {
-	s.sendIn(ctx, j, newClaimContext(ctx, deadline, 1))
-}
-
-// sendIn is send for one of a claim's attempts, in the claim's context.
+// sendIn makes one of a claim's attempts in a goroutine of its own, in
+// the claim's context, and hands its outcome to the engine.
 func (s *sender) sendIn(ctx context.Context, j job, c *claimContext) {
 	s.e.wg.Add(1)
 	go func() {

@@ -319,3 +319,9 @@ func TestClaimContextEndsWithItsLastAttempt(t *testing.T) {
 		t.Fatalf("past its deadline: %v; want deadline exceeded", err)
 	}
 }
+
+// send is one attempt of a claim of its own, whose context ends at
+// deadline: what the engine does for a claim of one delivery.
+func (s *sender) send(ctx context.Context, j job, deadline time.Time) {
+	s.sendIn(ctx, j, newClaimContext(ctx, deadline, 1))
+}
