@@ -23,8 +23,10 @@ const logDropReportInterval = 10 * time.Second
 
 // Writer is the service's log output. Write only appends to a bounded
 // buffer in memory and never waits for the sink; a goroutine writes the
-// buffer out every interval, because a write to the sink per line would cost
-// more than the request it records. Each Write is one whole record, kept or dropped whole.
+// buffer out an interval after its first line, because a write to the sink
+// per line would cost more than the request it records. With nothing
+// buffered the goroutine sleeps: an idle service is not woken to write
+// nothing. Each Write is one whole record, kept or dropped whole.
 // It is safe for concurrent use.
 type Writer struct {
 	sink     io.Writer
@@ -38,16 +40,19 @@ type Writer struct {
 	// before the first Write, read by the flusher only.
 	onDrop func(n uint64)
 
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	// wake tells the flusher a line came into an empty buffer; kick that
+	// the buffer is full enough to write out at once.
+	wake, kick chan struct{}
+	stop       chan struct{}
+	done       chan struct{}
 }
 
 // NewWriter starts a Writer that writes to sink every interval.
 func NewWriter(sink io.Writer, interval time.Duration) *Writer {
 	l := &Writer{
 		sink: sink, interval: interval,
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go l.flusher()
 	return l
@@ -71,16 +76,24 @@ func (l *Writer) Write(p []byte) (int, error) {
 		l.dropped.Add(1)
 		return len(p), nil
 	}
+	first := len(l.pending) == 0
 	l.pending = append(l.pending, p...)
 	full := len(l.pending) >= logKickAt
 	l.mu.Unlock()
+	if first {
+		signal(l.wake)
+	}
 	if full {
-		select {
-		case l.kick <- struct{}{}:
-		default:
-		}
+		signal(l.kick)
 	}
 	return len(p), nil
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // Close writes out what is buffered, waiting at most wait for a sink that
@@ -95,23 +108,40 @@ func (l *Writer) Close(wait time.Duration) {
 
 func (l *Writer) flusher() {
 	defer close(l.done)
-	t := time.NewTicker(l.interval)
+	// t is set (armed) while something waits for it: buffered lines, or
+	// a count of dropped lines not yet reported.
+	t := time.NewTimer(l.interval)
 	defer t.Stop()
+	armed := true
 	var spare []byte
 	var reported uint64
 	var lastReport time.Time // the first drop is reported at once
 	for {
 		select {
+		case <-l.wake:
+			if !armed {
+				t.Reset(l.interval)
+				armed = true
+			}
+			continue
 		case <-t.C:
+			armed = false
 		case <-l.kick:
 		case <-l.stop:
 			l.writeOut(spare)
 			return
 		}
 		spare = l.writeOut(spare)
-		if d := l.dropped.Load(); d > reported && l.onDrop != nil && time.Since(lastReport) >= logDropReportInterval {
+		d := l.dropped.Load()
+		if d <= reported || l.onDrop == nil {
+			continue
+		}
+		if wait := logDropReportInterval - time.Since(lastReport); wait <= 0 {
 			l.onDrop(d - reported)
 			reported, lastReport = d, time.Now()
+		} else if !armed {
+			t.Reset(wait)
+			armed = true
 		}
 	}
 }

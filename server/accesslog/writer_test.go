@@ -93,3 +93,28 @@ func TestWriterCloseDoesNotWaitForAStuckSink(t *testing.T) {
 		t.Fatal("Close waited for a stuck sink")
 	}
 }
+
+// chanSink passes each write on.
+type chanSink chan string
+
+func (s chanSink) Write(p []byte) (int, error) { s <- string(p); return len(p), nil }
+
+// TestWriterWritesLinesAfterIdling: the flusher sleeps while nothing is
+// buffered; a line that comes after a flush, into an empty buffer, still
+// goes out an interval later, without a Close or a full buffer.
+func TestWriterWritesLinesAfterIdling(t *testing.T) {
+	sink := make(chanSink, 10)
+	l := NewWriter(sink, time.Millisecond)
+	defer l.Close(10 * time.Second)
+	for _, line := range []string{"first\n", "second\n", "third\n"} {
+		_, _ = l.Write([]byte(line))
+		select {
+		case got := <-sink:
+			if got != line {
+				t.Fatalf("wrote %q; want %q", got, line)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q was never written", line)
+		}
+	}
+}
