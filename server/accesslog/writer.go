@@ -47,7 +47,8 @@ type Writer struct {
 	done       chan struct{}
 }
 
-// NewWriter starts a Writer that writes to sink every interval.
+// NewWriter starts a Writer that writes to sink an interval after a line
+// comes into its empty buffer.
 func NewWriter(sink io.Writer, interval time.Duration) *Writer {
 	l := &Writer{
 		sink: sink, interval: interval,
