@@ -287,7 +287,7 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 		}
 		return db, storeKind{shared: db}, nil
 	}
-	db, err := boltstore.Open(cfg.data, store.Options{})
+	db, err := boltstore.Open(cfg.data, store.Options{Logger: log})
 	if err != nil {
 		return nil, storeKind{}, err // it names the file and says what is wrong with it
 	}

@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -113,4 +114,7 @@ type KeyValue interface {
 type Options struct {
 	// Now is the clock for timestamps the store assigns; nil means time.Now.
 	Now func() time.Time
+	// Logger is where a store logs the failures of its own background
+	// work, which no caller sees returned; nil discards them.
+	Logger *slog.Logger
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
@@ -85,13 +86,14 @@ type DB struct {
 	deliveryLeases leases
 
 	// The restore marks, kept beside the file (restore.go): what its open
-	// found rolled back, the latest failure to save them, and the
+	// found rolled back, the log of failures to save them, and the
 	// goroutine that keeps them up with the file.
-	marks     *store.Marks
-	restored  *store.Restored
-	marksErr  atomic.Pointer[error]
-	marksStop chan struct{}
-	marksDone chan struct{}
+	marks         *store.Marks
+	restored      *store.Restored
+	log           *slog.Logger
+	marksFailures store.RepeatedFailure
+	marksStop     chan struct{}
+	marksDone     chan struct{}
 }
 
 // Bucket names. Entity buckets map an 8-byte big-endian id to the entity's
@@ -159,6 +161,7 @@ func Open(path string, opts store.Options) (*DB, error) {
 		bolt:      bdb,
 		path:      path,
 		now:       opts.Now,
+		log:       opts.Logger,
 		keys:      make(map[[32]byte]store.StoredAPIKey),
 		locks:     make(map[string]chan struct{}),
 		queue:     make(chan *writeReq, maxGroup),
@@ -167,6 +170,9 @@ func Open(path string, opts store.Options) (*DB, error) {
 	}
 	if db.now == nil {
 		db.now = time.Now
+	}
+	if db.log == nil {
+		db.log = slog.New(slog.DiscardHandler)
 	}
 	db.commit = db.group
 	if err := db.init(); err != nil {

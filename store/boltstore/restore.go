@@ -135,7 +135,13 @@ func (db *DB) observeMarks() {
 		return nil
 	})
 	if err := db.marks.Save(marksName); err != nil {
-		db.marksErr.Store(&err)
+		// Until a save succeeds, a backup put back over the file can give
+		// out again the ids acknowledged since, and bring back a key
+		// revoked since: the operator must hear of it while it lasts.
+		db.marksFailures.Failed(db.log, "saving the restore marks beside the data file failed: until it succeeds, putting back a backup can reuse ids acknowledged since and bring back keys revoked since; retrying every second",
+			"marks", MarksPath(db.path), "err", err)
+	} else {
+		db.marksFailures.Succeeded()
 	}
 }
 
@@ -152,14 +158,6 @@ func (db *DB) followMarks(stop <-chan struct{}, done chan<- struct{}) {
 			db.observeMarks()
 		}
 	}
-}
-
-// MarksError is the latest failure to save the marks (nil if none).
-func (db *DB) MarksError() error {
-	if p := db.marksErr.Load(); p != nil {
-		return *p
-	}
-	return nil
 }
 
 // Unrevoke forgets the revocations of the keys with these ids in the marks

@@ -1,11 +1,18 @@
 package boltstore_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -132,5 +139,74 @@ func TestFilePutBackFromABackup(t *testing.T) {
 	}
 	if id := pet(db); id <= highest {
 		t.Errorf("a new pet got id %d; %d was acknowledged before", id, highest)
+	}
+}
+
+// A save of the restore marks that fails (here their path is taken by a
+// folder) is logged, since no caller sees it, and once the path is free
+// again the marks catch up with what the file acknowledged meanwhile.
+func TestFailedMarksSaveIsLogged(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "petstore.db")
+	logs := &lockedBuffer{}
+	db, err := boltstore.Open(path, store.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	marks := boltstore.MarksPath(path)
+	if err := os.Remove(marks); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(marks, "taken"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cat := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &cat, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the failed save's log line", func() bool {
+		return strings.Contains(logs.String(), "saving the restore marks beside the data file failed") && strings.Contains(logs.String(), marks)
+	})
+	if err := os.RemoveAll(marks); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the marks to hold the category acknowledged while they could not be saved", func() bool {
+		data, err := os.ReadFile(marks)
+		if err != nil {
+			return false
+		}
+		var f struct {
+			LastIDs map[string]int64 `json:"lastIds"`
+		}
+		return json.Unmarshal(data, &f) == nil && f.LastIDs[store.ResCategories] >= cat.ID
+	})
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
