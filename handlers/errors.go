@@ -12,7 +12,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 
-	"petstore/handlers/clientkey"
+	"petstore/server/clientkey"
 	"petstore/store"
 )
 

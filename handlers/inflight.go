@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"petstore/handlers/clientkey"
+	"petstore/server/clientkey"
 )
 
 // responseWriteTimeout bounds the writing of one capped answer. Every

@@ -13,7 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"petstore/handlers/clientkey"
+	"petstore/server/clientkey"
 )
 
 // TestInFlightCaps: a client past its own cap is refused while others are

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"petstore/bounded"
-	"petstore/handlers/clientkey"
+	"petstore/server/clientkey"
 )
 
 // rateLimitClients bounds the clients whose buckets the rate limiter

@@ -3,7 +3,7 @@ package handlers
 import (
 	"encoding/binary"
 	"net/netip"
-	"petstore/handlers/clientkey"
+	"petstore/server/clientkey"
 	"testing"
 	"time"
 )

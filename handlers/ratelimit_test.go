@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/handlers/clientkey"
+	"petstore/server/clientkey"
 )
 
 // TestRateLimiterForgetsTheLeastRecentlyUsed: however many clients come,

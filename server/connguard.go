@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"petstore/handlers/clientkey"
+	"petstore/server/clientkey"
 )
 
 // DefaultMaxClientConns is the default cap on the connections one client
