@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"petstore/store"
 )
@@ -59,3 +60,22 @@ const NewEventsQuery = newEventsQuery
 // CatchUp runs one catch-up with the other instances' changes now, as the
 // watcher's next poll would.
 func CatchUp(db *DB) error { return db.catchUp(context.Background()) }
+
+// DefaultMaxConns is the size of a store's pool unless told otherwise.
+const DefaultMaxConns = defaultMaxConns
+
+// CreatePetAlone adds a pet as CreatePet would without rounds: its own
+// statement (createPetSQL, the one a round of one sends) on pool.
+func CreatePetAlone(ctx context.Context, db *DB, pool *pgxpool.Pool, p *store.Pet) error {
+	in, e, err := withEvent(*p, store.NormalizePet, store.EventPetCreated)
+	if err != nil {
+		return err
+	}
+	id, err := db.createPet(ctx, pool, newRecord[store.Pet]{&in, afterID(e.Data)})
+	if err != nil {
+		return err
+	}
+	setPetID(&in, id)
+	*p = in
+	return nil
+}
