@@ -56,6 +56,7 @@ func leaseFor(timeout time.Duration) time.Duration {
 // Store is what the engine needs of the store.
 type Store interface {
 	Events(ctx context.Context, f store.EventFilter) ([]store.Event, error)
+	NewestEvent(ctx context.Context) (store.EventID, error)
 	FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 	ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error)
 	FinishDeliveries(ctx context.Context, done []store.Finished) error

@@ -10,16 +10,25 @@ import (
 
 // Hub reads the outbox as it grows (one reader for every stream of this
 // instance, whichever instance wrote the events) and passes each event on
-// to the streams' subscriptions.
+// to the streams' subscriptions. While no stream is open it reads
+// nothing: a subscription that finds it idle starts it from the outbox's
+// newest event, so neither a start nor an idle instance reads the events
+// kept.
 type Hub struct {
 	store Store
 	poll  time.Duration
 
+	// reading is held by whoever reads the outbox for the hub: forward,
+	// and a Subscribe that finds the hub idle. It guards last and current.
+	reading sync.Mutex
+	// last is the newest event the hub has read.
+	last store.EventID
+	// current is whether last follows the outbox: false from a forward
+	// that found no subscriber until the next Subscribe.
+	current bool
+
 	mu   sync.Mutex
 	subs map[*Subscription]struct{}
-	// last is the newest event the hub has read.
-	last  store.EventID
-	ready chan struct{}
 }
 
 // Subscription is one stream's feed of new events.
@@ -37,18 +46,22 @@ type Subscription struct {
 const subscriptionBuffer = 1024
 
 func newHub(s Store, poll time.Duration) *Hub {
-	return &Hub{store: s, poll: poll, subs: map[*Subscription]struct{}{}, ready: make(chan struct{})}
+	return &Hub{store: s, poll: poll, subs: map[*Subscription]struct{}{}}
 }
 
-// Subscribe starts a feed of the events read from now on. The subscriber
-// reads what it missed from the store after subscribing, and skips what
-// the feed repeats (ids it has passed): then nothing falls between the two.
-// It waits for the hub to have read up to the outbox's end once.
+// Subscribe starts a feed of the events after the outbox's newest as of
+// the call. The subscriber reads what it missed from the store after
+// subscribing, and skips what the feed repeats (ids it has passed): then
+// nothing falls between the two.
 func (h *Hub) Subscribe(ctx context.Context) (*Subscription, error) {
-	select {
-	case <-h.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	h.reading.Lock()
+	defer h.reading.Unlock()
+	if !h.current {
+		last, err := h.store.NewestEvent(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h.last, h.current = last, true
 	}
 	s := &Subscription{C: make(chan store.Event, subscriptionBuffer), hub: h}
 	h.mu.Lock()
@@ -80,34 +93,23 @@ func (h *Hub) run(ctx context.Context) {
 		}
 		h.mu.Unlock()
 	}()
-	// The feed starts at the outbox's end: subscribers read what came
-	// before from the store.
-	for {
-		es, err := h.store.Events(ctx, store.EventFilter{After: h.last, Limit: store.MaxPageSize})
-		if err == nil && len(es) > 0 {
-			h.last = es[len(es)-1].ID
-			if len(es) == store.MaxPageSize {
-				continue
-			}
-		}
-		if err == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(h.poll):
-		}
-	}
-	close(h.ready)
 	store.EveryTick(ctx, h.poll, func() { h.forward(ctx) })
 }
 
 // forward passes the outbox's events after h.last to every subscriber, a
 // page at a time, until it has none more; a subscriber that cannot take
-// one at once is dropped.
+// one at once is dropped. With no subscriber it reads nothing.
 func (h *Hub) forward(ctx context.Context) {
+	h.reading.Lock()
+	defer h.reading.Unlock()
 	for {
+		h.mu.Lock()
+		idle := len(h.subs) == 0
+		h.mu.Unlock()
+		if idle {
+			h.current = false
+			return
+		}
 		es, err := h.store.Events(ctx, store.EventFilter{After: h.last, Limit: store.MaxPageSize})
 		if err != nil || len(es) == 0 {
 			return

@@ -358,6 +358,9 @@ type Events interface {
 	Events(ctx context.Context, f EventFilter) ([]Event, error)
 	// OldestEvent is the oldest event kept (the zero id when none is).
 	OldestEvent(ctx context.Context) (EventID, error)
+	// NewestEvent is the newest event that Events lists (the zero id when
+	// none is): every event listed later comes after it.
+	NewestEvent(ctx context.Context) (EventID, error)
 	// EventCursor is the id in this store of a cursor a client gives:
 	// itself, but for a bbolt file moved back from PostgreSQL, which
 	// numbered the database's events again and maps their old ids.

@@ -110,6 +110,16 @@ func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
 	})
 }
 
+func (db *DB) NewestEvent(ctx context.Context) (store.EventID, error) {
+	return readValue(ctx, db, func(tx *bolt.Tx) (store.EventID, error) {
+		k, _ := tx.Bucket(bktEvents).Cursor().Last()
+		if k == nil {
+			return store.EventID{}, nil
+		}
+		return store.EventID{Seq: binary.BigEndian.Uint64(k)}, nil
+	})
+}
+
 // RecordEvent records an event of no entity's change; with an
 // Idempotency-Key, it is kept as the key's answer with it.
 func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error) {

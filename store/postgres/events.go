@@ -107,6 +107,18 @@ func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
 	return store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, err
 }
 
+// NewestEvent is the newest visible event: one whose writer has not
+// finished has a transaction id at or above the snapshot's xmin, above
+// every visible one, so it sorts after the answer whenever it commits.
+func (db *DB) NewestEvent(ctx context.Context) (store.EventID, error) {
+	var tx, seq int64
+	err := db.pool.QueryRow(ctx, `SELECT tx, seq FROM events WHERE `+visible+` ORDER BY tx DESC, seq DESC LIMIT 1`).Scan(&tx, &seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.EventID{}, nil
+	}
+	return store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, err
+}
+
 // EventCursor is the cursor as the client gave it: a database keeps the
 // ids of every event it took from a file (Import).
 func (db *DB) EventCursor(_ context.Context, id store.EventID) (store.EventID, error) {

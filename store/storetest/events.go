@@ -91,9 +91,12 @@ func testEvents(t *testing.T, s store.Store) {
 		{store.EventAPIKeyCreated, jsonOf(t, key)},
 		{store.EventAPIKeyRevoked, jsonOf(t, map[string]int64{"id": key.ID})},
 	}
-	got, _ := eventsAfter(t, s, store.EventID{})
+	got, last := eventsAfter(t, s, store.EventID{})
 	if !slices.Equal(got, want) {
 		t.Errorf("events:\n got %v\nwant %v", got, want)
+	}
+	if newest := must(s.NewestEvent(ctx))(t); newest != last {
+		t.Errorf("NewestEvent = %s, want the last event listed, %s", newest, last)
 	}
 	public, _ := eventsAfter(t, s, store.EventID{}, store.PublicEventKinds...)
 	if len(public) != len(want)-2 {
@@ -238,6 +241,9 @@ func testDeliveries(t *testing.T, s store.Store) {
 	}
 	if oldest := must(s.OldestEvent(ctx))(t); !oldest.IsZero() {
 		t.Errorf("events left after pruning: %s", oldest)
+	}
+	if newest := must(s.NewestEvent(ctx))(t); !newest.IsZero() {
+		t.Errorf("NewestEvent after pruning every event: %s, want none", newest)
 	}
 }
 
