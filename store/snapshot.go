@@ -56,6 +56,11 @@ type Rest struct {
 	// Dispatched is the last event fanned out into deliveries: the target
 	// fans out the ones after it, and none twice.
 	Dispatched EventID
+	// Revocations are the API keys revoked and not pardoned: the target
+	// keeps them as its own, so that a backup put back under it, or a
+	// dump restored into it, from before a revocation does not bring the
+	// key back.
+	Revocations []Revocation
 }
 
 // Importer is a store that can take a stream into its empty self.

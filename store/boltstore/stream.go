@@ -88,6 +88,7 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		}
 		rest := store.Rest{
 			Dispatched:       store.EventID{Seq: dispatched},
+			Revocations:      db.marks.Revocations(),
 			AdminTokenSHA256: tx.Bucket(bktMeta).Get(metaAdminHash),
 			LastIDs: store.LastIDs{
 				Categories: int64(tx.Bucket(bktCategories).Sequence()),

@@ -110,6 +110,13 @@ func (in *importer) Rest(r store.Rest) error {
 	if r.AdminTokenSHA256 != nil {
 		in.b.queue(`INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1)`, r.AdminTokenSHA256)
 	}
+	// The revocations become the database's own: every instance reads
+	// them into its marks, and a dump restored afterwards re-revokes them
+	// (restore.go).
+	for _, rev := range r.Revocations {
+		in.b.queue(`INSERT INTO revocations (sha256, key_id, revoked_at) VALUES ($1, $2, $3)
+			ON CONFLICT (sha256) DO UPDATE SET key_id = $2, revoked_at = $3, pardoned_at = NULL`, []byte(rev.SHA256), rev.KeyID, rev.RevokedAt)
+	}
 	return in.b.flush()
 }
 

@@ -142,6 +142,9 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		if rest.Settings, err = meta(ctx, tx, "settings", false, store.UnmarshalSettings); err != nil {
 			return err
 		}
+		if rest.Revocations, err = revocations(ctx, tx); err != nil {
+			return err
+		}
 		return to.Rest(rest)
 	})
 }
@@ -183,3 +186,17 @@ func streamRows(ctx context.Context, tx pgx.Tx, q rowQuery, to store.Sink) error
 }
 
 var _ store.Streamer = (*DB)(nil)
+
+// revocations are the revocations not pardoned, in key id order.
+func revocations(ctx context.Context, tx pgx.Tx) ([]store.Revocation, error) {
+	rows, err := tx.Query(ctx, `SELECT sha256, key_id, revoked_at FROM revocations WHERE pardoned_at IS NULL ORDER BY key_id, sha256`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Revocation, error) {
+		var rev store.Revocation
+		err := r.Scan(&rev.SHA256, &rev.KeyID, &rev.RevokedAt)
+		rev.RevokedAt = rev.RevokedAt.UTC()
+		return rev, err
+	})
+}
