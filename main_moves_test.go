@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -101,4 +102,86 @@ func TestMovesKeepRevocations(t *testing.T) {
 		return strings.Contains(pg.out.String(), "its sequences now continue")
 	})
 	refused(pg, "127.0.0.51", revoked.Secret, "once the second database has the dump from before it restored")
+}
+
+// TestImportGivesRestoredToTheFilesNumber: a store.restored that
+// PostgreSQL recorded names, in restoredTo, the newest event the restore
+// kept. Moved back to a file, where every event PostgreSQL numbered is
+// numbered again, it names that event by the file's number, the id a
+// consumer of the file compares with.
+func TestImportGivesRestoredToTheFilesNumber(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	dir := t.TempDir()
+	data, dump := filepath.Join(dir, "petstore.db"), filepath.Join(dir, "petstore.dump")
+	pg := start(t, nil, pgFlags(url, "--rate-limit", "0", "--restore-marks", filepath.Join(dir, "pg.marks.json"))...)
+	key := createKey(t, pg, "writer")
+	for _, body := range []string{`{"name":"dogs"}`, `{"name":"cats"}`} {
+		if code, out := pg.call(t, "POST", "/categories", body, "X-API-Key", key); code != 201 {
+			t.Fatalf("a category: %d %s", code, out)
+		}
+	}
+	runTool(t, pgtest.Program("pg_dump"), "--format=custom", "--file="+dump, url)
+	for range 2 {
+		if code, out := pg.call(t, "POST", "/categories", `{"name":"after the dump"}`, "X-API-Key", key); code != 201 {
+			t.Fatalf("a category: %d %s", code, out)
+		}
+	}
+	// The instance knows the categories after the dump once it has polled
+	// them; the restore takes them away.
+	waitFor(t, "the instance's marks hold the categories after the dump", 10*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "pg.marks.json"))
+		return strings.Contains(string(b), `"categories": 4`)
+	})
+	runTool(t, pgtest.Program("pg_restore"), "--clean", "--if-exists", "--single-transaction", "--dbname="+url, dump)
+	type event struct {
+		ID, Type string
+		Data     struct{ RestoredTo string }
+	}
+	list := func(in *instance) []event {
+		t.Helper()
+		code, body := in.call(t, "GET", "/events?limit=100", "")
+		var es []event
+		if err := json.Unmarshal([]byte(body), &es); code != 200 || err != nil {
+			t.Fatalf("GET /events: %d %s", code, body)
+		}
+		return es
+	}
+	// restoredAt is the index of store.restored and of the event its
+	// restoredTo names, in a list of events.
+	restoredAt := func(es []event) (int, int) {
+		for i, e := range es {
+			if e.Type == "store.restored" {
+				for j, named := range es {
+					if named.ID == e.Data.RestoredTo {
+						return i, j
+					}
+				}
+				return i, -1
+			}
+		}
+		return -1, -1
+	}
+	var before []event
+	waitFor(t, "store.restored listed on PostgreSQL", 30*time.Second, func() bool {
+		before = list(pg)
+		i, _ := restoredAt(before)
+		return i >= 0
+	})
+	pg.stop(t)
+	restored, named := restoredAt(before)
+	if named < 0 || before[named].Type != "category.created" {
+		t.Fatalf("on PostgreSQL, store.restored names %q, not a category.created listed: %+v", before[restored].Data.RestoredTo, before)
+	}
+
+	migrate(t, "--to-data", data, "--database", url)
+	file := start(t, nil, "--data", data)
+	after := list(file)
+	if len(after) != len(before) {
+		t.Fatalf("%d events on the file, %d on PostgreSQL", len(after), len(before))
+	}
+	if i, j := restoredAt(after); i != restored || j != named {
+		t.Errorf("on the file, store.restored names %q, want %s, the file's number of the event it named on PostgreSQL (%s)",
+			after[restored].Data.RestoredTo, after[named].ID, before[restored].Data.RestoredTo)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -47,7 +49,14 @@ func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
 		return store.Errorf(store.EUNPROCESSABLE, "event %s comes after event number %d in the stream: events must come in order; nothing was copied", r.ID, in.event)
 	}
 	in.event = max(in.event, seq)
-	k, v := encodeEvent(seq, r.CreatedAt, r.Target, r.Type, r.Data)
+	data := r.Data
+	if r.ID.Tx != 0 && r.Type == store.EventStoreRestored {
+		var err error
+		if data, err = restoredToInFile(tx, data); err != nil {
+			return fmt.Errorf("event %s: %w", r.ID, err)
+		}
+	}
+	k, v := encodeEvent(seq, r.CreatedAt, r.Target, r.Type, data)
 	b := tx.Bucket(bktEvents)
 	b.FillPercent = appendFill
 	return b.Put(k, v)
@@ -121,4 +130,27 @@ func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID,
 		}
 		return store.EventID{Seq: movedFloor(tx, id)}, nil
 	})
+}
+
+// restoredToInFile is the data of a store.restored that PostgreSQL
+// recorded, with restoredTo the number its event was given in the file
+// (or that of the last event before it, when that one was pruned): a
+// consumer compares it with the ids the file gives, which are all it
+// sees once the file serves. The events come in order, so that event is
+// mapped already.
+func restoredToInFile(tx *bolt.Tx, data json.RawMessage) (json.RawMessage, error) {
+	var r store.Restored
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	id, err := store.ParseEventID(r.RestoredTo)
+	if r.RestoredTo == "" || err != nil || id.Tx == 0 {
+		return data, nil // none, or a file's own
+	}
+	if seq := movedFloor(tx, id); seq > 0 {
+		r.RestoredTo = store.EventID{Seq: seq}.String()
+	} else {
+		r.RestoredTo, r.RestoredToTime = "", nil // none of the file's events came before it
+	}
+	return json.Marshal(r)
 }
