@@ -1,16 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"petstore/domains/domaintest"
+	"petstore/events"
+	"petstore/events/webhooktest"
+	"petstore/store"
+	"petstore/store/boltstore"
 	"petstore/store/postgres/pgtest"
 )
 
@@ -183,5 +190,71 @@ func TestImportGivesRestoredToTheFilesNumber(t *testing.T) {
 	if i, j := restoredAt(after); i != restored || j != named {
 		t.Errorf("on the file, store.restored names %q, want %s, the file's number of the event it named on PostgreSQL (%s)",
 			after[restored].Data.RestoredTo, after[named].ID, before[restored].Data.RestoredTo)
+	}
+}
+
+// TestMigrateBackKeepsWebhookIDs: a delivery attempted from PostgreSQL,
+// which failed and is pending when the database moves back to a file, is
+// attempted from the file under the same webhook-id (and the same id in
+// its body), though the file numbers its event again: a receiver that
+// took the first attempt, its answer lost, deduplicates the next on that
+// id (Standard Webhooks).
+func TestMigrateBackKeepsWebhookIDs(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	data := filepath.Join(t.TempDir(), "petstore.db")
+	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true, IgnoreTimestamp: true, Answers: []int{500, 500, 500}})
+	pg := start(t, nil, pgFlags(url, "--webhook-allow-private")...)
+	key := createKey(t, pg, "writer")
+	hook := subscribeAll(t, pg, rcv)
+	if code, body := pg.call(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key); code != 201 {
+		t.Fatalf("a category: %d %s", code, body)
+	}
+	// The first attempt failed, and the next one is pending.
+	deliveries := fmt.Sprintf("/admin/webhooks/%d/deliveries?limit=100", hook.ID)
+	waitFor(t, "a failed attempt recorded and the next one pending", 30*time.Second, func() bool {
+		_, body := pg.call(t, "GET", deliveries, "", adminAuth...)
+		return strings.Contains(body, `"state":"failed"`) && strings.Contains(body, `"state":"pending"`)
+	})
+	pg.stop(t)
+	sent := rcv.Deliveries()
+	if len(sent) == 0 || sent[0].Event.Type != "category.created" {
+		t.Fatalf("the receiver got %+v from PostgreSQL, want category.created", sent)
+	}
+
+	migrate(t, "--to-data", data, "--database", url)
+	db, err := boltstore.Open(data, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	listed, err := db.Events(context.Background(), store.EventFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range listed {
+		if e.Type == "category.created" && e.ID.String() == sent[0].ID {
+			t.Fatalf("the file numbered the event as PostgreSQL did (%s): the test shows nothing", e.ID)
+		}
+	}
+	// The pending attempt, due within the hour, from the file.
+	ctx, stop := context.WithCancel(context.Background())
+	e := events.New(events.Config{Store: db, Policy: events.Policy{AllowPrivate: true, AllowLoopback: true},
+		Now: func() time.Time { return time.Now().Add(time.Hour) }, Poll: 10 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	var wg sync.WaitGroup
+	wg.Go(func() { e.Run(ctx) })
+	defer func() { stop(); wg.Wait() }()
+	waitFor(t, "the file's attempt received", 30*time.Second, func() bool {
+		return len(rcv.Deliveries()) > len(sent)
+	})
+	got := rcv.Deliveries()[len(sent)]
+	if got.ID != sent[0].ID || got.Event.ID != sent[0].ID || got.Event.Type != sent[0].Event.Type || string(got.Event.Data) != string(sent[0].Event.Data) {
+		t.Errorf("the attempt from the file: webhook-id %s, %+v\nwant webhook-id %s, %+v, as sent from PostgreSQL", got.ID, got.Event, sent[0].ID, sent[0].Event)
+	}
+	if err := got.VerifiedBy(hook.Secret); err != nil {
+		t.Errorf("the attempt from the file is not signed with the webhook's secret: %v", err)
+	}
+	if r := rcv.Rejected(); len(r) != 0 {
+		t.Errorf("deliveries the receiver refused: %q", r)
 	}
 }

@@ -38,8 +38,9 @@ Idempotency-Keys. The file is left as it was.
 With --to-data it goes the way back: everything the PostgreSQL database
 holds into a new bbolt file (a missing or empty one; it is written beside
 it and renamed when complete). The database's events are numbered again
-after the file's own, and the clients' cursors of the database's events
-resume where they would have. The database is left as it was.
+after the file's own, the clients' cursors of the database's events
+resume where they would have, and deliveries go on under the webhook-id
+they were sent under. The database is left as it was.
 
 Every flag has an environment variable, named beside it in parentheses.
 `, stdout)

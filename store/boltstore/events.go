@@ -145,9 +145,15 @@ func (db *DB) PruneEvents(ctx context.Context, t time.Time) (int, error) {
 				old = append(old, k)
 			}
 			// Deleted after the walk: a cursor may skip keys deleted under it.
+			sentAs := sentAsBucket(tx)
 			for _, k := range old {
 				if err := b.Delete(k); err != nil {
 					return 0, err
+				}
+				if sentAs != nil {
+					if err := sentAs.Delete(k); err != nil {
+						return 0, err
+					}
 				}
 			}
 			n := len(old)

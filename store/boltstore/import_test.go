@@ -90,9 +90,12 @@ func TestImportNumbersPostgreSQLEventsAgain(t *testing.T) {
 		}
 	}
 
+	// The pending delivery is of event 12, and is sent under the id it
+	// had on PostgreSQL, which a receiver may have seen.
 	claimed, err := db.ClaimDeliveries(ctx, at.Add(time.Minute), at.Add(time.Hour), nil, 10)
-	if err != nil || len(claimed) != 1 || claimed[0].ID != 4 || claimed[0].Event.ID != (store.EventID{Seq: 12}) || !strings.Contains(string(claimed[0].Event.Data), "pg c") {
-		t.Errorf("the pending delivery: %+v, %v; want delivery 4 of event 12 (pg c)", claimed, err)
+	if err != nil || len(claimed) != 1 || claimed[0].ID != 4 || claimed[0].EventID != (store.EventID{Seq: 12}) ||
+		claimed[0].Event.ID != (store.EventID{Tx: 105, Seq: 9}) || !strings.Contains(string(claimed[0].Event.Data), "pg c") {
+		t.Errorf("the pending delivery: %+v, %v; want delivery 4 of event 12 (pg c), sent as %s", claimed, err, store.EventID{Tx: 105, Seq: 9})
 	}
 	// The fan-out had reached "pg c": "pg d" is the one left to fan out.
 	if n, err := db.FanOut(ctx, at.Add(time.Minute), 100); err != nil || n != 1 {

@@ -23,6 +23,16 @@ import (
 //	events_moved   tx8 seq8 -> seq8
 var bktEventsMoved = []byte("events_moved")
 
+// The deliveries of a moved event may have been attempted from
+// PostgreSQL under its PostgreSQL id, which is their webhook-id and the id
+// in their body: a receiver deduplicates on it, and would take the same
+// event under the file's number for another one. This bucket keeps, for
+// each moved event that had deliveries, the id they were sent under, and
+// every delivery of it from the file is sent under that id still.
+//
+//	events_sent_as   seq8 -> tx8 seq8
+var bktEventsSentAs = []byte("events_sent_as")
+
 func movedKey(id store.EventID) []byte {
 	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), id.Tx), id.Seq)
 }
@@ -81,6 +91,12 @@ func (in *importer) putDelivery(tx *bolt.Tx, r *store.Delivery) error {
 		}
 		// A past delivery whose event was pruned keeps no event.
 		d.EventID = store.EventID{Seq: seq}
+		if ok {
+			k := idKey(int64(seq))
+			if err := tx.Bucket(bktEventsSentAs).Put(k[:], movedKey(r.EventID)); err != nil {
+				return err
+			}
+		}
 	}
 	if err := tx.Bucket(bktDeliveriesWebhook).Put(appendID(itob(r.WebhookID), r.ID), empty); err != nil {
 		return err
@@ -153,4 +169,27 @@ func restoredToInFile(tx *bolt.Tx, data json.RawMessage) (json.RawMessage, error
 		r.RestoredTo, r.RestoredToTime = "", nil // none of the file's events came before it
 	}
 	return json.Marshal(r)
+}
+
+// sentAsBucket is the bucket of the ids moved events were sent under, nil
+// when it is empty (a file that no move wrote): a claim then looks
+// nothing up.
+func sentAsBucket(tx *bolt.Tx) *bolt.Bucket {
+	b := tx.Bucket(bktEventsSentAs)
+	if k, _ := b.Cursor().First(); k == nil {
+		return nil
+	}
+	return b
+}
+
+// sendAs gives e the id its deliveries were sent under from PostgreSQL,
+// if it is a moved event that had some (b from sentAsBucket).
+func sendAs(b *bolt.Bucket, e *store.Event) {
+	if b == nil {
+		return
+	}
+	k := idKey(int64(e.ID.Seq))
+	if v := b.Get(k[:]); len(v) == 16 {
+		e.ID = store.EventID{Tx: binary.BigEndian.Uint64(v), Seq: binary.BigEndian.Uint64(v[8:])}
+	}
 }

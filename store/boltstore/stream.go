@@ -124,14 +124,15 @@ var streamedBuckets = [][]byte{
 // derivedBuckets are what a move need not carry: indexes and versions,
 // which the records rebuild; certmagic's locks, which belong to the
 // running processes that hold them; and the cursors of the database a
-// file came back from (moved.go), which a move to another database
-// leaves behind with that database's own numbering.
+// file came back from and the ids its events were sent under (moved.go),
+// which a move to another database leaves behind with that database's
+// own numbering.
 var derivedBuckets = [][]byte{
 	bktCertLocks, bktAPIKeysByHash,
 	bktPetsByStatus, bktPetsByCategory, bktPetsByCategoryStatus,
 	bktOrdersByPet, bktOrdersByComplete, bktOrdersByPetComplete,
 	bktKeptByExpiry, bktVersions, bktDeliveriesWebhook, bktDeliveriesDue,
-	bktEventsMoved,
+	bktEventsMoved, bktEventsSentAs,
 }
 
 // countKeys counts the keys of a bucket without reading their values.
