@@ -258,3 +258,142 @@ func TestMigrateBackKeepsWebhookIDs(t *testing.T) {
 		t.Errorf("deliveries the receiver refused: %q", r)
 	}
 }
+
+// TestSecondMoveKeepsCursorsAndWebhookIDs moves a database to a file,
+// where its events are numbered again, and the file to another database,
+// then back to a file again: at each step a client's cursor of the first
+// database resumes at the event that followed it (the file's events
+// after it included), and a delivery pending since the first database
+// is attempted under the webhook-id a receiver got from it. A move to
+// PostgreSQL once left the file's map of the first database's ids
+// behind.
+func TestSecondMoveKeepsCursorsAndWebhookIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	first, second := pgtest.URL(t), pgtest.URL(t)
+	dir := t.TempDir()
+	data, again := filepath.Join(dir, "petstore.db"), filepath.Join(dir, "again.db")
+	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true, IgnoreTimestamp: true, Answers: []int{500, 500, 500, 500, 500, 500}})
+	pg := start(t, nil, pgFlags(first, "--webhook-allow-private")...)
+	key := createKey(t, pg, "writer")
+	hook := subscribeAll(t, pg, rcv)
+	for _, name := range []string{"dogs", "cats", "fish"} {
+		if code, body := pg.call(t, "POST", "/categories", `{"name":"`+name+`"}`, "X-API-Key", key); code != 201 {
+			t.Fatalf("a category: %d %s", code, body)
+		}
+	}
+	type event struct {
+		ID, Type string
+		Data     struct{ Name string }
+	}
+	list := func(in *instance, path string) []event {
+		t.Helper()
+		code, body := in.call(t, "GET", path, "")
+		var es []event
+		if err := json.Unmarshal([]byte(body), &es); code != 200 || err != nil {
+			t.Fatalf("GET %s: %d %s", path, code, body)
+		}
+		return es
+	}
+	names := func(es []event) string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Type+" "+e.Data.Name)
+		}
+		return strings.Join(out, ", ")
+	}
+	var before []event
+	waitFor(t, "the categories' events listed", 30*time.Second, func() bool {
+		before = list(pg, "/events")
+		return strings.Count(names(before), "category.created") == 3
+	})
+	var cursor string
+	for _, e := range before {
+		if e.Data.Name == "dogs" {
+			cursor = e.ID
+		}
+	}
+	afterCursor := names(list(pg, "/events?after="+cursor))
+	deliveries := fmt.Sprintf("/admin/webhooks/%d/deliveries?limit=100", hook.ID)
+	waitFor(t, "every first attempt failed and the next pending", 30*time.Second, func() bool {
+		_, body := pg.call(t, "GET", deliveries, "", adminAuth...)
+		return strings.Count(body, `"state":"failed"`) >= 3 && strings.Contains(body, `"state":"pending"`)
+	})
+	pg.stop(t)
+	sentAs := map[string]string{} // webhook-id by category
+	for _, d := range rcv.Deliveries() {
+		var c struct{ Name string }
+		_ = json.Unmarshal(d.Event.Data, &c)
+		sentAs[c.Name] = d.ID
+	}
+	sent := len(rcv.Deliveries())
+
+	// To a file, where the file writes an event of its own, and to
+	// another database.
+	migrate(t, "--to-data", data, "--database", first)
+	file, err := boltstore.Open(data, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := file.CreateCategory(ctx, &store.Category{Name: "birds"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := file.Close(); err != nil {
+		t.Fatal(err)
+	}
+	migrate(t, "--data", data, "--database", second)
+	want := afterCursor + ", category.created birds"
+	pg = start(t, nil, pgFlags(second, "--webhook-allow-private")...)
+	if got := names(list(pg, "/events?after="+cursor)); got != want {
+		t.Errorf("on the second database, after the first one's cursor %s: %s\nwant %s", cursor, got, want)
+	}
+	waitFor(t, "the pending attempts made from the second database", 30*time.Second, func() bool {
+		seen := map[string]bool{}
+		for _, d := range rcv.Deliveries()[sent:] {
+			seen[d.Event.Type+" "+string(d.Event.Data)] = true
+		}
+		return len(seen) >= 4 // dogs, cats, fish, birds
+	})
+	pg.stop(t)
+	for _, d := range rcv.Deliveries()[sent:] {
+		var c struct{ Name string }
+		_ = json.Unmarshal(d.Event.Data, &c)
+		if id, ok := sentAs[c.Name]; ok && d.ID != id {
+			t.Errorf("%s attempted from the second database as webhook-id %s, want %s, as the first database sent it", c.Name, d.ID, id)
+		}
+		if err := d.VerifiedBy(hook.Secret); err != nil {
+			t.Errorf("delivery %s is not signed with the webhook's secret: %v", d.ID, err)
+		}
+	}
+
+	// And back to a file again.
+	migrate(t, "--to-data", again, "--database", second)
+	file, err = boltstore.Open(again, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	id, err := store.ParseEventID(cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapped, err := file.EventCursor(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := file.Events(ctx, store.EventFilter{After: mapped, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range es {
+		var c struct{ Name string }
+		_ = json.Unmarshal(e.Data, &c)
+		if e.Type == "category.created" {
+			got = append(got, e.Type+" "+c.Name)
+		}
+	}
+	if strings.Join(got, ", ") != want {
+		t.Errorf("on the file after the second database, after the first one's cursor %s: %s\nwant %s", cursor, strings.Join(got, ", "), want)
+	}
+}

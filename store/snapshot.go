@@ -74,6 +74,11 @@ type Importer interface {
 type StoredEvent struct {
 	Event
 	Target int64
+	// Was is the id the event had in the PostgreSQL database a file took
+	// it from, which numbered it again (the zero id for none): its
+	// deliveries go on under it, and clients' cursors of that database
+	// resume where they would have, in every store it moves to after.
+	Was EventID
 }
 
 // StoredAnswer is a kept answer of an Idempotency-Key as a store keeps it:

@@ -125,7 +125,7 @@ var allBuckets = [][]byte{
 	bktPetsByStatus, bktPetsByCategory, bktPetsByCategoryStatus,
 	bktOrdersByPet, bktOrdersByComplete, bktOrdersByPetComplete,
 	bktDomains,
-	bktEvents, bktEventsMoved, bktEventsSentAs,
+	bktEvents, bktEventsMoved, bktEventsWas,
 	bktKept, bktKeptByExpiry,
 	bktVersions,
 	bktWebhooks, bktDeliveries, bktDeliveriesWebhook, bktDeliveriesDue,

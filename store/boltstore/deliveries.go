@@ -111,7 +111,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 		for _, id := range busy {
 			delete(open, id)
 		}
-		sentAs := sentAsBucket(tx)
+		sentAs := wasBucket(tx)
 		c := tx.Bucket(bktDeliveriesDue).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit && len(open) > 0; k, _ = c.Next() {
 			if len(k) != 24 || int64(binary.BigEndian.Uint64(k)) > now.UnixNano() {

@@ -145,13 +145,13 @@ func (db *DB) PruneEvents(ctx context.Context, t time.Time) (int, error) {
 				old = append(old, k)
 			}
 			// Deleted after the walk: a cursor may skip keys deleted under it.
-			sentAs := sentAsBucket(tx)
+			was := wasBucket(tx)
 			for _, k := range old {
 				if err := b.Delete(k); err != nil {
 					return 0, err
 				}
-				if sentAs != nil {
-					if err := sentAs.Delete(k); err != nil {
+				if was != nil {
+					if err := was.Delete(k); err != nil {
 						return 0, err
 					}
 				}

@@ -135,6 +135,9 @@ type importer struct {
 	// those were numbered again.
 	event, beforeMoved uint64
 	moved              int64
+	// carried is set once an event of an earlier move back came (Was
+	// set): its ids are mapped already.
+	carried bool
 }
 
 // Totals starts the stream, or starts it again: what an earlier run wrote

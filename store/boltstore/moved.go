@@ -23,15 +23,16 @@ import (
 //	events_moved   tx8 seq8 -> seq8
 var bktEventsMoved = []byte("events_moved")
 
-// The deliveries of a moved event may have been attempted from
-// PostgreSQL under its PostgreSQL id, which is their webhook-id and the id
-// in their body: a receiver deduplicates on it, and would take the same
-// event under the file's number for another one. This bucket keeps, for
-// each moved event that had deliveries, the id they were sent under, and
-// every delivery of it from the file is sent under that id still.
+// A moved event keeps, in this bucket, the id it had on PostgreSQL: its
+// deliveries may have been attempted from there under that id, which is
+// their webhook-id and the id in their body, and a receiver deduplicates
+// on it (a retry under the file's number would be another event to it),
+// so every delivery of it from the file is sent under that id still. A
+// move to PostgreSQL again carries it (StoredEvent.Was), and so cursors
+// of the first database go on in the next one.
 //
-//	events_sent_as   seq8 -> tx8 seq8
-var bktEventsSentAs = []byte("events_sent_as")
+//	events_was   seq8 -> tx8 seq8
+var bktEventsWas = []byte("events_was")
 
 func movedKey(id store.EventID) []byte {
 	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), id.Tx), id.Seq)
@@ -41,10 +42,19 @@ func movedKey(id store.EventID) []byte {
 // one PostgreSQL numbered is numbered again after every id given so far.
 func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
 	seq := r.ID.Seq
+	moved := tx.Bucket(bktEventsMoved)
+	was := r.Was // a file's event that an earlier move back numbered again
 	if r.ID.Tx != 0 {
 		if in.moved == 0 {
 			in.beforeMoved = in.event
-			if err := tx.Bucket(bktEventsMoved).Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, in.beforeMoved)); err != nil {
+			// The ids below this database's: those of an earlier move
+			// back, carried, keep their floor; the others, before every
+			// moved event, resume after the file's own.
+			floor := store.EventID{}
+			if in.carried {
+				floor = store.EventID{Tx: r.ID.Tx}
+			}
+			if err := putIfAbsent(moved, movedKey(floor), binary.BigEndian.AppendUint64(nil, in.beforeMoved)); err != nil {
 				return err
 			}
 		}
@@ -52,11 +62,23 @@ func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
 		// Past PostgreSQL's own seq too: a file's cursor from before the
 		// move to PostgreSQL must not pass a moved event.
 		seq = max(in.event+1, r.ID.Seq)
-		if err := tx.Bucket(bktEventsMoved).Put(movedKey(r.ID), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
-			return err
-		}
+		was = r.ID
 	} else if in.moved > 0 || seq <= in.event {
 		return store.Errorf(store.EUNPROCESSABLE, "event %s comes after event number %d in the stream: events must come in order; nothing was copied", r.ID, in.event)
+	} else if !was.IsZero() && !in.carried {
+		in.carried = true
+		if err := moved.Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, seq-1)); err != nil {
+			return err
+		}
+	}
+	if !was.IsZero() {
+		if err := moved.Put(movedKey(was), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+			return err
+		}
+		k := idKey(int64(seq))
+		if err := tx.Bucket(bktEventsWas).Put(k[:], movedKey(was)); err != nil {
+			return err
+		}
 	}
 	in.event = max(in.event, seq)
 	data := r.Data
@@ -75,10 +97,18 @@ func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
 // endMoved maps the ids of a database that kept no event to after the
 // last one copied: its cursors come after every event of the file.
 func (in *importer) endMoved(tx *bolt.Tx) error {
-	if in.moved > 0 {
+	if in.moved > 0 || in.carried {
 		return nil
 	}
 	return tx.Bucket(bktEventsMoved).Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, in.event))
+}
+
+// putIfAbsent puts k's value unless k has one.
+func putIfAbsent(b *bolt.Bucket, k, v []byte) error {
+	if b.Get(k) != nil {
+		return nil
+	}
+	return b.Put(k, v)
 }
 
 // putDelivery writes a delivery with its event's number in the file.
@@ -91,12 +121,6 @@ func (in *importer) putDelivery(tx *bolt.Tx, r *store.Delivery) error {
 		}
 		// A past delivery whose event was pruned keeps no event.
 		d.EventID = store.EventID{Seq: seq}
-		if ok {
-			k := idKey(int64(seq))
-			if err := tx.Bucket(bktEventsSentAs).Put(k[:], movedKey(r.EventID)); err != nil {
-				return err
-			}
-		}
 	}
 	if err := tx.Bucket(bktDeliveriesWebhook).Put(appendID(itob(r.WebhookID), r.ID), empty); err != nil {
 		return err
@@ -171,25 +195,33 @@ func restoredToInFile(tx *bolt.Tx, data json.RawMessage) (json.RawMessage, error
 	return json.Marshal(r)
 }
 
-// sentAsBucket is the bucket of the ids moved events were sent under, nil
-// when it is empty (a file that no move wrote): a claim then looks
-// nothing up.
-func sentAsBucket(tx *bolt.Tx) *bolt.Bucket {
-	b := tx.Bucket(bktEventsSentAs)
+// wasBucket is the bucket of the ids moved events had, nil when it is
+// empty (a file that no move wrote): a claim then looks nothing up.
+func wasBucket(tx *bolt.Tx) *bolt.Bucket {
+	b := tx.Bucket(bktEventsWas)
 	if k, _ := b.Cursor().First(); k == nil {
 		return nil
 	}
 	return b
 }
 
-// sendAs gives e the id its deliveries were sent under from PostgreSQL,
-// if it is a moved event that had some (b from sentAsBucket).
-func sendAs(b *bolt.Bucket, e *store.Event) {
+// wasID is the id a moved event had on PostgreSQL (b from wasBucket),
+// the zero id for any other.
+func wasID(b *bolt.Bucket, seq uint64) store.EventID {
 	if b == nil {
-		return
+		return store.EventID{}
 	}
-	k := idKey(int64(e.ID.Seq))
+	k := idKey(int64(seq))
 	if v := b.Get(k[:]); len(v) == 16 {
-		e.ID = store.EventID{Tx: binary.BigEndian.Uint64(v), Seq: binary.BigEndian.Uint64(v[8:])}
+		return store.EventID{Tx: binary.BigEndian.Uint64(v), Seq: binary.BigEndian.Uint64(v[8:])}
+	}
+	return store.EventID{}
+}
+
+// sendAs gives e the id it had on PostgreSQL, if it is a moved event: its
+// deliveries go out under it.
+func sendAs(b *bolt.Bucket, e *store.Event) {
+	if id := wasID(b, e.ID.Seq); !id.IsZero() {
+		e.ID = id
 	}
 }

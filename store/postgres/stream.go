@@ -86,10 +86,12 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 				w, err = scanWebhook(r)
 				return &w, err
 			}},
-			{`SELECT ` + eventCols + ` FROM events ORDER BY tx, seq`, func(r pgx.Rows) (any, error) {
-				var err error
+			{`SELECT tx, seq, type, created_at, target, data, COALESCE(was_tx, 0), COALESCE(was_seq, 0) FROM events ORDER BY tx, seq`, func(r pgx.Rows) (any, error) {
 				e = store.StoredEvent{}
-				e.Event, e.Target, err = scanEvent(r)
+				var tx, seq, wasTx, wasSeq int64
+				err := r.Scan(&tx, &seq, &e.Type, &e.CreatedAt, &e.Target, &e.Data, &wasTx, &wasSeq)
+				e.ID, e.Was = store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, store.EventID{Tx: uint64(wasTx), Seq: uint64(wasSeq)}
+				e.CreatedAt = e.CreatedAt.UTC()
 				return &e, err
 			}},
 			{`SELECT id, event_tx, event_seq, value FROM deliveries ORDER BY id`, func(r pgx.Rows) (any, error) {
