@@ -136,7 +136,7 @@ func TestImportGivesRestoredToTheFilesNumber(t *testing.T) {
 	}
 	// The instance knows the categories after the dump once it has polled
 	// them; the restore takes them away.
-	waitFor(t, "the instance's marks hold the categories after the dump", 10*time.Second, func() bool {
+	waitFor(t, "the instance's marks hold the categories after the dump", 30*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "pg.marks.json"))
 		return strings.Contains(string(b), `"categories": 4`)
 	})
@@ -288,7 +288,14 @@ func TestSecondMoveKeepsCursorsAndWebhookIDs(t *testing.T) {
 	}
 	list := func(in *instance, path string) []event {
 		t.Helper()
-		code, body := in.call(t, "GET", path, "")
+		// An instance on PostgreSQL answers 503 until it has reached its
+		// database.
+		var code int
+		var body string
+		waitFor(t, "GET "+path+" served (the store reached)", time.Minute, func() bool {
+			code, body = in.call(t, "GET", path, "")
+			return code != http.StatusServiceUnavailable
+		})
 		var es []event
 		if err := json.Unmarshal([]byte(body), &es); code != 200 || err != nil {
 			t.Fatalf("GET %s: %d %s", path, code, body)
