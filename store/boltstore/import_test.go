@@ -198,7 +198,7 @@ func TestImportCarriesTheIdsOfAnEarlierMove(t *testing.T) {
 	}{
 		{store.EventID{Tx: 100, Seq: 10}, "11 b, 20 c, 21 d"},
 		{store.EventID{Tx: 50, Seq: 1}, "10 a, 11 b, 20 c, 21 d"}, // before the first database's
-		{store.EventID{Tx: 300, Seq: 5}, "20 c, 21 d"},             // before the second's
+		{store.EventID{Tx: 300, Seq: 5}, "20 c, 21 d"},            // before the second's
 		{store.EventID{Tx: 300, Seq: 20}, "21 d"},
 	} {
 		mapped, err := db.EventCursor(ctx, c.cursor)
