@@ -29,15 +29,18 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 
 Copies everything a bbolt data file holds into an empty PostgreSQL database:
 every entity with its id, the API keys and the admin token (their hashes),
-the domains, the certificates and the ACME account, the webhooks with their
-signing secrets, the events kept, the deliveries (pending ones go on being
-attempted) and the kept answers of Idempotency-Keys. The file is left as it was.
+the revocations of API keys (a backup or dump restored afterwards does not
+bring a revoked key back), the domains, the certificates and the ACME
+account, the webhooks with their signing secrets, the events kept, the
+deliveries (pending ones go on being attempted) and the kept answers of
+Idempotency-Keys. The file is left as it was.
 
 With --to-data it goes the way back: everything the PostgreSQL database
 holds into a new bbolt file (a missing or empty one; it is written beside
 it and renamed when complete). The database's events are numbered again
-after the file's own, and the clients' cursors of the database's events
-resume where they would have. The database is left as it was.
+after the file's own, the clients' cursors of the database's events
+resume where they would have, and deliveries go on under the webhook-id
+they were sent under. The database is left as it was.
 
 Every flag has an environment variable, named beside it in parentheses.
 `, stdout)
@@ -153,6 +156,7 @@ type moveStream struct {
 	total, done [kinds]int64
 	bad         badRecords
 	adminToken  bool
+	revocations int
 	// renumbered counts the events PostgreSQL numbered (Tx set), which a
 	// file numbers again.
 	renumbered int64
@@ -211,6 +215,7 @@ func (s *moveSink) Rest(r store.Rest) error {
 		return store.Errorf(store.EINVALID, "%d records hold text PostgreSQL cannot store, the first %s; nothing was copied: correct them through the API, or move them with --bad-text replace", m.bad.n, m.bad.first)
 	}
 	m.adminToken = r.AdminTokenSHA256 != nil
+	m.revocations = len(r.Revocations)
 	return s.to.Rest(r)
 }
 
@@ -228,6 +233,9 @@ func (m *moveStream) copied(from, to string) {
 	fmt.Fprintf(m.out, "copied %s into %s: %s, the project, the settings", from, to, countKinds(m.done))
 	if m.adminToken {
 		fmt.Fprint(m.out, " and the admin token")
+	}
+	if m.revocations > 0 {
+		fmt.Fprintf(m.out, "; %d revocations of API keys, which a backup or dump restored afterwards does not undo", m.revocations)
 	}
 }
 

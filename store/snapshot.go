@@ -56,6 +56,11 @@ type Rest struct {
 	// Dispatched is the last event fanned out into deliveries: the target
 	// fans out the ones after it, and none twice.
 	Dispatched EventID
+	// Revocations are the API keys revoked and not pardoned: the target
+	// keeps them as its own, so that a backup put back under it, or a
+	// dump restored into it, from before a revocation does not bring the
+	// key back.
+	Revocations []Revocation
 }
 
 // Importer is a store that can take a stream into its empty self.
@@ -69,6 +74,11 @@ type Importer interface {
 type StoredEvent struct {
 	Event
 	Target int64
+	// Was is the id the event had in the PostgreSQL database a file took
+	// it from, which numbered it again (the zero id for none): its
+	// deliveries go on under it, and clients' cursors of that database
+	// resume where they would have, in every store it moves to after.
+	Was EventID
 }
 
 // StoredAnswer is a kept answer of an Idempotency-Key as a store keeps it:

@@ -127,7 +127,7 @@ var allBuckets = [][]byte{
 	bktPetsByStatus, bktPetsByCategory, bktPetsByCategoryStatus,
 	bktOrdersByPet, bktOrdersByComplete, bktOrdersByPetComplete,
 	bktDomains,
-	bktEvents, bktEventsMoved,
+	bktEvents, bktEventsMoved, bktEventsWas,
 	bktKept, bktKeptByExpiry,
 	bktVersions,
 	bktWebhooks, bktDeliveries, bktDeliveriesWebhook, bktDeliveriesDue,

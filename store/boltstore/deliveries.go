@@ -111,6 +111,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 		for _, id := range busy {
 			delete(open, id)
 		}
+		sentAs := wasBucket(tx)
 		c := tx.Bucket(bktDeliveriesDue).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit && len(open) > 0; k, _ = c.Next() {
 			if len(k) != 24 || int64(binary.BigEndian.Uint64(k)) > now.UnixNano() {
@@ -136,7 +137,9 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 				if perHook[hook]++; perHook[hook] >= store.MaxInFlightPerWebhook {
 					delete(open, hook)
 				}
-				out = append(out, store.Claimed{Delivery: f.r.Delivery, Event: f.e, Webhook: w})
+				e := f.e
+				sendAs(sentAs, &e)
+				out = append(out, store.Claimed{Delivery: f.r.Delivery, Event: e, Webhook: w})
 				continue
 			}
 			r, err := getDelivery(tx, id)
@@ -162,6 +165,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			if perHook[r.WebhookID]++; perHook[r.WebhookID] >= store.MaxInFlightPerWebhook {
 				delete(open, r.WebhookID)
 			}
+			sendAs(sentAs, &e)
 			out = append(out, store.Claimed{Delivery: r.Delivery, Event: e, Webhook: w})
 		}
 		return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -47,6 +48,15 @@ func (db *DB) Import(ctx context.Context, from store.Streamer) error {
 	}
 	if err == nil {
 		err = in.commit()
+	}
+	if err == nil {
+		// The revocations go into the file's marks, which its Close saves:
+		// a backup put back under the file re-revokes them (restore.go).
+		for _, rev := range in.rest.Revocations {
+			if len(rev.SHA256) == 32 {
+				db.marks.Revoke(rev)
+			}
+		}
 	}
 	if err != nil {
 		in.rollback()
@@ -125,6 +135,9 @@ type importer struct {
 	// those were numbered again.
 	event, beforeMoved uint64
 	moved              int64
+	// carried is set once an event of an earlier move back came (Was
+	// set): its ids are mapped already.
+	carried bool
 }
 
 // Totals starts the stream, or starts it again: what an earlier run wrote
@@ -267,6 +280,10 @@ func (in *importer) Record(r any) error {
 func (in *importer) Rest(r store.Rest) error {
 	in.rest = r
 	in.rest.AdminTokenSHA256 = bytes.Clone(r.AdminTokenSHA256)
+	in.rest.Revocations = slices.Clone(r.Revocations)
+	for i, rev := range in.rest.Revocations {
+		in.rest.Revocations[i].SHA256 = bytes.Clone(rev.SHA256)
+	}
 	return nil
 }
 

@@ -90,9 +90,12 @@ func TestImportNumbersPostgreSQLEventsAgain(t *testing.T) {
 		}
 	}
 
+	// The pending delivery is of event 12, and is sent under the id it
+	// had on PostgreSQL, which a receiver may have seen.
 	claimed, err := db.ClaimDeliveries(ctx, at.Add(time.Minute), at.Add(time.Hour), nil, 10)
-	if err != nil || len(claimed) != 1 || claimed[0].ID != 4 || claimed[0].Event.ID != (store.EventID{Seq: 12}) || !strings.Contains(string(claimed[0].Event.Data), "pg c") {
-		t.Errorf("the pending delivery: %+v, %v; want delivery 4 of event 12 (pg c)", claimed, err)
+	if err != nil || len(claimed) != 1 || claimed[0].ID != 4 || claimed[0].EventID != (store.EventID{Seq: 12}) ||
+		claimed[0].Event.ID != (store.EventID{Tx: 105, Seq: 9}) || !strings.Contains(string(claimed[0].Event.Data), "pg c") {
+		t.Errorf("the pending delivery: %+v, %v; want delivery 4 of event 12 (pg c), sent as %s", claimed, err, store.EventID{Tx: 105, Seq: 9})
 	}
 	// The fan-out had reached "pg c": "pg d" is the one left to fan out.
 	if n, err := db.FanOut(ctx, at.Add(time.Minute), 100); err != nil || n != 1 {
@@ -139,5 +142,79 @@ func TestImportRefusesKeysBboltCannotKeep(t *testing.T) {
 		} else if p, err := db.Pet(ctx, int64(len(many))); err != nil || p.Name != "bulk" {
 			t.Errorf("the last pet of the stream: %+v, %v", p, err)
 		}
+	}
+}
+
+// TestImportCarriesTheIdsOfAnEarlierMove imports a stream such as a
+// database gives that took a file that had come back from another
+// database: the file's events (Tx 0), some with the ids they had in that
+// other database (Was), then the database's own. Cursors of both
+// databases resume where they would have, and the deliveries of both
+// kinds of moved event go out under the ids they had.
+func TestImportCarriesTheIdsOfAnEarlierMove(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	event := func(id, was store.EventID, name string) store.StoredEvent {
+		return store.StoredEvent{Event: store.Event{ID: id, Type: store.EventCategoryCreated,
+			CreatedAt: at, Data: json.RawMessage(fmt.Sprintf(`{"name":%q}`, name))}, Was: was}
+	}
+	delivery := func(id int64, event store.EventID) store.Delivery {
+		return store.Delivery{ID: id, WebhookID: 1, EventID: event, EventType: store.EventCategoryCreated, Attempt: 1, State: store.DeliveryPending, ScheduledAt: at}
+	}
+	from := &storetest.Snapshot{
+		Webhooks: []store.Webhook{{ID: 1, URL: "http://127.0.0.1:9/hook", Events: []string{"*"}, Enabled: true, CreatedAt: at, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
+		Events: []store.StoredEvent{
+			event(store.EventID{Seq: 1}, store.EventID{}, "file"),
+			event(store.EventID{Seq: 10}, store.EventID{Tx: 100, Seq: 10}, "a"), event(store.EventID{Seq: 11}, store.EventID{Tx: 100, Seq: 11}, "b"),
+			event(store.EventID{Tx: 300, Seq: 20}, store.EventID{}, "c"), event(store.EventID{Tx: 300, Seq: 21}, store.EventID{}, "d"),
+		},
+		Deliveries: []store.Delivery{delivery(1, store.EventID{Seq: 11}), delivery(2, store.EventID{Tx: 300, Seq: 21})},
+		Rest:       store.Rest{Dispatched: store.EventID{Tx: 300, Seq: 21}, LastIDs: store.LastIDs{Events: 21, Webhooks: 1, Deliveries: 2}},
+	}
+	db := openEmpty(t)
+	if err := db.Import(ctx, from); err != nil {
+		t.Fatal(err)
+	}
+	names := func(after store.EventID) string {
+		t.Helper()
+		es, err := db.Events(ctx, store.EventFilter{After: after, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range es {
+			var d struct{ Name string }
+			_ = json.Unmarshal(e.Data, &d)
+			out = append(out, fmt.Sprintf("%d %s", e.ID.Seq, d.Name))
+		}
+		return strings.Join(out, ", ")
+	}
+	if got, want := names(store.EventID{}), "1 file, 10 a, 11 b, 20 c, 21 d"; got != want {
+		t.Errorf("the events: %s\nwant %s", got, want)
+	}
+	for _, c := range []struct {
+		cursor store.EventID
+		want   string
+	}{
+		{store.EventID{Tx: 100, Seq: 10}, "11 b, 20 c, 21 d"},
+		{store.EventID{Tx: 50, Seq: 1}, "10 a, 11 b, 20 c, 21 d"}, // before the first database's
+		{store.EventID{Tx: 300, Seq: 5}, "20 c, 21 d"},            // before the second's
+		{store.EventID{Tx: 300, Seq: 20}, "21 d"},
+	} {
+		mapped, err := db.EventCursor(ctx, c.cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(mapped); got != c.want {
+			t.Errorf("after %s (%s here): %s\nwant %s", c.cursor, mapped, got, c.want)
+		}
+	}
+	claimed, err := db.ClaimDeliveries(ctx, at.Add(time.Minute), at.Add(time.Hour), nil, 10)
+	sentAs := map[int64]store.EventID{}
+	for _, c := range claimed {
+		sentAs[c.ID] = c.Event.ID
+	}
+	if err != nil || sentAs[1] != (store.EventID{Tx: 100, Seq: 11}) || sentAs[2] != (store.EventID{Tx: 300, Seq: 21}) {
+		t.Errorf("the deliveries are sent as %v (%v), want 1 as %s and 2 as %s", sentAs, err, store.EventID{Tx: 100, Seq: 11}, store.EventID{Tx: 300, Seq: 21})
 	}
 }

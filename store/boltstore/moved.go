@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -21,6 +23,17 @@ import (
 //	events_moved   tx8 seq8 -> seq8
 var bktEventsMoved = []byte("events_moved")
 
+// A moved event keeps, in this bucket, the id it had on PostgreSQL: its
+// deliveries may have been attempted from there under that id, which is
+// their webhook-id and the id in their body, and a receiver deduplicates
+// on it (a retry under the file's number would be another event to it),
+// so every delivery of it from the file is sent under that id still. A
+// move to PostgreSQL again carries it (StoredEvent.Was), and so cursors
+// of the first database go on in the next one.
+//
+//	events_was   seq8 -> tx8 seq8
+var bktEventsWas = []byte("events_was")
+
 func movedKey(id store.EventID) []byte {
 	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), id.Tx), id.Seq)
 }
@@ -29,10 +42,19 @@ func movedKey(id store.EventID) []byte {
 // one PostgreSQL numbered is numbered again after every id given so far.
 func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
 	seq := r.ID.Seq
+	moved := tx.Bucket(bktEventsMoved)
+	was := r.Was // a file's event that an earlier move back numbered again
 	if r.ID.Tx != 0 {
 		if in.moved == 0 {
 			in.beforeMoved = in.event
-			if err := tx.Bucket(bktEventsMoved).Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, in.beforeMoved)); err != nil {
+			// The ids below this database's: those of an earlier move
+			// back, carried, keep their floor; the others, before every
+			// moved event, resume after the file's own.
+			floor := store.EventID{}
+			if in.carried {
+				floor = store.EventID{Tx: r.ID.Tx}
+			}
+			if err := putIfAbsent(moved, movedKey(floor), binary.BigEndian.AppendUint64(nil, in.beforeMoved)); err != nil {
 				return err
 			}
 		}
@@ -40,14 +62,33 @@ func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
 		// Past PostgreSQL's own seq too: a file's cursor from before the
 		// move to PostgreSQL must not pass a moved event.
 		seq = max(in.event+1, r.ID.Seq)
-		if err := tx.Bucket(bktEventsMoved).Put(movedKey(r.ID), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
-			return err
-		}
+		was = r.ID
 	} else if in.moved > 0 || seq <= in.event {
 		return store.Errorf(store.EUNPROCESSABLE, "event %s comes after event number %d in the stream: events must come in order; nothing was copied", r.ID, in.event)
+	} else if !was.IsZero() && !in.carried {
+		in.carried = true
+		if err := moved.Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, seq-1)); err != nil {
+			return err
+		}
+	}
+	if !was.IsZero() {
+		if err := moved.Put(movedKey(was), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+			return err
+		}
+		k := idKey(int64(seq))
+		if err := tx.Bucket(bktEventsWas).Put(k[:], movedKey(was)); err != nil {
+			return err
+		}
 	}
 	in.event = max(in.event, seq)
-	k, v := encodeEvent(seq, r.CreatedAt, r.Target, r.Type, r.Data)
+	data := r.Data
+	if r.ID.Tx != 0 && r.Type == store.EventStoreRestored {
+		var err error
+		if data, err = restoredToInFile(tx, data); err != nil {
+			return fmt.Errorf("event %s: %w", r.ID, err)
+		}
+	}
+	k, v := encodeEvent(seq, r.CreatedAt, r.Target, r.Type, data)
 	b := tx.Bucket(bktEvents)
 	b.FillPercent = appendFill
 	return b.Put(k, v)
@@ -56,10 +97,18 @@ func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
 // endMoved maps the ids of a database that kept no event to after the
 // last one copied: its cursors come after every event of the file.
 func (in *importer) endMoved(tx *bolt.Tx) error {
-	if in.moved > 0 {
+	if in.moved > 0 || in.carried {
 		return nil
 	}
 	return tx.Bucket(bktEventsMoved).Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, in.event))
+}
+
+// putIfAbsent puts k's value unless k has one.
+func putIfAbsent(b *bolt.Bucket, k, v []byte) error {
+	if b.Get(k) != nil {
+		return nil
+	}
+	return b.Put(k, v)
 }
 
 // putDelivery writes a delivery with its event's number in the file.
@@ -121,4 +170,58 @@ func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID,
 		}
 		return store.EventID{Seq: movedFloor(tx, id)}, nil
 	})
+}
+
+// restoredToInFile is the data of a store.restored that PostgreSQL
+// recorded, with restoredTo the number its event was given in the file
+// (or that of the last event before it, when that one was pruned): a
+// consumer compares it with the ids the file gives, which are all it
+// sees once the file serves. The events come in order, so that event is
+// mapped already.
+func restoredToInFile(tx *bolt.Tx, data json.RawMessage) (json.RawMessage, error) {
+	var r store.Restored
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	id, err := store.ParseEventID(r.RestoredTo)
+	if r.RestoredTo == "" || err != nil || id.Tx == 0 {
+		return data, nil // none, or a file's own
+	}
+	if seq := movedFloor(tx, id); seq > 0 {
+		r.RestoredTo = store.EventID{Seq: seq}.String()
+	} else {
+		r.RestoredTo, r.RestoredToTime = "", nil // none of the file's events came before it
+	}
+	return json.Marshal(r)
+}
+
+// wasBucket is the bucket of the ids moved events had, nil when it is
+// empty (a file that no move wrote): a claim then looks nothing up.
+func wasBucket(tx *bolt.Tx) *bolt.Bucket {
+	b := tx.Bucket(bktEventsWas)
+	if k, _ := b.Cursor().First(); k == nil {
+		return nil
+	}
+	return b
+}
+
+// wasID is the id a moved event had on PostgreSQL (b from wasBucket),
+// the zero id for any other.
+func wasID(b *bolt.Bucket, seq uint64) store.EventID {
+	if b == nil {
+		return store.EventID{}
+	}
+	k := idKey(int64(seq))
+	if v := b.Get(k[:]); len(v) == 16 {
+		return store.EventID{Tx: binary.BigEndian.Uint64(v), Seq: binary.BigEndian.Uint64(v[8:])}
+	}
+	return store.EventID{}
+}
+
+// sendAs gives e the id it had on PostgreSQL, if it is a moved event: its
+// deliveries go out under it.
+func sendAs(b *bolt.Bucket, e *store.Event) {
+	if id := wasID(b, e.ID.Seq); !id.IsZero() {
+		e.ID = id
+	}
 }

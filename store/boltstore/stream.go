@@ -52,9 +52,10 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 			},
 			func() error { return streamRecords(ctx, tx, webhookTable, to) }, // whole, secrets included
 			func() error {
+				was := wasBucket(tx)
 				return each(ctx, tx, bktEvents, to, func(k, v []byte) (any, error) {
 					e, target, err := decodeEvent(k, v)
-					return &store.StoredEvent{Event: e, Target: target}, err
+					return &store.StoredEvent{Event: e, Target: target, Was: wasID(was, e.ID.Seq)}, err
 				})
 			},
 			func() error {
@@ -88,6 +89,7 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		}
 		rest := store.Rest{
 			Dispatched:       store.EventID{Seq: dispatched},
+			Revocations:      db.marks.Revocations(),
 			AdminTokenSHA256: tx.Bucket(bktMeta).Get(metaAdminHash),
 			LastIDs: store.LastIDs{
 				Categories: int64(tx.Bucket(bktCategories).Sequence()),
@@ -122,15 +124,15 @@ var streamedBuckets = [][]byte{
 
 // derivedBuckets are what a move need not carry: indexes and versions,
 // which the records rebuild; certmagic's locks, which belong to the
-// running processes that hold them; and the cursors of the database a
-// file came back from (moved.go), which a move to another database
-// leaves behind with that database's own numbering.
+// running processes that hold them; and the ids of the events of the
+// database a file came back from, both ways (moved.go), which the events
+// carry (StoredEvent.Was) and an import into a file rebuilds.
 var derivedBuckets = [][]byte{
 	bktCertLocks, bktAPIKeysByHash,
 	bktPetsByStatus, bktPetsByCategory, bktPetsByCategoryStatus,
 	bktOrdersByPet, bktOrdersByComplete, bktOrdersByPetComplete,
 	bktKeptByExpiry, bktVersions, bktDeliveriesWebhook, bktDeliveriesDue,
-	bktEventsMoved,
+	bktEventsMoved, bktEventsWas,
 }
 
 // countKeys counts the keys of a bucket without reading their values.

@@ -41,6 +41,10 @@ type cache struct {
 	listeners  []func()
 	// rewind is what catch-ups keep about rewinds (restore.go).
 	rewind rewindState
+	// noWas is set once EventCursor found no event with the id of another
+	// database (Was): only an import writes one, before any instance
+	// serves; a reload (a restore may bring other events) clears it.
+	noWas atomic.Bool
 }
 
 // changesRow is the changes row as an instance reads it: the count of
@@ -163,6 +167,7 @@ func (db *DB) catchUp(ctx context.Context) error {
 		}
 	}
 	if reload {
+		c.noWas.Store(false)
 		if err := db.loadRevocations(ctx); err != nil {
 			return err
 		}

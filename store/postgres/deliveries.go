@@ -195,16 +195,16 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			AND state = 'pending' AND (lease_until IS NULL OR lease_until <= $1)
 			ORDER BY scheduled_at LIMIT $4 FOR UPDATE SKIP LOCKED)
 		AND e.tx = d.event_tx AND e.seq = d.event_seq AND w.id = d.webhook_id
-		RETURNING d.id, d.event_tx, d.event_seq, d.value, e.type, e.created_at, e.data, w.id, w.value`,
+		RETURNING d.id, d.event_tx, d.event_seq, d.value, e.type, e.created_at, e.data, w.id, w.value, COALESCE(e.was_tx, 0), COALESCE(e.was_seq, 0)`,
 		now, leaseUntil, busy, limit, store.MaxInFlightPerWebhook)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) {
 		var c store.Claimed
-		var id, etx, eseq, wid int64
+		var id, etx, eseq, wid, wasTx, wasSeq int64
 		var dv, data, wv []byte
-		if err := r.Scan(&id, &etx, &eseq, &dv, &c.Event.Type, &c.Event.CreatedAt, &data, &wid, &wv); err != nil {
+		if err := r.Scan(&id, &etx, &eseq, &dv, &c.Event.Type, &c.Event.CreatedAt, &data, &wid, &wv, &wasTx, &wasSeq); err != nil {
 			return c, err
 		}
 		var err error
@@ -212,6 +212,11 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			return c, err
 		}
 		c.Event.ID, c.Event.Data, c.Event.CreatedAt = c.Delivery.EventID, data, c.Event.CreatedAt.UTC()
+		if wasTx != 0 || wasSeq != 0 {
+			// An event a file numbered again goes out under the id its
+			// deliveries had before (migrations/0009_events_was.sql).
+			c.Event.ID = store.EventID{Tx: uint64(wasTx), Seq: uint64(wasSeq)}
+		}
 		if err := json.Unmarshal(wv, &c.Webhook); err != nil {
 			return c, err
 		}

@@ -119,10 +119,41 @@ func (db *DB) NewestEvent(ctx context.Context) (store.EventID, error) {
 	return store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, err
 }
 
-// EventCursor is the cursor as the client gave it: a database keeps the
-// ids of every event it took from a file (Import).
-func (db *DB) EventCursor(_ context.Context, id store.EventID) (store.EventID, error) {
-	return id, nil
+// EventCursor is the cursor as the client gave it, a database keeping
+// the ids of every event it took from a file (Import); but the id of an
+// event of another database, which a file numbered again before this
+// database took it (Was), is the cursor of the event it became, or of the
+// last one before it: a client of that database resumes where it would
+// have there. Most databases hold no such event, and answer without a
+// query once they know it.
+func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID, error) {
+	if id.Tx == 0 || db.cache.noWas.Load() {
+		return id, nil
+	}
+	var some, own, past bool
+	var floor, first *int64
+	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE was_tx IS NOT NULL),
+		EXISTS (SELECT 1 FROM events WHERE tx = $1 AND seq = $2),
+		COALESCE(ROW($1::bigint, $2::bigint) > (SELECT was_tx, was_seq FROM events WHERE was_tx IS NOT NULL ORDER BY was_tx DESC, was_seq DESC LIMIT 1), true),
+		(SELECT seq FROM events WHERE was_tx IS NOT NULL AND (was_tx, was_seq) <= ($1, $2) ORDER BY was_tx DESC, was_seq DESC LIMIT 1),
+		(SELECT seq FROM events WHERE was_tx IS NOT NULL ORDER BY was_tx, was_seq LIMIT 1)`,
+		int64(id.Tx), int64(id.Seq)).Scan(&some, &own, &past, &floor, &first)
+	switch {
+	case err != nil:
+		return id, err
+	case !some:
+		db.cache.noWas.Store(true)
+		return id, nil
+	case own || past:
+		// This database's own event, or one after every event it took:
+		// as it is.
+		return id, nil
+	case floor != nil:
+		return store.EventID{Seq: uint64(*floor)}, nil
+	default:
+		// Before every event it took: from the first of them.
+		return store.EventID{Seq: uint64(*first) - 1}, nil
+	}
 }
 
 func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error) {

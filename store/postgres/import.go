@@ -90,8 +90,9 @@ func (in *importer) Record(r any) error {
 	case *store.StoredEvent:
 		// The event keeps its id, so that cursors of clients go on: a
 		// bbolt file's ids (Tx 0) come before every id PostgreSQL gives.
-		b.queue(`INSERT INTO events (tx, seq, type, created_at, target, data) OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6)`,
-			int64(r.ID.Tx), int64(r.ID.Seq), r.Type, r.CreatedAt, r.Target, []byte(r.Data))
+		// One a file numbered again keeps the id it had before (Was).
+		b.queue(`INSERT INTO events (tx, seq, type, created_at, target, data, was_tx, was_seq) OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			int64(r.ID.Tx), int64(r.ID.Seq), r.Type, r.CreatedAt, r.Target, []byte(r.Data), wasColumn(r.Was.Tx, r.Was), wasColumn(r.Was.Seq, r.Was))
 	case *store.Delivery:
 		b.queue(`INSERT INTO deliveries (id, webhook_id, event_tx, event_seq, state, scheduled_at, value) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 			r.ID, r.WebhookID, int64(r.EventID.Tx), int64(r.EventID.Seq), r.State, r.ScheduledAt, jsonValue{r})
@@ -109,6 +110,13 @@ func (in *importer) Rest(r store.Rest) error {
 	in.b.queue(`UPDATE event_dispatch SET tx = $1, seq = $2 WHERE id = 1`, int64(r.Dispatched.Tx), int64(r.Dispatched.Seq))
 	if r.AdminTokenSHA256 != nil {
 		in.b.queue(`INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1)`, r.AdminTokenSHA256)
+	}
+	// The revocations become the database's own: every instance reads
+	// them into its marks, and a dump restored afterwards re-revokes them
+	// (restore.go).
+	for _, rev := range r.Revocations {
+		in.b.queue(`INSERT INTO revocations (sha256, key_id, revoked_at) VALUES ($1, $2, $3)
+			ON CONFLICT (sha256) DO UPDATE SET key_id = $2, revoked_at = $3, pardoned_at = NULL`, []byte(rev.SHA256), rev.KeyID, rev.RevokedAt)
 	}
 	return in.b.flush()
 }
@@ -158,6 +166,16 @@ func continueSequences(ctx context.Context, tx pgx.Tx, last store.LastIDs) error
 		}
 	}
 	return nil
+}
+
+// wasColumn is v, one half of an event's Was, as its column holds it:
+// NULL for none.
+func wasColumn(v uint64, was store.EventID) *int64 {
+	if was.IsZero() {
+		return nil
+	}
+	n := int64(v)
+	return &n
 }
 
 // jsonValue is v's JSON, for a BYTEA column: pgx marshals it when it

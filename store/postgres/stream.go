@@ -86,10 +86,12 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 				w, err = scanWebhook(r)
 				return &w, err
 			}},
-			{`SELECT ` + eventCols + ` FROM events ORDER BY tx, seq`, func(r pgx.Rows) (any, error) {
-				var err error
+			{`SELECT tx, seq, type, created_at, target, data, COALESCE(was_tx, 0), COALESCE(was_seq, 0) FROM events ORDER BY tx, seq`, func(r pgx.Rows) (any, error) {
 				e = store.StoredEvent{}
-				e.Event, e.Target, err = scanEvent(r)
+				var tx, seq, wasTx, wasSeq int64
+				err := r.Scan(&tx, &seq, &e.Type, &e.CreatedAt, &e.Target, &e.Data, &wasTx, &wasSeq)
+				e.ID, e.Was = store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, store.EventID{Tx: uint64(wasTx), Seq: uint64(wasSeq)}
+				e.CreatedAt = e.CreatedAt.UTC()
 				return &e, err
 			}},
 			{`SELECT id, event_tx, event_seq, value FROM deliveries ORDER BY id`, func(r pgx.Rows) (any, error) {
@@ -142,6 +144,9 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		if rest.Settings, err = meta(ctx, tx, "settings", false, store.UnmarshalSettings); err != nil {
 			return err
 		}
+		if rest.Revocations, err = revocations(ctx, tx); err != nil {
+			return err
+		}
 		return to.Rest(rest)
 	})
 }
@@ -183,3 +188,17 @@ func streamRows(ctx context.Context, tx pgx.Tx, q rowQuery, to store.Sink) error
 }
 
 var _ store.Streamer = (*DB)(nil)
+
+// revocations are the revocations not pardoned, in key id order.
+func revocations(ctx context.Context, tx pgx.Tx) ([]store.Revocation, error) {
+	rows, err := tx.Query(ctx, `SELECT sha256, key_id, revoked_at FROM revocations WHERE pardoned_at IS NULL ORDER BY key_id, sha256`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Revocation, error) {
+		var rev store.Revocation
+		err := r.Scan(&rev.SHA256, &rev.KeyID, &rev.RevokedAt)
+		rev.RevokedAt = rev.RevokedAt.UTC()
+		return rev, err
+	})
+}
