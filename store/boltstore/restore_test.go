@@ -1,19 +1,19 @@
 package boltstore_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/boltstore"
 )
@@ -148,7 +148,7 @@ func TestFilePutBackFromABackup(t *testing.T) {
 func TestFailedMarksSaveIsLogged(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "petstore.db")
-	logs := &lockedBuffer{}
+	logs := &domaintest.SyncBuffer{}
 	db, err := boltstore.Open(path, store.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -165,48 +165,26 @@ func TestFailedMarksSaveIsLogged(t *testing.T) {
 	if err := db.CreateCategory(ctx, &cat, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the failed save's log line", func() bool {
-		return strings.Contains(logs.String(), "saving the restore marks beside the data file failed") && strings.Contains(logs.String(), marks)
+	domaintest.WaitFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if out := logs.String(); !strings.Contains(out, "saving the restore marks beside the data file failed") || !strings.Contains(out, marks) {
+			return fmt.Errorf("no log line of the failed save naming %s:\n%s", marks, out)
+		}
+		return nil
 	})
 	if err := os.RemoveAll(marks); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the marks to hold the category acknowledged while they could not be saved", func() bool {
+	domaintest.WaitFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		data, err := os.ReadFile(marks)
 		if err != nil {
-			return false
+			return err
 		}
 		var f struct {
 			LastIDs map[string]int64 `json:"lastIds"`
 		}
-		return json.Unmarshal(data, &f) == nil && f.LastIDs[store.ResCategories] >= cat.ID
-	})
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 30 s for %s", what)
+		if err := json.Unmarshal(data, &f); err != nil || f.LastIDs[store.ResCategories] < cat.ID {
+			return fmt.Errorf("the marks do not hold category %d, acknowledged while they could not be saved (%v): %s", cat.ID, err, data)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
