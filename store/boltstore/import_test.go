@@ -53,20 +53,7 @@ func TestImportNumbersPostgreSQLEventsAgain(t *testing.T) {
 	if err := db.Import(ctx, from); err != nil {
 		t.Fatal(err)
 	}
-	names := func(after store.EventID) string {
-		t.Helper()
-		es, err := db.Events(ctx, store.EventFilter{After: after, Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, e := range es {
-			var d struct{ Name string }
-			_ = json.Unmarshal(e.Data, &d)
-			out = append(out, fmt.Sprintf("%d %s", e.ID.Seq, d.Name))
-		}
-		return strings.Join(out, ", ")
-	}
+	names := func(after store.EventID) string { t.Helper(); return eventNames(t, db, after) }
 	if got, want := names(store.EventID{}), "1 file 1, 2 file 2, 10 pg a, 11 pg b, 12 pg c, 13 pg d"; got != want {
 		t.Errorf("the events: %s\nwant %s", got, want)
 	}
@@ -175,20 +162,7 @@ func TestImportCarriesTheIdsOfAnEarlierMove(t *testing.T) {
 	if err := db.Import(ctx, from); err != nil {
 		t.Fatal(err)
 	}
-	names := func(after store.EventID) string {
-		t.Helper()
-		es, err := db.Events(ctx, store.EventFilter{After: after, Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, e := range es {
-			var d struct{ Name string }
-			_ = json.Unmarshal(e.Data, &d)
-			out = append(out, fmt.Sprintf("%d %s", e.ID.Seq, d.Name))
-		}
-		return strings.Join(out, ", ")
-	}
+	names := func(after store.EventID) string { t.Helper(); return eventNames(t, db, after) }
 	if got, want := names(store.EventID{}), "1 file, 10 a, 11 b, 20 c, 21 d"; got != want {
 		t.Errorf("the events: %s\nwant %s", got, want)
 	}
@@ -217,4 +191,21 @@ func TestImportCarriesTheIdsOfAnEarlierMove(t *testing.T) {
 	if err != nil || sentAs[1] != (store.EventID{Tx: 100, Seq: 11}) || sentAs[2] != (store.EventID{Tx: 300, Seq: 21}) {
 		t.Errorf("the deliveries are sent as %v (%v), want 1 as %s and 2 as %s", sentAs, err, store.EventID{Tx: 100, Seq: 11}, store.EventID{Tx: 300, Seq: 21})
 	}
+}
+
+// eventNames lists the events after the cursor as "seq name", the name
+// being their data's: the short form the cursor tests compare.
+func eventNames(t *testing.T, db *boltstore.DB, after store.EventID) string {
+	t.Helper()
+	es, err := db.Events(ctx, store.EventFilter{After: after, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		var d struct{ Name string }
+		_ = json.Unmarshal(e.Data, &d)
+		out = append(out, fmt.Sprintf("%d %s", e.ID.Seq, d.Name))
+	}
+	return strings.Join(out, ", ")
 }
