@@ -85,16 +85,19 @@ func (g *ConnGuard) Listener(ln net.Listener) net.Listener {
 
 // connState is the http.Server's ConnState: it follows the connections
 // between requests. It runs twice per request on a keep-alive connection:
-// an atomic store, no lock.
+// atomic stores, no lock.
 func (g *ConnGuard) connState(c net.Conn, st http.ConnState) {
-	if tc, ok := c.(*tls.Conn); ok {
+	tc, _ := c.(*tls.Conn)
+	if tc != nil {
 		c = tc.NetConn()
 	}
 	if gc, ok := c.(*guardedConn); ok {
 		gc.idle.Store(st == http.StateNew || st == http.StateIdle)
-		if st != http.StateNew {
-			gc.fresh.Store(false)
+		// Shutdown leaves HTTP/2 to net/http, which ends it gracefully.
+		if tc != nil && st != http.StateNew && http.ConnState(gc.state.Load()) == http.StateNew {
+			gc.h2.Store(tc.ConnectionState().NegotiatedProtocol == "h2")
 		}
+		gc.state.Store(int32(st))
 	}
 }
 
@@ -144,7 +147,6 @@ func (g *ConnGuard) admit(c net.Conn) *guardedConn {
 		g.mu.Lock()
 	}
 	gc := &guardedConn{Conn: c, g: g, key: key, accepted: time.Now()}
-	gc.fresh.Store(true)
 	g.conns[gc] = struct{}{}
 	g.perClient[key]++
 	g.mu.Unlock()
@@ -199,28 +201,46 @@ type guardedConn struct {
 	// idle is set between requests and before the first (http.StateNew,
 	// http.StateIdle): closing the connection then loses no answer.
 	idle atomic.Bool
-	// fresh is set until the first request starts being read, accepted
-	// when the connection was admitted: see settled.
-	fresh    atomic.Bool
+	// state is the connection's http.ConnState; h2 is set once it serves
+	// HTTP/2; accepted is when it was admitted. See unanswered.
+	state    atomic.Int32
+	h2       atomic.Bool
 	accepted time.Time
 }
 
-// settled reports whether no connection waits for its first request to be
-// read, counting only those accepted within patience (a client that opened
-// a connection and sent nothing, or one whose HTTP/2 the guard cannot
-// follow, does not hold shutdown longer). net/http drops a request it reads
-// once Shutdown has begun, which may be the first one of a connection
-// accepted just before its listener closed; requests being served are
-// waited for by Shutdown itself.
-func (g *ConnGuard) settled(patience time.Duration) bool {
+// unanswered reports whether an HTTP/1 connection may hold a request that
+// net/http would drop if it began shutting down now: one being read or
+// served, or sent and not read yet (bytes wait in the socket), or the
+// first of a connection accepted within patience (its bytes may still be
+// on their way). net/http drops a request it reads once Shutdown has begun,
+// and its Shutdown closes, unanswered, a connection whose first request it
+// has not read within 5 seconds, which a loaded machine can take. A
+// connection that was opened and sent nothing (a browser's preconnect)
+// does not hold shutdown past patience.
+func (g *ConnGuard) unanswered(patience time.Duration) bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	var check []*guardedConn
 	for c := range g.conns {
-		if c.fresh.Load() && time.Since(c.accepted) < patience {
-			return false
+		if c.h2.Load() {
+			continue
+		}
+		switch http.ConnState(c.state.Load()) {
+		case http.StateActive:
+			g.mu.Unlock()
+			return true
+		case http.StateNew:
+			if time.Since(c.accepted) < patience {
+				g.mu.Unlock()
+				return true
+			}
+			check = append(check, c)
+		case http.StateIdle:
+			check = append(check, c)
 		}
 	}
-	return true
+	g.mu.Unlock()
+	// Outside the lock: a system call per connection.
+	return slices.ContainsFunc(check, func(c *guardedConn) bool { return hasUnread(c.Conn) })
 }
 
 func (c *guardedConn) Close() error {

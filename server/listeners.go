@@ -33,6 +33,9 @@ type Listeners struct {
 	bound map[string]net.Listener
 	// upgrader passes the sockets to the process of an upgrade; nil: none.
 	upgrader *Upgrader
+	// draining is set when shutdown begins: every HTTP/1 answer from then
+	// on closes its connection.
+	draining atomic.Bool
 }
 
 type listener struct {
@@ -115,6 +118,16 @@ func (l *Listeners) ListenAs(name, addr string, srv *http.Server) (net.Addr, err
 	}
 	ln = l.conns.Listener(ln)
 	srv.ConnState = l.conns.connState
+	h := srv.Handler
+	if h == nil {
+		h = http.DefaultServeMux
+	}
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 1 && l.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 	if srv.TLSConfig != nil {
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
@@ -146,14 +159,15 @@ func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logg
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	// Stop accepting first (connections that arrive now wait in the
-	// socket's backlog, for a process that shares it), answer what the
-	// connections accepted already sent, and only then let net/http shut
-	// down, which would drop a request it reads from then on.
+	// socket's backlog, for a process that shares it), and answer every
+	// request the connections accepted already sent, each answer closing
+	// its connection; only then let net/http shut down, which would drop
+	// a request it reads from then on (see ConnGuard.unanswered).
+	l.draining.Store(true)
 	for _, one := range l.list {
-		one.srv.SetKeepAlivesEnabled(false)
 		_ = one.ln.Close()
 	}
-	for !l.conns.settled(firstRequestPatience) && ctx.Err() == nil {
+	for l.conns.unanswered(firstRequestPatience) && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
 	var wg sync.WaitGroup
