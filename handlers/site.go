@@ -18,13 +18,13 @@ import (
 // their assets, all prepared by web.NewSite.
 func (s *Server) siteRoutes() error {
 	site, e := s.site, s.echo
-	e.Match(getHead, web.ReferencePath, echo.WrapHandler(site.Reference()), s.inFlight.limit)
+	e.Match(getHead, web.ReferencePath, echo.WrapHandler(site.Reference), s.inFlight.limit)
 	e.Match(getHead, web.AssetsPath+"*", serveAsset(site.SiteAsset), s.inFlight.limit)
-	e.Match(getHead, web.FaviconPath, echo.WrapHandler(site.Favicon()))
+	e.Match(getHead, web.FaviconPath, echo.WrapHandler(site.Favicon))
 	e.Match(getHead, "/dashboard", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, web.DashboardPath)
 	})
-	e.Match(getHead, web.DashboardPath, echo.WrapHandler(site.Dashboard()))
+	e.Match(getHead, web.DashboardPath, echo.WrapHandler(site.Dashboard))
 	e.Match(getHead, web.DashboardAssetsPath+"*", serveAsset(site.DashboardAsset))
 	return nil
 }
