@@ -124,7 +124,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// isProbe says that route is a liveness or readiness probe.
+// isProbe says that route (or a path) is a liveness or readiness probe.
 func isProbe(route string) bool { return route == "/healthz" || route == "/readyz" }
 
 // recoverPanics turns a panic into a 500 Error body, logged with its stack

@@ -16,7 +16,7 @@ import (
 
 // siteRoutes mounts the reference at /, the dashboard at /dashboard/, and
 // their assets, all prepared by web.NewSite.
-func (s *Server) siteRoutes() error {
+func (s *Server) siteRoutes() {
 	site, e := s.site, s.echo
 	e.Match(getHead, web.ReferencePath, echo.WrapHandler(site.Reference), s.inFlight.limit)
 	e.Match(getHead, web.AssetsPath+"*", serveAsset(site.SiteAsset), s.inFlight.limit)
@@ -26,7 +26,6 @@ func (s *Server) siteRoutes() error {
 	})
 	e.Match(getHead, web.DashboardPath, echo.WrapHandler(site.Dashboard))
 	e.Match(getHead, web.DashboardAssetsPath+"*", serveAsset(site.DashboardAsset))
-	return nil
 }
 
 // serveAsset serves the asset named by the rest of the path, or the API's
