@@ -21,9 +21,8 @@ import (
 	"petstore/store"
 )
 
-// Schedule is the wait before each retry of a failed attempt: after the
-// first failure 5 s, then 5 min, and so on; after the last, the delivery
-// has failed.
+// Schedule is the wait before each retry of a failed attempt; after the
+// last, the delivery has failed.
 var Schedule = []time.Duration{
 	5 * time.Second, 5 * time.Minute, 30 * time.Minute,
 	2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,

@@ -25,7 +25,7 @@ const backupIdleTimeout = 60 * time.Second
 func (s *Server) backup(c echo.Context) error {
 	b := s.cfg.File
 	if b == nil {
-		return errNoBackup()
+		return errNoBackup
 	}
 	ctx := c.Request().Context()
 	res := c.Response()

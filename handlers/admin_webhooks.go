@@ -204,7 +204,7 @@ func (s *Server) testWebhook(c echo.Context, key *store.IdempotentWrite) (store.
 // testRecorded is the answer to POST /admin/webhooks/{id}/test: the event
 // recorded.
 func testRecorded(ev store.Event, _ none) (answer, error) {
-	return answer{Status: http.StatusAccepted, Body: ev.AppendJSON(nil)}, nil
+	return answerJSON(http.StatusAccepted, "", &ev)
 }
 
 func (s *Server) listDeliveries(c echo.Context) error {

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	stdjson "encoding/json"
 	"fmt"
 
 	"github.com/labstack/echo/v4"
@@ -11,8 +10,7 @@ import (
 
 // categoryCreated is the answer to POST /categories.
 func categoryCreated(cat store.Category, _ none) (answer, error) {
-	body, err := stdjson.Marshal(&cat)
-	return created(fmt.Sprintf("/categories/%d", cat.ID), body), err
+	return created(fmt.Sprintf("/categories/%d", cat.ID), &cat)
 }
 
 // newCategory is the NewCategory schema.

@@ -25,11 +25,8 @@ func getByID[T any](param string, get func(context.Context, int64) (T, error), v
 		if err != nil {
 			return err
 		}
-		if version != nil {
-			setETag(c, version(&v))
-			if notModified(c.Request(), version(&v)) {
-				return c.NoContent(http.StatusNotModified)
-			}
+		if version != nil && notModified(c, version(&v)) {
+			return c.NoContent(http.StatusNotModified)
 		}
 		return respond(c, http.StatusOK, v)
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"petstore/buildinfo"
 	"petstore/metrics"
@@ -48,15 +49,11 @@ func (s *Server) readyz(c echo.Context) error {
 }
 
 // watchDamage logs, once, that the store found its data damaged (/readyz
-// says so on every probe, the log only when it happens), and reports it in
-// petstore_store_damaged.
-func (s *Server) watchDamage() error {
-	d := s.cfg.File
-	if d == nil {
-		return nil
-	}
+// says so on every probe, the log only when it happens), and returns
+// petstore_store_damaged, which reports it.
+func (s *Server) watchDamage(d FileStore) prometheus.Collector {
 	d.OnDamaged(func(err error) {
 		s.log.Error("the data store is damaged; /readyz answers 503 until a restart", "err", err)
 	})
-	return s.metrics.Register(metrics.Damage(d))
+	return metrics.Damage(d)
 }

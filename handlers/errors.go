@@ -81,8 +81,13 @@ var codeOfStatus = map[int]string{
 	http.StatusTooManyRequests:             codeRateLimited,
 }
 
-// fullDiskRetryAfter is the Retry-After of a 507: an operator has to free space.
-const fullDiskRetryAfter = time.Minute
+// retryAfter is the Retry-After of the errors whose wait is known. A full
+// disk (507) waits for an operator: clients should not retry in a loop.
+var retryAfter = map[string]time.Duration{
+	store.EINSUFFICIENTSTORAGE: time.Minute,
+	store.EUNAVAILABLE:         databaseRetryAfter,
+	store.EIDEMPOTENCYBUSY:     keyBusyRetryAfter,
+}
 
 // statusClientClosed is the status the access log and the metrics give a
 // request its client abandoned (nginx's 499): it is never sent.
@@ -124,15 +129,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 		// would hold a descriptor the service is short of, for free.
 		c.Response().Header().Set(echo.HeaderConnection, "close")
 	}
-	if body.Code == store.EINSUFFICIENTSTORAGE {
-		// A full disk is not freed at once; clients should not retry in a loop.
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int(fullDiskRetryAfter/time.Second)))
-	}
-	if body.Code == store.EIDEMPOTENCYBUSY {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int(keyBusyRetryAfter/time.Second)))
-	}
-	if body.Code == store.EUNAVAILABLE {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int(databaseRetryAfter/time.Second)))
+	if wait, ok := retryAfter[body.Code]; ok {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
 	}
 	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
 		s.failures.fail(clientkey.Of(c.Request().RemoteAddr), time.Now())

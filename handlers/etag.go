@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -102,11 +101,12 @@ func etagVersion(tag string) int64 {
 	return n
 }
 
-// notModified reports whether the request's If-None-Match names the
-// record's current version (or is *), so that the answer is 304 without a
-// body. Weak comparison, as RFC 9110 section 13.1.2 asks.
-func notModified(r *http.Request, version int64) bool {
-	values := r.Header["If-None-Match"] // the key is canonical: no lookup of its canonical form
+// notModified puts the record's ETag on the answer and reports whether the
+// request's If-None-Match names it (or is *), so that the answer is 304
+// without a body. Weak comparison, as RFC 9110 section 13.1.2 asks.
+func notModified(c echo.Context, version int64) bool {
+	setETag(c, version)
+	values := c.Request().Header["If-None-Match"] // the key is canonical: no lookup of its canonical form
 	if len(values) == 0 {
 		return false
 	}

@@ -53,24 +53,21 @@ type streams struct {
 // Open is how many are open (the /metrics gauge).
 func (s *streams) Open() int64 { return s.open.Load() }
 
-// streamLimits are the caps a stream is opened under.
-type streamLimits struct {
-	total, public, perClient int
-}
-
 // take counts one more stream of client (public: of GET /events) unless a
-// cap is reached, and says which; a refused one is never counted, so the
-// gauge never reads above the cap. release undoes it.
-func (s *streams) take(l streamLimits, client clientkey.Key, public bool) (release func(), err error) {
+// cap is reached (total in all, perClient public ones of a client), and
+// says which; a refused one is never counted, so the gauge never reads
+// above the cap. release undoes it.
+func (s *streams) take(total, perClient int, client clientkey.Key, public bool) (release func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	publicCap := total - total/operatorShare
 	switch {
-	case s.open.Load() >= int64(l.total):
-		return nil, apiError(codeUnavailable, "the server has its limit of %d event streams open; retry after the seconds in Retry-After, or read the events as JSON pages", l.total)
-	case public && s.public >= l.public:
-		return nil, apiError(codeUnavailable, "the server has its limit of %d public event streams open (the rest is kept for the operator); retry after the seconds in Retry-After, or read GET /events as JSON pages", l.public)
-	case public && s.byClient[client] >= l.perClient:
-		return nil, apiError(codeRateLimited, "this client has its limit of %d event streams open; close one, or retry after the seconds in Retry-After", l.perClient)
+	case s.open.Load() >= int64(total):
+		return nil, apiError(codeUnavailable, "the server has its limit of %d event streams open; retry after the seconds in Retry-After, or read the events as JSON pages", total)
+	case public && s.public >= publicCap:
+		return nil, apiError(codeUnavailable, "the server has its limit of %d public event streams open (the rest is kept for the operator); retry after the seconds in Retry-After, or read GET /events as JSON pages", publicCap)
+	case public && s.byClient[client] >= perClient:
+		return nil, apiError(codeRateLimited, "this client has its limit of %d event streams open; close one, or retry after the seconds in Retry-After", perClient)
 	}
 	s.open.Add(1)
 	if !public {
@@ -90,19 +87,6 @@ func (s *streams) take(l streamLimits, client clientkey.Key, public bool) (relea
 			delete(s.byClient, client)
 		}
 	}, nil
-}
-
-// streamLimits are the server's caps on streams.
-func (s *Server) streamLimits() streamLimits {
-	total := s.cfg.MaxStreams
-	if total <= 0 {
-		total = DefaultMaxStreams
-	}
-	perClient := s.cfg.MaxStreamsPerClient
-	if perClient <= 0 {
-		perClient = DefaultMaxStreamsPerClient
-	}
-	return streamLimits{total: total, public: total - total/operatorShare, perClient: perClient}
 }
 
 // wantsStream reports whether a request to an events path asks for the
@@ -142,14 +126,7 @@ func (s *Server) events(kinds []string) echo.HandlerFunc {
 			u := url.URL{Path: c.Request().URL.Path, RawQuery: q.Encode()}
 			c.Response().Header().Set("Link", `<`+u.String()+`>; rel="next"`)
 		}
-		b := append(make([]byte, 0, 256*len(es)+2), '[')
-		for i := range es {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = es[i].AppendJSON(b)
-		}
-		return respondEncoded(c, http.StatusOK, append(b, ']'))
+		return respondList(c, es, 0)
 	}
 }
 
@@ -188,7 +165,7 @@ func (s *Server) stream(c echo.Context, kinds []string, after store.EventID) err
 		return apiError(codeUnavailable, "this server does not stream events")
 	}
 	public := c.Request().URL.Path == "/events"
-	release, err := s.streams.take(s.streamLimits(), clientkey.Of(c.Request().RemoteAddr), public)
+	release, err := s.streams.take(s.cfg.MaxStreams, s.cfg.MaxStreamsPerClient, clientkey.Of(c.Request().RemoteAddr), public)
 	if err != nil {
 		c.Response().Header().Set("Retry-After", "5")
 		return err

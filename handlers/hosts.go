@@ -16,7 +16,7 @@ import (
 func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if req.URL.Path == "/healthz" || req.URL.Path == "/readyz" {
+		if isProbe(req.URL.Path) {
 			return next(c)
 		}
 		// Over TLS the Host must name the certificate's domain: one customer

@@ -49,15 +49,23 @@ type answer struct {
 
 // created is the answer to a create: 201, the new resource's Location
 // and the ETag of its first version (store/versions.go), and the resource.
-func created(location string, body []byte) answer {
-	return answer{Status: http.StatusCreated, Location: location, ETag: string(appendETag(make([]byte, 0, 24), 1)), Body: body}
+func created(location string, v any) (answer, error) {
+	a, err := answerJSON(http.StatusCreated, location, v)
+	a.ETag = string(appendETag(make([]byte, 0, 24), 1))
+	return a, err
 }
 
-// answerJSON is an answer of status with v as its JSON body, and a
-// Location when location is not empty.
+// answerJSON is an answer of status with v as its JSON body (from its
+// AppendJSON where it has one), and a Location when location is not empty.
 func answerJSON(status int, location string, v any) (answer, error) {
-	body, err := stdjson.Marshal(v)
-	return answer{Status: status, Location: location, Body: body}, err
+	a := answer{Status: status, Location: location}
+	var err error
+	if j, ok := v.(jsonAppender); ok {
+		a.Body = j.AppendJSON(make([]byte, 0, 128))
+	} else {
+		a.Body, err = stdjson.Marshal(v)
+	}
+	return a, err
 }
 
 // send answers with a.

@@ -124,7 +124,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// isProbe says that route is a liveness or readiness probe.
+// isProbe says that route (or a path) is a liveness or readiness probe.
 func isProbe(route string) bool { return route == "/healthz" || route == "/readyz" }
 
 // recoverPanics turns a panic into a 500 Error body, logged with its stack
@@ -150,8 +150,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 // keep.
 func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 	quick := newQuickCheck(op, &s.valOpts)
-	known := queryParameters(op)
-	single := singleQueryParameters(op)
+	known, single := queryParameters(op)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if quick != nil && quick.passes(c) {

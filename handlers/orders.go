@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	stdjson "encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -73,8 +72,7 @@ func decodeNewOrder(c echo.Context, o *store.Order) error {
 
 // orderPlaced is the answer to POST /store/orders.
 func orderPlaced(o store.Order, _ none) (answer, error) {
-	body, err := stdjson.Marshal(&o)
-	return created(fmt.Sprintf("/store/orders/%d", o.ID), body), err
+	return created(fmt.Sprintf("/store/orders/%d", o.ID), &o)
 }
 
 // updateOrder changes shipDate and complete. petId and quantity are fixed

@@ -11,19 +11,24 @@ import (
 	"petstore/store"
 )
 
-// queryParameters is the set of query parameters an operation defines, its
-// own and its path item's. The validator checks those it is given but lets
-// any other through, so that a typo (?stauts=sold) would quietly answer as
-// if no filter had been asked for.
-func queryParameters(op *routers.Route) []string {
-	var names []string
+// queryParameters are the query parameters an operation defines, its own
+// and its path item's: known all of them, single those its document
+// declares as one value (any schema but an array). The validator checks
+// those it is given but lets any other through, so that a typo
+// (?stauts=sold) would quietly answer as if no filter had been asked for,
+// and a repeated one (?limit=5&limit=6) would be first-wins, silently.
+func queryParameters(op *routers.Route) (known, single []string) {
 	for _, p := range slices.Concat(op.PathItem.Parameters, op.Operation.Parameters) {
-		if p.Value != nil && p.Value.In == "query" {
-			names = append(names, p.Value.Name)
+		if v := p.Value; v != nil && v.In == "query" {
+			known = append(known, v.Name)
+			if v.Schema == nil || v.Schema.Value == nil || !v.Schema.Value.Type.Is("array") {
+				single = append(single, v.Name)
+			}
 		}
 	}
-	slices.Sort(names)
-	return slices.Compact(names)
+	slices.Sort(known)
+	slices.Sort(single)
+	return slices.Compact(known), slices.Compact(single)
 }
 
 // refuseUnknownQuery answers 400 naming every query parameter of the request
@@ -55,25 +60,6 @@ func quoteAll(names []string) string {
 		quoted[i] = strconv.Quote(n)
 	}
 	return strings.Join(quoted, ", ")
-}
-
-// singleQueryParameters is the set of query parameters of an operation that
-// its document declares as one value (any schema but an array): a repeated
-// one (?limit=5&limit=6) would otherwise be first-wins, silently.
-func singleQueryParameters(op *routers.Route) []string {
-	var names []string
-	for _, p := range slices.Concat(op.PathItem.Parameters, op.Operation.Parameters) {
-		v := p.Value
-		if v == nil || v.In != "query" {
-			continue
-		}
-		if v.Schema != nil && v.Schema.Value != nil && v.Schema.Value.Type.Is("array") {
-			continue
-		}
-		names = append(names, v.Name)
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
 }
 
 // refuseRepeatedQuery answers 400 naming the first parameter of single

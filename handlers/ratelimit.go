@@ -44,7 +44,7 @@ func (s *Server) rateLimit() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			if isProbe(r.URL.Path) {
 				return next(c)
 			}
 			v, _ := r.Context().Value(rateDecided{}).(rateDecision)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"petstore/domains"
 	"petstore/events"
@@ -243,6 +244,8 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 	orDefault(&cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	orDefault(&cfg.IdempotencyMaxKeys, DefaultIdempotencyMaxKeys)
 	orDefault(&cfg.CredentialFailures, DefaultCredentialFailures) // negative refused above
+	orDefault(&cfg.MaxStreams, DefaultMaxStreams)
+	orDefault(&cfg.MaxStreamsPerClient, DefaultMaxStreamsPerClient)
 	prepared := cfg.Prepared
 	if prepared == nil {
 		var err error
@@ -265,29 +268,23 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 		failures:  newFailureLimiter(cfg.CredentialFailures),
 	}
 	s.metrics = cfg.Metrics
-	if err := s.metrics.Register(metrics.State(cfg.Store, cfg.Domains, cfg.Now)); err != nil {
-		return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
-	}
-	if err := s.metrics.Register(metrics.EventStreams(&s.streams)); err != nil {
-		return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
-	}
+	gauges := []prometheus.Collector{metrics.State(cfg.Store, cfg.Domains, cfg.Now), metrics.EventStreams(&s.streams)}
 	if q, ok := cfg.Store.(store.QueueReader); ok {
-		if err := s.metrics.Register(metrics.WebhookQueue(q, cfg.Now)); err != nil {
-			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
-		}
+		gauges = append(gauges, metrics.WebhookQueue(q, cfg.Now))
 	}
 	if cfg.Events != nil {
-		if err := s.metrics.Register(metrics.WebhookAttempts(cfg.Events.Stats())); err != nil {
-			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
-		}
+		gauges = append(gauges, metrics.WebhookAttempts(cfg.Events.Stats()))
 	}
 	if cfg.Shared != nil {
-		if err := s.metrics.Register(metrics.Pool(cfg.Shared)); err != nil {
+		gauges = append(gauges, metrics.Pool(cfg.Shared))
+	}
+	if cfg.File != nil {
+		gauges = append(gauges, s.watchDamage(cfg.File))
+	}
+	for _, g := range gauges {
+		if err := s.metrics.Register(g); err != nil {
 			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
 		}
-	}
-	if err := s.watchDamage(); err != nil {
-		return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
 	}
 	s.aborted, s.abortBackups = context.WithCancel(context.Background())
 	s.streamsEnd, s.endStreams = context.WithCancel(context.Background())

@@ -16,17 +16,16 @@ import (
 
 // siteRoutes mounts the reference at /, the dashboard at /dashboard/, and
 // their assets, all prepared by web.NewSite.
-func (s *Server) siteRoutes() error {
+func (s *Server) siteRoutes() {
 	site, e := s.site, s.echo
-	e.Match(getHead, web.ReferencePath, echo.WrapHandler(site.Reference()), s.inFlight.limit)
+	e.Match(getHead, web.ReferencePath, echo.WrapHandler(site.Reference), s.inFlight.limit)
 	e.Match(getHead, web.AssetsPath+"*", serveAsset(site.SiteAsset), s.inFlight.limit)
-	e.Match(getHead, web.FaviconPath, echo.WrapHandler(site.Favicon()))
+	e.Match(getHead, web.FaviconPath, echo.WrapHandler(site.Favicon))
 	e.Match(getHead, "/dashboard", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, web.DashboardPath)
 	})
-	e.Match(getHead, web.DashboardPath, echo.WrapHandler(site.Dashboard()))
+	e.Match(getHead, web.DashboardPath, echo.WrapHandler(site.Dashboard))
 	e.Match(getHead, web.DashboardAssetsPath+"*", serveAsset(site.DashboardAsset))
-	return nil
 }
 
 // serveAsset serves the asset named by the rest of the path, or the API's

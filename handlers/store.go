@@ -75,6 +75,4 @@ type SharedStore interface {
 }
 
 // errNoBackup answers a backup of a store that is not a FileStore.
-func errNoBackup() error {
-	return store.Errorf(store.ENOTSUPPORTED, "the data is in PostgreSQL: back it up with pg_dump (for example: pg_dump --format=custom --file=petstore.dump \"$PETSTORE_DATABASE\")")
-}
+var errNoBackup = store.Errorf(store.ENOTSUPPORTED, "the data is in PostgreSQL: back it up with pg_dump (for example: pg_dump --format=custom --file=petstore.dump \"$PETSTORE_DATABASE\")")

@@ -150,12 +150,12 @@ func pageHeaders(referrer string) [][2]string {
 	}
 }
 
-// Site is everything the package serves, prepared once.
+// Site is everything the package serves, prepared once: the published API
+// reference, the dashboard, the icon of both (served at FaviconPath) and
+// their assets.
 type Site struct {
-	reference, dashboard *Resource
-	favicon              *Resource
-	siteAssets           map[string]*Resource
-	dashboardAssets      map[string]*Resource
+	Reference, Dashboard, Favicon *Resource
+	siteAssets, dashboardAssets   map[string]*Resource
 }
 
 // NewSite prepares the reference page (as RenderReference made it), the
@@ -168,26 +168,17 @@ func NewSite(referencePage []byte) (*Site, error) {
 		return nil, fmt.Errorf("rendering the dashboard: %w", err)
 	}
 	s := &Site{
-		reference: newResource(referencePage, "text/html; charset=utf-8", cachePage, pageHeaders("strict-origin-when-cross-origin")...),
+		Reference: newResource(referencePage, "text/html; charset=utf-8", cachePage, pageHeaders("strict-origin-when-cross-origin")...),
 		// The dashboard's URLs say nothing secret, but nothing about the
 		// operator's session needs to leave the page either.
-		dashboard:       newResource(dash, "text/html; charset=utf-8", cachePage, pageHeaders("no-referrer")...),
+		Dashboard:       newResource(dash, "text/html; charset=utf-8", cachePage, pageHeaders("no-referrer")...),
 		siteAssets:      siteAssets.resources(),
 		dashboardAssets: dashboardAssets.resources(),
 		// Not named by a hash: browsers ask for it by this name.
-		favicon: newResource(faviconSVG, faviconType, "public, max-age=86400"),
+		Favicon: newResource(faviconSVG, faviconType, "public, max-age=86400"),
 	}
 	return s, nil
 }
-
-// Reference is the published API reference page.
-func (s *Site) Reference() *Resource { return s.reference }
-
-// Favicon is the icon of both pages, served at FaviconPath.
-func (s *Site) Favicon() *Resource { return s.favicon }
-
-// Dashboard is the dashboard page.
-func (s *Site) Dashboard() *Resource { return s.dashboard }
 
 // SiteAsset returns the reference page's asset with this hashed name (the
 // path after AssetsPath), or nil.

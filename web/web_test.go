@@ -346,7 +346,7 @@ func TestResourceServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := site.Reference()
+	ref := site.Reference
 
 	plain := get(t, ref, http.MethodGet, nil)
 	if plain.Code != http.StatusOK || !bytes.Equal(plain.Body.Bytes(), ref.body) {
@@ -434,7 +434,7 @@ func TestAssets(t *testing.T) {
 		t.Errorf("dashboard.js is not served")
 	}
 	// The pages link the files that are served.
-	for page, set := range map[*Resource]*assetSet{site.Reference(): siteAssets, site.Dashboard(): dashboardAssets} {
+	for page, set := range map[*Resource]*assetSet{site.Reference: siteAssets, site.Dashboard: dashboardAssets} {
 		for _, a := range set.byName {
 			if !bytes.Contains(page.body, []byte(set.prefix+a.hashedName)) {
 				t.Errorf("a page does not link %s%s", set.prefix, a.hashedName)
