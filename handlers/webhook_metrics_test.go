@@ -101,8 +101,11 @@ func TestWebhookMetricsFollowAFailingReceiver(t *testing.T) {
 	for i := range 20 {
 		ts.do("POST", "/pets", fmt.Sprintf(`{"name":"pet %d","categoryId":%d}`, i, cat.ID)).wantStatus(201)
 	}
+	// A scrape reads the counters and the store at once, not in an order:
+	// the webhook's state may lag the last attempts counted.
 	e := ts.scrapeUntil("20 rejected attempts recorded", func(e *exposition) bool {
-		return e.value("petstore_webhook_attempts_total", "outcome", "rejected") == 20 && e.value("petstore_webhook_deliveries_pending") == 20
+		return e.value("petstore_webhook_attempts_total", "outcome", "rejected") == 20 && e.value("petstore_webhook_deliveries_pending") == 20 &&
+			e.value("petstore_webhooks", "state", "failing") == 1
 	})
 	if n := hits.Load(); n != 20 {
 		t.Errorf("the receiver was asked %d times, want 20", n)
@@ -131,7 +134,7 @@ func TestWebhookMetricsFollowAFailingReceiver(t *testing.T) {
 	// and failed, the next ones wait, and the oldest is ten minutes older.
 	clock.Advance(10 * time.Minute)
 	e = ts.scrapeUntil("the 20 retries recorded", func(e *exposition) bool {
-		return e.value("petstore_webhook_attempts_total", "outcome", "rejected") == 40 && e.value("petstore_webhook_deliveries_due") == 0
+		return e.value("petstore_webhook_attempts_total", "outcome", "rejected") == 40 && e.value("petstore_webhook_queue_up") == 1 && e.value("petstore_webhook_deliveries_due") == 0
 	})
 	e.want(t, 20, "petstore_webhook_deliveries_pending")
 	e.want(t, 1, "petstore_webhooks", "state", "failing")

@@ -31,14 +31,23 @@ func (b *bounded) read(fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ReadTimeout)
 	done := make(chan error, 1)
 	go func() {
-		defer b.busy.Store(false)
-		defer cancel()
-		done <- fn(ctx)
+		err := fn(ctx)
+		// Free before the answer: a scrape right after this one's must
+		// not find the read still busy.
+		b.busy.Store(false)
+		done <- err
+		cancel()
 	}()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		return ctx.Err()
+		// fn's end cancels ctx too.
+		select {
+		case err := <-done:
+			return err
+		default:
+			return ctx.Err()
+		}
 	}
 }

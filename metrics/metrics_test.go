@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -49,6 +50,18 @@ func TestObserveConcurrentNewSeries(t *testing.T) {
 			if !strings.Contains(buf.String(), want+"\n") {
 				t.Errorf("missing %s", want)
 			}
+		}
+	}
+}
+
+// TestBoundedReadsBackToBack: a read that follows one that answered is
+// made, never refused as busy. The busy flag was once cleared only after
+// the answer, so a scrape right after another could miss the queue.
+func TestBoundedReadsBackToBack(t *testing.T) {
+	var b bounded
+	for i := range 10000 {
+		if err := b.read(func(context.Context) error { return nil }); err != nil {
+			t.Fatalf("read %d: %v", i, err)
 		}
 	}
 }

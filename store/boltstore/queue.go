@@ -15,6 +15,14 @@ import (
 // each pending delivery, so the read stops when ctx ends.
 func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQueue, error) {
 	var q store.WebhookQueue
+	// Deliveries under an attempt's lease are taken, not due.
+	l := db.leases()
+	l.mu.Lock()
+	leased := make(map[int64]bool, len(l.until))
+	for id, until := range l.until {
+		leased[id] = until.After(now)
+	}
+	l.mu.Unlock()
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		q = store.WebhookQueue{EventsRecorded: int64(tx.Bucket(bktEvents).Sequence())}
 		if err := tx.Bucket(bktWebhooks).ForEach(func(k, v []byte) error {
@@ -35,7 +43,7 @@ func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQue
 					return err
 				}
 			}
-			if at := int64(binary.BigEndian.Uint64(k)); at <= now.UnixNano() {
+			if at := int64(binary.BigEndian.Uint64(k)); at <= now.UnixNano() && !leased[btoi(k[16:])] {
 				if q.Due++; q.Due == 1 {
 					q.OldestDue = time.Unix(0, at).UTC()
 				}

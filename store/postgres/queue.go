@@ -10,15 +10,16 @@ import (
 
 // WebhookQueue reads the pending deliveries (through the partial index of
 // pending ones, deliveries_due), the event of the oldest, and the
-// webhooks, in one statement's snapshot.
+// webhooks, in one statement's snapshot. A delivery under an attempt's
+// lease is pending but not due.
 func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQueue, error) {
 	var q store.WebhookQueue
 	var oldestDue, oldestEvent *time.Time
 	var hooks [][]byte
 	err := db.pool.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM deliveries WHERE state = 'pending'),
-			(SELECT count(*) FROM deliveries WHERE state = 'pending' AND scheduled_at <= $1),
-			(SELECT min(scheduled_at) FROM deliveries WHERE state = 'pending' AND scheduled_at <= $1),
+			(SELECT count(*) FROM deliveries WHERE state = 'pending' AND scheduled_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)),
+			(SELECT min(scheduled_at) FROM deliveries WHERE state = 'pending' AND scheduled_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)),
 			(SELECT min(e.created_at) FROM deliveries d JOIN events e ON e.tx = d.event_tx AND e.seq = d.event_seq WHERE d.state = 'pending'),
 			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')::regclass), 0),
 			ARRAY(SELECT value FROM webhooks ORDER BY id)`, now).

@@ -8,8 +8,8 @@ import (
 )
 
 // testWebhookQueue: the queue /metrics reports follows the deliveries
-// through fan-out, a failure with its retry waiting, and the retry's
-// time, and counts the webhooks by health.
+// through fan-out, attempts under way, a failure with its retry waiting,
+// and the retry's time, and counts the webhooks by health.
 func testWebhookQueue(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	queue := func(at time.Time) store.WebhookQueue {
@@ -43,6 +43,11 @@ func testWebhookQueue(t *testing.T, s store.Store) {
 	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t)
 	if len(claimed) != 2 {
 		t.Fatalf("claimed %d deliveries, want 2", len(claimed))
+	}
+	// Taken by attempts, they are pending but no longer due.
+	want.Due, want.OldestDue = 0, time.Time{}
+	if q := queue(now.Add(time.Second)); !sameQueue(q, want) {
+		t.Errorf("with both deliveries' attempts under way: %+v, want %+v", q, want)
 	}
 	next := now.Add(5 * time.Second)
 	var done []store.Finished
