@@ -11,10 +11,6 @@ import (
 	"petstore/store"
 )
 
-// The key/value space that certificates, keys and the ACME account live
-// in (domains adapts it to certmagic's Storage), shared by every instance,
-// so that a certificate obtained by one is served by all.
-
 func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
 	_, err := db.pool.Exec(ctx, `INSERT INTO certmagic (key, value, modified) VALUES ($1, $2, $3)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, modified = excluded.modified`, key, value, db.now().UTC())
@@ -50,11 +46,9 @@ func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// Locks are lease rows: a holder owns a row until its lease expires, and
-// renews the lease while it holds the lock, so that a crashed instance's
-// lock frees itself within a lease. This is plain SQL that any
-// Postgres-compatible database runs; advisory locks would be PostgreSQL's
-// own, and bound to one pooled connection that the pool may close.
+// Locks are lease rows, renewed while held, so that a crashed instance's
+// lock frees itself; advisory locks would be bound to one pooled
+// connection that the pool may close.
 const lockLease = 30 * time.Second
 
 // instanceID tells this process's lease rows from others'.
@@ -72,9 +66,8 @@ type heldLock struct {
 
 // TryLock takes the named lock if no live lease holds it.
 func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
-	// A lease this process holds is not taken again, even when its renewals
-	// failed and its row expired: one holder per name and process, so that
-	// a holder's Unlock never releases another's lease.
+	// One holder per name and process, even when its lease expired, so
+	// that a holder's Unlock never releases another's lease.
 	db.locksMu.Lock()
 	_, held := db.locks[name]
 	db.locksMu.Unlock()

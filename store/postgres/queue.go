@@ -8,9 +8,8 @@ import (
 	"petstore/store"
 )
 
-// WebhookQueue reads the pending deliveries (through the partial index of
-// pending ones, deliveries_due), the event of the oldest, and the
-// webhooks, in one statement's snapshot.
+// WebhookQueue reads the pending deliveries, the event of the oldest, and
+// the webhooks, in one statement.
 func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQueue, error) {
 	var q store.WebhookQueue
 	var oldestDue, oldestEvent *time.Time
