@@ -13,9 +13,7 @@ import (
 )
 
 // outboxTx is the transaction db.tx hands to a write: emit keeps the
-// write's events, and db.tx inserts them before it commits, in one
-// statement. Every write that changes an entity runs in db.tx, so this is
-// the one place where events are written.
+// write's events, and db.tx inserts them before it commits.
 type outboxTx struct {
 	pgx.Tx
 	events  []store.PendingEvent
@@ -99,33 +97,29 @@ func (db *DB) Events(ctx context.Context, f store.EventFilter) ([]store.Event, e
 }
 
 func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
-	var tx, seq int64
-	err := db.pool.QueryRow(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`).Scan(&tx, &seq)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.EventID{}, nil
-	}
-	return store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, err
+	return db.eventID(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`)
 }
 
 // NewestEvent is the newest visible event: one whose writer has not
-// finished has a transaction id at or above the snapshot's xmin, above
-// every visible one, so it sorts after the answer whenever it commits.
+// finished sorts after it whenever it commits.
 func (db *DB) NewestEvent(ctx context.Context) (store.EventID, error) {
+	return db.eventID(ctx, `SELECT tx, seq FROM events WHERE `+visible+` ORDER BY tx DESC, seq DESC LIMIT 1`)
+}
+
+// eventID is the id query selects, the zero id for none.
+func (db *DB) eventID(ctx context.Context, query string) (store.EventID, error) {
 	var tx, seq int64
-	err := db.pool.QueryRow(ctx, `SELECT tx, seq FROM events WHERE `+visible+` ORDER BY tx DESC, seq DESC LIMIT 1`).Scan(&tx, &seq)
+	err := db.pool.QueryRow(ctx, query).Scan(&tx, &seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.EventID{}, nil
 	}
 	return store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, err
 }
 
-// EventCursor is the cursor as the client gave it, a database keeping
-// the ids of every event it took from a file (Import); but the id of an
-// event of another database, which a file numbered again before this
-// database took it (Was), is the cursor of the event it became, or of the
-// last one before it: a client of that database resumes where it would
-// have there. Most databases hold no such event, and answer without a
-// query once they know it.
+// EventCursor is the cursor as the client gave it, but for the id of an
+// event of another database, which a file numbered again before this one
+// took it (Was): that is the cursor of the event it became, or of the last
+// one before it.
 func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID, error) {
 	if id.Tx == 0 || db.cache.noWas.Load() {
 		return id, nil
@@ -145,8 +139,6 @@ func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID,
 		db.cache.noWas.Store(true)
 		return id, nil
 	case own || past:
-		// This database's own event, or one after every event it took:
-		// as it is.
 		return id, nil
 	case floor != nil:
 		return store.EventID{Seq: uint64(*floor)}, nil
@@ -268,10 +260,9 @@ func emitDomain(tx pgx.Tx, old, updated *store.Domain) error {
 }
 
 // The single-statement writes (pets.go, orders.go) insert their event in
-// the same statement, as a data-modifying CTE, so that it commits with the
-// change without a second round trip. An entity the statement creates has
-// its id only as the statement runs: its event data is passed without the
-// id (afterID) and completed in SQL (dataWithID).
+// the same statement. An entity the statement creates has its id only as
+// it runs: its event data is passed without it (afterID) and completed in
+// SQL (dataWithID).
 
 // afterID is the event data of an entity created with id 0, less its
 // leading `{"id":0`.
@@ -290,8 +281,8 @@ func dataWithID(idExpr, param string) string {
 }
 
 // inventoryData is the SQL of an inventory event's data, as
-// store.InventoryItem.AppendJSON writes it, from a row of inventory named
-// r (a status is one of a few plain words, checked by the schema).
+// store.InventoryItem.AppendJSON writes it, from row r (a status is a
+// plain word, checked by the schema).
 func inventoryData(r string) string {
 	return `convert_to('{"petId":' || ` + r + `.pet_id || ',"quantity":' || ` + r + `.quantity || ',"status":"' || ` + r + `.status || '"}', 'UTF8')`
 }

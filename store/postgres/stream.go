@@ -8,18 +8,13 @@ import (
 	"petstore/store"
 )
 
-// Stream gives everything the database holds, as of one snapshot (a
-// read-only REPEATABLE READ transaction), one row at a time: what a move
-// to another store reads, and what tests compare a move with. Rows come
-// from the server as they are read, so the memory it takes does not grow
-// with the database. A retried transaction starts the stream again from
-// Totals. The session's statement and idle timeouts do not apply to it.
+// Stream gives everything the database holds, as of one snapshot, one row
+// at a time. A retried transaction starts the stream again from Totals.
 func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 	ctx = context.WithValue(ctx, longTxKey{}, true)
 	return db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		// A statement stays under way while the sink takes its rows, and
-		// the transaction idle between two: the session's timeouts, which
-		// are for requests, would end a long move.
+		// The session's timeouts, which are for requests, would end a
+		// long move.
 		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0`); err != nil {
 			return err
 		}
@@ -47,8 +42,8 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 			d  store.Delivery
 			a  store.StoredAnswer
 		)
-		// Each query gives the records of one kind, in the order a stream
-		// gives the kinds; a scan reuses its record for every row.
+		// One query per kind, in the stream's order; a scan reuses its
+		// record for every row.
 		queries := []rowQuery{
 			{`SELECT id, name, description, version FROM categories ORDER BY id`, func(r pgx.Rows) (any, error) {
 				c = store.Category{}
@@ -99,8 +94,7 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 				d, err = scanDelivery(r)
 				return &d, err
 			}},
-			// The kept answers of Idempotency-Keys, those answered: a claim
-			// not yet answered belongs to a transaction under way.
+			// A claim not yet answered belongs to a transaction under way.
 			{`SELECT scope, key, fingerprint, answer, created_at, expires_at FROM idempotency_keys WHERE answer IS NOT NULL ORDER BY scope, key`, func(r pgx.Rows) (any, error) {
 				a = store.StoredAnswer{}
 				err := r.Scan(&a.Scope, &a.Key, &a.Fingerprint, &a.Answer, &a.CreatedAt, &a.ExpiresAt)
@@ -151,8 +145,6 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 	})
 }
 
-// streamDomains gives the domains, which are few (a project's own), in
-// the store's order.
 func streamDomains(ctx context.Context, tx pgx.Tx, to store.Sink) error {
 	list, err := domains(ctx, tx, false)
 	for i := range list {
@@ -168,7 +160,6 @@ type rowQuery struct {
 	scan func(pgx.Rows) (any, error)
 }
 
-// streamRows gives each row of a query to a Sink as scan reads it.
 func streamRows(ctx context.Context, tx pgx.Tx, q rowQuery, to store.Sink) error {
 	rows, err := tx.Query(ctx, q.sql)
 	if err != nil {
@@ -189,7 +180,6 @@ func streamRows(ctx context.Context, tx pgx.Tx, q rowQuery, to store.Sink) error
 
 var _ store.Streamer = (*DB)(nil)
 
-// revocations are the revocations not pardoned, in key id order.
 func revocations(ctx context.Context, tx pgx.Tx) ([]store.Revocation, error) {
 	rows, err := tx.Query(ctx, `SELECT sha256, key_id, revoked_at FROM revocations WHERE pardoned_at IS NULL ORDER BY key_id, sha256`)
 	if err != nil {
