@@ -84,7 +84,7 @@ type DB struct {
 	restored      *store.Restored
 	log           *slog.Logger
 	marksFailures store.RepeatedFailure
-	marksStop     chan struct{}
+	marksStop     context.CancelFunc
 	marksDone     chan struct{}
 }
 
@@ -169,8 +169,12 @@ func Open(path string, opts store.Options) (*DB, error) {
 		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db.marksStop, db.marksDone = make(chan struct{}), make(chan struct{})
-	go db.followMarks(db.marksStop, db.marksDone)
+	marksCtx, stop := context.WithCancel(context.Background())
+	db.marksStop, db.marksDone = stop, make(chan struct{})
+	go func() {
+		defer close(db.marksDone)
+		store.EveryTick(marksCtx, marksEvery, db.observeMarks)
+	}()
 	go db.committer()
 	return db, nil
 }
@@ -220,7 +224,7 @@ func (db *DB) Close() error {
 	<-db.committed
 	db.closeMu.Lock()
 	if db.marksStop != nil {
-		close(db.marksStop)
+		db.marksStop()
 		<-db.marksDone
 		db.marksStop = nil
 		db.observeMarks()

@@ -19,12 +19,8 @@ import (
 func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error) {
 	// Most calls find nothing new: a read answers them, without a commit.
 	pending, err := readValue(ctx, db, func(tx *bolt.Tx) (bool, error) {
-		var last uint64
-		if v := tx.Bucket(bktMeta).Get(metaDispatched); len(v) == 8 {
-			last = binary.BigEndian.Uint64(v)
-		}
 		k, _ := tx.Bucket(bktEvents).Cursor().Last()
-		return k != nil && binary.BigEndian.Uint64(k) > last, nil
+		return k != nil && binary.BigEndian.Uint64(k) > dispatched(tx), nil
 	})
 	if err != nil || !pending {
 		return 0, err
@@ -32,11 +28,7 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 	var made []freshDelivery // by the last run of the write, which committed
 	n, err := writeValue(ctx, db, func(tx *bolt.Tx) (int, error) {
 		made = made[:0]
-		meta := tx.Bucket(bktMeta)
-		var last uint64
-		if v := meta.Get(metaDispatched); len(v) == 8 {
-			last = binary.BigEndian.Uint64(v)
-		}
+		last := dispatched(tx)
 		var hooks []store.Webhook
 		if err := tx.Bucket(bktWebhooks).ForEach(func(k, v []byte) error {
 			w, err := webhookTable.decode(btoi(k), v)
@@ -74,7 +66,7 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 		if n == 0 {
 			return 0, nil
 		}
-		return n, meta.Put(metaDispatched, binary.BigEndian.AppendUint64(nil, last))
+		return n, tx.Bucket(bktMeta).Put(metaDispatched, binary.BigEndian.AppendUint64(nil, last))
 	})
 	if err == nil && len(made) > 0 {
 		l := db.leases()
@@ -85,6 +77,14 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 		l.mu.Unlock()
 	}
 	return n, err
+}
+
+// dispatched is the seq of the last event fanned out.
+func dispatched(tx *bolt.Tx) uint64 {
+	if v := tx.Bucket(bktMeta).Get(metaDispatched); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
 }
 
 // ClaimDeliveries leases the deliveries due at now, none of busy's.
@@ -101,8 +101,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			return nil
 		}
 		// The index is in time order, every webhook's deliveries mixed:
-		// once each webhook is busy or has its share, the rest of it (a
-		// backlog) has nothing to give, and is not read.
+		// once each webhook is busy or has its share, the rest is not read.
 		open := map[int64]bool{} // the webhooks that may get more
 		wc := tx.Bucket(bktWebhooks).Cursor()
 		for k, _ := wc.First(); k != nil; k, _ = wc.Next() {
@@ -193,10 +192,8 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 		var order []int64
 		due := tx.Bucket(bktDeliveriesDue)
 		for _, f := range done {
-			// A pending delivery changes only when its attempt is
-			// recorded, and this process's lease on it still holds: the
-			// record is the one claimed, if it is still in the due index
-			// (not deleted with its webhook or its event, not recorded).
+			// This process's lease on a pending delivery still holds: the
+			// record is the one claimed, if it is still in the due index.
 			r := deliveryRecord{Delivery: f.Claimed.Delivery}
 			if r.State != store.DeliveryPending || due.Get(dueKey(&r)) == nil {
 				continue
@@ -248,9 +245,8 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 }
 
 // endSchedule deletes the scheduled attempts still pending of d's event
-// to d's webhook. The due index is the only one of pending deliveries:
-// it is read through, keys only but for d's webhook's, which is the cost
-// of an operator's retry that succeeded, a rare act.
+// to d's webhook, reading the due index through: an operator's retry that
+// succeeded is rare.
 func endSchedule(tx *bolt.Tx, d *store.Delivery) error {
 	var ids []int64
 	c := tx.Bucket(bktDeliveriesDue).Cursor()
@@ -308,8 +304,6 @@ func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]
 	return out, next, err
 }
 
-// RetryDelivery makes a new pending delivery of a delivery's event, due
-// now; with an Idempotency-Key, it is kept as the key's answer with it.
 func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time, key *store.IdempotentWrite) (store.Delivery, error) {
 	var out store.Delivery
 	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {

@@ -12,14 +12,12 @@ import (
 	"petstore/store"
 )
 
-// The key/value space of certificates, their keys and the ACME account
-// (domains adapts it to certmagic's Storage). Values are stored under
-// their key as an 8-byte modification time (Unix nanoseconds) followed by
-// the bytes.
+// The key/value space: values are stored under their key as an 8-byte
+// modification time (Unix nanoseconds) followed by the bytes.
 
-// certLockLease is how long a lock record is said to be valid. The records are
-// for whoever inspects the file; exclusion comes from the in-process lock,
-// since bbolt's file lock lets a single process own the file.
+// certLockLease is how long a lock record is said to be valid. The records
+// are for whoever inspects the file; exclusion comes from the in-process
+// lock, since one process owns the file.
 const certLockLease = time.Hour
 
 func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
@@ -53,8 +51,8 @@ func getKV(tx *bolt.Tx, key string) (store.KVEntry, error) {
 	return e, nil
 }
 
-// decodeKV decodes the record at key, or reports that it holds no value.
-// The entry's value is bbolt's, valid only in the transaction.
+// decodeKV decodes the record at key; its value is valid only in the
+// transaction.
 func decodeKV(key, rec []byte) (store.KVEntry, bool) {
 	if len(rec) < 8 {
 		return store.KVEntry{}, false
@@ -143,14 +141,12 @@ func (db *DB) Unlock(ctx context.Context, name string) error {
 	return err
 }
 
-// lockRecord is what the file says of a held lock.
 type lockRecord struct {
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
 }
 
-// putLockRecord records the lock this process just took, or releases it
-// when the record cannot be written.
+// putLockRecord records the lock this process just took, or releases it.
 func (db *DB) putLockRecord(ctx context.Context, name string) error {
 	now := db.now()
 	rec, err := json.Marshal(lockRecord{Created: now, Expires: now.Add(certLockLease)})
