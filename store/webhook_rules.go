@@ -105,12 +105,32 @@ func ManualRetry(d *Delivery, at time.Time) Delivery {
 	return r
 }
 
-// EndsSchedule reports whether outcome o of delivery d ends the schedule
-// of d's event for d's webhook: an operator's retry that succeeded. The
-// scheduled attempt still pending would send the event again; it is
-// deleted (InSchedule says which). One that failed leaves it.
-func EndsSchedule(d *Delivery, o Outcome) bool {
-	return d.Manual && o.Succeeded
+// FinishAttempt records outcome o on pending delivery d and its webhook w
+// with a store's writes: put (a new delivery when its ID is 0) the next
+// attempt when o has one; endSchedule when d is an operator's retry that
+// succeeded (the scheduled attempt still pending would send the event
+// again); disabled (webhook.disabled) when o disables w.
+func FinishAttempt(d *Delivery, w *Webhook, o Outcome, put, endSchedule func(*Delivery) error, disabled func(Webhook) error) error {
+	wasEnabled := w.Enabled
+	ApplyOutcome(d, w, o)
+	if err := put(d); err != nil {
+		return err
+	}
+	if o.Next != nil {
+		next := NextAttempt(d, *o.Next)
+		if err := put(&next); err != nil {
+			return err
+		}
+	}
+	if d.Manual && o.Succeeded {
+		if err := endSchedule(d); err != nil {
+			return err
+		}
+	}
+	if o.Disable != "" && wasEnabled {
+		return disabled(w.Public())
+	}
+	return nil
 }
 
 // InSchedule reports whether pending delivery p is a scheduled attempt of

@@ -123,46 +123,35 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			if until, ok := l.until[id]; ok && until.After(now) {
 				continue
 			}
-			if f, ok := l.fresh.Peek(id); ok {
+			var r deliveryRecord
+			var e store.Event
+			var err error
+			f, fresh := l.fresh.Peek(id)
+			if fresh {
 				l.fresh.Remove(id)
-				w, ok := hooks[hook]
-				if !ok {
-					var err error
-					if w, err = l.webhook(tx, hook); err != nil {
-						continue
-					}
-					hooks[hook] = w
-				}
-				if perHook[hook]++; perHook[hook] >= store.MaxInFlightPerWebhook {
-					delete(open, hook)
-				}
-				e := f.e
-				sendAs(sentAs, &e)
-				out = append(out, store.Claimed{Delivery: f.r.Delivery, Event: e, Webhook: w})
-				continue
-			}
-			r, err := getDelivery(tx, id)
-			if err != nil {
+				r, e = f.r, f.e
+			} else if r, err = getDelivery(tx, id); err != nil {
 				return corrupt(err)
 			}
-			w, ok := hooks[r.WebhookID]
+			w, ok := hooks[hook]
 			if !ok {
-				if w, err = l.webhook(tx, r.WebhookID); err != nil {
+				if w, err = l.webhook(tx, hook); err != nil {
 					continue
 				}
-				hooks[r.WebhookID] = w
+				hooks[hook] = w
 			}
-			ek := idKey(int64(r.EventID.Seq))
-			v := tx.Bucket(bktEvents).Get(ek[:])
-			if v == nil {
-				continue // pruned; PruneEvents deletes the delivery too
+			if !fresh {
+				ek := idKey(int64(r.EventID.Seq))
+				v := tx.Bucket(bktEvents).Get(ek[:])
+				if v == nil {
+					continue // pruned; PruneEvents deletes the delivery too
+				}
+				if e, _, err = decodeEvent(ek[:], v); err != nil {
+					return err
+				}
 			}
-			e, _, err := decodeEvent(ek[:], v)
-			if err != nil {
-				return err
-			}
-			if perHook[r.WebhookID]++; perHook[r.WebhookID] >= store.MaxInFlightPerWebhook {
-				delete(open, r.WebhookID)
+			if perHook[hook]++; perHook[hook] >= store.MaxInFlightPerWebhook {
+				delete(open, hook)
 			}
 			sendAs(sentAs, &e)
 			out = append(out, store.Claimed{Delivery: r.Delivery, Event: e, Webhook: w})
@@ -191,6 +180,9 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 		hooks := map[int64]*[2]store.Webhook{} // before, after
 		var order []int64
 		due := tx.Bucket(bktDeliveriesDue)
+		put := func(d *store.Delivery) error { return putDelivery(tx, &deliveryRecord{Delivery: *d}) }
+		end := func(d *store.Delivery) error { return endSchedule(tx, d) }
+		disabled := func(w store.Webhook) error { return db.emit(tx, store.EventWebhookDisabled, w) }
 		for _, f := range done {
 			// This process's lease on a pending delivery still holds: the
 			// record is the one claimed, if it is still in the due index.
@@ -211,26 +203,8 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 				hooks[r.WebhookID] = w
 				order = append(order, r.WebhookID)
 			}
-			wasEnabled := w[1].Enabled
-			store.ApplyOutcome(&r.Delivery, &w[1], f.Outcome)
-			if err := putDelivery(tx, &r); err != nil {
+			if err := store.FinishAttempt(&r.Delivery, &w[1], f.Outcome, put, end, disabled); err != nil {
 				return err
-			}
-			if o := f.Outcome; o.Next != nil {
-				next := deliveryRecord{Delivery: store.NextAttempt(&r.Delivery, *o.Next)}
-				if err := putDelivery(tx, &next); err != nil {
-					return err
-				}
-			}
-			if store.EndsSchedule(&r.Delivery, f.Outcome) {
-				if err := endSchedule(tx, &r.Delivery); err != nil {
-					return err
-				}
-			}
-			if f.Outcome.Disable != "" && wasEnabled {
-				if err := db.emit(tx, store.EventWebhookDisabled, w[1].Public()); err != nil {
-					return err
-				}
 			}
 		}
 		for _, id := range order {

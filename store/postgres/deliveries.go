@@ -247,6 +247,14 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 		for i := range hooks {
 			before[hooks[i].ID], after[hooks[i].ID] = hooks[i], &hooks[i]
 		}
+		put := func(d *store.Delivery) error {
+			if d.ID == 0 {
+				return insertDelivery(ctx, tx, d)
+			}
+			return putDelivery(ctx, tx, d)
+		}
+		end := func(d *store.Delivery) error { return endSchedule(ctx, tx, d) }
+		disabled := func(w store.Webhook) error { return emit(tx, store.EventWebhookDisabled, w) }
 		for _, f := range done {
 			d := byID[f.Claimed.ID]
 			if d == nil || d.State != store.DeliveryPending {
@@ -256,26 +264,8 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 			if w == nil {
 				continue
 			}
-			wasEnabled := w.Enabled
-			store.ApplyOutcome(d, w, f.Outcome)
-			if err := putDelivery(ctx, tx, d); err != nil {
+			if err := store.FinishAttempt(d, w, f.Outcome, put, end, disabled); err != nil {
 				return err
-			}
-			if o := f.Outcome; o.Next != nil {
-				next := store.NextAttempt(d, *o.Next)
-				if err := insertDelivery(ctx, tx, &next); err != nil {
-					return err
-				}
-			}
-			if store.EndsSchedule(d, f.Outcome) {
-				if err := endSchedule(ctx, tx, d); err != nil {
-					return err
-				}
-			}
-			if f.Outcome.Disable != "" && wasEnabled {
-				if err := emit(tx, store.EventWebhookDisabled, w.Public()); err != nil {
-					return err
-				}
 			}
 		}
 		for i := range hooks {
