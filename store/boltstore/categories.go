@@ -21,8 +21,6 @@ func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
 	return categoryTable.read(ctx, db, id)
 }
 
-// ReplaceCategory replaces every field of the category c.ID with those of
-// c, and sets c.Version to its new version.
 func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category, cond store.Condition) error {
 	in := *c
 	err := db.write(ctx, func(tx *bolt.Tx) error {

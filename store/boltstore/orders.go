@@ -9,9 +9,8 @@ import (
 	"petstore/store"
 )
 
-// PlaceOrder takes o.Quantity units (default 1) of pet o.PetID from its stock
-// and stores the order, in one transaction, so that concurrent orders never
-// oversell. It sets o.ID and o.Quantity.
+// PlaceOrder takes the stock and stores the order in one transaction, so
+// that concurrent orders never oversell.
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.IdempotentWrite) error {
 	return create(ctx, db, o, *o, key, func(tx *bolt.Tx, placed *store.Order) error {
 		pet, err := petTable.get(tx, placed.PetID)
@@ -47,8 +46,6 @@ func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 	return orderTable.read(ctx, db, id)
 }
 
-// UpdateOrder changes the ship date and completion of an order; nil fields of
-// u are left as they are.
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, cond store.Condition) (store.Order, error) {
 	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Order, error) {
 		old, err := orderTable.get(tx, id)
@@ -84,8 +81,7 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, co
 }
 
 // CancelOrder deletes an order that is not complete and gives its quantity
-// back to its pet's stock, if the pet still exists. The stock stays within
-// MaxStock: a stock set high since the order was placed is not pushed past it.
+// back to its pet's stock, if the pet still exists, up to MaxStock.
 func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		o, err := orderTable.get(tx, id)
@@ -135,8 +131,7 @@ func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Orde
 	return orderTable.page(ctx, db, index, prefix, f.Page)
 }
 
-// orderIndexEntries lists the index keys that o has (see keys.go), built in
-// one allocation: bbolt's Put and Delete let their key escape.
+// orderIndexEntries lists o's index keys, as petIndexEntries does.
 func orderIndexEntries(o *store.Order) [3]indexEntry {
 	var done byte
 	if o.Complete {
