@@ -169,13 +169,9 @@ func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]sto
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)
 	}
-	id := func(it *store.InventoryItem) int64 { return it.PetID }
-	const cols = `SELECT pet_id, quantity, status FROM inventory WHERE pet_id > $1`
-	const order = ` ORDER BY pet_id LIMIT $2`
-	if f.Status != "" {
-		return pageOf(ctx, db.pool, f.Page, id, scanItem, cols+` AND status = $3`+order, f.Status)
-	}
-	return pageOf(ctx, db.pool, f.Page, id, scanItem, cols+order)
+	cond, args := where(filter{"status", f.Status, f.Status != ""})
+	return pageOf(ctx, db.pool, f.Page, func(it *store.InventoryItem) int64 { return it.PetID }, scanItem,
+		`SELECT pet_id, quantity, status FROM inventory WHERE pet_id > $1`+cond+` ORDER BY pet_id LIMIT $2`, args...)
 }
 
 func scanOrder(r pgx.Row) (store.Order, error) {
@@ -364,18 +360,9 @@ func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) e
 }
 
 func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Order, int64, error) {
-	id := func(o *store.Order) int64 { return o.ID }
-	const cols = `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id > $1`
-	const order = ` ORDER BY id LIMIT $2`
-	switch {
-	case f.PetID != 0 && f.Complete != nil:
-		return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+` AND pet_id = $3 AND complete = $4`+order, f.PetID, *f.Complete)
-	case f.PetID != 0:
-		return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+` AND pet_id = $3`+order, f.PetID)
-	case f.Complete != nil:
-		return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+` AND complete = $3`+order, *f.Complete)
-	}
-	return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+order)
+	cond, args := where(filter{"pet_id", f.PetID, f.PetID != 0}, filter{"complete", f.Complete, f.Complete != nil})
+	return pageOf(ctx, db.pool, f.Page, func(o *store.Order) int64 { return o.ID }, scanOrder,
+		`SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id > $1`+cond+` ORDER BY id LIMIT $2`, args...)
 }
 
 // inUTC is t in UTC: pgx reads a TIMESTAMPTZ in the local zone.

@@ -20,8 +20,6 @@ func scanPet(r pgx.Row) (store.Pet, error) {
 	return p, err
 }
 
-func petID(p *store.Pet) int64 { return p.ID }
-
 // createPetSQL adds a pet, its inventory entry of quantity 0 and its
 // event. An id not above $7, the highest this instance knows was given
 // out, is a sequence that went back (a restore): the division by zero
@@ -170,17 +168,9 @@ func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)
 	}
-	const cols = `SELECT id, name, category_id, status FROM pets WHERE id > $1`
-	const order = ` ORDER BY id LIMIT $2`
-	switch {
-	case f.Status != "" && f.CategoryID != 0:
-		return pageOf(ctx, db.pool, f.Page, petID, scanPet, cols+` AND category_id = $3 AND status = $4`+order, f.CategoryID, f.Status)
-	case f.Status != "":
-		return pageOf(ctx, db.pool, f.Page, petID, scanPet, cols+` AND status = $3`+order, f.Status)
-	case f.CategoryID != 0:
-		return pageOf(ctx, db.pool, f.Page, petID, scanPet, cols+` AND category_id = $3`+order, f.CategoryID)
-	}
-	return pageOf(ctx, db.pool, f.Page, petID, scanPet, cols+order)
+	cond, args := where(filter{"category_id", f.CategoryID, f.CategoryID != 0}, filter{"status", f.Status, f.Status != ""})
+	return pageOf(ctx, db.pool, f.Page, func(p *store.Pet) int64 { return p.ID }, scanPet,
+		`SELECT id, name, category_id, status FROM pets WHERE id > $1`+cond+` ORDER BY id LIMIT $2`, args...)
 }
 
 // ImportPets adds n pets named "pet 1" to "pet n" (a bulk load for

@@ -373,6 +373,27 @@ func pageOf[T any](ctx context.Context, q querier, p store.Page, id func(*T) int
 	return out, next, nil
 }
 
+// filter is a condition of a list: col = value, when set.
+type filter struct {
+	col   string
+	value any
+	set   bool
+}
+
+// where is " AND col = $n" for each filter set, numbered after pageOf's
+// two parameters, and their values.
+func where(filters ...filter) (string, []any) {
+	var sql string
+	var args []any
+	for _, f := range filters {
+		if f.set {
+			args = append(args, f.value)
+			sql += " AND " + f.col + " = $" + strconv.Itoa(len(args)+2)
+		}
+	}
+	return sql, args
+}
+
 // querier is what both the pool and a transaction offer.
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
