@@ -153,7 +153,9 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			if perHook[hook]++; perHook[hook] >= store.MaxInFlightPerWebhook {
 				delete(open, hook)
 			}
-			sendAs(sentAs, &e)
+			if was := wasID(sentAs, e.ID.Seq); !was.IsZero() {
+				e.ID = was // the id its deliveries go out under
+			}
 			out = append(out, store.Claimed{Delivery: r.Delivery, Event: e, Webhook: w})
 		}
 		return nil

@@ -25,7 +25,10 @@ const importBatch = 10_000
 func (db *DB) Import(ctx context.Context, from store.Streamer) error {
 	var seqs map[string]uint64
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		seqs = importedSequences(tx)
+		seqs = map[string]uint64{}
+		for _, b := range importedBuckets() {
+			seqs[string(b)] = tx.Bucket(b).Sequence()
+		}
 		return refuseNonEmpty(tx)
 	})
 	if err != nil {
@@ -67,14 +70,6 @@ func importedBuckets() [][]byte {
 		}
 	}
 	return out
-}
-
-func importedSequences(tx *bolt.Tx) map[string]uint64 {
-	seqs := map[string]uint64{}
-	for _, b := range importedBuckets() {
-		seqs[string(b)] = tx.Bucket(b).Sequence()
-	}
-	return seqs
 }
 
 func (db *DB) emptyAgain(seqs map[string]uint64) error {
@@ -296,13 +291,6 @@ func (in *importer) finish() error {
 		}
 	}
 	return nil
-}
-
-func putVersion(tx *bolt.Tx, kind byte, id, version int64) error {
-	if version <= 1 {
-		return nil
-	}
-	return tx.Bucket(bktVersions).Put(versionKey(kind, id), binary.BigEndian.AppendUint64(nil, uint64(version)))
 }
 
 var _ store.Importer = (*DB)(nil)

@@ -43,13 +43,3 @@ func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]sto
 	// An entry has its pet's status: the pets' index is the inventory's.
 	return inventoryTable.page(ctx, db, bktPetsByStatus, statusPrefix(f.Status), f.Page)
 }
-
-// setInventoryStatus keeps a pet's inventory entry in its pet's status.
-func setInventoryStatus(tx *bolt.Tx, petID int64, s store.PetStatus) error {
-	it, err := inventoryTable.get(tx, petID)
-	if err != nil {
-		return err
-	}
-	it.Status = s
-	return putInventory(tx.Bucket(bktInventory), &it)
-}

@@ -46,8 +46,10 @@ func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
 			if in.carried {
 				floor = store.EventID{Tx: r.ID.Tx}
 			}
-			if err := putIfAbsent(moved, movedKey(floor), binary.BigEndian.AppendUint64(nil, in.beforeMoved)); err != nil {
-				return err
+			if moved.Get(movedKey(floor)) == nil {
+				if err := moved.Put(movedKey(floor), binary.BigEndian.AppendUint64(nil, in.beforeMoved)); err != nil {
+					return err
+				}
 			}
 		}
 		in.moved++
@@ -95,35 +97,23 @@ func (in *importer) endMoved(tx *bolt.Tx) error {
 	return tx.Bucket(bktEventsMoved).Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, in.event))
 }
 
-func putIfAbsent(b *bolt.Bucket, k, v []byte) error {
-	if b.Get(k) != nil {
-		return nil
-	}
-	return b.Put(k, v)
-}
-
 func (in *importer) putDelivery(tx *bolt.Tx, r *store.Delivery) error {
 	d := deliveryRecord{Delivery: *r}
 	if r.EventID.Tx != 0 {
-		seq, ok := movedSeq(tx, r.EventID)
-		if !ok && r.State == store.DeliveryPending {
+		v := tx.Bucket(bktEventsMoved).Get(movedKey(r.EventID))
+		if len(v) != 8 && r.State == store.DeliveryPending {
 			return store.Errorf(store.EUNPROCESSABLE, "pending delivery %d is of event %s, which the database no longer holds; nothing was copied: let it be attempted, or delete its webhook, and move again", r.ID, r.EventID)
 		}
 		// A past delivery whose event was pruned keeps no event.
-		d.EventID = store.EventID{Seq: seq}
+		d.EventID = store.EventID{}
+		if len(v) == 8 {
+			d.EventID.Seq = binary.BigEndian.Uint64(v)
+		}
 	}
 	if err := tx.Bucket(bktDeliveriesWebhook).Put(appendID(itob(r.WebhookID), r.ID), empty); err != nil {
 		return err
 	}
 	return putDelivery(tx, &d)
-}
-
-func movedSeq(tx *bolt.Tx, id store.EventID) (uint64, bool) {
-	v := tx.Bucket(bktEventsMoved).Get(movedKey(id))
-	if len(v) != 8 {
-		return 0, false
-	}
-	return binary.BigEndian.Uint64(v), true
 }
 
 // movedFloor is the number in the file of the last event at or before
@@ -199,11 +189,4 @@ func wasID(b *bolt.Bucket, seq uint64) store.EventID {
 		return store.EventID{Tx: binary.BigEndian.Uint64(v), Seq: binary.BigEndian.Uint64(v[8:])}
 	}
 	return store.EventID{}
-}
-
-// sendAs gives e the id its deliveries go out under.
-func sendAs(b *bolt.Bucket, e *store.Event) {
-	if id := wasID(b, e.ID.Seq); !id.IsZero() {
-		e.ID = id
-	}
 }

@@ -86,7 +86,12 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition
 			return err
 		}
 		if in.Status != old.Status {
-			if err := corrupt(setInventoryStatus(tx, in.ID, in.Status)); err != nil {
+			it, err := inventoryTable.get(tx, in.ID)
+			if err != nil {
+				return corrupt(err)
+			}
+			it.Status = in.Status
+			if err := putInventory(tx.Bucket(bktInventory), &it); err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"encoding/binary"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -67,8 +68,8 @@ func (t table[T]) putWhole(tx *bolt.Tx, rec *T) error {
 			return err
 		}
 	}
-	if id, version := t.fields(rec); version != nil {
-		return putVersion(tx, t.versions, *id, *version)
+	if id, version := t.fields(rec); version != nil && *version > 1 {
+		return tx.Bucket(bktVersions).Put(versionKey(t.versions, *id), binary.BigEndian.AppendUint64(nil, uint64(*version)))
 	}
 	return nil
 }

@@ -67,13 +67,6 @@ func inClass(code string, classes ...string) bool {
 	return len(code) == 5 && slices.ContainsFunc(classes, func(c string) bool { return strings.HasPrefix(code, c) })
 }
 
-func sqlstateClass(code string) string {
-	if len(code) != 5 {
-		return "other"
-	}
-	return code[:2]
-}
-
 // isConnectionFailure says that the database could not be reached, or that
 // the connection broke or timed out on the client's side.
 func isConnectionFailure(err error) bool {

@@ -321,6 +321,10 @@ func (m *metrics) sqlstate(code string) {
 	if m.byClass == nil {
 		m.byClass = map[string]int64{}
 	}
-	m.byClass[sqlstateClass(code)]++
+	class := "other" // a code that is not a SQLSTATE
+	if len(code) == 5 {
+		class = code[:2]
+	}
+	m.byClass[class]++
 	m.mu.Unlock()
 }

@@ -16,8 +16,7 @@ import (
 // write's events, and db.tx inserts them before it commits.
 type outboxTx struct {
 	pgx.Tx
-	events  []store.PendingEvent
-	targets []int64
+	events []store.PendingEvent
 }
 
 // emit records the event of a change in the write's transaction.
@@ -26,16 +25,11 @@ func emit(tx pgx.Tx, typ string, data any) error {
 	if err != nil {
 		return err
 	}
-	return emitPending(tx, e, 0)
-}
-
-func emitPending(tx pgx.Tx, e store.PendingEvent, to int64) error {
 	o, ok := tx.(*outboxTx)
 	if !ok {
 		return errors.New("store: an event recorded outside db.tx")
 	}
 	o.events = append(o.events, e)
-	o.targets = append(o.targets, to)
 	return nil
 }
 
@@ -45,8 +39,7 @@ func (o *outboxTx) flush(ctx context.Context, now time.Time) error {
 	case 0:
 		return nil
 	case 1:
-		_, err := o.Exec(ctx, `INSERT INTO events (type, created_at, target, data) VALUES ($1, $2, $3, $4)`,
-			o.events[0].Type, now, o.targets[0], []byte(o.events[0].Data))
+		_, err := o.Exec(ctx, `INSERT INTO events (type, created_at, data) VALUES ($1, $2, $3)`, o.events[0].Type, now, []byte(o.events[0].Data))
 		return err
 	}
 	types := make([]string, len(o.events))
@@ -54,9 +47,8 @@ func (o *outboxTx) flush(ctx context.Context, now time.Time) error {
 	for i, e := range o.events {
 		types[i], data[i] = e.Type, e.Data
 	}
-	_, err := o.Exec(ctx, `INSERT INTO events (type, created_at, target, data)
-		SELECT t, $2, g, d FROM unnest($1::text[], $3::bigint[], $4::bytea[]) WITH ORDINALITY AS u(t, g, d, n) ORDER BY n`,
-		types, now, o.targets, data)
+	_, err := o.Exec(ctx, `INSERT INTO events (type, created_at, data)
+		SELECT t, $2, d FROM unnest($1::text[], $3::bytea[]) WITH ORDINALITY AS u(t, d, n) ORDER BY n`, types, now, data)
 	return err
 }
 

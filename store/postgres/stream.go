@@ -80,11 +80,18 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 			}),
 		}
 		for _, q := range queries {
-			if q.sql == "" {
-				if err := streamDomains(ctx, tx, to); err != nil {
-					return err
+			if q.sql != "" {
+				err = streamRows(ctx, tx, q, to)
+			} else { // the domains, which are few
+				list, lerr := domains(ctx, tx, false)
+				for i := range list {
+					if lerr == nil {
+						lerr = to.Record(&list[i])
+					}
 				}
-			} else if err := streamRows(ctx, tx, q, to); err != nil {
+				err = lerr
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -120,16 +127,6 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		}
 		return to.Rest(rest)
 	})
-}
-
-func streamDomains(ctx context.Context, tx pgx.Tx, to store.Sink) error {
-	list, err := domains(ctx, tx, false)
-	for i := range list {
-		if err == nil {
-			err = to.Record(&list[i])
-		}
-	}
-	return err
 }
 
 type rowQuery struct {

@@ -150,22 +150,14 @@ func (c *Cluster) NewStandby(tb testing.TB) *Cluster {
 	if err := giveToPostgres(dir); err != nil {
 		tb.Fatal(err)
 	}
-	data := filepath.Join(dir, "data")
 	if err := runAsPostgres(Program("pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(c.port), "-U", "postgres",
-		"-D", data, "-R", "-X", "stream", "--no-sync", "--checkpoint=fast"); err != nil {
+		"-D", filepath.Join(dir, "data"), "-R", "-X", "stream", "--no-sync", "--checkpoint=fast"); err != nil {
 		tb.Fatalf("pg_basebackup: %v", err)
 	}
-	for range 5 {
-		if s.port, err = FreePort(); err != nil {
-			tb.Fatal(err)
-		}
-		s.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c full_page_writes=off", s.port, dir)
-		if err = s.Resume(); err == nil {
-			return s
-		}
+	if err := s.listen(" -c fsync=off -c full_page_writes=off"); err != nil {
+		tb.Fatalf("starting the standby: %v", err)
 	}
-	tb.Fatalf("starting the standby: %v", err)
-	return nil
+	return s
 }
 
 // Promote makes a standby the primary, and waits until it takes writes.
@@ -260,19 +252,26 @@ func (c *Cluster) start(durable bool) error {
 	if durable {
 		speed = ""
 	}
-	// A taken port fails the start; try a few.
-	var err error
+	if err := c.listen(speed); err != nil {
+		log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
+		return fmt.Errorf("pg_ctl start: %w\n%s", err, log)
+	}
+	return nil
+}
+
+// listen starts the server on a free port, with the options opts: a taken
+// port fails the start, so it tries a few.
+func (c *Cluster) listen(opts string) (err error) {
 	for range 5 {
 		if c.port, err = FreePort(); err != nil {
 			return err
 		}
-		c.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300%s", c.port, c.dir, speed)
+		c.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300%s", c.port, c.dir, opts)
 		if err = c.Resume(); err == nil {
 			return nil
 		}
 	}
-	log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
-	return fmt.Errorf("pg_ctl start: %w\n%s", err, log)
+	return err
 }
 
 // PostgreSQL refuses to run as root: then the cluster belongs to the
