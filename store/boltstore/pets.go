@@ -61,11 +61,7 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition
 	}
 	defer db.pets.forget(in.ID) // after the commit, before the answer
 	err = db.write(ctx, func(tx *bolt.Tx) error {
-		old, err := petTable.get(tx, in.ID)
-		if err != nil {
-			return err
-		}
-		version, err := checkVersion(tx, cond, versionPet, "pet", in.ID)
+		old, version, err := petTable.getAt(tx, cond, in.ID)
 		if err != nil {
 			return err
 		}
@@ -73,16 +69,8 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition
 			return store.CategoryMissing(in.CategoryID)
 		}
 		// Checks done; from here on only writes.
-		if err := deleteIndexEntries(tx, petIndexEntries(&old)); err != nil {
-			return err
-		}
-		if err := putPet(tx.Bucket(bktPets), &in); err != nil {
-			return err
-		}
-		if err := putIndexEntries(tx, petIndexEntries(&in)); err != nil {
-			return err
-		}
-		if in.Version, err = bumpVersion(tx, versionPet, in.ID, version); err != nil {
+		in.Version = version + 1
+		if err := petTable.replace(tx, &old, &in); err != nil {
 			return err
 		}
 		if in.Status != old.Status {
@@ -108,20 +96,11 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition
 func (db *DB) DeletePet(ctx context.Context, id int64, cond store.Condition) error {
 	defer db.pets.forget(id) // after the commit, before the answer
 	return db.write(ctx, func(tx *bolt.Tx) error {
-		old, err := petTable.get(tx, id)
+		old, _, err := petTable.getAt(tx, cond, id)
 		if err != nil {
 			return err
 		}
-		if _, err := checkVersion(tx, cond, versionPet, "pet", id); err != nil {
-			return err
-		}
-		if err := deleteIndexEntries(tx, petIndexEntries(&old)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bktPets).Delete(itob(id)); err != nil {
-			return err
-		}
-		if err := deleteVersion(tx, versionPet, id); err != nil {
+		if err := petTable.remove(tx, id, &old); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bktInventory).Delete(itob(id)); err != nil {

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"context"
 	"encoding/binary"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -72,6 +73,40 @@ func (t table[T]) putWhole(tx *bolt.Tx, rec *T) error {
 		return tx.Bucket(bktVersions).Put(versionKey(t.versions, *id), binary.BigEndian.AppendUint64(nil, uint64(*version)))
 	}
 	return nil
+}
+
+// getAt is get for a write with cond: the record, once the condition holds
+// for it, and its version.
+func (t table[T]) getAt(tx *bolt.Tx, cond store.Condition, id int64) (T, int64, error) {
+	rec, err := t.get(tx, id)
+	if err != nil {
+		return rec, 0, err
+	}
+	v := getVersion(tx, t.versions, id)
+	return rec, v, cond.Check(t.what+" "+strconv.FormatInt(id, 10), v)
+}
+
+// replace stores rec, at its new version, in place of old.
+func (t table[T]) replace(tx *bolt.Tx, old, rec *T) error {
+	if t.index != nil {
+		if err := deleteIndexEntries(tx, t.index(old)); err != nil {
+			return err
+		}
+	}
+	return t.putWhole(tx, rec)
+}
+
+// remove deletes rec, at id, with its index entries and version.
+func (t table[T]) remove(tx *bolt.Tx, id int64, rec *T) error {
+	if t.index != nil {
+		if err := deleteIndexEntries(tx, t.index(rec)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bktVersions).Delete(versionKey(t.versions, id)); err != nil {
+		return err
+	}
+	return tx.Bucket(t.bucket).Delete(itob(id))
 }
 
 func (t table[T]) get(tx *bolt.Tx, id int64) (T, error) {

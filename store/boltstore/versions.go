@@ -2,11 +2,8 @@ package boltstore
 
 import (
 	"encoding/binary"
-	"strconv"
 
 	bolt "go.etcd.io/bbolt"
-
-	"petstore/store"
 )
 
 // bktVersions holds the version of each record written since its
@@ -21,11 +18,6 @@ const (
 	versionOrder    = 'o'
 )
 
-func checkVersion(tx *bolt.Tx, cond store.Condition, kind byte, what string, id int64) (int64, error) {
-	v := getVersion(tx, kind, id)
-	return v, cond.Check(what+" "+strconv.FormatInt(id, 10), v)
-}
-
 func versionKey(kind byte, id int64) []byte {
 	k := make([]byte, 9)
 	k[0] = kind
@@ -38,13 +30,4 @@ func getVersion(tx *bolt.Tx, kind byte, id int64) int64 {
 		return int64(binary.BigEndian.Uint64(v))
 	}
 	return 1
-}
-
-func bumpVersion(tx *bolt.Tx, kind byte, id, current int64) (int64, error) {
-	next := current + 1
-	return next, tx.Bucket(bktVersions).Put(versionKey(kind, id), binary.BigEndian.AppendUint64(nil, uint64(next)))
-}
-
-func deleteVersion(tx *bolt.Tx, kind byte, id int64) error {
-	return tx.Bucket(bktVersions).Delete(versionKey(kind, id))
 }
