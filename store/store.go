@@ -65,6 +65,8 @@ type Pets interface {
 // updates apply fn in one transaction; fn may run more than once, and its
 // error leaves everything as it was.
 type Admin interface {
+	// EnsureAdminToken stores the given admin token's hash, or, when none
+	// is given nor stored, a new token's, which it returns (else "").
 	EnsureAdminToken(ctx context.Context, given string) (string, error)
 	CheckAdminToken(token string) bool
 

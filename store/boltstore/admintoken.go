@@ -13,9 +13,6 @@ import (
 
 var metaAdminHash = []byte("admin_token_sha256")
 
-// EnsureAdminToken makes sure an admin token exists: a given one replaces
-// any earlier one; without one, when none is stored, a new one is
-// generated and returned. It returns "" when it generated nothing.
 func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error) {
 	if given == "" && db.adminHash.Load() != nil {
 		return "", nil // loaded at Open: the usual start, which needs no write

@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"petstore/bounded"
 	"petstore/store"
 )
 
@@ -153,6 +154,8 @@ func Open(path string, opts store.Options) (*DB, error) {
 		queue:     make(chan *writeReq, maxGroup),
 		committed: make(chan struct{}),
 		pets:      newPetCache(),
+		deliveryLeases: leases{until: map[int64]time.Time{}, fresh: bounded.New[int64, *freshDelivery](maxFresh, nil),
+			hooks: bounded.New[int64, decodedWebhook](maxDecodedWebhooks, nil)},
 	}
 	if db.now == nil {
 		db.now = time.Now

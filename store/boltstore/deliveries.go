@@ -14,8 +14,6 @@ import (
 	"petstore/store"
 )
 
-// FanOut makes the first delivery of each event since the last FanOut for
-// each enabled webhook that subscribes to it.
 func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error) {
 	// Most calls find nothing new: a read answers them, without a commit.
 	pending, err := readValue(ctx, db, func(tx *bolt.Tx) (bool, error) {
@@ -87,7 +85,6 @@ func dispatched(tx *bolt.Tx) uint64 {
 	return 0
 }
 
-// ClaimDeliveries leases the deliveries due at now, none of busy's.
 func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
 	l := db.leases()
 	l.mu.Lock()
@@ -166,7 +163,6 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 	return out, err
 }
 
-// FinishDeliveries records attempts' outcomes in one write.
 func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error {
 	defer func() {
 		l := db.leases()
@@ -246,7 +242,6 @@ func endSchedule(tx *bolt.Tx, d *store.Delivery) error {
 	return nil
 }
 
-// Deliveries lists a webhook's deliveries, newest first.
 func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]store.Delivery, int64, error) {
 	size := p.Size()
 	var out []store.Delivery

@@ -104,7 +104,6 @@ func dirPrefix(key string) []byte {
 	return []byte(key + "/")
 }
 
-// Lock waits for the named lock until ctx ends.
 func (db *DB) Lock(ctx context.Context, name string) error {
 	for {
 		ok, wait := db.tryLock(name)

@@ -91,17 +91,7 @@ type freshDelivery struct {
 // file instead.
 const maxFresh = 1 << 14
 
-func (db *DB) leases() *leases {
-	l := &db.deliveryLeases
-	l.mu.Lock()
-	if l.until == nil {
-		l.until = map[int64]time.Time{}
-		l.fresh = bounded.New[int64, *freshDelivery](maxFresh, nil)
-		l.hooks = bounded.New[int64, decodedWebhook](maxDecodedWebhooks, nil)
-	}
-	l.mu.Unlock()
-	return l
-}
+func (db *DB) leases() *leases { return &db.deliveryLeases }
 
 func getDelivery(tx *bolt.Tx, id int64) (deliveryRecord, error) {
 	k := idKey(id)

@@ -12,9 +12,6 @@ import (
 	"petstore/store"
 )
 
-// EnsureAdminToken makes sure there is an admin token: a given one
-// replaces the stored hash; without one, a first start generates one and
-// returns it.
 func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error) {
 	token, hash, err := store.AdminTokenOrNew(given)
 	if err != nil {

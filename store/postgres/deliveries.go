@@ -88,9 +88,7 @@ func (db *DB) newEvents(ctx context.Context) (bool, error) {
 
 var newEventsGivingWay = `SET LOCAL lock_timeout = ` + strconv.FormatInt(lockGiveWay.Milliseconds(), 10) + `; ` + newEventsQuery
 
-// FanOut makes the first delivery of each event since the last FanOut for
-// each webhook it routes to; the dispatch row's lock makes one instance at
-// a time do it.
+// FanOut: the dispatch row's lock makes one instance at a time do it.
 func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error) {
 	// Most calls find nothing new: one query answers them.
 	if pending, err := db.newEvents(ctx); err != nil || !pending {
