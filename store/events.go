@@ -199,24 +199,25 @@ func OrderUpdateEvent(old, updated *Order) string {
 // (old nil: added). A change that is neither a new state of the domain nor
 // of its certificate (a DNS check that found the same) has none.
 func DomainEvents(old, updated *Domain) []string {
-	var out []string
-	switch {
-	case old == nil:
-		out = append(out, EventDomainAdded)
-	case old.State != updated.State && updated.State == DomainOwned:
-		out = append(out, EventDomainOwned)
-	case old.State != updated.State && updated.State == DomainVerified:
-		out = append(out, EventDomainVerified)
-	case old.State != updated.State && updated.State == DomainMoved:
-		out = append(out, EventDomainMoved)
+	if old == nil {
+		return []string{EventDomainAdded}
 	}
-	if old != nil {
-		if t := certificateEvent(old.Certificate, updated.Certificate); t != "" {
-			out = append(out, t)
-		}
+	var out []string
+	if t, ok := domainStateEvents[updated.State]; ok && old.State != updated.State {
+		out = append(out, t)
+	}
+	if t := certificateEvent(old.Certificate, updated.Certificate); t != "" {
+		out = append(out, t)
 	}
 	return out
 }
+
+// The events of a domain's new states, and of its certificate's lifecycle.
+var (
+	domainStateEvents = map[string]string{DomainOwned: EventDomainOwned, DomainVerified: EventDomainVerified, DomainMoved: EventDomainMoved}
+	certKindEvents    = map[string]string{CertEventObtained: EventCertIssued, CertEventRenewed: EventCertRenewed,
+		CertEventFailed: EventCertFailed, CertEventExpiring: EventCertExpiring}
+)
 
 // certificateEvent is the event of a certificate's change, if it has one:
 // a lifecycle event newly recorded, or the state becoming expired.
@@ -228,17 +229,8 @@ func certificateEvent(old, updated Certificate) string {
 			prev := old.Events[len(old.Events)-1]
 			isNew = !latest.At.Equal(prev.At) || latest.Kind != prev.Kind
 		}
-		if isNew {
-			switch latest.Kind {
-			case CertEventObtained:
-				return EventCertIssued
-			case CertEventRenewed:
-				return EventCertRenewed
-			case CertEventFailed:
-				return EventCertFailed
-			case CertEventExpiring:
-				return EventCertExpiring
-			}
+		if t, ok := certKindEvents[latest.Kind]; isNew && ok {
+			return t
 		}
 	}
 	if updated.State == CertExpired && old.State != CertExpired {

@@ -130,7 +130,10 @@ func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
 }
 
 func (db *DB) Unlock(ctx context.Context, name string) error {
-	if !db.holdsLock(name) {
+	db.locksMu.Lock()
+	_, held := db.locks[name]
+	db.locksMu.Unlock()
+	if !held {
 		return store.LockNotHeld(name)
 	}
 	err := db.write(context.WithoutCancel(ctx), func(tx *bolt.Tx) error {
@@ -170,13 +173,6 @@ func (db *DB) tryLock(name string) (bool, <-chan struct{}) {
 	}
 	db.locks[name] = make(chan struct{})
 	return true, nil
-}
-
-func (db *DB) holdsLock(name string) bool {
-	db.locksMu.Lock()
-	defer db.locksMu.Unlock()
-	_, held := db.locks[name]
-	return held
 }
 
 func (db *DB) unlock(name string) {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -309,9 +310,7 @@ func (db *DB) PoolStats() store.PoolStats {
 		ErrorsByClass: map[string]int64{},
 	}
 	m.mu.Lock()
-	for k, v := range m.byClass {
-		out.ErrorsByClass[k] = v
-	}
+	maps.Copy(out.ErrorsByClass, m.byClass)
 	m.mu.Unlock()
 	return out
 }

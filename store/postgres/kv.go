@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,11 +51,7 @@ func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
 const lockLease = 30 * time.Second
 
 // instanceID tells this process's lease rows from others'.
-var instanceID = func() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}()
+var instanceID = rand.Text()
 
 type heldLock struct {
 	owner string
@@ -74,9 +69,7 @@ func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
 	if held {
 		return false, nil
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	owner := instanceID + "-" + hex.EncodeToString(b[:])
+	owner := instanceID + "-" + rand.Text()
 	tag, err := db.pool.Exec(ctx, `INSERT INTO certmagic_locks (name, owner, expires) VALUES ($1, $2, now() + $3::interval)
 		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
 		WHERE certmagic_locks.expires < now()`, name, owner, lockLease.String())
