@@ -32,6 +32,9 @@ type keyLookups struct {
 func (k *keyLookups) missed(hash [32]byte, now time.Time) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.misses == nil {
+		return false
+	}
 	at, ok := k.misses.Get(hash)
 	return ok && now.Sub(at) < missTTL
 }
@@ -39,13 +42,18 @@ func (k *keyLookups) missed(hash [32]byte, now time.Time) bool {
 func (k *keyLookups) miss(hash [32]byte, now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.misses == nil {
+		k.misses = bounded.New[[32]byte, time.Time](maxMiss, nil)
+	}
 	k.misses.Add(hash, now)
 }
 
 // forget drops every remembered miss (a key was created).
 func (k *keyLookups) forget() {
 	k.mu.Lock()
-	k.misses.Purge()
+	if k.misses != nil {
+		k.misses.Purge()
+	}
 	k.mu.Unlock()
 }
 

@@ -22,7 +22,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"petstore/bounded"
 	"petstore/store"
 )
 
@@ -131,7 +130,6 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 			initErr: store.Errorf(store.EUNAVAILABLE, "the database has not been reached yet since start"),
 		}},
 		now: opts.Now, log: c.Logger, ready: make(chan struct{}), probePool: probePool,
-		keys: keyLookups{misses: bounded.New[[32]byte, time.Time](maxMiss, nil)},
 	}
 	if db.now == nil {
 		db.now = time.Now
