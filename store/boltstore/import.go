@@ -278,15 +278,9 @@ func (in *importer) finish() error {
 		return err
 	}
 	last := in.last.Past(r)
-	for _, seq := range []struct {
-		bucket []byte
-		last   int64
-	}{
-		{bktCategories, last.Categories}, {bktPets, last.Pets}, {bktOrders, last.Orders}, {bktAPIKeys, last.APIKeys},
-		{bktMeta, last.Deploys}, {bktWebhooks, last.Webhooks}, {bktDeliveries, last.Deliveries},
-		{bktEvents, max(int64(in.event), r.LastIDs.Events)},
-	} {
-		if err := tx.Bucket(seq.bucket).SetSequence(uint64(max(seq.last, 0))); err != nil {
+	last.Events = max(int64(in.event), r.LastIDs.Events) // a file numbers events again
+	for _, c := range counters {
+		if err := tx.Bucket(c.bucket).SetSequence(uint64(max(*c.last(&last), 0))); err != nil {
 			return err
 		}
 	}

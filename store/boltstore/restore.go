@@ -20,14 +20,21 @@ import (
 // resEvents is the mark of event ids, which a consumer's cursor has passed.
 const resEvents = "events"
 
-// counters are the buckets whose sequences give ids out, by resource.
+// counters are the buckets whose sequences give ids out, by resource, and
+// the field of store.LastIDs that a move carries each in.
 var counters = []struct {
 	res    string
 	bucket []byte
+	last   func(*store.LastIDs) *int64
 }{
-	{store.ResCategories, bktCategories}, {store.ResPets, bktPets}, {store.ResOrders, bktOrders},
-	{store.ResAPIKeys, bktAPIKeys}, {store.ResWebhooks, bktWebhooks}, {store.ResDeliveries, bktDeliveries},
-	{store.ResDeploys, bktMeta}, {resEvents, bktEvents},
+	{store.ResCategories, bktCategories, func(l *store.LastIDs) *int64 { return &l.Categories }},
+	{store.ResPets, bktPets, func(l *store.LastIDs) *int64 { return &l.Pets }},
+	{store.ResOrders, bktOrders, func(l *store.LastIDs) *int64 { return &l.Orders }},
+	{store.ResAPIKeys, bktAPIKeys, func(l *store.LastIDs) *int64 { return &l.APIKeys }},
+	{store.ResWebhooks, bktWebhooks, func(l *store.LastIDs) *int64 { return &l.Webhooks }},
+	{store.ResDeliveries, bktDeliveries, func(l *store.LastIDs) *int64 { return &l.Deliveries }},
+	{store.ResDeploys, bktMeta, func(l *store.LastIDs) *int64 { return &l.Deploys }},
+	{resEvents, bktEvents, func(l *store.LastIDs) *int64 { return &l.Events }},
 }
 
 // marksEvery is how often the marks follow the file's counters.

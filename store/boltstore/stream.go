@@ -84,16 +84,9 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 			Dispatched:       store.EventID{Seq: dispatched(tx)},
 			Revocations:      db.marks.Revocations(),
 			AdminTokenSHA256: tx.Bucket(bktMeta).Get(metaAdminHash),
-			LastIDs: store.LastIDs{
-				Categories: int64(tx.Bucket(bktCategories).Sequence()),
-				Pets:       int64(tx.Bucket(bktPets).Sequence()),
-				Orders:     int64(tx.Bucket(bktOrders).Sequence()),
-				APIKeys:    int64(tx.Bucket(bktAPIKeys).Sequence()),
-				Deploys:    int64(tx.Bucket(bktMeta).Sequence()),
-				Webhooks:   int64(tx.Bucket(bktWebhooks).Sequence()),
-				Deliveries: int64(tx.Bucket(bktDeliveries).Sequence()),
-				Events:     int64(tx.Bucket(bktEvents).Sequence()),
-			},
+		}
+		for _, c := range counters {
+			*c.last(&rest.LastIDs) = int64(tx.Bucket(c.bucket).Sequence())
 		}
 		var err error
 		if rest.Project, err = getProject(tx); err != nil {
