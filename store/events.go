@@ -369,12 +369,6 @@ type Events interface {
 	QueueReader
 }
 
-// WebhookNotFound is the answer for a webhook id that names none.
-func WebhookNotFound(id int64) *Error { return NotFound("webhook", id) }
-
-// DeliveryNotFound is the answer for a delivery id that names none.
-func DeliveryNotFound(id int64) *Error { return NotFound("delivery", id) }
-
 // DomainRemovedData is the data of domain.removed: the name, a domain's id.
 func DomainRemovedData(name string) json.RawMessage {
 	data, _ := json.Marshal(struct {

@@ -280,7 +280,7 @@ func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.T
 	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
 		r, err := getDelivery(tx, id)
 		if err != nil || r.WebhookID != webhookID {
-			return store.DeliveryNotFound(id)
+			return store.NotFound("delivery", id)
 		}
 		ek := idKey(int64(r.EventID.Seq))
 		if tx.Bucket(bktEvents).Get(ek[:]) == nil {

@@ -97,7 +97,7 @@ func getDelivery(tx *bolt.Tx, id int64) (deliveryRecord, error) {
 	k := idKey(id)
 	v := tx.Bucket(bktDeliveries).Get(k[:])
 	if v == nil {
-		return deliveryRecord{}, store.DeliveryNotFound(id)
+		return deliveryRecord{}, store.NotFound("delivery", id)
 	}
 	var r deliveryRecord
 	err := json.Unmarshal(v, &r)

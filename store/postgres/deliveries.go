@@ -339,10 +339,10 @@ func (db *DB) retryDelivery(ctx context.Context, tx pgx.Tx, webhookID, id int64,
 	var dv []byte
 	err := tx.QueryRow(ctx, `SELECT event_tx, event_seq, webhook_id, value FROM deliveries WHERE id = $1`, id).Scan(&etx, &eseq, &wid, &dv)
 	if err != nil {
-		return notFound(err, store.DeliveryNotFound(id))
+		return notFound(err, store.NotFound("delivery", id))
 	}
 	if wid != webhookID {
-		return store.DeliveryNotFound(id)
+		return store.NotFound("delivery", id)
 	}
 	d, err := decodeDelivery(id, etx, eseq, dv)
 	if err != nil {

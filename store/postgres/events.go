@@ -203,7 +203,7 @@ func putWebhook(ctx context.Context, tx pgx.Tx, w *store.Webhook) error {
 
 func (db *DB) Webhook(ctx context.Context, id int64) (store.Webhook, error) {
 	w, err := scanWebhook(db.pool.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1`, id))
-	return w, notFound(err, store.WebhookNotFound(id))
+	return w, notFound(err, store.NotFound("webhook", id))
 }
 
 func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int64, error) {
@@ -218,7 +218,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhoo
 			var err error
 			w, err = scanWebhook(tx.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1 FOR UPDATE`, id))
 			if err != nil {
-				return notFound(err, store.WebhookNotFound(id))
+				return notFound(err, store.NotFound("webhook", id))
 			}
 			if err := fn(&w); err != nil {
 				return err
@@ -236,7 +236,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhoo
 func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
 	tag, err := db.pool.Exec(ctx, `DELETE FROM webhooks WHERE id = $1`, id)
 	if err == nil && tag.RowsAffected() == 0 {
-		err = store.WebhookNotFound(id)
+		err = store.NotFound("webhook", id)
 	}
 	return err
 }
