@@ -24,10 +24,9 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Size is the size in bytes of the data, as a backup would have it.
 	Size(ctx context.Context) (int64, error)
-	// OnChange registers fn to run after this or another instance changed
-	// API keys, the admin token, domains, settings or the project (never,
-	// for a store that one instance owns). It may run inside the caller's
-	// write, so it must not block.
+	// OnChange registers fn to run after an instance changed credentials,
+	// domains, settings or the project; it may run inside a write, so it
+	// must not block.
 	OnChange(fn func())
 	Close() error
 }

@@ -3,13 +3,11 @@ package store
 import "time"
 
 // MaxInFlightPerWebhook bounds the attempts one instance makes at once to
-// one webhook, so that a slow receiver holds a few of them and never the
-// others' turn.
+// one webhook, so that a slow receiver never holds the others' turn.
 const MaxInFlightPerWebhook = 16
 
 // Routes reports whether event e goes to webhook w: an event for one
-// webhook (to, a webhook.test) to that one only, any other to every
-// enabled webhook that subscribes to its type.
+// webhook (to) to that one only, any other to every subscriber.
 func Routes(e *Event, to int64, w *Webhook) bool {
 	if !w.Enabled || e.CreatedAt.Before(w.CreatedAt) {
 		return false // a webhook gets the events recorded after it was made
@@ -52,9 +50,7 @@ func (w *Webhook) ExpirePreviousSecret(now time.Time, force bool) {
 }
 
 // SigningSecrets are the secrets w's deliveries are signed with at now,
-// space-separated, the current one first: the previous one too while its
-// overlap lasts (Standard Webhooks lets a delivery carry several
-// signatures; a receiver accepts it when one of them verifies).
+// space-separated, the current one first (Standard Webhooks' form).
 func (w *Webhook) SigningSecrets(now time.Time) string {
 	if w.PreviousSecret != "" && w.PreviousSecretExpiresAt != nil && now.Before(*w.PreviousSecretExpiresAt) {
 		return w.Secret + " " + w.PreviousSecret
@@ -145,9 +141,8 @@ func EventPruned(id EventID) *Error {
 	return Errorf(EGONE, "event %s is older than the events kept, so it cannot be delivered again", id)
 }
 
-// WebhookChanged reports whether an outcome changed the webhook's record
-// (most successes do not: only the first failure, a success after
-// failures, and a disabling do).
+// WebhookChanged reports whether an outcome changed the webhook's record,
+// which most successes do not.
 func WebhookChanged(before, after *Webhook) bool {
 	return before.Enabled != after.Enabled || before.DisabledReason != after.DisabledReason ||
 		(before.FailingSince == nil) != (after.FailingSince == nil)

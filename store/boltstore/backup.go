@@ -67,9 +67,8 @@ func (db *DB) Size(ctx context.Context) (int64, error) {
 	return readValue(ctx, db, func(tx *bolt.Tx) (int64, error) { return tx.Size(), nil })
 }
 
-// Check verifies the structure of the file in one read transaction and
-// returns every problem found, joined. It reads the whole file: it is not
-// for request paths.
+// Check verifies the structure of the whole file and returns every problem
+// found, joined: it is not for request paths.
 func (db *DB) Check(ctx context.Context) error {
 	return db.read(ctx, func(tx *bolt.Tx) error {
 		var errs []error

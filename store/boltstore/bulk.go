@@ -13,9 +13,8 @@ import (
 // its dirty pages stay bounded; tests make it small.
 var importChunk = 50_000
 
-// ImportPets creates n pets named "pet 1" to "pet n": what n calls of
-// CreatePet would store, in a few large transactions (for seeding large
-// stores). When one fails, the pets of the earlier ones stay.
+// ImportPets creates n pets named "pet 1" to "pet n", in a few large
+// transactions; when one fails, the pets of the earlier ones stay.
 func (db *DB) ImportPets(ctx context.Context, categoryID int64, n int, status store.PetStatus) error {
 	in, err := store.PetImportTemplate(categoryID, n, status)
 	if err != nil {

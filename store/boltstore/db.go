@@ -46,24 +46,20 @@ type DB struct {
 	closeMu   sync.RWMutex
 	closed    bool
 	committed chan struct{}
-	// pets caches hot pets' JSON (petcache.go). Every commit must call
-	// pets.committed, and every write that changes or deletes a stored pet
-	// must forget it after its commit.
+	// pets caches hot pets' JSON: every commit calls pets.committed, and a
+	// write that changes or deletes a pet forgets it after its commit.
 	pets *petCache
 	// commits and grouped count the committer's transactions and writes.
 	commits, grouped atomic.Int64
-	// fault is the storage failure of the last write, nil again once a
-	// write commits: while set, Ping fails. probing lets one Ping at a time
-	// try a write to recover.
+	// fault is the storage failure of the last write (nil once one
+	// commits), which fails Ping; probing lets one Ping try a write.
 	fault   atomic.Pointer[error]
 	probing atomic.Bool
 	// stuck is set when a failed transaction kept bbolt's writer lock (see
 	// update); writes fail at once from then on.
 	stuck atomic.Pointer[error]
-	// damaged is set by the first transaction that panicked (a damaged
-	// page, or a fault in the mapped file) until the process ends: the
-	// store is not ready until the file is restored and the service
-	// restarted. onDamaged is told once.
+	// damaged is set by the first transaction that panicked, until the
+	// process ends; onDamaged is told once.
 	damaged   atomic.Pointer[error]
 	onDamaged atomic.Pointer[func(error)]
 
@@ -240,8 +236,7 @@ func (db *DB) Close() error {
 	return db.bolt.Close()
 }
 
-// OnChange does nothing: one process owns the file, so no other instance
-// changes what this one caches.
+// OnChange does nothing: no other instance changes the file.
 func (db *DB) OnChange(func()) {}
 
 func (db *DB) Path() string { return db.path }
@@ -306,8 +301,7 @@ func diskFull(err error) bool {
 
 var metaWriteProbe = []byte("write_probe")
 
-// Damaged returns why the data file is damaged, or nil: once a transaction
-// panicked, until the process ends.
+// Damaged returns why the data file is damaged, or nil.
 func (db *DB) Damaged() error {
 	if d := db.damaged.Load(); d != nil {
 		return *d
@@ -315,8 +309,7 @@ func (db *DB) Damaged() error {
 	return nil
 }
 
-// OnDamaged registers fn to be told, once, when the file is found damaged;
-// it must not block.
+// OnDamaged registers fn to be told, once, of Damaged; it must not block.
 func (db *DB) OnDamaged(fn func(error)) {
 	db.onDamaged.Store(&fn)
 	if err := db.Damaged(); err != nil {

@@ -15,9 +15,8 @@ import (
 // The key/value space: values are stored under their key as an 8-byte
 // modification time (Unix nanoseconds) followed by the bytes.
 
-// certLockLease is how long a lock record is said to be valid. The records
-// are for whoever inspects the file; exclusion comes from the in-process
-// lock, since one process owns the file.
+// certLockLease is how long a lock record is said to be valid: the records
+// are for whoever inspects the file; the in-process lock excludes.
 const certLockLease = time.Hour
 
 func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {

@@ -150,8 +150,7 @@ func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID,
 }
 
 // restoredToInFile is the data of a store.restored that PostgreSQL
-// recorded, with restoredTo as the file numbers it, since a consumer
-// compares it with the ids the file gives.
+// recorded, with restoredTo as the file numbers it.
 func restoredToInFile(tx *bolt.Tx, data json.RawMessage) (json.RawMessage, error) {
 	var r store.Restored
 	if err := json.Unmarshal(data, &r); err != nil {

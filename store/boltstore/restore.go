@@ -10,11 +10,9 @@ import (
 	"petstore/store"
 )
 
-// A data file put back from a backup holds the counters of the backup: the
-// next pet would get an id given since to another, and a key revoked since
-// would work again. The marks (store.Marks) are kept beside the file
-// (MarksPath): at open, a file whose counters are below them went back in
-// time, and its counters are raised, the keys revoked again, and
+// A data file put back from a backup would give out ids given since, and
+// take keys revoked since. The marks (store.Marks), kept beside it, find
+// that at open: its counters are raised, the keys revoked again, and
 // store.restored recorded.
 
 // resEvents is the mark of event ids, which a consumer's cursor has passed.

@@ -12,26 +12,22 @@ import (
 	"petstore/store"
 )
 
-// What an instance caches (the admin token's hash), and how it learns that
-// another instance changed it. Every write that changes the credentials,
-// domains, settings or the project bumps the one-row changes table in its
-// transaction; each instance polls that row, reloads the credentials when
-// they changed, and tells its listeners. Polling a row is plain SQL that
-// every Postgres-compatible database runs, where LISTEN/NOTIFY is not.
+// Every write that changes the credentials, domains, settings or the
+// project bumps the one-row changes table; each instance polls that row,
+// reloads the credentials when they changed, and tells its listeners.
+// Polling is plain SQL that every Postgres-compatible database runs, where
+// LISTEN/NOTIFY is not.
 const pollInterval = 250 * time.Millisecond
 
 type cache struct {
-	// catching serialises catch-ups: each compares what it reads with
-	// what the one before it saw.
+	// catching serialises catch-ups, which compare with what the last saw.
 	catching sync.Mutex
 	mu       sync.RWMutex
 	// seen is the changes row as of the last catch-up, if known.
 	seen  changesRow
 	known bool
 	// adminHash is the admin token's hash, as of seen.
-	adminHash []byte
-	// noIdentity is set when the role may not read the database's
-	// identity.
+	adminHash  []byte
 	noIdentity atomic.Bool
 	listeners  []func()
 	rewind     rewindState

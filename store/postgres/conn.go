@@ -56,11 +56,10 @@ func (t Timeouts) startBudget() time.Duration { return 4*t.Connect + 2*t.Transac
 // the server's own answer, with its SQLSTATE, is the better one.
 const clientGrace = time.Second
 
-// conns is the pool as the store's methods use it. It adds to pgxpool only
-// what pgx does not do: a bounded wait for a connection and the caller's
-// share of the pool (share.go), a client deadline on each statement,
-// running again a statement that had no effect, and the store's words for
-// what failed (classify.go), counted for the metrics.
+// conns adds to pgxpool what pgx does not do: bounded waits for a
+// connection and for the caller's share (share.go), a client deadline on
+// each statement, statements run again when they had no effect, and the
+// store's words for failures (classify.go).
 type conns struct {
 	pool   *pgxpool.Pool
 	t      Timeouts

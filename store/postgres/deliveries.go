@@ -60,11 +60,9 @@ const newEventsQuery = `SELECT EXISTS (SELECT 1 FROM event_dispatch d CROSS JOIN
 		ORDER BY e.tx, e.seq LIMIT 1) n
 	WHERE d.id = 1)`
 
-// newEvents asks newEventsQuery, giving way to a lock as FanOut does: a
-// pg_restore --clean takes the same locks in another order. The two
-// statements go as one simple query, which PostgreSQL runs as one implicit
-// transaction, so that SET LOCAL holds for the query alone (a batch of the
-// extended protocol may be several).
+// newEvents asks newEventsQuery, giving way to a lock as FanOut does. As
+// one simple query, one implicit transaction, SET LOCAL holds for it alone
+// (a batch of the extended protocol may be several).
 func (db *DB) newEvents(ctx context.Context) (bool, error) {
 	pending, err := again(func() (bool, error) {
 		conn, release, err := db.pool.acquire(ctx)

@@ -13,12 +13,10 @@ import (
 	"petstore/store"
 )
 
-// group runs concurrent calls of one kind together: the calls that arrive
-// while a round is with the database go together in the next round, as one
-// statement (and one commit): most of a write's CPU is per statement and
-// per commit, not per row. A lone call's round starts at once. A round
-// starts after every call in it arrived, so a call sees every write
-// committed before it began.
+// group runs the calls that arrive while a round is with the database
+// together in the next round, one statement: most of a write's CPU is per
+// statement and commit, not per row. A lone call's round starts at once,
+// and a round starts after its calls arrived.
 const maxRound = 256
 
 type group[In, Out any] struct {

@@ -8,11 +8,9 @@ import (
 	"petstore/store"
 )
 
-// Each write is one statement, one round trip, with its event; foreign
-// keys keep the rules (a pet's category cannot go while the pet is added).
-// Row locks are taken in one order in every statement (a pet's row before
-// its inventory entry), so that concurrent writers queue instead of
-// deadlocking.
+// Each write is one statement with its event; foreign keys keep the rules.
+// Every statement locks rows in one order (a pet's before its inventory
+// entry), so that concurrent writers queue instead of deadlocking.
 
 func scanPet(r pgx.Row) (store.Pet, error) {
 	var p store.Pet

@@ -1,7 +1,5 @@
 // Package postgres is the store on a PostgreSQL database that several
-// instances of the service share. It keeps the same rules as the bbolt
-// store, each in one transaction, with plain SQL so that a
-// Postgres-compatible database can run it too.
+// instances share, in plain SQL that a Postgres-compatible database runs.
 package postgres
 
 import (
@@ -275,10 +273,8 @@ func migrationFiles() ([]migrationFile, error) {
 }
 
 // giveWay begins a background transaction that holds locks on several
-// tables from one statement to the next: a wait for a lock ends it before
-// PostgreSQL's deadlock check could end whoever it waits for (a pg_restore
-// --clean, a migration), which would have to be run again; the background
-// work is done again at its next round.
+// tables: a wait for a lock ends it before PostgreSQL's deadlock check
+// could end whoever it waits for (a pg_restore --clean, a migration).
 var giveWay = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL lock_timeout = " + strconv.FormatInt(lockGiveWay.Milliseconds(), 10)}
 
 const lockGiveWay = 100 * time.Millisecond

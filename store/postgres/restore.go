@@ -15,12 +15,10 @@ import (
 	"petstore/store"
 )
 
-// A restore of an older dump takes away what the instances acknowledged
-// after it: ids, which the sequences would give out again, and
-// revocations. A poll that finds a sequence below this instance's marks
-// (store.Marks), or the changes row rewound (changes.go), is a rewind: the
-// instance raises every sequence above its marks, revokes again the keys
-// the restore brought back, and records store.restored, once per rewind.
+// A poll that finds a sequence below this instance's marks (store.Marks),
+// or the changes row rewound (changes.go), found a restore of an older
+// dump: the instance raises every sequence above its marks, revokes again
+// the keys it brought back, and records store.restored, once per rewind.
 
 // sequences are those of the resources whose ids a rewind must not give
 // out again, and the tables whose inserts draw from them.
