@@ -125,19 +125,17 @@ func again[T any](run func() (T, error)) (T, error) {
 }
 
 func (c *conns) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	tag, err := again(func() (pgconn.CommandTag, error) { return c.exec(ctx, sql, args...) })
+	tag, err := again(func() (pgconn.CommandTag, error) {
+		conn, release, err := c.acquire(ctx)
+		if err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		defer release()
+		sctx, cancel := c.statement(ctx)
+		defer cancel()
+		return conn.Exec(sctx, sql, args...)
+	})
 	return tag, c.fail(ctx, err)
-}
-
-func (c *conns) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	conn, release, err := c.acquire(ctx)
-	if err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	defer release()
-	sctx, cancel := c.statement(ctx)
-	defer cancel()
-	return conn.Exec(sctx, sql, args...)
 }
 
 func (c *conns) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {

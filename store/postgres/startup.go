@@ -85,19 +85,15 @@ func (db *DB) retryStart(bg context.Context) {
 		if store.ErrorCode(err) == store.EINTERNAL {
 			msg = fmt.Sprintf("the database cannot be reached; retrying in %v", wait)
 		}
+		why := reason(err, db.pool.t)
+		if store.ErrorCode(err) == store.EUNAVAILABLE {
+			why = store.ErrorMessage(err)
+		}
 		db.pool.health.mu.Lock()
-		db.pool.health.initErr = store.ErrorWithCause(err, store.EUNAVAILABLE, "the database has not been reached since start: %s", reasonOf(err, db.pool.t))
+		db.pool.health.initErr = store.ErrorWithCause(err, store.EUNAVAILABLE, "the database has not been reached since start: %s", why)
 		db.pool.health.mu.Unlock()
 		db.log.Warn(msg, "database", db.pool.name, "err", err)
 	}
-}
-
-// reasonOf is the reason of a database_unavailable error, or of any other.
-func reasonOf(err error, t Timeouts) string {
-	if store.ErrorCode(err) == store.EUNAVAILABLE {
-		return store.ErrorMessage(err)
-	}
-	return reason(err, t)
 }
 
 // WaitReady waits until start-up has succeeded, or ctx ends.
