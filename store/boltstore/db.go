@@ -189,7 +189,16 @@ func (db *DB) init() error {
 		if err := forgetWeaklySealed(tx); err != nil {
 			return err
 		}
-		return clearCertLocks(tx)
+		// Lock records left by a process that died holding them: with the
+		// file lock held, no other process holds one.
+		if k, _ := tx.Bucket(bktCertLocks).Cursor().First(); k == nil {
+			return nil
+		}
+		if err := tx.DeleteBucket(bktCertLocks); err != nil {
+			return err
+		}
+		_, err := tx.CreateBucket(bktCertLocks)
+		return err
 	})
 	if err != nil {
 		return err

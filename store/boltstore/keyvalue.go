@@ -182,16 +182,3 @@ func (db *DB) unlock(name string) {
 		delete(db.locks, name)
 	}
 }
-
-// clearCertLocks drops lock records left by a process that died holding
-// them: with the file lock held, no other process can hold one.
-func clearCertLocks(tx *bolt.Tx) error {
-	if k, _ := tx.Bucket(bktCertLocks).Cursor().First(); k == nil {
-		return nil
-	}
-	if err := tx.DeleteBucket(bktCertLocks); err != nil {
-		return err
-	}
-	_, err := tx.CreateBucket(bktCertLocks)
-	return err
-}

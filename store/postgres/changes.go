@@ -113,7 +113,10 @@ func (db *DB) catchUp(ctx context.Context) error {
 	c.mu.RUnlock()
 	// A sequence below the marks is a rewind too, the only sign of one
 	// that took away no change of the changes row.
-	back := wentBack(marks, last)
+	back := false
+	for i, s := range sequences {
+		back = back || last[i] < marks[s.res]
+	}
 	if known && now == was && !back && !c.rewind.pending {
 		db.observe(last, horizon)
 		return nil

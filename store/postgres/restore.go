@@ -66,15 +66,6 @@ type rewindState struct {
 	pending    bool
 }
 
-func wentBack(marks map[string]int64, last lastIDs) bool {
-	for i, s := range sequences {
-		if last[i] < marks[s.res] {
-			return true
-		}
-	}
-	return false
-}
-
 // observe raises the marks to what a poll found.
 func (db *DB) observe(last lastIDs, horizon int64) {
 	r := &db.cache.rewind
