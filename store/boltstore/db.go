@@ -160,11 +160,10 @@ func Open(path string, opts store.Options) (*DB, error) {
 		db.log = slog.New(slog.DiscardHandler)
 	}
 	db.commit = db.group
-	if err := db.init(); err != nil {
-		bdb.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+	if err = db.init(); err == nil {
+		err = db.openMarks()
 	}
-	if err := db.openMarks(); err != nil {
+	if err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -112,6 +112,11 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	if c.tracer != nil {
 		cfg.ConnConfig.Tracer = c.tracer
 	}
+	name := databaseName(cfg)
+	marks, err := store.LoadMarks(c.RestoreMarks, name)
+	if err != nil {
+		return nil, err
+	}
 	probeCfg := cfg.Copy()
 	probeCfg.MaxConns, probeCfg.MinConns = 1, 0
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -124,17 +129,13 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 		return nil, err
 	}
 	db := &DB{
-		pool: &conns{pool: pool, t: c.Timeouts, name: databaseName(cfg), hosts: 1 + len(cfg.ConnConfig.Fallbacks), share: newShares(int(cfg.MaxConns)), health: &health{
+		pool: &conns{pool: pool, t: c.Timeouts, name: name, hosts: 1 + len(cfg.ConnConfig.Fallbacks), share: newShares(int(cfg.MaxConns)), health: &health{
 			initErr: store.Errorf(store.EUNAVAILABLE, "the database has not been reached yet since start"),
 		}},
-		now: opts.Now, log: c.Logger, ready: make(chan struct{}), probePool: probePool,
+		now: opts.Now, log: c.Logger, ready: make(chan struct{}), probePool: probePool, marks: marks,
 	}
 	if db.now == nil {
 		db.now = time.Now
-	}
-	if db.marks, err = store.LoadMarks(c.RestoreMarks, db.pool.name); err != nil {
-		pool.Close()
-		return nil, err
 	}
 	db.keyRounds = group[[32]byte, store.APIKey]{max: maxRound, run: db.lookUpKeys}
 	db.petCreates = &creates[store.Pet]{normalize: store.NormalizePet, event: store.EventPetCreated, res: store.ResPets, set: setPetID, alone: db.createPet, together: db.petsTogether}
