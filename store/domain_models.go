@@ -2,10 +2,8 @@ package store
 
 import "time"
 
-// The custom-domain types live here, beside the other stored entities, so
-// that store, domains and handlers share one definition. Package domains
-// fills them; their JSON form is the admin API's, whose description
-// (handlers/openapi-admin.yaml) says what each field means.
+// The custom-domain types, which package domains fills. Their JSON form is
+// the admin API's: handlers/openapi-admin.yaml says what each field means.
 
 // DNSRecord is one DNS record the customer must create at their DNS provider.
 type DNSRecord struct {

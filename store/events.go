@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,11 +58,8 @@ var EventTypes = []string{
 	EventStoreRestored,
 }
 
-// PublicEventKinds are the kinds (the part of a type before the dot) of the
-// public API's events, which GET /events carries; every other kind is an
-// administration event (GET /admin/events).
-// store.restored is among them: it says which of those events were
-// rolled back.
+// PublicEventKinds are the kinds (the part of a type before the dot) that
+// GET /events carries; store.restored says which of those were rolled back.
 var PublicEventKinds = []string{"pet", "category", "order", "inventory", "store"}
 
 // AdminEventKinds are the kinds GET /admin/events carries.
@@ -73,10 +71,9 @@ func EventKind(typ string) string {
 	return kind
 }
 
-// EventID orders events: events sort by (Tx, Seq). On PostgreSQL Tx is the
-// writing transaction's id and Seq a sequence; on bbolt, whose writes
-// commit one at a time, Tx is 0 and Seq the file's own counter. Its text
-// form, "evt_" and 32 hex digits, sorts as the pair does.
+// EventID orders events by (Tx, Seq): on PostgreSQL the writing
+// transaction's id and a sequence; on bbolt, whose writes commit one at a
+// time, 0 and the file's counter. Its text form sorts as the pair does.
 type EventID struct {
 	Tx, Seq uint64
 }
@@ -87,8 +84,7 @@ func (id EventID) String() string {
 	return string(id.Append(buf[:0]))
 }
 
-// Append appends the id as the API shows it: "evt_" and Tx and Seq in 16
-// hexadecimal digits each.
+// Append appends "evt_" and Tx and Seq in 16 hexadecimal digits each.
 func (id EventID) Append(b []byte) []byte {
 	b = append(b, "evt_"...)
 	for _, v := range [2]uint64{id.Tx, id.Seq} {
@@ -151,16 +147,7 @@ type EventFilter struct {
 
 // Matches reports whether an event of type typ passes the kinds filter.
 func (f EventFilter) Matches(typ string) bool {
-	if len(f.Kinds) == 0 {
-		return true
-	}
-	kind := EventKind(typ)
-	for _, k := range f.Kinds {
-		if k == kind {
-			return true
-		}
-	}
-	return false
+	return len(f.Kinds) == 0 || slices.Contains(f.Kinds, EventKind(typ))
 }
 
 // EventGone is the answer to a cursor older than the oldest retained event.
@@ -212,29 +199,28 @@ func OrderUpdateEvent(old, updated *Order) string {
 // (old nil: added). A change that is neither a new state of the domain nor
 // of its certificate (a DNS check that found the same) has none.
 func DomainEvents(old, updated *Domain) []string {
-	var out []string
-	switch {
-	case old == nil:
-		out = append(out, EventDomainAdded)
-	case old.State != updated.State && updated.State == DomainOwned:
-		out = append(out, EventDomainOwned)
-	case old.State != updated.State && updated.State == DomainVerified:
-		out = append(out, EventDomainVerified)
-	case old.State != updated.State && updated.State == DomainMoved:
-		out = append(out, EventDomainMoved)
+	if old == nil {
+		return []string{EventDomainAdded}
 	}
-	if old != nil {
-		if t := certificateEvent(old.Certificate, updated.Certificate); t != "" {
-			out = append(out, t)
-		}
+	var out []string
+	if t, ok := domainStateEvents[updated.State]; ok && old.State != updated.State {
+		out = append(out, t)
+	}
+	if t := certificateEvent(old.Certificate, updated.Certificate); t != "" {
+		out = append(out, t)
 	}
 	return out
 }
 
+// The events of a domain's new states, and of its certificate's lifecycle.
+var (
+	domainStateEvents = map[string]string{DomainOwned: EventDomainOwned, DomainVerified: EventDomainVerified, DomainMoved: EventDomainMoved}
+	certKindEvents    = map[string]string{CertEventObtained: EventCertIssued, CertEventRenewed: EventCertRenewed,
+		CertEventFailed: EventCertFailed, CertEventExpiring: EventCertExpiring}
+)
+
 // certificateEvent is the event of a certificate's change, if it has one:
-// a lifecycle event newly recorded in the record (obtained, renewed,
-// failed, expiring: the one writer of certificate state records each), or
-// the state becoming expired.
+// a lifecycle event newly recorded, or the state becoming expired.
 func certificateEvent(old, updated Certificate) string {
 	if n := len(updated.Events); n > 0 {
 		latest := updated.Events[n-1]
@@ -243,17 +229,8 @@ func certificateEvent(old, updated Certificate) string {
 			prev := old.Events[len(old.Events)-1]
 			isNew = !latest.At.Equal(prev.At) || latest.Kind != prev.Kind
 		}
-		if isNew {
-			switch latest.Kind {
-			case CertEventObtained:
-				return EventCertIssued
-			case CertEventRenewed:
-				return EventCertRenewed
-			case CertEventFailed:
-				return EventCertFailed
-			case CertEventExpiring:
-				return EventCertExpiring
-			}
+		if t, ok := certKindEvents[latest.Kind]; isNew && ok {
+			return t
 		}
 	}
 	if updated.State == CertExpired && old.State != CertExpired {
@@ -272,25 +249,19 @@ type Webhook struct {
 	CreatedAt      time.Time  `json:"createdAt"`
 	DisabledReason string     `json:"disabledReason,omitempty"`
 	FailingSince   *time.Time `json:"failingSince,omitempty"`
-	// Secret signs deliveries (Standard Webhooks' whsec_ form). The API
+	// Secret signs deliveries (Standard Webhooks' whsec_ form); the API
 	// shows it only when it is made.
 	Secret string `json:"secret,omitempty"`
-	// PreviousSecret is the secret a rotation replaced: deliveries carry
-	// its signature too until PreviousSecretExpiresAt, so that a receiver
-	// that has not yet been given the new secret keeps verifying. The API
-	// never shows it (Public).
+	// PreviousSecret, which a rotation replaced, signs too until
+	// PreviousSecretExpiresAt, so that a receiver not yet given the new
+	// one keeps verifying. The API never shows it.
 	PreviousSecret          string     `json:"previousSecret,omitempty"`
 	PreviousSecretExpiresAt *time.Time `json:"previousSecretExpiresAt,omitempty"`
 }
 
 // Subscribes reports whether the webhook takes events of type typ.
 func (w *Webhook) Subscribes(typ string) bool {
-	for _, e := range w.Events {
-		if e == "*" || e == typ {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(w.Events, "*") || slices.Contains(w.Events, typ)
 }
 
 // Delivery states.
@@ -300,9 +271,7 @@ const (
 	DeliveryFailed    = "failed"
 )
 
-// Delivery is one attempt to deliver one event to one webhook; a failed
-// attempt is followed by the next one's pending delivery until the
-// schedule ends.
+// Delivery is one attempt to deliver one event to one webhook.
 type Delivery struct {
 	ID        int64   `json:"id"`
 	WebhookID int64   `json:"webhookId"`
@@ -352,9 +321,8 @@ type Finished struct {
 
 // Events is the outbox, the webhooks and their deliveries.
 type Events interface {
-	// Events lists the events that f selects, oldest first. On
-	// PostgreSQL it lists only events whose writers have all finished, so
-	// that a cursor never passes an event that commits later.
+	// Events lists the events that f selects, oldest first; a cursor never
+	// passes an event that commits later.
 	Events(ctx context.Context, f EventFilter) ([]Event, error)
 	// OldestEvent is the oldest event kept (the zero id when none is).
 	OldestEvent(ctx context.Context) (EventID, error)
@@ -362,8 +330,7 @@ type Events interface {
 	// none is): every event listed later comes after it.
 	NewestEvent(ctx context.Context) (EventID, error)
 	// EventCursor is the id in this store of a cursor a client gives:
-	// itself, but for a bbolt file moved back from PostgreSQL, which
-	// numbered the database's events again and maps their old ids.
+	// itself, but where a move numbered the events again (moved.go).
 	EventCursor(ctx context.Context, id EventID) (EventID, error)
 	// RecordEvent records an event of no entity's change (webhook.test
 	// goes to one webhook only: to).
@@ -386,12 +353,11 @@ type Events interface {
 	// the webhooks in busy, until leaseUntil: no other instance attempts
 	// them before then.
 	ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]Claimed, error)
-	// FinishDeliveries records the outcomes of attempts, each with the
-	// next attempt's pending delivery when its Outcome.Next is set, all in
-	// one transaction: one commit for many attempts. A delivery or webhook
-	// deleted meanwhile is skipped. Until it returns, the deliveries stay
-	// leased; if it fails, or the process dies first, they are attempted
-	// again once their leases end (at least once).
+	// FinishDeliveries records the outcomes of attempts, with the next
+	// attempts' pending deliveries, in one transaction; a delivery or
+	// webhook deleted meanwhile is skipped. Until it succeeds the
+	// deliveries stay leased, and are attempted again once their leases
+	// end (at least once).
 	FinishDeliveries(ctx context.Context, done []Finished) error
 	// Deliveries lists a webhook's deliveries, newest first; After is a
 	// delivery id (0: the newest).
@@ -402,12 +368,6 @@ type Events interface {
 
 	QueueReader
 }
-
-// WebhookNotFound is the answer for a webhook id that names none.
-func WebhookNotFound(id int64) *Error { return NotFound("webhook", id) }
-
-// DeliveryNotFound is the answer for a delivery id that names none.
-func DeliveryNotFound(id int64) *Error { return NotFound("delivery", id) }
 
 // DomainRemovedData is the data of domain.removed: the name, a domain's id.
 func DomainRemovedData(name string) json.RawMessage {

@@ -14,20 +14,13 @@ import (
 	"time"
 )
 
-// A write made with an Idempotency-Key keeps its answer in the write's own
-// transaction, so that no crash can separate the change from the answer a
-// retry will get. The key is the last argument of each write that takes
-// one (nil: none), and every such write of every store checks it inside
-// that transaction: an answer already kept for the key is replayed
-// instead of the write (ErrReplay), one kept for another request refuses it
-// (EIDEMPOTENCYREUSED). The store keeps the record it wrote (Kept), and the
-// caller makes its answer (an HTTP status, headers and body) from that,
-// alike for the first request and every replay.
-//
-// An answer that may carry a secret kept otherwise only as a hash (a new
-// API key's, a webhook's signing secret) is sealed (Sealed), under keys
-// derived from the request's credential and key: docs/design.md says why
-// and what that guards against.
+// A write made with an Idempotency-Key (its last argument; nil: none)
+// checks and keeps its answer in its own transaction, so that no crash can
+// separate the change from the answer a retry gets. The store keeps the
+// record it wrote (Kept); the caller makes its HTTP answer from that, alike
+// for the first request and every replay. An answer that may carry a
+// secret is sealed under keys derived from the request's credential
+// (docs/design.md says why).
 
 // Error codes of Idempotency-Key.
 const (
@@ -41,14 +34,12 @@ const (
 const MaxIdempotencyKey = 255
 
 // MaxSweep is the most answers one SweepKeptAnswers forgets, so that a
-// sweep after a long pause holds no write for long: a sweep that forgot
-// this many may have left more.
+// sweep after a long pause holds no write for long.
 const MaxSweep = 10000
 
 // ErrReplay is a write's answer when its key already has a kept answer for
 // the same request: nothing was written, and the IdempotentWrite's Kept is
-// the answer to give. It is not an API error code; callers that pass a key
-// must handle it.
+// the answer to give. Callers that pass a key must handle it.
 var ErrReplay = &Error{Code: "idempotent_replay", Message: "this request was already served; its kept answer is replayed"}
 
 // IdempotentWrite is a write's Idempotency-Key.
@@ -58,13 +49,10 @@ type IdempotentWrite struct {
 	// the request (a hash of its method, path and body).
 	Scope, Key  string
 	Fingerprint []byte
-	// Sealed keeps the answer sealed, under a key derived from Credential
-	// and Key: for answers that may hold a secret. Every write of one scope
-	// must say the same, so that one key is one row whatever the operation.
-	Sealed bool
-	// Credential is the secret the request authenticated with, which the
-	// store keeps only as a hash; a sealed answer's keys are derived from
-	// it. A sealed write without one is refused.
+	// Sealed keeps the answer sealed under keys derived from Credential
+	// (the request's secret) and Key. Every write of one scope must say
+	// the same, so that one key is one row whatever the operation.
+	Sealed     bool
 	Credential string
 	// TTL is how long the answer is kept.
 	TTL time.Duration
@@ -73,9 +61,9 @@ type IdempotentWrite struct {
 }
 
 // Kept is the form of the answer a store keeps for a key: the record its
-// write stored, and Beside it what an answer needs that the record's JSON
-// leaves out (a new API key's secret, a new delivery's event id). Older
-// versions kept the whole HTTP answer, a JSON object without "record".
+// write stored, and Beside it what the record's JSON leaves out (a new API
+// key's secret). Older versions kept the whole HTTP answer, without
+// "record".
 type Kept[R, B any] struct {
 	Record R `json:"record"`
 	Beside B `json:"beside,omitempty"`
@@ -95,11 +83,9 @@ type Idempotency interface {
 	// KeptAnswer returns the answer kept for w's key, sealed (see
 	// Replay), or ENOTFOUND when there is none or it has expired.
 	KeptAnswer(ctx context.Context, w *IdempotentWrite) (KeptAnswer, error)
-	// KeepAnswer keeps record and beside (Kept) for key (nil: it does
-	// nothing) in a write of its own, for an operation whose change is not
-	// one write of the store: the answer is kept after the change, not
-	// with it. It answers ErrReplay or EIDEMPOTENCYREUSED as a keyed write
-	// does when the key already has an answer.
+	// KeepAnswer keeps record and beside for key (nil: nothing) in a write
+	// of its own, for an operation whose change is not one write of the
+	// store. It refuses as a keyed write does.
 	KeepAnswer(ctx context.Context, key *IdempotentWrite, record, beside any) error
 	// SweepKeptAnswers forgets the answers that expired and, beyond max
 	// (when max > 0), the oldest others, at most MaxSweep of them; it
@@ -108,9 +94,8 @@ type Idempotency interface {
 }
 
 // Found is what a write with w does when its transaction found k kept for
-// the key at now: nil when k has expired (the write goes ahead and
-// replaces it), ErrReplay with w.Kept set when k answers the same
-// request, EIDEMPOTENCYREUSED when it answers another.
+// the key at now: nil when k has expired (the write replaces it),
+// ErrReplay with w.Kept set, or EIDEMPOTENCYREUSED.
 func (w *IdempotentWrite) Found(k KeptAnswer, now time.Time) error {
 	if !now.Before(k.ExpiresAt) {
 		return nil
@@ -180,8 +165,7 @@ func (w *IdempotentWrite) open(k KeptAnswer) (KeptAnswer, error) {
 }
 
 // StoredKey is what a store keeps in place of w's key: the key, or, for a
-// sealed answer, the hex of a lookup key derived with the seal's (see
-// keys), which says nothing of the key without the credential.
+// sealed answer, a lookup key that says nothing without the credential.
 func (w *IdempotentWrite) StoredKey() string {
 	if !w.Sealed {
 		return w.Key
@@ -190,26 +174,21 @@ func (w *IdempotentWrite) StoredKey() string {
 	return hex.EncodeToString(lookup)
 }
 
-// The form of a sealed answer: its version, the nonce, then AES-256-GCM's
-// ciphertext and tag. Version 1 was keyed by the Idempotency-Key alone
-// and stored under its plain SHA-256; it is no longer written or read.
+// A sealed answer is its version, the nonce, then AES-256-GCM's
+// ciphertext and tag. Version 1, keyed by the Idempotency-Key alone, is no
+// longer written or read.
 const (
 	sealedV2  = 2
 	nonceSize = 12
 )
 
-// errKeptUnreadable: a kept answer that does not open with its own key
-// was damaged (or written by something else).
 var errKeptUnreadable = errors.New("the answer kept for this Idempotency-Key cannot be read; it may be damaged")
 
-// errNoCredential: a sealed answer derives its keys from the credential,
-// and is never kept under the Idempotency-Key alone.
 var errNoCredential = errors.New("idempotency: a sealed answer needs the request's credential")
 
-// keys derives a sealed answer's lookup key (StoredKey) and cipher key
-// from the credential, salted with the scope, for the Idempotency-Key:
-// a database that holds neither the credential nor the key finds nothing
-// to check a guess of either against.
+// keys derives a sealed answer's lookup key and cipher key from the
+// credential, the scope and the Idempotency-Key: a database that holds
+// neither the credential nor the key can check no guess of either.
 func (w *IdempotentWrite) keys() (lookup, seal []byte) {
 	k, err := hkdf.Key(sha256.New, []byte(w.Credential), []byte(w.Scope), "petstore idempotency answer v2\x00"+w.Key, 64)
 	if err != nil {
@@ -218,7 +197,6 @@ func (w *IdempotentWrite) keys() (lookup, seal []byte) {
 	return k[:32], k[32:]
 }
 
-// aead is the cipher of w's answers.
 func (w *IdempotentWrite) aead() (cipher.AEAD, error) {
 	_, key := w.keys()
 	block, err := aes.NewCipher(key)

@@ -9,11 +9,7 @@ import (
 )
 
 // EveryTick calls fn every interval until ctx ends: the loop of every job
-// of the service that runs on a fixed period and waits for nothing else
-// (change polls, lock leases, the event hub's feed, the sweep of kept
-// answers, the DNS checks of due domains, giving memory back). A loop that
-// must also wake on a signal keeps its own select; docs/design.md lists
-// them.
+// that runs on a fixed period and waits for nothing else.
 func EveryTick(ctx context.Context, interval time.Duration, fn func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -31,11 +27,9 @@ func EveryTick(ctx context.Context, interval time.Duration, fn func()) {
 const RepeatEvery = 30 * time.Second
 
 // RepeatedFailure is the log of a failure that repeats at every round of a
-// loop (a poll while the database is away fails several times a second):
-// the first failure is logged at once, then at most one line per
-// RepeatEvery with the count of those not logged ("(N more)"), and, when
-// the work succeeds again, one line that says so with that count. Its
-// zero value is ready; one per loop, which alone calls it.
+// loop: the first is logged at once, then at most one line per RepeatEvery
+// with the count of those not logged, and one line when the work succeeds
+// again. Its zero value is ready.
 type RepeatedFailure struct {
 	mu      sync.Mutex
 	log     *slog.Logger

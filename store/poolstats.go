@@ -26,16 +26,13 @@ type PoolStats struct {
 type poolShareKey struct{}
 
 // WithPoolShare returns ctx for work that counts against the share of the
-// database connections named name: the requests of one resource (say,
-// /pets) hold at most a share of the pool between them, so that a table
-// that is locked or slow cannot hold every connection and starve the
-// requests that do not need it. A store without a pool ignores it.
+// database connections named name, so that a locked or slow table cannot
+// hold every connection and starve the requests that do not need it.
 func WithPoolShare(ctx context.Context, name string) context.Context {
 	return context.WithValue(ctx, poolShareKey{}, name)
 }
 
-// PoolShareOf is the name of ctx's share of the connections, "" for none
-// (background work, which is bounded on its own).
+// PoolShareOf is the name of ctx's share of the connections, "" for none.
 func PoolShareOf(ctx context.Context) string {
 	name, _ := ctx.Value(poolShareKey{}).(string)
 	return name

@@ -14,13 +14,11 @@ import (
 	"time"
 )
 
-// What survives a store that goes back in time (a PostgreSQL database
-// restored from an older dump, a bbolt file put back from a backup): each
-// instance keeps, outside the store, the highest id it knows was given out
-// per resource and the API keys it knows were revoked (Marks). When the
-// store turns out to be older than that, the store raises its counters
-// above the marks, revokes those keys again, and records one
-// store.restored event (Restored) that says what was rolled back.
+// What survives a store that goes back in time (a restored dump or
+// backup): each instance keeps, outside the store, the highest id it knows
+// was given out per resource and the keys it knows were revoked (Marks). A
+// store found older than that raises its counters above the marks, revokes
+// those keys again, and records one store.restored event.
 
 // The resources whose ids a rewind must not give out again, as Marks and
 // store.restored name them.
@@ -73,11 +71,11 @@ type Marks struct {
 
 // marksFile is the file's form.
 type marksFile struct {
-	// Horizon is the store's own counter of transactions as last seen
-	// (PostgreSQL's next transaction id), which a restore does not undo.
+	// Horizon is the store's counter of transactions as last seen, which
+	// a restore does not undo.
 	Horizon int64 `json:"horizon,omitempty"`
 	// Store names the store the marks are of, so that a file meant for
-	// another one is refused rather than applied.
+	// another is refused.
 	Store   string           `json:"store"`
 	LastIDs map[string]int64 `json:"lastIds"`
 	Revoked []Revocation     `json:"revoked"`
@@ -170,9 +168,8 @@ func (m *Marks) Revoke(r Revocation) bool {
 	return true
 }
 
-// Pardon forgets the revocation of a key's secret hash, when the pardon
-// (at) came after it: a pardon that a restore brought back from before a
-// later revocation does not undo that one. It reports whether it forgot.
+// Pardon forgets the revocation of a key's secret hash when the pardon
+// (at) came after it, and reports whether it forgot.
 func (m *Marks) Pardon(hash [32]byte, at time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -219,9 +216,8 @@ func (m *Marks) Revocations() []Revocation {
 	return out
 }
 
-// Save writes the marks to their file, when they changed since the last
-// Save: to a temporary file, synced, renamed over the old one, so that a
-// crash leaves the old marks or the new ones.
+// Save writes the marks to their file, when they changed, so that a crash
+// leaves the old marks or the new ones.
 func (m *Marks) Save(name string) error {
 	m.mu.Lock()
 	if m.path == "" || m.saved {
@@ -268,16 +264,12 @@ func writeFileAtomic(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// RewindHeadroom is the least a rewind moves each counter past the marks.
-// Ids given out after the marks were last brought up to date (by another
-// instance since this one's last poll; by a bbolt file since the marks
-// were last saved) are not in them, and the headroom keeps those clear of
-// the ids given out from then on.
+// RewindHeadroom is the least a rewind moves each counter past the marks,
+// to clear the ids given out since the marks were last brought up to date.
 const RewindHeadroom = 1000
 
-// RolledBack is what a rewind took away of one resource's ids: ids after
-// Restored up to Acknowledged may have been given out and acknowledged,
-// and are gone; new ones come after ResumesAfter.
+// RolledBack is what a rewind took away of one resource's ids: those after
+// Restored up to Acknowledged; new ones come after ResumesAfter.
 type RolledBack struct {
 	Restored     int64 `json:"restored"`
 	Acknowledged int64 `json:"acknowledged"`
@@ -288,23 +280,17 @@ type RolledBack struct {
 type Restored struct {
 	// Store is "postgres" or "bbolt".
 	Store string `json:"store"`
-	// RestoredTo is the newest event the restored store holds from
-	// before it went back (empty when it holds none): every event after
-	// it that a consumer received before this one was rolled back.
-	RestoredTo string `json:"restoredTo,omitempty"`
-	// RestoredToTime is that event's time.
-	RestoredToTime *time.Time `json:"restoredToTime,omitempty"`
-	// IDs are the rolled-back ids, by resource (only those that lost
-	// some).
-	IDs map[string]RolledBack `json:"ids"`
-	// RevokedAgain counts the API keys that the restore brought back and
-	// that were revoked again.
-	RevokedAgain int `json:"revokedAgain"`
+	// RestoredTo is the newest event the restored store holds from before
+	// it went back: every event after it that a consumer received before
+	// this one was rolled back.
+	RestoredTo     string                `json:"restoredTo,omitempty"`
+	RestoredToTime *time.Time            `json:"restoredToTime,omitempty"`
+	IDs            map[string]RolledBack `json:"ids"`
+	RevokedAgain   int                   `json:"revokedAgain"`
 }
 
 // RolledBackIDs compares the store's last ids, as restored, with the
-// marks, and returns what was rolled back and where each resource's ids
-// resume: above both, by headroom[res] more.
+// marks: what was rolled back, resuming headroom[res] above the marks.
 func RolledBackIDs(restored, marks, headroom map[string]int64) map[string]RolledBack {
 	out := map[string]RolledBack{}
 	for _, res := range Resources {

@@ -34,9 +34,8 @@ func NewSecret(prefix string) (string, error) {
 	return prefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// NewAPIKey draws a new API key's secret, and returns the key as it is
-// stored (the secret's SHA-256, never the secret) and the secret, which
-// only its creator sees.
+// NewAPIKey draws a new API key's secret, and returns the key as stored
+// (the secret's SHA-256) and the secret.
 func NewAPIKey(name string, createdAt time.Time) (StoredAPIKey, string, error) {
 	secret, err := NewSecret(APIKeyPrefix)
 	if err != nil {
@@ -47,9 +46,9 @@ func NewAPIKey(name string, createdAt time.Time) (StoredAPIKey, string, error) {
 	return StoredAPIKey{APIKey: APIKey{Name: name, Prefix: prefix, CreatedAt: createdAt}, SHA256: hash[:]}, secret, nil
 }
 
-// AdminTokenOrNew returns the given admin token, or a new one when none is
-// given, with the SHA-256 hash that is stored in its place. Stores draw it
-// before their transaction so that every run of it stores the same token.
+// AdminTokenOrNew returns the given admin token, or a new one, with its
+// SHA-256. Stores draw it before their transaction so that every run of
+// it stores the same token.
 func AdminTokenOrNew(given string) (token string, hash [sha256.Size]byte, err error) {
 	token = given
 	if token == "" {
@@ -91,8 +90,6 @@ func ValidateProject(p *Project) error {
 	return nil
 }
 
-// dnsLabel is a lowercase DNS label: 1 to 63 letters, digits and inner
-// hyphens.
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // DomainCursor is a place in the list of domains, which is ordered by when
@@ -115,9 +112,8 @@ func SortDomains(ds []Domain) {
 	slices.SortFunc(ds, func(a, b Domain) int { return a.cursor().compare(b.cursor()) })
 }
 
-// DomainsPageOf answers DomainsPage for a store whose domains are listed
-// by all: domains are few, so it reads them all; a cursor stays valid when
-// its domain is removed.
+// DomainsPageOf answers DomainsPage from all the domains, which are few;
+// a cursor stays valid when its domain is removed.
 func DomainsPageOf(ctx context.Context, all func(context.Context) ([]Domain, error), limit int, after *DomainCursor) ([]Domain, *DomainCursor, error) {
 	page, err := all(ctx)
 	if err != nil {
@@ -136,15 +132,10 @@ func DomainsPageOf(ctx context.Context, all func(context.Context) ([]Domain, err
 // Size is the page size actually used: DefaultPageSize for 0, otherwise
 // Limit clamped to 1..MaxPageSize.
 func (p Page) Size() int {
-	switch {
-	case p.Limit == 0:
+	if p.Limit == 0 {
 		return DefaultPageSize
-	case p.Limit < 1:
-		return 1
-	case p.Limit > MaxPageSize:
-		return MaxPageSize
 	}
-	return p.Limit
+	return min(max(p.Limit, 1), MaxPageSize)
 }
 
 // NormalizeOrder applies a new order's default quantity (1) and refuses
@@ -193,8 +184,7 @@ func PetImportTemplate(categoryID int64, n int, status PetStatus) (Pet, error) {
 	return in, nil
 }
 
-// The refusals below are worded here once, so that both stores answer the
-// same calls with the same messages.
+// The refusals below are worded once, so that both stores answer alike.
 
 // NotFound answers for a record that is not there: "pet 3 not found".
 func NotFound(what string, id int64) *Error {
@@ -283,9 +273,8 @@ func ByName(ds []Domain) map[string]Domain {
 	return m
 }
 
-// Both stores keep the project, the settings and each domain as JSON; the
-// functions below read and write that JSON the same way for both, with
-// empty lists rather than null.
+// Both stores keep the project, the settings and each domain as JSON,
+// with empty lists rather than null.
 
 // MarshalDomain gives the JSON a domain is stored as.
 func MarshalDomain(d *Domain) ([]byte, error) {
@@ -340,11 +329,9 @@ func unmarshalSingleton(name string, data []byte, v any) error {
 	return nil
 }
 
-// UnstorableText says why s is text that not every store can keep, or ""
-// when every store can: PostgreSQL's text and jsonb refuse U+0000 (SQLSTATE
-// 22021 and 22P05) and bytes that are not UTF-8, which a bbolt file would
-// keep, so that the data could never move to PostgreSQL. It is the only
-// code point PostgreSQL's UTF-8 refuses that valid UTF-8 can hold.
+// UnstorableText says why s is text that not every store can keep, or "":
+// PostgreSQL refuses U+0000 and bytes that are not UTF-8, which a bbolt
+// file would keep, so that the data could never move to PostgreSQL.
 func UnstorableText(s string) string {
 	if !utf8.ValidString(s) {
 		return "is not valid UTF-8"

@@ -5,29 +5,23 @@ import (
 	"time"
 )
 
-// A move from one store to another (an instance leaving its bbolt file for
-// PostgreSQL) streams: the source gives its records one at a time, as of
-// one consistent read, and the target writes them as they come, so the
-// memory a move needs does not grow with the store. Locks are not
-// carried: they belong to running processes.
+// A move from one store to another streams: the source gives its records
+// one at a time, as of one consistent read, and the target writes them as
+// they come, so a move's memory does not grow with the store. Locks, which
+// belong to running processes, are not carried.
 
-// Streamer is a store that can give all it holds: every entity with its
-// id, the hashes of the credentials (never a secret), the project, the
-// domains and their settings, the key/value space of certificates, the
-// webhooks (their signing secrets included: deliveries go on being signed
-// with them), the events kept, the deliveries (pending and past) and the
-// kept answers of Idempotency-Keys.
+// Streamer is a store that can give all it holds, webhooks' signing
+// secrets included, but only hashes of credentials.
 type Streamer interface {
 	// Stream gives to what the store holds: Totals first, then each
 	// record, then Rest. An error from to ends the stream with that error.
 	Stream(ctx context.Context, to Sink) error
 }
 
-// Sink takes what a Streamer gives, in this order: Totals; the records,
-// each kind in id (or name, or key) order, the kinds in the order of
-// Totals' fields; Rest. A record and what it points at are valid until
-// Stream returns, not later. A stream may start again from Totals (a
-// database that ran its read transaction again): the sink starts over.
+// Sink takes what a Streamer gives: Totals; the records, each kind in id
+// (or name, or key) order, the kinds in the order of Totals' fields; Rest.
+// A record is valid until Stream returns. A stream may start again from
+// Totals (a retried read transaction): the sink starts over.
 type Sink interface {
 	Totals(Totals) error
 	// Record takes one *Category, *Pet, *InventoryItem, *Order,
@@ -51,15 +45,12 @@ type Rest struct {
 	Project          Project
 	Settings         Settings
 	// LastIDs are the last ids each sequence gave, deleted records'
-	// included: the target continues after them, so that no id is reused.
+	// included, so that the target reuses none.
 	LastIDs LastIDs
-	// Dispatched is the last event fanned out into deliveries: the target
-	// fans out the ones after it, and none twice.
+	// Dispatched is the last event fanned out into deliveries.
 	Dispatched EventID
-	// Revocations are the API keys revoked and not pardoned: the target
-	// keeps them as its own, so that a backup put back under it, or a
-	// dump restored into it, from before a revocation does not bring the
-	// key back.
+	// Revocations the target keeps as its own, so that an older backup
+	// restored into it does not bring a revoked key back.
 	Revocations []Revocation
 }
 
@@ -75,9 +66,8 @@ type StoredEvent struct {
 	Event
 	Target int64
 	// Was is the id the event had in the PostgreSQL database a file took
-	// it from, which numbered it again (the zero id for none): its
-	// deliveries go on under it, and clients' cursors of that database
-	// resume where they would have, in every store it moves to after.
+	// it from and numbered it again (zero for none): its deliveries and
+	// clients' cursors go on under it, in every store it moves to after.
 	Was EventID
 }
 
@@ -109,8 +99,7 @@ type LastIDs struct {
 	Webhooks, Deliveries, Events               int64
 }
 
-// Raise raises the last id of r's kind to r's, for an import that keeps
-// the ids it copies.
+// Raise raises the last id of r's kind to r's.
 func (l *LastIDs) Raise(r any) {
 	switch r := r.(type) {
 	case *StoredEvent:

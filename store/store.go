@@ -9,13 +9,10 @@ import (
 	"time"
 )
 
-// Store is what the handlers and the domains use: the entities and their
-// rules, the admin surface, and the key/value space of certificates. It
-// has two implementations: the bbolt file of one instance (boltstore), and a
-// PostgreSQL database that several instances share (store/postgres). Each
-// user declares the part it uses. What only one store can do is a method of
-// its own: a backup of the bbolt file (PostgreSQL is backed up with
-// pg_dump), and the bulk import that seeds the load benchmark.
+// Store is what the handlers and the domains use. It has two
+// implementations: the bbolt file of one instance (boltstore), and a
+// PostgreSQL database that several instances share (store/postgres). What
+// only one store can do (a backup of the bbolt file) is a method of its own.
 type Store interface {
 	Pets
 	Admin
@@ -27,18 +24,16 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Size is the size in bytes of the data, as a backup would have it.
 	Size(ctx context.Context) (int64, error)
-	// OnChange registers fn to run after this or another instance changed
-	// API keys, the admin token, domains, settings or the project (never,
-	// for a store that one instance owns). It may run inside the caller's
-	// write, so it must not block.
+	// OnChange registers fn to run after an instance changed credentials,
+	// domains, settings or the project; it may run inside a write, so it
+	// must not block.
 	OnChange(fn func())
 	Close() error
 }
 
-// Pets are the entities of the public API and their rules. The writes of
-// one existing record take the Condition it must meet (versions.go). The
-// lists give one page in id order and the After of the next page (0 on the
-// last).
+// Pets are the entities of the public API. The writes of one existing
+// record take the Condition it must meet (versions.go). The lists give one
+// page in id order and the After of the next page (0 on the last).
 type Pets interface {
 	CreatePet(ctx context.Context, p *Pet, key *IdempotentWrite) error
 	Pet(ctx context.Context, id int64) (Pet, error)
@@ -69,12 +64,12 @@ type Pets interface {
 // updates apply fn in one transaction; fn may run more than once, and its
 // error leaves everything as it was.
 type Admin interface {
+	// EnsureAdminToken stores the given admin token's hash, or, when none
+	// is given nor stored, a new token's, which it returns (else "").
 	EnsureAdminToken(ctx context.Context, given string) (string, error)
 	CheckAdminToken(token string) bool
 
 	CreateAPIKey(ctx context.Context, name string, key *IdempotentWrite) (APIKey, string, error)
-	// APIKeys lists one page of the keys in id order, and the After of the
-	// next page (0 on the last).
 	APIKeys(ctx context.Context, p Page) ([]APIKey, int64, error)
 	RevokeAPIKey(ctx context.Context, id int64) error
 	AuthenticateAPIKey(secret string) (APIKey, bool)
@@ -95,7 +90,7 @@ type Admin interface {
 
 // KeyValue is the space of certificates, their keys and the ACME account,
 // with the locks that keep two instances from ordering one certificate at
-// once. The store knows nothing of TLS; domains adapts it to certmagic.
+// once; domains adapts it to certmagic.
 type KeyValue interface {
 	KVPut(ctx context.Context, key string, value []byte) error
 	// KVGet answers ENOTFOUND for a missing key.

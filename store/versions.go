@@ -2,11 +2,10 @@ package store
 
 import "slices"
 
-// Records carry a version that counts their writes, from 1 at creation. The
-// API's ETags are made from it, and a write can be made conditional on it
-// (If-Match, If-None-Match): the condition is an argument of the write, so
-// that every write of every store checks it inside its own transaction, the
-// one place where no other write can come between the check and the change.
+// Records carry a version that counts their writes, from 1, for ETags. A
+// write's condition on it (If-Match, If-None-Match) is an argument of the
+// write, checked inside its transaction, where no other write can come
+// between the check and the change.
 
 // EPRECONDITION: the record is not at the version the write was made for
 // (or does not exist, for a write that named a version).
@@ -51,11 +50,9 @@ func (c Condition) Check(what string, current int64) error {
 	return nil
 }
 
-// Version is the inventory entry's version for ETags and conditions. An
-// entry is only its quantity and status, so its version is made from
-// them, not counted: nothing more is stored, and it changes exactly when
-// the entry's answer does (two entries with the same version have the
-// same quantity and status).
+// Version is the inventory entry's version, made from its quantity and
+// status rather than counted: nothing more is stored, and it changes
+// exactly when the entry's answer does.
 func (it InventoryItem) Version() int64 {
 	var status int64
 	switch it.Status {

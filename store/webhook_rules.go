@@ -3,13 +3,11 @@ package store
 import "time"
 
 // MaxInFlightPerWebhook bounds the attempts one instance makes at once to
-// one webhook, so that a slow receiver holds a few of them and never the
-// others' turn.
+// one webhook, so that a slow receiver never holds the others' turn.
 const MaxInFlightPerWebhook = 16
 
 // Routes reports whether event e goes to webhook w: an event for one
-// webhook (to, a webhook.test) to that one only, any other to every
-// enabled webhook that subscribes to its type.
+// webhook (to) to that one only, any other to every subscriber.
 func Routes(e *Event, to int64, w *Webhook) bool {
 	if !w.Enabled || e.CreatedAt.Before(w.CreatedAt) {
 		return false // a webhook gets the events recorded after it was made
@@ -52,9 +50,7 @@ func (w *Webhook) ExpirePreviousSecret(now time.Time, force bool) {
 }
 
 // SigningSecrets are the secrets w's deliveries are signed with at now,
-// space-separated, the current one first: the previous one too while its
-// overlap lasts (Standard Webhooks lets a delivery carry several
-// signatures; a receiver accepts it when one of them verifies).
+// space-separated, the current one first (Standard Webhooks' form).
 func (w *Webhook) SigningSecrets(now time.Time) string {
 	if w.PreviousSecret != "" && w.PreviousSecretExpiresAt != nil && now.Before(*w.PreviousSecretExpiresAt) {
 		return w.Secret + " " + w.PreviousSecret
@@ -105,12 +101,32 @@ func ManualRetry(d *Delivery, at time.Time) Delivery {
 	return r
 }
 
-// EndsSchedule reports whether outcome o of delivery d ends the schedule
-// of d's event for d's webhook: an operator's retry that succeeded. The
-// scheduled attempt still pending would send the event again; it is
-// deleted (InSchedule says which). One that failed leaves it.
-func EndsSchedule(d *Delivery, o Outcome) bool {
-	return d.Manual && o.Succeeded
+// FinishAttempt records outcome o on pending delivery d and its webhook w
+// with a store's writes: put (a new delivery when its ID is 0) the next
+// attempt when o has one; endSchedule when d is an operator's retry that
+// succeeded (the scheduled attempt still pending would send the event
+// again); disabled (webhook.disabled) when o disables w.
+func FinishAttempt(d *Delivery, w *Webhook, o Outcome, put, endSchedule func(*Delivery) error, disabled func(Webhook) error) error {
+	wasEnabled := w.Enabled
+	ApplyOutcome(d, w, o)
+	if err := put(d); err != nil {
+		return err
+	}
+	if o.Next != nil {
+		next := NextAttempt(d, *o.Next)
+		if err := put(&next); err != nil {
+			return err
+		}
+	}
+	if d.Manual && o.Succeeded {
+		if err := endSchedule(d); err != nil {
+			return err
+		}
+	}
+	if o.Disable != "" && wasEnabled {
+		return disabled(w.Public())
+	}
+	return nil
 }
 
 // InSchedule reports whether pending delivery p is a scheduled attempt of
@@ -125,9 +141,8 @@ func EventPruned(id EventID) *Error {
 	return Errorf(EGONE, "event %s is older than the events kept, so it cannot be delivered again", id)
 }
 
-// WebhookChanged reports whether an outcome changed the webhook's record
-// (most successes do not: only the first failure, a success after
-// failures, and a disabling do).
+// WebhookChanged reports whether an outcome changed the webhook's record,
+// which most successes do not.
 func WebhookChanged(before, after *Webhook) bool {
 	return before.Enabled != after.Enabled || before.DisabledReason != after.DisabledReason ||
 		(before.FailingSince == nil) != (after.FailingSince == nil)

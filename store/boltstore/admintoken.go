@@ -11,13 +11,8 @@ import (
 	"petstore/store"
 )
 
-// metaAdminHash is the meta key of the admin token's SHA-256.
 var metaAdminHash = []byte("admin_token_sha256")
 
-// EnsureAdminToken makes sure an admin token exists. A given token replaces
-// any earlier one. Without one, the stored token is kept; and when there is
-// none, a new one is generated and returned, the only time it is seen (only
-// its hash is stored). It returns "" when it generated nothing.
 func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error) {
 	if given == "" && db.adminHash.Load() != nil {
 		return "", nil // loaded at Open: the usual start, which needs no write
@@ -46,7 +41,6 @@ func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error
 	return token, nil
 }
 
-// CheckAdminToken reports whether token is the admin token, in constant time.
 func (db *DB) CheckAdminToken(token string) bool {
 	hash := sha256.Sum256([]byte(token))
 	want := db.adminHash.Load()

@@ -11,8 +11,6 @@ import (
 	"petstore/store"
 )
 
-// CreateAPIKey creates an API key and returns it with its secret. The secret
-// is not stored and cannot be recovered: this is the only time it is seen.
 func (db *DB) CreateAPIKey(ctx context.Context, name string, key *store.IdempotentWrite) (store.APIKey, string, error) {
 	rec, secret, err := store.NewAPIKey(name, db.timestamp())
 	if err != nil {
@@ -44,7 +42,6 @@ func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64,
 	return withoutHashes.page(ctx, db, nil, nil, p)
 }
 
-// RevokeAPIKey deletes an API key; it stops authenticating at once.
 func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 	var hash [32]byte
 	err := db.write(ctx, func(tx *bolt.Tx) error {
@@ -73,12 +70,10 @@ func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 	return nil
 }
 
-// AuthenticateAPIKey returns the API key whose secret this is. It reads only
-// memory: it runs on every write request.
-//
-// The map is keyed by the secret's SHA-256, so lookup timing can tell an
-// attacker at most something about the hash of their own guess, never about
-// a stored secret; the final comparison is constant-time all the same.
+// AuthenticateAPIKey returns the API key whose secret this is, from
+// memory. The map is keyed by the secret's SHA-256, so lookup timing tells
+// at most of the hash of a guess; the final comparison is constant-time
+// all the same.
 func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
 	hash := sha256.Sum256([]byte(secret))
 	db.keysMu.RLock()

@@ -9,20 +9,12 @@ import (
 	"petstore/store"
 )
 
-// importChunk is how many pets ImportPets writes per transaction: large
-// enough that the commit (and its fsync) is a small part of the cost, small
-// enough that the dirty pages of one transaction stay a few tens of MB. A
-// variable so that tests can make chunks small.
+// importChunk is how many pets ImportPets writes per transaction, so that
+// its dirty pages stay bounded; tests make it small.
 var importChunk = 50_000
 
-// ImportPets creates n pets of the given status (empty means available) in
-// category categoryID, named "pet 1" to "pet n" in creation order, each with
-// its inventory entry (quantity 0) and index entries: exactly what n calls
-// of CreatePet would store, written in a few large transactions instead of n
-// small ones. It is meant for seeding large stores (load tests, fixtures).
-//
-// Each transaction is committed on its own: when a later one fails or ctx is
-// cancelled between two, the pets of the earlier ones stay, all consistent.
+// ImportPets creates n pets named "pet 1" to "pet n", in a few large
+// transactions; when one fails, the pets of the earlier ones stay.
 func (db *DB) ImportPets(ctx context.Context, categoryID int64, n int, status store.PetStatus) error {
 	in, err := store.PetImportTemplate(categoryID, n, status)
 	if err != nil {
@@ -33,9 +25,7 @@ func (db *DB) ImportPets(ctx context.Context, categoryID int64, n int, status st
 			return err
 		}
 		chunk := min(importChunk, n-done)
-		// One plain transaction, not db.write: nothing else is worth
-		// batching with it, and a failure (such as a missing category, an
-		// *Error returned as it is) rolls back only this chunk.
+		// Not db.write: nothing else is worth batching with it.
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
 			for i := range chunk {
 				p := in

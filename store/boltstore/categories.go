@@ -21,22 +21,15 @@ func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
 	return categoryTable.read(ctx, db, id)
 }
 
-// ReplaceCategory replaces every field of the category c.ID with those of
-// c, and sets c.Version to its new version.
 func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category, cond store.Condition) error {
 	in := *c
 	err := db.write(ctx, func(tx *bolt.Tx) error {
-		if _, err := categoryTable.get(tx, in.ID); err != nil {
-			return err
-		}
-		version, err := checkVersion(tx, cond, versionCategory, "category", in.ID)
+		_, version, err := categoryTable.getAt(tx, cond, in.ID)
 		if err != nil {
 			return err
 		}
-		if in.Version, err = bumpVersion(tx, versionCategory, in.ID, version); err != nil {
-			return err
-		}
-		if err := putJSON(tx.Bucket(bktCategories), in.ID, &in); err != nil {
+		in.Version = version + 1
+		if err := categoryTable.putWhole(tx, &in); err != nil {
 			return err
 		}
 		return db.emit(tx, store.EventCategoryUpdated, &in)
@@ -49,19 +42,14 @@ func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category, cond store
 
 func (db *DB) DeleteCategory(ctx context.Context, id int64, cond store.Condition) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
-		if _, err := categoryTable.get(tx, id); err != nil {
-			return err
-		}
-		if _, err := checkVersion(tx, cond, versionCategory, "category", id); err != nil {
-			return err
-		}
-		if err := deleteVersion(tx, versionCategory, id); err != nil {
+		c, _, err := categoryTable.getAt(tx, cond, id)
+		if err != nil {
 			return err
 		}
 		if n := countPrefix(tx.Bucket(bktPetsByCategory), itob(id)); n > 0 {
 			return store.CategoryInUse(id, n)
 		}
-		if err := tx.Bucket(bktCategories).Delete(itob(id)); err != nil {
+		if err := categoryTable.remove(tx, id, &c); err != nil {
 			return err
 		}
 		return db.emit(tx, store.EventCategoryDeleted, store.DeletedData(id))

@@ -23,15 +23,11 @@ type writeReq struct {
 
 var reqPool = sync.Pool{New: func() any { return &writeReq{done: make(chan error, 1)} }}
 
-// errRefused aborts the transaction in which a write's function refused
-// (see run).
 var errRefused = errors.New("store: a write refused; its transaction is rolled back")
 
 // run runs r's function in tx. An application error (an *Error, or a
-// refusal) is kept as r's answer and aborts tx with errRefused, so that the
-// transaction is rolled back and whatever the function wrote before it
-// refused is never committed: a function may refuse at any point, after
-// writing or not.
+// refusal) is kept as r's answer and aborts tx with errRefused, so that
+// whatever the function wrote before it refused is never committed.
 func (r *writeReq) run(tx *bolt.Tx) error {
 	r.appErr = nil // fn may be re-run: only the last run counts
 	switch err := r.fn(tx).(type) {
@@ -57,17 +53,15 @@ func outcome(err error) error {
 }
 
 // refusal carries an error of any kind with which a caller's function
-// (UpdateProject's, for one) refused a change: write returns it as it is,
-// as it does an *Error.
+// refused a change: write returns it as it is.
 type refusal struct{ err error }
 
 func (r refusal) Error() string { return r.err.Error() }
 
 var errClosed = errors.New("store: closed")
 
-// group commits r together with the writes queued beside it: one
-// transaction, one fsync for all of them. It returns when r's group is on
-// disk.
+// group commits r together with the writes queued beside it, in one
+// transaction, and returns when it is on disk.
 func (db *DB) group(r *writeReq) error {
 	db.closeMu.RLock()
 	if db.closed {
@@ -79,12 +73,9 @@ func (db *DB) group(r *writeReq) error {
 	return <-r.done
 }
 
-// committer is group commit without a timer: it takes every write queued
-// while the previous commit was on its way to disk, and commits them in one
-// transaction. A lone write is committed at once; under load a group grows
-// to what arrived during one fsync. (bbolt's own Batch closes a group when
-// a timer fires, so under load short groups queue up behind the writer
-// lock and most of the fsyncs are wasted; docs/design.md has the figures.)
+// committer is group commit without a timer: it commits every write
+// queued during the previous commit in one transaction, and a lone write at
+// once (bbolt's own Batch waits for a timer; docs/design.md says why not).
 func (db *DB) committer() {
 	defer close(db.committed)
 	// A page of the mapped file that is gone (the file was cut while open)
@@ -94,14 +85,9 @@ func (db *DB) committer() {
 	pending := make([]*writeReq, 0, maxGroup)
 	for first := range db.queue {
 		group = append(group[:0], first)
-		// Writers the commit just released, and requests that arrived
-		// during it, are runnable but may not have had a CPU yet: the
-		// committer goes to the back of the run queue once, so that those
-		// about to write join this group instead of waiting a whole commit
-		// for the next. BenchmarkDurableWrites shows the larger groups and the
-		// lower CPU per write this gives (docs/performance.md has figures).
-		// With nothing else runnable it returns at once, so a lone write is
-		// not delayed.
+		// Writers the commit just released may not have had a CPU yet:
+		// yielding once lets those about to write join this group instead
+		// of waiting a whole commit. Alone, it returns at once.
 		runtime.Gosched()
 	fill:
 		for len(group) < maxGroup {
@@ -120,12 +106,9 @@ func (db *DB) committer() {
 }
 
 // commitGroup commits the writes of group that do not refuse in one
-// transaction and answers every one of them; pending is room for a copy of
-// group.
-//
-// A write that refuses aborts the transaction (see run): the group runs
-// again without it, so that the others are committed without anything it
-// wrote. It is answered with its refusal once the others are on disk.
+// transaction and answers each; pending is room for a copy of group. A
+// write that refuses aborts the transaction (run): the group runs again
+// without it.
 func (db *DB) commitGroup(group, pending []*writeReq) {
 	pending = append(pending[:0], group...)
 	var err error
@@ -167,14 +150,10 @@ func (db *DB) commitGroup(group, pending []*writeReq) {
 	}
 }
 
-// write runs fn in a grouped, fsynced write transaction.
-//
-// The committer runs fn in a transaction shared with other writers and may
-// run it more than once. An application failure (an *Error, or a refusal)
-// is the caller's answer: its run is rolled back, whatever it wrote, and the
-// other writes of the group are committed without it. Any other error is a
-// storage failure and aborts the group (the committer then runs each write
-// of the group alone).
+// write runs fn in a grouped, fsynced write transaction, shared with other
+// writers; fn may run more than once. An application failure (an *Error,
+// or a refusal) is the caller's answer, and what fn wrote is not
+// committed. Any other error is a storage failure.
 func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err

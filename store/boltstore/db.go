@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"petstore/bounded"
 	"petstore/store"
 )
 
@@ -37,7 +38,7 @@ type DB struct {
 	now  func() time.Time
 
 	// commit runs a write transaction: db.group, so that concurrent writers
-	// share fsyncs; benchmarks swap it to measure the difference.
+	// share fsyncs; benchmarks swap it.
 	commit func(*writeReq) error
 	// queue feeds the committer; closeMu guards sending on it against
 	// Close, and committed is closed when the committer has stopped.
@@ -45,59 +46,46 @@ type DB struct {
 	closeMu   sync.RWMutex
 	closed    bool
 	committed chan struct{}
-	// pets caches hot pets' JSON for PetJSON (petcache.go). Every commit
-	// must call pets.committed, and every write that changes or deletes a
-	// stored pet must forget it after its commit.
+	// pets caches hot pets' JSON: every commit calls pets.committed, and a
+	// write that changes or deletes a pet forgets it after its commit.
 	pets *petCache
-	// commits and grouped count the committer's transactions and the writes
-	// they carried, so that benchmarks can report writes per commit.
+	// commits and grouped count the committer's transactions and writes.
 	commits, grouped atomic.Int64
-	// fault is the storage failure of the last write that failed, nil again
-	// as soon as a write commits: while it is set the store is degraded and
-	// Ping fails. probing lets one Ping at a time try a write to recover.
+	// fault is the storage failure of the last write (nil once one
+	// commits), which fails Ping; probing lets one Ping try a write.
 	fault   atomic.Pointer[error]
 	probing atomic.Bool
 	// stuck is set when a failed transaction kept bbolt's writer lock (see
 	// update); writes fail at once from then on.
 	stuck atomic.Pointer[error]
-	// damaged is set by the first transaction that panicked (bbolt's
-	// assertions on a damaged page, or a fault in the mapped file) and
-	// stays set until the process ends: a write elsewhere in the file may
-	// still commit, but every write that meets the damaged page fails, so
-	// the store is not ready (Ping) until the file is restored and the
-	// service restarted. onDamaged is told once.
+	// damaged is set by the first transaction that panicked, until the
+	// process ends; onDamaged is told once.
 	damaged   atomic.Pointer[error]
 	onDamaged atomic.Pointer[func(error)]
 
-	// API keys by the SHA-256 of their secret, so that authenticating a
-	// request costs a hash and a map lookup instead of a transaction.
-	keysMu sync.RWMutex
-	keys   map[[32]byte]store.StoredAPIKey
-
-	// The admin token's hash, cached for the same reason.
+	// API keys by the SHA-256 of their secret, and the admin token's hash,
+	// so that authenticating a request costs no transaction.
+	keysMu    sync.RWMutex
+	keys      map[[32]byte]store.StoredAPIKey
 	adminHash atomic.Pointer[[]byte]
 
-	// Certmagic locks held by this process, by name; the channel is closed on
+	// Certmagic locks held by this process; the channel is closed on
 	// unlock to wake up waiters.
 	locksMu sync.Mutex
 	locks   map[string]chan struct{}
 
-	// The webhook deliveries this process is attempting (webhooks.go).
 	deliveryLeases leases
 
-	// The restore marks, kept beside the file (restore.go): what its open
-	// found rolled back, the log of failures to save them, and the
-	// goroutine that keeps them up with the file.
+	// The restore marks, kept beside the file (restore.go).
 	marks         *store.Marks
 	restored      *store.Restored
 	log           *slog.Logger
 	marksFailures store.RepeatedFailure
-	marksStop     chan struct{}
+	marksStop     context.CancelFunc
 	marksDone     chan struct{}
 }
 
-// Bucket names. Entity buckets map an 8-byte big-endian id to the entity's
-// JSON; index buckets hold keys only (see keys.go for their layout).
+// Bucket names (keys.go has their layout).
 var (
 	bktPets                 = []byte("pets")
 	bktCategories           = []byte("categories")
@@ -114,13 +102,10 @@ var (
 	bktOrdersByPet          = []byte("idx_orders_pet")
 	bktOrdersByComplete     = []byte("idx_orders_complete")
 	bktOrdersByPetComplete  = []byte("idx_orders_pet_complete")
-	// Domains are keyed by their normalised name.
-	bktDomains = []byte("domains")
+	bktDomains              = []byte("domains") // by normalised name
 )
 
-// allBuckets is every bucket Open creates, in one list: those declared
-// beside the code that owns them (events.go, idempotency.go, versions.go,
-// webhooks.go) included.
+// allBuckets is every bucket Open creates.
 var allBuckets = [][]byte{
 	bktPets, bktCategories, bktOrders, bktInventory, bktAPIKeys, bktMeta,
 	bktCerts, bktCertLocks, bktAPIKeysByHash,
@@ -133,9 +118,9 @@ var allBuckets = [][]byte{
 	bktWebhooks, bktDeliveries, bktDeliveriesWebhook, bktDeliveriesDue,
 }
 
-// Open opens (creating it if needed) the bbolt file at path. It refuses a file
-// that is not a complete bbolt file (see checkFile), and fails after about a
-// second if another process holds the file. Its errors name the file.
+// Open opens (creating it if needed) the bbolt file at path. It refuses a
+// file that is not a complete bbolt file (checkFile), or that another
+// process holds.
 func Open(path string, opts store.Options) (*DB, error) {
 	if err := checkFile(path); err != nil {
 		return nil, err
@@ -146,10 +131,8 @@ func Open(path string, opts store.Options) (*DB, error) {
 		// where the array one degrades with size.
 		FreelistType: bolt.FreelistMapType,
 		// Growing the file re-maps it, which waits for every open read
-		// transaction, a running backup included, and new reads queue
-		// behind it. Reserving 1 GiB of address space up front (not memory,
-		// not disk) keeps writes going during a backup until the file
-		// passes 1 GiB.
+		// transaction, a running backup included. Reserving address space
+		// (not memory, not disk) keeps writes going during a backup.
 		InitialMmapSize: 1 << 30,
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
@@ -167,6 +150,8 @@ func Open(path string, opts store.Options) (*DB, error) {
 		queue:     make(chan *writeReq, maxGroup),
 		committed: make(chan struct{}),
 		pets:      newPetCache(),
+		deliveryLeases: leases{until: map[int64]time.Time{}, fresh: bounded.New[int64, *freshDelivery](maxFresh, nil),
+			hooks: bounded.New[int64, decodedWebhook](maxDecodedWebhooks, nil)},
 	}
 	if db.now == nil {
 		db.now = time.Now
@@ -175,16 +160,19 @@ func Open(path string, opts store.Options) (*DB, error) {
 		db.log = slog.New(slog.DiscardHandler)
 	}
 	db.commit = db.group
-	if err := db.init(); err != nil {
+	if err = db.init(); err == nil {
+		err = db.openMarks()
+	}
+	if err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := db.openMarks(); err != nil {
-		bdb.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	db.marksStop, db.marksDone = make(chan struct{}), make(chan struct{})
-	go db.followMarks(db.marksStop, db.marksDone)
+	marksCtx, stop := context.WithCancel(context.Background())
+	db.marksStop, db.marksDone = stop, make(chan struct{})
+	go func() {
+		defer close(db.marksDone)
+		store.EveryTick(marksCtx, marksEvery, db.observeMarks)
+	}()
 	go db.committer()
 	return db, nil
 }
@@ -200,7 +188,16 @@ func (db *DB) init() error {
 		if err := forgetWeaklySealed(tx); err != nil {
 			return err
 		}
-		return clearCertLocks(tx)
+		// Lock records left by a process that died holding them: with the
+		// file lock held, no other process holds one.
+		if k, _ := tx.Bucket(bktCertLocks).Cursor().First(); k == nil {
+			return nil
+		}
+		if err := tx.DeleteBucket(bktCertLocks); err != nil {
+			return err
+		}
+		_, err := tx.CreateBucket(bktCertLocks)
+		return err
 	})
 	if err != nil {
 		return err
@@ -208,8 +205,7 @@ func (db *DB) init() error {
 	return db.loadCredentials()
 }
 
-// loadCredentials reads the API keys and the admin token's hash, which
-// requests check in memory, from the file as it now is.
+// loadCredentials reads the API keys and the admin token's hash.
 func (db *DB) loadCredentials() error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
 		if err := db.loadAPIKeys(tx); err != nil {
@@ -235,7 +231,7 @@ func (db *DB) Close() error {
 	<-db.committed
 	db.closeMu.Lock()
 	if db.marksStop != nil {
-		close(db.marksStop)
+		db.marksStop()
 		<-db.marksDone
 		db.marksStop = nil
 		db.observeMarks()
@@ -248,17 +244,15 @@ func (db *DB) Close() error {
 	return db.bolt.Close()
 }
 
-// OnChange does nothing: one process owns the file, so no other instance
-// changes what this one caches.
+// OnChange does nothing: no other instance changes the file.
 func (db *DB) OnChange(func()) {}
 
 func (db *DB) Path() string { return db.path }
 
-// Ping reports whether the store can serve reads and writes, for readiness
-// probes. A damaged file (see damaged) fails it until a restart. While the
-// last write failed otherwise (a read-only or full disk), it tries a write
-// of its own: a store that nobody sends writes to while it is not ready
-// would otherwise never find out that it recovered.
+// Ping reports whether the store can serve reads and writes. While the
+// last write failed (a read-only or full disk), it tries a write of its
+// own: a store that nobody writes to while it is not ready would otherwise
+// never find out that it recovered.
 func (db *DB) Ping(ctx context.Context) error {
 	if err := db.Damaged(); err != nil {
 		return err
@@ -296,8 +290,8 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
-// panicError describes a panic recovered from a transaction. A fault is told
-// apart: the runtime calls it a nil dereference, which would mislead.
+// panicError describes a panic recovered from a transaction; a fault is
+// told apart, as the runtime calls it a nil dereference.
 func panicError(kind string, p any) error {
 	if fault, ok := p.(interface{ Addr() uintptr }); ok {
 		return fmt.Errorf("store: %s transaction faulted on the mapped data file at %#x (was the file cut, or did its disk fail?)", kind, fault.Addr())
@@ -306,20 +300,16 @@ func panicError(kind string, p any) error {
 }
 
 // minFreeSpace is the free space a store degraded by a full disk waits for
-// before it tries writing again: well above what one commit of the largest
-// writes takes.
+// before it tries writing again.
 const minFreeSpace = 1 << 20
 
-// diskFull reports whether err says that the disk or the user's quota is full.
 func diskFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
-// metaWriteProbe is the key Ping writes to find out whether writes work again.
 var metaWriteProbe = []byte("write_probe")
 
-// Damaged returns why the data file is damaged, or nil: once a transaction
-// panicked, until the process ends.
+// Damaged returns why the data file is damaged, or nil.
 func (db *DB) Damaged() error {
 	if d := db.damaged.Load(); d != nil {
 		return *d
@@ -327,8 +317,7 @@ func (db *DB) Damaged() error {
 	return nil
 }
 
-// OnDamaged registers fn to be told, once, when the file is found damaged.
-// It runs on the goroutine that found it, so it must not block.
+// OnDamaged registers fn to be told, once, of Damaged; it must not block.
 func (db *DB) OnDamaged(fn func(error)) {
 	db.onDamaged.Store(&fn)
 	if err := db.Damaged(); err != nil {
@@ -336,7 +325,6 @@ func (db *DB) OnDamaged(fn func(error)) {
 	}
 }
 
-// markDamaged records that a transaction panicked, cause saying how.
 func (db *DB) markDamaged(cause error) {
 	err := fmt.Errorf("the data file %s is damaged (%w): restore it from a backup, then restart the service", db.path, cause)
 	if db.damaged.CompareAndSwap(nil, &err) {
@@ -347,15 +335,11 @@ func (db *DB) markDamaged(cause error) {
 }
 
 // update is bbolt's Update, made safe to call from the committer: a panic
-// (bbolt asserts on a damaged file, and a fault in the mapped file is a panic
-// on this goroutine, see committer) becomes the error of the transaction,
-// which is rolled back. It records whether the store can write.
-//
-// bbolt holds its writer lock until a write transaction is rolled back or
-// committed. When the rollback after a panic panics as well (it reads the
-// freelist page, which may be what is damaged), the lock stays held and
-// every later write would wait for it forever: from then on update fails at
-// once instead, and Close leaves the file to the process's exit.
+// (bbolt's assertions, or a fault in the mapped file) becomes the error of
+// the transaction, which is rolled back. It records whether the store can
+// write. When the rollback after a panic panics as well (the freelist page
+// may be what is damaged), bbolt's writer lock stays held and every later
+// write would wait forever: from then on update fails at once instead.
 func (db *DB) update(fn func(*bolt.Tx) error) (err error) {
 	if stuck := db.stuck.Load(); stuck != nil {
 		return *stuck
@@ -402,8 +386,7 @@ func rollbackAfterPanic(tx *bolt.Tx) (released bool) {
 }
 
 // read runs fn in a read transaction. A page of the mapped file that is gone
-// (the file was cut while open) is an error instead of a SIGBUS that kills
-// the process, and so is a panic of bbolt's on a damaged page.
+// (the file was cut) or damaged is an error, not a crash.
 func (db *DB) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -14,17 +14,11 @@ import (
 	"petstore/store"
 )
 
-// FanOut makes the first delivery of each event since the last FanOut for
-// each enabled webhook that subscribes to it.
 func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error) {
 	// Most calls find nothing new: a read answers them, without a commit.
 	pending, err := readValue(ctx, db, func(tx *bolt.Tx) (bool, error) {
-		var last uint64
-		if v := tx.Bucket(bktMeta).Get(metaDispatched); len(v) == 8 {
-			last = binary.BigEndian.Uint64(v)
-		}
 		k, _ := tx.Bucket(bktEvents).Cursor().Last()
-		return k != nil && binary.BigEndian.Uint64(k) > last, nil
+		return k != nil && binary.BigEndian.Uint64(k) > dispatched(tx), nil
 	})
 	if err != nil || !pending {
 		return 0, err
@@ -32,11 +26,7 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 	var made []freshDelivery // by the last run of the write, which committed
 	n, err := writeValue(ctx, db, func(tx *bolt.Tx) (int, error) {
 		made = made[:0]
-		meta := tx.Bucket(bktMeta)
-		var last uint64
-		if v := meta.Get(metaDispatched); len(v) == 8 {
-			last = binary.BigEndian.Uint64(v)
-		}
+		last := dispatched(tx)
 		var hooks []store.Webhook
 		if err := tx.Bucket(bktWebhooks).ForEach(func(k, v []byte) error {
 			w, err := webhookTable.decode(btoi(k), v)
@@ -74,7 +64,7 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 		if n == 0 {
 			return 0, nil
 		}
-		return n, meta.Put(metaDispatched, binary.BigEndian.AppendUint64(nil, last))
+		return n, tx.Bucket(bktMeta).Put(metaDispatched, binary.BigEndian.AppendUint64(nil, last))
 	})
 	if err == nil && len(made) > 0 {
 		l := db.leases()
@@ -87,7 +77,14 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 	return n, err
 }
 
-// ClaimDeliveries leases the deliveries due at now, none of busy's.
+// dispatched is the seq of the last event fanned out.
+func dispatched(tx *bolt.Tx) uint64 {
+	if v := tx.Bucket(bktMeta).Get(metaDispatched); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
 func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
 	l := db.leases()
 	l.mu.Lock()
@@ -101,8 +98,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			return nil
 		}
 		// The index is in time order, every webhook's deliveries mixed:
-		// once each webhook is busy or has its share, the rest of it (a
-		// backlog) has nothing to give, and is not read.
+		// once each webhook is busy or has its share, the rest is not read.
 		open := map[int64]bool{} // the webhooks that may get more
 		wc := tx.Bucket(bktWebhooks).Cursor()
 		for k, _ := wc.First(); k != nil; k, _ = wc.Next() {
@@ -124,48 +120,39 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			if until, ok := l.until[id]; ok && until.After(now) {
 				continue
 			}
-			if f, ok := l.fresh.Peek(id); ok {
+			var r deliveryRecord
+			var e store.Event
+			var err error
+			f, fresh := l.fresh.Peek(id)
+			if fresh {
 				l.fresh.Remove(id)
-				w, ok := hooks[hook]
-				if !ok {
-					var err error
-					if w, err = l.webhook(tx, hook); err != nil {
-						continue
-					}
-					hooks[hook] = w
-				}
-				if perHook[hook]++; perHook[hook] >= store.MaxInFlightPerWebhook {
-					delete(open, hook)
-				}
-				e := f.e
-				sendAs(sentAs, &e)
-				out = append(out, store.Claimed{Delivery: f.r.Delivery, Event: e, Webhook: w})
-				continue
-			}
-			r, err := getDelivery(tx, id)
-			if err != nil {
+				r, e = f.r, f.e
+			} else if r, err = getDelivery(tx, id); err != nil {
 				return corrupt(err)
 			}
-			w, ok := hooks[r.WebhookID]
+			w, ok := hooks[hook]
 			if !ok {
-				if w, err = l.webhook(tx, r.WebhookID); err != nil {
+				if w, err = l.webhook(tx, hook); err != nil {
 					continue
 				}
-				hooks[r.WebhookID] = w
+				hooks[hook] = w
 			}
-			ek := idKey(int64(r.EventID.Seq))
-			v := tx.Bucket(bktEvents).Get(ek[:])
-			if v == nil {
-				continue // pruned; PruneEvents deletes the delivery too
+			if !fresh {
+				ek := idKey(int64(r.EventID.Seq))
+				v := tx.Bucket(bktEvents).Get(ek[:])
+				if v == nil {
+					continue // pruned; PruneEvents deletes the delivery too
+				}
+				if e, _, err = decodeEvent(ek[:], v); err != nil {
+					return err
+				}
 			}
-			e, _, err := decodeEvent(ek[:], v)
-			if err != nil {
-				return err
+			if perHook[hook]++; perHook[hook] >= store.MaxInFlightPerWebhook {
+				delete(open, hook)
 			}
-			if perHook[r.WebhookID]++; perHook[r.WebhookID] >= store.MaxInFlightPerWebhook {
-				delete(open, r.WebhookID)
+			if was := wasID(sentAs, e.ID.Seq); !was.IsZero() {
+				e.ID = was // the id its deliveries go out under
 			}
-			sendAs(sentAs, &e)
 			out = append(out, store.Claimed{Delivery: r.Delivery, Event: e, Webhook: w})
 		}
 		return nil
@@ -176,7 +163,6 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 	return out, err
 }
 
-// FinishDeliveries records attempts' outcomes in one write.
 func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error {
 	defer func() {
 		l := db.leases()
@@ -192,11 +178,12 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 		hooks := map[int64]*[2]store.Webhook{} // before, after
 		var order []int64
 		due := tx.Bucket(bktDeliveriesDue)
+		put := func(d *store.Delivery) error { return putDelivery(tx, &deliveryRecord{Delivery: *d}) }
+		end := func(d *store.Delivery) error { return endSchedule(tx, d) }
+		disabled := func(w store.Webhook) error { return db.emit(tx, store.EventWebhookDisabled, w) }
 		for _, f := range done {
-			// A pending delivery changes only when its attempt is
-			// recorded, and this process's lease on it still holds: the
-			// record is the one claimed, if it is still in the due index
-			// (not deleted with its webhook or its event, not recorded).
+			// This process's lease on a pending delivery still holds: the
+			// record is the one claimed, if it is still in the due index.
 			r := deliveryRecord{Delivery: f.Claimed.Delivery}
 			if r.State != store.DeliveryPending || due.Get(dueKey(&r)) == nil {
 				continue
@@ -214,26 +201,8 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 				hooks[r.WebhookID] = w
 				order = append(order, r.WebhookID)
 			}
-			wasEnabled := w[1].Enabled
-			store.ApplyOutcome(&r.Delivery, &w[1], f.Outcome)
-			if err := putDelivery(tx, &r); err != nil {
+			if err := store.FinishAttempt(&r.Delivery, &w[1], f.Outcome, put, end, disabled); err != nil {
 				return err
-			}
-			if o := f.Outcome; o.Next != nil {
-				next := deliveryRecord{Delivery: store.NextAttempt(&r.Delivery, *o.Next)}
-				if err := putDelivery(tx, &next); err != nil {
-					return err
-				}
-			}
-			if store.EndsSchedule(&r.Delivery, f.Outcome) {
-				if err := endSchedule(tx, &r.Delivery); err != nil {
-					return err
-				}
-			}
-			if f.Outcome.Disable != "" && wasEnabled {
-				if err := db.emit(tx, store.EventWebhookDisabled, w[1].Public()); err != nil {
-					return err
-				}
 			}
 		}
 		for _, id := range order {
@@ -248,9 +217,8 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 }
 
 // endSchedule deletes the scheduled attempts still pending of d's event
-// to d's webhook. The due index is the only one of pending deliveries:
-// it is read through, keys only but for d's webhook's, which is the cost
-// of an operator's retry that succeeded, a rare act.
+// to d's webhook, reading the due index through: an operator's retry that
+// succeeded is rare.
 func endSchedule(tx *bolt.Tx, d *store.Delivery) error {
 	var ids []int64
 	c := tx.Bucket(bktDeliveriesDue).Cursor()
@@ -274,7 +242,6 @@ func endSchedule(tx *bolt.Tx, d *store.Delivery) error {
 	return nil
 }
 
-// Deliveries lists a webhook's deliveries, newest first.
 func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]store.Delivery, int64, error) {
 	size := p.Size()
 	var out []store.Delivery
@@ -308,14 +275,12 @@ func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]
 	return out, next, err
 }
 
-// RetryDelivery makes a new pending delivery of a delivery's event, due
-// now; with an Idempotency-Key, it is kept as the key's answer with it.
 func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time, key *store.IdempotentWrite) (store.Delivery, error) {
 	var out store.Delivery
 	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
 		r, err := getDelivery(tx, id)
 		if err != nil || r.WebhookID != webhookID {
-			return store.DeliveryNotFound(id)
+			return store.NotFound("delivery", id)
 		}
 		ek := idKey(int64(r.EventID.Seq))
 		if tx.Bucket(bktEvents).Get(ek[:]) == nil {

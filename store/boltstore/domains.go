@@ -8,13 +8,9 @@ import (
 	"petstore/store"
 )
 
-// Domains (bktDomains) and settings, which live in the meta bucket, are few
-// (a project has a handful of domains, a platform at most thousands), so
-// lists load them whole.
+// Domains and settings (in the meta bucket) are few: lists load them whole.
 var metaSettings = []byte("settings")
 
-// AddDomain stores a new domain. EDOMAINEXISTS when the name is attached.
-// With an Idempotency-Key, d is kept as the key's answer with it.
 func (db *DB) AddDomain(ctx context.Context, d *store.Domain, key *store.IdempotentWrite) error {
 	if d.AddedAt.IsZero() {
 		d.AddedAt = db.timestamp()
@@ -35,8 +31,6 @@ func (db *DB) Domain(ctx context.Context, name string) (store.Domain, error) {
 	return readValue(ctx, db, func(tx *bolt.Tx) (store.Domain, error) { return getDomain(tx.Bucket(bktDomains), name) })
 }
 
-// Domains returns every attached domain, oldest first (by name among those
-// added in the same second).
 func (db *DB) Domains(ctx context.Context) ([]store.Domain, error) {
 	return readValue(ctx, db, allDomains)
 }
@@ -45,10 +39,6 @@ func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCur
 	return store.DomainsPageOf(ctx, db.Domains, limit, after)
 }
 
-// UpdateDomain applies fn to a domain and saves it in one transaction. fn may
-// run more than once, each time on a fresh copy; its error is returned as
-// it is and nothing is saved. ENOTFOUND when the domain is not attached
-// (it may have been removed meanwhile).
 func (db *DB) UpdateDomain(ctx context.Context, name string, fn func(*store.Domain) error) (store.Domain, error) {
 	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Domain, error) {
 		b := tx.Bucket(bktDomains)
@@ -97,9 +87,7 @@ func (db *DB) Settings(ctx context.Context) (store.Settings, error) {
 }
 
 // UpdateSettings applies fn to the settings and saves them in one
-// transaction, so that checks fn makes against the attached domains hold
-// when the settings are saved. fn may run more than once; its error is
-// returned as it is and nothing is saved.
+// transaction, so that fn's checks against the attached domains hold.
 func (db *DB) UpdateSettings(ctx context.Context, fn func(s *store.Settings, attached map[string]store.Domain) error) (store.Settings, error) {
 	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Settings, error) {
 		s, err := getSettings(tx)
@@ -125,7 +113,6 @@ func getDomain(b *bolt.Bucket, name string) (store.Domain, error) {
 	return store.UnmarshalDomain(name, data)
 }
 
-// allDomains returns every domain, in the order of Domains.
 func allDomains(tx *bolt.Tx) ([]store.Domain, error) {
 	out := []store.Domain{}
 	err := tx.Bucket(bktDomains).ForEach(func(k, v []byte) error {

@@ -13,16 +13,14 @@ import (
 )
 
 // The outbox. Every write that changes an entity calls emit in its own
-// transaction, so an event is on disk exactly when its change is, with the
-// same fsync. Writes commit one at a time, so the bucket's sequence orders
-// events by commit: a reader's cursor never passes an event that commits
+// transaction. Writes commit one at a time, so the bucket's sequence
+// orders events by commit: a cursor never passes an event that commits
 // later.
 //
 //	events   seq8 -> createdAt(unix ns)8 to8 len(type)1 type data
 var bktEvents = []byte("events")
 
-// emit records the event of a change in the write's transaction. Like every
-// write, it must come after the write's checks.
+// emit records the event of a change in the write's transaction.
 func (db *DB) emit(tx *bolt.Tx, typ string, data any) error {
 	e, err := store.NewEvent(typ, data)
 	if err != nil {
@@ -79,8 +77,7 @@ func (db *DB) Events(ctx context.Context, f store.EventFilter) ([]store.Event, e
 	var out []store.Event
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bktEvents).Cursor()
-		// Tx is 0 for every event of a bbolt file; an id of another store
-		// (Tx set) comes after them all.
+		// An id of another store (Tx set) comes after every event here.
 		if f.After.Tx != 0 {
 			return nil
 		}
@@ -101,27 +98,23 @@ func (db *DB) Events(ctx context.Context, f store.EventFilter) ([]store.Event, e
 }
 
 func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
-	return readValue(ctx, db, func(tx *bolt.Tx) (store.EventID, error) {
-		k, _ := tx.Bucket(bktEvents).Cursor().First()
-		if k == nil {
-			return store.EventID{}, nil
-		}
-		return store.EventID{Seq: binary.BigEndian.Uint64(k)}, nil
-	})
+	return db.eventAt(ctx, (*bolt.Cursor).First)
 }
 
 func (db *DB) NewestEvent(ctx context.Context) (store.EventID, error) {
+	return db.eventAt(ctx, (*bolt.Cursor).Last)
+}
+
+// eventAt is the id of the event that move finds, the zero id for none.
+func (db *DB) eventAt(ctx context.Context, move func(*bolt.Cursor) ([]byte, []byte)) (store.EventID, error) {
 	return readValue(ctx, db, func(tx *bolt.Tx) (store.EventID, error) {
-		k, _ := tx.Bucket(bktEvents).Cursor().Last()
-		if k == nil {
-			return store.EventID{}, nil
+		if k, _ := move(tx.Bucket(bktEvents).Cursor()); k != nil {
+			return store.EventID{Seq: binary.BigEndian.Uint64(k)}, nil
 		}
-		return store.EventID{Seq: binary.BigEndian.Uint64(k)}, nil
+		return store.EventID{}, nil
 	})
 }
 
-// RecordEvent records an event of no entity's change; with an
-// Idempotency-Key, it is kept as the key's answer with it.
 func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error) {
 	var out store.Event
 	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
@@ -135,12 +128,10 @@ func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, k
 	return out, nil
 }
 
-// pruneBatch bounds one pruning transaction, so that pruning a large
-// backlog never holds the writer for long.
+// pruneBatch bounds one pruning transaction, so that it never holds the
+// writer for long.
 const pruneBatch = 1000
 
-// PruneEvents deletes the events and deliveries made before t, a batch per
-// transaction.
 func (db *DB) PruneEvents(ctx context.Context, t time.Time) (int, error) {
 	total := 0
 	for {

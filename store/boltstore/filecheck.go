@@ -23,7 +23,6 @@ const (
 	metaChecksumOff = 56 // within the meta, after the page header
 )
 
-// fileMeta is what checkFile needs of one meta page.
 type fileMeta struct {
 	pageSize uint32
 	pgid     uint64 // pages in use: the file must hold at least this many
@@ -31,13 +30,9 @@ type fileMeta struct {
 }
 
 // checkFile refuses a data file that bbolt cannot open safely, before bbolt
-// maps it. bbolt trusts the meta page's page count and maps the file as if it
-// held that many pages: on a cut file (an interrupted copy or backup
-// download, a full disk during a copy) the first touch of a missing page is a
-// SIGBUS that kills the process with a goroutine dump instead of an error.
-//
-// A missing file is fine (Open creates it); an empty one is refused, since
-// starting an empty store over what was meant to be data hides the loss.
+// maps it: on a cut file, the first touch of a missing page is a SIGBUS
+// that kills the process. A missing file is fine (Open creates it); an
+// empty one is refused, since starting over it would hide the loss.
 func checkFile(path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -89,8 +84,7 @@ func checkFile(path string) error {
 		return fmt.Errorf("data file %s is damaged: neither meta page is valid (%v; %v)", path, err0, err1)
 	}
 	// The size again, now that the meta page is read: another process may
-	// be running on the file (bbolt's lock, taken after this check, refuses
-	// it then), and a file only grows before its meta page says so.
+	// be running on the file, which grows before its meta page says so.
 	if info, err = f.Stat(); err != nil {
 		return err
 	}
@@ -104,7 +98,6 @@ func checkFile(path string) error {
 
 var errNotBolt = errors.New("no bbolt magic number at the start")
 
-// readMeta reads and validates the meta page at offset off.
 func readMeta(f io.ReaderAt, off int64) (fileMeta, error) {
 	var buf [pageHeaderSize + metaSize]byte
 	n, err := f.ReadAt(buf[:], off)

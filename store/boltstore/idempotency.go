@@ -12,17 +12,15 @@ import (
 	"petstore/store"
 )
 
-// Kept answers of Idempotency-Keys (store/idempotency.go). bktKept maps
-// scope, 0, the key's StoredKey to the sealed answer: expiry and creation (8-byte Unix
-// nanoseconds each), the fingerprint's length (1 byte), the fingerprint,
-// then the answer. bktKeptByExpiry holds expiry + the same key, so that
-// the sweep finds the expired and the oldest without reading answers.
+// Kept answers of Idempotency-Keys. bktKept maps scope, 0, StoredKey to
+// expiry and creation (8-byte Unix nanoseconds each), the fingerprint's
+// length (1 byte), the fingerprint, then the answer. bktKeptByExpiry holds
+// expiry + the same key, so that the sweep reads no answers.
 var (
 	bktKept         = []byte("idempotency")
 	bktKeptByExpiry = []byte("idx_idempotency_expiry")
 )
 
-// keptKey is the key of w's key in bktKept.
 func keptKey(w *store.IdempotentWrite) []byte {
 	key := w.StoredKey()
 	k := make([]byte, 0, len(w.Scope)+1+len(key))
@@ -32,8 +30,7 @@ func keptKey(w *store.IdempotentWrite) []byte {
 }
 
 // keyedWrite runs fn as a write. With an Idempotency-Key w, the key is
-// checked first and what kept returns (once fn succeeded: the record and
-// what beside it) kept last, in the same transaction.
+// checked first and what kept returns kept last, in the same transaction.
 func (db *DB) keyedWrite(ctx context.Context, w *store.IdempotentWrite, fn func(tx *bolt.Tx) error, kept func() (record, beside any)) error {
 	if w == nil {
 		return db.write(ctx, fn)
@@ -76,8 +73,6 @@ func decodeKept(v []byte) (store.KeptAnswer, error) {
 	}, nil
 }
 
-// checkKept is the first step of a write made with w, in its transaction:
-// ErrReplay or EIDEMPOTENCYREUSED when the key already has a live answer.
 func (db *DB) checkKept(tx *bolt.Tx, w *store.IdempotentWrite) error {
 	v := tx.Bucket(bktKept).Get(keptKey(w))
 	if v == nil {
@@ -90,8 +85,6 @@ func (db *DB) checkKept(tx *bolt.Tx, w *store.IdempotentWrite) error {
 	return w.Found(k, db.now())
 }
 
-// keepAnswer is the last step of a write made with w, in its transaction:
-// it stores record and beside, in place of an expired answer.
 func (db *DB) keepAnswer(tx *bolt.Tx, w *store.IdempotentWrite, record, beside any) error {
 	k, err := w.Keep(record, beside, db.now())
 	if err != nil {
@@ -141,7 +134,7 @@ func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 	var removed int
 	err := db.write(ctx, func(tx *bolt.Tx) error {
 		removed = 0
-		b, idx := tx.Bucket(bktKept), tx.Bucket(bktKeptByExpiry)
+		idx := tx.Bucket(bktKeptByExpiry)
 		now := uint64(db.now().UnixNano())
 		excess := 0
 		if max > 0 {
@@ -156,35 +149,15 @@ func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 			}
 			gone = append(gone, bytes.Clone(k))
 		}
-		for _, k := range gone {
-			if err := b.Delete(k[8:]); err != nil {
-				return err
-			}
-			if err := idx.Delete(k); err != nil {
-				return err
-			}
-		}
 		removed = len(gone)
-		return nil
+		return deleteKept(tx, gone)
 	})
 	return removed, err
 }
 
-// forgetWeaklySealed deletes the admin answers an older version sealed
-// under the Idempotency-Key alone (store.IdempotentWrite's version 1),
-// which a copy of the file could open by guessing the key: they can no
-// longer be found anyway. Admin keys sort together, and are few.
-func forgetWeaklySealed(tx *bolt.Tx) error {
+// deleteKept deletes the answers of these keys of the expiry index.
+func deleteKept(tx *bolt.Tx, gone [][]byte) error {
 	b, idx := tx.Bucket(bktKept), tx.Bucket(bktKeptByExpiry)
-	prefix := []byte("admin:")
-	var gone [][]byte
-	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if kept, err := decodeKept(v); err == nil && len(kept.Answer) > 0 && kept.Answer[0] == 1 {
-			gone = append(gone, binary.BigEndian.AppendUint64(nil, uint64(kept.ExpiresAt.UnixNano())))
-			gone[len(gone)-1] = append(gone[len(gone)-1], k...)
-		}
-	}
 	for _, k := range gone {
 		if err := b.Delete(k[8:]); err != nil {
 			return err
@@ -194,4 +167,19 @@ func forgetWeaklySealed(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// forgetWeaklySealed deletes the admin answers an older version sealed
+// under the Idempotency-Key alone, which a copy of the file could open by
+// guessing the key: they can no longer be found anyway.
+func forgetWeaklySealed(tx *bolt.Tx) error {
+	prefix := []byte("admin:")
+	var gone [][]byte
+	c := tx.Bucket(bktKept).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if kept, err := decodeKept(v); err == nil && len(kept.Answer) > 0 && kept.Answer[0] == 1 {
+			gone = append(gone, append(binary.BigEndian.AppendUint64(nil, uint64(kept.ExpiresAt.UnixNano())), k...))
+		}
+	}
+	return deleteKept(tx, gone)
 }

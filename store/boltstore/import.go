@@ -13,29 +13,22 @@ import (
 )
 
 // importBatch is how many records one transaction of Import writes: a
-// bbolt transaction holds every page it changes in memory until it
-// commits, so one transaction for a whole database would take memory in
-// proportion to it.
+// transaction holds every page it changes in memory until it commits.
 const importBatch = 10_000
 
-// Import copies what another store streams (a PostgreSQL database going
-// back to one file) into this empty file, keeping every id, version and
-// sequence: the way back of petstore migrate. It commits every
-// importBatch records, so its memory does not grow with the store; when
-// it fails, or the source starts its stream again, it empties the file
-// again: a failed import leaves it as empty as it found it, and a file
-// being imported into is not one to serve from (petstore migrate writes a
-// file beside the target and renames it when the import has succeeded).
-//
-// It refuses a file that holds anything already. Events that PostgreSQL
-// numbered (Tx set) are numbered again, in their order, after the file's
-// own, and bktEventsMoved maps their ids, which clients may hold as
-// cursors, to the new ones (EventCursor). It refuses keys that bbolt
-// cannot keep (empty, or longer than bolt.MaxKeySize), naming the first.
+// Import copies what another store streams into this empty file, keeping
+// every id, version and sequence. It commits in batches; when it fails, or
+// the source starts its stream again, it empties the file again (a file
+// being imported into is not one to serve from). Events that PostgreSQL
+// numbered are numbered again after the file's own (moved.go). It refuses
+// keys that bbolt cannot keep, naming the first.
 func (db *DB) Import(ctx context.Context, from store.Streamer) error {
 	var seqs map[string]uint64
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		seqs = importedSequences(tx)
+		seqs = map[string]uint64{}
+		for _, b := range importedBuckets() {
+			seqs[string(b)] = tx.Bucket(b).Sequence()
+		}
 		return refuseNonEmpty(tx)
 	})
 	if err != nil {
@@ -50,8 +43,7 @@ func (db *DB) Import(ctx context.Context, from store.Streamer) error {
 		err = in.commit()
 	}
 	if err == nil {
-		// The revocations go into the file's marks, which its Close saves:
-		// a backup put back under the file re-revokes them (restore.go).
+		// Into the file's marks, which its Close saves (restore.go).
 		for _, rev := range in.rest.Revocations {
 			if len(rev.SHA256) == 32 {
 				db.marks.Revoke(rev)
@@ -68,8 +60,8 @@ func (db *DB) Import(ctx context.Context, from store.Streamer) error {
 	return db.loadCredentials()
 }
 
-// importedBuckets are the buckets Import writes: all but the certificate
-// locks, which belong to the running processes.
+// importedBuckets are all but the certificate locks, which belong to the
+// running processes.
 func importedBuckets() [][]byte {
 	var out [][]byte
 	for _, b := range allBuckets {
@@ -80,15 +72,6 @@ func importedBuckets() [][]byte {
 	return out
 }
 
-func importedSequences(tx *bolt.Tx) map[string]uint64 {
-	seqs := map[string]uint64{}
-	for _, b := range importedBuckets() {
-		seqs[string(b)] = tx.Bucket(b).Sequence()
-	}
-	return seqs
-}
-
-// emptyAgain takes back what an import wrote, its sequences included.
 func (db *DB) emptyAgain(seqs map[string]uint64) error {
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		for _, name := range importedBuckets() {
@@ -107,8 +90,6 @@ func (db *DB) emptyAgain(seqs map[string]uint64) error {
 	})
 }
 
-// refuseNonEmpty answers ECONFLICT, naming what it found, when the file
-// holds any record a stream gives.
 func refuseNonEmpty(tx *bolt.Tx) error {
 	for _, b := range streamedBuckets {
 		if k, _ := tx.Bucket(b).Cursor().First(); k != nil {
@@ -118,9 +99,6 @@ func refuseNonEmpty(tx *bolt.Tx) error {
 	return nil
 }
 
-// importer is Import's Sink: it writes each record with its index entries
-// and version in the open transaction, commits it every importBatch
-// records, and keeps the largest ids seen for the sequences.
 type importer struct {
 	ctx     context.Context
 	db      *DB
@@ -132,16 +110,15 @@ type importer struct {
 	rest    store.Rest
 	// event is the last event number given; beforeMoved the last one
 	// before the first event PostgreSQL numbered, and moved how many of
-	// those were numbered again.
+	// those were numbered again; carried is set once an event of an
+	// earlier move back came, its ids mapped already.
 	event, beforeMoved uint64
 	moved              int64
-	// carried is set once an event of an earlier move back came (Was
-	// set): its ids are mapped already.
-	carried bool
+	carried            bool
 }
 
-// Totals starts the stream, or starts it again: what an earlier run wrote
-// is taken back.
+// Totals starts the stream, or starts it again, taking back what an
+// earlier run wrote.
 func (in *importer) Totals(store.Totals) error {
 	if in.started {
 		in.rollback()
@@ -154,8 +131,7 @@ func (in *importer) Totals(store.Totals) error {
 	return nil
 }
 
-// write gives the transaction to write the next record in, committing the
-// batch it ends.
+// write gives the transaction of the next record, committing a full batch.
 func (in *importer) write() (*bolt.Tx, error) {
 	if err := in.ctx.Err(); err != nil {
 		return nil, err
@@ -192,7 +168,6 @@ func (in *importer) rollback() {
 	}
 }
 
-// checkKey refuses a key bbolt cannot keep.
 func checkKey(what string, key []byte) error {
 	if len(key) == 0 || len(key) > bolt.MaxKeySize {
 		shown := string(key)
@@ -213,30 +188,13 @@ func (in *importer) Record(r any) error {
 	in.last.Raise(r) // events aside: a file numbers them again
 	switch r := r.(type) {
 	case *store.Category:
-		if err := putJSON(tx.Bucket(bktCategories), r.ID, r); err != nil {
-			return err
-		}
-		return putVersion(tx, versionCategory, r.ID, r.Version)
+		return categoryTable.putWhole(tx, r)
 	case *store.Pet:
-		b := tx.Bucket(bktPets)
-		b.FillPercent = appendFill // ids come in order
-		if err := putPet(b, r); err != nil {
-			return err
-		}
-		if err := putIndexEntries(tx, petIndexEntries(r)); err != nil {
-			return err
-		}
-		return putVersion(tx, versionPet, r.ID, r.Version)
+		return petTable.putWhole(tx, r)
 	case *store.InventoryItem:
 		return putInventory(tx.Bucket(bktInventory), r)
 	case *store.Order:
-		if err := putOrder(tx.Bucket(bktOrders), r); err != nil {
-			return err
-		}
-		if err := putIndexEntries(tx, orderIndexEntries(r)); err != nil {
-			return err
-		}
-		return putVersion(tx, versionOrder, r.ID, r.Version)
+		return orderTable.putWhole(tx, r)
 	case *store.StoredAPIKey:
 		if err := checkKey(fmt.Sprintf("the hash of API key %d", r.ID), r.SHA256); err != nil {
 			return err
@@ -257,7 +215,7 @@ func (in *importer) Record(r any) error {
 		v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(r.Value)), uint64(r.Modified.UnixNano()))
 		return tx.Bucket(bktCerts).Put([]byte(r.Key), append(v, r.Value...))
 	case *store.Webhook:
-		return putJSON(tx.Bucket(bktWebhooks), r.ID, r)
+		return webhookTable.putWhole(tx, r)
 	case *store.StoredEvent:
 		return in.putEvent(tx, r)
 	case *store.Delivery:
@@ -287,8 +245,7 @@ func (in *importer) Rest(r store.Rest) error {
 	return nil
 }
 
-// finish writes the singletons and continues each sequence after both the
-// last id the other store gave and the largest one copied.
+// finish writes the singletons and continues each sequence.
 func (in *importer) finish() error {
 	tx, err := in.write()
 	if err != nil {
@@ -297,8 +254,7 @@ func (in *importer) finish() error {
 	r := in.rest
 	dispatched := r.Dispatched.Seq
 	if r.Dispatched.Tx != 0 {
-		// Fanned out up to an event PostgreSQL numbered: to the one it
-		// was numbered again as, or the last before it still kept.
+		// Fanned out up to an event PostgreSQL numbered.
 		dispatched = movedFloor(tx, r.Dispatched)
 	}
 	meta := tx.Bucket(bktMeta)
@@ -322,27 +278,13 @@ func (in *importer) finish() error {
 		return err
 	}
 	last := in.last.Past(r)
-	for _, seq := range []struct {
-		bucket []byte
-		last   int64
-	}{
-		{bktCategories, last.Categories}, {bktPets, last.Pets}, {bktOrders, last.Orders}, {bktAPIKeys, last.APIKeys},
-		{bktMeta, last.Deploys}, {bktWebhooks, last.Webhooks}, {bktDeliveries, last.Deliveries},
-		{bktEvents, max(int64(in.event), r.LastIDs.Events)},
-	} {
-		if err := tx.Bucket(seq.bucket).SetSequence(uint64(max(seq.last, 0))); err != nil {
+	last.Events = max(int64(in.event), r.LastIDs.Events) // a file numbers events again
+	for _, c := range counters {
+		if err := tx.Bucket(c.bucket).SetSequence(uint64(max(*c.last(&last), 0))); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// putVersion keeps a record's version where it is past the first.
-func putVersion(tx *bolt.Tx, kind byte, id, version int64) error {
-	if version <= 1 {
-		return nil
-	}
-	return tx.Bucket(bktVersions).Put(versionKey(kind, id), binary.BigEndian.AppendUint64(nil, uint64(version)))
 }
 
 var _ store.Importer = (*DB)(nil)

@@ -13,8 +13,6 @@ func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryIt
 	return inventoryTable.read(ctx, db, petID)
 }
 
-// SetStock sets the stock of a pet to qty (0..MaxStock), if the entry meets
-// cond.
 func (db *DB) SetStock(ctx context.Context, petID int64, qty int, cond store.Condition) (store.InventoryItem, error) {
 	if err := store.CheckStock(qty); err != nil {
 		return store.InventoryItem{}, err
@@ -42,17 +40,6 @@ func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]sto
 	if f.Status == "" {
 		return inventoryTable.page(ctx, db, nil, nil, f.Page)
 	}
-	// An entry exists for exactly each pet and has its pet's status, so the
-	// pets' status index is the inventory's too.
+	// An entry has its pet's status: the pets' index is the inventory's.
 	return inventoryTable.page(ctx, db, bktPetsByStatus, statusPrefix(f.Status), f.Page)
-}
-
-// setInventoryStatus keeps a pet's inventory entry in its pet's status.
-func setInventoryStatus(tx *bolt.Tx, petID int64, s store.PetStatus) error {
-	it, err := inventoryTable.get(tx, petID)
-	if err != nil {
-		return err
-	}
-	it.Status = s
-	return putInventory(tx.Bucket(bktInventory), &it)
 }

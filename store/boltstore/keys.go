@@ -34,8 +34,7 @@ func itob(v int64) []byte {
 	return b
 }
 
-// idKey is itob as an array: a key only looked up (bbolt's Get and Seek
-// keep no reference to it) then stays on the stack.
+// idKey is itob as an array, which a key only looked up keeps on the stack.
 func idKey(v int64) [8]byte {
 	var k [8]byte
 	binary.BigEndian.PutUint64(k[:], uint64(v))
@@ -46,10 +45,8 @@ func appendID(b []byte, v int64) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(v))
 }
 
-// indexEntry is one index key and its bucket.
 type indexEntry struct{ bucket, key []byte }
 
-// putIndexEntries adds a record's entries to its index buckets.
 func putIndexEntries(tx *bolt.Tx, entries [3]indexEntry) error {
 	for _, e := range entries {
 		b := tx.Bucket(e.bucket)
@@ -61,7 +58,6 @@ func putIndexEntries(tx *bolt.Tx, entries [3]indexEntry) error {
 	return nil
 }
 
-// deleteIndexEntries removes a record's entries from its index buckets.
 func deleteIndexEntries(tx *bolt.Tx, entries [3]indexEntry) error {
 	for _, e := range entries {
 		if err := tx.Bucket(e.bucket).Delete(e.key); err != nil {
@@ -94,29 +90,22 @@ func putJSON(b *bolt.Bucket, id int64, v any) error {
 	return b.Put(itob(id), data)
 }
 
-// appendFill is the FillPercent of the buckets that putRecord and
-// putIndexEntries write. Their keys only grow within a key range (entity
-// ids come from a sequence, and every index key ends with one), so inserts
-// land at the end of a range. bbolt splits a node that outgrows its page into pieces
-// of FillPercent of a page: at its default, half a page, every split leaves
-// a half-empty node behind that is never filled, and the node taking the
-// inserts, which each commit reads and rewrites in full, starts half full.
-// At 0.9 the tree has fewer, fuller pages and a commit dirties fewer of
-// them, while a record that grows in place (a longer name, a larger stock)
-// still finds room in its page. Not 1.0: a full page would then split on
-// every such update, shedding one near-empty page each time.
+// appendFill is the FillPercent of the buckets whose keys only grow within
+// a key range (ids from a sequence), so that inserts land at its end: at
+// bbolt's default, every split leaves a half-empty page behind that is
+// never filled. Not 1.0, so that a record that grows in place still finds
+// room in its page.
 const appendFill = 0.9
 
 // putRecord stores at id the record that appendValue writes, its key and
-// value in one allocation. bbolt keeps the value until the transaction
-// ends, so the buffer is never reused. size is what the value usually takes.
+// value in one allocation (bbolt keeps it until the transaction ends).
+// size is what the value usually takes.
 func putRecord(b *bolt.Bucket, id int64, size int, appendValue func([]byte) ([]byte, error)) error {
 	buf, err := appendValue(appendID(make([]byte, 0, 8+size), id))
 	if err != nil {
 		return err
 	}
-	// FillPercent is not stored in the file: it is set on the bucket
-	// handle, which bbolt keeps for the rest of the transaction.
+	// On the bucket handle, which bbolt keeps for the transaction.
 	b.FillPercent = appendFill
 	return b.Put(buf[:8], buf[8:])
 }
@@ -139,8 +128,8 @@ func putOrder(b *bolt.Bucket, o *store.Order) error {
 	})
 }
 
-// nextID draws a new id from the bucket's sequence. The sequence is part of
-// the transaction, so a rolled-back write gives its id back.
+// nextID draws a new id from the bucket's sequence; a rolled-back write
+// gives its id back.
 func nextID(b *bolt.Bucket) (int64, error) {
 	seq, err := b.NextSequence()
 	return int64(seq), err
@@ -151,10 +140,9 @@ func exists(b *bolt.Bucket, id int64) bool {
 	return id > 0 && b.Get(k[:]) != nil
 }
 
-// decodeJSONRecord decodes a record stored as JSON, naming it when it is
-// corrupt. It is also the slow path of the hand-written decoders
-// (records.go), apart so that its value's escape to json.Unmarshal does not
-// put theirs on the heap too.
+// decodeJSONRecord decodes a record stored as JSON. It is the slow path of
+// the hand-written decoders (records.go), apart so that its value's escape
+// to json.Unmarshal does not put theirs on the heap too.
 func decodeJSONRecord[T any](id int64, data []byte) (T, error) {
 	var rec T
 	if err := json.Unmarshal(data, &rec); err != nil {
@@ -163,10 +151,9 @@ func decodeJSONRecord[T any](id int64, data []byte) (T, error) {
 	return rec, nil
 }
 
-// corrupt turns a "not found" met where the store's own invariants promise a
-// record (an index entry, a pet's inventory entry) into a storage error: the
-// client did nothing wrong, and inside a write it must abort the transaction
-// rather than commit what was written before it.
+// corrupt turns a "not found" met where the store's invariants promise a
+// record (an index entry) into a storage error, which aborts a write's
+// transaction: the client did nothing wrong.
 func corrupt(err error) error {
 	if e, ok := err.(*store.Error); ok {
 		return fmt.Errorf("store inconsistent: %s", e.Message)

@@ -12,14 +12,11 @@ import (
 	"petstore/store"
 )
 
-// The key/value space of certificates, their keys and the ACME account
-// (domains adapts it to certmagic's Storage). Values are stored under
-// their key as an 8-byte modification time (Unix nanoseconds) followed by
-// the bytes.
+// The key/value space: values are stored under their key as an 8-byte
+// modification time (Unix nanoseconds) followed by the bytes.
 
-// certLockLease is how long a lock record is said to be valid. The records are
-// for whoever inspects the file; exclusion comes from the in-process lock,
-// since bbolt's file lock lets a single process own the file.
+// certLockLease is how long a lock record is said to be valid: the records
+// are for whoever inspects the file; the in-process lock excludes.
 const certLockLease = time.Hour
 
 func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
@@ -53,8 +50,8 @@ func getKV(tx *bolt.Tx, key string) (store.KVEntry, error) {
 	return e, nil
 }
 
-// decodeKV decodes the record at key, or reports that it holds no value.
-// The entry's value is bbolt's, valid only in the transaction.
+// decodeKV decodes the record at key; its value is valid only in the
+// transaction.
 func decodeKV(key, rec []byte) (store.KVEntry, bool) {
 	if len(rec) < 8 {
 		return store.KVEntry{}, false
@@ -106,7 +103,6 @@ func dirPrefix(key string) []byte {
 	return []byte(key + "/")
 }
 
-// Lock waits for the named lock until ctx ends.
 func (db *DB) Lock(ctx context.Context, name string) error {
 	for {
 		ok, wait := db.tryLock(name)
@@ -133,7 +129,10 @@ func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
 }
 
 func (db *DB) Unlock(ctx context.Context, name string) error {
-	if !db.holdsLock(name) {
+	db.locksMu.Lock()
+	_, held := db.locks[name]
+	db.locksMu.Unlock()
+	if !held {
 		return store.LockNotHeld(name)
 	}
 	err := db.write(context.WithoutCancel(ctx), func(tx *bolt.Tx) error {
@@ -143,14 +142,12 @@ func (db *DB) Unlock(ctx context.Context, name string) error {
 	return err
 }
 
-// lockRecord is what the file says of a held lock.
 type lockRecord struct {
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
 }
 
-// putLockRecord records the lock this process just took, or releases it
-// when the record cannot be written.
+// putLockRecord records the lock this process just took, or releases it.
 func (db *DB) putLockRecord(ctx context.Context, name string) error {
 	now := db.now()
 	rec, err := json.Marshal(lockRecord{Created: now, Expires: now.Add(certLockLease)})
@@ -177,13 +174,6 @@ func (db *DB) tryLock(name string) (bool, <-chan struct{}) {
 	return true, nil
 }
 
-func (db *DB) holdsLock(name string) bool {
-	db.locksMu.Lock()
-	defer db.locksMu.Unlock()
-	_, held := db.locks[name]
-	return held
-}
-
 func (db *DB) unlock(name string) {
 	db.locksMu.Lock()
 	defer db.locksMu.Unlock()
@@ -191,17 +181,4 @@ func (db *DB) unlock(name string) {
 		close(wait)
 		delete(db.locks, name)
 	}
-}
-
-// clearCertLocks drops lock records left by a process that died holding
-// them: with the file lock held, no other process can hold one.
-func clearCertLocks(tx *bolt.Tx) error {
-	if k, _ := tx.Bucket(bktCertLocks).Cursor().First(); k == nil {
-		return nil
-	}
-	if err := tx.DeleteBucket(bktCertLocks); err != nil {
-		return err
-	}
-	_, err := tx.CreateBucket(bktCertLocks)
-	return err
 }

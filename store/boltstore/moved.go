@@ -13,23 +13,16 @@ import (
 )
 
 // Events that a file took from PostgreSQL (Import) are numbered again
-// after the file's own, since a file numbers events by its own sequence
-// alone (Tx 0). Clients may still hold their PostgreSQL ids as cursors
-// (?after=, Last-Event-ID): this bucket maps each to its new number, and
-// the id below every moved one (all zero) to the last number before them,
-// so that a cursor between two moved events, or before them all, resumes
-// where PostgreSQL would have.
+// after the file's own (Tx 0). Clients may still hold their PostgreSQL ids
+// as cursors: this bucket maps each to its new number, and the id below
+// every moved one (all zero) to the last number before them, so that a
+// cursor resumes where PostgreSQL would have.
 //
 //	events_moved   tx8 seq8 -> seq8
 var bktEventsMoved = []byte("events_moved")
 
-// A moved event keeps, in this bucket, the id it had on PostgreSQL: its
-// deliveries may have been attempted from there under that id, which is
-// their webhook-id and the id in their body, and a receiver deduplicates
-// on it (a retry under the file's number would be another event to it),
-// so every delivery of it from the file is sent under that id still. A
-// move to PostgreSQL again carries it (StoredEvent.Was), and so cursors
-// of the first database go on in the next one.
+// A moved event keeps, in this bucket, the id it had on PostgreSQL, which
+// its deliveries go on being sent under: a receiver deduplicates on it.
 //
 //	events_was   seq8 -> tx8 seq8
 var bktEventsWas = []byte("events_was")
@@ -47,15 +40,16 @@ func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
 	if r.ID.Tx != 0 {
 		if in.moved == 0 {
 			in.beforeMoved = in.event
-			// The ids below this database's: those of an earlier move
-			// back, carried, keep their floor; the others, before every
-			// moved event, resume after the file's own.
+			// The ids below this database's resume after the file's own,
+			// but for an earlier move's, which keep their floor.
 			floor := store.EventID{}
 			if in.carried {
 				floor = store.EventID{Tx: r.ID.Tx}
 			}
-			if err := putIfAbsent(moved, movedKey(floor), binary.BigEndian.AppendUint64(nil, in.beforeMoved)); err != nil {
-				return err
+			if moved.Get(movedKey(floor)) == nil {
+				if err := moved.Put(movedKey(floor), binary.BigEndian.AppendUint64(nil, in.beforeMoved)); err != nil {
+					return err
+				}
 			}
 		}
 		in.moved++
@@ -95,7 +89,7 @@ func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
 }
 
 // endMoved maps the ids of a database that kept no event to after the
-// last one copied: its cursors come after every event of the file.
+// last one copied.
 func (in *importer) endMoved(tx *bolt.Tx) error {
 	if in.moved > 0 || in.carried {
 		return nil
@@ -103,38 +97,23 @@ func (in *importer) endMoved(tx *bolt.Tx) error {
 	return tx.Bucket(bktEventsMoved).Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, in.event))
 }
 
-// putIfAbsent puts k's value unless k has one.
-func putIfAbsent(b *bolt.Bucket, k, v []byte) error {
-	if b.Get(k) != nil {
-		return nil
-	}
-	return b.Put(k, v)
-}
-
-// putDelivery writes a delivery with its event's number in the file.
 func (in *importer) putDelivery(tx *bolt.Tx, r *store.Delivery) error {
 	d := deliveryRecord{Delivery: *r}
 	if r.EventID.Tx != 0 {
-		seq, ok := movedSeq(tx, r.EventID)
-		if !ok && r.State == store.DeliveryPending {
+		v := tx.Bucket(bktEventsMoved).Get(movedKey(r.EventID))
+		if len(v) != 8 && r.State == store.DeliveryPending {
 			return store.Errorf(store.EUNPROCESSABLE, "pending delivery %d is of event %s, which the database no longer holds; nothing was copied: let it be attempted, or delete its webhook, and move again", r.ID, r.EventID)
 		}
 		// A past delivery whose event was pruned keeps no event.
-		d.EventID = store.EventID{Seq: seq}
+		d.EventID = store.EventID{}
+		if len(v) == 8 {
+			d.EventID.Seq = binary.BigEndian.Uint64(v)
+		}
 	}
 	if err := tx.Bucket(bktDeliveriesWebhook).Put(appendID(itob(r.WebhookID), r.ID), empty); err != nil {
 		return err
 	}
 	return putDelivery(tx, &d)
-}
-
-// movedSeq is the new number of a moved event.
-func movedSeq(tx *bolt.Tx, id store.EventID) (uint64, bool) {
-	v := tx.Bucket(bktEventsMoved).Get(movedKey(id))
-	if len(v) != 8 {
-		return 0, false
-	}
-	return binary.BigEndian.Uint64(v), true
 }
 
 // movedFloor is the number in the file of the last event at or before
@@ -156,10 +135,8 @@ func movedFloor(tx *bolt.Tx, id store.EventID) uint64 {
 }
 
 // EventCursor is the cursor in this file of an event id a client gives: a
-// file's own as it is, one of the PostgreSQL database the file was
-// moved back from (Import) as the number its event was given, or that of
-// the last event before it. In a file no import wrote, such an id stays as
-// it is (it comes after every event of the file).
+// file's own as it is, one of the database the file was moved back from
+// as movedFloor says. In a file no import wrote, such an id stays as it is.
 func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID, error) {
 	if id.Tx == 0 {
 		return id, nil
@@ -173,11 +150,7 @@ func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID,
 }
 
 // restoredToInFile is the data of a store.restored that PostgreSQL
-// recorded, with restoredTo the number its event was given in the file
-// (or that of the last event before it, when that one was pruned): a
-// consumer compares it with the ids the file gives, which are all it
-// sees once the file serves. The events come in order, so that event is
-// mapped already.
+// recorded, with restoredTo as the file numbers it.
 func restoredToInFile(tx *bolt.Tx, data json.RawMessage) (json.RawMessage, error) {
 	var r store.Restored
 	if err := json.Unmarshal(data, &r); err != nil {
@@ -195,8 +168,8 @@ func restoredToInFile(tx *bolt.Tx, data json.RawMessage) (json.RawMessage, error
 	return json.Marshal(r)
 }
 
-// wasBucket is the bucket of the ids moved events had, nil when it is
-// empty (a file that no move wrote): a claim then looks nothing up.
+// wasBucket is bktEventsWas, nil when it is empty: a claim then looks
+// nothing up.
 func wasBucket(tx *bolt.Tx) *bolt.Bucket {
 	b := tx.Bucket(bktEventsWas)
 	if k, _ := b.Cursor().First(); k == nil {
@@ -205,8 +178,7 @@ func wasBucket(tx *bolt.Tx) *bolt.Bucket {
 	return b
 }
 
-// wasID is the id a moved event had on PostgreSQL (b from wasBucket),
-// the zero id for any other.
+// wasID is the id a moved event had on PostgreSQL, zero for any other.
 func wasID(b *bolt.Bucket, seq uint64) store.EventID {
 	if b == nil {
 		return store.EventID{}
@@ -216,12 +188,4 @@ func wasID(b *bolt.Bucket, seq uint64) store.EventID {
 		return store.EventID{Tx: binary.BigEndian.Uint64(v), Seq: binary.BigEndian.Uint64(v[8:])}
 	}
 	return store.EventID{}
-}
-
-// sendAs gives e the id it had on PostgreSQL, if it is a moved event: its
-// deliveries go out under it.
-func sendAs(b *bolt.Bucket, e *store.Event) {
-	if id := wasID(b, e.ID.Seq); !id.IsZero() {
-		e.ID = id
-	}
 }

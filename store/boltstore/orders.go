@@ -9,9 +9,8 @@ import (
 	"petstore/store"
 )
 
-// PlaceOrder takes o.Quantity units (default 1) of pet o.PetID from its stock
-// and stores the order, in one transaction, so that concurrent orders never
-// oversell. It sets o.ID and o.Quantity.
+// PlaceOrder takes the stock and stores the order in one transaction, so
+// that concurrent orders never oversell.
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.IdempotentWrite) error {
 	return create(ctx, db, o, *o, key, func(tx *bolt.Tx, placed *store.Order) error {
 		pet, err := petTable.get(tx, placed.PetID)
@@ -47,22 +46,14 @@ func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 	return orderTable.read(ctx, db, id)
 }
 
-// UpdateOrder changes the ship date and completion of an order; nil fields of
-// u are left as they are.
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, cond store.Condition) (store.Order, error) {
 	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Order, error) {
-		old, err := orderTable.get(tx, id)
-		if err != nil {
-			return old, err
-		}
-		version, err := checkVersion(tx, cond, versionOrder, "order", id)
+		old, version, err := orderTable.getAt(tx, cond, id)
 		if err != nil {
 			return old, err
 		}
 		o := old
-		if o.Version, err = bumpVersion(tx, versionOrder, id, version); err != nil {
-			return o, err
-		}
+		o.Version = version + 1
 		if u.ShipDate != nil {
 			d := *u.ShipDate
 			o.ShipDate = &d
@@ -70,13 +61,7 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, co
 		if u.Complete != nil {
 			o.Complete = *u.Complete
 		}
-		if err := deleteIndexEntries(tx, orderIndexEntries(&old)); err != nil {
-			return o, err
-		}
-		if err := putOrder(tx.Bucket(bktOrders), &o); err != nil {
-			return o, err
-		}
-		if err := putIndexEntries(tx, orderIndexEntries(&o)); err != nil {
+		if err := orderTable.replace(tx, &old, &o); err != nil {
 			return o, err
 		}
 		return o, db.emit(tx, store.OrderUpdateEvent(&old, &o), &o)
@@ -84,22 +69,15 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, co
 }
 
 // CancelOrder deletes an order that is not complete and gives its quantity
-// back to its pet's stock, if the pet still exists. The stock stays within
-// MaxStock: a stock set high since the order was placed is not pushed past it.
+// back to its pet's stock, if the pet still exists, up to MaxStock.
 func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) error {
 	return db.write(ctx, func(tx *bolt.Tx) error {
-		o, err := orderTable.get(tx, id)
+		o, _, err := orderTable.getAt(tx, cond, id)
 		if err != nil {
-			return err
-		}
-		if _, err := checkVersion(tx, cond, versionOrder, "order", id); err != nil {
 			return err
 		}
 		if o.Complete {
 			return store.OrderComplete(id)
-		}
-		if err := deleteVersion(tx, versionOrder, id); err != nil {
-			return err
 		}
 		if stock, err := inventoryTable.get(tx, o.PetID); err == nil {
 			stock.Quantity = min(stock.Quantity+o.Quantity, store.MaxStock)
@@ -112,10 +90,7 @@ func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) e
 		} else if store.ErrorCode(err) != store.ENOTFOUND {
 			return err
 		}
-		if err := deleteIndexEntries(tx, orderIndexEntries(&o)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bktOrders).Delete(itob(id)); err != nil {
+		if err := orderTable.remove(tx, id, &o); err != nil {
 			return err
 		}
 		return db.emit(tx, store.EventOrderCancelled, store.DeletedData(id))
@@ -135,8 +110,7 @@ func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Orde
 	return orderTable.page(ctx, db, index, prefix, f.Page)
 }
 
-// orderIndexEntries lists the index keys that o has (see keys.go), built in
-// one allocation: bbolt's Put and Delete let their key escape.
+// orderIndexEntries lists o's index keys, as petIndexEntries does.
 func orderIndexEntries(o *store.Order) [3]indexEntry {
 	var done byte
 	if o.Complete {

@@ -12,10 +12,8 @@ import (
 
 // walkPage visits the entries of a page in key order: the keys of b that are
 // prefix followed by an 8-byte id greater than p.After, at most p.Size() of
-// them. It returns the After of the next page, or 0 when this one is the last.
-//
-// It seeks straight to prefix+(After+1), so a deep page costs what the first
-// does. One entry past the page is looked at, to know whether there is more.
+// them. It returns the After of the next page, or 0 on the last. It seeks
+// straight to the page, so a deep page costs what the first does.
 func walkPage(b *bolt.Bucket, prefix []byte, p store.Page, visit func(id int64, v []byte) error) (int64, error) {
 	if p.After == math.MaxInt64 {
 		return 0, nil

@@ -8,18 +8,14 @@ import (
 )
 
 // petCacheSize bounds the pets whose JSON is kept in memory: the hot set of
-// a busy store, at most a few MB (a stored pet is 60 to 1,300 bytes). A
-// full shard forgets its least recently read pet (bounded).
+// a busy store. A full shard forgets its least recently read pet.
 const petCacheSize = 16384
 
 const petCacheShards = 16
 
 // petCache keeps the stored JSON of recently read pets, so that reading a
-// hot pet costs a map lookup instead of a read transaction (which takes two
-// of bbolt's exclusive locks and several allocations, a large share of
-// what GET /pets/{id} costs in process).
-//
-// It never serves a value older than the last acknowledged write:
+// hot pet costs a map lookup instead of a read transaction. It never
+// serves a value older than the last acknowledged write:
 //   - every commit advances gen before its writers are answered;
 //   - a reader notes gen before its read transaction and stores what it
 //     read only if gen has not moved since (checked under the shard lock);
@@ -33,14 +29,13 @@ type petCache struct {
 	shards [petCacheShards]petCacheShard
 }
 
-// petCacheShard is a bounded LRU. Its lock is a plain mutex, not a
-// read-write one: a hit moves the pet to the front, a write.
+// petCacheShard is a bounded LRU. A hit moves the pet to the front, a
+// write, so its lock is a plain mutex.
 type petCacheShard struct {
 	mu sync.Mutex
 	m  *bounded.Cache[int64, cachedPet]
 }
 
-// cachedPet is a pet's stored JSON and its version, read together.
 type cachedPet struct {
 	json    []byte
 	version int64
@@ -67,10 +62,8 @@ func (c *petCache) get(id int64) (cachedPet, bool) {
 	return v, ok
 }
 
-// generation is read before a read transaction whose result may be cached.
 func (c *petCache) generation() uint64 { return c.gen.Load() }
 
-// committed is called after every commit, before its writers are answered.
 func (c *petCache) committed() { c.gen.Add(1) }
 
 // fill caches v, read in a transaction begun after gen was read, unless a
@@ -85,7 +78,6 @@ func (c *petCache) fill(id int64, v cachedPet, gen uint64) {
 	s.m.Add(id, v)
 }
 
-// forget drops the pet after a commit that changed or deleted it.
 func (c *petCache) forget(id int64) {
 	s := c.shard(id)
 	s.mu.Lock()

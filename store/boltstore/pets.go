@@ -9,9 +9,6 @@ import (
 	"petstore/store"
 )
 
-// CreatePet stores a new pet and its inventory entry (quantity 0) in one
-// transaction, and sets p.ID. An empty status means available. The category
-// must exist.
 func (db *DB) CreatePet(ctx context.Context, p *store.Pet, key *store.IdempotentWrite) error {
 	return create(ctx, db, p, *p, key, func(tx *bolt.Tx, rec *store.Pet) error {
 		if err := createPet(tx, rec); err != nil {
@@ -25,10 +22,9 @@ func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
 	return petTable.read(ctx, db, id)
 }
 
-// PetJSON returns the pet's stored JSON, which is its API form: a read
-// that only sends the pet on needs neither decode nor encode. Hot pets come
-// from memory (petcache.go); the bytes may be shared, so callers must not
-// modify them. The version is read with them.
+// PetJSON returns the pet's stored JSON, which is its API form, so that a
+// read needs neither decode nor encode. Hot pets come from memory
+// (petcache.go); callers must not modify the bytes.
 func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
@@ -56,9 +52,8 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, int64, error) {
 	return out.json, out.version, nil
 }
 
-// ReplacePet replaces every field of the pet p.ID with those of p, and sets
-// p.Version to its new version. A status change moves the pet's inventory
-// entry to the new status too.
+// ReplacePet replaces the pet p.ID with p; its inventory entry takes the
+// new status.
 func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition) error {
 	in, err := store.NormalizePet(*p)
 	if err != nil {
@@ -66,11 +61,7 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition
 	}
 	defer db.pets.forget(in.ID) // after the commit, before the answer
 	err = db.write(ctx, func(tx *bolt.Tx) error {
-		old, err := petTable.get(tx, in.ID)
-		if err != nil {
-			return err
-		}
-		version, err := checkVersion(tx, cond, versionPet, "pet", in.ID)
+		old, version, err := petTable.getAt(tx, cond, in.ID)
 		if err != nil {
 			return err
 		}
@@ -78,20 +69,17 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition
 			return store.CategoryMissing(in.CategoryID)
 		}
 		// Checks done; from here on only writes.
-		if err := deleteIndexEntries(tx, petIndexEntries(&old)); err != nil {
-			return err
-		}
-		if err := putPet(tx.Bucket(bktPets), &in); err != nil {
-			return err
-		}
-		if err := putIndexEntries(tx, petIndexEntries(&in)); err != nil {
-			return err
-		}
-		if in.Version, err = bumpVersion(tx, versionPet, in.ID, version); err != nil {
+		in.Version = version + 1
+		if err := petTable.replace(tx, &old, &in); err != nil {
 			return err
 		}
 		if in.Status != old.Status {
-			if err := corrupt(setInventoryStatus(tx, in.ID, in.Status)); err != nil {
+			it, err := inventoryTable.get(tx, in.ID)
+			if err != nil {
+				return corrupt(err)
+			}
+			it.Status = in.Status
+			if err := putInventory(tx.Bucket(bktInventory), &it); err != nil {
 				return err
 			}
 		}
@@ -104,25 +92,15 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition
 	return nil
 }
 
-// DeletePet deletes a pet and its inventory entry. Its orders stay: they are
-// a record of what was sold.
+// DeletePet deletes a pet and its inventory entry; its orders stay.
 func (db *DB) DeletePet(ctx context.Context, id int64, cond store.Condition) error {
 	defer db.pets.forget(id) // after the commit, before the answer
 	return db.write(ctx, func(tx *bolt.Tx) error {
-		old, err := petTable.get(tx, id)
+		old, _, err := petTable.getAt(tx, cond, id)
 		if err != nil {
 			return err
 		}
-		if _, err := checkVersion(tx, cond, versionPet, "pet", id); err != nil {
-			return err
-		}
-		if err := deleteIndexEntries(tx, petIndexEntries(&old)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bktPets).Delete(itob(id)); err != nil {
-			return err
-		}
-		if err := deleteVersion(tx, versionPet, id); err != nil {
+		if err := petTable.remove(tx, id, &old); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bktInventory).Delete(itob(id)); err != nil {
@@ -148,7 +126,6 @@ func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int
 	return petTable.page(ctx, db, index, prefix, f.Page)
 }
 
-// createPet stores p with a new id, its indexes and its inventory entry.
 func createPet(tx *bolt.Tx, p *store.Pet) error {
 	if !exists(tx.Bucket(bktCategories), p.CategoryID) {
 		return store.CategoryMissing(p.CategoryID)
@@ -159,8 +136,8 @@ func createPet(tx *bolt.Tx, p *store.Pet) error {
 	return putInventory(tx.Bucket(bktInventory), &store.InventoryItem{PetID: p.ID, Status: p.Status})
 }
 
-// petIndexEntries lists the index keys that p has (see keys.go), built in
-// one allocation: bbolt's Put and Delete let their key escape.
+// petIndexEntries lists p's index keys (keys.go), in one allocation:
+// bbolt's Put and Delete let their key escape.
 func petIndexEntries(p *store.Pet) [3]indexEntry {
 	s := p.Status
 	k := make([]byte, 0, 2*len(s)+42)

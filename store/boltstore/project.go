@@ -15,9 +15,6 @@ func (db *DB) Project(ctx context.Context) (store.Project, error) {
 	return readValue(ctx, db, getProject)
 }
 
-// UpdateProject applies fn to the project's settings and saves them, in one
-// transaction. fn may run more than once, each time on a fresh copy; an error
-// from it is returned as it is, and nothing is saved.
 func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) (store.Project, error) {
 	return writeValue(ctx, db, func(tx *bolt.Tx) (store.Project, error) {
 		p, err := getProject(tx)
@@ -34,8 +31,6 @@ func (db *DB) UpdateProject(ctx context.Context, fn func(*store.Project) error) 
 	})
 }
 
-// RecordDeploy adds a deploy to the project with a new id (and the current
-// time when d.At is zero), keeping the newest MaxDeploys.
 func (db *DB) RecordDeploy(ctx context.Context, d store.Deploy) (store.Deploy, error) {
 	if d.At.IsZero() {
 		d.At = db.timestamp()

@@ -10,9 +10,8 @@ import (
 	"petstore/store"
 )
 
-// WebhookQueue reads the pending deliveries from the due index (keys in
-// time order) and the webhooks. Finding the oldest pending event reads
-// each pending delivery, so the read stops when ctx ends.
+// WebhookQueue reads the pending deliveries from the due index and the
+// webhooks. It reads each pending delivery, so it stops when ctx ends.
 func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQueue, error) {
 	var q store.WebhookQueue
 	// Deliveries under an attempt's lease are taken, not due.

@@ -7,10 +7,8 @@ import (
 	"petstore/store"
 )
 
-// recordReader reads a record in exactly the form the append encoders of
-// store/records.go write. Anything else (escaped strings, other spacing or field order, a
-// record written by something else) stops it, and the caller then decodes
-// with json.Unmarshal: what it accepts, it reads as json.Unmarshal would.
+// recordReader reads a record in exactly the form store/records.go writes.
+// Anything else stops it, and the caller then decodes with json.Unmarshal.
 type recordReader struct {
 	b  []byte
 	ok bool

@@ -10,36 +10,36 @@ import (
 	"petstore/store"
 )
 
-// A data file put back from a backup holds the counters of the backup:
-// without more, the next pet would get an id that a client was given for
-// another pet after the backup, and a key revoked since would work again.
-// The marks of what this file acknowledged (store.Marks) are kept beside
-// it, in MarksPath: at open, a file whose counters are below the marks
-// went back in time, and its counters are raised above them, the keys
-// revoked since are revoked again, and store.restored is recorded.
+// A data file put back from a backup would give out ids given since, and
+// take keys revoked since. The marks (store.Marks), kept beside it, find
+// that at open: its counters are raised, the keys revoked again, and
+// store.restored recorded.
 
-// resEvents is the mark of event ids: a bbolt file's events are numbered
-// by its own counter, which a consumer's cursor has passed.
+// resEvents is the mark of event ids, which a consumer's cursor has passed.
 const resEvents = "events"
 
-// counters are the buckets whose sequences give ids out, by resource.
+// counters are the buckets whose sequences give ids out, by resource, and
+// the field of store.LastIDs that a move carries each in.
 var counters = []struct {
 	res    string
 	bucket []byte
+	last   func(*store.LastIDs) *int64
 }{
-	{store.ResCategories, bktCategories}, {store.ResPets, bktPets}, {store.ResOrders, bktOrders},
-	{store.ResAPIKeys, bktAPIKeys}, {store.ResWebhooks, bktWebhooks}, {store.ResDeliveries, bktDeliveries},
-	{store.ResDeploys, bktMeta}, {resEvents, bktEvents},
+	{store.ResCategories, bktCategories, func(l *store.LastIDs) *int64 { return &l.Categories }},
+	{store.ResPets, bktPets, func(l *store.LastIDs) *int64 { return &l.Pets }},
+	{store.ResOrders, bktOrders, func(l *store.LastIDs) *int64 { return &l.Orders }},
+	{store.ResAPIKeys, bktAPIKeys, func(l *store.LastIDs) *int64 { return &l.APIKeys }},
+	{store.ResWebhooks, bktWebhooks, func(l *store.LastIDs) *int64 { return &l.Webhooks }},
+	{store.ResDeliveries, bktDeliveries, func(l *store.LastIDs) *int64 { return &l.Deliveries }},
+	{store.ResDeploys, bktMeta, func(l *store.LastIDs) *int64 { return &l.Deploys }},
+	{resEvents, bktEvents, func(l *store.LastIDs) *int64 { return &l.Events }},
 }
 
 // marksEvery is how often the marks follow the file's counters.
 const marksEvery = time.Second
 
-// MarksPath is the file beside the data file at path that keeps its
-// restore marks.
 func MarksPath(path string) string { return path + ".marks" }
 
-// marksName names a bbolt file's marks, whatever the file is called.
 const marksName = "bbolt"
 
 func readCounters(tx *bolt.Tx) map[string]int64 {
@@ -51,7 +51,7 @@ func readCounters(tx *bolt.Tx) map[string]int64 {
 }
 
 // openMarks loads the marks and, when the file went back in time, makes
-// it continue after them. It runs in Open, before any write.
+// it continue after them, before any write.
 func (db *DB) openMarks() error {
 	m, err := store.LoadMarks(MarksPath(db.path), marksName)
 	if err != nil {
@@ -122,8 +122,6 @@ func (db *DB) continueAfter(tx *bolt.Tx, last, marks map[string]int64) error {
 // file had not gone back in time.
 func (db *DB) Restored() *store.Restored { return db.restored }
 
-// observeMarks raises the marks to the file's counters and saves them
-// when they moved.
 func (db *DB) observeMarks() {
 	if db.Damaged() != nil {
 		return // the file is to be put back from a backup: the marks keep what it held
@@ -135,9 +133,6 @@ func (db *DB) observeMarks() {
 		return nil
 	})
 	if err := db.marks.Save(marksName); err != nil {
-		// Until a save succeeds, a backup put back over the file can give
-		// out again the ids acknowledged since, and bring back a key
-		// revoked since: the operator must hear of it while it lasts.
 		db.marksFailures.Failed(db.log, "saving the restore marks beside the data file failed: until it succeeds, putting back a backup can reuse ids acknowledged since and bring back keys revoked since; retrying every second",
 			"marks", MarksPath(db.path), "err", err)
 	} else {
@@ -145,26 +140,10 @@ func (db *DB) observeMarks() {
 	}
 }
 
-// followMarks keeps the marks up with the counters until stop is closed.
-func (db *DB) followMarks(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	t := time.NewTicker(marksEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			db.observeMarks()
-		}
-	}
-}
-
 // Unrevoke forgets the revocations of the keys with these ids in the marks
-// of the data file at path, for an operator who put back a backup on
-// purpose to bring a revoked key back. The service must be stopped: it
-// keeps the marks in memory and would write them back. It returns how
-// many it forgot.
+// of the data file at path, for an operator who put back a backup to bring
+// a revoked key back. The service must be stopped: it would write its
+// marks back.
 func Unrevoke(path string, ids []int64) (int, error) {
 	m, err := store.LoadMarks(MarksPath(path), marksName)
 	if err != nil {

@@ -2,28 +2,26 @@ package boltstore
 
 import (
 	"context"
+	"encoding/binary"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
 
 	"petstore/store"
 )
 
-// table is an entity bucket: records of type T by id, how one is decoded
-// (and, for the tables that insert creates records in, stored), what a
-// missing one is called in errors, and where its version is kept.
+// table is an entity bucket: records of type T by id.
 type table[T any] struct {
 	bucket []byte
 	decode func(id int64, v []byte) (T, error)
-	// what names the entity in "pet 3 not found".
-	what string
+	what   string // in "pet 3 not found"
 
 	// versions is the kind of the records' versions (versions.go), 0 for
-	// records without versions; fields gives a record's id and version
-	// (nil without).
+	// none; fields gives a record's id and version (nil for none).
 	versions byte
 	fields   func(rec *T) (id, version *int64)
-	// For the tables whose records insert creates: put stores a record at
-	// its id, index lists its index entries (nil for none; see keys.go).
+	// put stores a record at its id, index lists its index entries (nil
+	// for none), for the tables that putWhole writes.
 	put   func(b *bolt.Bucket, rec *T) error
 	index func(rec *T) [3]indexEntry
 }
@@ -45,31 +43,72 @@ var (
 		put:    func(b *bolt.Bucket, k *store.StoredAPIKey) error { return putJSON(b, k.ID, k) }}
 )
 
-// insert stores rec as a new record of t, with its index entries, under an
-// id drawn from t's sequence, and sets its id (and version 1). Drawing an
-// id is a write: insert belongs to a write's apply phase, after every
-// check (an order's id is drawn once its stock is known to suffice).
+// insert stores rec as a new record of t under an id drawn from t's
+// sequence, and sets its id (and version 1). Drawing an id is a write:
+// insert comes after every check of a write.
 func (t table[T]) insert(tx *bolt.Tx, rec *T) error {
-	b := tx.Bucket(t.bucket)
-	id, err := nextID(b)
+	id, err := nextID(tx.Bucket(t.bucket))
 	if err != nil {
 		return err
 	}
 	recID, version := t.fields(rec)
 	*recID = id
 	if version != nil {
-		*version = 1 // see versions.go: a new record has no entry there
+		*version = 1
 	}
-	if err := t.put(b, rec); err != nil {
-		return err
-	}
-	if t.index == nil {
-		return nil
-	}
-	return putIndexEntries(tx, t.index(rec))
+	return t.putWhole(tx, rec)
 }
 
-// get returns the record with the given id, or ENOTFOUND.
+// putWhole stores rec at its id with its index entries and version.
+func (t table[T]) putWhole(tx *bolt.Tx, rec *T) error {
+	if err := t.put(tx.Bucket(t.bucket), rec); err != nil {
+		return err
+	}
+	if t.index != nil {
+		if err := putIndexEntries(tx, t.index(rec)); err != nil {
+			return err
+		}
+	}
+	if id, version := t.fields(rec); version != nil && *version > 1 {
+		return tx.Bucket(bktVersions).Put(versionKey(t.versions, *id), binary.BigEndian.AppendUint64(nil, uint64(*version)))
+	}
+	return nil
+}
+
+// getAt is get for a write with cond: the record, once the condition holds
+// for it, and its version.
+func (t table[T]) getAt(tx *bolt.Tx, cond store.Condition, id int64) (T, int64, error) {
+	rec, err := t.get(tx, id)
+	if err != nil {
+		return rec, 0, err
+	}
+	v := getVersion(tx, t.versions, id)
+	return rec, v, cond.Check(t.what+" "+strconv.FormatInt(id, 10), v)
+}
+
+// replace stores rec, at its new version, in place of old.
+func (t table[T]) replace(tx *bolt.Tx, old, rec *T) error {
+	if t.index != nil {
+		if err := deleteIndexEntries(tx, t.index(old)); err != nil {
+			return err
+		}
+	}
+	return t.putWhole(tx, rec)
+}
+
+// remove deletes rec, at id, with its index entries and version.
+func (t table[T]) remove(tx *bolt.Tx, id int64, rec *T) error {
+	if t.index != nil {
+		if err := deleteIndexEntries(tx, t.index(rec)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bktVersions).Delete(versionKey(t.versions, id)); err != nil {
+		return err
+	}
+	return tx.Bucket(t.bucket).Delete(itob(id))
+}
+
 func (t table[T]) get(tx *bolt.Tx, id int64) (T, error) {
 	k := idKey(id)
 	v := tx.Bucket(t.bucket).Get(k[:])
@@ -80,8 +119,7 @@ func (t table[T]) get(tx *bolt.Tx, id int64) (T, error) {
 	return t.decode(id, v)
 }
 
-// read returns the record with the given id, with its version, in a read
-// transaction of its own.
+// read returns the record with its version, in a transaction of its own.
 func (t table[T]) read(ctx context.Context, db *DB, id int64) (T, error) {
 	return readValue(ctx, db, func(tx *bolt.Tx) (T, error) {
 		rec, err := t.get(tx, id)
@@ -92,7 +130,6 @@ func (t table[T]) read(ctx context.Context, db *DB, id int64) (T, error) {
 	})
 }
 
-// setVersion gives rec its version, which is kept apart (versions.go).
 func (t table[T]) setVersion(tx *bolt.Tx, rec *T) {
 	if t.versions == 0 {
 		return
@@ -101,9 +138,8 @@ func (t table[T]) setVersion(tx *bolt.Tx, rec *T) {
 	*version = getVersion(tx, t.versions, *id)
 }
 
-// page lists one page of the records in id order, and the After of the
-// next page (0 on the last). With an index bucket, the records are those
-// whose ids follow prefix in it.
+// page lists one page of the records in id order. With an index bucket,
+// the records are those whose ids follow prefix in it.
 func (t table[T]) page(ctx context.Context, db *DB, index, prefix []byte, p store.Page) ([]T, int64, error) {
 	out := make([]T, 0, p.Size())
 	var next int64
@@ -130,16 +166,14 @@ func (t table[T]) page(ctx context.Context, db *DB, index, prefix []byte, p stor
 	return out, next, nil
 }
 
-// readValue returns what fn finds in one read transaction.
 func readValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, error)) (T, error) {
 	var v T
 	err := db.read(ctx, keepValue(&v, fn))
 	return v, err
 }
 
-// writeValue runs fn in a write (see write, whose rules fn keeps) and
-// returns the value of its run that committed, or the zero value and the
-// error.
+// writeValue runs fn in a write and returns the value of its run that
+// committed.
 func writeValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, error)) (T, error) {
 	var v T
 	if err := db.write(ctx, keepValue(&v, fn)); err != nil {
@@ -149,10 +183,9 @@ func writeValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, err
 	return v, nil
 }
 
-// create runs a write that inserts a new record made from in, as normalize
-// makes it (insert sets its id), and sets *out to the record of the run
-// that committed. With an Idempotency-Key, the key is checked first and the
-// record kept as its answer last, in the same transaction.
+// create runs a keyed write that inserts a new record made from in, as
+// normalize makes it, and sets *out to the record of the run that
+// committed.
 func create[T any](ctx context.Context, db *DB, out *T, in T, key *store.IdempotentWrite, insert func(tx *bolt.Tx, rec *T) error, normalize ...func(T) (T, error)) error {
 	for _, n := range normalize {
 		var err error
@@ -171,8 +204,6 @@ func create[T any](ctx context.Context, db *DB, out *T, in T, key *store.Idempot
 	return err
 }
 
-// keepValue adapts fn to a transaction's function that keeps fn's value in
-// *v.
 func keepValue[T any](v *T, fn func(tx *bolt.Tx) (T, error)) func(tx *bolt.Tx) error {
 	return func(tx *bolt.Tx) error {
 		var err error

@@ -2,17 +2,13 @@ package boltstore
 
 import (
 	"encoding/binary"
-	"strconv"
 
 	bolt "go.etcd.io/bbolt"
-
-	"petstore/store"
 )
 
-// bktVersions holds the version of each record that was written after its
-// creation, by kind and id. A record without an entry is at version 1, so
-// creating one writes nothing here: the write path of a new pet stays as
-// it was.
+// bktVersions holds the version of each record written since its
+// creation, by kind and id; a record without an entry is at version 1, so
+// creating one writes nothing here.
 var bktVersions = []byte("versions")
 
 // Kinds of versioned records, the first byte of their key.
@@ -22,13 +18,6 @@ const (
 	versionOrder    = 'o'
 )
 
-// checkVersion returns the record's version, after checking the write's
-// condition against it.
-func checkVersion(tx *bolt.Tx, cond store.Condition, kind byte, what string, id int64) (int64, error) {
-	v := getVersion(tx, kind, id)
-	return v, cond.Check(what+" "+strconv.FormatInt(id, 10), v)
-}
-
 func versionKey(kind byte, id int64) []byte {
 	k := make([]byte, 9)
 	k[0] = kind
@@ -36,20 +25,9 @@ func versionKey(kind byte, id int64) []byte {
 	return k
 }
 
-// getVersion returns the version of the record, 1 when it has no entry.
 func getVersion(tx *bolt.Tx, kind byte, id int64) int64 {
 	if v := tx.Bucket(bktVersions).Get(versionKey(kind, id)); len(v) == 8 {
 		return int64(binary.BigEndian.Uint64(v))
 	}
 	return 1
-}
-
-// bumpVersion stores the version after current and returns it.
-func bumpVersion(tx *bolt.Tx, kind byte, id, current int64) (int64, error) {
-	next := current + 1
-	return next, tx.Bucket(bktVersions).Put(versionKey(kind, id), binary.BigEndian.AppendUint64(nil, uint64(next)))
-}
-
-func deleteVersion(tx *bolt.Tx, kind byte, id int64) error {
-	return tx.Bucket(bktVersions).Delete(versionKey(kind, id))
 }

@@ -15,10 +15,9 @@ import (
 	"petstore/store"
 )
 
-// Webhooks and their deliveries. A delivery is one attempt; a pending one is
-// also in the due index until it is attempted. One process owns the file,
-// so its leases are in memory: a restart forgets them, and the attempts
-// they covered are made again (at least once).
+// Webhooks and their deliveries. A pending delivery is also in the due
+// index. One process owns the file, so its leases are in memory: a restart
+// forgets them, and the attempts they covered are made again.
 //
 //	webhooks                   id8 -> JSON
 //	deliveries                 id8 -> JSON (deliveryRecord)
@@ -37,30 +36,23 @@ var webhookTable = table[store.Webhook]{bucket: bktWebhooks, decode: decodeJSONR
 	fields: func(w *store.Webhook) (*int64, *int64) { return &w.ID, nil },
 	put:    func(b *bolt.Bucket, w *store.Webhook) error { return putJSON(b, w.ID, w) }}
 
-// deliveryRecord is a stored delivery: the event's id is kept apart, as
-// the API shows it as text.
+// deliveryRecord is a stored delivery, with its event's seq.
 type deliveryRecord struct {
 	store.Delivery
 	EventSeq uint64 `json:"eventSeq"`
 }
 
-// leases are the deliveries this process is attempting. The zero value is
-// ready.
+// leases are the deliveries this process is attempting.
 type leases struct {
 	mu    sync.Mutex
 	until map[int64]time.Time
-	// fresh are the deliveries FanOut made, with their events, until a
-	// claim takes them: claiming a new delivery then decodes neither its
-	// record nor its event. One process owns the file, and a pending
-	// delivery's record changes only with its removal from the due index
-	// (its outcome recorded, its webhook deleted, its event pruned), which
-	// is where a claim finds it: an entry here is the record on disk as
-	// long as the claim finds its id in the index.
+	// fresh are the deliveries FanOut made, with their events, so that a
+	// claim decodes neither. A pending delivery's record changes only with
+	// its removal from the due index, where a claim finds it: an entry
+	// here is the record on disk while its id is in the index.
 	fresh *bounded.Cache[int64, *freshDelivery]
-	// hooks are the webhooks claims decoded, each with its stored bytes: a
-	// claim decodes a webhook again only when those changed. Most claims
-	// are a few deliveries of one webhook, whose decoding cost as much as
-	// the rest of the claim.
+	// hooks are the webhooks claims decoded, with their stored bytes: a
+	// claim decodes a webhook again only when those changed.
 	hooks *bounded.Cache[int64, decodedWebhook]
 }
 
@@ -69,12 +61,10 @@ type decodedWebhook struct {
 	w   store.Webhook
 }
 
-// maxDecodedWebhooks bounds the webhooks kept decoded.
 const maxDecodedWebhooks = 1024
 
-// webhook is webhook id as stored in tx, decoded once per version of its
-// record; l.mu is held. The Webhook returned shares its slices with other
-// claims': nothing writes them.
+// webhook is webhook id as stored in tx, decoded once per version; l.mu is
+// held. Its slices are shared with other claims': nothing writes them.
 func (l *leases) webhook(tx *bolt.Tx, id int64) (store.Webhook, error) {
 	k := idKey(id)
 	v := tx.Bucket(bktWebhooks).Get(k[:])
@@ -97,28 +87,17 @@ type freshDelivery struct {
 	e store.Event
 }
 
-// maxFresh bounds the fresh deliveries kept: past it, the oldest made goes
-// (one never claimed, its webhook deleted first, or one a claim reads from
-// the file instead).
+// maxFresh bounds the fresh deliveries kept; past it, a claim reads the
+// file instead.
 const maxFresh = 1 << 14
 
-func (db *DB) leases() *leases {
-	l := &db.deliveryLeases
-	l.mu.Lock()
-	if l.until == nil {
-		l.until = map[int64]time.Time{}
-		l.fresh = bounded.New[int64, *freshDelivery](maxFresh, nil)
-		l.hooks = bounded.New[int64, decodedWebhook](maxDecodedWebhooks, nil)
-	}
-	l.mu.Unlock()
-	return l
-}
+func (db *DB) leases() *leases { return &db.deliveryLeases }
 
 func getDelivery(tx *bolt.Tx, id int64) (deliveryRecord, error) {
 	k := idKey(id)
 	v := tx.Bucket(bktDeliveries).Get(k[:])
 	if v == nil {
-		return deliveryRecord{}, store.DeliveryNotFound(id)
+		return deliveryRecord{}, store.NotFound("delivery", id)
 	}
 	var r deliveryRecord
 	err := json.Unmarshal(v, &r)
@@ -127,7 +106,7 @@ func getDelivery(tx *bolt.Tx, id int64) (deliveryRecord, error) {
 }
 
 // dueKey carries the webhook, so that a claim skips a busy webhook's
-// backlog without reading its deliveries.
+// deliveries without reading them.
 func dueKey(r *deliveryRecord) []byte {
 	k := binary.BigEndian.AppendUint64(make([]byte, 0, 24), uint64(r.ScheduledAt.UnixNano()))
 	return appendID(appendID(k, r.WebhookID), r.ID)
@@ -163,9 +142,7 @@ func putDelivery(tx *bolt.Tx, r *deliveryRecord) error {
 	return b.Put(itob(r.ID), data)
 }
 
-// encodeDelivery is json.Marshal(r), without its reflection: a delivery
-// is written twice (fanned out, then attempted) for each event a webhook
-// gets.
+// encodeDelivery is json.Marshal(r), without its reflection.
 func encodeDelivery(r *deliveryRecord) ([]byte, error) {
 	b, err := r.Delivery.AppendJSON(make([]byte, 0, 256))
 	if err != nil {
@@ -189,8 +166,6 @@ func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int6
 	return webhookTable.page(ctx, db, nil, nil, p)
 }
 
-// UpdateWebhook applies fn to a webhook and saves it; with an
-// Idempotency-Key, the webhook saved is kept as the key's answer with it.
 func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error, key *store.IdempotentWrite) (store.Webhook, error) {
 	var w store.Webhook
 	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {

@@ -12,9 +12,6 @@ import (
 	"petstore/store"
 )
 
-// EnsureAdminToken makes sure there is an admin token, as the bbolt store
-// does: a given token replaces the stored hash; without one, a first start
-// generates a token and returns it (once), and later starts return "".
 func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error) {
 	token, hash, err := store.AdminTokenOrNew(given)
 	if err != nil {
@@ -36,7 +33,6 @@ func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error
 	return token, nil
 }
 
-// CheckAdminToken reports whether token is the admin token, in constant time.
 func (db *DB) CheckAdminToken(token string) bool {
 	hash := sha256.Sum256([]byte(token))
 	db.cache.mu.RLock()
@@ -45,7 +41,6 @@ func (db *DB) CheckAdminToken(token string) bool {
 	return want != nil && token != "" && subtle.ConstantTimeCompare(want, hash[:]) == 1
 }
 
-// CreateAPIKey creates a key and returns its secret, which is not stored.
 func (db *DB) CreateAPIKey(ctx context.Context, name string, key *store.IdempotentWrite) (store.APIKey, string, error) {
 	k, secret, err := store.NewAPIKey(name, db.timestamp())
 	if err != nil {
@@ -77,8 +72,6 @@ func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64,
 	}, `SELECT id, name, prefix, created_at FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2`)
 }
 
-// RevokeAPIKey deletes a key; every instance refuses it once this returns
-// (CheckAPIKey).
 func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 	r := store.Revocation{KeyID: id, RevokedAt: db.now().UTC()}
 	err := db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
@@ -89,7 +82,7 @@ func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 		if err != nil {
 			return err
 		}
-		// Where the other instances read it, and keep it (restore.go).
+		// Where the other instances read it.
 		if _, err := tx.Exec(ctx, `INSERT INTO revocations (sha256, key_id, revoked_at) VALUES ($1, $2, $3)
 			ON CONFLICT (sha256) DO UPDATE SET key_id = $2, revoked_at = $3, pardoned_at = NULL`, r.SHA256, id, r.RevokedAt); err != nil {
 			return err
@@ -106,9 +99,9 @@ func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 	return nil
 }
 
-// meta reads a singleton of the meta table with unmarshal, which takes nil
-// for one never saved. lock takes its row for the rest of the transaction,
-// creating it first, so that read-modify-write transactions on it queue.
+// meta reads a singleton of the meta table with unmarshal (nil for one
+// never saved). lock takes its row, creating it first, so that
+// read-modify-write transactions on it queue.
 func meta[T any](ctx context.Context, q querier, key string, lock bool, unmarshal func([]byte) (T, error)) (T, error) {
 	sql := `SELECT value FROM meta WHERE key = $1`
 	if lock {
@@ -126,9 +119,6 @@ func meta[T any](ctx context.Context, q querier, key string, lock bool, unmarsha
 	return unmarshal(data)
 }
 
-// updateMeta applies change to a singleton of the meta table, read with
-// unmarshal, and saves it, in one transaction that holds its row; an error
-// from change leaves it as it was.
 func updateMeta[T any](ctx context.Context, db *DB, key string, unmarshal func([]byte) (T, error), change func(pgx.Tx, *T) error) (T, error) {
 	var v T
 	err := db.changeTx(ctx, otherChange, func(tx pgx.Tx) error {
@@ -242,8 +232,6 @@ func domains(ctx context.Context, q querier, lock bool) ([]store.Domain, error) 
 	return out, err
 }
 
-// DomainsPage returns one page of the attached domains, in the order of
-// Domains. Domains are few, so it reads them all, as on bbolt.
 func (db *DB) DomainsPage(ctx context.Context, limit int, after *store.DomainCursor) ([]store.Domain, *store.DomainCursor, error) {
 	return store.DomainsPageOf(ctx, db.Domains, limit, after)
 }

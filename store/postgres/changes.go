@@ -12,67 +12,51 @@ import (
 	"petstore/store"
 )
 
-// What an instance caches, and how it learns that another instance changed
-// it. The admin token's hash is held in memory, as the bbolt store does
-// (API keys are looked up in the database: credentials.go). Every
-// write that changes them, or domains, settings or the project, bumps the
-// one-row changes table in its transaction, with the kind of change; each
-// instance polls that row, reloads the credentials when they changed, and
-// tells its listeners of every change. Polling a row is plain SQL that
-// every Postgres-compatible database runs, where LISTEN/NOTIFY is not; at
-// pollInterval it costs a few tiny queries a second per instance and
-// keeps every instance within a second of every change.
+// Every write that changes the credentials, domains, settings or the
+// project bumps the one-row changes table; each instance polls that row,
+// reloads the credentials when they changed, and tells its listeners.
+// Polling is plain SQL that every Postgres-compatible database runs, where
+// LISTEN/NOTIFY is not.
 const pollInterval = 250 * time.Millisecond
 
 type cache struct {
-	// catching serialises catch-ups: each compares what it reads with
-	// what the one before it saw.
+	// catching serialises catch-ups, which compare with what the last saw.
 	catching sync.Mutex
 	mu       sync.RWMutex
-	// seen is the changes row as of the last catch-up; known is false
-	// until the first one.
+	// seen is the changes row as of the last catch-up, if known.
 	seen  changesRow
 	known bool
 	// adminHash is the admin token's hash, as of seen.
-	adminHash []byte
-	// noIdentity is set when the role may not read the database's
-	// identity.
+	adminHash  []byte
 	noIdentity atomic.Bool
 	listeners  []func()
-	// rewind is what catch-ups keep about rewinds (restore.go).
-	rewind rewindState
+	rewind     rewindState
 	// noWas is set once EventCursor found no event with the id of another
-	// database (Was): only an import writes one, before any instance
-	// serves; a reload (a restore may bring other events) clears it.
+	// database: only an import writes one, before any instance serves; a
+	// reload (after a restore) clears it.
 	noWas atomic.Bool
 }
 
-// changesRow is the changes row as an instance reads it: the count of
-// every change, the count of credential changes, the stamps of the latest
-// change and of the one before it, and the database's identity (system
-// identifier and timeline; empty when the role may not read it).
+// changesRow is the changes row as an instance reads it, with the
+// database's identity (system identifier and timeline; empty when the role
+// may not read it).
 type changesRow struct {
 	version, credentials int64
 	stamp, prevStamp     int64
 	identity             string
 }
 
-// The kinds of change, as the changes row counts them: every change in
-// version, and those that leave the credentials alone in other_version too
-// (migrations/0002_change_kinds.sql).
+// The kinds of change, as the changes row counts them
+// (migrations/0002_change_kinds.sql): of API keys or the admin token, and
+// of the rest.
 const (
-	// credentialsChange changes API keys or the admin token.
 	credentialsChange = `UPDATE changes SET version = version + 1, prev_stamp = stamp, stamp = $1 WHERE id = 1`
-	// otherChange leaves the credentials alone: domains, settings, the
-	// project.
-	otherChange = `UPDATE changes SET version = version + 1, other_version = other_version + 1, prev_stamp = stamp, stamp = $1 WHERE id = 1`
+	otherChange       = `UPDATE changes SET version = version + 1, other_version = other_version + 1, prev_stamp = stamp, stamp = $1 WHERE id = 1`
 )
 
-// changeTx runs fn in a transaction that also counts the change (one of
-// the kinds above) for the other instances, then catches this instance up
-// at once. The change is committed when that runs: a catch-up that fails
-// (the database gone for a moment, the caller's context ended) is not the
-// write's failure, and the watcher's next poll catches up instead.
+// changeTx runs fn in a transaction that also counts the change for the
+// other instances, then catches this instance up at once. A catch-up that
+// fails is not the write's failure: the next poll catches up instead.
 func (db *DB) changeTx(ctx context.Context, kind string, fn func(pgx.Tx) error) error {
 	err := db.tx(ctx, func(tx pgx.Tx) error {
 		if err := fn(tx); err != nil {
@@ -90,9 +74,6 @@ func (db *DB) changeTx(ctx context.Context, kind string, fn func(pgx.Tx) error) 
 	return nil
 }
 
-// OnChange registers fn to run after this or another instance changed API
-// keys, the admin token, domains, settings or the project. It runs on the
-// watcher's goroutine; it must not block for long.
 func (db *DB) OnChange(fn func()) {
 	db.cache.mu.Lock()
 	db.cache.listeners = append(db.cache.listeners, fn)
@@ -100,8 +81,6 @@ func (db *DB) OnChange(fn func()) {
 }
 
 // watch catches up with the changes row every pollInterval until ctx ends.
-// A failed poll (the database away) is retried at the next tick; the pool
-// reconnects by itself.
 func (db *DB) watch(ctx context.Context) {
 	var failures store.RepeatedFailure
 	store.EveryTick(ctx, pollInterval, func() {
@@ -113,14 +92,11 @@ func (db *DB) watch(ctx context.Context) {
 	})
 }
 
-// catchUp reloads the credentials when they changed since they were
-// loaded, then tells the listeners when anything changed since they were
-// last told. A history that is not the one this instance saw continue (a
-// count that went backwards, a stamp that is not the one seen, a database
-// that is another one: a restore, a point-in-time recovery, a failover to
-// a replica that had not seen every change) reloads everything, forgets
-// the unknown keys, and tells the listeners, as does a history that
-// cannot be checked (several changes since the last catch-up).
+// catchUp reloads the credentials when they changed, then tells the
+// listeners when anything changed. A history that does not continue the
+// one this instance saw (a restore, a recovery, a failover to a replica
+// that had not seen every change), or that cannot be checked (several
+// changes since the last catch-up), reloads everything.
 func (db *DB) catchUp(ctx context.Context) error {
 	c := &db.cache
 	c.catching.Lock()
@@ -135,10 +111,12 @@ func (db *DB) catchUp(ctx context.Context) error {
 	c.mu.RLock()
 	was, known := c.seen, c.known
 	c.mu.RUnlock()
-	// A sequence below the marks is a rewind too, and the only sign of
-	// one that took away no change of the changes row (restore.go); at
-	// start-up, the marks are those of the file.
-	back := wentBack(marks, last)
+	// A sequence below the marks is a rewind too, the only sign of one
+	// that took away no change of the changes row.
+	back := false
+	for i, s := range sequences {
+		back = back || last[i] < marks[s.res]
+	}
 	if known && now == was && !back && !c.rewind.pending {
 		db.observe(last, horizon)
 		return nil
@@ -150,9 +128,8 @@ func (db *DB) catchUp(ctx context.Context) error {
 		reload = true
 		c.rewind.pending = true
 	} else if known && !(now.version == was.version+1 && now.prevStamp == was.stamp) {
-		// Several changes since the last catch-up (or one by a binary
-		// older than the stamps): whether they continue the history seen
-		// cannot be told, so nothing cached is trusted.
+		// Several changes since the last catch-up: nothing cached is
+		// trusted.
 		reload = true
 	}
 	if c.rewind.pending {
@@ -211,8 +188,6 @@ func rewound(seen, now changesRow) bool {
 	return false
 }
 
-// readChanges reads the changes row, the database's identity, the
-// sequences' last values and the next transaction id (restore.go).
 func (db *DB) readChanges(ctx context.Context) (changesRow, lastIDs, int64, error) {
 	var r changesRow
 	var last []int64
@@ -234,10 +209,9 @@ func (db *DB) readChanges(ctx context.Context) (changesRow, lastIDs, int64, erro
 	return r, l, horizon, err
 }
 
-// loadCredentials reads the admin token's hash with the changes row it is
-// as of, in one statement (one snapshot, and no transaction that would
-// hold the changes row's table while it waits for meta's: a restore
-// takes them in the other order).
+// loadCredentials reads the admin token's hash with the changes row, in
+// one statement: a transaction would hold the changes row's table while it
+// waits for meta's, which a restore takes in the other order.
 func (db *DB) loadCredentials(ctx context.Context) (changesRow, []byte, error) {
 	var (
 		r    changesRow

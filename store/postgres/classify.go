@@ -16,37 +16,24 @@ import (
 )
 
 // What went wrong with the database is read from pgx's errors in one
-// place, classify: PostgreSQL's answers by their SQLSTATE (pgconn.PgError's
-// Code), the client's own failures by pgx's tests (pgconn.SafeToRetry,
-// pgconn.Timeout) and errors.Is. No error text is read: a
-// Postgres-compatible database or a proxy may word (or code) things its own
-// way, and an unknown code is left as it is rather than guessed at.
+// place, classify: by SQLSTATE, and by pgx's tests of the client's own
+// failures. No error text is read: a Postgres-compatible database or a
+// proxy may word things its own way; an unknown code is left as it is.
 
 // kind is what a failure means for the store.
 type kind int
 
 const (
-	// asIs: not the database's failure to serve (no rows, the store's own
-	// errors, an unknown SQLSTATE, a bug): the error goes on unchanged.
-	asIs kind = iota
-	// badText: a text value PostgreSQL cannot store (U+0000, invalid UTF-8).
-	badText
-	// constraint: a constraint that no rule of the store caught first.
-	constraint
-	// busy: the database answered but could not serve now (a statement
-	// timeout, no connection slot, a read-only standby...); the
-	// connection is sound.
-	busy
-	// timedOut: the client's deadline passed with no answer.
-	timedOut
-	// lost: the connection could not be made or is gone: the pool's idle
-	// connections are likely gone too.
-	lost
+	asIs       kind = iota // not the database's failure to serve
+	badText                // U+0000, invalid UTF-8
+	constraint             // that no rule of the store caught first
+	busy                   // it answered but could not serve now
+	timedOut               // the client's deadline passed
+	lost                   // the connection could not be made or is gone
 )
 
 // classify says what err means, and the SQLSTATE that the metrics count
-// it under (the server's, or "08", connection exception, for a connection
-// lost on the client's side) when counted.
+// it under ("08" for a connection lost on the client's side).
 func classify(err error) (k kind, sqlstate string, counted bool) {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -74,24 +61,14 @@ func classify(err error) (k kind, sqlstate string, counted bool) {
 	return asIs, "", false
 }
 
-// inClass says that code, a SQLSTATE, is of one of the classes (its first
-// two characters). A code of another length (a proxy's own) is of none.
+// inClass says that code, a SQLSTATE, is of one of the classes; a code of
+// another length (a proxy's own) is of none.
 func inClass(code string, classes ...string) bool {
 	return len(code) == 5 && slices.ContainsFunc(classes, func(c string) bool { return strings.HasPrefix(code, c) })
 }
 
-// sqlstateClass is the class of a SQLSTATE as the metrics name it:
-// "other" for a code that is not one.
-func sqlstateClass(code string) string {
-	if len(code) != 5 {
-		return "other"
-	}
-	return code[:2]
-}
-
 // isConnectionFailure says that the database could not be reached, or that
-// the connection broke, was closed by pgx after an earlier failure, or
-// timed out on the client's side.
+// the connection broke or timed out on the client's side.
 func isConnectionFailure(err error) bool {
 	var connectErr *pgconn.ConnectError
 	var netErr net.Error
@@ -100,10 +77,9 @@ func isConnectionFailure(err error) bool {
 		errors.Is(err, net.ErrClosed) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err)
 }
 
-// noEffect says that a statement failed without effect: nothing was
-// sent (pgx says it is safe to retry), the server said it had ended the
-// session, or it rolled the statement back for a deadlock or a
-// serialization failure.
+// noEffect says that a statement failed without effect: nothing was sent,
+// the server ended the session, or it rolled the statement back for a
+// deadlock or a serialization failure.
 func noEffect(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -122,11 +98,9 @@ func retryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
-// fail turns a failure to reach or use the database in time into the
-// store's database_unavailable error, naming the database, the cause and
-// its SQLSTATE for the log; a constraint broken into its 4xx; and leaves
-// every other error (no rows, the store's own errors, the caller's
-// cancellation, bugs) as it was.
+// fail turns a failure to reach or use the database in time into
+// database_unavailable, with the cause for the log, and a broken
+// constraint into its 4xx; it leaves every other error as it was.
 func (c *conns) fail(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
@@ -136,8 +110,7 @@ func (c *conns) fail(ctx context.Context, err error) error {
 		return err
 	}
 	if ctx.Err() != nil {
-		// The caller gave up (a client that went away, shutdown): not the
-		// database's fault.
+		// The caller gave up: not the database's fault.
 		return err
 	}
 	k, code, counted := classify(err)
@@ -160,13 +133,10 @@ func (c *conns) fail(ctx context.Context, err error) error {
 	return err
 }
 
-// lost closes the pool's idle connections after one of them turned out
-// dead: a restarted database or a failover kills them all, and each would
-// otherwise fail one request before the pool noticed.
+// lost closes the pool's idle connections after one turned out dead: a
+// restart or a failover kills them all, and each would fail one request.
 func (c *conns) lost() { c.pool.Reset() }
 
-// unavailable is the store's database_unavailable error for err, recorded
-// as the latest reason the database is not usable.
 func (c *conns) unavailable(ctx context.Context, err error) error {
 	why := reason(err, c.t)
 	c.health.failed(why)
@@ -174,8 +144,6 @@ func (c *conns) unavailable(ctx context.Context, err error) error {
 		"the database is unavailable (%s); retry after the seconds in Retry-After", why)
 }
 
-// reason says in a few words why the database failed, with the SQLSTATE
-// where the server gave one.
 func reason(err error, t Timeouts) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -206,8 +174,6 @@ func reason(err error, t Timeouts) string {
 	return "the connection failed"
 }
 
-// violates says that err is PostgreSQL's refusal with code (23503: a
-// foreign key).
 func violates(err error, code string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == code
@@ -215,16 +181,13 @@ func violates(err error, code string) bool {
 
 const foreignKey = "23503"
 
-// dataError says that a statement failed on the data it was given (class
-// 22, data exception, or 23, integrity constraint violation), not on the
-// database.
+// dataError says that a statement failed on the data it was given, not on
+// the database.
 func dataError(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && inClass(pgErr.Code, "22", "23")
 }
 
-// constraintError maps a broken constraint that no rule of the store
-// caught first to its 4xx.
 func constraintError(pgErr *pgconn.PgError) error {
 	switch pgErr.Code {
 	case "23505":

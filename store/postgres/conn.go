@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,12 +23,10 @@ type Timeouts struct {
 	Connect time.Duration
 	// Acquire bounds the wait for a free connection of the pool.
 	Acquire time.Duration
-	// Statement bounds each statement (PostgreSQL's statement_timeout, and
-	// the client's own deadline a little later, for a server that does not
-	// answer at all).
+	// Statement bounds each statement (statement_timeout, and the client's
+	// own deadline a little later, for a server that does not answer).
 	Statement time.Duration
-	// Transaction bounds each transaction, its commit included (a commit
-	// that waits for a synchronous standby that is gone ends here).
+	// Transaction bounds each transaction, its commit included.
 	Transaction time.Duration
 }
 
@@ -40,17 +39,11 @@ var DefaultTimeouts = Timeouts{
 }
 
 func (t Timeouts) withDefaults() Timeouts {
-	if t.Connect <= 0 {
-		t.Connect = DefaultTimeouts.Connect
-	}
-	if t.Acquire <= 0 {
-		t.Acquire = DefaultTimeouts.Acquire
-	}
-	if t.Statement <= 0 {
-		t.Statement = DefaultTimeouts.Statement
-	}
-	if t.Transaction <= 0 {
-		t.Transaction = DefaultTimeouts.Transaction
+	d := DefaultTimeouts
+	for _, p := range [][2]*time.Duration{{&t.Connect, &d.Connect}, {&t.Acquire, &d.Acquire}, {&t.Statement, &d.Statement}, {&t.Transaction, &d.Transaction}} {
+		if *p[0] <= 0 {
+			*p[0] = *p[1]
+		}
 	}
 	return t
 }
@@ -59,23 +52,19 @@ func (t Timeouts) withDefaults() Timeouts {
 // database has answered.
 func (t Timeouts) startBudget() time.Duration { return 4*t.Connect + 2*t.Transaction }
 
-// clientGrace is how much later than the server's statement_timeout the
-// client gives up on a statement: the server's own answer, with its
-// SQLSTATE, is the better one when it comes.
+// clientGrace is how much later than statement_timeout the client gives up:
+// the server's own answer, with its SQLSTATE, is the better one.
 const clientGrace = time.Second
 
-// conns is the pool as the store's methods use it. It adds to pgxpool
-// only what pgx does not do: a bounded wait for a connection (Acquire, and
-// the caller's share of the pool: share.go), a client deadline on each
-// statement (Statement), running again a statement that had no effect
-// (noEffect), and the store's words for what failed (fail, classify.go),
-// counted for the metrics.
+// conns adds to pgxpool what pgx does not do: bounded waits for a
+// connection and for the caller's share (share.go), a client deadline on
+// each statement, statements run again when they had no effect, and the
+// store's words for failures (classify.go).
 type conns struct {
-	pool *pgxpool.Pool
-	t    Timeouts
-	// name is the database as logs name it: host(s) and database name.
-	name   string
-	hosts  int // in the URL
+	pool   *pgxpool.Pool
+	t      Timeouts
+	name   string // for logs
+	hosts  int    // in the URL
 	health *health
 	share  *shares
 }
@@ -126,9 +115,7 @@ func (c *conns) statement(ctx context.Context) (context.Context, context.CancelF
 }
 
 // again runs a statement, and again, up to twice more, while it fails
-// without effect: its connection was dead before it ran (the database
-// restarted, or ended the session), or PostgreSQL rolled it back for a
-// deadlock or a serialization failure. Running it again is safe.
+// without effect (noEffect), when running it again is safe.
 func again[T any](run func() (T, error)) (T, error) {
 	v, err := run()
 	for attempt := 2; err != nil && attempt <= 3 && noEffect(err); attempt++ {
@@ -138,19 +125,17 @@ func again[T any](run func() (T, error)) (T, error) {
 }
 
 func (c *conns) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	tag, err := again(func() (pgconn.CommandTag, error) { return c.exec(ctx, sql, args...) })
+	tag, err := again(func() (pgconn.CommandTag, error) {
+		conn, release, err := c.acquire(ctx)
+		if err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		defer release()
+		sctx, cancel := c.statement(ctx)
+		defer cancel()
+		return conn.Exec(sctx, sql, args...)
+	})
 	return tag, c.fail(ctx, err)
-}
-
-func (c *conns) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	conn, release, err := c.acquire(ctx)
-	if err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	defer release()
-	sctx, cancel := c.statement(ctx)
-	defer cancel()
-	return conn.Exec(sctx, sql, args...)
 }
 
 func (c *conns) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
@@ -192,8 +177,7 @@ func (c *conns) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return &connRow{rows: rows, err: err}
 }
 
-// connRows releases its connection when closed, and says why the database
-// failed in the store's words.
+// connRows releases its connection when closed, and words its failures.
 type connRows struct {
 	pgx.Rows
 	c      *conns
@@ -255,8 +239,6 @@ func (r *connRow) Scan(dest ...any) error {
 	return r.rows.Err()
 }
 
-// begin starts a transaction on a connection of the pool, within the
-// transaction's deadline; the caller ends it.
 func (c *conns) begin(ctx context.Context, opts pgx.TxOptions) (tx pgx.Tx, release func(), err error) {
 	conn, release, err := c.acquire(ctx)
 	if err != nil {
@@ -270,14 +252,12 @@ func (c *conns) begin(ctx context.Context, opts pgx.TxOptions) (tx pgx.Tx, relea
 	return tx, release, nil
 }
 
-// health is what the store knows of the database's state: whether the
-// schema is up to date yet, and the latest failure to use it (which
-// messages quote; readiness asks the database itself: health.go).
+// health is what the store knows of the database's state: whether
+// start-up succeeded, and the latest failure, which messages quote.
 type health struct {
 	mu sync.Mutex
 	// initErr is set until start-up (schema, credentials) succeeded.
-	initErr error
-	// lastFailure and lastWhy are the latest database_unavailable.
+	initErr     error
 	lastFailure time.Time
 	lastWhy     string
 	metrics     metrics
@@ -327,9 +307,7 @@ func (db *DB) PoolStats() store.PoolStats {
 		ErrorsByClass: map[string]int64{},
 	}
 	m.mu.Lock()
-	for k, v := range m.byClass {
-		out.ErrorsByClass[k] = v
-	}
+	maps.Copy(out.ErrorsByClass, m.byClass)
 	m.mu.Unlock()
 	return out
 }
@@ -339,6 +317,10 @@ func (m *metrics) sqlstate(code string) {
 	if m.byClass == nil {
 		m.byClass = map[string]int64{}
 	}
-	m.byClass[sqlstateClass(code)]++
+	class := "other" // a code that is not a SQLSTATE
+	if len(code) == 5 {
+		class = code[:2]
+	}
+	m.byClass[class]++
 	m.mu.Unlock()
 }

@@ -12,23 +12,17 @@ import (
 	"petstore/store"
 )
 
-// API keys are checked against the database on every use, not against the
-// cache: a revoke is then refused by every instance the moment it has
-// committed (before the 204), and a key created on one instance works on
-// every other at its first use. The cost is one indexed lookup per
-// request that carries a key (writes), shared by the lookups that arrive
-// together (group.go); waiting instead for every live
-// instance to confirm each revoke would need a registry of instances and
-// would make a revoke as slow as the slowest of them. Unknown keys are
+// API keys are checked against the database on every use: a revoke is
+// then refused by every instance the moment it has committed, and a key
+// created on one instance works on every other at once. Unknown keys are
 // remembered briefly, so that a flood of wrong keys cannot become a flood
-// of queries: maxMiss of them, the least recently tried forgotten first.
+// of queries.
 const (
 	missTTL = time.Second
 	maxMiss = 10000
 )
 
 // keyLookups are the unknown keys' hashes and when they were looked up.
-// The zero value is ready.
 type keyLookups struct {
 	mu     sync.Mutex
 	misses *bounded.Cache[[32]byte, time.Time]
@@ -63,13 +57,10 @@ func (k *keyLookups) forget() {
 	k.mu.Unlock()
 }
 
-// CheckAPIKey looks a secret up in the database: the key, whether it
-// exists, or database_unavailable when the database cannot say. Lookups
-// that arrive together go to the database as one statement (group.go).
+// CheckAPIKey looks a secret up in the database, in rounds (group.go).
 func (db *DB) CheckAPIKey(ctx context.Context, secret string) (store.APIKey, bool, error) {
 	hash := sha256.Sum256([]byte(secret))
-	// A key revoked is refused even where a restore brought it back,
-	// before the instance has revoked it again (restore.go).
+	// A key revoked is refused even where a restore brought it back.
 	if secret == "" || db.keys.missed(hash, time.Now()) || db.marks.Revoked(hash) {
 		return store.APIKey{}, false, nil
 	}
@@ -77,7 +68,6 @@ func (db *DB) CheckAPIKey(ctx context.Context, secret string) (store.APIKey, boo
 	return k, err == nil && k.ID != 0, err
 }
 
-// lookUpKeys answers a round of CheckAPIKey's lookups with one statement.
 func (db *DB) lookUpKeys(ctx context.Context, round []*groupCall[[32]byte, store.APIKey]) {
 	hashes := make([][]byte, len(round))
 	for i, c := range round {
@@ -112,10 +102,8 @@ func (db *DB) AuthenticateAPIKey(secret string) (store.APIKey, bool) {
 	return k, ok && err == nil
 }
 
-// AdminTokenKnown says why the admin token cannot be checked yet: nil
-// once the credentials have been loaded, database_unavailable while the
-// database has not been reached since start (a token refused then would
-// be a 401 that is the database's fault, counted as a failed credential).
+// AdminTokenKnown says why the admin token cannot be checked yet (a token
+// refused then would be a 401 that is the database's fault).
 func (db *DB) AdminTokenKnown() error {
 	db.cache.mu.RLock()
 	known := db.cache.known

@@ -52,25 +52,17 @@ func scanDelivery(r pgx.CollectableRow) (store.Delivery, error) {
 
 // newEventsQuery answers whether events were recorded past the fan-out's
 // mark. Every instance asks it at every poll, so it must cost what is new,
-// not what is kept: asked as a join, the planner expects a match early in
-// the table and reads all of it (none matches when nothing is new); asked
-// for the first event after the mark in the primary key's order, with the
-// mark as the index scan's parameter, it reads the index from the mark on
-// (eventcost_test.go shows the plan).
+// not what is kept: asked as a join, the planner reads the whole table;
+// asked for the first event after the mark in the primary key's order, it
+// reads the index from the mark on (eventcost_test.go).
 const newEventsQuery = `SELECT EXISTS (SELECT 1 FROM event_dispatch d CROSS JOIN LATERAL (
 		SELECT 1 FROM events e WHERE (e.tx, e.seq) > (d.tx, d.seq) AND e.` + visible + `
 		ORDER BY e.tx, e.seq LIMIT 1) n
 	WHERE d.id = 1)`
 
-// newEvents asks newEventsQuery, giving way to a lock as FanOut's
-// transaction does: the query takes event_dispatch's lock, then events'
-// and the indexes', and a pg_restore --clean in one transaction takes them
-// in another order; waiting without a limit, it made the restore one side
-// of a deadlock (on event_dispatch_pkey), and ended it when the restore
-// was the one to check. The two statements go as one simple query, one
-// round trip, which PostgreSQL runs as one implicit transaction: SET LOCAL
-// holds for the query alone. (A batch of the extended protocol is not
-// always one: pgx may end its preparation with a Sync of its own.)
+// newEvents asks newEventsQuery, giving way to a lock as FanOut does. As
+// one simple query, one implicit transaction, SET LOCAL holds for it alone
+// (a batch of the extended protocol may be several).
 func (db *DB) newEvents(ctx context.Context) (bool, error) {
 	pending, err := again(func() (bool, error) {
 		conn, release, err := db.pool.acquire(ctx)
@@ -94,11 +86,7 @@ func (db *DB) newEvents(ctx context.Context) (bool, error) {
 
 var newEventsGivingWay = `SET LOCAL lock_timeout = ` + strconv.FormatInt(lockGiveWay.Milliseconds(), 10) + `; ` + newEventsQuery
 
-// FanOut makes the first delivery of each event since the last FanOut for
-// each enabled webhook that subscribes to it. The dispatch row's lock
-// makes one instance at a time do it. Its transaction holds locks on
-// several tables from statement to statement, in an order of its own, so
-// it gives way (giveWay) to whoever takes them in another order.
+// FanOut: the dispatch row's lock makes one instance at a time do it.
 func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error) {
 	// Most calls find nothing new: one query answers them.
 	if pending, err := db.newEvents(ctx); err != nil || !pending {
@@ -153,8 +141,7 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 			}
 		}
 		if len(hookIDs) > 0 {
-			// The value is filled from the columns, in the same form
-			// putDelivery writes.
+			// The value in the form putDelivery writes.
 			if _, err := tx.Exec(ctx, `INSERT INTO deliveries (webhook_id, event_tx, event_seq, state, scheduled_at, value)
 				SELECT h, t, s, 'pending', $5, convert_to(json_build_object('webhookId', h, 'eventType', y, 'attempt', 1,
 					'state', 'pending', 'scheduledAt', $6::text)::text, 'UTF8')
@@ -172,12 +159,9 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // ClaimDeliveries leases the deliveries due at now, at most
-// MaxInFlightPerWebhook of each webhook and none of busy's. SKIP LOCKED
-// and the lease keep two instances from claiming the same one: the lease
-// is tested again beside FOR UPDATE, because a row another claim leased
-// and committed after this statement's snapshot is locked all the same,
-// and PostgreSQL rechecks only the conditions of the level that locks it,
-// not the subqueries that chose it from the snapshot.
+// MaxInFlightPerWebhook of each webhook and none of busy's. The lease is
+// tested again beside FOR UPDATE: PostgreSQL rechecks a row another claim
+// leased meanwhile only against the conditions of the level that locks it.
 func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
 	if busy == nil {
 		busy = []int64{}
@@ -213,8 +197,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 		}
 		c.Event.ID, c.Event.Data, c.Event.CreatedAt = c.Delivery.EventID, data, c.Event.CreatedAt.UTC()
 		if wasTx != 0 || wasSeq != 0 {
-			// An event a file numbered again goes out under the id its
-			// deliveries had before (migrations/0009_events_was.sql).
+			// An event a file numbered again goes out under its old id.
 			c.Event.ID = store.EventID{Tx: uint64(wasTx), Seq: uint64(wasSeq)}
 		}
 		if err := json.Unmarshal(wv, &c.Webhook); err != nil {
@@ -260,6 +243,14 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 		for i := range hooks {
 			before[hooks[i].ID], after[hooks[i].ID] = hooks[i], &hooks[i]
 		}
+		put := func(d *store.Delivery) error {
+			if d.ID == 0 {
+				return insertDelivery(ctx, tx, d)
+			}
+			return putDelivery(ctx, tx, d)
+		}
+		end := func(d *store.Delivery) error { return endSchedule(ctx, tx, d) }
+		disabled := func(w store.Webhook) error { return emit(tx, store.EventWebhookDisabled, w) }
 		for _, f := range done {
 			d := byID[f.Claimed.ID]
 			if d == nil || d.State != store.DeliveryPending {
@@ -269,26 +260,8 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 			if w == nil {
 				continue
 			}
-			wasEnabled := w.Enabled
-			store.ApplyOutcome(d, w, f.Outcome)
-			if err := putDelivery(ctx, tx, d); err != nil {
+			if err := store.FinishAttempt(d, w, f.Outcome, put, end, disabled); err != nil {
 				return err
-			}
-			if o := f.Outcome; o.Next != nil {
-				next := store.NextAttempt(d, *o.Next)
-				if err := insertDelivery(ctx, tx, &next); err != nil {
-					return err
-				}
-			}
-			if store.EndsSchedule(d, f.Outcome) {
-				if err := endSchedule(ctx, tx, d); err != nil {
-					return err
-				}
-			}
-			if f.Outcome.Disable != "" && wasEnabled {
-				if err := emit(tx, store.EventWebhookDisabled, w.Public()); err != nil {
-					return err
-				}
 			}
 		}
 		for i := range hooks {
@@ -303,8 +276,7 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 }
 
 // endSchedule deletes the scheduled attempts still pending of d's event
-// to d's webhook. One that another instance is recording (its row
-// locked) was made already, and is left to that record.
+// to d's webhook, but for one another instance is recording.
 func endSchedule(ctx context.Context, tx pgx.Tx, d *store.Delivery) error {
 	rows, err := tx.Query(ctx, `SELECT id, event_tx, event_seq, value FROM deliveries
 		WHERE webhook_id = $1 AND event_tx = $2 AND event_seq = $3 AND state = 'pending' AND id <> $4
@@ -352,7 +324,6 @@ func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]
 	return out, next, err
 }
 
-// RetryDelivery makes a new pending delivery of a delivery's event, due now.
 func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time, key *store.IdempotentWrite) (store.Delivery, error) {
 	var out store.Delivery
 	err := db.tx(ctx, func(tx pgx.Tx) error {
@@ -361,16 +332,15 @@ func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.T
 	return out, err
 }
 
-// retryDelivery is RetryDelivery's write, in tx.
 func (db *DB) retryDelivery(ctx context.Context, tx pgx.Tx, webhookID, id int64, now time.Time, out *store.Delivery) error {
 	var etx, eseq, wid int64
 	var dv []byte
 	err := tx.QueryRow(ctx, `SELECT event_tx, event_seq, webhook_id, value FROM deliveries WHERE id = $1`, id).Scan(&etx, &eseq, &wid, &dv)
 	if err != nil {
-		return notFound(err, store.DeliveryNotFound(id))
+		return notFound(err, store.NotFound("delivery", id))
 	}
 	if wid != webhookID {
-		return store.DeliveryNotFound(id)
+		return store.NotFound("delivery", id)
 	}
 	d, err := decodeDelivery(id, etx, eseq, dv)
 	if err != nil {

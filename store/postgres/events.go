@@ -13,13 +13,10 @@ import (
 )
 
 // outboxTx is the transaction db.tx hands to a write: emit keeps the
-// write's events, and db.tx inserts them before it commits, in one
-// statement. Every write that changes an entity runs in db.tx, so this is
-// the one place where events are written.
+// write's events, and db.tx inserts them before it commits.
 type outboxTx struct {
 	pgx.Tx
-	events  []store.PendingEvent
-	targets []int64
+	events []store.PendingEvent
 }
 
 // emit records the event of a change in the write's transaction.
@@ -28,16 +25,11 @@ func emit(tx pgx.Tx, typ string, data any) error {
 	if err != nil {
 		return err
 	}
-	return emitPending(tx, e, 0)
-}
-
-func emitPending(tx pgx.Tx, e store.PendingEvent, to int64) error {
 	o, ok := tx.(*outboxTx)
 	if !ok {
 		return errors.New("store: an event recorded outside db.tx")
 	}
 	o.events = append(o.events, e)
-	o.targets = append(o.targets, to)
 	return nil
 }
 
@@ -47,8 +39,7 @@ func (o *outboxTx) flush(ctx context.Context, now time.Time) error {
 	case 0:
 		return nil
 	case 1:
-		_, err := o.Exec(ctx, `INSERT INTO events (type, created_at, target, data) VALUES ($1, $2, $3, $4)`,
-			o.events[0].Type, now, o.targets[0], []byte(o.events[0].Data))
+		_, err := o.Exec(ctx, `INSERT INTO events (type, created_at, data) VALUES ($1, $2, $3)`, o.events[0].Type, now, []byte(o.events[0].Data))
 		return err
 	}
 	types := make([]string, len(o.events))
@@ -56,9 +47,8 @@ func (o *outboxTx) flush(ctx context.Context, now time.Time) error {
 	for i, e := range o.events {
 		types[i], data[i] = e.Type, e.Data
 	}
-	_, err := o.Exec(ctx, `INSERT INTO events (type, created_at, target, data)
-		SELECT t, $2, g, d FROM unnest($1::text[], $3::bigint[], $4::bytea[]) WITH ORDINALITY AS u(t, g, d, n) ORDER BY n`,
-		types, now, o.targets, data)
+	_, err := o.Exec(ctx, `INSERT INTO events (type, created_at, data)
+		SELECT t, $2, d FROM unnest($1::text[], $3::bytea[]) WITH ORDINALITY AS u(t, d, n) ORDER BY n`, types, now, data)
 	return err
 }
 
@@ -99,33 +89,29 @@ func (db *DB) Events(ctx context.Context, f store.EventFilter) ([]store.Event, e
 }
 
 func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
-	var tx, seq int64
-	err := db.pool.QueryRow(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`).Scan(&tx, &seq)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.EventID{}, nil
-	}
-	return store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, err
+	return db.eventID(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`)
 }
 
 // NewestEvent is the newest visible event: one whose writer has not
-// finished has a transaction id at or above the snapshot's xmin, above
-// every visible one, so it sorts after the answer whenever it commits.
+// finished sorts after it whenever it commits.
 func (db *DB) NewestEvent(ctx context.Context) (store.EventID, error) {
+	return db.eventID(ctx, `SELECT tx, seq FROM events WHERE `+visible+` ORDER BY tx DESC, seq DESC LIMIT 1`)
+}
+
+// eventID is the id query selects, the zero id for none.
+func (db *DB) eventID(ctx context.Context, query string) (store.EventID, error) {
 	var tx, seq int64
-	err := db.pool.QueryRow(ctx, `SELECT tx, seq FROM events WHERE `+visible+` ORDER BY tx DESC, seq DESC LIMIT 1`).Scan(&tx, &seq)
+	err := db.pool.QueryRow(ctx, query).Scan(&tx, &seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.EventID{}, nil
 	}
 	return store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, err
 }
 
-// EventCursor is the cursor as the client gave it, a database keeping
-// the ids of every event it took from a file (Import); but the id of an
-// event of another database, which a file numbered again before this
-// database took it (Was), is the cursor of the event it became, or of the
-// last one before it: a client of that database resumes where it would
-// have there. Most databases hold no such event, and answer without a
-// query once they know it.
+// EventCursor is the cursor as the client gave it, but for the id of an
+// event of another database, which a file numbered again before this one
+// took it (Was): that is the cursor of the event it became, or of the last
+// one before it.
 func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID, error) {
 	if id.Tx == 0 || db.cache.noWas.Load() {
 		return id, nil
@@ -145,8 +131,6 @@ func (db *DB) EventCursor(ctx context.Context, id store.EventID) (store.EventID,
 		db.cache.noWas.Store(true)
 		return id, nil
 	case own || past:
-		// This database's own event, or one after every event it took:
-		// as it is.
 		return id, nil
 	case floor != nil:
 		return store.EventID{Seq: uint64(*floor)}, nil
@@ -219,7 +203,7 @@ func putWebhook(ctx context.Context, tx pgx.Tx, w *store.Webhook) error {
 
 func (db *DB) Webhook(ctx context.Context, id int64) (store.Webhook, error) {
 	w, err := scanWebhook(db.pool.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1`, id))
-	return w, notFound(err, store.WebhookNotFound(id))
+	return w, notFound(err, store.NotFound("webhook", id))
 }
 
 func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int64, error) {
@@ -234,7 +218,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhoo
 			var err error
 			w, err = scanWebhook(tx.QueryRow(ctx, `SELECT id, value FROM webhooks WHERE id = $1 FOR UPDATE`, id))
 			if err != nil {
-				return notFound(err, store.WebhookNotFound(id))
+				return notFound(err, store.NotFound("webhook", id))
 			}
 			if err := fn(&w); err != nil {
 				return err
@@ -252,7 +236,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhoo
 func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
 	tag, err := db.pool.Exec(ctx, `DELETE FROM webhooks WHERE id = $1`, id)
 	if err == nil && tag.RowsAffected() == 0 {
-		err = store.WebhookNotFound(id)
+		err = store.NotFound("webhook", id)
 	}
 	return err
 }
@@ -268,10 +252,9 @@ func emitDomain(tx pgx.Tx, old, updated *store.Domain) error {
 }
 
 // The single-statement writes (pets.go, orders.go) insert their event in
-// the same statement, as a data-modifying CTE, so that it commits with the
-// change without a second round trip. An entity the statement creates has
-// its id only as the statement runs: its event data is passed without the
-// id (afterID) and completed in SQL (dataWithID).
+// the same statement. An entity the statement creates has its id only as
+// it runs: its event data is passed without it (afterID) and completed in
+// SQL (dataWithID).
 
 // afterID is the event data of an entity created with id 0, less its
 // leading `{"id":0`.
@@ -290,8 +273,8 @@ func dataWithID(idExpr, param string) string {
 }
 
 // inventoryData is the SQL of an inventory event's data, as
-// store.InventoryItem.AppendJSON writes it, from a row of inventory named
-// r (a status is one of a few plain words, checked by the schema).
+// store.InventoryItem.AppendJSON writes it, from row r (a status is a
+// plain word, checked by the schema).
 func inventoryData(r string) string {
 	return `convert_to('{"petId":' || ` + r + `.pet_id || ',"quantity":' || ` + r + `.quantity || ',"status":"' || ` + r + `.status || '"}', 'UTF8')`
 }

@@ -13,59 +13,41 @@ import (
 	"petstore/store"
 )
 
-// group runs concurrent calls of one kind together: a call that arrives
-// while a round of earlier calls is with the database waits, and the calls
-// that gathered meanwhile go together in the next round, as one statement
-// (and, for a write, one commit). On a machine where the service, its
-// clients and PostgreSQL share a few cores, the rate of writes follows
-// the CPU each costs, and most of that is per statement and per commit
-// (the round trip's system calls, parsing, planning, the commit's WAL
-// flush), not per row. A lone call costs what it did alone: its round
-// starts at once.
-//
-// A round's statement starts after every call in it arrived, so a call
-// sees every write committed before it began, as a statement of its own
-// would.
-// maxRound is the most calls in one round: enough to take every request
-// of a busy instance's connections at once.
+// group runs the calls that arrive while a round is with the database
+// together in the next round, one statement: most of a write's CPU is per
+// statement and commit, not per row. A lone call's round starts at once,
+// and a round starts after its calls arrived.
 const maxRound = 256
 
 type group[In, Out any] struct {
 	// max is the most calls one round takes; more wait for the next.
 	max int
-	// run answers every call of a round: it sets each one's out or err.
-	// Its context has the values of the round's first call but none's
-	// deadline or cancellation: the pool's own timeouts bound it.
+	// run sets each call's out or err. Its context has the values of the
+	// round's first call but no deadline: the pool's timeouts bound it.
 	run func(ctx context.Context, round []*groupCall[In, Out])
 
 	mu    sync.Mutex
 	queue []*groupCall[In, Out]
-	// running says that a drain that loops is running: it takes the
-	// calls that arrive until none waits.
+	// running says that a looping drain takes the calls that arrive.
 	running bool
 }
 
 type groupCall[In, Out any] struct {
-	ctx context.Context
-	in  In
-	out Out
-	err error
-	// gone says that the caller stopped waiting before its round began.
-	gone atomic.Bool
-	// panicked is what the round panicked with, and where.
+	ctx      context.Context
+	in       In
+	out      Out
+	err      error
+	gone     atomic.Bool // the caller stopped waiting
 	panicked string
 	done     chan struct{}
 }
 
 // stall is how long a call waits for a round to take it before it starts
-// one of its own: a round stuck on a lock then delays the calls behind it
-// by this much, not by its own timeout.
+// one of its own, so that a round stuck on a lock does not hold it.
 const stall = 50 * time.Millisecond
 
 // do runs in with the calls around it and returns its answer, or ctx's
-// error when ctx ends first. A call whose context ends while its round is
-// with the database may still have taken effect, as a statement cancelled
-// after it was sent may.
+// error when ctx ends first (when it may still have taken effect).
 func (g *group[In, Out]) do(ctx context.Context, in In) (Out, error) {
 	c := &groupCall[In, Out]{ctx: ctx, in: in, done: make(chan struct{})}
 	g.mu.Lock()
@@ -82,9 +64,8 @@ func (g *group[In, Out]) do(ctx context.Context, in In) (Out, error) {
 		select {
 		case <-c.done:
 			if c.panicked != "" {
-				// In the caller's goroutine, which the server recovers
-				// (a 500, logged), rather than in the drain's, which
-				// would end the process.
+				// In the caller's goroutine, which the server recovers,
+				// rather than the drain's, which would end the process.
 				panic(c.panicked)
 			}
 			return c.out, c.err
@@ -98,8 +79,7 @@ func (g *group[In, Out]) do(ctx context.Context, in In) (Out, error) {
 	}
 }
 
-// drain runs the rounds of the calls waiting: until none waits, or, for a
-// drain that a stalled call started, one round.
+// drain runs rounds until none waits, or, for a stalled call, one round.
 func (g *group[In, Out]) drain(loop bool) {
 	round := make([]*groupCall[In, Out], 0, g.max)
 	for {
@@ -132,8 +112,7 @@ func (g *group[In, Out]) drain(loop bool) {
 	}
 }
 
-// runRecovered runs a round; a panic of it is handed to each of its
-// callers.
+// runRecovered runs a round, handing a panic to each of its callers.
 func (g *group[In, Out]) runRecovered(round []*groupCall[In, Out]) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -152,23 +131,21 @@ type newRecord[T any] struct {
 	data []byte
 }
 
-// creates adds records of one kind (pets, orders): those without an
-// idempotency key that arrive together go in rounds of one statement.
+// creates adds records of one kind: those without an idempotency key go
+// in rounds.
 type creates[T any] struct {
 	group[newRecord[T], int64]
 	normalize func(T) (T, error)
 	event     string
 	// set gives a record its id and its first version.
 	set func(rec *T, id int64)
-	// alone adds one record with a statement of its own and returns its id;
-	// it answers why a record cannot be added.
+	// alone adds one record with a statement of its own, or says why not.
 	alone func(ctx context.Context, q querier, r newRecord[T]) (int64, error)
-	// together is a round's statement and its arguments. It answers rows
-	// of (n, id), n the place of a record in the round from 1, and leaves
-	// out what it cannot add.
+	// together is a round's statement, which answers rows of (n, id), n
+	// the record's place in the round from 1, and leaves out what it
+	// cannot add.
 	together func(round []newRecord[T]) (sql string, args []any)
-	// res names the resource in the restore marks (restore.go).
-	res string
+	res      string // in the restore marks
 }
 
 // start makes c's rounds run on db.
@@ -179,7 +156,7 @@ func (c *creates[T]) start(db *DB) {
 }
 
 // create adds *v, normalized, with its event: in the next round, or, with
-// an idempotency key, alone in the transaction that keeps its answer.
+// an idempotency key, alone.
 func (c *creates[T]) create(ctx context.Context, db *DB, v *T, key *store.IdempotentWrite) error {
 	in, e, err := withEvent(*v, c.normalize, c.event)
 	if err != nil {
@@ -214,10 +191,9 @@ func (c *creates[T]) create(ctx context.Context, db *DB, v *T, key *store.Idempo
 }
 
 // runRound answers a round with one statement. The records it left out
-// are added one by one after it, in the round's order, so that each is
-// added or refused as if alone; so are all of them when one record's data
-// failed the statement (class 22 or 23: a category deleted during the
-// round, text the database cannot store), and a round of one.
+// are added one by one after it, so that each is added or refused as if
+// alone; so are all of them when one record's data failed the statement,
+// and a round of one.
 func (c *creates[T]) runRound(ctx context.Context, db *DB, round []*groupCall[newRecord[T], int64]) {
 	if len(round) > 1 {
 		recs := make([]newRecord[T], len(round))

@@ -9,31 +9,23 @@ import (
 	"petstore/store"
 )
 
-// Readiness: a balancer must stop sending requests to an instance that
-// cannot serve them, and only then. What one request meets (a table
-// locked past the statement timeout, its resource's share of the pool
-// full) is that request's answer, 503 with Retry-After, not the
-// instance's: another instance would meet the same lock. So Ping does not
-// look at recent failures; it asks the database itself, in a probe with a
-// short timeout on a connection of its own (probePool, outside the pool
-// that requests share, so that requests holding every connection cannot
-// make it wait): can this instance reach the database, does it take
-// writes, and are commits waiting on a synchronous standby that is gone.
+// Readiness: what one request meets (a locked table, its share of the
+// pool full) is that request's 503, not the instance's: another instance
+// would meet the same lock. So Ping asks the database itself, on a
+// connection of its own (probePool) that requests holding the pool cannot
+// make wait: can it be reached, does it take writes, and are commits
+// waiting on a synchronous standby that is gone.
 const (
-	// probeTimeout bounds the probe, so that readiness never hangs.
 	probeTimeout = time.Second
-	// probeEvery shares one probe among the readiness checks that come
-	// within it, so that a flood of them cannot become a flood of queries.
+	// probeEvery shares one probe among the checks that come within it.
 	probeEvery = 500 * time.Millisecond
 )
 
 type probe struct {
-	mu  sync.Mutex
-	at  time.Time
-	err error
-	// notReady is the reason logged last, so that the log says when it
-	// changes, not at every check.
-	notReady string
+	mu       sync.Mutex
+	at       time.Time
+	err      error
+	notReady string // logged when it changes
 }
 
 // Ping reports whether the store is ready to serve: nil, or a
@@ -70,16 +62,13 @@ func (db *DB) ping(ctx context.Context) error {
 	return db.probe.err
 }
 
-// runProbe asks the database whether it takes writes, and whether commits
-// have waited long for a synchronous standby.
 func (db *DB) runProbe(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
 	var standby, noStandby bool
 	var waiting int
-	// noStandby: commits must wait for a synchronous standby and none is
-	// connected at all (pg_stat_replication's rows are visible to every
-	// role, though most of their columns are not).
+	// noStandby: commits wait for a synchronous standby and none is
+	// connected (pg_stat_replication's rows are visible to every role).
 	err := db.probePool.QueryRow(pctx, `SELECT pg_is_in_recovery(),
 		(SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND state_change < now() - interval '1 second'),
 		current_setting('synchronous_standby_names') <> ''

@@ -15,26 +15,16 @@ import (
 // goodHost makes each new connection of a multi-host URL try first the
 // host that answered last: pgx tries the hosts in the URL's order, so a
 // first host that never answers would cost every new connection the
-// connect timeout. After a failover the remembered host refuses (down, or
-// a standby under target_session_attrs=read-write) and the next one that
-// answers is remembered instead.
-//
-// A connection knows only the address it reached; the URL may name hosts
-// by name. pgx resolves each name through the pool's lookup function, so
-// goodHost wraps it and remembers which names gave which address: the
-// URL's host that answered is the one with the port reached and a name
-// that gave the address reached (or that address itself).
+// connect timeout. A connection knows only the address it reached, so
+// goodHost wraps the lookup function to learn which names gave which
+// address.
 type goodHost struct {
-	mu sync.Mutex
-	// ip and port are the address the latest connection reached.
-	ip   string
-	port uint16
-	// names maps each address that a lookup gave to the names looked up.
-	names map[string][]string
+	mu    sync.Mutex
+	ip    string // the address the latest connection reached
+	port  uint16
+	names map[string][]string // the names each address was looked up by
 }
 
-// answered reports whether the URL's host h:port is the one that answered
-// last.
 func (g *goodHost) answered(h string, port uint16) bool {
 	return g.ip != "" && port == g.port && (h == g.ip || slices.Contains(g.names[g.ip], h))
 }

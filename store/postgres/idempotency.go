@@ -9,11 +9,9 @@ import (
 	"petstore/store"
 )
 
-// claimKeySQL claims scope's key (its StoredKey) for this transaction: it inserts the key,
-// or takes over an expired answer ($4 is now), and answers a row only when
-// it did. A concurrent claim of the same key, not yet committed, makes it
-// wait for that transaction: committed, its answer is live and no row
-// comes back; rolled back, this one claims.
+// claimKeySQL claims scope's key for this transaction, or takes over an
+// expired answer, and answers a row only when it did. A concurrent claim
+// not yet committed makes it wait for that transaction.
 const claimKeySQL = `INSERT INTO idempotency_keys AS k (scope, key, fingerprint, answer, created_at, expires_at)
 	VALUES ($1, $2, $3, NULL, $4, $5)
 	ON CONFLICT (scope, key) DO UPDATE
@@ -24,11 +22,8 @@ const claimKeySQL = `INSERT INTO idempotency_keys AS k (scope, key, fingerprint,
 const keptSQL = `SELECT fingerprint, answer, created_at, expires_at FROM idempotency_keys
 	WHERE scope = $1 AND key = $2 AND answer IS NOT NULL`
 
-// idempotent runs write, one statement that fills record, as it is
-// without an Idempotency-Key (w nil). With one, it runs in a transaction
-// that first claims the key (or finds its answer: ErrReplay or
-// EIDEMPOTENCYREUSED, and nothing written), then writes, then keeps
-// record as the key's answer, so that the answer commits with the change.
+// idempotent runs write, one statement that fills record, on the pool, or,
+// with an Idempotency-Key, keyed in a transaction.
 func (db *DB) idempotent(ctx context.Context, w *store.IdempotentWrite, record any, write func(q querier) error) error {
 	if w == nil {
 		return write(db.pool)
@@ -38,11 +33,9 @@ func (db *DB) idempotent(ctx context.Context, w *store.IdempotentWrite, record a
 	})
 }
 
-// keyed runs write inside tx, a transaction of a write made with w (nil:
-// none): it claims w's key first (or finds its answer: ErrReplay or
-// EIDEMPOTENCYREUSED, and write does not run), and keeps what kept
-// returns (the record and what beside it) last, so that it commits with
-// the change.
+// keyed runs write inside tx with w's key (nil: none): it claims the key
+// first (or answers as store.IdempotentWrite.Found says), and keeps what
+// kept returns last, so that it commits with the change.
 func (db *DB) keyed(ctx context.Context, tx pgx.Tx, w *store.IdempotentWrite, write func() error, kept func() (record, beside any)) error {
 	if w == nil {
 		return write()
@@ -101,8 +94,6 @@ func (db *DB) KeptAnswer(ctx context.Context, w *store.IdempotentWrite) (store.K
 	return k, notFound(err, store.Errorf(store.ENOTFOUND, "no answer is kept for Idempotency-Key %q", w.Key))
 }
 
-// SweepKeptAnswers forgets expired answers, then the oldest beyond max, a
-// bounded number per call.
 func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 	tag, err := db.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE (scope, key) IN (
 		SELECT scope, key FROM idempotency_keys WHERE expires_at <= $1 AND answer IS NOT NULL LIMIT $2)`, db.now(), store.MaxSweep)

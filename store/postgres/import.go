@@ -15,15 +15,10 @@ import (
 // importBatch is how many rows one round trip of Import sends.
 const importBatch = 1000
 
-// Import copies what another store streams (the bbolt file of an instance
-// moving to PostgreSQL) into this database, in one transaction, keeping
-// every id and setting each sequence past the ids the other store gave. It
-// refuses a database that holds anything already: the move never merges.
-// Rows are sent in batches as they come, so its memory does not grow with
-// the store.
+// Import copies what another store streams into this empty database, in
+// one transaction, keeping every id and setting each sequence past the ids
+// the other store gave.
 func (db *DB) Import(ctx context.Context, from store.Streamer) error {
-	// One transaction for the whole move, however long it takes: the
-	// transaction timeout is for requests.
 	ctx = context.WithValue(ctx, longTxKey{}, true)
 	err := db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		if err := refuseNonEmpty(ctx, tx); err != nil {
@@ -50,16 +45,14 @@ func (db *DB) Import(ctx context.Context, from store.Streamer) error {
 	return nil
 }
 
-// importer is Import's Sink: it queues each record's row, and keeps the
-// largest ids seen for the sequences.
 type importer struct {
 	b    batcher
 	last store.LastIDs
 	rest store.Rest
 }
 
-// Totals starts the stream (again, when the source's transaction was
-// retried, which cannot happen inside this one).
+// Totals cannot start the stream again: the source's transaction is
+// this one.
 func (in *importer) Totals(store.Totals) error { return nil }
 
 func (in *importer) Record(r any) error {
@@ -85,12 +78,10 @@ func (in *importer) Record(r any) error {
 	case *store.KVEntry:
 		b.queue(`INSERT INTO certmagic (key, value, modified) VALUES ($1, $2, $3)`, r.Key, r.Value, r.Modified)
 	case *store.Webhook:
-		// The whole record as the store keeps it, whatever fields it has.
 		b.queue(`INSERT INTO webhooks (id, value) VALUES ($1, $2)`, r.ID, jsonValue{r})
 	case *store.StoredEvent:
-		// The event keeps its id, so that cursors of clients go on: a
-		// bbolt file's ids (Tx 0) come before every id PostgreSQL gives.
-		// One a file numbered again keeps the id it had before (Was).
+		// The event keeps its id, so that clients' cursors go on: a bbolt
+		// file's (Tx 0) come before every id PostgreSQL gives.
 		b.queue(`INSERT INTO events (tx, seq, type, created_at, target, data, was_tx, was_seq) OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			int64(r.ID.Tx), int64(r.ID.Seq), r.Type, r.CreatedAt, r.Target, []byte(r.Data), wasColumn(r.Was.Tx, r.Was), wasColumn(r.Was.Seq, r.Was))
 	case *store.Delivery:
@@ -111,9 +102,7 @@ func (in *importer) Rest(r store.Rest) error {
 	if r.AdminTokenSHA256 != nil {
 		in.b.queue(`INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1)`, r.AdminTokenSHA256)
 	}
-	// The revocations become the database's own: every instance reads
-	// them into its marks, and a dump restored afterwards re-revokes them
-	// (restore.go).
+	// The revocations become the database's own (restore.go).
 	for _, rev := range r.Revocations {
 		in.b.queue(`INSERT INTO revocations (sha256, key_id, revoked_at) VALUES ($1, $2, $3)
 			ON CONFLICT (sha256) DO UPDATE SET key_id = $2, revoked_at = $3, pardoned_at = NULL`, []byte(rev.SHA256), rev.KeyID, rev.RevokedAt)
@@ -121,9 +110,8 @@ func (in *importer) Rest(r store.Rest) error {
 	return in.b.flush()
 }
 
-// refuseNonEmpty answers ECONFLICT, naming what it found, when the
-// database holds any entity, credential, domain, setting, certificate,
-// webhook, event, delivery or kept answer.
+// refuseNonEmpty answers ECONFLICT, naming what it found: a move never
+// merges.
 func refuseNonEmpty(ctx context.Context, tx pgx.Tx) error {
 	var found []string
 	for _, table := range []string{"categories", "pets", "orders", "api_keys", "domains", "meta", "certmagic", "webhooks", "events", "deliveries", "idempotency_keys"} {
@@ -141,9 +129,6 @@ func refuseNonEmpty(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// continueSequences sets each identity and sequence so that the next id it
-// gives follows both the last id the other store gave and the largest one
-// copied.
 func continueSequences(ctx context.Context, tx pgx.Tx, last store.LastIDs) error {
 	for _, seq := range []struct {
 		sequence string
@@ -168,8 +153,7 @@ func continueSequences(ctx context.Context, tx pgx.Tx, last store.LastIDs) error
 	return nil
 }
 
-// wasColumn is v, one half of an event's Was, as its column holds it:
-// NULL for none.
+// wasColumn is v, one half of an event's Was: NULL for none.
 func wasColumn(v uint64, was store.EventID) *int64 {
 	if was.IsZero() {
 		return nil
@@ -178,8 +162,7 @@ func wasColumn(v uint64, was store.EventID) *int64 {
 	return &n
 }
 
-// jsonValue is v's JSON, for a BYTEA column: pgx marshals it when it
-// sends the batch.
+// jsonValue is v's JSON, for a BYTEA column.
 type jsonValue struct{ v any }
 
 func (j jsonValue) Value() (driver.Value, error) { return json.Marshal(j.v) }

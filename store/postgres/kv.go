@@ -3,17 +3,12 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"petstore/store"
 )
-
-// The key/value space that certificates, keys and the ACME account live
-// in (domains adapts it to certmagic's Storage), shared by every instance,
-// so that a certificate obtained by one is served by all.
 
 func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
 	_, err := db.pool.Exec(ctx, `INSERT INTO certmagic (key, value, modified) VALUES ($1, $2, $3)
@@ -50,19 +45,13 @@ func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// Locks are lease rows: a holder owns a row until its lease expires, and
-// renews the lease while it holds the lock, so that a crashed instance's
-// lock frees itself within a lease. This is plain SQL that any
-// Postgres-compatible database runs; advisory locks would be PostgreSQL's
-// own, and bound to one pooled connection that the pool may close.
+// Locks are lease rows, renewed while held, so that a crashed instance's
+// lock frees itself; advisory locks would be bound to one pooled
+// connection that the pool may close.
 const lockLease = 30 * time.Second
 
 // instanceID tells this process's lease rows from others'.
-var instanceID = func() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}()
+var instanceID = rand.Text()
 
 type heldLock struct {
 	owner string
@@ -72,18 +61,15 @@ type heldLock struct {
 
 // TryLock takes the named lock if no live lease holds it.
 func (db *DB) TryLock(ctx context.Context, name string) (bool, error) {
-	// A lease this process holds is not taken again, even when its renewals
-	// failed and its row expired: one holder per name and process, so that
-	// a holder's Unlock never releases another's lease.
+	// One holder per name and process, even when its lease expired, so
+	// that a holder's Unlock never releases another's lease.
 	db.locksMu.Lock()
 	_, held := db.locks[name]
 	db.locksMu.Unlock()
 	if held {
 		return false, nil
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	owner := instanceID + "-" + hex.EncodeToString(b[:])
+	owner := instanceID + "-" + rand.Text()
 	tag, err := db.pool.Exec(ctx, `INSERT INTO certmagic_locks (name, owner, expires) VALUES ($1, $2, now() + $3::interval)
 		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
 		WHERE certmagic_locks.expires < now()`, name, owner, lockLease.String())

@@ -18,17 +18,14 @@ func scanCategory(r pgx.Row) (store.Category, error) {
 	return c, err
 }
 
-// createCategorySQL adds a category and records its event ($3 type, $4
-// time, $5 data after the id); $6 refuses an id that went back, as
-// createPetSQL does.
+// createCategorySQL adds a category and records its event; $6 refuses an
+// id that went back, as createPetSQL does.
 var createCategorySQL = `WITH category AS (
 		INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING id, version),
 	event AS (
 		INSERT INTO events (type, created_at, data) SELECT $3, $4, ` + dataWithID("category.id", "$5") + ` FROM category)
 	SELECT id / (id > $6)::int, version FROM category`
 
-// replaceCategorySQL replaces a category and records its event ($4 type,
-// $5 time, $6 data).
 const replaceCategorySQL = `WITH category AS (
 		UPDATE categories SET name = $2, description = $3, version = version + 1 WHERE id = $1 RETURNING version),
 	event AS (
@@ -46,8 +43,7 @@ func (db *DB) CreateCategory(ctx context.Context, c *store.Category, key *store.
 	}
 	err = db.idempotent(ctx, key, &in, insert)
 	if violates(err, wentBackCode) && db.catchUp(ctx) == nil {
-		// The database went back in time: the catch-up raised the
-		// sequence (restore.go).
+		// The database went back in time: the catch-up raised the sequence.
 		err = db.idempotent(ctx, key, &in, insert)
 	}
 	err = wentBackError(err)
@@ -66,8 +62,6 @@ func (db *DB) Category(ctx context.Context, id int64) (store.Category, error) {
 	return c, notFound(err, store.NotFound("category", id))
 }
 
-// ReplaceCategory replaces a category's name and description, and sets
-// c.Version to its new version. Without a condition it is one statement.
 func (db *DB) ReplaceCategory(ctx context.Context, c *store.Category, cond store.Condition) error {
 	e, err := store.NewEvent(store.EventCategoryUpdated, c)
 	if err != nil {
@@ -104,9 +98,9 @@ func (db *DB) DeleteCategory(ctx context.Context, id int64, cond store.Condition
 	return db.conditional(ctx, cond, "categories", "category", id, del)
 }
 
-// conditional runs write: on the pool, or, for a write with a condition,
-// in a transaction that first locks the row of id in table and checks the
-// condition against its version (what names the record).
+// conditional runs write on the pool, or, with a condition, in a
+// transaction that first locks the row of id in table and checks its
+// version.
 func (db *DB) conditional(ctx context.Context, cond store.Condition, table, what string, id int64, write func(q querier) error) error {
 	if cond.IsZero() {
 		return write(db.pool)
@@ -139,16 +133,12 @@ func (db *DB) InventoryItem(ctx context.Context, petID int64) (store.InventoryIt
 	return it, notFound(err, store.NotFound("pet", petID))
 }
 
-// setStockSQL sets the stock of one pet and records its event ($3 type,
-// $4 time).
 var setStockSQL = `WITH stock AS (
 		UPDATE inventory SET quantity = $2 WHERE pet_id = $1 RETURNING pet_id, quantity, status),
 	event AS (
 		INSERT INTO events (type, created_at, data) SELECT $3, $4, ` + inventoryData("stock") + ` FROM stock)
 	SELECT pet_id, quantity, status FROM stock`
 
-// SetStock sets the stock of one pet: in one statement, or, with a
-// condition, in a transaction that first locks the entry and checks it.
 func (db *DB) SetStock(ctx context.Context, petID int64, qty int, cond store.Condition) (store.InventoryItem, error) {
 	if err := store.CheckStock(qty); err != nil {
 		return store.InventoryItem{}, err
@@ -179,13 +169,9 @@ func (db *DB) ListInventory(ctx context.Context, f store.InventoryFilter) ([]sto
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)
 	}
-	id := func(it *store.InventoryItem) int64 { return it.PetID }
-	const cols = `SELECT pet_id, quantity, status FROM inventory WHERE pet_id > $1`
-	const order = ` ORDER BY pet_id LIMIT $2`
-	if f.Status != "" {
-		return pageOf(ctx, db.pool, f.Page, id, scanItem, cols+` AND status = $3`+order, f.Status)
-	}
-	return pageOf(ctx, db.pool, f.Page, id, scanItem, cols+order)
+	cond, args := where(filter{"status", f.Status, f.Status != ""})
+	return pageOf(ctx, db.pool, f.Page, func(it *store.InventoryItem) int64 { return it.PetID }, scanItem,
+		`SELECT pet_id, quantity, status FROM inventory WHERE pet_id > $1`+cond+` ORDER BY pet_id LIMIT $2`, args...)
 }
 
 func scanOrder(r pgx.Row) (store.Order, error) {
@@ -195,13 +181,10 @@ func scanOrder(r pgx.Row) (store.Order, error) {
 	return o, err
 }
 
-// placeOrderSQL takes the stock and records the order: the inventory
-// row's lock, held from the check to the update, keeps concurrent orders,
-// from any instance, from overselling. No row: the pet is missing, sold,
-// or short of stock, which orderRefusal tells apart. It records the
-// events of the stock and of the order, in that order ($5 time, $6 and $7
-// their types, $8 the order's data after its id; $9 refuses an id that
-// went back, as createPetSQL does).
+// placeOrderSQL takes the stock and records the order and the events of
+// both: the inventory row's lock, held from the check to the update, keeps
+// concurrent orders from overselling. No row: the pet is missing, sold, or
+// short of stock, which orderRefusal tells apart.
 var placeOrderSQL = `WITH taken AS (
 		UPDATE inventory SET quantity = quantity - $2
 		WHERE pet_id = $1 AND status <> 'sold' AND quantity >= $2
@@ -217,16 +200,11 @@ var placeOrderSQL = `WITH taken AS (
 		ORDER BY e.n)
 	SELECT id / (id > $9)::int, version FROM placed`
 
-// placeOrdersSQL places a round of orders (group.go) with one statement,
-// as placeOrderSQL places one: $1 to $5 are arrays of their pets,
-// quantities, ship dates, completions and event data after the id, $6 the
-// time, $7 and $8 the event types, $9 the mark under which an id went
-// back (createPetSQL). The pets' inventory rows are locked in
-// the order of their ids, as every statement that locks several does.
-// Each pet's orders are taken in the round's order while its stock
-// lasts: an order that does not fit is left out, with every order of
-// that pet after it (its caller then places it alone). The stock's event
-// of each order says what that order left.
+// placeOrdersSQL places a round of orders (group.go), as placeOrderSQL
+// places one. The inventory rows are locked in the order of their ids, as
+// every statement that locks several does. Each pet's orders are taken in
+// the round's order while its stock lasts: one that does not fit is left
+// out, with every later order of that pet (each is then placed alone).
 var placeOrdersSQL = `WITH input AS (
 		SELECT * FROM unnest($1::bigint[], $2::int[], $3::timestamptz[], $4::bool[], $5::bytea[])
 			WITH ORDINALITY AS i (pet_id, quantity, ship_date, complete, data, n)),
@@ -256,16 +234,13 @@ var placeOrdersSQL = `WITH input AS (
 		ORDER BY a.n, e.k)
 	SELECT n, id / (id > $9)::int FROM accepted`
 
-// PlaceOrder takes the stock and records the order in one statement.
-// Orders without an idempotency key that arrive together go to the
-// database as one statement (group.go).
+// PlaceOrder takes the stock and records the order, in rounds (group.go).
 func (db *DB) PlaceOrder(ctx context.Context, o *store.Order, key *store.IdempotentWrite) error {
 	return db.orderCreates.create(ctx, db, o, key)
 }
 
 func setOrderID(o *store.Order, id int64) { o.ID, o.Version = id, 1 }
 
-// placeOrder places one order with placeOrderSQL and returns its id.
 func (db *DB) placeOrder(ctx context.Context, q querier, o newRecord[store.Order]) (id int64, err error) {
 	in := *o.rec
 	for attempt := 1; ; attempt++ {
@@ -283,7 +258,6 @@ func (db *DB) placeOrder(ctx context.Context, q querier, o newRecord[store.Order
 	}
 }
 
-// ordersTogether is a round of orders' statement (placeOrdersSQL).
 func (db *DB) ordersTogether(round []newRecord[store.Order]) (string, []any) {
 	pets, quantities, ships, completes, data := make([]int64, len(round)), make([]int32, len(round)),
 		make([]pgtype.Timestamptz, len(round)), make([]bool, len(round)), make([][]byte, len(round))
@@ -297,8 +271,7 @@ func (db *DB) ordersTogether(round []newRecord[store.Order]) (string, []any) {
 	return placeOrdersSQL, []any{pets, quantities, ships, completes, data, db.now(), store.EventInventory, store.EventOrderPlaced, db.marks.Mark(store.ResOrders)}
 }
 
-// orderRefusal says why an order was refused, or nil when nothing stands
-// in its way any more.
+// orderRefusal says why an order was refused, or nil.
 func orderRefusal(ctx context.Context, q querier, in store.Order) error {
 	var status store.PetStatus
 	var stock int
@@ -314,7 +287,6 @@ func (db *DB) Order(ctx context.Context, id int64) (store.Order, error) {
 	return o, notFound(err, store.NotFound("order", id))
 }
 
-// scanVersionedOrder is scanOrder with the version after the columns.
 func scanVersionedOrder(r pgx.Row) (store.Order, error) {
 	var o store.Order
 	err := r.Scan(&o.ID, &o.PetID, &o.Quantity, &o.ShipDate, &o.Complete, &o.Version)
@@ -325,8 +297,7 @@ func scanVersionedOrder(r pgx.Row) (store.Order, error) {
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, cond store.Condition) (store.Order, error) {
 	const update = `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete), version = version + 1
 		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete, version`
-	// A transaction, not one statement: the event's type depends on the
-	// completion before the write.
+	// The event's type depends on the completion before the write.
 	var o store.Order
 	err := db.tx(ctx, func(tx pgx.Tx) error {
 		var version int64
@@ -349,11 +320,8 @@ func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, co
 	return o, nil
 }
 
-// cancelOrderSQL removes an incomplete order and returns its stock (up to
-// the maximum), in one statement; it counts the orders removed. It
-// records the events of the stock (none when the pet is gone) and of the
-// cancellation, in that order ($3 time, $4 and $5 their types, $6 the
-// cancellation's data).
+// cancelOrderSQL removes an incomplete order, returns its stock (up to the
+// maximum) and records the events of both; it counts the orders removed.
 var cancelOrderSQL = `WITH cancelled AS (
 		DELETE FROM orders WHERE id = $1 AND NOT complete RETURNING pet_id, quantity),
 	returned AS (
@@ -392,22 +360,12 @@ func (db *DB) CancelOrder(ctx context.Context, id int64, cond store.Condition) e
 }
 
 func (db *DB) ListOrders(ctx context.Context, f store.OrderFilter) ([]store.Order, int64, error) {
-	id := func(o *store.Order) int64 { return o.ID }
-	const cols = `SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id > $1`
-	const order = ` ORDER BY id LIMIT $2`
-	switch {
-	case f.PetID != 0 && f.Complete != nil:
-		return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+` AND pet_id = $3 AND complete = $4`+order, f.PetID, *f.Complete)
-	case f.PetID != 0:
-		return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+` AND pet_id = $3`+order, f.PetID)
-	case f.Complete != nil:
-		return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+` AND complete = $3`+order, *f.Complete)
-	}
-	return pageOf(ctx, db.pool, f.Page, id, scanOrder, cols+order)
+	cond, args := where(filter{"pet_id", f.PetID, f.PetID != 0}, filter{"complete", f.Complete, f.Complete != nil})
+	return pageOf(ctx, db.pool, f.Page, func(o *store.Order) int64 { return o.ID }, scanOrder,
+		`SELECT id, pet_id, quantity, ship_date, complete FROM orders WHERE id > $1`+cond+` ORDER BY id LIMIT $2`, args...)
 }
 
-// inUTC is t in UTC, as the store's other times are: pgx reads a
-// TIMESTAMPTZ in the local zone.
+// inUTC is t in UTC: pgx reads a TIMESTAMPTZ in the local zone.
 func inUTC(t *time.Time) *time.Time {
 	if t == nil {
 		return nil

@@ -8,13 +8,9 @@ import (
 	"petstore/store"
 )
 
-// Each write is one statement, so one round trip: PostgreSQL runs it as
-// one transaction, and its foreign keys keep the rules that row locks kept
-// before (a pet's category cannot go while the pet is added, which is
-// 23503 on either side). Row locks are taken in one order in every
-// statement (a pet's row before its inventory entry), so that concurrent
-// writers queue instead of deadlocking. Each statement also inserts its
-// event into the outbox (events.go), so the event commits with the change.
+// Each write is one statement with its event; foreign keys keep the rules.
+// Every statement locks rows in one order (a pet's before its inventory
+// entry), so that concurrent writers queue instead of deadlocking.
 
 func scanPet(r pgx.Row) (store.Pet, error) {
 	var p store.Pet
@@ -22,13 +18,10 @@ func scanPet(r pgx.Row) (store.Pet, error) {
 	return p, err
 }
 
-func petID(p *store.Pet) int64 { return p.ID }
-
 // createPetSQL adds a pet, its inventory entry of quantity 0 and its
-// event ($4 type, $5 time, $6 data after the id). An id not above $7,
-// the highest this instance knows was given out, is a sequence that went
-// back (a restore): the division by zero refuses it, and the create is
-// retried once the sequence is raised (restore.go).
+// event. An id not above $7, the highest this instance knows was given
+// out, is a sequence that went back (a restore): the division by zero
+// refuses it, and the create is retried once the sequence is raised.
 var createPetSQL = `WITH pet AS (
 		INSERT INTO pets (name, category_id, status) VALUES ($1, $2, $3) RETURNING id, status),
 	stock AS (
@@ -37,14 +30,10 @@ var createPetSQL = `WITH pet AS (
 		INSERT INTO events (type, created_at, data) SELECT $4, $5, ` + dataWithID("pet.id", "$6") + ` FROM pet)
 	SELECT pet_id / (pet_id > $7)::int FROM stock`
 
-// createPetsSQL adds a round of pets (group.go) with one statement, as
-// createPetSQL adds one: $1 to $4 are arrays of their names, categories,
-// statuses and event data after the id, $5 the event type and $6 the time.
-// Each pet's id is drawn before its rows are written, so that the answer
-// pairs ids with pets (n, the place in the arrays). A pet whose category
-// is not there is left out; a category deleted after that check fails the
-// whole statement with 23503, as createPetSQL would. $7 refuses ids that
-// went back, as in createPetSQL.
+// createPetsSQL adds a round of pets (group.go), as createPetSQL adds one.
+// Each id is drawn before the rows are written, so that the answer pairs
+// ids with pets. A pet whose category is not there is left out; a category
+// deleted after that check fails the whole statement with 23503.
 var createPetsSQL = `WITH input AS MATERIALIZED (
 		SELECT nextval(pg_get_serial_sequence('pets', 'id')) AS id, i.name, i.category_id, i.status, i.data, i.n
 		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bytea[]) WITH ORDINALITY AS i(name, category_id, status, data, n)
@@ -67,16 +56,14 @@ func withEvent[T any](v T, normalize func(T) (T, error), typ string) (T, store.P
 	return v, e, err
 }
 
-// CreatePet adds a pet in an existing category, with an inventory entry of
-// quantity 0. Creates without an idempotency key that arrive together go
-// to the database as one statement (group.go).
+// CreatePet adds a pet with an inventory entry of quantity 0, in rounds
+// (group.go).
 func (db *DB) CreatePet(ctx context.Context, p *store.Pet, key *store.IdempotentWrite) error {
 	return db.petCreates.create(ctx, db, p, key)
 }
 
 func setPetID(p *store.Pet, id int64) { p.ID, p.Version = id, 1 }
 
-// createPet adds one pet with createPetSQL and returns its id.
 func (db *DB) createPet(ctx context.Context, q querier, p newRecord[store.Pet]) (int64, error) {
 	var id int64
 	err := q.QueryRow(ctx, createPetSQL, p.rec.Name, p.rec.CategoryID, p.rec.Status,
@@ -87,7 +74,6 @@ func (db *DB) createPet(ctx context.Context, q querier, p newRecord[store.Pet]) 
 	return id, err
 }
 
-// petsTogether is a round of creates' statement (createPetsSQL).
 func (db *DB) petsTogether(round []newRecord[store.Pet]) (string, []any) {
 	names, categories, statuses, data := make([]string, len(round)), make([]int64, len(round)), make([]string, len(round)), make([][]byte, len(round))
 	for i, p := range round {
@@ -103,7 +89,6 @@ func (db *DB) Pet(ctx context.Context, id int64) (store.Pet, error) {
 	return p, notFound(err, store.NotFound("pet", id))
 }
 
-// PetJSON returns one pet in its API form, and its version.
 func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, int64, error) {
 	p, err := db.Pet(ctx, id)
 	if err != nil {
@@ -113,7 +98,7 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, int64, error) {
 }
 
 // replacePetSQL replaces a pet, gives its inventory entry the new status,
-// and records its event ($5 type, $6 time, $7 data).
+// and records its event.
 const replacePetSQL = `WITH pet AS (
 		UPDATE pets SET name = $2, category_id = $3, status = $4, version = version + 1 WHERE id = $1 RETURNING id, status, version),
 	stock AS (
@@ -122,7 +107,6 @@ const replacePetSQL = `WITH pet AS (
 		INSERT INTO events (type, created_at, data) SELECT $5, $6, $7 FROM pet)
 	SELECT pet_id, version FROM stock`
 
-// ReplacePet replaces a pet; its inventory entry takes the new status.
 func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition) error {
 	in, e, err := withEvent(*p, store.NormalizePet, store.EventPetUpdated)
 	if err != nil {
@@ -153,8 +137,8 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition
 // CASCADE). Its orders stay, as on bbolt.
 var deletePetSQL = deleteSQL("pets")
 
-// deleteSQL removes the row of id $1 from table and records its event ($2
-// type, $3 time, $4 data); it counts the rows removed.
+// deleteSQL removes the row of id $1 from table and records its event; it
+// counts the rows removed.
 func deleteSQL(table string) string {
 	return `WITH gone AS (
 		DELETE FROM ` + table + ` WHERE id = $1 RETURNING id),
@@ -163,7 +147,6 @@ func deleteSQL(table string) string {
 	SELECT count(*) FROM gone`
 }
 
-// DeletePet removes a pet and its inventory entry.
 func (db *DB) DeletePet(ctx context.Context, id int64, cond store.Condition) error {
 	del := func(q pgx.Row) error {
 		var n int
@@ -183,22 +166,13 @@ func (db *DB) ListPets(ctx context.Context, f store.PetFilter) ([]store.Pet, int
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, 0, store.InvalidStatus(f.Status)
 	}
-	const cols = `SELECT id, name, category_id, status FROM pets WHERE id > $1`
-	const order = ` ORDER BY id LIMIT $2`
-	switch {
-	case f.Status != "" && f.CategoryID != 0:
-		return pageOf(ctx, db.pool, f.Page, petID, scanPet, cols+` AND category_id = $3 AND status = $4`+order, f.CategoryID, f.Status)
-	case f.Status != "":
-		return pageOf(ctx, db.pool, f.Page, petID, scanPet, cols+` AND status = $3`+order, f.Status)
-	case f.CategoryID != 0:
-		return pageOf(ctx, db.pool, f.Page, petID, scanPet, cols+` AND category_id = $3`+order, f.CategoryID)
-	}
-	return pageOf(ctx, db.pool, f.Page, petID, scanPet, cols+order)
+	cond, args := where(filter{"category_id", f.CategoryID, f.CategoryID != 0}, filter{"status", f.Status, f.Status != ""})
+	return pageOf(ctx, db.pool, f.Page, func(p *store.Pet) int64 { return p.ID }, scanPet,
+		`SELECT id, name, category_id, status FROM pets WHERE id > $1`+cond+` ORDER BY id LIMIT $2`, args...)
 }
 
-// ImportPets adds n pets of the given status (empty means available) in one
-// category, named "pet 1" to "pet n" in creation order, each with an
-// inventory entry of quantity 0 (a bulk load for benchmarks and tests).
+// ImportPets adds n pets named "pet 1" to "pet n" (a bulk load for
+// benchmarks and tests).
 func (db *DB) ImportPets(ctx context.Context, categoryID int64, n int, status store.PetStatus) error {
 	in, err := store.PetImportTemplate(categoryID, n, status)
 	if err != nil {

@@ -1,7 +1,5 @@
 // Package postgres is the store on a PostgreSQL database that several
-// instances of the service share. It keeps the same rules as the bbolt
-// store, each in one transaction, with plain SQL so that a
-// Postgres-compatible database can run it too.
+// instances share, in plain SQL that a Postgres-compatible database runs.
 package postgres
 
 import (
@@ -25,9 +23,8 @@ import (
 	"petstore/store"
 )
 
-// defaultMaxConns is each instance's connection pool size unless the URL
-// sets pool_max_conns: several instances stay well inside PostgreSQL's
-// default max_connections of 100.
+// defaultMaxConns is each instance's pool size unless the URL sets
+// pool_max_conns: several instances stay inside max_connections' default.
 const defaultMaxConns = 16
 
 //go:embed migrations/*.sql
@@ -41,16 +38,14 @@ type DB struct {
 	log   *slog.Logger
 	cache cache
 	keys  keyLookups
-	// marks are what this instance knows was acknowledged, kept where a
-	// restore cannot undo them (restore.go).
+	// marks: restore.go.
 	marks *store.Marks
-	// Concurrent lookups of API keys, creates of pets and orders go to
-	// the database together (group.go).
+	// Concurrent lookups and creates go to the database together
+	// (group.go).
 	keyRounds    group[[32]byte, store.APIKey]
 	petCreates   *creates[store.Pet]
 	orderCreates *creates[store.Order]
-	// stopBackground ends start-up's retries and the watcher of other
-	// instances' changes; background is done when they have ended.
+	// stopBackground ends start-up's retries and the watcher.
 	stopBackground context.CancelFunc
 	background     sync.WaitGroup
 	// ready is closed once start-up (schema, credentials) has succeeded.
@@ -70,24 +65,22 @@ type Config struct {
 	// MaxConns is the pool's size; zero means the URL's pool_max_conns, or
 	// defaultMaxConns.
 	MaxConns int
-	// Logger says when the database cannot be reached and why, and when it
-	// can again; nil logs nothing.
+	// Logger says when the database cannot be reached and why; nil logs
+	// nothing.
 	Logger *slog.Logger
 	// Background makes Connect return at once when the database cannot be
-	// reached: start-up is retried with back-off, and until it succeeds
-	// every method answers database_unavailable and Ping says why.
+	// reached: start-up is retried, and meanwhile every method answers
+	// database_unavailable.
 	Background bool
-	// RestoreMarks is the file this instance keeps its restore marks in
-	// (restore.go), so that a restore made while it is stopped is found
-	// too; "" keeps them in memory for the process's lifetime.
+	// RestoreMarks is the file of this instance's restore marks, so that a
+	// restore made while it is stopped is found too; "" keeps them in
+	// memory.
 	RestoreMarks string
-	// tracer sees every statement sent (tests count round trips with it).
+	// tracer sees every statement sent (tests).
 	tracer pgx.QueryTracer
 }
 
-// Open connects to the database at url (a postgres:// URL) and brings its
-// schema up to date, with the default timeouts; it fails when the
-// database cannot be reached.
+// Open connects to the database at url and brings its schema up to date.
 func Open(ctx context.Context, url string, opts store.Options) (*DB, error) {
 	return Connect(ctx, url, opts, Config{})
 }
@@ -103,8 +96,8 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	case c.MaxConns > 0:
 		cfg.MaxConns = int32(c.MaxConns)
 	case !strings.Contains(url, "pool_max_conns"):
-		// pgx's default (the number of CPUs, at least 4) would queue every
-		// request of a busy instance behind a handful of connections.
+		// pgx's default (the number of CPUs) would queue a busy instance's
+		// requests behind a handful of connections.
 		cfg.MaxConns = defaultMaxConns
 	}
 	// Per host: pgx gives each address of a multi-host URL its own timeout.
@@ -119,6 +112,11 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	if c.tracer != nil {
 		cfg.ConnConfig.Tracer = c.tracer
 	}
+	name := databaseName(cfg)
+	marks, err := store.LoadMarks(c.RestoreMarks, name)
+	if err != nil {
+		return nil, err
+	}
 	probeCfg := cfg.Copy()
 	probeCfg.MaxConns, probeCfg.MinConns = 1, 0
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -131,17 +129,13 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 		return nil, err
 	}
 	db := &DB{
-		pool: &conns{pool: pool, t: c.Timeouts, name: databaseName(cfg), hosts: 1 + len(cfg.ConnConfig.Fallbacks), share: newShares(int(cfg.MaxConns)), health: &health{
+		pool: &conns{pool: pool, t: c.Timeouts, name: name, hosts: 1 + len(cfg.ConnConfig.Fallbacks), share: newShares(int(cfg.MaxConns)), health: &health{
 			initErr: store.Errorf(store.EUNAVAILABLE, "the database has not been reached yet since start"),
 		}},
-		now: opts.Now, log: c.Logger, ready: make(chan struct{}), probePool: probePool,
+		now: opts.Now, log: c.Logger, ready: make(chan struct{}), probePool: probePool, marks: marks,
 	}
 	if db.now == nil {
 		db.now = time.Now
-	}
-	if db.marks, err = store.LoadMarks(c.RestoreMarks, db.pool.name); err != nil {
-		pool.Close()
-		return nil, err
 	}
 	db.keyRounds = group[[32]byte, store.APIKey]{max: maxRound, run: db.lookUpKeys}
 	db.petCreates = &creates[store.Pet]{normalize: store.NormalizePet, event: store.EventPetCreated, res: store.ResPets, set: setPetID, alone: db.createPet, together: db.petsTogether}
@@ -168,8 +162,7 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	return db, nil
 }
 
-// databaseName names the database for logs: its host(s) and name, without
-// user or password.
+// databaseName names the database for logs, without user or password.
 func databaseName(cfg *pgxpool.Config) string {
 	hosts := []string{net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))}
 	for _, f := range cfg.ConnConfig.Fallbacks {
@@ -180,8 +173,8 @@ func databaseName(cfg *pgxpool.Config) string {
 	return strings.Join(hosts, ",") + "/" + cfg.ConnConfig.Database
 }
 
-// Close stops watching for changes, stops renewing the leases of the locks
-// it holds (they expire), and closes the connections.
+// Close stops the background work and the renewal of the locks held
+// (they expire), and closes the connections.
 func (db *DB) Close() error {
 	db.stopBackground()
 	db.background.Wait()
@@ -201,18 +194,16 @@ func (db *DB) Close() error {
 func (db *DB) timestamp() time.Time { return db.now().UTC().Truncate(time.Second) }
 
 // migrate applies the embedded migrations that the database has not seen,
-// in order, each in one transaction with the version it records. The
-// versions table is locked for the whole run, so that instances starting
-// together apply each migration once.
+// in order, with the versions table locked, so that instances starting
+// together apply each once.
 func (db *DB) migrate(ctx context.Context) error {
 	const create = `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
 	)`
 	if _, err := db.pool.Exec(ctx, create); err != nil {
-		// Two instances creating the table at once: one of them wins, the
-		// other is refused (a unique violation) and finds it made. Any
-		// other failure is the answer.
+		// Two instances creating the table at once: the loser is refused
+		// (a unique violation) and finds it made.
 		if !dataError(err) && store.ErrorCode(err) != store.ECONFLICT {
 			return err
 		}
@@ -251,17 +242,14 @@ func (db *DB) migrate(ctx context.Context) error {
 	})
 }
 
-// migrationFile is one embedded migration: its file name and the version
-// number the name starts with.
 type migrationFile struct {
 	name    string
 	version int
 }
 
 // migrationFiles lists the embedded migrations in order of version. Two
-// files with one version (branches that each added the next number) would
-// have the second refused by schema_migrations on every start, so they are
-// a build mistake, reported by name.
+// with one version (branches that each added the next number) are a build
+// mistake, reported by name.
 func migrationFiles() ([]migrationFile, error) {
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
@@ -286,30 +274,24 @@ func migrationFiles() ([]migrationFile, error) {
 }
 
 // giveWay begins a background transaction that holds locks on several
-// tables from one statement to the next: a wait for a lock ends it after
-// lockGiveWay, before PostgreSQL's deadlock check (deadlock_timeout, 1 s
-// by default) could end whoever it waits for. A pg_restore --clean in one
-// transaction, or a migration, takes its locks in an order of its own;
-// the background work is done again at its next round, the restore would
-// have to be run again.
+// tables: a wait for a lock ends it before PostgreSQL's deadlock check
+// could end whoever it waits for (a pg_restore --clean, a migration).
 var giveWay = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL lock_timeout = " + strconv.FormatInt(lockGiveWay.Milliseconds(), 10)}
 
 const lockGiveWay = 100 * time.Millisecond
 
 // longTxKey marks the context of a transaction that the transaction
-// timeout does not bound (Import, which petstore migrate runs).
+// timeout does not bound (a move).
 type longTxKey struct{}
 
 // maxTxAttempts bounds tx's retries of a transaction that did not commit.
 const maxTxAttempts = 5
 
 // tx runs fn in a transaction and commits it, within the transaction
-// timeout. A transaction that did not commit is run again when that is
-// what PostgreSQL asks (a serialization failure or a deadlock, which
-// distributed Postgres-compatible databases report more often) or when
-// the connection broke before the commit was sent; fn must have no effect
-// outside the transaction. A commit whose answer was lost is not retried:
-// it may have happened.
+// timeout. A transaction that did not commit is run again when PostgreSQL
+// asks (a serialization failure or a deadlock) or when the connection broke
+// before the commit was sent; fn must have no effect outside it. A commit
+// whose answer was lost is not retried: it may have happened.
 func (db *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return db.txWith(ctx, pgx.TxOptions{}, fn)
 }
@@ -329,8 +311,6 @@ func (db *DB) txWith(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) er
 	}
 }
 
-// tryTx runs fn in one transaction, and says whether a failure may be
-// retried.
 func (db *DB) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) (err error, retry bool) {
 	tctx, cancel := context.WithTimeout(ctx, db.pool.t.Transaction)
 	if ctx.Value(longTxKey{}) != nil {
@@ -358,10 +338,9 @@ func (db *DB) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) err
 	return err, retryable(err)
 }
 
-// pageOf runs a keyset query for one page: query must select rows ordered
-// by id with "id > $1" and "LIMIT $2" as its first two parameters. It asks
-// for one row more than the page holds, to know whether another follows,
-// and returns the After of the next page, or 0 for the last one.
+// pageOf runs a keyset query for one page: query takes "id > $1" and
+// "LIMIT $2" as its first parameters. It asks for one row more, to know
+// whether another page follows.
 func pageOf[T any](ctx context.Context, q querier, p store.Page, id func(*T) int64, scan func(pgx.Row) (T, error), query string, args ...any) ([]T, int64, error) {
 	size := p.Size()
 	out := make([]T, 0, size)
@@ -389,6 +368,27 @@ func pageOf[T any](ctx context.Context, q querier, p store.Page, id func(*T) int
 		return nil, 0, err
 	}
 	return out, next, nil
+}
+
+// filter is a condition of a list: col = value, when set.
+type filter struct {
+	col   string
+	value any
+	set   bool
+}
+
+// where is " AND col = $n" for each filter set, numbered after pageOf's
+// two parameters, and their values.
+func where(filters ...filter) (string, []any) {
+	var sql string
+	var args []any
+	for _, f := range filters {
+		if f.set {
+			args = append(args, f.value)
+			sql += " AND " + f.col + " = $" + strconv.Itoa(len(args)+2)
+		}
+	}
+	return sql, args
 }
 
 // querier is what both the pool and a transaction offer.

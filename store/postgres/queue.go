@@ -8,10 +8,9 @@ import (
 	"petstore/store"
 )
 
-// WebhookQueue reads the pending deliveries (through the partial index of
-// pending ones, deliveries_due), the event of the oldest, and the
-// webhooks, in one statement's snapshot. A delivery under an attempt's
-// lease is pending but not due.
+// WebhookQueue reads the pending deliveries, the event of the oldest, and
+// the webhooks, in one statement's snapshot. A delivery under an
+// attempt's lease is pending but not due.
 func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQueue, error) {
 	var q store.WebhookQueue
 	var oldestDue, oldestEvent *time.Time

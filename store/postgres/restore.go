@@ -15,21 +15,13 @@ import (
 	"petstore/store"
 )
 
-// A restore of an older dump (or a recovery to an earlier point) takes
-// away what the instances acknowledged after that point: ids they gave
-// out, which the sequences would give out again, and revocations. Each
-// instance keeps its marks (store.Marks) outside the database: the highest
-// id of each sequence it has seen at a poll or given out itself, the
-// revocations it made or read from the revocations table, and the
-// database's transaction counter. A poll that finds a sequence below its
-// mark, or the changes row rewound (changes.go), is a rewind, and the
-// instance then raises every sequence above its marks, revokes again the
-// keys the restore brought back, and records store.restored, once for
-// the rewind whichever instance finds it first.
+// A poll that finds a sequence below this instance's marks (store.Marks),
+// or the changes row rewound (changes.go), found a restore of an older
+// dump: the instance raises every sequence above its marks, revokes again
+// the keys it brought back, and records store.restored, once per rewind.
 
-// sequences are the sequences of the resources whose ids a rewind must not
-// give out again: the regclass expression of each, and the table whose
-// inserts draw from it (none for deploys, drawn by nextval).
+// sequences are those of the resources whose ids a rewind must not give
+// out again, and the tables whose inserts draw from them.
 var sequences = []struct{ res, seq, table string }{
 	{store.ResCategories, `pg_get_serial_sequence('categories', 'id')::regclass`, "categories"},
 	{store.ResPets, `pg_get_serial_sequence('pets', 'id')::regclass`, "pets"},
@@ -44,9 +36,8 @@ var sequences = []struct{ res, seq, table string }{
 // marks (division by zero: createPetSQL).
 const wentBackCode = "22012"
 
-// wentBackError is what a create answers when its id was refused as one
-// given out before and the sequence could not be raised yet (the restore
-// still holds its locks): the next attempt finds it raised.
+// wentBackError is what a create answers when its id went back and the
+// sequence could not be raised yet.
 func wentBackError(err error) error {
 	if !violates(err, wentBackCode) {
 		return err
@@ -57,8 +48,7 @@ func wentBackError(err error) error {
 // lastIDs are the sequences' last values, in the order of sequences.
 type lastIDs [7]int64
 
-// lastIDsSQL reads them, with the next transaction id, as two columns of
-// the poll's statement.
+// lastIDsSQL reads them, with the next transaction id, as two columns.
 var lastIDsSQL = func() string {
 	var cols []string
 	for _, s := range sequences {
@@ -67,30 +57,16 @@ var lastIDsSQL = func() string {
 	return `ARRAY[` + strings.Join(cols, ", ") + `], pg_snapshot_xmax(pg_current_snapshot())::text::bigint`
 }()
 
-// rewindState is what catch-ups keep between them about rewinds: the
-// values of the previous poll and the largest step between two, which
-// sizes the headroom. catching guards it.
+// rewindState is what catch-ups keep about rewinds: the values of the
+// previous poll and the largest step between two, which sizes the
+// headroom, and a rewind found but not yet handled. catching guards it.
 type rewindState struct {
 	prev, step lastIDs
 	polled     bool
-	// pending is set while a rewind found is not yet handled (the
-	// handling failed: the restore still held its locks).
-	pending bool
+	pending    bool
 }
 
-// wentBack says whether a sequence is below the id this instance knows
-// was given out.
-func wentBack(marks map[string]int64, last lastIDs) bool {
-	for i, s := range sequences {
-		if last[i] < marks[s.res] {
-			return true
-		}
-	}
-	return false
-}
-
-// observe raises the marks to the sequences' values of a poll that found
-// no rewind, and the transaction counter.
+// observe raises the marks to what a poll found.
 func (db *DB) observe(last lastIDs, horizon int64) {
 	r := &db.cache.rewind
 	for i, s := range sequences {
@@ -107,9 +83,7 @@ func (db *DB) observe(last lastIDs, horizon int64) {
 }
 
 // handleRewind makes the database continue after everything this instance
-// knows was acknowledged: it raises the sequences past the marks, revokes
-// again the keys the restore brought back, and records store.restored
-// unless another instance already did for this rewind.
+// knows was acknowledged.
 func (db *DB) handleRewind(ctx context.Context, last lastIDs) error {
 	marks := db.marks.LastIDs()
 	restored, headroom := map[string]int64{}, map[string]int64{}
@@ -172,8 +146,6 @@ func (db *DB) handleRewind(ctx context.Context, last lastIDs) error {
 	return nil
 }
 
-// revokeAgain deletes the keys of the revocations that the database has
-// lost, and records the revocations again.
 func revokeAgain(ctx context.Context, tx pgx.Tx, revoked []store.Revocation) (int, error) {
 	if len(revoked) == 0 {
 		return 0, nil
@@ -191,10 +163,9 @@ func revokeAgain(ctx context.Context, tx pgx.Tx, revoked []store.Revocation) (in
 	return int(tag.RowsAffected()), err
 }
 
-// recordRestored records store.restored unless an instance already did
-// for this rewind: an event of that type written after horizon (a
-// transaction id, which a restore into the same cluster does not take
-// back) can only be of this rewind. It reports whether it recorded.
+// recordRestored records store.restored unless an instance already did:
+// one written after horizon (a transaction id, which a restore does not
+// take back) can only be of this rewind.
 func (db *DB) recordRestored(ctx context.Context, tx pgx.Tx, horizon int64, r store.Restored) (bool, error) {
 	var done bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE type = $1 AND tx >= $2)`,
@@ -219,7 +190,6 @@ func (db *DB) recordRestored(ctx context.Context, tx pgx.Tx, horizon int64, r st
 	return true, emit(tx, store.EventStoreRestored, json.RawMessage(data))
 }
 
-// rolledText is what a rewind rolled back, for the log.
 func rolledText(rolled map[string]store.RolledBack) string {
 	var parts []string
 	for _, res := range store.Resources {
@@ -233,8 +203,7 @@ func rolledText(rolled map[string]store.RolledBack) string {
 	return strings.Join(parts, ", ")
 }
 
-// loadRevocations reads the revocations table into the marks: a
-// revocation made by another instance is kept, one pardoned is forgotten.
+// loadRevocations reads the revocations table into the marks.
 func (db *DB) loadRevocations(ctx context.Context) error {
 	rows, err := db.pool.Query(ctx, `SELECT sha256, key_id, revoked_at, pardoned_at FROM revocations`)
 	if err != nil {
@@ -257,14 +226,11 @@ func (db *DB) loadRevocations(ctx context.Context) error {
 }
 
 // UnrevokeAPIKeys undoes the revocations of the keys with these ids, for an
-// operator who restores an older dump on purpose to bring a revoked key
-// back: every instance forgets them at its next poll instead of revoking
-// them again after the restore. It returns how many revocations it found.
+// operator who restores an older dump to bring a revoked key back.
 func (db *DB) UnrevokeAPIKeys(ctx context.Context, ids []int64) (int, error) {
 	var n int
 	err := db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
-		// A key that a restore already brought back has no revocation
-		// row of its own any more: one is made, pardoned.
+		// A key a restore brought back has lost its row: one is made.
 		if _, err := tx.Exec(ctx, `INSERT INTO revocations (sha256, key_id, revoked_at)
 			SELECT sha256, id, $2 FROM api_keys WHERE id = ANY($1) ON CONFLICT (sha256) DO NOTHING`, ids, db.now()); err != nil {
 			return err

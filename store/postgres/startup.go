@@ -8,18 +8,10 @@ import (
 	"petstore/store"
 )
 
-// Start-up: the schema brought up to date and the credentials loaded,
-// within bounds the log states; without the database (Config.Background),
-// retried with back-off until it answers.
-
 // startOnce is start-up's first attempt. In the background mode it first
 // waits for the database to answer a trivial statement, within one
-// deadline for that whole wait (the connect timeout for each host of the
-// URL, whatever the statements, retries and hosts in it), the figure its
-// log line gives: a database that accepts and never answers delays the
-// listeners by that much, no more. A database that answered then has
-// start's own budget for the schema and the credentials, which its log
-// line gives if it is spent.
+// deadline for the whole wait, so that a database that accepts and never
+// answers delays the listeners by that much, no more.
 func (db *DB) startOnce(ctx context.Context, background bool) error {
 	if !background {
 		return db.start(ctx)
@@ -57,8 +49,6 @@ func (db *DB) start(ctx context.Context) error {
 	return db.catchUp(ctx)
 }
 
-// started marks the store ready and starts watching other instances'
-// changes.
 func (db *DB) started(bg context.Context) {
 	db.pool.health.mu.Lock()
 	db.pool.health.initErr = nil
@@ -68,7 +58,7 @@ func (db *DB) started(bg context.Context) {
 }
 
 // retryStart retries start-up with back-off until it succeeds or the store
-// is closed, saying in the log why each attempt failed.
+// is closed.
 func (db *DB) retryStart(bg context.Context) {
 	wait := 250 * time.Millisecond
 	for {
@@ -95,19 +85,15 @@ func (db *DB) retryStart(bg context.Context) {
 		if store.ErrorCode(err) == store.EINTERNAL {
 			msg = fmt.Sprintf("the database cannot be reached; retrying in %v", wait)
 		}
+		why := reason(err, db.pool.t)
+		if store.ErrorCode(err) == store.EUNAVAILABLE {
+			why = store.ErrorMessage(err)
+		}
 		db.pool.health.mu.Lock()
-		db.pool.health.initErr = store.ErrorWithCause(err, store.EUNAVAILABLE, "the database has not been reached since start: %s", reasonOf(err, db.pool.t))
+		db.pool.health.initErr = store.ErrorWithCause(err, store.EUNAVAILABLE, "the database has not been reached since start: %s", why)
 		db.pool.health.mu.Unlock()
 		db.log.Warn(msg, "database", db.pool.name, "err", err)
 	}
-}
-
-// reasonOf is the reason of a database_unavailable error, or of any other.
-func reasonOf(err error, t Timeouts) string {
-	if store.ErrorCode(err) == store.EUNAVAILABLE {
-		return store.ErrorMessage(err)
-	}
-	return reason(err, t)
 }
 
 // WaitReady waits until start-up has succeeded, or ctx ends.

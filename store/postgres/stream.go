@@ -8,18 +8,13 @@ import (
 	"petstore/store"
 )
 
-// Stream gives everything the database holds, as of one snapshot (a
-// read-only REPEATABLE READ transaction), one row at a time: what a move
-// to another store reads, and what tests compare a move with. Rows come
-// from the server as they are read, so the memory it takes does not grow
-// with the database. A retried transaction starts the stream again from
-// Totals. The session's statement and idle timeouts do not apply to it.
+// Stream gives everything the database holds, as of one snapshot, one row
+// at a time. A retried transaction starts the stream again from Totals.
 func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 	ctx = context.WithValue(ctx, longTxKey{}, true)
 	return db.txWith(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		// A statement stays under way while the sink takes its rows, and
-		// the transaction idle between two: the session's timeouts, which
-		// are for requests, would end a long move.
+		// The session's timeouts, which are for requests, would end a
+		// long move.
 		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0`); err != nil {
 			return err
 		}
@@ -35,85 +30,68 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		if err := to.Totals(t); err != nil {
 			return err
 		}
-		var (
-			c  store.Category
-			p  store.Pet
-			it store.InventoryItem
-			o  store.Order
-			k  store.StoredAPIKey
-			kv store.KVEntry
-			w  store.Webhook
-			e  store.StoredEvent
-			d  store.Delivery
-			a  store.StoredAnswer
-		)
-		// Each query gives the records of one kind, in the order a stream
-		// gives the kinds; a scan reuses its record for every row.
+		// One query per kind, in the stream's order.
 		queries := []rowQuery{
-			{`SELECT id, name, description, version FROM categories ORDER BY id`, func(r pgx.Rows) (any, error) {
-				c = store.Category{}
-				return &c, r.Scan(&c.ID, &c.Name, &c.Description, &c.Version)
-			}},
-			{`SELECT id, name, category_id, status, version FROM pets ORDER BY id`, func(r pgx.Rows) (any, error) {
-				p = store.Pet{}
-				return &p, r.Scan(&p.ID, &p.Name, &p.CategoryID, &p.Status, &p.Version)
-			}},
-			{`SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id`, func(r pgx.Rows) (any, error) {
-				it = store.InventoryItem{}
-				return &it, r.Scan(&it.PetID, &it.Quantity, &it.Status)
-			}},
-			{`SELECT id, pet_id, quantity, ship_date, complete, version FROM orders ORDER BY id`, func(r pgx.Rows) (any, error) {
-				var err error
-				o, err = scanVersionedOrder(r)
-				return &o, err
-			}},
-			{`SELECT id, name, prefix, sha256, created_at FROM api_keys ORDER BY id`, func(r pgx.Rows) (any, error) {
-				k = store.StoredAPIKey{}
+			rowsOf(`SELECT id, name, description, version FROM categories ORDER BY id`, func(r pgx.Rows, c *store.Category) error {
+				return r.Scan(&c.ID, &c.Name, &c.Description, &c.Version)
+			}),
+			rowsOf(`SELECT id, name, category_id, status, version FROM pets ORDER BY id`, func(r pgx.Rows, p *store.Pet) error {
+				return r.Scan(&p.ID, &p.Name, &p.CategoryID, &p.Status, &p.Version)
+			}),
+			rowsOf(`SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id`, func(r pgx.Rows, it *store.InventoryItem) error {
+				return r.Scan(&it.PetID, &it.Quantity, &it.Status)
+			}),
+			rowsOf(`SELECT id, pet_id, quantity, ship_date, complete, version FROM orders ORDER BY id`, func(r pgx.Rows, o *store.Order) (err error) {
+				*o, err = scanVersionedOrder(r)
+				return err
+			}),
+			rowsOf(`SELECT id, name, prefix, sha256, created_at FROM api_keys ORDER BY id`, func(r pgx.Rows, k *store.StoredAPIKey) error {
 				err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.SHA256, &k.CreatedAt)
 				k.CreatedAt = k.CreatedAt.UTC()
-				return &k, err
-			}},
+				return err
+			}),
 			{}, // the domains
-			{`SELECT key, value, modified FROM certmagic ORDER BY key`, func(r pgx.Rows) (any, error) {
-				kv = store.KVEntry{}
+			rowsOf(`SELECT key, value, modified FROM certmagic ORDER BY key`, func(r pgx.Rows, kv *store.KVEntry) error {
 				err := r.Scan(&kv.Key, &kv.Value, &kv.Modified)
 				kv.Modified = kv.Modified.UTC()
-				return &kv, err
-			}},
+				return err
+			}),
 			// The webhooks whole, secrets included.
-			{`SELECT id, value FROM webhooks ORDER BY id`, func(r pgx.Rows) (any, error) {
-				var err error
-				w, err = scanWebhook(r)
-				return &w, err
-			}},
-			{`SELECT tx, seq, type, created_at, target, data, COALESCE(was_tx, 0), COALESCE(was_seq, 0) FROM events ORDER BY tx, seq`, func(r pgx.Rows) (any, error) {
-				e = store.StoredEvent{}
+			rowsOf(`SELECT id, value FROM webhooks ORDER BY id`, func(r pgx.Rows, w *store.Webhook) (err error) {
+				*w, err = scanWebhook(r)
+				return err
+			}),
+			rowsOf(`SELECT tx, seq, type, created_at, target, data, COALESCE(was_tx, 0), COALESCE(was_seq, 0) FROM events ORDER BY tx, seq`, func(r pgx.Rows, e *store.StoredEvent) error {
 				var tx, seq, wasTx, wasSeq int64
 				err := r.Scan(&tx, &seq, &e.Type, &e.CreatedAt, &e.Target, &e.Data, &wasTx, &wasSeq)
 				e.ID, e.Was = store.EventID{Tx: uint64(tx), Seq: uint64(seq)}, store.EventID{Tx: uint64(wasTx), Seq: uint64(wasSeq)}
 				e.CreatedAt = e.CreatedAt.UTC()
-				return &e, err
-			}},
-			{`SELECT id, event_tx, event_seq, value FROM deliveries ORDER BY id`, func(r pgx.Rows) (any, error) {
-				var err error
-				d, err = scanDelivery(r)
-				return &d, err
-			}},
-			// The kept answers of Idempotency-Keys, those answered: a claim
-			// not yet answered belongs to a transaction under way.
-			{`SELECT scope, key, fingerprint, answer, created_at, expires_at FROM idempotency_keys WHERE answer IS NOT NULL ORDER BY scope, key`, func(r pgx.Rows) (any, error) {
-				a = store.StoredAnswer{}
+				return err
+			}),
+			rowsOf(`SELECT id, event_tx, event_seq, value FROM deliveries ORDER BY id`, func(r pgx.Rows, d *store.Delivery) (err error) {
+				*d, err = scanDelivery(r)
+				return err
+			}),
+			// A claim not yet answered belongs to a transaction under way.
+			rowsOf(`SELECT scope, key, fingerprint, answer, created_at, expires_at FROM idempotency_keys WHERE answer IS NOT NULL ORDER BY scope, key`, func(r pgx.Rows, a *store.StoredAnswer) error {
 				err := r.Scan(&a.Scope, &a.Key, &a.Fingerprint, &a.Answer, &a.CreatedAt, &a.ExpiresAt)
 				a.CreatedAt, a.ExpiresAt = a.CreatedAt.UTC(), a.ExpiresAt.UTC()
-				return &a, err
-			}},
+				return err
+			}),
 		}
 		for _, q := range queries {
-			if q.sql == "" {
-				if err := streamDomains(ctx, tx, to); err != nil {
-					return err
+			if q.sql != "" {
+				err = streamRows(ctx, tx, q, to)
+			} else { // the domains, which are few
+				list, lerr := domains(ctx, tx, false)
+				for i := range list {
+					if lerr == nil {
+						lerr = to.Record(&list[i])
+					}
 				}
-			} else if err := streamRows(ctx, tx, q, to); err != nil {
+				err = lerr
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -151,24 +129,21 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 	})
 }
 
-// streamDomains gives the domains, which are few (a project's own), in
-// the store's order.
-func streamDomains(ctx context.Context, tx pgx.Tx, to store.Sink) error {
-	list, err := domains(ctx, tx, false)
-	for i := range list {
-		if err == nil {
-			err = to.Record(&list[i])
-		}
-	}
-	return err
-}
-
 type rowQuery struct {
 	sql  string
 	scan func(pgx.Rows) (any, error)
 }
 
-// streamRows gives each row of a query to a Sink as scan reads it.
+// rowsOf is the query of records of type T, scan reading each row into a
+// zeroed record that every row reuses.
+func rowsOf[T any](sql string, scan func(pgx.Rows, *T) error) rowQuery {
+	var rec T
+	return rowQuery{sql, func(r pgx.Rows) (any, error) {
+		rec = *new(T)
+		return &rec, scan(r, &rec)
+	}}
+}
+
 func streamRows(ctx context.Context, tx pgx.Tx, q rowQuery, to store.Sink) error {
 	rows, err := tx.Query(ctx, q.sql)
 	if err != nil {
@@ -189,7 +164,6 @@ func streamRows(ctx context.Context, tx pgx.Tx, q rowQuery, to store.Sink) error
 
 var _ store.Streamer = (*DB)(nil)
 
-// revocations are the revocations not pardoned, in key id order.
 func revocations(ctx context.Context, tx pgx.Tx) ([]store.Revocation, error) {
 	rows, err := tx.Query(ctx, `SELECT sha256, key_id, revoked_at FROM revocations WHERE pardoned_at IS NULL ORDER BY key_id, sha256`)
 	if err != nil {

@@ -112,9 +112,8 @@ func testEvents(t *testing.T, s store.Store) {
 	}
 }
 
-// claimTwoEvents records two events (a category's and a pet's creation),
-// fans them out, and claims their deliveries to the hooks webhooks that
-// take every event.
+// claimTwoEvents records two events, fans them out, and claims their
+// deliveries to the hooks webhooks that take every event.
 func claimTwoEvents(t *testing.T, s store.Store, now time.Time, hooks int) []store.Claimed {
 	t.Helper()
 	c := newCategory(t, s, "cats")
@@ -128,10 +127,8 @@ func claimTwoEvents(t *testing.T, s store.Store, now time.Time, hooks int) []sto
 }
 
 // fanOut fans out until want events have been read, and fails if more
-// were. On PostgreSQL an event is read only once every transaction older
-// than its own has ended (store/postgres's visible), and the suite's
-// cluster is shared with tests whose open transactions hold that back for
-// a moment, so one FanOut may read none of what was just recorded.
+// were. On PostgreSQL an event is read only once every older transaction
+// has ended, which other tests on the shared cluster may hold back.
 func fanOut(t *testing.T, s store.Store, now time.Time, want int) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -211,7 +208,7 @@ func testDeliveries(t *testing.T, s store.Store) {
 		t.Errorf("retry: %+v", retry)
 	}
 	_, err := s.RetryDelivery(ctx, pets.ID, list[0].ID, next, nil)
-	wantError(t, "retry under another webhook", err, store.ENOTFOUND, "delivery "+itoa(list[0].ID)+" not found")
+	wantError(t, "retry under another webhook", err, store.ENOTFOUND, fmt.Sprintf("delivery %d not found", list[0].ID))
 	// webhook.disabled went into the outbox, for the others.
 	evs, _ := eventsAfter(t, s, store.EventID{}, "webhook")
 	if len(evs) != 1 || evs[0].Type != store.EventWebhookDisabled {
@@ -234,7 +231,7 @@ func testDeliveries(t *testing.T, s store.Store) {
 	}
 	check(t, s.DeleteWebhook(ctx, all.ID))
 	_, err = s.Webhook(ctx, all.ID)
-	wantError(t, "deleted webhook", err, store.ENOTFOUND, "webhook "+itoa(all.ID)+" not found")
+	wantError(t, "deleted webhook", err, store.ENOTFOUND, fmt.Sprintf("webhook %d not found", all.ID))
 	// Pruning drops what is older than the cut.
 	if n := must(s.PruneEvents(ctx, time.Now().Add(time.Hour)))(t); n == 0 {
 		t.Error("PruneEvents pruned nothing")
@@ -246,10 +243,6 @@ func testDeliveries(t *testing.T, s store.Store) {
 		t.Errorf("NewestEvent after pruning every event: %s, want none", newest)
 	}
 }
-
-func itoa(v int64) string { return jsonNumber(v) }
-
-func jsonNumber(v int64) string { b, _ := json.Marshal(v); return string(b) }
 
 // testDeliveryClaimRace: instances that claim at the same moment never get
 // the same delivery. A claim that waited for another's lock must see the
@@ -302,16 +295,15 @@ func testDeliveryClaimRace(t *testing.T, s store.Store) {
 	}
 }
 
-// testFinishDeliveriesInOneBatch: many outcomes recorded by one call, for
-// several webhooks: a success and a failure of one webhook, a webhook
-// disabled by two outcomes (one webhook.disabled), a delivery whose
-// webhook was deleted meanwhile (skipped), and one already finished
-// (skipped); the others' records are as if each was recorded alone.
+// testFinishDeliveriesInOneBatch: many outcomes of several webhooks
+// recorded by one call, a webhook disabled by two (one webhook.disabled),
+// one of a deleted webhook and one already finished skipped, are recorded
+// as if each was alone.
 func testFinishDeliveriesInOneBatch(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	hooks := make([]store.Webhook, 3)
 	for i := range hooks {
-		hooks[i] = newWebhook(t, s, "http://h"+itoa(int64(i))+".example/", "whsec_x")
+		hooks[i] = newWebhook(t, s, fmt.Sprintf("http://h%d.example/", i), "whsec_x")
 	}
 	claimed := claimTwoEvents(t, s, now, len(hooks))
 	of := map[int64][]*store.Claimed{}

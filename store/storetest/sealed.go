@@ -29,13 +29,12 @@ type KeptRow struct {
 const GuessableKey = "42"
 
 // SealedAgainstGuesses creates an API key with the Idempotency-Key
-// GuessableKey, then has rows (which reads the store's kept answers
-// directly) and tries, from them alone, to check guesses of the key and
-// open its answer, as a holder of a backup would: by the key's hash, and
-// by every derivation from the key, the scope and what the store holds
-// of the admin token (its SHA-256). None may work. Then replay (the same
-// store, reopened if it likes) replays the answer to the client that sends
-// the key and the credential again: the same secret.
+// GuessableKey, then tries, from the rows alone (the store's kept answers
+// as a backup holds them), to check guesses of the key and open its
+// answer: by the key's hash, and by every derivation from the key, the
+// scope and the admin token's SHA-256. None may work. Then replay (the
+// same store, reopened if it likes) gives the client that sends the key
+// and the credential again the same secret.
 func SealedAgainstGuesses(t *testing.T, s store.Store, rows func() []KeptRow, replay func() store.Store) {
 	k, secret := must2(s.CreateAPIKey(ctx, "bot", adminKeyed(GuessableKey, "fp-key")))(t)
 	kept := rows()

@@ -12,21 +12,13 @@ import (
 	"petstore/store"
 )
 
-// SameSnapshot fails t for each part of got that differs from want: the
-// records of each kind with their versions, the credentials' hashes, the
-// project, the settings, the key/value space (modification times to the
-// microsecond, PostgreSQL's precision), the webhooks, events, deliveries
-// and kept answers, the sequences and the fan-out's place. It is how a
-// move between stores is checked.
+// SameSnapshot fails t for each part of got that differs from want, times
+// to the microsecond, PostgreSQL's precision: how a move between stores is
+// checked.
 func SameSnapshot(t *testing.T, want, got *Snapshot) {
 	t.Helper()
 	kv := func(s []store.KVEntry) []store.KVEntry {
-		out := make([]store.KVEntry, len(s))
-		for i, e := range s {
-			e.Modified = e.Modified.Truncate(time.Microsecond)
-			out[i] = e
-		}
-		return out
+		return truncated(s, func(e *store.KVEntry) { e.Modified = e.Modified.Truncate(time.Microsecond) })
 	}
 	for _, part := range []struct {
 		name      string
@@ -68,15 +60,17 @@ func SameSnapshot(t *testing.T, want, got *Snapshot) {
 	}
 }
 
-// events, deliveries and answers are their records with their times to
-// the microsecond, PostgreSQL's precision.
-func events(s []store.StoredEvent) []store.StoredEvent {
-	out := make([]store.StoredEvent, len(s))
-	for i, e := range s {
-		e.CreatedAt = e.CreatedAt.Truncate(time.Microsecond)
-		out[i] = e
+// truncated is a copy of s, never nil, with trunc applied to each record.
+func truncated[T any](s []T, trunc func(*T)) []T {
+	out := append(make([]T, 0, len(s)), s...)
+	for i := range out {
+		trunc(&out[i])
 	}
 	return out
+}
+
+func events(s []store.StoredEvent) []store.StoredEvent {
+	return truncated(s, func(e *store.StoredEvent) { e.CreatedAt = e.CreatedAt.Truncate(time.Microsecond) })
 }
 
 func deliveries(s []store.Delivery) []string {
@@ -90,12 +84,9 @@ func deliveries(s []store.Delivery) []string {
 }
 
 func answers(s []store.StoredAnswer) []store.StoredAnswer {
-	out := make([]store.StoredAnswer, len(s))
-	for i, a := range s {
+	return truncated(s, func(a *store.StoredAnswer) {
 		a.CreatedAt, a.ExpiresAt = a.CreatedAt.Truncate(time.Microsecond), a.ExpiresAt.Truncate(time.Microsecond)
-		out[i] = a
-	}
-	return out
+	})
 }
 
 // versions lists "id:version" of each record.
@@ -125,8 +116,8 @@ type Snapshot struct {
 	store.Rest
 }
 
-// Collect reads a whole stream into memory. Values that the source lends
-// only for the stream's time (a bbolt file's pages) are copied.
+// Collect reads a whole stream into memory, copying what the source only
+// lends.
 func Collect(ctx context.Context, from store.Streamer) (*Snapshot, error) {
 	c := collector{&Snapshot{}}
 	if err := from.Stream(ctx, c); err != nil {
@@ -135,19 +126,16 @@ func Collect(ctx context.Context, from store.Streamer) (*Snapshot, error) {
 	return c.s, nil
 }
 
-// collector is Collect's Sink.
 type collector struct{ s *Snapshot }
 
-// Totals starts the stream, or starts it again (a source that retried its
-// transaction).
+// Totals starts the stream, or starts it again.
 func (c collector) Totals(store.Totals) error {
 	*c.s = Snapshot{}
 	return nil
 }
 
 // Record appends a copy of r to the Snapshot's list of its type, with
-// copies of its slices of bytes and strings (nil when empty), which a
-// bbolt file only lends.
+// copies of its slices of bytes and strings (nil when empty).
 func (c collector) Record(r any) error {
 	rec := reflect.New(reflect.TypeOf(r).Elem()).Elem()
 	rec.Set(reflect.ValueOf(r).Elem())

@@ -185,23 +185,11 @@ func testCategories(t *testing.T, s store.Store) {
 	for i := range 5 {
 		newCategory(t, s, fmt.Sprintf("c%d", i))
 	}
-	var all []store.Category
-	after := int64(0)
-	for range 10 {
-		page, next := must2(s.ListCategories(ctx, store.Page{Limit: 2, After: after}))(t)
-		if page == nil {
-			t.Fatal("ListCategories: a nil list")
-		}
-		all = append(all, page...)
-		if next == 0 {
-			break
-		}
-		after = next
+	all := Walk(t, "categories", 2, func(c store.Category) int64 { return c.ID }, func(p store.Page) ([]store.Category, int64, error) { return s.ListCategories(ctx, p) })
+	if len(all) != 7 || !slices.IsSorted(all) {
+		t.Errorf("categories by pages of 2: %v", all)
 	}
-	if len(all) != 7 || !slices.IsSortedFunc(all, func(a, b store.Category) int { return int(a.ID - b.ID) }) {
-		t.Errorf("categories by pages of 2: %+v", all)
-	}
-	if page, next, err := s.ListCategories(ctx, store.Page{After: all[len(all)-1].ID}); err != nil || page == nil || len(page) != 0 || next != 0 {
+	if page, next, err := s.ListCategories(ctx, store.Page{After: all[len(all)-1]}); err != nil || page == nil || len(page) != 0 || next != 0 {
 		t.Errorf("past the last category: %v %d %v", page, next, err)
 	}
 }

@@ -1,7 +1,5 @@
-// Package bolttest looks at bbolt from outside the store, as bbolt itself
-// does, for the crash tests and the load benchmark: its consistency check of
-// a data file, and the durable write rate of bare bbolt that the store's
-// writes are measured against.
+// Package bolttest looks at bbolt from outside the store, for the crash
+// tests and the load benchmark.
 package bolttest
 
 import (
@@ -31,9 +29,8 @@ func Check(path string) error {
 	})
 }
 
-// FsyncBaseline is the write path with nothing shared: sequential
-// transactions, each putting one ~60-byte value and committing (and
-// fsyncing) on its own, on a fresh file with the store's bbolt options.
+// FsyncBaseline is bare bbolt's durable write path, that the store's is
+// measured against: a transaction, and an fsync, per small value.
 type FsyncBaseline struct {
 	db *bolt.DB
 	n  int

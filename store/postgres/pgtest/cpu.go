@@ -10,9 +10,8 @@ import (
 )
 
 // CPU is the CPU time the cluster's server has used so far: its
-// postmaster's, with that of its children that ended, and that of its
-// children alive (one per connection, and the server's own workers), read
-// from Linux's /proc. A test reads it before and after what it measures.
+// postmaster's, its ended children's and its live children's, read from
+// Linux's /proc.
 func (c *Cluster) CPU() (time.Duration, error) {
 	pm, err := c.PostmasterPID()
 	if err != nil {
@@ -39,8 +38,7 @@ func (c *Cluster) CPU() (time.Duration, error) {
 			total += ticks(f[11]) + ticks(f[12])
 		}
 	}
-	// Linux reports these in USER_HZ, 100 on every architecture it runs
-	// PostgreSQL on.
+	// In USER_HZ, 100 wherever Linux runs PostgreSQL.
 	return time.Duration(total) * (time.Second / 100), nil
 }
 

@@ -1,11 +1,9 @@
-// Package pgtest starts a private PostgreSQL cluster for tests: Debian's
-// postgresql binaries, initdb into a temporary folder, a server on a free
-// loopback port, and a fresh database for each test. initdb runs once per
-// machine and installation: its result is kept in the system's temporary
-// folder (petstore-pgtest-initdb-*) and later clusters copy it, which costs
-// a fraction of an initdb. Nothing else outside the cluster's folder is
-// touched, and the server stops when the test binary ends (Stop, from
-// TestMain). The load benchmark starts a durable one with Start.
+// Package pgtest starts a private PostgreSQL cluster for tests: initdb
+// into a temporary folder, a server on a free loopback port, and a fresh
+// database for each test. initdb's result is kept in the system's
+// temporary folder (petstore-pgtest-initdb-*), and later clusters copy it,
+// at a fraction of the cost. The server stops when the test binary ends
+// (Stop, from TestMain).
 package pgtest
 
 import (
@@ -55,28 +53,33 @@ var shared struct {
 }
 
 // URL returns the URL of a new, empty database on the shared private
-// cluster, starting the cluster first if this is the first call. Without
-// PostgreSQL's binaries the test is skipped with an install hint, or fails
-// where CI is set (CI installs them).
+// cluster, starting the cluster first if this is the first call.
 func URL(tb testing.TB) string {
 	tb.Helper()
-	// Tests trade durability for speed: nothing they write must survive a
-	// crash of the machine.
+	// Tests trade durability for speed.
 	shared.once.Do(func() { shared.cluster, shared.err = Start(false) })
-	if errors.Is(shared.err, ErrNotInstalled) {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("PostgreSQL is not installed, so the PostgreSQL tests cannot run: %s", InstallHint)
-		}
-		tb.Skipf("PostgreSQL is not installed: %s", InstallHint)
-	}
-	if shared.err != nil {
-		tb.Fatalf("starting a private PostgreSQL cluster: %v", shared.err)
-	}
+	started(tb, shared.err)
 	url, err := shared.cluster.NewDatabase(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return url
+}
+
+// started fails tb unless a cluster started; without PostgreSQL's
+// binaries the test is skipped, or fails where CI (which installs them)
+// is set.
+func started(tb testing.TB, err error) {
+	tb.Helper()
+	if errors.Is(err, ErrNotInstalled) {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("PostgreSQL is not installed, so the PostgreSQL tests cannot run: %s", InstallHint)
+		}
+		tb.Skipf("PostgreSQL is not installed: %s", InstallHint)
+	}
+	if err != nil {
+		tb.Fatalf("starting a private PostgreSQL cluster: %v", err)
+	}
 }
 
 // Stop stops the shared cluster of the tests, if one was started.
@@ -104,10 +107,8 @@ func (c *Cluster) NewDatabase(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("connecting to the private cluster: %w", err)
 	}
 	defer conn.Close(ctx)
-	// A copy of the template's files and a checkpoint cost the server
-	// under half the CPU of the default (PostgreSQL 15's), which writes
-	// the whole template to the WAL; the checkpoint is cheap where nothing
-	// is synced to disk. (Older servers know one way only.)
+	// A copy of the template's files costs the server far less CPU than
+	// the default, which writes the whole template to the WAL.
 	create := "CREATE DATABASE " + name
 	major, _, _ := strings.Cut(conn.PgConn().ParameterStatus("server_version"), ".")
 	if n, _ := strconv.Atoi(major); n >= 15 && !c.durable {
@@ -123,19 +124,21 @@ func (c *Cluster) url(name string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, name)
 }
 
-// Halt stops the server (a fast shutdown: sessions are ended) and keeps
-// its data, for tests of a database that goes away and comes back.
-func (c *Cluster) Halt() error {
-	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-m", "fast", "-w", "stop")
-}
+// Halt stops the server (a fast shutdown) and keeps its data.
+func (c *Cluster) Halt() error { return c.ctl("-m", "fast", "-w", "stop") }
 
 // Resume starts a halted server again on its port.
 func (c *Cluster) Resume() error {
-	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-o", c.opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start")
+	return c.ctl("-o", c.opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start")
 }
 
-// NewStandby starts a streaming replica of the cluster (pg_basebackup
-// with -R), on a port of its own, stopped at the end of the test.
+// ctl runs pg_ctl on the cluster's data.
+func (c *Cluster) ctl(args ...string) error {
+	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), append([]string{"-D", filepath.Join(c.dir, "data")}, args...)...)
+}
+
+// NewStandby starts a streaming replica of the cluster on a port of its
+// own, stopped at the end of the test.
 func (c *Cluster) NewStandby(tb testing.TB) *Cluster {
 	tb.Helper()
 	dir, err := os.MkdirTemp("", "petstore-pg-standby-")
@@ -147,33 +150,23 @@ func (c *Cluster) NewStandby(tb testing.TB) *Cluster {
 	if err := giveToPostgres(dir); err != nil {
 		tb.Fatal(err)
 	}
-	data := filepath.Join(dir, "data")
 	if err := runAsPostgres(Program("pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(c.port), "-U", "postgres",
-		"-D", data, "-R", "-X", "stream", "--no-sync", "--checkpoint=fast"); err != nil {
+		"-D", filepath.Join(dir, "data"), "-R", "-X", "stream", "--no-sync", "--checkpoint=fast"); err != nil {
 		tb.Fatalf("pg_basebackup: %v", err)
 	}
-	for range 5 {
-		if s.port, err = FreePort(); err != nil {
-			tb.Fatal(err)
-		}
-		s.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c full_page_writes=off", s.port, dir)
-		if err = s.Resume(); err == nil {
-			return s
-		}
+	if err := s.listen(" -c fsync=off -c full_page_writes=off"); err != nil {
+		tb.Fatalf("starting the standby: %v", err)
 	}
-	tb.Fatalf("starting the standby: %v", err)
-	return nil
+	return s
 }
 
 // Promote makes a standby the primary, and waits until it takes writes.
-func (c *Cluster) Promote() error {
-	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-w", "promote")
-}
+func (c *Cluster) Promote() error { return c.ctl("-w", "promote") }
 
 func (c *Cluster) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)) }
 
-// Program is the path of one of PostgreSQL's programs (pg_dump,
-// pg_restore, pg_basebackup), from the installation the clusters use.
+// Program is the path of one of PostgreSQL's programs, from the
+// installation the clusters use.
 func Program(name string) string {
 	if p := filepath.Join(findBin(), name); fileExists(p) {
 		return p
@@ -204,22 +197,14 @@ func PrivateDurable(tb testing.TB) *Cluster {
 func private(tb testing.TB, durable bool) *Cluster {
 	tb.Helper()
 	c, err := Start(durable)
-	if errors.Is(err, ErrNotInstalled) {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("PostgreSQL is not installed, so the PostgreSQL tests cannot run: %s", InstallHint)
-		}
-		tb.Skipf("PostgreSQL is not installed: %s", InstallHint)
-	}
-	if err != nil {
-		tb.Fatalf("starting a private PostgreSQL cluster: %v", err)
-	}
+	started(tb, err)
 	tb.Cleanup(c.Stop)
 	return c
 }
 
 // Stop stops the server and removes its folder.
 func (c *Cluster) Stop() {
-	_ = runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop")
+	_ = c.ctl("-m", "immediate", "-w", "stop")
 	_ = os.RemoveAll(c.dir)
 }
 
@@ -237,8 +222,7 @@ func findBin() string {
 }
 
 // Start starts a private cluster on a free loopback port. A durable one
-// keeps PostgreSQL's defaults (fsync, synchronous commits, full page
-// writes), as a benchmark of durable writes needs; otherwise they are off.
+// keeps PostgreSQL's defaults (fsync and the like); otherwise they are off.
 func Start(durable bool) (*Cluster, error) {
 	c := &Cluster{bin: findBin(), durable: durable}
 	if c.bin == "" {
@@ -268,24 +252,30 @@ func (c *Cluster) start(durable bool) error {
 	if durable {
 		speed = ""
 	}
-	// A taken port fails the start; try a few.
-	var err error
+	if err := c.listen(speed); err != nil {
+		log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
+		return fmt.Errorf("pg_ctl start: %w\n%s", err, log)
+	}
+	return nil
+}
+
+// listen starts the server on a free port, with the options opts: a taken
+// port fails the start, so it tries a few.
+func (c *Cluster) listen(opts string) (err error) {
 	for range 5 {
 		if c.port, err = FreePort(); err != nil {
 			return err
 		}
-		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300%s", c.port, c.dir, speed)
-		c.opts = opts
-		if err = runAsPostgres(filepath.Join(c.bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start"); err == nil {
+		c.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300%s", c.port, c.dir, opts)
+		if err = c.Resume(); err == nil {
 			return nil
 		}
 	}
-	log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
-	return fmt.Errorf("pg_ctl start: %w\n%s", err, log)
+	return err
 }
 
-// PostgreSQL refuses to run as root: when the tests run as root (CI), the
-// cluster belongs to the postgres user.
+// PostgreSQL refuses to run as root: then the cluster belongs to the
+// postgres user.
 func asRoot() bool { return os.Geteuid() == 0 }
 
 func giveToPostgres(dir string) error {
@@ -313,9 +303,8 @@ func runAsPostgres(name string, args ...string) error {
 	return nil
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago. The
-// server started on it may still lose a race for it, which callers detect
-// and answer by trying other ports.
+// FreePort returns a loopback TCP port that was free a moment ago; a
+// server started on it may still lose a race for it.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -328,8 +317,7 @@ func FreePort() (int, error) {
 // Installed reports whether PostgreSQL's binaries are there.
 func Installed() bool { return findBin() != "" }
 
-// PostmasterPID is the process id of the cluster's server (the first line
-// of postmaster.pid), whose processes a benchmark counts the CPU time of.
+// PostmasterPID is the process id of the cluster's server.
 func (c *Cluster) PostmasterPID() (int, error) {
 	data, err := os.ReadFile(filepath.Join(c.dir, "data", "postmaster.pid"))
 	if err != nil {
@@ -342,13 +330,11 @@ func (c *Cluster) PostmasterPID() (int, error) {
 // initdbArgs are the options every cluster is made with.
 var initdbArgs = []string{"-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"}
 
-// initdb makes a cluster's data folder: a copy of the one initdb made
-// earlier for this installation, or else initdb's own (which it then
-// keeps for the next clusters).
+// initdb makes a cluster's data folder: a copy of the one initdb made for
+// this installation, or else initdb's own.
 func (c *Cluster) initdb(data string) error {
 	if kept, err := c.keptInitdb(); err == nil {
-		// cp -a keeps the files' owner (postgres, when running as root). A
-		// copy that fails (the kept folder removed meanwhile) falls back to
+		// cp -a keeps the files' owner; a copy that fails falls back to
 		// initdb.
 		if exec.Command("cp", "-a", kept, data).Run() == nil {
 			return nil
@@ -362,9 +348,8 @@ func (c *Cluster) initdb(data string) error {
 }
 
 // keptInitdb returns the data folder initdb made for this installation
-// and initdbArgs, making it first if there is none. Test binaries run at
-// once race to make it: each makes its own and renames it into place,
-// and the losers remove theirs, so a kept folder is always whole.
+// and initdbArgs, making it first if there is none. Test binaries race to
+// make it: each renames its own into place, so a kept folder is whole.
 func (c *Cluster) keptInitdb() (string, error) {
 	sum := sha256.Sum256([]byte(c.bin + "\x00" + strings.Join(initdbArgs, " ") + "\x00" + strconv.Itoa(os.Geteuid())))
 	dir := filepath.Join(os.TempDir(), "petstore-pgtest-initdb-"+hex.EncodeToString(sum[:6]))

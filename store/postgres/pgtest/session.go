@@ -8,8 +8,7 @@ import (
 )
 
 // Session is one connection of a test's own to a database, beside the
-// service's pool: to hold a lock, change the server's settings or read
-// what was stored, without the test importing the driver itself.
+// service's pool, without the test importing the driver itself.
 type Session struct{ conn *pgx.Conn }
 
 // Connect opens a session that closes when the test ends.
