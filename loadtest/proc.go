@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -181,9 +182,17 @@ func (p *proc) kill() {
 	}
 }
 
-// procCPUTime is the user+system time so far, all threads, of the process
-// pid (named name in errors), from /proc/<pid>/stat.
+// procCPUTime is the CPU time so far, all threads, of the process pid
+// (named name in errors): the sum of its threads' time on a CPU from
+// /proc/<pid>/task/*/schedstat, in nanoseconds, where the kernel keeps it.
+// /proc/<pid>/stat counts in ticks of 10 ms, which a short slice on a
+// loaded machine can miss entirely (a row then measured no CPU at all).
+// Go's threads live as long as the process, so no thread's time is lost
+// between two readings.
 func procCPUTime(pid int, name string) (time.Duration, error) {
+	if d, ok := schedCPUTime(pid); ok {
+		return d, nil
+	}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
@@ -199,6 +208,31 @@ func procCPUTime(pid int, name string) (time.Duration, error) {
 	}
 	// In USER_HZ, 100 on every architecture Linux runs this on.
 	return time.Duration(utime+stime) * (time.Second / 100), nil
+}
+
+// schedCPUTime sums the first field (ns on a CPU) of every thread's
+// schedstat; false where the kernel keeps none.
+func schedCPUTime(pid int) (time.Duration, bool) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var sum time.Duration
+	for _, task := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread ended since the listing
+		}
+		var ns int64
+		if err != nil {
+			return 0, false
+		}
+		if _, err := fmt.Sscan(string(data), &ns); err != nil {
+			return 0, false
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, true
 }
 
 // rss is VmRSS from /proc/<pid>/status, in bytes.
