@@ -145,7 +145,7 @@ func (b *bench) buildReport() *report {
 			b.begun.Format("2006-01-02 15:04"), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
 		fmt.Sprintf("each load row: %d keep-alive connections (Go client), %v warm-up, then %v measured in %d slices, the rows taking turns; requests to 127.0.0.1 only",
 			c.connections, c.warmup, c.duration, c.rounds),
-		"CPU/req: the server's utime+stime (/proc/<pid>/stat) over the measured part / requests; server started with --rate-limit 0",
+		"CPU/req: the server's CPU time (its threads' /proc schedstat) over the measured part / requests; server started with --rate-limit 0",
 		fmt.Sprintf("load average before: %s, after: %s (other work on the machine makes every figure worse)", b.loadBefore, b.loadAfter),
 	}
 
@@ -253,7 +253,7 @@ func (b *bench) buildReport() *report {
 		r.notes = append(r.notes, fmt.Sprintf("bbolt baseline: %d puts of 60 bytes on a fresh file, in process, each its own db.Update (commit and fsync); p50/p99 are per put", fsync.requests))
 	}
 	if len(r.clientCPU) > 0 {
-		r.notes = append(r.notes, "the client's CPU per request (this process's utime+stime over each row's measured slices / requests): "+strings.Join(r.clientCPU, "; "),
+		r.notes = append(r.notes, "the client's CPU per request (this process's CPU time over each row's measured slices / requests): "+strings.Join(r.clientCPU, "; "),
 			"CPU ceiling: the req/s ratio the CPU alone would allow, were the cores fully used: (baseline's client + server CPU per request) / (this row's); a row below its ceiling waits for something else, such as the disk")
 	}
 	if b.vsRev != "" {
