@@ -345,6 +345,9 @@ var (
 // document unexercised: a new operation cannot arrive without a test.
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The parallel tests wait (on timeouts, stopped databases, slow
+	// clients) far more than they compute.
+	domaintest.WaitingParallel(8)
 	generated.startEarly()
 	code := m.Run()
 	generated.stop()
