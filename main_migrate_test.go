@@ -340,6 +340,7 @@ func memoryLines(out []byte) string {
 // signed with that secret, and a retried keyed request gets its kept
 // answer.
 func TestMigrateCarriesWebhooksEventsAndDeliveries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")

@@ -731,6 +731,7 @@ func TestStartUpWaitsWhatItSays(t *testing.T) {
 // a line, then in one line when it succeeds again, with the count of the
 // failures between ("(N more"), not in a line per failure.
 func TestOutageLogsAFewLines(t *testing.T) {
+	t.Parallel()
 	cluster := pgtest.Private(t)
 	databaseURL, err := cluster.NewDatabase(context.Background())
 	if err != nil {
