@@ -80,7 +80,7 @@ func TestFirstStartOnABusyPortLosesNoToken(t *testing.T) {
 // words docs/operations.md shows, on its standard error, and nothing of
 // the listener library's own wording.
 func TestBusyPortMessageOfTheBinary(t *testing.T) {
-	t.Parallel() // a build: it overlaps the tests that wait
+	parallel(t) // a build: it overlaps the tests that wait
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
