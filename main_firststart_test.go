@@ -20,6 +20,7 @@ import (
 // try, and leaves nothing behind; the next start, on a free port, prints
 // the admin token, which then works.
 func TestFirstStartOnABusyPortLosesNoToken(t *testing.T) {
+	parallel(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

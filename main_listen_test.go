@@ -65,6 +65,7 @@ func (o *stalledOut) String() string {
 // stopped reading, requests (far more than fill any log buffer) are still
 // answered, the dropped lines are counted in /metrics, and shutdown ends.
 func TestLogReaderThatStopsDoesNotBlockRequests(t *testing.T) {
+	parallel(t)
 	out := &stalledOut{release: make(chan struct{})}
 	defer close(out.release)
 	in := startWriting(t, out, nil, "--admin-token", domaintest.AdminToken, "--data", filepath.Join(t.TempDir(), "p.db"))
