@@ -495,7 +495,14 @@ type keyWithID struct {
 
 func createKeyWithID(t *testing.T, in *instance, name string) keyWithID {
 	t.Helper()
-	code, body := in.call(t, "POST", "/admin/api-keys", `{"name":"`+name+`"}`, adminAuth...)
+	// As in createKey: until the instance has reached its database, the
+	// admin token cannot be checked, and it answers 503.
+	var code int
+	var body string
+	waitFor(t, "an API key (the database reached)", time.Minute, func() bool {
+		code, body = in.call(t, "POST", "/admin/api-keys", `{"name":"`+name+`"}`, adminAuth...)
+		return code != http.StatusServiceUnavailable
+	})
 	var k keyWithID
 	if err := json.Unmarshal([]byte(body), &k); code != 201 || err != nil {
 		t.Fatalf("creating a key: %d %s", code, body)
