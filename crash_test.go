@@ -34,7 +34,7 @@ import (
 // or may not be. The checks below therefore hold the acknowledged writes
 // exactly and read the in-flight ones back to learn which way they went.
 func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	if testing.Short() {
 		t.Skip("builds the binary and kills it several times")
 	}
@@ -537,7 +537,7 @@ func (m *crashModel) verify(t *testing.T, c *crashClient) (string, int) {
 // it: every acknowledged write's event reaches the receiver, and
 // duplicates share their webhook-id and body. On both stores.
 func TestKillNineLosesNoEvent(t *testing.T) {
-	t.Parallel()
+	longParallel(t)
 	if testing.Short() {
 		t.Skip("builds the binary and kills it several times")
 	}

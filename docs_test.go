@@ -402,7 +402,7 @@ var versionLine = regexp.MustCompile(`^petstore \S+ \((revision [0-9a-f]{40}(, \
 // checkout, with the binary in a temporary folder: it builds and names its
 // version as the README shows.
 func TestREADMEBuildsABinary(t *testing.T) {
-	t.Parallel() // a build: it overlaps the tests that wait
+	parallel(t) // a build: it overlaps the tests that wait
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -48,6 +48,7 @@ func TestRunRefusesDamagedDataFile(t *testing.T) {
 }
 
 func TestRunSecondInstanceOnTheSameFileSaysItIsInUse(t *testing.T) {
+	parallel(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	start(t, nil, "--data", data)
 	err := runOnce(t, data)

@@ -32,6 +32,7 @@ import (
 // after a restart of the service the same certificate is served without a
 // new issuance.
 func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
+	parallel(t)
 	dns, pebble, rootFile := startACME(t)
 	dir := t.TempDir()
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pebble.TLSPort))
@@ -104,6 +105,7 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 // environment twin, comma-separated), the first unreachable: the
 // certificate comes from the second, and the domain answer names it.
 func TestRunFallsBackToTheNextCA(t *testing.T) {
+	parallel(t)
 	dns, pebble, rootFile := startACME(t)
 	dir := t.TempDir()
 	const unreachable = "https://127.0.0.1:1/dir"
@@ -398,7 +400,7 @@ func certEvents(t *testing.T, rcv *webhooktest.Receiver) (types []string, events
 // certificate.expired (once, after notAfter), each event exactly once, at
 // the right times, every signature verified.
 func TestCertificateFailsThenExpiresDeliveredOnce(t *testing.T) {
-	t.Parallel()
+	longParallel(t)
 	if testing.Short() {
 		t.Skip("starts pebble and challtestsrv, waits for a certificate to expire")
 	}

@@ -20,6 +20,7 @@ import (
 // try, and leaves nothing behind; the next start, on a free port, prints
 // the admin token, which then works.
 func TestFirstStartOnABusyPortLosesNoToken(t *testing.T) {
+	parallel(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestFirstStartOnABusyPortLosesNoToken(t *testing.T) {
 // words docs/operations.md shows, on its standard error, and nothing of
 // the listener library's own wording.
 func TestBusyPortMessageOfTheBinary(t *testing.T) {
-	t.Parallel() // a build: it overlaps the tests that wait
+	parallel(t) // a build: it overlaps the tests that wait
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

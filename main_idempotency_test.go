@@ -23,7 +23,7 @@ import (
 // restarted on the same file; on PostgreSQL to a second instance on the
 // same database.
 func TestIdempotentOrderSurvivesKillNine(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	onEachStoreAfterKill(t, killedAfterCommit)
 }
 
@@ -219,7 +219,7 @@ func (c *keyClient) call(base, method, path, body string, h http.Header, status 
 // created. On bbolt the retry goes to the service restarted on the same
 // file; on PostgreSQL to a second instance on the same database.
 func TestIdempotentAPIKeySurvivesKillNine(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	onEachStoreAfterKill(t, apiKeyKilledAfterCommit)
 }
 

@@ -360,7 +360,7 @@ func holdValidations(t *testing.T, addr string, hold time.Duration) {
 // cluster another test's long write (a migrate's import) held it back
 // past the deadline.
 func TestTwoInstancesShareEvents(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	databaseURL, err := pgtest.Private(t).NewDatabase(context.Background())
 	if err != nil {
 		t.Fatal(err)

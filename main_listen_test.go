@@ -65,6 +65,7 @@ func (o *stalledOut) String() string {
 // stopped reading, requests (far more than fill any log buffer) are still
 // answered, the dropped lines are counted in /metrics, and shutdown ends.
 func TestLogReaderThatStopsDoesNotBlockRequests(t *testing.T) {
+	parallel(t)
 	out := &stalledOut{release: make(chan struct{})}
 	defer close(out.release)
 	in := startWriting(t, out, nil, "--admin-token", domaintest.AdminToken, "--data", filepath.Join(t.TempDir(), "p.db"))
@@ -114,7 +115,7 @@ func TestLogReaderThatStopsDoesNotBlockRequests(t *testing.T) {
 // reading does not keep the service from shutting down: run returns soon
 // after --shutdown-timeout, and the data file is closed (it opens again).
 func TestShutdownAbortsASlowBackup(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	path := filepath.Join(t.TempDir(), "p.db")
 	// Tens of MB: far more than the socket buffers between server and
 	// client hold, so the copy is still running when shutdown comes.
@@ -325,7 +326,7 @@ func TestHalfSentHeadersCostLittle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("500 connections and a child process")
 	}
-	t.Parallel() // it waits for the header timeout, on a child process
+	parallel(t) // it waits for the header timeout, on a child process
 	addr, pid := startChild(t, "--header-timeout", "5s", "--max-client-conns", "0", "--rate-limit", "0")
 	idle := rss(t, pid)
 	head := "GET /pets HTTP/1.1\r\nHost: localhost\r\nX-Big: " + strings.Repeat("v", 64<<10+4<<10-200)
@@ -490,7 +491,7 @@ func TestConfigProxyProtocolFrom(t *testing.T) {
 // get the service's 503 JSON through the backup lines, never a dropped
 // connection; the database comes back and writes go through again.
 func TestSeveralInstancesGuideWithHAProxy(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	haproxy, err := exec.LookPath("haproxy")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -685,7 +686,7 @@ func TestSocketActivation(t *testing.T) {
 	if isChild() {
 		runActivationChild()
 	}
-	t.Parallel()
+	parallel(t)
 	for _, tc := range []struct {
 		name  string
 		names []string
@@ -782,7 +783,7 @@ func TestRestartWithPassedSocketRefusesNothing(t *testing.T) {
 	if isChild() {
 		runActivationChild()
 	}
-	t.Parallel()
+	parallel(t)
 	if testing.Short() {
 		t.Skip("starts the service twice in child processes")
 	}
@@ -850,7 +851,7 @@ func TestSystemdUnitFiles(t *testing.T) {
 	if isChild() {
 		runActivationChild()
 	}
-	t.Parallel()
+	parallel(t)
 	names := unitValues(t, "docs/systemd/petstore.socket", "FileDescriptorName")
 	listens := unitValues(t, "docs/systemd/petstore.socket", "ListenStream")
 	execs := unitValues(t, "docs/systemd/petstore.service", "ExecStart")
@@ -884,7 +885,7 @@ const (
 // running service (an upgrade in place, upgrade.go), with two real builds
 // that differ in the version they report.
 func TestUpgradeInPlace(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	if testing.Short() {
 		t.Skip("builds the binary twice and runs it in child processes")
 	}

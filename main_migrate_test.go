@@ -29,7 +29,7 @@ import (
 // key, and new ids after the old ones. A second move into the same
 // database is refused.
 func TestMigrateServesFromPostgreSQLWhatTheFileServed(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	first := start(t, nil, "--data", data)
@@ -104,7 +104,7 @@ func TestMigrateServesFromPostgreSQLWhatTheFileServed(t *testing.T) {
 // nothing; with --bad-text replace it moves, U+FFFD in place of U+0000,
 // and each record changed is named.
 func TestMigrateNamesTextPostgreSQLCannotStore(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	domaintest.WriteStoreFile(t, data, func(db *boltstore.DB) error {
@@ -176,7 +176,7 @@ func TestMigrateStreamsALargeFile(t *testing.T) {
 		printPeak()
 		os.Exit(0)
 	}
-	t.Parallel()
+	parallel(t)
 	// Several batches each way (the way in's round trips, the way back's
 	// transactions: postgres.importBatch, boltstore.importBatch), and
 	// every progress line of both: a larger file shows no more here, and
@@ -340,6 +340,7 @@ func memoryLines(out []byte) string {
 // signed with that secret, and a retried keyed request gets its kept
 // answer.
 func TestMigrateCarriesWebhooksEventsAndDeliveries(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")

@@ -43,7 +43,7 @@ func migrate(t *testing.T, args ...string) string {
 // file, reaches a real receiver the same, signed with the webhook's
 // secret.
 func TestMigrateRoundTripGivesTheSameAnswersAndDeliveries(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	dir := t.TempDir()
@@ -174,7 +174,7 @@ func TestMigrateRoundTripGivesTheSameAnswersAndDeliveries(t *testing.T) {
 // at the same event; and the cursor of the last one resumes at the first
 // event written on the file.
 func TestMigrateBackNumbersPostgreSQLEventsAgain(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	pg := start(t, nil, "--database", url, "--admin-token", domaintest.AdminToken)
@@ -279,7 +279,7 @@ func noFilesBut(t *testing.T, dir string, names ...string) {
 // that is no postgres:// URL or cannot be reached, and a database holding
 // a key that a bbolt file cannot keep, which it names.
 func TestMigrateBackRefusesWhatItCannotDo(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	url := pgtest.URL(t)
 	dir := t.TempDir()
 	taken := filepath.Join(dir, "taken.db")
@@ -349,7 +349,7 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 // the file nor the file it was writing is left, and the next run copies
 // everything.
 func TestMigrateBackInterruptedLeavesNoFile(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	const pets = 30_000

@@ -30,7 +30,7 @@ import (
 // its revocations table), and a move that left them behind let the
 // key work again after such a restore.
 func TestMovesKeepRevocations(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	first, second := pgtest.URL(t), pgtest.URL(t)
 	dir := t.TempDir()
 	data, back, dump := filepath.Join(dir, "petstore.db"), filepath.Join(dir, "back.db"), filepath.Join(dir, "before.dump")
@@ -117,7 +117,7 @@ func TestMovesKeepRevocations(t *testing.T) {
 // numbered again, it names that event by the file's number, the id a
 // consumer of the file compares with.
 func TestImportGivesRestoredToTheFilesNumber(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	url := pgtest.URL(t)
 	dir := t.TempDir()
 	data, dump := filepath.Join(dir, "petstore.db"), filepath.Join(dir, "petstore.dump")
@@ -200,7 +200,7 @@ func TestImportGivesRestoredToTheFilesNumber(t *testing.T) {
 // took the first attempt, its answer lost, deduplicates the next on that
 // id (Standard Webhooks).
 func TestMigrateBackKeepsWebhookIDs(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	url := pgtest.URL(t)
 	data := filepath.Join(t.TempDir(), "petstore.db")
 	rcv := webhooktest.Start(t, webhooktest.Options{Lenient: true, IgnoreTimestamp: true, Answers: []int{500, 500, 500}})
@@ -268,7 +268,7 @@ func TestMigrateBackKeepsWebhookIDs(t *testing.T) {
 // PostgreSQL once left the file's map of the first database's ids
 // behind.
 func TestSecondMoveKeepsCursorsAndWebhookIDs(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx := context.Background()
 	first, second := pgtest.URL(t), pgtest.URL(t)
 	dir := t.TempDir()

@@ -86,7 +86,7 @@ func (in *instance) get(t *testing.T, method, path, body string, header ...strin
 // 200 throughout (one table's lock is not the instance's unreadiness: a
 // balancer would find it on every instance), /healthz too.
 func TestLockedTableAnswers503(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	databaseURL := pgtest.URL(t)
 	// A statement timeout longer than the wait for a connection, as the
 	// defaults have it: a pool held whole by the locked table's requests
@@ -239,7 +239,7 @@ func blackHole(t *testing.T) (addr string, accepted func() []time.Time) {
 // other attempt. With the hosts named by IP address and by name (pgx
 // reaches a name through its addresses, which are all a connection knows).
 func TestFirstHostNeverAnswers(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, form := range []string{"addresses", "names"} {
 		t.Run(form, func(t *testing.T) {
 			databaseURL := pgtest.URL(t)
@@ -313,7 +313,7 @@ func port(t *testing.T, hostPort string) string {
 // the database is stopped again, and takes writes within seconds of its
 // return.
 func TestDatabaseStoppedAndRestarted(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	cluster := pgtest.Private(t)
 	databaseURL, err := cluster.NewDatabase(context.Background())
 	if err != nil {
@@ -387,7 +387,7 @@ func TestDatabaseStoppedAndRestarted(t *testing.T) {
 // and a key revoked on A is refused by B right after the 204, 100 times;
 // no valid request counts as a failed credential.
 func TestKeysAcrossInstances(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	databaseURL := pgtest.URL(t)
 	a := start(t, nil, pgFlags(databaseURL)...)
 	b := start(t, nil, pgFlags(databaseURL)...)
@@ -423,7 +423,7 @@ func TestKeysAcrossInstances(t *testing.T) {
 // under writes, again and again, it is never ended by a deadlock with the
 // instance's own queries.
 func TestRestoreOfAnOlderDump(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	databaseURL := pgtest.URL(t)
 	in := start(t, nil, pgFlags(databaseURL)...)
 	kept := createKeyWithID(t, in, "in the dump")
@@ -495,7 +495,14 @@ type keyWithID struct {
 
 func createKeyWithID(t *testing.T, in *instance, name string) keyWithID {
 	t.Helper()
-	code, body := in.call(t, "POST", "/admin/api-keys", `{"name":"`+name+`"}`, adminAuth...)
+	// As in createKey: until the instance has reached its database, the
+	// admin token cannot be checked, and it answers 503.
+	var code int
+	var body string
+	waitFor(t, "an API key (the database reached)", time.Minute, func() bool {
+		code, body = in.call(t, "POST", "/admin/api-keys", `{"name":"`+name+`"}`, adminAuth...)
+		return code != http.StatusServiceUnavailable
+	})
 	var k keyWithID
 	if err := json.Unmarshal([]byte(body), &k); code != 201 || err != nil {
 		t.Fatalf("creating a key: %d %s", code, body)
@@ -518,7 +525,7 @@ func runTool(t *testing.T, name string, args ...string) {
 // timeouts, reads go on, /readyz names the cause and the log says it once;
 // when the setting goes, the instance is ready again by itself.
 func TestBlockedCommits(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	cluster := pgtest.PrivateDurable(t)
 	databaseURL, err := cluster.NewDatabase(context.Background())
 	if err != nil {
@@ -581,7 +588,7 @@ func TestBlockedCommits(t *testing.T) {
 // lost; every failed request gets 503 JSON, never a 500 or a dropped
 // connection; the instances find the new primary by themselves.
 func TestFailoverToAPromotedReplica(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	primary := pgtest.Private(t)
 	databaseURL, err := primary.NewDatabase(context.Background())
 	if err != nil {
@@ -731,6 +738,7 @@ func TestStartUpWaitsWhatItSays(t *testing.T) {
 // a line, then in one line when it succeeds again, with the count of the
 // failures between ("(N more"), not in a line per failure.
 func TestOutageLogsAFewLines(t *testing.T) {
+	parallel(t)
 	cluster := pgtest.Private(t)
 	databaseURL, err := cluster.NewDatabase(context.Background())
 	if err != nil {

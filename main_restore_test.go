@@ -25,6 +25,7 @@ import (
 // a second pet.created for one), and the receiver gets one store.restored,
 // as openapi.yaml describes it, naming what was rolled back.
 func TestRestoreRunbook(t *testing.T) {
+	parallel(t)
 	databaseURL := pgtest.URL(t)
 	if _, err := exec.LookPath("jq"); err != nil {
 		t.Skip("jq is not installed")

@@ -447,6 +447,7 @@ func TestHostileRawRequests(t *testing.T) {
 // configures it. Such a body is judged as a body: 413, 400 or 408, never
 // 401, which would send the client looking for a key that is fine.
 func TestBodyErrorsAreNotCredentialErrors(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201)
 	addr := productionServer(t, ts)

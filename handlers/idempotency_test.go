@@ -277,6 +277,7 @@ func sendAtOnce(t *testing.T, n int, a, b *testServer, what string, send func(ts
 // written; requests without the key are served meanwhile, and once the
 // stuck transaction rolls back the retry is performed.
 func TestIdempotencyKeyHeldByAStuckTransaction(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.URL(t)
 	ts := withAPIKey(startOnPostgres(t, dbURL))
 	cat, _ := ts.addRex(0)

@@ -455,6 +455,7 @@ func slowBody(t *testing.T, local, addr string, stop <-chan struct{}) {
 // that serves 32 requests at once, 8 per client. Throughout, another
 // client's GET /pets, the probes and the dashboard are answered.
 func TestSlowClientsCannotTakeEverySlot(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, func(c *handlers.Config) {
 		c.MaxInFlight, c.MaxClientInFlight, c.RateLimit = 32, 8, handlers.DefaultRateLimit
 	})

@@ -170,6 +170,7 @@ func TestBackupOnPostgresPointsToPgDump(t *testing.T) {
 // database's own side is shown too, by terminating every connection of
 // the service from a side connection.
 func TestReadyzFollowsTheDatabase(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.URL(t)
 	u, err := url.Parse(dbURL)
 	if err != nil {
@@ -283,6 +284,7 @@ func (r *relay) restore(t *testing.T) {
 // and none of those answers counts as a failed credential. Once the
 // database is reached, the token works and a wrong one is a plain 401.
 func TestAdminDuringAStartupOutage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cluster := pgtest.Private(t)
 	dbURL, err := cluster.NewDatabase(ctx)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -142,6 +143,9 @@ func serverConfig(tb testing.TB, db store.Store, opts ...serverOption) handlers.
 	tb.Helper()
 	specs(tb)
 	cfg := handlers.Config{Store: db, Spec: publicSpec, Metrics: metrics.New()}
+	// Webhook URLs' names are looked up offline too: the system's resolver
+	// may be unreachable and take its whole timeout to say so.
+	cfg.WebhookPolicy.Resolver = offlineResolver
 	// What the store is beyond handlers.Store, as main says it.
 	switch db := db.(type) {
 	case *boltstore.DB:
@@ -165,6 +169,13 @@ func serverConfig(tb testing.TB, db store.Store, opts ...serverOption) handlers.
 	}
 	return cfg
 }
+
+// offlineResolver asks a closed loopback port, so that every name fails to
+// resolve at once, as a name under .example does where DNS answers.
+var offlineResolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, "127.0.0.1:9")
+}}
 
 // prepared is handlers.Prepare(publicSpec), made once for every server of
 // the tests that serves that document: parsing both documents and
@@ -334,6 +345,9 @@ var (
 // document unexercised: a new operation cannot arrive without a test.
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The parallel tests wait (on timeouts, stopped databases, slow
+	// clients) far more than they compute.
+	domaintest.WaitingParallel(8)
 	generated.startEarly()
 	code := m.Run()
 	generated.stop()

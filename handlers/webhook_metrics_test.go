@@ -177,6 +177,7 @@ func alertRulesNameServedSeries(t *testing.T, e *exposition) {
 // petstore_up 0 and petstore_webhook_queue_up 0, without the series read
 // from the store, and with the process's own.
 func TestMetricsAnswerWhileTheDatabaseIsStopped(t *testing.T) {
+	t.Parallel()
 	cluster := pgtest.Private(t)
 	url, err := cluster.NewDatabase(context.Background())
 	if err != nil {

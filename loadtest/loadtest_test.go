@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestLoadtestQuick runs the whole benchmark in a tiny mode (few pets, 20
-// TLS domains, 300 ms per row in 2 slices) so that it keeps working: every
+// TLS domains, 200 ms per row in 2 slices) so that it keeps working: every
 // row measured, no errors (a failed handshake, or a TLS server that asked
 // its CA for anything, is one). The figures themselves are not checked.
 // LOADTEST_1M=1 makes the large store 1,000,000 pets, as the real run has
@@ -43,7 +43,7 @@ func TestLoadtestQuick(t *testing.T) {
 		t.Skip("builds petstore and runs it under load")
 	}
 	cfg := config{
-		duration: 300 * time.Millisecond, rounds: 2, warmup: 100 * time.Millisecond, connections: 8,
+		duration: 200 * time.Millisecond, rounds: 2, warmup: 50 * time.Millisecond, connections: 8,
 		pets: 300, bigPets: 2000, stockPets: 4, readyStarts: 2, settle: 100 * time.Millisecond, rssWait: 20 * time.Second,
 		tlsDomains: 20,
 		// This revision again, as another: the rows of -vs must work.
