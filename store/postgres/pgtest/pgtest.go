@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -303,15 +304,42 @@ func runAsPostgres(name string, args ...string) error {
 	return nil
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago; a
-// server started on it may still lose a race for it.
+// FreePort returns a loopback TCP port that was free a moment ago, below
+// the kernel's ephemeral range where it can tell it: a port in that range
+// can be taken, between a server's stop and its restart on the same port,
+// as the source port of any outgoing connection on the machine. A server
+// started on it may still lose a race for it to another test's pick.
 func FreePort() (int, error) {
+	if low := ephemeralLow(); low > 2048 {
+		for range 100 {
+			port := 1024 + rand.IntN(low-1024)
+			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+				l.Close()
+				return port, nil
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ephemeralLow is the first port of Linux's ephemeral range, 0 where it
+// cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	low, _ := strconv.Atoi(f[0])
+	return low
 }
 
 // Installed reports whether PostgreSQL's binaries are there.
