@@ -12,7 +12,7 @@ import (
 // flap while records are edited, and taking HTTPS away on one bad answer
 // hurts more than serving a few more hours.
 const (
-	// moveAfterChecks is how many checks in a row must find it elsewhere.
+	// moveAfterChecks is how many checks in a row must find the DNS elsewhere.
 	moveAfterChecks = 3
 	// moveAfterSpan is the least time those checks must span.
 	moveAfterSpan = time.Hour
