@@ -10,13 +10,11 @@ import (
 	"petstore/events"
 )
 
-// development reports whether this start is a developer's: a plain
-// `go run .` on this machine. The service listens on a loopback address
-// only, without --domain, --cname-target or --https-listen: nobody else
-// can reach it, and it serves no customer's domain. It then lets webhooks
-// reach receivers on the same machine, and shows domains' records with a
-// placeholder target, instead of refusing both until restarted with flags
-// a first run does not know about.
+// development reports whether this is a developer's start (`go run .`):
+// loopback only, without --domain, --cname-target or --https-listen, so
+// nobody else reaches it. Webhooks may then reach local receivers and
+// domains show a placeholder target, rather than both being refused until
+// a restart with flags a first run does not know.
 func development(cfg config) bool {
 	if cfg.domain != "" || cfg.cnameTarget != "" || cfg.httpsListen != "" {
 		return false
@@ -32,10 +30,9 @@ func development(cfg config) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// webhookPolicy is who may receive webhooks: public addresses only, as in
-// production; loopback too in development; anything with
-// --webhook-allow-private. It logs why, when it allows more than public
-// addresses.
+// webhookPolicy is who may receive webhooks: public addresses, loopback
+// too in development, anything with --webhook-allow-private; it logs why
+// when it allows more.
 func webhookPolicy(cfg config, dev bool, log *slog.Logger) events.Policy {
 	p := events.Policy{AllowPrivate: cfg.webhookAllowPrivate, AllowLoopback: dev}
 	switch {
