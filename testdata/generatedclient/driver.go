@@ -1,10 +1,9 @@
-// Command driver calls every operation of both OpenAPI documents through the
-// Go clients that oapi-codegen generates from them with its defaults, as a
-// user of the API would write it: request bodies are the generated types,
-// filled field by field, and every answer must decode into the generated
-// type of its status. TestGeneratedClients (handlers/generatedclient_test.go)
-// generates the clients, compiles them with this file (it is in testdata, so
-// never part of the module's own build) and runs it against a real server.
+// Command driver calls every operation of both OpenAPI documents through
+// oapi-codegen's default Go clients, as a user would: bodies are the
+// generated types, and every answer must decode into its status's type.
+// TestGeneratedClients generates the clients, compiles them with this file
+// (kept out of the module's build in testdata) and runs it against a real
+// server.
 package main
 
 import (
@@ -295,8 +294,7 @@ func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, format+"\n", args...)
 }
 
-// must stops at an error of the client itself: it could not send the
-// request or not parse the answer into the generated types.
+// must stops at an error of the client itself: it could not send or parse.
 func must[R any](r R, err error) R {
 	if err != nil {
 		_, _, line, _ := runtime.Caller(1)
@@ -306,9 +304,8 @@ func must[R any](r R, err error) R {
 	return r
 }
 
-// expect checks the status, that the client parsed the body into the
-// generated type of that status, and that the type holds every member of
-// the body (no unknown field). It returns the parsed value.
+// expect checks the status, that the body parsed into that status's type,
+// and that the type holds every member of the body; it returns the value.
 func expect[T any](op string, r interface{ StatusCode() int }, body []byte, status int, parsed *T) T {
 	var zero T
 	if r.StatusCode() != status {
