@@ -131,7 +131,6 @@ func countKinds(n [kinds]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// totalsOf is a stream's Totals by kind.
 func totalsOf(t store.Totals) (n [kinds]int64) {
 	for k, f := range kindFields {
 		n[k] = reflect.ValueOf(t).FieldByName(f).Int()

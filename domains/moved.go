@@ -32,7 +32,6 @@ const (
 	noEvidence
 )
 
-// evidenceOf classifies a check's findings.
 func evidenceOf(res store.DomainCheck) checkEvidence {
 	failed := false
 	for _, f := range res.Findings {

@@ -23,7 +23,6 @@ import (
 // lowerBase32 writes random bytes as DNS-safe lower-case text.
 var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// randomText is n random bytes as lowerBase32.
 func randomText(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // never fails (crypto/rand)

@@ -273,7 +273,6 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 	return found
 }
 
-// sender is the sender of w's URL.
 func (e *Engine) sender(w store.Webhook) (*sender, error) {
 	k := senderKey{w.ID, w.URL}
 	e.mu.Lock()
@@ -383,7 +382,6 @@ func nextAttempt(d *store.Delivery, failedAt time.Time) *time.Time {
 	return &next
 }
 
-// outcome judges an answer.
 func outcome(o *store.Outcome, status int, kept []byte, readErr error) {
 	o.Status = status
 	o.Response = string(bytes.ToValidUTF8(kept, []byte("\uFFFD")))

@@ -128,7 +128,6 @@ var (
 	userAgent       = []string{"petstore-webhooks"}
 )
 
-// attempt sends one signed request and judges its answer.
 func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 	e := s.e
 	o.AttemptedAt = e.cfg.Now()
@@ -253,5 +252,4 @@ func (w *watch) gotFirstByte() {
 	w.stale.Store(c != nil && (c.armed.Load() || c.reads.Load() == c.readsAtWrite.Load()))
 }
 
-// closeIdle closes the sender's idle connections.
 func (s *sender) closeIdle() { s.tr.CloseIdleConnections() }

@@ -27,7 +27,6 @@ func NewSecret() (string, error) {
 	return secretPrefix + base64.StdEncoding.EncodeToString(key), nil
 }
 
-// secretKey is the HMAC key of a whsec_ secret.
 func secretKey(secret string) ([]byte, error) {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, secretPrefix))
 	if err != nil || len(key) == 0 {

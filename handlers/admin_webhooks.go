@@ -99,7 +99,6 @@ func (s *Server) webhookView(w store.Webhook) store.Webhook {
 	return w.Public()
 }
 
-// webhookAt is the endpoint the path's id names.
 func (s *Server) webhookAt(c echo.Context) (store.Webhook, error) {
 	id, err := pathID(c, "id")
 	if err != nil {

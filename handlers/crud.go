@@ -96,7 +96,6 @@ func deleteByID(param string, del func(context.Context, int64) error) echo.Handl
 	}
 }
 
-// listPage answers the page of list that limit and cursor ask for.
 func listPage[T any](list func(context.Context, store.Page) ([]T, int64, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p, err := page(c)

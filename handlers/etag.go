@@ -29,7 +29,6 @@ var etagValues = func() (v [32][]string) {
 	return v
 }()
 
-// setETag puts the record's ETag on the answer.
 func setETag(c echo.Context, version int64) {
 	if version >= 0 && version < int64(len(etagValues)) {
 		c.Response().Header()["Etag"] = etagValues[version]

@@ -66,7 +66,6 @@ func answerJSON(status int, location string, v any) (answer, error) {
 	return a, err
 }
 
-// send answers with a.
 func (a *answer) send(c echo.Context) error {
 	h := c.Response().Header()
 	if a.Location != "" {

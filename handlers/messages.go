@@ -57,7 +57,6 @@ func integerReason(s *openapi3.Schema, text string) string {
 	return "must be " + wholeNumber(s)
 }
 
-// isInteger reports whether the schema is of an integer.
 func isInteger(s *openapi3.Schema) bool {
 	return s != nil && s.Type.Is(openapi3.TypeInteger)
 }
@@ -231,7 +230,6 @@ func checkIntegers(v any, ref *openapi3.SchemaRef, path []string) error {
 	return nil
 }
 
-// asNumberError finds a numberError in err.
 func asNumberError(err error) (*numberError, bool) {
 	var ne *numberError
 	return ne, errors.As(err, &ne)

@@ -70,7 +70,6 @@ func decodeNewOrder(c echo.Context, o *store.Order) error {
 	return nil
 }
 
-// orderPlaced is the answer to POST /store/orders.
 func orderPlaced(o store.Order, _ none) (answer, error) {
 	return created(fmt.Sprintf("/store/orders/%d", o.ID), &o)
 }

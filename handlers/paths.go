@@ -25,7 +25,6 @@ func tokenPath(p string) bool { return inTree(p, adminTree) || inTree(p, metrics
 // dashboard, metrics), never served on customers' domains or cleartext.
 func operatorPath(p string) bool { return tokenPath(p) || inTree(p, dashboardTree) }
 
-// inTree reports whether path p is root or below it.
 func inTree(p, root string) bool {
 	return strings.HasPrefix(p, root) && (len(p) == len(root) || p[len(root)] == '/')
 }

@@ -30,7 +30,6 @@ func (s *Server) listPets(c echo.Context) error {
 	return respondList(c, pets, next)
 }
 
-// petCreated is the answer to POST /pets, from the pet the store created.
 func petCreated(p store.Pet, _ none) (answer, error) {
 	return created(petURL(p.ID), &p)
 }

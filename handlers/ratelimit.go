@@ -246,7 +246,6 @@ func (f *failures) lockedFor(limit int, now time.Time) time.Duration {
 	return max(until.Sub(now), 0)
 }
 
-// fail records a failed attempt from client k at now.
 func (l *failureLimiter) fail(k clientkey.Key, now time.Time) {
 	if l == nil {
 		return

@@ -91,7 +91,6 @@ func typeName(t reflect.Type) string {
 	}
 }
 
-// pathID parses an id path parameter.
 func pathID(c echo.Context, name string) (int64, error) {
 	return parseID(name, c.Param(name))
 }

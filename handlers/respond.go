@@ -9,7 +9,6 @@ import (
 // Every JSON answer goes out through these helpers, so that Content-Type
 // and the next page's Link are set in one place.
 
-// respond answers status with v as JSON.
 func respond(c echo.Context, status int, v any) error {
 	jsonType(c)
 	if a, ok := v.(jsonAppender); ok {
@@ -31,7 +30,6 @@ func respondEncoded(c echo.Context, status int, b []byte) error {
 	return err
 }
 
-// newline ends every JSON answer.
 var newline = []byte{'\n'}
 
 // respondList answers one page of items, the next page's URL in a Link

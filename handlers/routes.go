@@ -18,7 +18,6 @@ type route struct {
 	handle       echo.HandlerFunc
 }
 
-// routes registers every route of the service in one place.
 func (s *Server) routes(validate bool) error {
 	e := s.echo
 	s.unknownHosts = accesslog.NewSummary(s.log, "requests for unknown hosts", summaryWindow)

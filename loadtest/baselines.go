@@ -20,7 +20,6 @@ type baselinePet struct {
 	Status     string `json:"status"`
 }
 
-// echoBaselinePath is what the Echo baseline row requests.
 const echoBaselinePath = "/pets/1"
 
 // serveEchoBaseline serves the Echo baseline on addr until killed: one Echo

@@ -34,7 +34,6 @@ const (
 	labelSite          = "GET / (the site)"
 )
 
-// pageLimit is the page size of the list rows.
 const pageLimit = 20
 
 // pageRow labels the row reading the first page of n pets, or one 90%
@@ -63,7 +62,6 @@ func (b *bench) serverJob(label string, p *proc, send func(ctx context.Context, 
 	return job{label: label, warm: send, slice: b.measured(p, send)}
 }
 
-// httpJob is the job of a row sending w to p.
 func (b *bench) httpJob(label string, p *proc, client *client, w workload) job {
 	return b.serverJob(label, p, func(ctx context.Context, d time.Duration) *loadResult { return b.phase(ctx, p, client, w, d) })
 }
@@ -391,7 +389,6 @@ func (a *apiClient) do(ctx context.Context, method, path string, h http.Header, 
 	return resp.Header, nil
 }
 
-// loadAverage is the 1, 5 and 15 minute load averages.
 func loadAverage() string {
 	data, err := os.ReadFile("/proc/loadavg")
 	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {

@@ -68,7 +68,6 @@ func (r *loadResult) cpuPerReq() time.Duration {
 	return r.cpu / time.Duration(r.requests)
 }
 
-// clientCPUPerReq is the client's CPU time per request.
 func (r *loadResult) clientCPUPerReq() time.Duration {
 	if r == nil || r.requests == 0 || !r.hasCPU {
 		return 0
@@ -78,7 +77,6 @@ func (r *loadResult) clientCPUPerReq() time.Duration {
 
 const maxErrSamples = 5
 
-// add adds the figures of another slice of the same row.
 func (r *loadResult) add(o *loadResult) {
 	r.requests += o.requests
 	r.errors += o.errors
@@ -157,7 +155,6 @@ func (b *bench) measured(p *proc, send func(ctx context.Context, d time.Duration
 	}
 }
 
-// cpuTimes reads the CPU time p's server and this process have used so far.
 func (b *bench) cpuTimes(p *proc) (server, self time.Duration, err error) {
 	if server, err = procCPUTime(p.pid(), p.name); err != nil {
 		return 0, 0, err

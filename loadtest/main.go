@@ -52,7 +52,6 @@ func main() {
 	}
 }
 
-// config is what the flags set.
 type config struct {
 	duration    time.Duration // measured part of each row
 	rounds      int           // slices the measured part is cut into, rows taking turns

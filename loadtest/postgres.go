@@ -109,7 +109,6 @@ func dbCPUPerReq(r *loadResult) float64 {
 	return float64(r.dbCPU/time.Duration(r.requests)) / float64(time.Microsecond)
 }
 
-// dbCPU shows a row's PostgreSQL CPU per request.
 func dbCPU(r *loadResult) check {
 	v := dbCPUPerReq(r)
 	return check{on: "PostgreSQL CPU/req", value: v, ok: v > 0, unit: "µs"}

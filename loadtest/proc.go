@@ -236,7 +236,6 @@ func buildServer(ctx context.Context, dir string) (bin, src string, err error) {
 	return bin, src, err
 }
 
-// buildIn builds the petstore module in src into the file bin.
 func buildIn(ctx context.Context, src, bin string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
 	cmd.Dir = src
@@ -246,7 +245,6 @@ func buildIn(ctx context.Context, src, bin string) (string, error) {
 	return bin, nil
 }
 
-// isModuleDir says that dir holds a go.mod.
 func isModuleDir(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, "go.mod"))
 	return err == nil

@@ -52,7 +52,6 @@ func (r *receiver) url() string { return "http://" + r.ln.Addr().String() + "/ho
 
 func (r *receiver) close() { r.ln.Close() }
 
-// setSecret takes the webhook's whsec_ secret.
 func (r *receiver) setSecret(secret string) error {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	if err != nil {
@@ -62,7 +61,6 @@ func (r *receiver) setSecret(secret string) error {
 	return nil
 }
 
-// has reports whether the event id was delivered.
 func (r *receiver) has(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -177,7 +175,6 @@ func signatureMatches(header, sum []byte) bool {
 	return false
 }
 
-// readRequest reads one request's head and body into req.
 func readRequest(br *bufio.Reader, req *request) error {
 	req.id, req.timestamp, req.signature = req.id[:0], req.timestamp[:0], req.signature[:0]
 	req.length = -1

@@ -88,7 +88,6 @@ func versus(on string, a, b float64, op string, target float64) check {
 	return c
 }
 
-// cpuVs compares CPU per request of res with that of base.
 func cpuVs(res, base *loadResult, baseName, op string, target float64) check {
 	return versus("CPU/req vs "+baseName, float64(res.cpuPerReq()), float64(base.cpuPerReq()), op, target)
 }
@@ -100,7 +99,6 @@ func cpuCeiling(res, base *loadResult, baseName string) check {
 	return versus("CPU ceiling vs "+baseName, float64(base.cpuPerReq()+base.clientCPUPerReq()), float64(res.cpuPerReq()+res.clientCPUPerReq()), "", 0)
 }
 
-// rpsVs compares req/s of res with that of base.
 func rpsVs(res, base *loadResult, baseName, op string, target float64) check {
 	return versus("req/s vs "+baseName, res.rps(), base.rps(), op, target)
 }
@@ -296,7 +294,6 @@ func (r *report) judge(l line, checks []check) {
 	}
 }
 
-// print writes the report as a plain-text table.
 func (r *report) print(w io.Writer) {
 	fmt.Fprintln(w)
 	for _, h := range r.header {
@@ -336,7 +333,6 @@ func latency(d time.Duration) string {
 
 var english = message.NewPrinter(language.English)
 
-// thousands writes a rate with thousands separators.
 func thousands(v float64) string { return english.Sprintf("%.0f", v) }
 
 func median(ds []time.Duration) time.Duration {

@@ -52,7 +52,6 @@ func (b *bench) seedStore(ctx context.Context, db seedable, where string, n int)
 	return cat.ID, time.Since(t), nil
 }
 
-// importStore creates a data file of n pets with seedStore.
 func (b *bench) importStore(ctx context.Context, path string, n int) (int64, time.Duration, error) {
 	db, err := boltstore.Open(path, store.Options{})
 	if err != nil {
@@ -266,7 +265,6 @@ func (b *bench) followLinks(ctx context.Context, api *apiClient, path string, af
 	return path
 }
 
-// petIDs reads the list page path: its pets' ids and its headers.
 func petIDs(ctx context.Context, api *apiClient, path string) ([]int64, http.Header, error) {
 	var pets []struct {
 		ID int64 `json:"id"`

@@ -42,7 +42,6 @@ func domainCount(n int) string {
 	return thousands(float64(n)) + " verified domains"
 }
 
-// tlsDomainNames are the verified domains of a TLS server with n.
 func tlsDomainNames(n int) []string {
 	names := make([]string, n)
 	for i := range names {

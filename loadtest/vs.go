@@ -42,7 +42,6 @@ func (b *bench) buildOther(ctx context.Context, dir string) (otherRevision, erro
 	return o, nil
 }
 
-// sameFolder says that the paths a and b name one folder.
 func sameFolder(a, b string) bool {
 	ia, errA := os.Stat(a)
 	ib, errB := os.Stat(b)
@@ -106,7 +105,6 @@ func (b *bench) smallRow(r *report, label string, checks ...check) {
 	r.load(other, vs, check{on: "the revision of -vs", ok: vs != nil})
 }
 
-// knowsFlag says whether the petstore binary bin lists flag in its usage.
 func knowsFlag(ctx context.Context, bin, flag string) bool {
 	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput()
 	return bytes.Contains(out, []byte("-"+flag+" "))

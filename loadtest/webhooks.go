@@ -101,7 +101,6 @@ func (b *bench) hookServer(ctx context.Context, name, file string) (hookServer, 
 	return hookServer{p, catID}, err
 }
 
-// hookRow is the webhook row's server and receiver.
 type hookRow struct {
 	proc   *proc
 	api    *apiClient
@@ -124,7 +123,6 @@ func (b *bench) adminHeader() http.Header {
 	return http.Header{"Authorization": {"Bearer " + b.adminToken}, "Accept": {"application/json"}}
 }
 
-// eventIDs lists the ids of one list's events after after, in order.
 func (b *bench) eventIDs(ctx context.Context, api *apiClient, path, after string) ([]string, error) {
 	var ids []string
 	for {

@@ -132,12 +132,10 @@ func Handshakes(h HandshakeCounter) prometheus.Collector {
 		h.HandshakesRefused)
 }
 
-// counterFunc is a counter whose value n gives at scrape time.
 func counterFunc(name, help string, n func() uint64) prometheus.Collector {
 	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(n()) })
 }
 
-// gaugeFunc is a gauge whose value v gives at scrape time.
 func gaugeFunc(name, help string, v func() float64) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v)
 }

@@ -140,7 +140,6 @@ func (g *ConnGuard) admit(c net.Conn) *guardedConn {
 	return gc
 }
 
-// shedIdle closes up to n idle connections and returns how many.
 func (g *ConnGuard) shedIdle(n int) int {
 	g.mu.Lock()
 	victims := g.pickIdle(n)

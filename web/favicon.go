@@ -6,7 +6,6 @@ import _ "embed"
 // their own; it is an SVG, read by its Content-Type.
 const FaviconPath = "/favicon.ico"
 
-// faviconType is the icon's Content-Type.
 const faviconType = "image/svg+xml"
 
 // faviconSVG is the icon: a paw print.

@@ -298,7 +298,6 @@ func tryItFirstOf(doc *openapi3.T, basePath string, op *openapi3.Operation) *try
 	return &tryItFirst{Field: field, ReadPath: basePath + readPath, CreatePath: basePath + createPath, CreateBody: body.String()}
 }
 
-// operationByID finds an operation and its path by operationId.
 func operationByID(doc *openapi3.T, id string) (string, *openapi3.Operation) {
 	if id == "" || doc.Paths == nil {
 		return "", nil
@@ -390,7 +389,6 @@ func authOf(doc *openapi3.T, op *openapi3.Operation) []authView {
 	return out
 }
 
-// securityScheme is the document's scheme of that name, or nil.
 func securityScheme(doc *openapi3.T, name string) *openapi3.SecurityScheme {
 	if doc.Components == nil || doc.Components.SecuritySchemes[name] == nil {
 		return nil

@@ -57,7 +57,6 @@ type propView struct {
 // schemas).
 const maxSchemaDepth = 12
 
-// schemaOf resolves one schema tree for the page.
 func schemaOf(ref *openapi3.SchemaRef) *schemaView { return buildSchema(ref, map[string]bool{}, 0) }
 
 // buildSchema resolves ref, depth deep in its tree; expanding holds the

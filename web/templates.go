@@ -89,7 +89,6 @@ func textareaRows(s string) int {
 	return min(max(n, 4), 16)
 }
 
-// execute renders a page.
 func execute(t *template.Template, data any) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {

@@ -133,7 +133,6 @@ func acceptsGzip(ae string) bool {
 	return false
 }
 
-// pageHeaders are the extra headers of an HTML page.
 func pageHeaders(referrer string) [][2]string {
 	return [][2]string{
 		{"Content-Security-Policy", ContentSecurityPolicy},

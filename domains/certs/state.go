@@ -159,7 +159,6 @@ func stateWhileRenewing(cert *store.Certificate, now time.Time, state string) st
 	return state
 }
 
-// storedLeaf parses the certificate stored under key.
 func (c *Certs) storedLeaf(ctx context.Context, key string) (*x509.Certificate, error) {
 	pemBytes, err := c.storage.Load(ctx, key)
 	if err != nil {

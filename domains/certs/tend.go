@@ -153,7 +153,6 @@ func (c *Certs) wakeAt(t time.Time) {
 	c.expiryTimer.Reset(time.Until(at))
 }
 
-// wake asks the loop for a round now.
 func (c *Certs) wake() {
 	select {
 	case c.tend <- struct{}{}:

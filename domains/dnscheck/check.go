@@ -283,7 +283,6 @@ func recordStrings(rrs []dns.RR) []string {
 	return out
 }
 
-// describeRecords words A/AAAA records for a message.
 func describeRecords(rrs []dns.RR) string {
 	list := recordStrings(rrs)
 	if len(list) == 1 {
@@ -318,7 +317,6 @@ func dnsErrorFinding(name string, errs []error) *Finding {
 	}
 }
 
-// plainDNSError words a lookup failure for the customer.
 func plainDNSError(err error) string {
 	var rc *rcodeError
 	var ne net.Error

@@ -37,7 +37,6 @@ func StartProcess(tb testing.TB, cmd *exec.Cmd) *Process {
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// exited reports whether the process has exited.
 func (p *Process) exited() bool {
 	select {
 	case <-p.done:

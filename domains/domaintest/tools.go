@@ -153,7 +153,6 @@ func freeChallengePort(tb testing.TB) int {
 	return freePort(tb)
 }
 
-// freePort returns a free loopback TCP port.
 func freePort(tb testing.TB) int {
 	tb.Helper()
 	port, err := pgtest.FreePort()

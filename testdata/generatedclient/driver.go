@@ -250,7 +250,6 @@ func operator(ctx context.Context, admin *adminapi.ClientWithResponses) {
 	webhooks(ctx, admin)
 }
 
-// webhooks calls the webhook and admin events operations.
 func webhooks(ctx context.Context, admin *adminapi.ClientWithResponses) {
 	cw := must(admin.CreateWebhookWithResponse(ctx, adminapi.NewWebhook{
 		Url: "https://192.0.2.1/hooks", Events: []adminapi.WebhookEventType{"*"},
