@@ -10,11 +10,10 @@ import (
 	"petstore/events"
 )
 
-// development reports whether this is a developer's start (`go run .`):
-// loopback only, without --domain, --cname-target or --https-listen, so
-// nobody else reaches it. Webhooks may then reach local receivers and
-// domains show a placeholder target, rather than both being refused until
-// a restart with flags a first run does not know.
+// development reports whether this is a developer's `go run .`: loopback
+// only, without --domain, --cname-target or --https-listen. Webhooks may
+// then reach local receivers and domains show a placeholder target, rather
+// than being refused until a restart with flags a first run lacks.
 func development(cfg config) bool {
 	if cfg.domain != "" || cfg.cnameTarget != "" || cfg.httpsListen != "" {
 		return false

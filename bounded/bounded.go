@@ -1,8 +1,7 @@
-// Package bounded is the service's one bounded table: every cache and
-// per-client limiter table that must not grow with what arrives is a
-// Cache, so that all forget by one rule: past its size, the least recently
-// used entry goes (Add and Get use an entry; Peek, Contains and GetOldest
-// do not). It is golang-lru's simplelru, imported nowhere else.
+// Package bounded is the service's one bounded table: every cache or
+// per-client table that must not grow with what arrives is a Cache (an
+// LRU: Add and Get use an entry, Peek, Contains and GetOldest do not), so
+// that all forget by one rule. golang-lru is imported nowhere else.
 package bounded
 
 import "github.com/hashicorp/golang-lru/v2/simplelru"

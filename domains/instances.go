@@ -69,11 +69,10 @@ func (m *Manager) followTable(ctx context.Context, before, after *routingTable) 
 // dnsCheckLockPrefix names an instance's lock over a background DNS check.
 const dnsCheckLockPrefix = "dnscheck/"
 
-// checkDueDomain runs one due domain's background check unless another
-// instance is checking it or already did. The store's named lock (the one
-// certmagic uses) works on both stores; a row lock would hold a
-// transaction open for the whole DNS check, and bbolt has no rows. Once
-// applied, NextCheckAt has moved, so the next lock holder skips it.
+// checkDueDomain runs a due domain's background check unless another
+// instance is checking it or did. The store's named lock works on both
+// stores; a row lock would hold a transaction for the whole DNS check. A
+// checked domain's NextCheckAt has moved, so the next holder skips it.
 func (m *Manager) checkDueDomain(ctx context.Context, name string) {
 	release := certs.TryLock(ctx, m.db, m.log, dnsCheckLockPrefix+name, "background check")
 	if release == nil {

@@ -49,11 +49,10 @@ func evidenceOf(res store.DomainCheck) checkEvidence {
 }
 
 // judgeLive applies a check to a verified or moved domain. Failed lookups
-// are retried soon and change nothing else. The DNS pointing elsewhere
-// moves a verified domain only after moveAfterChecks checks over
-// moveAfterSpan, checked every ConfirmEvery meanwhile and while moved;
-// pointing here again verifies it at once. wantCert: request a
-// certificate.
+// change nothing but the next check. The DNS elsewhere moves a verified
+// domain only after moveAfterChecks over moveAfterSpan (checked every
+// ConfirmEvery, moved or not); back here verifies it at once. wantCert:
+// request a certificate.
 func judgeLive(cfg *Config, d *store.Domain, res store.DomainCheck, now time.Time) (wantCert bool) {
 	switch evidenceOf(res) {
 	case noEvidence:

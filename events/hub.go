@@ -9,10 +9,9 @@ import (
 )
 
 // Hub reads the outbox as it grows, one reader for all this instance's
-// streams, and passes each event to their subscriptions. With no stream
-// open it reads nothing: a subscription finding it idle starts it from the
-// newest event, so neither a start nor an idle instance reads the events
-// kept.
+// streams, and passes each event to their subscriptions. With no stream it
+// reads nothing; a subscription finding it idle starts it from the newest
+// event.
 type Hub struct {
 	store Store
 	poll  time.Duration

@@ -29,13 +29,12 @@ func refused(ip netip.Addr) string {
 	return ""
 }
 
-// notGlobal are the destinations refused: every IANA Special-Purpose
-// Address Registry entry (RFC 6890) not marked globally reachable, plus
-// multicast, deprecated site-local and IPv4-compatible blocks, and the
-// prefixes embedding an IPv4 address a translator or relay would reach
-// (NAT64, 6to4, Teredo). The few globally reachable entries inside refused
-// blocks are not webhook receivers. The first match names the reason, so
-// narrower entries come first.
+// notGlobal are the destinations refused: IANA Special-Purpose Address
+// Registry entries (RFC 6890) not globally reachable, multicast, obsolete
+// blocks, and prefixes embedding an IPv4 address a translator or relay
+// would reach (NAT64, 6to4, Teredo); the few reachable entries inside
+// refused blocks are no webhook receivers. The first match names the
+// reason, so narrower entries come first.
 var notGlobal = []struct {
 	prefix netip.Prefix
 	why    string

@@ -15,11 +15,10 @@ import (
 )
 
 // readBody reads an operation's body whole, within limit, before anything
-// judges the request: kin-openapi's security check would report a failed
-// read as a failed credential. So too large is 413, cut short or broken
-// chunking 400, too slow 408, and only a wrong credential 401. The body is
-// then served from memory, so the validator and handler read the same
-// bytes.
+// judges it: kin-openapi's security check would report a failed read as a
+// failed credential. So: too large 413, cut short 400, too slow 408, and
+// only a wrong credential 401. Validator and handler then read the same
+// bytes from memory.
 func readBody(limit int64) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -62,10 +61,8 @@ const (
 
 // readAtMost reads the body, or limit+1 bytes when longer, in one
 // allocation when the length is declared. It moves the read deadline along
-// with what arrived and clears it after, when rc can. Its deadlines replace
-// net/http's ReadTimeout one and are never set past ReadTimeout from the
-// body's start, so a body may run past the server's bound by the time its
-// head took, never further.
+// with what arrived and clears it after, when rc can; its deadlines stay
+// within ReadTimeout from the body's start.
 func readAtMost(r *http.Request, limit int64, rc *http.ResponseController) ([]byte, error) {
 	body := &minRateReader{r: r.Body, rc: rc, start: time.Now()}
 	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {

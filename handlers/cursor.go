@@ -12,13 +12,11 @@ import (
 	"petstore/store"
 )
 
-// A cursor holds a page's last item (a number: an id, or a domain's added
-// time; and for domains its name) and its list: a hash of the path and the
-// filters (every query parameter but cursor and limit). A cursor taken to
-// another list or filters would skip or repeat items, so it is refused,
-// naming the parameter. Layout: 8 bytes of number, cursorMark (a byte
-// UTF-8 never has, so no older cursor reads as one), 4 bytes of binding,
-// the name.
+// A cursor holds a page's last item (an id or a domain's added time, and
+// a domain's name) and its list: a hash of the path and every filter. A
+// cursor taken to another list or filters would skip or repeat items, so
+// it is refused. Layout: 8 bytes of number, cursorMark (never in UTF-8, so
+// no older cursor reads as one), 4 bytes of binding, the name.
 
 const cursorMark = 0xff
 

@@ -5,12 +5,10 @@ import (
 	"sync"
 )
 
-// headerValues carves per-request header values of hot routes
-// (X-Request-Id, a deprecated call's Link) out of shared blocks instead of
-// two allocations each. Safe without unsafe: a strings.Builder only
+// headerValues carves per-request header values of hot routes out of
+// shared blocks instead of two allocations each. A strings.Builder only
 // appends, so a string cut from it stays; each []string is a one-slot,
-// full-capacity window written once before use, so that an Add copies it.
-// A block lives while any of its values' answers are written.
+// full-capacity window written once, so that an Add copies it.
 type headerValues struct {
 	text  strings.Builder
 	start int

@@ -81,12 +81,10 @@ func (a *answer) send(c echo.Context) error {
 type none struct{}
 
 // keyed serves a POST that takes an Idempotency-Key: write makes its
-// change with the key (nil without the header) and returns what the store
-// kept; render makes the answer from it, first time and on replay alike.
-// With admin, answers are sealed by the admin token, since some hold a
-// secret. Keys are scoped to their credential; while one is served here,
-// another request with it gets 409. Only a successful write keeps its
-// answer.
+// change with the key (nil without one) and returns what the store kept,
+// render makes the answer from it, first time and replay alike. Admin
+// answers are sealed by the admin token (some hold secrets). Keys belong
+// to their credential; one in flight here gives another request 409.
 func keyed[R, B any](s *Server, admin bool, write func(echo.Context, *store.IdempotentWrite) (R, B, error), render func(R, B) (answer, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		w, release, err := s.takeKey(c, admin)

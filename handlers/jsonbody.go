@@ -13,11 +13,9 @@ import (
 )
 
 // kin-openapi decodes a JSON body with encoding/json before its schema
-// check, a large part of validating a POST. This registered decoder uses
-// go-json-experiment instead, to the same values (numbers as json.Number)
-// with fewer allocations. Like kin-openapi's it lets repeated names and
-// invalid UTF-8 through, for decodeBody to refuse by member. The registry
-// is the process's, so the registration is too.
+// check, a large part of validating a POST; this registered decoder uses
+// go-json-experiment instead, to the same values with fewer allocations.
+// Repeated names and invalid UTF-8 pass, for decodeBody to name.
 func init() {
 	openapi3filter.RegisterBodyDecoder(echo.MIMEApplicationJSON, decodeBodyForValidation)
 }

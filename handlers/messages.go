@@ -183,11 +183,9 @@ func missingFields(e *openapi3.SchemaError) (string, bool) {
 	return "missing the required fields " + strings.Join(missing[:len(missing)-1], ", ") + " and " + missing[len(missing)-1], true
 }
 
-// numberError is a body's integer field with a fraction or exponent (1.0,
-// 1e2: whole to a JSON parser, never sent by a strict client) or beyond 64
-// bits. It is found while the body is decoded, before kin-openapi, which
-// reads numbers as float64 and would judge such values apart from their
-// neighbours.
+// numberError is an integer field written with a fraction or exponent, or
+// beyond 64 bits, found while decoding, before kin-openapi's float64 would
+// judge it apart from its neighbours.
 type numberError struct {
 	pointer []string
 	schema  *openapi3.Schema

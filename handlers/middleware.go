@@ -64,11 +64,10 @@ func plainToken(s string) bool {
 	return true
 }
 
-// accessLog writes one structured line per request and counts it in the
-// metrics. Refusals any client can flood (421, 429) are summarized a line
-// a minute instead, and abandoned requests (499) logged at debug. It calls
-// the error handler itself, so that the line has the final status. Headers
-// are never logged: they carry API keys and the admin token.
+// accessLog writes one line per request and counts it in the metrics.
+// Floodable refusals (421, 429) are summarized a line a minute, abandoned
+// requests (499) logged at debug. It calls the error handler itself, for
+// the final status. Headers, which carry credentials, are never logged.
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()

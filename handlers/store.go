@@ -54,11 +54,10 @@ type FileStore interface {
 	OnDamaged(func(error))
 }
 
-// SharedStore is what a database shared by instances (PostgreSQL) does
-// beyond Store (Config.Shared). CheckAPIKey looks a key up on every
-// request, since a cache could miss a new key or keep a revoked one.
-// AdminTokenKnown says why the admin token cannot be checked yet, for a
-// 503 rather than a 401. PoolStats feeds the pool's metrics.
+// SharedStore is what a database shared by instances does beyond Store
+// (Config.Shared): CheckAPIKey looks keys up every time (a cache could
+// keep a revoked one), AdminTokenKnown turns an unknowable token into 503
+// rather than 401, and PoolStats feeds the metrics.
 type SharedStore interface {
 	CheckAPIKey(ctx context.Context, secret string) (store.APIKey, bool, error)
 	AdminTokenKnown() error

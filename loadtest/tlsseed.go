@@ -140,11 +140,10 @@ func certMetadata(name string, leaf *x509.Certificate, caURL string, now time.Ti
 	return json.MarshalIndent(certmagic.CertificateResource{SANs: []string{name}, IssuerData: issuerData}, "", "\t")
 }
 
-// seedTLSStore writes a TLS server's data file as the service leaves it
-// with certificates for names: the project on plan pro, the admin token,
-// each name verified (no DNS check due during the run) with its
-// certificate issued, and certificates, keys and metadata where
-// certmagic's ACME issuer for caURL looks for them.
+// seedTLSStore writes a TLS server's data file as the service leaves it:
+// plan pro, the admin token, each name verified (no DNS check due in the
+// run) with its certificate, key and metadata where certmagic's issuer
+// for caURL looks.
 func seedTLSStore(ctx context.Context, file, adminToken string, ca *testCA, caURL string, names []string) (err error) {
 	db, err := boltstore.Open(file, store.Options{})
 	if err != nil {

@@ -37,11 +37,10 @@ type Registry struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	// series maps route, method and status to their series, so that a
-	// request finds them in one lookup (WithLabelValues hashes the labels on
-	// every call, and formatting the status allocates). The map is never
-	// changed once stored: a new series (rare) stores a copy under addMu, so
-	// reads take no lock and hash the key directly, unlike sync.Map.
+	// series maps route, method and status to their series in one lookup
+	// (WithLabelValues rehashes each call). The map is never changed once
+	// stored: a new series (rare) stores a copy under addMu, so reads take no
+	// lock and hash the key directly (sync.Map hashes through an interface).
 	series atomic.Pointer[map[seriesKey]*requestSeries]
 	addMu  sync.Mutex
 }

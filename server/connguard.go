@@ -19,12 +19,10 @@ import (
 // browser or pooled client needs, far below the process's descriptors.
 const DefaultMaxClientConns = 256
 
-// ConnGuard keeps one client from holding the process's file descriptors,
-// on every listener it wraps: a client past maxPerClient connections has
-// new ones closed at once; when descriptors run short, idle connections
-// and ones that sent no request yet are closed, those of the clients
-// holding the most first, so that new clients get in. A connection counts
-// from accept to close; idleness comes from the http.Server's ConnState.
+// ConnGuard keeps one client from holding the process's descriptors on
+// every listener it wraps: a client past maxPerClient has new connections
+// closed; when descriptors run short, idle and not-yet-used connections of
+// the biggest clients are closed first. Idleness comes from ConnState.
 type ConnGuard struct {
 	maxPerClient int // 0: no cap
 	// highWater: open connections past which idle ones are closed; 0 when
@@ -194,11 +192,9 @@ type guardedConn struct {
 
 // unanswered reports whether an HTTP/1 connection may hold a request that
 // net/http would drop if shutdown began now: one being read or served,
-// one sent and unread, or the first of a connection accepted within
-// patience. Shutdown drops requests read after it begins and closes
-// connections whose first request is unread after a few seconds, which a
-// loaded machine can take. A silent connection (a browser's preconnect)
-// holds shutdown no longer than patience.
+// sent and unread, or the first of a connection accepted within patience
+// (on a loaded machine it may not be read before Shutdown gives up on it).
+// A silent connection holds shutdown no longer than patience.
 func (g *ConnGuard) unanswered(patience time.Duration) bool {
 	g.mu.Lock()
 	var check []*guardedConn

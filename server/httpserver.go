@@ -18,11 +18,9 @@ const DefaultHeaderTimeout = 10 * time.Second
 const MaxHeaderBytes = 64 << 10
 
 // NewHTTPServer returns an http.Server with the service's connection
-// limits: unfinished headers dropped after DefaultHeaderTimeout, idle
-// keep-alives after IdleTimeout. tc is nil for plain HTTP. HTTP/2 caps
-// concurrent streams and closes a connection whose writes stall; a stream
-// whose client keeps its window shut blocks only its own handler, until
-// its answer's write deadline.
+// limits (tc nil for plain HTTP). Under HTTP/2 a stream whose client keeps
+// its window shut blocks only its own handler, until its answer's write
+// deadline.
 func NewHTTPServer(h http.Handler, tc *tls.Config, errorLog *log.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,

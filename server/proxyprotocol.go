@@ -13,12 +13,10 @@ import (
 // its PROXY header.
 const proxyHeaderTimeout = 5 * time.Second
 
-// proxyProtocolListener reads the PROXY header of connections from trusted
-// sources, so that their RemoteAddr is the client it names; others pass
-// untouched. go-proxyproto reads the header lazily, and the ConnGuard above
-// asks RemoteAddr in Accept, so a silent trusted connection would stop the
-// accept loop: each header is read on its own goroutine, and Accept hands
-// out connections whose header is in.
+// proxyProtocolListener reads trusted sources' PROXY headers, so that
+// RemoteAddr is the client named; others pass untouched. The header is
+// read lazily and the ConnGuard asks RemoteAddr in Accept, so each is read
+// on its own goroutine: a silent trusted connection must not stop Accept.
 type proxyProtocolListener struct {
 	inner *proxyproto.Listener
 	ready chan acceptResult

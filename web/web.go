@@ -1,9 +1,7 @@
 // Package web is what people see in a browser: the API reference rendered
 // from the public OpenAPI document, and the operator's dashboard, a static
-// page whose script drives the admin API. Everything is embedded and served
-// from memory with validators and compression prepared at start; pages
-// carry no inline script or style, so that ContentSecurityPolicy holds.
-// The handlers mount its Resources on routes.
+// page driving the admin API. All is embedded, prepared at start, and free
+// of inline script or style, so that ContentSecurityPolicy holds.
 package web
 
 import (

@@ -48,9 +48,8 @@ const (
 )
 
 // maxNetworks bounds the limits' memory. Past it, a new network replaces
-// the least recently seen only if that one's allowance is whole (it loses
-// nothing); otherwise the new network gets no answer, so that a flood from
-// many networks cannot make the server forget one it is limiting.
+// the least recently seen only if that one's allowance is whole, else gets
+// no answer: a flood from many networks cannot erase a limit.
 const maxNetworks = 100_000
 
 // Config configures a Server.

@@ -31,10 +31,9 @@ type obtainRun struct {
 }
 
 // obtain starts an issuance attempt for name unless one is in flight
-// (Verify attaches to it, never cancels it). While failed attempts back
-// off the attempt starts nothing: the loop starts the next one when due.
-// A certificate obtained goes into the managed config's cache, so
-// maintenance renews it.
+// (Verify attaches to it, never cancels it); during a back-off the attempt
+// starts nothing. A certificate obtained goes into the managed config's
+// cache, so maintenance renews it.
 func (c *Certs) obtain(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

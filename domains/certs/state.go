@@ -37,10 +37,9 @@ type Change struct {
 	At time.Time
 }
 
-// save changes a domain's certificate record; names without a record (the
-// default address) keep none. A change that moved the state or recorded an
-// event is passed to Config.OnChange once, after the commit, on the
-// caller's goroutine.
+// save changes a domain's certificate record (none for names without one)
+// and passes a change of state or event to Config.OnChange once, after the
+// commit, on the caller's goroutine.
 func (c *Certs) save(ctx context.Context, name string, change func(*store.Certificate)) store.Certificate {
 	now := c.now().UTC()
 	// The issuance context may be ending; the record must still be saved.
@@ -110,8 +109,7 @@ func (c *Certs) Request(ctx context.Context, name string) store.Certificate {
 }
 
 // onEvent records renewals from certmagic's events. A first issuance is
-// recorded by its attempt, which knows the back-off and records the
-// certificate once it is in the cache, so that issued means handshakes
+// recorded by its attempt, once cached, so that issued means handshakes
 // find it.
 func (c *Certs) onEvent(ctx context.Context, event string, data map[string]any) error {
 	name, _ := data["identifier"].(string)

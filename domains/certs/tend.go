@@ -220,11 +220,10 @@ func (c *Certs) Removed(name string) {
 const certAttemptLockPrefix = "certattempt/"
 
 // claimAttempt makes this instance the only one attempting name's
-// certificate and reports whether an attempt is still wanted (release is
-// non-nil when the claim was taken; delegated: go through DNS-01). The
-// storage lock alone would let an instance that waited on it order right
-// after another's failure, skipping that failure's back-off, or order one
-// that was just obtained elsewhere.
+// certificate and reports whether one is still wanted (release non-nil:
+// claimed; delegated: DNS-01). The storage lock alone would let a waiter
+// order right after another's failure, skipping its back-off, or order
+// what was just obtained elsewhere.
 func (c *Certs) claimAttempt(ctx context.Context, name string) (release func(), wanted, delegated bool) {
 	// Without the lock another instance is attempting it, or the store
 	// failed and the next round tries again.

@@ -77,13 +77,11 @@ func (s *session) checkCAA(ctx context.Context, name string) []Finding {
 	return judgeCAA(name, rrs, s.c.caaAuthorities(ctx), methods)
 }
 
-// relevantCAA finds the Relevant RRset of RFC 8659 section 3: the CAA
-// records of the name, else of its parent, up to the TLD, following
-// CNAMEs. Like Boulder, all steps are asked at once, and a failed lookup
-// below the first step with records fails the search (records could hide
-// behind it); step names it. Unlike Boulder, NXDOMAIN at a TLD is no
-// failure: the TLD was checked when the domain was added, and test TLDs
-// have no zone to answer.
+// relevantCAA finds RFC 8659's Relevant RRset: the name's CAA records,
+// else its parent's, up to the TLD, following CNAMEs. Like Boulder it asks
+// all steps at once and fails on a failed lookup below the first step with
+// records (records could hide behind it); step names it. NXDOMAIN at a TLD
+// is no failure: TLDs were checked when the domain was added.
 func (s *session) relevantCAA(ctx context.Context, name string) (step string, rrs []*dns.CAA, err error) {
 	// At most 127 labels in a checked name: so many lookups at most.
 	labels := strings.Split(name, ".")

@@ -64,10 +64,9 @@ type Checker struct {
 	// NameserverPort is the port nameservers are asked on; zero means 53.
 	NameserverPort int
 	// AllowPrivateNameservers lets the check ask nameservers at loopback,
-	// private or link-local addresses. Those addresses come from NS records
-	// and glue, which the customer controls: off, such a zone is asked through
-	// the resolvers only, so a customer cannot aim the platform's queries into
-	// its own network. The configured Resolvers are always asked.
+	// private or link-local addresses. Off, such a zone goes through the
+	// resolvers only: NS records and glue are the customer's, who must not
+	// aim the platform's queries into its network.
 	AllowPrivateNameservers bool
 }
 

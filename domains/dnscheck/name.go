@@ -31,11 +31,10 @@ const (
 
 // Normalize turns what a customer typed into the canonical form stored and
 // compared everywhere: lower case, no trailing dot, IDN labels in punycode.
-// It refuses, with a *store.Error of code store.EINVALID whose message can
-// be shown as is, anything that cannot be a customer's host name: IPs,
-// URLs, ports, paths, wildcards (NormalizeWildcard takes those), invalid or
-// single labels, and names without a registrable domain ("co.uk",
-// "github.io"), since no one can prove control of those.
+// It refuses with an EINVALID *store.Error, shown as is, what cannot be a
+// customer's host name: IPs, URLs, ports, paths, wildcards (see
+// NormalizeWildcard), bad or single labels, and names without a
+// registrable domain, whose control no one can prove.
 func Normalize(input string) (string, error) {
 	s := strings.TrimSpace(input)
 	if s == "" {

@@ -17,12 +17,10 @@ import (
 	"github.com/miekg/dns"
 )
 
-// DNS is a running pebble-challtestsrv serving DNS only, on loopback. Unlike
-// a real zone: unknown names get empty answers, never NXDOMAIN; a CNAME is
-// followed for every type, hiding other records on the name (put a CAA on
-// the parent); SOA and NS get NOTIMP, so a checker uses it as a resolver;
-// every TTL is 0; names match case-sensitively (the methods lower-case the
-// host, as the checker asks).
+// DNS is a running pebble-challtestsrv serving DNS only, on loopback.
+// Unlike a real zone: unknown names get empty answers; a CNAME hides other
+// records on its name (put CAA on the parent); SOA and NS get NOTIMP, so a
+// checker uses it as a resolver; TTLs are 0; names match case-sensitively.
 type DNS struct {
 	addr string // DNS host:port
 	mgmt string // management API base URL

@@ -12,12 +12,10 @@ import (
 	"github.com/miekg/dns"
 )
 
-// DNSServer is a test's own DNS server on loopback, answering from records
-// the test sets. It plays a recursive resolver (StartFaultyDNS,
-// StartResolver, NewZone with no zone) or a zone's authoritative server
-// (NewZone: AA set, REFUSED outside its zone, aliases followed only
-// inside). Names without records or a wildcard above (RFC 4592) are
-// NXDOMAIN. Unlike challtestsrv it can fail every n-th query.
+// DNSServer is a test's own loopback DNS server answering from records the
+// test sets, as a resolver (StartFaultyDNS, StartResolver, NewZone with no
+// zone) or a zone's authoritative server (NewZone). Unlike challtestsrv it
+// answers NXDOMAIN and can fail every n-th query.
 type DNSServer struct {
 	addr     string
 	auth     string // authoritative for this zone (FQDN); "" plays a resolver

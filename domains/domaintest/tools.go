@@ -80,10 +80,8 @@ var (
 	toolPaths = map[string]string{}
 )
 
-// toolBinary builds a tool package once per test binary and returns the
-// executable's path. `go tool -n` leaves it in the build cache, where later
-// runs and other test binaries reuse it, and nothing in temporary
-// directories.
+// toolBinary builds a tool package once per test binary and returns its
+// path; `go tool -n` keeps it in the build cache for later runs.
 func toolBinary(tb testing.TB, pkg string) string {
 	tb.Helper()
 	goCmd, modRoot := requireGo(tb)
@@ -127,10 +125,9 @@ var pebbleDir = sync.OnceValues(func() (string, error) {
 })
 
 // freeChallengePort returns a loopback TCP port for the service under test
-// to listen on once pebble, told to validate there, has started. Free when
-// chosen but held by nobody until then, it is drawn from below the
-// kernel's ephemeral range, which other processes' connections and
-// port-0 listeners take from (it happened on a busy CI machine).
+// to listen on once pebble, told to validate there, has started. It comes
+// from below the kernel's ephemeral range, so that no other process's
+// connection or port-0 listener takes it meanwhile.
 func freeChallengePort(tb testing.TB) int {
 	tb.Helper()
 	low := 0

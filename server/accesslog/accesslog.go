@@ -36,11 +36,9 @@ func (l Line) Attrs() []slog.Attr {
 }
 
 // Logger writes access lines straight to the log's output, byte for byte
-// as slog's TextHandler or JSONHandler (default options) would, so that
-// all lines form one log. Going through slog costs a noticeable share of a
-// small request; this is a few appends into a pooled buffer. Only lines
-// whose values need no quoting take that path; slog writes the others, so
-// that its quoting rules stay its own.
+// as slog's TextHandler or JSONHandler would, at a few appends where slog
+// costs a noticeable share of a small request. Lines needing quoting go
+// through slog, so that its quoting rules stay its own.
 type Logger struct {
 	w    io.Writer // safe for concurrent use; each line is one Write
 	json bool

@@ -20,11 +20,10 @@ const (
 const logDropReportInterval = 10 * time.Second
 
 // Writer is the service's log output. Write only appends to a bounded
-// buffer and never waits for the sink; a goroutine writes the buffer out
-// an interval after its first line, since a sink write per line would cost
-// more than the request it records, and sleeps while nothing is buffered.
-// Each Write is one record, kept or dropped whole. Safe for concurrent
-// use.
+// buffer, never waiting for the sink; a goroutine writes it out an
+// interval after its first line, since a write per line would cost more
+// than the request. Each Write is kept or dropped whole. Safe for
+// concurrent use.
 type Writer struct {
 	sink     io.Writer
 	interval time.Duration

@@ -1,9 +1,7 @@
 // Command driver calls every operation of both OpenAPI documents through
-// oapi-codegen's default Go clients, as a user would: bodies are the
-// generated types, and every answer must decode into its status's type.
-// TestGeneratedClients generates the clients, compiles them with this file
-// (kept out of the module's build in testdata) and runs it against a real
-// server.
+// oapi-codegen's default Go clients, as a user would; every answer must
+// decode into its status's type. TestGeneratedClients builds it and runs
+// it against a real server.
 package main
 
 import (
