@@ -29,9 +29,8 @@ func development(cfg config) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// webhookPolicy is who may receive webhooks: public addresses, loopback
-// too in development, anything with --webhook-allow-private; it logs why
-// when it allows more.
+// webhookPolicy is who may receive webhooks: public addresses, loopback in
+// development, anything with --webhook-allow-private (logged).
 func webhookPolicy(cfg config, dev bool, log *slog.Logger) events.Policy {
 	p := events.Policy{AllowPrivate: cfg.webhookAllowPrivate, AllowLoopback: dev}
 	switch {

@@ -6,9 +6,8 @@ import (
 	"petstore/store"
 )
 
-// Run does the background work until ctx ends: it loads issued
-// certificates and resumes issuance a restart cut short, then checks due
-// domains (pending ones on Backoff, verified ones periodically).
+// Run does the background work until ctx ends: it loads issued certificates,
+// resumes issuance a restart cut short, then checks due domains.
 func (m *Manager) Run(ctx context.Context) {
 	if m.certs != nil {
 		m.certs.Resume(ctx)

@@ -8,9 +8,8 @@ import (
 	"petstore/store"
 )
 
-// Several instances may share one store (PostgreSQL). The others learn of
-// one's changes from the store's change notice: the routing table is
-// rebuilt, and certificates in memory follow. Storage is shared already.
+// Several instances may share one store (PostgreSQL); the others follow
+// one's changes from the store's change notice.
 
 // followStore registers for the store's change notices. The store calls
 // the listener on its own goroutine, sometimes inside one of this

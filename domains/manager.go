@@ -263,9 +263,8 @@ func lookupName(name string) string {
 	return name
 }
 
-// Verify checks the domain's DNS now; on success the certificate is
-// requested in the background. On a verified domain it is Re-verify: a new
-// certificate attempt starts when there is none yet.
+// Verify checks the domain's DNS now, requesting the certificate in the
+// background on success; on a verified domain it is Re-verify.
 func (m *Manager) Verify(ctx context.Context, name string) (store.Domain, error) {
 	name = lookupName(name)
 	d, err := m.db.Domain(ctx, name)

@@ -65,9 +65,8 @@ func (m *Manager) check(ctx context.Context, d store.Domain) (store.DomainCheck,
 	return res, &own
 }
 
-// applyOwnership records a check's ownership findings and moves a pending
-// domain to owned or an owned one back. It reports whether the domain
-// stays owned. Failed lookups change nothing.
+// applyOwnership records a check's ownership findings, moving a pending
+// domain to owned or back, and reports whether it stays owned.
 func (m *Manager) applyOwnership(d *store.Domain, own *dnscheck.Ownership, now time.Time) (owned bool) {
 	if own == nil || d.Delegation == nil {
 		return false

@@ -189,9 +189,8 @@ func (e *Engine) Run(ctx context.Context) {
 // claimLimit bounds the deliveries one claim takes.
 const claimLimit = 64
 
-// fanOutSoon is short beside Poll, so that a busy webhook waits little
-// for new deliveries, and long beside a request, so that each fan-out
-// takes many.
+// fanOutSoon is short beside Poll, so that a busy webhook waits little,
+// and long beside a request, so that each fan-out takes many.
 const fanOutSoon = 5 * time.Millisecond
 
 func pruneEvery(retention time.Duration) time.Duration {

@@ -31,9 +31,8 @@ type Hub struct {
 
 // Subscription is one stream's feed of new events.
 type Subscription struct {
-	// C carries events in id order. It is closed when the subscriber fell
-	// too far behind (the client resumes from its last id) or the hub
-	// stopped.
+	// C carries events in id order; it is closed when the subscriber fell too
+	// far behind (the client resumes from its last id) or the hub stopped.
 	C    chan store.Event
 	hub  *Hub
 	once sync.Once
@@ -93,9 +92,8 @@ func (h *Hub) run(ctx context.Context) {
 	store.EveryTick(ctx, h.poll, func() { h.forward(ctx) })
 }
 
-// forward passes the events after h.last to every subscriber, a page at a
-// time, until none is left; a subscriber that cannot take one at once is
-// dropped. With no subscriber it reads nothing.
+// forward passes the events after h.last to every subscriber a page at a
+// time; one that cannot take one at once is dropped.
 func (h *Hub) forward(ctx context.Context) {
 	h.reading.Lock()
 	defer h.reading.Unlock()

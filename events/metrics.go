@@ -7,9 +7,8 @@ import (
 	"petstore/store"
 )
 
-// LagBuckets bound, in seconds, the histogram of the time from an event's
-// commit to its first attempt; the top buckets catch an engine that fell
-// behind or stopped.
+// LagBuckets bound, in seconds, the commit-to-first-attempt histogram; the
+// top buckets catch an engine that fell behind or stopped.
 var LagBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900}
 
 // Stats are what this instance's engine did since it started (a fleet's

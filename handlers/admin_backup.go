@@ -18,9 +18,8 @@ import (
 // is not.
 const backupIdleTimeout = 60 * time.Second
 
-// backup streams a consistent copy of the data file (GET /admin/backup):
-// one read transaction, its size as Content-Length. HEAD answers the
-// headers alone.
+// backup streams a consistent copy of the data file in one read
+// transaction, its size as Content-Length; HEAD gets the headers alone.
 func (s *Server) backup(c echo.Context) error {
 	b := s.cfg.File
 	if b == nil {

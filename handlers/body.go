@@ -79,9 +79,8 @@ func readAtMost(r *http.Request, limit int64, rc *http.ResponseController) ([]by
 	return io.ReadAll(io.LimitReader(body, limit+1))
 }
 
-// minRateReader gives each read the deadline what arrived so far earned:
-// bodyGrace plus a second per bodyMinRate bytes. Where rc cannot set one
-// (tests' recorders), it reads without.
+// minRateReader gives each read the deadline what arrived earned:
+// bodyGrace plus a second per bodyMinRate bytes (none where rc cannot).
 type minRateReader struct {
 	r     io.Reader
 	rc    *http.ResponseController
@@ -110,8 +109,7 @@ func (m *minRateReader) Read(p []byte) (int, error) {
 }
 
 // clear takes the deadline away once the body is read: left on, it would
-// fail net/http's background read while the handler runs, cancelling the
-// request.
+// fail net/http's background read and cancel the request.
 func (m *minRateReader) clear() {
 	if m.set {
 		_ = m.rc.SetReadDeadline(time.Time{})

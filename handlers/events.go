@@ -21,9 +21,8 @@ const heartbeat = 15 * time.Second
 // DefaultMaxStreams caps the event streams open at once on one instance.
 const DefaultMaxStreams = 1000
 
-// DefaultMaxStreamsPerClient caps one client's public streams: room for
-// an office's tabs behind one address, and a few addresses cannot take
-// them all.
+// DefaultMaxStreamsPerClient leaves room for an office's tabs behind one
+// address, and a few addresses cannot take all streams.
 const DefaultMaxStreamsPerClient = 20
 
 // operatorShare is the part of --max-event-streams kept for the operator's
@@ -52,8 +51,7 @@ type streams struct {
 func (s *streams) Open() int64 { return s.open.Load() }
 
 // take counts one more stream of client unless a cap is reached, and says
-// which; a refused one is never counted, so the gauge never reads above
-// the cap. release undoes it.
+// which; refusals are never counted, so the gauge stays within the cap.
 func (s *streams) take(total, perClient int, client clientkey.Key, public bool) (release func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -36,8 +36,7 @@ const (
 )
 
 // answer is what an operation taking a key sends: status, the headers
-// that matter, the JSON body. Answers kept whole by older versions are
-// still replayed.
+// that matter, the JSON body. Older versions' whole answers still replay.
 type answer struct {
 	Status   int                `json:"status"`
 	Location string             `json:"location,omitempty"`
@@ -212,9 +211,8 @@ func sfString(s string) (string, bool) {
 	return string(out), true
 }
 
-// keyScope names a key's credential: a hash of the API key (no lookup), or
-// of the admin token (a new token starts with no keys). Every POST has a
-// credential.
+// keyScope names a key's credential: a hash of the API key (no lookup) or
+// of the admin token (a new token has no keys).
 func keyScope(r *http.Request, admin bool) string {
 	if admin {
 		sum := sha256.Sum256([]byte(bearerToken(r.Header.Get(echo.HeaderAuthorization))))

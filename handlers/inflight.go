@@ -88,9 +88,8 @@ func (f *inFlight) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// quietBytes is how much of an answer net/http buffers before anything
-// reaches the connection: a handler writing no more, without flushing,
-// never waits for its client.
+// quietBytes is what net/http buffers before anything reaches the
+// connection: a handler writing no more, unflushed, never waits.
 const quietBytes = 2 << 10
 
 // cappedWriter sets a capped answer's write deadline only when it could

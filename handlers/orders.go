@@ -31,8 +31,7 @@ func (s *Server) listOrders(c echo.Context) error {
 }
 
 // orderInput is NewOrder and OrderUpdate as a body: every field optional,
-// so that absent differs from zero. An id is refused by the validator and
-// decodeBody.
+// so that absent differs from zero.
 type orderInput struct {
 	PetID    *int64     `json:"petId"`
 	Quantity *int       `json:"quantity"`
@@ -74,9 +73,8 @@ func orderPlaced(o store.Order, _ none) (answer, error) {
 	return created(fmt.Sprintf("/store/orders/%d", o.ID), &o)
 }
 
-// updateOrder changes shipDate and complete. petId and quantity are fixed
-// once the stock is taken, allowed unchanged so a client can PUT back what
-// it read.
+// updateOrder changes shipDate and complete; petId and quantity are fixed
+// once stock is taken, allowed unchanged so an order read can be PUT back.
 func (s *Server) updateOrder(c echo.Context) error {
 	id, err := pathID(c, "orderId")
 	if err != nil {

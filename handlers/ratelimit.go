@@ -114,8 +114,7 @@ func newRateLimiter(perSecond, burst float64, size int) *rateLimiter {
 }
 
 // take takes a request from k's bucket at now: whether there was one, the
-// whole requests left, and whole seconds until one more (at least 1 when
-// none is left).
+// whole requests left, and whole seconds until one more (at least 1).
 func (l *rateLimiter) take(k clientkey.Key, now time.Time) (ok bool, left int, wait int64) {
 	l.mu.Lock()
 	lim, found := l.clients.Get(k)

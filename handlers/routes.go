@@ -107,9 +107,8 @@ func (s *Server) routes(validate bool) error {
 // getHead is the methods of a read: HEAD is answered wherever GET is.
 var getHead = []string{http.MethodGet, http.MethodHead}
 
-// register adds one OpenAPI document's routes, each behind request
-// validation (unless validate is false), and fails when the routes and
-// the document's operations differ.
+// register adds one OpenAPI document's routes, validated unless validate
+// is false, failing when the routes and the operations differ.
 func (s *Server) register(doc *apiDoc, routes []route, validate bool, limit echo.MiddlewareFunc) error {
 	registered := map[string]bool{}
 	for _, r := range routes {
@@ -173,8 +172,7 @@ func poolShare(name string) echo.MiddlewareFunc {
 }
 
 // poolShareOf names a route's resource: the path up to its first
-// parameter, at most two segments ("/store/orders/:orderId" is
-// "/store/orders").
+// parameter, two segments at most ("/store/orders").
 func poolShareOf(path string) string {
 	segments := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	n := 0

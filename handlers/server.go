@@ -106,9 +106,8 @@ type Config struct {
 	IdempotencyMaxKeys int
 }
 
-// Prepared is the part of a Server that depends on the OpenAPI documents
-// only, most of New's work, which a process waiting for its store (the new
-// process of an upgrade in place) does beforehand.
+// Prepared is the part of a Server that depends on the documents only,
+// most of New's work, done early by an upgrade's process awaiting its store.
 type Prepared struct {
 	public, admin *apiDoc
 	site          *web.Site
@@ -167,9 +166,8 @@ type Server struct {
 	unknownHosts, refusedByRate *accesslog.Summary
 }
 
-// EndStreams ends the open event streams, at shutdown, since each would
-// hold its connection until the timeout. Clients reconnect from their last
-// event.
+// EndStreams ends the open event streams at shutdown, which each would
+// hold until the timeout; clients reconnect from their last event.
 func (s *Server) EndStreams() { s.endStreams() }
 
 // New builds the server: parses both OpenAPI documents, registers every

@@ -27,9 +27,8 @@ func (s *Server) siteRoutes() {
 	e.Match(getHead, web.DashboardAssetsPath+"*", serveAsset(site.DashboardAsset))
 }
 
-// serveAsset serves the asset named by the rest of the path, or the API's
-// 404: an old page asking for an earlier build's hashed file gets a clear
-// miss.
+// serveAsset serves the named asset or the API's 404, a clear miss for an
+// old page asking for an earlier build's hashed file.
 func serveAsset(lookup func(name string) *web.Resource) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if r := lookup(c.Param("*")); r != nil {

@@ -45,9 +45,8 @@ func pageRow(n int, deep bool) string {
 	return fmt.Sprintf("GET /pets?limit=%d first page, %s pets", pageLimit, humanCount(n))
 }
 
-// job is one row's load: a warm-up, then measured slices. A run's jobs take
-// turns slice by slice, so that a row and its baseline see the same
-// background load.
+// job is one row's load: a warm-up, then measured slices. Jobs take turns
+// slice by slice, so that a row and its baseline share background load.
 type job struct {
 	label string
 	// warm sends unmeasured load for d; nil means no warm-up.

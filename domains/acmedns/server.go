@@ -67,9 +67,8 @@ type Config struct {
 	// Timeout bounds the store read behind an answer (SERVFAIL past it);
 	// zero means 2 s.
 	Timeout time.Duration
-	// MaxTCPConns and MaxTCPConnsPerNetwork cap the TCP connections open at
-	// once, in all and per source network; zero means the defaults. One over
-	// a cap is closed at once.
+	// MaxTCPConns and MaxTCPConnsPerNetwork cap open TCP connections, in all
+	// and per source network (zero: the defaults); one over is closed at once.
 	MaxTCPConns           int
 	MaxTCPConnsPerNetwork int
 	// ReadTimeout is how long a query may take to arrive, over TCP from the
@@ -320,9 +319,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Listen binds UDP and then TCP on the port UDP got, so that port 0 gives
-// one port for both; a few ports are tried, since the TCP twin of a free
-// UDP port may be taken.
+// Listen binds UDP, then TCP on the port UDP got (port 0: one port for
+// both), trying a few ports since the TCP twin may be taken.
 func Listen(addr string) (net.PacketConn, net.Listener, error) {
 	_, port, _ := net.SplitHostPort(addr)
 	tries := 1

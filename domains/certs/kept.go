@@ -29,8 +29,7 @@ func (c *Certs) Keep(ctx context.Context, name string) {
 const keptTag = "petstore:kept"
 
 // DropKept removes a moved domain's certificate from the cache (with
-// expiredOnly, once expired), so that handshakes fail at once rather than
-// with an expired certificate.
+// expiredOnly, once expired): handshakes then fail at once.
 func (c *Certs) DropKept(name string, expiredOnly bool) {
 	var hashes []string
 	for _, cert := range c.cache.AllMatchingCertificates(name) {

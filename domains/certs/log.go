@@ -10,15 +10,13 @@ import (
 )
 
 // zapToSlog gives certmagic a zap logger writing warnings to the service's
-// slog handler. Info and debug are dropped: certmagic is chatty, and the
-// domain states say what happened.
+// slog handler; info and debug are chatty, and domain states say enough.
 func zapToSlog(l *slog.Logger) *zap.Logger {
 	return zap.New(slogCore{l: l.With("component", "certmagic")})
 }
 
-// certmagic's package default logger, for Configs and issuers made
-// without ours, writes to the process's default slog logger (main.go sets
-// it) instead of stderr.
+// certmagic's package default logger, used by Configs made without ours,
+// writes to slog's default logger (main.go sets it), not stderr.
 func init() {
 	certmagic.Default.Logger = zap.New(slogCore{})
 }

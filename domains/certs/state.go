@@ -1,6 +1,5 @@
 // The one writer of certificate state: every change of a certificate
-// record passes save, which calls Config.OnChange once the store has
-// committed it.
+// record passes save, which calls Config.OnChange once it is committed.
 
 package certs
 

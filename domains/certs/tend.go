@@ -207,8 +207,7 @@ func (c *Certs) Forget(ctx context.Context, name string) error {
 }
 
 // Removed follows a domain that left the routing table: the next
-// handshake must fail, so an attempt stops and the certificate leaves
-// memory.
+// handshake must fail, so an attempt stops and the certificate goes.
 func (c *Certs) Removed(name string) {
 	c.stopObtaining(name)
 	c.DropKept(name, false)
@@ -247,8 +246,7 @@ func (c *Certs) claimAttempt(ctx context.Context, name string) (release func(), 
 }
 
 // TryLock takes the store's named lock (certmagic's, cross-instance)
-// without waiting and returns its release; nil when another holds it or
-// the store failed (logged).
+// without waiting; nil when another holds it or the store failed (logged).
 func TryLock(ctx context.Context, kv store.KeyValue, log *slog.Logger, lock, what string) (release func()) {
 	got, err := kv.TryLock(ctx, lock)
 	if err != nil {

@@ -1,6 +1,5 @@
-// DNS transport for Checker: finding the zone of a name and its nameservers,
-// asking them (or the resolvers when they cannot be reached) and following
-// CNAME chains. The rules and their wording live in check.go.
+// DNS transport for Checker: finding a name's zone and nameservers, asking
+// them (or the resolvers), following CNAMEs. The rules live in check.go.
 
 package dnscheck
 

@@ -53,9 +53,8 @@ func StartFaultyDNS(tb testing.TB) *DNSServer {
 	return startDNSServer(tb, &DNSServer{}, false)
 }
 
-// StartResolver starts a loopback resolver (UDP and TCP) that sends zone's
-// questions to upstream, following a CNAME into zone as a real resolver
-// would; it stops when tb's test ends.
+// StartResolver starts a loopback resolver sending zone's questions to
+// upstream and following CNAMEs into zone; it stops with tb's test.
 func StartResolver(tb testing.TB, zone, upstream string) (*DNSServer, string) {
 	tb.Helper()
 	s := startDNSServer(tb, &DNSServer{forward: fqdn(zone), upstream: upstream}, true)
@@ -78,9 +77,8 @@ func startDNSServer(tb testing.TB, s *DNSServer, tcp bool) *DNSServer {
 	return s
 }
 
-// ServeDNS serves h on a free loopback UDP port, with tcp over TCP on the
-// same port too (pebble asks over TCP), until tb's test ends; it returns
-// host:port once h is served.
+// ServeDNS serves h on a free loopback UDP port, with tcp on the same TCP
+// port too, until tb's test ends; it returns host:port once served.
 func ServeDNS(tb testing.TB, h dns.Handler, tcp bool) string {
 	tb.Helper()
 	pc, ln := listenDNS(tb, tcp)

@@ -48,9 +48,9 @@ type Pebble struct {
 	proc         *Process
 }
 
-// StartPebble starts pebble with dns as its only resolver, waits for its
-// directory, and stops it when tb's test ends. Give each pebble fresh
-// certificate storage: earlier accounts do not exist in a new one.
+// StartPebble starts pebble resolving through dns, waits for its directory,
+// and stops it with tb's test. Give each pebble fresh certificate storage:
+// accounts do not carry over.
 func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 	tb.Helper()
 	dnsServer := opts.DNSServer

@@ -9,8 +9,7 @@ import (
 )
 
 // WaitFor calls check every interval until nil, failing the test with its
-// last error after within. A check that costs the server something (a
-// failed credential) wants a longer interval.
+// last error after within. Costly checks want a longer interval.
 func WaitFor(tb testing.TB, within, every time.Duration, check func() error) {
 	tb.Helper()
 	deadline := time.Now().Add(within)

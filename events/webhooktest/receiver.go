@@ -57,9 +57,8 @@ type Options struct {
 	Answers []int
 	// Hang holds every request, unanswered, until the test ends.
 	Hang bool
-	// Lenient keeps what it refuses or finds malformed, for Rejected,
-	// instead of failing the test: for receivers that see deliveries before
-	// the test knows their secret.
+	// Lenient keeps what it refuses for Rejected instead of failing the
+	// test, for receivers that see deliveries before their secret is known.
 	Lenient bool
 }
 
