@@ -51,8 +51,8 @@ type config struct {
 	restoreMarks                                string
 }
 
-// parseConfig reads flags; each flag --some-name has an environment twin
-// PETSTORE_SOME_NAME that applies when the flag is not given.
+// parseConfig reads flags; each has an environment twin that applies when
+// it is not given.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	var c config
 	flags := newFlags("petstore", serveUsage, out)
@@ -189,9 +189,8 @@ func isPostgresURL(s string) bool {
 // generated ones are far longer.
 const minAdminTokenLength = 32
 
-// checkAdminToken refuses a given admin token that is short, or that has
-// white space around it: clients trim it from the header they send, so it
-// would never match what was stored.
+// checkAdminToken refuses a given admin token that is short, or has white
+// space around it, which clients trim so it would never match.
 func checkAdminToken(token string) error {
 	switch {
 	case token == "":
@@ -205,7 +204,7 @@ func checkAdminToken(token string) error {
 }
 
 // dataDescription names the store for people: the file, or the database
-// URL without its password.
+// URL without password.
 func (c config) dataDescription() string {
 	if c.database == "" {
 		return c.data
@@ -216,8 +215,8 @@ func (c config) dataDescription() string {
 	return "(a PostgreSQL database)"
 }
 
-// clientInFlight is --max-client-in-flight as handlers.Config takes it: 0
-// (off) there means the default, negative means off.
+// clientInFlight maps --max-client-in-flight to handlers.Config, where 0
+// means the default and negative off.
 func clientInFlight(n int) int {
 	if n <= 0 {
 		return -1

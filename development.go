@@ -10,13 +10,10 @@ import (
 	"petstore/events"
 )
 
-// development reports whether this start is a developer's: a plain
-// `go run .` on this machine. The service listens on a loopback address
-// only, without --domain, --cname-target or --https-listen: nobody else
-// can reach it, and it serves no customer's domain. It then lets webhooks
-// reach receivers on the same machine, and shows domains' records with a
-// placeholder target, instead of refusing both until restarted with flags
-// a first run does not know about.
+// development reports whether this is a developer's `go run .`: loopback
+// only, without --domain, --cname-target or --https-listen. Webhooks may
+// then reach local receivers and domains show a placeholder target, rather
+// than being refused until a restart with flags a first run lacks.
 func development(cfg config) bool {
 	if cfg.domain != "" || cfg.cnameTarget != "" || cfg.httpsListen != "" {
 		return false
@@ -32,10 +29,8 @@ func development(cfg config) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// webhookPolicy is who may receive webhooks: public addresses only, as in
-// production; loopback too in development; anything with
-// --webhook-allow-private. It logs why, when it allows more than public
-// addresses.
+// webhookPolicy is who may receive webhooks: public addresses, loopback in
+// development, anything with --webhook-allow-private (logged).
 func webhookPolicy(cfg config, dev bool, log *slog.Logger) events.Policy {
 	p := events.Policy{AllowPrivate: cfg.webhookAllowPrivate, AllowLoopback: dev}
 	switch {

@@ -17,14 +17,12 @@ import (
 	"petstore/store"
 )
 
-// domainsNow is the custom domains' clock. Tests of rules that span hours
-// (a domain is moved only on evidence over an hour) set it instead of
-// waiting.
+// domainsNow is the custom domains' clock, for tests of rules spanning
+// hours.
 var domainsNow = time.Now
 
-// domainsTickEvery, when set, is how often the custom domains' background
-// loops look for due work (tests that need a round within a second); zero
-// keeps the manager's default.
+// domainsTickEvery, when set, overrides the background loops' tick (tests
+// needing a round within a second).
 var domainsTickEvery time.Duration
 
 // newDomainManager builds the custom-domain manager from the flags:

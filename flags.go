@@ -8,16 +8,15 @@ import (
 	"time"
 )
 
-// flagGroup declares flags into a flag set under one heading of --help, so
-// that each flag's group is given where the flag is declared.
+// flagGroup declares flags under one heading of --help.
 type flagGroup struct {
 	set   *groupedFlags
 	title string
 	names []string
 }
 
-// groupedFlags is a flag set whose --help lists its flags by group, each
-// with its default and its environment twin.
+// groupedFlags is a flag set whose --help lists flags by group, each with
+// its default and environment twin.
 type groupedFlags struct {
 	fs       *flag.FlagSet
 	header   string // how to call the command, before the flags
@@ -25,8 +24,8 @@ type groupedFlags struct {
 	defaults map[string]string // what an empty default means, where it means something
 }
 
-// newFlags is the flag set of the command name, whose --help, written to
-// out, starts with header.
+// newFlags is command name's flag set; its --help, to out, starts with
+// header.
 func newFlags(name, header string, out io.Writer) *groupedFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -53,8 +52,8 @@ type declared struct {
 	name string
 }
 
-// DefaultMeans names what a flag's default means where its value alone
-// does not say ("the system's", "Let's Encrypt"), for --help.
+// DefaultMeans says in --help what a flag's default means where the value
+// alone does not ("the system's").
 func (d declared) DefaultMeans(meaning string) { d.set.defaults[d.name] = meaning }
 
 func (fg *flagGroup) String(p *string, name, value, usage string) declared {
@@ -88,7 +87,7 @@ func (fg *flagGroup) List(p *listFlag, name, usage string) declared {
 	return fg.add(name)
 }
 
-// envName is the environment twin of a flag: --dns-resolver is
+// envName is a flag's environment twin: --dns-resolver is
 // PETSTORE_DNS_RESOLVER.
 func envName(flagName string) string {
 	return "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
@@ -108,8 +107,7 @@ Every flag has an environment variable, named beside it in parentheses;
 a flag on the command line wins over its variable.
 `
 
-// usage writes --help: how to call the command, then each group's flags
-// with their defaults and environment variables.
+// usage writes --help: the usage, then each group's flags.
 func (g *groupedFlags) usage(w io.Writer) {
 	fmt.Fprint(w, g.header)
 	grouped := map[string]bool{}
@@ -120,8 +118,7 @@ func (g *groupedFlags) usage(w io.Writer) {
 			grouped[name] = true
 		}
 	}
-	// A flag declared on the flag set itself, not through a group, still
-	// shows (and the tests fail on this heading).
+	// Flags declared outside a group still show (tests check this heading).
 	other := false
 	g.fs.VisitAll(func(f *flag.Flag) {
 		if !grouped[f.Name] {
@@ -134,8 +131,7 @@ func (g *groupedFlags) usage(w io.Writer) {
 	})
 }
 
-// ungroupedTitle heads the flags of --help that were declared without a
-// group.
+// ungroupedTitle heads --help's flags declared without a group.
 const ungroupedTitle = "Other"
 
 func (g *groupedFlags) usageOf(w io.Writer, f *flag.Flag) {
@@ -189,11 +185,9 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// parse parses args, then sets each flag --some-name that args did not
-// give from its environment twin PETSTORE_SOME_NAME, when that is set. It
-// returns the names of the flags args gave; args other than flags are an
-// error unless the command takes them (positional). --help is
-// flag.ErrHelp.
+// parse parses args, then sets each flag args did not give from its
+// environment twin, when set. It returns the flags args gave; non-flag
+// args are an error unless positional. --help is flag.ErrHelp.
 func (g *groupedFlags) parse(args []string, getenv func(string) string, positional bool) (given map[string]bool, err error) {
 	fs := g.fs
 	if err := fs.Parse(args); err != nil {

@@ -1,6 +1,5 @@
-// Command petstore serves the pet-store API and its reference site from one
-// bbolt file, or from a PostgreSQL database that several instances share
-// (--database). Run it with no flags for local development.
+// Command petstore serves the pet-store API and its reference site from a
+// bbolt file, or from a PostgreSQL database several instances share.
 package main
 
 import (
@@ -35,14 +34,13 @@ import (
 var spec []byte
 
 func main() {
-	// SIGHUP upgrades in place: caught from the start, so that one sent
-	// early does not end the process (its default).
+	// SIGHUP upgrades in place: caught from the start, so that an early one
+	// does not end the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// One per process (tableflip's rule): tests that call run many times
-	// go without.
+	// One per process (tableflip's rule): tests calling run go without.
 	upgrader, err := server.NewUpgrader()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "petstore: taking the sockets of the upgraded process:", err)
@@ -56,22 +54,20 @@ func main() {
 }
 
 // runWith starts the service and blocks until ctx ends, then shuts down
-// gracefully: in-flight requests finish and the data file is closed. It is
-// upgraded in place on the signals of up (upgrade.go).
+// gracefully. It is upgraded in place on up's signals.
 func runWith(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, up upgrades) (err error) {
 	if len(args) > 0 && args[0] == "migrate" {
 		return runMigrate(ctx, args[1:], getenv, stdout)
 	}
-	// "petstore help" is what people type first: the same as --help, not
-	// an unexpected argument.
+	// "petstore help" is what people type first.
 	if len(args) == 1 && args[0] == "help" {
 		args = []string{"--help"}
 	}
 	if len(args) > 0 && args[0] == "unrevoke" {
 		return runUnrevoke(ctx, args[1:], getenv, stdout)
 	}
-	// Not a flag: PETSTORE_VERSION in a service's environment must not turn
-	// it into a command that prints and exits.
+	// Not a flag: PETSTORE_VERSION in a service's environment must not make
+	// it print and exit.
 	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
 		_, err := fmt.Fprintln(stdout, buildinfo.Running)
 		return err
@@ -82,8 +78,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	} else if err != nil {
 		return err
 	}
-	// Everything run writes, the banner included, goes through logOut, which
-	// drops lines rather than wait for a stdout nobody reads.
+	// logOut drops lines rather than wait for a stdout nobody reads.
 	logOut := accesslog.NewWriter(stdout, 100*time.Millisecond)
 	defer logOut.Close(2 * time.Second)
 	var logHandler slog.Handler = slog.NewTextHandler(logOut, nil)
@@ -91,9 +86,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		logHandler = slog.NewJSONHandler(logOut, nil)
 	}
 	log := slog.New(logHandler)
-	// What libraries log through the standard log package or slog's
-	// default (certmagic's challenge servers and worker panics, and its
-	// default logger: domains/certs) goes to this log, never to stderr.
+	// Libraries' logging through log or slog's default (certmagic's) goes to
+	// this log, never to stderr.
 	prevDefault := slog.Default()
 	slog.SetDefault(log)
 	defer slog.SetDefault(prevDefault)
@@ -112,9 +106,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		defer pprof.StopCPUProfile()
 	}
 
-	// The documents and the site need no store: they are prepared beside
-	// the rest of start-up, and the new process of an upgrade in place has
-	// them before the old one stops serving (upgrade.go).
+	// The documents and the site need no store: prepared beside start-up, so
+	// that an upgrade's new process has them before the old one stops.
 	prepared := prepareInBackground(spec)
 	serverErrors := server.NewServerErrors(log)
 	errorLog := serverErrors.Logger()
@@ -133,9 +126,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	defer func() { hand.done(err) }()
 	gogcSet := getenv("GOGC") != ""
 	if err := hand.beforeStore(ctx, func() error {
-		// Start-up's garbage is made once the documents are prepared;
-		// handing it back costs tens of milliseconds, spent here while
-		// the old process still serves.
+		// Start-up's garbage is handed back here, while the old process still
+		// serves.
 		_, err := prepared()
 		settleMemoryAfterStart(gogcSet)
 		return err
@@ -152,9 +144,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	defer db.Close()
 	started := false
 	defer func() {
-		// A first start that fails leaves no data file behind. The file is
-		// removed while this process still holds its lock, so no other one
-		// can have opened it meanwhile.
+		// A first start that fails leaves no data file; it is removed while this
+		// process still holds its lock.
 		if newFile && !started {
 			_ = os.Remove(cfg.data)
 		}
@@ -192,8 +183,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		hs.ReadHeaderTimeout = cfg.headerTimeout
 		return hs
 	}
-	// The sockets are bound already (bindSockets): these only attach
-	// their servers.
+	// The sockets are bound already (bindSockets).
 	plainAddr, err := listeners.ListenAs(server.NameListen, cfg.listen, httpServer(srv, nil))
 	if err != nil {
 		return listenError("listen", cfg.listen, err)
@@ -215,13 +205,10 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		defer stop()
 	}
-	// The deploy and then the admin token are written only now, every
-	// listener bound and everything else started, and the banner follows
-	// the token at once: a start that fails leaves no token that nobody saw
-	// (docs/operations.md, "The first start").
-	// With PostgreSQL unreachable, or blocking commits, the service starts
-	// anyway (liveness is the process) and does these writes once it can;
-	// until then /readyz says why not.
+	// The deploy and the admin token are written only once everything is
+	// started, the banner right after: a failed start leaves no token nobody
+	// saw (docs/operations.md, "The first start"). Without PostgreSQL the
+	// service starts anyway and writes them once it can; /readyz says why not.
 	err = srv.RecordDeploy(ctx)
 	deferStart := store.ErrorCode(err) == store.EUNAVAILABLE
 	if err != nil && !deferStart {
@@ -263,12 +250,11 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	return nil
 }
 
-// handlersNow is the API's clock for sunset dates (nil: time.Now). Tests of
-// what clients meet after a sunset set it instead of waiting for the date.
+// handlersNow is the API's clock for sunset dates (nil: time.Now), for
+// tests of what clients meet after a sunset.
 var handlersNow func() time.Time
 
-// storeKind is what the opened store is beyond store.Store, as the
-// handlers take it: one of the two is set.
+// storeKind is what the store is beyond store.Store: one of the two is set.
 type storeKind struct {
 	file   handlers.FileStore
 	shared handlers.SharedStore

@@ -12,24 +12,22 @@ import (
 // The collector's target and the release policy of releaseMemoryWhenIdle:
 // docs/design.md ("Memory") says why these.
 const (
-	// Allocation rates, per period, that tell a busy spell (the heap may
-	// have grown) from an idle one (probes, a stray request).
+	// Allocation rates per period telling a busy spell from an idle one.
 	busyAllocBytes = 8 << 20
 	idleAllocBytes = 1 << 20
 
 	// quietBeforeRelease is how long the service stays idle after a busy
-	// spell before its heap goes back to the OS: sooner, the next burst
-	// faults the whole heap in again.
+	// spell before its heap goes back to the OS; sooner, the next burst
+	// faults it all in again.
 	quietBeforeRelease = 30 * time.Second
 
-	// defaultGCPercent is the collector's target unless GOGC says
-	// otherwise: the live heap is small, and Go's default collects often.
+	// defaultGCPercent is the collector's target unless GOGC is set: the
+	// live heap is small, and Go's default collects often.
 	defaultGCPercent = 400
 )
 
-// settleMemoryAfterStart hands the garbage of start-up (parsed documents,
-// rendered pages) back to the OS rather than keep it as idle heap, and sets
-// the collector's target to defaultGCPercent unless the operator set GOGC.
+// settleMemoryAfterStart gives start-up's garbage back to the OS and sets
+// the collector's target unless the operator set GOGC.
 func settleMemoryAfterStart(gogcSet bool) {
 	debug.FreeOSMemory()
 	if !gogcSet {
@@ -37,11 +35,10 @@ func settleMemoryAfterStart(gogcSet bool) {
 	}
 }
 
-// releaseMemoryWhenIdle gives the heap's free memory back to the OS once
-// the service has been idle for quietBeforeRelease after a busy spell,
-// judged every period until ctx ends: when the load stops nothing
-// allocates, so no collection runs to free the busy spell's garbage, and
-// the scavenger has nothing to return.
+// releaseMemoryWhenIdle gives free heap back to the OS once the service
+// was idle for quietBeforeRelease after a busy spell, judged every period
+// until ctx ends: with nothing allocating, no collection frees the spell's
+// garbage, and the scavenger has nothing to return.
 func releaseMemoryWhenIdle(ctx context.Context, period time.Duration) {
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	allocated := func() uint64 {
@@ -60,16 +57,16 @@ func releaseMemoryWhenIdle(ctx context.Context, period time.Duration) {
 	})
 }
 
-// quietWatch judges, one period's allocations at a time, when a busy spell
-// has been followed by quietBeforeRelease of quiet.
+// quietWatch judges, a period at a time, when a busy spell was followed by
+// quietBeforeRelease of quiet.
 type quietWatch struct {
 	period time.Duration
 	busy   bool          // a busy period came since the last release
 	quiet  time.Duration // of idle periods in a row since then
 }
 
-// release takes the bytes allocated in the last period and reports
-// whether the heap should go back to the OS now.
+// release takes the last period's allocations and reports whether the
+// heap should go back now.
 func (w *quietWatch) release(spell uint64) bool {
 	switch {
 	case spell >= busyAllocBytes:

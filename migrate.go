@@ -17,9 +17,8 @@ import (
 	"petstore/store/postgres"
 )
 
-// runMigrate is "petstore migrate": it copies the bbolt file of --data into
-// the empty PostgreSQL database of --database, for a service that moves to
-// several instances on one database. The file is left as it was. With
+// runMigrate is "petstore migrate": it copies --data's bbolt file into
+// --database's empty PostgreSQL database, leaving the file as it was. With
 // --to-data it goes the way back (migrateback.go).
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	var cfg config
@@ -95,8 +94,8 @@ Every flag has an environment variable, named beside it in parentheses.
 	return nil
 }
 
-// The kinds of record a move carries, in the order a stream gives them,
-// with the names that progress lines and text reports give them.
+// The kinds of record a move carries, in stream order, with their names
+// in progress lines and reports.
 const (
 	kindCategories = iota
 	kindPets
@@ -122,8 +121,8 @@ var (
 		reflect.TypeFor[*store.Webhook](), reflect.TypeFor[*store.StoredEvent](), reflect.TypeFor[*store.Delivery](), reflect.TypeFor[*store.StoredAnswer]()}
 )
 
-// countKinds says how many records of every kind n counts, each kind
-// named, none left out: "3 categories, 0 pets, ...".
+// countKinds names every kind's count, none left out: "3 categories, 0
+// pets, ...".
 func countKinds(n [kinds]int64) string {
 	parts := make([]string, kinds)
 	for k := range kinds {
@@ -132,7 +131,6 @@ func countKinds(n [kinds]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// totalsOf is a stream's Totals by kind.
 func totalsOf(t store.Totals) (n [kinds]int64) {
 	for k, f := range kindFields {
 		n[k] = reflect.ValueOf(t).FieldByName(f).Int()
@@ -140,9 +138,9 @@ func totalsOf(t store.Totals) (n [kinds]int64) {
 	return n
 }
 
-// moveStream is the source as migrate gives it to the target: on the way
-// to PostgreSQL each record passes checkText, and a line on stdout tells
-// the progress of each kind, every tenth of it.
+// moveStream is the source as migrate gives it to the target: towards
+// PostgreSQL each record passes checkText, and stdout tells each kind's
+// progress every tenth.
 type moveStream struct {
 	from store.Streamer
 	// what names the source in messages.
@@ -150,15 +148,13 @@ type moveStream struct {
 	toPostgres bool
 	fix        bool
 	out        io.Writer
-	// Of the latest run of Stream (the database may run its transaction
-	// again): the records of each kind, how many passed, the records with
-	// bad text, whether the admin token came.
+	// Of Stream's latest run (the database may rerun its transaction):
+	// records per kind, how many passed, bad text, the admin token.
 	total, done [kinds]int64
 	bad         badRecords
 	adminToken  bool
 	revocations int
-	// renumbered counts the events PostgreSQL numbered (Tx set), which a
-	// file numbers again.
+	// renumbered counts events PostgreSQL numbered, which a file renumbers.
 	renumbered int64
 }
 
@@ -186,8 +182,7 @@ func (s *moveSink) Record(r any) error {
 	m := s.m
 	k := slices.Index(kindTypes[:], reflect.TypeOf(r))
 	if k < 0 {
-		// A kind this command does not know would be left behind: refuse
-		// the move rather than lose it.
+		// A kind this command does not know would be lost: refuse the move.
 		return store.Errorf(store.EINTERNAL, "%s holds a record of type %T that petstore migrate cannot copy; nothing was copied", m.what, r)
 	}
 	if m.toPostgres {
@@ -219,8 +214,7 @@ func (s *moveSink) Rest(r store.Rest) error {
 	return s.to.Rest(r)
 }
 
-// moveError is a failed move's error: a refusal as its message says it,
-// any other failure as it is.
+// moveError is a failed move's error: a refusal as its message says it.
 func moveError(err error) error {
 	if store.ErrorCode(err) != store.EINTERNAL {
 		return errors.New(store.ErrorMessage(err))
@@ -239,15 +233,15 @@ func (m *moveStream) copied(from, to string) {
 	}
 }
 
-// badRecords counts the records with bad text that a move found, and names
-// the first place (each is named on stdout as it is found).
+// badRecords counts the records with bad text a move found and names the
+// first.
 type badRecords struct {
 	n     int
 	first string
 }
 
-// recordName names a record in reports: by its kind and id where it has
-// one ("Pets 42"), its name or key, or its place.
+// recordName names a record in reports: kind and id ("Pets 42"), its name
+// or key, or its place.
 func recordName(kind string, i int64, e reflect.Value) string {
 	if e.Kind() == reflect.Struct {
 		if id := e.FieldByName("ID"); id.IsValid() && id.CanInt() {
@@ -262,10 +256,9 @@ func recordName(kind string, i int64, e reflect.Value) string {
 	return fmt.Sprintf("%s[%d]", kind, i)
 }
 
-// checkText finds the text of a record (a pointer) that PostgreSQL cannot
-// store (U+0000, or bytes that are not UTF-8), which bbolt kept, names it,
-// and adds it to bad. With fix, it replaces the bad characters with U+FFFD
-// in place (the record is the stream's to change).
+// checkText finds a record's text that PostgreSQL cannot store (U+0000,
+// invalid UTF-8) and bbolt kept, names it, and adds it to bad. With fix
+// it replaces the bad characters with U+FFFD in place.
 func checkText(r any, name string, fix bool, out io.Writer, bad *badRecords) {
 	counted := false
 	walkText(reflect.ValueOf(r).Elem(), name, func(where string, v reflect.Value) {
@@ -285,8 +278,7 @@ func checkText(r any, name string, fix bool, out io.Writer, bad *badRecords) {
 }
 
 // walkText calls bad for each settable string under v that PostgreSQL
-// cannot store, naming where it is: a record by its kind and id where it
-// has one ("Pets 42.Name").
+// cannot store, naming where it is ("Pets 42.Name").
 func walkText(v reflect.Value, where string, bad func(string, reflect.Value)) {
 	switch v.Kind() {
 	case reflect.String:

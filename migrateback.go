@@ -13,13 +13,11 @@ import (
 	"petstore/store/postgres"
 )
 
-// runMigrateBack is "petstore migrate --to-data": it copies the PostgreSQL
-// database of --database into a new bbolt file, for a service that goes
-// back to one instance. The file is written beside its name and renamed
-// once it is whole and on disk, so that a move that fails or is
-// interrupted leaves no file a service could start on; a file that holds
-// anything is never replaced. The database is left as it was. Its errors
-// are runMigrate's to name.
+// runMigrateBack is "petstore migrate --to-data": it copies --database's
+// PostgreSQL database into a new bbolt file, leaving the database as it
+// was. The file is written beside its name and renamed once whole and on
+// disk, so that a failed move leaves no file a service could start on; a
+// file holding anything is never replaced. runMigrate names its errors.
 func runMigrateBack(ctx context.Context, database, file string, stdout io.Writer) (err error) {
 	if !isPostgresURL(database) {
 		return errors.New("--database (or PETSTORE_DATABASE) must be the postgres:// URL of the database to copy into the file")
@@ -88,8 +86,8 @@ func runMigrateBack(ctx context.Context, database, file string, stdout io.Writer
 	return nil
 }
 
-// refuseExisting refuses a target that holds anything: the way back never
-// replaces a file, which may be a service's data.
+// refuseExisting refuses a target holding anything: it may be a service's
+// data.
 func refuseExisting(file string) error {
 	fi, err := os.Stat(file)
 	switch {

@@ -12,9 +12,8 @@ import (
 	"petstore/store"
 )
 
-// finishStart makes start-up's writes (the admin token, the deploy record)
-// once the database takes them, retrying with back-off until it does or
-// the service stops.
+// finishStart writes the admin token and the deploy record once the
+// database takes them, retrying with back-off until then or shutdown.
 func finishStart(ctx context.Context, db store.Store, srv *handlers.Server, adminToken string, log *slog.Logger) {
 	tokenDone := false
 	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
@@ -48,8 +47,8 @@ func finishStart(ctx context.Context, db store.Store, srv *handlers.Server, admi
 	}
 }
 
-// printBanner says where everything is. The admin token appears only when
-// it was just generated: it is stored as a hash and cannot be shown again.
+// printBanner says where everything is; a just-generated admin token is
+// shown once, since only its hash is stored.
 func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
 	base := "http://" + addr.String()
 	if host, port, err := net.SplitHostPort(cfg.listen); err == nil && host == "localhost" {

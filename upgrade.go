@@ -17,36 +17,32 @@ import (
 	"petstore/server"
 )
 
-// An upgrade in place: on SIGHUP the process starts the binary on disk
-// and hands it every listening socket. docs/operations.md ("Upgrading in
-// place") says how the two processes take turns on a bbolt file and on
-// PostgreSQL.
+// An upgrade in place: on SIGHUP the process starts the binary on disk and
+// hands it every listening socket (docs/operations.md, "Upgrading in
+// place").
 
-// upgrades is what run needs for upgrades in place: the process's Upgrader
-// and its SIGHUPs. main gives them; tests that call run in-process give
-// none (a process may hold one Upgrader only).
+// upgrades is the process's Upgrader and its SIGHUPs; tests calling run
+// in-process give none (a process may hold one Upgrader only).
 type upgrades struct {
 	upgrader *server.Upgrader
 	signals  <-chan os.Signal
 }
 
-// oldExitMargin is how much longer than --shutdown-timeout the new process
-// of an upgrade waits for the old one to exit: the old one first waits for
-// the first request of connections it had just accepted, and stops its
-// background work after its requests.
+// oldExitMargin is how much longer than --shutdown-timeout an upgrade's
+// new process waits for the old one to exit: the old one also waits for
+// just-accepted connections' first requests and stops background work.
 const oldExitMargin = 30 * time.Second
 
-// boundSockets are the sockets bindSockets opened that are not HTTP
-// listeners: the DNS server's, served once the store is open.
+// boundSockets are the non-HTTP sockets bindSockets opened: the DNS
+// server's, served once the store is open.
 type boundSockets struct {
 	dnsPacket net.PacketConn
 	dnsStream net.Listener
 }
 
-// bindSockets opens every socket of the service, before the store: the
-// ones an upgraded process passed, else the ones systemd passed, else new
-// ones bound to the flags' addresses. A busy port thus fails the start
-// before any file is created.
+// bindSockets opens every socket before the store (an upgrade's, else
+// systemd's, else new), so that a busy port fails the start before any
+// file is created.
 func bindSockets(cfg config, listeners *server.Listeners, u *server.Upgrader) (*boundSockets, error) {
 	systemd, err := server.FromSystemd()
 	if err != nil {
@@ -106,14 +102,14 @@ func (b *boundSockets) close() {
 	}
 }
 
-// handover is this process's part in upgrades in place: as the new process
-// of one, and as the old process of the next.
+// handover is this process's part in upgrades in place, as the new
+// process of one and the old of the next.
 type handover struct {
 	up  upgrades
 	cfg config
 	log *slog.Logger
-	// stopped is when this process, new, told the old one to stop
-	// accepting before it could serve itself (bbolt); zero otherwise.
+	// stopped is when this new process told the old one to stop accepting
+	// before it could serve itself (bbolt); zero otherwise.
 	stopped time.Time
 	// upgraded is set once a new process took over from this one.
 	upgraded atomic.Bool
@@ -121,10 +117,9 @@ type handover struct {
 	prepared bool
 }
 
-// prepareInBackground parses the documents and renders the site
-// (handlers.Prepare) beside the rest of start-up; the function it returns
-// waits for the result. A start that fails before it is needed (a busy
-// port, a damaged data file) fails as fast as it did without it.
+// prepareInBackground runs handlers.Prepare beside the rest of start-up;
+// the function returned waits for it. A start failing before it is needed
+// fails as fast as without it.
 func prepareInBackground(spec []byte) func() (*handlers.Prepared, error) {
 	var (
 		p    *handlers.Prepared
@@ -145,10 +140,9 @@ func newHandover(up upgrades, cfg config, log *slog.Logger) *handover {
 	return &handover{up: up, cfg: cfg, log: log}
 }
 
-// beforeStore is called before the store is opened. In the new process of
-// an upgrade on a bbolt file, it calls prepare (which waits for everything
-// that needs no store), then tells the old process to stop and waits until
-// it has exited, which releases the file.
+// beforeStore runs before the store opens. In an upgrade's new process on
+// a bbolt file it calls prepare, then tells the old process to stop and
+// waits for it to exit, releasing the file.
 func (h *handover) beforeStore(ctx context.Context, prepare func() error) error {
 	u := h.up.upgrader
 	if !u.Replacing() {
@@ -162,9 +156,8 @@ func (h *handover) beforeStore(ctx context.Context, prepare func() error) error 
 	if err := prepare(); err != nil {
 		return err
 	}
-	// What can be checked without the file's lock is checked while the
-	// old process still serves: past this point a failure leaves nothing
-	// serving.
+	// Checked while the old process still serves: past here a failure leaves
+	// nothing serving.
 	f, err := os.OpenFile(h.cfg.data, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("upgrade: the data file: %w; the old process goes on serving", err)
@@ -188,10 +181,10 @@ func (h *handover) beforeStore(ctx context.Context, prepare func() error) error 
 	return nil
 }
 
-// serving is called when this process is about to serve. It tells the old
-// process of an upgrade to stop, where beforeStore did not, and systemd
-// that the service is ready, and returns a context that ends with ctx or
-// once a new process has taken over from this one on SIGHUP.
+// serving is called when this process is about to serve: it tells the old
+// process to stop (where beforeStore did not) and systemd that it is
+// ready, and returns a context ending with ctx or once a new process took
+// over on SIGHUP.
 func (h *handover) serving(ctx context.Context) (context.Context, error) {
 	u := h.up.upgrader
 	if h.stopped.IsZero() {
@@ -241,8 +234,7 @@ func (h *handover) upgradeOnSignal(ctx context.Context, stop context.CancelFunc)
 }
 
 // ignoreSignals drops a SIGHUP received meanwhile, saying why: one upgrade
-// runs at a time. (One received while this process starts is acted on once
-// it serves: it may have come just after the banner.)
+// at a time. (One received while starting is acted on once serving.)
 func (h *handover) ignoreSignals(why string) {
 	select {
 	case <-h.up.signals:
@@ -251,8 +243,7 @@ func (h *handover) ignoreSignals(why string) {
 	}
 }
 
-// done is called when run ends, after the store is closed, with run's
-// error.
+// done is called when run ends, after the store is closed.
 func (h *handover) done(err error) {
 	switch {
 	case err != nil && !h.stopped.IsZero():

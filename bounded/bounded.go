@@ -1,11 +1,7 @@
-// Package bounded is the one bounded table of the service: every cache and
-// every per-client (or per-network) limiter table that must not grow with
-// what arrives is a Cache, so that all of them forget by the same rule.
-//
-// The rule: a Cache holds at most its size; adding one more entry evicts
-// the least recently used one, where Add and Get use an entry and Peek,
-// Contains and GetOldest do not. It is golang-lru's simplelru, which no
-// other package imports (TestOnlyBoundedImportsGolangLRU).
+// Package bounded is the service's one bounded table: every cache or
+// per-client table that must not grow with what arrives is a Cache (an
+// LRU: Add and Get use an entry, Peek, Contains and GetOldest do not), so
+// that all forget by one rule. golang-lru is imported nowhere else.
 package bounded
 
 import "github.com/hashicorp/golang-lru/v2/simplelru"

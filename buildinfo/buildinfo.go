@@ -1,5 +1,5 @@
-// Package buildinfo says which build of petstore is running, from the build
-// information Go writes into every binary.
+// Package buildinfo says which build of petstore is running, from the
+// build information Go writes into every binary.
 package buildinfo
 
 import (
@@ -8,20 +8,17 @@ import (
 	"strings"
 )
 
-// Build is one build of the binary. Go records the VCS fields when it
-// builds in a git checkout (not with -buildvcs=false, nor, in our tries
-// with Go 1.26, in a git worktree); they are empty otherwise.
+// Build is one build of the binary. The VCS fields are empty when Go did
+// not record them (-buildvcs=false, some checkouts such as worktrees).
 type Build struct {
-	// Version is the main module's version: a tag (v1.2.0), a pseudo-version
-	// naming the commit (v0.0.0-20261126160917-db13a2fa1dc1, +dirty when
-	// modified), or (devel) when Go knew none.
+	// Version is the main module's version: a tag, a pseudo-version naming
+	// the commit (+dirty when modified), or (devel).
 	Version string `json:"version"`
 	// Revision is the commit the binary was built from.
 	Revision string `json:"revision,omitempty"`
 	// Time is the commit's time, RFC 3339.
 	Time string `json:"time,omitempty"`
-	// Modified is true when the checkout had changes that were not
-	// committed.
+	// Modified: the checkout had uncommitted changes.
 	Modified bool `json:"modified"`
 	// GoVersion is the Go toolchain that built it.
 	GoVersion string `json:"goVersion"`
@@ -30,10 +27,9 @@ type Build struct {
 // Running is the build of the running binary, read once: it cannot change.
 var Running = read()
 
-// version, when set at link time
-// (go build -ldflags "-X petstore/buildinfo.version=v1.4.0"),
-// is the version the binary reports instead of the module's: a build from
-// a source archive has no module version or VCS information of its own.
+// version, when set at link time (-ldflags "-X
+// petstore/buildinfo.version=v1.4.0"), replaces the module's version: a
+// build from a source archive has none of its own.
 var version string
 
 func read() Build {
@@ -67,8 +63,7 @@ func From(info *debug.BuildInfo) Build {
 	return b
 }
 
-// String is the build in one line, as petstore --version prints it:
-// "petstore v0.0.0-20261126160917-db13a2fa1dc1 (revision db13a2f…, 2026-11-26T16:09:17Z; go1.26.8)".
+// String is the build in one line, as petstore --version prints it.
 func (b Build) String() string {
 	var s strings.Builder
 	s.WriteString("petstore " + b.Version + " (")

@@ -6,11 +6,8 @@ import (
 	"petstore/store"
 )
 
-// Run does the background work until ctx ends: at start it loads issued
-// certificates into the cache and resumes issuance that a restart cut
-// short; then it checks due domains: pending ones with backoff for 48
-// hours, verified ones periodically, so that a domain whose DNS moved away
-// is flagged.
+// Run does the background work until ctx ends: it loads issued certificates,
+// resumes issuance a restart cut short, then checks due domains.
 func (m *Manager) Run(ctx context.Context) {
 	if m.certs != nil {
 		m.certs.Resume(ctx)
@@ -22,8 +19,7 @@ func (m *Manager) Run(ctx context.Context) {
 	store.EveryTick(ticking, m.cfg.TickEvery, func() { m.checkDue(ctx) })
 }
 
-// untilClosed is the body of one of the manager's goroutines: it calls do
-// each time ch delivers, until Close.
+// untilClosed runs do each time ch delivers, until Close.
 func untilClosed[T any](m *Manager, ch <-chan T, do func(context.Context)) {
 	defer m.wg.Done()
 	for {

@@ -2,9 +2,9 @@ package domains
 
 import "time"
 
-// Backoff schedules the background re-checks of a pending domain: often at
-// first, because most DNS changes show within minutes, then hourly, and not
-// at all once the 48 hours DNS propagation may take have passed.
+// Backoff schedules a pending domain's background re-checks: often at
+// first, since most DNS changes show within minutes, then hourly, and not
+// at all once DNS propagation's longest time has passed.
 type Backoff struct {
 	// Steps are the waits after the first, second, ... check. Zero value:
 	// 1m, 2m, 5m, 10m, 30m.
@@ -18,10 +18,9 @@ type Backoff struct {
 
 var defaultSteps = []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute}
 
-// NextCheck returns when to check a domain added at addedAt again, given its
-// last check and the number of checks made so far (the one at lastCheck
-// included). It returns false when checks should stop. The last check falls
-// exactly on the deadline, so a record created late in the window still counts.
+// NextCheck returns when to check a domain added at addedAt again, given
+// its last check and the checks made so far; false when checks should
+// stop. The last one falls on the deadline, so a late record still counts.
 func (b Backoff) NextCheck(addedAt, lastCheck time.Time, attempts int) (time.Time, bool) {
 	steps, every := b.Steps, orDefault(b.Every, time.Hour)
 	if steps == nil {
@@ -53,8 +52,8 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
-// doubling is the wait after the n-th failure in a row: first, then twice
-// as long after each further one, never longer than limit.
+// doubling is the wait after the n-th failure in a row: first, doubled
+// after each further one, at most limit.
 func doubling(first time.Duration, n int, limit time.Duration) time.Duration {
 	wait := first
 	for i := 1; i < n && wait < limit; i++ {

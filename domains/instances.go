@@ -8,15 +8,12 @@ import (
 	"petstore/store"
 )
 
-// Several instances may share one store (PostgreSQL). What one of them
-// changes, the others learn from the store's change notice: the routing
-// table is rebuilt, and the certificates in this instance's memory follow
-// the domains' new states. Storage needs nothing: it is shared, and the
-// instance that made the change already changed it.
+// Several instances may share one store (PostgreSQL); the others follow
+// one's changes from the store's change notice.
 
 // followStore registers for the store's change notices. The store calls
-// the listener on its own goroutine, sometimes inside a write of this
-// instance, so the listener only wakes the goroutine that syncs with it.
+// the listener on its own goroutine, sometimes inside one of this
+// instance's writes, so the listener only wakes syncWithStore.
 func (m *Manager) followStore() {
 	m.storeChanged = make(chan struct{}, 1)
 	m.db.OnChange(m.wake)
@@ -31,22 +28,20 @@ func (m *Manager) wake() {
 	}
 }
 
-// syncWithStore rebuilds the routing table, which brings the certificate
-// cache in line with it. Changes this instance made itself were applied
-// when it made them; seeing them again here finds nothing left to do.
+// syncWithStore rebuilds the routing table, and so the certificate cache;
+// this instance's own changes were applied already and find nothing to do.
 func (m *Manager) syncWithStore(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := m.Refresh(ctx); err != nil {
-		// The store may be away for a while: try again soon, whether or
-		// not another notice comes.
+		// The store may be away for a while: try again soon regardless.
 		m.log.Warn("following another instance's change", "err", err)
 		time.AfterFunc(time.Second, m.wake)
 	}
 }
 
-// followTable brings the certificates in this instance's memory in line
-// with a change of the routing table, whichever instance made it.
+// followTable brings the certificates in memory in line with a change of
+// the routing table, whichever instance made it.
 func (m *Manager) followTable(ctx context.Context, before, after *routingTable) {
 	if m.certs == nil {
 		return
@@ -54,9 +49,7 @@ func (m *Manager) followTable(ctx context.Context, before, after *routingTable) 
 	moved := func(t *routingTable, name string) bool { return t.served[name] && !t.certAllowed[name] }
 	for name := range before.served {
 		if !after.served[name] {
-			// Removed: the next handshake must fail, so an attempt in
-			// flight stops and the certificate, kept or managed, leaves
-			// memory too.
+			// Removed: the next handshake must fail.
 			m.certs.Removed(name)
 		}
 	}
@@ -72,19 +65,13 @@ func (m *Manager) followTable(ctx context.Context, before, after *routingTable) 
 	}
 }
 
-// dnsCheckLockPrefix names the lock an instance holds while it checks a
-// domain's DNS in the background.
+// dnsCheckLockPrefix names an instance's lock over a background DNS check.
 const dnsCheckLockPrefix = "dnscheck/"
 
-// checkDueDomain runs the background check of one domain whose check was
-// due when the list was read, unless another instance is checking it or
-// already did. The lock is the store's named lock, the one certmagic's
-// storage uses: it works on both stores with no store API for queues. A
-// row lock such as SELECT ... FOR UPDATE SKIP LOCKED would hold a
-// transaction open for the whole DNS check, which can take seconds, and
-// the bbolt store has no rows to lock. Once the check is applied the
-// domain's NextCheckAt has moved, so the instance that takes the lock next
-// finds it not due and skips it.
+// checkDueDomain runs a due domain's background check unless another
+// instance is checking it or did. The store's named lock works on both
+// stores; a row lock would hold a transaction for the whole DNS check. A
+// checked domain's NextCheckAt has moved, so the next holder skips it.
 func (m *Manager) checkDueDomain(ctx context.Context, name string) {
 	release := certs.TryLock(ctx, m.db, m.log, dnsCheckLockPrefix+name, "background check")
 	if release == nil {

@@ -1,8 +1,6 @@
-// Package domains owns customers' custom domains: adding and removing
-// them, keeping their records in the store, checking them again when
-// Backoff says so, and deciding what every request's Host gets. DNS
-// checking is package dnscheck's, certificates package certs'; the
-// HTTP API over it is package handlers'.
+// Package domains owns customers' custom domains: their records, their
+// periodic checks, and what every request's Host gets (DNS checks are
+// dnscheck's, certificates certs', the HTTP API handlers').
 package domains
 
 import (
@@ -28,44 +26,36 @@ import (
 // Config configures a Manager.
 type Config struct {
 	Store Store
-	// Platform is the platform's domain, the CNAME target customers point
-	// at and its public addresses: given once here, the Checker checks
-	// against the same value.
+	// Platform is the platform's domain, CNAME target and public addresses;
+	// the Checker checks against the same value.
 	Platform dnscheck.Platform
-	// Checker checks domains' DNS. Its Platform must be left empty: the
-	// manager gives it Platform.
+	// Checker checks domains' DNS; its Platform must be left empty.
 	Checker *dnscheck.Checker
-	// ACME turns certificates on; nil when this service terminates no TLS
-	// (development, or behind a proxy that does).
+	// ACME turns certificates on; nil when this service terminates no TLS.
 	ACME *ACME
 	// OnCertificateChange, when set, is called after every change of a
-	// domain's certificate state; see certs.Change.
+	// domain's certificate state.
 	OnCertificateChange func(context.Context, certs.Change)
 	Logger              *slog.Logger
 	Now                 func() time.Time
 	// Backoff schedules the background checks of pending domains.
 	Backoff Backoff
 	// RecheckEvery is how often verified domains are checked again, so that
-	// one whose DNS moved away is noticed. Default 6 hours.
+	// one whose DNS moved away is noticed.
 	RecheckEvery time.Duration
-	// ConfirmEvery is how often a domain is checked while its DNS points
-	// elsewhere: a verified one until it is moved or points here again, a
-	// moved one until it comes back. Default 30 minutes.
+	// ConfirmEvery is how often a domain whose DNS points elsewhere is
+	// checked: a verified one until it is moved, a moved one until it is back.
 	ConfirmEvery time.Duration
 	// TickEvery is how often the background loops look for due work.
-	// Default 30 seconds.
 	TickEvery time.Duration
-	// AllowTestTLDs lets names under .test (RFC 6761) be added. Every other
-	// special-use or non-ICANN top-level domain is always refused: no CA
-	// issues for them. Tests and staging, with their own DNS and CA, turn
-	// it on.
+	// AllowTestTLDs lets names under .test (RFC 6761) be added, for tests and
+	// staging with their own DNS and CA; other special-use TLDs are always
+	// refused since no CA issues for them.
 	AllowTestTLDs bool
-	// ACMEDNSZone is the zone this service answers ACME DNS-01 challenges
-	// in (--acme-dns-zone, no trailing dot); empty turns off moving live
-	// domains without downtime (ownership.go).
+	// ACMEDNSZone is the zone of --acme-dns-zone (no trailing dot); empty
+	// turns off moving live domains without downtime (ownership.go).
 	ACMEDNSZone string
-	// OwnedCheckEvery is how often an owned domain is checked for its
-	// switch. Default 5 minutes.
+	// OwnedCheckEvery is how often an owned domain is checked for its switch.
 	OwnedCheckEvery time.Duration
 }
 
@@ -76,9 +66,7 @@ type ACME = certs.ACME
 // operator names others (--acme-ca).
 const DefaultCA = certs.DefaultCA
 
-// Store is what the manager needs of the store: the project, the domains
-// and their settings, change notices from other instances, and what the
-// certificates need.
+// Store is what the manager needs of the store.
 type Store interface {
 	certs.Store
 	Project(ctx context.Context) (store.Project, error)
@@ -91,9 +79,8 @@ type Store interface {
 	OnChange(fn func())
 }
 
-// Manager owns the custom domains: adding, checking, redirects, removal,
-// and the routing decision for every request's Host. Certificates are its
-// certs' (nil without ACME).
+// Manager owns the custom domains and the routing decision for every
+// request's Host. Its certs is nil without ACME.
 type Manager struct {
 	cfg     Config
 	db      Store
@@ -132,7 +119,6 @@ func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{cfg: cfg, db: cfg.Store, log: cfg.Logger, now: cfg.Now}
 	m.table.Store(&routingTable{})
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	// The Checker given is copied, not changed.
 	checker := *cfg.Checker
 	checker.Platform = cfg.Platform
 	if cfg.ACME != nil {
@@ -144,8 +130,8 @@ func NewManager(cfg Config) (*Manager, error) {
 			cc.DNS01Solver = solver
 		}
 		m.certs = certs.New(cc)
-		// The checker judges CAA records for the CAs certificates come
-		// from, unless told otherwise.
+		// CAA records are judged for the CAs certificates come from, unless the
+		// checker was told otherwise.
 		if checker.CertificateAuthorities == nil {
 			checker.CertificateAuthorities = m.certs.Authorities()
 			if checker.ValidationMethods == nil {
@@ -154,17 +140,15 @@ func NewManager(cfg Config) (*Manager, error) {
 		}
 	}
 	m.checker = &checker
-	// The first refresh also brings back the certificates of moved
-	// domains, before the listeners open: the decision function refuses
-	// moved names, so a handshake could not load them later. On failure,
-	// Close stops what certs.New started.
+	// The first refresh brings back moved domains' certificates before the
+	// listeners open: the decision function refuses moved names, so a
+	// handshake could not load them later.
 	if err := m.Refresh(context.Background()); err != nil {
 		if store.ErrorCode(err) != store.EUNAVAILABLE {
 			m.Close()
 			return nil, err
 		}
-		// A database not reached yet: the store tells followStore's
-		// listener once it is, and the refresh runs then.
+		// The store tells followStore's listener once it is reached.
 		m.log.Warn("custom domains: the store is unavailable; loading them once it is back", "err", err)
 		m.table.Store(&routingTable{defaultAddr: m.DefaultAddress(store.Project{})})
 	}
@@ -172,8 +156,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// Close stops background work: the checks, issuance attempts and
-// certificate upkeep.
+// Close stops the checks, issuance attempts and certificate upkeep.
 func (m *Manager) Close() {
 	m.cancel()
 	m.wg.Wait()
@@ -191,10 +174,9 @@ func (m *Manager) DefaultAddress(p store.Project) string {
 	return p.Slug + "." + m.cfg.Platform.Domain
 }
 
-// Add attaches a domain after the plan and deploy checks, normalising the
-// name and refusing what cannot be attached. The answer holds the DNS
-// records to create. With key (nil: none) the store keeps the domain as
-// the key's answer in the same write.
+// Add attaches a domain after the plan and deploy checks; the answer holds
+// the DNS records to create. With key (nil: none) the store keeps the
+// domain as the key's answer in the same write.
 func (m *Manager) Add(ctx context.Context, input string, key *store.IdempotentWrite) (store.Domain, error) {
 	p, err := m.db.Project(ctx)
 	if err != nil {
@@ -265,8 +247,7 @@ func (m *Manager) Page(ctx context.Context, limit int, after *store.DomainCursor
 }
 
 // shown is a domain as answered: the certificate's failed validations of
-// the last hour only. Reads are pure: the certificate state is as certs
-// stored it.
+// the last hour only.
 func shown(d store.Domain, now time.Time) store.Domain {
 	d.Certificate.FailedValidations = certs.RecentFailures(d.Certificate.FailedValidations, now)
 	return d
@@ -282,10 +263,8 @@ func lookupName(name string) string {
 	return name
 }
 
-// Verify checks the domain's DNS now. On success the certificate is
-// requested at once, in the background; the domain's certificate state
-// shows its progress. Calling it on a verified domain is Re-verify: a new
-// certificate attempt starts when there is no certificate yet.
+// Verify checks the domain's DNS now, requesting the certificate in the
+// background on success; on a verified domain it is Re-verify.
 func (m *Manager) Verify(ctx context.Context, name string) (store.Domain, error) {
 	name = lookupName(name)
 	d, err := m.db.Domain(ctx, name)
@@ -296,10 +275,8 @@ func (m *Manager) Verify(ctx context.Context, name string) (store.Domain, error)
 	return m.apply(ctx, name, res, own, true)
 }
 
-// apply records a check's result: the state moves, the next background
-// check is scheduled, and a verified domain without a certificate gets one.
-// A domain that pointed here once (verified or moved) follows the rule in
-// judgeLive: lookups that fail change nothing.
+// apply records a check's result: state, next check, and a certificate
+// for a verified domain without one. Live domains follow judgeLive.
 func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck, own *dnscheck.Ownership, manual bool) (store.Domain, error) {
 	now := m.now().UTC()
 	var wantCert bool
@@ -336,8 +313,6 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 	if err != nil {
 		return store.Domain{}, err
 	}
-	// Refresh keeps a moved domain's certificate, or manages again the one
-	// of a domain that came back.
 	if err := m.Refresh(ctx); err != nil {
 		return store.Domain{}, err
 	}
@@ -348,9 +323,8 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 		m.certs.DropKept(name, true)
 	}
 	if wantCert {
-		// Pending unless failed attempts are backing off; the record keeps
-		// its failures and events, which the back-off and the CA's hourly
-		// limit count on.
+		// Pending unless failed attempts are backing off; the record keeps its
+		// failures, which the back-off and the CA's hourly limit count on.
 		if c := m.certs.Request(ctx, name); c.State != "" {
 			d.Certificate = c
 		}
@@ -358,18 +332,15 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 	return shown(d, now), nil
 }
 
-// Remove detaches a domain. Once it returns the domain gets no response:
-// the routing table and the decision function no longer know it, its
-// certificate is out of the memory cache and the storage, so the next
-// handshake fails.
+// Remove detaches a domain. Once it returns the domain gets no response,
+// and its certificate is gone from memory and storage.
 func (m *Manager) Remove(ctx context.Context, name string) error {
 	name = lookupName(name)
 	if err := m.db.RemoveDomain(ctx, name); err != nil {
 		return err
 	}
-	// Refresh takes its certificate out of the memory cache, after the
-	// table: from then on the decision function refuses the name, so no
-	// handshake can load the certificate back.
+	// The certificate leaves the memory cache after the table: from then on
+	// the decision function refuses the name, so no handshake loads it back.
 	if err := m.Refresh(ctx); err != nil {
 		return err
 	}
@@ -379,9 +350,8 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	return m.certs.Forget(ctx, name)
 }
 
-// UpdateProject changes the project: its slug names the default address,
-// which routing follows before this returns, so project changes go
-// through here.
+// UpdateProject changes the project; routing follows a new slug before
+// this returns.
 func (m *Manager) UpdateProject(ctx context.Context, change func(*store.Project) error) (store.Project, error) {
 	p, err := m.db.UpdateProject(ctx, change)
 	if err != nil {
@@ -395,9 +365,8 @@ func (m *Manager) Settings(ctx context.Context) (store.Settings, error) {
 	return m.db.Settings(ctx)
 }
 
-// SaveSettings validates and saves the settings: redirects between
-// attached domains (to the default address too), chains flattened to one
-// hop, loops refused. The answer is what was saved.
+// SaveSettings validates and saves the settings: redirects flattened to
+// one hop, loops refused. The answer is what was saved.
 func (m *Manager) SaveSettings(ctx context.Context, in store.Settings) (store.Settings, error) {
 	p, err := m.db.Project(ctx)
 	if err != nil {
@@ -436,8 +405,8 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 	if d.Certificate.Error != "" {
 		steps = append(steps, "The last attempt failed with: "+d.Certificate.Error)
 	}
-	// While failed attempts back off, Re-verify starts nothing: saying it
-	// does would send the customer clicking.
+	// While failed attempts back off Re-verify starts nothing; saying it does
+	// would send the customer clicking.
 	if c := d.Certificate; c.NextAttemptAt != nil && m.now().Before(*c.NextAttemptAt) {
 		steps = append(steps, fmt.Sprintf("The next attempt starts by itself at %s UTC (Re-verify does not bring it forward): %s.",
 			c.NextAttemptAt.UTC().Format("2006-01-02 15:04"), c.NextAttemptReason))
@@ -447,22 +416,16 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 	return steps
 }
 
-// DevelopmentTarget is the placeholder CNAME target of development mode
-// (a `go run .` on loopback, without --domain or --cname-target): domains
-// can be added and their records shown, naming a host no customer's DNS
-// can point at.
+// DevelopmentTarget is the placeholder CNAME target of development mode,
+// a host no customer's DNS can point at.
 const DevelopmentTarget = "localhost"
 
-// CNAMETarget is where customers point their domains; "" when the service
-// was started without --domain or --cname-target, and then no domain can
-// be added.
+// CNAMETarget is where customers point their domains; "" (no domain can be
+// added) without --domain or --cname-target.
 func (m *Manager) CNAMETarget() string { return dnscheck.Canonical(m.cfg.Platform.CNAMETarget) }
 
-// issuerNames names the issuer domains a CAA record must name, as the
-// CAA check takes them: from --acme-caa-identity, else from each CA's
-// directory (meta.caaIdentities). Checks have usually read the directory
-// already; the timeout bounds the fetch when they have not, since the
-// answer to an API call waits for it.
+// issuerNames names the issuer domains a CAA record must name. The timeout
+// bounds a directory fetch, which the API answer waits for.
 func issuerNames(ctx context.Context, checker *dnscheck.Checker) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

@@ -8,15 +8,13 @@ import (
 	"petstore/store"
 )
 
-// A verified domain is marked moved only on evidence that holds: DNS
-// answers can flap while a customer edits records or a provider has an
-// incident, and taking HTTPS away on one bad answer hurts more than
-// serving a few more hours.
+// A verified domain is marked moved only on evidence that holds: DNS can
+// flap while records are edited, and taking HTTPS away on one bad answer
+// hurts more than serving a few more hours.
 const (
-	// moveAfterChecks is how many consecutive checks must find the DNS
-	// pointing elsewhere.
+	// moveAfterChecks is how many checks in a row must find the DNS elsewhere.
 	moveAfterChecks = 3
-	// moveAfterSpan is how long those checks must be spread over, at least.
+	// moveAfterSpan is the least time those checks must span.
 	moveAfterSpan = time.Hour
 )
 
@@ -24,18 +22,16 @@ const (
 type checkEvidence int
 
 const (
-	// pointsHere: the DNS points at the platform (CAA may still block a
-	// new certificate; that is no sign of a move).
+	// pointsHere: at the platform (CAA blocking a certificate is no sign of a
+	// move).
 	pointsHere checkEvidence = iota
-	// pointsElsewhere: definitive answers that route elsewhere: NXDOMAIN or
-	// no record, a CNAME or addresses that are not the platform's, records
-	// in conflict.
+	// pointsElsewhere: definitive answers routing elsewhere (NXDOMAIN, no
+	// record, foreign targets, conflicts).
 	pointsElsewhere
 	// noEvidence: lookups failed; nothing is known.
 	noEvidence
 )
 
-// evidenceOf classifies a check's findings.
 func evidenceOf(res store.DomainCheck) checkEvidence {
 	failed := false
 	for _, f := range res.Findings {
@@ -52,20 +48,17 @@ func evidenceOf(res store.DomainCheck) checkEvidence {
 	return pointsHere
 }
 
-// judgeLive applies a check to a domain that pointed here once (verified
-// or moved). Failed lookups are retried soon and change nothing else. The
-// DNS pointing elsewhere moves a verified domain only once seen on
-// moveAfterChecks consecutive checks spread over moveAfterSpan; until
-// then, and while it is moved, it is checked every ConfirmEvery. The DNS
-// pointing here again makes it verified at once. wantCert says a
-// certificate is to be requested.
+// judgeLive applies a check to a verified or moved domain. Failed lookups
+// change nothing but the next check. The DNS elsewhere moves a verified
+// domain only after moveAfterChecks over moveAfterSpan (checked every
+// ConfirmEvery, moved or not); back here verifies it at once. wantCert:
+// request a certificate.
 func judgeLive(cfg *Config, d *store.Domain, res store.DomainCheck, now time.Time) (wantCert bool) {
 	switch evidenceOf(res) {
 	case noEvidence:
 		d.CheckAttempts++
-		// A failure says nothing about the domain, so the next check should
-		// come soon, but a DNS provider in trouble should not be asked
-		// every minute for hours.
+		// Soon, but a DNS provider in trouble is not asked every minute for
+		// hours.
 		next := now.Add(doubling(time.Minute, d.CheckAttempts, cfg.ConfirmEvery))
 		if d.NextCheckAt == nil || next.Before(*d.NextCheckAt) || !d.NextCheckAt.After(now) {
 			d.NextCheckAt = &next

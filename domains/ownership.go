@@ -14,26 +14,23 @@ import (
 	"petstore/store"
 )
 
-// Moving a live domain without downtime: with --acme-dns-zone, a domain
-// gets an ownership TXT record and an _acme-challenge CNAME into the
-// service's zone. Once the TXT is found the domain is owned, and with the
-// CNAME in place its certificate is obtained through DNS-01 before its
-// traffic moves; when its DNS then points here it is verified and served
-// at once with that certificate.
+// Moving a live domain without downtime (--acme-dns-zone): a domain gets an
+// ownership TXT record and an _acme-challenge CNAME into the service's
+// zone. Once the TXT is found it is owned, and its certificate is obtained
+// through DNS-01 before its traffic moves, so it is served at once when
+// its DNS points here.
 
 // lowerBase32 writes random bytes as DNS-safe lower-case text.
 var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// randomText is n random bytes as lowerBase32.
 func randomText(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	return lowerBase32.EncodeToString(b)
 }
 
-// newDelegation makes a new domain's ownership token and challenge label;
-// nil without a zone. The label's 80 random bits make it unique per
-// domain; both stay as they are until the domain is removed.
+// newDelegation makes a new domain's ownership token and random challenge
+// label; nil without a zone. Both stay until the domain is removed.
 func (m *Manager) newDelegation() *store.Delegation {
 	if m.cfg.ACMEDNSZone == "" {
 		return nil
@@ -52,8 +49,8 @@ func (m *Manager) records(d *store.Domain) []store.DNSRecord {
 	return rs
 }
 
-// check checks where a domain points and, when it has a delegation, its
-// ownership and delegation records, at the same time.
+// check checks where a domain points and, with a delegation, its
+// ownership and delegation records, at once.
 func (m *Manager) check(ctx context.Context, d store.Domain) (store.DomainCheck, *dnscheck.Ownership) {
 	if d.Delegation == nil {
 		return m.checker.Check(ctx, d.Name), nil
@@ -68,11 +65,8 @@ func (m *Manager) check(ctx context.Context, d store.Domain) (store.DomainCheck,
 	return res, &own
 }
 
-// applyOwnership records what a check found of a domain's ownership and
-// delegation records, and moves a pending domain to owned or an owned one
-// back to pending. It reports whether the domain stays owned, and so
-// whether its next check and certificate are the owned ones'. Lookups that
-// failed change nothing.
+// applyOwnership records a check's ownership findings, moving a pending
+// domain to owned or back, and reports whether it stays owned.
 func (m *Manager) applyOwnership(d *store.Domain, own *dnscheck.Ownership, now time.Time) (owned bool) {
 	if own == nil || d.Delegation == nil {
 		return false
@@ -93,8 +87,7 @@ func (m *Manager) applyOwnership(d *store.Domain, own *dnscheck.Ownership, now t
 	if d.State != store.DomainOwned {
 		return false
 	}
-	// An owned domain waits for its customer's switch, which may take
-	// weeks: it is checked regularly until then, with no end.
+	// The customer's switch may take weeks: checked regularly, no end.
 	d.NextCheckAt = new(now.Add(m.cfg.OwnedCheckEvery))
 	return true
 }
@@ -106,8 +99,7 @@ func (m *Manager) wantsCertificateAhead(d *store.Domain) bool {
 }
 
 // challengeLabel is the label an identifier's DNS-01 challenge is
-// delegated to: its domain's, or for the base name of a wildcard, the
-// wildcard's.
+// delegated to: its domain's, or for a wildcard's base, the wildcard's.
 func (m *Manager) challengeLabel(ctx context.Context, identifier string) (string, error) {
 	name := strings.TrimPrefix(identifier, "*.")
 	d, err := m.db.Domain(ctx, name)

@@ -12,9 +12,9 @@ import (
 // RedirectStatuses are the statuses a redirect may have; the first is the default.
 var RedirectStatuses = []int{301, 302, 307, 308}
 
-// flattenRedirects validates redirects and rewrites chains to one hop:
-// a->b, b->c is saved as a->c, b->c, because every hop is a round trip for
-// the client and browsers cache redirects. A loop is refused.
+// flattenRedirects validates redirects and rewrites chains to one hop
+// (a->b, b->c is saved as a->c, b->c): each hop is a round trip, and
+// browsers cache redirects. A loop is refused.
 func flattenRedirects(in []store.Redirect, attached map[string]store.Domain, defaultAddr string) ([]store.Redirect, error) {
 	out := make([]store.Redirect, 0, len(in))
 	next := make(map[string]string, len(in))
@@ -63,8 +63,7 @@ func flattenRedirects(in []store.Redirect, attached map[string]store.Domain, def
 			to = hop
 		}
 		out[i].To = to
-		// Judged at the end of the chain: a hop through a redirect source
-		// that is not verified yet is fine, where it finally lands is not.
+		// Judged where the chain finally lands, not at its hops.
 		if to != defaultAddr && attached[to].State != store.DomainVerified {
 			return nil, store.Errorf(store.EINVALID, "domains.redirects[%d].to: %s", i, notVerified(attached[to], defaultAddr))
 		}
@@ -96,23 +95,21 @@ func checkPrimary(primary string, attached map[string]store.Domain, defaultAddr 
 	return name, nil
 }
 
-// notVerified words why a domain that is not verified cannot be a redirect
-// target or the primary domain: visitors sent there would meet a name with
-// no certificate, and browsers cache a 301 for good.
+// notVerified words why an unverified domain cannot be a redirect target
+// or primary: no certificate, and browsers cache a 301 for good.
 func notVerified(d store.Domain, defaultAddr string) string {
 	return fmt.Sprintf("%s is %s, not verified, so it may have no certificate; use a verified domain or the default address %s",
 		d.Name, d.State, defaultAddr)
 }
 
-// settingsName normalises a name in the settings. The default address is
-// taken as it is: in development it is localhost, which Normalize refuses.
+// settingsName normalises a settings name; the default address is taken
+// as is (localhost in development, which Normalize refuses).
 func settingsName(s, defaultAddr string) (string, error) {
 	if t := dnscheck.Canonical(s); t == defaultAddr {
 		return t, nil
 	}
 	if dnscheck.LooksLikeWildcard(s) {
-		// A redirect answers one Host with one Location, and a primary
-		// domain is one address: a wildcard is neither.
+		// A redirect answers one Host, a primary is one address: no wildcard.
 		return "", store.Errorf(store.EINVALID, "%s is a wildcard domain; redirects and the primary domain name single domains, such as www.%s (attach it on its own first)",
 			dnscheck.Canonical(s), strings.TrimPrefix(strings.TrimPrefix(dnscheck.Canonical(s), "*"), "."))
 	}

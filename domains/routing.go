@@ -24,8 +24,7 @@ const (
 	Redirect
 	// ServePublic: a verified customer domain; the site and the API only.
 	ServePublic
-	// ServeAll: the default address, localhost and loopback addresses;
-	// site, API, admin API and dashboard.
+	// ServeAll: the default address and loopback; everything.
 	ServeAll
 )
 
@@ -44,25 +43,22 @@ type routingTable struct {
 	served      map[string]bool // verified, or moved but still holding a certificate
 	certAllowed map[string]bool // names the decision function lets certmagic serve
 	redirects   map[string]store.Redirect
-	// issued holds the attached domains whose record says a certificate
-	// was obtained: a handshake for one without reads no storage.
+	// issued: attached domains whose record says a certificate was
+	// obtained; a handshake for one without reads no storage.
 	issued map[string]bool
-	// wildcards maps the base of every attached wildcard domain to it
-	// ("shop.example.com" to "*.shop.example.com"): a name one label
-	// below a base is covered by it (coveredBy).
+	// wildcards maps each attached wildcard's base to it ("shop.example.com"
+	// to "*.shop.example.com").
 	wildcards map[string]string
-	// owned and delegated hold the owned domains and those whose
-	// _acme-challenge CNAME points into the ACME DNS zone (ownership.go).
+	// owned and delegated: the owned domains, and those whose
+	// _acme-challenge CNAME points into the ACME DNS zone.
 	owned, delegated map[string]bool
 }
 
-// Refresh rebuilds the routing table from the store, and brings this
-// instance's certificates in line with it (followTable). Every change the
-// manager makes calls it; call it after changing the project's slug.
-// Refreshes run one at a time, their certificate steps included: one that
-// read the store before a change must not store its table after the
-// refresh that follows the change, and once a refresh returns, the
-// certificates in memory follow the table it stored.
+// Refresh rebuilds the routing table from the store and brings this
+// instance's certificates in line with it; every manager change calls it.
+// Refreshes run one at a time, certificate steps included: one that read
+// the store before a change must not store its table after the refresh
+// that follows the change.
 func (m *Manager) Refresh(ctx context.Context) error {
 	m.refreshMu.Lock()
 	defer m.refreshMu.Unlock()
@@ -115,9 +111,8 @@ func (m *Manager) Refresh(ctx context.Context) error {
 	for _, r := range s.Domains.Redirects {
 		t.redirects[r.From] = r
 	}
-	// The table first: from here on the decision function refuses a moved
-	// or removed name, so no handshake loads its certificate back as a
-	// managed one while followTable changes the cache.
+	// The table first: from here on a moved or removed name is refused, so
+	// no handshake loads its certificate back as managed meanwhile.
 	m.followTable(ctx, m.table.Swap(t), t) // at start, from NewManager's empty table
 	return nil
 }
@@ -128,10 +123,9 @@ func (t *routingTable) certName(name string) certs.Name {
 		Owned: t.owned[name], Delegated: t.delegated[name], Cover: t.coveredBy(name)}
 }
 
-// coveredBy is the served wildcard domain that covers host, one label
-// below its base, or "". Deeper names ("x.y.shop.example.com") are
-// covered by no wildcard: a wildcard certificate is valid for one label
-// only. It allocates nothing: handshakes and requests call it.
+// coveredBy is the served wildcard covering host one label below its
+// base, or "" (a wildcard certificate covers one label only). It
+// allocates nothing: handshakes and requests call it.
 func (t *routingTable) coveredBy(host string) string {
 	if len(t.wildcards) == 0 {
 		return ""
@@ -146,8 +140,7 @@ func (t *routingTable) coveredBy(host string) string {
 	return ""
 }
 
-// TLSConfig is the configuration of the HTTPS listener (see
-// certs.Certs.TLSConfig); nil without ACME.
+// TLSConfig is the HTTPS listener's configuration; nil without ACME.
 func (m *Manager) TLSConfig() *tls.Config {
 	if m.certs == nil {
 		return nil
@@ -156,8 +149,7 @@ func (m *Manager) TLSConfig() *tls.Config {
 }
 
 // HTTPChallengeHandler answers ACME HTTP-01 challenges for names that may
-// have a certificate and passes every other request to next (see
-// certs.Certs.HTTPChallengeHandler).
+// have a certificate and passes every other request to next.
 func (m *Manager) HTTPChallengeHandler(next http.Handler) http.Handler {
 	if m.certs == nil {
 		return next
@@ -176,9 +168,7 @@ func (m *Manager) Route(host string) Route {
 		return Route{Decision: Redirect, To: r.To, Status: r.Status}
 	}
 	// A name attached on its own wins over a wildcard once it is served;
-	// until then the wildcard keeps serving it, so that attaching
-	// api.shop.example.com beside *.shop.example.com never takes it
-	// offline.
+	// until then the wildcard keeps serving it, never taking it offline.
 	if h != "" && h[0] == '*' {
 		return Route{Decision: Unknown} // a wildcard's own name is no host
 	}
@@ -188,16 +178,15 @@ func (m *Manager) Route(host string) Route {
 	return Route{Decision: Unknown}
 }
 
-// HostName strips the port, the brackets of an IPv6 literal and a trailing
-// dot from a Host header, and lower-cases it: the name routing decides on.
+// HostName is the name routing decides on: Host without port, IPv6
+// brackets and trailing dot, lower-cased.
 func HostName(host string) string {
 	if strings.IndexByte(host, ':') >= 0 { // SplitHostPort's error allocates
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
 	}
-	// strings.Trim(host, "[]"), without the set of the cut characters
-	// that Trim builds on every call: this runs on every request.
+	// strings.Trim builds its cutset on every call; this runs per request.
 	for len(host) > 0 && (host[0] == '[' || host[0] == ']') {
 		host = host[1:]
 	}
@@ -213,8 +202,8 @@ func HostName(host string) string {
 	return host
 }
 
-// IsLocal reports whether a host name (as HostName gives it) is this
-// machine: localhost or a loopback address.
+// IsLocal reports whether a host name (as HostName gives it) is localhost
+// or a loopback address.
 func IsLocal(h string) bool {
 	return h == "localhost" || isLoopback(h)
 }

@@ -7,11 +7,10 @@ import (
 	"petstore/store"
 )
 
-// normalize is the name a domain is added under: a wildcard
-// ("*.shop.example.com") when the customer typed one and the service
-// answers an ACME DNS zone, since a CA validates a wildcard through DNS-01
-// only (RFC 8555 section 7.1.3), which needs the delegation into that
-// zone; any other name as Platform.Normalize gives it.
+// normalize is the name a domain is added under: a wildcard when the
+// customer typed one and the service answers an ACME DNS zone (a wildcard
+// needs DNS-01, RFC 8555 section 7.1.3, through that zone); any other
+// name as Platform.Normalize gives it.
 func (m *Manager) normalize(input string) (string, error) {
 	if !dnscheck.LooksLikeWildcard(input) {
 		return m.cfg.Platform.Normalize(input)
@@ -28,12 +27,10 @@ func (m *Manager) normalize(input string) (string, error) {
 	return name, nil
 }
 
-// delegationFor is the delegation of a new domain: a new one, except
-// where a wildcard and its base are both attached. Their records share
-// one name (_acme-challenge.shop.example.com serves *.shop.example.com
-// and shop.example.com alike, RFC 8555 section 8.4), which can hold one
-// CNAME only, so the second gets the first's token and label; what its
-// checks find stays its own.
+// delegationFor is a new domain's delegation: new, except when a wildcard
+// and its base are both attached. Their records share one name (RFC 8555
+// section 8.4), which holds one CNAME only, so the second gets the first's
+// token and label; its checks' findings stay its own.
 func (m *Manager) delegationFor(ctx context.Context, name string) *store.Delegation {
 	d := m.newDelegation()
 	if d == nil {
@@ -50,9 +47,8 @@ func (m *Manager) delegationFor(ctx context.Context, name string) *store.Delegat
 }
 
 // wildcardCertificateBlocked reports whether d is a wildcard whose
-// certificate cannot be ordered yet: a CA validates a wildcard through
-// DNS-01 only, so until its _acme-challenge CNAME points into the zone
-// an order could only fail and count against the CA's limits.
+// _acme-challenge CNAME does not point into the zone yet: an order (DNS-01
+// only) could only fail and count against the CA's limits.
 func wildcardCertificateBlocked(d *store.Domain) bool {
 	return dnscheck.IsWildcard(d.Name) && (d.Delegation == nil || !d.Delegation.Delegated)
 }

@@ -1,7 +1,7 @@
-// Package events delivers the outbox's events: it fans them out to the
-// subscribed webhooks, signs and sends each attempt as Standard Webhooks
-// specifies, retries on a schedule, refuses private destinations, prunes
-// what is past retention, and feeds the live streams.
+// Package events delivers the outbox's events to subscribed webhooks
+// (signed as Standard Webhooks specifies, retried on a schedule, private
+// destinations refused), prunes what is past retention, and feeds the
+// live streams.
 package events
 
 import (
@@ -30,8 +30,8 @@ var Schedule = []time.Duration{
 
 // Limits of one attempt.
 const (
-	// Timeout bounds an attempt, counted from its claim: the wait for a
-	// connection, the request and the answer included.
+	// Timeout bounds an attempt from its claim, connection and answer
+	// included.
 	Timeout = 10 * time.Second
 	// ResponseLimit is how much of an answer the delivery log keeps.
 	ResponseLimit = 4 << 10
@@ -42,12 +42,10 @@ const (
 	recordTimeout = Timeout
 )
 
-// leaseFor is how long a claimed attempt is this instance's when an
-// attempt may take timeout from its claim: the attempt, the wait of its
-// batch for the record and the record's write, and a margin for the
-// clocks of instances sharing a database. It is strictly longer than
-// the attempt, so that no other instance claims, and sends again, an
-// attempt still under way here.
+// leaseFor is a claim's lease when an attempt may take timeout: the
+// attempt, the batch's wait for the record and its write, and a margin
+// for instances' clocks. Strictly longer than the attempt, so that no
+// other instance sends again an attempt still under way here.
 func leaseFor(timeout time.Duration) time.Duration {
 	return timeout + recordWait + recordTimeout + time.Second
 }
@@ -77,36 +75,34 @@ type Config struct {
 	Log     *slog.Logger
 }
 
-// Engine delivers events. Its work runs in Run; nothing of it runs on a
-// request's path.
+// Engine delivers events; its work runs in Run, never on a request's path.
 type Engine struct {
 	cfg    Config
 	dialer *net.Dialer
 	hub    *Hub
-	// fanOutFailures logs the fan-out's failures, which repeat at every
-	// poll while the database is away, a few lines, not one each.
+	// fanOutFailures repeat at every poll while the database is away: a few
+	// log lines, not one each.
 	fanOutFailures store.RepeatedFailure
 
-	// timeout bounds each attempt from its claim (Timeout; tests shorten
-	// it), and lease is its claims' lease.
+	// timeout bounds each attempt from its claim (tests shorten it); lease is
+	// its claims' lease.
 	timeout, lease time.Duration
 
 	mu       sync.Mutex
 	inFlight map[int64]int
-	// signers are the webhooks' signers, by secret, and senders their
-	// URLs' senders; an evicted sender's idle connections are closed, and
-	// its attempts under way end on it.
+	// signers are the webhooks' signers by secret, senders their URLs'; an
+	// evicted sender's idle connections are closed.
 	signers *bounded.Cache[string, *signer]
 	senders *bounded.Cache[senderKey, *sender]
 	wg      sync.WaitGroup
-	// wake starts the next step at once when an attempt ends, so that a
-	// webhook with a backlog keeps its attempts going between polls.
+	// wake starts the next step when an attempt ends, so that a backlog keeps
+	// going between polls.
 	wake chan struct{}
 	// claimLeft: the last claim may have left due deliveries behind (Run's
-	// goroutine alone uses it).
+	// goroutine only).
 	claimLeft bool
-	// finished takes attempts' outcomes to the recorder, which records
-	// all that are waiting in one transaction.
+	// finished takes outcomes to the recorder, which records all waiting in
+	// one transaction.
 	finished chan store.Finished
 	stats    Stats
 }
@@ -163,10 +159,9 @@ func (e *Engine) Run(ctx context.Context) {
 	prune := time.NewTicker(pruneEvery(e.cfg.Retention))
 	defer prune.Stop()
 	e.prune(ctx)
-	// soon fans out again shortly after a fan-out that found events, while
-	// they keep coming, rather than at each wake: a fan-out is a write, and
-	// one for many events costs the store about what one for a single
-	// event does. A wake (an attempt ended) only claims what is fanned out.
+	// soon fans out again shortly after a fan-out that found events, not at
+	// each wake: a fan-out is a write, and one for many events costs about
+	// what one for a single event does. A wake only claims.
 	soon := time.NewTimer(time.Hour)
 	soon.Stop()
 	defer soon.Stop()
@@ -194,9 +189,8 @@ func (e *Engine) Run(ctx context.Context) {
 // claimLimit bounds the deliveries one claim takes.
 const claimLimit = 64
 
-// fanOutSoon is how long after a fan-out that found events the next one
-// runs: short beside Poll, so that a busy webhook waits little for new
-// deliveries, and long beside a request, so that each fan-out takes many.
+// fanOutSoon is short beside Poll, so that a busy webhook waits little,
+// and long beside a request, so that each fan-out takes many.
 const fanOutSoon = 5 * time.Millisecond
 
 func pruneEvery(retention time.Duration) time.Duration {
@@ -232,12 +226,11 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 		}
 	}
 	if !fanOut && !e.claimLeft {
-		// A wake, and the last claim took every delivery due: there is
-		// nothing to claim until the next fan-out or poll.
+		// A wake, and the last claim took everything due: nothing to claim until
+		// the next fan-out or poll.
 		return found
 	}
-	// Each attempt's time counts from here, before the claim that starts
-	// its lease.
+	// Counted from before the claim that starts the lease.
 	deadline := time.Now().Add(e.timeout)
 	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, now.Add(e.lease), e.busy(), claimLimit)
 	if err != nil {
@@ -247,9 +240,8 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 		e.claimLeft = true
 		return found
 	}
-	// The claim's attempts share a context: each, once ended or failed
-	// to start, gives its share of it back, and so does this loop once
-	// all have started.
+	// The claim's attempts share a context; each gives its share back once
+	// ended, and so does this loop once all have started.
 	var cctx *claimContext
 	if len(claimed) > 0 {
 		cctx = newClaimContext(ctx, deadline, len(claimed)+1)
@@ -274,13 +266,12 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 		}
 		s.sendIn(ctx, job{d, sg}, cctx)
 	}
-	// A claim stops at its limit or at a webhook's slots: then it may have
-	// left due deliveries behind, for the next wake to claim.
+	// A claim stops at its limit or at a webhook's slots, possibly leaving
+	// due deliveries for the next wake.
 	e.claimLeft = len(claimed) == claimLimit || len(e.busy()) > 0
 	return found
 }
 
-// sender is the sender of w's URL.
 func (e *Engine) sender(w store.Webhook) (*sender, error) {
 	k := senderKey{w.ID, w.URL}
 	e.mu.Lock()
@@ -296,8 +287,8 @@ func (e *Engine) sender(w store.Webhook) (*sender, error) {
 	return s, nil
 }
 
-// busy lists the webhooks with as many attempts under way here as one may
-// have: a slow receiver waits its turn and takes no one else's.
+// busy lists the webhooks with all their attempt slots taken here: a slow
+// receiver takes no one else's.
 func (e *Engine) busy() []int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -327,9 +318,8 @@ func (e *Engine) finish(ctx context.Context, d *store.Claimed, o store.Outcome) 
 		delete(e.inFlight, d.WebhookID)
 	}
 	e.mu.Unlock()
-	// A claim reads the due deliveries from the oldest, past a busy
-	// webhook's backlog: waking it when half the slots are free, rather
-	// than at each, lets one claim fill them.
+	// A claim reads past a busy webhook's backlog: waking at half the slots
+	// free, not at each, lets one claim fill them.
 	if left <= store.MaxInFlightPerWebhook/2 {
 		select {
 		case e.wake <- struct{}{}:
@@ -345,13 +335,10 @@ const (
 	recordWait     = 20 * time.Millisecond
 )
 
-// record records the attempts' outcomes until Run closes finished: those
-// that end within recordWait of the first, in one transaction, so that a
-// busy webhook costs the store a write per batch rather than one per
-// attempt, and the writes that join the API's group commits are few. An
-// attempt's slot is free once its request ends; its delivery stays leased
-// until its outcome is recorded, so no other attempt of it starts
-// meanwhile.
+// record records outcomes until Run closes finished, those that end within
+// recordWait of the first in one transaction: a busy webhook costs a write
+// per batch, not per attempt. A delivery stays leased until its outcome is
+// recorded, so no other attempt of it starts meanwhile.
 func (e *Engine) record(ctx context.Context) {
 	batch := make([]store.Finished, 0, maxRecordBatch)
 	timer := time.NewTimer(recordWait)
@@ -372,8 +359,7 @@ func (e *Engine) record(ctx context.Context) {
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		if err := e.cfg.Store.FinishDeliveries(rctx, batch); err != nil {
-			// The leases run out and the attempts are made again: at
-			// least once.
+			// The leases run out and the attempts are made again: at least once.
 			e.cfg.Log.Warn("recording webhook deliveries", "deliveries", len(batch), "err", err)
 		}
 		e.stats.attempted(batch)
@@ -395,7 +381,6 @@ func nextAttempt(d *store.Delivery, failedAt time.Time) *time.Time {
 	return &next
 }
 
-// outcome judges an answer.
 func outcome(o *store.Outcome, status int, kept []byte, readErr error) {
 	o.Status = status
 	o.Response = string(bytes.ToValidUTF8(kept, []byte("\uFFFD")))
@@ -412,9 +397,8 @@ func outcome(o *store.Outcome, status int, kept []byte, readErr error) {
 	}
 }
 
-// maxSigners bounds the signers kept, and the senders: past it, the least
-// recently used is made again when next needed (rotated secrets, deleted
-// webhooks and changed URLs go first).
+// maxSigners bounds the signers and senders kept; past it, the least
+// recently used is made again when needed.
 const maxSigners = 1024
 
 // signer is the signer of a secret, made once.

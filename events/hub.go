@@ -8,23 +8,21 @@ import (
 	"petstore/store"
 )
 
-// Hub reads the outbox as it grows (one reader for every stream of this
-// instance, whichever instance wrote the events) and passes each event on
-// to the streams' subscriptions. While no stream is open it reads
-// nothing: a subscription that finds it idle starts it from the outbox's
-// newest event, so neither a start nor an idle instance reads the events
-// kept.
+// Hub reads the outbox as it grows, one reader for all this instance's
+// streams, and passes each event to their subscriptions. With no stream it
+// reads nothing; a subscription finding it idle starts it from the newest
+// event.
 type Hub struct {
 	store Store
 	poll  time.Duration
 
-	// reading is held by whoever reads the outbox for the hub: forward,
-	// and a Subscribe that finds the hub idle. It guards last and current.
+	// reading is held by whoever reads the outbox for the hub (forward, or a
+	// Subscribe finding it idle); it guards last and current.
 	reading sync.Mutex
 	// last is the newest event the hub has read.
 	last store.EventID
-	// current is whether last follows the outbox: false from a forward
-	// that found no subscriber until the next Subscribe.
+	// current: last follows the outbox; false from a forward that found no
+	// subscriber until the next Subscribe.
 	current bool
 
 	mu   sync.Mutex
@@ -33,26 +31,24 @@ type Hub struct {
 
 // Subscription is one stream's feed of new events.
 type Subscription struct {
-	// C carries events in id order. It is closed when the subscriber fell
-	// too far behind (the stream ends; the client resumes from its last id)
-	// or the hub stopped.
+	// C carries events in id order; it is closed when the subscriber fell too
+	// far behind (the client resumes from its last id) or the hub stopped.
 	C    chan store.Event
 	hub  *Hub
 	once sync.Once
 }
 
-// subscriptionBuffer is how many events a stream may have unread before it
-// is dropped.
+// subscriptionBuffer is how many events a stream may leave unread before
+// it is dropped.
 const subscriptionBuffer = 1024
 
 func newHub(s Store, poll time.Duration) *Hub {
 	return &Hub{store: s, poll: poll, subs: map[*Subscription]struct{}{}}
 }
 
-// Subscribe starts a feed of the events after the outbox's newest as of
-// the call. The subscriber reads what it missed from the store after
-// subscribing, and skips what the feed repeats (ids it has passed): then
-// nothing falls between the two.
+// Subscribe starts a feed of the events after the newest as of the call.
+// The subscriber then reads what it missed from the store and skips ids
+// the feed repeats, so nothing falls between the two.
 func (h *Hub) Subscribe(ctx context.Context) (*Subscription, error) {
 	h.reading.Lock()
 	defer h.reading.Unlock()
@@ -96,9 +92,8 @@ func (h *Hub) run(ctx context.Context) {
 	store.EveryTick(ctx, h.poll, func() { h.forward(ctx) })
 }
 
-// forward passes the outbox's events after h.last to every subscriber, a
-// page at a time, until it has none more; a subscriber that cannot take
-// one at once is dropped. With no subscriber it reads nothing.
+// forward passes the events after h.last to every subscriber a page at a
+// time; one that cannot take one at once is dropped.
 func (h *Hub) forward(ctx context.Context) {
 	h.reading.Lock()
 	defer h.reading.Unlock()

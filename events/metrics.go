@@ -7,15 +7,12 @@ import (
 	"petstore/store"
 )
 
-// LagBuckets are the upper bounds, in seconds, of the histogram of the
-// time from an event's commit to its first attempt: the engine polls
-// every tenth of a second, so a healthy lag is below a second, and the
+// LagBuckets bound, in seconds, the commit-to-first-attempt histogram; the
 // top buckets catch an engine that fell behind or stopped.
 var LagBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900}
 
-// Stats are what this instance's engine did since it started, for
-// /metrics: the counts are of this instance only (a fleet's are their
-// sum).
+// Stats are what this instance's engine did since it started (a fleet's
+// are the sum), for /metrics.
 type Stats struct {
 	fannedOut                        atomic.Uint64
 	succeeded, rejected, unreachable atomic.Uint64
@@ -29,20 +26,17 @@ type Stats struct {
 // Stats are the engine's counts.
 func (e *Engine) Stats() *Stats { return &e.stats }
 
-// FannedOut is how many events this instance read from the outbox into
-// deliveries.
+// FannedOut is how many events this instance fanned out into deliveries.
 func (s *Stats) FannedOut() uint64 { return s.fannedOut.Load() }
 
-// Attempts counts the attempts whose outcomes were recorded: succeeded
-// (2xx), rejected (the receiver answered something else) and unreachable
-// (no answer: refused, timed out, not allowed).
+// Attempts counts recorded outcomes: succeeded (2xx), rejected (another
+// answer) and unreachable (no answer, or not allowed).
 func (s *Stats) Attempts() (succeeded, rejected, unreachable uint64) {
 	return s.succeeded.Load(), s.rejected.Load(), s.unreachable.Load()
 }
 
-// Lag is the histogram of the time from an event's commit to its first
-// attempt: how many, their sum in seconds, and the cumulative count at
-// each of LagBuckets.
+// Lag is the histogram of commit-to-first-attempt times: count, sum in
+// seconds, and the cumulative count at each of LagBuckets.
 func (s *Stats) Lag() (count uint64, sum float64, cumulative map[float64]uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -57,8 +51,7 @@ func (s *Stats) Lag() (count uint64, sum float64, cumulative map[float64]uint64)
 	return s.lagN, s.lagSum, cumulative
 }
 
-// attempted counts the outcomes of a batch of attempts, as the engine
-// hands them to the store.
+// attempted counts a batch's outcomes as handed to the store.
 func (s *Stats) attempted(batch []store.Finished) {
 	for _, f := range batch {
 		switch o := &f.Outcome; {

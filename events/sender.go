@@ -17,11 +17,10 @@ import (
 	"petstore/store"
 )
 
-// A sender sends one webhook URL's attempts with a net/http Transport of
-// its own, so that one receiver's connections, and the wait for them,
-// are never another's. Each attempt is one request on a connection of its
-// own at a time (HTTP/1.1, kept alive), or a stream of a shared one where
-// the receiver offers HTTP/2: an answer always belongs to its request.
+// A sender sends one webhook URL's attempts with a Transport of its own,
+// so that one receiver's connections, and the wait for them, are never
+// another's. An attempt has a connection to itself (HTTP/1.1) or a stream
+// (HTTP/2): an answer always belongs to its request.
 type sender struct {
 	e   *Engine
 	url string
@@ -30,15 +29,11 @@ type sender struct {
 
 // Limits of a sender's connections.
 const (
-	// idleTimeout drops a connection left unused that long. Receivers
-	// close idle connections too, Node's after 5 s by default: one that
-	// does so as a request goes out makes the request fail with no answer
-	// (the Transport then sends it again on a new connection, but only
-	// once). Dropping ours first leaves that race to the rare receiver
-	// with a shorter timeout still.
+	// idleTimeout drops our idle connections before receivers drop theirs
+	// (Node's after 5 s): a receiver closing one as a request goes out fails
+	// the request, and the Transport retries that only once.
 	idleTimeout = 4 * time.Second
-	// maxHeaderBytes bounds an answer's status line and headers: a
-	// receiver's answer is read into memory only that far.
+	// maxHeaderBytes bounds how much of an answer's head is read into memory.
 	maxHeaderBytes = 64 << 10
 )
 
@@ -68,34 +63,29 @@ func (e *Engine) newSender(raw string) (*sender, error) {
 	}
 	tlsConf := &tls.Config{RootCAs: e.cfg.RootCAs}
 	tr := &http.Transport{
-		// No proxy from the environment: the dialer judges the
-		// receiver's own address.
+		// No proxy: the dialer judges the receiver's own address.
 		Proxy:           nil,
 		DialContext:     e.dial,
 		TLSClientConfig: tlsConf,
-		// With a dialer of its own, a Transport offers HTTP/2 only when
-		// asked to.
+		// With its own dialer, a Transport offers HTTP/2 only when asked.
 		ForceAttemptHTTP2: true,
-		// A webhook has at most that many attempts under way per
-		// instance: each finds a connection without waiting for another
-		// attempt's, and never more than that are open, idle or not.
+		// Each of a webhook's attempts here finds a connection without
+		// waiting, and no more than that are ever open.
 		MaxConnsPerHost:     store.MaxInFlightPerWebhook,
 		MaxIdleConns:        store.MaxInFlightPerWebhook,
 		MaxIdleConnsPerHost: store.MaxInFlightPerWebhook,
 		IdleConnTimeout:     idleTimeout,
-		// The attempt's context bounds the rest; these bound what it
-		// would leave open.
+		// The attempt's context bounds the rest; these bound what it leaves open.
 		TLSHandshakeTimeout:    e.timeout,
 		MaxResponseHeaderBytes: maxHeaderBytes,
-		// No Accept-Encoding, as before: the receiver answers as it
-		// likes, and the log keeps the answer as it was sent.
+		// The log keeps the answer as the receiver sent it.
 		DisableCompression: true,
 	}
 	return &sender{e: e, url: raw, tr: tr}, nil
 }
 
-// sendIn makes one of a claim's attempts in a goroutine of its own, in
-// the claim's context, and hands its outcome to the engine.
+// sendIn makes one of a claim's attempts in its own goroutine and hands
+// its outcome to the engine.
 func (s *sender) sendIn(ctx context.Context, j job, c *claimContext) {
 	s.e.wg.Add(1)
 	go func() {
@@ -109,11 +99,9 @@ func (s *sender) sendIn(ctx context.Context, j job, c *claimContext) {
 	}()
 }
 
-// claimContext is the context of a claim's attempts, which share its
-// deadline: one timer, and one child of the engine's context, serve them
-// all, rather than one each (the engine's context is shared by every
-// attempt under way, and each child registered and removed takes its
-// lock).
+// claimContext is the shared deadline of a claim's attempts: one timer
+// and one child of the engine's context for all, since each child
+// registered and removed takes the engine context's lock.
 type claimContext struct {
 	context.Context
 	cancel context.CancelFunc
@@ -140,7 +128,6 @@ var (
 	userAgent       = []string{"petstore-webhooks"}
 )
 
-// attempt sends one signed request and judges its answer.
 func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 	e := s.e
 	o.AttemptedAt = e.cfg.Now()
@@ -154,15 +141,12 @@ func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 		return o
 	}
 	req.Header = make(http.Header, 6)
-	// The values of the same headers on every attempt are shared: nothing
-	// writes them.
+	// Shared between attempts: nothing writes them.
 	req.Header["Content-Type"] = contentTypeJSON
 	req.Header["User-Agent"] = userAgent
-	// An event is safe to send twice: it carries its webhook-id, which
-	// receivers deduplicate on. A key with no value marks the request so
-	// without sending it, and the Transport then sends it again on a new
-	// connection when a kept-alive one closes before any answer (a
-	// receiver's idle timeout meeting the request).
+	// An event is safe to send twice (receivers deduplicate on webhook-id).
+	// A key with no value, not sent, lets the Transport retry on a new
+	// connection when a kept-alive one closes before any answer.
 	req.Header["Idempotency-Key"] = nil
 	j.signer.sign(req.Header, j.d.Event.ID.String(), o.AttemptedAt, body)
 	resp, err := s.tr.RoundTrip(req)
@@ -173,17 +157,15 @@ func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 	}
 	defer resp.Body.Close()
 	if resp.ProtoMajor == 1 && w.stale.Load() {
-		// Bytes read before this request went out cannot answer it: an
-		// earlier request's extra answer, which must not be taken for
-		// this one's. The connection goes with it.
+		// Bytes read before this request went out are an earlier request's extra
+		// answer, not this one's; the connection goes with it.
 		w.conn.Load().Close()
 		o.Duration = time.Since(began)
 		o.Error = "the receiver sent an answer before this request was sent (an extra answer to an earlier one): the connection was closed, and the answer not taken"
 		return o
 	}
-	// What the log keeps, and no more: closing a longer body before its
-	// end closes the connection instead of reading the rest. An empty one
-	// (a 204) takes no buffer.
+	// Reading only what the log keeps: closing a longer body early closes the
+	// connection rather than reading the rest.
 	var kept []byte
 	var rerr error
 	if resp.ContentLength != 0 {
@@ -197,9 +179,8 @@ func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 	return o
 }
 
-// dial connects to a receiver: the dialer refuses what the policy
-// refuses, at the address it is about to use, and the connection counts
-// what it reads.
+// dial connects to a receiver, refusing what the policy refuses at the
+// address it is about to use; the connection counts its reads.
 func (e *Engine) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	c, err := e.dialer.DialContext(ctx, network, addr)
 	if err != nil {
@@ -208,9 +189,8 @@ func (e *Engine) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	return &watchedConn{Conn: c}, nil
 }
 
-// watchedConn counts the reads that brought bytes, and notes the count
-// when a request starts going out, so that an attempt can tell whether
-// its answer came after its request.
+// watchedConn counts reads that brought bytes and notes the count when a
+// request starts going out.
 type watchedConn struct {
 	net.Conn
 	reads atomic.Uint64
@@ -236,14 +216,11 @@ func (c *watchedConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// watch is an attempt's view of the connection it got. HTTP/1.1 has no
-// request ids: an answer is the next one on the connection. A receiver
-// that answers twice leaves its second answer on a connection that goes
-// back to the pool; the Transport closes such a connection when it
-// notices, but a request may take it before then, and would read that
-// answer as its own. An answer to a request needs bytes read after the
-// request started going out: that is judged when the answer's first
-// byte is there, while the connection is still this request's.
+// watch is an attempt's view of its connection. HTTP/1.1 answers have no
+// request ids: a receiver that answers twice leaves its second answer on
+// a pooled connection, which the next request would read as its own. So
+// an answer needs bytes read after its request started going out, judged
+// at its first byte, while the connection is still this request's.
 type watch struct {
 	conn  atomic.Pointer[watchedConn]
 	stale atomic.Bool
@@ -268,12 +245,11 @@ func (w *watch) gotConn(info httptrace.GotConnInfo) {
 	}
 }
 
-// gotFirstByte notes whether the answer was all read before the request
-// started going out.
+// gotFirstByte notes whether the answer was read before the request went
+// out.
 func (w *watch) gotFirstByte() {
 	c := w.conn.Load()
 	w.stale.Store(c != nil && (c.armed.Load() || c.reads.Load() == c.readsAtWrite.Load()))
 }
 
-// closeIdle closes the sender's idle connections.
 func (s *sender) closeIdle() { s.tr.CloseIdleConnections() }

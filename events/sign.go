@@ -14,12 +14,11 @@ import (
 	"time"
 )
 
-// secretPrefix marks a Standard Webhooks signing secret; base64 of the key
-// follows it.
+// secretPrefix starts a Standard Webhooks secret; the key's base64
+// follows.
 const secretPrefix = "whsec_"
 
-// NewSecret makes a signing secret: 32 random bytes, in Standard Webhooks'
-// whsec_ form.
+// NewSecret makes a signing secret: 32 random bytes in whsec_ form.
 func NewSecret() (string, error) {
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
@@ -28,7 +27,6 @@ func NewSecret() (string, error) {
 	return secretPrefix + base64.StdEncoding.EncodeToString(key), nil
 }
 
-// secretKey is the HMAC key of a whsec_ secret.
 func secretKey(secret string) ([]byte, error) {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, secretPrefix))
 	if err != nil || len(key) == 0 {
@@ -37,9 +35,8 @@ func secretKey(secret string) ([]byte, error) {
 	return key, nil
 }
 
-// signer signs with one secret or more. Their keys are decoded once, and
-// their HMACs are reused: after the first, an HMAC starts from the key's
-// saved state instead of hashing the padded key again.
+// signer signs with one secret or more, keys decoded once and HMACs reused
+// from the key's saved state rather than hashing the padded key again.
 type signer struct {
 	macs []*sync.Pool
 }
@@ -59,8 +56,8 @@ func newSigner(secrets string) (*signer, error) {
 	return s, nil
 }
 
-// Canonical names of the headers of a delivery: set in the map as they
-// are, they are not canonicalized on every request.
+// Canonical header names, so that setting them in the map skips
+// canonicalization.
 const (
 	hdrID        = "Webhook-Id"
 	hdrTimestamp = "Webhook-Timestamp"
@@ -68,8 +65,7 @@ const (
 )
 
 func (s *signer) sign(h http.Header, msgID string, at time.Time, body []byte) {
-	// One buffer holds what is signed before the body ("id.timestamp.")
-	// and, after it, the signature; one slice the three values.
+	// One buffer holds "id.timestamp." and then the signature.
 	buf := make([]byte, 0, len(msgID)+24+len(s.macs)*(len("v1, ")+base64.StdEncoding.EncodedLen(sha256.Size)))
 	buf = append(buf, msgID...)
 	buf = append(buf, '.')
@@ -84,9 +80,8 @@ func (s *signer) sign(h http.Header, msgID string, at time.Time, body []byte) {
 	h[hdrSignature] = vals[2:3:3]
 }
 
-// signature appends webhook-signature's value: for each secret, "v1," and
-// the base64 HMAC-SHA256 of prefix ("id.timestamp.") and body,
-// space-separated.
+// signature appends webhook-signature's value: per secret, "v1," and the
+// base64 HMAC-SHA256 of prefix and body, space-separated.
 func (s *signer) signature(b, prefix, body []byte) []byte {
 	for i, macs := range s.macs {
 		if i > 0 {

@@ -11,12 +11,12 @@ import (
 	"time"
 )
 
-// refused says why an address may not receive webhooks, or "" when it may:
-// so that a webhook cannot make the service reach what only it can reach,
-// or what a tunnel or translator would take there.
+// refused says why an address may not receive webhooks ("" when it may),
+// so that a webhook cannot reach what only the service can, directly or
+// through a tunnel or translator.
 func refused(ip netip.Addr) string {
-	// An IPv4-mapped address is dialled as the IPv4 one; a zone (an
-	// interface's name) would make no prefix contain the address.
+	// Mapped addresses are dialled as IPv4; a zone would make no prefix
+	// contain the address.
 	ip = ip.Unmap().WithZone("")
 	if !ip.IsValid() {
 		return "not an IP address"
@@ -29,14 +29,11 @@ func refused(ip netip.Addr) string {
 	return ""
 }
 
-// notGlobal are the destinations refused: every entry of IANA's IPv4 and
-// IPv6 Special-Purpose Address Registries (RFC 6890) not marked globally
-// reachable, with multicast, the deprecated site-local and IPv4-compatible
-// blocks, and the prefixes that embed an IPv4 address a translator or
-// relay would reach (NAT64's 64:ff9b::/96, 6to4, Teredo) although the
-// registry marks some of them reachable. The few globally reachable
-// entries inside refused blocks (anycast of 192.0.0.0/24 and 2001::/23,
-// ORCHIDv2, AMT) are not webhook receivers. The first match names the
+// notGlobal are the destinations refused: IANA Special-Purpose Address
+// Registry entries (RFC 6890) not globally reachable, multicast, obsolete
+// blocks, and prefixes embedding an IPv4 address a translator or relay
+// would reach (NAT64, 6to4, Teredo); the few reachable entries inside
+// refused blocks are no webhook receivers. The first match names the
 // reason, so narrower entries come first.
 var notGlobal = []struct {
 	prefix netip.Prefix
@@ -79,11 +76,9 @@ var notGlobal = []struct {
 	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
 }
 
-// Policy is who may receive webhooks: AllowPrivate lifts the address
-// rule (--webhook-allow-private), for tests and internal receivers;
-// AllowLoopback lifts it for loopback addresses alone (development mode,
-// where the receiver runs on the developer's machine), every other
-// private range staying refused.
+// Policy is who may receive webhooks: AllowPrivate lifts the address rule
+// (--webhook-allow-private); AllowLoopback lifts it for loopback alone
+// (development mode), other private ranges staying refused.
 type Policy struct {
 	AllowPrivate  bool
 	AllowLoopback bool
@@ -91,11 +86,10 @@ type Policy struct {
 	Resolver *net.Resolver
 }
 
-// CheckURL judges a webhook URL when it is saved: http or https, a host,
-// and (unless AllowPrivate) a name that resolves only to public
-// addresses. The same rule runs again at connect time (control), on the
-// address actually dialled, so that a name that changes its answer
-// later is refused then.
+// CheckURL judges a webhook URL when saved: http or https, a host, and
+// (unless AllowPrivate) a name resolving only to public addresses. The
+// rule runs again on the address dialled (control), so that a name whose
+// answer changes later is refused then.
 func (p Policy) CheckURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() {
@@ -141,8 +135,7 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 	return nil
 }
 
-// refused is the package's refused, with loopback addresses allowed when
-// the policy allows them.
+// refused is the package's refused, loopback allowed when the policy says.
 func (p Policy) refused(ip netip.Addr) string {
 	if p.AllowLoopback && ip.Unmap().IsLoopback() {
 		return ""
@@ -150,8 +143,8 @@ func (p Policy) refused(ip netip.Addr) string {
 	return refused(ip)
 }
 
-// control refuses, at connect time, a connection to an address the policy
-// refuses: it sees the resolved address the dialer is about to use.
+// control refuses, at connect time, the resolved address the dialer is
+// about to use when the policy refuses it.
 func (p Policy) control(_, address string, _ syscall.RawConn) error {
 	if p.AllowPrivate {
 		return nil

@@ -12,16 +12,14 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// backupIdleTimeout is how long a backup download may make no progress
-// before the connection is dropped. The server's WriteTimeout (60 s for the
-// whole response) would cut any backup that takes longer than that to
-// download, so the backup replaces it with this deadline, renewed on every
-// write: a slow client is fine, a stalled one is not.
+// backupIdleTimeout is how long a backup download may make no progress.
+// It replaces the server's WriteTimeout, which would cut any longer
+// download, renewed on every write: a slow client is fine, a stalled one
+// is not.
 const backupIdleTimeout = 60 * time.Second
 
-// backup streams a consistent copy of the data file (GET /admin/backup):
-// one read transaction, its size as Content-Length, the pages as the body.
-// Requests go on being served meanwhile. HEAD answers the headers alone.
+// backup streams a consistent copy of the data file in one read
+// transaction, its size as Content-Length; HEAD gets the headers alone.
 func (s *Server) backup(c echo.Context) error {
 	b := s.cfg.File
 	if b == nil {
@@ -50,8 +48,8 @@ func (s *Server) backup(c echo.Context) error {
 		return c.NoContent(http.StatusOK)
 	}
 
-	// An abort ends the copy's context and unblocks a write stuck on a
-	// client that does not read, so that the read transaction ends.
+	// An abort unblocks a write stuck on a client that does not read, so
+	// that the read transaction ends.
 	rc := http.NewResponseController(res)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -73,9 +71,8 @@ func (s *Server) backup(c echo.Context) error {
 	if !committed {
 		return err // nothing sent yet: an ordinary Error answer
 	}
-	// The status and the Content-Length are out; the body stops short, which
-	// net/http answers by closing the connection, so the client sees a
-	// truncated download rather than a complete-looking file.
+	// The body stops short of its Content-Length, so net/http closes the
+	// connection and the client sees a truncated download, not a whole file.
 	s.log.Warn("backup interrupted", "request_id", requestID(c), "bytes", n, "err", err)
 	return nil
 }
@@ -84,7 +81,7 @@ func (s *Server) backup(c echo.Context) error {
 var errHeadersOnly = errors.New("headers only")
 
 // AbortBackups stops the backup downloads in flight, for a shutdown that
-// cannot wait for them: each ends as an interrupted download.
+// cannot wait: each ends as an interrupted download.
 func (s *Server) AbortBackups() { s.abortBackups() }
 
 // deadlineWriter pushes the connection's write deadline backupIdleTimeout
@@ -92,8 +89,7 @@ func (s *Server) AbortBackups() { s.abortBackups() }
 type deadlineWriter struct {
 	w  io.Writer
 	rc *http.ResponseController
-	// unsupported is set once the connection says it has no deadlines
-	// (a test recorder, some proxies' writers); writes go on without them.
+	// unsupported: the connection has no deadlines (a test recorder).
 	unsupported bool
 }
 

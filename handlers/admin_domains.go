@@ -12,7 +12,7 @@ import (
 )
 
 // domainView is the admin API's Domain: the stored domain plus the
-// troubleshooting steps, which depend on the time.
+// time-dependent troubleshooting steps.
 type domainView struct {
 	store.Domain
 	Troubleshooting []string `json:"troubleshooting,omitempty"`
@@ -63,8 +63,8 @@ func (s *Server) addDomain(c echo.Context, key *store.IdempotentWrite) (store.Do
 	return d, none{}, err
 }
 
-// domainAdded is the answer to POST /admin/domains: a new domain is
-// pending, so it has no troubleshooting steps, on a replay either.
+// domainAdded answers POST /admin/domains: a new domain is pending, so it
+// has no troubleshooting steps, replayed or not.
 func domainAdded(d store.Domain, _ none) (answer, error) {
 	return answerJSON(http.StatusCreated, domainPath(d.Name), domainView{Domain: d})
 }
@@ -77,14 +77,11 @@ func (s *Server) getDomain(c echo.Context) error {
 	return respond(c, http.StatusOK, s.domainView(d))
 }
 
-// verifyDomain checks a domain's DNS now (Re-verify). Its change is made by
-// the domain manager in several steps (the check's result, the routing
-// table, the certificate's request), not in one write of the store, so
-// the answer of an Idempotency-Key is kept after them, in a write of its
-// own (store.KeepAnswer): a crash in between loses the answer, not the
-// change, and the retry verifies again, which a check may always do. The
-// troubleshooting steps depend on the time and may look up the CA's
-// names: they are kept beside the domain.
+// verifyDomain checks a domain's DNS now (Re-verify). The manager changes
+// it in several steps, not one store write, so an Idempotency-Key's answer
+// is kept after them in a write of its own: a crash in between loses the
+// answer, not the change, and the retry verifies again. The
+// time-dependent troubleshooting steps are kept beside the domain.
 func (s *Server) verifyDomain(c echo.Context, key *store.IdempotentWrite) (store.Domain, []string, error) {
 	ctx := c.Request().Context()
 	d, err := s.domains.Verify(ctx, domainParam(c))
@@ -127,16 +124,14 @@ func (s *Server) updateSettings(c echo.Context) error {
 	return respond(c, http.StatusOK, st)
 }
 
-// domainPath is a domain's address in the admin API. The "*" of a
-// wildcard stays as it is: a path may hold it (RFC 3986 sub-delims), and
-// it is how the admin document writes the path; %2A is accepted too.
+// domainPath is a domain's admin API address. A wildcard's "*" stays as it
+// is, as the admin document writes it (RFC 3986 sub-delims); %2A works too.
 func domainPath(name string) string {
 	return "/admin/domains/" + strings.ReplaceAll(url.PathEscape(name), "%2A", "*")
 }
 
 // domainParam is the name path parameter, percent-decoded: the router
-// hands it over as the client escaped it when the path holds escapes it
-// would not have made itself ("%2a" for a wildcard's "*").
+// hands over the client's own escapes ("%2a" for "*").
 func domainParam(c echo.Context) string {
 	name := c.Param("name")
 	if u, err := url.PathUnescape(name); err == nil {

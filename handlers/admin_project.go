@@ -13,14 +13,13 @@ import (
 	"petstore/store"
 )
 
-// projectView is the admin API's Project: the stored settings plus the
-// address they give, which depends on --domain.
+// projectView is the admin API's Project: the settings plus the address
+// they give.
 type projectView struct {
 	store.Project
 	DefaultAddress string `json:"defaultAddress"`
 	// CNAMETarget is empty without --domain or --cname-target: the
-	// dashboard then says which flag to set instead of offering a form
-	// that cannot work.
+	// dashboard then names the flag instead of offering a useless form.
 	CNAMETarget string `json:"cnameTarget"`
 	// Development: cnameTarget is a placeholder (domains.DevelopmentTarget).
 	Development bool `json:"development"`
@@ -53,8 +52,7 @@ func (s *Server) updateProject(c echo.Context) error {
 	if err := decodeBody(c, &in); err != nil {
 		return err
 	}
-	// Through the domains manager: the slug names the default address,
-	// which routing must follow.
+	// Through the manager: routing follows the slug.
 	p, err := s.domains.UpdateProject(c.Request().Context(), func(p *store.Project) error {
 		if in.Name != nil {
 			if p.Name = strings.TrimSpace(*in.Name); p.Name == "" {
@@ -71,9 +69,8 @@ func (s *Server) updateProject(c echo.Context) error {
 	return respond(c, http.StatusOK, s.projectView(p))
 }
 
-// RecordDeploy records that this binary and its spec are deployed. A
-// restart of the same binary with the same spec is not a new deploy, so it
-// records only a spec or a build that differs from the newest deploy's.
+// RecordDeploy records that this binary and spec are deployed: a restart
+// of the same build and spec is no new deploy.
 func (s *Server) RecordDeploy(ctx context.Context) error {
 	sum := sha256.Sum256(s.public.yaml)
 	hexSum := hex.EncodeToString(sum[:])

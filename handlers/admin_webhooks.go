@@ -26,8 +26,7 @@ type deliveryView struct {
 	EventID string `json:"eventId"`
 }
 
-// readWebhook reads a webhook's body and judges its URL and event types
-// before it is saved.
+// readWebhook reads a webhook's body and judges its URL and event types.
 func (s *Server) readWebhook(c echo.Context) (webhookIn, error) {
 	var in webhookIn
 	if err := decodeBody(c, &in); err != nil {
@@ -52,9 +51,8 @@ func (s *Server) checkWebhook(c echo.Context, in webhookIn) error {
 	return nil
 }
 
-// decodeNewWebhook reads and judges the body of POST /admin/webhooks into
-// the webhook to create, enabled unless it says otherwise, with a new
-// secret.
+// decodeNewWebhook reads POST /admin/webhooks into the webhook to create,
+// enabled unless it says otherwise, with a new secret.
 func (s *Server) decodeNewWebhook(c echo.Context, w *store.Webhook) error {
 	in, err := s.readWebhook(c)
 	if err != nil {
@@ -70,8 +68,8 @@ func (s *Server) decodeNewWebhook(c echo.Context, w *store.Webhook) error {
 	return nil
 }
 
-// webhookCreated is the answer to POST /admin/webhooks: the only one that
-// shows the secret, with rotate-secret's.
+// webhookCreated answers POST /admin/webhooks: the only answer with the
+// secret, with rotate-secret's.
 func webhookCreated(w store.Webhook, _ none) (answer, error) {
 	return answerJSON(http.StatusCreated, "/admin/webhooks/"+strconv.FormatInt(w.ID, 10), &w)
 }
@@ -94,14 +92,13 @@ func (s *Server) getWebhook(c echo.Context) error {
 	return respond(c, http.StatusOK, s.webhookView(w))
 }
 
-// webhookView is w as the API shows it now: without its secrets, and with
-// PreviousSecretExpiresAt only while the previous secret still signs.
+// webhookView is w without its secrets, with PreviousSecretExpiresAt only
+// while the previous secret still signs.
 func (s *Server) webhookView(w store.Webhook) store.Webhook {
 	w.ExpirePreviousSecret(s.now(), false)
 	return w.Public()
 }
 
-// webhookAt is the endpoint the path's id names.
 func (s *Server) webhookAt(c echo.Context) (store.Webhook, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -110,8 +107,8 @@ func (s *Server) webhookAt(c echo.Context) (store.Webhook, error) {
 	return s.store.Webhook(c.Request().Context(), id)
 }
 
-// changeWebhook applies change to the endpoint the path's id names, with
-// the request's Idempotency-Key (keyed), and answers it as it is then.
+// changeWebhook applies change to the path's endpoint with the request's
+// Idempotency-Key, and answers it as it is then.
 func (s *Server) changeWebhook(c echo.Context, key *store.IdempotentWrite, change func(*store.Webhook) error) (store.Webhook, none, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -147,12 +144,11 @@ func (s *Server) updateWebhook(c echo.Context) error {
 	return respond(c, http.StatusOK, s.webhookView(w))
 }
 
-// rotateWebhookSecret gives the webhook a new secret; the one it replaces
-// signs beside it for store.DefaultSecretOverlap, or until
-// expire-previous-secret. The overlap is not a parameter of the rotation:
-// a body or a query parameter would change the signature of the call in
-// clients generated from the document, and a separate call serves both
-// cases (a receiver ready sooner, a secret that leaked).
+// rotateWebhookSecret gives the webhook a new secret; the old one signs
+// beside it for store.DefaultSecretOverlap, or until
+// expire-previous-secret. The overlap is no parameter: it would change the
+// call's signature in generated clients, and a separate call serves both
+// cases (a receiver ready sooner, a leaked secret).
 func (s *Server) rotateWebhookSecret(c echo.Context, key *store.IdempotentWrite) (store.Webhook, none, error) {
 	secret, err := events.NewSecret()
 	if err != nil {
@@ -165,15 +161,13 @@ func (s *Server) rotateWebhookSecret(c echo.Context, key *store.IdempotentWrite)
 	})
 }
 
-// secretRotated is the answer to POST /admin/webhooks/{id}/rotate-secret,
-// with the new secret (and never the one it replaced).
+// secretRotated answers rotate-secret with the new secret (never the old).
 func secretRotated(w store.Webhook, _ none) (answer, error) {
 	w.PreviousSecret = ""
 	return answerJSON(http.StatusOK, "", &w)
 }
 
-// expirePreviousSecret ends a rotation's overlap: from now on only the
-// current secret signs.
+// expirePreviousSecret ends a rotation's overlap.
 func (s *Server) expirePreviousSecret(c echo.Context, key *store.IdempotentWrite) (store.Webhook, none, error) {
 	return s.changeWebhook(c, key, func(w *store.Webhook) error {
 		w.ExpirePreviousSecret(s.now(), true)
@@ -181,9 +175,7 @@ func (s *Server) expirePreviousSecret(c echo.Context, key *store.IdempotentWrite
 	})
 }
 
-// previousSecretExpired is the answer to POST
-// /admin/webhooks/{id}/expire-previous-secret: the webhook, without
-// secrets.
+// previousSecretExpired answers expire-previous-secret, without secrets.
 func previousSecretExpired(w store.Webhook, _ none) (answer, error) {
 	return answerJSON(http.StatusOK, "", w.Public())
 }
@@ -201,8 +193,7 @@ func (s *Server) testWebhook(c echo.Context, key *store.IdempotentWrite) (store.
 	return ev, none{}, err
 }
 
-// testRecorded is the answer to POST /admin/webhooks/{id}/test: the event
-// recorded.
+// testRecorded answers POST /admin/webhooks/{id}/test: the event recorded.
 func testRecorded(ev store.Event, _ none) (answer, error) {
 	return answerJSON(http.StatusAccepted, "", &ev)
 }
@@ -235,9 +226,8 @@ func (s *Server) retryDelivery(c echo.Context, key *store.IdempotentWrite) (stor
 	return d, d.EventID, err
 }
 
-// retryScheduled is the answer to POST
-// /admin/webhooks/{id}/deliveries/{deliveryId}/retry: the new delivery.
-// Its event's id is kept beside it, since its JSON leaves the id out.
+// retryScheduled answers a delivery's retry: the new delivery, its event's
+// id beside it since its JSON leaves the id out.
 func retryScheduled(d store.Delivery, event store.EventID) (answer, error) {
 	return answerJSON(http.StatusAccepted, "", deliveryView{d, event.String()})
 }

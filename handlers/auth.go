@@ -23,7 +23,7 @@ const (
 var errBadCredentials = errors.New("missing or invalid credentials")
 
 // authenticate is kin-openapi's AuthenticationFunc: the spec says which
-// operations need which credential, and this checks the credential.
+// credential an operation needs; this checks it.
 func (s *Server) authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	req := in.RequestValidationInput.Request
 	switch in.SecuritySchemeName {
@@ -33,8 +33,7 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 				// Not counted as a failure: it was not checked.
 				return &errTooManyFailures{retryAfter: int(lockedLookupInterval / time.Second)}
 			}
-			// An error is the database's (503), not the client's: it must
-			// not count as a failed credential.
+			// A database error is a 503, not a failed credential.
 			if _, ok, err := kc.CheckAPIKey(req.Context(), req.Header.Get(headerAPIKey)); ok || err != nil {
 				return err
 			}
@@ -51,10 +50,9 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 	return s.failures.refuse(req, errBadCredentials)
 }
 
-// checkAdminToken checks the admin token of a request: nil when it is
-// right, errBadCredentials when it is wrong or missing, or the store's
-// database_unavailable (a 503 with Retry-After, not a failed credential)
-// while the store cannot know the token yet.
+// checkAdminToken checks a request's admin token: nil when right,
+// errBadCredentials when wrong or missing, or database_unavailable (503,
+// not a failure) while the store cannot know the token yet.
 func (s *Server) checkAdminToken(req *http.Request) error {
 	token := bearerToken(req.Header.Get(echo.HeaderAuthorization))
 	if s.store.CheckAdminToken(token) {

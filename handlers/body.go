@@ -14,13 +14,11 @@ import (
 	"petstore/store"
 )
 
-// readBody reads the body of an operation that takes one, whole and within
-// limit, before anything judges the request. kin-openapi's security check
-// reads the body too, and reports a failed read as a failed credential:
-// read first, a body that is too large is 413, one that is cut short or
-// whose chunked framing is broken is 400, one that arrives too slowly is
-// 408, and only a wrong credential is 401. The body is then handed on from
-// memory, so the validator and the handler read the same bytes.
+// readBody reads an operation's body whole, within limit, before anything
+// judges it: kin-openapi's security check would report a failed read as a
+// failed credential. So: too large 413, cut short 400, too slow 408, and
+// only a wrong credential 401. Validator and handler then read the same
+// bytes from memory.
 func readBody(limit int64) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -33,8 +31,8 @@ func readBody(limit int64) echo.MiddlewareFunc {
 			}
 			data, err := readAtMost(r, limit, http.NewResponseController(c.Response().Writer))
 			if err != nil {
-				// The framing is broken or the client stalled: what follows on
-				// the connection cannot be trusted to be a request.
+				// Broken framing or a stalled client: what follows on the connection
+				// cannot be trusted to be a request.
 				c.Response().Header().Set(echo.HeaderConnection, "close")
 				return bodyReadError(err)
 			}
@@ -44,8 +42,7 @@ func readBody(limit int64) echo.MiddlewareFunc {
 			body := &readBodyBytes{data: data}
 			body.Reset(data)
 			r.Body = body
-			// Its readers take turns (the validator's security check, its
-			// body check, the handler): one body, rewound, serves them all.
+			// One body, rewound, serves all its readers in turn.
 			r.GetBody = func() (io.ReadCloser, error) { body.Reset(data); return body, nil }
 			r.ContentLength = int64(len(data))
 			return next(c)
@@ -53,24 +50,19 @@ func readBody(limit int64) echo.MiddlewareFunc {
 	}
 }
 
-// A body must arrive at bodyMinRate bytes a second or faster, after
-// bodyGrace: a client that sends one byte a second holds a connection and
-// a goroutine for the whole read timeout, and so many of them would hold
-// the service. The slowest honest client (a 64 KiB body over a poor mobile
-// link) is far faster.
+// A body must arrive at bodyMinRate bytes a second or faster after
+// bodyGrace: a client sending a byte a second would hold a connection and
+// a goroutine for the whole read timeout. The slowest honest client is far
+// faster.
 const (
 	bodyGrace   = 5 * time.Second
 	bodyMinRate = 1024
 )
 
-// readAtMost reads the body, or limit+1 bytes of it when it is longer: one
-// allocation of the right size when the length is declared. It moves the
-// connection's read deadline along with what arrived (bodyMinRate), and
-// clears it after, when rc can (a net/http connection or HTTP/2 stream).
-// A deadline replaces the one net/http set from the server's ReadTimeout,
-// so none is set more than ReadTimeout after the body's read began: the
-// request's start is not known here, so a body may run a little past the
-// server's own bound (by the time its head took), never further.
+// readAtMost reads the body, or limit+1 bytes when longer, in one
+// allocation when the length is declared. It moves the read deadline along
+// with what arrived and clears it after, when rc can; its deadlines stay
+// within ReadTimeout from the body's start.
 func readAtMost(r *http.Request, limit int64, rc *http.ResponseController) ([]byte, error) {
 	body := &minRateReader{r: r.Body, rc: rc, start: time.Now()}
 	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
@@ -87,17 +79,15 @@ func readAtMost(r *http.Request, limit int64, rc *http.ResponseController) ([]by
 	return io.ReadAll(io.LimitReader(body, limit+1))
 }
 
-// minRateReader gives each read the deadline that what arrived so far
-// earned: bodyGrace plus a second for every bodyMinRate bytes. Where rc
-// cannot set one (tests' recorders), it reads without.
+// minRateReader gives each read the deadline what arrived earned:
+// bodyGrace plus a second per bodyMinRate bytes (none where rc cannot).
 type minRateReader struct {
 	r     io.Reader
 	rc    *http.ResponseController
 	start time.Time
 	last  time.Time // no deadline after this; zero: none
 	n     int64
-	// set: a deadline was set, and clear must take it away; unsupported:
-	// rc refused one.
+	// set: clear must take a deadline away; unsupported: rc refused one.
 	set, unsupported bool
 }
 
@@ -118,9 +108,8 @@ func (m *minRateReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// clear takes the body's deadline away once the body is read: a deadline
-// left on the connection would fail net/http's background read while the
-// handler runs, and cancel the request.
+// clear takes the deadline away once the body is read: left on, it would
+// fail net/http's background read and cancel the request.
 func (m *minRateReader) clear() {
 	if m.set {
 		_ = m.rc.SetReadDeadline(time.Time{})
@@ -128,15 +117,13 @@ func (m *minRateReader) clear() {
 }
 
 func bodyTooLarge(c echo.Context, limit int64) error {
-	// The rest of the body is not read: the connection cannot carry another
-	// request after it.
+	// The rest is unread: the connection cannot carry another request.
 	c.Response().Header().Set(echo.HeaderConnection, "close")
 	return apiError(codePayloadTooLarge, "request body is larger than the limit of %d KiB", limit>>10)
 }
 
-// bodyReadError says why a body could not be read: the connection's read
-// deadline (the client sent it too slowly, below bodyMinRate), or a body that ended before its
-// declared length or with broken chunked framing.
+// bodyReadError says why a body could not be read: too slow (the read
+// deadline), or ended before its length or with broken chunking.
 func bodyReadError(err error) error {
 	var ne net.Error
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
@@ -148,8 +135,8 @@ func bodyReadError(err error) error {
 	return apiError(store.EINVALID, "body: could not be read (malformed chunked encoding)")
 }
 
-// readBodyBytes is a body readBody has read: the validator reads it again
-// through GetBody, decodeBody takes its bytes as they are.
+// readBodyBytes is a body readBody has read: the validator rereads it via
+// GetBody, decodeBody takes its bytes.
 type readBodyBytes struct {
 	bytes.Reader
 	data []byte

@@ -8,7 +8,6 @@ import (
 	"petstore/store"
 )
 
-// categoryCreated is the answer to POST /categories.
 func categoryCreated(cat store.Category, _ none) (answer, error) {
 	return created(fmt.Sprintf("/categories/%d", cat.ID), &cat)
 }

@@ -11,18 +11,13 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 )
 
-// corsExposedHeaders are the response headers a script on an allowed origin
-// may read; without them a browser hides everything but the simple ones,
-// and a client could not follow pages (Link), find what it created
-// (Location), quote a request id, see a deprecation or the rate limit, or
-// send back a version (ETag).
+// corsExposedHeaders are the response headers a script on an allowed
+// origin may read; browsers hide all but the simple ones otherwise.
 var corsExposedHeaders = []string{"Link", "Location", "X-Request-Id", "Deprecation", "Sunset", "Retry-After", "RateLimit", "RateLimit-Policy", "ETag", headerReplayed}
 
 // CheckCORSOrigin refuses what a browser never sends as an Origin, so that
-// a typo in --cors-origin (a trailing slash, a path, a missing scheme,
-// upper case in the host, the scheme's default port) is
-// reported at start instead of silently matching nothing. "*" allows every
-// origin; there are no patterns.
+// a typo in --cors-origin is reported at start rather than matching
+// nothing. "*" allows every origin; there are no patterns.
 func CheckCORSOrigin(origin string) error {
 	if origin == "*" {
 		return nil
@@ -37,11 +32,11 @@ func CheckCORSOrigin(origin string) error {
 	return nil
 }
 
-// cors lets scripts on the configured origins call the public API: preflight
-// requests are answered, and answers name the origin and expose
-// corsExposedHeaders. Operator paths are skipped, so a browser never lets
-// another origin use the admin API, the dashboard or the metrics. Keys go
-// in X-API-Key, never in cookies, so credentials are not allowed.
+// cors lets scripts on the configured origins call the public API:
+// preflights are answered, answers name the origin and expose
+// corsExposedHeaders. Operator paths are skipped, so that no other origin
+// uses the admin API. Keys go in X-API-Key, never cookies, so credentials
+// are not allowed.
 func cors(origins []string) echo.MiddlewareFunc {
 	return middleware.CORSWithConfig(middleware.CORSConfig{
 		Skipper: func(c echo.Context) bool { return operatorPath(c.Request().URL.Path) },

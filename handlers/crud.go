@@ -9,12 +9,10 @@ import (
 	"petstore/store"
 )
 
-// The operations that only hand an id or a page to the store and answer
-// what it returns; the others are beside their resource.
+// The operations that only hand an id or a page to the store.
 
-// getByID answers 200 with what get finds for the id path parameter param.
-// With version (nil for a record that has none), it carries the record's
-// ETag, and answers 304 to an If-None-Match that names it.
+// getByID answers 200 with what get finds for the path parameter param;
+// with version (nil: none) it sets the ETag and answers 304 on a match.
 func getByID[T any](param string, get func(context.Context, int64) (T, error), version func(*T) int64) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id, err := pathID(c, param)
@@ -32,9 +30,8 @@ func getByID[T any](param string, get func(context.Context, int64) (T, error), v
 	}
 }
 
-// createFrom is the write of a POST that creates a record (keyed):
-// decode reads the body into a new record, and save stores it with the
-// request's Idempotency-Key.
+// createFrom is a create's write (keyed): decode reads the body into a
+// new record, save stores it with the Idempotency-Key.
 func createFrom[T any](decode func(echo.Context, *T) error, save func(context.Context, *T, *store.IdempotentWrite) error) func(echo.Context, *store.IdempotentWrite) (T, none, error) {
 	return func(c echo.Context, key *store.IdempotentWrite) (rec T, _ none, err error) {
 		if err = decode(c, &rec); err == nil {
@@ -44,11 +41,10 @@ func createFrom[T any](decode func(echo.Context, *T) error, save func(context.Co
 	}
 }
 
-// replaceByID answers a PUT of a record by the id path parameter param:
-// decode reads the body into a new record, which gets the id, and replace
-// writes it under the request's If-Match and If-None-Match (412 when they
-// are not met); the answer is the record as stored, with its ETag. fields
-// gives a record's id and version.
+// replaceByID answers a PUT by the path parameter param: decode reads the
+// body, the record gets the id, replace writes it under the request's
+// conditions (412 when not met), and the answer is it as stored, with its
+// ETag. fields gives a record's id and version.
 func replaceByID[T any](param string, decode func(echo.Context, *T) error, replace func(context.Context, *T, store.Condition) error, fields func(*T) (id, version *int64)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id, err := pathID(c, param)
@@ -70,8 +66,8 @@ func replaceByID[T any](param string, decode func(echo.Context, *T) error, repla
 	}
 }
 
-// deleteIfMatch is deleteByID for a record with a version: an If-Match or
-// If-None-Match makes the deletion conditional (412 when it is not met).
+// deleteIfMatch is deleteByID with the request's conditions (412 when not
+// met).
 func deleteIfMatch(param string, del func(context.Context, int64, store.Condition) error) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id, err := pathID(c, param)
@@ -86,8 +82,7 @@ func deleteIfMatch(param string, del func(context.Context, int64, store.Conditio
 	}
 }
 
-// deleteByID answers 204 once del has done its work for the id path
-// parameter param.
+// deleteByID answers 204 once del has done its work for param.
 func deleteByID(param string, del func(context.Context, int64) error) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id, err := pathID(c, param)
@@ -101,7 +96,6 @@ func deleteByID(param string, del func(context.Context, int64) error) echo.Handl
 	}
 }
 
-// listPage answers the page of list that limit and cursor ask for.
 func listPage[T any](list func(context.Context, store.Page) ([]T, int64, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p, err := page(c)

@@ -12,17 +12,11 @@ import (
 	"petstore/store"
 )
 
-// A cursor holds the last item of a page (its number: an id, or a domain's
-// added time; and, for domains, its name) and the list it belongs to: a
-// hash of the operation's path and of the request's filters (every query
-// parameter but cursor and limit, which may change from page to page).
-// A cursor taken to another list, or to the same list with other filters,
-// would silently skip or repeat items; it is refused instead, naming the
-// parameter.
-//
-// Layout: 8 bytes of number, cursorMark, 4 bytes of binding, then the name.
-// The mark is a byte that UTF-8 never has, so no earlier cursor (a number
-// and a name) reads as one of these.
+// A cursor holds a page's last item (an id or a domain's added time, and
+// a domain's name) and its list: a hash of the path and every filter. A
+// cursor taken to another list or filters would skip or repeat items, so
+// it is refused. Layout: 8 bytes of number, cursorMark (never in UTF-8, so
+// no older cursor reads as one), 4 bytes of binding, the name.
 
 const cursorMark = 0xff
 
@@ -51,8 +45,8 @@ func encodeCursor(c echo.Context, n int64, name string) string {
 	return base64.RawURLEncoding.EncodeToString(append(b, name...))
 }
 
-// decodeCursor reads a cursor of encodeCursor, and refuses one of another
-// list or other filters than c's request.
+// decodeCursor reads an encodeCursor cursor, refusing one of another list
+// or filters.
 func decodeCursor(c echo.Context, s string) (n int64, name string, err error) {
 	b, decErr := base64.RawURLEncoding.DecodeString(s)
 	if decErr != nil || len(b) < 13 || b[8] != cursorMark || !utf8.Valid(b[13:]) {
@@ -64,8 +58,7 @@ func decodeCursor(c echo.Context, s string) (n int64, name string, err error) {
 	return int64(binary.BigEndian.Uint64(b)), string(b[13:]), nil
 }
 
-// nextPageURL is the same path and query as the request's, with the cursor
-// moved on.
+// nextPageURL is the request's path and query with the cursor moved on.
 func nextPageURL(c echo.Context, cursor string) string {
 	q := c.Request().URL.Query()
 	q.Set("cursor", cursor)

@@ -13,12 +13,10 @@ import (
 	"petstore/web"
 )
 
-// deprecation returns the middleware of a deprecated operation: Deprecation
-// (RFC 9745), Sunset (RFC 8594), their Link relations and the successor's
-// (rel="successor-version", for the same resource) on every answer, and 410
-// gone naming the successor from the sunset date on. The dates and the
-// successor come from the spec only.
-// It returns nil for an operation that is not deprecated.
+// deprecation returns a deprecated operation's middleware (nil for others):
+// Deprecation (RFC 9745), Sunset (RFC 8594), their Link relations and the
+// successor's on every answer, and from the sunset date 410 naming the
+// successor. Dates and successor come from the spec only.
 func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 	if !op.Operation.Deprecated {
 		return nil, nil
@@ -56,9 +54,8 @@ func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 	}, nil
 }
 
-// successorTemplate is the successor's URL template ({petId} in
-// /pets?id={petId}) cut at its parameters: literal text at even indexes,
-// the name of a path parameter at odd ones.
+// successorTemplate is the successor's URL template cut at its
+// parameters: literal text at even indexes, path parameter names at odd.
 type successorTemplate []string
 
 func parseSuccessor(template string) successorTemplate {
@@ -75,8 +72,7 @@ func parseSuccessor(template string) successorTemplate {
 }
 
 // fill writes prefix, the successor's URL with the request's path
-// parameters escaped for a query, where the successor puts them, and
-// suffix, as one string.
+// parameters query-escaped in place, and suffix, as one string.
 func (t successorTemplate) fill(c echo.Context, prefix, suffix string) string {
 	var b strings.Builder
 	b.Grow(len(prefix) + len(suffix) + 64)
@@ -92,8 +88,8 @@ func (t successorTemplate) fill(c echo.Context, prefix, suffix string) string {
 	return b.String()
 }
 
-// value is fill as a header value, cut from shared blocks
-// (headervalues.go): this runs on every answer of the call.
+// value is fill as a header value from shared blocks: it runs on every
+// answer.
 func (t successorTemplate) value(c echo.Context, prefix, suffix string) []string {
 	parts := make([]string, 0, 8)
 	parts = append(parts, prefix)

@@ -19,8 +19,7 @@ func (s *Server) serveDoc(body []byte, contentType string) echo.HandlerFunc {
 	}
 }
 
-// health is /healthz's answer: the process is up, and which build it runs
-// (the admin document's Build schema).
+// health is /healthz's answer: the build (the admin document's Build).
 type health struct {
 	Status  string          `json:"status"`
 	Version buildinfo.Build `json:"version"`
@@ -31,8 +30,7 @@ func (s *Server) healthz(c echo.Context) error {
 	return respond(c, http.StatusOK, health{Status: "ok", Version: buildinfo.Running})
 }
 
-// readyz says the store is ready, as its Ping judges: the bbolt store reads
-// and, while its writes fail, tries one; the PostgreSQL store reaches its pool.
+// readyz says the store is ready, as its Ping judges.
 func (s *Server) readyz(c echo.Context) error {
 	if err := s.store.Ping(c.Request().Context()); err != nil {
 		if d := s.cfg.File; d != nil && d.Damaged() != nil {
@@ -48,9 +46,8 @@ func (s *Server) readyz(c echo.Context) error {
 	return respond(c, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// watchDamage logs, once, that the store found its data damaged (/readyz
-// says so on every probe, the log only when it happens), and returns
-// petstore_store_damaged, which reports it.
+// watchDamage logs once that the store found its data damaged (/readyz
+// says so on every probe), and returns petstore_store_damaged.
 func (s *Server) watchDamage(d FileStore) prometheus.Collector {
 	d.OnDamaged(func(err error) {
 		s.log.Error("the data store is damaged; /readyz answers 503 until a restart", "err", err)

@@ -16,8 +16,8 @@ import (
 	"petstore/store"
 )
 
-// Error codes that only the HTTP layer produces. The store's codes are in
-// store/errors.go; together they are the enum of the Error schema.
+// Error codes only the HTTP layer produces; with store/errors.go's they
+// are the Error schema's enum.
 const (
 	codeUnauthorized         = "unauthorized"
 	codeMethodNotAllowed     = "method_not_allowed"
@@ -62,8 +62,8 @@ var statusOf = map[string]int{
 	store.EINSUFFICIENTSTORAGE: http.StatusInsufficientStorage,
 }
 
-// codeOfStatus names the error of a status below 500 that arrives without a
-// code of ours (from Echo): the reverse of statusOf for unambiguous codes.
+// codeOfStatus names the error of a status below 500 without a code of
+// ours (from Echo).
 var codeOfStatus = map[int]string{
 	http.StatusBadRequest:                  store.EINVALID,
 	http.StatusUnauthorized:                codeUnauthorized,
@@ -81,20 +81,19 @@ var codeOfStatus = map[int]string{
 	http.StatusTooManyRequests:             codeRateLimited,
 }
 
-// retryAfter is the Retry-After of the errors whose wait is known. A full
-// disk (507) waits for an operator: clients should not retry in a loop.
+// retryAfter is the Retry-After of errors whose wait is known. A full disk
+// (507) waits for an operator, so clients should not retry in a loop.
 var retryAfter = map[string]time.Duration{
 	store.EINSUFFICIENTSTORAGE: time.Minute,
 	store.EUNAVAILABLE:         databaseRetryAfter,
 	store.EIDEMPOTENCYBUSY:     keyBusyRetryAfter,
 }
 
-// statusClientClosed is the status the access log and the metrics give a
-// request its client abandoned (nginx's 499): it is never sent.
+// statusClientClosed is the status logged and counted for an abandoned
+// request (nginx's 499); it is never sent.
 const statusClientClosed = 499
 
-// databaseRetryAfter is the Retry-After of a database that did not answer
-// in time: a lock or a failover is usually over within seconds.
+// databaseRetryAfter: a lock or failover is usually over within seconds.
 const databaseRetryAfter = 2 * time.Second
 
 // Error is the body of every non-2xx response: the API's Error schema.
@@ -109,24 +108,22 @@ func apiError(code, format string, args ...any) error {
 	return store.Errorf(code, format, args...)
 }
 
-// handleError is Echo's HTTPErrorHandler: every failure, from the router, the
-// validator, the handlers, the limits or a panic, leaves through here as an
-// Error body whose status matches the HTTP status.
+// handleError is Echo's HTTPErrorHandler: every failure leaves through
+// here as an Error body whose status matches the HTTP status.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
 	body := s.classify(err, c)
 	if body.Status >= 500 && c.Request().Context().Err() != nil {
-		// The client abandoned the request (closed its connection, reset
-		// its stream): what failed is the wait for it, not the service.
-		// It reads no answer; the access log and the metrics count 499.
+		// The client abandoned the request: what failed is the wait for it, not
+		// the service, and it reads no answer.
 		c.Response().WriteHeader(statusClientClosed)
 		return
 	}
 	if body.Status == http.StatusTooManyRequests || body.Status == http.StatusServiceUnavailable {
-		// A client turned away gives its connection back: kept alive, it
-		// would hold a descriptor the service is short of, for free.
+		// A client turned away gives its connection back: kept alive, it would
+		// hold a descriptor the service is short of.
 		c.Response().Header().Set(echo.HeaderConnection, "close")
 	}
 	if wait, ok := retryAfter[body.Code]; ok {
@@ -203,8 +200,8 @@ func (s *Server) unauthorizedMessage(c echo.Context) string {
 	return "the API key in X-API-Key is not valid (unknown or revoked)"
 }
 
-// echoErrorBody describes an *echo.HTTPError: the router's 404 and 405, the
-// echo.ErrNotFound of this package, and any other by its status.
+// echoErrorBody describes an *echo.HTTPError: the router's 404 and 405,
+// this package's echo.ErrNotFound, and others by status.
 func (s *Server) echoErrorBody(he *echo.HTTPError, c echo.Context) Error {
 	req := c.Request()
 	switch he.Code {
@@ -230,7 +227,7 @@ func (s *Server) echoErrorBody(he *echo.HTTPError, c echo.Context) Error {
 }
 
 // requestErrorBody turns a kin-openapi validation failure into a message
-// that names the offending parameter or body field.
+// naming the parameter or body field.
 func requestErrorBody(e *openapi3filter.RequestError) Error {
 	if strings.HasPrefix(e.Reason, "header Content-Type has unexpected value") {
 		ct := e.Input.Request.Header.Get(echo.HeaderContentType)
@@ -261,8 +258,8 @@ func requestErrorBody(e *openapi3filter.RequestError) Error {
 	if errors.As(e.Err, &schemaErr) {
 		ptr := schemaErr.JSONPointer()
 		if missing, ok := missingFields(schemaErr); ok {
-			// The pointer ends with the first missing field; the message
-			// is about the object that lacks them all.
+			// The pointer ends with the first missing field; the message is about
+			// the object.
 			return newError(store.EINVALID, strings.Join(append([]string{where}, ptr[:max(len(ptr)-1, 0)]...), ".")+": "+missing)
 		}
 		return newError(store.EINVALID, strings.Join(append([]string{where}, ptr...), ".")+": "+schemaReason(schemaErr))

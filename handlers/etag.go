@@ -9,10 +9,9 @@ import (
 	"petstore/store"
 )
 
-// ETags are made from the version the store keeps with each record (it
-// counts the record's writes), never from its JSON: reading one costs
-// nothing on the read path, where the JSON may come from a cache as it is.
-// They are strong: the same version is the same bytes.
+// ETags are made from the version the store keeps with each record, never
+// from its JSON, so reading one costs nothing where the JSON comes from a
+// cache. They are strong: the same version is the same bytes.
 
 // appendETag appends the version as an ETag, "7".
 func appendETag(b []byte, version int64) []byte {
@@ -21,9 +20,8 @@ func appendETag(b []byte, version int64) []byte {
 	return append(b, '"')
 }
 
-// etagValues are the header values of the first versions, shared by every
-// answer as securityHeaders' are (each slice is full, so that an Add
-// copies it): most records are read at a low version.
+// etagValues are the low versions' header values, shared by every answer
+// (each slice is full, so that an Add copies it).
 var etagValues = func() (v [32][]string) {
 	for i := range v {
 		v[i] = []string{string(appendETag(nil, int64(i)))}
@@ -31,7 +29,6 @@ var etagValues = func() (v [32][]string) {
 	return v
 }()
 
-// setETag puts the record's ETag on the answer.
 func setETag(c echo.Context, version int64) {
 	if version >= 0 && version < int64(len(etagValues)) {
 		c.Response().Header()["Etag"] = etagValues[version]
@@ -41,11 +38,10 @@ func setETag(c echo.Context, version int64) {
 	c.Response().Header()["Etag"] = []string{string(appendETag(buf[:0], version))}
 }
 
-// condition reads the request's If-Match and If-None-Match into the
-// condition the store checks in the write's own transaction (RFC 9110
-// section 13.1). If-Match compares strongly: an entity tag that this
-// service cannot have issued (a weak one, one of another form) matches
-// nothing. If-None-Match compares weakly, as for a read.
+// condition reads If-Match and If-None-Match into the condition the store
+// checks in the write's transaction (RFC 9110 section 13.1). If-Match
+// compares strongly (a tag this service cannot have issued matches
+// nothing); If-None-Match weakly.
 func condition(c echo.Context) store.Condition {
 	var cond store.Condition
 	h := c.Request().Header
@@ -88,8 +84,8 @@ func entityTags(values []string) []string {
 	return tags
 }
 
-// etagVersion reads a strong ETag of this service, or answers 0, which no
-// record has.
+// etagVersion reads a strong ETag of this service, or 0, which no record
+// has.
 func etagVersion(tag string) int64 {
 	if len(tag) < 3 || tag[0] != '"' || tag[len(tag)-1] != '"' {
 		return 0
@@ -101,9 +97,8 @@ func etagVersion(tag string) int64 {
 	return n
 }
 
-// notModified puts the record's ETag on the answer and reports whether the
-// request's If-None-Match names it (or is *), so that the answer is 304
-// without a body. Weak comparison, as RFC 9110 section 13.1.2 asks.
+// notModified sets the record's ETag and reports whether If-None-Match
+// names it (or is *), for a 304 (weak comparison, RFC 9110 13.1.2).
 func notModified(c echo.Context, version int64) bool {
 	setETag(c, version)
 	values := c.Request().Header["If-None-Match"] // the key is canonical: no lookup of its canonical form
@@ -123,9 +118,8 @@ func notModified(c echo.Context, version int64) bool {
 	return false
 }
 
-// preconditionFailed turns a write's "not found" into 412 when the request
-// had If-Match: a condition on a record that does not exist is not met
-// (RFC 9110 section 13.1.1), If-Match: * included.
+// preconditionFailed turns a write's "not found" into 412 under If-Match:
+// a condition on a missing record is not met (RFC 9110 13.1.1).
 func preconditionFailed(cond store.Condition, err error) error {
 	if store.ErrorCode(err) == store.ENOTFOUND && cond.NeedsRecord() {
 		return apiError(store.EPRECONDITION, "%s; If-Match needs it to exist", store.ErrorMessage(err))

@@ -21,27 +21,24 @@ const heartbeat = 15 * time.Second
 // DefaultMaxStreams caps the event streams open at once on one instance.
 const DefaultMaxStreams = 1000
 
-// DefaultMaxStreamsPerClient caps the public event streams one client
-// (clientkey: an IPv4 address, an IPv6 /64) has open at once: a browser
-// tab holds one, so an office behind one address has room, and a few
-// addresses cannot take them all.
+// DefaultMaxStreamsPerClient leaves room for an office's tabs behind one
+// address, and a few addresses cannot take all streams.
 const DefaultMaxStreamsPerClient = 20
 
 // operatorShare is the part of --max-event-streams kept for the operator's
-// GET /admin/events: the public streams may take the rest, never all.
+// GET /admin/events.
 const operatorShare = 10 // one tenth
 
-// streamRetry is the reconnection delay a stream asks of its client (SSE
-// retry:, in milliseconds) when it ends, as Retry-After does for a refusal:
-// a shutdown or a drop does not bring every client back at once.
+// streamRetry is the reconnection delay a stream asks of its client when
+// it ends, so that a shutdown does not bring every client back at once.
 const streamRetry = "retry: 5000\n"
 
-// streamWriteTimeout is how long one write to a stream may take before the
-// stream is dropped (the server's WriteTimeout would end every stream).
+// streamWriteTimeout bounds one write to a stream (the server's
+// WriteTimeout would end every stream).
 const streamWriteTimeout = 30 * time.Second
 
-// streams counts the open event streams of a server: in all, the public
-// ones, and the public ones per client.
+// streams counts a server's open event streams: in all, the public ones,
+// and the public ones per client.
 type streams struct {
 	open atomic.Int64 // read by /metrics without the lock
 
@@ -53,10 +50,8 @@ type streams struct {
 // Open is how many are open (the /metrics gauge).
 func (s *streams) Open() int64 { return s.open.Load() }
 
-// take counts one more stream of client (public: of GET /events) unless a
-// cap is reached (total in all, perClient public ones of a client), and
-// says which; a refused one is never counted, so the gauge never reads
-// above the cap. release undoes it.
+// take counts one more stream of client unless a cap is reached, and says
+// which; refusals are never counted, so the gauge stays within the cap.
 func (s *streams) take(total, perClient int, client clientkey.Key, public bool) (release func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -89,20 +84,19 @@ func (s *streams) take(total, perClient int, client clientkey.Key, public bool) 
 	}, nil
 }
 
-// wantsStream reports whether a request to an events path asks for the
-// stream rather than a JSON page.
+// wantsStream reports whether a request asks for the stream rather than a
+// JSON page.
 func wantsStream(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }
 
-// isStream reports whether r opens an event stream: it holds no
+// isStream reports whether r opens an event stream, which holds no
 // request slot (its own cap counts it).
 func isStream(r *http.Request) bool {
 	return (r.URL.Path == "/events" || r.URL.Path == "/admin/events") && wantsStream(r)
 }
 
-// events serves GET /events or GET /admin/events: the events of kinds,
-// as a stream or as JSON pages.
+// events serves GET /events or GET /admin/events, as a stream or pages.
 func (s *Server) events(kinds []string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		after, err := s.eventCursor(c)
@@ -130,8 +124,8 @@ func (s *Server) events(kinds []string) echo.HandlerFunc {
 	}
 }
 
-// eventCursor is the id to continue after: Last-Event-ID (a stream's
-// reconnection) or ?after=. One older than the oldest kept is 410.
+// eventCursor is the id to continue after: Last-Event-ID or ?after=. One
+// older than the oldest kept is 410.
 func (s *Server) eventCursor(c echo.Context) (store.EventID, error) {
 	raw := c.Request().Header.Get("Last-Event-ID")
 	what := "Last-Event-ID"
@@ -158,8 +152,8 @@ func (s *Server) eventCursor(c echo.Context) (store.EventID, error) {
 	return after, nil
 }
 
-// stream sends the events after the cursor, then each new one as it is
-// written, as Server-Sent Events, until the client leaves.
+// stream sends the events after the cursor, then each new one, as
+// Server-Sent Events until the client leaves.
 func (s *Server) stream(c echo.Context, kinds []string, after store.EventID) error {
 	if s.cfg.Events == nil {
 		return apiError(codeUnavailable, "this server does not stream events")
@@ -197,8 +191,7 @@ func (s *Server) stream(c echo.Context, kinds []string, after store.EventID) err
 		return nil
 	}
 	filter := store.EventFilter{Kinds: kinds}
-	// What was missed, from the store; then the feed, skipping what the
-	// store already gave.
+	// What was missed, from the store; then the feed, skipping repeats.
 	for {
 		es, err := s.store.Events(ctx, store.EventFilter{After: after, Kinds: kinds, Limit: store.MaxPageSize})
 		if err != nil {

@@ -5,17 +5,10 @@ import (
 	"sync"
 )
 
-// headerValues carves the per-request header values that every answer of
-// a hot route carries (X-Request-Id, a deprecated call's Link) out of
-// shared blocks, instead of two allocations each (the string and its
-// one-element []string), which were most of what GET /pets/{id} allocates.
-//
-// It is safe without unsafe: the text is a strings.Builder's, which only
-// ever appends, so a string cut from it stays as it was; each []string is
-// a one-slot, full-capacity window on a shared array, written once before
-// it is handed out, so that an Add to the header copies it, as with the
-// shared values of securityHeaders. A block stays in memory while any
-// value cut from it does, which is while its answers are being written.
+// headerValues carves per-request header values of hot routes out of
+// shared blocks instead of two allocations each. A strings.Builder only
+// appends, so a string cut from it stays; each []string is a one-slot,
+// full-capacity window written once, so that an Add copies it.
 type headerValues struct {
 	text  strings.Builder
 	start int
@@ -30,8 +23,8 @@ const (
 
 var headerValuesPool = sync.Pool{New: func() any { return new(headerValues) }}
 
-// begin readies room for a value of up to n bytes, written next with
-// WriteString or Write on v.text.
+// begin readies room for a value of up to n bytes, written next on
+// v.text.
 func (v *headerValues) begin(n int) {
 	if v.text.Cap()-v.text.Len() < n {
 		v.text = strings.Builder{}

@@ -10,17 +10,17 @@ import (
 )
 
 // routeHost decides what a request gets from its Host, before any route:
-// the default address and loopback get everything, verified customer
-// domains the site and the API, redirect sources their redirect, and any
-// other Host 421. Probes answer on every Host, for load balancers.
+// default address and loopback everything, verified domains the site and
+// API, redirect sources their redirect, others 421. Probes answer on any
+// Host, for load balancers.
 func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		if isProbe(req.URL.Path) {
 			return next(c)
 		}
-		// Over TLS the Host must name the certificate's domain: one customer
-		// domain never answers for another.
+		// Over TLS the Host must be the certificate's: one customer domain never
+		// answers for another.
 		if req.TLS != nil && req.TLS.ServerName != "" && !strings.EqualFold(domains.HostName(req.Host), req.TLS.ServerName) {
 			return apiError(codeUnknownHost, "the Host header does not match the TLS server name")
 		}
@@ -45,11 +45,10 @@ func (s *Server) routeHost(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// HTTPSRedirect is the handler of the plain-HTTP listener beside the TLS
-// one: every host this service serves over TLS is sent there (redirect
-// sources straight to their target); loopback and unknown hosts go to the
-// server as they are (421 for the unknown), except operator paths, which
-// are 404 there: the admin token never crosses port 80.
+// HTTPSRedirect is the plain-HTTP listener's handler: hosts served over TLS
+// are sent there (redirect sources straight to their target); loopback
+// and unknown hosts go to the server (421 for unknown), except operator
+// paths, 404 there: the admin token never crosses port 80.
 func (s *Server) HTTPSRedirect() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := s.domains.Route(r.Host)
@@ -68,8 +67,8 @@ func (s *Server) HTTPSRedirect() http.Handler {
 	})
 }
 
-// pathAndQuery is the part of a request's target that a redirect keeps.
-// The asterisk form (OPTIONS *) has no path: it becomes the root.
+// pathAndQuery is what a redirect keeps of a request's target; OPTIONS *
+// becomes the root.
 func pathAndQuery(r *http.Request) string {
 	if uri := r.URL.RequestURI(); strings.HasPrefix(uri, "/") {
 		return uri

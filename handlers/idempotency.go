@@ -14,8 +14,7 @@ import (
 	"petstore/store"
 )
 
-// Idempotency-Key (draft-ietf-httpapi-idempotency-key-header, as Stripe
-// has it; docs/design.md says how): a create sent with a key is performed
+// Idempotency-Key (docs/design.md): a create sent with a key is performed
 // once, and the same key with the same request gets its answer again.
 
 const (
@@ -27,19 +26,17 @@ const (
 const (
 	// DefaultIdempotencyTTL is how long a key's answer is kept.
 	DefaultIdempotencyTTL = 24 * time.Hour
-	// DefaultIdempotencyMaxKeys bounds the answers kept: beyond it the
-	// oldest are forgotten first.
+	// DefaultIdempotencyMaxKeys bounds the answers kept, oldest forgotten
+	// first.
 	DefaultIdempotencyMaxKeys = 1_000_000
 	// keySweepInterval is how often expired answers are forgotten.
 	keySweepInterval = time.Minute
-	// keyBusyRetryAfter is the Retry-After of a key still in flight: a
-	// create is served within a second or two.
+	// keyBusyRetryAfter: a create is served within a second or two.
 	keyBusyRetryAfter = time.Second
 )
 
-// answer is what an operation that takes a key sends: the status, the
-// headers that matter, and the JSON body. Older versions kept it whole
-// for a key; replay still sends those.
+// answer is what an operation taking a key sends: status, the headers
+// that matter, the JSON body. Older versions' whole answers still replay.
 type answer struct {
 	Status   int                `json:"status"`
 	Location string             `json:"location,omitempty"`
@@ -47,16 +44,16 @@ type answer struct {
 	Body     stdjson.RawMessage `json:"body"`
 }
 
-// created is the answer to a create: 201, the new resource's Location
-// and the ETag of its first version (store/versions.go), and the resource.
+// created is a create's answer: 201, Location, the first version's ETag,
+// and the resource.
 func created(location string, v any) (answer, error) {
 	a, err := answerJSON(http.StatusCreated, location, v)
 	a.ETag = string(appendETag(make([]byte, 0, 24), 1))
 	return a, err
 }
 
-// answerJSON is an answer of status with v as its JSON body (from its
-// AppendJSON where it has one), and a Location when location is not empty.
+// answerJSON is an answer of status with v as JSON body, and a Location
+// when location is not empty.
 func answerJSON(status int, location string, v any) (answer, error) {
 	a := answer{Status: status, Location: location}
 	var err error
@@ -68,7 +65,6 @@ func answerJSON(status int, location string, v any) (answer, error) {
 	return a, err
 }
 
-// send answers with a.
 func (a *answer) send(c echo.Context) error {
 	h := c.Response().Header()
 	if a.Location != "" {
@@ -84,13 +80,10 @@ func (a *answer) send(c echo.Context) error {
 type none struct{}
 
 // keyed serves a POST that takes an Idempotency-Key: write makes its
-// change with the key (nil without the header) and returns the record the
-// store kept for it and what beside it (store.Kept); render makes the
-// answer from those, for the first request and every replay alike. With
-// admin, the keys are the admin token's, and their answers are kept
-// sealed, since some hold a secret. The key is scoped to the credential
-// that sent it; while a request with it is served here, another gets 409
-// idempotency_in_progress. Only a write that succeeds keeps its answer.
+// change with the key (nil without one) and returns what the store kept,
+// render makes the answer from it, first time and replay alike. Admin
+// answers are sealed by the admin token (some hold secrets). Keys belong
+// to their credential; one in flight here gives another request 409.
 func keyed[R, B any](s *Server, admin bool, write func(echo.Context, *store.IdempotentWrite) (R, B, error), render func(R, B) (answer, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		w, release, err := s.takeKey(c, admin)
@@ -116,9 +109,8 @@ func keyed[R, B any](s *Server, admin bool, write func(echo.Context, *store.Idem
 	}
 }
 
-// takeKey reads the request's Idempotency-Key (none: nil) and marks it in
-// flight until release. A key whose answer is kept already is ErrReplay,
-// with the answer in the key's Kept.
+// takeKey reads the Idempotency-Key (none: nil) and marks it in flight
+// until release; a kept one is ErrReplay, its answer in the key's Kept.
 func (s *Server) takeKey(c echo.Context, admin bool) (w *store.IdempotentWrite, release func(), err error) {
 	r := c.Request()
 	values := r.Header[headerIdempotencyKey]
@@ -131,8 +123,8 @@ func (s *Server) takeKey(c echo.Context, admin bool) (w *store.IdempotentWrite, 
 	}
 	w = &store.IdempotentWrite{Scope: keyScope(r, admin), Key: key, Fingerprint: fingerprint(c), TTL: s.cfg.IdempotencyTTL, Sealed: admin}
 	if admin {
-		// The admin token seals the answer: the store keeps only its
-		// hash, so a backup cannot open it or check a guess of the key.
+		// The store keeps only the token's hash, so a backup cannot open the
+		// answer or check a guess of the key.
 		w.Credential = bearerToken(r.Header.Get(echo.HeaderAuthorization))
 	}
 	release, ok := s.keysInFlight.take(w.Scope + "\x00" + key)
@@ -151,8 +143,8 @@ func (s *Server) takeKey(c echo.Context, admin bool) (w *store.IdempotentWrite, 
 	return w, release, err
 }
 
-// replay answers with a kept answer: the one render makes from the record
-// kept, or one an older version kept whole.
+// replay answers with a kept answer, rendered from the record or kept
+// whole.
 func replay[R, B any](c echo.Context, k store.KeptAnswer, render func(R, B) (answer, error)) error {
 	var kept struct {
 		store.Kept[*R, B]
@@ -173,9 +165,8 @@ func keyBusy(key string) error {
 	return apiError(store.EIDEMPOTENCYBUSY, "Idempotency-Key %q: its first request is still being served; retry after the seconds in Retry-After to get its answer", key)
 }
 
-// idempotencyKey reads the header: one field, 1 to 255 characters of
-// printable ASCII, or the draft's form, a Structured Field string ("...",
-// with \" and \\ escapes).
+// idempotencyKey reads the header: one field, 1 to 255 printable ASCII
+// characters, or the draft's Structured Field string.
 func idempotencyKey(values []string) (string, error) {
 	if len(values) > 1 {
 		return "", apiError(store.EINVALID, "header Idempotency-Key: send one key, not %d", len(values))
@@ -220,10 +211,8 @@ func sfString(s string) (string, bool) {
 	return string(out), true
 }
 
-// keyScope names the credential a key belongs to: a hash of the API key
-// (so that finding it costs no lookup), or on the admin API of the admin
-// token (a new token starts with no keys). Every POST needs its
-// credential, so no key is anonymous.
+// keyScope names a key's credential: a hash of the API key (no lookup) or
+// of the admin token (a new token has no keys).
 func keyScope(r *http.Request, admin bool) string {
 	if admin {
 		sum := sha256.Sum256([]byte(bearerToken(r.Header.Get(echo.HeaderAuthorization))))
@@ -233,8 +222,7 @@ func keyScope(r *http.Request, admin bool) string {
 	return "key:" + hex.EncodeToString(sum[:12])
 }
 
-// fingerprint identifies the request a key was sent with: its method, path
-// and query, and a hash of its body.
+// fingerprint identifies a key's request: method, path, query, body hash.
 func fingerprint(c echo.Context) []byte {
 	r := c.Request()
 	h := sha256.New()
@@ -269,9 +257,8 @@ func (k *keysInFlight) take(key string) (release func(), ok bool) {
 	}, true
 }
 
-// SweepIdempotencyKeys forgets expired answers of Idempotency-Keys, and
-// the oldest beyond the bound, every minute until ctx ends. Several
-// instances on one database may all run it.
+// SweepIdempotencyKeys forgets expired answers, and the oldest beyond the
+// bound, every minute until ctx ends; any number of instances may run it.
 func (s *Server) SweepIdempotencyKeys(ctx context.Context) {
 	store.EveryTick(ctx, keySweepInterval, func() {
 		for {

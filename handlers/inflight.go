@@ -10,20 +10,16 @@ import (
 	"petstore/server/clientkey"
 )
 
-// responseWriteTimeout bounds the writing of one capped answer. Every
-// answer behind the in-flight cap is small (JSON, a page, an asset): a
-// client that stops reading (an HTTP/2 stream with a zero window, a full
-// TCP window) gives its slot back after this, not after the server's
-// whole write timeout. It is set only on an answer that could wait for
-// its client (cappedWriter).
+// responseWriteTimeout bounds writing one capped answer, all of which are
+// small: a client that stops reading gives its slot back after this, not
+// after the server's write timeout. Set only on an answer that could wait
+// for its client (cappedWriter).
 const responseWriteTimeout = 10 * time.Second
 
 // inFlight caps the requests served at once, in total and per client
-// (clientkey: an address, an IPv6 /64, or the address a PROXY protocol
-// header gave). It is placed after the body is read (readBody), so a slow
-// body costs its sender a connection, never a slot, and it is left off
-// the probes and the operator's paths, so that neither one client nor all
-// of them together can keep the operator or a load balancer out.
+// (clientkey). It comes after readBody, so a slow body costs its sender a
+// connection, never a slot, and is left off the probes and the operator's
+// paths, so that no client can keep the operator or a load balancer out.
 type inFlight struct {
 	max, perClient int
 	// writeTimeout is responseWriteTimeout; tests shorten it.
@@ -38,8 +34,7 @@ func newInFlight(max, perClient int) *inFlight {
 	return &inFlight{max: max, perClient: perClient, writeTimeout: responseWriteTimeout, counts: map[clientkey.Key]int{}}
 }
 
-// take takes a slot for k, or reports which limit is reached: "" when a
-// slot was taken.
+// take takes a slot for k, or says which limit is reached ("" when taken).
 func (f *inFlight) take(k clientkey.Key) (limit string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -66,9 +61,8 @@ func (f *inFlight) release(k clientkey.Key) {
 	}
 }
 
-// limit answers 503 with Retry-After past either cap: past that point more
-// concurrency only adds latency and memory, and a client that retries
-// later is better served than one that waits.
+// limit answers 503 with Retry-After past either cap: more concurrency
+// only adds latency and memory, and a retry later is served better.
 func (f *inFlight) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if isStream(c.Request()) {
@@ -85,8 +79,8 @@ func (f *inFlight) limit(next echo.HandlerFunc) echo.HandlerFunc {
 		*w = cappedWriter{ResponseWriter: res.Writer, timeout: f.writeTimeout}
 		res.Writer = w
 		err := next(c)
-		// The error handler writes after this returns, and the writer goes
-		// back to the pool.
+		// The error handler writes after this returns; the writer goes back to
+		// the pool.
 		res.Writer = w.ResponseWriter
 		*w = cappedWriter{}
 		cappedWriters.Put(w)
@@ -94,18 +88,14 @@ func (f *inFlight) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// quietBytes is how much of an answer net/http holds in its buffers before
-// anything reaches the connection (HTTP/1's response buffer; HTTP/2's
-// stream buffer is larger): a handler that writes no more than this, and
-// does not flush, never waits for its client.
+// quietBytes is what net/http buffers before anything reaches the
+// connection: a handler writing no more, unflushed, never waits.
 const quietBytes = 2 << 10
 
-// cappedWriter sets the write deadline of a capped answer only when the
-// answer could wait for its client: before a write takes it past
-// quietBytes, or a flush. Most answers are smaller and are written out by
-// net/http after the handler has returned and given its slot back, so a
-// deadline per request (a timer change on the connection, each time) would
-// buy them nothing.
+// cappedWriter sets a capped answer's write deadline only when it could
+// wait for its client: before a write past quietBytes, or a flush. Most
+// answers are written out after the handler returned its slot, and a
+// deadline per request (a timer change each time) would buy them nothing.
 type cappedWriter struct {
 	http.ResponseWriter
 	timeout time.Duration
@@ -138,8 +128,8 @@ func (w *cappedWriter) FlushError() error {
 // Flush is FlushError for an http.Flusher.
 func (w *cappedWriter) Flush() { _ = w.FlushError() }
 
-// SetWriteDeadline is a handler's own deadline (a stream's, per event): it
-// stands, and a later flush or write does not replace it with the cap's.
+// SetWriteDeadline is a handler's own deadline (a stream's): a later flush
+// or write does not replace it with the cap's.
 func (w *cappedWriter) SetWriteDeadline(t time.Time) error {
 	w.set = true
 	return http.NewResponseController(w.ResponseWriter).SetWriteDeadline(t)
@@ -149,9 +139,8 @@ func (w *cappedWriter) SetWriteDeadline(t time.Time) error {
 func (w *cappedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // setWriteDeadline is http.ResponseController's SetWriteDeadline without
-// the controller, which escapes to the heap on every request: it unwraps
-// w until a writer takes the deadline. Not every ResponseWriter does
-// (tests' recorders): then the server's own write timeout stands.
+// the controller, which escapes to the heap on every request. Where no
+// writer takes it (tests' recorders), the server's write timeout stands.
 func setWriteDeadline(w http.ResponseWriter, t time.Time) {
 	for {
 		switch u := w.(type) {

@@ -13,14 +13,9 @@ import (
 )
 
 // kin-openapi decodes a JSON body with encoding/json before its schema
-// check, a large part of what validating a POST costs. Its registry of body
-// decoders takes another: this one decodes with go-json-experiment, the
-// handlers' decoder, to the same values (numbers as json.Number, so that
-// 64-bit integers keep every digit) with fewer allocations. Like
-// kin-openapi's, it lets repeated member names and invalid UTF-8 through:
-// decodeBody refuses those with messages that say which member. Unlike it,
-// it refuses data after the document, which decodeBody refuses anyway.
-// kin-openapi's registry is the process's, so the registration is too.
+// check, a large part of validating a POST; this registered decoder uses
+// go-json-experiment instead, to the same values with fewer allocations.
+// Repeated names and invalid UTF-8 pass, for decodeBody to name.
 func init() {
 	openapi3filter.RegisterBodyDecoder(echo.MIMEApplicationJSON, decodeBodyForValidation)
 }
@@ -32,9 +27,9 @@ var validationDecoding = json.JoinOptions(
 	jsontext.AllowInvalidUTF8(true),
 )
 
-// decodeBodyForValidation is an openapi3filter.BodyDecoder for JSON.
-// Integer fields written with a fraction or an exponent, or beyond 64
-// bits, are refused here, where their text is still known (checkIntegers).
+// decodeBodyForValidation is an openapi3filter.BodyDecoder for JSON. It
+// refuses integers with a fraction, an exponent or beyond 64 bits while
+// their text is known (checkIntegers).
 func decodeBodyForValidation(body io.Reader, _ http.Header, schema *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
 	var v any
 	if err := json.UnmarshalRead(body, &v, validationDecoding); err != nil {
@@ -46,10 +41,8 @@ func decodeBodyForValidation(body io.Reader, _ http.Header, schema *openapi3.Sch
 	return v, nil
 }
 
-// numberAsJSONNumber decodes a JSON number held by an interface value as
-// the json.Number of its text, as encoding/json's UseNumber does, which is
-// what kin-openapi's schema check expects; other values are left to the
-// default.
+// numberAsJSONNumber decodes a number in an interface value as the
+// json.Number of its text, as kin-openapi's schema check expects.
 func numberAsJSONNumber(dec *jsontext.Decoder, v *any) error {
 	if dec.PeekKind() != '0' {
 		return json.SkipFunc

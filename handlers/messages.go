@@ -13,17 +13,15 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// The words of validation messages: what a field takes, said the way the
-// API reference says it, from the field's schema. kin-openapi's own
-// reasons name the Go format's range instead of the field's, print bounds
-// as 1e+06, quote the regular expression of a format, and name one missing
-// field at a time; these do not.
+// Validation messages say what a field takes as the API reference says it,
+// from the field's schema. kin-openapi's own reasons name the Go format's
+// range, print bounds as 1e+06, quote format regexps, and name one
+// missing field at a time.
 
 // dateTimeHint is how every message about a date-time says what one is.
 const dateTimeHint = "a date-time in RFC 3339, for example 2026-12-01T10:00:00Z"
 
-// wholeNumber says which integers the schema takes: its bounds, within
-// those of its format.
+// wholeNumber says which integers the schema takes, within its format's.
 func wholeNumber(s *openapi3.Schema) string {
 	// Without a format, an integer is kept in 64 bits, as int64 is.
 	lo, hi := float64(math.MinInt64), float64(math.MaxInt64)
@@ -39,8 +37,7 @@ func wholeNumber(s *openapi3.Schema) string {
 	return fmt.Sprintf("a whole number from %s to %s", boundText(lo, s.Format != "int32"), boundText(hi, s.Format != "int32"))
 }
 
-// boundText prints a bound in digits; the 64-bit limits exactly, which a
-// float64 cannot hold.
+// boundText prints a bound in digits, the 64-bit limits exactly.
 func boundText(v float64, wide bool) string {
 	switch {
 	case wide && v <= math.MinInt64:
@@ -51,8 +48,8 @@ func boundText(v float64, wide bool) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// integerReason is the message for an integer field whose value (its JSON
-// text, or "" when not known) the schema refuses.
+// integerReason is the message for an integer field whose value (JSON
+// text, or "" when unknown) the schema refuses.
 func integerReason(s *openapi3.Schema, text string) string {
 	if strings.ContainsAny(text, ".eE") {
 		return "must be " + wholeNumber(s) + ", written in digits only: no fraction, no exponent"
@@ -60,13 +57,12 @@ func integerReason(s *openapi3.Schema, text string) string {
 	return "must be " + wholeNumber(s)
 }
 
-// isInteger reports whether the schema is of an integer.
 func isInteger(s *openapi3.Schema) bool {
 	return s != nil && s.Type.Is(openapi3.TypeInteger)
 }
 
-// schemaReason is the reason a value breaks a schema, in the words above,
-// never with the schema dump or the value that kin-openapi appends.
+// schemaReason is the reason a value breaks a schema, never with the
+// schema dump or value kin-openapi appends.
 func schemaReason(e *openapi3.SchemaError) string {
 	s := e.Schema
 	if s == nil {
@@ -161,8 +157,8 @@ func typeWords(s *openapi3.Schema) string {
 	return "a value of the documented type"
 }
 
-// missingFields names every required field of the object that it lacks,
-// in the schema's order: one message for all of them.
+// missingFields names, in one message and schema order, every required
+// field the object lacks.
 func missingFields(e *openapi3.SchemaError) (string, bool) {
 	obj, ok := e.Value.(map[string]any)
 	if e.SchemaField != "required" || !ok || e.Schema == nil {
@@ -187,12 +183,9 @@ func missingFields(e *openapi3.SchemaError) (string, bool) {
 	return "missing the required fields " + strings.Join(missing[:len(missing)-1], ", ") + " and " + missing[len(missing)-1], true
 }
 
-// numberError is a body's integer field whose JSON text the schema does not
-// take: a fraction or an exponent (1.0, 1e2, which a JSON parser reads as
-// whole numbers but a strict client never sends for an integer), or a value
-// beyond 64 bits. It is found while the body is decoded for validation,
-// before kin-openapi, which reads numbers as float64 and so judges such
-// values apart from the ones next to them.
+// numberError is an integer field written with a fraction or exponent, or
+// beyond 64 bits, found while decoding, before kin-openapi's float64 would
+// judge it apart from its neighbours.
 type numberError struct {
 	pointer []string
 	schema  *openapi3.Schema
@@ -202,7 +195,7 @@ type numberError struct {
 func (e *numberError) Error() string { return integerReason(e.schema, e.text) }
 
 // checkIntegers walks the decoded body along its schema and returns the
-// first integer field whose text is not digits within 64 bits.
+// first integer field that is not digits within 64 bits.
 func checkIntegers(v any, ref *openapi3.SchemaRef, path []string) error {
 	if ref == nil || ref.Value == nil {
 		return nil
@@ -217,7 +210,7 @@ func checkIntegers(v any, ref *openapi3.SchemaRef, path []string) error {
 			return &numberError{pointer: path, schema: s, text: string(v)}
 		}
 	case map[string]any:
-		// In name order, so that of several the same one is named each time.
+		// Sorted, so that of several the same one is named each time.
 		for _, name := range slices.Sorted(maps.Keys(v)) {
 			if p, ok := s.Properties[name]; ok {
 				if err := checkIntegers(v[name], p, append(path[:len(path):len(path)], name)); err != nil {
@@ -235,7 +228,6 @@ func checkIntegers(v any, ref *openapi3.SchemaRef, path []string) error {
 	return nil
 }
 
-// asNumberError finds a numberError in err.
 func asNumberError(err error) (*numberError, bool) {
 	var ne *numberError
 	return ne, errors.As(err, &ne)

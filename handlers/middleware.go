@@ -21,7 +21,7 @@ import (
 )
 
 // requestID gives every response an X-Request-Id: the client's own when it
-// is a short plain token (so a caller can trace its request), else a new one.
+// is a short plain token, else a new one.
 func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var v []string
@@ -36,9 +36,7 @@ func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // newRequestID returns 24 random hex digits as a header value. A request
-// id names a request in the logs and needs no secrecy: math/rand/v2's
-// generator (ChaCha8, seeded by the OS) is enough, and costs no system
-// call.
+// id needs no secrecy, so math/rand/v2 (no system call) is enough.
 func newRequestID() []string {
 	var b [12]byte
 	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
@@ -66,12 +64,10 @@ func plainToken(s string) bool {
 	return true
 }
 
-// accessLog writes one structured line per request, and counts each in the
-// metrics. Refusals that any client can cause in floods (421 for unknown
-// hosts, 429) are summarized instead, one line a minute (accesslog.Summary),
-// and requests their client abandoned (499) are logged at debug level. It hands errors to the
-// error handler itself so that the line carries the final status. Headers
-// are never logged: they carry API keys and the admin token.
+// accessLog writes one line per request and counts it in the metrics.
+// Floodable refusals (421, 429) are summarized a line a minute, abandoned
+// requests (499) logged at debug. It calls the error handler itself, for
+// the final status. Headers, which carry credentials, are never logged.
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -92,8 +88,8 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		s.metrics.Observe(line.Method, line.Route, line.Status, line.Duration)
 		if isProbe(line.Route) {
-			// Balancers ask several times a second: the metrics count the
-			// probes, and the store logs when readiness changes.
+			// Balancers probe several times a second: the metrics count probes, and
+			// the store logs readiness changes.
 			return nil
 		}
 		switch {
@@ -115,8 +111,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			s.access.Log(end, line)
 			return nil
 		}
-		// The attributes are an allocation: made only for a handler that
-		// keeps the line (tests' and embedders' loggers often discard it).
+		// The attributes allocate: only for a handler that keeps the line.
 		if ctx := req.Context(); s.log.Enabled(ctx, line.Level) {
 			s.log.LogAttrs(ctx, line.Level, "request", line.Attrs()...)
 		}
@@ -143,11 +138,9 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// validate checks the request against its operation in the OpenAPI
-// document: security first, then parameters, then the body, then that the
-// query holds no parameter the operation does not define and none twice
-// that it defines as one value, and that every string is text both stores
-// keep.
+// validate checks the request against its OpenAPI operation: security,
+// parameters, body, no undefined or repeated query parameters, and
+// strings that both stores keep.
 func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 	quick := newQuickCheck(op, &s.valOpts)
 	known, single := queryParameters(op)
@@ -168,9 +161,8 @@ func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 			}
 			req := c.Request()
 			if op.Operation.RequestBody == nil && req.Body != nil && req.Body != http.NoBody {
-				// The security check would read a body of any length into
-				// memory. An operation that takes none never reads it:
-				// refuseBody answers after the credential is judged.
+				// The security check would read a body of any length into memory; for
+				// an operation taking none, refuseBody answers after the credential.
 				noBody := *req
 				noBody.Body = http.NoBody
 				req = &noBody
@@ -199,10 +191,9 @@ func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 }
 
 // checkEnvelope refuses what the validator lets through unseen: a query
-// string that does not parse (url.Values drops the broken pairs, so a
-// malformed limit would silently become the default), and a body in a
-// Content-Encoding this service does not decode (the validator would read
-// gzip bytes as malformed JSON, which misleads the client).
+// that does not parse (url.Values drops broken pairs, so a malformed limit
+// would become the default), and a Content-Encoding this service does not
+// decode (gzip would be judged malformed JSON, misleading the client).
 func checkEnvelope(req *http.Request, op *routers.Route) error {
 	if _, err := url.ParseQuery(req.URL.RawQuery); err != nil {
 		return apiError(store.EINVALID, "query string: %v", err)
@@ -221,9 +212,8 @@ func checkEnvelope(req *http.Request, op *routers.Route) error {
 }
 
 // MaxHeaderBytes is the limit on a request's target and headers together.
-// net/http is given the same (listen.MaxHeaderBytes) and reads 4 KiB past
-// it, so that requests just over the limit get this 431 as an Error body
-// instead of net/http's plain text, and a half-sent header costs little.
+// net/http gets the same and reads a little past it, so that requests just
+// over get this 431 as an Error body, not net/http's plain text.
 const MaxHeaderBytes = 64 << 10
 
 // limitHeaders answers 431 to a request whose target and headers exceed

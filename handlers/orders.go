@@ -30,9 +30,8 @@ func (s *Server) listOrders(c echo.Context) error {
 	})(c)
 }
 
-// orderInput is the NewOrder and OrderUpdate schemas as a request body: every
-// field optional, so that an absent field can be told from a zero one. There
-// is no id in it: the validator refuses one, and so does decodeBody.
+// orderInput is NewOrder and OrderUpdate as a body: every field optional,
+// so that absent differs from zero.
 type orderInput struct {
 	PetID    *int64     `json:"petId"`
 	Quantity *int       `json:"quantity"`
@@ -46,16 +45,16 @@ func decodeOrder(c echo.Context) (orderInput, error) {
 	if err := decodeBody(c, &in); err != nil || in.ShipDate == nil {
 		return in, err
 	}
-	// An offset can carry a valid date out of the years JSON date-times
-	// can hold (0000-9999), which the store could then not encode.
+	// An offset can carry a date out of JSON date-times' years (0000-9999),
+	// which the store could not encode.
 	if *in.ShipDate = in.ShipDate.UTC(); in.ShipDate.Year() < 1 || in.ShipDate.Year() > 9999 {
 		return in, apiError(store.EINVALID, "body.shipDate: must fall within the years 0001 to 9999 in UTC")
 	}
 	return in, nil
 }
 
-// decodeNewOrder reads the body of POST /store/orders into the order to
-// place: one unit unless it says otherwise.
+// decodeNewOrder reads POST /store/orders' body into the order, one unit
+// unless it says otherwise.
 func decodeNewOrder(c echo.Context, o *store.Order) error {
 	in, err := decodeOrder(c)
 	if err != nil {
@@ -70,14 +69,12 @@ func decodeNewOrder(c echo.Context, o *store.Order) error {
 	return nil
 }
 
-// orderPlaced is the answer to POST /store/orders.
 func orderPlaced(o store.Order, _ none) (answer, error) {
 	return created(fmt.Sprintf("/store/orders/%d", o.ID), &o)
 }
 
-// updateOrder changes shipDate and complete. petId and quantity are fixed
-// once the stock is taken: sending them is allowed only unchanged, so that
-// a client can PUT back the order it read.
+// updateOrder changes shipDate and complete; petId and quantity are fixed
+// once stock is taken, allowed unchanged so an order read can be PUT back.
 func (s *Server) updateOrder(c echo.Context) error {
 	id, err := pathID(c, "orderId")
 	if err != nil {

@@ -30,27 +30,24 @@ func (s *Server) listPets(c echo.Context) error {
 	return respondList(c, pets, next)
 }
 
-// petCreated is the answer to POST /pets, from the pet the store created.
 func petCreated(p store.Pet, _ none) (answer, error) {
 	return created(petURL(p.ID), &p)
 }
 
-// petURL is where a pet is read: the successor of GET /pets/{petId}, which
-// keeps answering after that call's sunset.
+// petURL is where a pet is read: GET /pets/{petId}'s successor, which
+// answers after its sunset.
 func petURL(id int64) string {
 	return "/pets?id=" + strconv.FormatInt(id, 10)
 }
 
-// maxPetIDs is how many ids one GET /pets?id=... reads, the spec's maxItems,
-// and the page size when limit is not given: all of them fit one page.
+// maxPetIDs is how many ids GET /pets?id=... reads (the spec's maxItems),
+// and its default page size.
 const maxPetIDs = store.MaxPageSize
 
 // petsByID answers the page of the pets among ids that exist and match the
-// other filters, in id order. Each is read as a single pet is (from the
-// store's cache of their JSON when there is no other filter to judge).
-// Asked for one pet, the successor of GET /pets/{petId}, it carries that
-// pet's ETag, and answers 304 to an If-None-Match that names it, so that
-// a client reading here can write with If-Match.
+// other filters, in id order, each read as a single pet is. For one pet it
+// carries the ETag and answers 304 to a matching If-None-Match, so that a
+// client reading here can write with If-Match.
 func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error {
 	if len(raw) > maxPetIDs {
 		return apiError(store.EINVALID, "query parameter \"id\": at most %d ids, %d given", maxPetIDs, len(raw))
@@ -137,8 +134,7 @@ func (s *Server) getPet(c echo.Context) error {
 	return respondEncoded(c, http.StatusOK, pet)
 }
 
-// newPet is the NewPet schema. decodeBody refuses unknown fields, id among
-// them, even when validation is off.
+// newPet is the NewPet schema; decodeBody refuses unknown fields, id too.
 type newPet struct {
 	Name       string          `json:"name"`
 	CategoryID int64           `json:"categoryId"`

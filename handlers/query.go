@@ -11,12 +11,10 @@ import (
 	"petstore/store"
 )
 
-// queryParameters are the query parameters an operation defines, its own
-// and its path item's: known all of them, single those its document
-// declares as one value (any schema but an array). The validator checks
-// those it is given but lets any other through, so that a typo
-// (?stauts=sold) would quietly answer as if no filter had been asked for,
-// and a repeated one (?limit=5&limit=6) would be first-wins, silently.
+// queryParameters are an operation's query parameters, its own and its
+// path item's: all known, and single those declared as one value. The
+// validator lets others through, so a typo (?stauts=sold) would answer
+// unfiltered and a repeat (?limit=5&limit=6) would be first-wins.
 func queryParameters(op *routers.Route) (known, single []string) {
 	for _, p := range slices.Concat(op.PathItem.Parameters, op.Operation.Parameters) {
 		if v := p.Value; v != nil && v.In == "query" {
@@ -31,8 +29,8 @@ func queryParameters(op *routers.Route) (known, single []string) {
 	return slices.Compact(known), slices.Compact(single)
 }
 
-// refuseUnknownQuery answers 400 naming every query parameter of the request
-// that is not among known, and the ones the operation takes.
+// refuseUnknownQuery answers 400 naming every unknown query parameter and
+// the known ones.
 func refuseUnknownQuery(query url.Values, known []string) error {
 	var unknown []string
 	for name := range query {
@@ -62,8 +60,8 @@ func quoteAll(names []string) string {
 	return strings.Join(quoted, ", ")
 }
 
-// refuseRepeatedQuery answers 400 naming the first parameter of single
-// (sorted) that the query gives more than once.
+// refuseRepeatedQuery answers 400 naming the first of single (sorted)
+// given more than once.
 func refuseRepeatedQuery(query url.Values, single []string) error {
 	for _, name := range single {
 		if n := len(query[name]); n > 1 {

@@ -13,46 +13,43 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// quickCheck knows, for some requests, that the validator would pass them
-// without running it (docs/design.md, Validation): built at start from an
-// operation that takes no body, whose parameters are integers in the path
-// or plain optional headers, and whose credential kin-openapi's own security
-// check judges. For anything else the validator runs, and its answer
-// stands. kin-openapi re-reads the operation on every request, a large part
-// of the in-process cost of GET /pets/{id}.
+// quickCheck knows, for some requests, that the validator would pass them,
+// without running it (docs/design.md, Validation): built at start for an
+// operation with no body, only integer path or plain optional header
+// parameters, and a credential kin-openapi's own check judges. Otherwise
+// the validator runs, since it re-reads the operation on every request.
 type quickCheck struct {
 	params []intParam
-	// headers are the optional string header parameters (If-Match,
-	// If-None-Match): absent, or within their length bounds, they pass.
+	// headers are the optional string headers: absent or within their
+	// length bounds, they pass.
 	headers []headerParam
-	// security is the operation's requirements (nil: no credential
-	// needed), checked by kin-openapi with opts, on route.
+	// security is the operation's requirements (nil: none), checked by
+	// kin-openapi.
 	security openapi3.SecurityRequirements
 	route    *routers.Route
 	opts     *openapi3filter.Options
 }
 
-// intParam is an integer path parameter and its schema's bounds, infinite
-// where the schema sets none.
+// intParam is an integer path parameter and its schema's bounds
+// (infinite where none).
 type intParam struct {
 	name     string
 	min, max float64
 }
 
-// headerParam is an optional header parameter whose schema is a plain
-// string with at most length bounds.
+// headerParam is an optional header parameter, a plain string with at most
+// length bounds.
 type headerParam struct {
 	name     string // canonical: looked up without Values' canonicalizing
 	min, max int    // in characters; max < 0: none
 }
 
-// maxQuickDigits keeps values within 2^53, which the validator (decoding
-// numbers as float64) sees exactly.
+// maxQuickDigits keeps values within 2^53, which the validator's float64
+// sees exactly.
 const maxQuickDigits = 15
 
 // newQuickCheck returns the operation's quick check, or nil when its
-// validation cannot be known in advance. opts are the validator's options,
-// its AuthenticationFunc among them.
+// validation cannot be known in advance; opts are the validator's.
 func newQuickCheck(op *routers.Route, opts *openapi3filter.Options) *quickCheck {
 	o := op.Operation
 	q := &quickCheck{route: op, opts: opts}
@@ -106,8 +103,8 @@ func newQuickCheck(op *routers.Route, opts *openapi3filter.Options) *quickCheck 
 	return q
 }
 
-// passes reports whether the request passes the operation's validation
-// for certain; false means "run the validator".
+// passes reports whether the request surely passes validation; false
+// means "run the validator".
 func (q *quickCheck) passes(c echo.Context) bool {
 	r := c.Request()
 	if r.URL.RawQuery != "" {
@@ -138,8 +135,7 @@ func (q *quickCheck) passes(c echo.Context) bool {
 	return q.security == nil || q.authenticated(r)
 }
 
-// plainHeader reports whether p is an optional header parameter whose
-// schema is a string with at most length bounds, and returns them.
+// plainHeader reports whether p is a headerParam, and returns it.
 func plainHeader(p *openapi3.Parameter) (headerParam, bool) {
 	if p == nil || p.In != openapi3.ParameterInHeader || p.Required || p.Schema == nil || p.Schema.Value == nil || p.Content != nil ||
 		(p.Style != "" && p.Style != openapi3.SerializationSimple) {
@@ -157,9 +153,8 @@ func plainHeader(p *openapi3.Parameter) (headerParam, bool) {
 	return h, true
 }
 
-// authenticated runs kin-openapi's security check alone, on a copy of the
-// request without its body (which that check would otherwise read and
-// copy, and which no credential here is in).
+// authenticated runs kin-openapi's security check alone, on a bodiless
+// copy of the request (the check would read and copy the body).
 func (q *quickCheck) authenticated(r *http.Request) bool {
 	noBody := *r
 	noBody.Body = nil
@@ -167,8 +162,8 @@ func (q *quickCheck) authenticated(r *http.Request) bool {
 	return openapi3filter.ValidateSecurityRequirements(r.Context(), &in, q.security) == nil
 }
 
-// plainDecimal parses digits without sign or leading zero, at most
-// maxQuickDigits of them.
+// plainDecimal parses at most maxQuickDigits digits, no sign or leading
+// zero.
 func plainDecimal(s string) (int64, bool) {
 	// ParseInt alone would take a sign.
 	if s == "" || len(s) > maxQuickDigits || s[0] < '0' || s[0] > '9' || (s[0] == '0' && len(s) > 1) {

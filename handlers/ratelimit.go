@@ -15,25 +15,22 @@ import (
 	"petstore/server/clientkey"
 )
 
-// rateLimitClients bounds the clients whose buckets the rate limiter
-// remembers; past it, the least recently seen is forgotten. A forgotten
-// client starts again with a full burst, which only a client that was idle
-// while this many others were served can gain.
+// rateLimitClients bounds the clients whose buckets are remembered; a
+// forgotten client (the least recently seen) starts again with a full
+// burst, which only one idle while this many others were served can gain.
 const rateLimitClients = 1 << 14
 
 // maxBurst keeps the burst of an absurdly high rate within an int.
 const maxBurst = 1 << 30
 
-// rateLimitPolicy names the per-client policy in the RateLimit and
-// RateLimit-Policy fields (draft-ietf-httpapi-ratelimit-headers).
+// rateLimitPolicy names the per-client policy in the RateLimit headers.
 const rateLimitPolicy = `"per-client"`
 
 // rateLimit allows RateLimit requests per second per client (clientkey.Of)
-// with a burst of twice that, and answers 429 with Retry-After past it,
-// with the RateLimit and RateLimit-Policy headers on every answer
-// (docs/reference.md, Limits). It runs before anything that costs work
-// (see RateLimited); only the probes pass it, so that a load balancer
-// sharing an address with busy clients never sees a 429.
+// with a burst of twice that, answering 429 with Retry-After past it and
+// the RateLimit headers always (docs/reference.md, Limits). It runs before
+// anything that costs work; only the probes pass it, so that a load
+// balancer sharing an address with busy clients never sees a 429.
 func (s *Server) rateLimit() echo.MiddlewareFunc {
 	if s.cfg.RateLimit <= 0 {
 		return func(next echo.HandlerFunc) echo.HandlerFunc { return next }
@@ -78,10 +75,9 @@ func (s *Server) takeRate(r *http.Request) rateDecision {
 	return rateDecision{decided: true, ok: ok, left: left, wait: wait}
 }
 
-// RateLimited puts the rate limit in front of h, a handler that answers some
-// requests before the server does (the ACME HTTP-01 challenges): a refused
-// request gets the server's own 429 (logged and counted as every other),
-// and one let through is not counted again when h hands it to the server.
+// RateLimited puts the rate limit in front of h, which answers some
+// requests before the server (ACME HTTP-01): a refused request gets the
+// server's own 429, and one let through is not counted again.
 func (s *Server) RateLimited(h http.Handler) http.Handler {
 	if s.limiter == nil {
 		return h
@@ -97,8 +93,8 @@ func (s *Server) RateLimited(h http.Handler) http.Handler {
 	})
 }
 
-// rateLimiter is a token bucket (x/time/rate) per client, for at most size
-// clients, the least recently seen forgotten first (bounded).
+// rateLimiter is a token bucket per client for at most size clients, the
+// least recently seen forgotten first.
 type rateLimiter struct {
 	limit rate.Limit
 	burst int
@@ -108,7 +104,7 @@ type rateLimiter struct {
 }
 
 // newRateLimiter allows perSecond requests a second with a burst of burst
-// (at least one whole request).
+// (at least one).
 func newRateLimiter(perSecond, burst float64, size int) *rateLimiter {
 	return &rateLimiter{
 		limit:   rate.Limit(perSecond),
@@ -117,9 +113,8 @@ func newRateLimiter(perSecond, burst float64, size int) *rateLimiter {
 	}
 }
 
-// take takes a request from k's bucket at now, and reports whether there
-// was one, how many whole requests are left, and the whole seconds until
-// one more is (at least 1 when none is left).
+// take takes a request from k's bucket at now: whether there was one, the
+// whole requests left, and whole seconds until one more (at least 1).
 func (l *rateLimiter) take(k clientkey.Key, now time.Time) (ok bool, left int, wait int64) {
 	l.mu.Lock()
 	lim, found := l.clients.Get(k)
@@ -138,28 +133,24 @@ func (l *rateLimiter) take(k clientkey.Key, now time.Time) (ok bool, left int, w
 }
 
 // Failed credential attempts are limited per client address whatever the
-// general rate limit is (docs/reference.md): after Config.CredentialFailures
-// of them in credentialFailureWindow, wrong credentials from that address
-// get 429. A right credential is always accepted: the credentials are too
-// long to guess ten at a time, and a stale key in a script must not lock
-// its owner out of the dashboard.
+// rate limit (docs/reference.md): past Config.CredentialFailures in
+// credentialFailureWindow, wrong credentials from it get 429. A right one
+// is always accepted: credentials are too long to guess a few at a time,
+// and a stale key in a script must not lock its owner out.
 const (
 	credentialFailureWindow = time.Minute
-	// failureWatchSize bounds the addresses with failures but no lock-out
-	// that are remembered; the least recently failed is forgotten first,
-	// which only gives its address back failures it had already made.
+	// failureWatchSize bounds the addresses remembered with failures but no
+	// lock-out; forgetting the least recently failed only gives back
+	// failures it already made.
 	failureWatchSize = 10000
 	// failureLockedSize bounds the locked-out addresses, a table of their
-	// own so that failures from other addresses cannot push them out: only
-	// this many lock-outs (ten failures each, within a minute) can, and
-	// the one pushed out is the least recently failed, whose lock-out has
-	// usually passed.
+	// own so that other addresses' failures cannot push them out; only as
+	// many lock-outs can, pushing out the least recently failed.
 	failureLockedSize = 1 << 15
 )
 
-// failureLimiter remembers the times of the last failed credential attempts
-// of recently failing clients (clientkey.Of). A nil *failureLimiter limits
-// nothing.
+// failureLimiter remembers the last failed credential attempts of
+// recently failing clients. A nil *failureLimiter limits nothing.
 type failureLimiter struct {
 	max      int // failures allowed in a window
 	mu       sync.Mutex
@@ -172,21 +163,17 @@ type failures struct {
 	times []int64
 	n     int
 	next  int // the oldest once full
-	// lookedUp is when a credential of the client, locked out, was last
-	// looked up in the database.
+	// lookedUp is when a locked-out client's credential was last looked up.
 	lookedUp time.Time
 }
 
 // lockedLookupInterval is how often a locked-out client's credential is
-// looked up in the database (PostgreSQL), where each lookup is a query:
-// a flood of wrong keys from one address then costs a query per interval,
-// and its owner's right key, refused meanwhile with a Retry-After of one
-// interval, gets through at the next.
+// looked up (a query on PostgreSQL): a flood of wrong keys costs a query
+// per interval, and the owner's right key gets through at the next.
 const lockedLookupInterval = time.Second
 
-// mayLookUp reports whether a credential from client k may be looked up
-// now: always when k is not locked out, once per lockedLookupInterval
-// when it is.
+// mayLookUp reports whether a credential from k may be looked up now:
+// always unless k is locked out, then once per lockedLookupInterval.
 func (l *failureLimiter) mayLookUp(k clientkey.Key, now time.Time) bool {
 	if l == nil {
 		return true
@@ -216,16 +203,15 @@ func newFailureLimiter(max int) *failureLimiter {
 	}
 }
 
-// errTooManyFailures is the error of a wrong credential from an address
-// that is locked out; retryAfter is in whole seconds.
+// errTooManyFailures is a wrong credential from a locked-out address;
+// retryAfter is in whole seconds.
 type errTooManyFailures struct{ retryAfter int }
 
 func (e *errTooManyFailures) Error() string {
 	return "too many failed credential attempts from this address; retry after " + strconv.Itoa(e.retryAfter) + " s (a valid credential is still accepted)"
 }
 
-// refuse is the error of a wrong credential from r's address: an
-// errTooManyFailures when the address is locked out, else wrong.
+// refuse is the error of a wrong credential from r's address.
 func (l *failureLimiter) refuse(r *http.Request, wrong error) error {
 	if l == nil {
 		return wrong
@@ -259,7 +245,6 @@ func (f *failures) lockedFor(limit int, now time.Time) time.Duration {
 	return max(until.Sub(now), 0)
 }
 
-// fail records a failed attempt from client k at now.
 func (l *failureLimiter) fail(k clientkey.Key, now time.Time) {
 	if l == nil {
 		return
@@ -283,7 +268,7 @@ func (l *failureLimiter) fail(k clientkey.Key, now time.Time) {
 	}
 }
 
-// presentedCredential reports whether r carries a credential at all: only
+// presentedCredential reports whether r carries a credential: only
 // attempts with one count as failures.
 func presentedCredential(r *http.Request) bool {
 	return r.Header.Get(headerAPIKey) != "" || r.Header.Get(echo.HeaderAuthorization) != ""

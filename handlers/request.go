@@ -16,15 +16,13 @@ import (
 	"petstore/store"
 )
 
-// decodeBody decodes the JSON body into v, in one pass. The validator has
-// already judged it against the schema; decoding still refuses what the
-// schema cannot express and what a lenient decoder would quietly change:
-// integers beyond the Go type, duplicate member names (where parsers differ
-// on which one wins), invalid UTF-8 and unpaired surrogate escapes (RFC
-// 7493, I-JSON), and, with validation off, unknown members.
+// decodeBody decodes the JSON body into v in one pass. After validation it
+// still refuses what the schema cannot express and a lenient decoder would
+// quietly change: integers beyond the Go type, duplicate names, invalid
+// UTF-8 and unpaired surrogates (RFC 7493), and, with validation off,
+// unknown members.
 func decodeBody(c echo.Context, v any) error {
-	// readBody, in front of every operation that takes a body, has read it
-	// (no copy here); when there was none, it is empty.
+	// readBody has read it (empty when there was none).
 	var raw []byte
 	if b, ok := c.Request().Body.(*readBodyBytes); ok {
 		raw = b.data
@@ -35,8 +33,7 @@ func decodeBody(c echo.Context, v any) error {
 	return nil
 }
 
-// given sets *field to what a body member decoded into v, when the body
-// has the member: one left out (nil) leaves the field as it is.
+// given sets *field to v when the body had the member (v not nil).
 func given[T any](field *T, v *T) {
 	if v != nil {
 		*field = *v
@@ -65,8 +62,7 @@ func decodeError(err error) error {
 	}
 }
 
-// bodyField is a JSON pointer into the body as messages name fields:
-// body.shipDate.
+// bodyField is a JSON pointer as messages name fields: body.shipDate.
 func bodyField(p jsontext.Pointer) string {
 	return "body" + strings.ReplaceAll(string(p), "/", ".")
 }
@@ -95,7 +91,6 @@ func typeName(t reflect.Type) string {
 	}
 }
 
-// pathID parses an id path parameter.
 func pathID(c echo.Context, name string) (int64, error) {
 	return parseID(name, c.Param(name))
 }
@@ -117,8 +112,8 @@ func queryID(c echo.Context, name string) (int64, error) {
 	return parseID(name, raw)
 }
 
-// page reads limit and cursor. A cursor is the last id of the previous page,
-// encoded so that clients treat it as opaque and take it from the Link header.
+// page reads limit and cursor. A cursor is the previous page's last id,
+// encoded so that clients treat it as opaque.
 func page(c echo.Context) (store.Page, error) {
 	var p store.Page
 	var err error
@@ -151,8 +146,7 @@ func pageLimit(c echo.Context) (int, error) {
 	return n, nil
 }
 
-// setNextPage puts the URL of the next page in a Link header: the same path
-// and query with the cursor moved on.
+// setNextPage puts the next page's URL in a Link header.
 func setNextPage(c echo.Context, cursor string) {
 	c.Response().Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, nextPageURL(c, cursor)))
 }

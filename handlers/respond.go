@@ -6,12 +6,9 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Every JSON answer, success or Error, goes out through these helpers, so
-// the Content-Type and the Link of the next page are set in one place; the
-// answer of a POST, with its Location, is an answer (idempotency.go), made
-// alike for the request and the replays of its Idempotency-Key.
+// Every JSON answer goes out through these helpers, so that Content-Type
+// and the next page's Link are set in one place.
 
-// respond answers status with v as JSON.
 func respond(c echo.Context, status int, v any) error {
 	jsonType(c)
 	if a, ok := v.(jsonAppender); ok {
@@ -20,10 +17,8 @@ func respond(c echo.Context, status int, v any) error {
 	return c.JSON(status, v)
 }
 
-// respondEncoded answers status with b, a JSON document already encoded
-// (the store keeps each pet in its API form, so GET /pets/{id} sends it as
-// stored, without a decode and an encode), and the newline that Echo's
-// c.JSON ends every document with: one rule for every JSON answer.
+// respondEncoded answers status with b, JSON already encoded (a pet as
+// stored), and the newline Echo's c.JSON ends every document with.
 func respondEncoded(c echo.Context, status int, b []byte) error {
 	jsonType(c)
 	res := c.Response()
@@ -35,12 +30,10 @@ func respondEncoded(c echo.Context, status int, b []byte) error {
 	return err
 }
 
-// newline ends every JSON answer.
 var newline = []byte{'\n'}
 
-// respondList answers one page of items and, when there is a next one, puts
-// its URL in a Link header: the same path and query with the cursor moved on.
-// An empty page is [], never null.
+// respondList answers one page of items, the next page's URL in a Link
+// header when there is one. An empty page is [], never null.
 func respondList[T any](c echo.Context, items []T, next int64) error {
 	if next > 0 {
 		setNextPage(c, encodeCursor(c, next, ""))
@@ -64,15 +57,14 @@ func respondList[T any](c echo.Context, items []T, next int64) error {
 	return respond(c, http.StatusOK, items)
 }
 
-// jsonAppender is a value that encodes itself as json.Marshal would, without
-// reflection (store.Pet, the most requested resource).
+// jsonAppender encodes itself as json.Marshal would, without reflection.
 type jsonAppender interface{ AppendJSON([]byte) []byte }
 
 // jsonContentType is the Content-Type of every JSON answer, shared.
 var jsonContentType = []string{echo.MIMEApplicationJSON}
 
-// jsonType sets the answer's Content-Type to JSON without an allocation;
-// Echo's JSON methods then leave it as it is.
+// jsonType sets a JSON Content-Type without allocating; Echo's JSON
+// methods then keep it.
 func jsonType(c echo.Context) {
 	c.Response().Header()[echo.HeaderContentType] = jsonContentType
 }

@@ -18,23 +18,19 @@ type route struct {
 	handle       echo.HandlerFunc
 }
 
-// routes registers every route of the service in one place.
 func (s *Server) routes(validate bool) error {
 	e := s.echo
 	s.unknownHosts = accesslog.NewSummary(s.log, "requests for unknown hosts", summaryWindow)
 	s.refusedByRate = accesslog.NewSummary(s.log, "requests refused by the rate limit", summaryWindow)
-	// Every answer passes through these, the router's 404 and 405 included,
-	// so that unknown hosts and paths are logged, carry a request id, and
-	// get 421 rather than a 404.
+	// Every answer passes these, the router's 404 and 405 too, so that
+	// unknown hosts and paths are logged, have a request id, and get 421.
 	every := []echo.MiddlewareFunc{s.requestID, s.accessLog, s.recoverPanics, securityHeaders}
 	if len(s.cfg.CORSOrigins) > 0 {
-		// Before the limits, so that a script can read their 429 and 503.
-		// Preflights are answered here, uncounted: they cost no more than
-		// the 429 that would refuse them.
+		// Before the limits, so that a script can read their 429 and 503;
+		// preflights are answered here, uncounted.
 		every = append(every, cors(s.cfg.CORSOrigins))
 	}
-	// The rate limit comes before anything that costs work: the host
-	// routing's lookup, the header count, the operator's token check.
+	// The rate limit comes before anything that costs work.
 	every = append(every, s.rateLimit(), limitHeaders, s.routeHost, s.guardOperatorPaths)
 	e.Use(aroundRouted(every...))
 	// The in-flight cap is per route, after the body is read (register).
@@ -96,7 +92,7 @@ func (s *Server) routes(validate bool) error {
 		return err
 	}
 
-	// Outside the API documents: the documents themselves, probes and the site.
+	// Outside the API documents.
 	e.Match(getHead, "/openapi.yaml", s.serveDoc(s.public.yaml, "application/yaml"), s.inFlight.limit)
 	e.Match(getHead, "/openapi.json", s.serveDoc(s.public.json, echo.MIMEApplicationJSON), s.inFlight.limit)
 	// guardOperatorPaths asks for the token on both.
@@ -111,9 +107,8 @@ func (s *Server) routes(validate bool) error {
 // getHead is the methods of a read: HEAD is answered wherever GET is.
 var getHead = []string{http.MethodGet, http.MethodHead}
 
-// register adds the routes of one OpenAPI document, each behind request
-// validation against its operation (unless validate is false), and refuses to start when the routes
-// and the document's operations are not the same set.
+// register adds one OpenAPI document's routes, validated unless validate
+// is false, failing when the routes and the operations differ.
 func (s *Server) register(doc *apiDoc, routes []route, validate bool, limit echo.MiddlewareFunc) error {
 	registered := map[string]bool{}
 	for _, r := range routes {
@@ -123,13 +118,11 @@ func (s *Server) register(doc *apiDoc, routes []route, validate bool, limit echo
 		}
 		mw := []echo.MiddlewareFunc{wholeSegments}
 		if s.cfg.Shared != nil {
-			// Only a pool has shares: elsewhere the context it takes
-			// would be a request's garbage for nothing.
+			// Only a pool has shares.
 			mw = append(mw, poolShare(poolShareOf(r.path)))
 		}
-		// A body is read whole, within BodyLimit, before anything judges
-		// the request. An operation that takes none refuses one (400, after
-		// authentication), so it never answers 413.
+		// A body is read whole, within BodyLimit, before anything judges the
+		// request; an operation taking none refuses one (400), never 413.
 		if op.Operation.RequestBody != nil {
 			mw = append(mw, readBody(s.cfg.BodyLimit))
 		}
@@ -150,8 +143,7 @@ func (s *Server) register(doc *apiDoc, routes []route, validate bool, limit echo
 		h := chain(r.handle, mw...)
 		methods := []string{r.method}
 		if r.method == http.MethodGet {
-			// HEAD is GET without the body (net/http drops it); Echo does
-			// not add it by itself.
+			// Echo does not add HEAD by itself; net/http drops its body.
 			methods = append(methods, http.MethodHead)
 		}
 		for _, m := range methods {
@@ -166,10 +158,9 @@ func (s *Server) register(doc *apiDoc, routes []route, validate bool, limit echo
 	return nil
 }
 
-// poolShare makes the store's work for a route count against its
-// resource's share of the database connections (store.WithPoolShare), so
-// that requests for a locked table cannot hold every connection. Only a
-// store with a pool (Config.Shared) gets it.
+// poolShare makes a route's store work count against its resource's share
+// of the database connections, so that requests for a locked table cannot
+// hold them all (Config.Shared only).
 func poolShare(name string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -180,10 +171,8 @@ func poolShare(name string) echo.MiddlewareFunc {
 	}
 }
 
-// poolShareOf names the resource of a route's path, its share of the
-// database connections: the path up to its first parameter, at most two
-// segments ("/pets/:petId" is "/pets", "/store/orders/:orderId" is
-// "/store/orders").
+// poolShareOf names a route's resource: the path up to its first
+// parameter, two segments at most ("/store/orders").
 func poolShareOf(path string) string {
 	segments := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	n := 0
@@ -193,10 +182,8 @@ func poolShareOf(path string) string {
 	return "/" + strings.Join(segments[:n], "/")
 }
 
-// chain wraps h in mw once, the first of mw outermost. Echo v4 calls every
-// middleware given to Add or Use on every request to build that request's
-// chain (a closure each); building it once at start takes that work and
-// garbage off the request path.
+// chain wraps h in mw once, the first outermost: Echo v4 builds every
+// request's chain of Add/Use middleware anew, a closure each.
 func chain(h echo.HandlerFunc, mw ...echo.MiddlewareFunc) echo.HandlerFunc {
 	for i := len(mw) - 1; i >= 0; i-- {
 		h = mw[i](h)
@@ -204,17 +191,15 @@ func chain(h echo.HandlerFunc, mw ...echo.MiddlewareFunc) echo.HandlerFunc {
 	return h
 }
 
-// aroundRouted is mw as one global middleware (for Echo's Use), built once:
-// its innermost handler runs what the router chose for the request, which
-// is what Echo would have passed in as next.
+// aroundRouted is mw as one global middleware, built once, whose innermost
+// handler runs what the router chose.
 func aroundRouted(mw ...echo.MiddlewareFunc) echo.MiddlewareFunc {
 	h := chain(func(c echo.Context) error { return c.Handler()(c) }, mw...)
 	return func(echo.HandlerFunc) echo.HandlerFunc { return h }
 }
 
-// wholeSegments answers 404 when a path parameter took in a slash: Echo lets
-// a trailing parameter match the rest of the path, so /pets/1/extra would
-// otherwise reach GET /pets/{petId}.
+// wholeSegments answers 404 when a path parameter took in a slash: Echo
+// lets a trailing parameter match the rest of the path.
 func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		for _, v := range c.ParamValues() {
@@ -227,12 +212,11 @@ func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // refuseBody answers 400 to a body sent to an operation that takes none:
-// a client that sends one believes it is used.
+// the client believes it is used.
 func refuseBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if r := c.Request(); r.ContentLength > 0 || r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
-			// The body is not read, so the connection cannot carry another
-			// request after it.
+			// The body is unread, so the connection cannot carry another request.
 			c.Response().Header().Set(echo.HeaderConnection, "close")
 			return apiError(store.EINVALID, "body: %s %s takes no request body", r.Method, c.Path())
 		}

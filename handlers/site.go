@@ -8,11 +8,10 @@ import (
 	"petstore/web"
 )
 
-// The published reference and the dashboard are package web's; this file
-// mounts them. Host routing (hosts.go) already keeps /dashboard/ off
-// customers' domains, so the dashboard needs no check of its own here, and
-// it needs no token to load: it is a static page that asks for the token
-// and sends it to the admin API, which checks it.
+// The reference and the dashboard are package web's; this file mounts
+// them. Host routing keeps /dashboard/ off customers' domains, and the
+// static dashboard needs no token to load: it sends the token to the
+// admin API, which checks it.
 
 // siteRoutes mounts the reference at /, the dashboard at /dashboard/, and
 // their assets, all prepared by web.NewSite.
@@ -28,9 +27,8 @@ func (s *Server) siteRoutes() {
 	e.Match(getHead, web.DashboardAssetsPath+"*", serveAsset(site.DashboardAsset))
 }
 
-// serveAsset serves the asset named by the rest of the path, or the API's
-// own 404: asset names carry a content hash, so an old page asking for a
-// file of an earlier build gets a clear miss rather than a wrong file.
+// serveAsset serves the named asset or the API's 404, a clear miss for an
+// old page asking for an earlier build's hashed file.
 func serveAsset(lookup func(name string) *web.Resource) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if r := lookup(c.Param("*")); r != nil {

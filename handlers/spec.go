@@ -11,10 +11,9 @@ import (
 	"petstore/web"
 )
 
-// apiDoc is an OpenAPI document parsed and validated once at start, with a
-// kin-openapi route per operation, keyed the way Echo names routes. Echo has
-// already matched the request, so the validator is handed that match instead
-// of routing the request a second time through a regexp router.
+// apiDoc is an OpenAPI document parsed and validated at start, with a
+// kin-openapi route per operation keyed as Echo names routes, so that the
+// validator gets Echo's match rather than routing again.
 type apiDoc struct {
 	doc  *openapi3.T
 	yaml []byte
@@ -56,6 +55,5 @@ func (d *apiDoc) missing(registered map[string]bool) []string {
 
 func routeKey(method, echoPath string) string { return method + " " + echoPath }
 
-// echoPath turns an OpenAPI path template into Echo's form:
-// /pets/{petId} -> /pets/:petId.
+// echoPath turns /pets/{petId} into Echo's /pets/:petId.
 func echoPath(p string) string { return strings.NewReplacer("{", ":", "}", "").Replace(p) }

@@ -9,10 +9,8 @@ import (
 	"petstore/store"
 )
 
-// Store is what the handlers use of the store: the entities, the
-// credentials, the project and its deploys, and Ping and Size for the
-// probes and /metrics. Domains and settings go through the domains
-// manager, never straight to the store.
+// Store is what the handlers use of the store. Domains and settings go
+// through the domains manager, never straight to the store.
 type Store interface {
 	store.Pets
 	store.Idempotency
@@ -29,12 +27,11 @@ type Store interface {
 	Ping(ctx context.Context) error
 	Size(ctx context.Context) (int64, error)
 
-	// The events and webhooks (events.go, admin_webhooks.go); delivering
-	// them is events' job, with the rest of store.Events.
+	// The events and webhooks; delivering them is events' job.
 	Events(ctx context.Context, f store.EventFilter) ([]store.Event, error)
 	OldestEvent(ctx context.Context) (store.EventID, error)
-	// EventCursor maps a cursor a client gives to the store's own ids (a
-	// file moved back from PostgreSQL numbered its events again).
+	// EventCursor maps a client's cursor to the store's ids (a file moved
+	// back from PostgreSQL renumbered its events).
 	EventCursor(ctx context.Context, id store.EventID) (store.EventID, error)
 	RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error)
 	CreateWebhook(ctx context.Context, w *store.Webhook, key *store.IdempotentWrite) error
@@ -46,28 +43,21 @@ type Store interface {
 	RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time, key *store.IdempotentWrite) (store.Delivery, error)
 }
 
-// FileStore is what a store kept in one file that this process owns
-// (bbolt) does beyond Store, given as Config.File. It copies its data
-// itself: BackupSized writes a consistent copy to the writer open returns,
-// after telling it the size (GET /admin/backup). And it can find its data
-// damaged (a page that makes a transaction panic), which only restoring a
-// backup mends: Damaged says so, OnDamaged is called once when it happens
-// (/readyz and petstore_store_damaged). A PostgreSQL database is not one:
-// pg_dump copies a live database that other instances share.
+// FileStore is what a bbolt store this process owns does beyond Store
+// (Config.File): BackupSized writes a consistent copy to open's writer
+// after telling it the size, and Damaged/OnDamaged report a damaged page,
+// which only restoring a backup mends. PostgreSQL is none: pg_dump copies
+// a live shared database.
 type FileStore interface {
 	BackupSized(ctx context.Context, open func(size int64) (io.Writer, error)) (int64, error)
 	Damaged() error
 	OnDamaged(func(error))
 }
 
-// SharedStore is what a database that several instances share
-// (PostgreSQL) does beyond Store, given as Config.Shared. CheckAPIKey
-// looks a key up in the database on every request, since a cache could
-// miss a new key or keep a revoked one (the lookups a client may make are
-// limited, as its failures are). AdminTokenKnown says why the admin token
-// cannot be checked yet (the database not reached since start), so that
-// the request gets a 503 rather than a 401. PoolStats feeds the pool's
-// metrics.
+// SharedStore is what a database shared by instances does beyond Store
+// (Config.Shared): CheckAPIKey looks keys up every time (a cache could
+// keep a revoked one), AdminTokenKnown turns an unknowable token into 503
+// rather than 401, and PoolStats feeds the metrics.
 type SharedStore interface {
 	CheckAPIKey(ctx context.Context, secret string) (store.APIKey, bool, error)
 	AdminTokenKnown() error

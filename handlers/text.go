@@ -10,11 +10,10 @@ import (
 	"petstore/store"
 )
 
-// refuseUnstorableText answers 400 naming the first path parameter, query
-// parameter or body string (member names included) that holds text one of
-// the stores cannot keep (store.UnstorableText): the same request must get
-// the same answer on bbolt and on PostgreSQL, and a bbolt file must hold
-// nothing that could not move to PostgreSQL.
+// refuseUnstorableText answers 400 naming the first path or query
+// parameter or body string (names too) holding text a store cannot keep
+// (store.UnstorableText): both stores must answer alike, and a bbolt file
+// must be able to move to PostgreSQL.
 func refuseUnstorableText(c echo.Context) error {
 	names, values := c.ParamNames(), c.ParamValues()
 	for i, n := range names {
@@ -43,12 +42,12 @@ func refuseUnstorableText(c echo.Context) error {
 	return nil
 }
 
-// nulEscape is how U+0000 appears in JSON: a raw NUL is not allowed in a
-// JSON string, and the decoder refuses invalid UTF-8 before this runs.
+// nulEscape is U+0000 in JSON: raw NULs are not allowed in strings, and
+// invalid UTF-8 is refused before this runs.
 var nulEscape = []byte(`\u0000`)
 
-// refuseUnstorableJSON names the first string of a JSON document that holds
-// U+0000. Most bodies hold no such escape and cost one scan of their bytes.
+// refuseUnstorableJSON names a JSON document's first string holding
+// U+0000; most bodies cost one scan of their bytes.
 func refuseUnstorableJSON(data []byte) error {
 	if !bytes.Contains(data, nulEscape) {
 		return nil

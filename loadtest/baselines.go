@@ -11,8 +11,8 @@ import (
 	"petstore/store/boltstore/bolttest"
 )
 
-// baselinePet is the answer of the Echo baseline: the size and shape of a
-// pet, encoded on every request as the real handler does.
+// baselinePet is the Echo baseline's answer, a pet's size and shape,
+// encoded per request as the real handler does.
 type baselinePet struct {
 	ID         int64  `json:"id"`
 	Name       string `json:"name"`
@@ -20,21 +20,18 @@ type baselinePet struct {
 	Status     string `json:"status"`
 }
 
-// echoBaselinePath is what the Echo baseline row requests.
 const echoBaselinePath = "/pets/1"
 
 // serveEchoBaseline serves the Echo baseline on addr until killed: one Echo
-// handler, no middleware, no validation, no store, behind an http.Server
-// with the timeouts server.NewHTTPServer sets, answering a small JSON object.
-// It is what GET /pets/{id} would cost if Petstore added nothing to Echo.
+// handler, no middleware, validation or store, behind the service's
+// http.Server settings: what GET /pets/{id} costs with nothing added.
 func serveEchoBaseline(addr string) error {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	pet := baselinePet{ID: 1, Name: "Rex", CategoryID: 1, Status: "available"}
 	e.GET("/pets/:petId", func(c echo.Context) error { return c.JSON(http.StatusOK, pet) })
 	e.GET("/readyz", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
-	// The same server settings as the service's, so that only the handler
-	// differs.
+	// The service's server settings, so that only the handler differs.
 	srv := server.NewHTTPServer(e, nil, nil)
 	srv.Addr = addr
 	return srv.ListenAndServe()

@@ -19,14 +19,13 @@ import (
 	"petstore/store/postgres/pgtest"
 )
 
-// Labels of the rows measured on both stores; the PostgreSQL rows add
-// onPostgres. A row's label names its results (bench.loads) too.
+// Labels of the rows measured on both stores (PostgreSQL rows add
+// onPostgres); a label names its results in bench.loads.
 const (
 	labelGetPet   = "GET /pets/{id}"
 	labelPostPets = "POST /pets (durable)"
 	labelOrders   = "POST /store/orders (durable)"
-	// labelPostPetsKeyed is POST /pets with an Idempotency-Key of its
-	// own on each request: its answer is kept with the pet.
+	// labelPostPetsKeyed is POST /pets with its own Idempotency-Key each.
 	labelPostPetsKeyed = "POST /pets with an Idempotency-Key (durable)"
 	onPostgres         = ", PostgreSQL"
 	labelPGGetPet      = labelGetPet + onPostgres
@@ -35,11 +34,10 @@ const (
 	labelSite          = "GET / (the site)"
 )
 
-// pageLimit is the page size of the list rows.
 const pageLimit = 20
 
-// pageRow is the label of the row reading the first page of a store of n
-// pets, or one 90% deep.
+// pageRow labels the row reading the first page of n pets, or one 90%
+// deep.
 func pageRow(n int, deep bool) string {
 	if deep {
 		return fmt.Sprintf("GET /pets?limit=%d 90%% deep, %s pets", pageLimit, humanCount(n))
@@ -47,9 +45,8 @@ func pageRow(n int, deep bool) string {
 	return fmt.Sprintf("GET /pets?limit=%d first page, %s pets", pageLimit, humanCount(n))
 }
 
-// job is one row's load: a warm-up, then measured slices. The jobs of a run
-// take turns, slice by slice (see runJobs), so that a row and the baseline
-// it is judged against see the same background load on the machine.
+// job is one row's load: a warm-up, then measured slices. Jobs take turns
+// slice by slice, so that a row and its baseline share background load.
 type job struct {
 	label string
 	// warm sends unmeasured load for d; nil means no warm-up.
@@ -58,19 +55,17 @@ type job struct {
 	slice func(ctx context.Context, d time.Duration) (*loadResult, error)
 }
 
-// serverJob is the job of a row whose load, sent by send, goes to the
-// server p: send warms it up and sends each slice, which measured measures.
+// serverJob is the job of a row whose load send sends to server p, warm-up
+// and slices alike.
 func (b *bench) serverJob(label string, p *proc, send func(ctx context.Context, d time.Duration) *loadResult) job {
 	return job{label: label, warm: send, slice: b.measured(p, send)}
 }
 
-// httpJob is the job of a row sending w to p.
 func (b *bench) httpJob(label string, p *proc, client *client, w workload) job {
 	return b.serverJob(label, p, func(ctx context.Context, d time.Duration) *loadResult { return b.phase(ctx, p, client, w, d) })
 }
 
-// bench is one run: its settings, the processes it started and what it
-// measured. Figures left at zero were not measured.
+// bench is one run: settings, processes and measures (zero: not measured).
 type bench struct {
 	cfg        config
 	log        io.Writer
@@ -82,15 +77,13 @@ type bench struct {
 	procs      []*proc
 	smallProc  *proc // the server on the small store
 	tlsTargets []*tlsTarget
-	// pgCluster is the PostgreSQL server of the PostgreSQL rows; pgSkipped
-	// says why there are none.
+	// pgCluster serves the PostgreSQL rows; pgSkipped says why there are none.
 	pgCluster *pgtest.Cluster
 	pgSkipped string
-	// pgVs names the revision of -postgres-vs, whose rows' labels end
-	// with it.
+	// pgVs names -postgres-vs's revision, which ends its rows' labels.
 	pgVs string
-	// others are the revisions of -vs and -postgres-vs, by source folder;
-	// vsRev names -vs's, whose small store rows' labels end with it.
+	// others are -vs's and -postgres-vs's revisions by source folder; vsRev
+	// names -vs's, which ends its rows' labels.
 	others map[string]otherRevision
 	vsRev  string
 	jobs   []job
@@ -105,14 +98,12 @@ type bench struct {
 	idleRSS      int64 // small store, after start
 	afterLoadRSS int64 // small store, after every row
 	peakRSS      int64 // small store, its high-water mark (VmHWM)
-	// settledRSS is the small store's RSS once it came back within
-	// targetSettledVsIdle of idle after the load, or at the end of
-	// cfg.rssWait; settleTime is how long after the load that was.
+	// settledRSS is the small store's RSS once back within
+	// targetSettledVsIdle of idle, or at cfg.rssWait; settleTime is when.
 	settledRSS int64
 	settleTime time.Duration
-	// settledAnon and settledFile split settledRSS: the heap and other
-	// anonymous memory, which the service can give back, and the data
-	// file's pages the kernel keeps mapped, which are its page cache.
+	// settledAnon and settledFile split settledRSS: anonymous memory, which
+	// the service can give back, and the data file's mapped page cache.
 	settledAnon, settledFile int64
 
 	importTime  time.Duration
@@ -121,7 +112,7 @@ type bench struct {
 	bigIdleRSS  int64
 
 	// hook is the webhook row's server and receiver; closers end what the
-	// run started in its own process.
+	// run started in-process.
 	hook    *hookRow
 	closers []func()
 
@@ -143,8 +134,8 @@ func (b *bench) fail(format string, args ...any) {
 	b.progress("ERROR: %s", msg)
 }
 
-// run measures everything, prints the table to out (also after an error,
-// with what was measured) and returns the report.
+// run measures everything, prints the table to out (after an error too)
+// and returns the report.
 func run(ctx context.Context, cfg config, out, log io.Writer) (*report, error) {
 	b := &bench{cfg: cfg, log: log, begun: time.Now(), loads: map[string]*loadResult{}}
 	b.loadBefore = loadAverage()
@@ -169,8 +160,8 @@ func (b *bench) cleanup() {
 	}
 }
 
-// measure sets everything up (the binary, the data files, the servers, the
-// baselines), then runs every row's load, then stops the servers.
+// measure sets everything up, runs every row's load, and stops the
+// servers.
 func (b *bench) measure(ctx context.Context) error {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		return fmt.Errorf("needs Linux /proc: %w", err)
@@ -230,8 +221,8 @@ func (b *bench) measure(ctx context.Context) error {
 	return nil
 }
 
-// runJobs warms every job up, then runs cfg.rounds rounds in which each job
-// gets one slice of cfg.duration/cfg.rounds in turn.
+// runJobs warms every job up, then runs cfg.rounds rounds, each job taking
+// one slice of cfg.duration/cfg.rounds per round.
 func (b *bench) runJobs(ctx context.Context) error {
 	slice := b.cfg.duration / time.Duration(b.cfg.rounds)
 	b.progress("%d rows: %v warm-up each, then %d rounds of a %v slice per row, %d connections",
@@ -265,8 +256,8 @@ func (b *bench) runJobs(ctx context.Context) error {
 			res.errSamples = append(w.errSamples, res.errSamples...)
 		}
 		res.finish()
-		// A few dials are the pool growing to the peak concurrency, which
-		// the warm-up may not have reached; more mean connections close.
+		// A few dials are the pool growing past the warm-up's concurrency; more
+		// mean connections close.
 		if res.dials > int64(b.cfg.connections) {
 			b.notes = append(b.notes, fmt.Sprintf("%s: %d new connections during the measured slices (keep-alive broken?)", j.label, res.dials))
 		}
@@ -277,9 +268,8 @@ func (b *bench) runJobs(ctx context.Context) error {
 	return nil
 }
 
-// rssAfterLoad reads the small store's RSS and peak RSS right after the
-// load, then polls its RSS until it is within targetSettledVsIdle of its
-// idle RSS or cfg.rssWait has passed.
+// rssAfterLoad reads the small store's RSS and peak right after the load,
+// then polls RSS until within targetSettledVsIdle of idle or cfg.rssWait.
 func (b *bench) rssAfterLoad(ctx context.Context) error {
 	var err error
 	if b.afterLoadRSS, err = b.smallProc.rss(); err != nil {
@@ -310,8 +300,8 @@ func (b *bench) rssAfterLoad(ctx context.Context) error {
 	}
 }
 
-// settleRSS waits for the process to settle after its start and reads its
-// resident memory.
+// settleRSS waits for the process to settle after its start and reads
+// its RSS.
 func (b *bench) settleRSS(ctx context.Context, p *proc) (int64, error) {
 	select {
 	case <-time.After(b.cfg.settle):
@@ -338,13 +328,13 @@ func (b *bench) echoBaseline(ctx context.Context) error {
 }
 
 // startPetstore starts the binary on loopback, rate limiter off, with args
-// that name its store, and waits until it is ready.
+// naming its store, and waits until ready.
 func (b *bench) startPetstore(ctx context.Context, name string, watch io.Writer, args ...string) (*proc, time.Duration, error) {
 	return b.startRevision(ctx, name, b.bin, watch, args...)
 }
 
-// startRevision is startPetstore with bin, this revision's binary or
-// another's (which writes a CPU profile only if it knows the flag).
+// startRevision is startPetstore with bin, which writes a CPU profile only
+// if it knows the flag.
 func (b *bench) startRevision(ctx context.Context, name, bin string, watch io.Writer, args ...string) (*proc, time.Duration, error) {
 	args = append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)
 	if b.cfg.cpuProfiles != "" && knowsFlag(ctx, bin, "cpu-profile") {
@@ -398,7 +388,6 @@ func (a *apiClient) do(ctx context.Context, method, path string, h http.Header, 
 	return resp.Header, nil
 }
 
-// loadAverage is the 1, 5 and 15 minute load averages.
 func loadAverage() string {
 	data, err := os.ReadFile("/proc/loadavg")
 	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {

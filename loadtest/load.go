@@ -26,8 +26,8 @@ type workload struct {
 	keyed bool
 }
 
-// idempotencyKeys numbers the keys of keyed workloads; runID keeps two
-// runs on one store apart.
+// idempotencyKeys numbers keyed workloads' keys; runID keeps runs on one
+// store apart.
 var (
 	idempotencyKeys atomic.Int64
 	runID           = strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -53,8 +53,7 @@ type loadResult struct {
 	p50, p99   time.Duration // set by finish
 }
 
-// rps, cpuPerReq and clientCPUPerReq are 0 for a row that was not measured
-// (nil), which the report shows as such.
+// rps, cpuPerReq and clientCPUPerReq are 0 for an unmeasured row (nil).
 func (r *loadResult) rps() float64 {
 	if r == nil || r.elapsed <= 0 {
 		return 0
@@ -69,7 +68,6 @@ func (r *loadResult) cpuPerReq() time.Duration {
 	return r.cpu / time.Duration(r.requests)
 }
 
-// clientCPUPerReq is the client's CPU time per request.
 func (r *loadResult) clientCPUPerReq() time.Duration {
 	if r == nil || r.requests == 0 || !r.hasCPU {
 		return 0
@@ -79,7 +77,6 @@ func (r *loadResult) clientCPUPerReq() time.Duration {
 
 const maxErrSamples = 5
 
-// add adds the figures of another slice of the same row.
 func (r *loadResult) add(o *loadResult) {
 	r.requests += o.requests
 	r.errors += o.errors
@@ -108,9 +105,9 @@ func (r *loadResult) finish() {
 	r.lats = nil
 }
 
-// client is the keep-alive client of one server: as many idle connections
-// kept per host as there are workers, so that no request pays for a new
-// connection after the warm-up. It counts its dials, to show that.
+// client is one server's keep-alive client, keeping an idle connection per
+// worker so that no request pays for a new one after the warm-up; it
+// counts its dials to show that.
 type client struct {
 	*http.Client
 	dials atomic.Int64
@@ -138,8 +135,7 @@ func newClient(conns int) *client {
 }
 
 // measured is a job's slice: load sent by send for d, with the CPU time
-// the server p and this process (the client) used meanwhile, read from
-// /proc just before and just after.
+// server p and this process used meanwhile, read from /proc.
 func (b *bench) measured(p *proc, send func(ctx context.Context, d time.Duration) *loadResult) func(ctx context.Context, d time.Duration) (*loadResult, error) {
 	return func(ctx context.Context, d time.Duration) (*loadResult, error) {
 		cpu0, self0, err := b.cpuTimes(p)
@@ -159,7 +155,6 @@ func (b *bench) measured(p *proc, send func(ctx context.Context, d time.Duration
 	}
 }
 
-// cpuTimes reads the CPU time p's server and this process have used so far.
 func (b *bench) cpuTimes(p *proc) (server, self time.Duration, err error) {
 	if server, err = procCPUTime(p.pid(), p.name); err != nil {
 		return 0, 0, err
@@ -170,8 +165,8 @@ func (b *bench) cpuTimes(p *proc) (server, self time.Duration, err error) {
 	return server, self, nil
 }
 
-// phase sends w from b.cfg.connections workers, each one request at a time
-// on its own keep-alive connection, until d has passed.
+// phase sends w from b.cfg.connections workers, one request at a time
+// each on its own keep-alive connection, until d has passed.
 func (b *bench) phase(ctx context.Context, p *proc, client *client, w workload, d time.Duration) *loadResult {
 	dials0 := client.dials.Load()
 	res := runWorkers(ctx, b.cfg.connections, d, func(rng *rand.Rand) (time.Duration, bool, string) {
@@ -189,11 +184,9 @@ func (b *bench) phase(ctx context.Context, p *proc, client *client, w workload, 
 	return res
 }
 
-// runWorkers runs attempts from n workers, each one at a time, until d has
-// passed, and gathers their latencies and failures. An attempt returns its
-// latency, whether it reached the server, and a description when it
-// failed: one that did not reach it counts no latency, and 100 of those in
-// a row end the worker (the server is gone; stop hammering it).
+// runWorkers runs attempts from n workers, one at a time each, until d has
+// passed, and gathers latencies and failures. An attempt that did not
+// reach the server counts no latency, and 100 in a row end the worker.
 func runWorkers(ctx context.Context, n int, d time.Duration, attempt func(rng *rand.Rand) (lat time.Duration, reached bool, failure string)) *loadResult {
 	res := &loadResult{}
 	var mu sync.Mutex
@@ -236,8 +229,8 @@ func runWorkers(ctx context.Context, n int, d time.Duration, attempt func(rng *r
 	return res
 }
 
-// do sends one request and reads the whole answer. msg is the start of the
-// body of a non-2xx answer.
+// do sends one request and reads the whole answer; msg is the start of a
+// non-2xx body.
 func do(ctx context.Context, client *http.Client, base string, w workload, path string, body []byte) (status int, msg string, lat time.Duration, err error) {
 	var rd io.Reader
 	if body != nil {

@@ -1,9 +1,8 @@
-// Command loadtest is Petstore's load benchmark: `go run ./loadtest` from
-// the module root, on Linux (it reads /proc). It builds the binary, seeds
-// its stores, drives it over loopback and prints one table, each row beside
-// its baseline and target; docs/performance.md says what each row measures.
-// A MISS is a measurement, not a failure: the exit status is non-zero only
-// on real errors. Every process it starts is killed when it ends.
+// Command loadtest is Petstore's load benchmark (`go run ./loadtest`,
+// Linux only): it builds the binary, seeds its stores, drives it over
+// loopback and prints one table, each row beside its baseline and target
+// (docs/performance.md). A MISS is a measurement: the exit status is
+// non-zero only on real errors.
 package main
 
 import (
@@ -18,10 +17,9 @@ import (
 	"time"
 )
 
-// echoBaselineArg, as the first argument, makes the binary serve the Echo
-// baseline on the address that follows instead of running the benchmark: the
-// benchmark re-executes itself that way so that the baseline is a process of
-// its own, measured exactly as the server is.
+// echoBaselineArg, first, makes the binary serve the Echo baseline on the
+// following address: the benchmark re-executes itself so, so that the
+// baseline is measured as a process of its own, as the server is.
 const echoBaselineArg = "-serve-echo-baseline"
 
 func main() {
@@ -54,7 +52,6 @@ func main() {
 	}
 }
 
-// config is what the flags set.
 type config struct {
 	duration    time.Duration // measured part of each row
 	rounds      int           // slices the measured part is cut into, rows taking turns

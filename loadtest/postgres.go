@@ -14,11 +14,10 @@ import (
 	"petstore/store/postgres/pgtest"
 )
 
-// postgresStore starts a private PostgreSQL cluster with its durable
-// defaults (as the bbolt rows fsync every commit), seeds it as the small
-// store is seeded, starts the binary on it with --database and adds the
-// rows of single pets, creates and orders, beside -postgres-vs's when
-// given. Without PostgreSQL's binaries the rows are skipped, with a note.
+// postgresStore starts a private PostgreSQL cluster with durable defaults
+// (as bbolt fsyncs every commit), seeds it like the small store, starts the
+// binary on it and adds the rows of single pets, creates and orders, beside
+// -postgres-vs's. Without PostgreSQL the rows are skipped, with a note.
 func (b *bench) postgresStore(ctx context.Context) error {
 	cluster, err := pgtest.Start(true)
 	if errors.Is(err, pgtest.ErrNotInstalled) {
@@ -51,10 +50,9 @@ func (b *bench) postgresStore(ctx context.Context) error {
 	return nil
 }
 
-// postgresJobs seeds a new database of the cluster with this revision's
-// store (an older binary runs on its schema: later migrations only add
-// columns with defaults, and tables), starts bin on it, and returns the
-// jobs of its rows, their labels ending with onPostgres and suffix.
+// postgresJobs seeds a new database with this revision's store (older
+// binaries run on its schema: later migrations only add tables and
+// defaulted columns), starts bin on it, and returns its rows' jobs.
 func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]job, error) {
 	url, err := b.pgCluster.NewDatabase(ctx)
 	if err != nil {
@@ -82,9 +80,8 @@ func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]j
 	return jobs, nil
 }
 
-// withDBCPU adds to each slice of a row the CPU time the PostgreSQL server
-// used meanwhile. The rows take turns, so it is this row's statements'
-// (and the few polls of the idle instances').
+// withDBCPU adds the PostgreSQL server's CPU time to each slice; rows take
+// turns, so it is this row's.
 func (b *bench) withDBCPU(slice func(ctx context.Context, d time.Duration) (*loadResult, error)) func(ctx context.Context, d time.Duration) (*loadResult, error) {
 	return func(ctx context.Context, d time.Duration) (*loadResult, error) {
 		cpu0, err := b.pgCluster.CPU()
@@ -112,7 +109,6 @@ func dbCPUPerReq(r *loadResult) float64 {
 	return float64(r.dbCPU/time.Duration(r.requests)) / float64(time.Microsecond)
 }
 
-// dbCPU shows a row's PostgreSQL CPU per request.
 func dbCPU(r *loadResult) check {
 	v := dbCPUPerReq(r)
 	return check{on: "PostgreSQL CPU/req", value: v, ok: v > 0, unit: "µs"}
@@ -127,9 +123,8 @@ func revision(ctx context.Context, dir string) string {
 	return filepath.Base(dir)
 }
 
-// postgresReport adds the PostgreSQL rows, each judged against the bbolt
-// row of the same request measured in the same run, and against the row
-// of -postgres-vs's revision.
+// postgresReport adds the PostgreSQL rows, each judged against the same
+// run's bbolt row and -postgres-vs's row.
 func (b *bench) postgresReport(r *report) {
 	if b.pgSkipped != "" {
 		r.lines = append(r.lines, line{label: "PostgreSQL rows", on: "skipped: " + b.pgSkipped, verdict: "skipped"})

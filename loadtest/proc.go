@@ -20,8 +20,8 @@ import (
 	"time"
 )
 
-// proc is a server process the benchmark started: the petstore binary or the
-// Echo baseline.
+// proc is a server process the benchmark started: petstore or the Echo
+// baseline.
 type proc struct {
 	name    string
 	cmd     *exec.Cmd
@@ -34,11 +34,10 @@ type proc struct {
 	logFile *os.File
 }
 
-// startServer starts bin with args, where the literal argument "ADDR" is
-// replaced by a free loopback address, and waits for it to answer 200 on
-// /readyz; ready is how long that took from the start. Its stdout (its log)
-// also goes to watch, when watch is not nil. The process is killed if the
-// benchmark dies (see setParentDeathSignal) and by b.cleanup otherwise.
+// startServer starts bin with args, "ADDR" replaced by a free loopback
+// address, and waits for 200 on /readyz; ready is how long that took. Its
+// log also goes to watch when not nil. The process dies with the benchmark
+// (setParentDeathSignal) or in b.cleanup.
 func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writer, args ...string) (p *proc, ready time.Duration, err error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
@@ -89,14 +88,13 @@ func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writ
 }
 
 // serverEnv is the environment without PETSTORE_ variables, so that the
-// caller's own settings (a JSON log, a rate limit) do not change what is
-// measured.
+// caller's settings do not change what is measured.
 func serverEnv() []string {
 	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PETSTORE_") })
 }
 
-// freeLoopbackAddr finds a free port on 127.0.0.1. Knowing the address
-// before the process starts is what lets readiness be timed from its start.
+// freeLoopbackAddr finds a free port on 127.0.0.1, known before the start
+// so that readiness is timed from it.
 func freeLoopbackAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -115,8 +113,8 @@ func (p *proc) exitedErr() error {
 	return fmt.Errorf("%s exited: %v\n%s", p.name, p.waitErr, indent(p.stderr.String()))
 }
 
-// waitReady polls /readyz (200 means ready) from the moment the process was
-// started, and returns how long it took.
+// waitReady polls /readyz from the process's start and returns how long
+// it took.
 func (p *proc) waitReady(ctx context.Context) (time.Duration, error) {
 	const path, timeout = "/readyz", 60 * time.Second
 	client := &http.Client{
@@ -182,13 +180,10 @@ func (p *proc) kill() {
 	}
 }
 
-// procCPUTime is the CPU time so far, all threads, of the process pid
-// (named name in errors): the sum of its threads' time on a CPU from
-// /proc/<pid>/task/*/schedstat, in nanoseconds, where the kernel keeps it.
-// /proc/<pid>/stat counts in ticks of 10 ms, which a short slice on a
-// loaded machine can miss entirely (a row then measured no CPU at all).
-// Go's threads live as long as the process, so no thread's time is lost
-// between two readings.
+// procCPUTime is pid's CPU time so far, all threads: from their schedstat
+// in nanoseconds where the kernel keeps it, since /proc/<pid>/stat's 10 ms
+// ticks can miss a short slice on a loaded machine entirely. Go's threads
+// live as long as the process, so none's time is lost between readings.
 func procCPUTime(pid int, name string) (time.Duration, error) {
 	if d, ok := schedCPUTime(pid); ok {
 		return d, nil
@@ -197,8 +192,7 @@ func procCPUTime(pid int, name string) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
-	// The command name (field 2) is in parentheses and may hold spaces:
-	// count fields from the last ')'. utime and stime are fields 14 and 15.
+	// The command name may hold spaces: count fields from the last ')'.
 	var utime, stime int64
 	i := bytes.LastIndexByte(data, ')')
 	if f := strings.Fields(string(data[i+1:])); i < 0 || len(f) < 13 {
@@ -206,7 +200,7 @@ func procCPUTime(pid int, name string) (time.Duration, error) {
 	} else if _, err := fmt.Sscan(f[11]+" "+f[12], &utime, &stime); err != nil {
 		return 0, fmt.Errorf("%s: /proc stat: %w", name, err)
 	}
-	// In USER_HZ, 100 on every architecture Linux runs this on.
+	// In USER_HZ, 100 on every Linux architecture.
 	return time.Duration(utime+stime) * (time.Second / 100), nil
 }
 
@@ -273,7 +267,6 @@ func buildServer(ctx context.Context, dir string) (bin, src string, err error) {
 	return bin, src, err
 }
 
-// buildIn builds the petstore module in src into the file bin.
 func buildIn(ctx context.Context, src, bin string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
 	cmd.Dir = src
@@ -283,14 +276,13 @@ func buildIn(ctx context.Context, src, bin string) (string, error) {
 	return bin, nil
 }
 
-// isModuleDir says that dir holds a go.mod.
 func isModuleDir(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, "go.mod"))
 	return err == nil
 }
 
-// tailBuffer keeps the first and the last bytes written to it, up to max
-// each: enough to say why a process failed, bounded however much it writes.
+// tailBuffer keeps the first and last max bytes written to it: enough to
+// say why a process failed.
 type tailBuffer struct {
 	mu         sync.Mutex
 	max        int

@@ -20,14 +20,10 @@ import (
 	"time"
 )
 
-// receiver is an HTTP/1.1 server of its own for the webhook row: for each
-// request it reads the headers and the whole body, verifies the Standard
-// Webhooks signature, notes the webhook-id and answers 204, on keep-alive
-// connections; answers to requests that arrived together go out in one
-// write, as a pipelining server's would. net/http's server does the same
-// work with a goroutine handoff, a header map and a flush per request;
-// this one costs the benchmark's cores (which it shares with the server
-// measured) what a lean receiver in production would cost its own.
+// receiver is the webhook row's own HTTP/1.1 server: it reads each
+// request, verifies its signature, notes the webhook-id and answers 204,
+// batching answers of requests that came together. It costs the shared
+// cores what a lean production receiver would, where net/http costs more.
 type receiver struct {
 	ln  net.Listener
 	key atomic.Pointer[[]byte] // the webhook's HMAC key, once it is created
@@ -54,7 +50,6 @@ func (r *receiver) url() string { return "http://" + r.ln.Addr().String() + "/ho
 
 func (r *receiver) close() { r.ln.Close() }
 
-// setSecret takes the webhook's whsec_ secret.
 func (r *receiver) setSecret(secret string) error {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	if err != nil {
@@ -64,7 +59,6 @@ func (r *receiver) setSecret(secret string) error {
 	return nil
 }
 
-// has reports whether the event id was delivered.
 func (r *receiver) has(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -72,8 +66,7 @@ func (r *receiver) has(id string) bool {
 	return ok
 }
 
-// distinct is the number of events delivered, and when the last of them
-// came.
+// distinct is the number of events delivered and when the last came.
 func (r *receiver) distinct() (int, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -104,8 +97,8 @@ var (
 	answerBad       = []byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 )
 
-// request is what the receiver keeps of one request; its buffers are the
-// connection's, reused.
+// request is what the receiver keeps of one request, in the connection's
+// reused buffers.
 type request struct {
 	id, timestamp, signature []byte
 	length                   int
@@ -167,8 +160,8 @@ func (r *receiver) conn(c net.Conn) {
 	}
 }
 
-// signatureMatches reports whether one of the space-separated "v1,<base64>"
-// signatures is sum.
+// signatureMatches reports whether one of the space-separated
+// "v1,<base64>" signatures is sum.
 func signatureMatches(header, sum []byte) bool {
 	var want [64]byte
 	enc := base64.StdEncoding.AppendEncode(want[:0], sum)
@@ -180,7 +173,6 @@ func signatureMatches(header, sum []byte) bool {
 	return false
 }
 
-// readRequest reads one request's head and body into req.
 func readRequest(br *bufio.Reader, req *request) error {
 	req.id, req.timestamp, req.signature = req.id[:0], req.timestamp[:0], req.signature[:0]
 	req.length = -1

@@ -19,13 +19,12 @@ type report struct {
 	lines  []line
 	notes  []string
 	errors []string
-	// clientCPU lists the client's CPU per request of each load row, for a
-	// note.
+	// clientCPU lists each load row's client CPU per request, for a note.
 	clientCPU []string
 }
 
-// line is one line of the table. A row judged twice has a second line with
-// only the judgement cells.
+// line is one line of the table; a row judged twice has a second line
+// with the judgement cells only.
 type line struct {
 	label                      string
 	rps, p50, p99, cpu, errors string
@@ -33,9 +32,8 @@ type line struct {
 	verdict                    string
 }
 
-// check is one judgement: a measured value (a ratio, or a figure) against
-// a target, or shown for information when op is "", or the mark of a
-// baseline when unit is "" too.
+// check is one judgement: a measured ratio or figure against a target,
+// for information when op is "", a baseline's mark when unit is "" too.
 type check struct {
 	on     string // what is compared: "CPU/req vs Echo baseline"
 	value  float64
@@ -90,19 +88,17 @@ func versus(on string, a, b float64, op string, target float64) check {
 	return c
 }
 
-// cpuVs compares CPU per request of res with that of base.
 func cpuVs(res, base *loadResult, baseName, op string, target float64) check {
 	return versus("CPU/req vs "+baseName, float64(res.cpuPerReq()), float64(base.cpuPerReq()), op, target)
 }
 
-// cpuCeiling is the req/s ratio of res to base that the CPU alone would
-// allow: with the cores fully used, each row's rate is the cores over the
-// client's and the server's CPU per request together.
+// cpuCeiling is the req/s ratio of res to base the CPU alone would allow:
+// with the cores fully used, a row's rate is the cores over its client's
+// and server's CPU per request.
 func cpuCeiling(res, base *loadResult, baseName string) check {
 	return versus("CPU ceiling vs "+baseName, float64(base.cpuPerReq()+base.clientCPUPerReq()), float64(res.cpuPerReq()+res.clientCPUPerReq()), "", 0)
 }
 
-// rpsVs compares req/s of res with that of base.
 func rpsVs(res, base *loadResult, baseName, op string, target float64) check {
 	return versus("req/s vs "+baseName, res.rps(), base.rps(), op, target)
 }
@@ -118,8 +114,7 @@ const (
 	targetPostVsFsync = 5    // POST /pets req/s, x one-fsync-per-write puts/s
 	targetDeepVsFirst = 1.2  // deep page CPU/req, x first page
 	targetBigVsSmall  = 1.2  // first page at 1M, x at 10k
-	// targetPostVsRevision: POST /pets req/s, x -vs's revision measured
-	// beside it (issue 20: a change of structure costs creates at most 10%).
+	// targetPostVsRevision: POST /pets req/s, x -vs's revision beside it.
 	targetPostVsRevision = 0.9
 	targetIdleRSSMB      = 25
 	// targetSettledVsIdle: RSS within a minute after the load, x idle RSS.
@@ -188,9 +183,8 @@ func (b *bench) buildReport() *report {
 		r.lines = append(r.lines, line{label: "GET /pets, large store", on: "skipped (-big-pets 0)", verdict: "skipped"})
 	}
 
-	// TLS rows: new connections (connect, full handshake, close) to
-	// --https-listen of a server with 1 verified domain and of one with
-	// cfg.tlsDomains, SNI spread over them; req = connection.
+	// TLS rows: req = one new connection (connect, full handshake, close),
+	// to a server with 1 domain and one with cfg.tlsDomains.
 	if c.tlsDomains > 0 {
 		manyLabel := tlsRow(c.tlsDomains)
 		one, many := b.loads[tlsRow(1)], b.loads[manyLabel]
@@ -267,8 +261,7 @@ func (b *bench) buildReport() *report {
 	return r
 }
 
-// load adds a load row, judged by the checks (the first on its own line,
-// the others on lines of their own below).
+// load adds a load row judged by checks, each on a line of its own.
 func (r *report) load(label string, res *loadResult, checks ...check) {
 	l := line{label: label, rps: "-", p50: "-", p99: "-", cpu: "-", errors: "-"}
 	if res != nil {
@@ -301,7 +294,6 @@ func (r *report) judge(l line, checks []check) {
 	}
 }
 
-// print writes the report as a plain-text table.
 func (r *report) print(w io.Writer) {
 	fmt.Fprintln(w)
 	for _, h := range r.header {
@@ -327,7 +319,7 @@ func (r *report) print(w io.Writer) {
 	}
 }
 
-// tlsRow is the label of the TLS row of the server with n verified domains.
+// tlsRow labels the TLS row of the server with n verified domains.
 func tlsRow(n int) string {
 	return "new TLS connections, " + domainCount(n)
 }
@@ -341,7 +333,6 @@ func latency(d time.Duration) string {
 
 var english = message.NewPrinter(language.English)
 
-// thousands writes a rate with thousands separators.
 func thousands(v float64) string { return english.Sprintf("%.0f", v) }
 
 func median(ds []time.Duration) time.Duration {

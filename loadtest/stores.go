@@ -1,6 +1,5 @@
-// The small and the big store: importing their pets, starting the server on
-// them, and the paging checks and jobs that read them; the jobs of single
-// pets, creates and orders, which the PostgreSQL store has too.
+// The small and the big store: seeding them, starting the server on them,
+// and their rows' jobs.
 
 package main
 
@@ -23,18 +22,16 @@ import (
 	"petstore/store/boltstore"
 )
 
-// seedable is a store with its bulk import (boltstore's and postgres' DB
-// have one each, outside store.Store).
+// seedable is a store with its bulk import (outside store.Store).
 type seedable interface {
 	store.Store
 	ImportPets(ctx context.Context, categoryID int64, n int, status store.PetStatus) error
 }
 
-// seedStore gives the new store db what it holds after the service's first
-// start, the admin token, then one category and n pets (available, ids
-// 1..n) with the store's own bulk import, and closes it. It returns the
-// category's id and how long the seeding took; where names db in the
-// progress line.
+// seedStore gives the new store db what the service's first start leaves
+// (the admin token), one category and n available pets (ids 1..n) by bulk
+// import, and closes it. It returns the category's id and the seeding's
+// time; where names db in the progress line.
 func (b *bench) seedStore(ctx context.Context, db seedable, where string, n int) (int64, time.Duration, error) {
 	b.progress("importing %s pets into %s with store.ImportPets", humanCount(n), where)
 	t := time.Now()
@@ -55,7 +52,6 @@ func (b *bench) seedStore(ctx context.Context, db seedable, where string, n int)
 	return cat.ID, time.Since(t), nil
 }
 
-// importStore creates a data file of n pets with seedStore.
 func (b *bench) importStore(ctx context.Context, path string, n int) (int64, time.Duration, error) {
 	db, err := boltstore.Open(path, store.Options{})
 	if err != nil {
@@ -65,8 +61,7 @@ func (b *bench) importStore(ctx context.Context, path string, n int) (int64, tim
 }
 
 // smallStore starts the server on a new file of cfg.pets pets, measures its
-// time to ready and idle RSS, and adds the jobs of single pets, first and
-// deep pages, the site, orders and creates.
+// time to ready and idle RSS, and adds its rows' jobs.
 func (b *bench) smallStore(ctx context.Context) error {
 	n := b.cfg.pets
 	data := filepath.Join(b.dir, "small.db")
@@ -99,8 +94,7 @@ func (b *bench) smallStore(ctx context.Context) error {
 }
 
 // smallJobs returns the jobs of the small store's rows sent to p, their
-// labels ending with suffix: single pets, creates (with a key and
-// without), orders, the first page and one deep, and the site.
+// labels ending with suffix.
 func (b *bench) smallJobs(ctx context.Context, p *proc, catID int64, suffix string) ([]job, error) {
 	client := newClient(b.cfg.connections)
 	jobs, err := b.apiJobs(ctx, p, client, b.cfg.pets, catID, suffix, true)
@@ -111,11 +105,10 @@ func (b *bench) smallJobs(ctx context.Context, p *proc, catID int64, suffix stri
 	return append(jobs, b.httpJob(labelSite+suffix, p, client, get("/"))), nil
 }
 
-// apiJobs makes, through p's API, an API key for the writes and gives the
-// first cfg.stockPets pets full stock (the store holds the n pets imported
-// in order into a new store, ids 1..n, of category catID). It returns the
-// jobs of reading a random pet, creating a pet and ordering one of a
-// stocked pet, and with keyed creating one with an Idempotency-Key, their
+// apiJobs makes an API key through p's API and gives the first
+// cfg.stockPets pets full stock (the store holds pets 1..n of category
+// catID). It returns the jobs reading a random pet, creating one, ordering
+// a stocked one, and with keyed creating one with an Idempotency-Key,
 // labels ending with suffix.
 func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, catID int64, suffix string, keyed bool) ([]job, error) {
 	b.progress("through the API of %s: an API key, stock for %d pets", p.name, b.cfg.stockPets)
@@ -162,18 +155,16 @@ func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, cat
 	return jobs, nil
 }
 
-// pageJobs checks the first page of p's pets and one 90% deep, the store
-// holding the n pets 1..n, and returns the jobs reading them, their labels
-// ending with suffix. Creates during the run add pets after the last, so
-// these pages stay the same.
+// pageJobs checks the first page of p's pets 1..n and one 90% deep, and
+// returns the jobs reading them, labels ending with suffix. Creates add
+// pets after the last, so these pages stay the same.
 func (b *bench) pageJobs(ctx context.Context, p *proc, client *client, n int, suffix string) []job {
 	api := &apiClient{client: client.Client, base: p.base()}
 	first := "/pets?limit=" + strconv.Itoa(pageLimit)
 	after := int64(n) * 9 / 10
 	deep := first + "&cursor=" + encodeCursor(after)
 	if suffix != "" {
-		// Another revision's rows (-vs): its cursors may be written
-		// otherwise.
+		// Another revision (-vs) may write its cursors otherwise.
 		deep = b.followLinks(ctx, api, first, after)
 	} else {
 		b.checkPage(ctx, api, first, idRange(1, pageLimit))
@@ -185,9 +176,8 @@ func (b *bench) pageJobs(ctx context.Context, p *proc, client *client, n int, su
 	}
 }
 
-// bigStore imports the large store with the store package, times the
-// server's start on it to ready (several starts), reads its idle RSS and
-// adds the jobs of its first and deep pages.
+// bigStore imports the large store, times the server's starts on it to
+// ready, reads its idle RSS and adds the jobs of its first and deep pages.
 func (b *bench) bigStore(ctx context.Context) error {
 	n := b.cfg.bigPets
 	if n == 0 {
@@ -232,10 +222,10 @@ func idRange(from int64, n int) []int64 {
 	return ids
 }
 
-// checkPage fetches a list page once and checks it holds exactly the pets
-// want, and that its Link header's cursor is the one this benchmark
-// computes: deep pages are requested with a computed cursor, so a change of
-// the cursor format must show here, not as a silently different row.
+// checkPage fetches a list page once and checks it holds exactly want and
+// that its Link cursor is the one computed here: deep pages use a computed
+// cursor, so a change of its format must show here, not as a different
+// row.
 func (b *bench) checkPage(ctx context.Context, api *apiClient, path string, want []int64) {
 	got, h, err := petIDs(ctx, api, path)
 	if err != nil {
@@ -252,8 +242,8 @@ func (b *bench) checkPage(ctx context.Context, api *apiClient, path string, want
 	}
 }
 
-// followLinks follows the Link headers from the page path until a page ends
-// with the pet after, and returns the path of the page after it.
+// followLinks follows Link headers from path until a page ends with the pet
+// after, and returns the next page's path.
 func (b *bench) followLinks(ctx context.Context, api *apiClient, path string, after int64) string {
 	for path != "" {
 		ids, h, err := petIDs(ctx, api, path)
@@ -275,7 +265,6 @@ func (b *bench) followLinks(ctx context.Context, api *apiClient, path string, af
 	return path
 }
 
-// petIDs reads the list page path: its pets' ids and its headers.
 func petIDs(ctx context.Context, api *apiClient, path string) ([]int64, http.Header, error) {
 	var pets []struct {
 		ID int64 `json:"id"`
@@ -289,9 +278,7 @@ func petIDs(ctx context.Context, api *apiClient, path string) ([]int64, http.Hea
 }
 
 // encodeCursor is handlers/cursor.go's cursor of GET /pets without
-// filters: the id to start after (8 bytes big-endian), 0xff, the FNV-1a
-// hash of the list ("/pets", a zero byte, no filters), base64url without
-// padding.
+// filters; a change there shows in checkPage.
 func encodeCursor(after int64) string {
 	h := fnv.New32a()
 	h.Write([]byte("/pets\x00"))

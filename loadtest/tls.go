@@ -17,22 +17,20 @@ import (
 	"time"
 )
 
-// The TLS rows (docs/performance.md) measure new connections to
-// --https-listen of a server whose data file holds verified domains and
-// their certificates. Its --acme-ca is a port nobody listens on: a server
-// that asks its CA for anything fails the handshake or logs it, and either
-// is an error of the run.
+// The TLS rows (docs/performance.md) measure new connections to a server
+// whose data file holds verified domains and their certificates. Its
+// --acme-ca is a port nobody listens on, so a server asking its CA for
+// anything fails the handshake or logs it: an error of the run.
 const (
 	tlsACMECA         = "https://127.0.0.1:1/directory"
 	tlsPlatformDomain = "petstore.test"
 	tlsCertLifetime   = 90 * 24 * time.Hour // as Let's Encrypt's
 	tlsDialTimeout    = 5 * time.Second     // connect and handshake
-	// tlsSeedWorkers write the domains of a data file at once: the store
-	// commits concurrent writes in groups, one fsync each.
+	// tlsSeedWorkers write a data file's domains at once, so that the store
+	// commits them in groups.
 	tlsSeedWorkers = 32
-	// tlsWarmPassMaxErrors stops the pass over every name early: a server
-	// that fails these many handshakes fails the others too, slowly when it
-	// waits for its CA.
+	// tlsWarmPassMaxErrors stops the warm pass early: a server failing these
+	// many handshakes fails the others too, slowly.
 	tlsWarmPassMaxErrors = 5
 )
 
@@ -44,7 +42,6 @@ func domainCount(n int) string {
 	return thousands(float64(n)) + " verified domains"
 }
 
-// tlsDomainNames are the verified domains of a TLS server with n.
 func tlsDomainNames(n int) []string {
 	names := make([]string, n)
 	for i := range names {
@@ -53,9 +50,8 @@ func tlsDomainNames(n int) []string {
 	return names
 }
 
-// logWatch reads a server's log as it is written and keeps its warnings and
-// errors: the TLS servers log none when all goes well (no request reaches
-// them, and certmagic's info lines are dropped), so any is worth an error.
+// logWatch keeps a server's warnings and errors as it writes its log: a
+// TLS server that does well logs none, so any is an error.
 type logWatch struct {
 	mu            sync.Mutex
 	partial       []byte
@@ -120,10 +116,9 @@ type tlsTarget struct {
 	watch *logWatch
 }
 
-// handshake opens one new connection with the SNI of name i, completes the
-// handshake (verifying the certificate against the test CA and the name)
-// and closes it. lat is from the start of the TCP connect to the end of the
-// handshake.
+// handshake opens one connection with the SNI of name i, completes and
+// verifies the handshake, and closes it; lat runs from the TCP connect to
+// the end of the handshake.
 func (t *tlsTarget) handshake(ctx context.Context, i int) (lat time.Duration, st tls.ConnectionState, err error) {
 	ctx, cancel := context.WithTimeout(ctx, tlsDialTimeout)
 	defer cancel()
@@ -131,8 +126,7 @@ func (t *tlsTarget) handshake(ctx context.Context, i int) (lat time.Duration, st
 		ServerName: t.names[i],
 		RootCAs:    t.roots,
 		NextProtos: []string{"h2", "http/1.1"},
-		// No ClientSessionCache: nothing to resume, and the client does
-		// not offer resumption, so no session tickets are sent.
+		// No ClientSessionCache: no resumption, so no session tickets.
 		MinVersion: tls.VersionTLS12,
 	}}
 	t0 := time.Now()
@@ -149,9 +143,8 @@ func (t *tlsTarget) handshake(ctx context.Context, i int) (lat time.Duration, st
 	return lat, st, nil
 }
 
-// tlsPhase opens new connections from b.cfg.connections workers, each one
-// at a time, SNI picked at random among the names, until d has passed. Each
-// connection counts as a request.
+// tlsPhase opens new connections, one per request, from
+// b.cfg.connections workers, SNI random among the names, until d passed.
 func (b *bench) tlsPhase(ctx context.Context, t *tlsTarget, d time.Duration) *loadResult {
 	return runWorkers(ctx, b.cfg.connections, d, func(rng *mrand.Rand) (time.Duration, bool, string) {
 		i := rng.IntN(len(t.names))
@@ -163,10 +156,9 @@ func (b *bench) tlsPhase(ctx context.Context, t *tlsTarget, d time.Duration) *lo
 	})
 }
 
-// warmPass opens one connection for every name, b.cfg.connections at a
-// time, so that every certificate is in the server's memory cache before
-// anything is measured (the first handshake for a name may load it from
-// storage). It returns the state of one connection, to describe them.
+// warmPass opens one connection per name so that every certificate is in
+// the server's memory cache before measuring (a first handshake may load
+// it from storage). It returns one connection's state, to describe them.
 func (b *bench) warmPass(ctx context.Context, t *tlsTarget) (tls.ConnectionState, error) {
 	var (
 		next     atomic.Int64
@@ -211,10 +203,9 @@ func (b *bench) warmPass(ctx context.Context, t *tlsTarget) (tls.ConnectionState
 	return state, nil
 }
 
-// tlsServers seeds, starts and warms the two TLS servers, one with 1
-// verified domain and one with cfg.tlsDomains, and adds their rows. A
-// server that cannot serve every name is an error of the run; its row
-// stays unmeasured and the others go on.
+// tlsServers seeds, starts and warms the TLS servers (1 domain and
+// cfg.tlsDomains) and adds their rows. A server that cannot serve every
+// name is an error; its row stays unmeasured.
 func (b *bench) tlsServers(ctx context.Context) error {
 	if b.cfg.tlsDomains == 0 {
 		return nil // -tls-domains 0: skipped
@@ -274,9 +265,8 @@ func (b *bench) tlsServer(ctx context.Context, ca *testCA, n int) (*tlsTarget, e
 	return t, nil
 }
 
-// checkTLSServers, once the servers have stopped, makes sure that none
-// asked its CA for anything or failed a handshake: their logs hold no
-// warning and their data files are as seeded.
+// checkTLSServers checks, once the servers stopped, that none asked its
+// CA or failed a handshake: clean logs, data files as seeded.
 func (b *bench) checkTLSServers(ctx context.Context) {
 	if len(b.tlsTargets) == 0 {
 		return

@@ -1,7 +1,6 @@
-// The data file the TLS rows start the server on: a test CA, verified
-// domains and their certificates written into certmagic's storage as the
-// service leaves them after issuing, and a check that the server left them
-// as they were.
+// The TLS rows' data file: a test CA, verified domains and their
+// certificates in certmagic's storage as the service leaves them, and a
+// check that the server left them as they were.
 
 package main
 
@@ -33,8 +32,8 @@ import (
 	"petstore/store/boltstore"
 )
 
-// testCA is the one CA that signs every certificate of the TLS servers; the
-// client trusts it and nothing else.
+// testCA signs every certificate of the TLS servers; the client trusts it
+// alone.
 type testCA struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
@@ -69,11 +68,10 @@ func newTestCA(now time.Time) (*testCA, error) {
 	return &testCA{cert: cert, key: key, pool: pool}, nil
 }
 
-// issue makes what an ACME CA hands certmagic for name: a certificate for an
-// ECDSA P-256 key (certmagic's default key type), valid 90 days from an hour
-// ago, the name its only SAN, for server authentication; the chain PEM is
-// the leaf then the CA's certificate (an ACME CA's leaf then intermediate),
-// the key PEM is certmagic's encoding of the key.
+// issue makes what an ACME CA hands certmagic for name: an ECDSA P-256
+// certificate (certmagic's default) valid 90 days from an hour ago, name
+// its only SAN; the chain PEM is leaf then CA, the key PEM certmagic's
+// encoding.
 func (ca *testCA) issue(name string, now time.Time) (chainPEM, keyPEM []byte, leaf *x509.Certificate, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -108,18 +106,15 @@ func (ca *testCA) issue(name string, now time.Time) (chainPEM, keyPEM []byte, le
 	return chainPEM, keyPEM, leaf, nil
 }
 
-// acmeIssuerKey is the issuer key under which certmagic's ACME issuer for
-// the CA at caURL stores its certificates, asked of a throwaway issuer
-// rather than computed here so that it follows certmagic.
+// acmeIssuerKey is where certmagic's ACME issuer for caURL stores
+// certificates, asked of a throwaway issuer so that it follows certmagic.
 func acmeIssuerKey(caURL string) string {
 	return certmagic.NewACMEIssuer(&certmagic.Config{}, certmagic.ACMEIssuer{CA: caURL, TestCA: caURL}).IssuerKey()
 }
 
-// certMetadata is the metadata file certmagic writes beside a certificate
-// it obtained (Config.saveCertResource): the CertificateResource as indented
-// JSON, its issuer data the acme.Certificate that the ACME client returned,
-// with the renewal information (ARI) a CA supporting it attaches: a window
-// at two thirds of the lifetime, a time picked in it, asked again in 6 hours.
+// certMetadata is the metadata certmagic writes beside an obtained
+// certificate (saveCertResource): the CertificateResource as indented JSON,
+// with the ARI renewal information a CA supporting it attaches.
 func certMetadata(name string, leaf *x509.Certificate, caURL string, now time.Time) ([]byte, error) {
 	ariID, err := acme.ARIUniqueIdentifier(leaf)
 	if err != nil {
@@ -145,12 +140,10 @@ func certMetadata(name string, leaf *x509.Certificate, caURL string, now time.Ti
 	return json.MarshalIndent(certmagic.CertificateResource{SANs: []string{name}, IssuerData: issuerData}, "", "\t")
 }
 
-// seedTLSStore writes the data file of a TLS server as the service leaves it
-// once it has certificates for names: the project on plan pro, the admin
-// token, each name a verified domain (next DNS check in hours, not during
-// the run) whose certificate is issued, and each certificate, its key and
-// metadata in certmagic's storage in the same file, at the keys where
-// certmagic's ACME issuer for caURL stores and looks for them.
+// seedTLSStore writes a TLS server's data file as the service leaves it:
+// plan pro, the admin token, each name verified (no DNS check due in the
+// run) with its certificate, key and metadata where certmagic's issuer
+// for caURL looks.
 func seedTLSStore(ctx context.Context, file, adminToken string, ca *testCA, caURL string, names []string) (err error) {
 	db, err := boltstore.Open(file, store.Options{})
 	if err != nil {
@@ -236,10 +229,9 @@ func seedTLSDomain(ctx context.Context, db *boltstore.DB, storage certmagic.Stor
 	return db.AddDomain(ctx, &d, nil)
 }
 
-// checkTLSStore reports what a TLS server left in its data file that shows
-// it went to its CA: a domain whose certificate is no longer issued (the
-// manager records pending or failed as soon as an attempt starts), ACME
-// account data, or certificate files other than the seeded ones.
+// checkTLSStore reports what shows a TLS server went to its CA: a domain
+// no longer issued (an attempt records pending or failed at once), ACME
+// account data, or certificate files not seeded.
 func checkTLSStore(ctx context.Context, file, caURL string, names []string) error {
 	db, err := boltstore.Open(file, store.Options{})
 	if err != nil {

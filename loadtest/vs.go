@@ -25,8 +25,7 @@ func (b *bench) buildOther(ctx context.Context, dir string) (otherRevision, erro
 	}
 	o := otherRevision{rev: revision(ctx, dir)}
 	if sameFolder(dir, b.src) {
-		// This revision's own folder (as the test of the benchmark names
-		// it): a second build would make the same binary.
+		// This revision's own folder: a second build would be the same.
 		b.progress("the revision in %s (%s) is this one's build", dir, o.rev)
 		o.bin = b.bin
 	} else {
@@ -43,15 +42,14 @@ func (b *bench) buildOther(ctx context.Context, dir string) (otherRevision, erro
 	return o, nil
 }
 
-// sameFolder says that the paths a and b name one folder.
 func sameFolder(a, b string) bool {
 	ia, errA := os.Stat(a)
 	ib, errB := os.Stat(b)
 	return errA == nil && errB == nil && os.SameFile(ia, ib)
 }
 
-// beside puts each job of other right after the job of jobs at the same
-// place; the jobs of jobs that other has none for follow.
+// beside puts each job of other right after jobs' job at the same place;
+// jobs' extra ones follow.
 func beside(jobs, other []job) []job {
 	out := make([]job, 0, len(jobs)+len(other))
 	for i, j := range jobs {
@@ -63,10 +61,10 @@ func beside(jobs, other []job) []job {
 	return out
 }
 
-// smallStoreVs starts -vs's revision on a small store of its own, seeded
-// by this revision's store (an older binary reads the file, its buckets
-// being a subset), and returns the jobs of every row of the small store
-// sent to it: what else a process serves changes what a row costs.
+// smallStoreVs starts -vs's revision on its own small store, seeded by
+// this revision's store (older binaries read the file), and returns the
+// jobs of every small-store row sent to it: what else a process serves
+// changes what a row costs.
 func (b *bench) smallStoreVs(ctx context.Context) ([]job, error) {
 	o, err := b.buildOther(ctx, b.cfg.vs)
 	if err != nil {
@@ -86,9 +84,8 @@ func (b *bench) smallStoreVs(ctx context.Context) ([]job, error) {
 }
 
 // smallRow adds the small store's row label, judged by checks and, with
-// -vs, against the other revision's row of the same request, which follows
-// it. Reads are judged by CPU, as against the Echo baseline, writes by
-// req/s and CPU; POST /pets is held to targetPostVsRevision.
+// -vs, against the other revision's row that follows it: reads by CPU,
+// writes by req/s and CPU, POST /pets held to targetPostVsRevision.
 func (b *bench) smallRow(r *report, label string, checks ...check) {
 	if b.vsRev == "" {
 		r.load(label, b.loads[label], checks...)
@@ -108,8 +105,6 @@ func (b *bench) smallRow(r *report, label string, checks ...check) {
 	r.load(other, vs, check{on: "the revision of -vs", ok: vs != nil})
 }
 
-// knowsFlag says whether the petstore binary bin lists the flag in its
-// usage.
 func knowsFlag(ctx context.Context, bin, flag string) bool {
 	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput()
 	return bytes.Contains(out, []byte("-"+flag+" "))

@@ -1,6 +1,5 @@
-// The row of durable creates with one webhook subscribed to every event:
-// the same creates as the row without one, on a server of its own whose
-// engine delivers each event to a receiver in this process.
+// The row of durable creates with one webhook subscribed to every event,
+// on a server of its own delivering to a receiver in this process.
 
 package main
 
@@ -12,8 +11,8 @@ import (
 	"time"
 )
 
-// labelPostPetsHook is the row of POST /pets with one webhook on "*", and
-// labelPostPetsTwin the same creates on a twin server with none.
+// labelPostPetsHook is POST /pets with one webhook on "*";
+// labelPostPetsTwin the same on a twin server with none.
 const (
 	labelPostPetsHook = labelPostPets + ", one webhook on *"
 	labelPostPetsTwin = labelPostPets + ", its twin with no webhook"
@@ -22,12 +21,10 @@ const (
 // targetHookVsNone: POST /pets req/s with a subscriber, x without.
 const targetHookVsNone = 0.9
 
-// webhookStore starts two servers on stores like the small one, alike but
-// for a webhook subscribed to everything on one of them, and adds their
-// rows of creates, one after the other in each round. The servers serve
-// nothing else: idle between their slices alike, they pay alike for
-// what idleness costs (the heap given back to the OS, and taken again),
-// which the small store, busy with the other rows, does not.
+// webhookStore starts two servers on small-store-like stores, one with a
+// webhook on everything, and adds their rows of creates, one after the
+// other each round. They serve nothing else, so that both pay alike for
+// idleness between slices (the heap given back and taken again).
 func (b *bench) webhookStore(ctx context.Context) error {
 	twin, err := b.hookServer(ctx, "petstore, twin of the one with a webhook", "twin.db")
 	if err != nil {
@@ -63,8 +60,7 @@ func (b *bench) webhookStore(ctx context.Context) error {
 	if err := rcv.setSecret(hook.Secret); err != nil {
 		return err
 	}
-	// Every event after the webhook's is the receiver's: those of the
-	// seeding below and of the row.
+	// Every event after the webhook's is the receiver's.
 	var cursor [2]string
 	for i, path := range eventLists {
 		ids, err := b.eventIDs(ctx, api, path, "")
@@ -88,8 +84,8 @@ func (b *bench) webhookStore(ctx context.Context) error {
 	return nil
 }
 
-// hookServer is a server of the webhook row and its twin, and the category
-// of its pets.
+// hookServer is a server of the webhook row or its twin, with its pets'
+// category.
 type hookServer struct {
 	*proc
 	catID int64
@@ -105,7 +101,6 @@ func (b *bench) hookServer(ctx context.Context, name, file string) (hookServer, 
 	return hookServer{p, catID}, err
 }
 
-// hookRow is the webhook row's server and receiver.
 type hookRow struct {
 	proc   *proc
 	api    *apiClient
@@ -118,19 +113,16 @@ type hookRow struct {
 	cpu      time.Duration // the server's CPU time over that wait
 }
 
-// eventLists are the two lists of events: every one of them is the webhook's.
+// eventLists are the two event lists; every event in them is the webhook's.
 var eventLists = [2]string{"/events", "/admin/events"}
 
-// maxCatchUp bounds the wait for the deliveries after the load: a delivery
-// that keeps up with the creates has sent nearly all of them by then.
+// maxCatchUp bounds the wait for the deliveries after the load.
 const maxCatchUp = 2 * time.Minute
 
 func (b *bench) adminHeader() http.Header {
 	return http.Header{"Authorization": {"Bearer " + b.adminToken}, "Accept": {"application/json"}}
 }
 
-// eventIDs lists the ids of the events of one list after the id after, in
-// order.
 func (b *bench) eventIDs(ctx context.Context, api *apiClient, path, after string) ([]string, error) {
 	var ids []string
 	for {
@@ -154,10 +146,9 @@ func (b *bench) eventIDs(ctx context.Context, api *apiClient, path, after string
 	}
 }
 
-// webhookCatchUp, once the load has ended, waits until the receiver has
-// every event written since the webhook was made, and records how long
-// that took: a delivery that fell behind shows here, and one that lost an
-// event is an error.
+// webhookCatchUp waits after the load until the receiver has every event
+// written since the webhook was made, and records how long: a delivery
+// that fell behind shows here, and a lost event is an error.
 func (b *bench) webhookCatchUp(ctx context.Context) error {
 	h := b.hook
 	if h == nil {
@@ -214,8 +205,8 @@ func (b *bench) webhookCatchUp(ctx context.Context) error {
 	return err
 }
 
-// webhookReport adds the row and its comparison with the row without a
-// subscriber, measured in the same run, slice by slice.
+// webhookReport adds the row and its comparison with the twin's, measured
+// slice by slice in the same run.
 func (b *bench) webhookReport(r *report) {
 	hook, twin, none := b.loads[labelPostPetsHook], b.loads[labelPostPetsTwin], b.loads[labelPostPets]
 	if hook == nil {

@@ -1,6 +1,6 @@
 // Package metrics keeps the service's Prometheus registry: the request
-// series the API records, the gauges its parts report at scrape time, and
-// the text exposition of GET /metrics.
+// series, the gauges its parts report at scrape time, and GET /metrics'
+// text exposition.
 package metrics
 
 import (
@@ -18,35 +18,29 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// Series are keyed by the route template (Echo's c.Path()), never by the
-// URL, and methods outside the standard ones become "other", so their
-// number is bounded by the routes, methods and statuses there are.
+// Series are keyed by route template, never URL, and non-standard methods
+// become "other", so that clients cannot mint series.
 
-// UnmatchedRoute labels requests that matched no route (404s, and requests
-// answered from their Host before routing: 421, redirects).
+// UnmatchedRoute labels requests that matched no route (404s, and ones
+// answered from their Host: 421, redirects).
 const UnmatchedRoute = "unmatched"
 
-// format is the text exposition format, which every Prometheus version
-// scrapes.
+// format is the text exposition format, which every Prometheus scrapes.
 var format = expfmt.NewFormat(expfmt.TypeTextPlain)
 
 // ContentType is the Content-Type of an exposition.
 var ContentType = string(format)
 
-// Registry owns one server's series. Each server has its own, so that
-// servers in one process (tests) do not share series.
+// Registry owns one server's series; servers in one process (tests) do
+// not share them.
 type Registry struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	// series holds the series of requests and duration for each route,
-	// method and status answered so far, so that a request finds its
-	// series in one lookup: the vectors' WithLabelValues hashes the labels
-	// again on every call, and formatting the status allocates. The map is
-	// never changed once stored: a new series (rare, and bounded by the
-	// routes) stores a copy under addMu, so that a request reads it
-	// without a lock, and with the key's own hash function (sync.Map's
-	// keys are interfaces, hashed through their type on every lookup).
+	// series maps route, method and status to their series in one lookup
+	// (WithLabelValues rehashes each call). The map is never changed once
+	// stored: a new series (rare) stores a copy under addMu, so reads take no
+	// lock and hash the key directly (sync.Map hashes through an interface).
 	series atomic.Pointer[map[seriesKey]*requestSeries]
 	addMu  sync.Mutex
 }
@@ -62,8 +56,7 @@ type requestSeries struct {
 }
 
 // New returns a registry with the request series, the Go runtime and
-// process collectors operators look for, and the given collectors (such as
-// Connections and LogDrops).
+// process collectors, and more (such as Connections and LogDrops).
 func New(more ...prometheus.Collector) *Registry {
 	m := &Registry{
 		registry: prometheus.NewRegistry(),
@@ -74,8 +67,7 @@ func New(more ...prometheus.Collector) *Registry {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "petstore_http_request_duration_seconds",
 			Help: "Time from the request's arrival to the end of its answer, by route template and method.",
-			// Most answers take well under a millisecond to a few; the
-			// top buckets catch slow clients, DNS checks and backups.
+			// The top buckets catch slow clients, DNS checks and backups.
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10},
 		}, []string{"route", "method"}),
 	}
@@ -91,8 +83,8 @@ func New(more ...prometheus.Collector) *Registry {
 // Register adds a collector; it fails when one already gives its series.
 func (m *Registry) Register(c prometheus.Collector) error { return m.registry.Register(c) }
 
-// Observe records one answered request. route is the route template (Echo's
-// c.Path()), empty when no route matched.
+// Observe records one answered request; route is the route template,
+// empty when no route matched.
 func (m *Registry) Observe(method, route string, status int, d time.Duration) {
 	if route == "" {
 		route = UnmatchedRoute
@@ -132,8 +124,7 @@ func (m *Registry) addSeries(key seriesKey) *requestSeries {
 	return rs
 }
 
-// methodLabel keeps the method label to the standard methods: any other
-// string a client sends becomes "other", so clients cannot mint series.
+// methodLabel maps non-standard methods to "other".
 func methodLabel(m string) string {
 	switch m {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
@@ -144,8 +135,8 @@ func methodLabel(m string) string {
 }
 
 // Exposition is every series at one moment, gathered before anything is
-// written, so that a collector that fails is answered with an error rather
-// than half an exposition.
+// written, so that a failing collector gets an error, not half an
+// exposition.
 type Exposition struct{ families []*dto.MetricFamily }
 
 func (m *Registry) Gather() (*Exposition, error) {

@@ -28,11 +28,10 @@ type DomainLister interface {
 	List(ctx context.Context) ([]store.Domain, error)
 }
 
-// State reports the store's size, the custom domains by state and their
+// State reports the store's size, the custom domains by state, their
 // certificates' expiry, and petstore_up, read at scrape time within
-// ReadTimeout; now is the clock for the expiry. A store that does not
-// answer in time, or fails, gives petstore_up 0 without the store's
-// series, and the scrape answers with the rest.
+// ReadTimeout. A store that fails or is late gives petstore_up 0 without
+// its series, and the scrape answers with the rest.
 func State(db Sizer, domains DomainLister, now func() time.Time) prometheus.Collector {
 	var b bounded
 	return collector{[]*prometheus.Desc{storeSizeDesc, domainsDesc, expiryDesc, upDesc}, func(s send) {
@@ -82,10 +81,8 @@ func LogDrops(d DropCounter) prometheus.Collector {
 type ConnCounter interface {
 	// Open is the number of connections open.
 	Open() int
-	// Closed is how many connections the guard closed since the start:
-	// at accept because their client was at its cap, idle ones because
-	// descriptors ran short, and new ones at accept for that reason with
-	// nothing idle to close.
+	// Closed is how many connections the guard closed; see
+	// server.ConnGuard.Closed.
 	Closed() (clientCap, idle, refused uint64)
 }
 
@@ -135,12 +132,10 @@ func Handshakes(h HandshakeCounter) prometheus.Collector {
 		h.HandshakesRefused)
 }
 
-// counterFunc is a counter whose value n gives at scrape time.
 func counterFunc(name, help string, n func() uint64) prometheus.Collector {
 	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(n()) })
 }
 
-// gaugeFunc is a gauge whose value v gives at scrape time.
 func gaugeFunc(name, help string, v func() float64) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v)
 }

@@ -23,8 +23,8 @@ var (
 	lagDesc       = desc("petstore_webhook_delivery_lag_seconds", "Time from an event's commit to its first delivery attempt, for the attempts this instance made.")
 )
 
-// WebhookQueue reports the store's webhook queue, read at scrape time
-// within ReadTimeout; now is the clock of the ages.
+// WebhookQueue reports the store's webhook queue at scrape time, within
+// ReadTimeout; now is the ages' clock.
 func WebhookQueue(r store.QueueReader, now func() time.Time) prometheus.Collector {
 	var b bounded
 	return collector{
@@ -68,9 +68,8 @@ type AttemptCounter interface {
 	Lag() (count uint64, sum float64, cumulative map[float64]uint64)
 }
 
-// WebhookAttempts reports what this instance's webhook engine did: the
-// events it fanned out, its attempts by outcome, and the lag from an
-// event to its first attempt. It reads memory only.
+// WebhookAttempts reports this instance's engine, from memory: events
+// fanned out, attempts by outcome, and the lag to a first attempt.
 func WebhookAttempts(c AttemptCounter) prometheus.Collector {
 	return collector{[]*prometheus.Desc{fannedOutDesc, attemptsDesc, lagDesc}, func(s send) {
 		s.counter(fannedOutDesc, float64(c.FannedOut()))

@@ -16,47 +16,35 @@ import (
 
 // DefaultMaxClientConns is the default cap on the connections one client
 // (an IPv4 address or an IPv6 /64) holds open at once: far above what a
-// browser (6 per host) or a pooled API client needs, far below the
-// descriptors a process has.
+// browser or pooled client needs, far below the process's descriptors.
 const DefaultMaxClientConns = 256
 
-// ConnGuard keeps one client from holding the process's file descriptors,
-// on every listener it wraps (plain, TLS, the HTTP challenge listener):
-//
-//   - a client past maxPerClient open connections has its new ones closed
-//     at once, while everyone else goes on being served;
-//   - when descriptors run short (open connections near the limit, or
-//     accept failing with EMFILE/ENFILE), idle keep-alive connections and
-//     connections that have not sent a request yet are closed, those of the
-//     clients holding the most first, so that new clients get in.
-//
-// A connection is counted from accept to close. Idleness comes from the
-// http.Server's ConnState (set by Listeners.Listen).
+// ConnGuard keeps one client from holding the process's descriptors on
+// every listener it wraps: a client past maxPerClient has new connections
+// closed; when descriptors run short, idle and not-yet-used connections of
+// the biggest clients are closed first. Idleness comes from ConnState.
 type ConnGuard struct {
 	maxPerClient int // 0: no cap
-	// highWater is the number of open connections past which idle ones are
-	// closed; 0 when the limit on descriptors is unknown.
+	// highWater: open connections past which idle ones are closed; 0 when
+	// the descriptor limit is unknown.
 	highWater, reserve int
 
 	mu        sync.Mutex
 	perClient map[clientkey.Key]int
 	conns     map[*guardedConn]struct{} // open
 
-	// For /metrics: connections closed at accept because their client was
-	// at its cap, idle ones closed because descriptors ran short, and new
-	// ones closed at accept for that reason with nothing idle to close.
+	// For /metrics; see Closed.
 	clientCapped, shed, refused atomic.Uint64
 }
 
 // NewConnGuard raises the soft limit on open files to the hard one and
 // returns a guard for it. fileLimit is the limit in force (0 if unknown);
-// err says why it could not be raised, which is not fatal.
+// err, not fatal, says why it could not be raised.
 func NewConnGuard(maxPerClient int) (g *ConnGuard, fileLimit int, err error) {
 	fileLimit, err = raiseFileLimit()
 	g = &ConnGuard{maxPerClient: maxPerClient, perClient: map[clientkey.Key]int{}, conns: map[*guardedConn]struct{}{}}
 	if fileLimit > 0 {
-		// Descriptors other than connections (the data file, DNS and ACME
-		// sockets, backups' files) need room too.
+		// Other descriptors (data file, DNS and ACME sockets, backups) need room.
 		g.reserve = max(32, fileLimit/8)
 		g.highWater = max(fileLimit-g.reserve, 1)
 	}
@@ -71,9 +59,8 @@ func (g *ConnGuard) Open() int {
 }
 
 // Closed is how many connections the guard closed since the start: at
-// accept because their client was at its cap, idle ones because descriptors
-// ran short, and new ones at accept for that reason with nothing idle to
-// close.
+// accept at their client's cap, idle ones as descriptors ran short, and
+// new ones then with nothing idle to close.
 func (g *ConnGuard) Closed() (clientCap, idle, refused uint64) {
 	return g.clientCapped.Load(), g.shed.Load(), g.refused.Load()
 }
@@ -83,9 +70,8 @@ func (g *ConnGuard) Listener(ln net.Listener) net.Listener {
 	return &guardedListener{Listener: ln, g: g}
 }
 
-// connState is the http.Server's ConnState: it follows the connections
-// between requests. It runs twice per request on a keep-alive connection:
-// atomic stores, no lock.
+// connState is the http.Server's ConnState. It runs twice per keep-alive
+// request: atomic stores, no lock.
 func (g *ConnGuard) connState(c net.Conn, st http.ConnState) {
 	tc, _ := c.(*tls.Conn)
 	if tc != nil {
@@ -111,9 +97,8 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
-			// Out of descriptors: make room and try again at once; with
-			// nothing to close, the error goes to the http.Server, which
-			// retries after a pause.
+			// Out of descriptors: make room and retry at once; with nothing to
+			// close, the http.Server retries after a pause.
 			if (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && g.shedIdle(max(g.reserve/2, 1)) > 0 {
 				continue
 			}
@@ -153,7 +138,6 @@ func (g *ConnGuard) admit(c net.Conn) *guardedConn {
 	return gc
 }
 
-// shedIdle closes up to n idle connections and returns how many.
 func (g *ConnGuard) shedIdle(n int) int {
 	g.mu.Lock()
 	victims := g.pickIdle(n)
@@ -162,9 +146,8 @@ func (g *ConnGuard) shedIdle(n int) int {
 	return len(victims)
 }
 
-// pickIdle returns up to n idle connections, those of the clients holding
-// the most connections first, and marks them busy so that they are picked
-// once. g.mu is held.
+// pickIdle returns up to n idle connections, the biggest clients' first,
+// marked busy so they are picked once. g.mu is held.
 func (g *ConnGuard) pickIdle(n int) []*guardedConn {
 	if n <= 0 {
 		return nil
@@ -185,8 +168,7 @@ func (g *ConnGuard) pickIdle(n int) []*guardedConn {
 
 func (g *ConnGuard) closeAll(victims []*guardedConn) {
 	for _, c := range victims {
-		// The connection under any TLS: its server goroutine sees the
-		// read fail and ends; a close_notify could block on the client.
+		// Under any TLS: a close_notify could block on the client.
 		_ = c.Close()
 	}
 	g.shed.Add(uint64(len(victims)))
@@ -198,25 +180,21 @@ type guardedConn struct {
 	g      *ConnGuard
 	key    clientkey.Key
 	closed atomic.Bool
-	// idle is set between requests and before the first (http.StateNew,
-	// http.StateIdle): closing the connection then loses no answer.
+	// idle: between requests or before the first, when closing loses no
+	// answer.
 	idle atomic.Bool
-	// state is the connection's http.ConnState; h2 is set once it serves
-	// HTTP/2; accepted is when it was admitted. See unanswered.
+	// state is the http.ConnState; h2 is set once it serves HTTP/2; accepted
+	// is when it was admitted. See unanswered.
 	state    atomic.Int32
 	h2       atomic.Bool
 	accepted time.Time
 }
 
 // unanswered reports whether an HTTP/1 connection may hold a request that
-// net/http would drop if it began shutting down now: one being read or
-// served, or sent and not read yet (bytes wait in the socket), or the
-// first of a connection accepted within patience (its bytes may still be
-// on their way). net/http drops a request it reads once Shutdown has begun,
-// and its Shutdown closes, unanswered, a connection whose first request it
-// has not read within 5 seconds, which a loaded machine can take. A
-// connection that was opened and sent nothing (a browser's preconnect)
-// does not hold shutdown past patience.
+// net/http would drop if shutdown began now: one being read or served,
+// sent and unread, or the first of a connection accepted within patience
+// (on a loaded machine it may not be read before Shutdown gives up on it).
+// A silent connection holds shutdown no longer than patience.
 func (g *ConnGuard) unanswered(patience time.Duration) bool {
 	g.mu.Lock()
 	var check []*guardedConn

@@ -11,11 +11,9 @@ import (
 	"petstore/server/accesslog"
 )
 
-// ServerErrors is the error log of the http.Servers: their lines go to the
-// service's log at warning level, except refused TLS handshakes (an unknown
-// server name, a scanner's probe, a client that gave up), which any client
-// can cause by the thousand: those are counted and summarized once a
-// minute, "N refused TLS handshakes from M addresses in the last minute".
+// ServerErrors is the http.Servers' error log: lines go to the service's
+// log as warnings, except refused TLS handshakes, which any client can
+// cause by the thousand and are summarized once a minute.
 type ServerErrors struct {
 	log        *slog.Logger
 	handshakes *accesslog.Summary

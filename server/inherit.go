@@ -9,8 +9,8 @@ import (
 	"github.com/coreos/go-systemd/v22/activation"
 )
 
-// The names of passed sockets: the flags whose bind each one replaces
-// (LISTEN_FDNAMES, FileDescriptorName= in a systemd socket unit).
+// The names of passed sockets (LISTEN_FDNAMES, FileDescriptorName=): the
+// flags whose bind each replaces.
 const (
 	NameListen = "listen" // --listen
 	NameHTTP   = "http"   // --http-listen
@@ -19,11 +19,10 @@ const (
 
 var socketNames = []string{NameListen, NameHTTP, NameHTTPS}
 
-// FromSystemd takes the listening sockets systemd passed to the process
-// (socket activation: LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES), by name, and
-// clears those variables so that no child takes them again. A single socket
-// with any other name (systemd names one after its unit by default) is
-// --listen's. With none passed it returns an empty map.
+// FromSystemd takes the sockets systemd passed (socket activation), by
+// name, and clears the variables so that no child takes them again. A
+// single socket of any other name (systemd's default) is --listen's. With
+// none it returns an empty map.
 func FromSystemd() (map[string]net.Listener, error) {
 	files := activation.Files(true)
 	out := map[string]net.Listener{}
@@ -59,15 +58,14 @@ func FromSystemd() (map[string]net.Listener, error) {
 	return out, nil
 }
 
-// Inherit gives the listeners sockets systemd opened before the process
-// started, by name: Bind takes one instead of binding its address.
+// Inherit gives the listeners systemd's sockets by name: Bind takes one
+// instead of binding.
 func (l *Listeners) Inherit(sockets map[string]net.Listener) {
 	l.inherited = sockets
 }
 
-// Unused closes the sockets systemd passed that no Bind took, and returns an
-// error naming them: a socket passed for a listener that is off is a
-// mistake in the set-up, not something to ignore.
+// Unused closes systemd's sockets that no Bind took and returns an error
+// naming them: a socket for a listener that is off is a set-up mistake.
 func (l *Listeners) Unused() error {
 	var names []string
 	for name, ln := range l.inherited {

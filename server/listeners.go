@@ -1,6 +1,6 @@
-// Package server owns the service's listening sockets: binding them, the
-// connection guard, the PROXY protocol, the limit on open files, the
-// http.Server each one is served by, and their shutdown.
+// Package server owns the service's listening sockets: binding, the
+// connection guard, the PROXY protocol, the open-files limit, their
+// http.Servers, and shutdown.
 package server
 
 import (
@@ -18,23 +18,22 @@ import (
 	proxyproto "github.com/pires/go-proxyproto"
 )
 
-// Listeners are the service's listening sockets, each with the server that
-// serves it, all behind one ConnGuard.
+// Listeners are the service's listening sockets, each with its server,
+// all behind one ConnGuard.
 type Listeners struct {
 	conns *ConnGuard
 	list  []listener
-	// proxyProtocol decides which connections begin with a PROXY protocol
-	// header; nil: none does.
+	// proxyProtocol decides which connections begin with a PROXY header;
+	// nil: none does.
 	proxyProtocol proxyproto.ConnPolicyFunc
-	// inherited are sockets systemd opened before the process started, by
-	// name, not yet taken by Bind (inherit.go).
+	// inherited are systemd's sockets by name, not yet taken by Bind.
 	inherited map[string]net.Listener
 	// bound are the sockets Bind opened, by name, not yet taken by ListenAs.
 	bound map[string]net.Listener
 	// upgrader passes the sockets to the process of an upgrade; nil: none.
 	upgrader *Upgrader
-	// draining is set when shutdown begins: every HTTP/1 answer from then
-	// on closes its connection.
+	// draining: shutdown began, and every HTTP/1 answer closes its
+	// connection.
 	draining atomic.Bool
 }
 
@@ -48,15 +47,14 @@ func NewListeners(conns *ConnGuard) *Listeners {
 	return &Listeners{conns: conns, bound: map[string]net.Listener{}}
 }
 
-// HandOver makes the sockets bound from now on come from the process that
-// started this one, where it passed them, and go to the process of the
-// next upgrade through u.
+// HandOver makes sockets bound from now on come from the process that
+// started this one, and go to the next upgrade's through u.
 func (l *Listeners) HandOver(u *Upgrader) { l.upgrader = u }
 
-// ReadProxyProtocolFrom makes the listeners opened after it require a PROXY
-// protocol header (v1 or v2) on connections from sources (IP addresses or
-// CIDR ranges, such as a TCP load balancer's) and take the client address
-// it carries as the connection's. It fails on a source that is neither.
+// ReadProxyProtocolFrom makes listeners opened after it require a PROXY
+// header (v1 or v2) on connections from sources (IPs or CIDR ranges) and
+// take its client address as the connection's. It fails on a source that
+// is neither.
 func (l *Listeners) ReadProxyProtocolFrom(sources []string) error {
 	policy, err := proxyproto.PolicyFromRanges(sources, proxyproto.REQUIRE, proxyproto.SKIP)
 	if err != nil {
@@ -66,9 +64,8 @@ func (l *Listeners) ReadProxyProtocolFrom(sources []string) error {
 	return nil
 }
 
-// Bind opens the socket of name without serving it yet: the one the old
-// process of an upgrade passed, else the one systemd passed, else a new
-// one bound to addr. ListenAs then serves it.
+// Bind opens the socket of name without serving it: the one an upgrade's
+// old process passed, else systemd's, else a new one on addr.
 func (l *Listeners) Bind(name, addr string) (net.Addr, error) {
 	if ln := l.bound[name]; ln != nil {
 		return ln.Addr(), nil
@@ -92,11 +89,9 @@ func (l *Listeners) Bind(name, addr string) (net.Addr, error) {
 	return ln.Addr(), nil
 }
 
-// ListenAs serves srv (with TLS when srv has a TLSConfig) on the socket of
-// name that Bind opened, or opens it as Bind does (an empty name: a new
-// socket on addr), and returns the address it got, which names the port
-// when addr asked for port 0. It sets srv's ConnState, which the guard
-// follows.
+// ListenAs serves srv (TLS when it has a TLSConfig) on the socket of name
+// that Bind opened, or opens it as Bind does (empty name: a new socket on
+// addr), and returns its address. It sets srv's ConnState for the guard.
 func (l *Listeners) ListenAs(name, addr string, srv *http.Server) (net.Addr, error) {
 	var ln net.Listener
 	if name == "" {
@@ -112,8 +107,7 @@ func (l *Listeners) ListenAs(name, addr string, srv *http.Server) (net.Addr, err
 		delete(l.bound, name)
 	}
 	if l.proxyProtocol != nil {
-		// Innermost, so that the guard and everything above it see the
-		// client the header names.
+		// Innermost, so that everything above sees the header's client.
 		ln = newProxyProtocolListener(ln, l.proxyProtocol)
 	}
 	ln = l.conns.Listener(ln)
@@ -135,8 +129,8 @@ func (l *Listeners) ListenAs(name, addr string, srv *http.Server) (net.Addr, err
 	return ln.Addr(), nil
 }
 
-// Serve serves every listener until ctx ends (it then returns nil, and the
-// caller shuts the servers down) or one of them fails (its error).
+// Serve serves every listener until ctx ends (nil; the caller shuts the
+// servers down) or one fails (its error).
 func (l *Listeners) Serve(ctx context.Context) error {
 	serveErr := make(chan error, len(l.list))
 	for _, one := range l.list {
@@ -150,19 +144,17 @@ func (l *Listeners) Serve(ctx context.Context) error {
 	}
 }
 
-// Shutdown stops the servers together: they stop accepting, and the
-// requests in flight get until timeout to finish. Past it, abort is called
-// (it stops backups in flight, whose read transactions would otherwise keep
-// the data file from closing) and every connection left is closed, so that
-// shutdown ends soon after timeout whatever clients do.
+// Shutdown stops the servers together: they stop accepting, and requests
+// in flight get until timeout. Past it, abort is called (stopping backups,
+// whose read transactions would keep the data file open) and every
+// connection left is closed, whatever clients do.
 func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	// Stop accepting first (connections that arrive now wait in the
-	// socket's backlog, for a process that shares it), and answer every
-	// request the connections accepted already sent, each answer closing
-	// its connection; only then let net/http shut down, which would drop
-	// a request it reads from then on (see ConnGuard.unanswered).
+	// Stop accepting first (new connections wait in the backlog for a
+	// process sharing it) and answer what accepted connections sent, each
+	// answer closing its connection; only then let net/http shut down, which
+	// drops requests it reads from then on (see ConnGuard.unanswered).
 	l.draining.Store(true)
 	for _, one := range l.list {
 		_ = one.ln.Close()
@@ -174,8 +166,7 @@ func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logg
 	var unfinished atomic.Bool
 	for _, one := range l.list {
 		wg.Go(func() {
-			// Shutdown closes the listeners it still tracks, and one that
-			// Serve has not let go of yet fails its second Close; only the
+			// A listener Serve still holds fails its second Close; only the
 			// deadline means requests were left unfinished.
 			if err := one.srv.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
 				unfinished.Store(true)
@@ -194,9 +185,7 @@ func (l *Listeners) Shutdown(timeout time.Duration, abort func(), log *slog.Logg
 }
 
 // firstRequestPatience is how long shutdown waits for the first request
-// of a connection accepted just before its listener closed; a client that
-// opened a connection and sent nothing (a browser's preconnect) does not
-// hold it longer.
+// of a connection accepted just before its listener closed.
 const firstRequestPatience = 2 * time.Second
 
 // Close closes the listening sockets, those bound and never served too.

@@ -9,20 +9,14 @@ import (
 	proxyproto "github.com/pires/go-proxyproto"
 )
 
-// proxyHeaderTimeout is how long a connection from a trusted source has to
-// send its PROXY protocol header before it is closed.
+// proxyHeaderTimeout is how long a trusted source's connection has to send
+// its PROXY header.
 const proxyHeaderTimeout = 5 * time.Second
 
-// proxyProtocolListener reads the PROXY protocol header of connections from
-// trusted sources (a TCP load balancer), so that their RemoteAddr is the
-// client the header names; connections from other sources pass through
-// untouched, with no header read.
-//
-// go-proxyproto reads the header lazily, on the first Read or RemoteAddr,
-// and the ConnGuard above asks RemoteAddr in its Accept: a trusted source
-// that opened a connection and sent nothing would stop the accept loop for
-// proxyHeaderTimeout. So each header is read on its own goroutine and Accept
-// hands out connections whose header is in.
+// proxyProtocolListener reads trusted sources' PROXY headers, so that
+// RemoteAddr is the client named; others pass untouched. The header is
+// read lazily and the ConnGuard asks RemoteAddr in Accept, so each is read
+// on its own goroutine: a silent trusted connection must not stop Accept.
 type proxyProtocolListener struct {
 	inner *proxyproto.Listener
 	ready chan acceptResult
@@ -50,8 +44,8 @@ func (l *proxyProtocolListener) acceptLoop() {
 	for {
 		c, err := l.inner.Accept()
 		if err != nil {
-			// Hand the error to Accept (the guard may make room on EMFILE
-			// and ask again); a closed listener ends the loop.
+			// Hand the error to Accept (the guard may make room on EMFILE); a
+			// closed listener ends the loop.
 			if !l.deliver(acceptResult{err: err}) || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -65,9 +59,8 @@ func (l *proxyProtocolListener) acceptLoop() {
 			continue
 		}
 		go func() {
-			// With REQUIRE, no header (or a malformed one, or none within
-			// the timeout) leaves ProxyHeader nil; the first Read would fail
-			// anyway, so the connection is closed without being served.
+			// With REQUIRE, a missing, malformed or late header leaves ProxyHeader
+			// nil; the first Read would fail anyway, so the connection is closed.
 			if pc.ProxyHeader() == nil || !l.deliver(acceptResult{conn: pc}) {
 				_ = pc.Close()
 			}

@@ -9,10 +9,8 @@ import (
 	proxyproto "github.com/pires/go-proxyproto"
 )
 
-// hasUnread reports whether bytes the client sent wait in the connection's
-// socket, not yet read by the server. Bytes that the PROXY protocol's
-// reader has buffered are not seen; such a connection falls back to
-// shutdown's patience.
+// hasUnread reports whether client bytes wait unread in the socket. Bytes
+// the PROXY reader buffered are not seen: then shutdown's patience holds.
 func hasUnread(c net.Conn) bool {
 	if pc, ok := c.(*proxyproto.Conn); ok {
 		c = pc.Raw()

@@ -11,21 +11,16 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 )
 
-// Upgrader replaces the running process with a new one started from the
-// binary on disk, with the same arguments and environment, and hands it
-// the listening sockets (github.com/cloudflare/tableflip): the sockets stay
-// open throughout, so that connections arriving during the upgrade wait in
-// their backlog instead of being refused.
-//
-// A process may hold one Upgrader only (tableflip's rule): main makes it,
-// and tests that run the service in-process go without.
+// Upgrader replaces the running process with one started from the binary
+// on disk (tableflip), handing it the listening sockets, which stay open
+// so that connections arriving meanwhile wait in their backlog. A process
+// may hold one Upgrader only: main makes it, in-process tests go without.
 type Upgrader struct {
 	tf *tableflip.Upgrader
 }
 
-// NewUpgrader returns the process's Upgrader, nil where the system cannot
-// pass sockets to a new process (Windows). In a process started by an
-// upgrade it takes the sockets the old process passed.
+// NewUpgrader returns the process's Upgrader, nil where sockets cannot be
+// passed (Windows). Started by an upgrade, it takes the passed sockets.
 func NewUpgrader() (*Upgrader, error) {
 	tf, err := tableflip.New(tableflip.Options{})
 	if errors.Is(err, tableflip.ErrNotSupported) {
@@ -36,15 +31,13 @@ func NewUpgrader() (*Upgrader, error) {
 	return &Upgrader{tf: tf}, nil
 }
 
-// Replacing reports whether this process was started by an upgrade, to
-// replace the one that started it.
+// Replacing reports whether an upgrade started this process.
 func (u *Upgrader) Replacing() bool { return u != nil && u.tf.HasParent() }
 
-// Ready tells the process that started this one (if any) that it can stop
-// accepting: this one has the sockets and is about to serve. It also tells
-// systemd, when the service runs under it, that this process is now the
-// service's main one (MAINPID=, with NotifyAccess=all in the unit), before
-// the old one exits. Sockets inherited and not taken are closed.
+// Ready tells the process that started this one that it can stop
+// accepting, and systemd (with NotifyAccess=all) that this is now the
+// main process, before the old one exits. Sockets inherited and not taken
+// are closed.
 func (u *Upgrader) Ready() error {
 	if u == nil {
 		return nil
@@ -53,7 +46,7 @@ func (u *Upgrader) Ready() error {
 	return u.tf.Ready()
 }
 
-// WaitForOld waits until the process that started this one has exited, or
+// WaitForOld waits until the process that started this one has exited or
 // ctx ends.
 func (u *Upgrader) WaitForOld(ctx context.Context) error {
 	if u == nil {
@@ -62,10 +55,9 @@ func (u *Upgrader) WaitForOld(ctx context.Context) error {
 	return u.tf.WaitForParent(ctx)
 }
 
-// Upgrade starts the binary on disk and waits until it is Ready (nil), or
-// has failed: it exited, could not be started, or was not ready within
-// tableflip's upgrade timeout (a minute), in which case it is killed. On
-// success this process must stop accepting and exit.
+// Upgrade starts the binary on disk and waits until it is Ready (nil) or
+// failed: exited, not started, or not ready within tableflip's timeout
+// (then killed). On success this process must stop accepting and exit.
 func (u *Upgrader) Upgrade() error {
 	if u == nil {
 		return errors.New("this system cannot pass sockets to a new process")
@@ -80,14 +72,14 @@ func (u *Upgrader) Stop() {
 	}
 }
 
-// listener returns the socket of name that the old process passed, or else
-// the one open returns, and keeps it for the next process.
+// listener returns the socket of name the old process passed, else open's,
+// and keeps it for the next process.
 func (u *Upgrader) listener(name string, open func() (net.Listener, error)) (net.Listener, error) {
 	if u == nil {
 		return open()
 	}
-	// tableflip wraps open's error as text: kept here, so that the caller
-	// can still tell a busy port (EADDRINUSE) from any other failure.
+	// Kept, so that the caller can still tell EADDRINUSE from other failures
+	// (tableflip wraps it as text).
 	var openErr error
 	ln, err := u.tf.ListenWithCallback("tcp", name, func(string, string) (net.Listener, error) {
 		ln, err := open()
@@ -100,9 +92,7 @@ func (u *Upgrader) listener(name string, open func() (net.Listener, error)) (net
 	return ln, err
 }
 
-// PacketAndListener returns the UDP and TCP sockets of name (a DNS server's,
-// which answers on both) that the old process passed, or else those open
-// returns, and keeps them for the next process.
+// PacketAndListener is listener for a DNS server's UDP and TCP sockets.
 func (u *Upgrader) PacketAndListener(name string, open func() (net.PacketConn, net.Listener, error)) (net.PacketConn, net.Listener, error) {
 	if u == nil {
 		return open()
@@ -150,12 +140,11 @@ func closeAll(pc net.PacketConn, ln net.Listener) {
 	}
 }
 
-// NotifyReady tells systemd, when the service runs under it (Type=notify),
-// that the service is up.
+// NotifyReady tells systemd (Type=notify) that the service is up.
 func NotifyReady() {
 	notifySystemd(fmt.Sprintf("MAINPID=%d\nREADY=1", os.Getpid()))
 }
 
-// notifySystemd sends state to systemd's notification socket, when there
-// is one (NOTIFY_SOCKET); it is kept for the process an upgrade starts.
+// notifySystemd sends state to NOTIFY_SOCKET, when set; it is kept for the
+// process an upgrade starts.
 func notifySystemd(state string) { _, _ = daemon.SdNotify(false, state) }

@@ -10,22 +10,21 @@ import (
 	"strings"
 )
 
-// static holds the pages' stylesheets and scripts, one folder per page so
-// that the dashboard's files live under the dashboard's prefix only.
+// static holds the pages' stylesheets and scripts, one folder per page, so
+// that the dashboard's files live under its prefix only.
 //
 //go:embed static
 var static embed.FS
 
-// contentTypes are fixed here rather than taken from package mime, which
-// also reads the system's tables: the answer must not depend on the machine.
+// contentTypes are fixed here, not from package mime, which reads the
+// system's tables: answers must not depend on the machine.
 var contentTypes = map[string]string{
 	".css": "text/css; charset=utf-8",
 	".js":  "text/javascript; charset=utf-8",
 }
 
-// asset is one embedded file, named by the hash of its content so that it
-// can be cached for good and a new binary's version is never mistaken for
-// the old one.
+// asset is one embedded file, named by its content's hash so that it is
+// cached for good and never mistaken for another binary's version.
 type asset struct {
 	hashedName, contentType string
 	body                    []byte
@@ -35,24 +34,19 @@ type asset struct {
 type assetSet struct {
 	prefix string           // the URL path they are served under
 	byName map[string]asset // by file name
-	// modules are the JavaScript modules under the folder's modules/,
-	// by path below the prefix ("modules/api.js"). The entry script imports
-	// them by these fixed names, without a hash, and they are revalidated
-	// on each load instead of cached for good. (They import in layers,
-	// without a cycle, TestDashboardModulesHaveNoImportCycle holds, so
-	// hashed names could be given bottom up.)
+	// modules are the JavaScript modules under modules/, by path below the
+	// prefix. The entry script imports them by these fixed names, so they are
+	// revalidated on each load rather than cached for good.
 	modules map[string][]byte
 }
 
-// The embedded files cannot change while the binary runs, so their hashes
-// are computed once, when the package loads.
+// The embedded files cannot change, so hashes are computed at load.
 var (
 	siteAssets      = mustLoadAssets("static/site", AssetsPath)
 	dashboardAssets = mustLoadAssets("static/dashboard", DashboardAssetsPath)
 )
 
-// mustLoadAssets panics on an error: the files are embedded, so an error is
-// a build mistake.
+// mustLoadAssets panics on an error: with embedded files, a build mistake.
 func mustLoadAssets(dir, prefix string) *assetSet {
 	s := &assetSet{prefix: prefix, byName: map[string]asset{}, modules: map[string][]byte{}}
 	err := fs.WalkDir(static, dir, func(p string, e fs.DirEntry, err error) error {
@@ -102,8 +96,8 @@ func (s *assetSet) resources() map[string]*Resource {
 	return m
 }
 
-// url returns the path a page links to for the file name, or an error when
-// there is no such file, which the templates turn into a failed render.
+// url returns the path a page links to for name, or an error (a failed
+// render) when there is no such file.
 func (s *assetSet) url(name string) (string, error) {
 	a, ok := s.byName[name]
 	if !ok {

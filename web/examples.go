@@ -1,5 +1,5 @@
-// Examples on the reference page: a media type's own, or one built from its
-// schema, written as indented JSON with members in the schema's order.
+// Examples on the reference page: a media type's own, or one built from
+// its schema, as indented JSON in the schema's member order.
 
 package web
 
@@ -14,8 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// examplesOf lists a media type's examples: its own, or else the one its
-// schema gives or implies.
+// examplesOf lists a media type's examples: its own, or its schema's.
 func examplesOf(mt *openapi3.MediaType) []exampleView {
 	if mt.Example != nil {
 		return []exampleView{{JSON: exampleJSON(mt.Example, mt.Schema)}}
@@ -41,8 +40,8 @@ func examplesOf(mt *openapi3.MediaType) []exampleView {
 	return nil
 }
 
-// exampleFromSchema builds an example value from a schema's own example or,
-// for objects and arrays, from their parts' examples.
+// exampleFromSchema builds an example from a schema's own example or its
+// parts'.
 func exampleFromSchema(ref *openapi3.SchemaRef, depth int) (any, bool) {
 	if ref == nil || ref.Value == nil || depth > 8 {
 		return nil, false
@@ -71,9 +70,8 @@ func exampleFromSchema(ref *openapi3.SchemaRef, depth int) (any, bool) {
 	return nil, false
 }
 
-// exampleJSON indents an example as JSON with each object's keys in the
-// order its schema lists them, the order the reader has just seen them in,
-// rather than encoding/json's alphabetical one.
+// exampleJSON indents an example as JSON with keys in schema order, the
+// order the reader has just seen, not encoding/json's alphabetical one.
 func exampleJSON(v any, schema *openapi3.SchemaRef) string {
 	var compact, indented bytes.Buffer
 	writeOrdered(&compact, v, schema)
@@ -83,8 +81,8 @@ func exampleJSON(v any, schema *openapi3.SchemaRef) string {
 	return indented.String()
 }
 
-// writeOrdered writes v as compact JSON, objects' keys in schema's order
-// and the keys it does not list after them, alphabetically.
+// writeOrdered writes v as compact JSON, keys in schema order, then the
+// others alphabetically.
 func writeOrdered(b *bytes.Buffer, v any, schema *openapi3.SchemaRef) {
 	s := &openapi3.Schema{}
 	if schema != nil && schema.Value != nil {
@@ -121,8 +119,8 @@ func writeOrdered(b *bytes.Buffer, v any, schema *openapi3.SchemaRef) {
 	}
 }
 
-// scalarJSON encodes without escaping <, > and &: the page escapes what it
-// shows, and a Link header example should read as one.
+// scalarJSON does not escape <, > and &: the page escapes what it shows,
+// and a Link header example should read as one.
 func scalarJSON(v any) string {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

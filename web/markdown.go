@@ -17,12 +17,10 @@ import (
 	"github.com/yuin/goldmark/util"
 )
 
-// The descriptions of an OpenAPI document are CommonMark (with GitHub's
-// tables). goldmark parses them; what this file adds is what the page
-// needs around that: headings shifted to their place in the page with ids
-// that cannot collide, links kept to safe schemes, raw HTML shown as text
-// rather than dropped or run, and table alignment as classes because the
-// page's CSP allows no inline styles.
+// Descriptions are CommonMark (with GitHub's tables), parsed by goldmark.
+// This file fits them to the page: headings shifted, with ids that cannot
+// collide; links kept to safe schemes; raw HTML shown as text; table
+// alignment as classes, since the CSP allows no inline styles.
 
 // heading is a heading found in a description, for the table of contents.
 type heading struct {
@@ -36,18 +34,16 @@ var markdown = goldmark.New(
 	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(pageNodes{}, 100))),
 )
 
-// renderMarkdown converts src to HTML and lists its headings, shaped to
-// their place in the page: headingShift is added to heading levels (a
-// "## Errors" inside a section that is itself an h2 becomes an h3), and
-// idPrefix prefixes heading ids, so that they cannot collide with the
-// operation ids the page also uses as anchors.
+// renderMarkdown converts src to HTML and lists its headings: headingShift
+// is added to heading levels (a "## Errors" inside an h2 section becomes
+// an h3), and idPrefix keeps heading ids from colliding with operation ids.
 func renderMarkdown(src string, headingShift int, idPrefix string) (template.HTML, []heading) {
 	source := []byte(src)
 	doc := markdown.Parser().Parse(text.NewReader(source))
 	headings := fitToPage(doc, source, headingShift, idPrefix)
 	var b bytes.Buffer
 	if err := markdown.Renderer().Render(&b, source, doc); err != nil {
-		// Rendering writes to memory and cannot fail; show the text if it does.
+		// Rendering to memory cannot fail; show the text if it does.
 		return template.HTML(template.HTMLEscapeString(src)), nil
 	}
 	return template.HTML(b.String()), headings
@@ -55,8 +51,8 @@ func renderMarkdown(src string, headingShift int, idPrefix string) (template.HTM
 
 var reURLScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
 
-// fitToPage shifts and names headings, drops links to unsafe schemes and
-// marks external ones, and turns table alignment into classes.
+// fitToPage shifts and names headings, drops unsafe links and marks
+// external ones, and turns table alignment into classes.
 func fitToPage(doc ast.Node, source []byte, headingShift int, idPrefix string) []heading {
 	var headings []heading
 	ids := map[string]int{}
@@ -95,8 +91,7 @@ func fitToPage(doc ast.Node, source []byte, headingShift int, idPrefix string) [
 		}
 		return ast.WalkContinue, nil
 	})
-	// A javascript: link in a description must not run in the page: its
-	// text stays, the link goes.
+	// A javascript: link must not run in the page: the text stays.
 	for _, l := range unsafeLinks {
 		parent := l.Parent()
 		for c := l.FirstChild(); c != nil; {
@@ -109,8 +104,7 @@ func fitToPage(doc ast.Node, source []byte, headingShift int, idPrefix string) [
 	return headings
 }
 
-// safeURL reports whether a link may point at url: http(s), mailto and
-// relative URLs only.
+// safeURL: http(s), mailto and relative URLs only.
 func safeURL(url string) bool {
 	switch strings.ToLower(reURLScheme.FindString(url)) {
 	case "", "http:", "https:", "mailto:":
@@ -123,8 +117,6 @@ func external(url string) bool {
 	return strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://")
 }
 
-// plainText is a heading's text without its markup, for ids and the table
-// of contents.
 func plainText(n ast.Node, source []byte) string {
 	var b strings.Builder
 	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
@@ -147,9 +139,8 @@ func slug(s string) string {
 	return strings.Trim(reSlugDrop.ReplaceAllString(strings.ToLower(s), "-"), "-")
 }
 
-// pageNodes renders the nodes whose page form differs from goldmark's:
-// raw HTML is shown as escaped text (goldmark would drop it), and a table
-// sits in a wrapper that scrolls on narrow screens.
+// pageNodes renders raw HTML as escaped text (goldmark would drop it),
+// and tables in a wrapper that scrolls on narrow screens.
 type pageNodes struct{}
 
 func (pageNodes) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {

@@ -17,8 +17,7 @@ import (
 )
 
 // RenderReference renders the reference page of an OpenAPI 3 document as
-// ParseSpec gives it. It is meant to run once at start: the document is
-// embedded in the binary and does not change while it runs.
+// ParseSpec gives it; meant to run once at start.
 func RenderReference(doc *openapi3.T) ([]byte, error) {
 	page, err := execute(referenceTemplate, buildReference(doc))
 	if err != nil {
@@ -105,8 +104,8 @@ type tryItView struct {
 	First     *tryItFirst
 }
 
-// tryItFirst is a record the example body refers to (ExtTryItFirst):
-// the panel reads it first, and creates it when it does not exist.
+// tryItFirst is a record the example body refers to (ExtTryItFirst), which
+// the panel reads first and creates when it does not exist.
 type tryItFirst struct {
 	Field      string // the body's member that holds its id
 	ReadPath   string // with {Field} for the id
@@ -133,8 +132,8 @@ func buildReference(doc *openapi3.T) *referenceView {
 		v.Title, v.Version, v.License = doc.Info.Title, doc.Info.Version, doc.Info.License
 		v.Description, v.Sections = renderMarkdown(doc.Info.Description, 0, "section-")
 	}
-	// The try-it panels call paths under the first server's path, the
-	// only part of it a same-origin request can use.
+	// The panels call paths under the first server's path, the only part a
+	// same-origin request can use.
 	basePath := ""
 	if len(doc.Servers) > 0 {
 		if u, err := url.Parse(doc.Servers[0].URL); err == nil && !strings.Contains(doc.Servers[0].URL, "{") {
@@ -156,9 +155,8 @@ func buildReference(doc *openapi3.T) *referenceView {
 	for _, path := range doc.Paths.InMatchingOrder() {
 		item := doc.Paths.Value(path)
 		for method, op := range item.Operations() {
-			// Under its first tag only: the operationId is the element's
-			// id, which the server's deprecation links point at, so an
-			// operation appears once.
+			// Under its first tag only: the operationId is the element's id, which
+			// deprecation links point at.
 			name := "Other"
 			if len(op.Tags) > 0 {
 				name = op.Tags[0]
@@ -178,9 +176,8 @@ func buildReference(doc *openapi3.T) *referenceView {
 	if doc.Components != nil {
 		for _, name := range slices.Sorted(maps.Keys(doc.Components.Schemas)) {
 			ref := doc.Components.Schemas[name]
-			// Expanded from its own definition, not through the $ref,
-			// so that the section shows the schema rather than a link to
-			// itself.
+			// From its own definition, not the $ref, so that the section shows the
+			// schema rather than a link to itself.
 			sv := schemaOf(&openapi3.SchemaRef{Value: ref.Value})
 			v.Schemas = append(v.Schemas, namedSchema{Name: name, Schema: sv})
 		}
@@ -194,8 +191,8 @@ var methodRank = map[string]int{
 	http.MethodDelete: 4, http.MethodHead: 5, http.MethodOptions: 6, http.MethodTrace: 7,
 }
 
-// compareOperations puts operations in the order the document lists them,
-// or by path and method when it was parsed without positions.
+// compareOperations orders operations as the document lists them, or by
+// path and method without positions.
 func compareOperations(a, b *operationView) int {
 	return cmp.Or(cmp.Compare(a.line, b.line), strings.Compare(a.Path, b.Path), cmp.Compare(methodRank[a.Method], methodRank[b.Method]))
 }
@@ -209,8 +206,7 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 		Deprecated: op.Deprecated,
 	}
 	if ov.ID == "" {
-		// An anchor is needed all the same; the server's deprecation
-		// links use operationIds, which this document then lacks.
+		// An anchor is needed all the same.
 		ov.ID = strings.ToLower(method) + "-" + slug(path)
 	}
 	if op.Origin != nil && op.Origin.Key != nil {
@@ -271,8 +267,8 @@ func buildOperation(doc *openapi3.T, basePath, path, method string, item *openap
 	return ov
 }
 
-// tryItFirstOf reads an operation's ExtTryItFirst; nil when it has none,
-// or when it names operations the document does not have.
+// tryItFirstOf reads an operation's ExtTryItFirst; nil without one, or
+// when it names operations the document lacks.
 func tryItFirstOf(doc *openapi3.T, basePath string, op *openapi3.Operation) *tryItFirst {
 	ext, _ := op.Extensions[ExtTryItFirst].(map[string]any)
 	field, _ := ext["field"].(string)
@@ -302,7 +298,6 @@ func tryItFirstOf(doc *openapi3.T, basePath string, op *openapi3.Operation) *try
 	return &tryItFirst{Field: field, ReadPath: basePath + readPath, CreatePath: basePath + createPath, CreateBody: body.String()}
 }
 
-// operationByID finds an operation and its path by operationId.
 func operationByID(doc *openapi3.T, id string) (string, *openapi3.Operation) {
 	if id == "" || doc.Paths == nil {
 		return "", nil
@@ -317,8 +312,8 @@ func operationByID(doc *openapi3.T, id string) (string, *openapi3.Operation) {
 	return "", nil
 }
 
-// compareStatus orders response codes numerically, ranges (2XX) after
-// their codes, default last.
+// compareStatus orders response codes numerically, ranges after their
+// codes, default last.
 func compareStatus(a, b string) int {
 	rank := func(s string) string {
 		switch {
@@ -350,14 +345,14 @@ func buildResponse(opID, code string, r *openapi3.Response) responseView {
 		desc, _ := renderMarkdown(h.Value.Description, 5, opID+"-")
 		rv.Headers = append(rv.Headers, paramView{Name: name, Description: desc, Schema: schemaOf(h.Value.Schema)})
 	}
-	// Error bodies are alike across the operations: shown in full under
-	// Schemas, they are summed up here, which keeps the page small.
+	// Error bodies are alike across operations: summed up here, shown in full
+	// under Schemas.
 	rv.Media = mediaViews(r.Content, !rv.Success)
 	return rv
 }
 
-// mediaViews lists a body's media types. A brief one names a component
-// schema's fields and links to its full description instead of repeating it.
+// mediaViews lists a body's media types; a brief one names a component's
+// fields and links to its description.
 func mediaViews(content openapi3.Content, brief bool) []mediaView {
 	var out []mediaView
 	for _, t := range slices.Sorted(maps.Keys(content)) {
@@ -374,8 +369,8 @@ func mediaViews(content openapi3.Content, brief bool) []mediaView {
 	return out
 }
 
-// authOf describes what an operation needs: its own security, or the
-// document's. An empty requirement among the alternatives means public.
+// authOf describes what an operation needs: its own security or the
+// document's; an empty requirement means public.
 func authOf(doc *openapi3.T, op *openapi3.Operation) []authView {
 	reqs := doc.Security
 	if op.Security != nil {
@@ -394,7 +389,6 @@ func authOf(doc *openapi3.T, op *openapi3.Operation) []authView {
 	return out
 }
 
-// securityScheme is the document's scheme of that name, or nil.
 func securityScheme(doc *openapi3.T, name string) *openapi3.SecurityScheme {
 	if doc.Components == nil || doc.Components.SecuritySchemes[name] == nil {
 		return nil
@@ -417,7 +411,7 @@ func describeScheme(doc *openapi3.T, name string) string {
 }
 
 // apiKeyHeader returns the header of the first API-key scheme an operation
-// accepts, for the try-it panel's key field.
+// accepts, for the panel's key field.
 func apiKeyHeader(doc *openapi3.T, auth []authView) string {
 	for _, a := range auth {
 		if s := securityScheme(doc, a.Scheme); s != nil && s.Type == "apiKey" && s.In == "header" {

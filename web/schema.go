@@ -15,11 +15,9 @@ import (
 const componentSchemaPrefix = "#/components/schemas/"
 
 // schemaView is a schema with its $refs resolved, as the page shows it: a
-// type line (type, format, enum, limits) and, for objects and arrays, the
-// properties below it.
+// type line and, for objects and arrays, the properties below.
 type schemaView struct {
-	// Ref is the component's name when the schema is a $ref to one; the
-	// page links it to the component's own section.
+	// Ref is the component's name when the schema is a $ref to one.
 	Ref         string
 	Type        string
 	Format      string
@@ -28,23 +26,22 @@ type schemaView struct {
 	Facts       []fact
 	Example     string // a scalar's example as JSON; objects show theirs below the body
 	Props       []propView
-	// Closed is additionalProperties: false: other properties are refused.
+	// Closed: additionalProperties is false.
 	Closed bool
 	// Items is an array's element schema.
 	Items *schemaView
 	// Variants are the oneOf/anyOf/allOf alternatives, under VariantKind.
 	Variants    []*schemaView
 	VariantKind string
-	// Cycle marks a $ref met again inside its own expansion: the page
-	// links it instead of expanding it forever.
+	// Cycle marks a $ref met again inside its own expansion: linked, not
+	// expanded.
 	Cycle bool
-	// Brief asks for the type line and the names of the properties only,
-	// with a link to the component's full description.
+	// Brief: the type line and property names only, with a link.
 	Brief bool
 }
 
 // fact is one limit or property of a schema in words, with an optional
-// value shown as code: "1 to 100 characters", "pattern" + "^[a-z]+$".
+// value as code.
 type fact struct {
 	Text string
 	Code string
@@ -57,15 +54,13 @@ type propView struct {
 }
 
 // maxSchemaDepth bounds nesting that $refs do not catch (deeply inlined
-// schemas); the page would be unreadable long before.
+// schemas).
 const maxSchemaDepth = 12
 
-// schemaOf resolves one schema tree for the page.
 func schemaOf(ref *openapi3.SchemaRef) *schemaView { return buildSchema(ref, map[string]bool{}, 0) }
 
 // buildSchema resolves ref, depth deep in its tree; expanding holds the
-// $refs being expanded, so that a recursive schema stops at its second
-// appearance.
+// $refs being expanded, so a recursive schema stops at its second time.
 func buildSchema(ref *openapi3.SchemaRef, expanding map[string]bool, depth int) *schemaView {
 	if ref == nil || ref.Value == nil {
 		return nil
@@ -115,13 +110,11 @@ func buildSchema(ref *openapi3.SchemaRef, expanding map[string]bool, depth int) 
 	return v
 }
 
-// propertyOrder lists an object's properties as a reader wants them:
-// required ones first, each group in the document's order when it is known
-// (alphabetically when not).
+// propertyOrder lists required properties first, each group in the
+// document's order when known (else alphabetically).
 func propertyOrder(s *openapi3.Schema) []string {
 	line := func(name string) int {
-		// The property's own position: for a $ref that is where the $ref
-		// is written, not where the component it names is.
+		// For a $ref, where the $ref is written, not the component.
 		if p := s.Properties[name]; p != nil && p.Origin != nil && p.Origin.Key != nil {
 			return p.Origin.Key.Line
 		}
@@ -138,8 +131,7 @@ func propertyOrder(s *openapi3.Schema) []string {
 	})
 }
 
-// sizeFact words a bound on a length or a count: "exactly 3 characters",
-// "1 to 50 items", "up to 100 characters", "at least 2 items".
+// sizeFact words a bound on a length or a count: "1 to 50 items".
 func sizeFact(min uint64, max *uint64, unit string) (string, bool) {
 	switch {
 	case min > 0 && max != nil && min == *max:

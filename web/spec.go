@@ -15,20 +15,16 @@ const (
 	ExtDeprecatedSince = "x-deprecated-since"  // YYYY-MM-DD
 	ExtSuccessor       = "x-successor-version" // the URL that replaces a deprecated call, with its path parameters
 	ExtHideTryIt       = "x-hideTryItPanel"    // true: no try-it panel
-	// ExtTryItFirst names a record the try-it's example body refers to
-	// and how to make it: {field, read, create}, the body's member and the
-	// operationIds that read and create the record. The panel creates it
-	// first, with create's example, when read finds none, so that the
-	// first example works on a fresh store.
+	// ExtTryItFirst names a record the try-it example body refers to:
+	// {field, read, create}, the body's member and the operationIds reading
+	// and creating it. The panel creates it first, from create's example,
+	// when read finds none, so that examples work on a fresh store.
 	ExtTryItFirst = "x-try-it-first"
 )
 
-// ParseSpec parses and validates an OpenAPI 3 document (YAML or JSON). The
-// server does it once at start and hands the result to both the validator
-// and RenderReference.
-//
-// It records where each element is written: the reference lists operations
-// in the author's order, which the parsed document's maps have lost.
+// ParseSpec parses and validates an OpenAPI 3 document (YAML or JSON), once
+// at start, for the validator and RenderReference. It records where each
+// element is written, for the reference's order, which maps lose.
 func ParseSpec(data []byte) (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	loader.IncludeOrigin = true

@@ -28,26 +28,24 @@ var (
 	}).ParseFS(templates, "templates/dashboard.html", "templates/page-start.html"))
 )
 
-// pageStart is what the start of a page (templates/page-start.html) says
-// of it: its title, the name of its stylesheet and script without the
-// extension, the text of its skip link, and its referrer policy if any.
+// pageStart is what templates/page-start.html says of a page: title,
+// asset name without extension, skip link text, referrer policy.
 type pageStart struct{ Title, Assets, Skip, Referrer string }
 
 func newPageStart(title, assets, skip, referrer string) pageStart {
 	return pageStart{Title: title, Assets: assets, Skip: skip, Referrer: referrer}
 }
 
-// secretOnce is what the dashboard's panel for a secret shown once
-// (templates/dashboard.html) says: its id, heading, note and the label of
-// the secret's field.
+// secretOnce is the dashboard's panel for a secret shown once: id,
+// heading, note and field label.
 type secretOnce struct{ ID, Title, Note, Label string }
 
 func newSecretOnce(id, title, note, label string) secretOnce {
 	return secretOnce{ID: id, Title: title, Note: note, Label: label}
 }
 
-// listTable is what a list of the dashboard says: its table's id and
-// caption, the note shown when it is empty, and its column headings.
+// listTable is a dashboard list: table id and caption, the empty note,
+// column headings.
 type listTable struct {
 	ID, Caption, Empty string
 	Columns            []string
@@ -57,8 +55,8 @@ func newListTable(id, caption, empty string, columns ...string) listTable {
 	return listTable{ID: id, Caption: caption, Empty: empty, Columns: columns}
 }
 
-// stabilityTitle says what an x-stability value promises, in the words of
-// the document's Versioning section.
+// stabilityTitle says what an x-stability value promises, in the
+// document's Versioning words.
 func stabilityTitle(s string) string {
 	switch s {
 	case "beta":
@@ -69,10 +67,8 @@ func stabilityTitle(s string) string {
 	return "Stability: " + s + "."
 }
 
-// pathBreaks writes an API path with a line-break opportunity before each
-// "/" but the first, so that a narrow column wraps it between segments
-// (/categories, then /{categoryId} on the next line) and never inside one;
-// the CSS keeps the segments whole.
+// pathBreaks lets an API path wrap only between segments, with a break
+// opportunity before each "/" but the first.
 func pathBreaks(path string) template.HTML {
 	var b strings.Builder
 	for i, segment := range strings.Split(path, "/") {
@@ -93,7 +89,6 @@ func textareaRows(s string) int {
 	return min(max(n, 4), 16)
 }
 
-// execute renders a page.
 func execute(t *template.Template, data any) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {

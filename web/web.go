@@ -1,14 +1,7 @@
-// Package web is what people see in a browser: the published API reference,
-// rendered once from the public OpenAPI document, and the operator's
-// dashboard, a static page whose script drives the admin API.
-//
-// Everything is embedded in the binary (no CDN, no build step) and served
-// from memory with validators and compression prepared at start, so a page
-// view costs a map lookup and a write. Pages carry no inline script, style or
-// event handler, which lets them be served with ContentSecurityPolicy.
-//
-// The package knows nothing of Echo or of the store: the handlers package
-// mounts its Resources on routes and answers 404 in the API's own way.
+// Package web is what people see in a browser: the API reference rendered
+// from the public OpenAPI document, and the operator's dashboard, a static
+// page driving the admin API. All is embedded, prepared at start, and free
+// of inline script or style, so that ContentSecurityPolicy holds.
 package web
 
 import (
@@ -22,8 +15,8 @@ import (
 	"strings"
 )
 
-// Where the handlers mount the site. The dashboard and its assets share one
-// prefix so that a single check keeps them off customers' domains.
+// Where the handlers mount the site. The dashboard and its assets share
+// one prefix, so that one check keeps them off customers' domains.
 const (
 	ReferencePath       = "/"
 	AssetsPath          = "/assets/"
@@ -31,31 +24,29 @@ const (
 	DashboardAssetsPath = "/dashboard/assets/"
 )
 
-// ContentSecurityPolicy is sent with both pages. Scripts, styles and fetches
-// are same-origin only; nothing may frame the pages (the dashboard holds the
-// admin token, the reference has a form that sends API keys).
+// ContentSecurityPolicy is sent with both pages: same-origin only, and no
+// framing (the dashboard holds the admin token, the reference sends API
+// keys).
 const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; " +
 	"img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-// Cache lifetimes. Assets have the hash of their content in their name, so
-// a browser may keep them for good; pages change with a deploy and are
-// revalidated on every view (a 304 when nothing changed).
+// Cache lifetimes: assets are named by their content's hash and kept for
+// good; pages change with a deploy and are revalidated on every view.
 const (
 	cacheAsset = "public, max-age=31536000, immutable"
 	cachePage  = "no-cache"
 )
 
 // Resource is one response prepared in full at start: body, gzipped body
-// and the headers of both. It is safe for concurrent use.
+// and their headers. Safe for concurrent use.
 type Resource struct {
 	body, gzipped []byte
 	etag, gzETag  string
 	header        [][2]string
 }
 
-// newResource prepares body for serving. Text worth compressing gets a gzip
-// variant; each variant has its own strong ETag, as RFC 9110 requires of
-// representations that differ.
+// newResource prepares body for serving; text worth compressing gets a
+// gzip variant, each variant its own strong ETag (RFC 9110).
 func newResource(body []byte, contentType, cacheControl string, extra ...[2]string) *Resource {
 	sum := sha256.Sum256(body)
 	tag := hex.EncodeToString(sum[:12])
@@ -106,9 +97,8 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// matches reports whether an If-None-Match list names either variant: a
-// client that cached the gzip variant is just as current (weak comparison,
-// RFC 9110 13.1.2).
+// matches reports whether an If-None-Match list names either variant
+// (weak comparison, RFC 9110 13.1.2).
 func (r *Resource) matches(list string) bool {
 	for _, t := range strings.Split(list, ",") {
 		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
@@ -119,8 +109,8 @@ func (r *Resource) matches(list string) bool {
 	return false
 }
 
-// acceptsGzip reports whether an Accept-Encoding value allows gzip, that is
-// names gzip (or *) without a weight of zero.
+// acceptsGzip reports whether Accept-Encoding names gzip (or *) without
+// a weight of zero.
 func acceptsGzip(ae string) bool {
 	for _, part := range strings.Split(ae, ",") {
 		coding, params, _ := strings.Cut(part, ";")
@@ -141,7 +131,6 @@ func acceptsGzip(ae string) bool {
 	return false
 }
 
-// pageHeaders are the extra headers of an HTML page.
 func pageHeaders(referrer string) [][2]string {
 	return [][2]string{
 		{"Content-Security-Policy", ContentSecurityPolicy},
@@ -150,9 +139,8 @@ func pageHeaders(referrer string) [][2]string {
 	}
 }
 
-// Site is everything the package serves, prepared once: the published API
-// reference, the dashboard, the icon of both (served at FaviconPath) and
-// their assets.
+// Site is everything the package serves, prepared once: the reference,
+// the dashboard, their icon (at FaviconPath) and assets.
 type Site struct {
 	Reference, Dashboard, Favicon *Resource
 	siteAssets, dashboardAssets   map[string]*Resource
@@ -161,16 +149,14 @@ type Site struct {
 // NewSite prepares the reference page (as RenderReference made it), the
 // dashboard and the embedded assets for serving.
 func NewSite(referencePage []byte) (*Site, error) {
-	// The dashboard is static: everything about the project comes from
-	// the admin API at run time, after sign-in.
+	// Static: everything about the project comes from the admin API.
 	dash, err := execute(dashboardTemplate, nil)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the dashboard: %w", err)
 	}
 	s := &Site{
 		Reference: newResource(referencePage, "text/html; charset=utf-8", cachePage, pageHeaders("strict-origin-when-cross-origin")...),
-		// The dashboard's URLs say nothing secret, but nothing about the
-		// operator's session needs to leave the page either.
+		// Nothing about the operator's session needs to leave the page.
 		Dashboard:       newResource(dash, "text/html; charset=utf-8", cachePage, pageHeaders("no-referrer")...),
 		siteAssets:      siteAssets.resources(),
 		dashboardAssets: dashboardAssets.resources(),

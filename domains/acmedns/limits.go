@@ -10,17 +10,15 @@ import (
 )
 
 // Default caps on TCP connections: DNS over TCP is the rare fallback of a
-// truncated answer, so a few connections per source network serve any
-// resolver or CA, and the total keeps what the server may hold far from
-// the process's descriptors, which the HTTP side needs.
+// truncated answer, so a few per source network serve any resolver or CA,
+// and the total stays far from the descriptors the HTTP side needs.
 const (
 	DefaultMaxTCPConns           = 256
 	DefaultMaxTCPConnsPerNetwork = 8
 )
 
-// sourceNetwork is the network a client's limits are counted by: its
-// IPv4 /24 or IPv6 /56, so that one host cannot escape them by changing
-// addresses within its own network.
+// sourceNetwork is the network a client's limits count by (IPv4 /24, IPv6
+// /56), so that a host cannot escape them by changing addresses.
 func sourceNetwork(addr net.Addr) (netip.Prefix, bool) {
 	var ip netip.Addr
 	switch a := addr.(type) {
@@ -38,9 +36,8 @@ func sourceNetwork(addr net.Addr) (netip.Prefix, bool) {
 	return network, err == nil
 }
 
-// capListener accepts TCP connections within the caps: counted from the
-// moment they are accepted, whether or not they ever send a query, until
-// they close. One over a cap is closed at once, unanswered.
+// capListener accepts TCP connections within the caps, counted from accept
+// to close; one over a cap is closed at once, unanswered.
 type capListener struct {
 	net.Listener
 	maxTotal, maxPer int
@@ -104,9 +101,8 @@ func (c *cappedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// acceptMsg is dns.DefaultMsgAcceptFunc, but a question of an opcode the
-// server does not implement goes to ServeDNS, which answers NOTIMP within
-// the source's allowance, as it answers everything else.
+// acceptMsg is dns.DefaultMsgAcceptFunc, but unimplemented opcodes go to
+// ServeDNS, which answers NOTIMP within the source's allowance.
 func acceptMsg(dh dns.Header) dns.MsgAcceptAction {
 	a := dns.DefaultMsgAcceptFunc(dh)
 	if a == dns.MsgRejectNotImplemented {
@@ -115,10 +111,9 @@ func acceptMsg(dh dns.Header) dns.MsgAcceptAction {
 	return a
 }
 
-// limitedWriter sends the answers the dns package makes on its own (FORMERR
-// to a message it cannot parse) within the source's allowance, as ServeDNS
-// does for the others: they would otherwise be a way around it, a small
-// question for an answer to a forged address.
+// limitedWriter keeps the dns package's own answers (FORMERR) within the
+// source's allowance, as ServeDNS does: otherwise they would be a way to
+// amplify towards a forged address.
 type limitedWriter struct {
 	dns.Writer
 	s *Server
@@ -127,8 +122,7 @@ type limitedWriter struct {
 func (s *Server) limitWrites(w dns.Writer) dns.Writer { return limitedWriter{w, s} }
 
 func (w limitedWriter) Write(m []byte) (int, error) {
-	// ServeDNS never answers FORMERR: one is the dns package's, not yet
-	// counted.
+	// ServeDNS never answers FORMERR: one is the dns package's.
 	if len(m) >= 4 && int(m[3]&0x0f) == dns.RcodeFormatError {
 		rw, ok := w.Writer.(dns.ResponseWriter)
 		if !ok || !w.s.allow(rw.RemoteAddr(), time.Now()) {

@@ -1,10 +1,8 @@
-// Package acmedns is the authoritative DNS server of the zone that
-// customers delegate their ACME DNS-01 challenges to: it answers TXT for
-// <label>.<zone> from the store, so that every instance answers the same,
-// the zone's own SOA and NS, REFUSED for every other name, and it limits
-// its answers per source network so that it cannot be used to amplify,
-// and the TCP connections it holds, so that they cannot take the
-// process's descriptors.
+// Package acmedns is the authoritative DNS server of the zone customers
+// delegate their ACME DNS-01 challenges to: TXT for <label>.<zone> from
+// the store (so every instance answers the same), the zone's SOA and NS,
+// REFUSED elsewhere, with answers limited per source network against
+// amplification and TCP connections capped against descriptor exhaustion.
 package acmedns
 
 import (
@@ -27,8 +25,8 @@ import (
 	"petstore/bounded"
 )
 
-// Store is where the challenges' TXT values live: the store's key/value
-// space, shared by every instance.
+// Store is the key/value space shared by every instance, where the
+// challenges' TXT values live.
 type Store interface {
 	KVGet(ctx context.Context, key string) ([]byte, error)
 	KVPut(ctx context.Context, key string, value []byte) error
@@ -38,53 +36,44 @@ type Store interface {
 // keyPrefix is where TXT values are kept in the key/value space, per label.
 const keyPrefix = "acmedns/"
 
-// TTL is the TTL of every answer: a challenge's value changes with each
-// order, and resolvers must not keep an old one.
+// TTL is every answer's TTL: a challenge's value changes with each order,
+// and resolvers must not keep an old one.
 const TTL = 10
 
-// Default limits per source network (an IPv4 /24 or an IPv6 /56): one
-// issuance asks a few dozen questions within seconds, from the CA's
-// validation servers; a flood from one network is answered only up to
-// these.
+// Default limits per source network (an IPv4 /24 or an IPv6 /56): well
+// above what one issuance asks of the CA's validation servers.
 const (
 	DefaultRate  = 20
 	DefaultBurst = 60
 )
 
-// maxNetworks bounds the memory the limits take. Past it, a new network
-// takes the place of the one seen least recently only if that one's
-// allowance is whole (it loses nothing then: it would start afresh
-// anyway); otherwise the new network gets no answer, so that a flood from
-// many networks cannot make the server forget a network it is limiting.
+// maxNetworks bounds the limits' memory. Past it, a new network replaces
+// the least recently seen only if that one's allowance is whole, else gets
+// no answer: a flood from many networks cannot erase a limit.
 const maxNetworks = 100_000
 
 // Config configures a Server.
 type Config struct {
-	// Zone is the delegated zone, without a trailing dot, such as
-	// acme.petstore.example.com.
+	// Zone is the delegated zone, without a trailing dot.
 	Zone string
-	// Nameservers are the host names the zone's NS records name: this
-	// service's hosts, as the operator delegated the zone to them. Empty
-	// means ns.<Zone>.
+	// Nameservers are the host names of the zone's NS records, as the
+	// operator delegated it; empty means ns.<Zone>.
 	Nameservers []string
 	Store       Store
-	// Rate and Burst limit the answers per source network, per second;
-	// zero means DefaultRate and DefaultBurst.
+	// Rate and Burst limit the answers per source network per second; zero
+	// means the defaults.
 	Rate  rate.Limit
 	Burst int
-	// Timeout bounds the store read behind an answer; zero means 2 s. A
-	// store that does not answer in time gets SERVFAIL.
+	// Timeout bounds the store read behind an answer (SERVFAIL past it);
+	// zero means 2 s.
 	Timeout time.Duration
-	// MaxTCPConns and MaxTCPConnsPerNetwork cap the TCP connections open
-	// at once, in all and per source network, counted from their accept;
-	// zero means DefaultMaxTCPConns and DefaultMaxTCPConnsPerNetwork. One
-	// over a cap is closed at once. UDP is not affected.
+	// MaxTCPConns and MaxTCPConnsPerNetwork cap open TCP connections, in all
+	// and per source network (zero: the defaults); one over is closed at once.
 	MaxTCPConns           int
 	MaxTCPConnsPerNetwork int
-	// ReadTimeout is how long a query may take to arrive: over UDP, and
-	// over TCP from the accept (a connection that sends nothing, or sends
-	// it slowly, is closed then); zero means 2 s. A TCP connection idle
-	// after an answer is closed after IdleTimeout, zero meaning 5 s.
+	// ReadTimeout is how long a query may take to arrive, over TCP from the
+	// accept; zero means 2 s. IdleTimeout closes a TCP connection idle after
+	// an answer; zero means 5 s.
 	ReadTimeout, IdleTimeout time.Duration
 	Logger                   *slog.Logger
 }
@@ -191,9 +180,8 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	}
 }
 
-// write sends m, over UDP within the size the client announced (512
-// bytes without EDNS0), truncated with TC set beyond it: an answer never
-// outgrows what a client asked to receive.
+// write sends m truncated, with TC, to the size a UDP client announced
+// (512 bytes without EDNS0): an answer never outgrows what was asked.
 func (s *Server) write(w dns.ResponseWriter, req, m *dns.Msg) {
 	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
 		size := dns.MinMsgSize
@@ -205,8 +193,8 @@ func (s *Server) write(w dns.ResponseWriter, req, m *dns.Msg) {
 	_ = w.WriteMsg(m)
 }
 
-// lookup reads a label's TXT values; nil when the label has none (or is
-// not a label of the zone at all, such as a name two labels down).
+// lookup reads a label's TXT values; nil when it has none (or is not a
+// label of the zone).
 func (s *Server) lookup(label string) ([]string, error) {
 	if !validLabel(label) {
 		return nil, nil
@@ -233,8 +221,7 @@ func validLabel(l string) bool {
 	return true
 }
 
-// SetTXT makes <label>.<zone> answer values, on every instance that
-// shares kv.
+// SetTXT makes <label>.<zone> answer values on every instance sharing kv.
 func SetTXT(ctx context.Context, kv Store, label string, values []string) error {
 	label = strings.ToLower(label)
 	if !validLabel(label) {
@@ -283,12 +270,12 @@ func (s *Server) Start(addr string) (udp, tcp net.Addr, err error) {
 	return s.Serve(pc, ln)
 }
 
-// Serve is Start on sockets already open (passed on by an upgrade in
-// place, for example): pc and ln are the UDP and TCP sockets of one port.
+// Serve is Start on sockets already open (as an upgrade in place passes
+// them): pc and ln are the UDP and TCP sockets of one port.
 func (s *Server) Serve(pc net.PacketConn, ln net.Listener) (udp, tcp net.Addr, err error) {
 	addr := ln.Addr().String()
-	// A TCP client that sends nothing is dropped at the read timeout, and
-	// the connections held open at once are capped (limits.go).
+	// A silent TCP client is dropped at the read timeout; connections are
+	// capped (limits.go).
 	capped := newCapListener(ln, s.cfg.MaxTCPConns, s.cfg.MaxTCPConnsPerNetwork)
 	servers := []*dns.Server{
 		{PacketConn: pc, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: 2 * time.Second},
@@ -332,9 +319,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Listen binds UDP and then TCP on the port UDP got, so that port 0
-// gives one port for both. With port 0 the TCP twin of a free UDP port may
-// be some other process's, so a few ports are tried before giving up.
+// Listen binds UDP, then TCP on the port UDP got (port 0: one port for
+// both), trying a few ports since the TCP twin may be taken.
 func Listen(addr string) (net.PacketConn, net.Listener, error) {
 	_, port, _ := net.SplitHostPort(addr)
 	tries := 1

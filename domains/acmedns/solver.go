@@ -12,25 +12,22 @@ import (
 	"petstore/store"
 )
 
-// SolverStore is what the solver needs of the store: the key/value space
-// the servers answer from, and a lock that keeps two writers of one
-// label's values apart (a wildcard and its base name are validated under
-// the same label, in one order).
+// SolverStore is the key/value space the servers answer from, and a lock
+// keeping two writers of one label apart (a wildcard and its base share a
+// label in one order).
 type SolverStore interface {
 	Store
 	Lock(ctx context.Context, name string) error
 	Unlock(ctx context.Context, name string) error
 }
 
-// Solver solves ACME DNS-01 challenges of names whose _acme-challenge
-// CNAME points into the zone: it writes the challenge's TXT value through
-// the store, which every instance's server answers from, so the CA can
-// be told to validate at once. It needs no propagation check through
-// public DNS: the zone is this service's own.
+// Solver solves DNS-01 challenges of names whose _acme-challenge CNAME
+// points into the zone, writing the TXT value through the store every
+// instance's server answers from. The zone is this service's own, so no
+// propagation check is needed.
 type Solver struct {
 	Store SolverStore
-	// Label names the label under the zone that an identifier's challenge
-	// is delegated to.
+	// Label names the label an identifier's challenge is delegated to.
 	Label func(ctx context.Context, identifier string) (string, error)
 	// Timeout bounds each write; zero means 10 s.
 	Timeout time.Duration
@@ -89,9 +86,8 @@ func TXT(ctx context.Context, kv Store, label string) ([]string, error) {
 	return values, err
 }
 
-// readTXT is TXT that also tells whether the label is stored at all: the
-// server answers a stored label with no values differently from an
-// unknown one.
+// readTXT is TXT that also tells whether the label is stored at all,
+// which the server answers differently from an unknown one.
 func readTXT(ctx context.Context, kv Store, label string) (values []string, found bool, err error) {
 	b, err := kv.KVGet(ctx, keyPrefix+label)
 	if store.ErrorCode(err) == store.ENOTFOUND {

@@ -15,8 +15,8 @@ import (
 	"petstore/store"
 )
 
-// The limits a domain's first issuance keeps towards the CA: Let's Encrypt
-// locks a name out for an hour after 5 failed validations in an hour.
+// The limits a first issuance keeps towards the CA, which locks a name out
+// after too many failed validations in an hour.
 const (
 	maxFailedValidationsPerHour = 5
 	firstRetryAfter             = time.Minute
@@ -25,18 +25,15 @@ const (
 
 type obtainRun struct {
 	cancel context.CancelFunc
-	// again is set when obtain was called while this attempt ran: the
-	// attempt's end looks again, so that a call that came as it was
-	// finishing (releasing its claim) is not lost.
+	// again: obtain was called while this attempt ran, so its end looks
+	// again and a call that came as it was finishing is not lost.
 	again bool
 }
 
-// obtain makes sure the certificate of name is being requested: it starts
-// an attempt unless one is in flight (Verify and Re-verify attach to it,
-// they never cancel it). The attempt itself (claimAttempt) starts nothing
-// while failed attempts are backing off: the domain says until when, and
-// the certificate loop starts the next one then. A certificate obtained
-// goes into the cache through the managed config, so maintenance renews it.
+// obtain starts an issuance attempt for name unless one is in flight
+// (Verify attaches to it, never cancels it); during a back-off the attempt
+// starts nothing. A certificate obtained goes into the managed config's
+// cache, so maintenance renews it.
 func (c *Certs) obtain(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -63,15 +60,14 @@ func (c *Certs) obtain(name string) {
 		}
 		c.mu.Unlock()
 		if again {
-			// Starts nothing while the failure's back-off runs, or once
-			// the certificate is in storage.
+			// Starts nothing during the back-off or once the certificate is stored.
 			c.obtain(name)
 		}
 	}()
 }
 
-// attempt runs one issuance attempt: one ACME order per CA at most, each
-// CA in turn until one issues.
+// attempt runs one issuance attempt: at most one order per CA, in turn
+// until one issues.
 func (c *Certs) attempt(ctx context.Context, name string) {
 	release, wanted, delegated := c.claimAttempt(ctx, name)
 	if release != nil {
@@ -89,12 +85,11 @@ func (c *Certs) attempt(ctx context.Context, name string) {
 		cert.NextAttemptAt, cert.NextAttemptReason = nil, ""
 	})
 	c.countPresented(name)
-	// A single attempt (certmagic retries only non-interactive ones): the
-	// back-off below decides when the next one starts.
+	// A single attempt (certmagic retries only non-interactive ones); the
+	// back-off decides the next.
 	obtainer := c.obtainer
 	if delegated && c.dnsObtainer != nil {
-		// Read from the record, not the routing table, which may lag
-		// behind another instance's check.
+		// From the record: the routing table may lag another instance's check.
 		obtainer = c.dnsObtainer
 	}
 	err := obtainer.ObtainCertSync(ctx, name)
@@ -122,8 +117,8 @@ func (c *Certs) stopObtaining(name string) {
 	}
 }
 
-// issuerKeyOf finds which CA's storage holds leaf: certmagic does not say
-// which issuer a cached certificate came from.
+// issuerKeyOf finds which CA's storage holds leaf, which certmagic does
+// not say.
 func (c *Certs) issuerKeyOf(ctx context.Context, name string, leaf *x509.Certificate) string {
 	for _, iss := range c.issuers {
 		stored, err := c.storedLeaf(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
@@ -134,20 +129,18 @@ func (c *Certs) issuerKeyOf(ctx context.Context, name string, leaf *x509.Certifi
 	return ""
 }
 
-// promptlessIssuer is an ACME issuer that never asks for an email on the
-// terminal, which certmagic does in an interactive attempt without one.
+// promptlessIssuer never asks for an email on the terminal, as certmagic
+// does in an interactive attempt without one.
 type promptlessIssuer struct{ *certmagic.ACMEIssuer }
 
 func (p promptlessIssuer) PreCheck(ctx context.Context, names []string, _ bool) error {
 	return p.ACMEIssuer.PreCheck(ctx, names, false)
 }
 
-// failedValidations is how many validations failed at the CA in an
-// attempt that presented so many challenges and ended with err. Each
-// presented challenge was validated once; an attempt that issued passed
-// its last one, and one that failed is taken to have failed them all:
-// counting one too many only makes the next attempt wait longer, while
-// one too few could pass the CA's hourly limit.
+// failedValidations is how many validations failed at the CA in an attempt
+// that presented so many challenges and ended with err. A failed attempt
+// is taken to have failed them all: one too many only delays the next
+// attempt, one too few could pass the CA's hourly limit.
 func failedValidations(presented int, err error) int {
 	if err == nil {
 		return max(presented-1, 0)
@@ -159,8 +152,7 @@ func failedValidations(presented int, err error) int {
 	return presented
 }
 
-// isValidationProblem tells the ACME problems that count as a failed
-// validation at the CA from refusals of the order itself.
+// isValidationProblem tells failed validations from refusals of the order.
 func isValidationProblem(p acme.Problem) bool {
 	switch p.Type {
 	case acme.ProblemTypeConnection, acme.ProblemTypeDNS, acme.ProblemTypeUnauthorized,
@@ -175,9 +167,8 @@ func (c *Certs) recordFailure(ctx context.Context, name string, err error, valid
 	now := c.now().UTC()
 	msg := err.Error()
 	c.save(ctx, name, func(cert *store.Certificate) {
-		// How long this attempt waited after the failure before it: the
-		// next waits no less, so that the delays only grow while attempts
-		// keep failing, also after the hourly limit set one.
+		// The next attempt waits no less than this one did, so that delays only
+		// grow while attempts fail, also after the hourly limit set one.
 		var waited time.Duration
 		if prev := lastFailureAt(cert.Events); cert.FailedAttempts > 0 && cert.LastAttempt != nil && !prev.IsZero() {
 			waited = min(cert.LastAttempt.At.Sub(prev), maxRetryAfter)
@@ -197,11 +188,10 @@ func (c *Certs) recordFailure(ctx context.Context, name string, err error, valid
 }
 
 // nextAttempt is when the attempt after the failures-th failure in a row
-// may start: 1, 2, 4 ... minutes later but no sooner than atLeast, at most
-// an hour, and never so soon that the failed validations of the hour
-// before could pass the CA's limit (an attempt may fail one validation per
-// challenge type). limited says the hourly limit, not the back-off, set
-// the time.
+// may start: 1, 2, 4 ... minutes later, no sooner than atLeast, at most
+// an hour, and never so soon that the hour's failed validations could pass
+// the CA's limit (an attempt may fail one per challenge type). limited:
+// the limit, not the back-off, set the time.
 func (c *Certs) nextAttempt(now time.Time, failures int, failedValidations []time.Time, atLeast time.Duration) (next time.Time, limited bool) {
 	next = now.Add(min(max(min(firstRetryAfter<<min(max(failures-1, 0), 16), maxRetryAfter), atLeast), maxRetryAfter))
 	room := maxFailedValidationsPerHour - c.challengeTypes

@@ -17,8 +17,8 @@ import (
 	"petstore/domains/dnscheck"
 )
 
-// acmeAuthority learns, for the CAA check, what an ACME CA calls itself in
-// CAA records and which account this service holds there.
+// acmeAuthority learns, for the CAA check, a CA's CAA identities and this
+// service's account there.
 type acmeAuthority struct {
 	client  *http.Client
 	storage certmagic.Storage
@@ -32,8 +32,8 @@ type acmeAuthority struct {
 	accountURI string
 }
 
-// directoryRetry spaces directory fetches after a failure, so a CA that is
-// down does not add a timeout to every check.
+// directoryRetry spaces directory fetches after a failure, so that a CA
+// that is down does not add a timeout to every check.
 const directoryRetry = time.Minute
 
 // directoryTimeout bounds one directory fetch within a check.
@@ -51,15 +51,14 @@ func newACMEAuthority(a *ACME, storage certmagic.Storage, issuer *certmagic.ACME
 }
 
 // get says what is known now; what cannot be learnt is left empty and
-// asked again at a later check.
+// asked again later.
 func (a *acmeAuthority) get(ctx context.Context) dnscheck.CertificateAuthority {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.known && time.Since(a.failedAt) >= directoryRetry {
 		ids, err := a.fetchIdentities(ctx)
 		if err != nil {
-			// A caller that gave up is not the CA failing: ask again at
-			// the next check rather than a minute later.
+			// A caller that gave up is not the CA failing: ask at the next check.
 			if ctx.Err() == nil {
 				a.failedAt = time.Now()
 			}
@@ -68,8 +67,7 @@ func (a *acmeAuthority) get(ctx context.Context) dnscheck.CertificateAuthority {
 		}
 	}
 	if a.accountURI == "" {
-		// Not found is the normal state before the first certificate: the
-		// account is registered with the first order.
+		// Not found is normal before the first certificate registers it.
 		a.accountURI, _ = a.readAccountURI(ctx)
 	}
 	return dnscheck.CertificateAuthority{Identities: a.identities, AccountURI: a.accountURI}
@@ -80,8 +78,7 @@ func (a *acmeAuthority) get(ctx context.Context) dnscheck.CertificateAuthority {
 func (a *acmeAuthority) fetchIdentities(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, directoryTimeout)
 	defer cancel()
-	// acmez reads it as certmagic's own clients do, and shares what they
-	// already read.
+	// acmez shares what certmagic's own clients already read.
 	client := acme.Client{Directory: a.issuer.CA, HTTPClient: a.client, UserAgent: "petstore"}
 	dir, err := client.GetDirectory(ctx)
 	if err != nil || dir.Meta == nil {
@@ -90,10 +87,9 @@ func (a *acmeAuthority) fetchIdentities(ctx context.Context) ([]string, error) {
 	return dir.Meta.CAAIdentities, nil
 }
 
-// readAccountURI finds the account URL certmagic saved when it registered
-// the account. certmagic keeps no exported way to ask for it, so this reads
-// its storage layout: acme/<issuer key>/users/<email, or "default">/*.json,
-// each an ACME account object with the URL in "location".
+// readAccountURI finds the account URL certmagic saved. certmagic has no
+// exported way to ask, so this reads its storage layout:
+// acme/<issuer key>/users/<email or "default">/*.json, URL in "location".
 func (a *acmeAuthority) readAccountURI(ctx context.Context) (string, error) {
 	email := strings.ToLower(a.email)
 	if email == "" {
@@ -121,8 +117,7 @@ func (a *acmeAuthority) readAccountURI(ctx context.Context) (string, error) {
 }
 
 // Authorities tells the DNS checker which CAs certificates come from
-// (--acme-ca, in order; a name passes CAA when any of them may issue for
-// it): their identities and this service's account at each.
+// (--acme-ca, in order; any may issue): their identities and accounts.
 func (c *Certs) Authorities() func(context.Context) []dnscheck.CertificateAuthority {
 	var authorities []*acmeAuthority
 	for _, iss := range c.issuers {
@@ -138,8 +133,7 @@ func (c *Certs) Authorities() func(context.Context) []dnscheck.CertificateAuthor
 }
 
 // ValidationMethods are the ACME challenge types this service answers,
-// for CAA validationmethods parameters, when they are not the checker's
-// default.
+// when not the checker's default.
 func (c *Certs) ValidationMethods() []string {
 	if c.cfg.ACME.DisableHTTPChallenge {
 		return []string{"tls-alpn-01"}

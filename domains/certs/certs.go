@@ -1,8 +1,5 @@
-// Package certs obtains, renews and serves the certificates of custom
-// domains through certmagic, and is the one writer of their certificate
-// state: the certmagic configuration, the storage adapter, issuance
-// attempts with their back-off, renewals, expiry, and the hook every
-// change of that state passes.
+// Package certs obtains, renews and serves custom domains' certificates
+// through certmagic, and is the one writer of their certificate state.
 package certs
 
 import (
@@ -20,34 +17,33 @@ import (
 )
 
 // DefaultCA is the ACME directory certificates come from unless the
-// operator names others (--acme-ca): Let's Encrypt's production CA.
+// operator names others (--acme-ca).
 const DefaultCA = "https://acme-v02.api.letsencrypt.org/directory"
 
 // ACME configures the certificate authority.
 type ACME struct {
 	// CA is the ACME directory URL.
 	CA string
-	// FallbackCAs are more directory URLs, tried in order for each
-	// certificate when the ones before fail.
+	// FallbackCAs are more directory URLs, tried in order when the ones
+	// before fail.
 	FallbackCAs []string
 	Email       string
 	// Profile is the ACME profile to ask for; empty lets the CA choose.
 	Profile string
 	// TrustedRoots are extra roots for the CA's own TLS (test CAs).
 	TrustedRoots *x509.CertPool
-	// HTTPPort and TLSPort are the ports where this service answers
-	// HTTP-01 and TLS-ALPN-01 challenges (80 and 443 in production).
+	// HTTPPort and TLSPort are where HTTP-01 and TLS-ALPN-01 challenges are
+	// answered.
 	HTTPPort, TLSPort int
 	// DisableHTTPChallenge is set when there is no HTTP listener.
 	DisableHTTPChallenge bool
-	// RenewInterval is how often certificate maintenance looks for
-	// certificates to renew; not positive, certmagic's default.
+	// RenewInterval is how often maintenance looks for certificates to
+	// renew; not positive, certmagic's default.
 	RenewInterval time.Duration
 }
 
-// Store is what certificates need of the store: the domains' records,
-// which hold their certificate state, and the key/value space that holds
-// certmagic's files and locks.
+// Store is what certificates need of the store: the domains' records and
+// the key/value space of certmagic's files and locks.
 type Store interface {
 	store.KeyValue
 	Domain(ctx context.Context, name string) (store.Domain, error)
@@ -55,32 +51,25 @@ type Store interface {
 	UpdateDomain(ctx context.Context, name string, fn func(*store.Domain) error) (store.Domain, error)
 }
 
-// Name is what the routing table says of a name, as far as certificates
-// care.
+// Name is what the routing table says of a name, for certificates.
 type Name struct {
-	// Served: an attached domain that is served (verified, or moved and
-	// still holding a certificate).
+	// Served: verified, or moved and still holding a certificate.
 	Served bool
-	// Allowed: a certificate may be obtained and managed for it (the
-	// default address, or a verified domain).
+	// Allowed: a certificate may be obtained and managed for it.
 	Allowed bool
-	// Issued: its record says a certificate was obtained, so a handshake
-	// may load it from storage.
+	// Issued: a handshake may load its certificate from storage.
 	Issued bool
-	// Default: the default address, whose certificate is obtained on
-	// demand.
+	// Default: the default address, its certificate obtained on demand.
 	Default bool
-	// Cover is the served wildcard domain that covers the name, one label
-	// below its base ("*.shop.example.com" for "a.shop.example.com"), or
-	// "": a name not served on its own is served with its certificate.
+	// Cover is the served wildcard covering the name one label below its
+	// base, or "": a name not served on its own is served with its
+	// certificate.
 	Cover string
-	// Owned: an owned domain, whose traffic still goes elsewhere: its
-	// certificate may be obtained ahead of the traffic, and no handshake
-	// gets it yet.
+	// Owned: traffic still goes elsewhere; the certificate may be obtained
+	// ahead of it, and no handshake gets it yet.
 	Owned bool
-	// Delegated: its _acme-challenge CNAME points into the service's ACME
-	// DNS zone, so its certificates are obtained and renewed through
-	// DNS-01.
+	// Delegated: its _acme-challenge CNAME points into the service's ACME DNS
+	// zone, so its certificates go through DNS-01.
 	Delegated bool
 }
 
@@ -88,19 +77,17 @@ type Name struct {
 type Config struct {
 	Store Store
 	ACME  ACME
-	// Names looks a name up in the routing table. It must answer from
-	// memory: handshakes call it.
+	// Names looks a name up in the routing table. Handshakes call it, so it
+	// must answer from memory.
 	Names func(name string) Name
-	// OnChange, when set, is called after every change of a domain's
-	// certificate state that the store committed (see Change).
+	// OnChange, when set, is called after every committed change of a
+	// domain's certificate state.
 	OnChange func(context.Context, Change)
 	Logger   *slog.Logger
 	Now      func() time.Time
-	// TickEvery is how often the certificate loop looks for due attempts,
-	// expired certificates and files gone from storage.
+	// TickEvery is how often the certificate loop looks for due work.
 	TickEvery time.Duration
-	// DNS01Solver, when set, answers the DNS-01 challenges of delegated
-	// names (Name.Delegated): the service's own ACME DNS zone.
+	// DNS01Solver, when set, answers delegated names' DNS-01 challenges.
 	DNS01Solver acmez.Solver
 }
 
@@ -112,38 +99,36 @@ type Certs struct {
 	now   func() time.Time
 	names func(string) Name
 
-	// certs manages attached domains' certificates, so that maintenance
-	// renews them without visitors; onDemand serves the default address,
-	// obtained in a handshake; obtainer makes the first issuance attempts:
-	// single, interactive ones, whose schedule attempts.go keeps.
+	// certs manages attached domains' certificates, renewed without
+	// visitors; onDemand serves the default address from a handshake;
+	// obtainer makes the first, single attempts that attempts.go schedules.
 	certs, onDemand, obtainer *certmagic.Config
-	// dnsCerts and dnsObtainer are certs and obtainer for delegated
-	// names, validated through DNS-01 (nil without Config.DNS01Solver).
+	// dnsCerts and dnsObtainer are certs and obtainer for delegated names
+	// (nil without Config.DNS01Solver).
 	dnsCerts, dnsObtainer *certmagic.Config
 	cache                 *certmagic.Cache
 	storage               certmagic.Storage
 	issuers               []*certmagic.ACMEIssuer
 	// challengeTypes is how many validations one order may fail: acmez
-	// tries the next challenge type after a failed one.
+	// tries the next type after a failure.
 	challengeTypes int
 
 	ctx    context.Context // ends at Close; background issuance runs under it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// tend wakes the certificate loop before its tick: the expiry timer.
+	// tend wakes the loop before its tick (the expiry timer).
 	tend chan struct{}
 
 	mu          sync.Mutex
 	obtaining   map[string]*obtainRun
 	expiryTimer *time.Timer
 	expiresAt   time.Time // when expiryTimer fires, on the wall clock
-	// presented counts, per name with an attempt in flight, the
-	// challenges this service presented to the CA (challenges.go).
+	// presented counts, per name being attempted, the challenges presented to
+	// the CA.
 	presented map[string]int
 }
 
-// New sets certmagic up from cfg and starts the certificate loop; Close
-// stops it.
+// New sets certmagic up and starts the certificate loop; Close stops it.
 func New(cfg Config) *Certs {
 	c := &Certs{
 		cfg: cfg, db: cfg.Store, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), now: cfg.Now, names: cfg.Names,
@@ -160,7 +145,7 @@ func New(cfg Config) *Certs {
 	return c
 }
 
-// Close stops background work: issuance attempts and certificate upkeep.
+// Close stops issuance attempts and certificate upkeep.
 func (c *Certs) Close() {
 	c.cancel()
 	c.wg.Wait()
@@ -172,8 +157,7 @@ func (c *Certs) Close() {
 	c.cache.Stop()
 }
 
-// loop runs the certificate rounds (Tend) until Close: on a tick, and
-// when the expiry timer fires.
+// loop runs Tend until Close: on a tick, and when the expiry timer fires.
 func (c *Certs) loop() {
 	defer c.wg.Done()
 	tick := time.NewTicker(c.cfg.TickEvery)

@@ -1,6 +1,5 @@
-// What this service sees of its own ACME challenges: each challenge its
-// solvers present (certmagic's distributed solvers store it before
-// presenting it), and the CA's HTTP-01 requests.
+// What this service sees of its own ACME challenges: those its solvers
+// present, and the CA's HTTP-01 requests.
 
 package certs
 
@@ -15,13 +14,11 @@ import (
 )
 
 // challengeTokens is the storage folder where certmagic's distributed
-// solvers keep a challenge while it is presented, so that any instance
-// can answer it.
+// solvers keep a presented challenge, so any instance can answer it.
 const challengeTokens = "/challenge_tokens/"
 
-// notePresented counts a challenge this service is about to present for
-// a name with an attempt in flight: every presented challenge is one
-// validation at the CA.
+// notePresented counts a challenge about to be presented for a name being
+// attempted: each is one validation at the CA.
 func (c *Certs) notePresented(key string, value []byte) {
 	if !strings.Contains(key, challengeTokens) {
 		return
@@ -37,9 +34,8 @@ func (c *Certs) notePresented(key string, value []byte) {
 	c.mu.Unlock()
 }
 
-// countPresented starts counting the challenges presented for name, for
-// the attempt that is about to run; only attempts are counted, so the map
-// holds no more names than attempts in flight.
+// countPresented starts counting name's presented challenges for the
+// attempt about to run; the map holds only names being attempted.
 func (c *Certs) countPresented(name string) {
 	c.mu.Lock()
 	c.presented[name] = 0
@@ -56,10 +52,9 @@ func (c *Certs) presentedCount(name string) int {
 }
 
 // HTTPChallengeHandler answers ACME HTTP-01 challenges and passes every
-// other request to next. Only names that may have a certificate are
-// looked up: a challenge this instance started is answered from memory,
-// and only one started by another instance costs a storage read. A
-// request for any other name reaches next without a lookup.
+// other request to next. Only names that may have a certificate are looked
+// up: this instance's challenges from memory, another's with a storage
+// read.
 func (c *Certs) HTTPChallengeHandler(next http.Handler) http.Handler {
 	if c.cfg.ACME.DisableHTTPChallenge {
 		return next
@@ -83,8 +78,8 @@ func (c *Certs) HTTPChallengeHandler(next http.Handler) http.Handler {
 	})
 }
 
-// hostName is the name a Host header asks for: no port, no trailing dot,
-// lower case.
+// hostName is the name a Host asks for: no port or trailing dot, lower
+// case.
 func hostName(host string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h

@@ -7,9 +7,8 @@ import (
 	"github.com/caddyserver/certmagic"
 )
 
-// Keep takes a moved domain's certificate out of certmagic's
-// management and caches it unmanaged: handshakes keep getting it until it
-// expires, and nothing renews it.
+// Keep takes a moved domain's certificate out of certmagic's management
+// and caches it unmanaged: served until it expires, never renewed.
 func (c *Certs) Keep(ctx context.Context, name string) {
 	c.stopObtaining(name)
 	c.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
@@ -29,9 +28,8 @@ func (c *Certs) Keep(ctx context.Context, name string) {
 // keptTag marks a moved domain's certificate in the cache.
 const keptTag = "petstore:kept"
 
-// DropKept removes a moved domain's certificate from the cache; with
-// expiredOnly, once it has expired: from then on its handshakes fail at
-// once instead of with an expired certificate.
+// DropKept removes a moved domain's certificate from the cache (with
+// expiredOnly, once expired): handshakes then fail at once.
 func (c *Certs) DropKept(name string, expiredOnly bool) {
 	var hashes []string
 	for _, cert := range c.cache.AllMatchingCertificates(name) {
@@ -42,8 +40,7 @@ func (c *Certs) DropKept(name string, expiredOnly bool) {
 	c.cache.Remove(hashes)
 }
 
-// Release hands a domain that verified again back to certmagic:
-// its certificate is managed, and so renewed, again.
+// Release hands a domain verified again back to certmagic's management.
 func (c *Certs) Release(ctx context.Context, name string) {
 	c.DropKept(name, false)
 	if _, err := c.certs.CacheManagedCertificate(ctx, name); err != nil {
@@ -51,8 +48,8 @@ func (c *Certs) Release(ctx context.Context, name string) {
 	}
 }
 
-// storedCertificate loads a name's certificate and key from the storage of
-// the first CA (in --acme-ca order) that holds both.
+// storedCertificate loads name's certificate and key from the first CA's
+// storage (--acme-ca order) holding both.
 func (c *Certs) storedCertificate(ctx context.Context, name string) (certPEM, keyPEM []byte, err error) {
 	err = fs.ErrNotExist
 	for _, iss := range c.issuers {

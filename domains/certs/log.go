@@ -9,28 +9,22 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// zapToSlog gives certmagic, which logs through zap, a logger that writes
-// to the service's slog handler, so its warnings land in the same log.
-// Info and debug lines are dropped: certmagic is chatty, and the domain
-// states already say what happened.
+// zapToSlog gives certmagic a zap logger writing warnings to the service's
+// slog handler; info and debug are chatty, and domain states say enough.
 func zapToSlog(l *slog.Logger) *zap.Logger {
 	return zap.New(slogCore{l: l.With("component", "certmagic")})
 }
 
-// certmagic's package default logger, which a Config or issuer made
-// without one of this package's loggers falls back to, writes to stderr;
-// it writes to the process's default slog logger instead, which the
-// service sets to its own (main.go).
+// certmagic's package default logger, used by Configs made without ours,
+// writes to slog's default logger (main.go sets it), not stderr.
 func init() {
 	certmagic.Default.Logger = zap.New(slogCore{})
 }
 
-// slogCore keeps With's fields as they are and converts them only when a
-// line is written: certmagic calls With on every handshake for lines that
-// are then dropped, and converting there would cost every handshake.
+// slogCore keeps With's fields unconverted until a line is written:
+// certmagic calls With on every handshake for lines then dropped.
 type slogCore struct {
-	// l is the logger written to; nil is slog's default at the time of
-	// writing.
+	// l is the logger written to; nil is slog's default when writing.
 	l      *slog.Logger
 	fields []zapcore.Field
 }

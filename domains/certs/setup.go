@@ -1,6 +1,5 @@
-// Setting up certmagic: the certificate cache, the configs for attached
-// domains and for on-demand names, one ACME issuer per CA, and what the
-// HTTPS listener uses from them.
+// Setting up certmagic: the cache, the configs, one ACME issuer per CA,
+// and the HTTPS listener's TLS config.
 
 package certs
 
@@ -23,13 +22,12 @@ func (c *Certs) setUp(a ACME) {
 		RenewCheckInterval: a.RenewInterval,
 		Logger:             zl,
 	})
-	// The storage shows this service's challenges as it presents them
-	// (challenges.go).
+	// The storage notes this service's challenges as it presents them.
 	c.storage = certStorage{KeyValue: c.db, presented: c.notePresented}
 	c.onDemand = certmagic.New(c.cache, certmagic.Config{
 		Storage: c.storage,
-		// On-demand issuance serves names nobody obtained ahead of time (the
-		// default address); the decision function denies everything else.
+		// On-demand serves names nobody obtained ahead (the default address);
+		// the decision function denies everything else.
 		OnDemand: &certmagic.OnDemandConfig{DecisionFunc: c.decide},
 		OnEvent:  c.onEvent,
 		Logger:   zl,
@@ -41,22 +39,19 @@ func (c *Certs) setUp(a ACME) {
 	c.certs, c.obtainer, c.issuers = c.acmeConfigs(a, zl, nil)
 	c.onDemand.Issuers = c.certs.Issuers
 	if c.cfg.DNS01Solver != nil {
-		// Delegated names: the same CAs, and so the same storage keys,
-		// with DNS-01 answered by the service's own zone. No propagation
-		// check is needed: the zone's servers answer from the store, on
-		// every instance, as soon as the value is written.
+		// Delegated names: the same CAs and storage keys, DNS-01 answered by the
+		// service's own zone. No propagation check: the zone answers from the
+		// store, on every instance, as soon as the value is written.
 		c.dnsCerts, c.dnsObtainer, _ = c.acmeConfigs(a, zl, c.cfg.DNS01Solver)
 	}
 }
 
-// acmeConfigs makes a config whose certificates maintenance renews and the
-// obtainer of their first, single attempts, both with one ACME issuer per
-// configured CA, answering the challenges through dns01 when it is set.
+// acmeConfigs makes a managed config and the obtainer of first, single
+// attempts, both with one ACME issuer per CA, through dns01 when set.
 func (c *Certs) acmeConfigs(a ACME, zl *zap.Logger, dns01 acmez.Solver) (managed, obtainer *certmagic.Config, issuers []*certmagic.ACMEIssuer) {
 	managed = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
 	obtainer = certmagic.New(c.cache, certmagic.Config{Storage: c.storage, OnEvent: c.onEvent, Logger: zl})
-	// certmagic.New gives a config without issuers Let's Encrypt's: the
-	// configured CAs replace it rather than follow it.
+	// certmagic.New's default issuer is replaced, not followed.
 	managed.Issuers, obtainer.Issuers = nil, nil
 	for _, ca := range append([]string{a.CA}, a.FallbackCAs...) {
 		tmpl := certmagic.ACMEIssuer{CA: ca, TestCA: ca, Email: a.Email, Agreed: true, TrustedRoots: a.TrustedRoots, Profile: a.Profile, Logger: zl}
@@ -73,11 +68,10 @@ func (c *Certs) acmeConfigs(a ACME, zl *zap.Logger, dns01 acmez.Solver) (managed
 	return managed, obtainer, issuers
 }
 
-// configForCert tells maintenance which config a cached certificate
-// belongs to: an attached domain's is renewed in the background (through
-// DNS-01 when it is delegated, which works behind any proxy; an owned
-// domain's only then); the default address's (and a moved domain's, which
-// gets no new one) stay with the on-demand config, which maintenance skips.
+// configForCert tells maintenance a cached certificate's config: attached
+// domains' renew in the background (through DNS-01 when delegated, which
+// works behind any proxy; owned ones only then); the default address's and
+// moved domains' stay on the on-demand config, which maintenance skips.
 func (c *Certs) configForCert(cert certmagic.Certificate) (*certmagic.Config, error) {
 	delegated := c.dnsCerts != nil
 	for _, n := range cert.Names {
@@ -96,9 +90,8 @@ func (c *Certs) configForCert(cert certmagic.Certificate) (*certmagic.Config, er
 	return c.certs, nil
 }
 
-// TLSConfig is the configuration of the HTTPS listener: certificates from
-// the cache, loaded or obtained on demand for allowed names only, and
-// TLS-ALPN-01 challenges answered in the handshake.
+// TLSConfig is the HTTPS listener's configuration: certificates from the
+// cache for allowed names only, and TLS-ALPN-01 answered in the handshake.
 func (c *Certs) TLSConfig() *tls.Config {
 	tc := c.onDemand.TLSConfig()
 	tc.GetCertificate = c.getCertificate
@@ -107,9 +100,8 @@ func (c *Certs) TLSConfig() *tls.Config {
 	return tc
 }
 
-// decide is certmagic's on-demand DecisionFunc. It denies by default: only
-// the default address and verified attached domains get certificates, so a
-// stranger's SNI never makes the service ask the CA for anything.
+// decide is certmagic's on-demand DecisionFunc. It denies by default, so
+// that a stranger's SNI never makes the service ask the CA for anything.
 func (c *Certs) decide(_ context.Context, name string) error {
 	if c.names(name).Allowed {
 		return nil
@@ -118,22 +110,19 @@ func (c *Certs) decide(_ context.Context, name string) error {
 }
 
 // getCertificate serves handshakes. Attached domains get what maintenance
-// keeps in the cache, never an issuance inside the handshake: a visitor
-// does not wait for the CA, and a certificate nobody could renew in the
-// background is not obtained in a hurry either. Other names go to the
-// on-demand config, whose decision function allows the default address only.
+// keeps in the cache, never an issuance in the handshake: a visitor does
+// not wait for the CA, and nothing unrenewable is obtained in a hurry.
+// Other names go to the on-demand config.
 func (c *Certs) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	name := strings.TrimSuffix(strings.ToLower(hello.ServerName), ".")
 	n := c.names(name)
 	if !n.Served && n.Cover != "" {
-		// Under a served wildcard, and not served on its own: the
-		// wildcard's certificate, which the cache matches for the name;
-		// never an issuance for the name itself.
+		// Under a served wildcard and not served on its own: the wildcard's
+		// certificate, never an issuance for the name.
 		name, n = n.Cover, c.names(n.Cover)
 	}
 	if n.Owned {
-		// Its certificate may be in the cache already, but its traffic
-		// goes elsewhere until it is verified.
+		// Its traffic goes elsewhere until it is verified.
 		return nil, fmt.Errorf("%s is not served yet: its DNS does not point here", name)
 	}
 	if n.Served && !n.Default {
@@ -141,12 +130,10 @@ func (c *Certs) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, er
 		if err == nil {
 			return cert, nil
 		}
-		// Not in the cache yet (a handshake right after a restart, before
-		// Run loaded it, or one obtained by another instance): from
-		// storage, never from the CA, and only when the domain's record
-		// says there is one. A moved domain's certificate is kept
-		// unmanaged until it expires (kept.go) and is never loaded back
-		// as a managed one.
+		// Not cached yet (right after a restart, or obtained by another
+		// instance): from storage, never the CA, and only when the record says
+		// there is one. A moved domain's kept certificate is never loaded back
+		// as managed.
 		if !n.Allowed || !n.Issued {
 			return nil, err
 		}

@@ -1,9 +1,5 @@
-// The one writer of certificate state: every change of a domain's
-// certificate record passes save, which calls Config.OnChange once the
-// store has committed it. The state moves on certmagic's events
-// (renewals), the attempts' results (attempts.go), and the certificate
-// loop, which records expiry when it passes or comes close unrenewed, and
-// files gone from storage.
+// The one writer of certificate state: every change of a certificate
+// record passes save, which calls Config.OnChange once it is committed.
 
 package certs
 
@@ -24,30 +20,25 @@ import (
 // keepEvents is how many lifecycle events a domain keeps.
 const keepEvents = 10
 
-// Change is one change of a domain's certificate record that moved its
-// state or recorded a lifecycle event, as the store committed it.
+// Change is one committed change of a domain's certificate record that
+// moved its state or recorded a lifecycle event.
 type Change struct {
 	// Domain is the domain's name.
 	Domain string
-	// From and To are the states before and after (store.Cert*); equal
-	// when only an event was recorded, such as a renewal that failed
-	// while the certificate in use stays valid.
+	// From and To are the states before and after (store.Cert*); equal when
+	// only an event was recorded, such as a failed renewal of a valid one.
 	From, To string
-	// Event is the lifecycle event this change recorded (obtained,
-	// renewed, failed, expiring, removed), or nil.
+	// Event is the lifecycle event this change recorded, or nil.
 	Event *store.CertEvent
-	// Certificate is the record after the change: serial, names, issuer,
-	// validity, the last error and the next attempt.
+	// Certificate is the record after the change.
 	Certificate store.Certificate
 	// At is when the change was made, by the certificates' clock.
 	At time.Time
 }
 
-// save changes a domain's certificate record: the one writer of
-// certificate state. Names that are not attached domains (the default
-// address) have no record to keep. A change that moved the state or
-// recorded an event is passed to Config.OnChange after the store
-// committed it, on the caller's goroutine, once.
+// save changes a domain's certificate record (none for names without one)
+// and passes a change of state or event to Config.OnChange once, after the
+// commit, on the caller's goroutine.
 func (c *Certs) save(ctx context.Context, name string, change func(*store.Certificate)) store.Certificate {
 	now := c.now().UTC()
 	// The issuance context may be ending; the record must still be saved.
@@ -92,7 +83,7 @@ func lastEvent(events []store.CertEvent) *store.CertEvent {
 }
 
 // Wants reports whether a verified domain with this record needs a
-// certificate attempt: maintenance renews what is in the cache.
+// certificate attempt (maintenance renews what is in the cache).
 func Wants(cert store.Certificate) bool {
 	switch cert.State {
 	case store.CertIssued, store.CertRenewing, store.CertExpired:
@@ -102,10 +93,9 @@ func Wants(cert store.Certificate) bool {
 }
 
 // Request is called when a domain is verified (again) and Wants a
-// certificate: its record says pending unless failed attempts are backing
-// off (the record then says until when), and an attempt starts. It
-// returns the record as saved; the zero Certificate when the store failed
-// (logged: the certificate loop tries again).
+// certificate: the record says pending, unless failed attempts are backing
+// off, and an attempt starts. It returns the record as saved; the zero
+// Certificate when the store failed (logged; the loop tries again).
 func (c *Certs) Request(ctx context.Context, name string) store.Certificate {
 	now := c.now().UTC()
 	cert := c.save(ctx, name, func(cert *store.Certificate) {
@@ -117,11 +107,9 @@ func (c *Certs) Request(ctx context.Context, name string) store.Certificate {
 	return cert
 }
 
-// onEvent keeps each domain's certificate details from the events of
-// renewals, which are maintenance's. A first issuance is recorded by the
-// attempt that asked for it (attempts.go): it knows the back-off, and
-// records the certificate once it is in the cache, so that a state issued
-// means handshakes find it.
+// onEvent records renewals from certmagic's events. A first issuance is
+// recorded by its attempt, once cached, so that issued means handshakes
+// find it.
 func (c *Certs) onEvent(ctx context.Context, event string, data map[string]any) error {
 	name, _ := data["identifier"].(string)
 	if renewal, _ := data["renewal"].(bool); name == "" || !renewal {
@@ -149,8 +137,7 @@ func (c *Certs) onEvent(ctx context.Context, event string, data map[string]any) 
 		}
 		now := c.now().UTC()
 		c.save(ctx, name, func(cert *store.Certificate) {
-			// The current certificate stays in use until it expires;
-			// maintenance tries again.
+			// The current certificate stays in use until it expires.
 			cert.State = stateWhileRenewing(cert, now, store.CertIssued)
 			cert.Error = msg
 			cert.LastAttempt = &store.CertAttempt{At: now, Renewal: true, Error: msg}
@@ -160,9 +147,8 @@ func (c *Certs) onEvent(ctx context.Context, event string, data map[string]any) 
 	return nil
 }
 
-// stateWhileRenewing is the state of a certificate being renewed, or whose
-// renewal failed: an expired one stays expired, so that the state does not
-// swing between issued and expired while renewals keep failing.
+// stateWhileRenewing keeps an expired certificate expired while renewals
+// fail, so that the state does not swing between issued and expired.
 func stateWhileRenewing(cert *store.Certificate, now time.Time, state string) string {
 	if cert.NotAfter != nil && !now.Before(*cert.NotAfter) {
 		return store.CertExpired
@@ -170,7 +156,6 @@ func stateWhileRenewing(cert *store.Certificate, now time.Time, state string) st
 	return state
 }
 
-// storedLeaf parses the certificate stored under key.
 func (c *Certs) storedLeaf(ctx context.Context, key string) (*x509.Certificate, error) {
 	pemBytes, err := c.storage.Load(ctx, key)
 	if err != nil {
@@ -187,9 +172,8 @@ func parseLeaf(pemBytes []byte) (*x509.Certificate, error) {
 	return x509.ParseCertificate(block.Bytes)
 }
 
-// recordIssued stores the details of the certificate now in use. Both the
-// event and the attempt that obtained it call it; the serial tells whether
-// it is news.
+// recordIssued stores the details of the certificate now in use; the
+// event and the attempt both call it, and the serial tells if it is news.
 func (c *Certs) recordIssued(ctx context.Context, name string, leaf *x509.Certificate, issuerKey string, renewal bool) {
 	now := c.now().UTC()
 	serial := fmt.Sprintf("%x", leaf.SerialNumber)
@@ -225,8 +209,7 @@ func (c *Certs) caOfIssuer(issuerKey string) string {
 }
 
 // renewalDue is when maintenance starts renewing: the time chosen in the
-// CA's ARI window when the CA offers ARI, else certmagic's default of a
-// third of the lifetime before expiry.
+// CA's ARI window, else certmagic's default.
 func (c *Certs) renewalDue(ctx context.Context, issuerKey, name string, leaf *x509.Certificate) *time.Time {
 	var meta struct {
 		IssuerData struct {

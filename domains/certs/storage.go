@@ -14,18 +14,16 @@ import (
 	"petstore/store"
 )
 
-// Storage is certmagic's storage (certificates, keys, the ACME account)
-// on the store's key/value space. "Directories" are implicit, as
-// certmagic's model has it: a key is a directory when other keys start
-// with it and a slash.
+// Storage is certmagic's storage on the store's key/value space.
+// "Directories" are implicit, as in certmagic's model: a key followed by a
+// slash starts other keys.
 func Storage(kv store.KeyValue) certmagic.Storage { return certStorage{KeyValue: kv} }
 
-// certStorage takes the store's named locks (Lock, TryLock, Unlock) as
-// certmagic's locks, as they are.
+// certStorage's Lock, TryLock and Unlock are the store's named locks.
 type certStorage struct {
 	store.KeyValue
-	// presented, when set, is shown every challenge a solver of this
-	// service stores before presenting it to the CA.
+	// presented, when set, sees every challenge this service's solvers store
+	// before presenting it.
 	presented func(key string, value []byte)
 }
 
@@ -101,8 +99,8 @@ func (s certStorage) Stat(ctx context.Context, key string) (certmagic.KeyInfo, e
 	return certmagic.KeyInfo{Key: key, IsTerminal: false}, nil
 }
 
-// List returns the keys and directories directly under prefix, or with
-// recursive every key and directory below it.
+// List returns the keys and directories directly under prefix, or every
+// one below it with recursive.
 func (s certStorage) List(ctx context.Context, prefix string, recursive bool) ([]string, error) {
 	prefix = cleanKey(prefix)
 	keys, err := s.KVKeys(ctx, prefix)

@@ -1,6 +1,5 @@
-// The certificate loop and the certificates' part in domains' lives:
-// resuming after a restart, expiry, files gone from storage, removal, and
-// moved domains, whose certificate is kept but not renewed.
+// The certificate loop, and certificates through a domain's life: restart,
+// expiry, files gone from storage, removal, moved domains.
 
 package certs
 
@@ -17,12 +16,10 @@ import (
 	"petstore/store"
 )
 
-// Tend does one round of the certificate loop: verified domains without a
-// certificate whose next attempt is due get one; a certificate whose file
-// left storage is recorded as removed and requested again; one past its
-// notAfter is recorded as expired, and one close to it, not renewed, as
-// expiring (once). The loop runs it on every tick and when the soonest of
-// these moments passes.
+// Tend does one round of the certificate loop: due verified domains
+// without a certificate get one; a certificate whose file left storage is
+// recorded removed and requested again; one past notAfter is recorded
+// expired, and one close to it, not renewed, expiring (once).
 func (c *Certs) Tend(ctx context.Context) {
 	ds, err := c.db.Domains(ctx)
 	if err != nil {
@@ -68,8 +65,7 @@ func (c *Certs) Tend(ctx context.Context) {
 }
 
 // mayObtain reports whether d may have a certificate obtained: a verified
-// domain, or an owned one whose _acme-challenge CNAME is in place, whose
-// certificate is obtained ahead of its traffic through DNS-01.
+// domain, or an owned one (through DNS-01, once its CNAME is in place).
 func (c *Certs) mayObtain(d store.Domain) bool {
 	switch d.State {
 	case store.DomainVerified:
@@ -80,17 +76,15 @@ func (c *Certs) mayObtain(d store.Domain) bool {
 	return false
 }
 
-// expiringNotice is how long before its notAfter a certificate that was
-// not renewed is announced as expiring (certificate.expiring).
+// expiringNotice is how long before notAfter an unrenewed certificate is
+// announced as expiring.
 const expiringNotice = 14 * 24 * time.Hour
 
 // ExpiringAt is when a certificate not renewed by then is announced as
-// expiring: 14 days before its notAfter, or, for one that lives less than
-// six times that, when a sixth of its lifetime is left. Renewal is
-// normally due when a third is left, so a short-lived certificate is
-// announced only once its renewal had as long again to succeed. It does
-// not hang on the CA's suggested renewal time (ARI), which may be chosen
-// anywhere in a window. Nil without a notAfter.
+// expiring: expiringNotice before notAfter, or for a short-lived one when a
+// sixth of its lifetime is left, so that its renewal (due at a third) had
+// as long again to succeed. ARI's suggested time, anywhere in a window, is
+// not used. Nil without a notAfter.
 func ExpiringAt(cert store.Certificate) *time.Time {
 	if cert.NotAfter == nil {
 		return nil
@@ -102,8 +96,8 @@ func ExpiringAt(cert store.Certificate) *time.Time {
 	return new(cert.NotAfter.Add(-notice))
 }
 
-// expiringDue reports whether the certificate in use should now be
-// announced as expiring, and has not been.
+// expiringDue reports whether the certificate in use is due to be
+// announced as expiring and has not been.
 func expiringDue(cert store.Certificate, now time.Time) bool {
 	if cert.ExpiringNotedAt != nil || (cert.State != store.CertIssued && cert.State != store.CertRenewing) {
 		return false
@@ -112,9 +106,8 @@ func expiringDue(cert store.Certificate, now time.Time) bool {
 	return at != nil && !now.Before(*at) && now.Before(*cert.NotAfter)
 }
 
-// noteExpiring records the expiring event of the certificate in use, once:
-// the store may run a change more than once, and a renewal may have
-// landed since the round read the record.
+// noteExpiring records the expiring event once: the store may run a change
+// more than once, and a renewal may have landed since the round's read.
 func noteExpiring(cert *store.Certificate, now time.Time) {
 	if !expiringDue(*cert, now) {
 		return
@@ -127,10 +120,8 @@ func noteExpiring(cert *store.Certificate, now time.Time) {
 	cert.Events = addEvent(cert.Events, store.CertEvent{Kind: store.CertEventExpiring, At: now, Detail: detail})
 }
 
-// watch makes sure a round of the certificate loop runs when a
-// certificate in use is due to be announced as expiring, and when its
-// notAfter passes, so that both are recorded when they happen, whatever
-// the loop's tick.
+// watch makes the loop run when the certificate in use is due to be
+// announced as expiring and when notAfter passes, whatever its tick.
 func (c *Certs) watch(cert store.Certificate) {
 	if cert.NotAfter == nil {
 		return
@@ -141,19 +132,16 @@ func (c *Certs) watch(cert store.Certificate) {
 	c.wakeAt(cert.NotAfter.Add(time.Millisecond))
 }
 
-// wakeAt makes sure a round of the certificate loop runs once t, by the
-// certificates' clock, has passed.
+// wakeAt makes the loop run once t, by the certificates' clock, passed.
 func (c *Certs) wakeAt(t time.Time) {
-	// The timer runs on the wall clock; the certificates' clock says how
-	// far away t is.
+	// The timer runs on the wall clock.
 	at := time.Now().Add(t.Sub(c.now()))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ctx.Err() != nil {
 		return
 	}
-	// One timer, for the soonest moment; each round sets it again for the
-	// next one.
+	// One timer, for the soonest moment; each round sets it again.
 	if c.expiryTimer != nil && time.Now().Before(c.expiresAt) && !at.Before(c.expiresAt) {
 		return
 	}
@@ -165,7 +153,6 @@ func (c *Certs) wakeAt(t time.Time) {
 	c.expiryTimer.Reset(time.Until(at))
 }
 
-// wake asks the loop for a round now.
 func (c *Certs) wake() {
 	select {
 	case c.tend <- struct{}{}:
@@ -173,8 +160,7 @@ func (c *Certs) wake() {
 	}
 }
 
-// inStorage reports whether a certificate of name is in storage under
-// any of the configured CAs.
+// inStorage reports whether name's certificate is stored under any CA.
 func (c *Certs) inStorage(ctx context.Context, name string) bool {
 	for _, iss := range c.issuers {
 		if c.storage.Exists(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name)) {
@@ -207,9 +193,8 @@ func (c *Certs) Resume(ctx context.Context) {
 	}
 }
 
-// Forget is the certificates' part of a domain's removal, once the routing
-// table no longer has it: its certificate leaves memory (Removed) and
-// storage.
+// Forget is the certificates' part of a removal, once the routing table
+// no longer has it: the certificate leaves memory and storage.
 func (c *Certs) Forget(ctx context.Context, name string) error {
 	c.Removed(name)
 	for _, iss := range c.issuers {
@@ -222,31 +207,25 @@ func (c *Certs) Forget(ctx context.Context, name string) error {
 }
 
 // Removed follows a domain that left the routing table: the next
-// handshake must fail, so an attempt in flight stops and the certificate,
-// kept or managed, leaves memory.
+// handshake must fail, so an attempt stops and the certificate goes.
 func (c *Certs) Removed(name string) {
 	c.stopObtaining(name)
 	c.DropKept(name, false)
 	c.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 }
 
-// certAttemptLockPrefix names the lock an instance holds while it makes a
-// domain's first issuance attempt.
+// certAttemptLockPrefix names an instance's lock over a domain's first
+// issuance attempt.
 const certAttemptLockPrefix = "certattempt/"
 
 // claimAttempt makes this instance the only one attempting name's
-// certificate, and reports whether an attempt is still wanted. certmagic's
-// storage lock alone keeps two orders from running at once, but an
-// instance that waited on it would order right after another instance's
-// failure, skipping the back-off that failure recorded; and one that finds
-// the certificate obtained elsewhere only needs to load it. release is
-// non-nil when the claim was taken.
-// delegated says the record, as read after the claim, has its
-// _acme-challenge CNAME in place: the attempt goes through DNS-01.
+// certificate and reports whether one is still wanted (release non-nil:
+// claimed; delegated: DNS-01). The storage lock alone would let a waiter
+// order right after another's failure, skipping its back-off, or order
+// what was just obtained elsewhere.
 func (c *Certs) claimAttempt(ctx context.Context, name string) (release func(), wanted, delegated bool) {
-	// Without the lock, another instance is attempting it and the store
-	// will show its result, or the store failed and the certificate loop
-	// tries again at its next round.
+	// Without the lock another instance is attempting it, or the store
+	// failed and the next round tries again.
 	if release = TryLock(ctx, c.db, c.log, certAttemptLockPrefix+name, "certificate attempt"); release == nil {
 		return nil, false, false
 	}
@@ -266,10 +245,8 @@ func (c *Certs) claimAttempt(ctx context.Context, name string) (release func(), 
 	return release, true, d.Delegation != nil && d.Delegation.Delegated
 }
 
-// TryLock takes the store's named lock for the work named what, without
-// waiting, and returns its release; nil when another holder has it or
-// the store failed (logged). These are the locks certmagic's storage
-// uses: they work on both stores, across instances.
+// TryLock takes the store's named lock (certmagic's, cross-instance)
+// without waiting; nil when another holds it or the store failed (logged).
 func TryLock(ctx context.Context, kv store.KeyValue, log *slog.Logger, lock, what string) (release func()) {
 	got, err := kv.TryLock(ctx, lock)
 	if err != nil {

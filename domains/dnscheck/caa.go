@@ -20,24 +20,22 @@ const CodeCAAUnchecked = "caa_unchecked"
 var defaultValidationMethods = []string{"http-01", "tls-alpn-01"}
 
 // wildcardValidationMethods: a CA validates a wildcard through DNS only
-// (RFC 8555 section 7.1.3; Let's Encrypt offers dns-01 alone for them).
+// (RFC 8555 section 7.1.3).
 var wildcardValidationMethods = []string{"dns-01"}
 
 // CertificateAuthority is what the CAA check knows of one ACME CA that
 // certificates come from.
 type CertificateAuthority struct {
 	// Identities are the issuer domain names the CA recognises in CAA
-	// records (RFC 8555 section 7.1.1, meta.caaIdentities); empty when
-	// unknown.
+	// records (meta.caaIdentities); empty when unknown.
 	Identities []string
-	// AccountURI is this service's account URL at the CA, the value an RFC
-	// 8657 accounturi parameter must have; "" while no account exists.
+	// AccountURI is this service's account URL at the CA, what an RFC 8657
+	// accounturi must be; "" while no account exists.
 	AccountURI string
 }
 
-// caaAuthorities returns the CAs to judge CAA records for: what
-// CertificateAuthorities says, with the operator's CAAIdentities taking
-// the place of the identities the CAs announce.
+// caaAuthorities returns the CAs to judge CAA records for, the operator's
+// CAAIdentities replacing the identities the CAs announce.
 func (c *Checker) caaAuthorities(ctx context.Context) []CertificateAuthority {
 	var cas []CertificateAuthority
 	if c.CertificateAuthorities != nil {
@@ -55,12 +53,9 @@ func (c *Checker) caaAuthorities(ctx context.Context) []CertificateAuthority {
 }
 
 // checkCAA judges the CAA records of a name as the CA will (RFC 8659, RFC
-// 8657, and Let's Encrypt's Boulder where the RFCs leave a choice). For a
-// wildcard "*.X" the climb starts at X (RFC 8659 section 3: "a request for
-// a Wildcard Domain Name *.X" has the Relevant RRset RelevantCAASet(X)),
-// issuewild records take the place of issue records where there are any
-// (section 4.3), and the only validation method is dns-01, the one ACME
-// allows for wildcards (RFC 8555 section 7.1.3).
+// 8657, and Boulder where the RFCs leave a choice). For "*.X" the climb
+// starts at X (RFC 8659 section 3), issuewild records replace issue
+// records where there are any (section 4.3), and only dns-01 validates.
 func (s *session) checkCAA(ctx context.Context, name string) []Finding {
 	step, rrs, err := s.relevantCAA(ctx, WildcardBase(name))
 	if err != nil {
@@ -82,19 +77,13 @@ func (s *session) checkCAA(ctx context.Context, name string) []Finding {
 	return judgeCAA(name, rrs, s.c.caaAuthorities(ctx), methods)
 }
 
-// relevantCAA finds the Relevant RRset of RFC 8659 section 3: the CAA
-// records of the name itself, else of its parent, and so on up to and
-// including the TLD; at each step a CNAME is followed and the target's
-// records count as the step's own. Like Boulder, all steps are asked at
-// once, and a failed lookup at a step below the first one with records
-// fails the whole search (records could hide behind it); step names it.
-//
-// Boulder treats NXDOMAIN at a TLD as a failure, so that a removed TLD gets
-// no certificate; here the name's TLD was checked against the public suffix
-// list when the domain was added, and test TLDs have no zone to answer.
+// relevantCAA finds RFC 8659's Relevant RRset: the name's CAA records,
+// else its parent's, up to the TLD, following CNAMEs. Like Boulder it asks
+// all steps at once and fails on a failed lookup below the first step with
+// records (records could hide behind it); step names it. NXDOMAIN at a TLD
+// is no failure: TLDs were checked when the domain was added.
 func (s *session) relevantCAA(ctx context.Context, name string) (step string, rrs []*dns.CAA, err error) {
-	// A checked name has at most 127 labels (253 characters): so many
-	// lookups at most.
+	// At most 127 labels in a checked name: so many lookups at most.
 	labels := strings.Split(name, ".")
 	type answer struct {
 		rrs []*dns.CAA
@@ -160,11 +149,8 @@ func judgeCAA(name string, rrs []*dns.CAA, cas []CertificateAuthority, methods [
 		}
 	}
 
-	// RFC 8659 section 4.3: "Each issuewild Property MUST be ignored when
-	// processing a request for an FQDN that is not a Wildcard Domain
-	// Name", and "If at least one issuewild Property is specified in the
-	// Relevant RRset for a Wildcard Domain Name, each issue Property MUST
-	// be ignored".
+	// RFC 8659 section 4.3: issuewild is ignored for a name that is not a
+	// wildcard, and for a wildcard replaces issue when there is any.
 	tag := "issue"
 	if IsWildcard(name) {
 		tag = "issuewild" // a record that allows the wildcard and nothing else
@@ -177,8 +163,7 @@ func judgeCAA(name string, rrs []*dns.CAA, cas []CertificateAuthority, methods [
 		out = append(out, criticalFinding(name, owner, critical, cas))
 	}
 	if len(issue) == 0 {
-		// RFC 8659 section 4.2: only issue properties restrict issuance
-		// for a name that is not a wildcard.
+		// RFC 8659 section 4.2: only issue properties restrict a non-wildcard.
 		return out
 	}
 
@@ -248,19 +233,15 @@ func judgeIssue(rr *dns.CAA, cas []CertificateAuthority, methods []string) (stri
 	return strings.Join(reasons, "; "), fix
 }
 
-// paramsBlock applies the RFC 8657 parameters of a record naming ca, whose
-// identities are known; "" means they let this service's certificates
-// through.
+// paramsBlock applies the RFC 8657 parameters of a record naming ca; ""
+// means they let this service's certificates through.
 func paramsBlock(params map[string]string, ca CertificateAuthority, methods []string) string {
-	// Boulder looks parameters up by their exact tag: "AccountURI" is an
-	// unknown parameter to it, and unknown parameters are ignored.
+	// Boulder looks parameters up by exact tag and ignores unknown ones.
 	if uri, ok := params["accounturi"]; ok {
 		switch {
 		case ca.AccountURI == "":
-			// A record limited to an account cannot allow an account not
-			// registered yet: the one to be created gets a new URI that
-			// the record cannot name. Boulder, asked without an account,
-			// skips such records the same way.
+			// The account to be created gets a URI the record cannot name; Boulder,
+			// asked without an account, skips such records too.
 			return fmt.Sprintf("limits issuance to the ACME account %s, and this platform has no account with %s yet (it is created with the first certificate; check again afterwards)", uri, ca.Identities[0])
 		case uri != ca.AccountURI:
 			return fmt.Sprintf("limits issuance to the ACME account %s, but this platform's account is %s", uri, ca.AccountURI)
@@ -295,9 +276,8 @@ func methodsAllow(list string, methods []string) bool {
 }
 
 // parseIssueValue splits an issue value into the issuer domain name and
-// its parameters (RFC 8659 section 4.2), as Boulder does: only spaces and
-// tabs around each part are trimmed, and a parameter that is not tag=value
-// with a valid tag and value makes the whole record unusable (err).
+// its parameters (RFC 8659 section 4.2) as Boulder does: only spaces and
+// tabs are trimmed, and one bad parameter voids the record (err).
 func parseIssueValue(value string) (string, map[string]string, error) {
 	isWSP := func(r rune) bool { return r == ' ' || r == '\t' }
 	parts := strings.Split(value, ";")
@@ -328,9 +308,8 @@ func parseIssueValue(value string) (string, map[string]string, error) {
 	return domain, params, nil
 }
 
-// mendIssue is rr rewritten to let ca issue: the exact issuer domain name,
-// this service's account when the record names an account, and its
-// validation methods when the record lists methods.
+// mendIssue is rr rewritten to let ca issue: exact issuer name, this
+// service's account and validation methods where the record names them.
 func mendIssue(rr *dns.CAA, id string, params map[string]string, ca CertificateAuthority, methods []string) *caaFix {
 	value := id
 	for _, tag := range slices.Sorted(maps.Keys(params)) {
@@ -352,8 +331,8 @@ func mendIssue(rr *dns.CAA, id string, params map[string]string, ca CertificateA
 	return &caaFix{from: caaRecordString(rr), tag: rr.Tag, value: value}
 }
 
-// IssuerNames lists the issuer domain names a CAA record must name for the
-// CAs certificates come from, as the CAA check takes them, each once.
+// IssuerNames lists, each once, the issuer domain names a CAA record must
+// name for the CAs certificates come from.
 func (c *Checker) IssuerNames(ctx context.Context) []string {
 	return caaIdentities(c.caaAuthorities(ctx))
 }
@@ -394,8 +373,7 @@ func criticalFinding(name, owner string, critical []*dns.CAA, cas []CertificateA
 	msg := fmt.Sprintf("%s The same record with flag 0, %s, would not block it.", refused, allow)
 	fix := fmt.Sprintf("At your DNS provider, change the flag of the CAA record(s) of %s with tag %s to 0 (%s), or delete them.", owner, tags, allow)
 	if reg, above := aboveCustomer(name, owner); above {
-		// Any record of the customer's domain replaces the TLD's; one
-		// allowing the CA, when its name is known.
+		// Any record of the customer's domain replaces the TLD's.
 		allow = caaString(reg, 0, "iodef", "mailto:hostmaster@"+reg)
 		for _, ca := range cas {
 			if len(ca.Identities) > 0 {
@@ -424,8 +402,7 @@ func issueFinding(name, owner, tag string, issue []*dns.CAA, cas []CertificateAu
 		fix = fmt.Sprintf("At your DNS provider, change the CAA record %s to %s.", near.from, allow)
 	}
 	if reg, above := aboveCustomer(name, owner); above {
-		// The customer cannot change a TLD's records, but records of their
-		// own domain come first in the climb and replace them.
+		// Records of the customer's own domain come first and replace the TLD's.
 		allow = caaString(reg, 0, tag, value)
 		fix = fmt.Sprintf("%s is above your domain, where you cannot change its records; at your DNS provider, add the CAA record %s: the records closest to the name are the ones that count.",
 			owner, allow)
@@ -447,8 +424,7 @@ func issueFinding(name, owner, tag string, issue []*dns.CAA, cas []CertificateAu
 	return Finding{Code: CodeCAABlocksCA, Message: msg, Fix: fix, Found: caaStrings(issue), Expected: allow}
 }
 
-// namedIssuers lists the issuer domain names that the usable records of
-// issue name.
+// namedIssuers lists the issuer names the usable records of issue name.
 func namedIssuers(issue []*dns.CAA) []string {
 	var named []string
 	for _, rr := range issue {
@@ -459,17 +435,15 @@ func namedIssuers(issue []*dns.CAA) []string {
 	return slices.Compact(named)
 }
 
-// aboveCustomer reports whether owner, where the relevant CAA records were
-// found, is an ancestor of name's registrable domain (a TLD or another
-// public suffix), and returns that domain.
+// aboveCustomer reports whether owner is an ancestor of name's registrable
+// domain (a public suffix), and returns that domain.
 func aboveCustomer(name, owner string) (string, bool) {
 	reg := RegistrableDomain(name)
 	return reg, reg != "" && owner != reg && isSubdomain(reg, owner)
 }
 
-// unknownCAFinding judges issue records without knowing the CA's identity:
-// records that allow no CA at all still block; records naming CAs give a
-// warning, since the CA may or may not be among them.
+// unknownCAFinding judges issue records without the CA's identity: ones
+// allowing no CA block, ones naming CAs warn.
 func unknownCAFinding(name, owner string, issue []*dns.CAA) Finding {
 	named := namedIssuers(issue)
 	if len(named) == 0 {

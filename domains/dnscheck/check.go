@@ -17,8 +17,8 @@ import (
 	"petstore/store"
 )
 
-// Finding codes: the API and the dashboard key their texts and help links on
-// these, so they never change once published.
+// Finding codes: the API and the dashboard key on these, so they never
+// change once published.
 const (
 	CodeNoRecord          = "no_record"
 	CodeConflictingRecord = "conflicting_record"
@@ -28,9 +28,8 @@ const (
 	CodeDNSError          = "dns_error"
 )
 
-// DefaultTimeout bounds each DNS question when Checker.Timeout is zero. A
-// healthy server answers in milliseconds; waiting longer only delays the
-// "try again" answer the customer gets anyway.
+// DefaultTimeout bounds each DNS question when Checker.Timeout is zero;
+// waiting longer only delays the "try again" the customer gets anyway.
 const DefaultTimeout = 2 * time.Second
 
 // Finding is one thing wrong with a domain's DNS, worded for the customer.
@@ -39,53 +38,43 @@ type Finding = store.Finding
 // Result is the outcome of one Check.
 type Result = store.DomainCheck
 
-// Checker checks that a customer's domain points at the platform. Its zero
-// value is not useful: Platform.CNAMETarget is required. A Checker is safe for
-// concurrent use as long as its fields are not changed.
+// Checker checks that a customer's domain points at the platform.
+// Platform.CNAMETarget is required. Safe for concurrent use while its
+// fields are not changed.
 type Checker struct {
-	// Resolvers are the recursive resolvers (host:port; a missing port means
-	// 53) used to find the zone's nameservers, and asked directly when those
-	// cannot be reached. Empty means the servers in /etc/resolv.conf, or
-	// 127.0.0.1:53 when there are none.
+	// Resolvers (host:port, port 53 by default) find the zone's nameservers
+	// and are asked directly when those cannot be reached. Empty means
+	// /etc/resolv.conf's servers, else 127.0.0.1:53.
 	Resolvers []string
-	// Platform is where customers point their domains: the CNAME target
-	// and the public addresses. The domains manager gives it the one it
-	// was configured with.
+	// Platform is where customers point their domains: the CNAME target and
+	// the public addresses.
 	Platform Platform
-	// CAAIdentities are the issuer domain names the configured CA accepts in
-	// CAA "issue" records, e.g. "letsencrypt.org", as the operator gives
-	// them; they replace those CertificateAuthorities announces. With none
-	// known, CAA records naming CAs give a warning (CodeCAAUnchecked).
+	// CAAIdentities are the issuer domain names the CA accepts in CAA issue
+	// records (e.g. "letsencrypt.org"), replacing what CertificateAuthorities
+	// announces. With none known, CAA records naming CAs only warn.
 	CAAIdentities []string
 	// CertificateAuthorities, when set, tells the CAA check which CAs
 	// certificates come from; the name may issue when one of them may.
 	CertificateAuthorities func(context.Context) []CertificateAuthority
-	// ValidationMethods are the ACME challenge types this service answers,
-	// for CAA validationmethods parameters; empty means http-01 and
-	// tls-alpn-01.
+	// ValidationMethods are the ACME challenge types this service answers;
+	// empty means http-01 and tls-alpn-01.
 	ValidationMethods []string
 	// Timeout bounds each DNS question; zero means DefaultTimeout.
 	Timeout time.Duration
-	// NameserverPort is the port the zone's nameservers are asked on; zero
-	// means 53. Tests set it to reach a nameserver on an unprivileged port.
+	// NameserverPort is the port nameservers are asked on; zero means 53.
 	NameserverPort int
-	// AllowPrivateNameservers lets the check ask nameservers whose addresses
-	// (learned from NS records and glue, which the customer controls) are
-	// loopback, private or link-local. Off, such a zone is asked through the
-	// resolvers only, so a customer cannot make the platform send queries
-	// into its own network. Tests with nameservers on loopback turn it on.
-	// The configured Resolvers are the operator's choice and always asked.
+	// AllowPrivateNameservers lets the check ask nameservers at loopback,
+	// private or link-local addresses. Off, such a zone goes through the
+	// resolvers only: NS records and glue are the customer's, who must not
+	// aim the platform's queries into its network.
 	AllowPrivateNameservers bool
 }
 
-// Check looks up the DNS records of name (as returned by Normalize) and says
-// whether it is ready for a certificate, and if not, exactly what is wrong.
-//
-// It asks the zone's authoritative nameservers directly (recursion off) when
-// it can find and reach them, so a record the customer just fixed counts at
-// once instead of after resolver caches expire; otherwise it asks the
-// configured resolvers. Failures to reach DNS are reported as a dns_error
-// finding, never as an error: the result is always something to show.
+// Check looks up name's DNS records (name as returned by Normalize) and
+// says whether it is ready for a certificate, and if not, what is wrong.
+// It asks the authoritative nameservers directly when it can, so that a
+// record just fixed counts before resolver caches expire. DNS failures are
+// a dns_error finding, never an error: the result is always showable.
 func (c *Checker) Check(ctx context.Context, name string) Result {
 	name = Canonical(name)
 	res := Result{CheckedAt: time.Now().UTC(), Findings: []Finding{}}
@@ -93,9 +82,7 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 
 	query := name
 	if IsWildcard(name) {
-		// A wildcard record answers for every name below its base that has
-		// no records of its own: a random label, which no one created,
-		// shows where the wildcard points.
+		// A random label no one created shows where the wildcard points.
 		query = probeLabel() + "." + WildcardBase(name)
 	}
 	s.discover(ctx, query)
@@ -108,8 +95,7 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 	} else {
 		findings = s.checkSubdomain(ctx, query, name)
 	}
-	// When the name itself cannot be looked up, a CAA lookup would fail the
-	// same way and only repeat the message.
+	// A CAA lookup would fail the same way and only repeat the message.
 	if !slices.ContainsFunc(findings, func(f Finding) bool { return f.Code == CodeDNSError }) {
 		findings = append(findings, s.checkCAA(ctx, name)...)
 	}
@@ -125,8 +111,7 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 }
 
 // checkSubdomain: a CNAME to the target and nothing beside it. query is
-// the name asked, name the one the customer knows: a wildcard is asked
-// through a name it covers.
+// the name asked (a wildcard is asked through a name it covers).
 func (s *session) checkSubdomain(ctx context.Context, query, name string) []Finding {
 	out := s.checkCNAME(ctx, query, name)
 	if query != name {
@@ -230,10 +215,9 @@ func (s *session) checkApex(ctx context.Context, name string) []Finding {
 		}}
 	}
 
-	// The apex's addresses, as a set, must lie within the platform's: the
-	// --public-ip addresses and the ALIAS target's A and AAAA records (what
-	// a flattened ALIAS shows), IPv6 included. The target is looked up only
-	// when the public addresses alone do not cover the apex.
+	// The apex's addresses must lie within the platform's: --public-ip and the
+	// ALIAS target's A/AAAA records (what a flattened ALIAS shows). The target
+	// is looked up only when the public addresses do not cover the apex.
 	foreign := foreignAddrs(own, s.c.Platform.PublicIPs)
 	if len(foreign) > 0 {
 		targetAddrs, errs := s.lookupAddrs(ctx, target)
@@ -259,8 +243,7 @@ func (s *session) checkApex(ctx context.Context, name string) []Finding {
 	}}
 }
 
-// foreignAddrs lists the addresses of the A/AAAA records in own that are
-// not in want.
+// foreignAddrs lists own's A/AAAA addresses that are not in want.
 func foreignAddrs(own []dns.RR, want []netip.Addr) []string {
 	var foreign []string
 	for _, rr := range own {
@@ -299,7 +282,6 @@ func recordStrings(rrs []dns.RR) []string {
 	return out
 }
 
-// describeRecords words A/AAAA records for a message.
 func describeRecords(rrs []dns.RR) string {
 	list := recordStrings(rrs)
 	if len(list) == 1 {
@@ -334,7 +316,6 @@ func dnsErrorFinding(name string, errs []error) *Finding {
 	}
 }
 
-// plainDNSError words a lookup failure for the customer.
 func plainDNSError(err error) string {
 	var rc *rcodeError
 	var ne net.Error

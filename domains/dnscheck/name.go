@@ -1,8 +1,7 @@
 // Package dnscheck checks customers' DNS for their custom domains: the
-// form of a name, the records a customer must create, where the name
-// points (asked of its zone's authoritative servers), and CAA, with
-// findings worded for the customer. It knows nothing of certificates:
-// the CAs it judges CAA against are given to it.
+// form of a name, the records to create, where the name points (asked of
+// its authoritative servers), and CAA, with findings worded for the
+// customer. The CAs it judges CAA against are given to it.
 package dnscheck
 
 import (
@@ -16,10 +15,8 @@ import (
 	"petstore/store"
 )
 
-// idnaProfile maps like idna.Lookup (case folding, width mapping, punycode)
-// but leaves the "--" in positions 3-4 of a label alone: names such as
-// "r3---sn-abc.example.com" exist and resolve, and only leading/trailing
-// hyphens are checked afterwards on the ASCII form.
+// idnaProfile maps like idna.Lookup but leaves "--" in positions 3-4 of a
+// label alone: names such as "r3---sn-abc.example.com" exist and resolve.
 var idnaProfile = idna.New(
 	idna.MapForLookup(),
 	idna.BidiRule(),
@@ -33,15 +30,11 @@ const (
 )
 
 // Normalize turns what a customer typed into the canonical form stored and
-// compared everywhere: lower case, no trailing dot, internationalised labels in
-// punycode ("Bücher.example" becomes "xn--bcher-kva.example").
-//
-// It refuses, with a *store.Error of code store.EINVALID whose message can be
-// shown as is, anything that cannot be a customer's host name: empty input,
-// IP addresses, URLs, ports, paths, wildcards (NormalizeWildcard takes
-// those), spaces, invalid labels, single labels, and names that are a public
-// suffix or have no registrable domain (such as "co.uk" or "github.io"),
-// because no one can prove control of those.
+// compared everywhere: lower case, no trailing dot, IDN labels in punycode.
+// It refuses with an EINVALID *store.Error, shown as is, what cannot be a
+// customer's host name: IPs, URLs, ports, paths, wildcards (see
+// NormalizeWildcard), bad or single labels, and names without a
+// registrable domain, whose control no one can prove.
 func Normalize(input string) (string, error) {
 	s := strings.TrimSpace(input)
 	if s == "" {
@@ -66,8 +59,8 @@ func Normalize(input string) (string, error) {
 		return "", invalid("%q contains a port or a colon; enter just the domain name, without a port (for example shop.example.com)", s)
 	}
 	if strings.Contains(s, "*") {
-		// Wildcards have rules of their own (NormalizeWildcard); where
-		// one is accepted the caller asks for it.
+		// Wildcards have rules of their own; where one is accepted the caller
+		// asks for it.
 		if _, err := NormalizeWildcard(s); err != nil {
 			return "", err
 		}
@@ -126,8 +119,8 @@ func checkHostname(name string) error {
 			}
 		}
 	}
-	// An all-numeric top-level label is never a host name (RFC 3696 section 2)
-	// and is how partial or odd IPv4 spellings ("10.1", "1.2.3.4.5") show up.
+	// An all-numeric TLD is never a host name (RFC 3696 section 2) and is how
+	// odd IPv4 spellings ("10.1", "1.2.3.4.5") show up.
 	if tld := labels[len(labels)-1]; strings.Trim(tld, "0123456789") == "" {
 		return invalid("%q is not a domain name: its last part is all digits, like an IP address", name)
 	}
@@ -147,9 +140,8 @@ func invalid(format string, args ...any) error {
 	return store.Errorf(store.EINVALID, format, args...)
 }
 
-// RegistrableDomain returns the part of a normalised name that someone can
-// register (its public suffix plus one label): "example.co.uk" for
-// "a.b.example.co.uk". It returns "" when there is none.
+// RegistrableDomain returns the registrable part of a normalised name
+// (public suffix plus one label), or "" when there is none.
 func RegistrableDomain(name string) string {
 	d, err := publicsuffix.EffectiveTLDPlusOne(Canonical(name))
 	if err != nil {
@@ -158,39 +150,34 @@ func RegistrableDomain(name string) string {
 	return d
 }
 
-// IsApex reports whether a normalised name is a registrable domain itself
-// ("example.com"), which cannot carry a CNAME and needs ALIAS/ANAME or A/AAAA
-// records instead.
+// IsApex reports whether a normalised name is a registrable domain itself,
+// which cannot carry a CNAME.
 func IsApex(name string) bool {
 	n := Canonical(name)
 	return n != "" && RegistrableDomain(n) == n
 }
 
-// Platform describes the names the platform itself uses. Customers must not be
-// able to attach them: a claimed platform subdomain would take over another
-// project's traffic or the platform's own.
+// Platform describes the platform's own names, which customers must not
+// attach: that would take over another project's traffic or the platform's.
 type Platform struct {
-	// Domain is the platform domain under which projects get their default
-	// address (<slug>.<Domain>), e.g. "petstore.app".
+	// Domain is the platform domain of default addresses (<slug>.<Domain>).
 	Domain string
-	// CNAMETarget is the host name customers point their CNAME at. It may
-	// live outside Domain, and is protected the same way.
+	// CNAMETarget is the host customers point their CNAME at; it may live
+	// outside Domain, and is protected the same way.
 	CNAMETarget string
-	// PublicIPs are the platform's public addresses, which an apex may use
-	// as A/AAAA records. When empty, an apex must resolve to the same
-	// addresses as CNAMETarget (an ALIAS flattened by the provider).
+	// PublicIPs are the platform's addresses an apex may use as A/AAAA; when
+	// empty, an apex must resolve like CNAMETarget (a flattened ALIAS).
 	PublicIPs []netip.Addr
 }
 
-// Owns reports whether name is one of the platform's domains or a name under
-// one of them.
+// Owns reports whether name is or is under one of the platform's domains.
 func (p Platform) Owns(name string) bool {
 	n := Canonical(name)
 	return n != "" && (isSubdomain(n, Canonical(p.Domain)) || isSubdomain(n, Canonical(p.CNAMETarget)))
 }
 
-// Normalize is the package Normalize plus the refusal of the platform's own
-// names: it is what adding a domain should call.
+// Normalize is the package Normalize that also refuses the platform's own
+// names; adding a domain calls it.
 func (p Platform) Normalize(input string) (string, error) {
 	name, err := Normalize(input)
 	if err != nil {
@@ -202,17 +189,15 @@ func (p Platform) Normalize(input string) (string, error) {
 	return name, nil
 }
 
-// Canonical is the cheap form used for comparisons of names that are already
-// normalised, or come from DNS: lower case without the trailing dot.
+// Canonical is the cheap form for comparing normalised or DNS names: lower
+// case without the trailing dot.
 func Canonical(name string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
 }
 
-// specialUseTLDs are top-level domains that never lead to a public
-// certificate: reserved by RFC 2606, RFC 6761, RFC 6762 (.local), RFC 7686
-// (.onion), RFC 9476 (.alt), RFC 3172 (.arpa) and ICANN's 2024 decision on
-// .internal. Each gets its own reason; any other TLD outside the public
-// suffix list's ICANN section is refused as unknown.
+// specialUseTLDs never lead to a public certificate (RFC 2606, 6761, 6762,
+// 7686, 9476, 3172, and ICANN on .internal); each has its own reason. Other
+// TLDs outside the public suffix list's ICANN section are refused too.
 var specialUseTLDs = map[string]string{
 	"localhost": "is reserved for this computer (RFC 6761)",
 	"invalid":   "is reserved for names that must never resolve (RFC 6761)",
@@ -225,10 +210,9 @@ var specialUseTLDs = map[string]string{
 	"arpa":      "is reserved for the Internet's infrastructure, such as reverse DNS (RFC 3172)",
 }
 
-// CheckPublicTLD refuses a normalised name whose top-level domain is
-// special-use or not delegated by ICANN: no public CA issues for it, so
-// adding it would only send a doomed order to the CA. allowTest lets .test
-// through for tests, which run their own DNS and CA.
+// CheckPublicTLD refuses a normalised name whose TLD is special-use or not
+// ICANN's, which would only send a doomed order to the CA. allowTest lets
+// .test through.
 func CheckPublicTLD(name string, allowTest bool) error {
 	tld := name[strings.LastIndexByte(name, '.')+1:]
 	if reason, ok := specialUseTLDs[tld]; ok {

@@ -1,6 +1,5 @@
-// Moving a live domain without downtime: the two records that prove
-// ownership and delegate the certificate's validation, and the check that
-// looks for them on the zone's authoritative servers.
+// Moving a live domain without downtime: the records proving ownership
+// and delegating validation, and their check.
 
 package dnscheck
 
@@ -25,10 +24,8 @@ const (
 )
 
 // DelegationRecords lists the records that move a live domain without
-// downtime: the TXT with token that proves ownership while the name's
-// traffic goes elsewhere, and the CNAME that delegates the ACME DNS-01
-// challenge to target (<label>.<zone>). recordName is the name they are
-// created under: the domain itself.
+// downtime, under recordName: the TXT with token proving ownership while
+// traffic goes elsewhere, and the CNAME delegating ACME DNS-01 to target.
 func DelegationRecords(recordName, token, target string) []Record {
 	recordName = Canonical(recordName)
 	host := func(label string) string {
@@ -55,8 +52,8 @@ func DelegationRecords(recordName, token, target string) []Record {
 
 // Ownership is what CheckOwnership found.
 type Ownership struct {
-	// Known is false when the lookups failed: nothing is known, and
-	// nothing should change on the strength of this check.
+	// Known is false when the lookups failed: nothing should change on the
+	// strength of this check.
 	Known bool
 	// Found: the ownership TXT record holds the token.
 	Found bool
@@ -64,9 +61,8 @@ type Ownership struct {
 	Delegated bool
 }
 
-// CheckOwnership looks for the two records of DelegationRecords under
-// recordName, asking the zone's authoritative nameservers where it can
-// reach them, as Check does.
+// CheckOwnership looks for DelegationRecords' records under recordName,
+// on the authoritative nameservers where it can, as Check does.
 func (c *Checker) CheckOwnership(ctx context.Context, recordName, token, target string) Ownership {
 	recordName = Canonical(recordName)
 	s := &session{c: c, resolvers: c.resolvers(), timeout: cmp.Or(c.Timeout, DefaultTimeout)}

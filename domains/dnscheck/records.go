@@ -10,7 +10,7 @@ import (
 )
 
 // Record types shown to customers. ALIAS stands for ALIAS, ANAME and
-// "CNAME flattening": providers use different names for the same thing.
+// "CNAME flattening", one thing under providers' names.
 const (
 	TypeCNAME = "CNAME"
 	TypeALIAS = "ALIAS"
@@ -18,30 +18,29 @@ const (
 	TypeAAAA  = "AAAA"
 )
 
-// RecordTTL is the TTL we ask for: an hour keeps resolvers from hammering
-// the customer's provider while still letting a mistake be fixed the same day.
+// RecordTTL spares the customer's provider while letting a mistake be
+// fixed the same day.
 const RecordTTL = 3600
 
 // Record is one DNS record the customer must create at their DNS provider.
 type Record = store.DNSRecord
 
-// RequiredRecords lists the records that make name (as returned by
-// Normalize) point at the platform. A subdomain gets one CNAME to
-// cnameTarget. An apex cannot have a CNAME, so it gets an ALIAS/ANAME to
-// cnameTarget and, when the operator configured the platform's public
-// addresses, A/AAAA records as a fallback for providers without ALIAS.
+// RequiredRecords lists the records that make name (as Normalize returns
+// it) point at the platform: a CNAME for a subdomain; for an apex, which
+// cannot have one, an ALIAS and, with the platform's public addresses
+// configured, A/AAAA records for providers without ALIAS.
 func RequiredRecords(name, cnameTarget string, publicIPs []netip.Addr) []Record {
 	return requiredRecords(name, cnameTarget, publicIPs, IsApex(name))
 }
 
-// Records lists the records that make name point at this platform; apex
-// says whether name is the apex of its DNS zone, as a check may find out.
+// Records lists the records that make name point here; apex says whether
+// name is its zone's apex, as a check may find.
 func (p Platform) Records(name string, apex bool) []Record {
 	return requiredRecords(name, p.CNAMETarget, p.PublicIPs, apex)
 }
 
-// requiredRecords is RequiredRecords with apex given: a subdomain that
-// turned out to be a DNS zone of its own is the apex of that zone.
+// requiredRecords is RequiredRecords with apex given: a subdomain may be
+// a zone of its own.
 func requiredRecords(name, cnameTarget string, publicIPs []netip.Addr, apex bool) []Record {
 	name = Canonical(name)
 	target := Canonical(cnameTarget)

@@ -1,6 +1,5 @@
-// DNS transport for Checker: finding the zone of a name and its nameservers,
-// asking them (or the resolvers when they cannot be reached) and following
-// CNAME chains. The rules and their wording live in check.go.
+// DNS transport for Checker: finding a name's zone and nameservers, asking
+// them (or the resolvers), following CNAMEs. The rules live in check.go.
 
 package dnscheck
 
@@ -58,11 +57,11 @@ type session struct {
 	nsNames []string
 
 	// foundZone is the zone the resolvers named, kept even when its
-	// nameservers cannot or may not be asked.
+	// nameservers may not be asked.
 	foundZone string
 
-	// fellBack records that an in-zone question went to the resolvers after
-	// the nameservers failed, so the result is not purely authoritative.
+	// fellBack: an in-zone question went to the resolvers, so the result is
+	// not purely authoritative.
 	fellBack atomic.Bool
 	// maxTTL is the longest TTL among the answers, for Result.MaxTTL.
 	maxTTL atomic.Uint32
@@ -109,8 +108,8 @@ func (s *session) discover(ctx context.Context, name string) {
 	if s.c.NameserverPort > 0 {
 		port = strconv.Itoa(s.c.NameserverPort)
 	}
-	// Two or three nameservers are plenty to ask; resolving a dozen without
-	// glue, one after the other, would cost more than the check itself.
+	// A few nameservers are plenty; resolving a dozen without glue, one after
+	// the other, would cost more than the check.
 	const maxHosts = 4
 	lookup := hosts[:min(len(hosts), maxHosts)]
 	found := make([][]netip.Addr, len(lookup))
@@ -126,9 +125,8 @@ func (s *session) discover(ctx context.Context, name string) {
 			ips = append(ips, ip)
 		}
 	}
-	// IPv4 first, as netip orders them: hosts without IPv6 connectivity
-	// would otherwise spend a timeout on every question before reaching a
-	// server that works.
+	// IPv4 first: hosts without IPv6 would otherwise spend a timeout on every
+	// question before reaching a server that works.
 	slices.SortFunc(ips, netip.Addr.Compare)
 	ips = slices.Compact(ips)
 	const maxServers = 6
@@ -140,9 +138,8 @@ func (s *session) discover(ctx context.Context, name string) {
 		return
 	}
 
-	// Probe once so an unreachable or lame set of nameservers costs one
-	// timeout here instead of one per question, and put the server that
-	// answered first.
+	// Probe once so that lame nameservers cost one timeout, not one per
+	// question, and put the server that answered first.
 	_, srv, err := s.exchange(ctx, addrs, zone, dns.TypeSOA, true)
 	if err != nil {
 		return
@@ -191,10 +188,9 @@ func publicAddr(ip netip.Addr) bool {
 		!ip.IsLinkLocalMulticast() && !ip.IsUnspecified() && !ip.IsMulticast()
 }
 
-// soaZone returns the zone that a SOA answer for cand reveals: cand itself
-// when it owns a SOA, or the zone named in the authority section of a
-// negative answer. Answers that went through an alias are ignored, as their
-// SOA belongs to the alias target's zone.
+// soaZone returns the zone a SOA answer for cand reveals: cand when it
+// owns a SOA, else the authority section's zone of a negative answer.
+// Answers through an alias are ignored: their SOA is the target's zone.
 func soaZone(r *dns.Msg, cand string) string {
 	for _, rr := range r.Answer {
 		switch rr := rr.(type) {
@@ -250,8 +246,7 @@ func (s *session) noteTTLs(r *dns.Msg) {
 	}
 }
 
-// maxChain bounds CNAME chains: real ones are one or two long, and a loop
-// must end somewhere.
+// maxChain bounds CNAME chains, so that a loop ends.
 const maxChain = 8
 
 // rrset resolves name/qtype, following CNAMEs, and returns the records of
@@ -266,7 +261,6 @@ func (s *session) rrset(ctx context.Context, name string, qtype uint16) ([]dns.R
 		}
 		followed := false
 		for t := cnameOf(r.Answer, cur); t != ""; t = cnameOf(r.Answer, cur) {
-			// seen holds name and the targets so far.
 			if seen[t] || len(seen) > maxChain {
 				return nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME records loop or chain too long")}
 			}
@@ -339,16 +333,15 @@ func (e *rcodeError) Error() string {
 	return fmt.Sprintf("%s answered %s", e.server, dns.RcodeToString[e.rcode])
 }
 
-// exchange asks servers in turn until one gives a usable answer (NOERROR or
-// NXDOMAIN), and returns it with the server. Nameservers are asked
-// authoritative questions: recursion off, and only an authoritative
-// answer counts; resolvers are asked to recurse.
+// exchange asks servers in turn until one answers NOERROR or NXDOMAIN, and
+// returns the answer and server. Nameservers are asked with recursion off
+// and must answer authoritatively; resolvers are asked to recurse.
 func (s *session) exchange(ctx context.Context, servers []string, name string, qtype uint16, authoritative bool) (*dns.Msg, string, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), qtype)
 	m.RecursionDesired = !authoritative
-	// 1232 bytes avoids IP fragmentation (DNS flag day 2020); bigger answers
-	// come back truncated and are retried over TCP.
+	// 1232 bytes avoids IP fragmentation; bigger answers come back truncated
+	// and are retried over TCP.
 	m.SetEdns0(1232, false)
 
 	var lastErr error = errors.New("no DNS server configured")
@@ -394,8 +387,7 @@ func (s *session) exchangeOne(ctx context.Context, m *dns.Msg, server, network s
 	return r, err
 }
 
-// answers asks several questions about name at once, and returns their
-// answer sections together.
+// answers asks several questions about name at once.
 func (s *session) answers(ctx context.Context, name string, qtypes ...uint16) ([]dns.RR, []error) {
 	msgs := make([]*dns.Msg, len(qtypes))
 	errs := make([]error, len(qtypes))

@@ -1,6 +1,5 @@
-// Wildcard domains: "*.shop.example.com" covers every name one label
-// below shop.example.com. The rules of their form live here; everything
-// else about them (records, checks, routing) asks these functions.
+// Wildcard domains: "*.shop.example.com" covers every name one label below
+// shop.example.com. Their form's rules live here.
 
 package dnscheck
 
@@ -17,35 +16,29 @@ import (
 // wildcardPrefix is the one label a wildcard domain may start with.
 const wildcardPrefix = "*."
 
-// IsWildcard reports whether a normalised name is a wildcard domain
-// ("*.shop.example.com").
+// IsWildcard reports whether a normalised name is a wildcard domain.
 func IsWildcard(name string) bool { return strings.HasPrefix(name, wildcardPrefix) }
 
-// WildcardBase is the name a wildcard covers the children of
-// ("shop.example.com" for "*.shop.example.com"), and name itself for any
-// other name.
+// WildcardBase is the name a wildcard covers the children of, and name
+// itself for any other name.
 func WildcardBase(name string) string { return strings.TrimPrefix(name, wildcardPrefix) }
 
-// RecordName is the name a domain's ownership and delegation records
-// (_petstore-challenge, _acme-challenge) are created under: the base of a
-// wildcard, since "_acme-challenge.*.shop.example.com" is not a name a CA
-// asks for (RFC 8555 section 8.4 validates "*.X" at _acme-challenge.X),
-// and the name itself otherwise.
+// RecordName is the name a domain's _petstore-challenge and
+// _acme-challenge records are created under: a wildcard's base, since a CA
+// validates "*.X" at _acme-challenge.X (RFC 8555 section 8.4).
 func RecordName(name string) string { return WildcardBase(Canonical(name)) }
 
-// LooksLikeWildcard reports whether what a customer typed asks for a
-// wildcard: its first character, after spaces, is "*".
+// LooksLikeWildcard reports whether what a customer typed starts, after
+// spaces, with "*".
 func LooksLikeWildcard(input string) bool {
 	return strings.HasPrefix(strings.TrimSpace(input), "*")
 }
 
-// NormalizeWildcard turns what a customer typed into a normalised wildcard
-// domain, "*." followed by a name Normalize accepts. It refuses a "*"
-// anywhere but as the whole first label ("a*.example.com",
-// "a.*.example.com", "*.*.example.com"): a wildcard certificate covers
-// exactly one label (RFC 6125 section 6.4.3 as browsers apply it), and
-// a wildcard of a public suffix ("*.co.uk", "*.github.io"), which would
-// cover the domains of many owners.
+// NormalizeWildcard turns what a customer typed into "*." followed by a
+// name Normalize accepts. It refuses a "*" anywhere but as the whole first
+// label, since a wildcard certificate covers exactly one label (RFC 6125
+// section 6.4.3), and a wildcard of a public suffix, which would cover
+// many owners' domains.
 func NormalizeWildcard(input string) (string, error) {
 	s := strings.TrimSpace(input)
 	rest, ok := strings.CutPrefix(s, wildcardPrefix)
@@ -68,9 +61,8 @@ func NormalizeWildcard(input string) (string, error) {
 	return name, nil
 }
 
-// NormalizeWildcard is the package NormalizeWildcard plus the refusal of
-// wildcards under the platform's names, and of those that would cover
-// one of them (*.example.com where the platform is petstore.example.com).
+// NormalizeWildcard is the package NormalizeWildcard that also refuses
+// wildcards under the platform's names or covering one of them.
 func (p Platform) NormalizeWildcard(input string) (string, error) {
 	name, err := NormalizeWildcard(input)
 	if err != nil {
@@ -88,10 +80,8 @@ func (p Platform) NormalizeWildcard(input string) (string, error) {
 	return name, nil
 }
 
-// Covers reports whether the wildcard domain wildcard covers host: host is
-// exactly one label below its base (RFC 6125 section 6.4.3: the "*" stands
-// for one whole label, so "x.y.shop.example.com" is not covered by
-// "*.shop.example.com").
+// Covers reports whether wildcard covers host: host is exactly one label
+// below its base (RFC 6125 section 6.4.3).
 func Covers(wildcard, host string) bool {
 	base, ok := strings.CutPrefix(wildcard, wildcardPrefix)
 	if !ok {
@@ -109,8 +99,8 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-// probeLabel is a label no customer created: the check of a wildcard
-// asks for it under the base, so that only the wildcard record answers.
+// probeLabel is a label no customer created, so that only the wildcard
+// record answers for it.
 func probeLabel() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Clock is a test's time: it moves only when the test moves it, and the
-// code under test may read it (Now) from its own goroutines meanwhile.
+// Clock is a test's time, moved only by the test, readable from any
+// goroutine.
 type Clock struct {
 	mu sync.Mutex
 	t  time.Time

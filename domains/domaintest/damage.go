@@ -7,20 +7,18 @@ import (
 	"testing"
 )
 
-// DamagePages damages, in the bbolt file at path, every leaf page that
-// holds needle (a value only the records to damage contain), the way a bad
-// disk sector would: it overwrites the page's type, so that bbolt panics
-// on its next visit ("invalid page type"). It works on a file a store has
-// open (bbolt maps it shared, so the store sees the change) and returns
-// how many pages it damaged, failing the test when none holds needle.
+// DamagePages damages every leaf page of the bbolt file at path holding
+// needle, as a bad sector would: it overwrites the page's type, so bbolt
+// panics on its next visit. It works on a file a store has open (bbolt maps
+// it shared) and returns the pages damaged, failing the test when none.
 func DamagePages(tb testing.TB, path string, needle []byte) int {
 	tb.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	// The first meta page: its page header (16 bytes), then magic and
-	// version (4 bytes each), then the page size.
+	// The first meta page: header (16 bytes), magic and version (4 each),
+	// then the page size.
 	if len(data) < 28 {
 		tb.Fatalf("%s: too short for a bbolt file", path)
 	}

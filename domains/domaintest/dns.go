@@ -18,22 +18,16 @@ import (
 )
 
 // DNS is a running pebble-challtestsrv serving DNS only, on loopback.
-//
-// Its behaviour differs from a real zone in ways tests must allow for:
-// unknown names get empty answers (never NXDOMAIN); a CNAME is followed for
-// every query type, so other records on a name with a CNAME are hidden (put a
-// CAA on the parent instead); it answers SOA and NS queries with NOTIMP, so a
-// checker never finds authoritative servers through it and uses it as a
-// resolver; every TTL is 0. Names are matched case-sensitively: the methods
-// lower-case the host they are given, as the checker asks in lower case.
+// Unlike a real zone: unknown names get empty answers; a CNAME hides other
+// records on its name (put CAA on the parent); SOA and NS get NOTIMP, so a
+// checker uses it as a resolver; TTLs are 0; names match case-sensitively.
 type DNS struct {
 	addr string // DNS host:port
 	mgmt string // management API base URL
 }
 
 // StartDNS starts a challtestsrv on free loopback ports, waits until it
-// answers, and stops it when tb's test ends. The first call in a test binary
-// builds the tool (see the package doc).
+// answers, and stops it when tb's test ends.
 func StartDNS(tb testing.TB) *DNS {
 	tb.Helper()
 	bin := toolBinary(tb, challtestsrvPkg)
@@ -56,9 +50,8 @@ func StartDNS(tb testing.TB) *DNS {
 }
 
 // ready checks that this very server serves DNS over UDP and TCP and its
-// management API: a record set through the management port must come back
-// from the DNS port, so a server of another test that won a port race is
-// not mistaken for ours.
+// management API (a record set through one comes back from the other), so
+// that another test's server that won a port race is not taken for ours.
 func (d *DNS) ready() error {
 	host := fmt.Sprintf("ready-%d.domaintest.invalid", rand.Uint64())
 	ip := netip.AddrFrom4([4]byte{127, byte(rand.IntN(255) + 1), byte(rand.IntN(256)), byte(rand.IntN(255) + 1)})
@@ -127,8 +120,8 @@ func checkIPs(tb testing.TB, want6 bool, ips []string) {
 	}
 	for _, s := range ips {
 		ip, err := netip.ParseAddr(s)
-		// challtestsrv drops addresses of the wrong family silently at
-		// query time: refuse them here, where the mistake is.
+		// challtestsrv silently drops addresses of the wrong family: refuse
+		// them here, where the mistake is.
 		if err != nil || ip.Is6() != want6 || ip.Is4In6() {
 			tb.Fatalf("domaintest: %q is not an IPv%s address", s, map[bool]string{false: "4", true: "6"}[want6])
 		}
@@ -149,15 +142,14 @@ func (d *DNS) AddAAAA(tb testing.TB, host string, ips ...string) {
 	d.must(tb, "/add-aaaa", map[string]any{"host": fqdn(host), "addresses": ips})
 }
 
-// SetCNAME makes host an alias of target. The target is kept as given
-// (case included), as a customer's provider would store it.
+// SetCNAME makes host an alias of target, kept as given (case too), as a
+// provider would store it.
 func (d *DNS) SetCNAME(tb testing.TB, host, target string) {
 	tb.Helper()
 	d.must(tb, "/set-cname", map[string]any{"host": fqdn(host), "target": target})
 }
 
-// AddCAA adds a CAA record (flags 0) on host, e.g. tag "issue", value
-// "letsencrypt.org".
+// AddCAA adds a CAA record (flags 0) on host.
 func (d *DNS) AddCAA(tb testing.TB, host, tag, value string) {
 	tb.Helper()
 	d.must(tb, "/add-caa", map[string]any{"host": fqdn(host), "policies": []map[string]string{{"tag": tag, "value": value}}})
@@ -187,8 +179,8 @@ func (d *DNS) Clear(tb testing.TB, kind Record, host string) {
 	d.must(tb, "/clear-"+string(kind), map[string]any{"host": fqdn(host)})
 }
 
-// SetDefaultIPv4 sets the address every name without A records gets; ""
-// turns that off, so such names have no address at all.
+// SetDefaultIPv4 sets the address of every name without A records; ""
+// leaves them without.
 func (d *DNS) SetDefaultIPv4(tb testing.TB, ip string) {
 	tb.Helper()
 	d.must(tb, "/set-default-ipv4", map[string]any{"ip": ip})

@@ -12,15 +12,10 @@ import (
 	"github.com/miekg/dns"
 )
 
-// DNSServer is a DNS server of the test's own on loopback, answering from
-// records the test sets and changes. It plays a recursive resolver
-// (StartFaultyDNS, StartResolver, NewZone with no zone) or a zone's
-// authoritative server (NewZone): AA set, REFUSED outside its zone, and
-// aliases followed only inside it, where a resolver follows them anywhere.
-// A name without records (nor a wildcard above it, RFC 4592) is NXDOMAIN;
-// an empty answer carries the SOA among the records of the name's zone.
-// Unlike challtestsrv, whose only fault is SERVFAIL on every query for a
-// name, it can be told to fail every n-th query.
+// DNSServer is a test's own loopback DNS server answering from records the
+// test sets, as a resolver (StartFaultyDNS, StartResolver, NewZone with no
+// zone) or a zone's authoritative server (NewZone). Unlike challtestsrv it
+// answers NXDOMAIN and can fail every n-th query.
 type DNSServer struct {
 	addr     string
 	auth     string // authoritative for this zone (FQDN); "" plays a resolver
@@ -46,31 +41,28 @@ const (
 	ServFail              // answers SERVFAIL
 	Refused               // answers REFUSED
 	Drop                  // sends no answer, so the client times out
-	// Truncate answers with the TC bit and no records; StartFaultyDNS has
-	// no TCP listener, so the client's retry over TCP fails.
+	// Truncate answers with TC and no records; StartFaultyDNS has no TCP
+	// listener, so the client's TCP retry fails.
 	Truncate
 )
 
-// StartFaultyDNS starts a resolver on a loopback UDP port, with no records
-// yet, and stops it when tb's test ends.
+// StartFaultyDNS starts a resolver on loopback UDP, with no records yet,
+// stopped when tb's test ends.
 func StartFaultyDNS(tb testing.TB) *DNSServer {
 	tb.Helper()
 	return startDNSServer(tb, &DNSServer{}, false)
 }
 
-// StartResolver starts a resolver on loopback (UDP and TCP) that sends the
-// questions of zone to upstream, following a CNAME into zone as a real
-// resolver would (the _acme-challenge delegation), for pebble and the
-// checker; it stops when tb's test ends.
+// StartResolver starts a loopback resolver sending zone's questions to
+// upstream and following CNAMEs into zone; it stops with tb's test.
 func StartResolver(tb testing.TB, zone, upstream string) (*DNSServer, string) {
 	tb.Helper()
 	s := startDNSServer(tb, &DNSServer{forward: fqdn(zone), upstream: upstream}, true)
 	return s, s.addr
 }
 
-// NewZone starts, on a loopback UDP port, the authoritative server of zone
-// with records, or a resolver with its own (possibly stale) view of the
-// world when zone is "".
+// NewZone starts, on loopback UDP, zone's authoritative server with
+// records, or a resolver with its own view of the world when zone is "".
 func NewZone(tb testing.TB, zone string, records ...string) (*DNSServer, string) {
 	tb.Helper()
 	s := startDNSServer(tb, &DNSServer{auth: strings.ToLower(zone)}, false)
@@ -85,9 +77,8 @@ func startDNSServer(tb testing.TB, s *DNSServer, tcp bool) *DNSServer {
 	return s
 }
 
-// ServeDNS serves h over UDP on a free loopback port, and with tcp over TCP
-// on the same port too (pebble asks over TCP, the checker over UDP), until
-// tb's test ends; it returns the address (host:port) once h is served.
+// ServeDNS serves h on a free loopback UDP port, with tcp on the same TCP
+// port too, until tb's test ends; it returns host:port once served.
 func ServeDNS(tb testing.TB, h dns.Handler, tcp bool) string {
 	tb.Helper()
 	pc, ln := listenDNS(tb, tcp)
@@ -105,8 +96,8 @@ func ServeDNS(tb testing.TB, h dns.Handler, tcp bool) string {
 	return pc.LocalAddr().String()
 }
 
-// listenDNS listens on a free loopback port over UDP and, with tcp, on the
-// same port over TCP too, as a DNS server does.
+// listenDNS listens on a free loopback UDP port and, with tcp, on the same
+// TCP port.
 func listenDNS(tb testing.TB, tcp bool) (net.PacketConn, net.Listener) {
 	tb.Helper()
 	var lastErr error
@@ -132,8 +123,8 @@ func listenDNS(tb testing.TB, tcp bool) (net.PacketConn, net.Listener) {
 // Addr returns the server's address, host:port.
 func (s *DNSServer) Addr() string { return s.addr }
 
-// Set replaces every record of the names of the records given, in
-// zone-file form such as "shop.customer.test. 0 IN CNAME elsewhere.test.".
+// Set replaces every record of the records' names, in zone-file form
+// ("shop.customer.test. 0 IN CNAME elsewhere.test.").
 func (s *DNSServer) Set(tb testing.TB, records ...string) {
 	tb.Helper()
 	set := map[string][]dns.RR{}
@@ -163,8 +154,8 @@ func (s *DNSServer) Clear(name string) {
 	s.mu.Unlock()
 }
 
-// SetFault makes the server fail every n-th query from now on with fault
-// (n = 1: every query; n = 2: every other one). NoFault or n < 1 heals it.
+// SetFault makes every n-th query from now on fail with fault (n = 1:
+// every one); NoFault or n < 1 heals it.
 func (s *DNSServer) SetFault(fault Fault, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -232,7 +223,7 @@ func (s *DNSServer) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 }
 
 // answer fills m with the answer to q, following aliases as a resolver
-// would, or within its zone as the zone's server does.
+// would, or only within its zone as the zone's server does.
 func (s *DNSServer) answer(m *dns.Msg, q dns.Question) {
 	name := strings.ToLower(q.Name)
 	if s.auth != "" {
@@ -255,8 +246,7 @@ func (s *DNSServer) answer(m *dns.Msg, q dns.Question) {
 		s.mu.Lock()
 		rrs := slices.Clone(s.records[name])
 		if _, parent, ok := strings.Cut(name, "."); ok && len(rrs) == 0 {
-			// RFC 4592: a wildcard answers for a name that has no records
-			// of its own, under the name asked.
+			// RFC 4592: a wildcard answers for a name without records of its own.
 			for _, rr := range s.records["*."+parent] {
 				rr = dns.Copy(rr)
 				rr.Header().Name = name
@@ -310,8 +300,7 @@ func (s *DNSServer) ask(name string, qtype uint16) (*dns.Msg, error) {
 	return resp, err
 }
 
-// exchange asks addr over network one question, recursion off as a
-// resolver asks a zone's server, within the client's default timeouts.
+// exchange asks addr one question over network, recursion off.
 func exchange(network, addr, name string, qtype uint16) (*dns.Msg, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
@@ -320,11 +309,10 @@ func exchange(network, addr, name string, qtype uint16) (*dns.Msg, error) {
 	return resp, err
 }
 
-// DelegatedZone starts the nameserver of shop.deleg.test, a subdomain
-// delegated as a zone of its own whose apex has the address apexAddr, and
-// a resolver that knows the delegation. The nameserver is on loopback, as
-// test servers are: checkers must allow private nameservers and ask on
-// nameserverPort.
+// DelegatedZone starts the nameserver of shop.deleg.test, a delegated
+// subdomain whose apex has apexAddr, and a resolver knowing the
+// delegation. The nameserver is on loopback: checkers must allow private
+// nameservers and ask on nameserverPort.
 func DelegatedZone(t testing.TB, apexAddr string) (auth *DNSServer, resolverAddr string, nameserverPort int) {
 	t.Helper()
 	known := []string{

@@ -12,9 +12,8 @@ import (
 	"time"
 )
 
-// Exchange writes a raw request on c and reads one answer within 10
-// seconds: its status and body, status 0 when c was closed without an
-// answer, or -1 when the time ran out with c still open.
+// Exchange writes a raw request on c and reads one answer within 10 s: its
+// status and body, 0 when c closed without one, -1 when time ran out.
 func Exchange(c net.Conn, raw string) (status int, body string) {
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(c, raw); err != nil {
@@ -32,14 +31,12 @@ func Exchange(c net.Conn, raw string) (status int, body string) {
 	return res.StatusCode, string(b)
 }
 
-// ErrNoAnswer is a request that got no complete answer: the connection
-// failed or closed before the whole body was read.
+// ErrNoAnswer: the connection failed or closed before the whole body.
 var ErrNoAnswer = errors.New("no answer")
 
 // DoJSON sends req with c and returns the status once the whole answer is
-// read, as only then is a status an acknowledgement; a 2xx body is decoded
-// into out when out is not nil. An answer that did not come whole is an
-// error wrapping ErrNoAnswer.
+// read (only then is it an acknowledgement), decoding a 2xx body into out
+// when not nil. An incomplete answer is an error wrapping ErrNoAnswer.
 func DoJSON(c *http.Client, req *http.Request, out any) (int, error) {
 	res, err := c.Do(req)
 	if err != nil {

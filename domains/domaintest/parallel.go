@@ -6,12 +6,9 @@ import (
 	"strconv"
 )
 
-// WaitingParallel raises the default of -test.parallel to n, for a package
-// whose parallel tests mostly wait (for a certificate to near its expiry, a
-// child process, a timeout) rather than compute: the default, GOMAXPROCS,
-// would run two of them at a time on a two-core machine while both cores
-// idle. A -parallel given on the command line is kept. Call it from
-// TestMain before m.Run.
+// WaitingParallel raises -test.parallel's default to n for a package whose
+// parallel tests mostly wait rather than compute (GOMAXPROCS would leave
+// cores idle). An explicit -parallel is kept. Call it from TestMain.
 func WaitingParallel(n int) {
 	if !flag.Parsed() {
 		flag.Parse()

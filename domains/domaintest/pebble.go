@@ -20,30 +20,26 @@ import (
 
 // PebbleOptions tunes StartPebble. The zero value is what most tests want.
 type PebbleOptions struct {
-	// HTTPPort and TLSPort are the ports pebble connects to on 127.0.0.1
-	// to validate HTTP-01 and TLS-ALPN-01 challenges, where the service
-	// under test must listen. Zero picks a free port for each.
+	// HTTPPort and TLSPort are where on 127.0.0.1 pebble validates HTTP-01
+	// and TLS-ALPN-01; zero picks free ports.
 	HTTPPort, TLSPort int
-	// Env adds environment variables (KEY=value) for pebble, such as
-	// PEBBLE_CHAIN_LENGTH=2, after the defaults (PEBBLE_VA_NOSLEEP=1,
-	// PEBBLE_WFE_NONCEREJECT=0, PEBBLE_AUTHZREUSE=0), so they can override them.
+	// Env adds pebble's environment (KEY=value) after the defaults, so that
+	// it can override them.
 	Env []string
-	// Profiles adds certificate profiles (name to validity in seconds) to
-	// pebble's stock ones, e.g. {"short": 150} for renewal tests.
+	// Profiles adds certificate profiles (name to validity in seconds).
 	Profiles map[string]int
 	// DNSServer, when set, is the resolver pebble validates through
-	// (host:port, UDP), such as a Resolver of the test's own; the DNS
-	// argument may then be nil.
+	// (host:port, UDP); the DNS argument may then be nil.
 	DNSServer string
 }
 
-// Pebble is a running pebble ACME CA on loopback, resolving names only through
-// a DNS (so test names must have A records for 127.0.0.1 there), validating
-// challenges at once and answering with retry-after 0, so an issuance takes
-// about half a second. It does not check CAA. Its root changes on every start.
+// Pebble is a running pebble ACME CA on loopback, resolving names only
+// through a test DNS (test names need A records for 127.0.0.1 there),
+// validating at once with retry-after 0. It does not check CAA; its root
+// changes on every start.
 type Pebble struct {
-	// HTTPPort and TLSPort are where pebble validates HTTP-01 and
-	// TLS-ALPN-01: the service under test listens there on 127.0.0.1.
+	// HTTPPort and TLSPort are where pebble validates; the service under
+	// test listens there.
 	HTTPPort, TLSPort int
 
 	listen, mgmt string // host:port of the ACME and management servers
@@ -52,10 +48,9 @@ type Pebble struct {
 	proc         *Process
 }
 
-// StartPebble starts pebble using dns as its only resolver, waits until its
-// directory answers, and stops it when tb's test ends. Give each pebble a
-// fresh certificate storage: accounts from an earlier instance do not exist
-// in a new one.
+// StartPebble starts pebble resolving through dns, waits for its directory,
+// and stops it with tb's test. Give each pebble fresh certificate storage:
+// accounts do not carry over.
 func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 	tb.Helper()
 	dnsServer := opts.DNSServer
@@ -104,8 +99,7 @@ func (p *Pebble) writeConfig(file, pebbleDir string, extraProfiles map[string]in
 	profile := func(description string, seconds int) map[string]any {
 		return map[string]any{"description": description, "validityPeriod": seconds}
 	}
-	// Pebble's stock profiles; clients should ask for "default", or pebble
-	// may pick the six-day one.
+	// Clients should ask for "default", or pebble may pick the six-day one.
 	profiles := map[string]any{
 		"default":    profile("The profile you know and love", 7776000),
 		"shortlived": profile("A short-lived cert profile, without actual enforcement", 518400),
@@ -123,7 +117,7 @@ func (p *Pebble) writeConfig(file, pebbleDir string, extraProfiles map[string]in
 		"tlsPort":                 p.TLSPort,
 		"ocspResponderURL":        "",
 		"keyAlgorithm":            "ecdsa",
-		// The stock 3 and 5 seconds make each issuance take about 5 s.
+		// The stock values make each issuance take seconds.
 		"retryAfter": map[string]int{"authz": 0, "order": 0},
 		"profiles":   profiles,
 	}}, "", "  ")
@@ -142,8 +136,8 @@ func (p *Pebble) ready() error {
 	if err := getOK(client, p.ManagementURL()+"/roots/0"); err != nil {
 		return err
 	}
-	// Pebble exits when it cannot listen, so the servers that answered were
-	// someone else's if it exits now.
+	// Pebble exits when it cannot listen: then the servers that answered were
+	// someone else's.
 	time.Sleep(50 * time.Millisecond)
 	return nil
 }
@@ -164,20 +158,18 @@ func getOK(c *http.Client, url string) error {
 // DirectoryURL is the ACME directory, for certmagic's ACMEIssuer.CA.
 func (p *Pebble) DirectoryURL() string { return "https://" + p.listen + "/dir" }
 
-// ManagementURL is the base URL of pebble's management API (over TLS,
-// trusted through RootsPEM).
+// ManagementURL is pebble's management API (TLS trusted via RootsPEM).
 func (p *Pebble) ManagementURL() string { return "https://" + p.mgmt }
 
-// RootsPEM is the CA certificate of pebble's own TLS certificate
-// (pebble.minica.pem): what an ACME client must trust to talk to pebble.
-// It is not the root of the certificates pebble issues (see IssuerRootPEM).
+// RootsPEM is the CA of pebble's own TLS certificate, which an ACME client
+// must trust; not the root of what pebble issues (IssuerRootPEM).
 func (p *Pebble) RootsPEM() []byte { return append([]byte(nil), p.rootsPEM...) }
 
 // RootsPool is RootsPEM as a pool, for certmagic's ACMEIssuer.TrustedRoots.
 func (p *Pebble) RootsPool() *x509.CertPool { return p.roots.Clone() }
 
-// HTTPClient returns a client that trusts pebble's TLS certificate and sends
-// a User-Agent (pebble answers 400 to requests without one).
+// HTTPClient trusts pebble's TLS certificate and sends the User-Agent
+// pebble requires.
 func (p *Pebble) HTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.TLSClientConfig = &tls.Config{RootCAs: p.RootsPool()}
@@ -194,8 +186,7 @@ func (u userAgent) RoundTrip(r *http.Request) (*http.Response, error) {
 	return u.next.RoundTrip(r)
 }
 
-// IssuerRootPEM fetches the root of the certificates this pebble issues
-// (management /roots/0), for a client that must trust served certificates.
+// IssuerRootPEM fetches the root of the certificates this pebble issues.
 func (p *Pebble) IssuerRootPEM(tb testing.TB) []byte {
 	tb.Helper()
 	resp, err := p.HTTPClient().Get(p.ManagementURL() + "/roots/0")
@@ -213,6 +204,5 @@ func (p *Pebble) IssuerRootPEM(tb testing.TB) []byte {
 	return body
 }
 
-// Log returns what pebble printed so far: tests read it to show that a
-// name was, or was not, asked of the CA.
+// Log returns what pebble printed so far, to show which names were asked.
 func (p *Pebble) Log() string { return p.proc.Out.String() }

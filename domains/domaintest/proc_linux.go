@@ -16,9 +16,8 @@ type spawn struct {
 
 func init() {
 	go func() {
-		// Pdeathsig fires when the thread that started the child exits, not
-		// the process: a thread kept for the life of the test binary makes
-		// it mean "when the test binary dies".
+		// Pdeathsig fires when the starting thread exits: a thread kept for the
+		// test binary's life makes it "when the test binary dies".
 		runtime.LockOSThread()
 		for s := range spawns {
 			s.errc <- s.cmd.Start()
@@ -26,8 +25,8 @@ func init() {
 	}()
 }
 
-// start starts cmd so that it is killed with the test binary, even when that
-// dies without running its cleanups (a test timeout panics and exits).
+// start starts cmd so that it is killed with the test binary, even one
+// dying without cleanups.
 func start(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	errc := make(chan error, 1)

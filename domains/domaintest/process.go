@@ -10,16 +10,15 @@ import (
 	"time"
 )
 
-// Process is a program a test started, with its output (stdout and stderr
-// together) kept in Out.
+// Process is a program a test started, its stdout and stderr kept in Out.
 type Process struct {
 	Cmd  *exec.Cmd
 	Out  *SyncBuffer
 	done chan struct{} // closed when the process has exited
 }
 
-// StartProcess starts cmd, so that it dies with the test binary even when
-// that dies without running its cleanups, and kills it when tb's test ends.
+// StartProcess starts cmd so that it dies with the test binary, even one
+// dying without cleanups, and kills it when tb's test ends.
 func StartProcess(tb testing.TB, cmd *exec.Cmd) *Process {
 	tb.Helper()
 	p := &Process{Cmd: cmd, Out: &SyncBuffer{}, done: make(chan struct{})}
@@ -38,7 +37,6 @@ func StartProcess(tb testing.TB, cmd *exec.Cmd) *Process {
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// exited reports whether the process has exited.
 func (p *Process) exited() bool {
 	select {
 	case <-p.done:
@@ -62,15 +60,15 @@ func (p *Process) Kill() error {
 	}
 }
 
-// bindFailed reports whether the program logged that it lost a port: some
+// bindFailed reports whether the program logged losing a port: some
 // servers (challtestsrv) keep running without the listener.
 func (p *Process) bindFailed() bool {
 	s := p.Out.String()
 	return strings.Contains(s, "address already in use") || strings.Contains(s, "bind:")
 }
 
-// waitReady calls ready until it returns nil, and fails when the process
-// exits or logs that it lost a port first, or within has passed.
+// waitReady calls ready until nil, failing when the process exits or logs
+// losing a port first, or within has passed.
 func (p *Process) waitReady(within time.Duration, ready func() error) error {
 	deadline := time.Now().Add(within)
 	for {
@@ -82,8 +80,8 @@ func (p *Process) waitReady(within time.Duration, ready func() error) error {
 		}
 		err := ready()
 		if err == nil {
-			// A listener that was taken was logged before the server
-			// answered: the answer came from someone else's.
+			// A lost listener is logged before the answer, which was then someone
+			// else's.
 			if p.bindFailed() || p.exited() {
 				return errors.New("a port was taken")
 			}
@@ -96,7 +94,7 @@ func (p *Process) waitReady(within time.Duration, ready func() error) error {
 	}
 }
 
-// WaitOutput waits until the output matches re, and returns re's first
+// WaitOutput waits until the output matches re and returns its first
 // submatch.
 func (p *Process) WaitOutput(within time.Duration, re *regexp.Regexp) (string, error) {
 	var found string
@@ -111,11 +109,10 @@ func (p *Process) WaitOutput(within time.Duration, re *regexp.Regexp) (string, e
 	return found, err
 }
 
-// startServer starts a tool's server and waits until ready says it serves,
-// starting it again when it lost a port race (a port found free can be
-// taken by another test's server before this one binds it): attempt picks
-// new ports and returns the command and its readiness check. The server's
-// output is logged when the test fails.
+// startServer starts a tool's server and waits until ready, starting it
+// again when it lost a port race to another test's server: attempt picks
+// new ports and returns the command and its readiness check. Its output is
+// logged when the test fails.
 func startServer(tb testing.TB, name string, within time.Duration, attempt func() (*exec.Cmd, func() error)) *Process {
 	tb.Helper()
 	var lastErr error

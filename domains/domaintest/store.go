@@ -10,15 +10,14 @@ import (
 	"petstore/store/postgres"
 )
 
-// OpenStore opens a store on a fresh file in tb's temporary folder and
-// closes it when the test ends.
+// OpenStore opens a store on a fresh temporary file, closed when the test
+// ends.
 func OpenStore(tb testing.TB) *boltstore.DB {
 	tb.Helper()
 	return OpenStoreFile(tb, filepath.Join(tb.TempDir(), "petstore.db"), store.Options{})
 }
 
-// OpenStoreFile opens a store on path with opts and closes it when the test
-// ends.
+// OpenStoreFile opens a store on path with opts, closed when the test ends.
 func OpenStoreFile(tb testing.TB, path string, opts store.Options) *boltstore.DB {
 	tb.Helper()
 	db, err := boltstore.Open(path, opts)
@@ -33,9 +32,8 @@ func OpenStoreFile(tb testing.TB, path string, opts store.Options) *boltstore.DB
 	return db
 }
 
-// WriteStoreFile makes a data file at path holding what fill (nil for
-// nothing) writes, and closes it: a file for a service or a migration to
-// open.
+// WriteStoreFile makes a closed data file at path holding what fill (nil:
+// nothing) writes.
 func WriteStoreFile(tb testing.TB, path string, fill func(db *boltstore.DB) error) {
 	tb.Helper()
 	db, err := boltstore.Open(path, store.Options{})
@@ -53,9 +51,8 @@ func WriteStoreFile(tb testing.TB, path string, fill func(db *boltstore.DB) erro
 	}
 }
 
-// OpenPostgres opens a store on the PostgreSQL database at url and closes
-// it when the test ends. Each call is one more handle on the same data, as
-// another instance would have.
+// OpenPostgres opens a store on the PostgreSQL database at url, closed when
+// the test ends: one more handle on the data, as another instance has.
 func OpenPostgres(tb testing.TB, url string) *postgres.DB {
 	tb.Helper()
 	db, err := postgres.Open(context.Background(), url, store.Options{})

@@ -1,11 +1,8 @@
-// Package domaintest starts the real DNS server and ACME CA that the custom
-// domain tests run against: pebble-challtestsrv (a DNS server whose records a
-// test sets over HTTP) and pebble (a small ACME CA). Both are Go tool
-// dependencies of the module, built from the module cache with the build cache,
-// so `go test ./...` needs nothing installed but Go.
-//
-// Every helper takes the testing.TB it reports to, so one server can be
-// shared by the subtests of a test.
+// Package domaintest starts the real DNS server and ACME CA the custom
+// domain tests run against: pebble-challtestsrv and pebble, Go tool
+// dependencies built from the module cache, so `go test ./...` needs
+// nothing but Go. Every helper takes the testing.TB it reports to, so that
+// subtests can share a server.
 package domaintest
 
 import (
@@ -32,8 +29,7 @@ const (
 	pebbleModule    = "github.com/letsencrypt/pebble/v2"
 )
 
-// goEnv is what every helper needs from the go command, looked up once per
-// test binary.
+// goEnv is what helpers need of the go command, looked up once.
 var goEnv = sync.OnceValues(func() (env struct{ goCmd, modRoot string }, err error) {
 	// `go test` runs test binaries with GOROOT/bin first in PATH.
 	if env.goCmd, err = exec.LookPath("go"); err != nil {
@@ -65,8 +61,8 @@ func goOutput(goCmd, dir string, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// requireGo returns the go command and module root, skipping the test when
-// go is not installed (nothing can be built then) and failing it otherwise.
+// requireGo returns the go command and module root, skipping the test
+// without go (nothing can be built) and failing it otherwise.
 func requireGo(tb testing.TB) (goCmd, modRoot string) {
 	tb.Helper()
 	env, err := goEnv()
@@ -84,11 +80,8 @@ var (
 	toolPaths = map[string]string{}
 )
 
-// toolBinary builds a tool package once per test binary and returns the
-// executable's path. `go tool -n` builds it like `go build` and leaves the
-// executable in the Go build cache: later runs (and other test binaries)
-// reuse it in well under a second, and nothing is left in temporary
-// directories. The first cold build takes about a minute.
+// toolBinary builds a tool package once per test binary and returns its
+// path; `go tool -n` keeps it in the build cache for later runs.
 func toolBinary(tb testing.TB, pkg string) string {
 	tb.Helper()
 	goCmd, modRoot := requireGo(tb)
@@ -102,8 +95,7 @@ func toolBinary(tb testing.TB, pkg string) string {
 	if err != nil {
 		tb.Fatalf("domaintest: building %s: %v", pkg, err)
 	}
-	// With -n, go tool prints the command line it would run; with no
-	// arguments and no exec wrapper, that is the executable's path.
+	// With -n and no arguments, go tool prints the executable's path.
 	p := strings.TrimSpace(out)
 	if _, err := os.Stat(p); err != nil {
 		tb.Fatalf("domaintest: go tool -n %s printed %q, which is not a file: %v", pkg, p, err)
@@ -133,13 +125,9 @@ var pebbleDir = sync.OnceValues(func() (string, error) {
 })
 
 // freeChallengePort returns a loopback TCP port for the service under test
-// to listen on once pebble has started, which it is told to validate at.
-// The port is free when chosen but held by nobody until the test listens,
-// so it is drawn from below the kernel's ephemeral range: ports there are
-// never handed out to another process's outgoing connection or to its
-// listener on port 0, which took a chosen port in between on a busy CI
-// machine ("bind: address already in use"). Without that range it is any
-// free port.
+// to listen on once pebble, told to validate there, has started. It comes
+// from below the kernel's ephemeral range, so that no other process's
+// connection or port-0 listener takes it meanwhile.
 func freeChallengePort(tb testing.TB) int {
 	tb.Helper()
 	low := 0
@@ -162,7 +150,6 @@ func freeChallengePort(tb testing.TB) int {
 	return freePort(tb)
 }
 
-// freePort returns a free loopback TCP port.
 func freePort(tb testing.TB) int {
 	tb.Helper()
 	port, err := pgtest.FreePort()

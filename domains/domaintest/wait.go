@@ -8,10 +8,8 @@ import (
 	"petstore/store"
 )
 
-// WaitFor calls check every interval until it returns nil, and fails the
-// test with check's last error when it still does not after within. A
-// caller whose check costs the server something (a failed credential
-// counts against a limit) picks a longer interval.
+// WaitFor calls check every interval until nil, failing the test with its
+// last error after within. Costly checks want a longer interval.
 func WaitFor(tb testing.TB, within, every time.Duration, check func() error) {
 	tb.Helper()
 	deadline := time.Now().Add(within)
@@ -37,9 +35,8 @@ func Contains(tb testing.TB, what, s string, subs ...string) {
 	}
 }
 
-// OneFinding returns the one finding of r, failing the test unless r is
-// unverified with exactly one finding of code, worded with a message and
-// a fix.
+// OneFinding returns r's one finding, failing the test unless r is
+// unverified with exactly one finding of code, with a message and a fix.
 func OneFinding(tb testing.TB, r store.DomainCheck, code string) store.Finding {
 	tb.Helper()
 	if r.Verified || len(r.Findings) != 1 || r.Findings[0].Code != code {

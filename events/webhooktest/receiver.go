@@ -1,6 +1,6 @@
-// Package webhooktest runs webhook receivers of a test's own: real HTTP
-// servers that verify every delivery with the Standard Webhooks library,
-// independent of the service's signer, and keep what they accepted.
+// Package webhooktest runs a test's own webhook receivers: real HTTP
+// servers that verify every delivery with the Standard Webhooks library
+// (not the service's signer) and keep what they accepted.
 package webhooktest
 
 import (
@@ -27,14 +27,13 @@ type Event struct {
 
 // Delivery is one request a receiver accepted, its signature verified.
 type Delivery struct {
-	// ID, Timestamp and Signature are the webhook-id, webhook-timestamp
-	// and webhook-signature headers, Body the request's body.
+	// ID, Timestamp and Signature are the webhook-* headers.
 	ID, Timestamp, Signature, Body string
 	Event                          Event
 }
 
-// VerifiedBy reports whether d verifies with secret, as a receiver that
-// holds only that secret would judge it (the timestamp's freshness aside).
+// VerifiedBy reports whether d verifies with secret alone (the
+// timestamp's freshness aside).
 func (d Delivery) VerifiedBy(secret string) error {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -51,23 +50,20 @@ func (d Delivery) VerifiedBy(secret string) error {
 type Options struct {
 	// Secret is trusted from the start; Trust sets or replaces it.
 	Secret string
-	// IgnoreTimestamp checks the signature but not the timestamp's
-	// freshness, for tests whose clock is far from now.
+	// IgnoreTimestamp skips the freshness check, for tests with far clocks.
 	IgnoreTimestamp bool
-	// Answers are the statuses of the first deliveries accepted, in turn;
-	// the others are answered 200. Every answer's body is "answered <status>".
+	// Answers are the statuses of the first deliveries accepted, in turn,
+	// then 200; every body is "answered <status>".
 	Answers []int
 	// Hang holds every request, unanswered, until the test ends.
 	Hang bool
-	// Lenient keeps what it refuses (a signature that does not verify, or
-	// no secret trusted yet) or finds malformed, for Rejected, instead of
-	// failing the test: for receivers that see deliveries before the test
-	// knows their secret.
+	// Lenient keeps what it refuses for Rejected instead of failing the
+	// test, for receivers that see deliveries before their secret is known.
 	Lenient bool
 }
 
-// Receiver verifies and keeps webhook deliveries. It is an http.Handler;
-// Start serves one on a server of its own.
+// Receiver verifies and keeps webhook deliveries; an http.Handler that
+// Start serves on a server of its own.
 type Receiver struct {
 	// URL is the address of the server Start runs it on.
 	URL string
@@ -81,8 +77,8 @@ type Receiver struct {
 	rejected []string
 }
 
-// New returns a receiver for a server of the test's own (one with TLS,
-// say); Start is the usual way.
+// New returns a receiver for a server of the test's own; Start is the
+// usual way.
 func New(tb testing.TB, o Options) *Receiver {
 	r := newReceiver(tb, o)
 	tb.Cleanup(func() { close(r.hang) })
@@ -94,8 +90,7 @@ func Start(tb testing.TB, o Options) *Receiver {
 	r := newReceiver(tb, o)
 	srv := httptest.NewServer(r)
 	tb.Cleanup(srv.Close)
-	// Cleanups run last first: the held requests are let go before Close
-	// waits for them.
+	// Cleanups run last first: held requests are let go before Close waits.
 	tb.Cleanup(func() { close(r.hang) })
 	r.URL = srv.URL
 	return r
@@ -109,8 +104,7 @@ func newReceiver(tb testing.TB, o Options) *Receiver {
 	return r
 }
 
-// Trust makes the receiver verify deliveries with a webhook's secret (a
-// new one after a rotation).
+// Trust makes the receiver verify with secret (a new one after rotation).
 func (r *Receiver) Trust(secret string) {
 	wh := Verifier(r.tb, secret)
 	r.mu.Lock()
@@ -118,8 +112,7 @@ func (r *Receiver) Trust(secret string) {
 	r.mu.Unlock()
 }
 
-// Verifier is the Standard Webhooks library's verifier of a webhook's
-// secret.
+// Verifier is the Standard Webhooks verifier of secret.
 func Verifier(tb testing.TB, secret string) *standardwebhooks.Webhook {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -186,8 +179,8 @@ func (r *Receiver) Deliveries() []Delivery {
 	return slices.Clone(r.got)
 }
 
-// Events are the events accepted, each once (delivery is at least once:
-// repeats share the webhook-id), in the order first received.
+// Events are the events accepted, each once (repeats share the
+// webhook-id), in the order first received.
 func (r *Receiver) Events() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -1,6 +1,5 @@
-// Package accesslog is the service's log output: the writer every log line
-// goes through, which never makes a request wait for the sink, and the
-// access log's one line per request.
+// Package accesslog is the service's log output: the writer every line
+// goes through, which never makes a request wait, and the access log.
 package accesslog
 
 import (
@@ -22,8 +21,8 @@ type Line struct {
 	Duration                         time.Duration
 }
 
-// Attrs are the line's attributes as a slog record carries them; the
-// Logger writes the same ones in the same order.
+// Attrs are the line's attributes as a slog record carries them, in the
+// Logger's order.
 func (l Line) Attrs() []slog.Attr {
 	return []slog.Attr{
 		slog.String("request_id", l.RequestID),
@@ -36,14 +35,10 @@ func (l Line) Attrs() []slog.Attr {
 	}
 }
 
-// Logger writes access lines straight to the log's output, byte for
-// byte as slog's TextHandler or JSONHandler (default options) would write
-// the same record, so that the access lines and the other lines form one
-// log. Going through slog costs a noticeable share of a small request (the
-// caller's PC, a Record with more attributes than it holds inline, generic
-// attribute encoding); this is a few appends into a pooled buffer. Only
-// lines whose values all need no quoting take that path (plain); slog's
-// handler writes the others, so that its quoting rules stay its own.
+// Logger writes access lines straight to the log's output, byte for byte
+// as slog's TextHandler or JSONHandler would, at a few appends where slog
+// costs a noticeable share of a small request. Lines needing quoting go
+// through slog, so that its quoting rules stay its own.
 type Logger struct {
 	w    io.Writer // safe for concurrent use; each line is one Write
 	json bool
@@ -129,9 +124,8 @@ func (a *Logger) appendJSONLine(b []byte, t time.Time, l Line) []byte {
 	return append(b, "}\n"...)
 }
 
-// second is the part of a time's text that changes once a second, its
-// date, time of day and zone, formatted once for all the lines of that
-// second: formatting a whole time is most of the cost of a line.
+// second is a time's text that changes once a second, formatted once for
+// all lines of that second: formatting a time is most of a line's cost.
 type second struct {
 	unix int64
 	loc  *time.Location
@@ -139,9 +133,8 @@ type second struct {
 	zone []byte // Z07:00
 }
 
-// appendTime appends t in RFC 3339: with exactly three digits of fraction
-// (millis, slog's TextHandler), or as time.RFC3339Nano writes it (slog's
-// JSONHandler).
+// appendTime appends t in RFC 3339: three fraction digits (millis, as
+// slog's TextHandler), or as time.RFC3339Nano (slog's JSONHandler).
 func (a *Logger) appendTime(b []byte, t time.Time, millis bool) []byte {
 	s := a.second.Load()
 	if s == nil || s.unix != t.Unix() || s.loc != t.Location() {
@@ -171,8 +164,8 @@ func appendDigits(b []byte, v, n int) []byte {
 	return b
 }
 
-// appendTextString is a plain string value as slog's TextHandler writes
-// it: as it is, or "" when empty.
+// appendTextString is a plain string as slog's TextHandler writes it: as
+// is, or "" when empty.
 func appendTextString(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, `""`...)
@@ -180,8 +173,8 @@ func appendTextString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// plain reports whether both formats write s as it is (quoted, for JSON,
-// as strconv quotes it): printable ASCII without space, '=' or '"'.
+// plain reports whether both formats write s as is: printable ASCII
+// without space, '=' or '"'.
 func plain(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c <= ' ' || c >= 0x7f || c == '=' || c == '"' {

@@ -8,16 +8,14 @@ import (
 	"time"
 )
 
-// summaryAddresses bounds the distinct addresses a summary counts in one
-// window; past it, the summary says "at least".
+// summaryAddresses bounds the addresses counted per window; past it, the
+// line says "at least".
 const summaryAddresses = 10000
 
-// Summary turns a flood of refused requests (unknown hosts, rate-limited
-// clients, refused TLS handshakes) into at most one line per window: "N
-// requests for unknown hosts from M addresses in the last minute". A line
-// per refusal would let any client fill the disk with the service's log at
-// the cost of the refusals. It starts no goroutine: a window's line is
-// written by a timer set at its first refusal.
+// Summary turns a flood of refusals into at most one line per window ("N
+// requests for unknown hosts from M addresses in the last minute"), since a
+// line each would let any client fill the disk. It starts no goroutine: a
+// timer set at a window's first refusal writes its line.
 type Summary struct {
 	log    *slog.Logger
 	what   string // "requests for unknown hosts"
@@ -29,8 +27,8 @@ type Summary struct {
 	more  bool
 }
 
-// NewSummary returns a summary of what (a plural noun phrase) written to
-// log once per window in which any happened.
+// NewSummary returns a summary of what (a plural noun phrase) logged once
+// per window with any.
 func NewSummary(log *slog.Logger, what string, window time.Duration) *Summary {
 	return &Summary{log: log, what: what, window: window}
 }

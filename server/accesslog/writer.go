@@ -7,27 +7,23 @@ import (
 	"time"
 )
 
-// Bounds of Writer's buffer. Past logBufferMax bytes waiting, lines are
-// dropped: a sink that does not keep up (a pipe nobody drains, a stalled
-// terminal) must cost log lines, never requests. Past logKickAt bytes the
-// flusher is woken before its interval, so that a busy service writes in
+// Bounds of Writer's buffer. Past logBufferMax bytes lines are dropped: a
+// sink that does not keep up must cost log lines, never requests. Past
+// logKickAt the flusher is woken early, so that a busy service writes in
 // large pieces without holding much.
 const (
 	logBufferMax = 1 << 20
 	logKickAt    = 64 << 10
 )
 
-// logDropReportInterval is how often, at most, the log says how many lines
-// it dropped.
+// logDropReportInterval is how often, at most, drops are reported.
 const logDropReportInterval = 10 * time.Second
 
 // Writer is the service's log output. Write only appends to a bounded
-// buffer in memory and never waits for the sink; a goroutine writes the
-// buffer out an interval after its first line, because a write to the sink
-// per line would cost more than the request it records. With nothing
-// buffered the goroutine sleeps: an idle service is not woken to write
-// nothing. Each Write is one whole record, kept or dropped whole.
-// It is safe for concurrent use.
+// buffer, never waiting for the sink; a goroutine writes it out an
+// interval after its first line, since a write per line would cost more
+// than the request. Each Write is kept or dropped whole. Safe for
+// concurrent use.
 type Writer struct {
 	sink     io.Writer
 	interval time.Duration
@@ -36,19 +32,17 @@ type Writer struct {
 	pending []byte
 	dropped atomic.Uint64
 
-	// onDrop reports lines dropped since the last report; set by OnDrop
-	// before the first Write, read by the flusher only.
+	// onDrop is set by OnDrop before the first Write, read by the flusher.
 	onDrop func(n uint64)
 
-	// wake tells the flusher a line came into an empty buffer; kick that
-	// the buffer is full enough to write out at once.
+	// wake: a line came into an empty buffer; kick: write out at once.
 	wake, kick chan struct{}
 	stop       chan struct{}
 	done       chan struct{}
 }
 
-// NewWriter starts a Writer that writes to sink an interval after a line
-// comes into its empty buffer.
+// NewWriter starts a Writer writing to sink an interval after a line comes
+// into its empty buffer.
 func NewWriter(sink io.Writer, interval time.Duration) *Writer {
 	l := &Writer{
 		sink: sink, interval: interval,
@@ -59,17 +53,16 @@ func NewWriter(sink io.Writer, interval time.Duration) *Writer {
 	return l
 }
 
-// OnDrop sets report, called from the flusher at most every ten seconds
-// with the number of lines dropped since its last call, typically to log
-// "dropped N log lines" (which then goes through the same buffer). Call it
-// before anything is logged.
+// OnDrop sets report, called from the flusher at most every
+// logDropReportInterval with the lines dropped since its last call
+// (typically logged through the same buffer). Call it before logging.
 func (l *Writer) OnDrop(report func(n uint64)) { l.onDrop = report }
 
 // Dropped is the number of lines dropped since the start.
 func (l *Writer) Dropped() uint64 { return l.dropped.Load() }
 
-// Write keeps p for the next flush, or drops it when the buffer is full.
-// It never fails: a lost log line is not the caller's error.
+// Write keeps p for the next flush, or drops it when the buffer is full;
+// it never fails, since a lost log line is not the caller's error.
 func (l *Writer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	if len(l.pending)+len(p) > logBufferMax {
@@ -109,8 +102,7 @@ func (l *Writer) Close(wait time.Duration) {
 
 func (l *Writer) flusher() {
 	defer close(l.done)
-	// t is set (armed) while something waits for it: buffered lines, or
-	// a count of dropped lines not yet reported.
+	// t is armed while buffered lines or unreported drops wait for it.
 	t := time.NewTimer(l.interval)
 	defer t.Stop()
 	armed := true
@@ -147,9 +139,9 @@ func (l *Writer) flusher() {
 	}
 }
 
-// writeOut swaps the pending buffer for spare and writes it to the sink
-// without holding the lock, so that Write goes on while the sink is slow.
-// It returns the written buffer, emptied, as the next spare.
+// writeOut swaps the pending buffer for spare and writes it outside the
+// lock, so that Write goes on while the sink is slow; it returns the
+// written buffer, emptied, as the next spare.
 func (l *Writer) writeOut(spare []byte) []byte {
 	l.mu.Lock()
 	out := l.pending

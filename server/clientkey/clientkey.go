@@ -4,14 +4,12 @@ package clientkey
 
 import "net/netip"
 
-// Key identifies a client for the limits: an IPv4 address, or the /64
-// network of an IPv6 address. One IPv6 host usually has a whole /64 to pick
-// source addresses from, so counting addresses would give it 2^64 limits.
+// Key identifies a client: an IPv4 address, or an IPv6 address's /64,
+// since one host usually has a whole /64 to pick source addresses from.
 type Key [16]byte
 
-// Of is the client of a peer address ("ip:port"); what does not parse (no
-// peer address: tests, in-process callers) is the zero key, one shared
-// client.
+// Of is the client of a peer address ("ip:port"); what does not parse
+// (tests, in-process callers) is the zero key, one shared client.
 func Of(remoteAddr string) Key {
 	ap, err := netip.ParseAddrPort(remoteAddr)
 	if err != nil {

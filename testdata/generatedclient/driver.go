@@ -1,10 +1,7 @@
-// Command driver calls every operation of both OpenAPI documents through the
-// Go clients that oapi-codegen generates from them with its defaults, as a
-// user of the API would write it: request bodies are the generated types,
-// filled field by field, and every answer must decode into the generated
-// type of its status. TestGeneratedClients (handlers/generatedclient_test.go)
-// generates the clients, compiles them with this file (it is in testdata, so
-// never part of the module's own build) and runs it against a real server.
+// Command driver calls every operation of both OpenAPI documents through
+// oapi-codegen's default Go clients, as a user would; every answer must
+// decode into its status's type. TestGeneratedClients builds it and runs
+// it against a real server.
 package main
 
 import (
@@ -251,7 +248,6 @@ func operator(ctx context.Context, admin *adminapi.ClientWithResponses) {
 	webhooks(ctx, admin)
 }
 
-// webhooks calls the webhook and admin events operations.
 func webhooks(ctx context.Context, admin *adminapi.ClientWithResponses) {
 	cw := must(admin.CreateWebhookWithResponse(ctx, adminapi.NewWebhook{
 		Url: "https://192.0.2.1/hooks", Events: []adminapi.WebhookEventType{"*"},
@@ -295,8 +291,7 @@ func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, format+"\n", args...)
 }
 
-// must stops at an error of the client itself: it could not send the
-// request or not parse the answer into the generated types.
+// must stops at an error of the client itself: it could not send or parse.
 func must[R any](r R, err error) R {
 	if err != nil {
 		_, _, line, _ := runtime.Caller(1)
@@ -306,9 +301,8 @@ func must[R any](r R, err error) R {
 	return r
 }
 
-// expect checks the status, that the client parsed the body into the
-// generated type of that status, and that the type holds every member of
-// the body (no unknown field). It returns the parsed value.
+// expect checks the status, that the body parsed into that status's type,
+// and that the type holds every member of the body; it returns the value.
 func expect[T any](op string, r interface{ StatusCode() int }, body []byte, status int, parsed *T) T {
 	var zero T
 	if r.StatusCode() != status {
