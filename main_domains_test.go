@@ -106,6 +106,8 @@ func TestRunServesCustomDomainsOverHTTPS(t *testing.T) {
 // certificate comes from the second, and the domain answer names it.
 func TestRunFallsBackToTheNextCA(t *testing.T) {
 	parallel(t)
+	// A name of its own: certmagic keeps the challenges it is solving in
+	// one map per process, by name, and the parallel tests share a process.
 	dns, pebble, rootFile := startACME(t)
 	dir := t.TempDir()
 	const unreachable = "https://127.0.0.1:1/dir"
@@ -120,16 +122,16 @@ func TestRunFallsBackToTheNextCA(t *testing.T) {
 		"--allow-test-tlds", "--dns-allow-private")
 	defer in.stop(t)
 	in.call(t, "PATCH", "/admin/project", `{"plan":"pro"}`, adminAuth...)
-	dns.SetCNAME(t, "api.shop.test", "cname.petstore.test")
-	if code, body := in.call(t, "POST", "/admin/domains", `{"name":"api.shop.test"}`, adminAuth...); code != 201 {
+	dns.SetCNAME(t, "api.fallback.test", "cname.petstore.test")
+	if code, body := in.call(t, "POST", "/admin/domains", `{"name":"api.fallback.test"}`, adminAuth...); code != 201 {
 		t.Fatalf("add: %d %s", code, body)
 	}
-	if code, body := in.call(t, "POST", "/admin/domains/api.shop.test/verify", "", adminAuth...); code != 200 {
+	if code, body := in.call(t, "POST", "/admin/domains/api.fallback.test/verify", "", adminAuth...); code != 200 {
 		t.Fatalf("verify: %d %s", code, body)
 	}
 	var body string
 	domaintest.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-		if _, body = in.call(t, "GET", "/admin/domains/api.shop.test", "", adminAuth...); !strings.Contains(body, `"state":"issued"`) {
+		if _, body = in.call(t, "GET", "/admin/domains/api.fallback.test", "", adminAuth...); !strings.Contains(body, `"state":"issued"`) {
 			return fmt.Errorf("no certificate: %s", body)
 		}
 		return nil
