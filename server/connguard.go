@@ -188,11 +188,23 @@ type guardedConn struct {
 	state    atomic.Int32
 	h2       atomic.Bool
 	accepted time.Time
+	// read is set once the server first reads it: until then its request,
+	// if sent, waits in the socket or in the PROXY protocol reader's
+	// buffer, which no peek sees.
+	read atomic.Bool
+}
+
+func (c *guardedConn) Read(b []byte) (int, error) {
+	if !c.read.Load() {
+		c.read.Store(true)
+	}
+	return c.Conn.Read(b)
 }
 
 // unanswered reports whether an HTTP/1 connection may hold a request that
 // net/http would drop if shutdown began now: one being read or served,
-// sent and unread, or the first of a connection accepted within patience
+// sent and unread, not read by the server at all yet, or the first of a
+// connection accepted within patience
 // (on a loaded machine it may not be read before Shutdown gives up on it).
 // A silent connection holds shutdown no longer than patience.
 func (g *ConnGuard) unanswered(patience time.Duration) bool {
@@ -207,7 +219,7 @@ func (g *ConnGuard) unanswered(patience time.Duration) bool {
 			g.mu.Unlock()
 			return true
 		case http.StateNew:
-			if time.Since(c.accepted) < patience {
+			if time.Since(c.accepted) < patience || !c.read.Load() {
 				g.mu.Unlock()
 				return true
 			}

@@ -53,11 +53,28 @@ func TestQuietShutdownWarnsNothing(t *testing.T) {
 // it reads it after Shutdown began.
 func TestShutdownAnswersARequestNotReadYet(t *testing.T) {
 	t.Parallel()
+	t.Run("plain", func(t *testing.T) { t.Parallel(); shutdownWithRequestNotRead(t, "") })
+	// The PROXY protocol's reader takes the request with the header,
+	// before the server reads: no peek into the socket sees it.
+	t.Run("PROXY protocol", func(t *testing.T) {
+		t.Parallel()
+		shutdownWithRequestNotRead(t, "PROXY TCP4 192.0.2.1 127.0.0.1 40000 80\r\n")
+	})
+}
+
+// shutdownWithRequestNotRead is the test, each connection beginning with
+// header (a PROXY protocol header, or none).
+func shutdownWithRequestNotRead(t *testing.T, header string) {
 	guard, _, err := NewConnGuard(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := NewListeners(guard)
+	if header != "" {
+		if err := l.ReadProxyProtocolFrom([]string{"127.0.0.1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "answered")
 	})}
@@ -87,13 +104,16 @@ func TestShutdownAnswersARequestNotReadYet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer silent.Close()
+	if _, err := io.WriteString(silent, header); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, func() bool { return guard.Open() == 1 })
 	conn, err := net.Dial("tcp", addr.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, "POST /pets HTTP/1.1\r\nHost: petstore\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+	if _, err := io.WriteString(conn, header+"POST /pets HTTP/1.1\r\nHost: petstore\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
 		t.Fatal(err)
 	}
 	// Past net/http's 5 seconds for a first request, and so past the

@@ -10,7 +10,8 @@ import (
 )
 
 // hasUnread reports whether client bytes wait unread in the socket. Bytes
-// the PROXY reader buffered are not seen: then shutdown's patience holds.
+// the PROXY reader buffered are not seen; the server's first read takes
+// them at once (see guardedConn.read).
 func hasUnread(c net.Conn) bool {
 	if pc, ok := c.(*proxyproto.Conn); ok {
 		c = pc.Raw()
