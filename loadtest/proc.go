@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"petstore/store/postgres/pgtest"
 )
 
 // proc is a server process the benchmark started: petstore or the Echo
@@ -185,7 +186,7 @@ func (p *proc) kill() {
 // ticks can miss a short slice on a loaded machine entirely. Go's threads
 // live as long as the process, so none's time is lost between readings.
 func procCPUTime(pid int, name string) (time.Duration, error) {
-	if d, ok := schedCPUTime(pid); ok {
+	if d, ok := pgtest.ThreadsCPU(pid); ok {
 		return d, nil
 	}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -202,31 +203,6 @@ func procCPUTime(pid int, name string) (time.Duration, error) {
 	}
 	// In USER_HZ, 100 on every Linux architecture.
 	return time.Duration(utime+stime) * (time.Second / 100), nil
-}
-
-// schedCPUTime sums the first field (ns on a CPU) of every thread's
-// schedstat; false where the kernel keeps none.
-func schedCPUTime(pid int) (time.Duration, bool) {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil || len(tasks) == 0 {
-		return 0, false
-	}
-	var sum time.Duration
-	for _, task := range tasks {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // the thread ended since the listing
-		}
-		var ns int64
-		if err != nil {
-			return 0, false
-		}
-		if _, err := fmt.Sscan(string(data), &ns); err != nil {
-			return 0, false
-		}
-		sum += time.Duration(ns)
-	}
-	return sum, true
 }
 
 // rss is VmRSS from /proc/<pid>/status, in bytes.

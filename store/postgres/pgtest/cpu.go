@@ -2,7 +2,9 @@ package pgtest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -11,7 +13,10 @@ import (
 
 // CPU is the CPU time the cluster's server has used so far: its
 // postmaster's, its ended children's and its live children's, read from
-// Linux's /proc.
+// Linux's /proc. Live processes are counted in nanoseconds (ThreadsCPU)
+// where the kernel keeps them; ended children only in /proc stat's 10 ms
+// ticks, so a child that ends between two readings moves its time by
+// less than a tick.
 func (c *Cluster) CPU() (time.Duration, error) {
 	pm, err := c.PostmasterPID()
 	if err != nil {
@@ -23,7 +28,7 @@ func (c *Cluster) CPU() (time.Duration, error) {
 	}
 	// After the command name: utime, stime, cutime and cstime are fields
 	// 11 to 14, the parent's pid field 1.
-	total := ticks(f[11]) + ticks(f[12]) + ticks(f[13]) + ticks(f[14])
+	total := liveCPU(pm, f) + tickTime(f[13], f[14])
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, err
@@ -35,11 +40,47 @@ func (c *Cluster) CPU() (time.Duration, error) {
 			continue
 		}
 		if f, err := procStat(pid); err == nil && f[1] == parent {
-			total += ticks(f[11]) + ticks(f[12])
+			total += liveCPU(pid, f)
 		}
 	}
-	// In USER_HZ, 100 wherever Linux runs PostgreSQL.
-	return time.Duration(total) * (time.Second / 100), nil
+	return total, nil
+}
+
+// liveCPU is a live process's CPU time: ThreadsCPU's, else its stat's
+// utime and stime (f).
+func liveCPU(pid int, f []string) time.Duration {
+	if d, ok := ThreadsCPU(pid); ok {
+		return d
+	}
+	return tickTime(f[11], f[12])
+}
+
+// ThreadsCPU is the CPU time so far of the process pid, the sum of its
+// threads' time on a CPU from /proc/<pid>/task/*/schedstat, in
+// nanoseconds; false where the kernel keeps none. /proc/<pid>/stat counts
+// in 10 ms ticks, which a short measurement on a loaded machine can miss
+// entirely. A thread that ended takes its time with it.
+func ThreadsCPU(pid int) (time.Duration, bool) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var sum time.Duration
+	for _, task := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread ended since the listing
+		}
+		var ns int64
+		if err != nil {
+			return 0, false
+		}
+		if _, err := fmt.Sscan(string(data), &ns); err != nil {
+			return 0, false
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, true
 }
 
 // procStat is /proc/<pid>/stat's fields after the command name, which is
@@ -60,7 +101,13 @@ func procStat(pid int) ([]string, error) {
 	return f, nil
 }
 
-func ticks(field string) int64 {
-	n, _ := strconv.ParseInt(field, 10, 64)
-	return n
+// tickTime is the sum of fields counted in USER_HZ, 100 wherever Linux
+// runs PostgreSQL.
+func tickTime(fields ...string) time.Duration {
+	var n int64
+	for _, f := range fields {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		n += v
+	}
+	return time.Duration(n) * (time.Second / 100)
 }
