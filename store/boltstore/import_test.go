@@ -57,25 +57,14 @@ func TestImportNumbersPostgreSQLEventsAgain(t *testing.T) {
 	if got, want := names(store.EventID{}), "1 file 1, 2 file 2, 10 pg a, 11 pg b, 12 pg c, 13 pg d"; got != want {
 		t.Errorf("the events: %s\nwant %s", got, want)
 	}
-	for _, c := range []struct {
-		cursor store.EventID
-		want   string
-	}{
+	wantAfterCursors(t, db, []cursorCase{
 		{store.EventID{Tx: 100, Seq: 11}, "12 pg c, 13 pg d"},
 		{store.EventID{Tx: 103, Seq: 1}, "12 pg c, 13 pg d"}, // between two moved events
 		{store.EventID{Tx: 105, Seq: 9}, "13 pg d"},
 		{store.EventID{Tx: 107, Seq: 12}, ""},
 		{store.EventID{Tx: 50, Seq: 1}, "10 pg a, 11 pg b, 12 pg c, 13 pg d"}, // before them all
 		{store.EventID{Seq: 1}, "2 file 2, 10 pg a, 11 pg b, 12 pg c, 13 pg d"},
-	} {
-		mapped, err := db.EventCursor(ctx, c.cursor)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := names(mapped); got != c.want {
-			t.Errorf("after %s (%s here): %s\nwant %s", c.cursor, mapped, got, c.want)
-		}
-	}
+	})
 
 	// The pending delivery is of event 12, and is sent under the id it
 	// had on PostgreSQL, which a receiver may have seen.
@@ -166,23 +155,12 @@ func TestImportCarriesTheIdsOfAnEarlierMove(t *testing.T) {
 	if got, want := names(store.EventID{}), "1 file, 10 a, 11 b, 20 c, 21 d"; got != want {
 		t.Errorf("the events: %s\nwant %s", got, want)
 	}
-	for _, c := range []struct {
-		cursor store.EventID
-		want   string
-	}{
+	wantAfterCursors(t, db, []cursorCase{
 		{store.EventID{Tx: 100, Seq: 10}, "11 b, 20 c, 21 d"},
 		{store.EventID{Tx: 50, Seq: 1}, "10 a, 11 b, 20 c, 21 d"}, // before the first database's
 		{store.EventID{Tx: 300, Seq: 5}, "20 c, 21 d"},            // before the second's
 		{store.EventID{Tx: 300, Seq: 20}, "21 d"},
-	} {
-		mapped, err := db.EventCursor(ctx, c.cursor)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := names(mapped); got != c.want {
-			t.Errorf("after %s (%s here): %s\nwant %s", c.cursor, mapped, got, c.want)
-		}
-	}
+	})
 	claimed, err := db.ClaimDeliveries(ctx, at.Add(time.Minute), at.Add(time.Hour), nil, 10)
 	sentAs := map[int64]store.EventID{}
 	for _, c := range claimed {
@@ -190,6 +168,26 @@ func TestImportCarriesTheIdsOfAnEarlierMove(t *testing.T) {
 	}
 	if err != nil || sentAs[1] != (store.EventID{Tx: 100, Seq: 11}) || sentAs[2] != (store.EventID{Tx: 300, Seq: 21}) {
 		t.Errorf("the deliveries are sent as %v (%v), want 1 as %s and 2 as %s", sentAs, err, store.EventID{Tx: 100, Seq: 11}, store.EventID{Tx: 300, Seq: 21})
+	}
+}
+
+type cursorCase struct {
+	cursor store.EventID
+	want   string // eventNames after the cursor mapped by EventCursor
+}
+
+// wantAfterCursors checks the events db lists after each case's cursor,
+// one of an earlier database, once EventCursor has mapped it.
+func wantAfterCursors(t *testing.T, db *boltstore.DB, cases []cursorCase) {
+	t.Helper()
+	for _, c := range cases {
+		mapped, err := db.EventCursor(ctx, c.cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := eventNames(t, db, mapped); got != c.want {
+			t.Errorf("after %s (%s here): %s\nwant %s", c.cursor, mapped, got, c.want)
+		}
 	}
 }
 
