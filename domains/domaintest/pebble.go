@@ -79,9 +79,9 @@ func StartPebble(tb testing.TB, dns *DNS, opts PebbleOptions) *Pebble {
 
 	p := &Pebble{rootsPEM: rootsPEM, roots: roots}
 	p.proc = startServer(tb, "pebble", 20*time.Second, func() (*exec.Cmd, func() error) {
-		p.HTTPPort, p.TLSPort = cmp.Or(opts.HTTPPort, freeChallengePort(tb)), opts.TLSPort
+		p.HTTPPort, p.TLSPort = cmp.Or(opts.HTTPPort, freePort(tb)), opts.TLSPort
 		for p.TLSPort == 0 || p.TLSPort == p.HTTPPort && opts.TLSPort == 0 {
-			p.TLSPort = freeChallengePort(tb) // the first is not held: it may come again
+			p.TLSPort = freePort(tb) // the first is not held: it may come again
 		}
 		p.listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
 		p.mgmt = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))

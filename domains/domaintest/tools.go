@@ -9,12 +9,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -124,32 +121,10 @@ var pebbleDir = sync.OnceValues(func() (string, error) {
 	return dir, nil
 })
 
-// freeChallengePort returns a loopback TCP port for the service under test
-// to listen on once pebble, told to validate there, has started. It comes
-// from below the kernel's ephemeral range, so that no other process's
-// connection or port-0 listener takes it meanwhile.
-func freeChallengePort(tb testing.TB) int {
-	tb.Helper()
-	low := 0
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			low, _ = strconv.Atoi(f[0])
-		}
-	}
-	const first = 10000 // above the well-known and most registered services
-	for range 100 {
-		if low <= first+1 {
-			break
-		}
-		port := first + rand.IntN(low-first)
-		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
-			l.Close()
-			return port
-		}
-	}
-	return freePort(tb)
-}
-
+// freePort returns a loopback TCP port that no other process's connection
+// or port-0 listener takes before the server meant for it starts (see
+// pgtest.FreePort): pebble's challenge ports, for one, are only listened
+// on once the service under test starts.
 func freePort(tb testing.TB) int {
 	tb.Helper()
 	port, err := pgtest.FreePort()

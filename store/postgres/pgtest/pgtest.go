@@ -310,9 +310,10 @@ func runAsPostgres(name string, args ...string) error {
 // as the source port of any outgoing connection on the machine. A server
 // started on it may still lose a race for it to another test's pick.
 func FreePort() (int, error) {
-	if low := ephemeralLow(); low > 2048 {
+	const first = 10000 // above the well-known and most registered services
+	if low := ephemeralLow(); low > first+1 {
 		for range 100 {
-			port := 1024 + rand.IntN(low-1024)
+			port := first + rand.IntN(low-first)
 			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
 				l.Close()
 				return port, nil
