@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -10,12 +11,18 @@ import (
 	"encoding/json"
 	"strconv"
 	"testing"
+	"time"
 
 	"petstore/store"
 )
 
 // AdminToken is the credential the suite's sealed writes are made with.
 const AdminToken = "pat_the-suite's-admin-token-of-32-characters-at-least"
+
+// AdminKeyed is a write made with an admin key, sealed.
+func AdminKeyed(key, fingerprint string) *store.IdempotentWrite {
+	return &store.IdempotentWrite{Scope: "admin:1", Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true, Credential: AdminToken}
+}
 
 // KeptRow is a kept answer as its store's file or table holds it, read
 // around the store: what a backup gives away.
@@ -36,7 +43,11 @@ const GuessableKey = "42"
 // same store, reopened if it likes) gives the client that sends the key
 // and the credential again the same secret.
 func SealedAgainstGuesses(t *testing.T, s store.Store, rows func() []KeptRow, replay func() store.Store) {
-	k, secret := must2(s.CreateAPIKey(ctx, "bot", adminKeyed(GuessableKey, "fp-key")))(t)
+	ctx := context.Background()
+	k, secret, err := s.CreateAPIKey(ctx, "bot", AdminKeyed(GuessableKey, "fp-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	kept := rows()
 	if len(kept) != 1 {
 		t.Fatalf("%d kept answers read, want 1", len(kept))
@@ -74,8 +85,8 @@ func SealedAgainstGuesses(t *testing.T, s store.Store, rows func() []KeptRow, re
 
 	// The client that sends the key and its credential again: the same
 	// answer, the same secret.
-	again := adminKeyed(GuessableKey, "fp-key")
-	_, _, err := replay().CreateAPIKey(ctx, "bot", again)
+	again := AdminKeyed(GuessableKey, "fp-key")
+	_, _, err = replay().CreateAPIKey(ctx, "bot", again)
 	if err != store.ErrReplay {
 		t.Fatalf("the same request again: %v, want ErrReplay", err)
 	}

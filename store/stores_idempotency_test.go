@@ -1,4 +1,4 @@
-package storetest
+package store_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"petstore/store"
+	"petstore/store/storetest"
 )
 
 // keyed is a write made with scope's key for the request fingerprint.
@@ -156,11 +157,6 @@ func testKeyRace(t *testing.T, s store.Store) {
 	}
 }
 
-// adminKeyed is a write made with an admin key, sealed.
-func adminKeyed(key, fingerprint string) *store.IdempotentWrite {
-	return &store.IdempotentWrite{Scope: "admin:1", Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true, Credential: AdminToken}
-}
-
 // testKeptAdminAnswers: the admin writes that serve a POST keep their
 // answer with their change, as creates do: retried with the key, each is
 // ErrReplay with the first answer and writes nothing. The answer of a new
@@ -177,9 +173,9 @@ func testKeptAdminAnswers(t *testing.T, s store.Store) {
 	}
 
 	// An API key: one, and its secret in the replay.
-	first := adminKeyed("key", "fp-key")
+	first := storetest.AdminKeyed("key", "fp-key")
 	k, secret := must2(s.CreateAPIKey(ctx, "bot", first))(t)
-	again := adminKeyed("key", "fp-key")
+	again := storetest.AdminKeyed("key", "fp-key")
 	_, _, err := s.CreateAPIKey(ctx, "bot", again)
 	replayed("an API key", err, again, k, secret)
 	if keys, _ := must2(s.APIKeys(ctx, store.Page{}))(t); len(keys) != 1 {
@@ -188,7 +184,7 @@ func testKeptAdminAnswers(t *testing.T, s store.Store) {
 	if got, ok := s.AuthenticateAPIKey(secret); !ok || got.ID != k.ID {
 		t.Errorf("the replayed secret does not authenticate key %d", k.ID)
 	}
-	_, _, err = s.CreateAPIKey(ctx, "bot", adminKeyed("key", "fp-other"))
+	_, _, err = s.CreateAPIKey(ctx, "bot", storetest.AdminKeyed("key", "fp-other"))
 	if store.ErrorCode(err) != store.EIDEMPOTENCYREUSED {
 		t.Errorf("another request with the key: %v", err)
 	}
@@ -201,15 +197,15 @@ func testKeptAdminAnswers(t *testing.T, s store.Store) {
 		t.Errorf("the kept answer opens to %s", open.Answer)
 	}
 	// Under another scope the key is another key.
-	other := adminKeyed("key", "fp-key")
+	other := storetest.AdminKeyed("key", "fp-key")
 	other.Scope = "admin:2"
 	_, err = s.KeptAnswer(ctx, other)
 	wantError(t, "the key of another scope", err, store.ENOTFOUND, `no answer is kept for Idempotency-Key "key"`)
 
 	// A webhook, its secret's rotation and its test event: once each.
 	hook := store.Webhook{URL: "http://hook.example/", Events: []string{"pet.created"}, Enabled: true, Secret: "whsec_first"}
-	check(t, s.CreateWebhook(ctx, &hook, adminKeyed("hook", "fp-hook")))
-	again = adminKeyed("hook", "fp-hook")
+	check(t, s.CreateWebhook(ctx, &hook, storetest.AdminKeyed("hook", "fp-hook")))
+	again = storetest.AdminKeyed("hook", "fp-hook")
 	replayed("a webhook", s.CreateWebhook(ctx, &store.Webhook{URL: "http://hook.example/", Events: []string{"pet.created"}, Enabled: true, Secret: "whsec_other"}, again), again, hook, nil)
 	if hooks, _ := must2(s.Webhooks(ctx, store.Page{}))(t); len(hooks) != 1 {
 		t.Errorf("%d webhooks, want 1", len(hooks))
@@ -217,16 +213,16 @@ func testKeptAdminAnswers(t *testing.T, s store.Store) {
 	rotate := func(secret string) func(*store.Webhook) error {
 		return func(w *store.Webhook) error { w.Secret = secret; return nil }
 	}
-	rotated := must(s.UpdateWebhook(ctx, hook.ID, rotate("whsec_second"), adminKeyed("rotate", "fp-rotate")))(t)
-	again = adminKeyed("rotate", "fp-rotate")
+	rotated := must(s.UpdateWebhook(ctx, hook.ID, rotate("whsec_second"), storetest.AdminKeyed("rotate", "fp-rotate")))(t)
+	again = storetest.AdminKeyed("rotate", "fp-rotate")
 	_, err = s.UpdateWebhook(ctx, hook.ID, rotate("whsec_third"), again)
 	replayed("a rotation", err, again, rotated, nil)
 	if w := must(s.Webhook(ctx, hook.ID))(t); w.Secret != "whsec_second" {
 		t.Errorf("secret %q after a rotation retried, want whsec_second", w.Secret)
 	}
 	testEvent := store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{}`)}
-	ev := must(s.RecordEvent(ctx, testEvent, hook.ID, adminKeyed("test", "fp-test")))(t)
-	again = adminKeyed("test", "fp-test")
+	ev := must(s.RecordEvent(ctx, testEvent, hook.ID, storetest.AdminKeyed("test", "fp-test")))(t)
+	again = storetest.AdminKeyed("test", "fp-test")
 	_, err = s.RecordEvent(ctx, testEvent, hook.ID, again)
 	replayed("a test event", err, again, ev, nil)
 
@@ -236,8 +232,8 @@ func testKeptAdminAnswers(t *testing.T, s store.Store) {
 	if len(ds) != 1 {
 		t.Fatalf("%d deliveries of the test event, want 1", len(ds))
 	}
-	retry := must(s.RetryDelivery(ctx, hook.ID, ds[0].ID, time.Now().UTC(), adminKeyed("retry", "fp-retry")))(t)
-	again = adminKeyed("retry", "fp-retry")
+	retry := must(s.RetryDelivery(ctx, hook.ID, ds[0].ID, time.Now().UTC(), storetest.AdminKeyed("retry", "fp-retry")))(t)
+	again = storetest.AdminKeyed("retry", "fp-retry")
 	_, err = s.RetryDelivery(ctx, hook.ID, ds[0].ID, time.Now().UTC(), again)
 	replayed("a delivery's retry", err, again, retry, retry.EventID)
 	if ds, _ := must2(s.Deliveries(ctx, hook.ID, store.Page{}))(t); len(ds) != 2 {
@@ -246,14 +242,14 @@ func testKeptAdminAnswers(t *testing.T, s store.Store) {
 
 	// A domain: the replay, not domain_exists.
 	d := store.Domain{Name: "shop.example", State: store.DomainPending, AddedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	check(t, s.AddDomain(ctx, &d, adminKeyed("domain", "fp-domain")))
-	again = adminKeyed("domain", "fp-domain")
+	check(t, s.AddDomain(ctx, &d, storetest.AdminKeyed("domain", "fp-domain")))
+	again = storetest.AdminKeyed("domain", "fp-domain")
 	replayed("a domain", s.AddDomain(ctx, &store.Domain{Name: "shop.example", AddedAt: d.AddedAt}, again), again, d, nil)
 
 	// An answer kept on its own; without a key, nothing is written.
 	verified := map[string]string{"name": "shop.example", "state": "verified"}
-	check(t, s.KeepAnswer(ctx, adminKeyed("verify", "fp-verify"), verified, []string{"a step"}))
-	again = adminKeyed("verify", "fp-verify")
+	check(t, s.KeepAnswer(ctx, storetest.AdminKeyed("verify", "fp-verify"), verified, []string{"a step"}))
+	again = storetest.AdminKeyed("verify", "fp-verify")
 	replayed("a kept answer", s.KeepAnswer(ctx, again, map[string]string{"other": "answer"}, nil), again, verified, []string{"a step"})
 	check(t, s.KeepAnswer(ctx, nil, verified, nil))
 }
@@ -264,16 +260,16 @@ func testKeptAdminAnswers(t *testing.T, s store.Store) {
 // admin writes' are compared as JSON in testKeptAdminAnswers.)
 func testKeptRecords(t *testing.T, s store.Store) {
 	cat := store.Category{Name: "dogs", Description: "barks"}
-	check(t, s.CreateCategory(ctx, &cat, adminKeyed("category", "fp")))
+	check(t, s.CreateCategory(ctx, &cat, storetest.AdminKeyed("category", "fp")))
 	p := store.Pet{Name: "Rex", CategoryID: cat.ID}
-	check(t, s.CreatePet(ctx, &p, adminKeyed("pet", "fp")))
+	check(t, s.CreatePet(ctx, &p, storetest.AdminKeyed("pet", "fp")))
 	must(s.SetStock(ctx, p.ID, 2, store.Condition{}))(t)
 	ship := time.Date(2031, 5, 6, 7, 8, 9, 10, time.UTC)
 	o := store.Order{PetID: p.ID, Quantity: 2, ShipDate: &ship}
-	check(t, s.PlaceOrder(ctx, &o, adminKeyed("order", "fp")))
-	k, secret := must2(s.CreateAPIKey(ctx, "bot", adminKeyed("apikey", "fp")))(t)
+	check(t, s.PlaceOrder(ctx, &o, storetest.AdminKeyed("order", "fp")))
+	k, secret := must2(s.CreateAPIKey(ctx, "bot", storetest.AdminKeyed("apikey", "fp")))(t)
 	d := store.Domain{Name: "shop.example", State: store.DomainPending, AddedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), NextCheckAt: &ship}
-	check(t, s.AddDomain(ctx, &d, adminKeyed("domain", "fp")))
+	check(t, s.AddDomain(ctx, &d, storetest.AdminKeyed("domain", "fp")))
 	cat.Version, p.Version, o.Version = 0, 0, 0 // left out of the JSON: a new record's is 1
 	keptAs(t, s, "category", cat, any(nil))
 	keptAs(t, s, "pet", p, any(nil))
@@ -286,7 +282,7 @@ func testKeptRecords(t *testing.T, s store.Store) {
 // and beside.
 func keptAs[R, B any](t *testing.T, s store.Store, key string, record R, beside B) {
 	t.Helper()
-	w := adminKeyed(key, "fp")
+	w := storetest.AdminKeyed(key, "fp")
 	k := must(w.Replay(must(s.KeptAnswer(ctx, w))(t)))(t)
 	var got store.Kept[R, B]
 	if err := json.Unmarshal(k.Answer, &got); err != nil || !reflect.DeepEqual(got, store.Kept[R, B]{Record: record, Beside: beside}) {
@@ -299,7 +295,7 @@ func keptAs[R, B any](t *testing.T, s store.Store, key string, record R, beside 
 func testAnswersKeptByAnOlderVersion(t *testing.T, s store.Store) {
 	old := []byte(`{"status":201,"location":"/pets?id=7","etag":"\"1\"","body":{"id":7,"name":"Rex","categoryId":1,"status":"available"}}`)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	check(t, s.(store.Importer).Import(ctx, &Snapshot{Answers: []store.StoredAnswer{{Scope: "key:1", Key: "old",
+	check(t, s.(store.Importer).Import(ctx, &storetest.Snapshot{Answers: []store.StoredAnswer{{Scope: "key:1", Key: "old",
 		KeptAnswer: store.KeptAnswer{Fingerprint: []byte("fp-old"), Answer: old, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}}}}))
 	dogs := newCategory(t, s, "dogs")
 	w := keyed("key:1", "old", "fp-old", time.Hour)

@@ -1,8 +1,4 @@
-// Package storetest is the behaviour every implementation of store.Store
-// must have, as one suite that each implementation's tests run: the same
-// calls must give the same answers, error codes and messages included, on
-// the bbolt file and on PostgreSQL.
-package storetest
+package store_test
 
 import (
 	"context"
@@ -15,16 +11,40 @@ import (
 	"testing"
 	"time"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/postgres/pgtest"
+	"petstore/store/storetest"
 )
 
-// Open returns a new, empty store that lives until the test ends.
-type Open func(t *testing.T) store.Store
+// TestMain stops the PostgreSQL cluster the tests shared.
+func TestMain(m *testing.M) {
+	pgtest.Main(m)
+}
 
-// Run runs the whole suite, each part on a new store from open, as a
-// subtest named after its function: testPets runs as "Pets".
-func Run(t *testing.T, open Open) {
-	for _, run := range []func(*testing.T, store.Store){
+// TestStores is the one suite every store.Store must pass: the same calls
+// must give the same answers, error codes and messages included, on the
+// bbolt file and on PostgreSQL. Each part runs on a new, empty store, as a
+// subtest named after its function and its store: testPets runs as
+// "bolt/Pets" and "postgres/Pets". The two stores run beside each other.
+func TestStores(t *testing.T) {
+	for _, s := range []struct {
+		name string
+		open func(*testing.T) store.Store
+	}{
+		{"bolt", func(t *testing.T) store.Store { return domaintest.OpenStore(t) }},
+		{"postgres", func(t *testing.T) store.Store { return domaintest.OpenPostgres(t, pgtest.URL(t)) }},
+	} {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			run(t, s.open)
+		})
+	}
+}
+
+// run runs the whole suite, each part on a new store from open.
+func run(t *testing.T, open func(*testing.T) store.Store) {
+	for _, part := range []func(*testing.T, store.Store){
 		testPets, testPetVersions, testCategoryAndOrderVersions, testIfNoneMatchAndStockConditions,
 		testCategories, testInventory, testOrders, testOrderRace, testCreateRace, testAPIKeyChecksTogether,
 		testPetPages, testOrderAndInventoryPages, testImportPets, testAPIKeys, testAdminToken, testProject,
@@ -33,9 +53,9 @@ func Run(t *testing.T, open Open) {
 		testKeptAdminAnswers, testSweepKeptAnswers, testKeyRace, testKeptRecords,
 		testAnswersKeptByAnOlderVersion, testFinishDeliveriesInOneBatch, testWebhookQueue,
 	} {
-		name := runtime.FuncForPC(reflect.ValueOf(run).Pointer()).Name()
+		name := runtime.FuncForPC(reflect.ValueOf(part).Pointer()).Name()
 		name = name[strings.LastIndex(name, ".test")+len(".test"):]
-		t.Run(name, func(t *testing.T) { run(t, open(t)) })
+		t.Run(name, func(t *testing.T) { part(t, open(t)) })
 	}
 }
 
@@ -185,7 +205,7 @@ func testCategories(t *testing.T, s store.Store) {
 	for i := range 5 {
 		newCategory(t, s, fmt.Sprintf("c%d", i))
 	}
-	all := Walk(t, "categories", 2, func(c store.Category) int64 { return c.ID }, func(p store.Page) ([]store.Category, int64, error) { return s.ListCategories(ctx, p) })
+	all := storetest.Walk(t, "categories", 2, func(c store.Category) int64 { return c.ID }, func(p store.Page) ([]store.Category, int64, error) { return s.ListCategories(ctx, p) })
 	if len(all) != 7 || !slices.IsSorted(all) {
 		t.Errorf("categories by pages of 2: %v", all)
 	}

@@ -1,4 +1,4 @@
-package storetest
+package store_test
 
 import (
 	"context"
@@ -8,44 +8,11 @@ import (
 	"testing"
 
 	"petstore/store"
+	"petstore/store/storetest"
 )
 
-// Walk lists every page of limit items through list, checking that each is
-// a non-nil list of at most limit items in increasing id order that starts
-// after the cursor, and returns the ids of all.
-func Walk[T any](t *testing.T, what string, limit int, id func(T) int64, list func(store.Page) ([]T, int64, error)) []int64 {
-	t.Helper()
-	var ids []int64
-	p := store.Page{Limit: limit}
-	for range 1000 {
-		page, next, err := list(p)
-		if err != nil {
-			t.Fatalf("%s after %d: %v", what, p.After, err)
-		}
-		if page == nil || len(page) > p.Size() {
-			t.Fatalf("%s after %d: %d items, nil %v", what, p.After, len(page), page == nil)
-		}
-		for _, v := range page {
-			if id(v) <= p.After {
-				t.Fatalf("%s after %d: item %d", what, p.After, id(v))
-			}
-			ids = append(ids, id(v))
-		}
-		if next == 0 {
-			return ids
-		}
-		if next != id(page[len(page)-1]) {
-			t.Fatalf("%s: next cursor %d is not the page's last id %d", what, next, id(page[len(page)-1]))
-		}
-		p.After = next
-	}
-	t.Fatalf("%s: more than 1000 pages", what)
-	return nil
-}
-
-// PetID and OrderID are the ids Walk needs of pets and orders.
-func PetID(p store.Pet) int64             { return p.ID }
-func OrderID(o store.Order) int64         { return o.ID }
+// itemID and keyID are the ids storetest.Walk needs of inventory entries
+// and API keys.
 func itemID(it store.InventoryItem) int64 { return it.PetID }
 func keyID(k store.APIKey) int64          { return k.ID }
 
@@ -79,7 +46,7 @@ func testPetPages(t *testing.T, s store.Store) {
 		for _, limit := range []int{1, 7, 0, store.MaxPageSize + 5} {
 			f.Limit = limit
 			what := fmt.Sprintf("pets %+v", f)
-			got := Walk(t, what, limit, PetID, func(p store.Page) ([]store.Pet, int64, error) {
+			got := storetest.Walk(t, what, limit, storetest.PetID, func(p store.Page) ([]store.Pet, int64, error) {
 				f.Page = p
 				return s.ListPets(ctx, f)
 			})
@@ -143,7 +110,7 @@ func testOrderAndInventoryPages(t *testing.T, s store.Store) {
 		}
 		for _, limit := range []int{1, 4, 0} {
 			what := fmt.Sprintf("orders pet %d complete %v limit %d", f.PetID, f.Complete, limit)
-			got := Walk(t, what, limit, OrderID, func(p store.Page) ([]store.Order, int64, error) {
+			got := storetest.Walk(t, what, limit, storetest.OrderID, func(p store.Page) ([]store.Order, int64, error) {
 				f.Page = p
 				return s.ListOrders(ctx, f)
 			})
@@ -159,7 +126,7 @@ func testOrderAndInventoryPages(t *testing.T, s store.Store) {
 				want = append(want, p.ID)
 			}
 		}
-		got := Walk(t, fmt.Sprintf("inventory %q", f.Status), 1, itemID, func(p store.Page) ([]store.InventoryItem, int64, error) {
+		got := storetest.Walk(t, fmt.Sprintf("inventory %q", f.Status), 1, itemID, func(p store.Page) ([]store.InventoryItem, int64, error) {
 			f.Page = p
 			return s.ListInventory(ctx, f)
 		})

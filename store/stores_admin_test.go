@@ -1,4 +1,4 @@
-package storetest
+package store_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"petstore/store"
+	"petstore/store/storetest"
 )
 
 func testAPIKeys(t *testing.T, s store.Store) {
@@ -40,7 +41,7 @@ func testAPIKeys(t *testing.T, s store.Store) {
 			t.Errorf("secret %q authenticated as %+v", bad, k)
 		}
 	}
-	ids := Walk(t, "API keys", 2, keyID, func(p store.Page) ([]store.APIKey, int64, error) { return s.APIKeys(ctx, p) })
+	ids := storetest.Walk(t, "API keys", 2, keyID, func(p store.Page) ([]store.APIKey, int64, error) { return s.APIKeys(ctx, p) })
 	if want := []int64{created[0].ID, created[1].ID, created[2].ID, created[3].ID, created[4].ID}; !slices.Equal(ids, want) {
 		t.Errorf("API key pages: %v, want %v", ids, want)
 	}
@@ -56,7 +57,7 @@ func testAPIKeys(t *testing.T, s store.Store) {
 		t.Error("revoking one key revoked another")
 	}
 	wantError(t, "revoking a revoked key", s.RevokeAPIKey(ctx, created[1].ID), store.ENOTFOUND, fmt.Sprintf("api key %d not found", created[1].ID))
-	if ids := Walk(t, "API keys", 0, keyID, func(p store.Page) ([]store.APIKey, int64, error) { return s.APIKeys(ctx, p) }); len(ids) != 4 || slices.Contains(ids, created[1].ID) {
+	if ids := storetest.Walk(t, "API keys", 0, keyID, func(p store.Page) ([]store.APIKey, int64, error) { return s.APIKeys(ctx, p) }); len(ids) != 4 || slices.Contains(ids, created[1].ID) {
 		t.Errorf("keys after revoking %d: %v", created[1].ID, ids)
 	}
 }
