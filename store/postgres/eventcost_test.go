@@ -159,9 +159,6 @@ func TestIdleInstancesReadNoKeptEvent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads a week of events")
 	}
-	// On a cluster of its own, it mostly waits for the statistics and
-	// the polls: the package's longest test overlaps TestStore.
-	t.Parallel()
 	ctx := context.Background()
 	cluster := pgtest.Private(t)
 	url, err := cluster.NewDatabase(ctx)
