@@ -19,7 +19,8 @@ import (
 // AdminToken is the credential the suite's sealed writes are made with.
 const AdminToken = "pat_the-suite's-admin-token-of-32-characters-at-least"
 
-// AdminKeyed is a write made with an admin key, sealed.
+// AdminKeyed is a write made with an Idempotency-Key on AdminToken's
+// behalf, sealed: SealedAgainstGuesses and TestStores make theirs so.
 func AdminKeyed(key, fingerprint string) *store.IdempotentWrite {
 	return &store.IdempotentWrite{Scope: "admin:1", Key: key, Fingerprint: []byte(fingerprint), TTL: time.Hour, Sealed: true, Credential: AdminToken}
 }
