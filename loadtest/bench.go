@@ -74,6 +74,7 @@ type bench struct {
 	bin        string // the petstore binary
 	src        string // the module root it was built from
 	adminToken string
+	serverLog  *os.File // cfg.serverLog, open
 	procs      []*proc
 	smallProc  *proc // the server on the small store
 	tlsTargets []*tlsTarget
@@ -155,6 +156,9 @@ func (b *bench) cleanup() {
 	if b.pgCluster != nil {
 		b.pgCluster.Stop()
 	}
+	if b.serverLog != nil {
+		b.serverLog.Close()
+	}
 	if b.dir != "" {
 		os.RemoveAll(b.dir)
 	}
@@ -171,6 +175,11 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 	b.adminToken = "pat_loadtest_" + rand.Text()
+	if b.cfg.serverLog != "" {
+		if b.serverLog, err = os.OpenFile(b.cfg.serverLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return err
+		}
+	}
 
 	b.progress("building petstore (go build -o %s .)", filepath.Join(b.dir, "petstore"))
 	t := time.Now()
@@ -316,7 +325,7 @@ func (b *bench) echoBaseline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, _, err := b.startServer(ctx, "Echo baseline", self, nil, echoBaselineArg, "ADDR")
+	p, err := b.startServer(ctx, "Echo baseline", self, nil, echoBaselineArg, "ADDR")
 	if err != nil {
 		return err
 	}
@@ -327,15 +336,10 @@ func (b *bench) echoBaseline(ctx context.Context) error {
 	return nil
 }
 
-// startPetstore starts the binary on loopback, rate limiter off, with args
-// naming its store, and waits until ready.
-func (b *bench) startPetstore(ctx context.Context, name string, watch io.Writer, args ...string) (*proc, time.Duration, error) {
-	return b.startRevision(ctx, name, b.bin, watch, args...)
-}
-
-// startRevision is startPetstore with bin, which writes a CPU profile only
-// if it knows the flag.
-func (b *bench) startRevision(ctx context.Context, name, bin string, watch io.Writer, args ...string) (*proc, time.Duration, error) {
+// startPetstore starts bin (this revision's b.bin or another's) on
+// loopback, rate limiter off, with args naming its store, and waits until
+// ready. It writes a CPU profile only if it knows the flag.
+func (b *bench) startPetstore(ctx context.Context, name, bin string, watch io.Writer, args ...string) (*proc, error) {
 	args = append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)
 	if b.cfg.cpuProfiles != "" && knowsFlag(ctx, bin, "cpu-profile") {
 		file := strings.Map(func(r rune) rune {

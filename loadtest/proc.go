@@ -28,21 +28,23 @@ type proc struct {
 	cmd     *exec.Cmd
 	addr    string // 127.0.0.1:port
 	started time.Time
+	ready   time.Duration // from the start to the first 200 on /readyz
+	catID   int64         // the category of its store's pets
 	done    chan struct{} // closed when the process has exited
 	waitErr error         // set before done is closed
 	stopped bool          // we asked it to stop
 	stderr  *tailBuffer
-	logFile *os.File
+	db      *pgtest.Cluster // the PostgreSQL server it serves from, if any
 }
 
 // startServer starts bin with args, "ADDR" replaced by a free loopback
-// address, and waits for 200 on /readyz; ready is how long that took. Its
+// address, and waits for 200 on /readyz. Its
 // log also goes to watch when not nil. The process dies with the benchmark
 // (setParentDeathSignal) or in b.cleanup.
-func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writer, args ...string) (p *proc, ready time.Duration, err error) {
+func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writer, args ...string) (p *proc, err error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	args = append([]string(nil), args...)
 	for i, a := range args {
@@ -54,12 +56,9 @@ func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writ
 	cmd.Env = serverEnv()
 	p = &proc{name: name, cmd: cmd, addr: addr, done: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}}
 	cmd.Stderr = p.stderr
-	if b.cfg.serverLog != "" {
-		if p.logFile, err = os.OpenFile(b.cfg.serverLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-			return nil, 0, err
-		}
-		fmt.Fprintf(p.logFile, "=== loadtest: %s on %s\n", name, addr)
-		cmd.Stdout = p.logFile
+	if b.serverLog != nil {
+		fmt.Fprintf(b.serverLog, "=== loadtest: %s on %s\n", name, addr)
+		cmd.Stdout = b.serverLog
 	} // else os.DevNull: the request log costs the server its write, as in production, and us nothing
 	if watch != nil {
 		if cmd.Stdout != nil {
@@ -71,21 +70,15 @@ func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writ
 	setParentDeathSignal(cmd)
 	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
-		if p.logFile != nil {
-			p.logFile.Close()
-		}
-		return nil, 0, fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	b.procs = append(b.procs, p)
 	go func() {
 		p.waitErr = cmd.Wait()
-		if p.logFile != nil {
-			p.logFile.Close()
-		}
 		close(p.done)
 	}()
-	ready, err = p.waitReady(ctx)
-	return p, ready, err
+	p.ready, err = p.waitReady(ctx)
+	return p, err
 }
 
 // serverEnv is the environment without PETSTORE_ variables, so that the

@@ -60,25 +60,33 @@ func (b *bench) importStore(ctx context.Context, path string, n int) (int64, tim
 	return b.seedStore(ctx, db, path, n)
 }
 
+// smallServer starts bin as name on a new file of cfg.pets pets in b.dir,
+// with the admin token and args; p.catID is their category.
+func (b *bench) smallServer(ctx context.Context, name, bin, file string, args ...string) (p *proc, imported time.Duration, err error) {
+	data := filepath.Join(b.dir, file)
+	catID, imported, err := b.importStore(ctx, data, b.cfg.pets)
+	if err != nil {
+		return nil, 0, err
+	}
+	p, err = b.startPetstore(ctx, name, bin, nil, append([]string{"--data", data, "--admin-token", b.adminToken}, args...)...)
+	if p != nil {
+		p.catID = catID
+	}
+	return p, imported, err
+}
+
 // smallStore starts the server on a new file of cfg.pets pets, measures its
 // time to ready and idle RSS, and adds its rows' jobs.
 func (b *bench) smallStore(ctx context.Context) error {
-	n := b.cfg.pets
-	data := filepath.Join(b.dir, "small.db")
-	catID, d, err := b.importStore(ctx, data, n)
+	p, imported, err := b.smallServer(ctx, fmt.Sprintf("petstore (%s pets)", humanCount(b.cfg.pets)), b.bin, "small.db")
 	if err != nil {
 		return err
 	}
-	b.smallImport = d
-	p, ready, err := b.startPetstore(ctx, fmt.Sprintf("petstore (%s pets)", humanCount(n)), nil, "--data", data, "--admin-token", b.adminToken)
-	if err != nil {
-		return err
-	}
-	b.smallProc, b.smallReady = p, ready
+	b.smallProc, b.smallImport, b.smallReady = p, imported, p.ready
 	if b.idleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err
 	}
-	jobs, err := b.smallJobs(ctx, p, catID, "")
+	jobs, err := b.smallJobs(ctx, p, "")
 	if err != nil {
 		return err
 	}
@@ -95,9 +103,9 @@ func (b *bench) smallStore(ctx context.Context) error {
 
 // smallJobs returns the jobs of the small store's rows sent to p, their
 // labels ending with suffix.
-func (b *bench) smallJobs(ctx context.Context, p *proc, catID int64, suffix string) ([]job, error) {
+func (b *bench) smallJobs(ctx context.Context, p *proc, suffix string) ([]job, error) {
 	client := newClient(b.cfg.connections)
-	jobs, err := b.apiJobs(ctx, p, client, b.cfg.pets, catID, suffix, true)
+	jobs, err := b.apiJobs(ctx, p, client, suffix, true)
 	if err != nil {
 		return nil, err
 	}
@@ -106,11 +114,11 @@ func (b *bench) smallJobs(ctx context.Context, p *proc, catID int64, suffix stri
 }
 
 // apiJobs makes an API key through p's API and gives the first
-// cfg.stockPets pets full stock (the store holds pets 1..n of category
-// catID). It returns the jobs reading a random pet, creating one, ordering
+// cfg.stockPets pets full stock (the store holds pets 1..cfg.pets of
+// category p.catID). It returns the jobs reading a random pet, creating one, ordering
 // a stocked one, and with keyed creating one with an Idempotency-Key,
 // labels ending with suffix.
-func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, catID int64, suffix string, keyed bool) ([]job, error) {
+func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, suffix string, keyed bool) ([]job, error) {
 	b.progress("through the API of %s: an API key, stock for %d pets", p.name, b.cfg.stockPets)
 	api := &apiClient{client: client.Client, base: p.base()}
 	var key struct {
@@ -128,11 +136,11 @@ func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, cat
 		}
 		orderBodies[i] = fmt.Appendf(nil, `{"petId":%d,"quantity":1}`, id)
 	}
-	getPaths := make([]string, n)
+	getPaths := make([]string, b.cfg.pets)
 	for i := range getPaths {
 		getPaths[i] = "/pets/" + strconv.Itoa(i+1)
 	}
-	newPet := fmt.Appendf(nil, `{"name":"Bench","categoryId":%d,"status":"available"}`, catID)
+	newPet := fmt.Appendf(nil, `{"name":"Bench","categoryId":%d,"status":"available"}`, p.catID)
 	getPet := workload{method: "GET", next: func(r *mrand.Rand) (string, []byte) {
 		return getPaths[r.IntN(len(getPaths))], nil
 	}}
@@ -200,12 +208,11 @@ func (b *bench) bigStore(ctx context.Context) error {
 				return err
 			}
 		}
-		var d time.Duration
-		if p, d, err = b.startPetstore(ctx, name, nil, "--data", data); err != nil {
+		if p, err = b.startPetstore(ctx, name, b.bin, nil, "--data", data); err != nil {
 			return err
 		}
-		b.progress("start %d of %d on %s pets: ready in %v", i+1, b.cfg.readyStarts, humanCount(n), d.Round(100*time.Microsecond))
-		b.bigReady = append(b.bigReady, d)
+		b.progress("start %d of %d on %s pets: ready in %v", i+1, b.cfg.readyStarts, humanCount(n), p.ready.Round(100*time.Microsecond))
+		b.bigReady = append(b.bigReady, p.ready)
 	}
 	if b.bigIdleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err

@@ -244,7 +244,7 @@ func (b *bench) tlsServer(ctx context.Context, ca *testCA, n int) (*tlsTarget, e
 	}
 	t := &tlsTarget{label: tlsRow(n), data: data, addr: httpsAddr, names: names,
 		roots: ca.pool, watch: &logWatch{}}
-	t.proc, _, err = b.startPetstore(ctx, fmt.Sprintf("petstore (TLS, %s)", domainCount(n)), t.watch,
+	t.proc, err = b.startPetstore(ctx, fmt.Sprintf("petstore (TLS, %s)", domainCount(n)), b.bin, t.watch,
 		"--data", data, "--admin-token", b.adminToken, "--https-listen", httpsAddr, "--acme-ca", tlsACMECA, "--domain", tlsPlatformDomain)
 	if err != nil {
 		return nil, err

@@ -71,38 +71,46 @@ func (b *bench) smallStoreVs(ctx context.Context) ([]job, error) {
 		return nil, fmt.Errorf("-vs: %w", err)
 	}
 	b.vsRev = o.rev
-	data := filepath.Join(b.dir, "small-vs.db")
-	catID, _, err := b.importStore(ctx, data, b.cfg.pets)
-	if err != nil {
-		return nil, fmt.Errorf("-vs: %w", err)
-	}
-	p, _, err := b.startRevision(ctx, fmt.Sprintf("petstore %s (%s pets)", o.rev, humanCount(b.cfg.pets)), o.bin, nil, "--data", data, "--admin-token", b.adminToken)
+	p, _, err := b.smallServer(ctx, fmt.Sprintf("petstore %s (%s pets)", o.rev, humanCount(b.cfg.pets)), o.bin, "small-vs.db")
 	if err != nil {
 		return nil, fmt.Errorf("-vs %s: %w", o.rev, err)
 	}
-	return b.smallJobs(ctx, p, catID, ", "+o.rev)
+	return b.smallJobs(ctx, p, ", "+o.rev)
 }
 
 // smallRow adds the small store's row label, judged by checks and, with
-// -vs, against the other revision's row that follows it: reads by CPU,
-// writes by req/s and CPU, POST /pets held to targetPostVsRevision.
+// -vs, against the other revision's row that follows it.
 func (b *bench) smallRow(r *report, label string, checks ...check) {
+	res := b.loads[label]
 	if b.vsRev == "" {
-		r.load(label, b.loads[label], checks...)
+		r.load(label, res, checks...)
 		return
 	}
 	other := label + ", " + b.vsRev
-	res, vs := b.loads[label], b.loads[other]
-	switch {
-	case strings.HasPrefix(label, "GET "):
-		checks = append(checks, cpuVs(res, vs, b.vsRev, "", 0))
-	case label == labelPostPets:
-		checks = append(checks, rpsVs(res, vs, b.vsRev, ">=", targetPostVsRevision), cpuVs(res, vs, b.vsRev, "", 0))
-	default:
-		checks = append(checks, rpsVs(res, vs, b.vsRev, "", 0), cpuVs(res, vs, b.vsRev, "", 0))
+	r.load(label, res, append(checks, vsRevision(label, res, b.loads[other], b.vsRev)...)...)
+	r.load(other, b.loads[other], check{on: "the revision of -vs", ok: b.loads[other] != nil})
+}
+
+// byKind compares res with base as its kind of row is judged: reads by
+// CPU per request, writes by req/s.
+func byKind(label string, res, base *loadResult, baseName, op string, target float64) check {
+	if strings.HasPrefix(label, "GET ") {
+		return cpuVs(res, base, baseName, op, target)
 	}
-	r.load(label, res, checks...)
-	r.load(other, vs, check{on: "the revision of -vs", ok: vs != nil})
+	return rpsVs(res, base, baseName, op, target)
+}
+
+// vsRevision compares res with another revision's row vs: reads by CPU,
+// writes by req/s and CPU, POST /pets held to targetPostVsRevision.
+func vsRevision(label string, res, vs *loadResult, rev string) []check {
+	checks := []check{byKind(label, res, vs, rev, "", 0)}
+	if label == labelPostPets {
+		checks[0].op, checks[0].target = ">=", targetPostVsRevision
+	}
+	if !strings.HasPrefix(label, "GET ") {
+		checks = append(checks, cpuVs(res, vs, rev, "", 0))
+	}
+	return checks
 }
 
 func knowsFlag(ctx context.Context, bin, flag string) bool {
