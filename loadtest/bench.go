@@ -61,8 +61,8 @@ func (b *bench) serverJob(label string, p *proc, send func(ctx context.Context, 
 	return job{label: label, warm: send, slice: b.measured(p, send)}
 }
 
-func (b *bench) httpJob(label string, p *proc, client *client, w workload) job {
-	return b.serverJob(label, p, func(ctx context.Context, d time.Duration) *loadResult { return b.phase(ctx, p, client, w, d) })
+func (b *bench) httpJob(label string, p *proc, w workload) job {
+	return b.serverJob(label, p, func(ctx context.Context, d time.Duration) *loadResult { return b.phase(ctx, p, w, d) })
 }
 
 // bench is one run: settings, processes and measures (zero: not measured).
@@ -193,7 +193,6 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 	defer bare.Close()
-	fsync := fsyncBaseline{bare}
 	defer func() {
 		for _, c := range b.closers {
 			c()
@@ -203,7 +202,7 @@ func (b *bench) measure(ctx context.Context) error {
 	if b.cfg.onlyPostgres {
 		setUps = []func(context.Context) error{b.postgresStore}
 	} else {
-		b.jobs = append(b.jobs, job{label: labelFsyncBaseline, slice: fsync.run})
+		b.jobs = append(b.jobs, job{label: labelFsyncBaseline, slice: fsyncJob(bare)})
 	}
 	for _, setUp := range setUps {
 		if err := setUp(ctx); err != nil {
@@ -332,7 +331,7 @@ func (b *bench) echoBaseline(ctx context.Context) error {
 	if b.echoIdleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err
 	}
-	b.jobs = append(b.jobs, b.httpJob(labelEchoBaseline, p, newClient(b.cfg.connections), get(echoBaselinePath)))
+	b.jobs = append(b.jobs, b.httpJob(labelEchoBaseline, p, get(echoBaselinePath)))
 	return nil
 }
 

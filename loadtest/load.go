@@ -183,11 +183,11 @@ func (p *proc) dbCPU() (time.Duration, error) {
 
 // phase sends w from b.cfg.connections workers, one request at a time
 // each on its own keep-alive connection, until d has passed.
-func (b *bench) phase(ctx context.Context, p *proc, client *client, w workload, d time.Duration) *loadResult {
-	dials0 := client.dials.Load()
+func (b *bench) phase(ctx context.Context, p *proc, w workload, d time.Duration) *loadResult {
+	dials0 := p.client.dials.Load()
 	res := runWorkers(ctx, b.cfg.connections, d, func(rng *rand.Rand) (time.Duration, bool, string) {
 		path, body := w.next(rng)
-		status, msg, lat, err := do(ctx, client.Client, p.base(), w, path, body)
+		status, msg, lat, err := do(ctx, p.client.Client, p.base(), w, path, body)
 		switch {
 		case err != nil:
 			return 0, false, fmt.Sprintf("%s %s: %v", w.method, path, err)
@@ -196,7 +196,7 @@ func (b *bench) phase(ctx context.Context, p *proc, client *client, w workload, 
 		}
 		return lat, true, ""
 	})
-	res.dials = client.dials.Load() - dials0
+	res.dials = p.client.dials.Load() - dials0
 	return res
 }
 

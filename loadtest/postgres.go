@@ -70,7 +70,7 @@ func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]j
 		return nil, err
 	}
 	p.catID, p.db = catID, b.pgCluster
-	jobs, err := b.apiJobs(ctx, p, newClient(b.cfg.connections), onPostgres+suffix, false)
+	jobs, err := b.apiJobs(ctx, p, onPostgres+suffix, false)
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", err)
 	}

@@ -104,13 +104,12 @@ func (b *bench) smallStore(ctx context.Context) error {
 // smallJobs returns the jobs of the small store's rows sent to p, their
 // labels ending with suffix.
 func (b *bench) smallJobs(ctx context.Context, p *proc, suffix string) ([]job, error) {
-	client := newClient(b.cfg.connections)
-	jobs, err := b.apiJobs(ctx, p, client, suffix, true)
+	jobs, err := b.apiJobs(ctx, p, suffix, true)
 	if err != nil {
 		return nil, err
 	}
-	jobs = append(jobs, b.pageJobs(ctx, p, client, b.cfg.pets, suffix)...)
-	return append(jobs, b.httpJob(labelSite+suffix, p, client, get("/"))), nil
+	jobs = append(jobs, b.pageJobs(ctx, p, b.cfg.pets, suffix)...)
+	return append(jobs, b.httpJob(labelSite+suffix, p, get("/"))), nil
 }
 
 // apiJobs makes an API key through p's API and gives the first
@@ -118,9 +117,9 @@ func (b *bench) smallJobs(ctx context.Context, p *proc, suffix string) ([]job, e
 // category p.catID). It returns the jobs reading a random pet, creating one, ordering
 // a stocked one, and with keyed creating one with an Idempotency-Key,
 // labels ending with suffix.
-func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, suffix string, keyed bool) ([]job, error) {
+func (b *bench) apiJobs(ctx context.Context, p *proc, suffix string, keyed bool) ([]job, error) {
 	b.progress("through the API of %s: an API key, stock for %d pets", p.name, b.cfg.stockPets)
-	api := &apiClient{client: client.Client, base: p.base()}
+	api := p.api()
 	var key struct {
 		Secret string `json:"secret"`
 	}
@@ -151,14 +150,14 @@ func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, suffix str
 		return "/store/orders", orderBodies[r.IntN(len(orderBodies))]
 	}}
 	jobs := []job{
-		b.httpJob(labelGetPet+suffix, p, client, getPet),
-		b.httpJob(labelPostPets+suffix, p, client, postPet),
-		b.httpJob(labelOrders+suffix, p, client, order),
+		b.httpJob(labelGetPet+suffix, p, getPet),
+		b.httpJob(labelPostPets+suffix, p, postPet),
+		b.httpJob(labelOrders+suffix, p, order),
 	}
 	if keyed {
 		w := postPet
 		w.keyed = true
-		jobs = append(jobs, b.httpJob(labelPostPetsKeyed+suffix, p, client, w))
+		jobs = append(jobs, b.httpJob(labelPostPetsKeyed+suffix, p, w))
 	}
 	return jobs, nil
 }
@@ -166,8 +165,8 @@ func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, suffix str
 // pageJobs checks the first page of p's pets 1..n and one 90% deep, and
 // returns the jobs reading them, labels ending with suffix. Creates add
 // pets after the last, so these pages stay the same.
-func (b *bench) pageJobs(ctx context.Context, p *proc, client *client, n int, suffix string) []job {
-	api := &apiClient{client: client.Client, base: p.base()}
+func (b *bench) pageJobs(ctx context.Context, p *proc, n int, suffix string) []job {
+	api := p.api()
 	first := "/pets?limit=" + strconv.Itoa(pageLimit)
 	after := int64(n) * 9 / 10
 	deep := first + "&cursor=" + encodeCursor(after)
@@ -179,8 +178,8 @@ func (b *bench) pageJobs(ctx context.Context, p *proc, client *client, n int, su
 		b.checkPage(ctx, api, deep, idRange(after+1, pageLimit))
 	}
 	return []job{
-		b.httpJob(pageRow(n, false)+suffix, p, client, get(first)),
-		b.httpJob(pageRow(n, true)+suffix, p, client, get(deep)),
+		b.httpJob(pageRow(n, false)+suffix, p, get(first)),
+		b.httpJob(pageRow(n, true)+suffix, p, get(deep)),
 	}
 }
 
@@ -217,7 +216,7 @@ func (b *bench) bigStore(ctx context.Context) error {
 	if b.bigIdleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err
 	}
-	b.jobs = append(b.jobs, b.pageJobs(ctx, p, newClient(b.cfg.connections), n, "")...)
+	b.jobs = append(b.jobs, b.pageJobs(ctx, p, n, "")...)
 	return nil
 }
 

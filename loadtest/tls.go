@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The TLS rows (docs/performance.md) measure new connections to a server
@@ -161,38 +163,36 @@ func (b *bench) tlsPhase(ctx context.Context, t *tlsTarget, d time.Duration) *lo
 // it from storage). It returns one connection's state, to describe them.
 func (b *bench) warmPass(ctx context.Context, t *tlsTarget) (tls.ConnectionState, error) {
 	var (
-		next     atomic.Int64
 		failures atomic.Int64
 		mu       sync.Mutex
 		errs     []string
 		state    tls.ConnectionState
-		wg       sync.WaitGroup
+		g        errgroup.Group
 	)
-	for range min(b.cfg.connections, len(t.names)) {
-		wg.Go(func() {
-			for ctx.Err() == nil && failures.Load() < tlsWarmPassMaxErrors {
-				i := int(next.Add(1)) - 1
-				if i >= len(t.names) {
-					return
-				}
-				_, st, err := t.handshake(ctx, i)
-				if err == nil && (len(st.PeerCertificates) == 0 || !slices.Contains(st.PeerCertificates[0].DNSNames, t.names[i])) {
-					err = errors.New("the certificate served is not the one of this name")
-				}
-				mu.Lock()
-				if err != nil {
-					failures.Add(1)
-					if len(errs) < maxErrSamples {
-						errs = append(errs, fmt.Sprintf("SNI %s: %v", t.names[i], err))
-					}
-				} else if state.Version == 0 {
-					state = st
-				}
-				mu.Unlock()
+	g.SetLimit(min(b.cfg.connections, len(t.names)))
+	for i, name := range t.names {
+		if ctx.Err() != nil || failures.Load() >= tlsWarmPassMaxErrors {
+			break
+		}
+		g.Go(func() error {
+			_, st, err := t.handshake(ctx, i)
+			if err == nil && (len(st.PeerCertificates) == 0 || !slices.Contains(st.PeerCertificates[0].DNSNames, name)) {
+				err = errors.New("the certificate served is not the one of this name")
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failures.Add(1)
+				if len(errs) < maxErrSamples {
+					errs = append(errs, fmt.Sprintf("SNI %s: %v", name, err))
+				}
+			} else if state.Version == 0 {
+				state = st
+			}
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	if err := ctx.Err(); err != nil {
 		return state, err
 	}

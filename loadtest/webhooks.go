@@ -31,7 +31,7 @@ func (b *bench) webhookStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := b.postPetsJob(ctx, twin, newClient(b.cfg.connections), labelPostPetsTwin); err != nil {
+	if err := b.postPetsJob(ctx, twin, labelPostPetsTwin); err != nil {
 		return err
 	}
 	p, _, err := b.smallServer(ctx, "petstore with a webhook", b.bin, "webhooks.db", "--webhook-allow-private")
@@ -43,8 +43,7 @@ func (b *bench) webhookStore(ctx context.Context) error {
 		return err
 	}
 	b.closers = append(b.closers, rcv.close)
-	client := newClient(b.cfg.connections)
-	api := &apiClient{client: client.Client, base: p.base()}
+	api := p.api()
 	var hook struct {
 		Secret string `json:"secret"`
 	}
@@ -66,14 +65,14 @@ func (b *bench) webhookStore(ctx context.Context) error {
 		}
 	}
 	b.hook = &hookRow{proc: p, api: api, rcv: rcv, cursor: cursor}
-	return b.postPetsJob(ctx, p, client, labelPostPetsHook)
+	return b.postPetsJob(ctx, p, labelPostPetsHook)
 }
 
 // postPetsJob adds the job of p's row label, POST /pets under another
 // name, after seeding p as the small store's server is.
-func (b *bench) postPetsJob(ctx context.Context, p *proc, client *client, label string) error {
+func (b *bench) postPetsJob(ctx context.Context, p *proc, label string) error {
 	suffix := strings.TrimPrefix(label, labelPostPets)
-	jobs, err := b.apiJobs(ctx, p, client, suffix, false)
+	jobs, err := b.apiJobs(ctx, p, suffix, false)
 	if err != nil {
 		return err
 	}
@@ -152,14 +151,7 @@ func (b *bench) webhookCatchUp(ctx context.Context) error {
 	h.missing = max(h.events-delivered, 0)
 	b.progress("webhook row: %d events since the webhook was made, %d not yet delivered; waiting up to %v", h.events, h.missing, maxCatchUp)
 	for {
-		left := want[:0]
-		for _, id := range want {
-			if !h.rcv.has(id) {
-				left = append(left, id)
-			}
-		}
-		want = left
-		if len(want) == 0 {
+		if want = slices.DeleteFunc(want, h.rcv.has); len(want) == 0 {
 			_, last := h.rcv.distinct()
 			h.caughtUp = max(last.Sub(end), 0)
 			break
