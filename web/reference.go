@@ -33,7 +33,7 @@ type referenceView struct {
 	Sections       []heading // the description's headings, for the contents
 	License        *openapi3.License
 	Tags           []*tagView
-	Schemas        []namedSchema
+	Schemas        []propView // the components, by name
 }
 
 type tagView struct {
@@ -121,11 +121,6 @@ type tryItParam struct {
 	InputMode    string // numeric for integers
 }
 
-type namedSchema struct {
-	Name   string
-	Schema *schemaView
-}
-
 func buildReference(doc *openapi3.T) *referenceView {
 	v := &referenceView{}
 	if doc.Info != nil {
@@ -178,8 +173,7 @@ func buildReference(doc *openapi3.T) *referenceView {
 			ref := doc.Components.Schemas[name]
 			// From its own definition, not the $ref, so that the section shows the
 			// schema rather than a link to itself.
-			sv := schemaOf(&openapi3.SchemaRef{Value: ref.Value})
-			v.Schemas = append(v.Schemas, namedSchema{Name: name, Schema: sv})
+			v.Schemas = append(v.Schemas, propView{Name: name, Schema: schemaOf(&openapi3.SchemaRef{Value: ref.Value})})
 		}
 	}
 	return v
