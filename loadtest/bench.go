@@ -112,10 +112,7 @@ type bench struct {
 	bigReady    []time.Duration
 	bigIdleRSS  int64
 
-	// hook is the webhook row's server and receiver; closers end what the
-	// run started in-process.
-	hook    *hookRow
-	closers []func()
+	hook *hookRow // the webhook row's server and receiver
 
 	loadBefore, loadAfter string   // /proc/loadavg: was the machine busy with something else?
 	notes                 []string // worth saying under the table
@@ -138,7 +135,7 @@ func (b *bench) fail(format string, args ...any) {
 // run measures everything, prints the table to out (after an error too)
 // and returns the report.
 func run(ctx context.Context, cfg config, out, log io.Writer) (*report, error) {
-	b := &bench{cfg: cfg, log: log, begun: time.Now(), loads: map[string]*loadResult{}}
+	b := &bench{cfg: cfg, log: log, begun: time.Now(), loads: map[string]*loadResult{}, others: map[string]otherRevision{}}
 	b.loadBefore = loadAverage()
 	err := b.measure(ctx)
 	b.cleanup()
@@ -158,6 +155,9 @@ func (b *bench) cleanup() {
 	}
 	if b.serverLog != nil {
 		b.serverLog.Close()
+	}
+	if b.hook != nil {
+		b.hook.rcv.close()
 	}
 	if b.dir != "" {
 		os.RemoveAll(b.dir)
@@ -193,11 +193,6 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 	defer bare.Close()
-	defer func() {
-		for _, c := range b.closers {
-			c()
-		}
-	}()
 	setUps := []func(context.Context) error{b.echoBaseline, b.smallStore, b.webhookStore, b.postgresStore, b.bigStore, b.tlsServers}
 	if b.cfg.onlyPostgres {
 		setUps = []func(context.Context) error{b.postgresStore}

@@ -35,9 +35,6 @@ func (b *bench) buildOther(ctx context.Context, dir string) (otherRevision, erro
 			return otherRevision{}, err
 		}
 	}
-	if b.others == nil {
-		b.others = map[string]otherRevision{}
-	}
 	b.others[dir] = o
 	return o, nil
 }

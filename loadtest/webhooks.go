@@ -42,8 +42,8 @@ func (b *bench) webhookStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.closers = append(b.closers, rcv.close)
 	api := p.api()
+	b.hook = &hookRow{proc: p, api: api, rcv: rcv}
 	var hook struct {
 		Secret string `json:"secret"`
 	}
@@ -54,17 +54,15 @@ func (b *bench) webhookStore(ctx context.Context) error {
 		return err
 	}
 	// Every event after the webhook's is the receiver's.
-	var cursor [2]string
 	for i, path := range eventLists {
 		ids, err := b.eventIDs(ctx, api, path, "")
 		if err != nil {
 			return err
 		}
 		if len(ids) > 0 {
-			cursor[i] = ids[len(ids)-1]
+			b.hook.cursor[i] = ids[len(ids)-1]
 		}
 	}
-	b.hook = &hookRow{proc: p, api: api, rcv: rcv, cursor: cursor}
 	return b.postPetsJob(ctx, p, labelPostPetsHook)
 }
 
