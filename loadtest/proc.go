@@ -38,22 +38,20 @@ type proc struct {
 }
 
 // startServer starts bin with args, "ADDR" replaced by a free loopback
-// address, and waits for 200 on /readyz. Its
-// log also goes to watch when not nil. The process dies with the benchmark
-// (setParentDeathSignal) or in b.cleanup.
+// address, and waits for 200 on /readyz. Its log also goes to watch when
+// not nil. The process dies with the benchmark (setParentDeathSignal) or
+// in b.cleanup.
 func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writer, args ...string) (p *proc, err error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
-	args = append([]string(nil), args...)
-	for i, a := range args {
-		if a == "ADDR" {
-			args[i] = addr
-		}
-	}
+	args = slices.Clone(args)
+	args[slices.Index(args, "ADDR")] = addr
 	cmd := exec.Command(bin, args...)
-	cmd.Env = serverEnv()
+	// No PETSTORE_ variables: the caller's settings must not change what is
+	// measured.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PETSTORE_") })
 	stderr, err := os.Create(filepath.Join(b.dir, fmt.Sprintf("stderr-%d", len(b.procs))))
 	if err != nil {
 		return nil, err
@@ -65,12 +63,10 @@ func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writ
 		fmt.Fprintf(b.serverLog, "=== loadtest: %s on %s\n", name, addr)
 		cmd.Stdout = b.serverLog
 	} // else os.DevNull: the request log costs the server its write, as in production, and us nothing
-	if watch != nil {
-		if cmd.Stdout != nil {
-			cmd.Stdout = io.MultiWriter(watch, cmd.Stdout)
-		} else {
-			cmd.Stdout = watch
-		}
+	if watch != nil && cmd.Stdout != nil {
+		cmd.Stdout = io.MultiWriter(watch, cmd.Stdout)
+	} else if watch != nil {
+		cmd.Stdout = watch
 	}
 	setParentDeathSignal(cmd)
 	p.started = time.Now()
@@ -84,12 +80,6 @@ func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writ
 	}()
 	p.ready, err = p.waitReady(ctx)
 	return p, err
-}
-
-// serverEnv is the environment without PETSTORE_ variables, so that the
-// caller's settings do not change what is measured.
-func serverEnv() []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PETSTORE_") })
 }
 
 // freeLoopbackAddr finds a free port on 127.0.0.1, known before the start

@@ -55,12 +55,9 @@ func tlsDomainNames(n int) []string {
 // logWatch keeps a server's warnings and errors as it writes its log: a
 // TLS server that does well logs none, so any is an error.
 type logWatch struct {
-	mu            sync.Mutex
-	partial       []byte
-	lines         int // warnings and errors
-	handshakeErrs int
-	certmagic     int
-	samples       []string
+	mu      sync.Mutex
+	partial []byte
+	lines   []string // warnings and errors
 }
 
 func (w *logWatch) Write(p []byte) (int, error) {
@@ -68,43 +65,35 @@ func (w *logWatch) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	w.partial = append(w.partial, p...)
 	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
-			break
+		line, rest, ok := bytes.Cut(w.partial, []byte("\n"))
+		if !ok && len(line) <= 64<<10 { // a line that long is no log line of ours
+			return len(p), nil
 		}
-		w.line(string(w.partial[:i]))
-		w.partial = w.partial[i+1:]
-	}
-	if len(w.partial) > 64<<10 { // a line that long is no log line of ours
-		w.line(string(w.partial[:1024]))
-		w.partial = w.partial[:0]
-	}
-	return len(p), nil
-}
-
-func (w *logWatch) line(l string) {
-	if !strings.Contains(l, "level=WARN") && !strings.Contains(l, "level=ERROR") {
-		return
-	}
-	w.lines++
-	if strings.Contains(l, "TLS handshake error") {
-		w.handshakeErrs++
-	}
-	if strings.Contains(l, "component=certmagic") {
-		w.certmagic++
-	}
-	if len(w.samples) < maxErrSamples {
-		if len(l) > 400 {
-			l = l[:400] + "..."
+		if l := string(line[:min(len(line), 64<<10)]); strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			w.lines = append(w.lines, l)
 		}
-		w.samples = append(w.samples, l)
+		w.partial = rest
 	}
 }
 
 func (w *logWatch) summary() (lines, handshakeErrs, certmagic int, samples []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.lines, w.handshakeErrs, w.certmagic, append([]string(nil), w.samples...)
+	for _, l := range w.lines {
+		if strings.Contains(l, "TLS handshake error") {
+			handshakeErrs++
+		}
+		if strings.Contains(l, "component=certmagic") {
+			certmagic++
+		}
+		if len(samples) < maxErrSamples {
+			if len(l) > 400 {
+				l = l[:400] + "..."
+			}
+			samples = append(samples, l)
+		}
+	}
+	return len(w.lines), handshakeErrs, certmagic, samples
 }
 
 // tlsTarget is one TLS server and the names its clients ask for.
