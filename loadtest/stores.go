@@ -114,9 +114,9 @@ func (b *bench) smallJobs(ctx context.Context, p *proc, suffix string) ([]job, e
 
 // apiJobs makes an API key through p's API and gives the first
 // cfg.stockPets pets full stock (the store holds pets 1..cfg.pets of
-// category p.catID). It returns the jobs reading a random pet, creating one, ordering
-// a stocked one, and with keyed creating one with an Idempotency-Key,
-// labels ending with suffix.
+// category p.catID). It returns the jobs reading a random pet, creating
+// one, ordering a stocked one, and with keyed creating one with an
+// Idempotency-Key, labels ending with suffix.
 func (b *bench) apiJobs(ctx context.Context, p *proc, suffix string, keyed bool) ([]job, error) {
 	b.progress("through the API of %s: an API key, stock for %d pets", p.name, b.cfg.stockPets)
 	api := p.api()
