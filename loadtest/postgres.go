@@ -32,21 +32,9 @@ func (b *bench) postgresStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if b.cfg.postgresVs == "" {
-		b.jobs = append(b.jobs, jobs...)
-		return nil
-	}
-	o, err := b.buildOther(ctx, b.cfg.postgresVs)
-	if err != nil {
-		return fmt.Errorf("-postgres-vs: %w", err)
-	}
-	b.pgVs = o.rev
-	vs, err := b.postgresJobs(ctx, o.bin, "petstore "+b.pgVs+" on PostgreSQL", ", "+b.pgVs)
-	if err != nil {
-		return fmt.Errorf("-postgres-vs %s: %w", b.pgVs, err)
-	}
-	b.jobs = append(b.jobs, beside(jobs, vs)...)
-	return nil
+	return b.addBeside(ctx, jobs, "-postgres-vs", b.cfg.postgresVs, &b.pgVs, func(o otherRevision) ([]job, error) {
+		return b.postgresJobs(ctx, o.bin, "petstore "+o.rev+" on PostgreSQL", ", "+o.rev)
+	})
 }
 
 // postgresJobs seeds a new database with this revision's store (older

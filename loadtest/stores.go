@@ -90,15 +90,16 @@ func (b *bench) smallStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if b.cfg.vs != "" {
-		vs, err := b.smallStoreVs(ctx)
+	// -vs's revision gets a small store of its own, seeded by this
+	// revision's store (older binaries read the file), and every row of
+	// this one: what else a process serves changes what a row costs.
+	return b.addBeside(ctx, jobs, "-vs", b.cfg.vs, &b.vsRev, func(o otherRevision) ([]job, error) {
+		p, _, err := b.smallServer(ctx, fmt.Sprintf("petstore %s (%s pets)", o.rev, humanCount(b.cfg.pets)), o.bin, "small-vs.db")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		jobs = beside(jobs, vs)
-	}
-	b.jobs = append(b.jobs, jobs...)
-	return nil
+		return b.smallJobs(ctx, p, ", "+o.rev)
+	})
 }
 
 // smallJobs returns the jobs of the small store's rows sent to p, their

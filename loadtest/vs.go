@@ -45,34 +45,29 @@ func sameFolder(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(ia, ib)
 }
 
-// beside puts each job of other right after jobs' job at the same place;
-// jobs' extra ones follow.
-func beside(jobs, other []job) []job {
-	out := make([]job, 0, len(jobs)+len(other))
-	for i, j := range jobs {
-		out = append(out, j)
-		if i < len(other) {
-			out = append(out, other[i])
+// addBeside adds jobs to the run, each followed by its counterpart on the
+// revision in dir, which flag names (none when dir is empty): jobsOf
+// starts that revision's server and returns its jobs in the same order;
+// rev is set to its name.
+func (b *bench) addBeside(ctx context.Context, jobs []job, flag, dir string, rev *string, jobsOf func(o otherRevision) ([]job, error)) error {
+	var other []job
+	if dir != "" {
+		o, err := b.buildOther(ctx, dir)
+		if err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		*rev = o.rev
+		if other, err = jobsOf(o); err != nil {
+			return fmt.Errorf("%s %s: %w", flag, o.rev, err)
 		}
 	}
-	return out
-}
-
-// smallStoreVs starts -vs's revision on its own small store, seeded by
-// this revision's store (older binaries read the file), and returns the
-// jobs of every small-store row sent to it: what else a process serves
-// changes what a row costs.
-func (b *bench) smallStoreVs(ctx context.Context) ([]job, error) {
-	o, err := b.buildOther(ctx, b.cfg.vs)
-	if err != nil {
-		return nil, fmt.Errorf("-vs: %w", err)
+	for i, j := range jobs {
+		b.jobs = append(b.jobs, j)
+		if i < len(other) {
+			b.jobs = append(b.jobs, other[i])
+		}
 	}
-	b.vsRev = o.rev
-	p, _, err := b.smallServer(ctx, fmt.Sprintf("petstore %s (%s pets)", o.rev, humanCount(b.cfg.pets)), o.bin, "small-vs.db")
-	if err != nil {
-		return nil, fmt.Errorf("-vs %s: %w", o.rev, err)
-	}
-	return b.smallJobs(ctx, p, ", "+o.rev)
+	return nil
 }
 
 // smallRow adds the small store's row label, judged by checks and, with
