@@ -37,22 +37,22 @@ func serveEchoBaseline(addr string) error {
 	return srv.ListenAndServe()
 }
 
-// fsyncBaseline is bare bbolt's durable write path (bolttest.FsyncBaseline),
-// timed as a job.
-type fsyncBaseline struct{ *bolttest.FsyncBaseline }
-
-// run puts for d, one transaction each; each put counts as a request.
-func (f *fsyncBaseline) run(ctx context.Context, d time.Duration) (*loadResult, error) {
-	res := &loadResult{}
-	start := time.Now()
-	for time.Since(start) < d && ctx.Err() == nil {
-		t0 := time.Now()
-		if err := f.Put(); err != nil {
-			return nil, err
+// fsyncJob times bare bbolt's durable write path (bolttest.FsyncBaseline)
+// as a job's slice: puts for d, one transaction each, each counted as a
+// request.
+func fsyncJob(f *bolttest.FsyncBaseline) func(ctx context.Context, d time.Duration) (*loadResult, error) {
+	return func(ctx context.Context, d time.Duration) (*loadResult, error) {
+		res := &loadResult{}
+		start := time.Now()
+		for time.Since(start) < d && ctx.Err() == nil {
+			t0 := time.Now()
+			if err := f.Put(); err != nil {
+				return nil, err
+			}
+			res.lats = append(res.lats, time.Since(t0))
 		}
-		res.lats = append(res.lats, time.Since(t0))
+		res.elapsed = time.Since(start)
+		res.requests = int64(len(res.lats))
+		return res, ctx.Err()
 	}
-	res.elapsed = time.Since(start)
-	res.requests = int64(len(res.lats))
-	return res, ctx.Err()
 }

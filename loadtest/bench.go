@@ -61,8 +61,8 @@ func (b *bench) serverJob(label string, p *proc, send func(ctx context.Context, 
 	return job{label: label, warm: send, slice: b.measured(p, send)}
 }
 
-func (b *bench) httpJob(label string, p *proc, client *client, w workload) job {
-	return b.serverJob(label, p, func(ctx context.Context, d time.Duration) *loadResult { return b.phase(ctx, p, client, w, d) })
+func (b *bench) httpJob(label string, p *proc, w workload) job {
+	return b.serverJob(label, p, func(ctx context.Context, d time.Duration) *loadResult { return b.phase(ctx, p, w, d) })
 }
 
 // bench is one run: settings, processes and measures (zero: not measured).
@@ -74,6 +74,7 @@ type bench struct {
 	bin        string // the petstore binary
 	src        string // the module root it was built from
 	adminToken string
+	serverLog  *os.File // cfg.serverLog, open
 	procs      []*proc
 	smallProc  *proc // the server on the small store
 	tlsTargets []*tlsTarget
@@ -111,10 +112,7 @@ type bench struct {
 	bigReady    []time.Duration
 	bigIdleRSS  int64
 
-	// hook is the webhook row's server and receiver; closers end what the
-	// run started in-process.
-	hook    *hookRow
-	closers []func()
+	hook *hookRow // the webhook row's server and receiver
 
 	loadBefore, loadAfter string   // /proc/loadavg: was the machine busy with something else?
 	notes                 []string // worth saying under the table
@@ -137,7 +135,7 @@ func (b *bench) fail(format string, args ...any) {
 // run measures everything, prints the table to out (after an error too)
 // and returns the report.
 func run(ctx context.Context, cfg config, out, log io.Writer) (*report, error) {
-	b := &bench{cfg: cfg, log: log, begun: time.Now(), loads: map[string]*loadResult{}}
+	b := &bench{cfg: cfg, log: log, begun: time.Now(), loads: map[string]*loadResult{}, others: map[string]otherRevision{}}
 	b.loadBefore = loadAverage()
 	err := b.measure(ctx)
 	b.cleanup()
@@ -155,6 +153,12 @@ func (b *bench) cleanup() {
 	if b.pgCluster != nil {
 		b.pgCluster.Stop()
 	}
+	if b.serverLog != nil {
+		b.serverLog.Close()
+	}
+	if b.hook != nil {
+		b.hook.rcv.close()
+	}
 	if b.dir != "" {
 		os.RemoveAll(b.dir)
 	}
@@ -171,6 +175,11 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 	b.adminToken = "pat_loadtest_" + rand.Text()
+	if b.cfg.serverLog != "" {
+		if b.serverLog, err = os.OpenFile(b.cfg.serverLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return err
+		}
+	}
 
 	b.progress("building petstore (go build -o %s .)", filepath.Join(b.dir, "petstore"))
 	t := time.Now()
@@ -184,17 +193,11 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 	defer bare.Close()
-	fsync := fsyncBaseline{bare}
-	defer func() {
-		for _, c := range b.closers {
-			c()
-		}
-	}()
 	setUps := []func(context.Context) error{b.echoBaseline, b.smallStore, b.webhookStore, b.postgresStore, b.bigStore, b.tlsServers}
 	if b.cfg.onlyPostgres {
 		setUps = []func(context.Context) error{b.postgresStore}
 	} else {
-		b.jobs = append(b.jobs, job{label: labelFsyncBaseline, slice: fsync.run})
+		b.jobs = append(b.jobs, job{label: labelFsyncBaseline, slice: fsyncJob(bare)})
 	}
 	for _, setUp := range setUps {
 		if err := setUp(ctx); err != nil {
@@ -316,26 +319,21 @@ func (b *bench) echoBaseline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, _, err := b.startServer(ctx, "Echo baseline", self, nil, echoBaselineArg, "ADDR")
+	p, err := b.startServer(ctx, "Echo baseline", self, nil, echoBaselineArg, "ADDR")
 	if err != nil {
 		return err
 	}
 	if b.echoIdleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err
 	}
-	b.jobs = append(b.jobs, b.httpJob(labelEchoBaseline, p, newClient(b.cfg.connections), get(echoBaselinePath)))
+	b.jobs = append(b.jobs, b.httpJob(labelEchoBaseline, p, get(echoBaselinePath)))
 	return nil
 }
 
-// startPetstore starts the binary on loopback, rate limiter off, with args
-// naming its store, and waits until ready.
-func (b *bench) startPetstore(ctx context.Context, name string, watch io.Writer, args ...string) (*proc, time.Duration, error) {
-	return b.startRevision(ctx, name, b.bin, watch, args...)
-}
-
-// startRevision is startPetstore with bin, which writes a CPU profile only
-// if it knows the flag.
-func (b *bench) startRevision(ctx context.Context, name, bin string, watch io.Writer, args ...string) (*proc, time.Duration, error) {
+// startPetstore starts bin (this revision's b.bin or another's) on
+// loopback, rate limiter off, with args naming its store, and waits until
+// ready. It writes a CPU profile only if it knows the flag.
+func (b *bench) startPetstore(ctx context.Context, name, bin string, watch io.Writer, args ...string) (*proc, error) {
 	args = append([]string{"--listen", "ADDR", "--rate-limit", "0"}, args...)
 	if b.cfg.cpuProfiles != "" && knowsFlag(ctx, bin, "cpu-profile") {
 		file := strings.Map(func(r rune) rune {

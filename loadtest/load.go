@@ -43,17 +43,23 @@ type loadResult struct {
 	errors     int64         // non-2xx answers and failed requests, warm-up included
 	errSamples []string      // the first few of them
 	elapsed    time.Duration // of the measured slices
-	cpu        time.Duration // the server's CPU time over the measured slices
-	hasCPU     bool          // cpu was measured (not for in-process baselines)
-	clientCPU  time.Duration // the benchmark's own CPU time over them (when hasCPU)
-	dbCPU      time.Duration // the PostgreSQL server's CPU time over them (when hasDBCPU)
-	hasDBCPU   bool
-	dials      int64 // new connections opened during the measured slices
-	lats       []time.Duration
-	p50, p99   time.Duration // set by finish
+	// cpu is the CPU time over the measured slices of the server, of the
+	// benchmark's own process and of the PostgreSQL server (rows on it).
+	cpu      [3]time.Duration
+	hasCPU   bool  // cpu was measured (not for in-process baselines)
+	dials    int64 // new connections opened during the measured slices
+	lats     []time.Duration
+	p50, p99 time.Duration // set by finish
 }
 
-// rps, cpuPerReq and clientCPUPerReq are 0 for an unmeasured row (nil).
+// Indexes of loadResult.cpu.
+const (
+	serverCPU = iota
+	clientCPU
+	dbCPU
+)
+
+// rps and cpuPerReq are 0 for an unmeasured row (nil).
 func (r *loadResult) rps() float64 {
 	if r == nil || r.elapsed <= 0 {
 		return 0
@@ -61,18 +67,11 @@ func (r *loadResult) rps() float64 {
 	return float64(r.requests) / r.elapsed.Seconds()
 }
 
-func (r *loadResult) cpuPerReq() time.Duration {
-	if r == nil || r.requests == 0 || !r.hasCPU {
+func (r *loadResult) cpuPerReq(of int) time.Duration {
+	if r == nil || r.requests == 0 {
 		return 0
 	}
-	return r.cpu / time.Duration(r.requests)
-}
-
-func (r *loadResult) clientCPUPerReq() time.Duration {
-	if r == nil || r.requests == 0 || !r.hasCPU {
-		return 0
-	}
-	return r.clientCPU / time.Duration(r.requests)
+	return r.cpu[of] / time.Duration(r.requests)
 }
 
 const maxErrSamples = 5
@@ -81,11 +80,10 @@ func (r *loadResult) add(o *loadResult) {
 	r.requests += o.requests
 	r.errors += o.errors
 	r.elapsed += o.elapsed
-	r.cpu += o.cpu
-	r.clientCPU += o.clientCPU
+	for i := range r.cpu {
+		r.cpu[i] += o.cpu[i]
+	}
 	r.hasCPU = r.hasCPU || o.hasCPU
-	r.dbCPU += o.dbCPU
-	r.hasDBCPU = r.hasDBCPU || o.hasDBCPU
 	r.dials += o.dials
 	r.lats = append(r.lats, o.lats...)
 	for _, s := range o.errSamples {
@@ -135,10 +133,15 @@ func newClient(conns int) *client {
 }
 
 // measured is a job's slice: load sent by send for d, with the CPU time
-// server p and this process used meanwhile, read from /proc.
+// server p, this process and p's PostgreSQL server used meanwhile, read
+// from /proc; the latter's reading, a walk over /proc, outside the others.
 func (b *bench) measured(p *proc, send func(ctx context.Context, d time.Duration) *loadResult) func(ctx context.Context, d time.Duration) (*loadResult, error) {
 	return func(ctx context.Context, d time.Duration) (*loadResult, error) {
-		cpu0, self0, err := b.cpuTimes(p)
+		db0, err := p.dbCPU()
+		if err != nil {
+			return nil, err
+		}
+		cpu0, self0, err := p.cpuTimes()
 		if err != nil {
 			return nil, err
 		}
@@ -146,16 +149,20 @@ func (b *bench) measured(p *proc, send func(ctx context.Context, d time.Duration
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		cpu1, self1, err := b.cpuTimes(p)
+		cpu1, self1, err := p.cpuTimes()
 		if err != nil {
 			return nil, err
 		}
-		res.cpu, res.clientCPU, res.hasCPU = cpu1-cpu0, self1-self0, true
+		db1, err := p.dbCPU()
+		if err != nil {
+			return nil, err
+		}
+		res.cpu, res.hasCPU = [3]time.Duration{cpu1 - cpu0, self1 - self0, db1 - db0}, true
 		return res, nil
 	}
 }
 
-func (b *bench) cpuTimes(p *proc) (server, self time.Duration, err error) {
+func (p *proc) cpuTimes() (server, self time.Duration, err error) {
 	if server, err = procCPUTime(p.pid(), p.name); err != nil {
 		return 0, 0, err
 	}
@@ -165,13 +172,22 @@ func (b *bench) cpuTimes(p *proc) (server, self time.Duration, err error) {
 	return server, self, nil
 }
 
+// dbCPU is the CPU time of the PostgreSQL server p serves from; rows take
+// turns, so its difference over a slice is the row's. 0 on bbolt.
+func (p *proc) dbCPU() (time.Duration, error) {
+	if p.db == nil {
+		return 0, nil
+	}
+	return p.db.CPU()
+}
+
 // phase sends w from b.cfg.connections workers, one request at a time
 // each on its own keep-alive connection, until d has passed.
-func (b *bench) phase(ctx context.Context, p *proc, client *client, w workload, d time.Duration) *loadResult {
-	dials0 := client.dials.Load()
+func (b *bench) phase(ctx context.Context, p *proc, w workload, d time.Duration) *loadResult {
+	dials0 := p.client.dials.Load()
 	res := runWorkers(ctx, b.cfg.connections, d, func(rng *rand.Rand) (time.Duration, bool, string) {
 		path, body := w.next(rng)
-		status, msg, lat, err := do(ctx, client.Client, p.base(), w, path, body)
+		status, msg, lat, err := do(ctx, p.client.Client, p.base(), w, path, body)
 		switch {
 		case err != nil:
 			return 0, false, fmt.Sprintf("%s %s: %v", w.method, path, err)
@@ -180,7 +196,7 @@ func (b *bench) phase(ctx context.Context, p *proc, client *client, w workload, 
 		}
 		return lat, true, ""
 	})
-	res.dials = client.dials.Load() - dials0
+	res.dials = p.client.dials.Load() - dials0
 	return res
 }
 

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"petstore/store"
 	"petstore/store/postgres"
@@ -33,21 +32,9 @@ func (b *bench) postgresStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if b.cfg.postgresVs == "" {
-		b.jobs = append(b.jobs, jobs...)
-		return nil
-	}
-	o, err := b.buildOther(ctx, b.cfg.postgresVs)
-	if err != nil {
-		return fmt.Errorf("-postgres-vs: %w", err)
-	}
-	b.pgVs = o.rev
-	vs, err := b.postgresJobs(ctx, o.bin, "petstore "+b.pgVs+" on PostgreSQL", ", "+b.pgVs)
-	if err != nil {
-		return fmt.Errorf("-postgres-vs %s: %w", b.pgVs, err)
-	}
-	b.jobs = append(b.jobs, beside(jobs, vs)...)
-	return nil
+	return b.addBeside(ctx, jobs, "-postgres-vs", b.cfg.postgresVs, &b.pgVs, func(o otherRevision) ([]job, error) {
+		return b.postgresJobs(ctx, o.bin, "petstore "+o.rev+" on PostgreSQL", ", "+o.rev)
+	})
 }
 
 // postgresJobs seeds a new database with this revision's store (older
@@ -66,51 +53,20 @@ func (b *bench) postgresJobs(ctx context.Context, bin, name, suffix string) ([]j
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", err)
 	}
-	p, _, err := b.startRevision(ctx, name, bin, nil, "--database", url, "--admin-token", b.adminToken)
+	p, err := b.startPetstore(ctx, name, bin, nil, "--database", url, "--admin-token", b.adminToken)
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := b.apiJobs(ctx, p, newClient(b.cfg.connections), b.cfg.pets, catID, onPostgres+suffix, false)
+	p.catID, p.db = catID, b.pgCluster
+	jobs, err := b.apiJobs(ctx, p, onPostgres+suffix, false)
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", err)
-	}
-	for i := range jobs {
-		jobs[i].slice = b.withDBCPU(jobs[i].slice)
 	}
 	return jobs, nil
 }
 
-// withDBCPU adds the PostgreSQL server's CPU time to each slice; rows take
-// turns, so it is this row's.
-func (b *bench) withDBCPU(slice func(ctx context.Context, d time.Duration) (*loadResult, error)) func(ctx context.Context, d time.Duration) (*loadResult, error) {
-	return func(ctx context.Context, d time.Duration) (*loadResult, error) {
-		cpu0, err := b.pgCluster.CPU()
-		if err != nil {
-			return nil, err
-		}
-		res, err := slice(ctx, d)
-		if err != nil {
-			return nil, err
-		}
-		cpu1, err := b.pgCluster.CPU()
-		if err != nil {
-			return nil, err
-		}
-		res.dbCPU, res.hasDBCPU = cpu1-cpu0, true
-		return res, nil
-	}
-}
-
-// dbCPUPerReq is the PostgreSQL server's CPU time per request, in µs.
-func dbCPUPerReq(r *loadResult) float64 {
-	if r == nil || r.requests == 0 || !r.hasDBCPU {
-		return 0
-	}
-	return float64(r.dbCPU/time.Duration(r.requests)) / float64(time.Microsecond)
-}
-
-func dbCPU(r *loadResult) check {
-	v := dbCPUPerReq(r)
+func dbCPUCheck(r *loadResult) check {
+	v := micros(r.cpuPerReq(dbCPU))
 	return check{on: "PostgreSQL CPU/req", value: v, ok: v > 0, unit: "µs"}
 }
 
@@ -130,32 +86,23 @@ func (b *bench) postgresReport(r *report) {
 		r.lines = append(r.lines, line{label: "PostgreSQL rows", on: "skipped: " + b.pgSkipped, verdict: "skipped"})
 		return
 	}
-	l := b.loads
-	for _, row := range []struct {
-		label, bbolt string
-		vs           func(res, base *loadResult, baseName, op string, target float64) check
-	}{
-		{labelPGGetPet, labelGetPet, cpuVs},
-		{labelPGPostPets, labelPostPets, rpsVs},
-		{labelPGOrders, labelOrders, rpsVs},
-	} {
+	for _, label := range []string{labelPGGetPet, labelPGPostPets, labelPGOrders} {
+		res := b.loads[label]
 		var checks []check
 		if !b.cfg.onlyPostgres {
-			checks = append(checks, row.vs(l[row.label], l[row.bbolt], "bbolt", "", 0))
+			checks = append(checks, byKind(label, res, b.loads[strings.TrimSuffix(label, onPostgres)], "bbolt", "", 0))
 		}
-		checks = append(checks, dbCPU(l[row.label]))
-		if b.pgVs != "" {
-			other := row.label + ", " + b.pgVs
-			checks = append(checks, row.vs(l[row.label], l[other], b.pgVs, "", 0))
-			if row.label != labelPGGetPet { // GET is judged by CPU already
-				checks = append(checks, cpuVs(l[row.label], l[other], b.pgVs, "", 0))
-			}
-			checks = append(checks, versus("PostgreSQL CPU/req vs "+b.pgVs, dbCPUPerReq(l[row.label]), dbCPUPerReq(l[other]), "", 0))
-			r.load(row.label, l[row.label], checks...)
-			r.load(other, l[other], check{on: "the revision of -postgres-vs", ok: l[other] != nil}, dbCPU(l[other]))
+		checks = append(checks, dbCPUCheck(res))
+		if b.pgVs == "" {
+			r.load(label, res, checks...)
 			continue
 		}
-		r.load(row.label, l[row.label], checks...)
+		other := label + ", " + b.pgVs
+		vs := b.loads[other]
+		checks = append(checks, vsRevision(label, res, vs, b.pgVs)...)
+		checks = append(checks, versus("PostgreSQL CPU/req vs "+b.pgVs, float64(res.cpuPerReq(dbCPU)), float64(vs.cpuPerReq(dbCPU)), "", 0))
+		r.load(label, res, checks...)
+		r.load(other, vs, check{on: "the revision of -postgres-vs", ok: vs != nil}, dbCPUCheck(vs))
 	}
 	r.notes = append(r.notes, fmt.Sprintf("PostgreSQL rows: the same requests against a server started with --database on a private PostgreSQL cluster on this machine with its durable defaults (fsync, synchronous commits), seeded with %s pets; CPU/req is the petstore process's only; 'PostgreSQL CPU/req' is the server's processes' (its postmaster, its children alive and ended) over the same slices",
 		humanCount(b.cfg.pets)))

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -28,70 +27,59 @@ type proc struct {
 	cmd     *exec.Cmd
 	addr    string // 127.0.0.1:port
 	started time.Time
-	done    chan struct{} // closed when the process has exited
-	waitErr error         // set before done is closed
-	stopped bool          // we asked it to stop
-	stderr  *tailBuffer
-	logFile *os.File
+	ready   time.Duration   // from the start to the first 200 on /readyz
+	catID   int64           // the category of its store's pets
+	done    chan struct{}   // closed when the process has exited
+	waitErr error           // set before done is closed
+	stopped bool            // we asked it to stop
+	stderr  string          // the file in b.dir it writes its stderr to
+	db      *pgtest.Cluster // the PostgreSQL server it serves from, if any
+	client  *client         // for its rows and the API calls of their set-up
 }
 
 // startServer starts bin with args, "ADDR" replaced by a free loopback
-// address, and waits for 200 on /readyz; ready is how long that took. Its
-// log also goes to watch when not nil. The process dies with the benchmark
-// (setParentDeathSignal) or in b.cleanup.
-func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writer, args ...string) (p *proc, ready time.Duration, err error) {
+// address, and waits for 200 on /readyz. Its log also goes to watch when
+// not nil. The process dies with the benchmark (setParentDeathSignal) or
+// in b.cleanup.
+func (b *bench) startServer(ctx context.Context, name, bin string, watch io.Writer, args ...string) (p *proc, err error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	args = append([]string(nil), args...)
-	for i, a := range args {
-		if a == "ADDR" {
-			args[i] = addr
-		}
-	}
+	args = slices.Clone(args)
+	args[slices.Index(args, "ADDR")] = addr
 	cmd := exec.Command(bin, args...)
-	cmd.Env = serverEnv()
-	p = &proc{name: name, cmd: cmd, addr: addr, done: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}}
-	cmd.Stderr = p.stderr
-	if b.cfg.serverLog != "" {
-		if p.logFile, err = os.OpenFile(b.cfg.serverLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-			return nil, 0, err
-		}
-		fmt.Fprintf(p.logFile, "=== loadtest: %s on %s\n", name, addr)
-		cmd.Stdout = p.logFile
+	// No PETSTORE_ variables: the caller's settings must not change what is
+	// measured.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PETSTORE_") })
+	stderr, err := os.Create(filepath.Join(b.dir, fmt.Sprintf("stderr-%d", len(b.procs))))
+	if err != nil {
+		return nil, err
+	}
+	defer stderr.Close() // the process writes to its own copy
+	cmd.Stderr = stderr
+	p = &proc{name: name, cmd: cmd, addr: addr, done: make(chan struct{}), stderr: stderr.Name(), client: newClient(b.cfg.connections)}
+	if b.serverLog != nil {
+		fmt.Fprintf(b.serverLog, "=== loadtest: %s on %s\n", name, addr)
+		cmd.Stdout = b.serverLog
 	} // else os.DevNull: the request log costs the server its write, as in production, and us nothing
-	if watch != nil {
-		if cmd.Stdout != nil {
-			cmd.Stdout = io.MultiWriter(watch, cmd.Stdout)
-		} else {
-			cmd.Stdout = watch
-		}
+	if watch != nil && cmd.Stdout != nil {
+		cmd.Stdout = io.MultiWriter(watch, cmd.Stdout)
+	} else if watch != nil {
+		cmd.Stdout = watch
 	}
 	setParentDeathSignal(cmd)
 	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
-		if p.logFile != nil {
-			p.logFile.Close()
-		}
-		return nil, 0, fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	b.procs = append(b.procs, p)
 	go func() {
 		p.waitErr = cmd.Wait()
-		if p.logFile != nil {
-			p.logFile.Close()
-		}
 		close(p.done)
 	}()
-	ready, err = p.waitReady(ctx)
-	return p, ready, err
-}
-
-// serverEnv is the environment without PETSTORE_ variables, so that the
-// caller's settings do not change what is measured.
-func serverEnv() []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PETSTORE_") })
+	p.ready, err = p.waitReady(ctx)
+	return p, err
 }
 
 // freeLoopbackAddr finds a free port on 127.0.0.1, known before the start
@@ -109,9 +97,11 @@ func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 func (p *proc) base() string { return "http://" + p.addr }
 
+func (p *proc) api() *apiClient { return &apiClient{client: p.client.Client, base: p.base()} }
+
 // exitedErr describes an unexpected exit, with the end of its stderr.
 func (p *proc) exitedErr() error {
-	return fmt.Errorf("%s exited: %v\n%s", p.name, p.waitErr, indent(p.stderr.String()))
+	return fmt.Errorf("%s exited: %v\n%s", p.name, p.waitErr, indent(p.stderrText()))
 }
 
 // waitReady polls /readyz from the process's start and returns how long
@@ -144,7 +134,7 @@ func (p *proc) waitReady(ctx context.Context) (time.Duration, error) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("%s: %s did not answer 200 within %v (last: %v)\n%s", p.name, path, timeout, last, indent(p.stderr.String()))
+			return 0, fmt.Errorf("%s: %s did not answer 200 within %v (last: %v)\n%s", p.name, path, timeout, last, indent(p.stderrText()))
 		}
 		time.Sleep(500 * time.Microsecond)
 	}
@@ -257,39 +247,15 @@ func isModuleDir(dir string) bool {
 	return err == nil
 }
 
-// tailBuffer keeps the first and last max bytes written to it: enough to
-// say why a process failed.
-type tailBuffer struct {
-	mu         sync.Mutex
-	max        int
-	head, tail []byte
-	dropped    int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := len(p)
-	if room := t.max - len(t.head); room > 0 {
-		k := min(room, len(p))
-		t.head = append(t.head, p[:k]...)
-		p = p[k:]
+// stderrText is the start and the end of the process's stderr: enough to
+// say why it failed.
+func (p *proc) stderrText() string {
+	data, _ := os.ReadFile(p.stderr)
+	const keep = 16 << 10
+	if len(data) > 2*keep {
+		return fmt.Sprintf("%s\n[... %d bytes ...]\n%s", data[:keep], len(data)-2*keep, data[len(data)-keep:])
 	}
-	t.tail = append(t.tail, p...)
-	if over := len(t.tail) - t.max; over > 0 {
-		t.tail = append(t.tail[:0], t.tail[over:]...)
-		t.dropped += over
-	}
-	return n, nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.dropped > 0 {
-		return fmt.Sprintf("%s\n[... %d bytes ...]\n%s", t.head, t.dropped, t.tail)
-	}
-	return string(t.head) + string(t.tail)
+	return string(data)
 }
 
 func indent(s string) string {

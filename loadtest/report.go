@@ -89,14 +89,14 @@ func versus(on string, a, b float64, op string, target float64) check {
 }
 
 func cpuVs(res, base *loadResult, baseName, op string, target float64) check {
-	return versus("CPU/req vs "+baseName, float64(res.cpuPerReq()), float64(base.cpuPerReq()), op, target)
+	return versus("CPU/req vs "+baseName, float64(res.cpuPerReq(serverCPU)), float64(base.cpuPerReq(serverCPU)), op, target)
 }
 
 // cpuCeiling is the req/s ratio of res to base the CPU alone would allow:
 // with the cores fully used, a row's rate is the cores over its client's
 // and server's CPU per request.
 func cpuCeiling(res, base *loadResult, baseName string) check {
-	return versus("CPU ceiling vs "+baseName, float64(base.cpuPerReq()+base.clientCPUPerReq()), float64(res.cpuPerReq()+res.clientCPUPerReq()), "", 0)
+	return versus("CPU ceiling vs "+baseName, float64(base.cpuPerReq(serverCPU)+base.cpuPerReq(clientCPU)), float64(res.cpuPerReq(serverCPU)+res.cpuPerReq(clientCPU)), "", 0)
 }
 
 func rpsVs(res, base *loadResult, baseName, op string, target float64) check {
@@ -106,6 +106,8 @@ func rpsVs(res, base *loadResult, baseName, op string, target float64) check {
 func mb(bytes int64) float64 { return float64(bytes) / (1 << 20) }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // Targets the performance work set (docs/performance.md lists them).
 const (
@@ -268,9 +270,9 @@ func (r *report) load(label string, res *loadResult, checks ...check) {
 		l.rps = thousands(res.rps())
 		l.p50, l.p99 = latency(res.p50), latency(res.p99)
 		if res.hasCPU {
-			l.cpu = fmt.Sprintf("%.1f µs", float64(res.cpuPerReq())/float64(time.Microsecond))
-			if res.clientCPU > 0 {
-				r.clientCPU = append(r.clientCPU, fmt.Sprintf("%s %.1f µs", label, float64(res.clientCPUPerReq())/float64(time.Microsecond)))
+			l.cpu = fmt.Sprintf("%.1f µs", micros(res.cpuPerReq(serverCPU)))
+			if res.cpu[clientCPU] > 0 {
+				r.clientCPU = append(r.clientCPU, fmt.Sprintf("%s %.1f µs", label, micros(res.cpuPerReq(clientCPU))))
 			}
 		}
 		l.errors = fmt.Sprint(res.errors)

@@ -60,59 +60,67 @@ func (b *bench) importStore(ctx context.Context, path string, n int) (int64, tim
 	return b.seedStore(ctx, db, path, n)
 }
 
+// smallServer starts bin as name on a new file of cfg.pets pets in b.dir,
+// with the admin token and args; p.catID is their category.
+func (b *bench) smallServer(ctx context.Context, name, bin, file string, args ...string) (p *proc, imported time.Duration, err error) {
+	data := filepath.Join(b.dir, file)
+	catID, imported, err := b.importStore(ctx, data, b.cfg.pets)
+	if err != nil {
+		return nil, 0, err
+	}
+	p, err = b.startPetstore(ctx, name, bin, nil, append([]string{"--data", data, "--admin-token", b.adminToken}, args...)...)
+	if p != nil {
+		p.catID = catID
+	}
+	return p, imported, err
+}
+
 // smallStore starts the server on a new file of cfg.pets pets, measures its
 // time to ready and idle RSS, and adds its rows' jobs.
 func (b *bench) smallStore(ctx context.Context) error {
-	n := b.cfg.pets
-	data := filepath.Join(b.dir, "small.db")
-	catID, d, err := b.importStore(ctx, data, n)
+	p, imported, err := b.smallServer(ctx, fmt.Sprintf("petstore (%s pets)", humanCount(b.cfg.pets)), b.bin, "small.db")
 	if err != nil {
 		return err
 	}
-	b.smallImport = d
-	p, ready, err := b.startPetstore(ctx, fmt.Sprintf("petstore (%s pets)", humanCount(n)), nil, "--data", data, "--admin-token", b.adminToken)
-	if err != nil {
-		return err
-	}
-	b.smallProc, b.smallReady = p, ready
+	b.smallProc, b.smallImport, b.smallReady = p, imported, p.ready
 	if b.idleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err
 	}
-	jobs, err := b.smallJobs(ctx, p, catID, "")
+	jobs, err := b.smallJobs(ctx, p, "")
 	if err != nil {
 		return err
 	}
-	if b.cfg.vs != "" {
-		vs, err := b.smallStoreVs(ctx)
+	// -vs's revision gets a small store of its own, seeded by this
+	// revision's store (older binaries read the file), and every row of
+	// this one: what else a process serves changes what a row costs.
+	return b.addBeside(ctx, jobs, "-vs", b.cfg.vs, &b.vsRev, func(o otherRevision) ([]job, error) {
+		p, _, err := b.smallServer(ctx, fmt.Sprintf("petstore %s (%s pets)", o.rev, humanCount(b.cfg.pets)), o.bin, "small-vs.db")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		jobs = beside(jobs, vs)
-	}
-	b.jobs = append(b.jobs, jobs...)
-	return nil
+		return b.smallJobs(ctx, p, ", "+o.rev)
+	})
 }
 
 // smallJobs returns the jobs of the small store's rows sent to p, their
 // labels ending with suffix.
-func (b *bench) smallJobs(ctx context.Context, p *proc, catID int64, suffix string) ([]job, error) {
-	client := newClient(b.cfg.connections)
-	jobs, err := b.apiJobs(ctx, p, client, b.cfg.pets, catID, suffix, true)
+func (b *bench) smallJobs(ctx context.Context, p *proc, suffix string) ([]job, error) {
+	jobs, err := b.apiJobs(ctx, p, suffix, true)
 	if err != nil {
 		return nil, err
 	}
-	jobs = append(jobs, b.pageJobs(ctx, p, client, b.cfg.pets, suffix)...)
-	return append(jobs, b.httpJob(labelSite+suffix, p, client, get("/"))), nil
+	jobs = append(jobs, b.pageJobs(ctx, p, b.cfg.pets, suffix)...)
+	return append(jobs, b.httpJob(labelSite+suffix, p, get("/"))), nil
 }
 
 // apiJobs makes an API key through p's API and gives the first
-// cfg.stockPets pets full stock (the store holds pets 1..n of category
-// catID). It returns the jobs reading a random pet, creating one, ordering
-// a stocked one, and with keyed creating one with an Idempotency-Key,
-// labels ending with suffix.
-func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, catID int64, suffix string, keyed bool) ([]job, error) {
+// cfg.stockPets pets full stock (the store holds pets 1..cfg.pets of
+// category p.catID). It returns the jobs reading a random pet, creating
+// one, ordering a stocked one, and with keyed creating one with an
+// Idempotency-Key, labels ending with suffix.
+func (b *bench) apiJobs(ctx context.Context, p *proc, suffix string, keyed bool) ([]job, error) {
 	b.progress("through the API of %s: an API key, stock for %d pets", p.name, b.cfg.stockPets)
-	api := &apiClient{client: client.Client, base: p.base()}
+	api := p.api()
 	var key struct {
 		Secret string `json:"secret"`
 	}
@@ -128,11 +136,11 @@ func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, cat
 		}
 		orderBodies[i] = fmt.Appendf(nil, `{"petId":%d,"quantity":1}`, id)
 	}
-	getPaths := make([]string, n)
+	getPaths := make([]string, b.cfg.pets)
 	for i := range getPaths {
 		getPaths[i] = "/pets/" + strconv.Itoa(i+1)
 	}
-	newPet := fmt.Appendf(nil, `{"name":"Bench","categoryId":%d,"status":"available"}`, catID)
+	newPet := fmt.Appendf(nil, `{"name":"Bench","categoryId":%d,"status":"available"}`, p.catID)
 	getPet := workload{method: "GET", next: func(r *mrand.Rand) (string, []byte) {
 		return getPaths[r.IntN(len(getPaths))], nil
 	}}
@@ -143,14 +151,14 @@ func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, cat
 		return "/store/orders", orderBodies[r.IntN(len(orderBodies))]
 	}}
 	jobs := []job{
-		b.httpJob(labelGetPet+suffix, p, client, getPet),
-		b.httpJob(labelPostPets+suffix, p, client, postPet),
-		b.httpJob(labelOrders+suffix, p, client, order),
+		b.httpJob(labelGetPet+suffix, p, getPet),
+		b.httpJob(labelPostPets+suffix, p, postPet),
+		b.httpJob(labelOrders+suffix, p, order),
 	}
 	if keyed {
 		w := postPet
 		w.keyed = true
-		jobs = append(jobs, b.httpJob(labelPostPetsKeyed+suffix, p, client, w))
+		jobs = append(jobs, b.httpJob(labelPostPetsKeyed+suffix, p, w))
 	}
 	return jobs, nil
 }
@@ -158,8 +166,8 @@ func (b *bench) apiJobs(ctx context.Context, p *proc, client *client, n int, cat
 // pageJobs checks the first page of p's pets 1..n and one 90% deep, and
 // returns the jobs reading them, labels ending with suffix. Creates add
 // pets after the last, so these pages stay the same.
-func (b *bench) pageJobs(ctx context.Context, p *proc, client *client, n int, suffix string) []job {
-	api := &apiClient{client: client.Client, base: p.base()}
+func (b *bench) pageJobs(ctx context.Context, p *proc, n int, suffix string) []job {
+	api := p.api()
 	first := "/pets?limit=" + strconv.Itoa(pageLimit)
 	after := int64(n) * 9 / 10
 	deep := first + "&cursor=" + encodeCursor(after)
@@ -167,12 +175,12 @@ func (b *bench) pageJobs(ctx context.Context, p *proc, client *client, n int, su
 		// Another revision (-vs) may write its cursors otherwise.
 		deep = b.followLinks(ctx, api, first, after)
 	} else {
-		b.checkPage(ctx, api, first, idRange(1, pageLimit))
-		b.checkPage(ctx, api, deep, idRange(after+1, pageLimit))
+		b.checkPage(ctx, api, first, 1)
+		b.checkPage(ctx, api, deep, after+1)
 	}
 	return []job{
-		b.httpJob(pageRow(n, false)+suffix, p, client, get(first)),
-		b.httpJob(pageRow(n, true)+suffix, p, client, get(deep)),
+		b.httpJob(pageRow(n, false)+suffix, p, get(first)),
+		b.httpJob(pageRow(n, true)+suffix, p, get(deep)),
 	}
 }
 
@@ -200,33 +208,28 @@ func (b *bench) bigStore(ctx context.Context) error {
 				return err
 			}
 		}
-		var d time.Duration
-		if p, d, err = b.startPetstore(ctx, name, nil, "--data", data); err != nil {
+		if p, err = b.startPetstore(ctx, name, b.bin, nil, "--data", data); err != nil {
 			return err
 		}
-		b.progress("start %d of %d on %s pets: ready in %v", i+1, b.cfg.readyStarts, humanCount(n), d.Round(100*time.Microsecond))
-		b.bigReady = append(b.bigReady, d)
+		b.progress("start %d of %d on %s pets: ready in %v", i+1, b.cfg.readyStarts, humanCount(n), p.ready.Round(100*time.Microsecond))
+		b.bigReady = append(b.bigReady, p.ready)
 	}
 	if b.bigIdleRSS, err = b.settleRSS(ctx, p); err != nil {
 		return err
 	}
-	b.jobs = append(b.jobs, b.pageJobs(ctx, p, newClient(b.cfg.connections), n, "")...)
+	b.jobs = append(b.jobs, b.pageJobs(ctx, p, n, "")...)
 	return nil
 }
 
-func idRange(from int64, n int) []int64 {
-	ids := make([]int64, n)
-	for i := range ids {
-		ids[i] = from + int64(i)
+// checkPage fetches a list page once and checks it holds exactly the
+// pageLimit pets from pet from on, and that its Link cursor is the one
+// computed here: deep pages use a computed cursor, so a change of its
+// format must show here, not as a different row.
+func (b *bench) checkPage(ctx context.Context, api *apiClient, path string, from int64) {
+	want := make([]int64, pageLimit)
+	for i := range want {
+		want[i] = from + int64(i)
 	}
-	return ids
-}
-
-// checkPage fetches a list page once and checks it holds exactly want and
-// that its Link cursor is the one computed here: deep pages use a computed
-// cursor, so a change of its format must show here, not as a different
-// row.
-func (b *bench) checkPage(ctx context.Context, api *apiClient, path string, want []int64) {
 	got, h, err := petIDs(ctx, api, path)
 	if err != nil {
 		b.fail("checking %s: %v", path, err)

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The TLS rows (docs/performance.md) measure new connections to a server
@@ -53,12 +55,9 @@ func tlsDomainNames(n int) []string {
 // logWatch keeps a server's warnings and errors as it writes its log: a
 // TLS server that does well logs none, so any is an error.
 type logWatch struct {
-	mu            sync.Mutex
-	partial       []byte
-	lines         int // warnings and errors
-	handshakeErrs int
-	certmagic     int
-	samples       []string
+	mu      sync.Mutex
+	partial []byte
+	lines   []string // warnings and errors
 }
 
 func (w *logWatch) Write(p []byte) (int, error) {
@@ -66,43 +65,35 @@ func (w *logWatch) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	w.partial = append(w.partial, p...)
 	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
-			break
+		line, rest, ok := bytes.Cut(w.partial, []byte("\n"))
+		if !ok && len(line) <= 64<<10 { // a line that long is no log line of ours
+			return len(p), nil
 		}
-		w.line(string(w.partial[:i]))
-		w.partial = w.partial[i+1:]
-	}
-	if len(w.partial) > 64<<10 { // a line that long is no log line of ours
-		w.line(string(w.partial[:1024]))
-		w.partial = w.partial[:0]
-	}
-	return len(p), nil
-}
-
-func (w *logWatch) line(l string) {
-	if !strings.Contains(l, "level=WARN") && !strings.Contains(l, "level=ERROR") {
-		return
-	}
-	w.lines++
-	if strings.Contains(l, "TLS handshake error") {
-		w.handshakeErrs++
-	}
-	if strings.Contains(l, "component=certmagic") {
-		w.certmagic++
-	}
-	if len(w.samples) < maxErrSamples {
-		if len(l) > 400 {
-			l = l[:400] + "..."
+		if l := string(line[:min(len(line), 64<<10)]); strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			w.lines = append(w.lines, l)
 		}
-		w.samples = append(w.samples, l)
+		w.partial = rest
 	}
 }
 
 func (w *logWatch) summary() (lines, handshakeErrs, certmagic int, samples []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.lines, w.handshakeErrs, w.certmagic, append([]string(nil), w.samples...)
+	for _, l := range w.lines {
+		if strings.Contains(l, "TLS handshake error") {
+			handshakeErrs++
+		}
+		if strings.Contains(l, "component=certmagic") {
+			certmagic++
+		}
+		if len(samples) < maxErrSamples {
+			if len(l) > 400 {
+				l = l[:400] + "..."
+			}
+			samples = append(samples, l)
+		}
+	}
+	return len(w.lines), handshakeErrs, certmagic, samples
 }
 
 // tlsTarget is one TLS server and the names its clients ask for.
@@ -161,38 +152,36 @@ func (b *bench) tlsPhase(ctx context.Context, t *tlsTarget, d time.Duration) *lo
 // it from storage). It returns one connection's state, to describe them.
 func (b *bench) warmPass(ctx context.Context, t *tlsTarget) (tls.ConnectionState, error) {
 	var (
-		next     atomic.Int64
 		failures atomic.Int64
 		mu       sync.Mutex
 		errs     []string
 		state    tls.ConnectionState
-		wg       sync.WaitGroup
+		g        errgroup.Group
 	)
-	for range min(b.cfg.connections, len(t.names)) {
-		wg.Go(func() {
-			for ctx.Err() == nil && failures.Load() < tlsWarmPassMaxErrors {
-				i := int(next.Add(1)) - 1
-				if i >= len(t.names) {
-					return
-				}
-				_, st, err := t.handshake(ctx, i)
-				if err == nil && (len(st.PeerCertificates) == 0 || !slices.Contains(st.PeerCertificates[0].DNSNames, t.names[i])) {
-					err = errors.New("the certificate served is not the one of this name")
-				}
-				mu.Lock()
-				if err != nil {
-					failures.Add(1)
-					if len(errs) < maxErrSamples {
-						errs = append(errs, fmt.Sprintf("SNI %s: %v", t.names[i], err))
-					}
-				} else if state.Version == 0 {
-					state = st
-				}
-				mu.Unlock()
+	g.SetLimit(min(b.cfg.connections, len(t.names)))
+	for i, name := range t.names {
+		if ctx.Err() != nil || failures.Load() >= tlsWarmPassMaxErrors {
+			break
+		}
+		g.Go(func() error {
+			_, st, err := t.handshake(ctx, i)
+			if err == nil && (len(st.PeerCertificates) == 0 || !slices.Contains(st.PeerCertificates[0].DNSNames, name)) {
+				err = errors.New("the certificate served is not the one of this name")
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failures.Add(1)
+				if len(errs) < maxErrSamples {
+					errs = append(errs, fmt.Sprintf("SNI %s: %v", name, err))
+				}
+			} else if state.Version == 0 {
+				state = st
+			}
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	if err := ctx.Err(); err != nil {
 		return state, err
 	}
@@ -244,7 +233,7 @@ func (b *bench) tlsServer(ctx context.Context, ca *testCA, n int) (*tlsTarget, e
 	}
 	t := &tlsTarget{label: tlsRow(n), data: data, addr: httpsAddr, names: names,
 		roots: ca.pool, watch: &logWatch{}}
-	t.proc, _, err = b.startPetstore(ctx, fmt.Sprintf("petstore (TLS, %s)", domainCount(n)), t.watch,
+	t.proc, err = b.startPetstore(ctx, fmt.Sprintf("petstore (TLS, %s)", domainCount(n)), b.bin, t.watch,
 		"--data", data, "--admin-token", b.adminToken, "--https-listen", httpsAddr, "--acme-ca", tlsACMECA, "--domain", tlsPlatformDomain)
 	if err != nil {
 		return nil, err

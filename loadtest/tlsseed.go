@@ -41,11 +41,7 @@ type testCA struct {
 }
 
 func newTestCA(now time.Time) (*testCA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
+	cert, key, err := newCert(&x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "Petstore loadtest CA", Organization: []string{"Petstore loadtest"}},
 		NotBefore:             now.Add(-time.Hour),
@@ -54,12 +50,7 @@ func newTestCA(now time.Time) (*testCA, error) {
 		BasicConstraintsValid: true,
 		MaxPathLenZero:        true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -68,21 +59,36 @@ func newTestCA(now time.Time) (*testCA, error) {
 	return &testCA{cert: cert, key: key, pool: pool}, nil
 }
 
+// newCert makes an ECDSA P-256 key and tmpl's certificate for it, signed
+// by ca, or by the key itself when ca is nil.
+func newCert(tmpl *x509.Certificate, ca *testCA) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	parent, signer := tmpl, key
+	if ca != nil {
+		parent, signer = ca.cert, ca.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	return cert, key, err
+}
+
 // issue makes what an ACME CA hands certmagic for name: an ECDSA P-256
 // certificate (certmagic's default) valid 90 days from an hour ago, name
 // its only SAN; the chain PEM is leaf then CA, the key PEM certmagic's
 // encoding.
 func (ca *testCA) issue(name string, now time.Time) (chainPEM, keyPEM []byte, leaf *x509.Certificate, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	notBefore := now.Add(-time.Hour).Truncate(time.Second)
-	tmpl := &x509.Certificate{
+	leaf, key, err := newCert(&x509.Certificate{
 		SerialNumber:          serial,
 		DNSNames:              []string{name},
 		NotBefore:             notBefore,
@@ -90,15 +96,11 @@ func (ca *testCA) issue(name string, now time.Time) (chainPEM, keyPEM []byte, le
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	}, ca)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if leaf, err = x509.ParseCertificate(der); err != nil {
-		return nil, nil, nil, err
-	}
-	chainPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	chainPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw})
 	chainPEM = append(chainPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})...)
 	if keyPEM, err = certmagic.PEMEncodePrivateKey(key); err != nil {
 		return nil, nil, nil, err

@@ -35,9 +35,6 @@ func (b *bench) buildOther(ctx context.Context, dir string) (otherRevision, erro
 			return otherRevision{}, err
 		}
 	}
-	if b.others == nil {
-		b.others = map[string]otherRevision{}
-	}
 	b.others[dir] = o
 	return o, nil
 }
@@ -48,61 +45,64 @@ func sameFolder(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(ia, ib)
 }
 
-// beside puts each job of other right after jobs' job at the same place;
-// jobs' extra ones follow.
-func beside(jobs, other []job) []job {
-	out := make([]job, 0, len(jobs)+len(other))
-	for i, j := range jobs {
-		out = append(out, j)
-		if i < len(other) {
-			out = append(out, other[i])
+// addBeside adds jobs to the run, each followed by its counterpart on the
+// revision in dir, which flag names (none when dir is empty): jobsOf
+// starts that revision's server and returns its jobs in the same order;
+// rev is set to its name.
+func (b *bench) addBeside(ctx context.Context, jobs []job, flag, dir string, rev *string, jobsOf func(o otherRevision) ([]job, error)) error {
+	var other []job
+	if dir != "" {
+		o, err := b.buildOther(ctx, dir)
+		if err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		*rev = o.rev
+		if other, err = jobsOf(o); err != nil {
+			return fmt.Errorf("%s %s: %w", flag, o.rev, err)
 		}
 	}
-	return out
-}
-
-// smallStoreVs starts -vs's revision on its own small store, seeded by
-// this revision's store (older binaries read the file), and returns the
-// jobs of every small-store row sent to it: what else a process serves
-// changes what a row costs.
-func (b *bench) smallStoreVs(ctx context.Context) ([]job, error) {
-	o, err := b.buildOther(ctx, b.cfg.vs)
-	if err != nil {
-		return nil, fmt.Errorf("-vs: %w", err)
+	for i, j := range jobs {
+		b.jobs = append(b.jobs, j)
+		if i < len(other) {
+			b.jobs = append(b.jobs, other[i])
+		}
 	}
-	b.vsRev = o.rev
-	data := filepath.Join(b.dir, "small-vs.db")
-	catID, _, err := b.importStore(ctx, data, b.cfg.pets)
-	if err != nil {
-		return nil, fmt.Errorf("-vs: %w", err)
-	}
-	p, _, err := b.startRevision(ctx, fmt.Sprintf("petstore %s (%s pets)", o.rev, humanCount(b.cfg.pets)), o.bin, nil, "--data", data, "--admin-token", b.adminToken)
-	if err != nil {
-		return nil, fmt.Errorf("-vs %s: %w", o.rev, err)
-	}
-	return b.smallJobs(ctx, p, catID, ", "+o.rev)
+	return nil
 }
 
 // smallRow adds the small store's row label, judged by checks and, with
-// -vs, against the other revision's row that follows it: reads by CPU,
-// writes by req/s and CPU, POST /pets held to targetPostVsRevision.
+// -vs, against the other revision's row that follows it.
 func (b *bench) smallRow(r *report, label string, checks ...check) {
+	res := b.loads[label]
 	if b.vsRev == "" {
-		r.load(label, b.loads[label], checks...)
+		r.load(label, res, checks...)
 		return
 	}
 	other := label + ", " + b.vsRev
-	res, vs := b.loads[label], b.loads[other]
-	switch {
-	case strings.HasPrefix(label, "GET "):
-		checks = append(checks, cpuVs(res, vs, b.vsRev, "", 0))
-	case label == labelPostPets:
-		checks = append(checks, rpsVs(res, vs, b.vsRev, ">=", targetPostVsRevision), cpuVs(res, vs, b.vsRev, "", 0))
-	default:
-		checks = append(checks, rpsVs(res, vs, b.vsRev, "", 0), cpuVs(res, vs, b.vsRev, "", 0))
+	r.load(label, res, append(checks, vsRevision(label, res, b.loads[other], b.vsRev)...)...)
+	r.load(other, b.loads[other], check{on: "the revision of -vs", ok: b.loads[other] != nil})
+}
+
+// byKind compares res with base as its kind of row is judged: reads by
+// CPU per request, writes by req/s.
+func byKind(label string, res, base *loadResult, baseName, op string, target float64) check {
+	if strings.HasPrefix(label, "GET ") {
+		return cpuVs(res, base, baseName, op, target)
 	}
-	r.load(label, res, checks...)
-	r.load(other, vs, check{on: "the revision of -vs", ok: vs != nil})
+	return rpsVs(res, base, baseName, op, target)
+}
+
+// vsRevision compares res with another revision's row vs: reads by CPU,
+// writes by req/s and CPU, POST /pets held to targetPostVsRevision.
+func vsRevision(label string, res, vs *loadResult, rev string) []check {
+	checks := []check{byKind(label, res, vs, rev, "", 0)}
+	if label == labelPostPets {
+		checks[0].op, checks[0].target = ">=", targetPostVsRevision
+	}
+	if !strings.HasPrefix(label, "GET ") {
+		checks = append(checks, cpuVs(res, vs, rev, "", 0))
+	}
+	return checks
 }
 
 func knowsFlag(ctx context.Context, bin, flag string) bool {

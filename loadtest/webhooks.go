@@ -7,7 +7,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -26,21 +27,14 @@ const targetHookVsNone = 0.9
 // other each round. They serve nothing else, so that both pay alike for
 // idleness between slices (the heap given back and taken again).
 func (b *bench) webhookStore(ctx context.Context) error {
-	twin, err := b.hookServer(ctx, "petstore, twin of the one with a webhook", "twin.db")
+	twin, _, err := b.smallServer(ctx, "petstore, twin of the one with a webhook", b.bin, "twin.db", "--webhook-allow-private")
 	if err != nil {
 		return err
 	}
-	client := newClient(b.cfg.connections)
-	jobs, err := b.apiJobs(ctx, twin.proc, client, b.cfg.pets, twin.catID, ", its twin with no webhook", false)
-	if err != nil {
+	if err := b.postPetsJob(ctx, twin, labelPostPetsTwin); err != nil {
 		return err
 	}
-	for _, j := range jobs {
-		if j.label == labelPostPetsTwin {
-			b.jobs = append(b.jobs, j)
-		}
-	}
-	p, err := b.hookServer(ctx, "petstore with a webhook", "webhooks.db")
+	p, _, err := b.smallServer(ctx, "petstore with a webhook", b.bin, "webhooks.db", "--webhook-allow-private")
 	if err != nil {
 		return err
 	}
@@ -48,9 +42,8 @@ func (b *bench) webhookStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.closers = append(b.closers, rcv.close)
-	client = newClient(b.cfg.connections)
-	api := &apiClient{client: client.Client, base: p.base()}
+	api := p.api()
+	b.hook = &hookRow{proc: p, api: api, rcv: rcv}
 	var hook struct {
 		Secret string `json:"secret"`
 	}
@@ -61,44 +54,28 @@ func (b *bench) webhookStore(ctx context.Context) error {
 		return err
 	}
 	// Every event after the webhook's is the receiver's.
-	var cursor [2]string
 	for i, path := range eventLists {
 		ids, err := b.eventIDs(ctx, api, path, "")
 		if err != nil {
 			return err
 		}
 		if len(ids) > 0 {
-			cursor[i] = ids[len(ids)-1]
+			b.hook.cursor[i] = ids[len(ids)-1]
 		}
 	}
-	jobs, err = b.apiJobs(ctx, p.proc, client, b.cfg.pets, p.catID, ", one webhook on *", false)
+	return b.postPetsJob(ctx, p, labelPostPetsHook)
+}
+
+// postPetsJob adds the job of p's row label, POST /pets under another
+// name, after seeding p as the small store's server is.
+func (b *bench) postPetsJob(ctx context.Context, p *proc, label string) error {
+	suffix := strings.TrimPrefix(label, labelPostPets)
+	jobs, err := b.apiJobs(ctx, p, suffix, false)
 	if err != nil {
 		return err
 	}
-	for _, j := range jobs {
-		if j.label == labelPostPetsHook {
-			b.jobs = append(b.jobs, j)
-		}
-	}
-	b.hook = &hookRow{proc: p.proc, api: api, rcv: rcv, cursor: cursor}
+	b.jobs = append(b.jobs, jobs[slices.IndexFunc(jobs, func(j job) bool { return j.label == label })])
 	return nil
-}
-
-// hookServer is a server of the webhook row or its twin, with its pets'
-// category.
-type hookServer struct {
-	*proc
-	catID int64
-}
-
-func (b *bench) hookServer(ctx context.Context, name, file string) (hookServer, error) {
-	data := filepath.Join(b.dir, file)
-	catID, _, err := b.importStore(ctx, data, b.cfg.pets)
-	if err != nil {
-		return hookServer{}, err
-	}
-	p, _, err := b.startPetstore(ctx, name, nil, "--data", data, "--admin-token", b.adminToken, "--webhook-allow-private")
-	return hookServer{p, catID}, err
 }
 
 type hookRow struct {
@@ -155,7 +132,7 @@ func (b *bench) webhookCatchUp(ctx context.Context) error {
 		return nil
 	}
 	end := time.Now()
-	cpu0, _, err := b.cpuTimes(h.proc)
+	cpu0, _, err := h.proc.cpuTimes()
 	if err != nil {
 		return err
 	}
@@ -172,14 +149,7 @@ func (b *bench) webhookCatchUp(ctx context.Context) error {
 	h.missing = max(h.events-delivered, 0)
 	b.progress("webhook row: %d events since the webhook was made, %d not yet delivered; waiting up to %v", h.events, h.missing, maxCatchUp)
 	for {
-		left := want[:0]
-		for _, id := range want {
-			if !h.rcv.has(id) {
-				left = append(left, id)
-			}
-		}
-		want = left
-		if len(want) == 0 {
+		if want = slices.DeleteFunc(want, h.rcv.has); len(want) == 0 {
 			_, last := h.rcv.distinct()
 			h.caughtUp = max(last.Sub(end), 0)
 			break
@@ -194,7 +164,7 @@ func (b *bench) webhookCatchUp(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	cpu1, _, err := b.cpuTimes(h.proc)
+	cpu1, _, err := h.proc.cpuTimes()
 	h.cpu = cpu1 - cpu0
 	if n := h.rcv.failures.Load(); n > 0 {
 		h.rcv.mu.Lock()

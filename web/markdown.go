@@ -66,11 +66,8 @@ func fitToPage(doc ast.Node, source []byte, headingShift int, idPrefix string) [
 			n.Level = min(n.Level+headingShift, 6)
 			plain := plainText(n, source)
 			id := idPrefix + slug(plain)
-			if k := ids[id]; k > 0 {
-				ids[id]++
-				id += "-" + strconv.Itoa(k)
-			} else {
-				ids[id] = 1
+			if ids[id]++; ids[id] > 1 {
+				id += "-" + strconv.Itoa(ids[id]-1)
 			}
 			n.SetAttributeString("id", []byte(id))
 			headings = append(headings, heading{Level: n.Level, ID: id, Text: plain})

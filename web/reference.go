@@ -33,7 +33,7 @@ type referenceView struct {
 	Sections       []heading // the description's headings, for the contents
 	License        *openapi3.License
 	Tags           []*tagView
-	Schemas        []namedSchema
+	Schemas        []propView // the components, by name
 }
 
 type tagView struct {
@@ -121,11 +121,6 @@ type tryItParam struct {
 	InputMode    string // numeric for integers
 }
 
-type namedSchema struct {
-	Name   string
-	Schema *schemaView
-}
-
 func buildReference(doc *openapi3.T) *referenceView {
 	v := &referenceView{}
 	if doc.Info != nil {
@@ -178,23 +173,19 @@ func buildReference(doc *openapi3.T) *referenceView {
 			ref := doc.Components.Schemas[name]
 			// From its own definition, not the $ref, so that the section shows the
 			// schema rather than a link to itself.
-			sv := schemaOf(&openapi3.SchemaRef{Value: ref.Value})
-			v.Schemas = append(v.Schemas, namedSchema{Name: name, Schema: sv})
+			v.Schemas = append(v.Schemas, propView{Name: name, Schema: schemaOf(&openapi3.SchemaRef{Value: ref.Value})})
 		}
 	}
 	return v
 }
 
-// methodRank orders the operations of one path the usual way.
-var methodRank = map[string]int{
-	http.MethodGet: 0, http.MethodPost: 1, http.MethodPut: 2, http.MethodPatch: 3,
-	http.MethodDelete: 4, http.MethodHead: 5, http.MethodOptions: 6, http.MethodTrace: 7,
-}
+// methodOrder orders the operations of one path the usual way.
+var methodOrder = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions, http.MethodTrace}
 
 // compareOperations orders operations as the document lists them, or by
 // path and method without positions.
 func compareOperations(a, b *operationView) int {
-	return cmp.Or(cmp.Compare(a.line, b.line), strings.Compare(a.Path, b.Path), cmp.Compare(methodRank[a.Method], methodRank[b.Method]))
+	return cmp.Or(cmp.Compare(a.line, b.line), strings.Compare(a.Path, b.Path), cmp.Compare(slices.Index(methodOrder, a.Method), slices.Index(methodOrder, b.Method)))
 }
 
 func buildOperation(doc *openapi3.T, basePath, path, method string, item *openapi3.PathItem, op *openapi3.Operation) *operationView {

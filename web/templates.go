@@ -91,8 +91,6 @@ func textareaRows(s string) int {
 
 func execute(t *template.Template, data any) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := t.Execute(&buf, data); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	err := t.Execute(&buf, data)
+	return buf.Bytes(), err
 }
