@@ -142,13 +142,12 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	}
 	q := req.Question[0]
 	name := strings.ToLower(q.Name)
+	defer s.write(w, req, m)
 	if !dns.IsSubDomain(s.zone, name) {
 		m.Rcode = dns.RcodeRefused
-		_ = w.WriteMsg(m)
 		return
 	}
 	m.Authoritative = true
-	defer s.write(w, req, m)
 	switch {
 	case name == s.zone:
 		switch q.Qtype {
@@ -201,11 +200,7 @@ func (s *Server) lookup(label string) ([]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	values, found, err := readTXT(ctx, s.db, label)
-	if found && values == nil {
-		values = []string{}
-	}
-	return values, err
+	return readTXT(ctx, s.db, label)
 }
 
 // validLabel: one DNS label of letters, digits and hyphens.
