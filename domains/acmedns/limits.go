@@ -21,13 +21,9 @@ const (
 // /56), so that a host cannot escape them by changing addresses.
 func sourceNetwork(addr net.Addr) (netip.Prefix, bool) {
 	var ip netip.Addr
-	switch a := addr.(type) {
-	case *net.UDPAddr:
-		ip, _ = netip.AddrFromSlice(a.IP)
-	case *net.TCPAddr:
-		ip, _ = netip.AddrFromSlice(a.IP)
+	if a, ok := addr.(interface{ AddrPort() netip.AddrPort }); ok { // *net.UDPAddr, *net.TCPAddr
+		ip = a.AddrPort().Addr().Unmap()
 	}
-	ip = ip.Unmap()
 	bits := 24
 	if ip.Is6() {
 		bits = 56
