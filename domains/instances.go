@@ -18,7 +18,17 @@ func (m *Manager) followStore() {
 	m.storeChanged = make(chan struct{}, 1)
 	m.db.OnChange(m.wake)
 	m.wg.Add(1)
-	go untilClosed(m, m.storeChanged, m.syncWithStore)
+	go func() {
+		defer m.wg.Done()
+		for {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-m.storeChanged:
+				m.syncWithStore(m.ctx)
+			}
+		}
+	}()
 }
 
 func (m *Manager) wake() {
