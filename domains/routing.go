@@ -3,7 +3,6 @@ package domains
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -180,35 +179,14 @@ func (m *Manager) Route(host string) Route {
 
 // HostName is the name routing decides on: Host without port, IPv6
 // brackets and trailing dot, lower-cased.
-func HostName(host string) string {
-	if strings.IndexByte(host, ':') >= 0 { // SplitHostPort's error allocates
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-	}
-	// strings.Trim builds its cutset on every call; this runs per request.
-	for len(host) > 0 && (host[0] == '[' || host[0] == ']') {
-		host = host[1:]
-	}
-	for n := len(host); n > 0 && (host[n-1] == '[' || host[n-1] == ']'); n = len(host) {
-		host = host[:n-1]
-	}
-	host = strings.TrimSuffix(host, ".")
-	for i := 0; i < len(host); i++ {
-		if c := host[i]; c >= 'A' && c <= 'Z' {
-			return strings.ToLower(host)
-		}
-	}
-	return host
-}
+func HostName(host string) string { return dnscheck.HostName(host) }
 
 // IsLocal reports whether a host name (as HostName gives it) is localhost
 // or a loopback address.
 func IsLocal(h string) bool {
-	return h == "localhost" || isLoopback(h)
-}
-
-func isLoopback(h string) bool {
+	if h == "localhost" {
+		return true
+	}
 	if h == "" || (h[0] != '1' && h[0] != ':') {
 		return false // cheap: loopback literals start with 127. or ::
 	}
