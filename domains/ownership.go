@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"petstore/domains/acmedns"
 	"petstore/domains/certs"
 	"petstore/domains/dnscheck"
 	"petstore/store"
@@ -113,12 +112,4 @@ func (m *Manager) challengeLabel(ctx context.Context, identifier string) (string
 		return "", store.Errorf(store.ECONFLICT, "%s was added before the service answered an ACME DNS zone: it has no delegated challenge", identifier)
 	}
 	return d.Delegation.Label, nil
-}
-
-// dnsSolver is the DNS-01 solver of delegated names; nil without a zone.
-func (m *Manager) dnsSolver() *acmedns.Solver {
-	if m.cfg.ACMEDNSZone == "" {
-		return nil
-	}
-	return &acmedns.Solver{Store: m.db, Label: m.challengeLabel}
 }
