@@ -43,10 +43,6 @@ type capListener struct {
 	per   map[netip.Prefix]int
 }
 
-func newCapListener(ln net.Listener, maxTotal, maxPer int) *capListener {
-	return &capListener{Listener: ln, maxTotal: maxTotal, maxPer: maxPer, per: map[netip.Prefix]int{}}
-}
-
 func (l *capListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
@@ -114,8 +110,6 @@ type limitedWriter struct {
 	dns.Writer
 	s *Server
 }
-
-func (s *Server) limitWrites(w dns.Writer) dns.Writer { return limitedWriter{w, s} }
 
 func (w limitedWriter) Write(m []byte) (int, error) {
 	// ServeDNS never answers FORMERR: one is the dns package's.

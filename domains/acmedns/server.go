@@ -271,13 +271,14 @@ func (s *Server) Serve(pc net.PacketConn, ln net.Listener) (udp, tcp net.Addr, e
 	addr := ln.Addr().String()
 	// A silent TCP client is dropped at the read timeout; connections are
 	// capped (limits.go).
-	capped := newCapListener(ln, s.cfg.MaxTCPConns, s.cfg.MaxTCPConnsPerNetwork)
+	capped := &capListener{Listener: ln, maxTotal: s.cfg.MaxTCPConns, maxPer: s.cfg.MaxTCPConnsPerNetwork, per: map[netip.Prefix]int{}}
 	servers := []*dns.Server{
 		{PacketConn: pc, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: 2 * time.Second},
 		{Listener: capped, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: 2 * time.Second, IdleTimeout: func() time.Duration { return s.cfg.IdleTimeout }},
 	}
 	for _, srv := range servers {
-		srv.MsgAcceptFunc, srv.DecorateWriter = acceptMsg, s.limitWrites
+		srv.MsgAcceptFunc = acceptMsg
+		srv.DecorateWriter = func(w dns.Writer) dns.Writer { return limitedWriter{w, s} }
 	}
 	s.mu.Lock()
 	s.servers = append(s.servers, servers...)
