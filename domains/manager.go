@@ -301,7 +301,8 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 			d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
 			wantCert = certs.Wants(d.Certificate)
 		case owned:
-			wantCert = m.wantsCertificateAhead(d)
+			// Its certificate ahead of its traffic, through DNS-01.
+			wantCert = m.certs != nil && m.cfg.ACMEDNSZone != "" && d.Delegation.Delegated && certs.Wants(d.Certificate)
 		case !manual:
 			d.CheckAttempts++
 			d.NextCheckAt = nil

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"petstore/domains/certs"
 	"petstore/domains/dnscheck"
 	"petstore/store"
 )
@@ -28,11 +27,22 @@ func randomText(n int) string {
 	return lowerBase32.EncodeToString(b)
 }
 
-// newDelegation makes a new domain's ownership token and random challenge
-// label; nil without a zone. Both stay until the domain is removed.
-func (m *Manager) newDelegation() *store.Delegation {
+// delegationFor is a new domain's delegation, nil without a zone: an
+// ownership token and a random challenge label, which stay until the
+// domain is removed. A wildcard and its base both attached share theirs:
+// their records share one name (RFC 8555 section 8.4), which holds one
+// CNAME only, so the second gets the first's token and label; its checks'
+// findings stay its own.
+func (m *Manager) delegationFor(ctx context.Context, name string) *store.Delegation {
 	if m.cfg.ACMEDNSZone == "" {
 		return nil
+	}
+	other := "*." + name
+	if dnscheck.IsWildcard(name) {
+		other = dnscheck.WildcardBase(name)
+	}
+	if o, err := m.db.Domain(ctx, other); err == nil && o.Delegation != nil {
+		return &store.Delegation{Token: o.Delegation.Token, Label: o.Delegation.Label, Target: o.Delegation.Target}
 	}
 	label := randomText(10)
 	return &store.Delegation{Token: "petstore-" + randomText(20), Label: label, Target: label + "." + m.cfg.ACMEDNSZone}
@@ -89,12 +99,6 @@ func (m *Manager) applyOwnership(d *store.Domain, own *dnscheck.Ownership, now t
 	// The customer's switch may take weeks: checked regularly, no end.
 	d.NextCheckAt = new(now.Add(m.cfg.OwnedCheckEvery))
 	return true
-}
-
-// wantsCertificateAhead reports whether an owned domain's certificate is
-// to be obtained now, ahead of its traffic.
-func (m *Manager) wantsCertificateAhead(d *store.Domain) bool {
-	return m.certs != nil && m.cfg.ACMEDNSZone != "" && d.Delegation != nil && d.Delegation.Delegated && certs.Wants(d.Certificate)
 }
 
 // challengeLabel is the label an identifier's DNS-01 challenge is
