@@ -255,18 +255,9 @@ func (s *Server) allow(addr net.Addr, now time.Time) bool {
 	return l.AllowN(now, 1)
 }
 
-// Start answers on addr (host:port) over UDP and TCP until Shutdown, and
-// returns the addresses it listens on.
-func (s *Server) Start(addr string) (udp, tcp net.Addr, err error) {
-	pc, ln, err := Listen(addr)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.Serve(pc, ln)
-}
-
-// Serve is Start on sockets already open (as an upgrade in place passes
-// them): pc and ln are the UDP and TCP sockets of one port.
+// Serve answers on pc and ln, the UDP and TCP sockets of one port (from
+// Listen, or passed by an upgrade in place), until Shutdown, and returns
+// the addresses it listens on.
 func (s *Server) Serve(pc net.PacketConn, ln net.Listener) (udp, tcp net.Addr, err error) {
 	addr := ln.Addr().String()
 	// A silent TCP client is dropped at the read timeout; connections are
