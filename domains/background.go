@@ -19,19 +19,6 @@ func (m *Manager) Run(ctx context.Context) {
 	store.EveryTick(ticking, m.cfg.TickEvery, func() { m.checkDue(ctx) })
 }
 
-// untilClosed runs do each time ch delivers, until Close.
-func untilClosed[T any](m *Manager, ch <-chan T, do func(context.Context)) {
-	defer m.wg.Done()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-ch:
-			do(m.ctx)
-		}
-	}
-}
-
 // checkDue runs the checks whose time has come; Run calls it on a timer.
 func (m *Manager) checkDue(ctx context.Context) {
 	ds, err := m.db.Domains(ctx)

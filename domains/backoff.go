@@ -51,13 +51,3 @@ func orDefault(d, def time.Duration) time.Duration {
 	}
 	return def
 }
-
-// doubling is the wait after the n-th failure in a row: first, doubled
-// after each further one, at most limit.
-func doubling(first time.Duration, n int, limit time.Duration) time.Duration {
-	wait := first
-	for i := 1; i < n && wait < limit; i++ {
-		wait *= 2
-	}
-	return min(wait, limit)
-}

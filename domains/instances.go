@@ -18,7 +18,17 @@ func (m *Manager) followStore() {
 	m.storeChanged = make(chan struct{}, 1)
 	m.db.OnChange(m.wake)
 	m.wg.Add(1)
-	go untilClosed(m, m.storeChanged, m.syncWithStore)
+	go func() {
+		defer m.wg.Done()
+		for {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-m.storeChanged:
+				m.syncWithStore(m.ctx)
+			}
+		}
+	}()
 }
 
 func (m *Manager) wake() {
@@ -46,19 +56,19 @@ func (m *Manager) followTable(ctx context.Context, before, after *routingTable) 
 	if m.certs == nil {
 		return
 	}
-	moved := func(t *routingTable, name string) bool { return t.served[name] && !t.certAllowed[name] }
-	for name := range before.served {
-		if !after.served[name] {
+	moved := func(n certs.Name) bool { return n.Served && !n.Allowed }
+	for name, n := range before.names {
+		if n.Served && !after.names[name].Served {
 			// Removed: the next handshake must fail.
 			m.certs.Removed(name)
 		}
 	}
-	for name := range after.served {
-		switch {
-		case moved(after, name) && !moved(before, name):
+	for name, n := range after.names {
+		switch was := before.names[name]; {
+		case moved(n) && !moved(was):
 			// Moved: served until expiry, never renewed.
 			m.certs.Keep(ctx, name)
-		case !moved(after, name) && moved(before, name):
+		case n.Served && !moved(n) && moved(was):
 			// Verified again: managed again.
 			m.certs.Release(ctx, name)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/net/idna"
 
+	"petstore/domains/acmedns"
 	"petstore/domains/certs"
 	"petstore/domains/dnscheck"
 	"petstore/store"
@@ -126,8 +127,9 @@ func NewManager(cfg Config) (*Manager, error) {
 			Store: cfg.Store, ACME: *cfg.ACME, Names: func(name string) certs.Name { return m.table.Load().certName(name) }, OnChange: cfg.OnCertificateChange,
 			Logger: cfg.Logger, Now: cfg.Now, TickEvery: cfg.TickEvery,
 		}
-		if solver := m.dnsSolver(); solver != nil {
-			cc.DNS01Solver = solver
+		if cfg.ACMEDNSZone != "" {
+			// Delegated names' DNS-01 challenges.
+			cc.DNS01Solver = &acmedns.Solver{Store: m.db, Label: m.challengeLabel}
 		}
 		m.certs = certs.New(cc)
 		// CAA records are judged for the CAs certificates come from, unless the
@@ -299,7 +301,8 @@ func (m *Manager) apply(ctx context.Context, name string, res store.DomainCheck,
 			d.NextCheckAt = new(now.Add(m.cfg.RecheckEvery))
 			wantCert = certs.Wants(d.Certificate)
 		case owned:
-			wantCert = m.wantsCertificateAhead(d)
+			// Its certificate ahead of its traffic, through DNS-01.
+			wantCert = m.certs != nil && m.cfg.ACMEDNSZone != "" && d.Delegation.Delegated && certs.Wants(d.Certificate)
 		case !manual:
 			d.CheckAttempts++
 			d.NextCheckAt = nil
@@ -398,9 +401,16 @@ func (m *Manager) Troubleshooting(d store.Domain) []string {
 		m.now().Sub(*d.VerifiedAt) < 30*time.Minute {
 		return nil
 	}
+	// The timeout bounds a directory fetch, which the API answer waits for.
+	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
+	defer cancel()
+	issuers := "the certificate authority"
+	if ids := m.checker.IssuerNames(ctx); len(ids) > 0 {
+		issuers = strings.Join(ids, " or ")
+	}
 	steps := []string{
 		"Confirm the domain still verifies: choose Re-verify and check that it reports no findings.",
-		fmt.Sprintf("Check that CAA records on %s or its parent domains allow %s; a CAA record that names only another CA blocks the certificate.", d.Name, issuerNames(m.ctx, m.checker)),
+		fmt.Sprintf("Check that CAA records on %s or its parent domains allow %s; a CAA record that names only another CA blocks the certificate.", d.Name, issuers),
 	}
 	if d.Certificate.Error != "" {
 		steps = append(steps, "The last attempt failed with: "+d.Certificate.Error)
@@ -423,15 +433,3 @@ const DevelopmentTarget = "localhost"
 // CNAMETarget is where customers point their domains; "" (no domain can be
 // added) without --domain or --cname-target.
 func (m *Manager) CNAMETarget() string { return dnscheck.Canonical(m.cfg.Platform.CNAMETarget) }
-
-// issuerNames names the issuer domains a CAA record must name. The timeout
-// bounds a directory fetch, which the API answer waits for.
-func issuerNames(ctx context.Context, checker *dnscheck.Checker) string {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	ids := checker.IssuerNames(ctx)
-	if len(ids) == 0 {
-		return "the certificate authority"
-	}
-	return strings.Join(ids, " or ")
-}

@@ -58,8 +58,12 @@ func judgeLive(cfg *Config, d *store.Domain, res store.DomainCheck, now time.Tim
 	case noEvidence:
 		d.CheckAttempts++
 		// Soon, but a DNS provider in trouble is not asked every minute for
-		// hours.
-		next := now.Add(doubling(time.Minute, d.CheckAttempts, cfg.ConfirmEvery))
+		// hours: a minute, doubled after each further failure in a row.
+		wait := time.Minute
+		for i := 1; i < d.CheckAttempts && wait < cfg.ConfirmEvery; i++ {
+			wait *= 2
+		}
+		next := now.Add(min(wait, cfg.ConfirmEvery))
 		if d.NextCheckAt == nil || next.Before(*d.NextCheckAt) || !d.NextCheckAt.After(now) {
 			d.NextCheckAt = &next
 		}

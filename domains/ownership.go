@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"petstore/domains/acmedns"
-	"petstore/domains/certs"
 	"petstore/domains/dnscheck"
 	"petstore/store"
 )
@@ -29,11 +27,22 @@ func randomText(n int) string {
 	return lowerBase32.EncodeToString(b)
 }
 
-// newDelegation makes a new domain's ownership token and random challenge
-// label; nil without a zone. Both stay until the domain is removed.
-func (m *Manager) newDelegation() *store.Delegation {
+// delegationFor is a new domain's delegation, nil without a zone: an
+// ownership token and a random challenge label, which stay until the
+// domain is removed. A wildcard and its base both attached share theirs:
+// their records share one name (RFC 8555 section 8.4), which holds one
+// CNAME only, so the second gets the first's token and label; its checks'
+// findings stay its own.
+func (m *Manager) delegationFor(ctx context.Context, name string) *store.Delegation {
 	if m.cfg.ACMEDNSZone == "" {
 		return nil
+	}
+	other := "*." + name
+	if dnscheck.IsWildcard(name) {
+		other = dnscheck.WildcardBase(name)
+	}
+	if o, err := m.db.Domain(ctx, other); err == nil && o.Delegation != nil {
+		return &store.Delegation{Token: o.Delegation.Token, Label: o.Delegation.Label, Target: o.Delegation.Target}
 	}
 	label := randomText(10)
 	return &store.Delegation{Token: "petstore-" + randomText(20), Label: label, Target: label + "." + m.cfg.ACMEDNSZone}
@@ -92,12 +101,6 @@ func (m *Manager) applyOwnership(d *store.Domain, own *dnscheck.Ownership, now t
 	return true
 }
 
-// wantsCertificateAhead reports whether an owned domain's certificate is
-// to be obtained now, ahead of its traffic.
-func (m *Manager) wantsCertificateAhead(d *store.Domain) bool {
-	return m.certs != nil && m.cfg.ACMEDNSZone != "" && d.Delegation != nil && d.Delegation.Delegated && certs.Wants(d.Certificate)
-}
-
 // challengeLabel is the label an identifier's DNS-01 challenge is
 // delegated to: its domain's, or for a wildcard's base, the wildcard's.
 func (m *Manager) challengeLabel(ctx context.Context, identifier string) (string, error) {
@@ -113,12 +116,4 @@ func (m *Manager) challengeLabel(ctx context.Context, identifier string) (string
 		return "", store.Errorf(store.ECONFLICT, "%s was added before the service answered an ACME DNS zone: it has no delegated challenge", identifier)
 	}
 	return d.Delegation.Label, nil
-}
-
-// dnsSolver is the DNS-01 solver of delegated names; nil without a zone.
-func (m *Manager) dnsSolver() *acmedns.Solver {
-	if m.cfg.ACMEDNSZone == "" {
-		return nil
-	}
-	return &acmedns.Solver{Store: m.db, Label: m.challengeLabel}
 }

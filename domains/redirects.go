@@ -1,6 +1,7 @@
 package domains
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,10 +29,7 @@ func flattenRedirects(in []store.Redirect, attached map[string]store.Domain, def
 		if err != nil {
 			return nil, store.Errorf(store.EINVALID, "%s.to: %s", field, store.ErrorMessage(err))
 		}
-		status := r.Status
-		if status == 0 {
-			status = RedirectStatuses[0]
-		}
+		status := cmp.Or(r.Status, RedirectStatuses[0])
 		switch {
 		case !slices.Contains(RedirectStatuses, status):
 			return nil, store.Errorf(store.EINVALID, "%s.status: %d is not one of 301, 302, 307, 308", field, status)

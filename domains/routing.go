@@ -3,7 +3,6 @@ package domains
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -40,18 +39,13 @@ type Route struct {
 // whole on every change so that the per-request decision takes no lock.
 type routingTable struct {
 	defaultAddr string
-	served      map[string]bool // verified, or moved but still holding a certificate
-	certAllowed map[string]bool // names the decision function lets certmagic serve
-	redirects   map[string]store.Redirect
-	// issued: attached domains whose record says a certificate was
-	// obtained; a handshake for one without reads no storage.
-	issued map[string]bool
+	// names holds what the attached domains and the default address get,
+	// but Default and Cover, which certName adds.
+	names     map[string]certs.Name
+	redirects map[string]store.Redirect
 	// wildcards maps each attached wildcard's base to it ("shop.example.com"
 	// to "*.shop.example.com").
 	wildcards map[string]string
-	// owned and delegated: the owned domains, and those whose
-	// _acme-challenge CNAME points into the ACME DNS zone.
-	owned, delegated map[string]bool
 }
 
 // Refresh rebuilds the routing table from the store and brings this
@@ -76,36 +70,25 @@ func (m *Manager) Refresh(ctx context.Context) error {
 	}
 	t := &routingTable{
 		defaultAddr: m.DefaultAddress(p),
-		served:      make(map[string]bool, len(ds)),
-		certAllowed: make(map[string]bool, len(ds)+1),
-		issued:      make(map[string]bool, len(ds)),
+		names:       make(map[string]certs.Name, len(ds)+1),
 		redirects:   make(map[string]store.Redirect, len(s.Domains.Redirects)),
 		wildcards:   map[string]string{},
-		owned:       map[string]bool{},
-		delegated:   map[string]bool{},
 	}
 	if m.cfg.Platform.Domain != "" {
-		t.certAllowed[t.defaultAddr] = true
+		t.names[t.defaultAddr] = certs.Name{Allowed: true}
 	}
 	for _, d := range ds {
 		if dnscheck.IsWildcard(d.Name) {
 			t.wildcards[dnscheck.WildcardBase(d.Name)] = d.Name
 		}
-		switch d.Certificate.State {
-		case store.CertIssued, store.CertRenewing, store.CertExpired:
-			t.issued[d.Name] = true
-		}
-		if d.Delegation != nil && d.Delegation.Delegated && m.cfg.ACMEDNSZone != "" {
-			t.delegated[d.Name] = true
-		}
-		switch d.State {
-		case store.DomainOwned:
-			t.owned[d.Name] = true
-		case store.DomainVerified:
-			t.served[d.Name] = true
-			t.certAllowed[d.Name] = true
-		case store.DomainMoved:
-			t.served[d.Name] = true
+		c := d.Certificate.State
+		t.names[d.Name] = certs.Name{
+			// A moved domain is served while it holds a certificate.
+			Served:    d.State == store.DomainVerified || d.State == store.DomainMoved,
+			Allowed:   d.State == store.DomainVerified,
+			Issued:    c == store.CertIssued || c == store.CertRenewing || c == store.CertExpired,
+			Owned:     d.State == store.DomainOwned,
+			Delegated: d.Delegation != nil && d.Delegation.Delegated && m.cfg.ACMEDNSZone != "",
 		}
 	}
 	for _, r := range s.Domains.Redirects {
@@ -119,8 +102,9 @@ func (m *Manager) Refresh(ctx context.Context) error {
 
 // certName is what the certificates ask of the routing table.
 func (t *routingTable) certName(name string) certs.Name {
-	return certs.Name{Served: t.served[name], Allowed: t.certAllowed[name], Issued: t.issued[name], Default: name == t.defaultAddr,
-		Owned: t.owned[name], Delegated: t.delegated[name], Cover: t.coveredBy(name)}
+	n := t.names[name]
+	n.Default, n.Cover = name == t.defaultAddr, t.coveredBy(name)
+	return n
 }
 
 // coveredBy is the served wildcard covering host one label below its
@@ -134,7 +118,7 @@ func (t *routingTable) coveredBy(host string) string {
 	if !ok || label == "" || label == "*" {
 		return ""
 	}
-	if w := t.wildcards[parent]; w != "" && t.served[w] {
+	if w := t.wildcards[parent]; w != "" && t.names[w].Served {
 		return w
 	}
 	return ""
@@ -172,7 +156,7 @@ func (m *Manager) Route(host string) Route {
 	if h != "" && h[0] == '*' {
 		return Route{Decision: Unknown} // a wildcard's own name is no host
 	}
-	if t.served[h] || t.coveredBy(h) != "" {
+	if t.names[h].Served || t.coveredBy(h) != "" {
 		return Route{Decision: ServePublic}
 	}
 	return Route{Decision: Unknown}
@@ -180,35 +164,14 @@ func (m *Manager) Route(host string) Route {
 
 // HostName is the name routing decides on: Host without port, IPv6
 // brackets and trailing dot, lower-cased.
-func HostName(host string) string {
-	if strings.IndexByte(host, ':') >= 0 { // SplitHostPort's error allocates
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-	}
-	// strings.Trim builds its cutset on every call; this runs per request.
-	for len(host) > 0 && (host[0] == '[' || host[0] == ']') {
-		host = host[1:]
-	}
-	for n := len(host); n > 0 && (host[n-1] == '[' || host[n-1] == ']'); n = len(host) {
-		host = host[:n-1]
-	}
-	host = strings.TrimSuffix(host, ".")
-	for i := 0; i < len(host); i++ {
-		if c := host[i]; c >= 'A' && c <= 'Z' {
-			return strings.ToLower(host)
-		}
-	}
-	return host
-}
+func HostName(host string) string { return dnscheck.HostName(host) }
 
 // IsLocal reports whether a host name (as HostName gives it) is localhost
 // or a loopback address.
 func IsLocal(h string) bool {
-	return h == "localhost" || isLoopback(h)
-}
-
-func isLoopback(h string) bool {
+	if h == "localhost" {
+		return true
+	}
 	if h == "" || (h[0] != '1' && h[0] != ':') {
 		return false // cheap: loopback literals start with 127. or ::
 	}

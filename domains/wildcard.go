@@ -1,8 +1,6 @@
 package domains
 
 import (
-	"context"
-
 	"petstore/domains/dnscheck"
 	"petstore/store"
 )
@@ -25,25 +23,6 @@ func (m *Manager) normalize(input string) (string, error) {
 			name, dnscheck.WildcardBase(name))
 	}
 	return name, nil
-}
-
-// delegationFor is a new domain's delegation: new, except when a wildcard
-// and its base are both attached. Their records share one name (RFC 8555
-// section 8.4), which holds one CNAME only, so the second gets the first's
-// token and label; its checks' findings stay its own.
-func (m *Manager) delegationFor(ctx context.Context, name string) *store.Delegation {
-	d := m.newDelegation()
-	if d == nil {
-		return nil
-	}
-	other := "*." + name
-	if dnscheck.IsWildcard(name) {
-		other = dnscheck.WildcardBase(name)
-	}
-	if o, err := m.db.Domain(ctx, other); err == nil && o.Delegation != nil {
-		return &store.Delegation{Token: o.Delegation.Token, Label: o.Delegation.Label, Target: o.Delegation.Target}
-	}
-	return d
 }
 
 // wildcardCertificateBlocked reports whether d is a wildcard whose

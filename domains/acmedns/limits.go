@@ -21,13 +21,9 @@ const (
 // /56), so that a host cannot escape them by changing addresses.
 func sourceNetwork(addr net.Addr) (netip.Prefix, bool) {
 	var ip netip.Addr
-	switch a := addr.(type) {
-	case *net.UDPAddr:
-		ip, _ = netip.AddrFromSlice(a.IP)
-	case *net.TCPAddr:
-		ip, _ = netip.AddrFromSlice(a.IP)
+	if a, ok := addr.(interface{ AddrPort() netip.AddrPort }); ok { // *net.UDPAddr, *net.TCPAddr
+		ip = a.AddrPort().Addr().Unmap()
 	}
-	ip = ip.Unmap()
 	bits := 24
 	if ip.Is6() {
 		bits = 56
@@ -45,10 +41,6 @@ type capListener struct {
 	mu    sync.Mutex
 	total int
 	per   map[netip.Prefix]int
-}
-
-func newCapListener(ln net.Listener, maxTotal, maxPer int) *capListener {
-	return &capListener{Listener: ln, maxTotal: maxTotal, maxPer: maxPer, per: map[netip.Prefix]int{}}
 }
 
 func (l *capListener) Accept() (net.Conn, error) {
@@ -118,8 +110,6 @@ type limitedWriter struct {
 	dns.Writer
 	s *Server
 }
-
-func (s *Server) limitWrites(w dns.Writer) dns.Writer { return limitedWriter{w, s} }
 
 func (w limitedWriter) Write(m []byte) (int, error) {
 	// ServeDNS never answers FORMERR: one is the dns package's.

@@ -142,13 +142,12 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	}
 	q := req.Question[0]
 	name := strings.ToLower(q.Name)
+	defer s.write(w, req, m)
 	if !dns.IsSubDomain(s.zone, name) {
 		m.Rcode = dns.RcodeRefused
-		_ = w.WriteMsg(m)
 		return
 	}
 	m.Authoritative = true
-	defer s.write(w, req, m)
 	switch {
 	case name == s.zone:
 		switch q.Qtype {
@@ -201,11 +200,7 @@ func (s *Server) lookup(label string) ([]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	values, found, err := readTXT(ctx, s.db, label)
-	if found && values == nil {
-		values = []string{}
-	}
-	return values, err
+	return readTXT(ctx, s.db, label)
 }
 
 // validLabel: one DNS label of letters, digits and hyphens.
@@ -260,29 +255,21 @@ func (s *Server) allow(addr net.Addr, now time.Time) bool {
 	return l.AllowN(now, 1)
 }
 
-// Start answers on addr (host:port) over UDP and TCP until Shutdown, and
-// returns the addresses it listens on.
-func (s *Server) Start(addr string) (udp, tcp net.Addr, err error) {
-	pc, ln, err := Listen(addr)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.Serve(pc, ln)
-}
-
-// Serve is Start on sockets already open (as an upgrade in place passes
-// them): pc and ln are the UDP and TCP sockets of one port.
+// Serve answers on pc and ln, the UDP and TCP sockets of one port (from
+// Listen, or passed by an upgrade in place), until Shutdown, and returns
+// the addresses it listens on.
 func (s *Server) Serve(pc net.PacketConn, ln net.Listener) (udp, tcp net.Addr, err error) {
 	addr := ln.Addr().String()
 	// A silent TCP client is dropped at the read timeout; connections are
 	// capped (limits.go).
-	capped := newCapListener(ln, s.cfg.MaxTCPConns, s.cfg.MaxTCPConnsPerNetwork)
+	capped := &capListener{Listener: ln, maxTotal: s.cfg.MaxTCPConns, maxPer: s.cfg.MaxTCPConnsPerNetwork, per: map[netip.Prefix]int{}}
 	servers := []*dns.Server{
 		{PacketConn: pc, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: 2 * time.Second},
 		{Listener: capped, Handler: s, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: 2 * time.Second, IdleTimeout: func() time.Duration { return s.cfg.IdleTimeout }},
 	}
 	for _, srv := range servers {
-		srv.MsgAcceptFunc, srv.DecorateWriter = acceptMsg, s.limitWrites
+		srv.MsgAcceptFunc = acceptMsg
+		srv.DecorateWriter = func(w dns.Writer) dns.Writer { return limitedWriter{w, s} }
 	}
 	s.mu.Lock()
 	s.servers = append(s.servers, servers...)

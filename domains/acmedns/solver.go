@@ -69,7 +69,7 @@ func (s *Solver) change(ctx context.Context, chal acme.Challenge, edit func([]st
 		return fmt.Errorf("the DNS challenge of %s: %w", chal.Identifier.Value, err)
 	}
 	defer func() { _ = s.Store.Unlock(context.WithoutCancel(ctx), lock) }()
-	values, err := TXT(ctx, s.Store, label)
+	values, err := readTXT(ctx, s.Store, label)
 	if err != nil {
 		return err
 	}
@@ -80,24 +80,19 @@ func (s *Solver) change(ctx context.Context, chal acme.Challenge, edit func([]st
 	return SetTXT(ctx, s.Store, label, values)
 }
 
-// TXT reads the values <label>.<zone> answers; none when it is unknown.
-func TXT(ctx context.Context, kv Store, label string) ([]string, error) {
-	values, _, err := readTXT(ctx, kv, label)
-	return values, err
-}
-
-// readTXT is TXT that also tells whether the label is stored at all,
-// which the server answers differently from an unknown one.
-func readTXT(ctx context.Context, kv Store, label string) (values []string, found bool, err error) {
+// readTXT reads the values <label>.<zone> answers: nil when the label is
+// not stored, which the server answers differently from one without values.
+func readTXT(ctx context.Context, kv Store, label string) ([]string, error) {
 	b, err := kv.KVGet(ctx, keyPrefix+label)
 	if store.ErrorCode(err) == store.ENOTFOUND {
-		return nil, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
+	var values []string
 	if err := json.Unmarshal(b, &values); err != nil {
-		return nil, false, fmt.Errorf("the TXT values of %s: %w", label, err)
+		return nil, fmt.Errorf("the TXT values of %s: %w", label, err)
 	}
-	return values, true, nil
+	return append([]string{}, values...), nil
 }

@@ -146,21 +146,15 @@ func failedValidations(presented int, err error) int {
 		return max(presented-1, 0)
 	}
 	var problem acme.Problem
-	if presented == 0 && errors.As(err, &problem) && isValidationProblem(problem) {
+	if presented == 0 && errors.As(err, &problem) && slices.Contains(validationProblems, problem.Type) {
 		return 1
 	}
 	return presented
 }
 
-// isValidationProblem tells failed validations from refusals of the order.
-func isValidationProblem(p acme.Problem) bool {
-	switch p.Type {
-	case acme.ProblemTypeConnection, acme.ProblemTypeDNS, acme.ProblemTypeUnauthorized,
-		acme.ProblemTypeIncorrectResponse, acme.ProblemTypeTLS, acme.ProblemTypeCAA:
-		return true
-	}
-	return false
-}
+// validationProblems tell failed validations from refusals of the order.
+var validationProblems = []string{acme.ProblemTypeConnection, acme.ProblemTypeDNS, acme.ProblemTypeUnauthorized,
+	acme.ProblemTypeIncorrectResponse, acme.ProblemTypeTLS, acme.ProblemTypeCAA}
 
 // recordFailure records a failed attempt and schedules the next one.
 func (c *Certs) recordFailure(ctx context.Context, name string, err error, validations int) {

@@ -39,17 +39,6 @@ const directoryRetry = time.Minute
 // directoryTimeout bounds one directory fetch within a check.
 const directoryTimeout = 5 * time.Second
 
-func newACMEAuthority(a *ACME, storage certmagic.Storage, issuer *certmagic.ACMEIssuer) *acmeAuthority {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	if a.TrustedRoots != nil {
-		// As certmagic does for its own requests to the CA.
-		t.TLSClientConfig = &tls.Config{RootCAs: a.TrustedRoots}
-	}
-	return &acmeAuthority{
-		client: &http.Client{Transport: t, Timeout: directoryTimeout}, storage: storage, issuer: issuer, email: a.Email,
-	}
-}
-
 // get says what is known now; what cannot be learnt is left empty and
 // asked again later.
 func (a *acmeAuthority) get(ctx context.Context) dnscheck.CertificateAuthority {
@@ -119,9 +108,15 @@ func (a *acmeAuthority) readAccountURI(ctx context.Context) (string, error) {
 // Authorities tells the DNS checker which CAs certificates come from
 // (--acme-ca, in order; any may issue): their identities and accounts.
 func (c *Certs) Authorities() func(context.Context) []dnscheck.CertificateAuthority {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if c.cfg.ACME.TrustedRoots != nil {
+		// As certmagic does for its own requests to the CA.
+		t.TLSClientConfig = &tls.Config{RootCAs: c.cfg.ACME.TrustedRoots}
+	}
+	client := &http.Client{Transport: t, Timeout: directoryTimeout}
 	var authorities []*acmeAuthority
 	for _, iss := range c.issuers {
-		authorities = append(authorities, newACMEAuthority(&c.cfg.ACME, c.storage, iss))
+		authorities = append(authorities, &acmeAuthority{client: client, storage: c.storage, issuer: iss, email: c.cfg.ACME.Email})
 	}
 	return func(ctx context.Context) []dnscheck.CertificateAuthority {
 		out := make([]dnscheck.CertificateAuthority, len(authorities))

@@ -139,6 +139,8 @@ func New(cfg Config) *Certs {
 	}
 	c.cfg.TickEvery = cmp.Or(c.cfg.TickEvery, 30*time.Second)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.expiryTimer = time.AfterFunc(time.Hour, c.wake)
+	c.expiryTimer.Stop() // wakeAt sets it
 	c.setUp(cfg.ACME)
 	c.wg.Add(1)
 	go c.loop()
@@ -150,9 +152,7 @@ func (c *Certs) Close() {
 	c.cancel()
 	c.wg.Wait()
 	c.mu.Lock()
-	if c.expiryTimer != nil {
-		c.expiryTimer.Stop()
-	}
+	c.expiryTimer.Stop()
 	c.mu.Unlock()
 	c.cache.Stop()
 }

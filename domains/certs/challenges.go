@@ -5,12 +5,13 @@ package certs
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 
 	"github.com/caddyserver/certmagic"
 	"github.com/mholt/acmez/v3/acme"
+
+	"petstore/domains/dnscheck"
 )
 
 // challengeTokens is the storage folder where certmagic's distributed
@@ -66,7 +67,7 @@ func (c *Certs) HTTPChallengeHandler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		host := hostName(r.Host)
+		host := dnscheck.HostName(r.Host)
 		if !c.names(host).Allowed {
 			next.ServeHTTP(w, r)
 			return
@@ -76,13 +77,4 @@ func (c *Certs) HTTPChallengeHandler(next http.Handler) http.Handler {
 		}
 		distributed.ServeHTTP(w, r)
 	})
-}
-
-// hostName is the name a Host asks for: no port or trailing dot, lower
-// case.
-func hostName(host string) string {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	return strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 }

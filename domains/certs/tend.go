@@ -142,14 +142,10 @@ func (c *Certs) wakeAt(t time.Time) {
 		return
 	}
 	// One timer, for the soonest moment; each round sets it again.
-	if c.expiryTimer != nil && time.Now().Before(c.expiresAt) && !at.Before(c.expiresAt) {
+	if time.Now().Before(c.expiresAt) && !at.Before(c.expiresAt) {
 		return
 	}
 	c.expiresAt = at
-	if c.expiryTimer == nil {
-		c.expiryTimer = time.AfterFunc(time.Until(at), c.wake)
-		return
-	}
 	c.expiryTimer.Reset(time.Until(at))
 }
 

@@ -94,6 +94,11 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 		findings = s.checkApex(ctx, name)
 	} else {
 		findings = s.checkSubdomain(ctx, query, name)
+		for i := range findings {
+			if query != name {
+				findings[i].Message += fmt.Sprintf(" (Checked through %s, a name the wildcard covers.)", query)
+			}
+		}
 	}
 	// A CAA lookup would fail the same way and only repeat the message.
 	if !slices.ContainsFunc(findings, func(f Finding) bool { return f.Code == CodeDNSError }) {
@@ -111,18 +116,9 @@ func (c *Checker) Check(ctx context.Context, name string) Result {
 }
 
 // checkSubdomain: a CNAME to the target and nothing beside it. query is
-// the name asked (a wildcard is asked through a name it covers).
+// the name asked: a wildcard is asked through a name it covers, which
+// Check adds to the findings.
 func (s *session) checkSubdomain(ctx context.Context, query, name string) []Finding {
-	out := s.checkCNAME(ctx, query, name)
-	if query != name {
-		for i := range out {
-			out[i].Message += fmt.Sprintf(" (Checked through %s, a name the wildcard covers.)", query)
-		}
-	}
-	return out
-}
-
-func (s *session) checkCNAME(ctx context.Context, query, name string) []Finding {
 	all, errs := s.answers(ctx, query, dns.TypeCNAME, dns.TypeA, dns.TypeAAAA)
 	if f := dnsErrorFinding(name, errs); f != nil {
 		return []Finding{*f}

@@ -5,6 +5,7 @@
 package dnscheck
 
 import (
+	"net"
 	"net/netip"
 	"strings"
 	"unicode/utf8"
@@ -193,6 +194,31 @@ func (p Platform) Normalize(input string) (string, error) {
 // case without the trailing dot.
 func Canonical(name string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
+}
+
+// HostName is the name a Host header asks for: without port, IPv6
+// brackets and trailing dot, lower-cased. Every request and challenge
+// calls it, hence the loops where strings functions would allocate.
+func HostName(host string) string {
+	if strings.IndexByte(host, ':') >= 0 { // SplitHostPort's error allocates
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+	}
+	// strings.Trim builds its cutset on every call.
+	for len(host) > 0 && (host[0] == '[' || host[0] == ']') {
+		host = host[1:]
+	}
+	for n := len(host); n > 0 && (host[n-1] == '[' || host[n-1] == ']'); n = len(host) {
+		host = host[:n-1]
+	}
+	host = strings.TrimSuffix(host, ".")
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(host)
+		}
+	}
+	return host
 }
 
 // specialUseTLDs never lead to a public certificate (RFC 2606, 6761, 6762,

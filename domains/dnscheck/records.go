@@ -30,20 +30,15 @@ type Record = store.DNSRecord
 // cannot have one, an ALIAS and, with the platform's public addresses
 // configured, A/AAAA records for providers without ALIAS.
 func RequiredRecords(name, cnameTarget string, publicIPs []netip.Addr) []Record {
-	return requiredRecords(name, cnameTarget, publicIPs, IsApex(name))
+	return Platform{CNAMETarget: cnameTarget, PublicIPs: publicIPs}.Records(name, IsApex(name))
 }
 
 // Records lists the records that make name point here; apex says whether
-// name is its zone's apex, as a check may find.
+// name is its zone's apex, as a check may find: a subdomain may be a zone
+// of its own.
 func (p Platform) Records(name string, apex bool) []Record {
-	return requiredRecords(name, p.CNAMETarget, p.PublicIPs, apex)
-}
-
-// requiredRecords is RequiredRecords with apex given: a subdomain may be
-// a zone of its own.
-func requiredRecords(name, cnameTarget string, publicIPs []netip.Addr, apex bool) []Record {
 	name = Canonical(name)
-	target := Canonical(cnameTarget)
+	target := Canonical(p.CNAMETarget)
 	if !apex {
 		note := "Remove any A or AAAA record for this name first: a CNAME cannot sit beside other records. The value must match exactly."
 		if IsWildcard(name) {
@@ -54,7 +49,7 @@ func requiredRecords(name, cnameTarget string, publicIPs []netip.Addr, apex bool
 	}
 
 	otherwise := "use a subdomain such as www." + name + " with a CNAME record instead."
-	if len(publicIPs) > 0 {
+	if len(p.PublicIPs) > 0 {
 		otherwise = "create the A/AAAA records below instead."
 	}
 	alias := Record{Type: TypeALIAS, Host: "@", Name: name, Value: target, TTL: RecordTTL,
@@ -63,7 +58,7 @@ func requiredRecords(name, cnameTarget string, publicIPs []netip.Addr, apex bool
 		alias.Note += " " + name + " is how DNS writes " + readable + "; use this form where your provider asks for the full name."
 	}
 	records := []Record{alias}
-	for _, ip := range publicIPs {
+	for _, ip := range p.PublicIPs {
 		ip = ip.Unmap()
 		typ := TypeA
 		if ip.Is6() {

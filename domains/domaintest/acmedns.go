@@ -15,7 +15,11 @@ func StartACMEDNS(tb testing.TB, cfg acmedns.Config) (udp, tcp string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	u, c, err := s.Start("127.0.0.1:0")
+	pc, ln, err := acmedns.Listen("127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u, c, err := s.Serve(pc, ln)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"petstore/domains/acmedns"
 )
 
 // DNSServer is a test's own loopback DNS server answering from records the
@@ -98,26 +100,18 @@ func ServeDNS(tb testing.TB, h dns.Handler, tcp bool) string {
 
 // listenDNS listens on a free loopback UDP port and, with tcp, on the same
 // TCP port.
-func listenDNS(tb testing.TB, tcp bool) (net.PacketConn, net.Listener) {
+func listenDNS(tb testing.TB, tcp bool) (pc net.PacketConn, ln net.Listener) {
 	tb.Helper()
-	var lastErr error
-	for range 20 {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatalf("domaintest: %v", err)
-		}
-		if !tcp {
-			return pc, nil
-		}
-		ln, err := net.Listen("tcp", pc.LocalAddr().String())
-		if err == nil {
-			return pc, ln
-		}
-		pc.Close() // the TCP twin is someone else's
-		lastErr = err
+	var err error
+	if tcp {
+		pc, ln, err = acmedns.Listen("127.0.0.1:0")
+	} else {
+		pc, err = net.ListenPacket("udp", "127.0.0.1:0")
 	}
-	tb.Fatalf("domaintest: no port free for both UDP and TCP: %v", lastErr)
-	return nil, nil
+	if err != nil {
+		tb.Fatalf("domaintest: %v", err)
+	}
+	return pc, ln
 }
 
 // Addr returns the server's address, host:port.

@@ -168,22 +168,12 @@ func (p *Pebble) RootsPEM() []byte { return append([]byte(nil), p.rootsPEM...) }
 // RootsPool is RootsPEM as a pool, for certmagic's ACMEIssuer.TrustedRoots.
 func (p *Pebble) RootsPool() *x509.CertPool { return p.roots.Clone() }
 
-// HTTPClient trusts pebble's TLS certificate and sends the User-Agent
-// pebble requires.
+// HTTPClient trusts pebble's TLS certificate. Pebble refuses requests
+// without a User-Agent; Go's client sends its own.
 func (p *Pebble) HTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.TLSClientConfig = &tls.Config{RootCAs: p.RootsPool()}
-	return &http.Client{Transport: userAgent{t}, Timeout: 10 * time.Second}
-}
-
-type userAgent struct{ next http.RoundTripper }
-
-func (u userAgent) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Header.Get("User-Agent") == "" {
-		r = r.Clone(r.Context())
-		r.Header.Set("User-Agent", "petstore-domaintest")
-	}
-	return u.next.RoundTrip(r)
+	return &http.Client{Transport: t, Timeout: 10 * time.Second}
 }
 
 // IssuerRootPEM fetches the root of the certificates this pebble issues.
