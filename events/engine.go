@@ -253,12 +253,13 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 		e.inFlight[d.WebhookID]++
 		e.mu.Unlock()
 		s, err := e.sender(d.Webhook)
-		if err != nil {
-			cctx.done()
-			e.finish(ctx, d, store.Outcome{AttemptedAt: now, Error: err.Error()})
-			continue
+		var sg *signer
+		if err == nil {
+			sg, err = e.signer(d.Webhook.SigningSecrets(now))
 		}
-		sg, err := e.signer(d.Webhook.SigningSecrets(now))
+		if err == nil && !d.Webhook.Enabled {
+			err = errDisabled
+		}
 		if err != nil {
 			cctx.done()
 			e.finish(ctx, d, store.Outcome{AttemptedAt: now, Error: err.Error()})
@@ -303,7 +304,7 @@ func (e *Engine) busy() []int64 {
 
 // finish takes an attempt's outcome to the recorder and frees its slot.
 func (e *Engine) finish(ctx context.Context, d *store.Claimed, o store.Outcome) {
-	if !o.Succeeded {
+	if !o.Succeeded && d.Webhook.Enabled {
 		o.Next = nextAttempt(&d.Delivery, o.AttemptedAt)
 		if d.Webhook.FailingSince != nil && o.AttemptedAt.Sub(*d.Webhook.FailingSince) >= DisableAfter {
 			o.Disable = fmt.Sprintf("every delivery failed since %s (for more than %s); the last: %s",
@@ -370,6 +371,10 @@ func (e *Engine) record(ctx context.Context) {
 		}
 	}
 }
+
+// errDisabled ends the schedule of a disabled webhook's retries: it gets
+// no new event either.
+var errDisabled = errors.New("not sent: the webhook is disabled")
 
 // nextAttempt is when the attempt after failed delivery d is due, or nil
 // when the schedule has ended (or d was an operator's retry).

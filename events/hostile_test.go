@@ -323,3 +323,43 @@ func TestExtraAnswerOnAnIdleConnection(t *testing.T) {
 		return nil
 	})
 }
+
+// A webhook disabled (by the operator, or after 5 days of failures) is
+// sent nothing more: the retries still scheduled for it are recorded as
+// not sent, and their schedule ends there.
+func TestDisabledWebhookIsSentNoRetry(t *testing.T) {
+	s := domaintest.OpenStore(t)
+	clk := domaintest.NewClock(time.Now().UTC().Truncate(time.Second))
+	r := newReceiver(t, 500, 500)
+	w := hook(t, s, r.URL, store.EventCategoryCreated)
+	r.Trust(w.Secret)
+	probe := newProbe(t, s)
+	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
+
+	c := store.Category{Name: "dogs"}
+	if err := s.CreateCategory(ctx, &c, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
+	if _, err := s.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error { w.Enabled = false; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Past every wait of the schedule, the engine has looked each time.
+	for i, wait := range events.Schedule {
+		clk.Advance(wait)
+		if err := s.CreatePet(ctx, &store.Pet{Name: fmt.Sprint("probe ", i), CategoryID: c.ID}, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitDeliveryState(t, s, probe.w.ID, i+1, store.DeliverySucceeded)
+	}
+	if n := len(r.Deliveries()); n != 1 {
+		t.Errorf("the receiver got %d deliveries; want 1, before the webhook was disabled", n)
+	}
+	list, _, err := s.Deliveries(ctx, w.ID, store.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].State != store.DeliveryFailed || !strings.Contains(list[0].Error, "disabled") || list[0].NextAttemptAt != nil {
+		t.Errorf("deliveries %+v; want the first attempt, then the retry not sent (the webhook disabled) and no further one", list)
+	}
+}
