@@ -398,7 +398,10 @@ func outcome(o *store.Outcome, status int, kept []byte, readErr error) {
 		o.Error = fmt.Sprintf("the receiver answered %d, not 2xx", status)
 	}
 	if readErr != nil && o.Succeeded {
-		o.Error = "reading the answer: " + readErr.Error()
+		// Broken off, or not within the attempt's time: the receiver may not
+		// have taken the event.
+		o.Succeeded = false
+		o.Error = fmt.Sprintf("the receiver answered %d, but its answer did not come whole: %v", status, readErr)
 	}
 }
 

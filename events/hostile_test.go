@@ -363,3 +363,31 @@ func TestDisabledWebhookIsSentNoRetry(t *testing.T) {
 		t.Errorf("deliveries %+v; want the first attempt, then the retry not sent (the webhook disabled) and no further one", list)
 	}
 }
+
+// A 2xx whose body the receiver breaks off (closed before its
+// Content-Length, as a receiver that crashes after its status line
+// leaves it) is no success: the event may not have been taken, so it is
+// retried on the schedule, and the retry that answers whole succeeds.
+func TestBrokenOff2xxIsRetried(t *testing.T) {
+	r := newRawReceiver(t, func(q rawRequest) reply {
+		if q.Before == 0 {
+			return func(w io.Writer) bool {
+				io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 64\r\n\r\npartial")
+				return false
+			}
+		}
+		return answer(200, "ok")
+	})
+	s := domaintest.OpenStore(t)
+	clk := domaintest.NewClock(time.Now().UTC().Truncate(time.Second))
+	w := hook(t, s, r.URL, store.EventCategoryCreated)
+	r.trust(w.Secret)
+	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
+	createCategory(t, s, "dogs")
+	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
+	if d := list[1]; d.State != store.DeliveryFailed || d.Status != 200 || d.Response != "partial" || d.NextAttemptAt == nil {
+		t.Fatalf("the broken-off answer's attempt: %+v; want failed, its status and what came kept, a retry scheduled", d)
+	}
+	clk.Advance(events.Schedule[0])
+	waitDeliveryState(t, s, w.ID, 2, store.DeliverySucceeded)
+}
