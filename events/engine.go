@@ -257,8 +257,8 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 		if err == nil {
 			sg, err = e.signer(d.Webhook.SigningSecrets(now))
 		}
-		if err == nil && !d.Webhook.Enabled {
-			err = errDisabled
+		if err == nil {
+			err = notSent(d)
 		}
 		if err != nil {
 			cctx.done()
@@ -304,7 +304,7 @@ func (e *Engine) busy() []int64 {
 
 // finish takes an attempt's outcome to the recorder and frees its slot.
 func (e *Engine) finish(ctx context.Context, d *store.Claimed, o store.Outcome) {
-	if !o.Succeeded && d.Webhook.Enabled {
+	if !o.Succeeded && notSent(d) == nil {
 		o.Next = nextAttempt(&d.Delivery, o.AttemptedAt)
 		if d.Webhook.FailingSince != nil && o.AttemptedAt.Sub(*d.Webhook.FailingSince) >= DisableAfter {
 			o.Disable = fmt.Sprintf("every delivery failed since %s (for more than %s); the last: %s",
@@ -372,9 +372,19 @@ func (e *Engine) record(ctx context.Context) {
 	}
 }
 
-// errDisabled ends the schedule of a disabled webhook's retries: it gets
-// no new event either.
-var errDisabled = errors.New("not sent: the webhook is disabled")
+// notSent says why a claimed delivery is not sent, its schedule ended:
+// since it was made, its webhook was disabled, or (unless an operator
+// asked) no longer takes its event's type; it gets no new such event
+// either.
+func notSent(d *store.Claimed) error {
+	switch {
+	case !d.Webhook.Enabled:
+		return errors.New("not sent: the webhook is disabled")
+	case !d.Manual && d.EventType != store.EventWebhookTest && !d.Webhook.Subscribes(d.EventType):
+		return fmt.Errorf("not sent: the webhook no longer takes %s events", d.EventType)
+	}
+	return nil
+}
 
 // nextAttempt is when the attempt after failed delivery d is due, or nil
 // when the schedule has ended (or d was an operator's retry).

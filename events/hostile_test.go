@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -390,4 +391,46 @@ func TestBrokenOff2xxIsRetried(t *testing.T) {
 	}
 	clk.Advance(events.Schedule[0])
 	waitDeliveryState(t, s, w.ID, 2, store.DeliverySucceeded)
+}
+
+// A webhook whose event types change no longer gets the retries of the
+// events of a type it dropped (a receiver that refuses that type would
+// fail for a day): they are recorded as not sent. An operator's retry of
+// one is sent.
+func TestRetryOfADroppedTypeIsNotSent(t *testing.T) {
+	s := domaintest.OpenStore(t)
+	clk := domaintest.NewClock(time.Now().UTC().Truncate(time.Second))
+	r := newReceiver(t, 500)
+	w := hook(t, s, r.URL, store.EventCategoryCreated, store.EventPetCreated)
+	r.Trust(w.Secret)
+	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
+	c := store.Category{Name: "dogs"}
+	if err := s.CreateCategory(ctx, &c, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
+	if _, err := s.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error { w.Events = []string{store.EventPetCreated}; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(events.Schedule[0])
+	// The retry is judged; then a pet's event, still taken, is sent.
+	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryFailed)
+	if d := list[0]; !strings.Contains(d.Error, "no longer takes") || d.NextAttemptAt != nil {
+		t.Errorf("the retry of the dropped type: %+v; want not sent, no further retry", d)
+	}
+	if err := s.CreatePet(ctx, &store.Pet{Name: "Rex", CategoryID: c.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, w.ID, 3, store.DeliverySucceeded)
+	if _, err := s.RetryDelivery(ctx, w.ID, list[0].ID, clk.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, w.ID, 4, store.DeliverySucceeded)
+	var types []string
+	for _, d := range r.Deliveries() {
+		types = append(types, d.Event.Type)
+	}
+	if want := []string{store.EventCategoryCreated, store.EventPetCreated, store.EventCategoryCreated}; !slices.Equal(types, want) {
+		t.Errorf("the receiver got %v; want %v (the first attempt, the pet, the operator's retry)", types, want)
+	}
 }
