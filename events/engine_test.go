@@ -188,6 +188,8 @@ func TestSSRF(t *testing.T) {
 		"http://198.18.0.1/", "http://255.255.255.255/", "http://240.0.0.1/", "http://[2001:db8::1]/",
 		"http://[2001::1]/", "http://[3fff::1]/", "http://[100::1]/", "http://[5f00::1]/", "http://[fc00::1]/",
 		"http://[fe80::1%25eth0]/", "http://[ff02::1]/",
+		// Not a port: no delivery could ever be made.
+		"http://93.184.215.14:0/", "https://93.184.215.14:65536/",
 	} {
 		err := policy.CheckURL(ctx, u)
 		if err == nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -100,6 +101,11 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 	}
 	if u.User != nil {
 		return fmt.Errorf("the URL carries a user name or password: put a credential in the path or query instead")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("the URL's port %s is not a port (1 to 65535)", p)
+		}
 	}
 	host := u.Hostname()
 	if host == "" {
