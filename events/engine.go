@@ -396,7 +396,7 @@ func nextAttempt(d *store.Delivery, failedAt time.Time) *time.Time {
 	return &next
 }
 
-func outcome(o *store.Outcome, status int, kept []byte, readErr error) {
+func outcome(o *store.Outcome, status int, kept []byte) {
 	o.Status = status
 	o.Response = string(bytes.ToValidUTF8(kept, []byte("\uFFFD")))
 	switch {
@@ -406,12 +406,6 @@ func outcome(o *store.Outcome, status int, kept []byte, readErr error) {
 		o.Error = fmt.Sprintf("the receiver answered %d, a redirect, which is not followed: a webhook's URL must answer 2xx itself", status)
 	default:
 		o.Error = fmt.Sprintf("the receiver answered %d, not 2xx", status)
-	}
-	if readErr != nil && o.Succeeded {
-		// Broken off, or not within the attempt's time: the receiver may not
-		// have taken the event.
-		o.Succeeded = false
-		o.Error = fmt.Sprintf("the receiver answered %d, but its answer did not come whole: %v", status, readErr)
 	}
 }
 

@@ -172,10 +172,14 @@ func (s *sender) attempt(ctx context.Context, j job) (o store.Outcome) {
 		kept, rerr = io.ReadAll(&io.LimitedReader{R: resp.Body, N: ResponseLimit})
 	}
 	o.Duration = time.Since(began)
-	if rerr != nil {
-		rerr = errors.New(e.describe(rerr))
+	outcome(&o, resp.StatusCode, kept)
+	if rerr != nil && o.Succeeded {
+		o.Error = "reading the answer: " + e.describe(rerr)
+		// A body that the attempt's time cuts stays a success, its status in
+		// time; one the receiver broke off (as a crash after its status line
+		// does) may not have taken the event.
+		o.Succeeded = ctx.Err() != nil
 	}
-	outcome(&o, resp.StatusCode, kept, rerr)
 	return o
 }
 
