@@ -331,7 +331,7 @@ func TestExtraAnswerOnAnIdleConnection(t *testing.T) {
 func TestDisabledWebhookIsSentNoRetry(t *testing.T) {
 	s := domaintest.OpenStore(t)
 	clk := domaintest.NewClock(time.Now().UTC().Truncate(time.Second))
-	r := newReceiver(t, 500, 500)
+	r := newReceiver(t, 500)
 	w := hook(t, s, r.URL, store.EventCategoryCreated)
 	r.Trust(w.Secret)
 	probe := newProbe(t, s)
@@ -361,8 +361,16 @@ func TestDisabledWebhookIsSentNoRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(list) != 2 || list[0].State != store.DeliveryFailed || !strings.Contains(list[0].Error, "disabled") || list[0].NextAttemptAt != nil {
-		t.Errorf("deliveries %+v; want the first attempt, then the retry not sent (the webhook disabled) and no further one", list)
+		t.Fatalf("deliveries %+v; want the first attempt, then the retry not sent (the webhook disabled) and no further one", list)
 	}
+	// Enabled again, an operator's retry sends it.
+	if _, err := s.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error { w.Enabled = true; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RetryDelivery(ctx, w.ID, list[0].ID, clk.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, w.ID, 3, store.DeliverySucceeded)
 }
 
 // A 2xx whose body the receiver breaks off (closed before its
