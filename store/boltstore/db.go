@@ -125,15 +125,19 @@ func Open(path string, opts store.Options) (*DB, error) {
 	if err := checkFile(path); err != nil {
 		return nil, err
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout: openTimeout,
-		// The hashmap freelist keeps allocation O(1) as the file fragments,
-		// where the array one degrades with size.
-		FreelistType: bolt.FreelistMapType,
-		// Growing the file re-maps it, which waits for every open read
-		// transaction, a running backup included. Reserving address space
-		// (not memory, not disk) keeps writes going during a backup.
-		InitialMmapSize: 1 << 30,
+	var bdb *bolt.DB
+	err := refuseDamaged(func() (err error) {
+		bdb, err = bolt.Open(path, 0o600, &bolt.Options{
+			Timeout: openTimeout,
+			// The hashmap freelist keeps allocation O(1) as the file fragments,
+			// where the array one degrades with size.
+			FreelistType: bolt.FreelistMapType,
+			// Growing the file re-maps it, which waits for every open read
+			// transaction, a running backup included. Reserving address space
+			// (not memory, not disk) keeps writes going during a backup.
+			InitialMmapSize: 1 << 30,
+		})
+		return err
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("data file %s is in use by another process (is another petstore running on it?)", path)
@@ -160,9 +164,12 @@ func Open(path string, opts store.Options) (*DB, error) {
 		db.log = slog.New(slog.DiscardHandler)
 	}
 	db.commit = db.group
-	if err = db.init(); err == nil {
-		err = db.openMarks()
-	}
+	err = refuseDamaged(func() error {
+		if err := db.init(); err != nil {
+			return err
+		}
+		return db.openMarks()
+	})
 	if err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -175,6 +182,19 @@ func Open(path string, opts store.Options) (*DB, error) {
 	}()
 	go db.committer()
 	return db, nil
+}
+
+// refuseDamaged runs fn, which opens the file: bbolt panics on a damaged
+// page that checkFile does not read (the freelist, a bucket's), which
+// becomes the start's one-line refusal instead of a goroutine dump.
+func refuseDamaged(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("it is damaged (%v); restore it from a backup", p)
+		}
+	}()
+	return fn()
 }
 
 // init creates the buckets and loads the in-memory caches.
