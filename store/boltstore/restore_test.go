@@ -188,3 +188,36 @@ func TestFailedMarksSaveIsLogged(t *testing.T) {
 		return nil
 	})
 }
+
+// Unrevoke on the file of a running service would be undone without a
+// word: the service writes its own marks back at its next id or at stop.
+// It is refused while a process has the file open, and works once it is
+// stopped.
+func TestUnrevokeRefusesAFileInUse(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "petstore.db")
+	db, err := boltstore.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := db.CreateAPIKey(ctx, "revoked", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RevokeAPIKey(ctx, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := boltstore.Unrevoke(path, []int64{key.ID})
+	if err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), path) {
+		t.Errorf("Unrevoke while the file is in use: %d, %v; want a refusal naming the file in use", n, err)
+	}
+	if err := db.CreateCategory(ctx, &store.Category{Name: "after"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := boltstore.Unrevoke(path, []int64{key.ID}); n != 1 || err != nil {
+		t.Errorf("Unrevoke once the service stopped: %d, %v; want the revocation forgotten", n, err)
+	}
+}
