@@ -383,3 +383,35 @@ func TestMigrateBackInterruptedLeavesNoFile(t *testing.T) {
 	}
 	noFilesBut(t, dir, "petstore.db", "petstore.db.marks")
 }
+
+// TestMigrateBackOnAFullDiskSaysSo moves a database back into a file on a
+// disk too small for it: the move fails saying the disk is full, and
+// leaves no file. It once said that the database was unavailable (the
+// file's ENOSPC passed for a broken connection) and ran the copy again.
+func TestMigrateBackOnAFullDiskSaysSo(t *testing.T) {
+	parallel(t)
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	db, err := postgres.Connect(ctx, url, store.Options{}, postgres.Config{Timeouts: postgres.Timeouts{Statement: time.Minute, Transaction: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dogs := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &dogs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ImportPets(ctx, dogs.ID, 30_000, store.StatusAvailable); err != nil {
+		t.Fatal(err)
+	}
+	dir := domaintest.MountSmallDisk(t, 4<<20)
+	var out bytes.Buffer
+	err = run(ctx, []string{"migrate", "--to-data", filepath.Join(dir, "petstore.db"), "--database", url}, func(string) string { return "" }, &out)
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || strings.Contains(err.Error(), "unavailable") {
+		t.Errorf("the way back onto a full disk: %v; want it to say the disk is full\n%s", err, out.String())
+	}
+	if n := strings.Count(out.String(), "records to copy"); n != 1 {
+		t.Errorf("the copy was started %d times", n)
+	}
+	noFilesBut(t, dir)
+}
