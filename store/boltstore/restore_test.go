@@ -305,3 +305,49 @@ func TestBackupPutBackUnderTheRunningStore(t *testing.T) {
 		})
 	}
 }
+
+// The marks file removed while the store runs (by hand, or a cleaner of
+// old files) is written again: it was only written when the marks
+// changed, so a store that gave out nothing more stopped without it, and
+// a backup put back then gave out again the ids acknowledged before.
+func TestMarksRemovedWhileRunningAreWrittenAgain(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "petstore.db")
+	db, err := boltstore.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backup bytes.Buffer
+	if _, err := db.Backup(ctx, &backup); err != nil {
+		t.Fatal(err)
+	}
+	cat := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &cat, nil); err != nil {
+		t.Fatal(err)
+	}
+	domaintest.WaitFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		m, err := store.LoadMarks(boltstore.MarksPath(path), "bbolt")
+		if err == nil && m.Mark(store.ResCategories) < cat.ID {
+			err = fmt.Errorf("the marks do not hold category %d yet", cat.ID)
+		}
+		return err
+	})
+	if err := os.Remove(boltstore.MarksPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, backup.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err = boltstore.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	again := store.Category{Name: "cats"}
+	if err := db.CreateCategory(ctx, &again, nil); err != nil || again.ID <= cat.ID || db.Restored() == nil {
+		t.Errorf("after the backup was put back: category %d (%v), restore found: %v; category %d was acknowledged before", again.ID, err, db.Restored() != nil, cat.ID)
+	}
+}
