@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -382,4 +386,128 @@ func TestMigrateBackInterruptedLeavesNoFile(t *testing.T) {
 		t.Errorf("the way back after the interrupted one: %s", all)
 	}
 	noFilesBut(t, dir, "petstore.db", "petstore.db.marks")
+}
+
+// TestMigrateBackOnAFullDiskSaysSo moves a database back into a file on a
+// disk too small for it: the move fails saying the disk is full, and
+// leaves no file. It once said that the database was unavailable (the
+// file's ENOSPC passed for a broken connection) and ran the copy again.
+func TestMigrateBackOnAFullDiskSaysSo(t *testing.T) {
+	parallel(t)
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	db, err := postgres.Connect(ctx, url, store.Options{}, postgres.Config{Timeouts: postgres.Timeouts{Statement: time.Minute, Transaction: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dogs := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &dogs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ImportPets(ctx, dogs.ID, 30_000, store.StatusAvailable); err != nil {
+		t.Fatal(err)
+	}
+	dir := domaintest.MountSmallDisk(t, 4<<20)
+	var out bytes.Buffer
+	err = run(ctx, []string{"migrate", "--to-data", filepath.Join(dir, "petstore.db"), "--database", url}, func(string) string { return "" }, &out)
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || strings.Contains(err.Error(), "unavailable") {
+		t.Errorf("the way back onto a full disk: %v; want it to say the disk is full\n%s", err, out.String())
+	}
+	if n := strings.Count(out.String(), "records to copy"); n != 1 {
+		t.Errorf("the copy was started %d times", n)
+	}
+	noFilesBut(t, dir)
+}
+
+// TestMigrateBackCountsARetriedStreamOnce cuts the way back's connection
+// once, at a tenth of the pets: the database's stream is run again from
+// the start, the file emptied again, and the summary counts what the file
+// holds, not what both runs sent (it once said 33000 pets of 30000, and
+// its progress lines went past 100%).
+func TestMigrateBackCountsARetriedStreamOnce(t *testing.T) {
+	parallel(t)
+	ctx := context.Background()
+	direct := pgtest.URL(t)
+	const pets = 30_000
+	db, err := postgres.Connect(ctx, direct, store.Options{}, postgres.Config{Timeouts: postgres.Timeouts{Statement: time.Minute, Transaction: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dogs := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &dogs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ImportPets(ctx, dogs.ID, pets, store.StatusAvailable); err != nil {
+		t.Fatal(err)
+	}
+	u, err := neturl.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stream's connection is the one that carried the most: the
+	// pool's others are left alone, so that the retry finds one.
+	var mu sync.Mutex
+	carried := map[*net.TCPConn]*atomic.Int64{}
+	backend := u.Host
+	domaintest.ServeConns(t, ln, func(c net.Conn) {
+		b, err := net.Dial("tcp", backend)
+		if err != nil {
+			c.Close()
+			return
+		}
+		n := new(atomic.Int64)
+		mu.Lock()
+		carried[c.(*net.TCPConn)] = n
+		mu.Unlock()
+		go func() { _, _ = io.Copy(b, c); b.Close() }()
+		go func() {
+			buf := make([]byte, 32<<10)
+			for {
+				k, err := b.Read(buf)
+				n.Add(int64(k))
+				if _, werr := c.Write(buf[:k]); err != nil || werr != nil {
+					c.Close()
+					return
+				}
+			}
+		}()
+	})
+	u.Host = ln.Addr().String()
+	var once sync.Once
+	cut := func() {
+		once.Do(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			var most *net.TCPConn
+			for c, n := range carried {
+				if most == nil || n.Load() > carried[most].Load() {
+					most = c
+				}
+			}
+			_ = most.SetLinger(0) // a reset, as a failing network gives
+			most.Close()
+		})
+	}
+	out := &cancelOn{line: fmt.Sprintf("pets: %d of %d (10%%)", pets/10, pets), cancel: cut}
+	data := filepath.Join(t.TempDir(), "petstore.db")
+	if err := run(ctx, []string{"migrate", "--to-data", data, "--database", u.String()}, func(string) string { return "" }, out); err != nil {
+		t.Fatalf("the way back with its connection cut once: %v\n%s", err, out.buf.String())
+	}
+	text := out.buf.String()
+	if n := strings.Count(text, "records to copy"); n != 2 {
+		t.Fatalf("the stream ran %d times; the cut was to make it run twice\n%s", n, text)
+	}
+	if !strings.Contains(text, fmt.Sprintf("1 categories, %d pets, %d inventory entries", pets, pets)) || strings.Contains(text, "(110%)") {
+		t.Errorf("the summary or progress counts the first run too:\n%s", text)
+	}
+	// The file holds each record once: its own count, moving it on.
+	if again := migrate(t, "--data", data, "--database", pgtest.URL(t)); !strings.Contains(again, fmt.Sprintf("60002 records to copy: 1 categories, %d pets", pets)) {
+		t.Errorf("the file the way back wrote: %s", again)
+	}
 }

@@ -148,8 +148,9 @@ type moveStream struct {
 	toPostgres bool
 	fix        bool
 	out        io.Writer
-	// Of Stream's latest run (the database may rerun its transaction):
-	// records per kind, how many passed, bad text, the admin token.
+	// Of the stream's latest run (a database reruns its transaction, and
+	// its stream, from Totals): records per kind, how many passed, bad
+	// text, the admin token.
 	total, done [kinds]int64
 	bad         badRecords
 	adminToken  bool
@@ -159,7 +160,6 @@ type moveStream struct {
 }
 
 func (m *moveStream) Stream(ctx context.Context, to store.Sink) error {
-	m.total, m.done, m.bad, m.adminToken, m.renumbered = [kinds]int64{}, [kinds]int64{}, badRecords{}, false, 0
 	return m.from.Stream(ctx, &moveSink{m: m, to: to})
 }
 
@@ -169,6 +169,7 @@ type moveSink struct {
 }
 
 func (s *moveSink) Totals(t store.Totals) error {
+	s.m.done, s.m.bad, s.m.adminToken, s.m.renumbered = [kinds]int64{}, badRecords{}, false, 0
 	s.m.total = totalsOf(t)
 	var all int64
 	for _, n := range s.m.total {

@@ -216,11 +216,12 @@ func (m *Marks) Revocations() []Revocation {
 	return out
 }
 
-// Save writes the marks to their file, when they changed, so that a crash
-// leaves the old marks or the new ones.
+// Save writes the marks to their file, when they changed or the file is
+// gone (removed while the store runs), so that a crash leaves the old marks
+// or the new ones.
 func (m *Marks) Save(name string) error {
 	m.mu.Lock()
-	if m.path == "" || m.saved {
+	if m.path == "" || m.saved && !missing(m.path) {
 		m.mu.Unlock()
 		return nil
 	}
@@ -239,6 +240,11 @@ func (m *Marks) Save(name string) error {
 		return fmt.Errorf("saving the restore marks %s: %w", m.path, err)
 	}
 	return nil
+}
+
+func missing(path string) bool {
+	_, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func writeFileAtomic(path string, data []byte) error {

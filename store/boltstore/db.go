@@ -4,10 +4,13 @@ package boltstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
@@ -56,8 +59,12 @@ type DB struct {
 	fault   atomic.Pointer[error]
 	probing atomic.Bool
 	// stuck is set when a failed transaction kept bbolt's writer lock (see
-	// update); writes fail at once from then on.
-	stuck atomic.Pointer[error]
+	// update), changed when the file changed under this process
+	// (changedUnder); writes fail at once from then on. opened is the file
+	// as opened, lastTx the last transaction committed.
+	stuck, changed atomic.Pointer[error]
+	opened         os.FileInfo
+	lastTx         atomic.Int64
 	// damaged is set by the first transaction that panicked, until the
 	// process ends; onDamaged is told once.
 	damaged   atomic.Pointer[error]
@@ -125,15 +132,19 @@ func Open(path string, opts store.Options) (*DB, error) {
 	if err := checkFile(path); err != nil {
 		return nil, err
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout: openTimeout,
-		// The hashmap freelist keeps allocation O(1) as the file fragments,
-		// where the array one degrades with size.
-		FreelistType: bolt.FreelistMapType,
-		// Growing the file re-maps it, which waits for every open read
-		// transaction, a running backup included. Reserving address space
-		// (not memory, not disk) keeps writes going during a backup.
-		InitialMmapSize: 1 << 30,
+	var bdb *bolt.DB
+	err := refuseDamaged(func() (err error) {
+		bdb, err = bolt.Open(path, 0o600, &bolt.Options{
+			Timeout: openTimeout,
+			// The hashmap freelist keeps allocation O(1) as the file fragments,
+			// where the array one degrades with size.
+			FreelistType: bolt.FreelistMapType,
+			// Growing the file re-maps it, which waits for every open read
+			// transaction, a running backup included. Reserving address space
+			// (not memory, not disk) keeps writes going during a backup.
+			InitialMmapSize: 1 << 30,
+		})
+		return err
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("data file %s is in use by another process (is another petstore running on it?)", path)
@@ -160,9 +171,13 @@ func Open(path string, opts store.Options) (*DB, error) {
 		db.log = slog.New(slog.DiscardHandler)
 	}
 	db.commit = db.group
-	if err = db.init(); err == nil {
-		err = db.openMarks()
-	}
+	db.opened, _ = os.Stat(path)
+	err = refuseDamaged(func() error {
+		if err := db.init(); err != nil {
+			return err
+		}
+		return db.openMarks()
+	})
 	if err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -175,6 +190,19 @@ func Open(path string, opts store.Options) (*DB, error) {
 	}()
 	go db.committer()
 	return db, nil
+}
+
+// refuseDamaged runs fn, which opens the file: bbolt panics on a damaged
+// page that checkFile does not read (the freelist, a bucket's), which
+// becomes the start's one-line refusal instead of a goroutine dump.
+func refuseDamaged(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("it is damaged (%v); restore it from a backup", p)
+		}
+	}()
+	return fn()
 }
 
 // init creates the buckets and loads the in-memory caches.
@@ -256,6 +284,9 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Ping(ctx context.Context) error {
 	if err := db.Damaged(); err != nil {
 		return err
+	}
+	if changed := db.changed.Load(); changed != nil {
+		return *changed
 	}
 	err := db.read(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bktPets) == nil {
@@ -341,8 +372,11 @@ func (db *DB) markDamaged(cause error) {
 // may be what is damaged), bbolt's writer lock stays held and every later
 // write would wait forever: from then on update fails at once instead.
 func (db *DB) update(fn func(*bolt.Tx) error) (err error) {
-	if stuck := db.stuck.Load(); stuck != nil {
+	if stuck := cmp.Or(db.stuck.Load(), db.changed.Load()); stuck != nil {
 		return *stuck
+	}
+	if fi, err := os.Stat(db.path); errors.Is(err, fs.ErrNotExist) || err == nil && db.opened != nil && !os.SameFile(fi, db.opened) {
+		return db.changedUnder("its path names another file now, or none")
 	}
 	defer func() {
 		switch {
@@ -366,11 +400,31 @@ func (db *DB) update(fn func(*bolt.Tx) error) (err error) {
 			}
 		}
 	}()
+	if id := int64(tx.ID()); id <= db.lastTx.Load() {
+		_ = tx.Rollback()
+		return db.changedUnder(fmt.Sprintf("its last transaction is %d, this process committed %d", id-1, db.lastTx.Load()))
+	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	id := int64(tx.ID())
+	if err = tx.Commit(); err == nil {
+		db.lastTx.Store(id)
+	}
+	return err
+}
+
+// changedUnder refuses every write from now on: the data file was put back
+// (copied or moved over) under this process, which would give out its ids
+// again, or acknowledge writes that a restart loses. A restart opens the
+// file put back and finds the restore (openMarks).
+func (db *DB) changedUnder(why string) error {
+	err := fmt.Errorf("store: the data file %s changed under the running service (%s): was a backup put back without stopping it? Writes are refused until a restart", db.path, why)
+	if db.changed.CompareAndSwap(nil, &err) {
+		db.log.Error(err.Error())
+	}
+	return *db.changed.Load()
 }
 
 // rollbackAfterPanic rolls back a write transaction that panicked, and

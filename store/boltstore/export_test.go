@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"time"
 
@@ -81,6 +82,13 @@ func (db *DB) CertLockRecords() map[string]time.Time {
 		})
 	})
 	return recs
+}
+
+// RootAndFreelist returns the pages of the root bucket and of the freelist
+// that a data file's first meta page names.
+func RootAndFreelist(file []byte) (root, freelist int) {
+	m := file[pageHeaderSize:]
+	return int(binary.NativeEndian.Uint64(m[16:])), int(binary.NativeEndian.Uint64(m[32:]))
 }
 
 // PageSizeOf returns the page size in a data file's first meta page.

@@ -61,6 +61,10 @@ func TestOpen_RefusesDamagedFiles(t *testing.T) {
 	// The transaction id of meta page 0 and of meta page 1: covered by
 	// their checksums.
 	const txid0, txid1 = 16 + 48, pageSize + 16 + 48
+	// A backup damaged past its meta pages: the page id in the root
+	// bucket's page header, the flags in the freelist's. bbolt panics on
+	// both as it opens the file.
+	root, freelist := boltstore.RootAndFreelist(data)
 	for _, tc := range []struct {
 		name string
 		file []byte
@@ -75,6 +79,8 @@ func TestOpen_RefusesDamagedFiles(t *testing.T) {
 		{"last 20 pages cut", data[:len(data)-20*pageSize], "is truncated"},
 		{"cut inside the first page", data[:100], "is truncated"},
 		{"both meta pages damaged", flipped(txid0, txid1), "neither meta page is valid"},
+		{"root page damaged", flipped(root * pageSize), "is damaged"},
+		{"freelist page damaged", flipped(freelist*pageSize + 8), "is damaged"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "petstore.db")
@@ -89,6 +95,13 @@ func TestOpen_RefusesDamagedFiles(t *testing.T) {
 			msg := err.Error()
 			if !strings.Contains(msg, tc.want) || !strings.Contains(msg, path) || strings.Contains(msg, "\n") {
 				t.Fatalf("error %q: want one line naming %s and saying %q", msg, path, tc.want)
+			}
+			// Refused, nothing changed: the file as it was, no marks.
+			if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, tc.file) {
+				t.Errorf("the refused file changed (%v)", err)
+			}
+			if _, err := os.Stat(boltstore.MarksPath(path)); err == nil {
+				t.Errorf("the refused file got marks")
 			}
 		})
 	}

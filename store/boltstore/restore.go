@@ -3,9 +3,12 @@ package boltstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"petstore/store"
 )
@@ -143,8 +146,18 @@ func (db *DB) observeMarks() {
 // Unrevoke forgets the revocations of the keys with these ids in the marks
 // of the data file at path, for an operator who put back a backup to bring
 // a revoked key back. The service must be stopped: it would write its
-// marks back.
+// marks back, so a file that a process holds is refused.
 func Unrevoke(path string, ids []int64) (int, error) {
+	var bdb *bolt.DB
+	err := refuseDamaged(func() (err error) {
+		bdb, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, ReadOnly: true})
+		return err
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return 0, fmt.Errorf("data file %s is in use by another process: stop the service first (it would write its marks back)", path)
+	} else if err == nil {
+		defer bdb.Close() // holding the file's lock while the marks change
+	}
 	m, err := store.LoadMarks(MarksPath(path), marksName)
 	if err != nil {
 		return 0, err

@@ -1,6 +1,7 @@
 package boltstore_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,4 +188,166 @@ func TestFailedMarksSaveIsLogged(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Unrevoke on the file of a running service would be undone without a
+// word: the service writes its own marks back at its next id or at stop.
+// It is refused while a process has the file open, and works once it is
+// stopped.
+func TestUnrevokeRefusesAFileInUse(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "petstore.db")
+	db, err := boltstore.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := db.CreateAPIKey(ctx, "revoked", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RevokeAPIKey(ctx, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := boltstore.Unrevoke(path, []int64{key.ID})
+	if err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), path) {
+		t.Errorf("Unrevoke while the file is in use: %d, %v; want a refusal naming the file in use", n, err)
+	}
+	if err := db.CreateCategory(ctx, &store.Category{Name: "after"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := boltstore.Unrevoke(path, []int64{key.ID}); n != 1 || err != nil {
+		t.Errorf("Unrevoke once the service stopped: %d, %v; want the revocation forgotten", n, err)
+	}
+}
+
+// A backup put back while the store runs, against the documented steps
+// (stop, replace, start): copied over the file (cp writes in place) or
+// moved over it (mv). Without a word, the store went on acknowledging
+// writes: over a copy it gave out again pet ids acknowledged before and
+// wrote with its own idea of the file's free pages, over a move it wrote
+// into the file that was replaced, lost at the next start. From the
+// first write after the put-back every write is refused, saying why,
+// and /readyz with it; a restart opens the file put back and finds the
+// restore as after the documented steps.
+func TestBackupPutBackUnderTheRunningStore(t *testing.T) {
+	for _, way := range []string{"copied", "moved"} {
+		t.Run(way, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "petstore.db")
+			logs := &domaintest.SyncBuffer{}
+			db, err := boltstore.Open(path, store.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cat := store.Category{Name: "dogs"}
+			if err := db.CreateCategory(ctx, &cat, nil); err != nil {
+				t.Fatal(err)
+			}
+			var backup bytes.Buffer
+			if _, err := db.Backup(ctx, &backup); err != nil {
+				t.Fatal(err)
+			}
+			var highest int64
+			for range 20 {
+				p := store.Pet{Name: "Rex", CategoryID: cat.ID, Status: "available"}
+				if err := db.CreatePet(ctx, &p, nil); err != nil {
+					t.Fatal(err)
+				}
+				highest = p.ID
+			}
+			// As when the backup is older than a second: the marks beside
+			// the file hold the pets given out since.
+			domaintest.WaitFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+				m, err := store.LoadMarks(boltstore.MarksPath(path), "bbolt")
+				if err == nil && m.Mark(store.ResPets) < highest {
+					err = fmt.Errorf("the marks hold pet %d, not yet %d", m.Mark(store.ResPets), highest)
+				}
+				return err
+			})
+			if way == "copied" {
+				err = os.WriteFile(path, backup.Bytes(), 0o600)
+			} else if err = os.WriteFile(path+".new", backup.Bytes(), 0o600); err == nil {
+				err = os.Rename(path+".new", path)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := store.Pet{Name: "after the put-back", CategoryID: cat.ID, Status: "available"}
+			err = db.CreatePet(ctx, &p, nil)
+			if want := "changed under the running service"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("a write after the put-back: id %d (%d acknowledged before), %v; want a refusal saying %q", p.ID, highest, err, want)
+			}
+			if err := db.Ping(ctx); err == nil {
+				t.Error("the store is ready after the put-back")
+			}
+			if !strings.Contains(logs.String(), "changed under the running service") {
+				t.Errorf("the log does not say so:\n%s", logs)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db, err = boltstore.Open(path, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if db.Restored() == nil {
+				t.Error("the restart did not find the restore")
+			}
+			p = store.Pet{Name: "after the restart", CategoryID: cat.ID, Status: "available"}
+			if err := db.CreatePet(ctx, &p, nil); err != nil || p.ID <= highest {
+				t.Errorf("a pet after the restart: id %d, %v; %d was acknowledged before", p.ID, err, highest)
+			}
+		})
+	}
+}
+
+// The marks file removed while the store runs (by hand, or a cleaner of
+// old files) is written again: it was only written when the marks
+// changed, so a store that gave out nothing more stopped without it, and
+// a backup put back then gave out again the ids acknowledged before.
+func TestMarksRemovedWhileRunningAreWrittenAgain(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "petstore.db")
+	db, err := boltstore.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backup bytes.Buffer
+	if _, err := db.Backup(ctx, &backup); err != nil {
+		t.Fatal(err)
+	}
+	cat := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &cat, nil); err != nil {
+		t.Fatal(err)
+	}
+	domaintest.WaitFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		m, err := store.LoadMarks(boltstore.MarksPath(path), "bbolt")
+		if err == nil && m.Mark(store.ResCategories) < cat.ID {
+			err = fmt.Errorf("the marks do not hold category %d yet", cat.ID)
+		}
+		return err
+	})
+	if err := os.Remove(boltstore.MarksPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, backup.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err = boltstore.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	again := store.Category{Name: "cats"}
+	if err := db.CreateCategory(ctx, &again, nil); err != nil || again.ID <= cat.ID || db.Restored() == nil {
+		t.Errorf("after the backup was put back: category %d (%v), restore found: %v; category %d was acknowledged before", again.ID, err, db.Restored() != nil, cat.ID)
+	}
 }

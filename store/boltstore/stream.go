@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -15,6 +16,16 @@ import (
 // record at a time.
 func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 	return db.read(ctx, func(tx *bolt.Tx) error {
+		// A bucket Open does not make (a newer version's) would be left behind.
+		err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			if slices.ContainsFunc(allBuckets, func(b []byte) bool { return bytes.Equal(b, name) }) {
+				return nil
+			}
+			return store.Errorf(store.EINVALID, "the data file holds a bucket %q that this version does not know (did a newer version write it?); nothing was copied: move it with that version", name)
+		})
+		if err != nil {
+			return err
+		}
 		totals := store.Totals{
 			Categories: countKeys(tx, bktCategories), Pets: countKeys(tx, bktPets), Inventory: countKeys(tx, bktInventory),
 			Orders: countKeys(tx, bktOrders), APIKeys: countKeys(tx, bktAPIKeys), Domains: countKeys(tx, bktDomains), KV: countKeys(tx, bktCerts),
@@ -88,7 +99,6 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		for _, c := range counters {
 			*c.last(&rest.LastIDs) = int64(tx.Bucket(c.bucket).Sequence())
 		}
-		var err error
 		if rest.Project, err = getProject(tx); err != nil {
 			return err
 		}

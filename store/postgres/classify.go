@@ -68,10 +68,12 @@ func inClass(code string, classes ...string) bool {
 }
 
 // isConnectionFailure says that the database could not be reached, or that
-// the connection broke or timed out on the client's side.
+// the connection broke or timed out on the client's side: a socket's
+// errors come as *net.OpError; any net.Error would take a file's errno too
+// (a move's target on a full disk) for the connection's.
 func isConnectionFailure(err error) bool {
 	var connectErr *pgconn.ConnectError
-	var netErr net.Error
+	var netErr *net.OpError
 	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.Timeout(err) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, net.ErrClosed) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err)

@@ -18,8 +18,21 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0`); err != nil {
 			return err
 		}
+		// A newer version's migrations may have added what this one would
+		// leave behind.
+		files, err := migrationFiles()
+		if err != nil {
+			return err
+		}
+		var applied int
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&applied); err != nil {
+			return err
+		}
+		if known := files[len(files)-1].version; applied > known {
+			return store.Errorf(store.EINVALID, "the database's schema is at version %d, which a newer version migrated (this one knows up to %d); nothing was copied: move it with that version", applied, known)
+		}
 		var t store.Totals
-		err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM categories), (SELECT count(*) FROM pets), (SELECT count(*) FROM inventory),
+		err = tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM categories), (SELECT count(*) FROM pets), (SELECT count(*) FROM inventory),
 			(SELECT count(*) FROM orders), (SELECT count(*) FROM api_keys), (SELECT count(*) FROM domains), (SELECT count(*) FROM certmagic),
 			(SELECT count(*) FROM webhooks), (SELECT count(*) FROM events), (SELECT count(*) FROM deliveries),
 			(SELECT count(*) FROM idempotency_keys WHERE answer IS NOT NULL)`).
