@@ -252,17 +252,20 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 		e.mu.Lock()
 		e.inFlight[d.WebhookID]++
 		e.mu.Unlock()
-		s, err := e.sender(d.Webhook)
+		err := notSent(d)
+		o := store.Outcome{AttemptedAt: now, NotSent: err != nil}
+		var s *sender
 		var sg *signer
+		if err == nil {
+			s, err = e.sender(d.Webhook)
+		}
 		if err == nil {
 			sg, err = e.signer(d.Webhook.SigningSecrets(now))
 		}
-		if err == nil {
-			err = notSent(d)
-		}
 		if err != nil {
 			cctx.done()
-			e.finish(ctx, d, store.Outcome{AttemptedAt: now, Error: err.Error()})
+			o.Error = err.Error()
+			e.finish(ctx, d, o)
 			continue
 		}
 		s.sendIn(ctx, job{d, sg}, cctx)
@@ -304,7 +307,7 @@ func (e *Engine) busy() []int64 {
 
 // finish takes an attempt's outcome to the recorder and frees its slot.
 func (e *Engine) finish(ctx context.Context, d *store.Claimed, o store.Outcome) {
-	if !o.Succeeded && notSent(d) == nil {
+	if !o.Succeeded && !o.NotSent {
 		o.Next = nextAttempt(&d.Delivery, o.AttemptedAt)
 		if d.Webhook.FailingSince != nil && o.AttemptedAt.Sub(*d.Webhook.FailingSince) >= DisableAfter {
 			o.Disable = fmt.Sprintf("every delivery failed since %s (for more than %s); the last: %s",

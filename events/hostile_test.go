@@ -420,17 +420,32 @@ func TestRetryOfADroppedTypeIsNotSent(t *testing.T) {
 	if _, err := s.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error { w.Events = []string{store.EventPetCreated}; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(events.Schedule[0])
-	// The retry is judged; then a pet's event, still taken, is sent.
-	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryFailed)
-	if d := list[0]; !strings.Contains(d.Error, "no longer takes") || d.NextAttemptAt != nil {
-		t.Errorf("the retry of the dropped type: %+v; want not sent, no further retry", d)
-	}
+	// A pet's event, still taken, is sent; its success ends the webhook's
+	// failure record.
 	if err := s.CreatePet(ctx, &store.Pet{Name: "Rex", CategoryID: c.ID}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitDeliveryState(t, s, w.ID, 3, store.DeliverySucceeded)
-	if _, err := s.RetryDelivery(ctx, w.ID, list[0].ID, clk.Now(), nil); err != nil {
+	clk.Advance(events.Schedule[0])
+	// The retry is judged, and says nothing of the receiver.
+	var retry store.Delivery
+	domaintest.WaitFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+		list, _, err := s.Deliveries(ctx, w.ID, store.Page{})
+		for _, d := range list {
+			if d.Attempt == 2 && d.State == store.DeliveryFailed {
+				retry = d
+				return nil
+			}
+		}
+		return fmt.Errorf("deliveries %+v (%v): the retry not judged yet", list, err)
+	})
+	if !strings.Contains(retry.Error, "no longer takes") || retry.NextAttemptAt != nil {
+		t.Errorf("the retry of the dropped type: %+v; want not sent, no further retry", retry)
+	}
+	if got, err := s.Webhook(ctx, w.ID); err != nil || got.FailingSince != nil {
+		t.Errorf("the webhook after a retry not sent: failing since %v (%v); want not failing, its last attempt a success", got.FailingSince, err)
+	}
+	if _, err := s.RetryDelivery(ctx, w.ID, retry.ID, clk.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	waitDeliveryState(t, s, w.ID, 4, store.DeliverySucceeded)

@@ -55,6 +55,7 @@ func (s *Stats) Lag() (count uint64, sum float64, cumulative map[float64]uint64)
 func (s *Stats) attempted(batch []store.Finished) {
 	for _, f := range batch {
 		switch o := &f.Outcome; {
+		case o.NotSent:
 		case o.Succeeded:
 			s.succeeded.Add(1)
 		case o.Status != 0:
@@ -69,7 +70,7 @@ func (s *Stats) attempted(batch []store.Finished) {
 		s.lagHits = make([]uint64, len(LagBuckets))
 	}
 	for _, f := range batch {
-		if f.Claimed.Attempt != 1 || f.Claimed.Manual {
+		if f.Claimed.Attempt != 1 || f.Claimed.Manual || f.Outcome.NotSent {
 			continue // a retry's wait is the schedule's, not a lag
 		}
 		lag := f.Outcome.AttemptedAt.Sub(f.Claimed.Event.CreatedAt).Seconds()

@@ -305,6 +305,9 @@ type Outcome struct {
 	Duration    time.Duration
 	Response    string
 	Succeeded   bool
+	// NotSent: nothing was sent (the webhook disabled, or no longer taking
+	// the event's type), which says nothing of the receiver.
+	NotSent bool
 	// Next is when the next attempt is due; nil for none (success, or the
 	// schedule's end).
 	Next *time.Time

@@ -70,7 +70,7 @@ func ApplyOutcome(d *Delivery, w *Webhook, o Outcome) {
 		w.FailingSince = nil
 	} else {
 		d.State = DeliveryFailed
-		if w.FailingSince == nil {
+		if w.FailingSince == nil && !o.NotSent {
 			w.FailingSince = &at
 		}
 	}
