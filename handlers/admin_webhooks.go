@@ -185,6 +185,10 @@ func (s *Server) testWebhook(c echo.Context, key *store.IdempotentWrite) (store.
 	if err != nil {
 		return store.Event{}, none{}, err
 	}
+	if !w.Enabled {
+		// A disabled webhook is sent nothing: the test would be queued for no one.
+		return store.Event{}, none{}, store.Errorf(store.ECONFLICT, "webhook %d is disabled, so a test would not be sent: enable it first (PATCH with {\"enabled\": true})", w.ID)
+	}
 	e, err := store.NewEvent(store.EventWebhookTest, s.webhookView(w))
 	if err != nil {
 		return store.Event{}, none{}, err

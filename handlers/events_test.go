@@ -175,6 +175,10 @@ func TestWebhookSession(t *testing.T) {
 	ts.adminDo("GET", "/admin/events?limit=2", "").wantStatus(200)
 	ts.do("GET", "/events?limit=3", "").wantStatus(200)
 	ts.adminDo("PATCH", path, `{"enabled":false}`).wantStatus(200)
+	// A disabled webhook is sent nothing: its test is refused, not queued for no one.
+	if body := ts.adminDo("POST", path+"/test", "").wantError(409, store.ECONFLICT).body; !strings.Contains(string(body), "is disabled") {
+		t.Errorf("the test of a disabled webhook: %s", body)
+	}
 	ts.adminDo("DELETE", path, "").wantStatus(204)
 	ts.adminDo("GET", path, "").wantError(404, store.ENOTFOUND)
 }
