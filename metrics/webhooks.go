@@ -13,7 +13,7 @@ var (
 	queueUpDesc       = desc("petstore_webhook_queue_up", "1 when this scrape read the webhook queue from the store within its time limit; 0 when the store did not answer in time, and the queue's series are absent.")
 	pendingDesc       = desc("petstore_webhook_deliveries_pending", "Webhook deliveries not finished: due now, or waiting for their retry.")
 	dueDesc           = desc("petstore_webhook_deliveries_due", "Webhook deliveries whose time has come and that no attempt has taken yet.")
-	oldestDueDesc     = desc("petstore_webhook_oldest_due_seconds", "How long the longest-waiting due delivery has waited past its time (0 when none is due): it grows while nothing sends.")
+	oldestDueDesc     = desc("petstore_webhook_oldest_due_seconds", "How long the longest-waiting due delivery has waited past its time (0 when none is due), leaving out those of a webhook with every attempt slot taken: it grows while nothing sends.")
 	oldestPendingDesc = desc("petstore_webhook_oldest_pending_seconds", "Age of the event of the oldest pending delivery (0 when none is pending): it grows while a receiver fails and its retries wait.")
 	webhooksDesc      = desc("petstore_webhooks", "Webhooks by state: healthy (enabled, no failure since the last success), failing (enabled, failing since failingSince), disabled.", "state")
 	recordedDesc      = desc("petstore_events_recorded_total", "Events the store has recorded since it was made; every instance of one database reports the same count.")

@@ -12,7 +12,9 @@ type WebhookQueue struct {
 	// their retry; Due those of them whose time has come.
 	Pending, Due int64
 	// OldestDue is when the longest-waiting due delivery was due (it grows
-	// while nothing sends), OldestPendingEvent when the event of the oldest
+	// while nothing sends), leaving out those of a webhook with every
+	// attempt slot taken: they wait for their own receiver, which a hung
+	// one makes long. OldestPendingEvent is when the event of the oldest
 	// pending delivery was recorded (it grows while a receiver fails).
 	OldestDue, OldestPendingEvent time.Time
 	// Healthy, Failing and Disabled count the webhooks.

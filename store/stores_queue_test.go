@@ -80,3 +80,36 @@ func sameQueue(a, b store.WebhookQueue) bool {
 	a.OldestDue, a.OldestPendingEvent, b.OldestDue, b.OldestPendingEvent = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	return a == b
 }
+
+// testQueueLeavesOutAFullWebhook: a webhook with every attempt slot taken
+// (a receiver that hangs) holds its other due deliveries back for its own
+// receiver: they do not make the queue look stuck. Another webhook's due
+// delivery does, and so does the full one's once its leases run out.
+func testQueueLeavesOutAFullWebhook(t *testing.T, s store.Store) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	hung := newWebhook(t, s, "http://hung.example/", "whsec_x")
+	c := newCategory(t, s, "cats")
+	for range store.MaxInFlightPerWebhook {
+		newPet(t, s, "Tom", c.ID, store.StatusAvailable)
+	}
+	fanOut(t, s, now, store.MaxInFlightPerWebhook+1)
+	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, store.MaxInFlightPerWebhook))(t)
+	if len(claimed) != store.MaxInFlightPerWebhook {
+		t.Fatalf("claimed %d deliveries, want %d", len(claimed), store.MaxInFlightPerWebhook)
+	}
+	if q := must(s.WebhookQueue(ctx, now.Add(time.Second)))(t); q.Due != 1 || !q.OldestDue.IsZero() {
+		t.Errorf("with %d attempts of one webhook under way and one more due: due %d, oldest due %v; want 1 and none (waiting for its own receiver)", len(claimed), q.Due, q.OldestDue)
+	}
+
+	later := now.Add(2 * time.Second)
+	newWebhook(t, s, "http://live.example/", "whsec_y")
+	newPet(t, s, "Felix", c.ID, store.StatusAvailable)
+	fanOut(t, s, later, 1)
+	if q := must(s.WebhookQueue(ctx, later.Add(time.Second)))(t); q.Due != 3 || !q.OldestDue.Equal(later) {
+		t.Errorf("with another webhook's delivery due: due %d, oldest due %v; want 3 and %v", q.Due, q.OldestDue, later)
+	}
+	gone := now.Add(2 * time.Minute)
+	if q := must(s.WebhookQueue(ctx, gone))(t); q.Due != int64(store.MaxInFlightPerWebhook)+3 || !q.OldestDue.Equal(now) {
+		t.Errorf("the leases of webhook %d run out: due %d, oldest due %v; want %d and %v", hung.ID, q.Due, q.OldestDue, store.MaxInFlightPerWebhook+3, now)
+	}
+}

@@ -51,7 +51,7 @@ func run(t *testing.T, open func(*testing.T) store.Store) {
 		testDomains, testSettings, testKeyValue, testLocks, testEvents, testDeliveries,
 		testManualRetryEndsSchedule, testDeliveryClaimRace, testSecretRotation, testKeptAnswers,
 		testKeptAdminAnswers, testSweepKeptAnswers, testKeyRace, testKeptRecords,
-		testAnswersKeptByAnOlderVersion, testFinishDeliveriesInOneBatch, testWebhookQueue,
+		testAnswersKeptByAnOlderVersion, testFinishDeliveriesInOneBatch, testWebhookQueue, testQueueLeavesOutAFullWebhook,
 	} {
 		name := runtime.FuncForPC(reflect.ValueOf(part).Pointer()).Name()
 		name = name[strings.LastIndex(name, ".test")+len(".test"):]

@@ -32,6 +32,8 @@ func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQue
 			return err
 		}
 		var oldestSeq uint64
+		// Each webhook's oldest due delivery, and its attempts under way.
+		oldestDue, taken := map[int64]time.Time{}, map[int64]int{}
 		c := tx.Bucket(bktDeliveriesDue).Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
 			if len(k) != 24 {
@@ -42,17 +44,25 @@ func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQue
 					return err
 				}
 			}
-			if at := int64(binary.BigEndian.Uint64(k)); at <= now.UnixNano() && !leased[btoi(k[16:])] {
-				if q.Due++; q.Due == 1 {
-					q.OldestDue = time.Unix(0, at).UTC()
-				}
-			}
 			r, err := getDelivery(tx, btoi(k[16:]))
 			if err != nil {
 				return corrupt(err)
 			}
+			if leased[r.ID] {
+				taken[r.WebhookID]++
+			} else if at := int64(binary.BigEndian.Uint64(k)); at <= now.UnixNano() {
+				q.Due++
+				if _, ok := oldestDue[r.WebhookID]; !ok {
+					oldestDue[r.WebhookID] = time.Unix(0, at).UTC()
+				}
+			}
 			if oldestSeq == 0 || r.EventID.Seq < oldestSeq {
 				oldestSeq = r.EventID.Seq
+			}
+		}
+		for id, at := range oldestDue {
+			if taken[id] < store.MaxInFlightPerWebhook && (q.OldestDue.IsZero() || at.Before(q.OldestDue)) {
+				q.OldestDue = at
 			}
 		}
 		if oldestSeq != 0 {
