@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -171,28 +170,15 @@ func (p *proc) kill() {
 	}
 }
 
-// procCPUTime is pid's CPU time so far, all threads: from their schedstat
-// in nanoseconds where the kernel keeps it, since /proc/<pid>/stat's 10 ms
-// ticks can miss a short slice on a loaded machine entirely. Go's threads
-// live as long as the process, so none's time is lost between readings.
+// procCPUTime is pid's CPU time so far, all threads, in nanoseconds where
+// the kernel keeps them (pgtest.ThreadsCPU). Go's threads live as long as
+// the process, so none's time is lost between readings.
 func procCPUTime(pid int, name string) (time.Duration, error) {
-	if d, ok := pgtest.ThreadsCPU(pid); ok {
-		return d, nil
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := pgtest.ProcessCPU(pid)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
-	// The command name may hold spaces: count fields from the last ')'.
-	var utime, stime int64
-	i := bytes.LastIndexByte(data, ')')
-	if f := strings.Fields(string(data[i+1:])); i < 0 || len(f) < 13 {
-		return 0, fmt.Errorf("%s: unexpected /proc stat %q", name, data)
-	} else if _, err := fmt.Sscan(f[11]+" "+f[12], &utime, &stime); err != nil {
-		return 0, fmt.Errorf("%s: /proc stat: %w", name, err)
-	}
-	// In USER_HZ, 100 on every Linux architecture.
-	return time.Duration(utime+stime) * (time.Second / 100), nil
+	return d, nil
 }
 
 // rss is VmRSS from /proc/<pid>/status, in bytes.

@@ -46,6 +46,15 @@ func (c *Cluster) CPU() (time.Duration, error) {
 	return total, nil
 }
 
+// ProcessCPU is live process pid's CPU time so far, all its threads.
+func ProcessCPU(pid int) (time.Duration, error) {
+	f, err := procStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return liveCPU(pid, f), nil
+}
+
 // liveCPU is a live process's CPU time: ThreadsCPU's, else its stat's
 // utime and stime (f).
 func liveCPU(pid int, f []string) time.Duration {
