@@ -122,7 +122,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer sockets.close()
-	hand := newHandover(up, cfg, log)
+	hand := &handover{up: up, cfg: cfg, log: log}
 	defer func() { hand.done(err) }()
 	gogcSet := getenv("GOGC") != ""
 	if err := hand.beforeStore(ctx, func() error {

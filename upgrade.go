@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -121,23 +122,9 @@ type handover struct {
 // the function returned waits for it. A start failing before it is needed
 // fails as fast as without it.
 func prepareInBackground(spec []byte) func() (*handlers.Prepared, error) {
-	var (
-		p    *handlers.Prepared
-		err  error
-		done = make(chan struct{})
-	)
-	go func() {
-		p, err = handlers.Prepare(spec)
-		close(done)
-	}()
-	return func() (*handlers.Prepared, error) {
-		<-done
-		return p, err
-	}
-}
-
-func newHandover(up upgrades, cfg config, log *slog.Logger) *handover {
-	return &handover{up: up, cfg: cfg, log: log}
+	prepared := sync.OnceValues(func() (*handlers.Prepared, error) { return handlers.Prepare(spec) })
+	go prepared()
+	return prepared
 }
 
 // beforeStore runs before the store opens. In an upgrade's new process on
@@ -221,7 +208,13 @@ func (h *handover) upgradeOnSignal(ctx context.Context, stop context.CancelFunc)
 		}
 		h.log.Info("upgrade: SIGHUP: starting the binary on disk to take over from this process", "binary", binary)
 		err := h.up.upgrader.Upgrade()
-		h.ignoreSignals("it came during an upgrade")
+		// One upgrade at a time: a SIGHUP received meanwhile is dropped, saying
+		// so. (One received while starting is acted on once serving.)
+		select {
+		case <-h.up.signals:
+			h.log.Warn("upgrade: SIGHUP ignored: it came during an upgrade; send it again")
+		default:
+		}
 		if err != nil {
 			h.log.Error("upgrade failed: this process goes on serving", "err", err)
 			continue
@@ -230,16 +223,6 @@ func (h *handover) upgradeOnSignal(ctx context.Context, stop context.CancelFunc)
 		h.upgraded.Store(true)
 		stop()
 		return
-	}
-}
-
-// ignoreSignals drops a SIGHUP received meanwhile, saying why: one upgrade
-// at a time. (One received while starting is acted on once serving.)
-func (h *handover) ignoreSignals(why string) {
-	select {
-	case <-h.up.signals:
-		h.log.Warn("upgrade: SIGHUP ignored: " + why + "; send it again")
-	default:
 	}
 }
 
