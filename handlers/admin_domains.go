@@ -43,7 +43,7 @@ func (s *Server) listDomains(c echo.Context) error {
 		return err
 	}
 	if next != nil {
-		setNextPage(c, encodeCursor(c, next.AddedAt.UnixNano(), next.Name))
+		setNextPage(c, "cursor", encodeCursor(c, next.AddedAt.UnixNano(), next.Name))
 	}
 	out := make([]domainView, 0, len(ds))
 	for _, d := range ds {

@@ -32,23 +32,19 @@ func (s *Server) readWebhook(c echo.Context) (webhookIn, error) {
 	if err := decodeBody(c, &in); err != nil {
 		return in, err
 	}
-	return in, s.checkWebhook(c, in)
-}
-
-func (s *Server) checkWebhook(c echo.Context, in webhookIn) error {
 	if in.URL != nil {
 		if err := s.cfg.WebhookPolicy.CheckURL(c.Request().Context(), *in.URL); err != nil {
-			return apiError(store.EUNPROCESSABLE, "url: %v", err)
+			return in, apiError(store.EUNPROCESSABLE, "url: %v", err)
 		}
 	}
 	if in.Events != nil {
 		for _, e := range *in.Events {
 			if e != "*" && !slices.Contains(store.EventTypes, e) {
-				return apiError(store.EUNPROCESSABLE, "events: %q is not an event type; the types are listed in the admin document's WebhookEventType, or \"*\" for all", e)
+				return in, apiError(store.EUNPROCESSABLE, "events: %q is not an event type; the types are listed in the admin document's WebhookEventType, or \"*\" for all", e)
 			}
 		}
 	}
-	return nil
+	return in, nil
 }
 
 // decodeNewWebhook reads POST /admin/webhooks into the webhook to create,

@@ -58,10 +58,11 @@ func decodeCursor(c echo.Context, s string) (n int64, name string, err error) {
 	return int64(binary.BigEndian.Uint64(b)), string(b[13:]), nil
 }
 
-// nextPageURL is the request's path and query with the cursor moved on.
-func nextPageURL(c echo.Context, cursor string) string {
+// setNextPage puts the next page's URL in a Link header: the request's
+// path and query with param (the cursor, or after) moved on to value.
+func setNextPage(c echo.Context, param, value string) {
 	q := c.Request().URL.Query()
-	q.Set("cursor", cursor)
+	q.Set(param, value)
 	u := url.URL{Path: c.Request().URL.Path, RawQuery: q.Encode()}
-	return u.String()
+	c.Response().Header().Set("Link", "<"+u.String()+`>; rel="next"`)
 }

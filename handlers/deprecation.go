@@ -47,7 +47,7 @@ func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 			// The first Link: this runs before the handler.
 			h["Link"] = to.value(c, linkPrefix, `>; rel="successor-version"`)
 			if !s.now().Before(sunset) {
-				return apiError(codeGone, "%s %s was removed on %s; use GET %s instead", op.Method, op.Path, sunset.Format(time.DateOnly), to.fill(c, "", ""))
+				return apiError(codeGone, "%s %s was removed on %s; use GET %s instead", op.Method, op.Path, sunset.Format(time.DateOnly), to.value(c, "", "")[0])
 			}
 			return next(c)
 		}
@@ -71,25 +71,9 @@ func parseSuccessor(template string) successorTemplate {
 	}
 }
 
-// fill writes prefix, the successor's URL with the request's path
-// parameters query-escaped in place, and suffix, as one string.
-func (t successorTemplate) fill(c echo.Context, prefix, suffix string) string {
-	var b strings.Builder
-	b.Grow(len(prefix) + len(suffix) + 64)
-	b.WriteString(prefix)
-	for i, part := range t {
-		if i%2 == 0 {
-			b.WriteString(part)
-		} else {
-			b.WriteString(url.QueryEscape(c.Param(part)))
-		}
-	}
-	b.WriteString(suffix)
-	return b.String()
-}
-
-// value is fill as a header value from shared blocks: it runs on every
-// answer.
+// value is prefix, the successor's URL with the request's path parameters
+// query-escaped in place, and suffix, as a header value from shared
+// blocks: it runs on every answer.
 func (t successorTemplate) value(c echo.Context, prefix, suffix string) []string {
 	parts := make([]string, 0, 8)
 	parts = append(parts, prefix)

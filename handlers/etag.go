@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,16 +48,10 @@ func condition(c echo.Context) store.Condition {
 	h := c.Request().Header
 	if values := h.Values("If-Match"); len(values) > 0 {
 		cond.IfMatch = []int64{}
-		star := false
-		for _, tag := range entityTags(values) {
-			if tag == "*" {
-				star = true
-				continue
+		if tags := entityTags(values); !slices.Contains(tags, "*") {
+			for _, tag := range tags {
+				cond.IfMatch = append(cond.IfMatch, etagVersion(tag))
 			}
-			cond.IfMatch = append(cond.IfMatch, etagVersion(tag))
-		}
-		if star {
-			cond.IfMatch = []int64{}
 		}
 	}
 	for _, tag := range entityTags(h.Values("If-None-Match")) {

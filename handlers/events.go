@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -115,10 +114,7 @@ func (s *Server) events(kinds []string) echo.HandlerFunc {
 			return err
 		}
 		if len(es) > 0 && len(es) == (store.Page{Limit: limit}).Size() {
-			q := c.Request().URL.Query()
-			q.Set("after", es[len(es)-1].ID.String())
-			u := url.URL{Path: c.Request().URL.Path, RawQuery: q.Encode()}
-			c.Response().Header().Set("Link", `<`+u.String()+`>; rel="next"`)
+			setNextPage(c, "after", es[len(es)-1].ID.String())
 		}
 		return respondList(c, es, 0)
 	}

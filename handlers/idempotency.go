@@ -214,12 +214,12 @@ func sfString(s string) (string, bool) {
 // keyScope names a key's credential: a hash of the API key (no lookup) or
 // of the admin token (a new token has no keys).
 func keyScope(r *http.Request, admin bool) string {
+	kind, credential := "key:", r.Header.Get(headerAPIKey)
 	if admin {
-		sum := sha256.Sum256([]byte(bearerToken(r.Header.Get(echo.HeaderAuthorization))))
-		return "admin:" + hex.EncodeToString(sum[:12])
+		kind, credential = "admin:", bearerToken(r.Header.Get(echo.HeaderAuthorization))
 	}
-	sum := sha256.Sum256([]byte(r.Header.Get(headerAPIKey)))
-	return "key:" + hex.EncodeToString(sum[:12])
+	sum := sha256.Sum256([]byte(credential))
+	return kind + hex.EncodeToString(sum[:12])
 }
 
 // fingerprint identifies a key's request: method, path, query, body hash.

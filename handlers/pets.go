@@ -108,7 +108,7 @@ func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error
 		n, last = n+1, id
 	}
 	if next > 0 {
-		setNextPage(c, encodeCursor(c, next, ""))
+		setNextPage(c, "cursor", encodeCursor(c, next, ""))
 	}
 	if one && n == 1 {
 		if notModified(c, version) {

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"reflect"
 	"strconv"
@@ -144,9 +143,4 @@ func pageLimit(c echo.Context) (int, error) {
 		return 0, apiError(store.EINVALID, "query parameter \"limit\": must be an integer from 1 to %d", store.MaxPageSize)
 	}
 	return n, nil
-}
-
-// setNextPage puts the next page's URL in a Link header.
-func setNextPage(c echo.Context, cursor string) {
-	c.Response().Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, nextPageURL(c, cursor)))
 }

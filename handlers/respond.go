@@ -36,7 +36,7 @@ var newline = []byte{'\n'}
 // header when there is one. An empty page is [], never null.
 func respondList[T any](c echo.Context, items []T, next int64) error {
 	if next > 0 {
-		setNextPage(c, encodeCursor(c, next, ""))
+		setNextPage(c, "cursor", encodeCursor(c, next, ""))
 	}
 	if len(items) > 0 {
 		if _, ok := any(&items[0]).(jsonAppender); ok {

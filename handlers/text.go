@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -24,12 +25,7 @@ func refuseUnstorableText(c echo.Context) error {
 		}
 	}
 	query := c.QueryParams()
-	keys := make([]string, 0, len(query))
-	for k := range query {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(query)) {
 		for _, v := range query[k] {
 			if why := store.UnstorableText(v); why != "" {
 				return apiError(store.EINVALID, "query parameter %q: %s", k, why)
