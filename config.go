@@ -137,14 +137,21 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			}
 		}
 	}
-	if c.idempotencyMaxKeys <= 0 {
-		return c, errors.New("--idempotency-max-keys must be positive")
-	}
-	if c.database != "" && (given["data"] || getenv("PETSTORE_DATA") != "") {
-		return c, errors.New("--data and --database name two stores: give one (--database for PostgreSQL, --data for a bbolt file)")
-	}
-	if c.database != "" && !isPostgresURL(c.database) {
-		return c, errors.New("--database must be a postgres:// URL")
+	for _, bad := range []struct {
+		is  bool
+		why string
+	}{
+		{c.idempotencyMaxKeys <= 0, "--idempotency-max-keys must be positive"},
+		{c.database != "" && (given["data"] || getenv("PETSTORE_DATA") != ""), "--data and --database name two stores: give one (--database for PostgreSQL, --data for a bbolt file)"},
+		{c.database != "" && !isPostgresURL(c.database), "--database must be a postgres:// URL"},
+		{c.databaseMaxConns < 0, "--database-max-conns must be 0 (the default) or more"},
+		{c.maxClientConns < 0, "--max-client-conns must be 0 (off) or more"},
+		{c.shutdownTimeout < 0, "--shutdown-timeout must not be negative"},
+		{c.rateLimit < 0, "--rate-limit must be 0 (off) or more"},
+	} {
+		if bad.is {
+			return c, errors.New(bad.why)
+		}
 	}
 	for name, d := range map[string]time.Duration{
 		"--header-timeout": c.headerTimeout, "--renew-interval": c.renewInterval, "--idempotency-ttl": c.idempotencyTTL,
@@ -158,20 +165,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if dir, _, _ := strings.Cut(getenv("STATE_DIRECTORY"), ":"); c.restoreMarks == "" && c.database != "" && dir != "" {
 		c.restoreMarks = filepath.Join(dir, "restore-marks.json")
 	}
-	if c.databaseMaxConns < 0 {
-		return c, errors.New("--database-max-conns must be 0 (the default) or more")
-	}
 	if c.cnameTarget == "" && c.domain != "" {
 		c.cnameTarget = "cname." + c.domain
-	}
-	if c.maxClientConns < 0 {
-		return c, errors.New("--max-client-conns must be 0 (off) or more")
-	}
-	if c.shutdownTimeout < 0 {
-		return c, errors.New("--shutdown-timeout must not be negative")
-	}
-	if c.rateLimit < 0 {
-		return c, errors.New("--rate-limit must be 0 (off) or more")
 	}
 	for _, o := range c.corsOrigins {
 		if err := handlers.CheckCORSOrigin(o); err != nil {
