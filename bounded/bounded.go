@@ -19,3 +19,16 @@ func New[K comparable, V any](size int, onEvict func(K, V)) *Cache[K, V] {
 	}
 	return c
 }
+
+// GetOrAdd returns k's entry, or one made by make and added; make's error
+// adds nothing.
+func GetOrAdd[K comparable, V any](c *Cache[K, V], k K, make func() (V, error)) (V, error) {
+	if v, ok := c.Get(k); ok {
+		return v, nil
+	}
+	v, err := make()
+	if err == nil {
+		c.Add(k, v)
+	}
+	return v, err
+}

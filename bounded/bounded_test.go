@@ -1,6 +1,7 @@
 package bounded_test
 
 import (
+	"errors"
 	"testing"
 
 	"petstore/bounded"
@@ -36,4 +37,26 @@ func TestNewRefusesASizeBelowOne(t *testing.T) {
 		}
 	}()
 	bounded.New[int, int](0, nil)
+}
+
+// GetOrAdd makes an entry once, and keeps none that failed to be made.
+func TestGetOrAddMakesOnceAndKeepsNoFailure(t *testing.T) {
+	c := bounded.New[string, int](2, nil)
+	made := 0
+	mk := func() (int, error) { made++; return made, nil }
+	for range 2 {
+		if v, err := bounded.GetOrAdd(c, "a", mk); v != 1 || err != nil {
+			t.Fatalf("GetOrAdd = %d, %v; want 1, nil", v, err)
+		}
+	}
+	if made != 1 {
+		t.Errorf("made %d entries for one key, want 1", made)
+	}
+	fail := errors.New("cannot make it")
+	if _, err := bounded.GetOrAdd(c, "b", func() (int, error) { return 0, fail }); err != fail {
+		t.Errorf("GetOrAdd's error = %v, want %v", err, fail)
+	}
+	if c.Contains("b") {
+		t.Error("an entry that failed to be made was added")
+	}
 }

@@ -277,18 +277,9 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 }
 
 func (e *Engine) sender(w store.Webhook) (*sender, error) {
-	k := senderKey{w.ID, w.URL}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s, ok := e.senders.Get(k); ok {
-		return s, nil
-	}
-	s, err := e.newSender(w.URL)
-	if err != nil {
-		return nil, err
-	}
-	e.senders.Add(k, s)
-	return s, nil
+	return bounded.GetOrAdd(e.senders, senderKey{w.ID, w.URL}, func() (*sender, error) { return e.newSender(w.URL) })
 }
 
 // busy lists the webhooks with all their attempt slots taken here: a slow
@@ -420,15 +411,7 @@ const maxSigners = 1024
 func (e *Engine) signer(secret string) (*signer, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s, ok := e.signers.Get(secret); ok {
-		return s, nil
-	}
-	s, err := newSigner(secret)
-	if err != nil {
-		return nil, err
-	}
-	e.signers.Add(secret, s)
-	return s, nil
+	return bounded.GetOrAdd(e.signers, secret, func() (*signer, error) { return newSigner(secret) })
 }
 
 // describe words an attempt's failure for the delivery log.
