@@ -150,7 +150,7 @@ const (
 )
 
 // failureLimiter remembers the last failed credential attempts of
-// recently failing clients. A nil *failureLimiter limits nothing.
+// recently failing clients.
 type failureLimiter struct {
 	max      int // failures allowed in a window
 	mu       sync.Mutex
@@ -175,9 +175,6 @@ const lockedLookupInterval = time.Second
 // mayLookUp reports whether a credential from k may be looked up now:
 // always unless k is locked out, then once per lockedLookupInterval.
 func (l *failureLimiter) mayLookUp(k clientkey.Key, now time.Time) bool {
-	if l == nil {
-		return true
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f, found := l.locked.Peek(k)
@@ -191,11 +188,8 @@ func (l *failureLimiter) mayLookUp(k clientkey.Key, now time.Time) bool {
 	return true
 }
 
-// newFailureLimiter allows max failures per window; 0 or less: nil.
+// newFailureLimiter allows max (at least 1) failures per window.
 func newFailureLimiter(max int) *failureLimiter {
-	if max <= 0 {
-		return nil
-	}
 	return &failureLimiter{
 		max:      max,
 		watching: bounded.New[clientkey.Key, *failures](failureWatchSize, nil),
@@ -213,9 +207,6 @@ func (e *errTooManyFailures) Error() string {
 
 // refuse is the error of a wrong credential from r's address.
 func (l *failureLimiter) refuse(r *http.Request, wrong error) error {
-	if l == nil {
-		return wrong
-	}
 	if wait := l.lockedFor(clientkey.Of(r.RemoteAddr), time.Now()); wait > 0 {
 		return &errTooManyFailures{retryAfter: int(math.Ceil(wait.Seconds()))}
 	}
@@ -246,9 +237,6 @@ func (f *failures) lockedFor(limit int, now time.Time) time.Duration {
 }
 
 func (l *failureLimiter) fail(k clientkey.Key, now time.Time) {
-	if l == nil {
-		return
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f, locked := l.locked.Get(k) // Get: the most recently failed now
