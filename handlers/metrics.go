@@ -11,7 +11,7 @@ import (
 // serveMetrics answers GET /metrics. It gathers before it writes, so that a
 // store that fails is answered with an Error body, not half an exposition.
 func (s *Server) serveMetrics(c echo.Context) error {
-	exp, err := s.metrics.Gather()
+	exp, err := s.cfg.Metrics.Gather()
 	if err != nil {
 		return err
 	}

@@ -43,12 +43,7 @@ func newRequestID() []string {
 	binary.LittleEndian.PutUint32(b[8:], rand.Uint32())
 	var digits [2 * len(b)]byte
 	hex.Encode(digits[:], b[:])
-	v := headerValuesPool.Get().(*headerValues)
-	v.begin(len(digits))
-	v.text.Write(digits[:])
-	out := v.end()
-	headerValuesPool.Put(v)
-	return out
+	return headerValue(string(digits[:]))
 }
 
 func plainToken(s string) bool {
@@ -86,7 +81,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			Duration:  end.Sub(start),
 			Remote:    c.RealIP(),
 		}
-		s.metrics.Observe(line.Method, line.Route, line.Status, line.Duration)
+		s.cfg.Metrics.Observe(line.Method, line.Route, line.Status, line.Duration)
 		if isProbe(line.Route) {
 			// Balancers probe several times a second: the metrics count probes, and
 			// the store logs readiness changes.

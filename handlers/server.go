@@ -147,7 +147,6 @@ type Server struct {
 	site         *web.Site
 	domains      *domains.Manager
 	valOpts      openapi3filter.Options
-	metrics      *metrics.Registry
 	aborted      context.Context
 	abortBackups context.CancelFunc
 	// validated holds, as routeKey, the routes the validator checks.
@@ -240,7 +239,6 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 		validated: map[string]bool{},
 		failures:  newFailureLimiter(cfg.CredentialFailures),
 	}
-	s.metrics = cfg.Metrics
 	gauges := []prometheus.Collector{metrics.State(cfg.Store, cfg.Domains, cfg.Now), metrics.EventStreams(&s.streams)}
 	if q, ok := cfg.Store.(store.QueueReader); ok {
 		gauges = append(gauges, metrics.WebhookQueue(q, cfg.Now))
@@ -255,7 +253,7 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 		gauges = append(gauges, s.watchDamage(cfg.File))
 	}
 	for _, g := range gauges {
-		if err := s.metrics.Register(g); err != nil {
+		if err := s.cfg.Metrics.Register(g); err != nil {
 			return nil, fmt.Errorf("handlers: Config.Metrics: %w", err)
 		}
 	}
