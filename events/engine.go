@@ -139,15 +139,12 @@ func (e *Engine) Hub() *Hub { return e.hub }
 // records their outcomes.
 func (e *Engine) Run(ctx context.Context) {
 	go e.hub.run(ctx)
-	recorded := make(chan struct{})
-	go func() {
-		defer close(recorded)
-		e.record(ctx)
-	}()
+	var recorder sync.WaitGroup
+	recorder.Go(func() { e.record(ctx) })
 	defer func() {
 		e.wg.Wait()
 		close(e.finished)
-		<-recorded
+		recorder.Wait()
 		e.mu.Lock()
 		for _, s := range e.senders.Values() {
 			s.closeIdle()
