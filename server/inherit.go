@@ -2,9 +2,9 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"slices"
-	"sort"
 
 	"github.com/coreos/go-systemd/v22/activation"
 )
@@ -67,15 +67,13 @@ func (l *Listeners) Inherit(sockets map[string]net.Listener) {
 // Unused closes systemd's sockets that no Bind took and returns an error
 // naming them: a socket for a listener that is off is a set-up mistake.
 func (l *Listeners) Unused() error {
-	var names []string
-	for name, ln := range l.inherited {
+	names := slices.Sorted(maps.Keys(l.inherited))
+	for _, ln := range l.inherited {
 		ln.Close()
-		names = append(names, name)
 	}
 	l.inherited = nil
 	if len(names) == 0 {
 		return nil
 	}
-	sort.Strings(names)
 	return fmt.Errorf("sockets were passed for %v, whose flags (--listen, --http-listen, --https-listen) are not set", names)
 }
