@@ -49,15 +49,10 @@ func refuseUnknownQuery(query url.Values, known []string) error {
 	if len(unknown) == 1 {
 		return apiError(store.EINVALID, "query parameter %q: unknown; this operation %s", unknown[0], takes)
 	}
-	return apiError(store.EINVALID, "query parameters %s: unknown; this operation %s", quoteAll(unknown), takes)
-}
-
-func quoteAll(names []string) string {
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = strconv.Quote(n)
+	for i, name := range unknown {
+		unknown[i] = strconv.Quote(name)
 	}
-	return strings.Join(quoted, ", ")
+	return apiError(store.EINVALID, "query parameters %s: unknown; this operation %s", strings.Join(unknown, ", "), takes)
 }
 
 // refuseRepeatedQuery answers 400 naming the first of single (sorted)
