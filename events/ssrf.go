@@ -123,13 +123,9 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 	if (strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")) && !p.AllowLoopback {
 		return fmt.Errorf("%s is a loopback name: webhooks go to public addresses only (--webhook-allow-private allows others)", host)
 	}
-	r := p.Resolver
-	if r == nil {
-		r = net.DefaultResolver
-	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	addrs, err := p.Resolver.LookupNetIP(ctx, "ip", host) // a nil *net.Resolver is the system's
 	if err != nil {
 		return fmt.Errorf("the name %s does not resolve: %v", host, err)
 	}

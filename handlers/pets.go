@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"strconv"
@@ -64,10 +65,7 @@ func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error
 	ids = slices.Compact(ids)
 	one := len(ids) == 1
 	ids = slices.DeleteFunc(ids, func(id int64) bool { return id <= f.After })
-	limit := f.Limit
-	if limit == 0 {
-		limit = maxPetIDs
-	}
+	limit := cmp.Or(f.Limit, maxPetIDs)
 	ctx := c.Request().Context()
 	b := append(make([]byte, 0, 2+min(len(ids), limit)*96), '[')
 	n := 0

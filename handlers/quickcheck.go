@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"math"
 	"net/http"
 	"slices"
@@ -56,10 +57,7 @@ func newQuickCheck(op *routers.Route, opts *openapi3filter.Options) *quickCheck 
 	if o.RequestBody != nil {
 		return nil
 	}
-	sec := o.Security
-	if sec == nil {
-		sec = &op.Spec.Security // the document's default applies
-	}
+	sec := cmp.Or(o.Security, &op.Spec.Security) // without its own, the document's applies
 	for _, req := range *sec {
 		if len(req) == 0 {
 			return nil // an empty requirement: anyone; rare, left to the validator

@@ -4,6 +4,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -197,17 +198,13 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 	case cfg.File != nil && any(cfg.File) != any(cfg.Store), cfg.Shared != nil && any(cfg.Shared) != any(cfg.Store):
 		return nil, errors.New("handlers: Config.File or Config.Shared is not Config.Store")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	orDefault(&cfg.BodyLimit, DefaultBodyLimit)
 	orDefault(&cfg.MaxInFlight, DefaultMaxInFlight)
-	if cfg.MaxClientInFlight == 0 {
-		cfg.MaxClientInFlight = DefaultMaxClientInFlight
-	}
+	cfg.MaxClientInFlight = cmp.Or(cfg.MaxClientInFlight, DefaultMaxClientInFlight) // negative: no cap
 	for _, o := range cfg.CORSOrigins {
 		if err := CheckCORSOrigin(o); err != nil {
 			return nil, err
