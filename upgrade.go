@@ -94,14 +94,7 @@ func (b *boundSockets) take() (net.PacketConn, net.Listener) {
 }
 
 // close closes the sockets no server took.
-func (b *boundSockets) close() {
-	if b.dnsPacket != nil {
-		b.dnsPacket.Close()
-	}
-	if b.dnsStream != nil {
-		b.dnsStream.Close()
-	}
-}
+func (b *boundSockets) close() { server.CloseSockets(b.dnsPacket, b.dnsStream) }
 
 // handover is this process's part in upgrades in place, as the new
 // process of one and the old of the next.

@@ -103,7 +103,7 @@ func (u *Upgrader) PacketAndListener(name string, open func() (net.PacketConn, n
 	}
 	ln, err := u.tf.Listener("tcp", name)
 	if err != nil || (pc == nil) != (ln == nil) {
-		closeAll(pc, ln)
+		CloseSockets(pc, ln)
 		if err == nil {
 			err = fmt.Errorf("the old process passed only one of the UDP and TCP sockets of %s", name)
 		}
@@ -121,17 +121,18 @@ func (u *Upgrader) PacketAndListener(name string, open func() (net.PacketConn, n
 		return pc, ln, nil // not a socket that can be passed on; served all the same
 	}
 	if err := u.tf.AddPacketConn("udp", name, upc); err != nil {
-		closeAll(pc, ln)
+		CloseSockets(pc, ln)
 		return nil, nil, err
 	}
 	if err := u.tf.AddListener("tcp", name, uln); err != nil {
-		closeAll(pc, ln)
+		CloseSockets(pc, ln)
 		return nil, nil, err
 	}
 	return pc, ln, nil
 }
 
-func closeAll(pc net.PacketConn, ln net.Listener) {
+// CloseSockets closes a DNS server's sockets, those that are not nil.
+func CloseSockets(pc net.PacketConn, ln net.Listener) {
 	if pc != nil {
 		pc.Close()
 	}
