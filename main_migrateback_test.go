@@ -511,3 +511,26 @@ func TestMigrateBackCountsARetriedStreamOnce(t *testing.T) {
 		t.Errorf("the file the way back wrote: %s", again)
 	}
 }
+
+// TestMigrateBackRefusesADatabaseInService: the way back from a database
+// that an instance still serves is refused, naming its connections (the
+// file would miss what the instance writes during and after the copy),
+// and writes no file; once the instance is stopped, it goes through.
+func TestMigrateBackRefusesADatabaseInService(t *testing.T) {
+	parallel(t)
+	url := pgtest.URL(t)
+	pg := start(t, nil, pgFlags(url)...)
+	createKey(t, pg, "writer")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "petstore.db")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"migrate", "--to-data", data, "--database", url}, func(string) string { return "" }, &out)
+	if err == nil || !strings.Contains(err.Error(), "in use by a running petstore service") || !strings.Contains(err.Error(), "stop every instance first") {
+		t.Errorf("the way back while an instance serves the database: %v; want it refused\n%s", err, out.String())
+	}
+	noFilesBut(t, dir)
+	pg.stop(t)
+	if got := migrate(t, "--to-data", data, "--database", url); !strings.Contains(got, "1 API keys") {
+		t.Errorf("the way back once the instance stopped: %s", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"petstore/store"
 	"petstore/store/boltstore"
@@ -31,6 +32,9 @@ func runMigrateBack(ctx context.Context, database, file string, stdout io.Writer
 		return fmt.Errorf("opening the database %s: %w", desc, err)
 	}
 	defer from.Close()
+	if err := refuseServed(ctx, from, desc); err != nil {
+		return err
+	}
 
 	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".migrating-*")
 	if err != nil {
@@ -84,6 +88,29 @@ func runMigrateBack(ctx context.Context, database, file string, stdout io.Writer
 	}
 	fmt.Fprintf(stdout, "; start the service with --data %s (PETSTORE_DATA) and without --database\n", file)
 	return nil
+}
+
+// refuseServed refuses a database that a petstore service still uses: the
+// file would miss what it writes during and after the copy. The sessions
+// of a service just stopped are given a few seconds to end.
+func refuseServed(ctx context.Context, db *postgres.DB, desc string) error {
+	for tries := 1; ; tries++ {
+		pids, err := db.ServiceSessions(ctx)
+		if err != nil {
+			return fmt.Errorf("looking for services still using %s: %w", desc, err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if tries == 50 {
+			return fmt.Errorf("%s is in use by a running petstore service (%d connections named petstore in pg_stat_activity, backend pids %v): stop every instance first, or the file would miss what they write during and after the copy", desc, len(pids), pids)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // refuseExisting refuses a target holding anything: it may be a service's

@@ -89,3 +89,17 @@ func (db *DB) runProbe(ctx context.Context) error {
 	}
 	return nil
 }
+
+// serviceName is the application_name of a service's connections.
+const serviceName = "petstore"
+
+// ServiceSessions lists the backends of the sessions petstore services
+// (Config.Background) have open on this database: a move away from it
+// must wait for them to end. A service whose URL names another
+// application_name is not seen.
+func (db *DB) ServiceSessions(ctx context.Context) ([]int32, error) {
+	var pids []int32
+	err := db.pool.QueryRow(ctx, `SELECT COALESCE(array_agg(pid ORDER BY pid), '{}') FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid()`, serviceName).Scan(&pids)
+	return pids, err
+}

@@ -70,7 +70,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Background makes Connect return at once when the database cannot be
 	// reached: start-up is retried, and meanwhile every method answers
-	// database_unavailable.
+	// database_unavailable. It is a service's store: its connections are
+	// named petstore (unless the URL names them), for ServiceSessions.
 	Background bool
 	// RestoreMarks is the file of this instance's restore marks, so that a
 	// restore made while it is stopped is found too; "" keeps them in
@@ -104,6 +105,9 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	cfg.ConnConfig.ConnectTimeout = c.Timeouts.Connect
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok && c.Background {
+		cfg.ConnConfig.RuntimeParams["application_name"] = serviceName
 	}
 	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(c.Timeouts.Statement.Milliseconds(), 10)
 	// A client that vanished mid-transaction must not hold its locks.
