@@ -100,6 +100,10 @@ const serveUsage = `Usage:
                             database, or with --to-data FILE a database into
                             a new data file (petstore migrate --help lists its
                             flags)
+  petstore unrevoke [flags] KEY_ID...
+                            forget API keys' revocations, so that a backup or
+                            dump restored on purpose brings the keys back
+                            (petstore unrevoke --help lists its flags)
   petstore --version        print the version and the VCS revision, and exit
 
 With no flags: plain HTTP on localhost:8080, data in ./petstore.db.

@@ -34,7 +34,7 @@ func helpFlags(t *testing.T, help string) (groups []string, flags map[string]str
 
 // TestHelpGroupsEveryFlag reads --help: its groups in order, every flag in
 // one of them with its default and its PETSTORE_* variable, how to call
-// migrate and --version; and the reference lists the same flags in the
+// migrate, unrevoke and --version; and the reference lists the same flags in the
 // same groups.
 func TestHelpGroupsEveryFlag(t *testing.T) {
 	var help bytes.Buffer
@@ -61,7 +61,8 @@ func TestHelpGroupsEveryFlag(t *testing.T) {
 			t.Errorf("--%s shows the default %q, want %q", name, defaults[name], want)
 		}
 	}
-	for _, want := range []string{"petstore migrate", "petstore --version"} {
+	// Every subcommand the docs tell operators to run is named, unrevoke too.
+	for _, want := range []string{"petstore migrate", "petstore unrevoke", "petstore --version"} {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("--help does not mention %q", want)
 		}
