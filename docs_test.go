@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/events"
 	"petstore/store"
 	"petstore/store/boltstore"
 	"petstore/web"
@@ -596,5 +597,36 @@ func TestREADMENamesWhatTheTestsUse(t *testing.T) {
 	// downloads.
 	if strings.Contains(string(readme), "prints nothing") || !strings.Contains(string(readme), "`go: downloading`") {
 		t.Error("the README's quick start must say that the first go run prints go: downloading lines")
+	}
+}
+
+// TestDashboardRetrySpanIsTheSchedules: the dashboard's Webhooks tab says
+// for how long failed deliveries are retried; that is what events.Schedule
+// adds up to (it once said a day and a half of a schedule that ends
+// within 28 hours).
+func TestDashboardRetrySpanIsTheSchedules(t *testing.T) {
+	page, err := os.ReadFile("web/templates/dashboard.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`retried for (about [^;.]+)`).FindSubmatch(page)
+	if m == nil {
+		t.Fatal("web/templates/dashboard.html no longer says for how long failed deliveries are retried")
+	}
+	var total time.Duration
+	for _, wait := range events.Schedule {
+		total += wait
+	}
+	var want string
+	switch days := total.Hours() / 24; {
+	case days >= 0.75 && days < 1.25:
+		want = "about a day"
+	case days >= 1.25 && days < 1.75:
+		want = "about a day and a half"
+	default:
+		t.Fatalf("events.Schedule adds up to %v: name that span in dashboard.html and here", total)
+	}
+	if string(m[1]) != want {
+		t.Errorf("the dashboard says failed deliveries are retried for %q; events.Schedule adds up to %v, %q", m[1], total, want)
 	}
 }
