@@ -19,7 +19,7 @@ func (m *Manager) normalize(input string) (string, error) {
 	}
 	if m.cfg.ACMEDNSZone == "" {
 		return "", store.Errorf(store.ENOACMEDNSZONE,
-			"%s is a wildcard domain, and its certificate can only be validated through DNS-01, which needs this service to answer an ACME DNS zone: start it with --acme-dns-zone (see the README); until then add each name on its own, such as www.%s",
+			"%s is a wildcard domain, and its certificate can only be validated through DNS-01, which needs this service to answer an ACME DNS zone: start it with --acme-dns-zone (docs/domains.md, The ACME DNS zone, tells how to delegate one); until then add each name on its own, such as www.%s",
 			name, dnscheck.WildcardBase(name))
 	}
 	return name, nil
