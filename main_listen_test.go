@@ -714,7 +714,7 @@ func TestSocketActivation(t *testing.T) {
 		names []string
 		want  string
 	}{
-		{"a socket for a listener that is off", []string{"listen", "https"}, "sockets were passed for [https]"},
+		{"a socket for a listener that is off", []string{"listen", "https"}, "sockets were passed for [https], but their flags are not given: --https-listen"},
 		{"a name no flag has", []string{"listen", "admin"}, `systemd passed a socket named "admin"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 
 	"github.com/coreos/go-systemd/v22/activation"
 )
@@ -75,5 +76,9 @@ func (l *Listeners) Unused() error {
 	if len(names) == 0 {
 		return nil
 	}
-	return fmt.Errorf("sockets were passed for %v, whose flags (--listen, --http-listen, --https-listen) are not set", names)
+	flags := make([]string, len(names))
+	for i, name := range names {
+		flags[i] = map[string]string{NameListen: "--listen", NameHTTP: "--http-listen", NameHTTPS: "--https-listen"}[name]
+	}
+	return fmt.Errorf("sockets were passed for %v, but their flags are not given: %s", names, strings.Join(flags, ", "))
 }
