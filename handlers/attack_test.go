@@ -2,6 +2,8 @@ package handlers_test
 
 import (
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	"petstore/store/postgres/pgtest"
@@ -41,4 +43,25 @@ func testShipDateAsKept(t *testing.T, ts *testServer) {
 		t.Errorf("updated to shipDate %s, want 2026-12-02T00:00:00.999999Z", o.ShipDate)
 	}
 	sameAsRead(updated)
+}
+
+// TestOneCredentialPerRequest: a write that carries its API key (or an
+// admin request its Authorization) twice is refused whichever comes first,
+// as a second Idempotency-Key is: a proxy that reads the other one would
+// check another credential than the service. Nothing is written.
+func TestOneCredentialPerRequest(t *testing.T) {
+	ts, cat, _ := newServerWithRex(t, 0)
+	body := fmt.Sprintf(`{"name":"Twice","categoryId":%d}`, cat.ID)
+	for _, keys := range [][]string{{ts.apiKey, "junk"}, {"junk", ts.apiKey}, {ts.apiKey, ts.apiKey}} {
+		r := ts.send("POST", "/pets", body, http.Header{"X-Api-Key": keys}).wantError(401, "unauthorized")
+		if want := "send one API key in X-API-Key, not 2"; r.message() != want {
+			t.Errorf("message %q, want %q", r.message(), want)
+		}
+	}
+	for _, tokens := range [][]string{{"Bearer " + ts.admin, "Bearer junk"}, {"Bearer " + ts.admin, "Bearer " + ts.admin}} {
+		ts.send("GET", "/admin/project", "", http.Header{"Authorization": tokens}).wantError(401, "unauthorized")
+	}
+	if r := ts.do("GET", "/pets?status=available", "").wantStatus(200); strings.Contains(string(r.body), "Twice") {
+		t.Errorf("a pet was created: %s", r.body)
+	}
 }

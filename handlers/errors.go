@@ -194,6 +194,9 @@ func (s *Server) unauthorizedMessage(c echo.Context) string {
 	if tokenPath(c.Path()) {
 		return "this route needs the admin token in an Authorization: Bearer header"
 	}
+	if n := len(c.Request().Header.Values(headerAPIKey)); n > 1 {
+		return fmt.Sprintf("send one API key in X-API-Key, not %d", n)
+	}
 	if c.Request().Header.Get(headerAPIKey) == "" {
 		return "writes need an API key in the X-API-Key header; create one in the dashboard"
 	}
