@@ -595,6 +595,11 @@ func TestValidationMessages(t *testing.T) {
 		{"GET", "/pets?status=lost", "", `query parameter "status": must be one of available, pending, sold`},
 		{"GET", "/store/orders?complete=maybe", "", `query parameter "complete": must be true or false`},
 		{"GET", "/pets?cursor=a.b", "", `query parameter "cursor": is not in the form this field takes (see its description in the API reference)`},
+		// An id of several that does not parse: the words of one id.
+		{"GET", "/pets?id=abc", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
+		{"GET", "/pets?id=1&id=1e2", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807` + noFrac},
+		{"GET", "/pets?id=1,2", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
+		{"GET", "/pets?id=99999999999999999999", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
 	} {
 		res := ts.do(c.method, c.path, c.body)
 		if res.status != 400 || res.message() != c.message {

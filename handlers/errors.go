@@ -272,15 +272,20 @@ func requestErrorBody(e *openapi3filter.RequestError) Error {
 		if e.RequestBody != nil {
 			return newError(store.EINVALID, "body: malformed JSON")
 		}
-		if p := e.Parameter; p.Schema != nil && isInteger(p.Schema.Value) {
-			raw := e.Input.Request.URL.Query().Get(p.Name)
+		if p := e.Parameter; p.Schema != nil {
+			s, raw := p.Schema.Value, strings.Join(e.Input.Request.URL.Query()[p.Name], ",")
 			if p.In == openapi3.ParameterInPath {
 				raw = e.Input.PathParams[p.Name]
 			}
-			return newError(store.EINVALID, where+": "+integerReason(p.Schema.Value, raw))
-		}
-		if p := e.Parameter; p.Schema != nil && p.Schema.Value != nil && p.Schema.Value.Type.Is(openapi3.TypeBoolean) {
-			return newError(store.EINVALID, where+": must be true or false")
+			if s != nil && s.Type.Is(openapi3.TypeArray) && s.Items != nil {
+				s = s.Items.Value // the error is about an item, with no reason from kin-openapi
+			}
+			if isInteger(s) {
+				return newError(store.EINVALID, where+": "+integerReason(s, raw))
+			}
+			if s != nil && s.Type.Is(openapi3.TypeBoolean) {
+				return newError(store.EINVALID, where+": must be true or false")
+			}
 		}
 		return newError(store.EINVALID, where+": "+parseErr.Reason)
 	}
