@@ -586,6 +586,11 @@ func TestValidationMessages(t *testing.T) {
 		{"POST", "/pets", `{"name":"","categoryId":1}`, `body.name: must not be empty`},
 		{"POST", "/pets", `{"name":"a","categoryId":1,"status":"lost"}`, `body.status: must be one of available, pending, sold`},
 		{"POST", "/categories", `{"name":"x","description":5}`, `body.description: must be a string`},
+		// null is no value of any field: the words of its type.
+		{"POST", "/pets", `{"name":null,"categoryId":1}`, `body.name: must be a string`},
+		{"POST", "/categories", `{"name":"x","description":null}`, `body.description: must be a string`},
+		{"POST", "/store/orders", `{"petId":1,"shipDate":null}`, dateTime},
+		{"PUT", "/store/orders/1", `{"complete":null}`, `body.complete: must be true or false`},
 		// Parameters: the same words.
 		{"GET", "/pets?limit=1.5", "", `query parameter "limit": must be a whole number from 1 to 100` + noFrac},
 		{"GET", "/pets?limit=1e2", "", `query parameter "limit": must be a whole number from 1 to 100` + noFrac},
