@@ -605,6 +605,8 @@ func TestValidationMessages(t *testing.T) {
 		{"GET", "/pets?id=1&id=1e2", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807` + noFrac},
 		{"GET", "/pets?id=1,2", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
 		{"GET", "/pets?id=99999999999999999999", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
+		{"GET", "/pets?id=0", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
+		{"GET", "/pets?id=1&id=-1", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
 	} {
 		res := ts.do(c.method, c.path, c.body)
 		if res.status != 400 || res.message() != c.message {

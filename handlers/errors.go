@@ -260,6 +260,9 @@ func requestErrorBody(e *openapi3filter.RequestError) Error {
 	var schemaErr *openapi3.SchemaError
 	if errors.As(e.Err, &schemaErr) {
 		ptr := schemaErr.JSONPointer()
+		if e.Parameter != nil {
+			ptr = nil // an item's index: the parameter is named, as for an item that does not parse
+		}
 		if missing, ok := missingFields(schemaErr); ok {
 			// The pointer ends with the first missing field; the message is about
 			// the object.
