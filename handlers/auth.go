@@ -34,12 +34,12 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 				return &errTooManyFailures{retryAfter: int(lockedLookupInterval / time.Second)}
 			}
 			// A database error is a 503, not a failed credential.
-			if _, ok, err := kc.CheckAPIKey(req.Context(), req.Header.Get(headerAPIKey)); ok || err != nil {
+			if _, ok, err := kc.CheckAPIKey(req.Context(), credential(req.Header, headerAPIKey)); ok || err != nil {
 				return err
 			}
 			break
 		}
-		if _, ok := s.store.AuthenticateAPIKey(req.Header.Get(headerAPIKey)); ok {
+		if _, ok := s.store.AuthenticateAPIKey(credential(req.Header, headerAPIKey)); ok {
 			return nil
 		}
 	case schemeAdminToken:
@@ -54,7 +54,7 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 // errBadCredentials when wrong or missing, or database_unavailable (503,
 // not a failure) while the store cannot know the token yet.
 func (s *Server) checkAdminToken(req *http.Request) error {
-	token := bearerToken(req.Header.Get(echo.HeaderAuthorization))
+	token := bearerToken(credential(req.Header, echo.HeaderAuthorization))
 	if s.store.CheckAdminToken(token) {
 		return nil
 	}
@@ -64,6 +64,16 @@ func (s *Server) checkAdminToken(req *http.Request) error {
 		}
 	}
 	return errBadCredentials
+}
+
+// credential is a credential header's one value, or "" when it is missing
+// or sent more than once: a proxy that reads another of the values than
+// this service would check another credential.
+func credential(h http.Header, name string) string {
+	if v := h.Values(name); len(v) == 1 {
+		return v[0]
+	}
+	return ""
 }
 
 func bearerToken(h string) string {

@@ -586,6 +586,11 @@ func TestValidationMessages(t *testing.T) {
 		{"POST", "/pets", `{"name":"","categoryId":1}`, `body.name: must not be empty`},
 		{"POST", "/pets", `{"name":"a","categoryId":1,"status":"lost"}`, `body.status: must be one of available, pending, sold`},
 		{"POST", "/categories", `{"name":"x","description":5}`, `body.description: must be a string`},
+		// null is no value of any field: the words of its type.
+		{"POST", "/pets", `{"name":null,"categoryId":1}`, `body.name: must be a string`},
+		{"POST", "/categories", `{"name":"x","description":null}`, `body.description: must be a string`},
+		{"POST", "/store/orders", `{"petId":1,"shipDate":null}`, dateTime},
+		{"PUT", "/store/orders/1", `{"complete":null}`, `body.complete: must be true or false`},
 		// Parameters: the same words.
 		{"GET", "/pets?limit=1.5", "", `query parameter "limit": must be a whole number from 1 to 100` + noFrac},
 		{"GET", "/pets?limit=1e2", "", `query parameter "limit": must be a whole number from 1 to 100` + noFrac},
@@ -595,6 +600,13 @@ func TestValidationMessages(t *testing.T) {
 		{"GET", "/pets?status=lost", "", `query parameter "status": must be one of available, pending, sold`},
 		{"GET", "/store/orders?complete=maybe", "", `query parameter "complete": must be true or false`},
 		{"GET", "/pets?cursor=a.b", "", `query parameter "cursor": is not in the form this field takes (see its description in the API reference)`},
+		// An id of several that does not parse: the words of one id.
+		{"GET", "/pets?id=abc", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
+		{"GET", "/pets?id=1&id=1e2", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807` + noFrac},
+		{"GET", "/pets?id=1,2", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
+		{"GET", "/pets?id=99999999999999999999", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
+		{"GET", "/pets?id=0", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
+		{"GET", "/pets?id=1&id=-1", "", `query parameter "id": must be a whole number from 1 to 9223372036854775807`},
 	} {
 		res := ts.do(c.method, c.path, c.body)
 		if res.status != 400 || res.message() != c.message {

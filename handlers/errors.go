@@ -194,6 +194,9 @@ func (s *Server) unauthorizedMessage(c echo.Context) string {
 	if tokenPath(c.Path()) {
 		return "this route needs the admin token in an Authorization: Bearer header"
 	}
+	if n := len(c.Request().Header.Values(headerAPIKey)); n > 1 {
+		return fmt.Sprintf("send one API key in X-API-Key, not %d", n)
+	}
 	if c.Request().Header.Get(headerAPIKey) == "" {
 		return "writes need an API key in the X-API-Key header; create one in the dashboard"
 	}
@@ -257,6 +260,9 @@ func requestErrorBody(e *openapi3filter.RequestError) Error {
 	var schemaErr *openapi3.SchemaError
 	if errors.As(e.Err, &schemaErr) {
 		ptr := schemaErr.JSONPointer()
+		if e.Parameter != nil {
+			ptr = nil // an item's index: the parameter is named, as for an item that does not parse
+		}
 		if missing, ok := missingFields(schemaErr); ok {
 			// The pointer ends with the first missing field; the message is about
 			// the object.
@@ -269,15 +275,20 @@ func requestErrorBody(e *openapi3filter.RequestError) Error {
 		if e.RequestBody != nil {
 			return newError(store.EINVALID, "body: malformed JSON")
 		}
-		if p := e.Parameter; p.Schema != nil && isInteger(p.Schema.Value) {
-			raw := e.Input.Request.URL.Query().Get(p.Name)
+		if p := e.Parameter; p.Schema != nil {
+			s, raw := p.Schema.Value, strings.Join(e.Input.Request.URL.Query()[p.Name], ",")
 			if p.In == openapi3.ParameterInPath {
 				raw = e.Input.PathParams[p.Name]
 			}
-			return newError(store.EINVALID, where+": "+integerReason(p.Schema.Value, raw))
-		}
-		if p := e.Parameter; p.Schema != nil && p.Schema.Value != nil && p.Schema.Value.Type.Is(openapi3.TypeBoolean) {
-			return newError(store.EINVALID, where+": must be true or false")
+			if s != nil && s.Type.Is(openapi3.TypeArray) && s.Items != nil {
+				s = s.Items.Value // the error is about an item, with no reason from kin-openapi
+			}
+			if isInteger(s) {
+				return newError(store.EINVALID, where+": "+integerReason(s, raw))
+			}
+			if s != nil && s.Type.Is(openapi3.TypeBoolean) {
+				return newError(store.EINVALID, where+": must be true or false")
+			}
 		}
 		return newError(store.EINVALID, where+": "+parseErr.Reason)
 	}

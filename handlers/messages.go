@@ -76,7 +76,7 @@ func schemaReason(e *openapi3.SchemaError) string {
 		return integerReason(s, text)
 	}
 	switch e.SchemaField {
-	case "type":
+	case "type", "nullable":
 		return "must be " + typeWords(s)
 	case "format":
 		if s.Format == "date-time" {

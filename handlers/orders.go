@@ -46,8 +46,10 @@ func decodeOrder(c echo.Context) (orderInput, error) {
 		return in, err
 	}
 	// An offset can carry a date out of JSON date-times' years (0000-9999),
-	// which the store could not encode.
-	if *in.ShipDate = in.ShipDate.UTC(); in.ShipDate.Year() < 1 || in.ShipDate.Year() > 9999 {
+	// which the store could not encode. PostgreSQL keeps microseconds: both
+	// stores keep (and answer) what it can, so that an answer is what a read
+	// gives back and a move between stores loses nothing.
+	if *in.ShipDate = in.ShipDate.UTC().Truncate(time.Microsecond); in.ShipDate.Year() < 1 || in.ShipDate.Year() > 9999 {
 		return in, apiError(store.EINVALID, "body.shipDate: must fall within the years 0001 to 9999 in UTC")
 	}
 	return in, nil

@@ -3,6 +3,7 @@ package store_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 
@@ -108,6 +109,70 @@ func testCreateRace(t *testing.T, s store.Store) {
 	}
 	if len(events) != 240 || len(created) != 0 {
 		t.Errorf("%d events, %d pets without theirs", len(events), len(created))
+	}
+}
+
+// testDeleteCategoryRace deletes an empty category while pets are created
+// in it and moved into it, at once, many times: the delete succeeds only
+// when every such write fails (422), and otherwise is refused (409) with
+// the category kept and holding exactly the pets whose writes succeeded.
+func testDeleteCategoryRace(t *testing.T, s store.Store) {
+	home := newCategory(t, s, "home")
+	for round := range 20 {
+		target := newCategory(t, s, fmt.Sprintf("target %d", round))
+		movers := []store.Pet{newPet(t, s, "mover a", home.ID, ""), newPet(t, s, "mover b", home.ID, "")}
+		var (
+			wg        sync.WaitGroup
+			mu        sync.Mutex
+			placed    = map[int64]bool{}
+			deleteErr error
+		)
+		write := func(p store.Pet, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				placed[p.ID] = true
+			} else if store.ErrorCode(err) != store.EUNPROCESSABLE {
+				t.Errorf("round %d: writing pet %+v: %v", round, p, err)
+			}
+		}
+		var writes []func()
+		for i := range 8 {
+			writes = append(writes, func() {
+				p := store.Pet{Name: fmt.Sprintf("new %d", i), CategoryID: target.ID}
+				write(p, s.CreatePet(ctx, &p, nil))
+			})
+		}
+		for _, m := range movers {
+			writes = append(writes, func() {
+				m.CategoryID = target.ID
+				write(m, s.ReplacePet(ctx, &m, store.Condition{}))
+			})
+		}
+		// The delete goes out at another place among the writes each round.
+		writes = slices.Insert(writes, round%(len(writes)+1), func() {
+			deleteErr = s.DeleteCategory(ctx, target.ID, store.Condition{})
+		})
+		start := make(chan struct{})
+		for _, w := range writes {
+			wg.Go(func() { <-start; w() })
+		}
+		close(start)
+		wg.Wait()
+		_, catErr := s.Category(ctx, target.ID)
+		in, _ := must2(s.ListPets(ctx, store.PetFilter{CategoryID: target.ID, Page: store.Page{Limit: store.MaxPageSize}}))(t)
+		stored := map[int64]bool{}
+		for _, p := range in {
+			stored[p.ID] = true
+		}
+		switch {
+		case !maps.Equal(stored, placed):
+			t.Fatalf("round %d: pets %v in the category, writes that succeeded %v", round, stored, placed)
+		case deleteErr == nil && (len(placed) > 0 || catErr == nil):
+			t.Fatalf("round %d: deleted, yet %d pets placed in it (category read: %v)", round, len(placed), catErr)
+		case deleteErr != nil && (store.ErrorCode(deleteErr) != store.ECONFLICT || len(placed) == 0 || catErr != nil):
+			t.Fatalf("round %d: delete refused with %v, %d pets placed, category read: %v", round, deleteErr, len(placed), catErr)
+		}
 	}
 }
 

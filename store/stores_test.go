@@ -46,7 +46,7 @@ func TestStores(t *testing.T) {
 func run(t *testing.T, open func(*testing.T) store.Store) {
 	for _, part := range []func(*testing.T, store.Store){
 		testPets, testPetVersions, testCategoryAndOrderVersions, testIfNoneMatchAndStockConditions,
-		testCategories, testInventory, testOrders, testOrderRace, testCreateRace, testAPIKeyChecksTogether,
+		testCategories, testInventory, testOrders, testOrderRace, testCreateRace, testDeleteCategoryRace, testAPIKeyChecksTogether,
 		testPetPages, testOrderAndInventoryPages, testImportPets, testAPIKeys, testAdminToken, testProject,
 		testDomains, testSettings, testKeyValue, testLocks, testEvents, testDeliveries,
 		testManualRetryEndsSchedule, testDeliveryClaimRace, testSecretRotation, testKeptAnswers,
