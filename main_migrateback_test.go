@@ -357,26 +357,13 @@ func TestMigrateBackInterruptedLeavesNoFile(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	const pets = 30_000
-	// The seed is one statement, which a loaded machine once took past
-	// the store's default statement timeout: not what this test is about.
-	db, err := postgres.Connect(ctx, url, store.Options{}, postgres.Config{Timeouts: postgres.Timeouts{Statement: time.Minute, Transaction: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	dogs := store.Category{Name: "dogs"}
-	if err := db.CreateCategory(ctx, &dogs, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.ImportPets(ctx, dogs.ID, pets, store.StatusAvailable); err != nil {
-		t.Fatal(err)
-	}
+	seedDogs(t, url, pets)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "petstore.db")
 	ictx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := &cancelOn{line: fmt.Sprintf("pets: %d of %d (40%%)", pets*4/10, pets), cancel: cancel}
-	err = run(ictx, []string{"migrate", "--to-data", data, "--database", url}, func(string) string { return "" }, out)
+	err := run(ictx, []string{"migrate", "--to-data", data, "--database", url}, func(string) string { return "" }, out)
 	if err == nil || !strings.Contains(err.Error(), "context canceled") || !strings.Contains(err.Error(), "was not written") {
 		t.Errorf("the interrupted way back: %v\n%s", err, out.buf.String())
 	}
@@ -396,21 +383,10 @@ func TestMigrateBackOnAFullDiskSaysSo(t *testing.T) {
 	parallel(t)
 	ctx := context.Background()
 	url := pgtest.URL(t)
-	db, err := postgres.Connect(ctx, url, store.Options{}, postgres.Config{Timeouts: postgres.Timeouts{Statement: time.Minute, Transaction: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	dogs := store.Category{Name: "dogs"}
-	if err := db.CreateCategory(ctx, &dogs, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.ImportPets(ctx, dogs.ID, 30_000, store.StatusAvailable); err != nil {
-		t.Fatal(err)
-	}
+	seedDogs(t, url, 30_000)
 	dir := domaintest.MountSmallDisk(t, 4<<20)
 	var out bytes.Buffer
-	err = run(ctx, []string{"migrate", "--to-data", filepath.Join(dir, "petstore.db"), "--database", url}, func(string) string { return "" }, &out)
+	err := run(ctx, []string{"migrate", "--to-data", filepath.Join(dir, "petstore.db"), "--database", url}, func(string) string { return "" }, &out)
 	if err == nil || !strings.Contains(err.Error(), "no space left on device") || strings.Contains(err.Error(), "unavailable") {
 		t.Errorf("the way back onto a full disk: %v; want it to say the disk is full\n%s", err, out.String())
 	}
@@ -430,18 +406,7 @@ func TestMigrateBackCountsARetriedStreamOnce(t *testing.T) {
 	ctx := context.Background()
 	direct := pgtest.URL(t)
 	const pets = 30_000
-	db, err := postgres.Connect(ctx, direct, store.Options{}, postgres.Config{Timeouts: postgres.Timeouts{Statement: time.Minute, Transaction: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	dogs := store.Category{Name: "dogs"}
-	if err := db.CreateCategory(ctx, &dogs, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.ImportPets(ctx, dogs.ID, pets, store.StatusAvailable); err != nil {
-		t.Fatal(err)
-	}
+	seedDogs(t, direct, pets)
 	u, err := neturl.Parse(direct)
 	if err != nil {
 		t.Fatal(err)
@@ -532,5 +497,25 @@ func TestMigrateBackRefusesADatabaseInService(t *testing.T) {
 	pg.stop(t)
 	if got := migrate(t, "--to-data", data, "--database", url); !strings.Contains(got, "1 API keys") {
 		t.Errorf("the way back once the instance stopped: %s", got)
+	}
+}
+
+// seedDogs fills the database at url with a category of n pets. The seed
+// is one statement, which a loaded machine once took past the store's
+// default statement timeout: not what the tests using it are about.
+func seedDogs(t *testing.T, url string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := postgres.Connect(ctx, url, store.Options{}, postgres.Config{Timeouts: postgres.Timeouts{Statement: time.Minute, Transaction: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dogs := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &dogs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ImportPets(ctx, dogs.ID, n, store.StatusAvailable); err != nil {
+		t.Fatal(err)
 	}
 }

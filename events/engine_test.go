@@ -57,18 +57,8 @@ func TestRetryOnSchedule(t *testing.T) {
 	// The store stamps events with the real time, which retention compares
 	// with this clock: it starts at now.
 	t0 := time.Now().UTC().Truncate(time.Second)
-	clk := domaintest.NewClock(t0)
 	r := newReceiver(t, 500, 200)
-	w := hook(t, s, r.URL, store.EventCategoryCreated)
-	r.Trust(w.Secret)
-	probe := newProbe(t, s)
-	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
-
-	c := store.Category{Name: "dogs"}
-	if err := s.CreateCategory(ctx, &c, nil); err != nil {
-		t.Fatal(err)
-	}
-	waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
+	w, c, clk, probe := failedOnce(t, s, t0, r.URL, r.Trust)
 	// The retry is due 5 s later on the test's clock: 4 s is not enough.
 	clk.Advance(4 * time.Second)
 	probe.looked(t, c.ID)
@@ -98,6 +88,25 @@ func TestRetryOnSchedule(t *testing.T) {
 type probe struct {
 	s store.Store
 	w store.Webhook
+}
+
+// failedOnce starts an engine on s, on a clock of its own from t0, with
+// a webhook of url on category.created (trust is given its secret) and a
+// probe, and makes a category: it returns once the first attempt of the
+// category's event has failed and its retry is pending.
+func failedOnce(t *testing.T, s store.Store, t0 time.Time, url string, trust func(string)) (store.Webhook, store.Category, *domaintest.Clock, probe) {
+	t.Helper()
+	clk := domaintest.NewClock(t0)
+	w := hook(t, s, url, store.EventCategoryCreated)
+	trust(w.Secret)
+	p := newProbe(t, s)
+	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
+	c := store.Category{Name: "dogs"}
+	if err := s.CreateCategory(ctx, &c, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
+	return w, c, clk, p
 }
 
 func newProbe(t *testing.T, s store.Store) probe {

@@ -53,16 +53,7 @@ func TestManualRetrySucceedingEndsSchedule(t *testing.T) {
 		return answer(200, "ok")
 	})
 	s := domaintest.OpenStore(t)
-	clk := domaintest.NewClock(time.Now().UTC().Truncate(time.Second))
-	w := hook(t, s, r.URL, store.EventCategoryCreated)
-	r.trust(w.Secret)
-	probe := newProbe(t, s)
-	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
-
-	c := store.Category{Name: "dogs"}
-	if err := s.CreateCategory(ctx, &c, nil); err != nil {
-		t.Fatal(err)
-	}
+	w, c, clk, probe := failedOnce(t, s, time.Now().UTC().Truncate(time.Second), r.URL, r.trust)
 	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
 	if _, err := s.RetryDelivery(ctx, w.ID, list[1].ID, clk.Now(), nil); err != nil {
 		t.Fatal(err)
@@ -330,18 +321,8 @@ func TestExtraAnswerOnAnIdleConnection(t *testing.T) {
 // not sent, and their schedule ends there.
 func TestDisabledWebhookIsSentNoRetry(t *testing.T) {
 	s := domaintest.OpenStore(t)
-	clk := domaintest.NewClock(time.Now().UTC().Truncate(time.Second))
 	r := newReceiver(t, 500)
-	w := hook(t, s, r.URL, store.EventCategoryCreated)
-	r.Trust(w.Secret)
-	probe := newProbe(t, s)
-	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
-
-	c := store.Category{Name: "dogs"}
-	if err := s.CreateCategory(ctx, &c, nil); err != nil {
-		t.Fatal(err)
-	}
-	waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
+	w, c, clk, probe := failedOnce(t, s, time.Now().UTC().Truncate(time.Second), r.URL, r.Trust)
 	if _, err := s.UpdateWebhook(ctx, w.ID, func(w *store.Webhook) error { w.Enabled = false; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
