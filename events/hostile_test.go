@@ -85,14 +85,7 @@ func TestManualRetryFailingKeepsSchedule(t *testing.T) {
 		return answer(200, "ok")
 	})
 	s := domaintest.OpenStore(t)
-	clk := domaintest.NewClock(time.Now().UTC().Truncate(time.Second))
-	w := hook(t, s, r.URL, store.EventCategoryCreated)
-	r.trust(w.Secret)
-	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
-
-	if err := s.CreateCategory(ctx, &store.Category{Name: "dogs"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	w, _, clk, _ := failedOnce(t, s, time.Now().UTC().Truncate(time.Second), r.URL, r.trust)
 	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
 	if _, err := s.RetryDelivery(ctx, w.ID, list[1].ID, clk.Now(), nil); err != nil {
 		t.Fatal(err)
@@ -369,11 +362,7 @@ func TestBrokenOff2xxIsRetried(t *testing.T) {
 		return answer(200, "ok")
 	})
 	s := domaintest.OpenStore(t)
-	clk := domaintest.NewClock(time.Now().UTC().Truncate(time.Second))
-	w := hook(t, s, r.URL, store.EventCategoryCreated)
-	r.trust(w.Secret)
-	start(t, s, clk.Now, events.Policy{AllowPrivate: true})
-	createCategory(t, s, "dogs")
+	w, _, clk, _ := failedOnce(t, s, time.Now().UTC().Truncate(time.Second), r.URL, r.trust)
 	list := waitDeliveryState(t, s, w.ID, 2, store.DeliveryPending)
 	if d := list[1]; d.State != store.DeliveryFailed || d.Status != 200 || d.Response != "partial" || d.NextAttemptAt == nil {
 		t.Fatalf("the broken-off answer's attempt: %+v; want failed, its status and what came kept, a retry scheduled", d)
