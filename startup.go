@@ -63,7 +63,7 @@ func printBanner(w io.Writer, cfg config, addr net.Addr, newToken string) {
 	fmt.Fprintf(w, "  API                   %s/pets, %s/categories, %s/store/...\n", base, base, base)
 	fmt.Fprintf(w, "  spec                  %s/openapi.yaml (and .json)\n", base)
 	fmt.Fprintf(w, "  dashboard             %s/dashboard/\n", base)
-	fmt.Fprintf(w, "  admin API             %s/admin/ (spec at /admin/openapi.yaml and .json)\n", base)
+	fmt.Fprintf(w, "  admin API             %s/admin/... (spec at /admin/openapi.yaml and .json, with the admin token)\n", base)
 	fmt.Fprintf(w, "  backup, metrics       %s/admin/backup, %s/metrics (with the admin token)\n", base, base)
 	fmt.Fprintf(w, "  data                  %s\n", cfg.dataDescription())
 	switch {
