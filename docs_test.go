@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -628,5 +629,24 @@ func TestDashboardRetrySpanIsTheSchedules(t *testing.T) {
 	}
 	if string(m[1]) != want {
 		t.Errorf("the dashboard says failed deliveries are retried for %q; events.Schedule adds up to %v, %q", m[1], total, want)
+	}
+}
+
+// The README's first-start banner is the one a first start prints, line
+// for line (the token aside): a new user compares the two.
+func TestReadmeBannerIsTheService(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```\npetstore: listening on")
+	block, _, _ = strings.Cut(block, "```")
+	if !ok {
+		t.Fatal("README.md shows no first-start banner")
+	}
+	var b strings.Builder
+	printBanner(&b, config{listen: "localhost:8080", data: "./petstore.db"}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, "pat_…")
+	if want := "petstore: listening on" + block; b.String() != want {
+		t.Errorf("the banner printed:\n%s\nREADME.md shows:\n%s", b.String(), want)
 	}
 }
