@@ -353,6 +353,12 @@ function certificateSection(d) {
       text = [d.state === 'verified' ? 'Not requested yet. Re-verify to request one.'
         : moved ? 'None. One is requested by itself once its DNS points here again.' : 'Requested once the domain verifies.'];
   }
+  // A certificate in use keeps its state when a renewal fails: the error
+  // says that it does not renew by itself as the text above says.
+  const renewalError = c.error && c.state !== 'failed'
+    ? el('p', { className: 'cert-error' }, 'The last renewal attempt failed',
+      c.lastAttempt && c.lastAttempt.at ? [' at ', timeEl(c.lastAttempt.at)] : '', `: ${sentence(c.error)}`)
+    : null;
   const details = [];
   if (c.serial) details.push(el('li', {}, 'Serial ', code(c.serial), c.issuerCA ? [' from ', code(c.issuerCA)] : []));
   if (c.nextAttemptAt) {
@@ -365,6 +371,7 @@ function certificateSection(d) {
   return el('section', { className: 'certificate', 'aria-label': `Certificate of ${d.name}` },
     el('h4', {}, 'Certificate ', el('span', { className: `pill pill-cert-${c.state}`, textContent: c.state })),
     el('p', {}, ...text.flat(2)),
+    renewalError,
     details.length ? el('ul', { className: 'certificate-details' }, ...details) : null,
   );
 }

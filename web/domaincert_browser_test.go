@@ -1,0 +1,60 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"petstore/store"
+)
+
+// hostileError is an error a CA or a resolver could send back, quoted in a
+// domain's certificate record: the page must show it as text.
+const hostileError = `CAA record for example.com forbids issuance: <img src=x onerror="document.title='pwned'">`
+
+// certCard adds a domain, gives it the certificate record change makes,
+// and opens the dashboard on its card, whose selector it returns.
+func certCard(t *testing.T, change func(*store.Certificate)) (context.Context, string) {
+	t.Helper()
+	ctx, ts := newTabAndServer(t, serverOptions{dns: true})
+	const name = "shop.example.com"
+	ts.planPro(t)
+	if status := ts.admin(t, http.MethodPost, "/admin/domains", `{"name":"`+name+`"}`, nil); status != http.StatusCreated {
+		t.Fatalf("adding the domain: %d", status)
+	}
+	if _, err := ts.db.UpdateDomain(context.Background(), name, func(d *store.Domain) error {
+		d.State = store.DomainVerified
+		change(&d.Certificate)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	card := domainCard(name)
+	signIn(t, ctx, ts.url+"/dashboard/#domains", viewLoaded("domains"), chromedp.WaitVisible(chromedp.CSS(card+" .certificate")))
+	return ctx, card
+}
+
+// TestDashboardShowsAFailedRenewal: a certificate still in use whose
+// renewal failed (say a CAA record appeared after issuance) is issued with
+// an error; the card says the renewal failed and why, as text, instead of
+// only that it renews by itself.
+func TestDashboardShowsAFailedRenewal(t *testing.T) {
+	t.Parallel()
+	notAfter := time.Now().Add(20 * 24 * time.Hour).UTC()
+	at := time.Now().Add(-time.Minute).UTC()
+	ctx, card := certCard(t, func(c *store.Certificate) {
+		*c = store.Certificate{State: store.CertIssued, Issuer: "Test CA", Serial: "0a1b", NotAfter: &notAfter,
+			Error: hostileError, LastAttempt: &store.CertAttempt{At: at, Renewal: true, Error: hostileError}}
+	})
+	got := waitText(t, ctx, card+" .certificate .cert-error", "The last renewal attempt failed")
+	if !strings.Contains(got, hostileError) {
+		t.Errorf("the renewal's error is not shown as sent:\n%s", got)
+	}
+	if n := run(t, ctx, "looking for markup from the error", chromedp.Evaluate[int](`document.querySelectorAll('`+card+` img').length`)); n != 0 {
+		t.Errorf("the error's markup became %d elements", n)
+	}
+}
