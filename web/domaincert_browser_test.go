@@ -58,3 +58,27 @@ func TestDashboardShowsAFailedRenewal(t *testing.T) {
 		t.Errorf("the error's markup became %d elements", n)
 	}
 }
+
+// TestDashboardLongCertificateErrorWraps: a CA's error can hold a long
+// URL with no space to break at; in the state, the next attempt's reason
+// and the events it wraps inside the card, on a phone too, instead of
+// widening the page.
+func TestDashboardLongCertificateErrorWraps(t *testing.T) {
+	t.Parallel()
+	long := "urn:ietf:params:acme:error:unauthorized: https://acme.example/acme/authz/" + strings.Repeat("AbCdEf0123", 30)
+	now := time.Now().UTC()
+	next := now.Add(time.Hour)
+	ctx, card := certCard(t, func(c *store.Certificate) {
+		*c = store.Certificate{State: store.CertFailed, Error: long, NextAttemptAt: &next, NextAttemptReason: long,
+			LastAttempt: &store.CertAttempt{At: now, Error: long},
+			Events:      []store.CertEvent{{Kind: store.CertEventFailed, At: now, Detail: long}}}
+	})
+	waitText(t, ctx, card+" .certificate", "AbCdEf0123AbCdEf0123")
+	for _, width := range []int64{1280, 375} {
+		do(t, ctx, "resizing", chromedp.EmulateViewport(width, 800))
+		wide := run(t, ctx, "measuring the page", chromedp.Evaluate[bool](`document.documentElement.scrollWidth > document.documentElement.clientWidth`))
+		if wide {
+			t.Errorf("at %d px the long error makes the page scroll sideways", width)
+		}
+	}
+}
