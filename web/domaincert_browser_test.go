@@ -82,3 +82,45 @@ func TestDashboardLongCertificateErrorWraps(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardNewAdminTokenMidRefresh: the admin token changes (an
+// operator restarts with another) while the domains page polls a pending
+// certificate. The poll's 401 signs the operator out with a word of why;
+// signed in with the new token, the card shows no stale error of the old
+// session and its polling goes on.
+func TestDashboardNewAdminTokenMidRefresh(t *testing.T) {
+	t.Parallel()
+	ctx, ts := newTabAndServer(t, serverOptions{dns: true})
+	const name = "shop.example.com"
+	ts.planPro(t)
+	if status := ts.admin(t, http.MethodPost, "/admin/domains", `{"name":"`+name+`"}`, nil); status != http.StatusCreated {
+		t.Fatalf("adding the domain: %d", status)
+	}
+	setCert := func(c store.Certificate) {
+		t.Helper()
+		if _, err := ts.db.UpdateDomain(context.Background(), name, func(d *store.Domain) error {
+			d.State, d.Certificate = store.DomainVerified, c
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setCert(store.Certificate{State: store.CertPending})
+	card := domainCard(name)
+	signIn(t, ctx, ts.url+"/dashboard/#domains", viewLoaded("domains"), chromedp.WaitVisible(chromedp.CSS(card+" .certificate")))
+
+	const newToken = "pat_" + "0123456789abcdef0123456789abcdef"
+	if _, err := ts.db.EnsureAdminToken(context.Background(), newToken); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#sign-in-error", "Your session ended")
+	do(t, ctx, "signing in with the new token", paste("token", newToken), submit("sign-in-form"),
+		viewLoaded("domains"), chromedp.WaitVisible(chromedp.CSS(card+" .certificate")))
+	if n := run(t, ctx, "looking for errors on the card", chromedp.Evaluate[int](`document.querySelectorAll('`+card+` .alert-error').length`)); n != 0 {
+		t.Errorf("after signing in again the card shows %d errors of the old session: %s", n, textNow(t, ctx, card+" .alert-error"))
+	}
+	// The poll goes on: the certificate issued is shown without a reload.
+	notAfter := time.Now().Add(60 * 24 * time.Hour).UTC()
+	setCert(store.Certificate{State: store.CertIssued, Issuer: "Test CA", NotAfter: &notAfter})
+	waitText(t, ctx, card+" .certificate", "Issued by Test CA")
+}

@@ -50,6 +50,9 @@ export async function verifyDomain(name) {
 // failCard shows an action's error on the domain's card; a domain that
 // is gone (removed elsewhere) leaves the list.
 function failCard(name, err) {
+  // A 401 ended the session, and the sign-in form says why: kept, it would
+  // show on the card once signed in again.
+  if (err instanceof ApiError && err.status === 401) return;
   if (err instanceof ApiError && err.status === 404) {
     state.domains = state.domains.filter((x) => x.name !== name);
     renderDomains();
