@@ -97,6 +97,12 @@ func (c *Certs) attempt(ctx context.Context, name string) {
 	if err == nil {
 		var cert certmagic.Certificate
 		if cert, err = c.certs.CacheManagedCertificate(ctx, name); err == nil {
+			if ctx.Err() != nil {
+				// Stopped (removed, moved) as it went into the cache: what the
+				// stop took out of the cache before, this takes out after.
+				c.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
+				return
+			}
 			c.recordIssued(ctx, name, cert.Leaf, c.issuerKeyOf(ctx, name, cert.Leaf), false)
 			return
 		}
