@@ -303,14 +303,15 @@ func dnsErrorFinding(name string, errs []error) *Finding {
 	if len(found) == 0 {
 		return nil
 	}
-	return &Finding{
-		Code:    CodeDNSError,
-		Message: fmt.Sprintf("Looking up %s failed: %s.", name, reason),
-		Fix: "This is usually temporary: try again in a few minutes. If it keeps failing, " +
-			"check at your registrar that the domain's nameservers are set and working.",
-		Found: found,
+	fix := "This is usually temporary: try again in a few minutes. If it keeps failing, " +
+		"check at your registrar that the domain's nameservers are set and working."
+	if reason == cnameLoopReason {
+		fix = "Change the CNAME records so that the chain ends at a name with addresses, without coming back to a name in it; a CNAME straight to the target named above needs no chain."
 	}
+	return &Finding{Code: CodeDNSError, Message: fmt.Sprintf("Looking up %s failed: %s.", name, reason), Fix: fix, Found: found}
 }
+
+const cnameLoopReason = "its CNAME records loop, or form a chain too long to follow"
 
 func plainDNSError(err error) string {
 	var rc *rcodeError
@@ -325,6 +326,8 @@ func plainDNSError(err error) string {
 		default:
 			return "the DNS server answered " + dns.RcodeToString[rc.rcode]
 		}
+	case errors.Is(err, errCNAMELoop):
+		return cnameLoopReason
 	case errors.Is(err, context.Canceled):
 		return "the check was cancelled"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),

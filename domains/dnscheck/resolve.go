@@ -249,6 +249,10 @@ func (s *session) noteTTLs(r *dns.Msg) {
 // maxChain bounds CNAME chains, so that a loop ends.
 const maxChain = 8
 
+// errCNAMELoop is a chain that loops or passes maxChain: the servers
+// answered, and only the records can fix it.
+var errCNAMELoop = errors.New("CNAME records loop or chain too long")
+
 // rrset resolves name/qtype, following CNAMEs, and returns the records of
 // qtype at the chain's end.
 func (s *session) rrset(ctx context.Context, name string, qtype uint16) ([]dns.RR, error) {
@@ -262,7 +266,7 @@ func (s *session) rrset(ctx context.Context, name string, qtype uint16) ([]dns.R
 		followed := false
 		for t := cnameOf(r.Answer, cur); t != ""; t = cnameOf(r.Answer, cur) {
 			if seen[t] || len(seen) > maxChain {
-				return nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME records loop or chain too long")}
+				return nil, &lookupError{name: name, qtype: qtype, err: errCNAMELoop}
 			}
 			seen[t] = true
 			cur, followed = t, true
@@ -274,7 +278,7 @@ func (s *session) rrset(ctx context.Context, name string, qtype uint16) ([]dns.R
 			return rrs, nil
 		}
 	}
-	return nil, &lookupError{name: name, qtype: qtype, err: errors.New("CNAME chain too long")}
+	return nil, &lookupError{name: name, qtype: qtype, err: errCNAMELoop}
 }
 
 func cnameOf(rrs []dns.RR, owner string) string {
