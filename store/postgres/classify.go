@@ -49,6 +49,10 @@ func classify(err error) (k kind, sqlstate string, counted bool) {
 			return lost, code, true
 		case inClass(code, "53", "58", "40", "55", "25", "XX"):
 			return busy, code, true
+		case inClass(code, "28", "3D") || code == "42501":
+			// The operator's change refuses the service (its login, its
+			// database, a privilege), whatever the request.
+			return busy, code, true
 		}
 		return asIs, code, true
 	}
@@ -163,6 +167,14 @@ func reason(err error, t Timeouts) string {
 			what = "a lock was held longer than the wait allowed (a restore or a migration under way?)"
 		case "57P01", "57P02", "57P03":
 			what = "the database is shutting down or starting up"
+		case "3D000":
+			what = "the URL's database does not exist"
+		case "42501":
+			what = "the service's role lacks a privilege it needs (a grant or an owner changed?)"
+		default:
+			if inClass(pgErr.Code, "28") {
+				what = "the database refused the service's login (its password, its role's LOGIN or pg_hba.conf)"
+			}
 		}
 		return fmt.Sprintf("%s (SQLSTATE %s)", what, pgErr.Code)
 	}

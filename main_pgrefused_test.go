@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"petstore/store/postgres/pgtest"
+)
+
+// TestDatabaseRefusesTheService: a database that answers but refuses the
+// service, as an operator's change leaves it (the role's login taken
+// away, its password or pg_hba.conf changed: SQLSTATE class 28; a
+// privilege revoked: 42501), fails each request with 503
+// database_unavailable, Retry-After and the cause in words, never a 500,
+// and never a 401 for a valid key (which would also count as a failed
+// credential); the service takes writes again once the refusal ends.
+func TestDatabaseRefusesTheService(t *testing.T) {
+	parallel(t)
+	databaseURL := pgtest.URL(t)
+	ctx := context.Background()
+	// The test's own sessions are ended with the service's: one per step.
+	admin := func(sql string) {
+		t.Helper()
+		if err := pgtest.Connect(t, databaseURL).Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	admin(`CREATE ROLE svc LOGIN`)
+	admin(`ALTER SCHEMA public OWNER TO svc`)
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User("svc")
+	in := start(t, nil, pgFlags(u.String())...)
+	key := createKey(t, in, "refused")
+	for _, c := range []struct{ what, refuse, undo, words string }{
+		{"the role's login taken away", `ALTER ROLE svc NOLOGIN`, `ALTER ROLE svc LOGIN`, "refused the service's login"},
+		{"a privilege revoked", `ALTER TABLE categories OWNER TO postgres`, `ALTER TABLE categories OWNER TO svc`, "privilege"},
+	} {
+		admin(c.refuse)
+		if _, err := pgtest.TerminateOthers(ctx, databaseURL); err != nil {
+			t.Fatal(err)
+		}
+		for range 12 { // more than the failed credentials an address may send
+			for _, r := range [][]string{{"POST", "/categories", `{"name":"a"}`}, {"GET", "/categories", ""}} {
+				code, body, header := in.get(t, r[0], r[1], r[2], "X-API-Key", key)
+				wantUnavailable(t, c.what+": "+r[0]+" "+r[1], code, body, header)
+				if code == 503 && !strings.Contains(body, c.words) {
+					t.Errorf("%s: the 503 does not name the cause (%q): %s", c.what, c.words, body)
+				}
+			}
+			if t.Failed() {
+				break
+			}
+		}
+		admin(c.undo)
+		if code, body := in.call(t, "POST", "/categories", `{"name":"back"}`, "X-API-Key", key); code != 201 {
+			t.Errorf("%s, then given back: a write with the key: %d %s", c.what, code, body)
+		}
+	}
+	if strings.Contains(in.out.String(), "status=500") {
+		t.Errorf("a request got 500:\n%s", in.out)
+	}
+}
