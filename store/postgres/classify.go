@@ -2,12 +2,14 @@ package postgres
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -181,7 +183,7 @@ func reason(err error, t Timeouts) string {
 	var connectErr *pgconn.ConnectError
 	switch {
 	case errors.As(err, &connectErr):
-		return fmt.Sprintf("cannot connect (each host tried for at most %v)", t.Connect)
+		return "cannot connect: " + connectCause(err, t)
 	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
 		return "no answer in time (the statement or transaction timeout)"
 	}
@@ -210,4 +212,25 @@ func constraintError(pgErr *pgconn.PgError) error {
 		return store.ErrorWithCause(pgErr, store.EUNPROCESSABLE, "the record refers to one that does not exist")
 	}
 	return store.ErrorWithCause(pgErr, store.EINVALID, "a value breaks a rule of the database")
+}
+
+// connectCause says why a connection could not be made, in words that
+// name no host or address (clients read them).
+func connectCause(err error, t Timeouts) string {
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &dnsErr):
+		return "the database host's name does not resolve"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the connection was refused (no server listens at the URL's host and port)"
+	case errors.As(err, &certErr):
+		return "the server's TLS certificate is not trusted (sslrootcert, sslmode)"
+	// pgx gives this refusal no type of its own: its words are read.
+	case strings.Contains(err.Error(), "server refused TLS connection"):
+		return "the server does not offer TLS, which the URL's sslmode requires"
+	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+		return fmt.Sprintf("no answer within the connect timeout (%v per host)", t.Connect)
+	}
+	return fmt.Sprintf("the connection failed (each host tried for at most %v)", t.Connect)
 }
