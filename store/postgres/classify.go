@@ -162,7 +162,7 @@ func reason(err error, t Timeouts) string {
 		case "53300":
 			what = "no connection slot is left (max_connections)"
 		case "25006":
-			what = "the database is read-only (a standby, or a primary being demoted)"
+			what = "the database is read-only (a standby, a primary being demoted, or default_transaction_read_only set)"
 		case "40001", "40P01":
 			what = "a serialization failure or deadlock persisted through the retries"
 		case "55P03":
