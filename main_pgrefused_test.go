@@ -27,13 +27,15 @@ func TestDatabaseRefusesTheService(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	admin(`CREATE ROLE svc LOGIN`)
-	admin(`ALTER SCHEMA public OWNER TO svc`)
 	u, err := url.Parse(databaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.User = url.User("svc")
+	// Roles are the cluster's: one of this database's own.
+	role := strings.TrimPrefix(u.Path, "/") + "_svc"
+	admin(`CREATE ROLE ` + role + ` LOGIN`)
+	admin(`ALTER SCHEMA public OWNER TO ` + role)
+	u.User = url.User(role)
 	in := start(t, nil, pgFlags(u.String())...)
 	key := createKey(t, in, "refused")
 	for _, c := range []struct {
@@ -42,24 +44,30 @@ func TestDatabaseRefusesTheService(t *testing.T) {
 	}{
 		{"the role's login taken away", `ALTER ROLE svc NOLOGIN`, `ALTER ROLE svc LOGIN`, "refused the service's login", false},
 		{"a privilege revoked", `ALTER TABLE categories OWNER TO postgres`, `ALTER TABLE categories OWNER TO svc`, "privilege", false},
+		// As pg_restore --clean without --single-transaction leaves it
+		// between its drop and its create.
+		{"a table missing", `ALTER TABLE categories RENAME TO categories_away`, `ALTER TABLE categories_away RENAME TO categories`, "does not exist", false},
 		// As an operator sets it to stop writes (or a failover tool does).
 		{"transactions read-only by default", `ALTER ROLE svc SET default_transaction_read_only = on`, `ALTER ROLE svc RESET default_transaction_read_only`, "default_transaction_read_only", true},
 	} {
-		admin(c.refuse)
+		admin(strings.ReplaceAll(c.refuse, "svc", role))
 		if _, err := pgtest.TerminateOthers(ctx, databaseURL); err != nil {
 			t.Fatal(err)
 		}
-		for range 12 { // more than the failed credentials an address may send
+		// More rounds than the failed credentials an address may send; the
+		// first may meet a connection the test's own ending of sessions
+		// closed (57P01), a 503 of its own.
+		for round := range 12 {
 			for _, r := range [][]string{{"POST", "/categories", `{"name":"a"}`}, {"GET", "/categories", ""}} {
 				code, body, header := in.get(t, r[0], r[1], r[2], "X-API-Key", key)
 				if r[0] == "GET" && c.readsServed {
-					if code != 200 {
+					if code != 200 && round > 0 {
 						t.Errorf("%s: a read: %d %s", c.what, code, body)
 					}
 					continue
 				}
 				wantUnavailable(t, c.what+": "+r[0]+" "+r[1], code, body, header)
-				if code == 503 && !strings.Contains(body, c.words) {
+				if code == 503 && round > 0 && !strings.Contains(body, c.words) {
 					t.Errorf("%s: the 503 does not name the cause (%q): %s", c.what, c.words, body)
 				}
 			}
@@ -67,7 +75,7 @@ func TestDatabaseRefusesTheService(t *testing.T) {
 				break
 			}
 		}
-		admin(c.undo)
+		admin(strings.ReplaceAll(c.undo, "svc", role))
 		// A role's settings are read at login: sessions open since keep
 		// them until they end, as the operator's page says.
 		if _, err := pgtest.TerminateOthers(ctx, databaseURL); err != nil {

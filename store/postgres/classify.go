@@ -51,9 +51,10 @@ func classify(err error) (k kind, sqlstate string, counted bool) {
 			return lost, code, true
 		case inClass(code, "53", "58", "40", "55", "25", "XX"):
 			return busy, code, true
-		case inClass(code, "28", "3D") || code == "42501":
+		case inClass(code, "28", "3D") || code == "42501" || code == "42P01":
 			// The operator's change refuses the service (its login, its
-			// database, a privilege), whatever the request.
+			// database, a privilege, a table dropped by a restore under
+			// way), whatever the request.
 			return busy, code, true
 		}
 		return asIs, code, true
@@ -171,6 +172,8 @@ func reason(err error, t Timeouts) string {
 			what = "the database is shutting down or starting up"
 		case "3D000":
 			what = "the URL's database does not exist"
+		case "42P01":
+			what = "a table the service uses does not exist (a restore under way without --single-transaction?)"
 		case "42501":
 			what = "the service's role lacks a privilege it needs (a grant or an owner changed?)"
 		default:
