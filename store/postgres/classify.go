@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -221,14 +220,11 @@ func constraintError(pgErr *pgconn.PgError) error {
 // name no host or address (clients read them).
 func connectCause(err error, t Timeouts) string {
 	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
 	switch {
 	case errors.As(err, &dnsErr):
 		return "the database host's name does not resolve"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "the connection was refused (no server listens at the URL's host and port)"
-	case errors.As(err, &certErr):
-		return "the server's TLS certificate is not trusted (sslrootcert, sslmode)"
 	// pgx gives this refusal no type of its own: its words are read.
 	case strings.Contains(err.Error(), "server refused TLS connection"):
 		return "the server does not offer TLS, which the URL's sslmode requires"
