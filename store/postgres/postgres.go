@@ -328,7 +328,9 @@ func (db *DB) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) err
 	defer cancel()
 	tx, release, err := db.pool.begin(tctx, opts)
 	if err != nil {
-		return err, false
+		// A connection found dead at BEGIN: begin dropped the pool's idle
+		// ones, which died with it.
+		return err, noEffect(err)
 	}
 	defer release()
 	// The outbox: the events fn recorded go in with its changes.
