@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -48,6 +49,11 @@ func classify(err error) (k kind, sqlstate string, counted bool) {
 		case inClass(code, "08", "57"): // connection exception, operator intervention
 			return lost, code, true
 		case inClass(code, "53", "58", "40", "55", "25", "XX"):
+			return busy, code, true
+		case inClass(code, "28", "3D") || code == "42501" || code == "42P01":
+			// The operator's change refuses the service (its login, its
+			// database, a privilege, a table dropped by a restore under
+			// way), whatever the request.
 			return busy, code, true
 		}
 		return asIs, code, true
@@ -156,20 +162,30 @@ func reason(err error, t Timeouts) string {
 		case "53300":
 			what = "no connection slot is left (max_connections)"
 		case "25006":
-			what = "the database is read-only (a standby, or a primary being demoted)"
+			what = "the database is read-only (a standby, a primary being demoted, or default_transaction_read_only set)"
 		case "40001", "40P01":
 			what = "a serialization failure or deadlock persisted through the retries"
 		case "55P03":
 			what = "a lock was held longer than the wait allowed (a restore or a migration under way?)"
 		case "57P01", "57P02", "57P03":
 			what = "the database is shutting down or starting up"
+		case "3D000":
+			what = "the URL's database does not exist"
+		case "42P01":
+			what = "a table the service uses does not exist (a restore under way without --single-transaction?)"
+		case "42501":
+			what = "the service's role lacks a privilege it needs (a grant or an owner changed?)"
+		default:
+			if inClass(pgErr.Code, "28") {
+				what = "the database refused the service's login (its password, its role's LOGIN or pg_hba.conf)"
+			}
 		}
 		return fmt.Sprintf("%s (SQLSTATE %s)", what, pgErr.Code)
 	}
 	var connectErr *pgconn.ConnectError
 	switch {
 	case errors.As(err, &connectErr):
-		return fmt.Sprintf("cannot connect (each host tried for at most %v)", t.Connect)
+		return "cannot connect: " + connectCause(err, t)
 	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
 		return "no answer in time (the statement or transaction timeout)"
 	}
@@ -198,4 +214,22 @@ func constraintError(pgErr *pgconn.PgError) error {
 		return store.ErrorWithCause(pgErr, store.EUNPROCESSABLE, "the record refers to one that does not exist")
 	}
 	return store.ErrorWithCause(pgErr, store.EINVALID, "a value breaks a rule of the database")
+}
+
+// connectCause says why a connection could not be made, in words that
+// name no host or address (clients read them).
+func connectCause(err error, t Timeouts) string {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr):
+		return "the database host's name does not resolve"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the connection was refused (no server listens at the URL's host and port)"
+	// pgx gives this refusal no type of its own: its words are read.
+	case strings.Contains(err.Error(), "server refused TLS connection"):
+		return "the server does not offer TLS, which the URL's sslmode requires"
+	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+		return fmt.Sprintf("no answer within the connect timeout (%v per host)", t.Connect)
+	}
+	return fmt.Sprintf("the connection failed (each host tried for at most %v)", t.Connect)
 }

@@ -131,7 +131,8 @@ func TestClosedConnectionIsUnavailable(t *testing.T) {
 		t.Errorf("%d idle connections after a lost one, want 0 (reset)", n)
 	}
 	// And the classes PostgreSQL gives, by their SQLSTATE.
-	for code, want := range map[string]kind{"57014": busy, "57P01": lost, "08006": lost, "23505": constraint, "22021": badText, "22003": asIs, "53300": busy, "XX000": busy, "42P01": asIs} {
+	for code, want := range map[string]kind{"57014": busy, "57P01": lost, "08006": lost, "23505": constraint, "22021": badText, "22003": asIs, "53300": busy, "XX000": busy, "42601": asIs,
+		"42P01": busy, "42501": busy, "28P01": busy, "28000": busy, "3D000": busy} {
 		if k, _, _ := classify(&pgconn.PgError{Code: code}); k != want {
 			t.Errorf("SQLSTATE %s: %v, want %v", code, k, want)
 		}

@@ -116,16 +116,21 @@ func (c *conns) statement(ctx context.Context) (context.Context, context.CancelF
 
 // again runs a statement, and again, up to twice more, while it fails
 // without effect (noEffect), when running it again is safe.
-func again[T any](run func() (T, error)) (T, error) {
+func again[T any](c *conns, run func() (T, error)) (T, error) {
 	v, err := run()
 	for attempt := 2; err != nil && attempt <= 3 && noEffect(err); attempt++ {
+		if k, _, _ := classify(err); k == lost {
+			// What ended this connection (a restart, a failover, an
+			// administrator) ended the idle others too.
+			c.lost()
+		}
 		v, err = run()
 	}
 	return v, err
 }
 
 func (c *conns) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	tag, err := again(func() (pgconn.CommandTag, error) {
+	tag, err := again(c, func() (pgconn.CommandTag, error) {
 		conn, release, err := c.acquire(ctx)
 		if err != nil {
 			return pgconn.CommandTag{}, err
@@ -139,7 +144,7 @@ func (c *conns) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comma
 }
 
 func (c *conns) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	rows, err := again(func() (*connRows, error) { return c.query(ctx, sql, args...) })
+	rows, err := again(c, func() (*connRows, error) { return c.query(ctx, sql, args...) })
 	if err != nil {
 		return nil, c.fail(ctx, err)
 	}

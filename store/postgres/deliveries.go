@@ -64,7 +64,7 @@ const newEventsQuery = `SELECT EXISTS (SELECT 1 FROM event_dispatch d CROSS JOIN
 // one simple query, one implicit transaction, SET LOCAL holds for it alone
 // (a batch of the extended protocol may be several).
 func (db *DB) newEvents(ctx context.Context) (bool, error) {
-	pending, err := again(func() (bool, error) {
+	pending, err := again(db.pool, func() (bool, error) {
 		conn, release, err := db.pool.acquire(ctx)
 		if err != nil {
 			return false, err

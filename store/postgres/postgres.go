@@ -227,6 +227,11 @@ func (db *DB) migrate(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&applied); err != nil {
 			return err
 		}
+		if known := files[len(files)-1].version; applied > known {
+			// Served all the same: old and new versions serve side by side
+			// during a rolling upgrade.
+			db.log.Warn(fmt.Sprintf("the database's schema is at version %d, which a newer version migrated (this one knows up to %d); serving it, as during a rolling upgrade: finish the upgrade or go back only as docs/operations.md says", applied, known), "database", db.pool.name)
+		}
 		for _, f := range files {
 			if f.version <= applied {
 				continue
@@ -323,7 +328,9 @@ func (db *DB) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) err
 	defer cancel()
 	tx, release, err := db.pool.begin(tctx, opts)
 	if err != nil {
-		return err, false
+		// A connection found dead at BEGIN: begin dropped the pool's idle
+		// ones, which died with it.
+		return err, noEffect(err)
 	}
 	defer release()
 	// The outbox: the events fn recorded go in with its changes.

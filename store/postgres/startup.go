@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"petstore/store"
 )
@@ -21,7 +24,13 @@ func (db *DB) startOnce(ctx context.Context, background bool) error {
 	_, err := db.pool.Exec(rctx, `SELECT 1`)
 	cancel()
 	if err != nil {
-		db.log.Warn(fmt.Sprintf("the database did not answer within %v, start-up's one wait for it (the connect timeout for each of the URL's %d hosts); serving without it (/readyz answers 503 until it is reached) and retrying in the background", wait, db.pool.hosts),
+		db.notReached(err)
+		msg := fmt.Sprintf("the database did not answer within %v, start-up's one wait for it (the connect timeout for each of the URL's %d hosts)", wait, db.pool.hosts)
+		if !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
+			// It answered, with a refusal: no wait was spent.
+			msg = "the database cannot be reached: " + reason(err, db.pool.t)
+		}
+		db.log.Warn(msg+"; serving without it (/readyz answers 503 until it is reached) and retrying in the background",
 			"database", db.pool.name, "err", err)
 		return err
 	}
@@ -85,15 +94,21 @@ func (db *DB) retryStart(bg context.Context) {
 		if store.ErrorCode(err) == store.EINTERNAL {
 			msg = fmt.Sprintf("the database cannot be reached; retrying in %v", wait)
 		}
-		why := reason(err, db.pool.t)
-		if store.ErrorCode(err) == store.EUNAVAILABLE {
-			why = store.ErrorMessage(err)
-		}
-		db.pool.health.mu.Lock()
-		db.pool.health.initErr = store.ErrorWithCause(err, store.EUNAVAILABLE, "the database has not been reached since start: %s", why)
-		db.pool.health.mu.Unlock()
+		db.notReached(err)
 		db.log.Warn(msg, "database", db.pool.name, "err", err)
 	}
+}
+
+// notReached makes err the reason that every request and /readyz give
+// until start-up succeeds.
+func (db *DB) notReached(err error) {
+	why := reason(err, db.pool.t)
+	if store.ErrorCode(err) == store.EUNAVAILABLE {
+		why = store.ErrorMessage(err)
+	}
+	db.pool.health.mu.Lock()
+	db.pool.health.initErr = store.ErrorWithCause(err, store.EUNAVAILABLE, "the database has not been reached since start: %s", why)
+	db.pool.health.mu.Unlock()
 }
 
 // WaitReady waits until start-up has succeeded, or ctx ends.
