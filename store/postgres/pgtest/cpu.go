@@ -29,21 +29,27 @@ func (c *Cluster) CPU() (time.Duration, error) {
 	// After the command name: utime, stime, cutime and cstime are fields
 	// 11 to 14, the parent's pid field 1.
 	total := liveCPU(pm, f) + tickTime(f[13], f[14])
+	err = children(pm, func(pid int, f []string) { total += liveCPU(pid, f) })
+	return total, err
+}
+
+// children calls fn with each child of process parent and its /proc stat
+// fields.
+func children(parent int, fn func(pid int, f []string)) error {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return err
 	}
-	parent := strconv.Itoa(pm)
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if f, err := procStat(pid); err == nil && f[1] == parent {
-			total += liveCPU(pid, f)
+		if f, err := procStat(pid); err == nil && f[1] == strconv.Itoa(parent) {
+			fn(pid, f)
 		}
 	}
-	return total, nil
+	return nil
 }
 
 // ProcessCPU is live process pid's CPU time so far, all its threads.

@@ -1,10 +1,6 @@
 package pgtest
 
-import (
-	"os"
-	"strconv"
-	"syscall"
-)
+import "syscall"
 
 // Pause stops every process of the cluster's server (SIGSTOP), the
 // postmaster and its backends: a database host frozen, swapping or cut
@@ -23,19 +19,5 @@ func (c *Cluster) signalAll(sig syscall.Signal) error {
 	if err := syscall.Kill(pm, sig); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return err
-	}
-	parent := strconv.Itoa(pm)
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if f, err := procStat(pid); err == nil && f[1] == parent {
-			_ = syscall.Kill(pid, sig)
-		}
-	}
-	return nil
+	return children(pm, func(pid int, _ []string) { _ = syscall.Kill(pid, sig) })
 }
