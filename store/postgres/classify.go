@@ -91,11 +91,7 @@ func isConnectionFailure(err error) bool {
 func noEffect(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "57P01", "57P02", "57P03", "40001", "40P01":
-			return true
-		}
-		return false
+		return slices.Contains([]string{"57P01", "57P02", "57P03", "40001", "40P01"}, pgErr.Code)
 	}
 	return pgconn.SafeToRetry(err)
 }
@@ -133,17 +129,15 @@ func (c *conns) fail(ctx context.Context, err error) error {
 		errors.As(err, &pgErr)
 		return constraintError(pgErr)
 	case lost:
-		c.lost()
+		// A restart or a failover killed the idle others too, and each
+		// would fail one request.
+		c.pool.Reset()
 		return c.unavailable(ctx, err)
 	case busy, timedOut:
 		return c.unavailable(ctx, err)
 	}
 	return err
 }
-
-// lost closes the pool's idle connections after one turned out dead: a
-// restart or a failover kills them all, and each would fail one request.
-func (c *conns) lost() { c.pool.Reset() }
 
 func (c *conns) unavailable(ctx context.Context, err error) error {
 	why := reason(err, c.t)
