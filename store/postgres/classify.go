@@ -127,7 +127,13 @@ func (c *conns) fail(ctx context.Context, err error) error {
 	case constraint:
 		var pgErr *pgconn.PgError
 		errors.As(err, &pgErr)
-		return constraintError(pgErr)
+		switch code {
+		case "23505":
+			return store.ErrorWithCause(pgErr, store.ECONFLICT, "the record exists already")
+		case foreignKey:
+			return store.ErrorWithCause(pgErr, store.EUNPROCESSABLE, "the record refers to one that does not exist")
+		}
+		return store.ErrorWithCause(pgErr, store.EINVALID, "a value breaks a rule of the database")
 	case lost:
 		// A restart or a failover killed the idle others too, and each
 		// would fail one request.
@@ -198,16 +204,6 @@ const foreignKey = "23503"
 func dataError(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && inClass(pgErr.Code, "22", "23")
-}
-
-func constraintError(pgErr *pgconn.PgError) error {
-	switch pgErr.Code {
-	case "23505":
-		return store.ErrorWithCause(pgErr, store.ECONFLICT, "the record exists already")
-	case "23503":
-		return store.ErrorWithCause(pgErr, store.EUNPROCESSABLE, "the record refers to one that does not exist")
-	}
-	return store.ErrorWithCause(pgErr, store.EINVALID, "a value breaks a rule of the database")
 }
 
 // connectCause says why a connection could not be made, in words that
