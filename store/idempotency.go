@@ -130,10 +130,7 @@ func (w *IdempotentWrite) Keep(record, beside any, now time.Time) (KeptAnswer, e
 	if w.Credential == "" {
 		return KeptAnswer{}, errNoCredential
 	}
-	aead, err := w.aead()
-	if err != nil {
-		return KeptAnswer{}, err
-	}
+	aead := w.aead()
 	sealed := make([]byte, 1+nonceSize, 1+nonceSize+len(answer)+aead.Overhead())
 	sealed[0] = sealedV2
 	if _, err := rand.Read(sealed[1:]); err != nil {
@@ -148,10 +145,7 @@ func (w *IdempotentWrite) open(k KeptAnswer) (KeptAnswer, error) {
 	if !w.Sealed {
 		return k, nil
 	}
-	aead, err := w.aead()
-	if err != nil {
-		return KeptAnswer{}, err
-	}
+	aead := w.aead()
 	s := k.Answer
 	if len(s) < 1+nonceSize || s[0] != sealedV2 {
 		return KeptAnswer{}, errKeptUnreadable
@@ -197,13 +191,13 @@ func (w *IdempotentWrite) keys() (lookup, seal []byte) {
 	return k[:32], k[32:]
 }
 
-func (w *IdempotentWrite) aead() (cipher.AEAD, error) {
+// aead is AES-256-GCM under the seal key: its 32 bytes and AES's 16-byte
+// blocks are what NewCipher and NewGCM take, so neither fails.
+func (w *IdempotentWrite) aead() cipher.AEAD {
 	_, key := w.keys()
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
+	block, _ := aes.NewCipher(key)
+	aead, _ := cipher.NewGCM(block)
+	return aead
 }
 
 // additional binds a sealed answer to its row, so that it does not open

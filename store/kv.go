@@ -8,3 +8,11 @@ type KVInfo struct {
 	Size     int64
 	Modified time.Time
 }
+
+// KVDir is the prefix of the keys below key, as a directory ("" for all).
+func KVDir(key string) string {
+	if key == "" {
+		return ""
+	}
+	return key + "/"
+}

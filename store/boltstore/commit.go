@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"runtime"
@@ -167,8 +168,5 @@ func (db *DB) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if diskFull(err) {
 		return store.ErrorWithCause(err, store.EINSUFFICIENTSTORAGE, "the server's disk is full: nothing was written; retry after the seconds in Retry-After")
 	}
-	if err != nil {
-		return err
-	}
-	return appErr
+	return cmp.Or(err, appErr)
 }

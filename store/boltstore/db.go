@@ -208,24 +208,17 @@ func refuseDamaged(fn func() error) (err error) {
 // init creates the buckets and loads the in-memory caches.
 func (db *DB) init() error {
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		// Lock records left by a process that died holding them: with the
+		// file lock held, no other process holds one.
+		if err := tx.DeleteBucket(bktCertLocks); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+			return err
+		}
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		if err := forgetWeaklySealed(tx); err != nil {
-			return err
-		}
-		// Lock records left by a process that died holding them: with the
-		// file lock held, no other process holds one.
-		if k, _ := tx.Bucket(bktCertLocks).Cursor().First(); k == nil {
-			return nil
-		}
-		if err := tx.DeleteBucket(bktCertLocks); err != nil {
-			return err
-		}
-		_, err := tx.CreateBucket(bktCertLocks)
-		return err
+		return forgetWeaklySealed(tx)
 	})
 	if err != nil {
 		return err

@@ -234,12 +234,7 @@ func endSchedule(tx *bolt.Tx, d *store.Delivery) error {
 			ids = append(ids, r.ID)
 		}
 	}
-	for _, id := range ids {
-		if err := deleteDelivery(tx, id); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deleteDeliveries(tx, ids)
 }
 
 func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]store.Delivery, int64, error) {
@@ -313,10 +308,5 @@ func pruneDeliveries(tx *bolt.Tx, t time.Time, limit int) (int, error) {
 		}
 		ids = append(ids, r.ID)
 	}
-	for _, id := range ids {
-		if err := deleteDelivery(tx, id); err != nil {
-			return 0, err
-		}
-	}
-	return len(ids), nil
+	return len(ids), deleteDeliveries(tx, ids)
 }

@@ -146,15 +146,13 @@ func (db *DB) PruneEvents(ctx context.Context, t time.Time) (int, error) {
 				old = append(old, k)
 			}
 			// Deleted after the walk: a cursor may skip keys deleted under it.
-			was := wasBucket(tx)
+			was := tx.Bucket(bktEventsWas)
 			for _, k := range old {
 				if err := b.Delete(k); err != nil {
 					return 0, err
 				}
-				if was != nil {
-					if err := was.Delete(k); err != nil {
-						return 0, err
-					}
+				if err := was.Delete(k); err != nil {
+					return 0, err
 				}
 			}
 			n := len(old)

@@ -36,8 +36,14 @@ func (db *DB) keyedWrite(ctx context.Context, w *store.IdempotentWrite, fn func(
 		return db.write(ctx, fn)
 	}
 	return db.write(ctx, func(tx *bolt.Tx) error {
-		if err := db.checkKept(tx, w); err != nil {
-			return err
+		if v := tx.Bucket(bktKept).Get(keptKey(w)); v != nil {
+			k, err := decodeKept(v)
+			if err != nil {
+				return err
+			}
+			if err := w.Found(k, db.now()); err != nil {
+				return err
+			}
 		}
 		if err := fn(tx); err != nil {
 			return err
@@ -71,18 +77,6 @@ func decodeKept(v []byte) (store.KeptAnswer, error) {
 		Fingerprint: bytes.Clone(v[17:n]),
 		Answer:      bytes.Clone(v[n:]),
 	}, nil
-}
-
-func (db *DB) checkKept(tx *bolt.Tx, w *store.IdempotentWrite) error {
-	v := tx.Bucket(bktKept).Get(keptKey(w))
-	if v == nil {
-		return nil
-	}
-	k, err := decodeKept(v)
-	if err != nil {
-		return err
-	}
-	return w.Found(k, db.now())
 }
 
 func (db *DB) keepAnswer(tx *bolt.Tx, w *store.IdempotentWrite, record, beside any) error {

@@ -66,7 +66,7 @@ func (db *DB) KVDelete(ctx context.Context, key string) error {
 		if key != "" && b.Get([]byte(key)) != nil {
 			doomed = append(doomed, []byte(key))
 		}
-		prefix := dirPrefix(key)
+		prefix := []byte(store.KVDir(key))
 		c := b.Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			doomed = append(doomed, bytes.Clone(k))
@@ -83,7 +83,7 @@ func (db *DB) KVDelete(ctx context.Context, key string) error {
 func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
 	keys := []string{}
 	err := db.read(ctx, func(tx *bolt.Tx) error {
-		dir := dirPrefix(prefix)
+		dir := []byte(store.KVDir(prefix))
 		c := tx.Bucket(bktCerts).Cursor()
 		for k, _ := c.Seek(dir); k != nil && bytes.HasPrefix(k, dir); k, _ = c.Next() {
 			if err := ctx.Err(); err != nil {
@@ -94,13 +94,6 @@ func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
 		return nil
 	})
 	return keys, err
-}
-
-func dirPrefix(key string) []byte {
-	if key == "" {
-		return nil
-	}
-	return []byte(key + "/")
 }
 
 func (db *DB) Lock(ctx context.Context, name string) error {

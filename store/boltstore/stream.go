@@ -42,10 +42,8 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 			func() error { return streamRecords(ctx, tx, apiKeyTable, to) },
 			func() error {
 				domains, err := allDomains(tx) // a handful: a project's own
-				for i := range domains {
-					if err == nil {
-						err = to.Record(&domains[i])
-					}
+				for i := 0; err == nil && i < len(domains); i++ {
+					err = to.Record(&domains[i])
 				}
 				return err
 			},

@@ -196,25 +196,30 @@ func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
 		for k, _ := c.Seek(prefix); len(k) == 16 && btoi(k[:8]) == id; k, _ = c.Next() {
 			ids = append(ids, btoi(k[8:]))
 		}
-		for _, d := range ids {
-			if err := deleteDelivery(tx, d); err != nil {
-				return err
-			}
+		if err := deleteDeliveries(tx, ids); err != nil {
+			return err
 		}
 		return tx.Bucket(bktWebhooks).Delete(prefix)
 	})
 }
 
-func deleteDelivery(tx *bolt.Tx, id int64) error {
-	r, err := getDelivery(tx, id)
-	if err != nil {
-		return corrupt(err)
+// deleteDeliveries deletes these deliveries, collected before: deleting
+// under a cursor can skip the next key.
+func deleteDeliveries(tx *bolt.Tx, ids []int64) error {
+	for _, id := range ids {
+		r, err := getDelivery(tx, id)
+		if err != nil {
+			return corrupt(err)
+		}
+		if err := tx.Bucket(bktDeliveriesDue).Delete(dueKey(&r)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bktDeliveriesWebhook).Delete(appendID(itob(r.WebhookID), id)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bktDeliveries).Delete(itob(id)); err != nil {
+			return err
+		}
 	}
-	if err := tx.Bucket(bktDeliveriesDue).Delete(dueKey(&r)); err != nil {
-		return err
-	}
-	if err := tx.Bucket(bktDeliveriesWebhook).Delete(appendID(itob(r.WebhookID), id)); err != nil {
-		return err
-	}
-	return tx.Bucket(bktDeliveries).Delete(itob(id))
+	return nil
 }

@@ -75,12 +75,8 @@ func (db *DB) APIKeys(ctx context.Context, p store.Page) ([]store.APIKey, int64,
 func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 	r := store.Revocation{KeyID: id, RevokedAt: db.now().UTC()}
 	err := db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `DELETE FROM api_keys WHERE id = $1 RETURNING sha256`, id).Scan(&r.SHA256)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = store.NotFound("api key", id)
-		}
-		if err != nil {
-			return err
+		if err := tx.QueryRow(ctx, `DELETE FROM api_keys WHERE id = $1 RETURNING sha256`, id).Scan(&r.SHA256); err != nil {
+			return notFound(err, store.NotFound("api key", id))
 		}
 		// Where the other instances read it.
 		if _, err := tx.Exec(ctx, `INSERT INTO revocations (sha256, key_id, revoked_at) VALUES ($1, $2, $3)

@@ -91,11 +91,7 @@ func isConnectionFailure(err error) bool {
 func noEffect(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "57P01", "57P02", "57P03", "40001", "40P01":
-			return true
-		}
-		return false
+		return slices.Contains([]string{"57P01", "57P02", "57P03", "40001", "40P01"}, pgErr.Code)
 	}
 	return pgconn.SafeToRetry(err)
 }
@@ -131,19 +127,23 @@ func (c *conns) fail(ctx context.Context, err error) error {
 	case constraint:
 		var pgErr *pgconn.PgError
 		errors.As(err, &pgErr)
-		return constraintError(pgErr)
+		switch code {
+		case "23505":
+			return store.ErrorWithCause(pgErr, store.ECONFLICT, "the record exists already")
+		case foreignKey:
+			return store.ErrorWithCause(pgErr, store.EUNPROCESSABLE, "the record refers to one that does not exist")
+		}
+		return store.ErrorWithCause(pgErr, store.EINVALID, "a value breaks a rule of the database")
 	case lost:
-		c.lost()
+		// A restart or a failover killed the idle others too, and each
+		// would fail one request.
+		c.pool.Reset()
 		return c.unavailable(ctx, err)
 	case busy, timedOut:
 		return c.unavailable(ctx, err)
 	}
 	return err
 }
-
-// lost closes the pool's idle connections after one turned out dead: a
-// restart or a failover kills them all, and each would fail one request.
-func (c *conns) lost() { c.pool.Reset() }
 
 func (c *conns) unavailable(ctx context.Context, err error) error {
 	why := reason(err, c.t)
@@ -204,16 +204,6 @@ const foreignKey = "23503"
 func dataError(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && inClass(pgErr.Code, "22", "23")
-}
-
-func constraintError(pgErr *pgconn.PgError) error {
-	switch pgErr.Code {
-	case "23505":
-		return store.ErrorWithCause(pgErr, store.ECONFLICT, "the record exists already")
-	case "23503":
-		return store.ErrorWithCause(pgErr, store.EUNPROCESSABLE, "the record refers to one that does not exist")
-	}
-	return store.ErrorWithCause(pgErr, store.EINVALID, "a value breaks a rule of the database")
 }
 
 // connectCause says why a connection could not be made, in words that

@@ -94,19 +94,17 @@ func (c *conns) acquire(ctx context.Context) (conn *pgxpool.Conn, release func()
 		return nil, nil, err
 	}
 	conn, err = c.pool.Acquire(actx)
-	if err != nil {
-		free()
+	if err == nil {
+		return conn, func() { conn.Release(); free() }, nil
 	}
-	if err != nil && ctx.Err() == nil && actx.Err() != nil {
-		stat := c.pool.Stat()
-		err = c.unavailable(ctx, fmt.Errorf("no connection of the pool (%d in use of %d) was free within %v: %w", stat.AcquiredConns(), stat.MaxConns(), wait, err))
-		c.health.metrics.acquireTimeouts.Add(1)
-		return nil, nil, err
-	}
-	if err != nil {
+	free()
+	if ctx.Err() != nil || actx.Err() == nil {
 		return nil, nil, c.fail(ctx, err)
 	}
-	return conn, func() { conn.Release(); free() }, nil
+	stat := c.pool.Stat()
+	err = c.unavailable(ctx, fmt.Errorf("no connection of the pool (%d in use of %d) was free within %v: %w", stat.AcquiredConns(), stat.MaxConns(), wait, err))
+	c.health.metrics.acquireTimeouts.Add(1)
+	return nil, nil, err
 }
 
 // statement gives ctx the client's deadline for one statement.
@@ -122,7 +120,7 @@ func again[T any](c *conns, run func() (T, error)) (T, error) {
 		if k, _, _ := classify(err); k == lost {
 			// What ended this connection (a restart, a failover, an
 			// administrator) ended the idle others too.
-			c.lost()
+			c.pool.Reset()
 		}
 		v, err = run()
 	}
@@ -165,8 +163,7 @@ func (c *conns) query(ctx context.Context, sql string, args ...any) (*connRows, 
 		done()
 		return nil, err
 	}
-	r := &connRows{Rows: rows, c: c, ctx: ctx, done: done}
-	r.peeked = true
+	r := &connRows{Rows: rows, c: c, ctx: ctx, done: done, peeked: true}
 	if r.first = rows.Next(); !r.first {
 		if err := rows.Err(); err != nil {
 			rows.Close()
@@ -208,10 +205,7 @@ func (r *connRows) Next() bool {
 		if r.first {
 			return true
 		}
-		r.Close()
-		return false
-	}
-	if r.Rows.Next() {
+	} else if r.Rows.Next() {
 		return true
 	}
 	r.Close()

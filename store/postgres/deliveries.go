@@ -327,32 +327,30 @@ func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]
 func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time, key *store.IdempotentWrite) (store.Delivery, error) {
 	var out store.Delivery
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		return db.keyed(ctx, tx, key, func() error { return db.retryDelivery(ctx, tx, webhookID, id, now, &out) }, func() (any, any) { return &out, out.EventID })
+		return db.keyed(ctx, tx, key, func() error {
+			var etx, eseq, wid int64
+			var dv []byte
+			err := tx.QueryRow(ctx, `SELECT event_tx, event_seq, webhook_id, value FROM deliveries WHERE id = $1`, id).Scan(&etx, &eseq, &wid, &dv)
+			if err != nil {
+				return notFound(err, store.NotFound("delivery", id))
+			}
+			if wid != webhookID {
+				return store.NotFound("delivery", id)
+			}
+			d, err := decodeDelivery(id, etx, eseq, dv)
+			if err != nil {
+				return err
+			}
+			var kept bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE tx = $1 AND seq = $2)`, etx, eseq).Scan(&kept); err != nil {
+				return err
+			}
+			if !kept {
+				return store.EventPruned(d.EventID)
+			}
+			out = store.ManualRetry(&d, now)
+			return insertDelivery(ctx, tx, &out)
+		}, func() (any, any) { return &out, out.EventID })
 	})
 	return out, err
-}
-
-func (db *DB) retryDelivery(ctx context.Context, tx pgx.Tx, webhookID, id int64, now time.Time, out *store.Delivery) error {
-	var etx, eseq, wid int64
-	var dv []byte
-	err := tx.QueryRow(ctx, `SELECT event_tx, event_seq, webhook_id, value FROM deliveries WHERE id = $1`, id).Scan(&etx, &eseq, &wid, &dv)
-	if err != nil {
-		return notFound(err, store.NotFound("delivery", id))
-	}
-	if wid != webhookID {
-		return store.NotFound("delivery", id)
-	}
-	d, err := decodeDelivery(id, etx, eseq, dv)
-	if err != nil {
-		return err
-	}
-	var kept bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE tx = $1 AND seq = $2)`, etx, eseq).Scan(&kept); err != nil {
-		return err
-	}
-	if !kept {
-		return store.EventPruned(d.EventID)
-	}
-	*out = store.ManualRetry(&d, now)
-	return insertDelivery(ctx, tx, out)
 }

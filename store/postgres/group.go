@@ -210,15 +210,12 @@ func (c *creates[T]) runRound(ctx context.Context, db *DB, round []*groupCall[ne
 			})
 		}
 		if err != nil {
-			data := dataError(err)
 			for _, call := range round {
-				// Rows read before the error were rolled back with it.
+				// Rows read before the error were rolled back with it; on
+				// data, each call's own statement below answers it.
 				call.out, call.err = 0, err
-				if data {
-					call.err = nil
-				}
 			}
-			if !data {
+			if !dataError(err) {
 				return
 			}
 		}

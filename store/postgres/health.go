@@ -31,9 +31,16 @@ type probe struct {
 // Ping reports whether the store is ready to serve: nil, or a
 // database_unavailable error whose message says why not.
 func (db *DB) Ping(ctx context.Context) error {
-	err := db.ping(ctx)
 	db.probe.mu.Lock()
 	defer db.probe.mu.Unlock()
+	err := db.pool.health.initError()
+	if err == nil && time.Since(db.probe.at) >= probeEvery {
+		db.probe.err = db.runProbe(ctx)
+		db.probe.at = time.Now()
+	}
+	if err == nil {
+		err = db.probe.err
+	}
 	why := ""
 	if err != nil {
 		why = store.ErrorMessage(err)
@@ -46,20 +53,6 @@ func (db *DB) Ping(ctx context.Context) error {
 	}
 	db.probe.notReady = why
 	return err
-}
-
-func (db *DB) ping(ctx context.Context) error {
-	if err := db.pool.health.initError(); err != nil {
-		return err
-	}
-	db.probe.mu.Lock()
-	defer db.probe.mu.Unlock()
-	if time.Since(db.probe.at) < probeEvery {
-		return db.probe.err
-	}
-	db.probe.err = db.runProbe(ctx)
-	db.probe.at = time.Now()
-	return db.probe.err
 }
 
 func (db *DB) runProbe(ctx context.Context) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -65,21 +64,12 @@ func (g *goodHost) install(cfg *pgxpool.Config) {
 		return nil
 	}
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
-		remote := c.PgConn().Conn().RemoteAddr()
-		if remote == nil || remote.Network() != "tcp" {
-			return nil
+		if tcp, ok := c.PgConn().Conn().RemoteAddr().(*net.TCPAddr); ok {
+			remote := tcp.AddrPort()
+			g.mu.Lock()
+			g.ip, g.port = remote.Addr().Unmap().String(), remote.Port()
+			g.mu.Unlock()
 		}
-		ip, port, err := net.SplitHostPort(remote.String())
-		if err != nil {
-			return nil
-		}
-		p, err := strconv.ParseUint(port, 10, 16)
-		if err != nil {
-			return nil
-		}
-		g.mu.Lock()
-		g.ip, g.port = ip, uint16(p)
-		g.mu.Unlock()
 		return nil
 	}
 }

@@ -34,11 +34,7 @@ func (db *DB) KVDelete(ctx context.Context, key string) error {
 }
 
 func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
-	dir := ""
-	if prefix != "" {
-		dir = prefix + "/"
-	}
-	rows, err := db.pool.Query(ctx, `SELECT key FROM certmagic WHERE left(key, length($1)) = $1 ORDER BY key`, dir)
+	rows, err := db.pool.Query(ctx, `SELECT key FROM certmagic WHERE left(key, length($1)) = $1 ORDER BY key`, store.KVDir(prefix))
 	if err != nil {
 		return nil, err
 	}

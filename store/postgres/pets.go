@@ -113,8 +113,8 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition
 		return err
 	}
 	args := []any{in.ID, in.Name, in.CategoryID, in.Status, e.Type, db.now(), []byte(e.Data)}
-	replace := func(q pgx.Row) error {
-		err := q.Scan(&in.ID, &in.Version)
+	err = db.conditional(ctx, cond, "pets", "pet", in.ID, func(q querier) error {
+		err := q.QueryRow(ctx, replacePetSQL, args...).Scan(&in.ID, &in.Version)
 		switch {
 		case violates(err, foreignKey):
 			return store.CategoryMissing(in.CategoryID)
@@ -122,9 +122,6 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition
 			return notFound(err, store.NotFound("pet", in.ID))
 		}
 		return nil
-	}
-	err = db.conditional(ctx, cond, "pets", "pet", in.ID, func(q querier) error {
-		return replace(q.QueryRow(ctx, replacePetSQL, args...))
 	})
 	if err != nil {
 		return err
@@ -148,17 +145,14 @@ func deleteSQL(table string) string {
 }
 
 func (db *DB) DeletePet(ctx context.Context, id int64, cond store.Condition) error {
-	del := func(q pgx.Row) error {
+	args := []any{id, store.EventPetDeleted, db.now(), []byte(store.DeletedData(id))}
+	return db.conditional(ctx, cond, "pets", "pet", id, func(q querier) error {
 		var n int
-		err := q.Scan(&n)
+		err := q.QueryRow(ctx, deletePetSQL, args...).Scan(&n)
 		if err == nil && n == 0 {
 			err = store.NotFound("pet", id)
 		}
 		return err
-	}
-	args := []any{id, store.EventPetDeleted, db.now(), []byte(store.DeletedData(id))}
-	return db.conditional(ctx, cond, "pets", "pet", id, func(q querier) error {
-		return del(q.QueryRow(ctx, deletePetSQL, args...))
 	})
 }
 

@@ -96,13 +96,11 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 			if q.sql != "" {
 				err = streamRows(ctx, tx, q, to)
 			} else { // the domains, which are few
-				list, lerr := domains(ctx, tx, false)
-				for i := range list {
-					if lerr == nil {
-						lerr = to.Record(&list[i])
-					}
+				var list []store.Domain
+				list, err = domains(ctx, tx, false)
+				for i := 0; err == nil && i < len(list); i++ {
+					err = to.Record(&list[i])
 				}
-				err = lerr
 			}
 			if err != nil {
 				return err
