@@ -125,7 +125,7 @@ func (s *Server) takeKey(c echo.Context, admin bool) (w *store.IdempotentWrite, 
 	if admin {
 		// The store keeps only the token's hash, so a backup cannot open the
 		// answer or check a guess of the key.
-		w.Credential = bearerToken(r.Header.Get(echo.HeaderAuthorization))
+		w.Credential = bearerToken(credential(r.Header, echo.HeaderAuthorization))
 	}
 	release, ok := s.keysInFlight.take(w.Scope + "\x00" + key)
 	if !ok {
@@ -214,11 +214,11 @@ func sfString(s string) (string, bool) {
 // keyScope names a key's credential: a hash of the API key (no lookup) or
 // of the admin token (a new token has no keys).
 func keyScope(r *http.Request, admin bool) string {
-	kind, credential := "key:", r.Header.Get(headerAPIKey)
+	kind, secret := "key:", credential(r.Header, headerAPIKey)
 	if admin {
-		kind, credential = "admin:", bearerToken(r.Header.Get(echo.HeaderAuthorization))
+		kind, secret = "admin:", bearerToken(credential(r.Header, echo.HeaderAuthorization))
 	}
-	sum := sha256.Sum256([]byte(credential))
+	sum := sha256.Sum256([]byte(secret))
 	return kind + hex.EncodeToString(sum[:12])
 }
 
