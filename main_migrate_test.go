@@ -416,7 +416,7 @@ func TestMigrateCarriesWebhooksEventsAndDeliveries(t *testing.T) {
 	}
 	defer other.Close()
 	due := time.Now().Add(2 * time.Hour)
-	claimed, err := other.ClaimDeliveries(ctx, due, due.Add(time.Minute), nil, 10)
+	claimed, err := other.ClaimDeliveries(ctx, due, time.Minute, nil, 10)
 	if err != nil || len(claimed) != 1 || claimed[0].ID != pendingID || claimed[0].Webhook.Secret != hook.Secret ||
 		!strings.Contains(string(claimed[0].Event.Data), `"name":"Pending"`) {
 		t.Errorf("the deliveries due on PostgreSQL: %+v, %v; want delivery %d of the pending pet", claimed, err, pendingID)

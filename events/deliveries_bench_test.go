@@ -27,9 +27,9 @@ func (c *countingStore) FanOut(ctx context.Context, now time.Time, limit int) (i
 	return n, err
 }
 
-func (c *countingStore) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
+func (c *countingStore) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]store.Claimed, error) {
 	c.claims.Add(1)
-	return c.DB.ClaimDeliveries(ctx, now, leaseUntil, busy, limit)
+	return c.DB.ClaimDeliveries(ctx, now, lease, busy, limit)
 }
 
 func (c *countingStore) FinishDeliveries(ctx context.Context, done []store.Finished) error {

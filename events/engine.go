@@ -44,9 +44,9 @@ const (
 )
 
 // leaseFor is a claim's lease when an attempt may take timeout: the
-// attempt, the batch's wait for the record and its write, and a margin
-// for instances' clocks. Strictly longer than the attempt, so that no
-// other instance sends again an attempt still under way here.
+// attempt, the batch's wait for the record and its write, and a margin.
+// Strictly longer than the attempt, whose deadline starts before the store
+// starts the lease, so that no other instance sends it again meanwhile.
 func leaseFor(timeout time.Duration) time.Duration {
 	return timeout + recordWait + recordTimeout + time.Second
 }
@@ -56,7 +56,7 @@ type Store interface {
 	Events(ctx context.Context, f store.EventFilter) ([]store.Event, error)
 	NewestEvent(ctx context.Context) (store.EventID, error)
 	FanOut(ctx context.Context, now time.Time, limit int) (int, error)
-	ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error)
+	ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]store.Claimed, error)
 	FinishDeliveries(ctx context.Context, done []store.Finished) error
 	PruneEvents(ctx context.Context, t time.Time) (int, error)
 }
@@ -226,7 +226,7 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 	}
 	// Counted from before the claim that starts the lease.
 	deadline := time.Now().Add(e.timeout)
-	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, now.Add(e.lease), e.busy(), claimLimit)
+	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, e.lease, e.busy(), claimLimit)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.cfg.Log.Warn("claiming webhook deliveries", "err", err)

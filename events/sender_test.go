@@ -133,7 +133,8 @@ func testSenderHTTPS(t *testing.T, h2 bool) {
 }
 
 // leaseStore is a real store that notes each claim's lease and time, and
-// each outcome's attempt against them.
+// each outcome's attempt against them. The store starts the lease later
+// than the claim's call: a lease counted from the call ends no later.
 type leaseStore struct {
 	Store
 	mu      sync.Mutex
@@ -142,13 +143,13 @@ type leaseStore struct {
 	errs    []string
 }
 
-func (l *leaseStore) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
+func (l *leaseStore) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]store.Claimed, error) {
 	at := time.Now()
-	out, err := l.Store.ClaimDeliveries(ctx, now, leaseUntil, busy, limit)
+	out, err := l.Store.ClaimDeliveries(ctx, now, lease, busy, limit)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, d := range out {
-		l.claimed[d.ID] = [2]time.Time{at, leaseUntil}
+		l.claimed[d.ID] = [2]time.Time{at, at.Add(lease)}
 	}
 	return out, err
 }

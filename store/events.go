@@ -353,9 +353,9 @@ type Events interface {
 	// it, due at now; it reports how many events it read.
 	FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 	// ClaimDeliveries leases up to limit deliveries due at now, none of
-	// the webhooks in busy, until leaseUntil: no other instance attempts
-	// them before then.
-	ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]Claimed, error)
+	// the webhooks in busy, for lease: no other instance attempts them
+	// before it ends on the store's clock (the database's), never on now.
+	ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]Claimed, error)
 	// FinishDeliveries records the outcomes of attempts, with the next
 	// attempts' pending deliveries, in one transaction; a delivery or
 	// webhook deleted meanwhile is skipped. Until it succeeds the

@@ -26,8 +26,8 @@ type WebhookQueue struct {
 
 // QueueReader is a store that reports its webhook queue.
 type QueueReader interface {
-	// WebhookQueue reads the queue as of now. Its cost grows with the
-	// pending deliveries, so callers give it a deadline.
+	// WebhookQueue reads the queue as of now, leases as claims judge them.
+	// Its cost grows with the pending deliveries, so callers give it a deadline.
 	WebhookQueue(ctx context.Context, now time.Time) (WebhookQueue, error)
 }
 

@@ -119,7 +119,7 @@ func claimTwoEvents(t *testing.T, s store.Store, now time.Time, hooks int) []sto
 	c := newCategory(t, s, "cats")
 	newPet(t, s, "Tom", c.ID, store.StatusAvailable)
 	fanOut(t, s, now, 2)
-	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 100))(t)
+	claimed := must(s.ClaimDeliveries(ctx, now, time.Minute, nil, 100))(t)
 	if len(claimed) != 2*hooks {
 		t.Fatalf("claimed %d deliveries, want %d (2 events, %d webhooks)", len(claimed), 2*hooks, hooks)
 	}
@@ -163,12 +163,14 @@ func testDeliveries(t *testing.T, s store.Store) {
 	if n := must(s.FanOut(ctx, now, 100))(t); n != 0 {
 		t.Fatalf("a second FanOut read %d events, want 0", n)
 	}
-	claimed := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t)
+	claimed := must(s.ClaimDeliveries(ctx, now, time.Minute, nil, 10))(t)
 	if len(claimed) != 3 {
 		t.Fatalf("claimed %d deliveries, want 3 (two for *, one for pet.created)", len(claimed))
 	}
-	if again := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t); len(again) != 0 {
-		t.Fatalf("leased deliveries claimed again: %d", len(again))
+	// The lease is the store's to time: a claimer's clock an hour ahead
+	// does not end it.
+	if again := must(s.ClaimDeliveries(ctx, now.Add(time.Hour), time.Minute, nil, 10))(t); len(again) != 0 {
+		t.Fatalf("leased deliveries claimed again, by a clock an hour ahead: %d", len(again))
 	}
 	for _, d := range claimed {
 		if d.Webhook.Secret == "" || len(d.Event.Data) == 0 || d.Event.ID != d.EventID {
@@ -181,15 +183,19 @@ func testDeliveries(t *testing.T, s store.Store) {
 	for i := range claimed[1:] {
 		check(t, s.FinishDeliveries(ctx, []store.Finished{{Claimed: &claimed[1+i], Outcome: store.Outcome{AttemptedAt: now, Status: 200, Succeeded: true}}}))
 	}
-	if due := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t); len(due) != 0 {
+	if due := must(s.ClaimDeliveries(ctx, now, time.Minute, nil, 10))(t); len(due) != 0 {
 		t.Fatalf("a retry was due before its time: %d", len(due))
 	}
-	due := must(s.ClaimDeliveries(ctx, next, next.Add(time.Minute), nil, 10))(t)
+	// Its lease ends at once: only busy keeps it from the next claim.
+	due := must(s.ClaimDeliveries(ctx, next, 0, nil, 10))(t)
 	if len(due) != 1 || due[0].Attempt != 2 || due[0].EventID != claimed[0].EventID {
 		t.Fatalf("the retry: %+v", due)
 	}
-	if busy := must(s.ClaimDeliveries(ctx, next.Add(2*time.Minute), next.Add(3*time.Minute), []int64{due[0].WebhookID}, 10))(t); len(busy) != 0 {
+	if busy := must(s.ClaimDeliveries(ctx, next, time.Minute, []int64{due[0].WebhookID}, 10))(t); len(busy) != 0 {
 		t.Fatalf("a busy webhook's delivery was claimed")
+	}
+	if again := must(s.ClaimDeliveries(ctx, next, time.Minute, nil, 10))(t); len(again) != 1 || again[0].ID != due[0].ID {
+		t.Fatalf("the retry, its lease ended, claimed again: %+v", again)
 	}
 	check(t, s.FinishDeliveries(ctx, []store.Finished{{Claimed: &due[0], Outcome: store.Outcome{AttemptedAt: next, Status: 404, Disable: "failing for 5 days"}}}))
 	w := must(s.Webhook(ctx, due[0].WebhookID))(t)
@@ -216,7 +222,7 @@ func testDeliveries(t *testing.T, s store.Store) {
 	}
 	test := must(s.RecordEvent(ctx, store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{}`)}, pets.ID, nil))(t)
 	fanOut(t, s, next, 2)
-	got := must(s.ClaimDeliveries(ctx, next, next.Add(time.Minute), nil, 10))(t)
+	got := must(s.ClaimDeliveries(ctx, next, time.Minute, nil, 10))(t)
 	var tests int
 	for _, d := range got {
 		if d.EventID == test.ID {
@@ -267,7 +273,7 @@ func testDeliveryClaimRace(t *testing.T, s store.Store) {
 		wg.Go(func() {
 			<-start
 			for empty := 0; empty < 3; {
-				got, err := s.ClaimDeliveries(ctx, now, now.Add(time.Hour), nil, 3)
+				got, err := s.ClaimDeliveries(ctx, now, time.Hour, nil, 3)
 				if err != nil {
 					t.Error(err)
 					return
@@ -347,7 +353,7 @@ func testFinishDeliveriesInOneBatch(t *testing.T, s store.Store) {
 		t.Errorf("admin events after the batch: %v, want one webhook.disabled", evs)
 	}
 	// Nothing is leased any more: the failure's retry is claimed when due.
-	if due := must(s.ClaimDeliveries(ctx, next, next.Add(time.Minute), nil, 100))(t); len(due) != 1 || due[0].Attempt != 2 {
+	if due := must(s.ClaimDeliveries(ctx, next, time.Minute, nil, 100))(t); len(due) != 1 || due[0].Attempt != 2 {
 		t.Errorf("due after the batch: %+v", due)
 	}
 }

@@ -35,7 +35,7 @@ func testManualRetryEndsSchedule(t *testing.T, s store.Store) {
 	manual := func(succeeded bool) {
 		t.Helper()
 		r := must(s.RetryDelivery(ctx, a.ID, first.ID, now, nil))(t)
-		got := must(s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10))(t)
+		got := must(s.ClaimDeliveries(ctx, now, time.Minute, nil, 10))(t)
 		if len(got) != 1 || got[0].ID != r.ID || !got[0].Manual {
 			t.Fatalf("claimed %+v, want the manual retry %d alone", got, r.ID)
 		}
@@ -69,7 +69,7 @@ func testManualRetryEndsSchedule(t *testing.T, s store.Store) {
 	if p := pending(b.ID); len(p) != 2 {
 		t.Errorf("webhook b has %d pending deliveries, want its 2 untouched: %+v", len(p), p)
 	}
-	due := must(s.ClaimDeliveries(ctx, next, next.Add(time.Minute), nil, 10))(t)
+	due := must(s.ClaimDeliveries(ctx, next, time.Minute, nil, 10))(t)
 	if len(due) != 3 {
 		t.Errorf("at the schedule's next time, %d deliveries are due, want 3: %+v", len(due), due)
 	}

@@ -38,7 +38,7 @@ func testSecretRotation(t *testing.T, s store.Store) {
 	// A delivery claimed during the overlap carries both secrets.
 	must(s.RecordEvent(ctx, store.PendingEvent{Type: store.EventWebhookTest, Data: json.RawMessage(`{}`)}, w.ID, nil))(t)
 	fanOut(t, s, now, 1)
-	claimed := must(s.ClaimDeliveries(ctx, now.Add(time.Second), now.Add(time.Minute), nil, 10))(t)
+	claimed := must(s.ClaimDeliveries(ctx, now.Add(time.Second), time.Minute, nil, 10))(t)
 	if len(claimed) != 1 {
 		t.Fatalf("claimed %d deliveries, want 1", len(claimed))
 	}

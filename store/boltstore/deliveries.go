@@ -85,8 +85,8 @@ func dispatched(tx *bolt.Tx) uint64 {
 	return 0
 }
 
-func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
-	l := db.leases()
+func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]store.Claimed, error) {
+	l, at := db.leases(), time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []store.Claimed
@@ -117,7 +117,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 			if !open[hook] {
 				continue
 			}
-			if until, ok := l.until[id]; ok && until.After(now) {
+			if until, ok := l.until[id]; ok && until.After(at) {
 				continue
 			}
 			var r deliveryRecord
@@ -154,12 +154,10 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, bu
 				e.ID = was // the id its deliveries go out under
 			}
 			out = append(out, store.Claimed{Delivery: r.Delivery, Event: e, Webhook: w})
+			l.until[r.ID] = at.Add(lease)
 		}
 		return nil
 	})
-	for _, d := range out {
-		l.until[d.ID] = leaseUntil
-	}
 	return out, err
 }
 

@@ -68,7 +68,7 @@ func TestImportNumbersPostgreSQLEventsAgain(t *testing.T) {
 
 	// The pending delivery is of event 12, and is sent under the id it
 	// had on PostgreSQL, which a receiver may have seen.
-	claimed, err := db.ClaimDeliveries(ctx, at.Add(time.Minute), at.Add(time.Hour), nil, 10)
+	claimed, err := db.ClaimDeliveries(ctx, at.Add(time.Minute), time.Hour, nil, 10)
 	if err != nil || len(claimed) != 1 || claimed[0].ID != 4 || claimed[0].EventID != (store.EventID{Seq: 12}) ||
 		claimed[0].Event.ID != (store.EventID{Tx: 105, Seq: 9}) || !strings.Contains(string(claimed[0].Event.Data), "pg c") {
 		t.Errorf("the pending delivery: %+v, %v; want delivery 4 of event 12 (pg c), sent as %s", claimed, err, store.EventID{Tx: 105, Seq: 9})
@@ -161,7 +161,7 @@ func TestImportCarriesTheIdsOfAnEarlierMove(t *testing.T) {
 		{store.EventID{Tx: 300, Seq: 5}, "20 c, 21 d"},            // before the second's
 		{store.EventID{Tx: 300, Seq: 20}, "21 d"},
 	})
-	claimed, err := db.ClaimDeliveries(ctx, at.Add(time.Minute), at.Add(time.Hour), nil, 10)
+	claimed, err := db.ClaimDeliveries(ctx, at.Add(time.Minute), time.Hour, nil, 10)
 	sentAs := map[int64]store.EventID{}
 	for _, c := range claimed {
 		sentAs[c.ID] = c.Event.ID

@@ -15,11 +15,11 @@ import (
 func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQueue, error) {
 	var q store.WebhookQueue
 	// Deliveries under an attempt's lease are taken, not due.
-	l := db.leases()
+	l, at := db.leases(), time.Now()
 	l.mu.Lock()
 	leased := make(map[int64]bool, len(l.until))
 	for id, until := range l.until {
-		leased[id] = until.After(now)
+		leased[id] = until.After(at)
 	}
 	l.mu.Unlock()
 	err := db.read(ctx, func(tx *bolt.Tx) error {

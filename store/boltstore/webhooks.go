@@ -16,8 +16,8 @@ import (
 )
 
 // Webhooks and their deliveries. A pending delivery is also in the due
-// index. One process owns the file, so its leases are in memory: a restart
-// forgets them, and the attempts they covered are made again.
+// index. One process owns the file, so its leases are in memory, on its
+// clock: a restart forgets them, and the attempts they covered are made again.
 //
 //	webhooks                   id8 -> JSON
 //	deliveries                 id8 -> JSON (deliveryRecord)

@@ -41,7 +41,7 @@ func TestClaimOfFreshDeliveriesMatchesTheFile(t *testing.T) {
 	if err := db.DeleteWebhook(ctx, hooks[2].ID); err != nil {
 		t.Fatal(err)
 	}
-	fromMemory, err := db.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 100)
+	fromMemory, err := db.ClaimDeliveries(ctx, now, time.Minute, nil, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestClaimOfFreshDeliveriesMatchesTheFile(t *testing.T) {
 	// Reopened, the process has no leases and nothing fresh: the claim
 	// reads the file.
 	db = reopenTestDB(t, db)
-	fromFile, err := db.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 100)
+	fromFile, err := db.ClaimDeliveries(ctx, now, time.Minute, nil, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestFreshDeliveriesForgetTheOldest(t *testing.T) {
 	if n := fresh.Len(); n != maxFresh {
 		t.Errorf("%d fresh deliveries kept, want %d", n, maxFresh)
 	}
-	claimed, err := db.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 1)
+	claimed, err := db.ClaimDeliveries(ctx, now, time.Minute, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestClaimsDecodeAChangedWebhookAgain(t *testing.T) {
 		if _, err := db.FanOut(ctx, now, 10); err != nil {
 			t.Fatal(err)
 		}
-		claimed, err := db.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 10)
+		claimed, err := db.ClaimDeliveries(ctx, now, time.Minute, nil, 10)
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claimed %+v, %v; want one delivery", claimed, err)
 		}

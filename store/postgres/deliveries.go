@@ -158,29 +158,30 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 	return n, err
 }
 
+// leaseEnded: no attempt holds the delivery, on the clock instances share.
+// Due times stay the callers': skew makes a retry early or late, not twice.
+const leaseEnded = `(lease_until IS NULL OR lease_until <= now())`
+
 // ClaimDeliveries leases the deliveries due at now, at most
 // MaxInFlightPerWebhook of each webhook and none of busy's. The lease is
 // tested again beside FOR UPDATE: PostgreSQL rechecks a row another claim
 // leased meanwhile only against the conditions of the level that locks it.
-func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error) {
-	if busy == nil {
-		busy = []int64{}
-	}
-	rows, err := db.pool.Query(ctx, `UPDATE deliveries d SET lease_until = $2
+func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]store.Claimed, error) {
+	rows, err := db.pool.Query(ctx, `UPDATE deliveries d SET lease_until = now() + $2::interval
 		FROM events e, webhooks w
 		WHERE d.id IN (
 			SELECT id FROM deliveries WHERE id IN (
 				SELECT id FROM (
 					SELECT id, row_number() OVER (PARTITION BY webhook_id ORDER BY scheduled_at, id) AS n
 					FROM deliveries
-					WHERE state = 'pending' AND scheduled_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
-					AND webhook_id <> ALL($3::bigint[])) r
+					WHERE state = 'pending' AND scheduled_at <= $1 AND `+leaseEnded+`
+					AND webhook_id <> ALL(COALESCE($3::bigint[], '{}'))) r
 				WHERE n <= $5)
-			AND state = 'pending' AND (lease_until IS NULL OR lease_until <= $1)
+			AND state = 'pending' AND `+leaseEnded+`
 			ORDER BY scheduled_at LIMIT $4 FOR UPDATE SKIP LOCKED)
 		AND e.tx = d.event_tx AND e.seq = d.event_seq AND w.id = d.webhook_id
 		RETURNING d.id, d.event_tx, d.event_seq, d.value, e.type, e.created_at, e.data, w.id, w.value, COALESCE(e.was_tx, 0), COALESCE(e.was_seq, 0)`,
-		now, leaseUntil, busy, limit, store.MaxInFlightPerWebhook)
+		now, lease, busy, limit, store.MaxInFlightPerWebhook)
 	if err != nil {
 		return nil, err
 	}

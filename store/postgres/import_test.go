@@ -351,10 +351,10 @@ func TestRoundTripBoltPostgresBolt(t *testing.T) {
 	}
 	// The same deliveries to attempt, from each store.
 	claims := func(s interface {
-		ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error)
+		ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]store.Claimed, error)
 	}) string {
 		now := time.Now().Add(time.Minute)
-		c, err := s.ClaimDeliveries(ctx, now, now.Add(time.Minute), nil, 1000)
+		c, err := s.ClaimDeliveries(ctx, now, time.Minute, nil, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -370,7 +370,7 @@ func TestRoundTripBoltPostgresBolt(t *testing.T) {
 	}
 	wantClaims := claims(bolt)
 	for name, s := range map[string]interface {
-		ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, busy []int64, limit int) ([]store.Claimed, error)
+		ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]store.Claimed, error)
 	}{"PostgreSQL": pg, "the file back": back} {
 		if got := claims(s); got != wantClaims {
 			t.Errorf("%s gives the deliveries\n%s\nwant\n%s", name, got, wantClaims)

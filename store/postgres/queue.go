@@ -17,9 +17,9 @@ func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQue
 	var hooks [][]byte
 	err := db.pool.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM deliveries WHERE state = 'pending'),
-			(SELECT count(*) FROM deliveries WHERE state = 'pending' AND scheduled_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)),
-			(SELECT min(scheduled_at) FROM deliveries WHERE state = 'pending' AND scheduled_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
-				AND webhook_id NOT IN (SELECT webhook_id FROM deliveries WHERE state = 'pending' AND lease_until > $1 GROUP BY webhook_id HAVING count(*) >= $2)),
+			(SELECT count(*) FROM deliveries WHERE state = 'pending' AND scheduled_at <= $1 AND `+leaseEnded+`),
+			(SELECT min(scheduled_at) FROM deliveries WHERE state = 'pending' AND scheduled_at <= $1 AND `+leaseEnded+`
+				AND webhook_id NOT IN (SELECT webhook_id FROM deliveries WHERE state = 'pending' AND NOT `+leaseEnded+` GROUP BY webhook_id HAVING count(*) >= $2)),
 			(SELECT min(e.created_at) FROM deliveries d JOIN events e ON e.tx = d.event_tx AND e.seq = d.event_seq WHERE d.state = 'pending'),
 			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')::regclass), 0),
 			ARRAY(SELECT value FROM webhooks ORDER BY id)`, now, store.MaxInFlightPerWebhook).

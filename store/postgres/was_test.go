@@ -81,7 +81,7 @@ func TestEventsOfAnotherDatabase(t *testing.T) {
 		t.Errorf("a cursor past every event taken: %s, %v; want it as it is", past, err)
 	}
 
-	claimed, err := db.ClaimDeliveries(ctx, time.Now(), time.Now().Add(time.Hour), nil, 10)
+	claimed, err := db.ClaimDeliveries(ctx, time.Now(), time.Hour, nil, 10)
 	if err != nil || len(claimed) != 1 || claimed[0].ID != 4 || claimed[0].EventID != (store.EventID{Seq: 12}) || claimed[0].Event.ID != (store.EventID{Tx: 105, Seq: 9}) {
 		t.Errorf("the pending delivery: %+v, %v; want delivery 4 of event 12, sent as %s", claimed, err, store.EventID{Tx: 105, Seq: 9})
 	}
