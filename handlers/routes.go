@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -199,12 +200,19 @@ func aroundRouted(mw ...echo.MiddlewareFunc) echo.MiddlewareFunc {
 }
 
 // wholeSegments answers 404 when a path parameter took in a slash: Echo
-// lets a trailing parameter match the rest of the path.
+// lets a trailing parameter match the rest of the path. It then decodes
+// the values, which Echo hands over as the client escaped them: %31 is 1
+// (RFC 3986 section 6.2.2.2), to the validator, the handler and the
+// successor's Link alike. net/http refused a broken escape already.
 func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		for _, v := range c.ParamValues() {
+		values := c.ParamValues()
+		for i, v := range values {
 			if strings.Contains(v, "/") {
 				return echo.ErrNotFound
+			}
+			if u, err := url.PathUnescape(v); err == nil {
+				values[i] = u
 			}
 		}
 		return next(c)
