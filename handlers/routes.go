@@ -220,10 +220,20 @@ func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // refuseBody answers 400 to a body sent to an operation that takes none:
-// the client believes it is used.
+// the client believes it is used. A body of unknown length (chunked) that
+// turns out empty is none: some clients frame every request so.
 func refuseBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if r := c.Request(); r.ContentLength > 0 || r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
+		r := c.Request()
+		if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
+			data, err := readAtMost(r, 0, http.NewResponseController(c.Response().Writer))
+			if err != nil {
+				c.Response().Header().Set(echo.HeaderConnection, "close")
+				return bodyReadError(err)
+			}
+			r.ContentLength = int64(len(data))
+		}
+		if r.ContentLength > 0 {
 			// The body is unread, so the connection cannot carry another request.
 			c.Response().Header().Set(echo.HeaderConnection, "close")
 			return apiError(store.EINVALID, "body: %s %s takes no request body", r.Method, c.Path())
