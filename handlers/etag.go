@@ -99,24 +99,20 @@ func etagVersion(tag string) int64 {
 // 412 as on writes; then If-None-Match, which names it weakly (or is *),
 // for a 304. done: err is the answer.
 func readConditions(c echo.Context, version int64) (done bool, err error) {
-	if version > 0 {
-		setETag(c, version)
-	}
 	h := c.Request().Header // the keys are canonical: no lookup of their canonical form
 	if _, ok := h["If-Match"]; ok {
 		if tags := condition(c).IfMatch; version < 1 || len(tags) > 0 && !slices.Contains(tags, version) {
 			return true, apiError(store.EPRECONDITION, "the resource is not at a version If-Match names, or does not exist; read it again for its current ETag")
 		}
 	}
-	if version < 1 || len(h["If-None-Match"]) == 0 {
+	if version < 1 {
 		return false, nil
 	}
-	var buf [24]byte
-	current := appendETag(buf[:0], version)
+	setETag(c, version)
+	current := c.Response().Header()["Etag"][0]
 	for _, v := range h["If-None-Match"] {
 		for _, tag := range strings.Split(v, ",") {
-			tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-			if tag == "*" || tag == string(current) {
+			if tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/"); tag == "*" || tag == current {
 				return true, c.NoContent(http.StatusNotModified)
 			}
 		}

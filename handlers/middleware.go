@@ -151,9 +151,7 @@ func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 			names, values := c.ParamNames(), c.ParamValues()
 			params := make(map[string]string, len(names))
 			for i, n := range names {
-				if i < len(values) {
-					params[n] = values[i]
-				}
+				params[n] = values[i] // Echo's ParamValues are as many as its names
 			}
 			req := c.Request()
 			if op.Operation.RequestBody == nil && req.Body != nil && req.Body != http.NoBody {
