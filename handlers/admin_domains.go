@@ -70,7 +70,7 @@ func domainAdded(d store.Domain, _ none) (answer, error) {
 }
 
 func (s *Server) getDomain(c echo.Context) error {
-	d, err := s.domains.Get(c.Request().Context(), domainParam(c))
+	d, err := s.domains.Get(c.Request().Context(), c.Param("name"))
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (s *Server) getDomain(c echo.Context) error {
 // time-dependent troubleshooting steps are kept beside the domain.
 func (s *Server) verifyDomain(c echo.Context, key *store.IdempotentWrite) (store.Domain, []string, error) {
 	ctx := c.Request().Context()
-	d, err := s.domains.Verify(ctx, domainParam(c))
+	d, err := s.domains.Verify(ctx, c.Param("name"))
 	if err != nil {
 		return d, nil, err
 	}
@@ -98,7 +98,7 @@ func domainVerified(d store.Domain, troubleshooting []string) (answer, error) {
 }
 
 func (s *Server) removeDomain(c echo.Context) error {
-	if err := s.domains.Remove(c.Request().Context(), domainParam(c)); err != nil {
+	if err := s.domains.Remove(c.Request().Context(), c.Param("name")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -128,14 +128,4 @@ func (s *Server) updateSettings(c echo.Context) error {
 // is, as the admin document writes it (RFC 3986 sub-delims); %2A works too.
 func domainPath(name string) string {
 	return "/admin/domains/" + strings.ReplaceAll(url.PathEscape(name), "%2A", "*")
-}
-
-// domainParam is the name path parameter, percent-decoded: the router
-// hands over the client's own escapes ("%2a" for "*").
-func domainParam(c echo.Context) string {
-	name := c.Param("name")
-	if u, err := url.PathUnescape(name); err == nil {
-		return u
-	}
-	return name
 }

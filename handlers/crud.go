@@ -11,8 +11,8 @@ import (
 
 // The operations that only hand an id or a page to the store.
 
-// getByID answers 200 with what get finds for the path parameter param;
-// with version (nil: none) it sets the ETag and answers 304 on a match.
+// getByID answers 200 with what get finds for the path parameter param,
+// its ETag made from version, under the read's conditions (304, 412).
 func getByID[T any](param string, get func(context.Context, int64) (T, error), version func(*T) int64) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id, err := pathID(c, param)
@@ -21,10 +21,10 @@ func getByID[T any](param string, get func(context.Context, int64) (T, error), v
 		}
 		v, err := get(c.Request().Context(), id)
 		if err != nil {
-			return err
+			return preconditionFailed(condition(c), err)
 		}
-		if version != nil && notModified(c, version(&v)) {
-			return c.NoContent(http.StatusNotModified)
+		if done, err := readConditions(c, version(&v)); done {
+			return err
 		}
 		return respond(c, http.StatusOK, v)
 	}

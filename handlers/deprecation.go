@@ -38,7 +38,17 @@ func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 	deprecationValue := []string{fmt.Sprintf("@%d", since.Unix())}
 	sunsetValue := []string{sunset.Format(http.TimeFormat)}
 	linkPrefix := fmt.Sprintf(`<%s>; rel="deprecation"; type="text/html", <%s>; rel="sunset"; type="text/html", <`, doc, doc)
-	to := parseSuccessor(successor)
+	var to successorTemplate
+	for t := successor; ; {
+		open := strings.IndexByte(t, '{')
+		end := strings.IndexByte(t[open+1:], '}')
+		if open < 0 || end < 0 {
+			to = append(to, t)
+			break
+		}
+		to = append(to, t[:open], t[open+1:open+1+end])
+		t = t[open+1+end+1:]
+	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			h := c.Response().Header()
@@ -57,19 +67,6 @@ func (s *Server) deprecation(op *routers.Route) (echo.MiddlewareFunc, error) {
 // successorTemplate is the successor's URL template cut at its
 // parameters: literal text at even indexes, path parameter names at odd.
 type successorTemplate []string
-
-func parseSuccessor(template string) successorTemplate {
-	var t successorTemplate
-	for {
-		open := strings.IndexByte(template, '{')
-		end := strings.IndexByte(template[open+1:], '}')
-		if open < 0 || end < 0 {
-			return append(t, template)
-		}
-		t = append(t, template[:open], template[open+1:open+1+end])
-		template = template[open+1+end+1:]
-	}
-}
 
 // value is prefix, the successor's URL with the request's path parameters
 // query-escaped in place, and suffix, as a header value from shared

@@ -254,7 +254,8 @@ func requestErrorBody(e *openapi3filter.RequestError) Error {
 	if errors.Is(e.Err, openapi3filter.ErrInvalidEmptyValue) {
 		return newError(store.EINVALID, where+": must not be empty")
 	}
-	if ne, ok := asNumberError(e.Err); ok {
+	var ne *numberError
+	if errors.As(e.Err, &ne) {
 		return newError(store.EINVALID, strings.Join(append([]string{where}, ne.pointer...), ".")+": "+ne.Error())
 	}
 	var schemaErr *openapi3.SchemaError

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,28 +93,34 @@ func etagVersion(tag string) int64 {
 	return n
 }
 
-// notModified sets the record's ETag and reports whether If-None-Match
-// names it (or is *), for a 304 (weak comparison, RFC 9110 13.1.2).
-func notModified(c echo.Context, version int64) bool {
-	setETag(c, version)
-	values := c.Request().Header["If-None-Match"] // the key is canonical: no lookup of its canonical form
-	if len(values) == 0 {
-		return false
+// readConditions applies a read's conditions to the version of what it
+// found, 0 for nothing (RFC 9110 section 13.2.2), and sets its ETag: first
+// If-Match, which must name the version strongly (* any version), else
+// 412 as on writes; then If-None-Match, which names it weakly (or is *),
+// for a 304. done: err is the answer.
+func readConditions(c echo.Context, version int64) (done bool, err error) {
+	h := c.Request().Header // the keys are canonical: no lookup of their canonical form
+	if _, ok := h["If-Match"]; ok {
+		if tags := condition(c).IfMatch; version < 1 || len(tags) > 0 && !slices.Contains(tags, version) {
+			return true, apiError(store.EPRECONDITION, "the resource is not at a version If-Match names, or does not exist; read it again for its current ETag")
+		}
 	}
-	var buf [24]byte
-	current := appendETag(buf[:0], version)
-	for _, v := range values {
+	if version < 1 {
+		return false, nil
+	}
+	setETag(c, version)
+	current := c.Response().Header()["Etag"][0]
+	for _, v := range h["If-None-Match"] {
 		for _, tag := range strings.Split(v, ",") {
-			tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-			if tag == "*" || tag == string(current) {
-				return true
+			if tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/"); tag == "*" || tag == current {
+				return true, c.NoContent(http.StatusNotModified)
 			}
 		}
 	}
-	return false
+	return false, nil
 }
 
-// preconditionFailed turns a write's "not found" into 412 under If-Match:
+// preconditionFailed turns a "not found" into 412 under If-Match:
 // a condition on a missing record is not met (RFC 9110 13.1.1).
 func preconditionFailed(cond store.Condition, err error) error {
 	if store.ErrorCode(err) == store.ENOTFOUND && cond.NeedsRecord() {

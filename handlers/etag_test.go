@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -211,4 +212,63 @@ func testSuccessorVersion(t *testing.T, ts *testServer) {
 	write("PUT", orders, `{"complete":true}`, "If-None-Match", "*").wantError(412, "precondition_failed")
 	write("DELETE", orders, "", "If-None-Match", `"1"`).wantError(412, "precondition_failed")
 	write("DELETE", orders, "", "If-None-Match", `"2"`).wantStatus(204)
+}
+
+// TestIfMatchOnReads: If-Match applies to reads too (RFC 9110 section
+// 13.1.1). A read of one resource whose ETag it does not name (strongly)
+// answers 412 precondition_failed, as a write would, before If-None-Match
+// is looked at (section 13.2.2); one that names it, or *, answers as
+// without it; any If-Match on a resource that does not exist is 412, as on
+// writes. Reads change nothing.
+func TestIfMatchOnReads(t *testing.T) {
+	ts, cat, pet := newServerWithRex(t, 5)
+	var order store.Order
+	ts.do("POST", "/store/orders", fmt.Sprintf(`{"petId":%d}`, pet.ID)).wantStatus(201).decode(&order)
+	inventory := fmt.Sprintf("/store/inventory/%d", pet.ID)
+	stock := ts.do("GET", inventory, "").wantStatus(200).header.Get("ETag")
+	read := func(method, path string, h ...string) *response {
+		hdr := http.Header{}
+		for i := 0; i < len(h); i += 2 {
+			hdr.Add(h[i], h[i+1])
+		}
+		return ts.send(method, path, "", hdr)
+	}
+	for path, tag := range map[string]string{
+		fmt.Sprintf("/pets/%d", pet.ID):           `"1"`,
+		fmt.Sprintf("/pets?id=%d", pet.ID):        `"1"`,
+		fmt.Sprintf("/categories/%d", cat.ID):     `"1"`,
+		fmt.Sprintf("/store/orders/%d", order.ID): `"1"`,
+		inventory: stock,
+	} {
+		want := read("GET", path).wantStatus(200)
+		for _, match := range []string{tag, `"999", ` + tag, "*"} {
+			if res := read("GET", path, "If-Match", match).wantStatus(200); string(res.body) != string(want.body) || res.header.Get("ETag") != tag {
+				t.Errorf("GET %s If-Match %s: %s ETag %q, want %s", path, match, res.body, res.header.Get("ETag"), want.body)
+			}
+		}
+		for _, stale := range []string{`"999"`, "W/" + tag} {
+			res := read("GET", path, "If-Match", stale).wantError(412, "precondition_failed")
+			if !strings.Contains(res.message(), "If-Match") {
+				t.Errorf("GET %s If-Match %s: message %q does not say why", path, stale, res.message())
+			}
+			if res := read("HEAD", path, "If-Match", stale); res.status != 412 || len(res.body) != 0 {
+				t.Errorf("HEAD %s If-Match %s: %d %q", path, stale, res.status, res.body)
+			}
+			// If-Match is judged first: a stale one is 412, not 304.
+			read("GET", path, "If-Match", stale, "If-None-Match", tag).wantError(412, "precondition_failed")
+		}
+		if res := read("GET", path, "If-Match", tag, "If-None-Match", tag); res.status != 304 {
+			t.Errorf("GET %s If-Match and If-None-Match of its ETag: %d, want 304", path, res.status)
+		}
+	}
+	// Any If-Match on what does not exist: 412; without one, 404.
+	for _, path := range []string{"/pets/999", "/categories/999", "/store/orders/999", "/store/inventory/999", "/pets?id=999"} {
+		read("GET", path, "If-Match", "*").wantError(412, "precondition_failed")
+		read("GET", path, "If-Match", `"1"`).wantError(412, "precondition_failed")
+	}
+	read("GET", "/pets/999").wantError(404, "not_found")
+
+	if p, err := ts.db.Pet(context.Background(), pet.ID); err != nil || p.Version != 1 || p.Name != "Rex" {
+		t.Errorf("the pet after reads: %+v, %v", p, err)
+	}
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -60,7 +61,7 @@ func (s *Server) HTTPSRedirect() http.Handler {
 		case route.Decision == domains.ServePublic,
 			route.Decision == domains.ServeAll && !domains.IsLocal(host):
 		default:
-			s.ServeHTTP(w, markCleartext(r))
+			s.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), cleartextListener{}, true)))
 			return
 		}
 		http.Redirect(w, r, "https://"+host+pathAndQuery(r), status)

@@ -129,7 +129,7 @@ func (s *Server) takeKey(c echo.Context, admin bool) (w *store.IdempotentWrite, 
 	}
 	release, ok := s.keysInFlight.take(w.Scope + "\x00" + key)
 	if !ok {
-		return nil, nil, keyBusy(key)
+		return nil, nil, apiError(store.EIDEMPOTENCYBUSY, "Idempotency-Key %q: its first request is still being served; retry after the seconds in Retry-After to get its answer", key)
 	}
 	k, err := s.store.KeptAnswer(r.Context(), w)
 	switch {
@@ -159,10 +159,6 @@ func replay[R, B any](c echo.Context, k store.KeptAnswer, render func(R, B) (ans
 	}
 	c.Response().Header()[headerReplayed] = []string{"true"}
 	return kept.answer.send(c)
-}
-
-func keyBusy(key string) error {
-	return apiError(store.EIDEMPOTENCYBUSY, "Idempotency-Key %q: its first request is still being served; retry after the seconds in Retry-After to get its answer", key)
 }
 
 // idempotencyKey reads the header: one field, 1 to 255 printable ASCII

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -226,9 +225,4 @@ func checkIntegers(v any, ref *openapi3.SchemaRef, path []string) error {
 		}
 	}
 	return nil
-}
-
-func asNumberError(err error) (*numberError, bool) {
-	var ne *numberError
-	return ne, errors.As(err, &ne)
 }

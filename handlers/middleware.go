@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -150,9 +151,7 @@ func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 			names, values := c.ParamNames(), c.ParamValues()
 			params := make(map[string]string, len(names))
 			for i, n := range names {
-				if i < len(values) {
-					params[n] = values[i]
-				}
+				params[n] = values[i] // Echo's ParamValues are as many as its names
 			}
 			req := c.Request()
 			if op.Operation.RequestBody == nil && req.Body != nil && req.Body != http.NoBody {
@@ -206,24 +205,26 @@ func checkEnvelope(req *http.Request, op *routers.Route) error {
 	return nil
 }
 
-// MaxHeaderBytes is the limit on a request's target and headers together.
-// net/http gets the same and reads a little past it, so that requests just
-// over get this 431 as an Error body, not net/http's plain text.
-const MaxHeaderBytes = 64 << 10
-
 // limitHeaders answers 431 to a request whose target and headers exceed
-// MaxHeaderBytes.
+// the limit its http.Server was given (server.MaxHeaderBytes), which
+// net/http reads a little past, so that requests just over get this
+// Error body, not net/http's plain text.
 func limitHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
+		srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
+		if !ok {
+			return next(c)
+		}
+		limit := cmp.Or(srv.MaxHeaderBytes, http.DefaultMaxHeaderBytes)
 		n := len(r.Method) + len(r.RequestURI) + len(r.Host)
 		for k, vs := range r.Header {
 			for _, v := range vs {
 				n += len(k) + len(v) + 4
 			}
 		}
-		if n > MaxHeaderBytes {
-			return apiError(codeHeadersTooLarge, "the request target and headers take %d bytes; the limit is %d KiB", n, MaxHeaderBytes>>10)
+		if n > limit {
+			return apiError(codeHeadersTooLarge, "the request target and headers take %d bytes; the limit is %d KiB", n, limit>>10)
 		}
 		return next(c)
 	}

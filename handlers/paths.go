@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
@@ -56,8 +55,4 @@ type cleartextListener struct{}
 // the admin token and backups would cross the network in the clear.
 func onCleartextListener(r *http.Request) bool {
 	return r.Context().Value(cleartextListener{}) != nil
-}
-
-func markCleartext(r *http.Request) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), cleartextListener{}, true))
 }

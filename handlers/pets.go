@@ -108,9 +108,11 @@ func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error
 	if next > 0 {
 		setNextPage(c, "cursor", encodeCursor(c, next, ""))
 	}
-	if one && n == 1 {
-		if notModified(c, version) {
-			return c.NoContent(http.StatusNotModified)
+	if one {
+		// The one pet asked for, or none (version 0): the read's conditions
+		// judge it.
+		if done, err := readConditions(c, version*int64(n)); done {
+			return err
 		}
 	}
 	return respondEncoded(c, http.StatusOK, append(b, ']'))
@@ -124,10 +126,10 @@ func (s *Server) getPet(c echo.Context) error {
 	// The store keeps a pet in its API form: sent as stored.
 	pet, version, err := s.store.PetJSON(c.Request().Context(), id)
 	if err != nil {
-		return err
+		return preconditionFailed(condition(c), err)
 	}
-	if notModified(c, version) {
-		return c.NoContent(http.StatusNotModified)
+	if done, err := readConditions(c, version); done {
+		return err
 	}
 	return respondEncoded(c, http.StatusOK, pet)
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -199,12 +200,19 @@ func aroundRouted(mw ...echo.MiddlewareFunc) echo.MiddlewareFunc {
 }
 
 // wholeSegments answers 404 when a path parameter took in a slash: Echo
-// lets a trailing parameter match the rest of the path.
+// lets a trailing parameter match the rest of the path. It then decodes
+// the values, which Echo hands over as the client escaped them: %31 is 1
+// (RFC 3986 section 6.2.2.2), to the validator, the handler and the
+// successor's Link alike. net/http refused a broken escape already.
 func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		for _, v := range c.ParamValues() {
+		values := c.ParamValues()
+		for i, v := range values {
 			if strings.Contains(v, "/") {
 				return echo.ErrNotFound
+			}
+			if u, err := url.PathUnescape(v); err == nil {
+				values[i] = u
 			}
 		}
 		return next(c)
@@ -212,10 +220,20 @@ func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // refuseBody answers 400 to a body sent to an operation that takes none:
-// the client believes it is used.
+// the client believes it is used. A body of unknown length (chunked) that
+// turns out empty is none: some clients frame every request so.
 func refuseBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if r := c.Request(); r.ContentLength > 0 || r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
+		r := c.Request()
+		if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
+			data, err := readAtMost(r, 0, http.NewResponseController(c.Response().Writer))
+			if err != nil {
+				c.Response().Header().Set(echo.HeaderConnection, "close")
+				return bodyReadError(err)
+			}
+			r.ContentLength = int64(len(data))
+		}
+		if r.ContentLength > 0 {
 			// The body is unread, so the connection cannot carry another request.
 			c.Response().Header().Set(echo.HeaderConnection, "close")
 			return apiError(store.EINVALID, "body: %s %s takes no request body", r.Method, c.Path())

@@ -18,10 +18,8 @@ import (
 func refuseUnstorableText(c echo.Context) error {
 	names, values := c.ParamNames(), c.ParamValues()
 	for i, n := range names {
-		if i < len(values) {
-			if why := store.UnstorableText(values[i]); why != "" {
-				return apiError(store.EINVALID, "path parameter %q: %s", n, why)
-			}
+		if why := store.UnstorableText(values[i]); why != "" {
+			return apiError(store.EINVALID, "path parameter %q: %s", n, why)
 		}
 	}
 	query := c.QueryParams()

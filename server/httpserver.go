@@ -12,9 +12,9 @@ import (
 const DefaultHeaderTimeout = 10 * time.Second
 
 // MaxHeaderBytes is what net/http reads of a request's line and headers,
-// over HTTP/1 and HTTP/2 alike: handlers.MaxHeaderBytes, so that a request
-// just past it gets the service's 431 Error body before net/http's own
-// plain-text one.
+// over HTTP/1 and HTTP/2 alike. The handlers read it from the request's
+// http.Server, so that a request just past it gets the service's 431 Error
+// body before net/http's own plain-text one.
 const MaxHeaderBytes = 64 << 10
 
 // NewHTTPServer returns an http.Server with the service's connection
