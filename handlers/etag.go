@@ -83,7 +83,8 @@ func entityTags(values []string) []string {
 // etagVersion reads a strong ETag of this service, or 0, which no record
 // has.
 func etagVersion(tag string) int64 {
-	if len(tag) < 3 || tag[0] != '"' || tag[len(tag)-1] != '"' {
+	// Tags compare as strings (RFC 9110 section 8.8.3.2): "07" is not "7".
+	if len(tag) < 3 || tag[0] != '"' || tag[len(tag)-1] != '"' || tag[1] < '1' || tag[1] > '9' {
 		return 0
 	}
 	n, err := strconv.ParseInt(tag[1:len(tag)-1], 10, 64)

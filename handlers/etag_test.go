@@ -246,7 +246,8 @@ func TestIfMatchOnReads(t *testing.T) {
 				t.Errorf("GET %s If-Match %s: %s ETag %q, want %s", path, match, res.body, res.header.Get("ETag"), want.body)
 			}
 		}
-		for _, stale := range []string{`"999"`, "W/" + tag} {
+		// A tag is compared as a string: "07" and "+7" are not "7".
+		for _, stale := range []string{`"999"`, "W/" + tag, `"0` + tag[1:], `"+` + tag[1:]} {
 			res := read("GET", path, "If-Match", stale).wantError(412, "precondition_failed")
 			if !strings.Contains(res.message(), "If-Match") {
 				t.Errorf("GET %s If-Match %s: message %q does not say why", path, stale, res.message())
