@@ -92,6 +92,9 @@ func (db *DB) continueAfter(tx *bolt.Tx, last, marks map[string]int64) error {
 			}
 		}
 	}
+	if err := tx.Bucket(bktVersions).SetSequence(tx.Bucket(bktEvents).Sequence()); err != nil {
+		return err
+	}
 	r := store.Restored{Store: "bbolt", IDs: store.RolledBackIDs(last, marks, headroom)}
 	for _, rev := range db.marks.Revocations() {
 		id := tx.Bucket(bktAPIKeysByHash).Get(rev.SHA256)
