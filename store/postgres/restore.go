@@ -30,7 +30,19 @@ var sequences = []struct{ res, seq, table string }{
 	{store.ResWebhooks, `pg_get_serial_sequence('webhooks', 'id')::regclass`, "webhooks"},
 	{store.ResDeliveries, `pg_get_serial_sequence('deliveries', 'id')::regclass`, "deliveries"},
 	{store.ResDeploys, `'deploy_ids'::regclass`, ""},
+	// Every write records an event: the one sign of a restore that took
+	// back writes which gave out no id (updates). Ids of events are
+	// unique by their transaction, so no lock.
+	{resEvents, `pg_get_serial_sequence('events', 'seq')::regclass`, ""},
 }
+
+// resEvents is the mark of the events' sequence.
+const resEvents = "events"
+
+// nextVersion is a written record's next version: past the floor that a
+// rewind sets (handleRewind), since a version at or below it may have been
+// acknowledged for a state the restore took back.
+const nextVersion = `GREATEST(version + 1, COALESCE(pg_sequence_last_value('version_floor'), 0) + 1)`
 
 // wentBackCode is the SQLSTATE of a create that drew an id not above the
 // marks (division by zero: createPetSQL).
@@ -46,7 +58,7 @@ func wentBackError(err error) error {
 }
 
 // lastIDs are the sequences' last values, in the order of sequences.
-type lastIDs [7]int64
+type lastIDs [8]int64
 
 // lastIDsSQL reads them, with the next transaction id, as two columns.
 var lastIDsSQL = func() string {
@@ -123,6 +135,11 @@ func (db *DB) handleRewind(ctx context.Context, last lastIDs) error {
 				r.ResumesAfter = now
 				rolled[s.res] = r
 			}
+		}
+		// Every version counts a write that recorded an event: the events'
+		// sequence, raised past the marks, is above every version given.
+		if _, err := tx.Exec(ctx, `SELECT setval('version_floor', GREATEST(pg_sequence_last_value(`+sequences[len(sequences)-1].seq+`), 1))`); err != nil {
+			return err
 		}
 		n, err := revokeAgain(ctx, tx, revoked)
 		if err != nil {
