@@ -62,12 +62,15 @@ func (h *HexBytes) UnmarshalJSON(b []byte) error {
 // out per resource, and the revocations. One writer (the store that owns
 // them) changes them; Save writes them to their file.
 type Marks struct {
-	mu      sync.Mutex
-	path    string
-	saved   bool
-	horizon int64
-	lastIDs map[string]int64
-	revoked map[[32]byte]Revocation
+	mu    sync.Mutex
+	path  string
+	saved bool
+	// id is the store's own identity, which a dump carries wherever it is
+	// restored; others is the one the marks need, being of another name.
+	id, others string
+	horizon    int64
+	lastIDs    map[string]int64
+	revoked    map[[32]byte]Revocation
 }
 
 // marksFile is the file's form.
@@ -77,7 +80,9 @@ type marksFile struct {
 	Horizon int64 `json:"horizon,omitempty"`
 	// Store names the store the marks are of, so that a file meant for
 	// another is refused.
-	Store   string           `json:"store"`
+	Store string `json:"store"`
+	// ID is the store's identity (SetID).
+	ID      string           `json:"id,omitempty"`
 	LastIDs map[string]int64 `json:"lastIds"`
 	Revoked []Revocation     `json:"revoked"`
 }
@@ -100,7 +105,10 @@ func LoadMarks(path, name string) (*Marks, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("the restore marks %s are not JSON as petstore writes it (%v): remove the file to start over, which forgets the revocations it holds", path, err)
 	}
-	if f.Store != name {
+	m.id = f.ID
+	if f.Store != name && f.ID != "" {
+		m.others, m.saved = f.ID, false // checked by SetID, then saved under name
+	} else if f.Store != name {
 		return nil, fmt.Errorf("the restore marks %s are of %q, not of %q: give each store its own file (--restore-marks)", path, f.Store, name)
 	}
 	maps.Copy(m.lastIDs, f.LastIDs)
@@ -111,6 +119,23 @@ func LoadMarks(path, name string) (*Marks, error) {
 		}
 	}
 	return m, nil
+}
+
+// ErrOtherStore is SetID's refusal, which no retry changes.
+var ErrOtherStore = errors.New("not a restore or copy of the database the marks are of")
+
+// SetID gives the marks the identity their store reads from itself. Marks
+// of another name (a dump restored into another database, a database moved
+// to another host) are of this store only if its identity is theirs.
+func (m *Marks) SetID(id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.others != "" && m.others != id {
+		return fmt.Errorf("the restore marks %s are of another database (identity %s, this one's is %s): give each store its own file (--restore-marks): %w", m.path, m.others, id, ErrOtherStore)
+	}
+	m.saved = m.saved && m.id == id
+	m.id, m.others = id, ""
+	return nil
 }
 
 // Path is the file the marks are saved to ("" for none).
@@ -226,7 +251,7 @@ func (m *Marks) Save(name string) error {
 		m.mu.Unlock()
 		return nil
 	}
-	f := marksFile{Horizon: m.horizon, Store: name, LastIDs: maps.Clone(m.lastIDs), Revoked: slices.Collect(maps.Values(m.revoked))}
+	f := marksFile{Horizon: m.horizon, Store: name, ID: m.id, LastIDs: maps.Clone(m.lastIDs), Revoked: slices.Collect(maps.Values(m.revoked))}
 	m.saved = true
 	m.mu.Unlock()
 	slices.SortFunc(f.Revoked, func(a, b Revocation) int { return int(a.KeyID - b.KeyID) })

@@ -152,7 +152,7 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	db.stopBackground = stop
 	err = db.startOnce(ctx, c.Background)
-	if err != nil && !c.Background {
+	if err != nil && (!c.Background || errors.Is(err, store.ErrOtherStore)) {
 		stop()
 		pool.Close()
 		probePool.Close()

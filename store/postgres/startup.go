@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -53,6 +54,22 @@ func (db *DB) start(ctx context.Context) error {
 	defer cancel()
 	if err := db.migrate(ctx); err != nil {
 		return fmt.Errorf("migrating the database schema: %w", err)
+	}
+	if db.marks.Path() != "" {
+		// The database's identity, made at its first start and carried by
+		// its dumps: marks of another address are of it only if it is
+		// theirs (a dump restored into another database).
+		var id []byte
+		_, err := db.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('store_id', $1) ON CONFLICT (key) DO NOTHING`, []byte(rand.Text()))
+		if err == nil {
+			err = db.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'store_id'`).Scan(&id)
+		}
+		if err != nil {
+			return err
+		}
+		if err := db.marks.SetID(string(id)); err != nil {
+			return err
+		}
 	}
 	// The first catch-up loads the credentials whatever the counts say.
 	return db.catchUp(ctx)
