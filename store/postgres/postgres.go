@@ -40,6 +40,8 @@ type DB struct {
 	keys  keyLookups
 	// marks: restore.go.
 	marks *store.Marks
+	// behind logs a transaction counter behind the marks' (observe).
+	behind store.RepeatedFailure
 	// Concurrent lookups and creates go to the database together
 	// (group.go).
 	keyRounds    group[[32]byte, store.APIKey]

@@ -88,7 +88,16 @@ func (db *DB) observe(last lastIDs, horizon int64) {
 		}
 	}
 	r.prev, r.polled = last, true
-	db.marks.SetHorizon(horizon)
+	// A counter behind the one seen is another cluster's (a dump restored
+	// into a new one): event ids, made from it, sort below what consumers'
+	// cursors and the webhook fan-out have passed, until it catches up.
+	if h := db.marks.Horizon(); horizon < h {
+		db.behind.Failed(db.log, fmt.Sprintf("the database's transaction counter is behind the one this instance saw (a dump restored into another cluster, a failover that lost transactions): until it passes, events written now are skipped by the cursors and the webhook fan-out of before; to end it, stop its cluster and run pg_resetwal -e %d (docs/several-instances.md)", h>>32+1),
+			"database", db.pool.name, "transaction_counter", horizon, "seen", h)
+	} else {
+		db.behind.Succeeded()
+		db.marks.SetHorizon(horizon)
+	}
 	if err := db.marks.Save(db.pool.name); err != nil {
 		db.log.Warn("the restore marks cannot be saved: a restore while this instance is stopped would not be found from them", "err", err)
 	}

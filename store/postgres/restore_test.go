@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
@@ -492,4 +495,92 @@ func TestRestoreIntoAnotherDatabase(t *testing.T) {
 	} else if !errors.Is(err, store.ErrOtherStore) {
 		t.Errorf("an unrelated database with the marks of another: %v", err)
 	}
+}
+
+// A dump restored into another cluster whose transaction counter is
+// behind the first's (a new server, a major upgrade by dump and restore):
+// events' ids, made from it, sort below a consumer's cursor, and the
+// events written there would be skipped by it and by the webhook fan-out
+// without a word. The instance says so, naming the remedy, and with it
+// (pg_resetwal -e, the cluster stopped) the cursor gets what follows it.
+func TestRestoreIntoAClusterBehind(t *testing.T) {
+	ctx := context.Background()
+	first, behind := pgtest.Private(t), pgtest.Private(t)
+	url, err := first.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := behind.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Transactions that the cluster restored into has not had.
+	if err := pgtest.Connect(t, url).Exec(ctx, `DO $$ BEGIN FOR i IN 1..3000 LOOP PERFORM pg_current_xact_id(); COMMIT; END LOOP; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	marks := filepath.Join(t.TempDir(), "marks.json")
+	logs := &domaintest.SyncBuffer{}
+	connect := func(url string) *postgres.DB {
+		t.Helper()
+		db, err := postgres.Connect(ctx, url, store.Options{}, postgres.Config{RestoreMarks: marks, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db := connect(url)
+	cat := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &cat, nil); err != nil {
+		t.Fatal(err)
+	}
+	dump := pgDump(t, url)
+	p := store.Pet{Name: "after the dump", CategoryID: cat.ID, Status: "available"}
+	if err := db.CreatePet(ctx, &p, nil); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := db.Events(ctx, store.EventFilter{Limit: 100})
+	if err != nil || len(seen) == 0 {
+		t.Fatalf("the events before the restore: %v %v", seen, err)
+	}
+	cursor := seen[len(seen)-1].ID
+	waitHandled(t, db)
+	db.Close()
+	if out, err := pgRestore(restored, dump); err != nil {
+		t.Fatalf("pg_restore into another cluster: %v\n%s", err, out)
+	}
+
+	db = connect(restored)
+	waitHandled(t, db)
+	if out := logs.String(); !strings.Contains(out, "pg_resetwal -e 1") {
+		t.Errorf("no log line names the cluster's transaction counter behind and its remedy:\n%s", out)
+	}
+	db.Close()
+	if err := behind.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	if err := behind.Reset("-e", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := behind.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	db = connect(restored)
+	defer db.Close()
+	waitHandled(t, db)
+	p = store.Pet{Name: "after the restore", CategoryID: cat.ID, Status: "available"}
+	if err := db.CreatePet(ctx, &p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after := eventsAfter(t, db, cursor); len(after) == 0 || after[len(after)-1].Type != store.EventPetCreated {
+		t.Errorf("the events after the cursor of the first cluster, with the remedy: %v", after)
+	}
+}
+
+func eventsAfter(t *testing.T, db *postgres.DB, cursor store.EventID) []store.Event {
+	t.Helper()
+	after, err := db.Events(context.Background(), store.EventFilter{After: cursor, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return after
 }
