@@ -8,11 +8,9 @@ import (
 
 // bktVersions holds the version of each record written since its
 // creation, by kind and id; a record without an entry is at version 1, so
-// creating one writes nothing here. Its sequence is the floor that a
-// backup put back sets (continueAfter): a version at or below it may have
-// been acknowledged for a state that the backup took back, so a write
-// moves past it. Every version counts a write that recorded an event, so
-// the event counter, raised past the marks, is such a floor.
+// creating one writes nothing here. Its sequence is a floor that a backup
+// put back sets (continueAfter) from the raised event counter (every
+// version counts a write that recorded an event): a write moves past it.
 var bktVersions = []byte("versions")
 
 // Kinds of versioned records, the first byte of their key.

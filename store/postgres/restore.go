@@ -30,8 +30,7 @@ var sequences = []struct{ res, seq, table string }{
 	{store.ResWebhooks, `pg_get_serial_sequence('webhooks', 'id')::regclass`, "webhooks"},
 	{store.ResDeliveries, `pg_get_serial_sequence('deliveries', 'id')::regclass`, "deliveries"},
 	{store.ResDeploys, `'deploy_ids'::regclass`, ""},
-	// Every write records an event: the one sign of a restore that took
-	// back writes which gave out no id (updates). Ids of events are
+	// The sign of a restore that took back only updates; events' ids are
 	// unique by their transaction, so no lock.
 	{resEvents, `pg_get_serial_sequence('events', 'seq')::regclass`, ""},
 }
@@ -88,9 +87,8 @@ func (db *DB) observe(last lastIDs, horizon int64) {
 		}
 	}
 	r.prev, r.polled = last, true
-	// A counter behind the one seen is another cluster's (a dump restored
-	// into a new one): event ids, made from it, sort below what consumers'
-	// cursors and the webhook fan-out have passed, until it catches up.
+	// Event ids are made from the counter: behind the one seen, they sort
+	// below what cursors and the fan-out have passed.
 	if h := db.marks.Horizon(); horizon < h {
 		db.behind.Failed(db.log, fmt.Sprintf("the database's transaction counter is behind the one this instance saw (a dump restored into another cluster, a failover that lost transactions): until it passes, events written now are skipped by the cursors and the webhook fan-out of before; to end it, stop its cluster and run pg_resetwal -e %d (docs/several-instances.md)", h>>32+1),
 			"database", db.pool.name, "transaction_counter", horizon, "seen", h)

@@ -57,17 +57,14 @@ func (db *DB) start(ctx context.Context) error {
 	}
 	if db.marks.Path() != "" {
 		// The database's identity, made at its first start and carried by
-		// its dumps: marks of another address are of it only if it is
-		// theirs (a dump restored into another database).
+		// its dumps (Marks.SetID).
 		var id []byte
-		_, err := db.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('store_id', $1) ON CONFLICT (key) DO NOTHING`, []byte(rand.Text()))
+		err := db.pool.QueryRow(ctx, `INSERT INTO meta (key, value) VALUES ('store_id', $1)
+			ON CONFLICT (key) DO UPDATE SET value = meta.value RETURNING value`, []byte(rand.Text())).Scan(&id)
 		if err == nil {
-			err = db.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'store_id'`).Scan(&id)
+			err = db.marks.SetID(string(id))
 		}
 		if err != nil {
-			return err
-		}
-		if err := db.marks.SetID(string(id)); err != nil {
 			return err
 		}
 	}
