@@ -68,25 +68,11 @@ var lastIDsSQL = func() string {
 	return `ARRAY[` + strings.Join(cols, ", ") + `], pg_snapshot_xmax(pg_current_snapshot())::text::bigint`
 }()
 
-// rewindState is what catch-ups keep about rewinds: the values of the
-// previous poll and the largest step between two, which sizes the
-// headroom, and a rewind found but not yet handled. catching guards it.
-type rewindState struct {
-	prev, step lastIDs
-	polled     bool
-	pending    bool
-}
-
 // observe raises the marks to what a poll found.
 func (db *DB) observe(last lastIDs, horizon int64) {
-	r := &db.cache.rewind
 	for i, s := range sequences {
-		db.marks.Acked(s.res, last[i])
-		if r.polled {
-			r.step[i] = max(r.step[i], last[i]-r.prev[i])
-		}
+		db.marks.Observe(s.res, last[i])
 	}
-	r.prev, r.polled = last, true
 	// Event ids are made from the counter: behind the one seen, they sort
 	// below what cursors and the fan-out have passed.
 	if h := db.marks.Horizon(); horizon < h {
@@ -108,7 +94,7 @@ func (db *DB) handleRewind(ctx context.Context, last lastIDs) error {
 	restored, headroom := map[string]int64{}, map[string]int64{}
 	for i, s := range sequences {
 		restored[s.res] = last[i]
-		headroom[s.res] = max(store.RewindHeadroom, 2*db.cache.rewind.step[i])
+		headroom[s.res] = db.marks.Headroom(s.res)
 	}
 	rolled := store.RolledBackIDs(restored, marks, headroom)
 	revoked := db.marks.Revocations()
@@ -165,6 +151,7 @@ func (db *DB) handleRewind(ctx context.Context, last lastIDs) error {
 		return err
 	}
 	db.keys.forget()
+	db.marks.Rewound()
 	db.log.Warn("the database went back in time: its sequences now continue after every id this instance knew was given out, and the keys it knew were revoked are revoked again",
 		"database", db.pool.name, "rolled_back", rolledText(rolled), "revoked_again", again, "event_recorded", recorded)
 	return nil
