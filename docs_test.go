@@ -248,6 +248,7 @@ var docCommands = []struct{ holds, runBy string }{
 	{"# On each VM (10.0.0.11 and 10.0.0.12)", "TestDocsServiceCommandsParse (it needs PostgreSQL, HAProxy and :443)"},
 	{"pg_dump --format=custom", "TestRestoreOfAnOlderDump runs the same pg_dump and the guide's pg_restore"},
 	{"pg_restore --clean", "TestRestoreRunbook"},
+	{"pg_resetwal -e N", "not run as written (a server's cluster): store/postgres's TestRestoreIntoAClusterBehind runs pg_resetwal -e on the cluster restored into"},
 	{"petstore unrevoke --database", "not run as written (a key id of a server's database): store/postgres's TestUnrevokeBeforeARestore makes the same call"},
 	{"petstore unrevoke --data /var", "not run as written (a server's paths): TestUnrevokeCommand runs the command on a bbolt file of its own, and store/boltstore's TestFilePutBackFromABackup makes the same call"},
 	{"mv petstore.new /usr/local/bin/petstore", "not run as written (a server's paths, pidof): TestUpgradeInPlace builds the binary, renames it over the running one and sends SIGHUP"},

@@ -62,12 +62,18 @@ func (h *HexBytes) UnmarshalJSON(b []byte) error {
 // out per resource, and the revocations. One writer (the store that owns
 // them) changes them; Save writes them to their file.
 type Marks struct {
-	mu      sync.Mutex
-	path    string
-	saved   bool
-	horizon int64
-	lastIDs map[string]int64
-	revoked map[[32]byte]Revocation
+	mu    sync.Mutex
+	path  string
+	saved bool
+	// id is the store's own identity, which a dump carries wherever it is
+	// restored; others is the one the marks need, being of another name.
+	id, others string
+	horizon    int64
+	lastIDs    map[string]int64
+	revoked    map[[32]byte]Revocation
+	// steps is the largest rise of each counter between two observations,
+	// kept across restarts; observed the last observation of this process.
+	steps, observed map[string]int64
 }
 
 // marksFile is the file's form.
@@ -77,15 +83,18 @@ type marksFile struct {
 	Horizon int64 `json:"horizon,omitempty"`
 	// Store names the store the marks are of, so that a file meant for
 	// another is refused.
-	Store   string           `json:"store"`
+	Store string `json:"store"`
+	// ID is the store's identity (SetID).
+	ID      string           `json:"id,omitempty"`
 	LastIDs map[string]int64 `json:"lastIds"`
+	Steps   map[string]int64 `json:"steps,omitempty"`
 	Revoked []Revocation     `json:"revoked"`
 }
 
 // LoadMarks reads the marks of the store named name from path; a missing
 // file is empty marks, and "" keeps them in memory only.
 func LoadMarks(path, name string) (*Marks, error) {
-	m := &Marks{path: path, saved: true, lastIDs: map[string]int64{}, revoked: map[[32]byte]Revocation{}}
+	m := &Marks{path: path, saved: true, lastIDs: map[string]int64{}, revoked: map[[32]byte]Revocation{}, steps: map[string]int64{}, observed: map[string]int64{}}
 	if path == "" {
 		return m, nil
 	}
@@ -100,10 +109,14 @@ func LoadMarks(path, name string) (*Marks, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("the restore marks %s are not JSON as petstore writes it (%v): remove the file to start over, which forgets the revocations it holds", path, err)
 	}
-	if f.Store != name {
+	m.id = f.ID
+	if f.Store != name && f.ID != "" {
+		m.others, m.saved = f.ID, false // checked by SetID, then saved under name
+	} else if f.Store != name {
 		return nil, fmt.Errorf("the restore marks %s are of %q, not of %q: give each store its own file (--restore-marks)", path, f.Store, name)
 	}
 	maps.Copy(m.lastIDs, f.LastIDs)
+	maps.Copy(m.steps, f.Steps)
 	m.horizon = f.Horizon
 	for _, r := range f.Revoked {
 		if len(r.SHA256) == 32 {
@@ -111,6 +124,23 @@ func LoadMarks(path, name string) (*Marks, error) {
 		}
 	}
 	return m, nil
+}
+
+// ErrOtherStore is SetID's refusal, which no retry changes.
+var ErrOtherStore = errors.New("not a restore or copy of the database the marks are of")
+
+// SetID gives the marks the identity their store reads from itself. Marks
+// of another name (a dump restored into another database, a database moved
+// to another host) are of this store only if its identity is theirs.
+func (m *Marks) SetID(id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.others != "" && m.others != id {
+		return fmt.Errorf("the restore marks %s are of another database (identity %s, this one's is %s): give each store its own file (--restore-marks): %w", m.path, m.others, id, ErrOtherStore)
+	}
+	m.saved = m.saved && m.id == id
+	m.id, m.others = id, ""
+	return nil
 }
 
 // Path is the file the marks are saved to ("" for none).
@@ -124,6 +154,35 @@ func (m *Marks) Acked(res string, id int64) {
 		m.saved = false
 	}
 	m.mu.Unlock()
+}
+
+// Observe raises the mark of res to v, its counter as the store read it,
+// and keeps the largest rise between two observations.
+func (m *Marks) Observe(res string, v int64) {
+	m.mu.Lock()
+	if prev, ok := m.observed[res]; ok && v-prev > m.steps[res] {
+		m.steps[res], m.saved = v-prev, false
+	}
+	m.observed[res] = v
+	m.mu.Unlock()
+	m.Acked(res, v)
+}
+
+// Rewound forgets the observations, so that a rewind's own raise of the
+// counters is no rise (nor the next rewind's headroom).
+func (m *Marks) Rewound() {
+	m.mu.Lock()
+	clear(m.observed)
+	m.mu.Unlock()
+}
+
+// Headroom is how far past the mark of res a rewind moves its counter:
+// past what was given out since the marks were last saved (up to a crash)
+// at twice the fastest pace seen, and at least RewindHeadroom.
+func (m *Marks) Headroom(res string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return max(RewindHeadroom, 2*m.steps[res])
 }
 
 // SetHorizon keeps the store's transaction counter as last seen.
@@ -226,7 +285,7 @@ func (m *Marks) Save(name string) error {
 		m.mu.Unlock()
 		return nil
 	}
-	f := marksFile{Horizon: m.horizon, Store: name, LastIDs: maps.Clone(m.lastIDs), Revoked: slices.Collect(maps.Values(m.revoked))}
+	f := marksFile{Horizon: m.horizon, Store: name, ID: m.id, LastIDs: maps.Clone(m.lastIDs), Steps: maps.Clone(m.steps), Revoked: slices.Collect(maps.Values(m.revoked))}
 	m.saved = true
 	m.mu.Unlock()
 	slices.SortFunc(f.Revoked, func(a, b Revocation) int { return int(a.KeyID - b.KeyID) })
@@ -267,8 +326,7 @@ func writeFileAtomic(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// RewindHeadroom is the least a rewind moves each counter past the marks,
-// to clear the ids given out since the marks were last brought up to date.
+// RewindHeadroom is the least a rewind moves each counter past the marks.
 const RewindHeadroom = 1000
 
 // RolledBack is what a rewind took away of one resource's ids: those after

@@ -108,3 +108,7 @@ func (db *DB) Degraded() error {
 	}
 	return nil
 }
+
+// ObserveMarks brings the restore marks up to date with the file's
+// counters now, as the store does every second.
+func (db *DB) ObserveMarks() { db.observeMarks() }

@@ -85,12 +85,15 @@ func (db *DB) openMarks() error {
 func (db *DB) continueAfter(tx *bolt.Tx, last, marks map[string]int64) error {
 	headroom := map[string]int64{}
 	for _, c := range counters {
-		headroom[c.res] = store.RewindHeadroom
+		headroom[c.res] = db.marks.Headroom(c.res)
 		if v := marks[c.res] + headroom[c.res]; last[c.res] < marks[c.res] {
 			if err := tx.Bucket(c.bucket).SetSequence(uint64(v)); err != nil {
 				return err
 			}
 		}
+	}
+	if err := tx.Bucket(bktVersions).SetSequence(tx.Bucket(bktEvents).Sequence()); err != nil {
+		return err
 	}
 	r := store.Restored{Store: "bbolt", IDs: store.RolledBackIDs(last, marks, headroom)}
 	for _, rev := range db.marks.Revocations() {
@@ -131,7 +134,7 @@ func (db *DB) observeMarks() {
 	}
 	_ = db.read(context.Background(), func(tx *bolt.Tx) error {
 		for res, v := range readCounters(tx) {
-			db.marks.Acked(res, v)
+			db.marks.Observe(res, v)
 		}
 		return nil
 	})

@@ -70,7 +70,9 @@ func (t table[T]) putWhole(tx *bolt.Tx, rec *T) error {
 		}
 	}
 	if id, version := t.fields(rec); version != nil && *version > 1 {
-		return tx.Bucket(bktVersions).Put(versionKey(t.versions, *id), binary.BigEndian.AppendUint64(nil, uint64(*version)))
+		b := tx.Bucket(bktVersions)
+		*version = max(*version, int64(b.Sequence())+1) // past what a put-back backup took back
+		return b.Put(versionKey(t.versions, *id), binary.BigEndian.AppendUint64(nil, uint64(*version)))
 	}
 	return nil
 }

@@ -8,7 +8,9 @@ import (
 
 // bktVersions holds the version of each record written since its
 // creation, by kind and id; a record without an entry is at version 1, so
-// creating one writes nothing here.
+// creating one writes nothing here. Its sequence is a floor that a backup
+// put back sets (continueAfter) from the raised event counter (every
+// version counts a write that recorded an event): a write moves past it.
 var bktVersions = []byte("versions")
 
 // Kinds of versioned records, the first byte of their key.

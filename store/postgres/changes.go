@@ -30,7 +30,8 @@ type cache struct {
 	adminHash  []byte
 	noIdentity atomic.Bool
 	listeners  []func()
-	rewind     rewindState
+	// rewinding: a rewind found, not yet handled (catching guards it).
+	rewinding bool
 	// noWas is set once EventCursor found no event with the id of another
 	// database: only an import writes one, before any instance serves; a
 	// reload (after a restore) clears it.
@@ -117,7 +118,7 @@ func (db *DB) catchUp(ctx context.Context) error {
 	for i, s := range sequences {
 		back = back || last[i] < marks[s.res]
 	}
-	if known && now == was && !back && !c.rewind.pending {
+	if known && now == was && !back && !c.rewinding {
 		db.observe(last, horizon)
 		return nil
 	}
@@ -126,18 +127,18 @@ func (db *DB) catchUp(ctx context.Context) error {
 		db.log.Warn("the database went back in time or is another one (a restore, a recovery or a failover): reloading what this instance caches",
 			"database", db.pool.name, "identity", now.identity, "was", was.identity, "version", now.version, "was_version", was.version, "sequences_went_back", back)
 		reload = true
-		c.rewind.pending = true
+		c.rewinding = true
 	} else if known && !(now.version == was.version+1 && now.prevStamp == was.stamp) {
 		// Several changes since the last catch-up: nothing cached is
 		// trusted.
 		reload = true
 	}
-	if c.rewind.pending {
+	if c.rewinding {
 		if err := db.handleRewind(ctx, last); err != nil {
 			db.log.Warn("the database went back in time, and raising its sequences past the ids given out failed: retrying at the next poll", "database", db.pool.name, "err", err)
 			return err
 		}
-		c.rewind.pending = false
+		c.rewinding = false
 		// What the handling changed is read back below.
 		if now, last, horizon, err = db.readChanges(ctx); err != nil {
 			return err

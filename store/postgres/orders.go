@@ -27,7 +27,7 @@ var createCategorySQL = `WITH category AS (
 	SELECT id / (id > $6)::int, version FROM category`
 
 const replaceCategorySQL = `WITH category AS (
-		UPDATE categories SET name = $2, description = $3, version = version + 1 WHERE id = $1 RETURNING version),
+		UPDATE categories SET name = $2, description = $3, version = ` + nextVersion + ` WHERE id = $1 RETURNING version),
 	event AS (
 		INSERT INTO events (type, created_at, data) SELECT $4, $5, $6 FROM category)
 	SELECT version FROM category`
@@ -295,7 +295,7 @@ func scanVersionedOrder(r pgx.Row) (store.Order, error) {
 }
 
 func (db *DB) UpdateOrder(ctx context.Context, id int64, u store.OrderUpdate, cond store.Condition) (store.Order, error) {
-	const update = `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete), version = version + 1
+	const update = `UPDATE orders SET ship_date = COALESCE($2, ship_date), complete = COALESCE($3, complete), version = ` + nextVersion + `
 		WHERE id = $1 RETURNING id, pet_id, quantity, ship_date, complete, version`
 	// The event's type depends on the completion before the write.
 	var o store.Order

@@ -100,7 +100,7 @@ func (db *DB) PetJSON(ctx context.Context, id int64) ([]byte, int64, error) {
 // replacePetSQL replaces a pet, gives its inventory entry the new status,
 // and records its event.
 const replacePetSQL = `WITH pet AS (
-		UPDATE pets SET name = $2, category_id = $3, status = $4, version = version + 1 WHERE id = $1 RETURNING id, status, version),
+		UPDATE pets SET name = $2, category_id = $3, status = $4, version = ` + nextVersion + ` WHERE id = $1 RETURNING id, status, version),
 	stock AS (
 		UPDATE inventory SET status = pet.status FROM pet WHERE inventory.pet_id = pet.id RETURNING inventory.pet_id, pet.version),
 	event AS (

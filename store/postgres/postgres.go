@@ -40,6 +40,8 @@ type DB struct {
 	keys  keyLookups
 	// marks: restore.go.
 	marks *store.Marks
+	// behind logs a transaction counter behind the marks' (observe).
+	behind store.RepeatedFailure
 	// Concurrent lookups and creates go to the database together
 	// (group.go).
 	keyRounds    group[[32]byte, store.APIKey]
@@ -152,7 +154,7 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	db.stopBackground = stop
 	err = db.startOnce(ctx, c.Background)
-	if err != nil && !c.Background {
+	if err != nil && (!c.Background || errors.Is(err, store.ErrOtherStore)) {
 		stop()
 		pool.Close()
 		probePool.Close()

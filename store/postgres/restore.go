@@ -30,7 +30,18 @@ var sequences = []struct{ res, seq, table string }{
 	{store.ResWebhooks, `pg_get_serial_sequence('webhooks', 'id')::regclass`, "webhooks"},
 	{store.ResDeliveries, `pg_get_serial_sequence('deliveries', 'id')::regclass`, "deliveries"},
 	{store.ResDeploys, `'deploy_ids'::regclass`, ""},
+	// The sign of a restore that took back only updates; events' ids are
+	// unique by their transaction, so no lock.
+	{resEvents, `pg_get_serial_sequence('events', 'seq')::regclass`, ""},
 }
+
+// resEvents is the mark of the events' sequence.
+const resEvents = "events"
+
+// nextVersion is a written record's next version: past the floor that a
+// rewind sets (handleRewind), since a version at or below it may have been
+// acknowledged for a state the restore took back.
+const nextVersion = `GREATEST(version + 1, COALESCE(pg_sequence_last_value('version_floor'), 0) + 1)`
 
 // wentBackCode is the SQLSTATE of a create that drew an id not above the
 // marks (division by zero: createPetSQL).
@@ -46,7 +57,7 @@ func wentBackError(err error) error {
 }
 
 // lastIDs are the sequences' last values, in the order of sequences.
-type lastIDs [7]int64
+type lastIDs [8]int64
 
 // lastIDsSQL reads them, with the next transaction id, as two columns.
 var lastIDsSQL = func() string {
@@ -57,26 +68,20 @@ var lastIDsSQL = func() string {
 	return `ARRAY[` + strings.Join(cols, ", ") + `], pg_snapshot_xmax(pg_current_snapshot())::text::bigint`
 }()
 
-// rewindState is what catch-ups keep about rewinds: the values of the
-// previous poll and the largest step between two, which sizes the
-// headroom, and a rewind found but not yet handled. catching guards it.
-type rewindState struct {
-	prev, step lastIDs
-	polled     bool
-	pending    bool
-}
-
 // observe raises the marks to what a poll found.
 func (db *DB) observe(last lastIDs, horizon int64) {
-	r := &db.cache.rewind
 	for i, s := range sequences {
-		db.marks.Acked(s.res, last[i])
-		if r.polled {
-			r.step[i] = max(r.step[i], last[i]-r.prev[i])
-		}
+		db.marks.Observe(s.res, last[i])
 	}
-	r.prev, r.polled = last, true
-	db.marks.SetHorizon(horizon)
+	// Event ids are made from the counter: behind the one seen, they sort
+	// below what cursors and the fan-out have passed.
+	if h := db.marks.Horizon(); horizon < h {
+		db.behind.Failed(db.log, fmt.Sprintf("the database's transaction counter is behind the one this instance saw (a dump restored into another cluster, a failover that lost transactions): until it passes, events written now are skipped by the cursors and the webhook fan-out of before; to end it, stop its cluster and run pg_resetwal -e %d (docs/several-instances.md)", h>>32+1),
+			"database", db.pool.name, "transaction_counter", horizon, "seen", h)
+	} else {
+		db.behind.Succeeded()
+		db.marks.SetHorizon(horizon)
+	}
 	if err := db.marks.Save(db.pool.name); err != nil {
 		db.log.Warn("the restore marks cannot be saved: a restore while this instance is stopped would not be found from them", "err", err)
 	}
@@ -89,7 +94,7 @@ func (db *DB) handleRewind(ctx context.Context, last lastIDs) error {
 	restored, headroom := map[string]int64{}, map[string]int64{}
 	for i, s := range sequences {
 		restored[s.res] = last[i]
-		headroom[s.res] = max(store.RewindHeadroom, 2*db.cache.rewind.step[i])
+		headroom[s.res] = db.marks.Headroom(s.res)
 	}
 	rolled := store.RolledBackIDs(restored, marks, headroom)
 	revoked := db.marks.Revocations()
@@ -124,6 +129,11 @@ func (db *DB) handleRewind(ctx context.Context, last lastIDs) error {
 				rolled[s.res] = r
 			}
 		}
+		// Every version counts a write that recorded an event: the events'
+		// sequence, raised past the marks, is above every version given.
+		if _, err := tx.Exec(ctx, `SELECT setval('version_floor', GREATEST(pg_sequence_last_value(`+sequences[len(sequences)-1].seq+`), 1))`); err != nil {
+			return err
+		}
 		n, err := revokeAgain(ctx, tx, revoked)
 		if err != nil {
 			return err
@@ -141,6 +151,7 @@ func (db *DB) handleRewind(ctx context.Context, last lastIDs) error {
 		return err
 	}
 	db.keys.forget()
+	db.marks.Rewound()
 	db.log.Warn("the database went back in time: its sequences now continue after every id this instance knew was given out, and the keys it knew were revoked are revoked again",
 		"database", db.pool.name, "rolled_back", rolledText(rolled), "revoked_again", again, "event_recorded", recorded)
 	return nil

@@ -3,14 +3,19 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"petstore/domains/domaintest"
 	"petstore/store"
 	"petstore/store/postgres"
 	"petstore/store/postgres/pgtest"
@@ -369,4 +374,213 @@ func pgDump(t *testing.T, url string) string {
 // docs/several-instances.md does, under the instances running on it.
 func pgRestore(url, dump string) ([]byte, error) {
 	return exec.Command(pgtest.Program("pg_restore"), "--clean", "--if-exists", "--single-transaction", "--dbname="+url, dump).CombinedOutput()
+}
+
+// A dump restored after writes that gave out no id (a pet replaced
+// twice): the instance finds the rewind all the same, records one
+// store.restored for the events it took back, and a version (an ETag)
+// acknowledged after the dump is never given to another state of the
+// pet, so that a client holding it passes no If-Match with it.
+func TestRestoreTakingBackOnlyUpdates(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	db := openAt(t, url)
+	cat := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &cat, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := store.Pet{Name: "Rex", CategoryID: cat.ID, Status: "available"}
+	if err := db.CreatePet(ctx, &p, nil); err != nil {
+		t.Fatal(err)
+	}
+	dump := pgDump(t, url)
+	acked := map[int64]string{}
+	for _, name := range []string{"Rex B", "Rex C"} {
+		q := store.Pet{ID: p.ID, Name: name, CategoryID: cat.ID, Status: "available"}
+		if err := db.ReplacePet(ctx, &q, store.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+		acked[q.Version] = name
+	}
+	waitHandled(t, db)
+	if out, err := pgRestore(url, dump); err != nil {
+		t.Fatalf("pg_restore: %v\n%s", err, out)
+	}
+	waitHandled(t, db)
+	if n := len(eventsOf(t, db, store.EventStoreRestored)); n != 1 {
+		t.Errorf("%d store.restored events after a restore that took back two pet.updated, want 1", n)
+	}
+	for _, name := range []string{"Rex D", "Rex E"} {
+		q := store.Pet{ID: p.ID, Name: name, CategoryID: cat.ID, Status: "available"}
+		if err := db.ReplacePet(ctx, &q, store.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+		if was, ok := acked[q.Version]; ok {
+			t.Errorf("after the restore, the pet named %q got version %d, which was acknowledged before for %q", name, q.Version, was)
+		}
+	}
+	for v, name := range acked {
+		q := store.Pet{ID: p.ID, Name: "Rex F", CategoryID: cat.ID, Status: "available"}
+		if err := db.ReplacePet(ctx, &q, store.Condition{IfMatch: []int64{v}}); store.ErrorCode(err) != store.EPRECONDITION {
+			t.Errorf("If-Match %d (the pet named %q, rolled back) after the restore: %v, want %s", v, name, err, store.EPRECONDITION)
+		}
+	}
+}
+
+// A dump restored into another database, and the instance started on that
+// one (--database repointed) with its marks file: the database is the same
+// store, which the dump carries, so the marks apply to it: no pet id
+// acknowledged before is given again, and a key revoked after the dump is
+// refused. Marks of an unrelated database are still refused.
+func TestRestoreIntoAnotherDatabase(t *testing.T) {
+	ctx := context.Background()
+	url, restored, unrelated := pgtest.URL(t), pgtest.URL(t), pgtest.URL(t)
+	marks := filepath.Join(t.TempDir(), "marks.json")
+	connect := func(url string) (*postgres.DB, error) {
+		return postgres.Connect(ctx, url, store.Options{}, postgres.Config{RestoreMarks: marks})
+	}
+	db, err := connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &cat, nil); err != nil {
+		t.Fatal(err)
+	}
+	key, secret, err := db.CreateAPIKey(ctx, "revoked after the dump", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := pgDump(t, url)
+	var highest int64
+	for range 5 {
+		p := store.Pet{Name: "after the dump", CategoryID: cat.ID, Status: "available"}
+		if err := db.CreatePet(ctx, &p, nil); err != nil {
+			t.Fatal(err)
+		}
+		highest = p.ID
+	}
+	if err := db.RevokeAPIKey(ctx, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitHandled(t, db)
+	db.Close()
+	if out, err := pgRestore(restored, dump); err != nil {
+		t.Fatalf("pg_restore into another database: %v\n%s", err, out)
+	}
+
+	db, err = connect(restored)
+	if err != nil {
+		t.Fatalf("the instance repointed to the database the dump was restored into: %v", err)
+	}
+	waitHandled(t, db)
+	p := store.Pet{Name: "after the restore", CategoryID: cat.ID, Status: "available"}
+	if err := db.CreatePet(ctx, &p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p.ID <= highest {
+		t.Errorf("a pet created after the restore got id %d; %d was acknowledged before", p.ID, highest)
+	}
+	if _, ok, err := db.CheckAPIKey(ctx, secret); ok || err != nil {
+		t.Errorf("the key revoked after the dump, after the restore: %v %v", ok, err)
+	}
+	db.Close()
+
+	// Refused at start even by a service, which serves without a database
+	// it cannot reach yet: no retry would change this.
+	db, err = postgres.Connect(ctx, unrelated, store.Options{}, postgres.Config{RestoreMarks: marks, Background: true})
+	if err == nil {
+		db.Close()
+		t.Error("the marks of one store were taken for an unrelated database")
+	} else if !errors.Is(err, store.ErrOtherStore) {
+		t.Errorf("an unrelated database with the marks of another: %v", err)
+	}
+}
+
+// A dump restored into another cluster whose transaction counter is
+// behind the first's (a new server, a major upgrade by dump and restore):
+// events' ids, made from it, sort below a consumer's cursor, and the
+// events written there would be skipped by it and by the webhook fan-out
+// without a word. The instance says so, naming the remedy, and with it
+// (pg_resetwal -e, the cluster stopped) the cursor gets what follows it.
+func TestRestoreIntoAClusterBehind(t *testing.T) {
+	ctx := context.Background()
+	first, behind := pgtest.Private(t), pgtest.Private(t)
+	url, err := first.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := behind.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Transactions that the cluster restored into has not had.
+	if err := pgtest.Connect(t, url).Exec(ctx, `DO $$ BEGIN FOR i IN 1..3000 LOOP PERFORM pg_current_xact_id(); COMMIT; END LOOP; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	marks := filepath.Join(t.TempDir(), "marks.json")
+	logs := &domaintest.SyncBuffer{}
+	connect := func(url string) *postgres.DB {
+		t.Helper()
+		db, err := postgres.Connect(ctx, url, store.Options{}, postgres.Config{RestoreMarks: marks, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db := connect(url)
+	cat := store.Category{Name: "dogs"}
+	if err := db.CreateCategory(ctx, &cat, nil); err != nil {
+		t.Fatal(err)
+	}
+	dump := pgDump(t, url)
+	p := store.Pet{Name: "after the dump", CategoryID: cat.ID, Status: "available"}
+	if err := db.CreatePet(ctx, &p, nil); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := db.Events(ctx, store.EventFilter{Limit: 100})
+	if err != nil || len(seen) == 0 {
+		t.Fatalf("the events before the restore: %v %v", seen, err)
+	}
+	cursor := seen[len(seen)-1].ID
+	waitHandled(t, db)
+	db.Close()
+	if out, err := pgRestore(restored, dump); err != nil {
+		t.Fatalf("pg_restore into another cluster: %v\n%s", err, out)
+	}
+
+	db = connect(restored)
+	waitHandled(t, db)
+	if out := logs.String(); !strings.Contains(out, "pg_resetwal -e 1") {
+		t.Errorf("no log line names the cluster's transaction counter behind and its remedy:\n%s", out)
+	}
+	db.Close()
+	if err := behind.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	if err := behind.Reset("-e", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := behind.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	db = connect(restored)
+	defer db.Close()
+	waitHandled(t, db)
+	p = store.Pet{Name: "after the restore", CategoryID: cat.ID, Status: "available"}
+	if err := db.CreatePet(ctx, &p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after := eventsAfter(t, db, cursor); len(after) == 0 || after[len(after)-1].Type != store.EventPetCreated {
+		t.Errorf("the events after the cursor of the first cluster, with the remedy: %v", after)
+	}
+}
+
+func eventsAfter(t *testing.T, db *postgres.DB, cursor store.EventID) []store.Event {
+	t.Helper()
+	after, err := db.Events(context.Background(), store.EventFilter{After: cursor, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return after
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -53,6 +54,19 @@ func (db *DB) start(ctx context.Context) error {
 	defer cancel()
 	if err := db.migrate(ctx); err != nil {
 		return fmt.Errorf("migrating the database schema: %w", err)
+	}
+	if db.marks.Path() != "" {
+		// The database's identity, made at its first start and carried by
+		// its dumps (Marks.SetID).
+		var id []byte
+		err := db.pool.QueryRow(ctx, `INSERT INTO meta (key, value) VALUES ('store_id', $1)
+			ON CONFLICT (key) DO UPDATE SET value = meta.value RETURNING value`, []byte(rand.Text())).Scan(&id)
+		if err == nil {
+			err = db.marks.SetID(string(id))
+		}
+		if err != nil {
+			return err
+		}
 	}
 	// The first catch-up loads the credentials whatever the counts say.
 	return db.catchUp(ctx)

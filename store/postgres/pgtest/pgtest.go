@@ -133,6 +133,11 @@ func (c *Cluster) Resume() error {
 	return c.ctl("-o", c.opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start")
 }
 
+// Reset runs pg_resetwal on the halted cluster's data.
+func (c *Cluster) Reset(args ...string) error {
+	return runAsPostgres(Program("pg_resetwal"), append([]string{"-D", filepath.Join(c.dir, "data")}, args...)...)
+}
+
 // ctl runs pg_ctl on the cluster's data.
 func (c *Cluster) ctl(args ...string) error {
 	return runAsPostgres(filepath.Join(c.bin, "pg_ctl"), append([]string{"-D", filepath.Join(c.dir, "data")}, args...)...)
