@@ -179,9 +179,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	defer stopBackground()
 
 	httpServer := func(h http.Handler, tc *tls.Config) *http.Server {
-		hs := server.NewHTTPServer(h, tc, errorLog)
-		hs.ReadHeaderTimeout = cfg.headerTimeout
-		return hs
+		return server.NewHTTPServer(h, tc, errorLog, cfg.headerTimeout)
 	}
 	// The sockets are bound already (bindSockets).
 	plainAddr, err := listeners.ListenAs(server.NameListen, cfg.listen, httpServer(srv, nil))
