@@ -542,7 +542,7 @@ func (m *crashModel) verify(t *testing.T, c *crashClient) (string, int) {
 // shorter attempt timeout, which the lease follows (eventsTimeout).
 func TestKillNineLosesNoEvent(t *testing.T) {
 	if isChild() {
-		runChild(func() error { eventsTimeout = 2 * time.Second; return nil })
+		runChild(func() error { eventsTimeout = 3 * time.Second; return nil })
 	}
 	longParallel(t)
 	if testing.Short() {
