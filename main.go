@@ -157,7 +157,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	defer manager.Close()
 	dev := development(cfg)
 	policy := webhookPolicy(cfg, dev, log)
-	engine := events.New(events.Config{Store: db, Policy: policy, Retention: cfg.eventRetention, Log: log})
+	engine := events.New(events.Config{Store: db, Policy: policy, Retention: cfg.eventRetention, Log: log, Timeout: eventsTimeout})
 	documents, err := prepared()
 	if err != nil {
 		return err
@@ -179,9 +179,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	defer stopBackground()
 
 	httpServer := func(h http.Handler, tc *tls.Config) *http.Server {
-		hs := server.NewHTTPServer(h, tc, errorLog)
-		hs.ReadHeaderTimeout = cfg.headerTimeout
-		return hs
+		return server.NewHTTPServer(h, tc, errorLog, cfg.headerTimeout)
 	}
 	// The sockets are bound already (bindSockets).
 	plainAddr, err := listeners.ListenAs(server.NameListen, cfg.listen, httpServer(srv, nil))
@@ -253,6 +251,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 // handlersNow is the API's clock for sunset dates (nil: time.Now), for
 // tests of what clients meet after a sunset.
 var handlersNow func() time.Time
+
+// eventsTimeout replaces events.Timeout when set, for tests that wait for a killed process's leases.
+var eventsTimeout time.Duration
 
 // storeKind is what the store is beyond store.Store: one of the two is set.
 type storeKind struct {

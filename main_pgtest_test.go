@@ -39,8 +39,8 @@ func parallel(t *testing.T) {
 }
 
 // longParallel is t.Parallel outside slots, for the longest tests, which
-// wait most of their time for a clock they cannot hurry (a certificate's
-// lifetime, the lease of a killed process's deliveries): they start as
+// wait most of their time (for a certificate's lifetime; for the binary's
+// build and a killed process's leases): they start as
 // soon as the serial tests end, not after a share of the other parallel
 // tests (which run in no set order), and do not end the package long
 // after the rest.

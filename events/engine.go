@@ -32,23 +32,21 @@ var Schedule = []time.Duration{
 // Limits of one attempt.
 const (
 	// Timeout bounds an attempt from its claim, connection and answer
-	// included.
+	// included, and the write that records a batch of outcomes.
 	Timeout = 10 * time.Second
 	// ResponseLimit is how much of an answer the delivery log keeps.
 	ResponseLimit = 4 << 10
 	// DisableAfter is how long an endpoint may fail without a success
 	// before it is disabled.
 	DisableAfter = 5 * 24 * time.Hour
-	// recordTimeout bounds the write that records a batch of outcomes.
-	recordTimeout = Timeout
 )
 
-// leaseFor is a claim's lease when an attempt may take timeout: the
-// attempt, the batch's wait for the record and its write, and a margin.
+// leaseFor is a claim's lease when an attempt may take timeout and the
+// write of its outcome record: both, the batch's wait, and a margin.
 // Strictly longer than the attempt, whose deadline starts before the store
 // starts the lease, so that no other instance sends it again meanwhile.
-func leaseFor(timeout time.Duration) time.Duration {
-	return timeout + recordWait + recordTimeout + time.Second
+func leaseFor(timeout, record time.Duration) time.Duration {
+	return timeout + recordWait + record + time.Second
 }
 
 // Store is what the engine needs of the store.
@@ -74,6 +72,8 @@ type Config struct {
 	// RootCAs verify https receivers' certificates; nil is the system's.
 	RootCAs *x509.CertPool
 	Log     *slog.Logger
+	// Timeout replaces the package's Timeout when set (tests shorten it).
+	Timeout time.Duration
 }
 
 // Engine delivers events; its work runs in Run, never on a request's path.
@@ -115,11 +115,12 @@ func New(cfg Config) *Engine {
 	}
 	cfg.Poll = cmp.Or(cfg.Poll, 100*time.Millisecond)
 	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
+	cfg.Timeout = cmp.Or(cfg.Timeout, Timeout)
 	return &Engine{
 		cfg:      cfg,
-		dialer:   &net.Dialer{Timeout: Timeout, Control: cfg.Policy.control, Resolver: cfg.Policy.Resolver},
-		timeout:  Timeout,
-		lease:    leaseFor(Timeout),
+		dialer:   &net.Dialer{Timeout: cfg.Timeout, Control: cfg.Policy.control, Resolver: cfg.Policy.Resolver},
+		timeout:  cfg.Timeout,
+		lease:    leaseFor(cfg.Timeout, cfg.Timeout),
 		signers:  bounded.New[string, *signer](maxSigners, nil),
 		senders:  bounded.New(maxSigners, func(_ senderKey, s *sender) { s.closeIdle() }),
 		hub:      newHub(cfg.Store, cfg.Poll),
@@ -346,7 +347,7 @@ func (e *Engine) record(ctx context.Context) {
 				break more
 			}
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Timeout)
 		if err := e.cfg.Store.FinishDeliveries(rctx, batch); err != nil {
 			// The leases run out and the attempts are made again: at least once.
 			e.cfg.Log.Warn("recording webhook deliveries", "deliveries", len(batch), "err", err)

@@ -179,8 +179,8 @@ func (l *leaseStore) FinishDeliveries(ctx context.Context, done []store.Finished
 // webhook's slots to a receiver that never answers, none waits for
 // another's connection or answer, so none is claimed and sent twice.
 func TestAttemptsEndWithinTheirLease(t *testing.T) {
-	if leaseFor(Timeout) <= Timeout+recordWait+recordTimeout {
-		t.Fatalf("the lease %s is not longer than an attempt and its record", leaseFor(Timeout))
+	if leaseFor(Timeout, Timeout) <= Timeout+recordWait+Timeout {
+		t.Fatalf("the lease %s is not longer than an attempt and its record", leaseFor(Timeout, Timeout))
 	}
 	db := domaintest.OpenStore(t)
 	l := &leaseStore{Store: db, claimed: map[int64][2]time.Time{}}
@@ -194,7 +194,7 @@ func TestAttemptsEndWithinTheirLease(t *testing.T) {
 	// A tenth of the timeout, so that the test is quick; the lease is
 	// the real one's rule.
 	e.timeout = Timeout / 10
-	e.lease = leaseFor(e.timeout)
+	e.lease = leaseFor(e.timeout, e.cfg.Timeout)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { e.Run(ctx); close(done) }()

@@ -301,7 +301,7 @@ func TestHostileRequests(t *testing.T) {
 func productionServer(t *testing.T, ts *testServer) string {
 	t.Helper()
 	s := httptest.NewUnstartedServer(ts.srv)
-	s.Config = server.NewHTTPServer(ts.srv, nil, nil)
+	s.Config = server.NewHTTPServer(ts.srv, nil, nil, server.DefaultHeaderTimeout)
 	s.Start()
 	t.Cleanup(s.Close)
 	return s.Listener.Addr().String()
@@ -454,7 +454,7 @@ func TestBodyErrorsAreNotCredentialErrors(t *testing.T) {
 	// A server whose read timeout is short enough to wait for: its only
 	// client sends half a body and stops.
 	slow := httptest.NewUnstartedServer(ts.srv)
-	slow.Config = server.NewHTTPServer(ts.srv, nil, nil)
+	slow.Config = server.NewHTTPServer(ts.srv, nil, nil, server.DefaultHeaderTimeout)
 	slow.Config.ReadTimeout = time.Second
 	slow.Start()
 	t.Cleanup(slow.Close)

@@ -32,7 +32,7 @@ func serveEchoBaseline(addr string) error {
 	e.GET("/pets/:petId", func(c echo.Context) error { return c.JSON(http.StatusOK, pet) })
 	e.GET("/readyz", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
 	// The service's server settings, so that only the handler differs.
-	srv := server.NewHTTPServer(e, nil, nil)
+	srv := server.NewHTTPServer(e, nil, nil, server.DefaultHeaderTimeout)
 	srv.Addr = addr
 	return srv.ListenAndServe()
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// DefaultHeaderTimeout is how long a client may take to send its request
-// line and headers.
+// DefaultHeaderTimeout is --header-timeout's default: how long a client
+// may take to send its request line and headers.
 const DefaultHeaderTimeout = 10 * time.Second
 
 // MaxHeaderBytes is what net/http reads of a request's line and headers,
@@ -18,14 +18,15 @@ const DefaultHeaderTimeout = 10 * time.Second
 const MaxHeaderBytes = 64 << 10
 
 // NewHTTPServer returns an http.Server with the service's connection
-// limits (tc nil for plain HTTP). Under HTTP/2 a stream whose client keeps
+// limits (tc nil for plain HTTP) and headerTimeout for a client's request
+// line and headers. Under HTTP/2 a stream whose client keeps
 // its window shut blocks only its own handler, until its answer's write
 // deadline.
-func NewHTTPServer(h http.Handler, tc *tls.Config, errorLog *log.Logger) *http.Server {
+func NewHTTPServer(h http.Handler, tc *tls.Config, errorLog *log.Logger, headerTimeout time.Duration) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		TLSConfig:         tc,
-		ReadHeaderTimeout: DefaultHeaderTimeout,
+		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,

@@ -136,6 +136,7 @@ func TestProxyProtocolCapPerCarriedAddress(t *testing.T) {
 // opens a connection and sends nothing does not keep other clients waiting
 // for its header timeout.
 func TestProxyProtocolSilentClientDoesNotBlockAccept(t *testing.T) {
+	t.Parallel() // it waits for the header timeout
 	addr, _ := startProxyListeners(t, []string{"127.0.0.1/32"}, nil, 0)
 	silent := dialFrom(t, "127.0.0.1", addr)
 	began := time.Now()
