@@ -244,6 +244,11 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err := listeners.Serve(serving); err != nil {
 		return err
 	}
+	if hand.upgraded.Load() {
+		srv.FinishBackups(ctx, cfg.shutdownTimeout)
+	} else {
+		srv.Drain()
+	}
 	log.Info("shutting down: finishing in-flight requests")
 	srv.EndStreams() // a stream would hold its connection until the timeout
 	listeners.Shutdown(cfg.shutdownTimeout, srv.AbortBackups, log)

@@ -32,6 +32,9 @@ func (s *Server) healthz(c echo.Context) error {
 
 // readyz says the store is ready, as its Ping judges.
 func (s *Server) readyz(c echo.Context) error {
+	if s.draining.Load() {
+		return apiError(codeUnavailable, "shutting down: this process finishes its requests and takes no new ones")
+	}
 	if err := s.store.Ping(c.Request().Context()); err != nil {
 		if d := s.cfg.File; d != nil && d.Damaged() != nil {
 			// Logged once, when it was found (watchDamage).
