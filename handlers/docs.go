@@ -40,10 +40,14 @@ func (s *Server) readyz(c echo.Context) error {
 			// Logged once, when it was found (watchDamage).
 			return apiError(codeUnavailable, "the data store is not ready: %v", d.Damaged())
 		}
-		if store.ErrorCode(err) == store.EUNAVAILABLE {
+		code := store.ErrorCode(err)
+		if code == store.EUNAVAILABLE {
 			return err // says why; the store logs when the reason changes
 		}
 		s.log.Error("readiness check failed", "err", err)
+		if code == store.EINSUFFICIENTSTORAGE {
+			return apiError(codeUnavailable, "the data store is not ready: writes fail, the disk is full")
+		}
 		return apiError(codeUnavailable, "the data store is not ready")
 	}
 	return respond(c, http.StatusOK, map[string]string{"status": "ready"})

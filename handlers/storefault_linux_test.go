@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"petstore/domains/domaintest"
@@ -49,7 +50,9 @@ func TestStoreFault_DiskFullIsInsufficientStorage(t *testing.T) {
 	if got := r.header.Get("Retry-After"); got == "" {
 		t.Error("507 without Retry-After")
 	}
-	ts.do(http.MethodGet, "/readyz", "").wantError(http.StatusServiceUnavailable, "unavailable")
+	if r := ts.do(http.MethodGet, "/readyz", "").wantError(http.StatusServiceUnavailable, "unavailable"); !strings.Contains(string(r.body), "the disk is full") {
+		t.Errorf("/readyz on a full disk does not say why: %s", r.body)
+	}
 	for i := 0; i < 1000; i++ {
 		if r = ts.adminDo(http.MethodPost, "/admin/api-keys", `{"name":"while full"}`); r.status != http.StatusCreated {
 			break
