@@ -248,6 +248,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		srv.FinishBackups(ctx, cfg.shutdownTimeout)
 	} else {
 		srv.Drain()
+		// The upgrader's copies of the sockets too: new connections are then
+		// refused, where they would wait in the backlog until a reset.
+		up.upgrader.Stop()
 	}
 	log.Info("shutting down: finishing in-flight requests")
 	srv.EndStreams() // a stream would hold its connection until the timeout

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -173,4 +174,70 @@ func TestUpgradeWithABackupInFlight(t *testing.T) {
 	if len(pets) != len(ids) {
 		t.Errorf("the new process serves %d of the %d pets acknowledged during the backup: %v", len(pets), len(ids), pets)
 	}
+}
+
+// TestShutdownRefusesNewConnections: once a SIGTERM's shutdown begins,
+// while a request in flight still holds the process, a new connection is
+// refused at once (a balancer then tries another instance), not left in
+// the listening socket's backlog, which the upgrader kept open, until the
+// process exits and resets it.
+func TestShutdownRefusesNewConnections(t *testing.T) {
+	parallel(t)
+	if testing.Short() {
+		t.Skip("builds the binary and runs it in a child process")
+	}
+	svc := newUpgradeService(t, buildService(t, upgradeOldVersion))
+	svc.start(t, exec.Command(svc.bin, svc.args(t, "--listen", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "p.db"), "--shutdown-timeout", "60s")...))
+	addr := strings.TrimPrefix(svc.base, "http://")
+	// A request whose body never ends holds the shutdown.
+	slow, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fmt.Fprintf(slow, "POST /pets HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	domaintest.WaitFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+		if open := openConnections(t, svc.base); open < 2 {
+			return fmt.Errorf("%d connections open, want the slow one and the scrape's", open)
+		}
+		return nil
+	})
+
+	if err := svc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.waitOutput(30*time.Second, regexp.MustCompile(`(shutting down: finishing in-flight requests)`)); err != nil {
+		t.Fatalf("%v\n%s", err, svc.out)
+	}
+	domaintest.WaitFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return errors.New("a new connection was accepted by the listening socket during the shutdown")
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("a new connection during the shutdown: %v; want it refused", err)
+		}
+		return nil
+	})
+}
+
+// openConnections reads petstore_connections_open from /metrics.
+func openConnections(t *testing.T, base string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+domaintest.AdminToken)
+	res, err := (&http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	m := regexp.MustCompile(`(?m)^petstore_connections_open (\d+)$`).FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no petstore_connections_open in /metrics:\n%s", body)
+	}
+	n := 0
+	fmt.Sscan(string(m[1]), &n)
+	return n
 }
