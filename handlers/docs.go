@@ -44,11 +44,17 @@ func (s *Server) readyz(c echo.Context) error {
 		if code == store.EUNAVAILABLE {
 			return err // says why; the store logs when the reason changes
 		}
-		s.log.Error("readiness check failed", "err", err)
+		// Balancers probe often: logged when readiness turns, not per probe.
+		if !s.notReady.Swap(true) {
+			s.log.Error("readiness check failed; /readyz answers 503 until it passes", "err", err)
+		}
 		if code == store.EINSUFFICIENTSTORAGE {
 			return apiError(codeUnavailable, "the data store is not ready: writes fail, the disk is full")
 		}
 		return apiError(codeUnavailable, "the data store is not ready")
+	}
+	if s.notReady.Swap(false) {
+		s.log.Info("readiness check passes again")
 	}
 	return respond(c, http.StatusOK, map[string]string{"status": "ready"})
 }

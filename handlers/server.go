@@ -152,9 +152,10 @@ type Server struct {
 	aborted      context.Context
 	abortBackups context.CancelFunc
 	// backups counts the downloads in flight (FinishBackups); draining is
-	// set once this process stops serving for good (Drain).
-	backups  atomic.Int64
-	draining atomic.Bool
+	// set once this process stops serving for good (Drain); notReady while
+	// readyz finds a failure that it logged.
+	backups            atomic.Int64
+	draining, notReady atomic.Bool
 	// validated holds, as routeKey, the routes the validator checks.
 	validated map[string]bool
 	failures  *failureLimiter
