@@ -242,6 +242,14 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err := listeners.Serve(serving); err != nil {
 		return err
 	}
+	if hand.upgraded.Load() {
+		srv.FinishBackups(ctx, cfg.shutdownTimeout)
+	} else {
+		srv.Drain()
+		// The upgrader's copies of the sockets too: new connections are then
+		// refused, where they would wait in the backlog until a reset.
+		up.upgrader.Stop()
+	}
 	log.Info("shutting down: finishing in-flight requests")
 	srv.EndStreams() // a stream would hold its connection until the timeout
 	listeners.Shutdown(cfg.shutdownTimeout, srv.AbortBackups, log)

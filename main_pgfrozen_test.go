@@ -72,3 +72,31 @@ func TestFrozenDatabase(t *testing.T) {
 		return code == 201
 	})
 }
+
+// TestShutdownWithAFrozenDatabase: a SIGTERM right after requests were cut
+// off from a frozen database by their timeouts ends within
+// --shutdown-timeout and a few seconds: the connections the database no
+// longer answers are not waited for while they close.
+func TestShutdownWithAFrozenDatabase(t *testing.T) {
+	parallel(t)
+	cluster := pgtest.Private(t)
+	databaseURL, err := cluster.NewDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := start(t, nil, pgFlags(databaseURL, "--shutdown-timeout", "2s")...)
+	key := createKey(t, in, "frozen")
+	if err := cluster.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cluster.Continue() }()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			code, body, header := in.get(t, "POST", "/categories", `{"name":"cats"}`, "X-API-Key", key)
+			wantUnavailable(t, "POST /categories with the database frozen", code, body, header)
+		})
+	}
+	wg.Wait()
+	in.stopWithin(t, 2*time.Second+5*time.Second)
+}

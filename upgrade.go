@@ -29,9 +29,10 @@ type upgrades struct {
 	signals  <-chan os.Signal
 }
 
-// oldExitMargin is how much longer than --shutdown-timeout an upgrade's
-// new process waits for the old one to exit: the old one also waits for
-// just-accepted connections' first requests and stops background work.
+// oldExitMargin is how much longer than twice --shutdown-timeout (its
+// backup downloads, then its shutdown) an upgrade's new process waits for
+// the old one to exit: the old one also waits for just-accepted
+// connections' first requests and stops background work.
 const oldExitMargin = 30 * time.Second
 
 // boundSockets are the non-HTTP sockets bindSockets opened: the DNS
@@ -148,14 +149,14 @@ func (h *handover) beforeStore(ctx context.Context, prepare func() error) error 
 	if err := u.Ready(); err != nil {
 		return fmt.Errorf("upgrade: telling the old process to stop: %w", err)
 	}
-	wait := h.cfg.shutdownTimeout + oldExitMargin
+	wait := 2*h.cfg.shutdownTimeout + oldExitMargin
 	waitCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if err := u.WaitForOld(waitCtx); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("upgrade: stopped while waiting for the old process to exit: %w", ctx.Err())
 		}
-		return fmt.Errorf("upgrade: the old process did not exit within %v (--shutdown-timeout and %v): %w", wait, oldExitMargin, err)
+		return fmt.Errorf("upgrade: the old process did not exit within %v (twice --shutdown-timeout and %v): %w", wait, oldExitMargin, err)
 	}
 	h.log.Info("upgrade: the old process has exited; opening the data file", "waited", time.Since(h.stopped).Round(time.Millisecond))
 	return nil

@@ -48,6 +48,8 @@ func (s *Server) backup(c echo.Context) error {
 		return c.NoContent(http.StatusOK)
 	}
 
+	s.backups.Add(1)
+	defer s.backups.Add(-1)
 	// An abort unblocks a write stuck on a client that does not read, so
 	// that the read transaction ends.
 	rc := http.NewResponseController(res)
@@ -83,6 +85,28 @@ var errHeadersOnly = errors.New("headers only")
 // AbortBackups stops the backup downloads in flight, for a shutdown that
 // cannot wait: each ends as an interrupted download.
 func (s *Server) AbortBackups() { s.abortBackups() }
+
+// FinishBackups is for an upgrade's old process on a data file, whose new
+// process opens the file only once the downloads' read transactions end:
+// it waits for them, still serving everything, until ctx ends or timeout
+// passes, and then aborts those left, so that the shutdown that follows
+// does not hold every new connection in the backlog for them.
+func (s *Server) FinishBackups(ctx context.Context, timeout time.Duration) {
+	n := s.backups.Load()
+	if n == 0 {
+		return
+	}
+	s.log.Info("upgrade: this process goes on serving until its backup downloads end (within --shutdown-timeout), then stops", "backups", n)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for s.backups.Load() > 0 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := s.backups.Load(); n > 0 {
+		s.log.Warn("upgrade: backup downloads still running; aborting them", "backups", n, "timeout", timeout)
+		s.abortBackups()
+	}
+}
 
 // deadlineWriter pushes the connection's write deadline backupIdleTimeout
 // ahead before every write.

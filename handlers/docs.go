@@ -32,16 +32,29 @@ func (s *Server) healthz(c echo.Context) error {
 
 // readyz says the store is ready, as its Ping judges.
 func (s *Server) readyz(c echo.Context) error {
+	if s.draining.Load() {
+		return apiError(codeUnavailable, "shutting down: this process finishes its requests and takes no new ones")
+	}
 	if err := s.store.Ping(c.Request().Context()); err != nil {
 		if d := s.cfg.File; d != nil && d.Damaged() != nil {
 			// Logged once, when it was found (watchDamage).
 			return apiError(codeUnavailable, "the data store is not ready: %v", d.Damaged())
 		}
-		if store.ErrorCode(err) == store.EUNAVAILABLE {
+		code := store.ErrorCode(err)
+		if code == store.EUNAVAILABLE {
 			return err // says why; the store logs when the reason changes
 		}
-		s.log.Error("readiness check failed", "err", err)
+		// Balancers probe often: logged when readiness turns, not per probe.
+		if !s.notReady.Swap(true) {
+			s.log.Error("readiness check failed; /readyz answers 503 until it passes", "err", err)
+		}
+		if code == store.EINSUFFICIENTSTORAGE {
+			return apiError(codeUnavailable, "the data store is not ready: writes fail, the disk is full")
+		}
 		return apiError(codeUnavailable, "the data store is not ready")
+	}
+	if s.notReady.Swap(false) {
+		s.log.Info("readiness check passes again")
 	}
 	return respond(c, http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -85,7 +85,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		s.cfg.Metrics.Observe(line.Method, line.Route, line.Status, line.Duration)
 		if isProbe(line.Route) {
 			// Balancers probe several times a second: the metrics count probes, and
-			// the store logs readiness changes.
+			// readiness changes are logged (readyz, the store).
 			return nil
 		}
 		switch {

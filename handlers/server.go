@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -150,6 +151,11 @@ type Server struct {
 	valOpts      openapi3filter.Options
 	aborted      context.Context
 	abortBackups context.CancelFunc
+	// backups counts the downloads in flight (FinishBackups); draining is
+	// set once this process stops serving for good (Drain); notReady while
+	// readyz finds a failure that it logged.
+	backups            atomic.Int64
+	draining, notReady atomic.Bool
 	// validated holds, as routeKey, the routes the validator checks.
 	validated map[string]bool
 	failures  *failureLimiter
@@ -169,6 +175,12 @@ type Server struct {
 // EndStreams ends the open event streams at shutdown, which each would
 // hold until the timeout; clients reconnect from their last event.
 func (s *Server) EndStreams() { s.endStreams() }
+
+// Drain makes /readyz answer 503 from now on, at a shutdown: the
+// connections a balancer keeps open are still answered, and it must stop
+// sending them traffic. Not at an upgrade, whose new process serves the
+// same sockets.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // New builds the server: parses both OpenAPI documents, registers every
 // route, and fails when a route and the spec disagree.

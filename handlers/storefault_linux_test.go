@@ -2,9 +2,11 @@ package handlers_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"petstore/domains/domaintest"
@@ -32,10 +34,14 @@ func onSmallDisk(tb testing.TB, dir *string) serverOption {
 
 // A full disk is 507 insufficient_storage with Retry-After on the public and
 // the admin API (documented in both), /readyz is 503 while writes fail, and
-// the service recovers by itself once there is space again.
+// the service recovers by itself once there is space again. The log says
+// when readiness turns, not at each probe.
 func TestStoreFault_DiskFullIsInsufficientStorage(t *testing.T) {
 	var dir string
-	ts := newTestServer(t, onSmallDisk(t, &dir))
+	var logs domaintest.SyncBuffer
+	ts := newTestServer(t, onSmallDisk(t, &dir), func(c *handlers.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
 	ts.do(http.MethodPost, "/categories", `{"name":"dogs"}`).wantStatus(http.StatusCreated)
 	filler := domaintest.FillDisk(t, dir)
 
@@ -49,7 +55,14 @@ func TestStoreFault_DiskFullIsInsufficientStorage(t *testing.T) {
 	if got := r.header.Get("Retry-After"); got == "" {
 		t.Error("507 without Retry-After")
 	}
-	ts.do(http.MethodGet, "/readyz", "").wantError(http.StatusServiceUnavailable, "unavailable")
+	for range 5 {
+		if r := ts.do(http.MethodGet, "/readyz", "").wantError(http.StatusServiceUnavailable, "unavailable"); !strings.Contains(string(r.body), "the disk is full") {
+			t.Errorf("/readyz on a full disk does not say why: %s", r.body)
+		}
+	}
+	if n := strings.Count(logs.String(), "readiness check failed"); n != 1 {
+		t.Errorf("5 probes on a full disk logged %d 'readiness check failed' lines, want 1:\n%s", n, logs.String())
+	}
 	for i := 0; i < 1000; i++ {
 		if r = ts.adminDo(http.MethodPost, "/admin/api-keys", `{"name":"while full"}`); r.status != http.StatusCreated {
 			break
@@ -61,5 +74,8 @@ func TestStoreFault_DiskFullIsInsufficientStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts.do(http.MethodGet, "/readyz", "").wantStatus(http.StatusOK)
+	if !strings.Contains(logs.String(), "readiness check passes again") {
+		t.Errorf("the log does not say that readiness came back:\n%s", logs.String())
+	}
 	ts.do(http.MethodPost, "/pets", `{"name":"Rex","categoryId":1}`).wantStatus(http.StatusCreated)
 }

@@ -294,12 +294,10 @@ func (db *DB) Ping(ctx context.Context) error {
 	if fault == nil {
 		return nil
 	}
-	if diskFull(*fault) {
-		// A small write may still fit in pages the file already has, so
-		// the probe alone would say ready while every larger write fails.
-		if free, ok := freeSpace(filepath.Dir(db.path)); ok && free < minFreeSpace {
-			return fmt.Errorf("store: writes fail: the disk is full (%d bytes free): %w", free, *fault)
-		}
+	// A small write may still fit in pages the file already has, so the
+	// probe alone would say ready while every larger write fails.
+	if free, full := db.noRoom(); full && diskFull(*fault) {
+		return store.ErrorWithCause(fmt.Errorf("%d bytes free: %w", free, *fault), store.EINSUFFICIENTSTORAGE, "writes fail: the disk is full")
 	}
 	if !db.probing.CompareAndSwap(false, true) {
 		return fmt.Errorf("store: writes fail: %w", *fault)
@@ -326,6 +324,13 @@ func panicError(kind string, p any) error {
 // minFreeSpace is the free space a store degraded by a full disk waits for
 // before it tries writing again.
 const minFreeSpace = 1 << 20
+
+// noRoom reports whether the data file's disk has less than minFreeSpace
+// free, and how much.
+func (db *DB) noRoom() (int64, bool) {
+	free, ok := freeSpace(filepath.Dir(db.path))
+	return free, ok && free < minFreeSpace
+}
 
 func diskFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
@@ -374,6 +379,13 @@ func (db *DB) update(fn func(*bolt.Tx) error) (err error) {
 	defer func() {
 		switch {
 		case err == nil:
+			// Nor does a write that fit in the file's free pages end a full
+			// disk (Ping).
+			if f := db.fault.Load(); f != nil && diskFull(*f) {
+				if _, full := db.noRoom(); full {
+					break
+				}
+			}
 			db.fault.Store(nil)
 		case err != errRefused: // a refusal's rollback says nothing of the disk
 			db.fault.Store(&err)

@@ -101,7 +101,7 @@ func PageSizeOf(file []byte) int {
 }
 
 // Degraded returns the storage failure of the last write, or nil when the
-// last write committed.
+// last write committed (after a full disk: once the disk has room again).
 func (db *DB) Degraded() error {
 	if f := db.fault.Load(); f != nil {
 		return *f

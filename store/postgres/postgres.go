@@ -191,10 +191,20 @@ func (db *DB) Close() error {
 	}
 	db.locks = nil
 	db.locksMu.Unlock()
-	db.pool.pool.Close()
-	db.probePool.Close()
+	// pgx closes a connection cut off mid-statement with a cancel request,
+	// which a frozen server holds for long: a shutdown does not wait for it.
+	closed := make(chan struct{})
+	go func() { db.pool.pool.Close(); db.probePool.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(closeWait):
+		db.log.Warn("the database does not answer while its connections close; not waiting for them", "database", db.pool.name, "waited", closeWait)
+	}
 	return db.marks.Save(db.pool.name)
 }
+
+// closeWait is how long Close waits for the connections to close.
+const closeWait = 2 * time.Second
 
 // timestamp is the store's notion of now, as on bbolt: UTC, whole seconds.
 func (db *DB) timestamp() time.Time { return db.now().UTC().Truncate(time.Second) }
