@@ -33,11 +33,12 @@ func NewSummary(log *slog.Logger, what string, window time.Duration) *Summary {
 	return &Summary{log: log, what: what, window: window}
 }
 
-// Add counts one refusal from addr (a client address).
-func (s *Summary) Add(addr string) {
+// Add counts one refusal from addr (a client address), and says whether it
+// is its window's first, which a caller may log in full.
+func (s *Summary) Add(addr string) (first bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.n == 0 {
+	if first = s.n == 0; first {
 		s.addrs = map[string]struct{}{}
 		time.AfterFunc(s.window, s.flush)
 	}
@@ -49,6 +50,7 @@ func (s *Summary) Add(addr string) {
 			s.more = true
 		}
 	}
+	return first
 }
 
 func (s *Summary) flush() {
