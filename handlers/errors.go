@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 
+	"petstore/server/accesslog"
 	"petstore/server/clientkey"
 	"petstore/store"
 )
@@ -132,7 +134,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if body.Status == http.StatusUnauthorized && presentedCredential(c.Request()) {
 		s.failures.fail(clientkey.Of(c.Request().RemoteAddr), time.Now())
 	}
-	if body.Status >= 500 && !isProbe(c.Path()) {
+	if body.Status >= 500 && !isProbe(c.Path()) && s.logInFull(body, c) {
+		// The store's failure, not kin-openapi's security check that met it.
+		if appErr := (*store.Error)(nil); errors.As(err, &appErr) && appErr.Code == body.Code {
+			err = appErr
+		}
 		s.log.Error("request failed",
 			"request_id", requestID(c),
 			"method", c.Request().Method,
@@ -148,6 +154,38 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if werr := respond(c, body.Status, body); werr != nil {
 		s.log.Warn("writing error response", "request_id", requestID(c), "err", werr)
 	}
+}
+
+// storeDown summarizes, by code and message, the requests failed on a
+// store that is unavailable: while it is, every request fails alike, and a
+// line each would bury the cause.
+type storeDown struct {
+	mu sync.Mutex
+	m  map[[2]string]*accesslog.Summary
+}
+
+// logInFull says whether to log the failure c answers with body: always,
+// but on a store that is unavailable only the first of each cause and
+// window, the others counted as the 421s and 429s are.
+func (s *Server) logInFull(body Error, c echo.Context) bool {
+	if body.Code != store.EUNAVAILABLE && body.Code != store.EINSUFFICIENTSTORAGE {
+		return true
+	}
+	d, key := &s.storeDown, [2]string{body.Code, body.Message}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m[key] == nil && len(d.m) >= 64 { // bounded, whatever the messages
+		key[1] = "other causes"
+	}
+	sum := d.m[key]
+	if sum == nil {
+		if d.m == nil {
+			d.m = map[[2]string]*accesslog.Summary{}
+		}
+		sum = accesslog.NewSummary(s.log.With("cause", key[1]), "requests failed with "+key[0], summaryWindow)
+		d.m[key] = sum
+	}
+	return sum.Add(c.RealIP())
 }
 
 // classify turns any error into the Error body that describes it to a client.

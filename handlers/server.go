@@ -170,6 +170,7 @@ type Server struct {
 	keysInFlight keysInFlight
 	// unknownHosts and refusedByRate summarize 421s and 429s in the log.
 	unknownHosts, refusedByRate *accesslog.Summary
+	storeDown                   storeDown
 }
 
 // EndStreams ends the open event streams at shutdown, which each would

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"petstore/domains/domaintest"
 	"petstore/handlers"
@@ -54,6 +55,17 @@ func TestStoreFault_DiskFullIsInsufficientStorage(t *testing.T) {
 	r.wantError(http.StatusInsufficientStorage, "insufficient_storage")
 	if got := r.header.Get("Retry-After"); got == "" {
 		t.Error("507 without Retry-After")
+	}
+	// Every write fails alike: the log has the first in full, not a line each.
+	began := time.Now()
+	for range 20 {
+		r := ts.do(http.MethodPost, "/pets", `{"name":"Rex","categoryId":1}`).wantError(http.StatusInsufficientStorage, "insufficient_storage")
+		if r.header.Get("Retry-After") == "" {
+			t.Fatal("507 without Retry-After")
+		}
+	}
+	if n := strings.Count(logs.String(), `msg="request failed"`); n == 0 || n > 1+int(time.Since(began)/time.Minute) {
+		t.Errorf("21 writes on a full disk logged %d 'request failed' lines, want the first:\n%s", n, logs.String())
 	}
 	for range 5 {
 		if r := ts.do(http.MethodGet, "/readyz", "").wantError(http.StatusServiceUnavailable, "unavailable"); !strings.Contains(string(r.body), "the disk is full") {
