@@ -157,18 +157,19 @@ func (s *Server) handleError(err error, c echo.Context) {
 }
 
 // storeDown summarizes, by code and message, the requests failed on a
-// store that is unavailable: while it is, every request fails alike, and a
-// line each would bury the cause.
+// store that is unavailable or at a cap: while it lasts, every request
+// fails alike, and a line each would bury the cause.
 type storeDown struct {
 	mu sync.Mutex
 	m  map[[2]string]*accesslog.Summary
 }
 
 // logInFull says whether to log the failure c answers with body: always,
-// but on a store that is unavailable only the first of each cause and
-// window, the others counted as the 421s and 429s are.
+// but on a store that is unavailable, or at a cap any client can reach,
+// only the first of each cause and window, the others counted as the 421s
+// and 429s are.
 func (s *Server) logInFull(body Error, c echo.Context) bool {
-	if body.Code != store.EUNAVAILABLE && body.Code != store.EINSUFFICIENTSTORAGE {
+	if body.Code != store.EUNAVAILABLE && body.Code != store.EINSUFFICIENTSTORAGE && body.Code != codeUnavailable {
 		return true
 	}
 	d, key := &s.storeDown, [2]string{body.Code, body.Message}
