@@ -151,12 +151,8 @@ func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 
 // deleteKept deletes the answers of these keys of the expiry index.
 func deleteKept(tx *bolt.Tx, gone [][]byte) error {
-	b, idx := tx.Bucket(bktKept), tx.Bucket(bktKeptByExpiry)
 	for _, k := range gone {
-		if err := b.Delete(k[8:]); err != nil {
-			return err
-		}
-		if err := idx.Delete(k); err != nil {
+		if err := deleteKeys(tx, indexEntry{bktKept, k[8:]}, indexEntry{bktKeptByExpiry, k}); err != nil {
 			return err
 		}
 	}

@@ -211,13 +211,9 @@ func deleteDeliveries(tx *bolt.Tx, ids []int64) error {
 		if err != nil {
 			return corrupt(err)
 		}
-		if err := tx.Bucket(bktDeliveriesDue).Delete(dueKey(&r)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bktDeliveriesWebhook).Delete(appendID(itob(r.WebhookID), id)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bktDeliveries).Delete(itob(id)); err != nil {
+		err = deleteKeys(tx, indexEntry{bktDeliveriesDue, dueKey(&r)},
+			indexEntry{bktDeliveriesWebhook, appendID(itob(r.WebhookID), id)}, indexEntry{bktDeliveries, itob(id)})
+		if err != nil {
 			return err
 		}
 	}
