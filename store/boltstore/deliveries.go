@@ -269,27 +269,19 @@ func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]
 }
 
 func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time, key *store.IdempotentWrite) (store.Delivery, error) {
-	var out store.Delivery
-	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
+	return keyedValue(ctx, db, key, func(tx *bolt.Tx) (store.Delivery, error) {
 		r, err := getDelivery(tx, id)
 		if err != nil || r.WebhookID != webhookID {
-			return store.NotFound("delivery", id)
+			return store.Delivery{}, store.NotFound("delivery", id)
 		}
 		ek := idKey(int64(r.EventID.Seq))
 		if tx.Bucket(bktEvents).Get(ek[:]) == nil {
-			return store.EventPruned(r.EventID)
+			return store.Delivery{}, store.EventPruned(r.EventID)
 		}
 		next := deliveryRecord{Delivery: store.ManualRetry(&r.Delivery, now)}
-		if err := putDelivery(tx, &next); err != nil {
-			return err
-		}
-		out = next.Delivery
-		return nil
-	}, func() (any, any) { return &out, out.EventID })
-	if err != nil {
-		return store.Delivery{}, err
-	}
-	return out, nil
+		err = putDelivery(tx, &next) // sets next.ID
+		return next.Delivery, err
+	}, func(d *store.Delivery) any { return d.EventID })
 }
 
 // pruneDeliveries deletes up to limit finished deliveries scheduled before t.

@@ -116,16 +116,7 @@ func (db *DB) eventAt(ctx context.Context, move func(*bolt.Cursor) ([]byte, []by
 }
 
 func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error) {
-	var out store.Event
-	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
-		var err error
-		out, err = db.putEvent(tx, e, to)
-		return err
-	}, func() (any, any) { return &out, nil })
-	if err != nil {
-		return store.Event{}, err
-	}
-	return out, nil
+	return keyedValue(ctx, db, key, func(tx *bolt.Tx) (store.Event, error) { return db.putEvent(tx, e, to) }, nil)
 }
 
 // pruneBatch bounds one pruning transaction, so that it never holds the

@@ -176,8 +176,20 @@ func readValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, erro
 // writeValue runs fn in a write and returns the value of its run that
 // committed.
 func writeValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, error)) (T, error) {
+	return keyedValue(ctx, db, nil, fn, nil)
+}
+
+// keyedValue is writeValue for a keyed write, whose key keeps the value
+// and what beside (nil for nothing) gives of it.
+func keyedValue[T any](ctx context.Context, db *DB, key *store.IdempotentWrite, fn func(tx *bolt.Tx) (T, error), beside func(*T) any) (T, error) {
 	var v T
-	if err := db.write(ctx, keepValue(&v, fn)); err != nil {
+	err := db.keyedWrite(ctx, key, keepValue(&v, fn), func() (any, any) {
+		if beside == nil {
+			return &v, nil
+		}
+		return &v, beside(&v)
+	})
+	if err != nil {
 		var zero T
 		return zero, err
 	}
