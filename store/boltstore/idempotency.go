@@ -123,7 +123,6 @@ func keptNotFound(key string) error {
 func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 	var removed int
 	err := db.write(ctx, func(tx *bolt.Tx) error {
-		removed = 0
 		idx := tx.Bucket(bktKeptByExpiry)
 		now := uint64(db.now().UnixNano())
 		excess := 0

@@ -29,9 +29,7 @@ import (
 var empty = []byte{}
 
 func itob(v int64) []byte {
-	b := make([]byte, 8)
-	binary.BigEndian.PutUint64(b, uint64(v))
-	return b
+	return appendID(make([]byte, 0, 8), v)
 }
 
 // idKey is itob as an array, which a key only looked up keeps on the stack.
