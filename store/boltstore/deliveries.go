@@ -67,7 +67,7 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 		return n, tx.Bucket(bktMeta).Put(metaDispatched, binary.BigEndian.AppendUint64(nil, last))
 	})
 	if err == nil && len(made) > 0 {
-		l := db.leases()
+		l := &db.deliveryLeases
 		l.mu.Lock()
 		for i := range made {
 			l.fresh.Add(made[i].r.ID, &made[i])
@@ -86,7 +86,7 @@ func dispatched(tx *bolt.Tx) uint64 {
 }
 
 func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]store.Claimed, error) {
-	l, at := db.leases(), time.Now()
+	l, at := &db.deliveryLeases, time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []store.Claimed
@@ -163,7 +163,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Dur
 
 func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error {
 	defer func() {
-		l := db.leases()
+		l := &db.deliveryLeases
 		l.mu.Lock()
 		for _, f := range done {
 			delete(l.until, f.Claimed.ID)

@@ -91,8 +91,6 @@ type freshDelivery struct {
 // file instead.
 const maxFresh = 1 << 14
 
-func (db *DB) leases() *leases { return &db.deliveryLeases }
-
 func getDelivery(tx *bolt.Tx, id int64) (deliveryRecord, error) {
 	k := idKey(id)
 	v := tx.Bucket(bktDeliveries).Get(k[:])
