@@ -8,10 +8,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
-
-	"crypto/x509"
 	"io"
 	"log/slog"
 	"net"
@@ -123,7 +122,7 @@ func New(cfg Config) *Engine {
 		lease:    leaseFor(cfg.Timeout, cfg.Timeout),
 		signers:  bounded.New[string, *signer](maxSigners, nil),
 		senders:  bounded.New(maxSigners, func(_ senderKey, s *sender) { s.closeIdle() }),
-		hub:      newHub(cfg.Store, cfg.Poll),
+		hub:      &Hub{store: cfg.Store, poll: cfg.Poll, subs: map[*Subscription]struct{}{}},
 		inFlight: map[int64]int{},
 		wake:     make(chan struct{}, 1),
 		finished: make(chan store.Finished, maxRecordBatch),
@@ -151,7 +150,7 @@ func (e *Engine) Run(ctx context.Context) {
 	}()
 	tick := time.NewTicker(e.cfg.Poll)
 	defer tick.Stop()
-	prune := time.NewTicker(pruneEvery(e.cfg.Retention))
+	prune := time.NewTicker(max(min(e.cfg.Retention/24, time.Hour), time.Second))
 	defer prune.Stop()
 	e.prune(ctx)
 	// soon fans out again shortly after a fan-out that found events, not at
@@ -187,10 +186,6 @@ const claimLimit = 64
 // fanOutSoon is short beside Poll, so that a busy webhook waits little,
 // and long beside a request, so that each fan-out takes many.
 const fanOutSoon = 5 * time.Millisecond
-
-func pruneEvery(retention time.Duration) time.Duration {
-	return max(min(retention/24, time.Hour), time.Second)
-}
 
 func (e *Engine) prune(ctx context.Context) {
 	if e.cfg.Retention <= 0 {

@@ -42,10 +42,6 @@ type Subscription struct {
 // it is dropped.
 const subscriptionBuffer = 1024
 
-func newHub(s Store, poll time.Duration) *Hub {
-	return &Hub{store: s, poll: poll, subs: map[*Subscription]struct{}{}}
-}
-
 // Subscribe starts a feed of the events after the newest as of the call.
 // The subscriber then reads what it missed from the store and skips ids
 // the feed repeats, so nothing falls between the two.

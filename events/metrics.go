@@ -53,6 +53,11 @@ func (s *Stats) Lag() (count uint64, sum float64, cumulative map[float64]uint64)
 
 // attempted counts a batch's outcomes as handed to the store.
 func (s *Stats) attempted(batch []store.Finished) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lagHits == nil {
+		s.lagHits = make([]uint64, len(LagBuckets))
+	}
 	for _, f := range batch {
 		switch o := &f.Outcome; {
 		case o.NotSent:
@@ -63,13 +68,6 @@ func (s *Stats) attempted(batch []store.Finished) {
 		default:
 			s.unreachable.Add(1)
 		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lagHits == nil {
-		s.lagHits = make([]uint64, len(LagBuckets))
-	}
-	for _, f := range batch {
 		if f.Claimed.Attempt != 1 || f.Claimed.Manual || f.Outcome.NotSent {
 			continue // a retry's wait is the schedule's, not a lag
 		}

@@ -61,12 +61,11 @@ func (e *Engine) newSender(raw string) (*sender, error) {
 	if u.Hostname() == "" {
 		return nil, errors.New("the URL cannot be requested: it has no host")
 	}
-	tlsConf := &tls.Config{RootCAs: e.cfg.RootCAs}
 	tr := &http.Transport{
 		// No proxy: the dialer judges the receiver's own address.
 		Proxy:           nil,
 		DialContext:     e.dial,
-		TLSClientConfig: tlsConf,
+		TLSClientConfig: &tls.Config{RootCAs: e.cfg.RootCAs},
 		// With its own dialer, a Transport offers HTTP/2 only when asked.
 		ForceAttemptHTTP2: true,
 		// Each of a webhook's attempts here finds a connection without

@@ -27,14 +27,6 @@ func NewSecret() (string, error) {
 	return secretPrefix + base64.StdEncoding.EncodeToString(key), nil
 }
 
-func secretKey(secret string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, secretPrefix))
-	if err != nil || len(key) == 0 {
-		return nil, errors.New("webhooks: the signing secret is not whsec_ and base64")
-	}
-	return key, nil
-}
-
 // signer signs with one secret or more, keys decoded once and HMACs reused
 // from the key's saved state rather than hashing the padded key again.
 type signer struct {
@@ -44,9 +36,9 @@ type signer struct {
 func newSigner(secrets string) (*signer, error) {
 	s := &signer{}
 	for _, secret := range strings.Fields(secrets) {
-		key, err := secretKey(secret)
-		if err != nil {
-			return nil, err
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, secretPrefix))
+		if err != nil || len(key) == 0 {
+			return nil, errors.New("webhooks: the signing secret is not whsec_ and base64")
 		}
 		s.macs = append(s.macs, &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }})
 	}

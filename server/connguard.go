@@ -214,17 +214,11 @@ func (g *ConnGuard) unanswered(patience time.Duration) bool {
 		if c.h2.Load() {
 			continue
 		}
-		switch http.ConnState(c.state.Load()) {
-		case http.StateActive:
+		switch st := http.ConnState(c.state.Load()); {
+		case st == http.StateActive || st == http.StateNew && (time.Since(c.accepted) < patience || !c.read.Load()):
 			g.mu.Unlock()
 			return true
-		case http.StateNew:
-			if time.Since(c.accepted) < patience || !c.read.Load() {
-				g.mu.Unlock()
-				return true
-			}
-			check = append(check, c)
-		case http.StateIdle:
+		case st == http.StateNew || st == http.StateIdle:
 			check = append(check, c)
 		}
 	}

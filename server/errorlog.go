@@ -38,18 +38,14 @@ func (e *ServerErrors) Write(p []byte) (int, error) {
 	line := string(bytes.TrimRight(p, "\n"))
 	if rest, ok := strings.CutPrefix(line, handshakeError); ok {
 		e.refused.Add(1)
+		// The client's "host:port", counted by host.
 		addr, _, _ := strings.Cut(rest, ": ")
-		e.handshakes.Add(addrHost(addr))
+		if i := strings.LastIndexByte(addr, ':'); i > 0 {
+			addr = strings.Trim(addr[:i], "[]")
+		}
+		e.handshakes.Add(addr)
 		return len(p), nil
 	}
 	e.log.Warn(line)
 	return len(p), nil
-}
-
-// addrHost is the host of "host:port", or addr as it is.
-func addrHost(addr string) string {
-	if i := strings.LastIndexByte(addr, ':'); i > 0 {
-		return strings.Trim(addr[:i], "[]")
-	}
-	return addr
 }

@@ -94,17 +94,15 @@ func (l *Listeners) Bind(name, addr string) (net.Addr, error) {
 // addr), and returns its address. It sets srv's ConnState for the guard.
 func (l *Listeners) ListenAs(name, addr string, srv *http.Server) (net.Addr, error) {
 	var ln net.Listener
+	var err error
 	if name == "" {
-		var err error
-		if ln, err = net.Listen("tcp", addr); err != nil {
-			return nil, err
-		}
-	} else {
-		if _, err := l.Bind(name, addr); err != nil {
-			return nil, err
-		}
+		ln, err = net.Listen("tcp", addr)
+	} else if _, err = l.Bind(name, addr); err == nil {
 		ln = l.bound[name]
 		delete(l.bound, name)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if l.proxyProtocol != nil {
 		// Innermost, so that everything above sees the header's client.
@@ -193,8 +191,8 @@ func (l *Listeners) Close() {
 	for _, one := range l.list {
 		one.ln.Close()
 	}
-	for name, ln := range l.bound {
+	for _, ln := range l.bound {
 		ln.Close()
-		delete(l.bound, name)
 	}
+	clear(l.bound)
 }

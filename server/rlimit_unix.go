@@ -14,10 +14,8 @@ func raiseFileLimit() (int, error) {
 	}
 	var err error
 	if l.Cur < l.Max {
-		raised := l
-		raised.Cur = raised.Max
-		if err = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err == nil {
-			l = raised
+		if err = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: l.Max, Max: l.Max}); err == nil {
+			l.Cur = l.Max
 		}
 	}
 	return int(min(l.Cur, 1<<30)), err

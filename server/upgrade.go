@@ -120,11 +120,10 @@ func (u *Upgrader) PacketAndListener(name string, open func() (net.PacketConn, n
 	if !ok1 || !ok2 {
 		return pc, ln, nil // not a socket that can be passed on; served all the same
 	}
-	if err := u.tf.AddPacketConn("udp", name, upc); err != nil {
-		CloseSockets(pc, ln)
-		return nil, nil, err
+	if err = u.tf.AddPacketConn("udp", name, upc); err == nil {
+		err = u.tf.AddListener("tcp", name, uln)
 	}
-	if err := u.tf.AddListener("tcp", name, uln); err != nil {
+	if err != nil {
 		CloseSockets(pc, ln)
 		return nil, nil, err
 	}

@@ -68,60 +68,39 @@ func (a *Logger) Log(t time.Time, l Line) {
 		return
 	}
 	bp := a.bufs.Get().(*[]byte)
-	b := (*bp)[:0]
-	if a.json {
-		b = a.appendJSONLine(b, t, l)
-	} else {
-		b = a.appendTextLine(b, t, l)
-	}
+	b := a.appendLine((*bp)[:0], t, l)
 	_, _ = a.w.Write(b)
 	*bp = b
 	a.bufs.Put(bp)
 }
 
-func (a *Logger) appendTextLine(b []byte, t time.Time, l Line) []byte {
-	b = append(b, "time="...)
-	b = a.appendTime(b, t, true)
-	b = append(b, " level="...)
-	b = append(b, l.Level.String()...)
-	b = append(b, " msg=request request_id="...)
-	b = appendTextString(b, l.RequestID)
-	b = append(b, " method="...)
-	b = appendTextString(b, l.Method)
-	b = append(b, " route="...)
-	b = appendTextString(b, l.Route)
-	b = append(b, " status="...)
-	b = strconv.AppendInt(b, int64(l.Status), 10)
-	b = append(b, " bytes="...)
-	b = strconv.AppendInt(b, l.Bytes, 10)
-	b = append(b, " duration="...)
-	b = append(b, l.Duration.String()...)
-	b = append(b, " remote="...)
-	b = appendTextString(b, l.Remote)
-	return append(b, '\n')
+// lineText is what a line has around its values, in slog's text format
+// and in its JSON one.
+var lineText = [2][10]string{
+	{"time=", " level=", " msg=request request_id=", " method=", " route=", " status=", " bytes=", " duration=", " remote=", "\n"},
+	{`{"time":"`, `","level":"`, `","msg":"request","request_id":`, `,"method":`, `,"route":`, `,"status":`, `,"bytes":`, `,"duration":`, `,"remote":`, "}\n"},
 }
 
-func (a *Logger) appendJSONLine(b []byte, t time.Time, l Line) []byte {
-	b = append(b, `{"time":"`...)
-	b = a.appendTime(b, t, false)
-	b = append(b, `","level":"`...)
-	b = append(b, l.Level.String()...)
-	b = append(b, `","msg":"request","request_id":`...)
-	b = strconv.AppendQuote(b, l.RequestID)
-	b = append(b, `,"method":`...)
-	b = strconv.AppendQuote(b, l.Method)
-	b = append(b, `,"route":`...)
-	b = strconv.AppendQuote(b, l.Route)
-	b = append(b, `,"status":`...)
-	b = strconv.AppendInt(b, int64(l.Status), 10)
-	b = append(b, `,"bytes":`...)
-	b = strconv.AppendInt(b, l.Bytes, 10)
-	// As slog's JSONHandler (and encoding/json): nanoseconds.
-	b = append(b, `,"duration":`...)
-	b = strconv.AppendInt(b, int64(l.Duration), 10)
-	b = append(b, `,"remote":`...)
-	b = strconv.AppendQuote(b, l.Remote)
-	return append(b, "}\n"...)
+func (a *Logger) appendLine(b []byte, t time.Time, l Line) []byte {
+	text, str := &lineText[0], appendTextString
+	if a.json {
+		text, str = &lineText[1], strconv.AppendQuote
+	}
+	b = a.appendTime(append(b, text[0]...), t, !a.json)
+	b = append(append(b, text[1]...), l.Level.String()...)
+	b = str(append(b, text[2]...), l.RequestID)
+	b = str(append(b, text[3]...), l.Method)
+	b = str(append(b, text[4]...), l.Route)
+	b = strconv.AppendInt(append(b, text[5]...), int64(l.Status), 10)
+	b = strconv.AppendInt(append(b, text[6]...), l.Bytes, 10)
+	if b = append(b, text[7]...); a.json {
+		// As slog's JSONHandler (and encoding/json): nanoseconds.
+		b = strconv.AppendInt(b, int64(l.Duration), 10)
+	} else {
+		b = append(b, l.Duration.String()...)
+	}
+	b = str(append(b, text[8]...), l.Remote)
+	return append(b, text[9]...)
 }
 
 // second is a time's text that changes once a second, formatted once for

@@ -50,10 +50,7 @@ func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 			return err
 		}
 		copy(hash[:], rec.SHA256)
-		if err := tx.Bucket(bktAPIKeysByHash).Delete(rec.SHA256); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bktAPIKeys).Delete(itob(id)); err != nil {
+		if err := deleteKeys(tx, indexEntry{bktAPIKeysByHash, rec.SHA256}, indexEntry{bktAPIKeys, itob(id)}); err != nil {
 			return err
 		}
 		return db.emit(tx, store.EventAPIKeyRevoked, store.DeletedData(id))

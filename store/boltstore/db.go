@@ -155,7 +155,7 @@ func Open(path string, opts store.Options) (*DB, error) {
 		bolt:      bdb,
 		path:      path,
 		now:       opts.Now,
-		log:       opts.Logger,
+		log:       cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
 		keys:      make(map[[32]byte]store.StoredAPIKey),
 		locks:     make(map[string]chan struct{}),
 		queue:     make(chan *writeReq, maxGroup),
@@ -166,9 +166,6 @@ func Open(path string, opts store.Options) (*DB, error) {
 	}
 	if db.now == nil {
 		db.now = time.Now
-	}
-	if db.log == nil {
-		db.log = slog.New(slog.DiscardHandler)
 	}
 	db.commit = db.group
 	db.opened, _ = os.Stat(path)

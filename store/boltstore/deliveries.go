@@ -67,7 +67,7 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 		return n, tx.Bucket(bktMeta).Put(metaDispatched, binary.BigEndian.AppendUint64(nil, last))
 	})
 	if err == nil && len(made) > 0 {
-		l := db.leases()
+		l := &db.deliveryLeases
 		l.mu.Lock()
 		for i := range made {
 			l.fresh.Add(made[i].r.ID, &made[i])
@@ -86,7 +86,7 @@ func dispatched(tx *bolt.Tx) uint64 {
 }
 
 func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]store.Claimed, error) {
-	l, at := db.leases(), time.Now()
+	l, at := &db.deliveryLeases, time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []store.Claimed
@@ -163,7 +163,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Dur
 
 func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error {
 	defer func() {
-		l := db.leases()
+		l := &db.deliveryLeases
 		l.mu.Lock()
 		for _, f := range done {
 			delete(l.until, f.Claimed.ID)
@@ -269,27 +269,19 @@ func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]
 }
 
 func (db *DB) RetryDelivery(ctx context.Context, webhookID, id int64, now time.Time, key *store.IdempotentWrite) (store.Delivery, error) {
-	var out store.Delivery
-	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
+	return keyedValue(ctx, db, key, func(tx *bolt.Tx) (store.Delivery, error) {
 		r, err := getDelivery(tx, id)
 		if err != nil || r.WebhookID != webhookID {
-			return store.NotFound("delivery", id)
+			return store.Delivery{}, store.NotFound("delivery", id)
 		}
 		ek := idKey(int64(r.EventID.Seq))
 		if tx.Bucket(bktEvents).Get(ek[:]) == nil {
-			return store.EventPruned(r.EventID)
+			return store.Delivery{}, store.EventPruned(r.EventID)
 		}
 		next := deliveryRecord{Delivery: store.ManualRetry(&r.Delivery, now)}
-		if err := putDelivery(tx, &next); err != nil {
-			return err
-		}
-		out = next.Delivery
-		return nil
-	}, func() (any, any) { return &out, out.EventID })
-	if err != nil {
-		return store.Delivery{}, err
-	}
-	return out, nil
+		err = putDelivery(tx, &next) // sets next.ID
+		return next.Delivery, err
+	}, func(d *store.Delivery) any { return d.EventID })
 }
 
 // pruneDeliveries deletes up to limit finished deliveries scheduled before t.

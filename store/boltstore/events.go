@@ -116,16 +116,7 @@ func (db *DB) eventAt(ctx context.Context, move func(*bolt.Cursor) ([]byte, []by
 }
 
 func (db *DB) RecordEvent(ctx context.Context, e store.PendingEvent, to int64, key *store.IdempotentWrite) (store.Event, error) {
-	var out store.Event
-	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
-		var err error
-		out, err = db.putEvent(tx, e, to)
-		return err
-	}, func() (any, any) { return &out, nil })
-	if err != nil {
-		return store.Event{}, err
-	}
-	return out, nil
+	return keyedValue(ctx, db, key, func(tx *bolt.Tx) (store.Event, error) { return db.putEvent(tx, e, to) }, nil)
 }
 
 // pruneBatch bounds one pruning transaction, so that it never holds the
@@ -137,8 +128,7 @@ func (db *DB) PruneEvents(ctx context.Context, t time.Time) (int, error) {
 	for {
 		n, err := writeValue(ctx, db, func(tx *bolt.Tx) (int, error) {
 			var old [][]byte
-			b := tx.Bucket(bktEvents)
-			c := b.Cursor()
+			c := tx.Bucket(bktEvents).Cursor()
 			for k, v := c.First(); k != nil && len(old) < pruneBatch; k, v = c.Next() {
 				if len(v) < 8 || !time.Unix(0, int64(binary.BigEndian.Uint64(v))).Before(t) {
 					break
@@ -146,12 +136,8 @@ func (db *DB) PruneEvents(ctx context.Context, t time.Time) (int, error) {
 				old = append(old, k)
 			}
 			// Deleted after the walk: a cursor may skip keys deleted under it.
-			was := tx.Bucket(bktEventsWas)
 			for _, k := range old {
-				if err := b.Delete(k); err != nil {
-					return 0, err
-				}
-				if err := was.Delete(k); err != nil {
+				if err := deleteKeys(tx, indexEntry{bktEvents, k}, indexEntry{bktEventsWas, k}); err != nil {
 					return 0, err
 				}
 			}

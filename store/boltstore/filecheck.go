@@ -69,19 +69,12 @@ func checkFile(path string) error {
 			}
 		}
 	}
-	var meta fileMeta
-	switch {
-	case err0 == nil && err1 == nil:
-		meta = m0
-		if m1.txid > m0.txid {
-			meta = m1
-		}
-	case err0 == nil:
-		meta = m0
-	case err1 == nil:
-		meta = m1
-	default:
+	if err0 != nil && err1 != nil {
 		return fmt.Errorf("data file %s is damaged: neither meta page is valid (%v; %v)", path, err0, err1)
+	}
+	meta := m0 // the valid one, else the later transaction's
+	if err0 != nil || err1 == nil && m1.txid > m0.txid {
+		meta = m1
 	}
 	// The size again, now that the meta page is read: another process may
 	// be running on the file, which grows before its meta page says so.

@@ -36,7 +36,9 @@ func (db *DB) keyedWrite(ctx context.Context, w *store.IdempotentWrite, fn func(
 		return db.write(ctx, fn)
 	}
 	return db.write(ctx, func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bktKept).Get(keptKey(w)); v != nil {
+		key := keptKey(w)
+		b, idx := tx.Bucket(bktKept), tx.Bucket(bktKeptByExpiry)
+		if v := b.Get(key); v != nil {
 			k, err := decodeKept(v)
 			if err != nil {
 				return err
@@ -49,7 +51,21 @@ func (db *DB) keyedWrite(ctx context.Context, w *store.IdempotentWrite, fn func(
 			return err
 		}
 		record, beside := kept()
-		return db.keepAnswer(tx, w, record, beside)
+		k, err := w.Keep(record, beside, db.now())
+		if err != nil {
+			return err
+		}
+		if old := b.Get(key); len(old) >= 8 {
+			if err := idx.Delete(append(bytes.Clone(old[:8]), key...)); err != nil {
+				return err
+			}
+		}
+		if err := b.Put(key, encodeKept(k)); err != nil {
+			return err
+		}
+		idx.FillPercent = appendFill // expiries grow with time
+		ik := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), uint64(k.ExpiresAt.UnixNano()))
+		return idx.Put(append(ik, key...), empty)
 	})
 }
 
@@ -77,26 +93,6 @@ func decodeKept(v []byte) (store.KeptAnswer, error) {
 		Fingerprint: bytes.Clone(v[17:n]),
 		Answer:      bytes.Clone(v[n:]),
 	}, nil
-}
-
-func (db *DB) keepAnswer(tx *bolt.Tx, w *store.IdempotentWrite, record, beside any) error {
-	k, err := w.Keep(record, beside, db.now())
-	if err != nil {
-		return err
-	}
-	key := keptKey(w)
-	b, idx := tx.Bucket(bktKept), tx.Bucket(bktKeptByExpiry)
-	if old := b.Get(key); len(old) >= 8 {
-		if err := idx.Delete(append(bytes.Clone(old[:8]), key...)); err != nil {
-			return err
-		}
-	}
-	if err := b.Put(key, encodeKept(k)); err != nil {
-		return err
-	}
-	idx.FillPercent = appendFill // expiries grow with time
-	ik := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), uint64(k.ExpiresAt.UnixNano()))
-	return idx.Put(append(ik, key...), empty)
 }
 
 func (db *DB) KeepAnswer(ctx context.Context, key *store.IdempotentWrite, record, beside any) error {
@@ -127,7 +123,6 @@ func keptNotFound(key string) error {
 func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 	var removed int
 	err := db.write(ctx, func(tx *bolt.Tx) error {
-		removed = 0
 		idx := tx.Bucket(bktKeptByExpiry)
 		now := uint64(db.now().UnixNano())
 		excess := 0
@@ -151,12 +146,8 @@ func (db *DB) SweepKeptAnswers(ctx context.Context, max int) (int, error) {
 
 // deleteKept deletes the answers of these keys of the expiry index.
 func deleteKept(tx *bolt.Tx, gone [][]byte) error {
-	b, idx := tx.Bucket(bktKept), tx.Bucket(bktKeptByExpiry)
 	for _, k := range gone {
-		if err := b.Delete(k[8:]); err != nil {
-			return err
-		}
-		if err := idx.Delete(k); err != nil {
+		if err := deleteKeys(tx, indexEntry{bktKept, k[8:]}, indexEntry{bktKeptByExpiry, k}); err != nil {
 			return err
 		}
 	}

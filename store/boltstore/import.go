@@ -29,7 +29,12 @@ func (db *DB) Import(ctx context.Context, from store.Streamer) error {
 		for _, b := range importedBuckets() {
 			seqs[string(b)] = tx.Bucket(b).Sequence()
 		}
-		return refuseNonEmpty(tx)
+		for _, b := range streamedBuckets {
+			if k, _ := tx.Bucket(b).Cursor().First(); k != nil {
+				return store.Errorf(store.ECONFLICT, "the target file is not empty (bucket %s holds records): the move copies into an empty file only", b)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("copying into %s: %w", db.path, err)
@@ -88,15 +93,6 @@ func (db *DB) emptyAgain(seqs map[string]uint64) error {
 		}
 		return nil
 	})
-}
-
-func refuseNonEmpty(tx *bolt.Tx) error {
-	for _, b := range streamedBuckets {
-		if k, _ := tx.Bucket(b).Cursor().First(); k != nil {
-			return store.Errorf(store.ECONFLICT, "the target file is not empty (bucket %s holds records): the move copies into an empty file only", b)
-		}
-	}
-	return nil
 }
 
 type importer struct {
@@ -274,8 +270,11 @@ func (in *importer) finish() error {
 			return err
 		}
 	}
-	if err := in.endMoved(tx); err != nil {
-		return err
+	if in.moved == 0 && !in.carried {
+		// The ids of a database that kept no event map to after the last one copied.
+		if err := tx.Bucket(bktEventsMoved).Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, in.event)); err != nil {
+			return err
+		}
 	}
 	last := in.last.Past(r)
 	last.Events = max(int64(in.event), r.LastIDs.Events) // a file numbers events again

@@ -29,9 +29,7 @@ import (
 var empty = []byte{}
 
 func itob(v int64) []byte {
-	b := make([]byte, 8)
-	binary.BigEndian.PutUint64(b, uint64(v))
-	return b
+	return appendID(make([]byte, 0, 8), v)
 }
 
 // idKey is itob as an array, which a key only looked up keeps on the stack.
@@ -45,6 +43,7 @@ func appendID(b []byte, v int64) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(v))
 }
 
+// indexEntry is a key of a bucket: an index entry, or any key to delete.
 type indexEntry struct{ bucket, key []byte }
 
 func putIndexEntries(tx *bolt.Tx, entries [3]indexEntry) error {
@@ -58,7 +57,7 @@ func putIndexEntries(tx *bolt.Tx, entries [3]indexEntry) error {
 	return nil
 }
 
-func deleteIndexEntries(tx *bolt.Tx, entries [3]indexEntry) error {
+func deleteKeys(tx *bolt.Tx, entries ...indexEntry) error {
 	for _, e := range entries {
 		if err := tx.Bucket(e.bucket).Delete(e.key); err != nil {
 			return err

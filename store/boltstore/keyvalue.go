@@ -20,9 +20,7 @@ import (
 const certLockLease = time.Hour
 
 func (db *DB) KVPut(ctx context.Context, key string, value []byte) error {
-	rec := make([]byte, 8+len(value))
-	binary.BigEndian.PutUint64(rec, uint64(db.now().UnixNano()))
-	copy(rec[8:], value)
+	rec := append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(value)), uint64(db.now().UnixNano())), value...)
 	return db.write(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bktCerts).Put([]byte(key), rec)
 	})

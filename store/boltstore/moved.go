@@ -88,15 +88,6 @@ func (in *importer) putEvent(tx *bolt.Tx, r *store.StoredEvent) error {
 	return b.Put(k, v)
 }
 
-// endMoved maps the ids of a database that kept no event to after the
-// last one copied.
-func (in *importer) endMoved(tx *bolt.Tx) error {
-	if in.moved > 0 || in.carried {
-		return nil
-	}
-	return tx.Bucket(bktEventsMoved).Put(movedKey(store.EventID{}), binary.BigEndian.AppendUint64(nil, in.event))
-}
-
 func (in *importer) putDelivery(tx *bolt.Tx, r *store.Delivery) error {
 	d := deliveryRecord{Delivery: *r}
 	if r.EventID.Tx != 0 {

@@ -85,11 +85,10 @@ func (db *DB) ReplacePet(ctx context.Context, p *store.Pet, cond store.Condition
 		}
 		return db.emit(tx, store.EventPetUpdated, &in)
 	})
-	if err != nil {
-		return err
+	if err == nil {
+		*p = in
 	}
-	*p = in
-	return nil
+	return err
 }
 
 // DeletePet deletes a pet and its inventory entry; its orders stay.

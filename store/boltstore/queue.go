@@ -15,7 +15,7 @@ import (
 func (db *DB) WebhookQueue(ctx context.Context, now time.Time) (store.WebhookQueue, error) {
 	var q store.WebhookQueue
 	// Deliveries under an attempt's lease are taken, not due.
-	l, at := db.leases(), time.Now()
+	l, at := &db.deliveryLeases, time.Now()
 	l.mu.Lock()
 	leased := make(map[int64]bool, len(l.until))
 	for id, until := range l.until {

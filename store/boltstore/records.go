@@ -59,28 +59,24 @@ func (r *recordReader) int(key string) int64 {
 // json.Unmarshal takes as it is.
 func (r *recordReader) str(key string) []byte {
 	r.lit(key)
-	if !r.ok || len(r.b) == 0 || r.b[0] != '"' {
-		r.ok = false
-		return nil
-	}
-	end := bytes.IndexByte(r.b[1:], '"') + 1
-	if end == 0 {
-		r.ok = false
-		return nil
-	}
-	s := r.b[1:end]
-	for _, c := range s {
-		if c < 0x20 || c == '\\' {
-			r.ok = false
-			return nil
+	if r.ok && len(r.b) > 0 && r.b[0] == '"' {
+		if end := bytes.IndexByte(r.b[1:], '"') + 1; end > 0 && plainString(r.b[1:end]) {
+			s := r.b[1:end]
+			r.b = r.b[end+1:]
+			return s
 		}
 	}
-	if !utf8.Valid(s) {
-		r.ok = false
-		return nil
+	r.ok = false
+	return nil
+}
+
+func plainString(s []byte) bool {
+	for _, c := range s {
+		if c < 0x20 || c == '\\' {
+			return false
+		}
 	}
-	r.b = r.b[end+1:]
-	return s
+	return utf8.Valid(s)
 }
 
 // end consumes the record's closing brace and reports whether the whole

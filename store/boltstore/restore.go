@@ -101,10 +101,7 @@ func (db *DB) continueAfter(tx *bolt.Tx, last, marks map[string]int64) error {
 		if id == nil {
 			continue
 		}
-		if err := tx.Bucket(bktAPIKeys).Delete(id); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bktAPIKeysByHash).Delete(rev.SHA256); err != nil {
+		if err := deleteKeys(tx, indexEntry{bktAPIKeys, id}, indexEntry{bktAPIKeysByHash, rev.SHA256}); err != nil {
 			return err
 		}
 		delete(db.keys, [32]byte(rev.SHA256)) // loaded by init; nothing reads it yet

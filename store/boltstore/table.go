@@ -91,7 +91,8 @@ func (t table[T]) getAt(tx *bolt.Tx, cond store.Condition, id int64) (T, int64, 
 // replace stores rec, at its new version, in place of old.
 func (t table[T]) replace(tx *bolt.Tx, old, rec *T) error {
 	if t.index != nil {
-		if err := deleteIndexEntries(tx, t.index(old)); err != nil {
+		entries := t.index(old)
+		if err := deleteKeys(tx, entries[:]...); err != nil {
 			return err
 		}
 	}
@@ -101,14 +102,12 @@ func (t table[T]) replace(tx *bolt.Tx, old, rec *T) error {
 // remove deletes rec, at id, with its index entries and version.
 func (t table[T]) remove(tx *bolt.Tx, id int64, rec *T) error {
 	if t.index != nil {
-		if err := deleteIndexEntries(tx, t.index(rec)); err != nil {
+		entries := t.index(rec)
+		if err := deleteKeys(tx, entries[:]...); err != nil {
 			return err
 		}
 	}
-	if err := tx.Bucket(bktVersions).Delete(versionKey(t.versions, id)); err != nil {
-		return err
-	}
-	return tx.Bucket(t.bucket).Delete(itob(id))
+	return deleteKeys(tx, indexEntry{bktVersions, versionKey(t.versions, id)}, indexEntry{t.bucket, itob(id)})
 }
 
 func (t table[T]) get(tx *bolt.Tx, id int64) (T, error) {
@@ -177,8 +176,20 @@ func readValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, erro
 // writeValue runs fn in a write and returns the value of its run that
 // committed.
 func writeValue[T any](ctx context.Context, db *DB, fn func(tx *bolt.Tx) (T, error)) (T, error) {
+	return keyedValue(ctx, db, nil, fn, nil)
+}
+
+// keyedValue is writeValue for a keyed write, whose key keeps the value
+// and what beside (nil for nothing) gives of it.
+func keyedValue[T any](ctx context.Context, db *DB, key *store.IdempotentWrite, fn func(tx *bolt.Tx) (T, error), beside func(*T) any) (T, error) {
 	var v T
-	if err := db.write(ctx, keepValue(&v, fn)); err != nil {
+	err := db.keyedWrite(ctx, key, keepValue(&v, fn), func() (any, any) {
+		if beside == nil {
+			return &v, nil
+		}
+		return &v, beside(&v)
+	})
+	if err != nil {
 		var zero T
 		return zero, err
 	}

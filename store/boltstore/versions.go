@@ -21,10 +21,7 @@ const (
 )
 
 func versionKey(kind byte, id int64) []byte {
-	k := make([]byte, 9)
-	k[0] = kind
-	binary.BigEndian.PutUint64(k[1:], uint64(id))
-	return k
+	return appendID(append(make([]byte, 0, 9), kind), id)
 }
 
 func getVersion(tx *bolt.Tx, kind byte, id int64) int64 {

@@ -91,8 +91,6 @@ type freshDelivery struct {
 // file instead.
 const maxFresh = 1 << 14
 
-func (db *DB) leases() *leases { return &db.deliveryLeases }
-
 func getDelivery(tx *bolt.Tx, id int64) (deliveryRecord, error) {
 	k := idKey(id)
 	v := tx.Bucket(bktDeliveries).Get(k[:])
@@ -167,22 +165,17 @@ func (db *DB) Webhooks(ctx context.Context, p store.Page) ([]store.Webhook, int6
 }
 
 func (db *DB) UpdateWebhook(ctx context.Context, id int64, fn func(*store.Webhook) error, key *store.IdempotentWrite) (store.Webhook, error) {
-	var w store.Webhook
-	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
-		var err error
-		if w, err = webhookTable.get(tx, id); err != nil {
-			return err
+	return keyedValue(ctx, db, key, func(tx *bolt.Tx) (store.Webhook, error) {
+		w, err := webhookTable.get(tx, id)
+		if err != nil {
+			return w, err
 		}
 		if err := fn(&w); err != nil {
-			return refusal{err}
+			return w, refusal{err}
 		}
 		w.ID = id
-		return putJSON(tx.Bucket(bktWebhooks), id, &w)
-	}, func() (any, any) { return &w, nil })
-	if err != nil {
-		return store.Webhook{}, err
-	}
-	return w, nil
+		return w, putJSON(tx.Bucket(bktWebhooks), id, &w)
+	}, nil)
 }
 
 func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
@@ -211,13 +204,9 @@ func deleteDeliveries(tx *bolt.Tx, ids []int64) error {
 		if err != nil {
 			return corrupt(err)
 		}
-		if err := tx.Bucket(bktDeliveriesDue).Delete(dueKey(&r)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bktDeliveriesWebhook).Delete(appendID(itob(r.WebhookID), id)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bktDeliveries).Delete(itob(id)); err != nil {
+		err = deleteKeys(tx, indexEntry{bktDeliveriesDue, dueKey(&r)},
+			indexEntry{bktDeliveriesWebhook, appendID(itob(r.WebhookID), id)}, indexEntry{bktDeliveries, itob(id)})
+		if err != nil {
 			return err
 		}
 	}

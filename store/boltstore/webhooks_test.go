@@ -46,7 +46,7 @@ func TestClaimOfFreshDeliveriesMatchesTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range fromMemory {
-		if db.leases().fresh.Contains(d.ID) {
+		if db.deliveryLeases.fresh.Contains(d.ID) {
 			t.Errorf("delivery %d claimed and still fresh", d.ID)
 		}
 	}
@@ -118,14 +118,14 @@ func TestFreshDeliveriesForgetTheOldest(t *testing.T) {
 			t.Fatalf("FanOut = %d, %v", n, err)
 		}
 	}
-	first := db.leases().fresh.Keys() // oldest first
+	first := db.deliveryLeases.fresh.Keys() // oldest first
 	if len(first) != 2 {
 		t.Fatalf("%d fresh deliveries after two events, want 2", len(first))
 	}
 	if _, err := db.FanOut(ctx, now, 2*maxFresh); err != nil {
 		t.Fatal(err)
 	}
-	fresh := db.leases().fresh
+	fresh := db.deliveryLeases.fresh
 	if fresh.Contains(first[0]) {
 		t.Error("the oldest fresh delivery is still kept")
 	}
@@ -183,7 +183,7 @@ func TestClaimsDecodeAChangedWebhookAgain(t *testing.T) {
 		t.Errorf("a claim after the rotation signs with %q, want both secrets", c.Webhook.SigningSecrets(now))
 	}
 
-	hooks := db.leases().hooks
+	hooks := db.deliveryLeases.hooks
 	for id := int64(1); id <= maxDecodedWebhooks; id++ {
 		hooks.Add(hook.ID+id, decodedWebhook{})
 	}
