@@ -594,6 +594,9 @@ func guideHAProxyConfig(t *testing.T, a, b *instance, https, http string) string
 		"10.0.0.11:443", addr(a), "10.0.0.11:80", addr(a),
 		"10.0.0.12:443", addr(b), "10.0.0.12:80", addr(b),
 		" port 8080", "", "inter 2s", "inter 100ms",
+		// Without its own timeout a check gets inter: the guide's checks have
+		// 2 s to answer, and so do the test's, on a loaded machine too.
+		"timeout connect 5s", "timeout connect 5s\n    timeout check 2s",
 	)
 	cfg := r.Replace(string(m[1]))
 	if strings.Contains(cfg, "10.0.0.") {
