@@ -212,18 +212,14 @@ func domains(ctx context.Context, q querier, lock bool) ([]store.Domain, error) 
 	if lock {
 		sql += ` FOR SHARE`
 	}
-	rows, err := q.Query(ctx, sql)
-	if err != nil {
-		return nil, err
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Domain, error) {
+	out, err := queryRows(ctx, q, func(r pgx.CollectableRow) (store.Domain, error) {
 		var name string
 		var data []byte
 		if err := r.Scan(&name, &data); err != nil {
 			return store.Domain{}, err
 		}
 		return store.UnmarshalDomain(name, data)
-	})
+	}, sql)
 	store.SortDomains(out)
 	return out, err
 }

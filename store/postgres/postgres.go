@@ -383,6 +383,15 @@ func pageOf[T any](ctx context.Context, q querier, p store.Page, id func(*T) int
 	return out, next, nil
 }
 
+// queryRows runs query on q and collects its rows with scan.
+func queryRows[T any](ctx context.Context, q querier, scan pgx.RowToFunc[T], query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scan)
+}
+
 // filter is a condition of a list: col = value, when set.
 type filter struct {
 	col   string

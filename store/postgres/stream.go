@@ -176,14 +176,10 @@ func streamRows(ctx context.Context, tx pgx.Tx, q rowQuery, to store.Sink) error
 var _ store.Streamer = (*DB)(nil)
 
 func revocations(ctx context.Context, tx pgx.Tx) ([]store.Revocation, error) {
-	rows, err := tx.Query(ctx, `SELECT sha256, key_id, revoked_at FROM revocations WHERE pardoned_at IS NULL ORDER BY key_id, sha256`)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Revocation, error) {
+	return queryRows(ctx, tx, func(r pgx.CollectableRow) (store.Revocation, error) {
 		var rev store.Revocation
 		err := r.Scan(&rev.SHA256, &rev.KeyID, &rev.RevokedAt)
 		rev.RevokedAt = rev.RevokedAt.UTC()
 		return rev, err
-	})
+	}, `SELECT sha256, key_id, revoked_at FROM revocations WHERE pardoned_at IS NULL ORDER BY key_id, sha256`)
 }
