@@ -134,7 +134,6 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	}
 	m := new(dns.Msg)
 	m.SetReply(req)
-	m.RecursionAvailable = false
 	if len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery {
 		m.Rcode = dns.RcodeNotImplemented
 		_ = w.WriteMsg(m)
