@@ -130,11 +130,10 @@ func (p *Pebble) writeConfig(file, pebbleDir string, extraProfiles map[string]in
 func (p *Pebble) ready() error {
 	client := p.HTTPClient()
 	client.Timeout = 2 * time.Second
-	if err := getOK(client, p.DirectoryURL()); err != nil {
-		return err
-	}
-	if err := getOK(client, p.ManagementURL()+"/roots/0"); err != nil {
-		return err
+	for _, url := range []string{p.DirectoryURL(), p.ManagementURL() + "/roots/0"} {
+		if err := getOK(client, url); err != nil {
+			return err
+		}
 	}
 	// Pebble exits when it cannot listen: then the servers that answered were
 	// someone else's.
