@@ -31,9 +31,8 @@ func (m *Manager) checkDue(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if d.NextCheckAt == nil || d.NextCheckAt.After(now) {
-			continue
+		if d.NextCheckAt != nil && !d.NextCheckAt.After(now) {
+			m.checkDueDomain(ctx, d.Name)
 		}
-		m.checkDueDomain(ctx, d.Name)
 	}
 }

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -43,9 +44,7 @@ func (b *bench) seedStore(ctx context.Context, db seedable, where string, n int)
 	if err == nil {
 		_, err = db.EnsureAdminToken(ctx, b.adminToken)
 	}
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
+	err = cmp.Or(err, db.Close())
 	if err != nil {
 		return 0, 0, fmt.Errorf("importing %s pets: %w", humanCount(n), err)
 	}

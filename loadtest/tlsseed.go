@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -151,11 +152,7 @@ func seedTLSStore(ctx context.Context, file, adminToken string, ca *testCA, caUR
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := db.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer func() { err = cmp.Or(err, db.Close()) }()
 	if _, err := db.UpdateProject(ctx, func(p *store.Project) error {
 		p.Plan = store.PlanPro
 		return nil

@@ -374,8 +374,6 @@ type Events interface {
 
 // DomainRemovedData is the data of domain.removed: the name, a domain's id.
 func DomainRemovedData(name string) json.RawMessage {
-	data, _ := json.Marshal(struct {
-		Name string `json:"name"`
-	}{name})
+	data, _ := json.Marshal(map[string]string{"name": name})
 	return data
 }

@@ -133,9 +133,7 @@ func (w *IdempotentWrite) Keep(record, beside any, now time.Time) (KeptAnswer, e
 	aead := w.aead()
 	sealed := make([]byte, 1+nonceSize, 1+nonceSize+len(answer)+aead.Overhead())
 	sealed[0] = sealedV2
-	if _, err := rand.Read(sealed[1:]); err != nil {
-		return KeptAnswer{}, err
-	}
+	_, _ = rand.Read(sealed[1:]) // never fails (crypto/rand)
 	sealed = aead.Seal(sealed, sealed[1:], answer, w.additional())
 	return KeptAnswer{Fingerprint: w.Fingerprint, Answer: sealed, CreatedAt: now, ExpiresAt: now.Add(w.TTL)}, nil
 }

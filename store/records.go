@@ -50,6 +50,9 @@ func (o *Order) AppendJSON(b []byte) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// shortEscapes are encoding/json's two-character escapes of control characters.
+var shortEscapes = [0x20]byte{'\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
 func appendInt(b []byte, name string, v int64) []byte {
 	return strconv.AppendInt(append(b, name...), v, 10)
 }
@@ -71,19 +74,11 @@ func appendJSONString(b []byte, s string) []byte {
 				continue
 			}
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
+			switch {
+			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
+			case c < 0x20 && shortEscapes[c] != 0:
+				b = append(b, '\\', shortEscapes[c])
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 			}

@@ -5,6 +5,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -26,11 +27,7 @@ func examplesOf(mt *openapi3.MediaType) []exampleView {
 			if ex == nil || ex.Value == nil || ex.Value.Value == nil {
 				continue
 			}
-			title := ex.Value.Summary
-			if title == "" {
-				title = n
-			}
-			out = append(out, exampleView{Title: title, JSON: exampleJSON(ex.Value.Value, mt.Schema)})
+			out = append(out, exampleView{Title: cmp.Or(ex.Value.Summary, n), JSON: exampleJSON(ex.Value.Value, mt.Schema)})
 		}
 		return out
 	}

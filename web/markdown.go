@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"html/template"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -103,11 +104,7 @@ func fitToPage(doc ast.Node, source []byte, headingShift int, idPrefix string) [
 
 // safeURL: http(s), mailto and relative URLs only.
 func safeURL(url string) bool {
-	switch strings.ToLower(reURLScheme.FindString(url)) {
-	case "", "http:", "https:", "mailto:":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"", "http:", "https:", "mailto:"}, strings.ToLower(reURLScheme.FindString(url)))
 }
 
 func external(url string) bool {

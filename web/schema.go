@@ -198,17 +198,13 @@ func facts(s *openapi3.Schema) []fact {
 	if s.Default != nil {
 		add("default", valueText(s.Default))
 	}
-	if s.Nullable {
-		add("may be null", "")
-	}
-	if s.ReadOnly {
-		add("read-only: set by the server, never sent", "")
-	}
-	if s.WriteOnly {
-		add("write-only: never returned", "")
-	}
-	if s.Deprecated {
-		add("deprecated", "")
+	for _, flag := range []struct {
+		on   bool
+		text string
+	}{{s.Nullable, "may be null"}, {s.ReadOnly, "read-only: set by the server, never sent"}, {s.WriteOnly, "write-only: never returned"}, {s.Deprecated, "deprecated"}} {
+		if flag.on {
+			add(flag.text, "")
+		}
 	}
 	return out
 }

@@ -70,17 +70,9 @@ func stabilityTitle(s string) string {
 // pathBreaks lets an API path wrap only between segments, with a break
 // opportunity before each "/" but the first.
 func pathBreaks(path string) template.HTML {
-	var b strings.Builder
-	for i, segment := range strings.Split(path, "/") {
-		if i > 1 {
-			b.WriteString("<wbr>")
-		}
-		if i > 0 {
-			b.WriteString("/")
-		}
-		b.WriteString(template.HTMLEscapeString(segment))
-	}
-	return template.HTML(b.String())
+	escaped := template.HTMLEscapeString(path) // which leaves "/" as it is
+	first := strings.Index(escaped, "/") + 1
+	return template.HTML(escaped[:first] + strings.ReplaceAll(escaped[first:], "/", "<wbr>/"))
 }
 
 // textareaRows sizes a body field to its example, within reason.

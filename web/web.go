@@ -154,7 +154,7 @@ func NewSite(referencePage []byte) (*Site, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendering the dashboard: %w", err)
 	}
-	s := &Site{
+	return &Site{
 		Reference: newResource(referencePage, "text/html; charset=utf-8", cachePage, pageHeaders("strict-origin-when-cross-origin")...),
 		// Nothing about the operator's session needs to leave the page.
 		Dashboard:       newResource(dash, "text/html; charset=utf-8", cachePage, pageHeaders("no-referrer")...),
@@ -162,8 +162,7 @@ func NewSite(referencePage []byte) (*Site, error) {
 		dashboardAssets: dashboardAssets.resources(),
 		// Not named by a hash: browsers ask for it by this name.
 		Favicon: newResource(faviconSVG, faviconType, "public, max-age=86400"),
-	}
-	return s, nil
+	}, nil
 }
 
 // SiteAsset returns the reference page's asset with this hashed name (the

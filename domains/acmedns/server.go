@@ -134,7 +134,6 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	}
 	m := new(dns.Msg)
 	m.SetReply(req)
-	m.RecursionAvailable = false
 	if len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery {
 		m.Rcode = dns.RcodeNotImplemented
 		_ = w.WriteMsg(m)
@@ -222,10 +221,7 @@ func SetTXT(ctx context.Context, kv Store, label string, values []string) error 
 	if !validLabel(label) {
 		return fmt.Errorf("acmedns: %q is not one DNS label", label)
 	}
-	b, err := json.Marshal(values)
-	if err != nil {
-		return err
-	}
+	b, _ := json.Marshal(values) // a []string always encodes
 	return kv.KVPut(ctx, keyPrefix+label, b)
 }
 

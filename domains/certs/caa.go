@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -80,10 +81,7 @@ func (a *acmeAuthority) fetchIdentities(ctx context.Context) ([]string, error) {
 // exported way to ask, so this reads its storage layout:
 // acme/<issuer key>/users/<email or "default">/*.json, URL in "location".
 func (a *acmeAuthority) readAccountURI(ctx context.Context) (string, error) {
-	email := strings.ToLower(a.email)
-	if email == "" {
-		email = "default"
-	}
+	email := cmp.Or(strings.ToLower(a.email), "default")
 	dir := path.Join("acme", certmagic.StorageKeys.Safe(a.issuer.IssuerKey()), "users", certmagic.StorageKeys.Safe(email))
 	keys, err := a.storage.List(ctx, dir, false)
 	if err != nil {

@@ -63,12 +63,8 @@ func (c *Certs) HTTPChallengeHandler(next http.Handler) http.Handler {
 	// Challenges in flight are kept per name, whichever CA asked.
 	distributed := c.issuers[0].HTTPChallengeHandler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !certmagic.LooksLikeHTTPChallenge(r) {
-			next.ServeHTTP(w, r)
-			return
-		}
 		host := dnscheck.HostName(r.Host)
-		if !c.names(host).Allowed {
+		if !certmagic.LooksLikeHTTPChallenge(r) || !c.names(host).Allowed {
 			next.ServeHTTP(w, r)
 			return
 		}

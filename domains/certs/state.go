@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -85,11 +86,7 @@ func lastEvent(events []store.CertEvent) *store.CertEvent {
 // Wants reports whether a verified domain with this record needs a
 // certificate attempt (maintenance renews what is in the cache).
 func Wants(cert store.Certificate) bool {
-	switch cert.State {
-	case store.CertIssued, store.CertRenewing, store.CertExpired:
-		return false
-	}
-	return true
+	return !slices.Contains([]string{store.CertIssued, store.CertRenewing, store.CertExpired}, cert.State)
 }
 
 // Request is called when a domain is verified (again) and Wants a

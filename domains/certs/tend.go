@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -158,12 +159,9 @@ func (c *Certs) wake() {
 
 // inStorage reports whether name's certificate is stored under any CA.
 func (c *Certs) inStorage(ctx context.Context, name string) bool {
-	for _, iss := range c.issuers {
-		if c.storage.Exists(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.issuers, func(iss *certmagic.ACMEIssuer) bool {
+		return c.storage.Exists(ctx, certmagic.StorageKeys.SiteCert(iss.IssuerKey(), name))
+	})
 }
 
 // Resume loads issued certificates into the cache and resumes issuance

@@ -108,7 +108,8 @@ func (p *Pebble) writeConfig(file, pebbleDir string, extraProfiles map[string]in
 		profiles[name] = profile(name, seconds)
 	}
 	certs := filepath.Join(pebbleDir, "test", "certs", "localhost")
-	b, err := json.MarshalIndent(map[string]any{"pebble": map[string]any{
+	// Strings, numbers and maps of them, which always encode.
+	b, _ := json.MarshalIndent(map[string]any{"pebble": map[string]any{
 		"listenAddress":           p.listen,
 		"managementListenAddress": p.mgmt,
 		"certificate":             filepath.Join(certs, "cert.pem"),
@@ -121,20 +122,16 @@ func (p *Pebble) writeConfig(file, pebbleDir string, extraProfiles map[string]in
 		"retryAfter": map[string]int{"authz": 0, "order": 0},
 		"profiles":   profiles,
 	}}, "", "  ")
-	if err != nil {
-		return err
-	}
 	return os.WriteFile(file, b, 0o600)
 }
 
 func (p *Pebble) ready() error {
 	client := p.HTTPClient()
 	client.Timeout = 2 * time.Second
-	if err := getOK(client, p.DirectoryURL()); err != nil {
-		return err
-	}
-	if err := getOK(client, p.ManagementURL()+"/roots/0"); err != nil {
-		return err
+	for _, url := range []string{p.DirectoryURL(), p.ManagementURL() + "/roots/0"} {
+		if err := getOK(client, url); err != nil {
+			return err
+		}
 	}
 	// Pebble exits when it cannot listen: then the servers that answered were
 	// someone else's.

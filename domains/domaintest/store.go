@@ -1,6 +1,7 @@
 package domaintest
 
 import (
+	"cmp"
 	"context"
 	"path/filepath"
 	"testing"
@@ -43,9 +44,7 @@ func WriteStoreFile(tb testing.TB, path string, fill func(db *boltstore.DB) erro
 	if fill != nil {
 		err = fill(db)
 	}
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
+	err = cmp.Or(err, db.Close())
 	if err != nil {
 		tb.Fatal(err)
 	}

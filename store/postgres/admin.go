@@ -98,19 +98,17 @@ func (db *DB) RevokeAPIKey(ctx context.Context, id int64) error {
 // meta reads a singleton of the meta table with unmarshal (nil for one
 // never saved). lock takes its row, creating it first, so that
 // read-modify-write transactions on it queue.
-func meta[T any](ctx context.Context, q querier, key string, lock bool, unmarshal func([]byte) (T, error)) (T, error) {
+func meta[T any](ctx context.Context, q querier, key string, lock bool, unmarshal func([]byte) (T, error)) (v T, err error) {
 	sql := `SELECT value FROM meta WHERE key = $1`
 	if lock {
 		if _, err := q.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, 'null') ON CONFLICT (key) DO NOTHING`, key); err != nil {
-			var zero T
-			return zero, err
+			return v, err
 		}
 		sql += ` FOR UPDATE`
 	}
 	var data []byte
 	if err := q.QueryRow(ctx, sql, key).Scan(&data); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		var zero T
-		return zero, err
+		return v, err
 	}
 	return unmarshal(data)
 }
@@ -128,8 +126,7 @@ func updateMeta[T any](ctx context.Context, db *DB, key string, unmarshal func([
 		return putMetaJSON(ctx, tx, key, &v)
 	})
 	if err != nil {
-		var zero T
-		return zero, err
+		return *new(T), err
 	}
 	return v, nil
 }
@@ -212,18 +209,14 @@ func domains(ctx context.Context, q querier, lock bool) ([]store.Domain, error) 
 	if lock {
 		sql += ` FOR SHARE`
 	}
-	rows, err := q.Query(ctx, sql)
-	if err != nil {
-		return nil, err
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Domain, error) {
+	out, err := queryRows(ctx, q, func(r pgx.CollectableRow) (store.Domain, error) {
 		var name string
 		var data []byte
 		if err := r.Scan(&name, &data); err != nil {
 			return store.Domain{}, err
 		}
 		return store.UnmarshalDomain(name, data)
-	})
+	}, sql)
 	store.SortDomains(out)
 	return out, err
 }

@@ -48,12 +48,10 @@ func classify(err error) (k kind, sqlstate string, counted bool) {
 			return busy, code, true
 		case inClass(code, "08", "57"): // connection exception, operator intervention
 			return lost, code, true
-		case inClass(code, "53", "58", "40", "55", "25", "XX"):
-			return busy, code, true
-		case inClass(code, "28", "3D") || code == "42501" || code == "42P01":
-			// The operator's change refuses the service (its login, its
-			// database, a privilege, a table dropped by a restore under
-			// way), whatever the request.
+		case inClass(code, "53", "58", "40", "55", "25", "XX", "28", "3D") || code == "42501" || code == "42P01":
+			// From 28 on: the operator's change refuses the service (its
+			// login, its database, a privilege, a table dropped by a restore
+			// under way), whatever the request.
 			return busy, code, true
 		}
 		return asIs, code, true

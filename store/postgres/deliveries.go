@@ -104,27 +104,19 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT `+eventCols+` FROM events WHERE (tx, seq) > ($1, $2) AND `+visible+`
-			ORDER BY tx, seq LIMIT $3`, lastTx, lastSeq, limit)
-		if err != nil {
-			return err
-		}
 		type routed struct {
 			e  store.Event
 			to int64
 		}
-		evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (routed, error) {
+		evs, err := queryRows(ctx, tx, func(r pgx.CollectableRow) (routed, error) {
 			e, to, err := scanEvent(r)
 			return routed{e, to}, err
-		})
+		}, `SELECT `+eventCols+` FROM events WHERE (tx, seq) > ($1, $2) AND `+visible+`
+			ORDER BY tx, seq LIMIT $3`, lastTx, lastSeq, limit)
 		if err != nil || len(evs) == 0 {
 			return err
 		}
-		rows, err = tx.Query(ctx, `SELECT id, value FROM webhooks ORDER BY id`)
-		if err != nil {
-			return err
-		}
-		hooks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Webhook, error) { return scanWebhook(r) })
+		hooks, err := queryRows(ctx, tx, webhookRow, `SELECT id, value FROM webhooks ORDER BY id`)
 		if err != nil {
 			return err
 		}
@@ -167,25 +159,7 @@ const leaseEnded = `(lease_until IS NULL OR lease_until <= now())`
 // tested again beside FOR UPDATE: PostgreSQL rechecks a row another claim
 // leased meanwhile only against the conditions of the level that locks it.
 func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]store.Claimed, error) {
-	rows, err := db.pool.Query(ctx, `UPDATE deliveries d SET lease_until = now() + $2::interval
-		FROM events e, webhooks w
-		WHERE d.id IN (
-			SELECT id FROM deliveries WHERE id IN (
-				SELECT id FROM (
-					SELECT id, row_number() OVER (PARTITION BY webhook_id ORDER BY scheduled_at, id) AS n
-					FROM deliveries
-					WHERE state = 'pending' AND scheduled_at <= $1 AND `+leaseEnded+`
-					AND webhook_id <> ALL(COALESCE($3::bigint[], '{}'))) r
-				WHERE n <= $5)
-			AND state = 'pending' AND `+leaseEnded+`
-			ORDER BY scheduled_at LIMIT $4 FOR UPDATE SKIP LOCKED)
-		AND e.tx = d.event_tx AND e.seq = d.event_seq AND w.id = d.webhook_id
-		RETURNING d.id, d.event_tx, d.event_seq, d.value, e.type, e.created_at, e.data, w.id, w.value, COALESCE(e.was_tx, 0), COALESCE(e.was_seq, 0)`,
-		now, lease, busy, limit, store.MaxInFlightPerWebhook)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) {
+	return queryRows(ctx, db.pool, func(r pgx.CollectableRow) (store.Claimed, error) {
 		var c store.Claimed
 		var id, etx, eseq, wid, wasTx, wasSeq int64
 		var dv, data, wv []byte
@@ -206,7 +180,21 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Dur
 		}
 		c.Webhook.ID = wid
 		return c, nil
-	})
+	}, `UPDATE deliveries d SET lease_until = now() + $2::interval
+		FROM events e, webhooks w
+		WHERE d.id IN (
+			SELECT id FROM deliveries WHERE id IN (
+				SELECT id FROM (
+					SELECT id, row_number() OVER (PARTITION BY webhook_id ORDER BY scheduled_at, id) AS n
+					FROM deliveries
+					WHERE state = 'pending' AND scheduled_at <= $1 AND `+leaseEnded+`
+					AND webhook_id <> ALL(COALESCE($3::bigint[], '{}'))) r
+				WHERE n <= $5)
+			AND state = 'pending' AND `+leaseEnded+`
+			ORDER BY scheduled_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+		AND e.tx = d.event_tx AND e.seq = d.event_seq AND w.id = d.webhook_id
+		RETURNING d.id, d.event_tx, d.event_seq, d.value, e.type, e.created_at, e.data, w.id, w.value, COALESCE(e.was_tx, 0), COALESCE(e.was_seq, 0)`,
+		now, lease, busy, limit, store.MaxInFlightPerWebhook)
 }
 
 func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error {
@@ -217,11 +205,7 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		// Locked in id order, so that two instances' batches cannot
 		// deadlock on each other's rows.
-		rows, err := tx.Query(ctx, `SELECT id, event_tx, event_seq, value FROM deliveries WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, ids)
-		if err != nil {
-			return err
-		}
-		found, err := pgx.CollectRows(rows, scanDelivery)
+		found, err := queryRows(ctx, tx, scanDelivery, `SELECT id, event_tx, event_seq, value FROM deliveries WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, ids)
 		if err != nil {
 			return err
 		}
@@ -231,11 +215,7 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 			byID[found[i].ID] = &found[i]
 			hookIDs = append(hookIDs, found[i].WebhookID)
 		}
-		rows, err = tx.Query(ctx, `SELECT id, value FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, hookIDs)
-		if err != nil {
-			return err
-		}
-		hooks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Webhook, error) { return scanWebhook(r) })
+		hooks, err := queryRows(ctx, tx, webhookRow, `SELECT id, value FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, hookIDs)
 		if err != nil {
 			return err
 		}
@@ -279,13 +259,9 @@ func (db *DB) FinishDeliveries(ctx context.Context, done []store.Finished) error
 // endSchedule deletes the scheduled attempts still pending of d's event
 // to d's webhook, but for one another instance is recording.
 func endSchedule(ctx context.Context, tx pgx.Tx, d *store.Delivery) error {
-	rows, err := tx.Query(ctx, `SELECT id, event_tx, event_seq, value FROM deliveries
+	pending, err := queryRows(ctx, tx, scanDelivery, `SELECT id, event_tx, event_seq, value FROM deliveries
 		WHERE webhook_id = $1 AND event_tx = $2 AND event_seq = $3 AND state = 'pending' AND id <> $4
 		FOR UPDATE SKIP LOCKED`, d.WebhookID, int64(d.EventID.Tx), int64(d.EventID.Seq), d.ID)
-	if err != nil {
-		return err
-	}
-	pending, err := pgx.CollectRows(rows, scanDelivery)
 	if err != nil {
 		return err
 	}
@@ -311,12 +287,8 @@ func (db *DB) Deliveries(ctx context.Context, webhookID int64, p store.Page) ([]
 		after = 1<<63 - 1
 	}
 	size := p.Size()
-	rows, err := db.pool.Query(ctx, `SELECT id, event_tx, event_seq, value FROM deliveries
+	out, err := queryRows(ctx, db.pool, scanDelivery, `SELECT id, event_tx, event_seq, value FROM deliveries
 		WHERE webhook_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`, webhookID, after, size+1)
-	if err != nil {
-		return nil, 0, err
-	}
-	out, err := pgx.CollectRows(rows, scanDelivery)
 	var next int64
 	if len(out) > size {
 		out = out[:size]

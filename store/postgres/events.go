@@ -75,17 +75,13 @@ func (db *DB) Events(ctx context.Context, f store.EventFilter) ([]store.Event, e
 	if kinds == nil {
 		kinds = []string{}
 	}
-	rows, err := db.pool.Query(ctx, `SELECT `+eventCols+` FROM events
+	return queryRows(ctx, db.pool, func(r pgx.CollectableRow) (store.Event, error) {
+		e, _, err := scanEvent(r)
+		return e, err
+	}, `SELECT `+eventCols+` FROM events
 		WHERE (tx, seq) > ($1, $2) AND `+visible+`
 		AND (cardinality($3::text[]) = 0 OR split_part(type, '.', 1) = ANY($3::text[]))
 		ORDER BY tx, seq LIMIT $4`, int64(f.After.Tx), int64(f.After.Seq), kinds, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
-		e, _, err := scanEvent(r)
-		return e, err
-	})
 }
 
 func (db *DB) OldestEvent(ctx context.Context) (store.EventID, error) {
@@ -173,6 +169,8 @@ func scanWebhook(r pgx.Row) (store.Webhook, error) {
 	w.ID = id
 	return w, err
 }
+
+func webhookRow(r pgx.CollectableRow) (store.Webhook, error) { return scanWebhook(r) }
 
 func (db *DB) CreateWebhook(ctx context.Context, w *store.Webhook, key *store.IdempotentWrite) error {
 	in := *w

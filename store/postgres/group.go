@@ -73,8 +73,7 @@ func (g *group[In, Out]) do(ctx context.Context, in In) (Out, error) {
 			go g.drain(false) // takes c, unless a round has just taken it
 		case <-ctx.Done():
 			c.gone.Store(true)
-			var zero Out
-			return zero, ctx.Err()
+			return *new(Out), ctx.Err()
 		}
 	}
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -78,7 +77,7 @@ func (db *DB) runProbe(ctx context.Context) error {
 	case standby:
 		return store.Errorf(store.EUNAVAILABLE, "the database is a read-only standby; the URL should name the primary (target_session_attrs=read-write)")
 	case waiting > 0 || noStandby:
-		return store.Errorf(store.EUNAVAILABLE, "%s", fmt.Sprintf("commits wait for a synchronous standby that does not confirm them (%d sessions waiting, no standby connected: see synchronous_standby_names)", waiting))
+		return store.Errorf(store.EUNAVAILABLE, "commits wait for a synchronous standby that does not confirm them (%d sessions waiting, no standby connected: see synchronous_standby_names)", waiting)
 	}
 	return nil
 }

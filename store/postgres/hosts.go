@@ -33,9 +33,6 @@ func (g *goodHost) install(cfg *pgxpool.Config) {
 		cfg.ConnConfig.LookupFunc = func(ctx context.Context, host string) ([]string, error) {
 			addrs, err := lookup(ctx, host)
 			g.mu.Lock()
-			if g.names == nil {
-				g.names = map[string][]string{}
-			}
 			for _, a := range addrs {
 				if ip, _, err := net.SplitHostPort(a); err == nil {
 					a = ip

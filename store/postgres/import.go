@@ -130,24 +130,13 @@ func refuseNonEmpty(ctx context.Context, tx pgx.Tx) error {
 }
 
 func continueSequences(ctx context.Context, tx pgx.Tx, last store.LastIDs) error {
-	for _, seq := range []struct {
-		sequence string
-		last     int64
-	}{
-		{`pg_get_serial_sequence('categories', 'id')`, last.Categories},
-		{`pg_get_serial_sequence('pets', 'id')`, last.Pets},
-		{`pg_get_serial_sequence('orders', 'id')`, last.Orders},
-		{`pg_get_serial_sequence('api_keys', 'id')`, last.APIKeys},
-		{`'deploy_ids'`, last.Deploys},
-		{`pg_get_serial_sequence('webhooks', 'id')`, last.Webhooks},
-		{`pg_get_serial_sequence('deliveries', 'id')`, last.Deliveries},
-		{`pg_get_serial_sequence('events', 'seq')`, last.Events},
-	} {
-		if seq.last <= 0 {
+	ids := lastIDsByRes(&last)
+	for _, s := range sequences {
+		if *ids[s.res] <= 0 {
 			continue // never used: the sequence starts at 1 as it is
 		}
-		if _, err := tx.Exec(ctx, `SELECT setval(`+seq.sequence+`, $1)`, seq.last); err != nil {
-			return fmt.Errorf("continuing the sequence %s: %w", seq.sequence, err)
+		if _, err := tx.Exec(ctx, `SELECT setval(`+s.seq+`, $1)`, *ids[s.res]); err != nil {
+			return fmt.Errorf("continuing the sequence %s: %w", strings.TrimSuffix(s.seq, "::regclass"), err)
 		}
 	}
 	return nil

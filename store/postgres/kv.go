@@ -34,11 +34,7 @@ func (db *DB) KVDelete(ctx context.Context, key string) error {
 }
 
 func (db *DB) KVKeys(ctx context.Context, prefix string) ([]string, error) {
-	rows, err := db.pool.Query(ctx, `SELECT key FROM certmagic WHERE left(key, length($1)) = $1 ORDER BY key`, store.KVDir(prefix))
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	return queryRows(ctx, db.pool, pgx.RowTo[string], `SELECT key FROM certmagic WHERE left(key, length($1)) = $1 ORDER BY key`, store.KVDir(prefix))
 }
 
 // Locks are lease rows, renewed while held, so that a crashed instance's

@@ -3,6 +3,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -114,10 +115,8 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(c.Timeouts.Statement.Milliseconds(), 10)
 	// A client that vanished mid-transaction must not hold its locks.
 	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(c.Timeouts.Transaction.Milliseconds(), 10)
-	new(goodHost).install(cfg)
-	if c.tracer != nil {
-		cfg.ConnConfig.Tracer = c.tracer
-	}
+	(&goodHost{names: map[string][]string{}}).install(cfg)
+	cfg.ConnConfig.Tracer = c.tracer // ParseConfig sets none
 	name := databaseName(cfg)
 	marks, err := store.LoadMarks(c.RestoreMarks, name)
 	if err != nil {
@@ -138,7 +137,7 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 		pool: &conns{pool: pool, t: c.Timeouts, name: name, hosts: 1 + len(cfg.ConnConfig.Fallbacks), share: newShares(int(cfg.MaxConns)), health: &health{
 			initErr: store.Errorf(store.EUNAVAILABLE, "the database has not been reached yet since start"),
 		}},
-		now: opts.Now, log: c.Logger, ready: make(chan struct{}), probePool: probePool, marks: marks,
+		now: opts.Now, log: cmp.Or(c.Logger, slog.New(slog.DiscardHandler)), ready: make(chan struct{}), probePool: probePool, marks: marks,
 	}
 	if db.now == nil {
 		db.now = time.Now
@@ -148,9 +147,6 @@ func Connect(ctx context.Context, url string, opts store.Options, c Config) (*DB
 	db.orderCreates = &creates[store.Order]{normalize: store.NormalizeOrder, event: store.EventOrderPlaced, res: store.ResOrders, set: setOrderID, alone: db.placeOrder, together: db.ordersTogether}
 	db.petCreates.start(db)
 	db.orderCreates.start(db)
-	if db.log == nil {
-		db.log = slog.New(slog.DiscardHandler)
-	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	db.stopBackground = stop
 	err = db.startOnce(ctx, c.Background)
@@ -391,6 +387,15 @@ func pageOf[T any](ctx context.Context, q querier, p store.Page, id func(*T) int
 		return nil, 0, err
 	}
 	return out, next, nil
+}
+
+// queryRows runs query on q and collects its rows with scan.
+func queryRows[T any](ctx context.Context, q querier, scan pgx.RowToFunc[T], query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scan)
 }
 
 // filter is a condition of a list: col = value, when set.

@@ -38,6 +38,13 @@ var sequences = []struct{ res, seq, table string }{
 // resEvents is the mark of the events' sequence.
 const resEvents = "events"
 
+// lastIDsByRes points at the id in last of each resource of sequences.
+func lastIDsByRes(last *store.LastIDs) map[string]*int64 {
+	return map[string]*int64{store.ResCategories: &last.Categories, store.ResPets: &last.Pets, store.ResOrders: &last.Orders,
+		store.ResAPIKeys: &last.APIKeys, store.ResWebhooks: &last.Webhooks, store.ResDeliveries: &last.Deliveries,
+		store.ResDeploys: &last.Deploys, resEvents: &last.Events}
+}
+
 // nextVersion is a written record's next version: past the floor that a
 // rewind sets (handleRewind), since a version at or below it may have been
 // acknowledged for a state the restore took back.

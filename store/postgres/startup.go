@@ -35,12 +35,11 @@ func (db *DB) startOnce(ctx context.Context, background bool) error {
 			"database", db.pool.name, "err", err)
 		return err
 	}
-	if err := db.start(ctx); err != nil {
+	if err = db.start(ctx); err != nil {
 		db.log.Warn(fmt.Sprintf("the database answered, but bringing its schema up to date and loading the credentials failed within %v; serving without it (/readyz answers 503 until it is done) and retrying in the background", db.pool.t.startBudget()),
 			"database", db.pool.name, "err", err)
-		return err
 	}
-	return nil
+	return err
 }
 
 // startupKey marks the context of start-up, whose queries go through

@@ -107,22 +107,17 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 			}
 		}
 		var rest store.Rest
-		var dispatchedTx, dispatchedSeq int64
-		err = tx.QueryRow(ctx, `SELECT
-			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('categories', 'id')::regclass), 0),
-			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('pets', 'id')::regclass), 0),
-			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('orders', 'id')::regclass), 0),
-			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('api_keys', 'id')::regclass), 0),
-			COALESCE(pg_sequence_last_value('deploy_ids'), 0),
-			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('webhooks', 'id')::regclass), 0),
-			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('deliveries', 'id')::regclass), 0),
-			COALESCE(pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')::regclass), 0),
-			(SELECT tx FROM event_dispatch WHERE id = 1), (SELECT seq FROM event_dispatch WHERE id = 1)`).
-			Scan(&rest.LastIDs.Categories, &rest.LastIDs.Pets, &rest.LastIDs.Orders, &rest.LastIDs.APIKeys, &rest.LastIDs.Deploys,
-				&rest.LastIDs.Webhooks, &rest.LastIDs.Deliveries, &rest.LastIDs.Events, &dispatchedTx, &dispatchedSeq)
+		var last []int64
+		var horizon, dispatchedTx, dispatchedSeq int64
+		err = tx.QueryRow(ctx, `SELECT `+lastIDsSQL+`, (SELECT tx FROM event_dispatch WHERE id = 1), (SELECT seq FROM event_dispatch WHERE id = 1)`).
+			Scan(&last, &horizon, &dispatchedTx, &dispatchedSeq)
 		rest.Dispatched = store.EventID{Tx: uint64(dispatchedTx), Seq: uint64(dispatchedSeq)}
 		if err != nil {
 			return err
+		}
+		ids := lastIDsByRes(&rest.LastIDs)
+		for i, s := range sequences {
+			*ids[s.res] = last[i]
 		}
 		if rest.AdminTokenSHA256, err = meta(ctx, tx, "admin_token_sha256", false, func(b []byte) ([]byte, error) { return b, nil }); err != nil {
 			return err
@@ -176,14 +171,10 @@ func streamRows(ctx context.Context, tx pgx.Tx, q rowQuery, to store.Sink) error
 var _ store.Streamer = (*DB)(nil)
 
 func revocations(ctx context.Context, tx pgx.Tx) ([]store.Revocation, error) {
-	rows, err := tx.Query(ctx, `SELECT sha256, key_id, revoked_at FROM revocations WHERE pardoned_at IS NULL ORDER BY key_id, sha256`)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Revocation, error) {
+	return queryRows(ctx, tx, func(r pgx.CollectableRow) (store.Revocation, error) {
 		var rev store.Revocation
 		err := r.Scan(&rev.SHA256, &rev.KeyID, &rev.RevokedAt)
 		rev.RevokedAt = rev.RevokedAt.UTC()
 		return rev, err
-	})
+	}, `SELECT sha256, key_id, revoked_at FROM revocations WHERE pardoned_at IS NULL ORDER BY key_id, sha256`)
 }

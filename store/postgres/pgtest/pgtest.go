@@ -215,10 +215,8 @@ func (c *Cluster) Stop() {
 }
 
 func findBin() string {
-	if p, err := exec.LookPath("pg_ctl"); err == nil {
-		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "initdb")); err == nil {
-			return filepath.Dir(p)
-		}
+	if p, err := exec.LookPath("pg_ctl"); err == nil && fileExists(filepath.Join(filepath.Dir(p), "initdb")) {
+		return filepath.Dir(p)
 	}
 	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	if len(matches) == 0 {
@@ -234,13 +232,12 @@ func Start(durable bool) (*Cluster, error) {
 	if c.bin == "" {
 		return nil, ErrNotInstalled
 	}
-	dir, err := os.MkdirTemp("", "petstore-pg-")
-	if err != nil {
+	var err error
+	if c.dir, err = os.MkdirTemp("", "petstore-pg-"); err != nil {
 		return nil, err
 	}
-	c.dir = dir
 	if err := c.start(durable); err != nil {
-		_ = os.RemoveAll(dir)
+		_ = os.RemoveAll(c.dir)
 		return nil, err
 	}
 	return c, nil
