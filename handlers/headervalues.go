@@ -11,7 +11,6 @@ import (
 // full-capacity window written once, so that an Add copies it.
 type headerValues struct {
 	text  strings.Builder
-	start int
 	slots []string
 }
 
@@ -23,27 +22,6 @@ const (
 
 var headerValuesPool = sync.Pool{New: func() any { return new(headerValues) }}
 
-// begin readies room for a value of up to n bytes, written next on
-// v.text.
-func (v *headerValues) begin(n int) {
-	if v.text.Cap()-v.text.Len() < n {
-		v.text = strings.Builder{}
-		v.text.Grow(max(n, headerTextBlock))
-	}
-	v.start = v.text.Len()
-}
-
-// end returns what was written since begin as a header value.
-func (v *headerValues) end() []string {
-	if len(v.slots) == 0 {
-		v.slots = make([]string, headerSlotsBlock)
-	}
-	v.slots[0] = v.text.String()[v.start:]
-	out := v.slots[:1:1]
-	v.slots = v.slots[1:]
-	return out
-}
-
 // headerValue returns the concatenation of parts as a header value.
 func headerValue(parts ...string) []string {
 	n := 0
@@ -51,11 +29,20 @@ func headerValue(parts ...string) []string {
 		n += len(p)
 	}
 	v := headerValuesPool.Get().(*headerValues)
-	v.begin(n)
+	if v.text.Cap()-v.text.Len() < n {
+		v.text = strings.Builder{}
+		v.text.Grow(max(n, headerTextBlock))
+	}
+	start := v.text.Len()
 	for _, p := range parts {
 		v.text.WriteString(p)
 	}
-	out := v.end()
+	if len(v.slots) == 0 {
+		v.slots = make([]string, headerSlotsBlock)
+	}
+	v.slots[0] = v.text.String()[start:]
+	out := v.slots[:1:1]
+	v.slots = v.slots[1:]
 	headerValuesPool.Put(v)
 	return out
 }

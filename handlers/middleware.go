@@ -71,7 +71,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		res, req := c.Response(), c.Request()
-		end := time.Now()
+		took := time.Since(start) // one clock reading where time.Now takes two
 		line := accesslog.Line{
 			Level:     slog.LevelInfo,
 			RequestID: requestID(c),
@@ -79,7 +79,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			Route:     c.Path(),
 			Status:    res.Status,
 			Bytes:     res.Size,
-			Duration:  end.Sub(start),
+			Duration:  took,
 			Remote:    c.RealIP(),
 		}
 		s.cfg.Metrics.Observe(line.Method, line.Route, line.Status, line.Duration)
@@ -104,7 +104,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			line.Level = slog.LevelError
 		}
 		if s.access != nil {
-			s.access.Log(end, line)
+			s.access.Log(start.Add(took), line)
 			return nil
 		}
 		// The attributes allocate: only for a handler that keeps the line.
