@@ -19,7 +19,7 @@ import (
 func TestHeaderLimitIsTheServers(t *testing.T) {
 	ts := newTestServer(t)
 	s := httptest.NewUnstartedServer(ts.srv)
-	s.Config = server.NewHTTPServer(ts.srv, nil, nil)
+	s.Config = server.NewHTTPServer(ts.srv, nil, nil, server.DefaultHeaderTimeout)
 	s.Config.MaxHeaderBytes = server.MaxHeaderBytes / 4
 	s.Start()
 	t.Cleanup(s.Close)
