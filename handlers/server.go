@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -164,6 +165,9 @@ type Server struct {
 	keysInFlight keysInFlight
 	// unknownHosts and refusedByRate summarize 421s and 429s in the log.
 	unknownHosts, refusedByRate *accesslog.Summary
+	// awaitedToken is the admin token given at start while it is not
+	// stored yet (AwaitAdminToken); nil or "" otherwise.
+	awaitedToken atomic.Pointer[string]
 }
 
 // EndStreams ends the open event streams at shutdown, which each would
