@@ -52,9 +52,11 @@ func TestAdminTokenNotYetStored(t *testing.T) {
 	if code != http.StatusOK {
 		t.Errorf("the banner's token once stored: %d", code)
 	}
-	if code, body := in.call(t, "GET", "/readyz", ""); code != http.StatusOK {
-		t.Errorf("/readyz once the token is stored: %d %s", code, body)
-	}
+	// The token is taken a moment before start-up's retry says it stored it.
+	waitFor(t, "/readyz once the token is stored", time.Minute, func() bool {
+		code, _ = in.call(t, "GET", "/readyz", "")
+		return code == http.StatusOK
+	})
 	if code, _ := in.call(t, "GET", "/admin/project", "", "Authorization", "Bearer "+domaintest.AdminToken); code != http.StatusUnauthorized {
 		t.Errorf("the replaced token: %d, want 401", code)
 	}
