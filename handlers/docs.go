@@ -30,8 +30,8 @@ func (s *Server) healthz(c echo.Context) error {
 	return respond(c, http.StatusOK, health{Status: "ok", Version: buildinfo.Running})
 }
 
-// readyz says the store is ready, as its Ping judges, and has the admin
-// token given at start.
+// readyz says the store is ready, as its Ping judges, and takes the admin
+// token given at start (another instance may have stored it first).
 func (s *Server) readyz(c echo.Context) error {
 	if err := s.store.Ping(c.Request().Context()); err != nil {
 		if d := s.cfg.File; d != nil && d.Damaged() != nil {
@@ -44,7 +44,7 @@ func (s *Server) readyz(c echo.Context) error {
 		s.log.Error("readiness check failed", "err", err)
 		return apiError(codeUnavailable, "the data store is not ready")
 	}
-	if p := s.awaitedToken.Load(); p != nil && *p != "" {
+	if p := s.awaitedToken.Load(); p != nil && *p != "" && !s.store.CheckAdminToken(*p) {
 		return errTokenNotStored
 	}
 	return respond(c, http.StatusOK, map[string]string{"status": "ready"})
