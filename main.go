@@ -221,6 +221,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		}
 	}
 	if deferStart {
+		srv.AwaitAdminToken(cfg.adminToken)
 		go finishStart(background, db, srv, cfg.adminToken, log)
 	}
 	started = true

@@ -27,6 +27,7 @@ func finishStart(ctx context.Context, db store.Store, srv *handlers.Server, admi
 			token, err = db.EnsureAdminToken(ctx, adminToken)
 			if err == nil {
 				tokenDone = true
+				srv.AwaitAdminToken("")
 				if token != "" {
 					log.Warn("generated the admin token (shown once: only its hash is stored)", "admin_token", token)
 				}

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"petstore/server/clientkey"
+	"petstore/store"
 )
 
 const (
@@ -52,7 +54,8 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 
 // checkAdminToken checks a request's admin token: nil when right,
 // errBadCredentials when wrong or missing, or database_unavailable (503,
-// not a failure) while the store cannot know the token yet.
+// not a failure) while the store cannot know the token yet or has not
+// stored the one given at start.
 func (s *Server) checkAdminToken(req *http.Request) error {
 	token := bearerToken(credential(req.Header, echo.HeaderAuthorization))
 	if s.store.CheckAdminToken(token) {
@@ -63,8 +66,19 @@ func (s *Server) checkAdminToken(req *http.Request) error {
 			return err
 		}
 	}
+	if p := s.awaitedToken.Load(); p != nil && *p != "" && subtle.ConstantTimeCompare([]byte(token), []byte(*p)) == 1 {
+		return errTokenNotStored
+	}
 	return errBadCredentials
 }
+
+// AwaitAdminToken makes token, given at start but not stored yet (the
+// database did not take start-up's writes, which go on in the background),
+// a 503 that says so rather than a 401, and /readyz 503, until it is
+// called with "" once the token is stored: the banner promised it works.
+func (s *Server) AwaitAdminToken(token string) { s.awaitedToken.Store(&token) }
+
+var errTokenNotStored = store.Errorf(store.EUNAVAILABLE, "the admin token given at start is not stored yet: the database has not taken start-up's writes, which are retried; retry after the seconds in Retry-After")
 
 // credential is a credential header's one value, or "" when it is missing
 // or sent more than once: a proxy that reads another of the values than

@@ -30,7 +30,8 @@ func (s *Server) healthz(c echo.Context) error {
 	return respond(c, http.StatusOK, health{Status: "ok", Version: buildinfo.Running})
 }
 
-// readyz says the store is ready, as its Ping judges.
+// readyz says the store is ready, as its Ping judges, and takes the admin
+// token given at start (another instance may have stored it first).
 func (s *Server) readyz(c echo.Context) error {
 	if s.draining.Load() {
 		return apiError(codeUnavailable, "shutting down: this process finishes its requests and takes no new ones")
@@ -55,6 +56,9 @@ func (s *Server) readyz(c echo.Context) error {
 	}
 	if s.notReady.Swap(false) {
 		s.log.Info("readiness check passes again")
+	}
+	if p := s.awaitedToken.Load(); p != nil && *p != "" && !s.store.CheckAdminToken(*p) {
+		return errTokenNotStored
 	}
 	return respond(c, http.StatusOK, map[string]string{"status": "ready"})
 }

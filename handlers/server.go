@@ -171,6 +171,9 @@ type Server struct {
 	// unknownHosts and refusedByRate summarize 421s and 429s in the log.
 	unknownHosts, refusedByRate *accesslog.Summary
 	storeDown                   storeDown
+	// awaitedToken is the admin token given at start while it is not
+	// stored yet (AwaitAdminToken); nil or "" otherwise.
+	awaitedToken atomic.Pointer[string]
 }
 
 // EndStreams ends the open event streams at shutdown, which each would

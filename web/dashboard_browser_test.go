@@ -292,6 +292,40 @@ func TestDashboard(t *testing.T) {
 	}
 }
 
+// TestDashboardConfirmsAfterALateClose: a dialog's close event comes in a
+// task of its own, after the one that closed it, and a busy browser may
+// run clicks first (input goes first: TestDashboard cancels a removal with
+// Escape, then removes at once). The confirmation opened in between must
+// not take the earlier close for its answer, ignoring its own OK.
+func TestDashboardConfirmsAfterALateClose(t *testing.T) {
+	t.Parallel()
+	ctx, ts := newTabAndServer(t, serverOptions{dns: true})
+	ts.planPro(t)
+	if status := ts.admin(t, http.MethodPost, "/admin/domains", `{"name":"shop.example.com"}`, nil); status != http.StatusCreated {
+		t.Fatalf("adding the domain: %d", status)
+	}
+	shop := domainCard("shop.example.com")
+	signIn(t, ctx, ts.url+"/dashboard/#domains", viewLoaded("domains"), chromedp.WaitVisible(chromedp.CSS(shop+" .menu-button")))
+	// One task, so that the cancel's close event is still to come when
+	// the second confirmation opens.
+	do(t, ctx, "cancelling, then choosing Remove again at once", chromedp.Evaluate[chromedp.Void](`(() => {
+		const item = document.querySelector('`+shop+` [role=menuitem]');
+		item.click();
+		document.getElementById('confirm').close('cancel');
+		item.click();
+	})()`))
+	do(t, ctx, "confirming",
+		chromedp.WaitVisible(chromedp.ID("confirm")),
+		chromedp.Click(chromedp.ID("confirm-ok")),
+		chromedp.WaitNotPresent(chromedp.CSS(shop)),
+	)
+	var list []struct{ Name string }
+	ts.admin(t, http.MethodGet, "/admin/domains", "", &list)
+	if len(list) != 0 {
+		t.Errorf("domains after confirming the removal: %+v", list)
+	}
+}
+
 // TestDashboardCertificate follows a certificate from request to issue
 // against a real ACME CA: after Verify the card shows the request under
 // way, polls, and shows the issued certificate, without a page reload.

@@ -27,6 +27,13 @@ func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error
 		created = err == nil && tag.RowsAffected() == 1
 		return err
 	})
+	if err == nil && given != "" && !db.CheckAdminToken(given) {
+		// Stored, but the catch-up after the write failed: the token is
+		// refused until one succeeds, so start-up must not count on it yet.
+		if err = db.catchUp(ctx); err != nil {
+			err = store.ErrorWithCause(err, store.EUNAVAILABLE, "the admin token is stored, but reading it back failed")
+		}
+	}
 	if err != nil || given != "" || !created {
 		return "", err
 	}

@@ -183,8 +183,15 @@ function legacyCopy(text) {
   return ok;
 }
 
+// settleConfirm answers the last confirmation, until its close event comes.
+let settleConfirm = null;
+
 export function confirmAction({ title, text, ok }) {
   const dialog = $('confirm');
+  // The close event comes in a task of its own, which a click may overtake
+  // (a busy browser runs input first): the confirmation closed takes its
+  // answer now, and its event, coming while this one is open, is ignored.
+  if (settleConfirm) settleConfirm();
   $('confirm-title').textContent = title;
   $('confirm-text').textContent = text;
   $('confirm-ok').textContent = ok;
@@ -192,10 +199,14 @@ export function confirmAction({ title, text, ok }) {
   dialog.returnValue = '';
   dialog.showModal();
   return new Promise((resolve) => {
-    dialog.addEventListener('close', () => {
+    const onClose = () => { if (!dialog.open) settleConfirm(); };
+    settleConfirm = () => {
+      settleConfirm = null;
+      dialog.removeEventListener('close', onClose);
       const yes = dialog.returnValue === 'ok';
       if (!yes && opener && document.contains(opener)) opener.focus();
       resolve(yes);
-    }, { once: true });
+    };
+    dialog.addEventListener('close', onClose);
   });
 }
