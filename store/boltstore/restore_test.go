@@ -50,15 +50,7 @@ func TestFilePutBackFromABackup(t *testing.T) {
 		return p.ID
 	}
 	pet(db)
-	backup := filepath.Join(dir, "backup.db")
-	f, err := os.Create(backup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Backup(ctx, f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	backup := backupTo(t, db, filepath.Join(dir, "backup.db"))
 	var highest int64
 	for range 20 {
 		highest = pet(db)
@@ -75,24 +67,7 @@ func TestFilePutBackFromABackup(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The backup put back, as docs/operations.md says: the service
-	// stopped, the file replaced, the service started.
-	putBack := func() *boltstore.DB {
-		t.Helper()
-		data, err := os.ReadFile(backup)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		db, err := boltstore.Open(path, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db
-	}
-	db = putBack()
+	db = putBack(t, backup, path)
 	if _, ok := db.AuthenticateAPIKey(revokedSecret); ok {
 		t.Error("a key revoked after the backup works once the backup is put back")
 	}
@@ -133,7 +108,7 @@ func TestFilePutBackFromABackup(t *testing.T) {
 	if n, err := boltstore.Unrevoke(path, []int64{revoked.ID}); n != 1 || err != nil {
 		t.Fatalf("Unrevoke: %d %v", n, err)
 	}
-	db = putBack()
+	db = putBack(t, backup, path)
 	defer db.Close()
 	if _, ok := db.AuthenticateAPIKey(revokedSecret); !ok {
 		t.Error("a key whose revocation was forgotten does not work once the backup is put back")
@@ -372,15 +347,7 @@ func TestFilePutBackNeverGivesAVersionAgain(t *testing.T) {
 	if err := db.CreatePet(ctx, &p, nil); err != nil {
 		t.Fatal(err)
 	}
-	backup := filepath.Join(dir, "backup.db")
-	f, err := os.Create(backup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Backup(ctx, f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	backup := backupTo(t, db, filepath.Join(dir, "backup.db"))
 	acked := map[int64]string{}
 	for _, name := range []string{"Rex B", "Rex C"} {
 		q := store.Pet{ID: p.ID, Name: name, CategoryID: cat.ID, Status: "available"}
@@ -392,17 +359,7 @@ func TestFilePutBackNeverGivesAVersionAgain(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(backup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, err = boltstore.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = putBack(t, backup, path)
 	defer db.Close()
 	for _, name := range []string{"Rex D", "Rex E"} {
 		q := store.Pet{ID: p.ID, Name: name, CategoryID: cat.ID, Status: "available"}
@@ -438,15 +395,7 @@ func TestFilePutBackAfterACrashUnderLoad(t *testing.T) {
 	if err := db.CreateCategory(ctx, &cat, nil); err != nil {
 		t.Fatal(err)
 	}
-	backup := filepath.Join(dir, "backup.db")
-	f, err := os.Create(backup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Backup(ctx, f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	backup := backupTo(t, db, filepath.Join(dir, "backup.db"))
 	const burst = 1500 // a second's creates at a load the service takes
 	db.ObserveMarks()
 	if err := db.BulkCreatePets(ctx, burst, cat.ID); err != nil {
@@ -472,17 +421,7 @@ func TestFilePutBackAfterACrashUnderLoad(t *testing.T) {
 	if err := os.WriteFile(boltstore.MarksPath(path), stale, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(backup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, err = boltstore.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = putBack(t, backup, path)
 	defer db.Close()
 	p = store.Pet{Name: "after the backup was put back", CategoryID: cat.ID, Status: "available"}
 	if err := db.CreatePet(ctx, &p, nil); err != nil {
@@ -491,4 +430,36 @@ func TestFilePutBackAfterACrashUnderLoad(t *testing.T) {
 	if p.ID <= highest {
 		t.Errorf("a pet created after the backup was put back got id %d; %d was acknowledged before the crash", p.ID, highest)
 	}
+}
+
+// backupTo writes db's backup (GET /admin/backup's) to path.
+func backupTo(t *testing.T, db *boltstore.DB, path string) string {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := db.Backup(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// putBack puts backup back as docs/operations.md says: the service
+// stopped, the file replaced, the service started.
+func putBack(t *testing.T, backup, path string) *boltstore.DB {
+	t.Helper()
+	data, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := boltstore.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
