@@ -7,24 +7,14 @@ import (
 
 	"petstore/domains/domaintest"
 	"petstore/store"
+	"petstore/store/boltstore"
 )
 
 // A full disk fails writes with insufficient_storage, not internal, makes
 // the store degraded, and the store recovers by itself once there is space
 // again: Ping's own write finds out.
 func TestWrite_DiskFullIsInsufficientStorageAndRecovers(t *testing.T) {
-	dir := domaintest.MountSmallDisk(t, 4<<20)
-	db := mustOpenPath(t, filepath.Join(dir, "petstore.db"))
-	c := mustCategory(t, db, "dogs")
-	filler := domaintest.FillDisk(t, dir)
-
-	var err error
-	for i := 0; i < 1000 && err == nil; i++ {
-		// bbolt may still have pages on disk to reuse; new pets need more.
-		p := store.Pet{Name: "Rex", CategoryID: c.ID}
-		err = db.CreatePet(ctx, &p, nil)
-	}
-	checkFailedWrite(t, db, err, store.EINSUFFICIENTSTORAGE, "on a full disk")
+	db, c, filler := fullDisk(t)
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -42,17 +32,7 @@ func TestWrite_DiskFullIsInsufficientStorageAndRecovers(t *testing.T) {
 // while those that need new ones fail: readiness stays off until the disk
 // has room again, rather than turning with the size of the last write.
 func TestPing_DiskFullStaysUnreadyWhileSmallWritesSucceed(t *testing.T) {
-	dir := domaintest.MountSmallDisk(t, 4<<20)
-	db := mustOpenPath(t, filepath.Join(dir, "petstore.db"))
-	c := mustCategory(t, db, "dogs")
-	filler := domaintest.FillDisk(t, dir)
-
-	var err error
-	for i := 0; i < 1000 && err == nil; i++ {
-		p := store.Pet{Name: "Rex", CategoryID: c.ID}
-		err = db.CreatePet(ctx, &p, nil)
-	}
-	checkFailedWrite(t, db, err, store.EINSUFFICIENTSTORAGE, "on a full disk")
+	db, c, filler := fullDisk(t)
 	c.Name = "hounds"
 	if err := db.ReplaceCategory(ctx, &c, store.Condition{}); err != nil {
 		t.Fatalf("a small write on the full disk: %v", err)
@@ -72,4 +52,23 @@ func TestPing_DiskFullStaysUnreadyWhileSmallWritesSucceed(t *testing.T) {
 		t.Fatalf("Ping after space was freed: %v", err)
 	}
 	mustPet(t, db, "after the disk was freed", c.ID, "")
+}
+
+// fullDisk opens a store with a category on a small disk, fills the disk,
+// and creates pets until a create fails with insufficient_storage; filler
+// is the file whose removal gives the room back.
+func fullDisk(t *testing.T) (db *boltstore.DB, c store.Category, filler string) {
+	t.Helper()
+	dir := domaintest.MountSmallDisk(t, 4<<20)
+	db = mustOpenPath(t, filepath.Join(dir, "petstore.db"))
+	c = mustCategory(t, db, "dogs")
+	filler = domaintest.FillDisk(t, dir)
+	var err error
+	for i := 0; i < 1000 && err == nil; i++ {
+		// bbolt may still have pages on disk to reuse; new pets need more.
+		p := store.Pet{Name: "Rex", CategoryID: c.ID}
+		err = db.CreatePet(ctx, &p, nil)
+	}
+	checkFailedWrite(t, db, err, store.EINSUFFICIENTSTORAGE, "on a full disk")
+	return db, c, filler
 }
