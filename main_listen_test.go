@@ -129,29 +129,7 @@ func TestShutdownAbortsASlowBackup(t *testing.T) {
 
 	in := start(t, nil, "--admin-token", domaintest.AdminToken, "--data", path, "--shutdown-timeout", "1s")
 
-	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		})
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
-	conn, err := dialer.Dial("tcp", strings.TrimPrefix(in.base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /admin/backup HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n\r\n", domaintest.AdminToken)
-	res, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.StatusCode != http.StatusOK || res.ContentLength < 8<<20 {
-		t.Fatalf("backup: status %d, %d bytes; want 200 and over 8 MiB", res.StatusCode, res.ContentLength)
-	}
+	startBackup(t, in.base)
 	// The client reads nothing more.
 
 	in.stopWithin(t, 1*time.Second+5*time.Second)
