@@ -79,6 +79,10 @@ func TestPathIDsArePercentDecoded(t *testing.T) {
 		}
 	}
 
+	// Decoded once: %2531 is the text %31, no id, not 1.
+	ts.do("GET", "/pets/%25"+percentDigits(pet.ID)[1:], "").wantError(400, "invalid_request")
+	ts.adminDo("GET", "/admin/domains/%252A.shop.example.com", "").wantError(404, "not_found")
+
 	ts.do("DELETE", "/pets/0"+percentDigits(pet.ID), "").wantStatus(204)
 	if _, err := ts.db.Pet(ctx, pet.ID); store.ErrorCode(err) != store.ENOTFOUND {
 		t.Errorf("after DELETE: %v, want not found", err)

@@ -203,15 +203,18 @@ func aroundRouted(mw ...echo.MiddlewareFunc) echo.MiddlewareFunc {
 // lets a trailing parameter match the rest of the path. It then decodes
 // the values, which Echo hands over as the client escaped them: %31 is 1
 // (RFC 3986 section 6.2.2.2), to the validator, the handler and the
-// successor's Link alike. net/http refused a broken escape already.
+// successor's Link alike. net/http refused a broken escape already. Echo
+// routes on the path as sent only when its escapes are not Go's own
+// (RawPath); otherwise on the decoded path, which must not be decoded
+// twice (%2531 is the text %31).
 func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		values := c.ParamValues()
+		values, raw := c.ParamValues(), c.Request().URL.RawPath != ""
 		for i, v := range values {
 			if strings.Contains(v, "/") {
 				return echo.ErrNotFound
 			}
-			if u, err := url.PathUnescape(v); err == nil {
+			if u, err := url.PathUnescape(v); err == nil && raw {
 				values[i] = u
 			}
 		}
