@@ -144,7 +144,7 @@ func (h *handover) beforeStore(ctx context.Context, prepare func() error) error 
 		return fmt.Errorf("upgrade: the data file: %w; the old process goes on serving", err)
 	}
 	f.Close()
-	h.log.Info("upgrade: this process has the listening sockets of the old one, which now stops accepting, finishes its requests and closes the data file; new connections wait in the sockets' backlog until this one serves", "pid", os.Getpid())
+	h.log.Info("upgrade: this process has the listening sockets of the old one, which now stops accepting (once its backup downloads end, if any), finishes its requests and closes the data file; new connections wait in the sockets' backlog until this one serves", "pid", os.Getpid())
 	h.stopped = time.Now()
 	if err := u.Ready(); err != nil {
 		return fmt.Errorf("upgrade: telling the old process to stop: %w", err)
