@@ -162,8 +162,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			return c, fmt.Errorf("%s must be positive", name)
 		}
 	}
-	if dir, _, _ := strings.Cut(getenv("STATE_DIRECTORY"), ":"); c.restoreMarks == "" && c.database != "" && dir != "" {
-		c.restoreMarks = filepath.Join(dir, "restore-marks.json")
+	if c.database != "" {
+		c.restoreMarks = defaultMarks(c.restoreMarks, getenv)
 	}
 	if c.cnameTarget == "" && c.domain != "" {
 		c.cnameTarget = "cname." + c.domain
@@ -174,6 +174,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		}
 	}
 	return c, checkAdminToken(c.adminToken)
+}
+
+// defaultMarks is --restore-marks, or its default in systemd's state
+// directory.
+func defaultMarks(path string, getenv func(string) string) string {
+	if dir, _, _ := strings.Cut(getenv("STATE_DIRECTORY"), ":"); path == "" && dir != "" {
+		return filepath.Join(dir, "restore-marks.json")
+	}
+	return path
 }
 
 func isPostgresURL(s string) bool {
