@@ -42,11 +42,20 @@ func TestMigrateBackAppliesTheRestoreMarks(t *testing.T) {
 	if code, body := pg.call(t, "POST", "/categories", `{"name":"dogs"}`, "X-API-Key", key); code != 201 {
 		t.Fatalf("a category: %d %s", code, body)
 	}
-	createPet(pg)
+	first := createPet(pg)
+	replace := func(in *instance, name string) string {
+		t.Helper()
+		code, body, h := in.get(t, "PUT", fmt.Sprintf("/pets/%d", first), `{"name":"`+name+`","categoryId":1}`, "X-API-Key", key)
+		if code != 200 || h.Get("ETag") == "" {
+			t.Fatalf("replacing a pet: %d %s %v", code, body, h)
+		}
+		return h.Get("ETag")
+	}
 	runTool(t, pgtest.Program("pg_dump"), "--format=custom", "--file="+dump, url)
 	for range 3 {
 		highest = createPet(pg)
 	}
+	acked := map[string]string{replace(pg, "Rex B"): "Rex B", replace(pg, "Rex C"): "Rex C"}
 	if code, body := pg.call(t, "DELETE", fmt.Sprintf("/admin/api-keys/%d", revoked.ID), "", adminAuth...); code != 204 {
 		t.Fatalf("revoking: %d %s", code, body)
 	}
@@ -86,6 +95,9 @@ func TestMigrateBackAppliesTheRestoreMarks(t *testing.T) {
 	in := start(t, nil, "--data", file, "--admin-token", domaintest.AdminToken, "--rate-limit", "0")
 	if id := createPet(in); id <= highest {
 		t.Errorf("a pet on the moved file got id %d; %d was acknowledged before the restore", id, highest)
+	}
+	if etag := replace(in, "Rex D"); acked[etag] != "" {
+		t.Errorf("on the moved file, the pet named Rex D got the ETag %s, acknowledged before the restore for %s", etag, acked[etag])
 	}
 	if code, body := callFrom(t, "127.0.0.52", in, "POST", "/pets", `{"name":"Rex","categoryId":1}`, "X-API-Key", revoked.Secret); code != 401 {
 		t.Errorf("the key revoked after the dump, on the moved file: %d %s, want 401", code, body)

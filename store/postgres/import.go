@@ -102,6 +102,9 @@ func (in *importer) Rest(r store.Rest) error {
 	if r.AdminTokenSHA256 != nil {
 		in.b.queue(`INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1)`, r.AdminTokenSHA256)
 	}
+	if r.VersionFloor > 0 {
+		in.b.queue(`SELECT setval('version_floor', $1)`, r.VersionFloor)
+	}
 	// The revocations become the database's own (restore.go).
 	for _, rev := range r.Revocations {
 		in.b.queue(`INSERT INTO revocations (sha256, key_id, revoked_at) VALUES ($1, $2, $3)
