@@ -125,6 +125,21 @@ func TestImportFromBolt(t *testing.T) {
 		t.Errorf("a second move: %v", err)
 	}
 	target.Close()
+	// A move into a database that another one is copying into names it.
+	other := pgtest.URL(t)
+	session := pgtest.Connect(t, other)
+	if err := session.Exec(ctx, fmt.Sprintf("SELECT pg_advisory_lock(%d)", postgres.ImportLock)); err != nil {
+		t.Fatal(err)
+	}
+	racing, err := postgres.Open(ctx, other, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = racing.Import(ctx, bolt)
+	racing.Close()
+	if store.ErrorCode(err) != store.ECONFLICT || !strings.Contains(store.ErrorMessage(err), "another move is copying into the database") {
+		t.Errorf("a move beside another: %v", err)
+	}
 
 	// A fresh connection sees what the file holds.
 	pg, err := postgres.Open(ctx, url, store.Options{})
