@@ -80,17 +80,22 @@ func TestMigrateBackAppliesTheRestoreMarks(t *testing.T) {
 			t.Errorf("a refused move left %s: %v", file, err)
 		}
 	}
-	// No marks file: the move goes on, and says where it looked.
-	none := filepath.Join(dir, "none.marks.json")
-	if out := migrate(t, "--to-data", filepath.Join(dir, "unmarked.db"), "--database", url, "--restore-marks", none); !strings.Contains(out, "no restore marks were read, from "+none+" (no such file)") {
-		t.Errorf("migrate without a marks file does not say so:\n%s", out)
+	// No marks file where it looks by default: the move goes on, and says
+	// where it looked.
+	state := filepath.Join(dir, "state")
+	none := filepath.Join(state, "restore-marks.json")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"migrate", "--to-data", filepath.Join(dir, "unmarked.db"), "--database", url},
+		func(name string) string { return map[string]string{"STATE_DIRECTORY": state}[name] }, &out)
+	if err != nil || !strings.Contains(out.String(), "no restore marks were read, from "+none+" (no such file)") {
+		t.Errorf("migrate without a marks file: %v, and it does not say where it looked:\n%s", err, out.String())
 	}
 	if _, err := os.Stat(none); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("migrate made the marks file it did not find: %v", err)
 	}
-	out := migrate(t, "--to-data", file, "--database", url, "--restore-marks", marks)
-	if strings.Contains(out, "no restore marks") || !strings.Contains(out, "its sequences now continue") {
-		t.Errorf("migrate does not say that the database went back in time and continues after the marks:\n%s", out)
+	moved := migrate(t, "--to-data", file, "--database", url, "--restore-marks", marks)
+	if strings.Contains(moved, "no restore marks") || !strings.Contains(moved, "its sequences now continue") {
+		t.Errorf("migrate does not say that the database went back in time and continues after the marks:\n%s", moved)
 	}
 	in := start(t, nil, "--data", file, "--admin-token", domaintest.AdminToken, "--rate-limit", "0")
 	if id := createPet(in); id <= highest {

@@ -65,7 +65,7 @@ Every flag has an environment variable, named beside it in parentheses.
 		if given["data"] {
 			return errors.New("migrate: --data copies a file into the database, --to-data the database into a new file: give one of them")
 		}
-		if err := runMigrateBack(ctx, cfg.database, defaultMarks(cfg.restoreMarks, getenv), toData, stdout); err != nil {
+		if err := runMigrateBack(ctx, cfg.database, defaultMarks(cfg.restoreMarks, cfg.database, getenv), toData, stdout); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
 		return nil
