@@ -162,9 +162,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			return c, fmt.Errorf("%s must be positive", name)
 		}
 	}
-	if dir, _, _ := strings.Cut(getenv("STATE_DIRECTORY"), ":"); c.restoreMarks == "" && c.database != "" && dir != "" {
-		c.restoreMarks = filepath.Join(dir, "restore-marks.json")
-	}
+	c.restoreMarks = defaultMarks(c.restoreMarks, c.database, getenv)
 	if c.cnameTarget == "" && c.domain != "" {
 		c.cnameTarget = "cname." + c.domain
 	}
@@ -174,6 +172,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		}
 	}
 	return c, checkAdminToken(c.adminToken)
+}
+
+// defaultMarks is --restore-marks of a store on database, or its default
+// in systemd's state directory.
+func defaultMarks(path, database string, getenv func(string) string) string {
+	if dir, _, _ := strings.Cut(getenv("STATE_DIRECTORY"), ":"); path == "" && database != "" && dir != "" {
+		return filepath.Join(dir, "restore-marks.json")
+	}
+	return path
 }
 
 func isPostgresURL(s string) bool {

@@ -242,7 +242,7 @@ var docCommands = []struct{ holds, runBy string }{
 	{"umask 077", "TestOperationsBackupCommand"},
 	{"systemctl stop petstore            # however it runs", "not run: systemctl; the restore itself is handlers' TestBackupRestoresThroughTheService"},
 	{"petstore migrate --data", "not run as written (a database at db.internal): TestMigrateServesFromPostgreSQLWhatTheFileServed runs the same flags"},
-	{"petstore migrate --to-data", "not run as written (a database at db.internal): TestMigrateRoundTripGivesTheSameAnswersAndDeliveries runs the same flags"},
+	{"petstore migrate --to-data", "not run as written (a database at db.internal): TestMigrateRoundTripGivesTheSameAnswersAndDeliveries runs the same flags, TestMigrateBackAppliesTheRestoreMarks with --restore-marks"},
 	{"mv /var/lib/petstore/petstore.db /var/lib/petstore/petstore.db.damaged", "not run: systemctl; the refusal is TestRunRefusesDamagedDataFile"},
 	{"oapi-codegen@v2.8.2", "not run (it fetches oapi-codegen): TestGeneratedClients generates and drives the same client"},
 	{"# On each VM (10.0.0.11 and 10.0.0.12)", "TestDocsServiceCommandsParse (it needs PostgreSQL, HAProxy and :443)"},

@@ -94,16 +94,16 @@ func TestHelpGroupsEveryFlag(t *testing.T) {
 	}
 }
 
-// TestMigrateHelp: petstore migrate --help names its four flags (the way
-// back's --to-data among them) and their variables.
+// TestMigrateHelp: petstore migrate --help names its five flags (the way
+// back's --to-data and --restore-marks among them) and their variables.
 func TestMigrateHelp(t *testing.T) {
 	var help bytes.Buffer
 	if err := run(t.Context(), []string{"migrate", "--help"}, func(string) string { return "" }, &help); err != nil {
 		t.Fatalf("migrate --help: %v", err)
 	}
 	_, flags, env, _ := helpFlags(t, help.String())
-	if len(flags) != 4 || env["data"] != "PETSTORE_DATA" || env["database"] != "PETSTORE_DATABASE" || env["bad-text"] != "PETSTORE_BAD_TEXT" ||
-		env["to-data"] != "PETSTORE_TO_DATA" {
+	if len(flags) != 5 || env["data"] != "PETSTORE_DATA" || env["database"] != "PETSTORE_DATABASE" || env["bad-text"] != "PETSTORE_BAD_TEXT" ||
+		env["to-data"] != "PETSTORE_TO_DATA" || env["restore-marks"] != "PETSTORE_RESTORE_MARKS" {
 		t.Errorf("migrate --help:\n%s", help.String())
 	}
 }

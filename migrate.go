@@ -39,7 +39,10 @@ holds into a new bbolt file (a missing or empty one; it is written beside
 it and renamed when complete). The database's events are numbered again
 after the file's own, the clients' cursors of the database's events
 resume where they would have, and deliveries go on under the webhook-id
-they were sent under. The database is left as it was.
+they were sent under. The database is left as it was, unless the restore
+marks of an instance (--restore-marks) show it restored from an older
+dump: then it first continues after them, as that instance would at
+start.
 
 Every flag has an environment variable, named beside it in parentheses.
 `, stdout)
@@ -48,6 +51,8 @@ Every flag has an environment variable, named beside it in parentheses.
 	move.String(&cfg.database, "database", "", "postgres:// `URL` of the empty PostgreSQL database to copy it into (with --to-data: to copy from)")
 	var toData string
 	move.String(&toData, "to-data", "", "the new bbolt data `file` to copy the database of --database into, the way back (stop the instances that use the database first)")
+	move.String(&cfg.restoreMarks, "restore-marks", "", "with --to-data: an instance's restore marks `file` (copied from its host), applied to the database before the copy, so that a dump restored since does not give acknowledged ids out again or bring revoked keys back").
+		DefaultMeans("restore-marks.json in systemd's $STATE_DIRECTORY")
 	var badText string
 	move.String(&badText, "bad-text", "stop", "what to do with text PostgreSQL cannot store (U+0000, invalid UTF-8), which bbolt kept: stop (name every such record and copy nothing) or replace (name each, and copy it with U+FFFD in place of the bad characters)")
 	given, err := flags.parse(args, getenv, false)
@@ -60,7 +65,7 @@ Every flag has an environment variable, named beside it in parentheses.
 		if given["data"] {
 			return errors.New("migrate: --data copies a file into the database, --to-data the database into a new file: give one of them")
 		}
-		if err := runMigrateBack(ctx, cfg.database, toData, stdout); err != nil {
+		if err := runMigrateBack(ctx, cfg.database, defaultMarks(cfg.restoreMarks, cfg.database, getenv), toData, stdout); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
 		return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,8 +19,11 @@ import (
 // PostgreSQL database into a new bbolt file, leaving the database as it
 // was. The file is written beside its name and renamed once whole and on
 // disk, so that a failed move leaves no file a service could start on; a
-// file holding anything is never replaced. runMigrate names its errors.
-func runMigrateBack(ctx context.Context, database, file string, stdout io.Writer) (err error) {
+// file holding anything is never replaced. The database is opened with an
+// instance's restore marks, as that instance would start on it: a dump
+// restored since they were saved is found and undoes nothing acknowledged
+// (store/postgres/restore.go). runMigrate names its errors.
+func runMigrateBack(ctx context.Context, database, marks, file string, stdout io.Writer) (err error) {
 	if !isPostgresURL(database) {
 		return errors.New("--database (or PETSTORE_DATABASE) must be the postgres:// URL of the database to copy into the file")
 	}
@@ -27,7 +31,16 @@ func runMigrateBack(ctx context.Context, database, file string, stdout io.Writer
 		return err
 	}
 	desc := config{database: database}.dataDescription()
-	from, err := postgres.Open(ctx, database, store.Options{})
+	if _, statErr := os.Stat(marks); marks == "" || errors.Is(statErr, os.ErrNotExist) {
+		where := "nowhere (no --restore-marks, no $STATE_DIRECTORY)"
+		if marks != "" {
+			where = marks + " (no such file)"
+		}
+		// None is made: it would be of this database wherever an instance starts.
+		fmt.Fprintf(stdout, "no restore marks were read, from %s: were a dump restored since the instances stopped, the file would give out again the ids acknowledged since and bring back the keys revoked since; give --restore-marks an instance's marks file (copied from its host)\n", where)
+		marks = ""
+	}
+	from, err := postgres.Connect(ctx, database, store.Options{}, postgres.Config{RestoreMarks: marks, Logger: slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return fmt.Errorf("opening the database %s: %w", desc, err)
 	}

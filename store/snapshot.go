@@ -52,6 +52,9 @@ type Rest struct {
 	// Revocations the target keeps as its own, so that an older backup
 	// restored into it does not bring a revoked key back.
 	Revocations []Revocation
+	// VersionFloor is the version that a store gone back in time set: one
+	// at or below it may have been given for a state taken back.
+	VersionFloor int64
 }
 
 // Importer is a store that can take a stream into its empty self.

@@ -276,6 +276,10 @@ func (in *importer) finish() error {
 			return err
 		}
 	}
+	// After the records, whose versions it would raise.
+	if err := tx.Bucket(bktVersions).SetSequence(uint64(max(r.VersionFloor, 0))); err != nil {
+		return err
+	}
 	last := in.last.Past(r)
 	last.Events = max(int64(in.event), r.LastIDs.Events) // a file numbers events again
 	for _, c := range counters {

@@ -93,6 +93,7 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 			Dispatched:       store.EventID{Seq: dispatched(tx)},
 			Revocations:      db.marks.Revocations(),
 			AdminTokenSHA256: tx.Bucket(bktMeta).Get(metaAdminHash),
+			VersionFloor:     int64(tx.Bucket(bktVersions).Sequence()),
 		}
 		for _, c := range counters {
 			*c.last(&rest.LastIDs) = int64(tx.Bucket(c.bucket).Sequence())

@@ -9,6 +9,9 @@ import (
 	"petstore/store"
 )
 
+// ImportLock is the advisory lock that a move into the database holds.
+const ImportLock = importLock
+
 // HoldCatchUp keeps db from catching up with other instances' changes
 // until release is called: a test can then make several changes "before
 // the next poll" for certain.

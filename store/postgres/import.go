@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql/driver"
 	"encoding/json"
@@ -102,6 +103,9 @@ func (in *importer) Rest(r store.Rest) error {
 	if r.AdminTokenSHA256 != nil {
 		in.b.queue(`INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1)`, r.AdminTokenSHA256)
 	}
+	if r.VersionFloor > 0 {
+		in.b.queue(`SELECT setval('version_floor', $1)`, r.VersionFloor)
+	}
 	// The revocations become the database's own (restore.go).
 	for _, rev := range r.Revocations {
 		in.b.queue(`INSERT INTO revocations (sha256, key_id, revoked_at) VALUES ($1, $2, $3)
@@ -110,9 +114,17 @@ func (in *importer) Rest(r store.Rest) error {
 	return in.b.flush()
 }
 
+// importLock is the advisory lock of a move into the database.
+const importLock = 0x706574736d6f7665 // "petsmove"
+
 // refuseNonEmpty answers ECONFLICT, naming what it found: a move never
 // merges.
 func refuseNonEmpty(ctx context.Context, tx pgx.Tx) error {
+	// One move at a time: another's rows, not committed yet, count as none.
+	var alone bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, importLock).Scan(&alone); err != nil || !alone {
+		return cmp.Or[error](err, store.Errorf(store.ECONFLICT, "another move is copying into the database now, and the move copies into an empty database only: if that one fails, the database stays empty and this one can be run again"))
+	}
 	var found []string
 	for _, table := range []string{"categories", "pets", "orders", "api_keys", "domains", "meta", "certmagic", "webhooks", "events", "deliveries", "idempotency_keys"} {
 		var n int64

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -123,6 +125,21 @@ func TestImportFromBolt(t *testing.T) {
 		t.Errorf("a second move: %v", err)
 	}
 	target.Close()
+	// A move into a database that another one is copying into names it.
+	other := pgtest.URL(t)
+	session := pgtest.Connect(t, other)
+	if err := session.Exec(ctx, fmt.Sprintf("SELECT pg_advisory_lock(%d)", postgres.ImportLock)); err != nil {
+		t.Fatal(err)
+	}
+	racing, err := postgres.Open(ctx, other, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = racing.Import(ctx, bolt)
+	racing.Close()
+	if store.ErrorCode(err) != store.ECONFLICT || !strings.Contains(store.ErrorMessage(err), "another move is copying into the database") {
+		t.Errorf("a move beside another: %v", err)
+	}
 
 	// A fresh connection sees what the file holds.
 	pg, err := postgres.Open(ctx, url, store.Options{})
@@ -374,6 +391,78 @@ func TestRoundTripBoltPostgresBolt(t *testing.T) {
 	}{"PostgreSQL": pg, "the file back": back} {
 		if got := claims(s); got != wantClaims {
 			t.Errorf("%s gives the deliveries\n%s\nwant\n%s", name, got, wantClaims)
+		}
+	}
+}
+
+// TestMovesCarryTheVersionFloor: a file put back from a backup gives a
+// record written afterwards a version above every one given before (its
+// floor). Moved to PostgreSQL and back to a file, the record's next
+// versions are still above them: a move that left the floor behind gave
+// out again an ETag acknowledged for a state the put-back took back.
+func TestMovesCarryTheVersionFloor(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path, backup := filepath.Join(dir, "petstore.db"), filepath.Join(dir, "backup.db")
+	file, err := boltstore.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := store.Category{Name: "dogs"}
+	p := store.Pet{Name: "Rex", Status: "available"}
+	if err := file.CreateCategory(ctx, &cat, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.CategoryID = cat.ID
+	if err := file.CreatePet(ctx, &p, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.Backup(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	acked := map[int64]string{}
+	type replacer interface {
+		ReplacePet(context.Context, *store.Pet, store.Condition) error
+	}
+	replace := func(db replacer, name string) int64 {
+		t.Helper()
+		q := store.Pet{ID: p.ID, Name: name, CategoryID: cat.ID, Status: "available"}
+		if err := db.ReplacePet(ctx, &q, store.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+		return q.Version
+	}
+	for _, name := range []string{"Rex B", "Rex C"} {
+		acked[replace(file, name)] = name
+	}
+	file.Close()
+	if err := os.Rename(backup, path); err != nil {
+		t.Fatal(err)
+	}
+	if file, err = boltstore.Open(path, store.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	pg, err := postgres.Open(ctx, pgtest.URL(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	if err := pg.Import(ctx, file); err != nil {
+		t.Fatal(err)
+	}
+	back := domaintest.OpenStore(t)
+	if err := back.Import(ctx, pg); err != nil {
+		t.Fatal(err)
+	}
+	for name, db := range map[string]replacer{"the database": pg, "the file moved back": back} {
+		if v := replace(db, "Rex D"); acked[v] != "" {
+			t.Errorf("in %s, the pet got version %d, acknowledged before the put-back for %s", name, v, acked[v])
 		}
 	}
 }

@@ -109,8 +109,8 @@ func (db *DB) Stream(ctx context.Context, to store.Sink) error {
 		var rest store.Rest
 		var last []int64
 		var horizon, dispatchedTx, dispatchedSeq int64
-		err = tx.QueryRow(ctx, `SELECT `+lastIDsSQL+`, (SELECT tx FROM event_dispatch WHERE id = 1), (SELECT seq FROM event_dispatch WHERE id = 1)`).
-			Scan(&last, &horizon, &dispatchedTx, &dispatchedSeq)
+		err = tx.QueryRow(ctx, `SELECT `+lastIDsSQL+`, (SELECT tx FROM event_dispatch WHERE id = 1), (SELECT seq FROM event_dispatch WHERE id = 1), COALESCE(pg_sequence_last_value('version_floor'), 0)`).
+			Scan(&last, &horizon, &dispatchedTx, &dispatchedSeq, &rest.VersionFloor)
 		rest.Dispatched = store.EventID{Tx: uint64(dispatchedTx), Seq: uint64(dispatchedSeq)}
 		if err != nil {
 			return err
