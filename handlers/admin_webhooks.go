@@ -71,7 +71,7 @@ func webhookCreated(w store.Webhook, _ none) (answer, error) {
 }
 
 func (s *Server) listWebhooks(c echo.Context) error {
-	return listPage(func(ctx context.Context, p store.Page) ([]store.Webhook, int64, error) {
+	return listPage(false, func(ctx context.Context, p store.Page) ([]store.Webhook, int64, error) {
 		ws, next, err := s.store.Webhooks(ctx, p)
 		for i := range ws {
 			ws[i] = s.webhookView(ws[i])
@@ -203,7 +203,7 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return listPage(func(ctx context.Context, p store.Page) ([]deliveryView, int64, error) {
+	return listPage(false, func(ctx context.Context, p store.Page) ([]deliveryView, int64, error) {
 		ds, next, err := s.store.Deliveries(ctx, id, p)
 		out := make([]deliveryView, len(ds))
 		for i, d := range ds {
