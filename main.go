@@ -248,8 +248,10 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	} else {
 		srv.Drain()
 		// The upgrader's copies of the sockets too: new connections are then
-		// refused, where they would wait in the backlog until a reset.
+		// refused, where they would wait in the backlog until a reset. An
+		// upgrade under way ends, its new process killed, as the log says.
 		up.upgrader.Stop()
+		hand.upgrading.Wait()
 	}
 	log.Info("shutting down: finishing in-flight requests")
 	srv.EndStreams() // a stream would hold its connection until the timeout

@@ -922,6 +922,37 @@ func TestUpgradeInPlace(t *testing.T) {
 		}
 	})
 
+	// TestUpgradeInPlace/terminated: a SIGTERM while the new binary starts
+	// stops it with the old process, and the log says the upgrade was
+	// abandoned, not that the process goes on serving.
+	t.Run("terminated", func(t *testing.T) {
+		svc := newUpgradeService(t, oldBuild)
+		svc.start(t, exec.Command(svc.bin, svc.args(t, "--listen", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "p.db"))...))
+		slow := filepath.Join(t.TempDir(), "slow")
+		if err := os.WriteFile(slow, []byte("#!/bin/sh\necho 'petstore: this build is starting' >&2\nexec sleep 600\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		svc.replaceBinary(t, slow)
+		svc.hangUp(t)
+		if _, err := svc.waitOutput(60*time.Second, regexp.MustCompile(`(petstore: this build is starting)`)); err != nil {
+			t.Fatalf("%v\n%s", err, svc.out)
+		}
+		if err := svc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		// Sooner than the minute after which an upgrade kills a new process
+		// that is not ready.
+		select {
+		case <-svc.gone:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the new binary was not stopped with the old process:\n%s", svc.out)
+		}
+		out := svc.out.String()
+		if !strings.Contains(out, "upgrade abandoned: shutting down") || strings.Contains(out, "goes on serving") {
+			t.Errorf("the log does not say the upgrade was abandoned as the process shut down:\n%s", out)
+		}
+	})
+
 	// TestUpgradeInPlace/failed: a new binary that exits at once leaves
 	// the old process serving, and the log says why; a good binary then
 	// takes over, with the sockets of the ACME DNS server too.

@@ -110,6 +110,8 @@ type handover struct {
 	upgraded atomic.Bool
 	// prepared is set when beforeStore called its prepare.
 	prepared bool
+	// upgrading runs upgradeOnSignal.
+	upgrading sync.WaitGroup
 }
 
 // prepareInBackground runs handlers.Prepare beside the rest of start-up;
@@ -183,7 +185,7 @@ func (h *handover) serving(ctx context.Context) (context.Context, error) {
 		return ctx, nil
 	}
 	serving, stop := context.WithCancel(ctx)
-	go h.upgradeOnSignal(serving, stop)
+	h.upgrading.Go(func() { h.upgradeOnSignal(serving, stop) })
 	return serving, nil
 }
 
@@ -209,7 +211,10 @@ func (h *handover) upgradeOnSignal(ctx context.Context, stop context.CancelFunc)
 			h.log.Warn("upgrade: SIGHUP ignored: it came during an upgrade; send it again")
 		default:
 		}
-		if err != nil {
+		if err != nil && ctx.Err() != nil {
+			h.log.Warn("upgrade abandoned: shutting down; the new process is stopped", "err", err)
+			return
+		} else if err != nil {
 			h.log.Error("upgrade failed: this process goes on serving", "err", err)
 			continue
 		}

@@ -18,7 +18,7 @@ func TestEngineForgetsTheLeastRecentlyUsedSigner(t *testing.T) {
 	e := testEngine(t, nil)
 	secrets := make([]string, maxSigners+1)
 	for i := range secrets {
-		secrets[i], _ = NewSecret()
+		secrets[i] = NewSecret()
 	}
 	hot, err := e.signer(secrets[0])
 	if err != nil {
@@ -43,7 +43,7 @@ func TestEngineForgetsTheLeastRecentlyUsedSigner(t *testing.T) {
 // The engine keeps maxSigners senders: one more forgets the least recently
 // used, whose idle connection to its receiver is closed then.
 func TestEngineForgetsTheLeastRecentlyUsedSender(t *testing.T) {
-	secret, _ := NewSecret()
+	secret := NewSecret()
 	rcv := webhooktest.New(t, webhooktest.Options{Secret: secret})
 	closed := make(chan struct{}, 1)
 	srv := httptest.NewUnstartedServer(rcv)

@@ -61,7 +61,7 @@ func BenchmarkDeliveries(b *testing.B) {
 				}
 			})
 			if withHook {
-				secret, _ := NewSecret()
+				secret := NewSecret()
 				w := store.Webhook{URL: url, Events: []string{"*"}, Enabled: true, Secret: secret}
 				if err := s.CreateWebhook(context.Background(), &w, nil); err != nil {
 					b.Fatal(err)

@@ -247,6 +247,7 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 		var s *sender
 		var sg *signer
 		if err == nil {
+			e.stats.started(d, now)
 			s, err = e.sender(d.Webhook)
 		}
 		if err == nil {

@@ -38,11 +38,7 @@ func start(t *testing.T, s events.Store, now func() time.Time, policy events.Pol
 
 func hook(t *testing.T, s store.Store, url string, types ...string) store.Webhook {
 	t.Helper()
-	secret, err := events.NewSecret()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := store.Webhook{URL: url, Events: types, Enabled: true, Secret: secret}
+	w := store.Webhook{URL: url, Events: types, Enabled: true, Secret: events.NewSecret()}
 	if err := s.CreateWebhook(ctx, &w, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,18 @@
 package events
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"petstore/store"
 )
 
 // LagBuckets bound, in seconds, the commit-to-first-attempt histogram; the
-// top buckets catch an engine that fell behind or stopped.
-var LagBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900}
+// top buckets catch an engine that fell behind or stopped. How long
+// receivers take to answer is not lag: the attempts' outcomes show them.
+var LagBuckets = [...]float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900}
 
 // Stats are what this instance's engine did since it started (a fleet's
 // are the sum), for /metrics.
@@ -20,7 +23,7 @@ type Stats struct {
 	mu      sync.Mutex
 	lagN    uint64
 	lagSum  float64
-	lagHits []uint64 // per bucket of LagBuckets, not cumulative
+	lagHits [len(LagBuckets)]uint64 // not cumulative
 }
 
 // Stats are the engine's counts.
@@ -43,9 +46,7 @@ func (s *Stats) Lag() (count uint64, sum float64, cumulative map[float64]uint64)
 	cumulative = make(map[float64]uint64, len(LagBuckets))
 	var n uint64
 	for i, le := range LagBuckets {
-		if i < len(s.lagHits) {
-			n += s.lagHits[i]
-		}
+		n += s.lagHits[i]
 		cumulative[le] = n
 	}
 	return s.lagN, s.lagSum, cumulative
@@ -53,11 +54,6 @@ func (s *Stats) Lag() (count uint64, sum float64, cumulative map[float64]uint64)
 
 // attempted counts a batch's outcomes as handed to the store.
 func (s *Stats) attempted(batch []store.Finished) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lagHits == nil {
-		s.lagHits = make([]uint64, len(LagBuckets))
-	}
 	for _, f := range batch {
 		switch o := &f.Outcome; {
 		case o.NotSent:
@@ -68,17 +64,22 @@ func (s *Stats) attempted(batch []store.Finished) {
 		default:
 			s.unreachable.Add(1)
 		}
-		if f.Claimed.Attempt != 1 || f.Claimed.Manual || f.Outcome.NotSent {
-			continue // a retry's wait is the schedule's, not a lag
-		}
-		lag := f.Outcome.AttemptedAt.Sub(f.Claimed.Event.CreatedAt).Seconds()
-		s.lagN++
-		s.lagSum += max(lag, 0)
-		for i, le := range LagBuckets {
-			if lag <= le {
-				s.lagHits[i]++
-				break
-			}
-		}
+	}
+}
+
+// started observes a first attempt's lag as it starts, when the lag is
+// known: a receiver that has not answered yet, or an attempt a shutdown
+// cuts, does not keep it out.
+func (s *Stats) started(d *store.Claimed, at time.Time) {
+	if d.Attempt != 1 || d.Manual {
+		return // a retry's wait is the schedule's, not a lag
+	}
+	lag := at.Sub(d.Event.CreatedAt).Seconds()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lagN++
+	s.lagSum += max(lag, 0)
+	if i, _ := slices.BinarySearch(LagBuckets[:], lag); i < len(LagBuckets) {
+		s.lagHits[i]++ // the first bucket with lag <= le
 	}
 }

@@ -103,7 +103,7 @@ func attemptRig(tb testing.TB) (*Engine, *sender, *signer, *store.Claimed) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(s.closeIdle)
-	secret, _ := NewSecret()
+	secret := NewSecret()
 	sg, _ := e.signer(secret)
 	return e, s, sg, &store.Claimed{
 		Delivery: store.Delivery{ID: 1, WebhookID: 1, Attempt: 1, State: store.DeliveryPending},

@@ -69,7 +69,7 @@ func TestSenderHTTPS(t *testing.T) {
 }
 
 func testSenderHTTPS(t *testing.T, h2 bool) {
-	secret, _ := NewSecret()
+	secret := NewSecret()
 	rcv := webhooktest.New(t, webhooktest.Options{Secret: secret})
 	var mu sync.Mutex
 	var conns int
@@ -185,7 +185,7 @@ func TestAttemptsEndWithinTheirLease(t *testing.T) {
 	db := domaintest.OpenStore(t)
 	l := &leaseStore{Store: db, claimed: map[int64][2]time.Time{}}
 	dead := webhooktest.Start(t, webhooktest.Options{Hang: true})
-	secret, _ := NewSecret()
+	secret := NewSecret()
 	w := store.Webhook{URL: dead.URL, Events: []string{"*"}, Enabled: true, Secret: secret}
 	if err := db.CreateWebhook(context.Background(), &w, nil); err != nil {
 		t.Fatal(err)

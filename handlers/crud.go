@@ -96,7 +96,9 @@ func deleteByID(param string, del func(context.Context, int64) error) echo.Handl
 	}
 }
 
-func listPage[T any](list func(context.Context, store.Page) ([]T, int64, error)) echo.HandlerFunc {
+// listPage answers a page of list's items. records: If-Match is judged on
+// their list as on them (the admin API's reads ignore it).
+func listPage[T any](records bool, list func(context.Context, store.Page) ([]T, int64, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p, err := page(c)
 		if err != nil {
@@ -104,6 +106,9 @@ func listPage[T any](list func(context.Context, store.Page) ([]T, int64, error))
 		}
 		items, next, err := list(c.Request().Context(), p)
 		if err != nil {
+			return err
+		}
+		if done, err := readConditions(c, aList); records && done {
 			return err
 		}
 		return respondList(c, items, next)

@@ -94,16 +94,18 @@ func etagVersion(tag string) int64 {
 	return n
 }
 
+const aList = -1 // a list of records: it always exists, and has no ETag
+
 // readConditions applies a read's conditions to the version of what it
-// found, 0 for nothing (RFC 9110 section 13.2.2), and sets its ETag: first
-// If-Match, which must name the version strongly (* any version), else
-// 412 as on writes; then If-None-Match, which names it weakly (or is *),
-// for a 304. done: err is the answer.
+// found, 0 for nothing, aList for a list (RFC 9110 section 13.2.2), and
+// sets its ETag: first If-Match, which must name the version strongly (*
+// any version), else 412 as on writes; then If-None-Match, which names it
+// weakly (or is *), for a 304. done: err is the answer.
 func readConditions(c echo.Context, version int64) (done bool, err error) {
 	h := c.Request().Header // the keys are canonical: no lookup of their canonical form
 	if _, ok := h["If-Match"]; ok {
-		if tags := condition(c).IfMatch; version < 1 || len(tags) > 0 && !slices.Contains(tags, version) {
-			return true, apiError(store.EPRECONDITION, "the resource is not at a version If-Match names, or does not exist; read it again for its current ETag")
+		if tags := condition(c).IfMatch; version == 0 || len(tags) > 0 && !slices.Contains(tags, version) {
+			return true, apiError(store.EPRECONDITION, "the resource is not at a version If-Match names, or does not exist, or is a list (no ETag: only * reads it); read it again for its current ETag")
 		}
 	}
 	if version < 1 {

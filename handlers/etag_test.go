@@ -273,3 +273,32 @@ func TestIfMatchOnReads(t *testing.T) {
 		t.Errorf("the pet after reads: %+v, %v", p, err)
 	}
 }
+
+// TestIfMatchOnLists: a list has no ETag, so no tag If-Match names
+// matches it: 412, as on a resource that does not exist; * asks only that
+// it exist, which a list always does, and is answered as without it (RFC
+// 9110 section 13.1.1).
+func TestIfMatchOnLists(t *testing.T) {
+	ts, cat, pet := newServerWithRex(t, 5)
+	var tom store.Pet
+	ts.do("POST", "/pets", fmt.Sprintf(`{"name":"Tom","categoryId":%d}`, cat.ID)).wantStatus(201).decode(&tom)
+	ts.do("POST", "/store/orders", fmt.Sprintf(`{"petId":%d}`, pet.ID)).wantStatus(201)
+	for _, path := range []string{
+		"/pets", "/pets?status=available", fmt.Sprintf("/pets?id=%d&id=%d", pet.ID, tom.ID),
+		"/categories", "/store/orders", fmt.Sprintf("/store/orders?petId=%d", pet.ID), "/store/inventory",
+	} {
+		want := ts.do("GET", path, "").wantStatus(200)
+		if res := ts.send("GET", path, "", http.Header{"If-Match": {"*"}}).wantStatus(200); string(res.body) != string(want.body) {
+			t.Errorf("GET %s If-Match *: %s, want %s", path, res.body, want.body)
+		}
+		for _, tag := range []string{`"1"`, `"1", "2"`, `W/"1"`} {
+			res := ts.send("GET", path, "", http.Header{"If-Match": {tag}}).wantError(412, "precondition_failed")
+			if !strings.Contains(res.message(), "If-Match") {
+				t.Errorf("GET %s If-Match %s: message %q does not say why", path, tag, res.message())
+			}
+			if res := ts.send("HEAD", path, "", http.Header{"If-Match": {tag}}); res.status != 412 || len(res.body) != 0 {
+				t.Errorf("HEAD %s If-Match %s: %d %q", path, tag, res.status, res.body)
+			}
+		}
+	}
+}

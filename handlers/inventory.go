@@ -10,7 +10,7 @@ import (
 )
 
 func (s *Server) listInventory(c echo.Context) error {
-	return listPage(func(ctx context.Context, p store.Page) ([]store.InventoryItem, int64, error) {
+	return listPage(true, func(ctx context.Context, p store.Page) ([]store.InventoryItem, int64, error) {
 		return s.store.ListInventory(ctx, store.InventoryFilter{Status: store.PetStatus(c.QueryParam("status")), Page: p})
 	})(c)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func (s *Server) listOrders(c echo.Context) error {
-	return listPage(func(ctx context.Context, p store.Page) ([]store.Order, int64, error) {
+	return listPage(true, func(ctx context.Context, p store.Page) ([]store.Order, int64, error) {
 		pet, err := queryID(c, "petId")
 		if err != nil {
 			return nil, 0, err

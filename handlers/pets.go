@@ -24,6 +24,9 @@ func (s *Server) listPets(c echo.Context) error {
 	if ids := c.QueryParams()["id"]; len(ids) > 0 {
 		return s.petsByID(c, ids, f)
 	}
+	if done, err := readConditions(c, aList); done {
+		return err
+	}
 	pets, next, err := s.store.ListPets(c.Request().Context(), f)
 	if err != nil {
 		return err
@@ -108,12 +111,13 @@ func (s *Server) petsByID(c echo.Context, raw []string, f store.PetFilter) error
 	if next > 0 {
 		setNextPage(c, "cursor", encodeCursor(c, next, ""))
 	}
-	if one {
-		// The one pet asked for, or none (version 0): the read's conditions
-		// judge it.
-		if done, err := readConditions(c, version*int64(n)); done {
-			return err
-		}
+	// The one pet asked for, or none (version 0), else a list: the read's
+	// conditions judge it.
+	if !one {
+		version, n = aList, 1
+	}
+	if done, err := readConditions(c, version*int64(n)); done {
+		return err
 	}
 	return respondEncoded(c, http.StatusOK, append(b, ']'))
 }

@@ -43,7 +43,7 @@ func (s *Server) routes(validate bool) error {
 		{http.MethodGet, "/pets/:petId", s.getPet},
 		{http.MethodPut, "/pets/:petId", replaceByID("petId", decodeNewPet, s.store.ReplacePet, func(p *store.Pet) (*int64, *int64) { return &p.ID, &p.Version })},
 		{http.MethodDelete, "/pets/:petId", deleteIfMatch("petId", s.store.DeletePet)},
-		{http.MethodGet, "/categories", listPage(s.store.ListCategories)},
+		{http.MethodGet, "/categories", listPage(true, s.store.ListCategories)},
 		{http.MethodPost, "/categories", keyed(s, false, createFrom(decodeNewCategory, s.store.CreateCategory), categoryCreated)},
 		{http.MethodGet, "/categories/:categoryId", getByID("categoryId", s.store.Category, func(c *store.Category) int64 { return c.Version })},
 		{http.MethodPut, "/categories/:categoryId", replaceByID("categoryId", decodeNewCategory, s.store.ReplaceCategory, func(c *store.Category) (*int64, *int64) { return &c.ID, &c.Version })},
@@ -61,7 +61,7 @@ func (s *Server) routes(validate bool) error {
 	admin := []route{
 		{http.MethodGet, "/admin/project", s.getProject},
 		{http.MethodPatch, "/admin/project", s.updateProject},
-		{http.MethodGet, "/admin/api-keys", listPage(s.store.APIKeys)},
+		{http.MethodGet, "/admin/api-keys", listPage(false, s.store.APIKeys)},
 		{http.MethodPost, "/admin/api-keys", keyed(s, true, s.createAPIKey, apiKeyCreated)},
 		{http.MethodDelete, "/admin/api-keys/:id", deleteByID("id", s.store.RevokeAPIKey)},
 		{http.MethodGet, "/admin/domains", s.listDomains},

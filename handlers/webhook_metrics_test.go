@@ -147,6 +147,38 @@ func TestWebhookMetricsFollowAFailingReceiver(t *testing.T) {
 	alertRulesNameServedSeries(t, e)
 }
 
+// A first attempt counts in the lag as it starts: one whose receiver
+// has not answered yet is in /metrics, where a hung receiver would
+// otherwise keep its lag out until the attempt's timeout.
+func TestWebhookLagCountsAnAttemptInFlight(t *testing.T) {
+	got, release := make(chan struct{}, 1), make(chan struct{})
+	receiver := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		got <- struct{}{}
+		<-release
+	}))
+	t.Cleanup(receiver.Close)
+	t.Cleanup(func() { close(release) }) // before Close, which waits for the handler
+	clock := newTestClock(time.Now().Add(time.Minute))
+	ts := newTestServer(t, func(c *handlers.Config) {
+		// The attempt outlasts the test: only its start can count it.
+		c.WebhookPolicy, c.Now = events.Policy{AllowPrivate: true}, clock.Now
+		c.Events = events.New(events.Config{Store: c.Store.(events.Store), Policy: c.WebhookPolicy, Poll: 10 * time.Millisecond, Timeout: time.Hour, Now: clock.Now})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { c.Events.Run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+	})
+	ts.adminDo("POST", "/admin/webhooks", `{"url":"`+receiver.URL+`","events":["category.created"]}`).wantStatus(201)
+	ts.do("POST", "/categories", `{"name":"dogs"}`).wantStatus(201)
+	<-got
+	e := ts.scrapeUntil("the attempt in flight in the lag", func(e *exposition) bool {
+		return e.value("petstore_webhook_delivery_lag_seconds_count") == 1
+	})
+	e.want(t, 1, "petstore_webhook_delivery_lag_seconds_bucket", "le", "60")
+	e.want(t, 0, "petstore_webhook_delivery_lag_seconds_bucket", "le", "30")
+	e.want(t, 0, "petstore_webhook_attempts_total", "outcome", "unreachable")
+}
+
 // alertRulesNameServedSeries: every series the alert rules of the
 // operator's guide name is one a scrape serves.
 func alertRulesNameServedSeries(t *testing.T, e *exposition) {

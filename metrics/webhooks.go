@@ -20,7 +20,7 @@ var (
 
 	fannedOutDesc = desc("petstore_events_fanned_out_total", "Events this instance read from the outbox into webhook deliveries.")
 	attemptsDesc  = desc("petstore_webhook_attempts_total", "Webhook delivery attempts this instance made, by outcome: succeeded (2xx), rejected (the receiver answered another status), unreachable (no answer: refused, timed out, not allowed).", "outcome")
-	lagDesc       = desc("petstore_webhook_delivery_lag_seconds", "Time from an event's commit to its first delivery attempt, for the attempts this instance made.")
+	lagDesc       = desc("petstore_webhook_delivery_lag_seconds", "Time from an event's commit to the start of its first delivery attempt, observed as the attempt starts (the receiver's answer time is not in it), for the attempts this instance made.")
 )
 
 // WebhookQueue reports the store's webhook queue at scrape time, within

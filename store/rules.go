@@ -34,22 +34,22 @@ func NewSecret(prefix string) string {
 
 // NewAPIKey draws a new API key's secret, and returns the key as stored
 // (the secret's SHA-256) and the secret.
-func NewAPIKey(name string, createdAt time.Time) (StoredAPIKey, string, error) {
+func NewAPIKey(name string, createdAt time.Time) (StoredAPIKey, string) {
 	secret := NewSecret(APIKeyPrefix)
 	hash := sha256.Sum256([]byte(secret))
 	prefix := secret[len(APIKeyPrefix) : len(APIKeyPrefix)+8]
-	return StoredAPIKey{APIKey: APIKey{Name: name, Prefix: prefix, CreatedAt: createdAt}, SHA256: hash[:]}, secret, nil
+	return StoredAPIKey{APIKey: APIKey{Name: name, Prefix: prefix, CreatedAt: createdAt}, SHA256: hash[:]}, secret
 }
 
 // AdminTokenOrNew returns the given admin token, or a new one, with its
 // SHA-256. Stores draw it before their transaction so that every run of
 // it stores the same token.
-func AdminTokenOrNew(given string) (token string, hash [sha256.Size]byte, err error) {
+func AdminTokenOrNew(given string) (token string, hash [sha256.Size]byte) {
 	token = given
 	if token == "" {
 		token = NewSecret(AdminTokenPrefix)
 	}
-	return token, sha256.Sum256([]byte(token)), nil
+	return token, sha256.Sum256([]byte(token))
 }
 
 // MaxDeploys is how many deploys the project keeps, newest first.

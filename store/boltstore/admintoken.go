@@ -17,12 +17,9 @@ func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error
 	if given == "" && db.adminHash.Load() != nil {
 		return "", nil // loaded at Open: the usual start, which needs no write
 	}
-	token, hash, err := store.AdminTokenOrNew(given)
-	if err != nil {
-		return "", err
-	}
+	token, hash := store.AdminTokenOrNew(given)
 	var stored []byte
-	err = db.write(ctx, func(tx *bolt.Tx) error {
+	err := db.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktMeta)
 		if old := b.Get(metaAdminHash); given == "" && old != nil {
 			stored = bytes.Clone(old) // by a call that ran meanwhile

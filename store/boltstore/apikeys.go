@@ -12,11 +12,8 @@ import (
 )
 
 func (db *DB) CreateAPIKey(ctx context.Context, name string, key *store.IdempotentWrite) (store.APIKey, string, error) {
-	rec, secret, err := store.NewAPIKey(name, db.timestamp())
-	if err != nil {
-		return store.APIKey{}, "", err
-	}
-	err = db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
+	rec, secret := store.NewAPIKey(name, db.timestamp())
+	err := db.keyedWrite(ctx, key, func(tx *bolt.Tx) error {
 		// rec.ID is set by every run, so the committed run's id wins.
 		if err := apiKeyTable.insert(tx, &rec); err != nil {
 			return err

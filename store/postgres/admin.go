@@ -13,12 +13,9 @@ import (
 )
 
 func (db *DB) EnsureAdminToken(ctx context.Context, given string) (string, error) {
-	token, hash, err := store.AdminTokenOrNew(given)
-	if err != nil {
-		return "", err
-	}
+	token, hash := store.AdminTokenOrNew(given)
 	var created bool
-	err = db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
+	err := db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		sql := `INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1) ON CONFLICT (key) DO NOTHING`
 		if given != "" {
 			sql = `INSERT INTO meta (key, value) VALUES ('admin_token_sha256', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
@@ -49,11 +46,8 @@ func (db *DB) CheckAdminToken(token string) bool {
 }
 
 func (db *DB) CreateAPIKey(ctx context.Context, name string, key *store.IdempotentWrite) (store.APIKey, string, error) {
-	k, secret, err := store.NewAPIKey(name, db.timestamp())
-	if err != nil {
-		return store.APIKey{}, "", err
-	}
-	err = db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
+	k, secret := store.NewAPIKey(name, db.timestamp())
+	err := db.changeTx(ctx, credentialsChange, func(tx pgx.Tx) error {
 		return db.keyed(ctx, tx, key, func() error {
 			if err := tx.QueryRow(ctx, `INSERT INTO api_keys (name, prefix, sha256, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
 				k.Name, k.Prefix, k.SHA256, k.CreatedAt).Scan(&k.ID); err != nil {
