@@ -218,7 +218,7 @@ func (h *handover) upgradeOnSignal(ctx context.Context, stop context.CancelFunc)
 			h.log.Error("upgrade failed: this process goes on serving", "err", err)
 			continue
 		}
-		h.log.Info("upgrade: the new process has the listening sockets; this one stops accepting and finishes its requests (within --shutdown-timeout)")
+		h.log.Info("upgrade: the new process has the listening sockets; this one stops accepting (once its backup downloads end, if any) and finishes its requests (within --shutdown-timeout)")
 		h.upgraded.Store(true)
 		stop()
 		return
