@@ -163,6 +163,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		}
 	}
 	c.restoreMarks = defaultMarks(c.restoreMarks, c.database, getenv)
+	if c.maxClientInFlight <= 0 {
+		c.maxClientInFlight = -1 // off: handlers.Config's 0 means its default
+	}
 	if c.cnameTarget == "" && c.domain != "" {
 		c.cnameTarget = "cname." + c.domain
 	}
@@ -215,13 +218,4 @@ func (c config) dataDescription() string {
 		return u.Redacted()
 	}
 	return "(a PostgreSQL database)"
-}
-
-// clientInFlight maps --max-client-in-flight to handlers.Config, where 0
-// means the default and negative off.
-func clientInFlight(n int) int {
-	if n <= 0 {
-		return -1
-	}
-	return n
 }

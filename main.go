@@ -164,7 +164,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	srv, err := handlers.New(handlers.Config{
 		Store: db, File: kind.file, Shared: kind.shared, Spec: spec, Prepared: documents, Logger: log, AccessLog: logOut, AccessLogJSON: cfg.logJSON, RateLimit: cfg.rateLimit, MaxInFlight: cfg.maxInFlight, Domains: manager,
-		MaxClientInFlight: clientInFlight(cfg.maxClientInFlight),
+		MaxClientInFlight: cfg.maxClientInFlight,
 		Metrics:           metrics.New(metrics.Connections(conns), metrics.LogDrops(logOut), metrics.Handshakes(serverErrors)),
 		CORSOrigins:       cfg.corsOrigins,
 		Events:            engine, WebhookPolicy: policy, MaxStreams: cfg.maxEventStreams, MaxStreamsPerClient: cfg.maxEventStreamsPerClient,
@@ -207,18 +207,13 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	// started, the banner right after: a failed start leaves no token nobody
 	// saw (docs/operations.md, "The first start"). Without PostgreSQL the
 	// service starts anyway and writes them once it can; /readyz says why not.
-	err = srv.RecordDeploy(ctx)
+	var newToken string
+	if err = srv.RecordDeploy(ctx); err == nil {
+		newToken, err = db.EnsureAdminToken(ctx, cfg.adminToken)
+	}
 	deferStart := store.ErrorCode(err) == store.EUNAVAILABLE
 	if err != nil && !deferStart {
 		return err
-	}
-	var newToken string
-	if !deferStart {
-		newToken, err = db.EnsureAdminToken(ctx, cfg.adminToken)
-		deferStart = store.ErrorCode(err) == store.EUNAVAILABLE
-		if err != nil && !deferStart {
-			return err
-		}
 	}
 	if deferStart {
 		srv.AwaitAdminToken(cfg.adminToken)

@@ -136,13 +136,6 @@ func countKinds(n [kinds]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-func totalsOf(t store.Totals) (n [kinds]int64) {
-	for k, f := range kindFields {
-		n[k] = reflect.ValueOf(t).FieldByName(f).Int()
-	}
-	return n
-}
-
 // moveStream is the source as migrate gives it to the target: towards
 // PostgreSQL each record passes checkText, and stdout tells each kind's
 // progress every tenth.
@@ -175,10 +168,10 @@ type moveSink struct {
 
 func (s *moveSink) Totals(t store.Totals) error {
 	s.m.done, s.m.bad, s.m.adminToken, s.m.renumbered = [kinds]int64{}, badRecords{}, false, 0
-	s.m.total = totalsOf(t)
 	var all int64
-	for _, n := range s.m.total {
-		all += n
+	for k, f := range kindFields {
+		s.m.total[k] = reflect.ValueOf(t).FieldByName(f).Int()
+		all += s.m.total[k]
 	}
 	fmt.Fprintf(s.m.out, "%d records to copy: %s\n", all, countKinds(s.m.total))
 	return s.to.Totals(t)

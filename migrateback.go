@@ -87,10 +87,8 @@ func runMigrateBack(ctx context.Context, database, marks, file string, stdout io
 	if err := os.Rename(name, file); err != nil {
 		return err
 	}
-	if _, statErr := os.Stat(boltstore.MarksPath(name)); statErr == nil {
-		if err := os.Rename(boltstore.MarksPath(name), boltstore.MarksPath(file)); err != nil {
-			return err
-		}
+	if err := os.Rename(boltstore.MarksPath(name), boltstore.MarksPath(file)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
 	if err := syncPath(filepath.Dir(file)); err != nil {
 		return err

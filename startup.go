@@ -21,11 +21,10 @@ func finishStart(ctx context.Context, db store.Store, srv *handlers.Server, admi
 		if r, ok := db.(interface{ WaitReady(context.Context) error }); ok && r.WaitReady(ctx) != nil {
 			return
 		}
+		var token string
 		var err error
 		if !tokenDone {
-			var token string
-			token, err = db.EnsureAdminToken(ctx, adminToken)
-			if err == nil {
+			if token, err = db.EnsureAdminToken(ctx, adminToken); err == nil {
 				tokenDone = true
 				srv.AwaitAdminToken("")
 				if token != "" {

@@ -74,7 +74,6 @@ func (s *Server) updateProject(c echo.Context) error {
 func (s *Server) RecordDeploy(ctx context.Context) error {
 	sum := sha256.Sum256(s.public.yaml)
 	hexSum := hex.EncodeToString(sum[:])
-	build := store.DeployBuild(buildinfo.Running)
 	p, err := s.store.Project(ctx)
 	if err != nil {
 		return err
@@ -83,7 +82,7 @@ func (s *Server) RecordDeploy(ctx context.Context) error {
 		return nil
 	}
 	_, err = s.store.RecordDeploy(ctx, store.Deploy{
-		Version: s.public.doc.Info.Version, SpecSHA256: hexSum, Status: store.DeploySucceeded, Build: build,
+		Version: s.public.doc.Info.Version, SpecSHA256: hexSum, Status: store.DeploySucceeded, Build: store.DeployBuild(buildinfo.Running),
 	})
 	return err
 }

@@ -38,8 +38,7 @@ func cursorBinding(c echo.Context) uint32 {
 
 // encodeCursor encodes the last item of a page for the list of c's request.
 func encodeCursor(c echo.Context, n int64, name string) string {
-	b := make([]byte, 0, 13+len(name))
-	b = binary.BigEndian.AppendUint64(b, uint64(n))
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 13+len(name)), uint64(n))
 	b = append(b, cursorMark)
 	b = binary.BigEndian.AppendUint32(b, cursorBinding(c))
 	return base64.RawURLEncoding.EncodeToString(append(b, name...))

@@ -72,8 +72,7 @@ type successorTemplate []string
 // query-escaped in place, and suffix, as a header value from shared
 // blocks: it runs on every answer.
 func (t successorTemplate) value(c echo.Context, prefix, suffix string) []string {
-	parts := make([]string, 0, 8)
-	parts = append(parts, prefix)
+	parts := append(make([]string, 0, 8), prefix)
 	for i, part := range t {
 		if i%2 == 0 {
 			parts = append(parts, part)

@@ -139,12 +139,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		if appErr := (*store.Error)(nil); errors.As(err, &appErr) && appErr.Code == body.Code {
 			err = appErr
 		}
-		s.log.Error("request failed",
-			"request_id", requestID(c),
-			"method", c.Request().Method,
-			"route", c.Path(),
-			"status", body.Status,
-			"err", err)
+		s.log.Error("request failed", "request_id", requestID(c), "method", c.Request().Method, "route", c.Path(), "status", body.Status, "err", err)
 	}
 	if c.Request().Method == http.MethodHead {
 		jsonType(c)

@@ -113,11 +113,9 @@ func readConditions(c echo.Context, version int64) (done bool, err error) {
 	}
 	setETag(c, version)
 	current := c.Response().Header()["Etag"][0]
-	for _, v := range h["If-None-Match"] {
-		for _, tag := range strings.Split(v, ",") {
-			if tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/"); tag == "*" || tag == current {
-				return true, c.NoContent(http.StatusNotModified)
-			}
+	for _, tag := range entityTags(h["If-None-Match"]) {
+		if tag = strings.TrimPrefix(tag, "W/"); tag == "*" || tag == current {
+			return true, c.NoContent(http.StatusNotModified)
 		}
 	}
 	return false, nil

@@ -123,8 +123,7 @@ func (s *Server) events(kinds []string) echo.HandlerFunc {
 // eventCursor is the id to continue after: Last-Event-ID or ?after=. One
 // older than the oldest kept is 410.
 func (s *Server) eventCursor(c echo.Context) (store.EventID, error) {
-	raw := c.Request().Header.Get("Last-Event-ID")
-	what := "Last-Event-ID"
+	raw, what := c.Request().Header.Get("Last-Event-ID"), "Last-Event-ID"
 	if raw == "" {
 		raw, what = c.QueryParam("after"), "query parameter \"after\""
 	}

@@ -55,14 +55,11 @@ func created(location string, v any) (answer, error) {
 // answerJSON is an answer of status with v as JSON body, and a Location
 // when location is not empty.
 func answerJSON(status int, location string, v any) (answer, error) {
-	a := answer{Status: status, Location: location}
-	var err error
 	if j, ok := v.(jsonAppender); ok {
-		a.Body = j.AppendJSON(make([]byte, 0, 128))
-	} else {
-		a.Body, err = stdjson.Marshal(v)
+		return answer{Status: status, Location: location, Body: j.AppendJSON(make([]byte, 0, 128))}, nil
 	}
-	return a, err
+	body, err := stdjson.Marshal(v)
+	return answer{Status: status, Location: location, Body: body}, err
 }
 
 func (a *answer) send(c echo.Context) error {

@@ -161,22 +161,10 @@ func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 				noBody.Body = http.NoBody
 				req = &noBody
 			}
-			in := &openapi3filter.RequestValidationInput{
-				Request:    req,
-				PathParams: params,
-				Route:      op,
-				Options:    &s.valOpts,
-			}
-			if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
-				return err
-			}
-			if err := refuseUnknownQuery(c.QueryParams(), known); err != nil {
-				return err
-			}
-			if err := refuseRepeatedQuery(c.QueryParams(), single); err != nil {
-				return err
-			}
-			if err := refuseUnstorableText(c); err != nil {
+			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: op, Options: &s.valOpts}
+			// The first failure in this order is the answer.
+			if err := cmp.Or(openapi3filter.ValidateRequest(req.Context(), in), refuseUnknownQuery(c.QueryParams(), known),
+				refuseRepeatedQuery(c.QueryParams(), single), refuseUnstorableText(c)); err != nil {
 				return err
 			}
 			return next(c)

@@ -105,10 +105,7 @@ func newQuickCheck(op *routers.Route, opts *openapi3filter.Options) *quickCheck 
 // means "run the validator".
 func (q *quickCheck) passes(c echo.Context) bool {
 	r := c.Request()
-	if r.URL.RawQuery != "" {
-		return false
-	}
-	if r.ContentLength != 0 || (r.Body != nil && r.Body != http.NoBody) {
+	if r.URL.RawQuery != "" || r.ContentLength != 0 || (r.Body != nil && r.Body != http.NoBody) {
 		return false
 	}
 	for i := range q.params {

@@ -40,8 +40,7 @@ func respondList[T any](c echo.Context, items []T, next int64) error {
 	}
 	if len(items) > 0 {
 		if _, ok := any(&items[0]).(jsonAppender); ok {
-			b := make([]byte, 0, 2+len(items)*96)
-			b = append(b, '[')
+			b := append(make([]byte, 0, 2+len(items)*96), '[')
 			for i := range items {
 				if i > 0 {
 					b = append(b, ',')

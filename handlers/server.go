@@ -231,10 +231,9 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 	orDefault(&cfg.CredentialFailures, DefaultCredentialFailures) // negative refused above
 	orDefault(&cfg.MaxStreams, DefaultMaxStreams)
 	orDefault(&cfg.MaxStreamsPerClient, DefaultMaxStreamsPerClient)
-	prepared := cfg.Prepared
-	if prepared == nil {
+	if cfg.Prepared == nil {
 		var err error
-		if prepared, err = Prepare(cfg.Spec); err != nil {
+		if cfg.Prepared, err = Prepare(cfg.Spec); err != nil {
 			return nil, err
 		}
 	}
@@ -245,9 +244,9 @@ func newServer(cfg Config, validate bool) (*Server, error) {
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		echo:    echo.New(),
-		public:  prepared.public,
-		admin:   prepared.admin,
-		site:    prepared.site,
+		public:  cfg.Prepared.public,
+		admin:   cfg.Prepared.admin,
+		site:    cfg.Prepared.site,
 
 		validated: map[string]bool{},
 		failures:  newFailureLimiter(cfg.CredentialFailures),
