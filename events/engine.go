@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -273,16 +274,15 @@ func (e *Engine) sender(w store.Webhook) (*sender, error) {
 	return bounded.GetOrAdd(e.senders, senderKey{w.ID, w.URL}, func() (*sender, error) { return e.newSender(w.URL) })
 }
 
-// busy lists the webhooks with all their attempt slots taken here: a slow
-// receiver takes no one else's.
+// busy lists each webhook once per attempt of it in flight here, so that
+// a claim takes only its free slots: a slow receiver takes no one else's,
+// and no attempt waits for one of its connections with its deadline running.
 func (e *Engine) busy() []int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []int64
 	for id, n := range e.inFlight {
-		if n >= store.MaxInFlightPerWebhook {
-			out = append(out, id)
-		}
+		out = append(out, slices.Repeat([]int64{id}, n)...)
 	}
 	return out
 }

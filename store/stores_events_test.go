@@ -191,11 +191,12 @@ func testDeliveries(t *testing.T, s store.Store) {
 	if len(due) != 1 || due[0].Attempt != 2 || due[0].EventID != claimed[0].EventID {
 		t.Fatalf("the retry: %+v", due)
 	}
-	if busy := must(s.ClaimDeliveries(ctx, next, time.Minute, []int64{due[0].WebhookID}, 10))(t); len(busy) != 0 {
+	if busy := must(s.ClaimDeliveries(ctx, next, time.Minute, slices.Repeat([]int64{due[0].WebhookID}, store.MaxInFlightPerWebhook), 10))(t); len(busy) != 0 {
 		t.Fatalf("a busy webhook's delivery was claimed")
 	}
-	if again := must(s.ClaimDeliveries(ctx, next, time.Minute, nil, 10))(t); len(again) != 1 || again[0].ID != due[0].ID {
-		t.Fatalf("the retry, its lease ended, claimed again: %+v", again)
+	// One slot free: its one due delivery is claimed.
+	if again := must(s.ClaimDeliveries(ctx, next, time.Minute, slices.Repeat([]int64{due[0].WebhookID}, store.MaxInFlightPerWebhook-1), 10))(t); len(again) != 1 || again[0].ID != due[0].ID {
+		t.Fatalf("the retry, its lease ended, claimed again with one slot free: %+v", again)
 	}
 	check(t, s.FinishDeliveries(ctx, []store.Finished{{Claimed: &due[0], Outcome: store.Outcome{AttemptedAt: next, Status: 404, Disable: "failing for 5 days"}}}))
 	w := must(s.Webhook(ctx, due[0].WebhookID))(t)

@@ -105,7 +105,9 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Dur
 			open[btoi(k)] = true
 		}
 		for _, id := range busy {
-			delete(open, id)
+			if perHook[id]++; perHook[id] >= store.MaxInFlightPerWebhook {
+				delete(open, id)
+			}
 		}
 		sentAs := wasBucket(tx)
 		c := tx.Bucket(bktDeliveriesDue).Cursor()

@@ -155,7 +155,7 @@ func (db *DB) FanOut(ctx context.Context, now time.Time, limit int) (int, error)
 const leaseEnded = `(lease_until IS NULL OR lease_until <= now())`
 
 // ClaimDeliveries leases the deliveries due at now, at most
-// MaxInFlightPerWebhook of each webhook and none of busy's. The lease is
+// MaxInFlightPerWebhook of each webhook with busy's in flight. The lease is
 // tested again beside FOR UPDATE: PostgreSQL rechecks a row another claim
 // leased meanwhile only against the conditions of the level that locks it.
 func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]store.Claimed, error) {
@@ -185,11 +185,10 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Dur
 		WHERE d.id IN (
 			SELECT id FROM deliveries WHERE id IN (
 				SELECT id FROM (
-					SELECT id, row_number() OVER (PARTITION BY webhook_id ORDER BY scheduled_at, id) AS n
+					SELECT id, webhook_id, row_number() OVER (PARTITION BY webhook_id ORDER BY scheduled_at, id) AS n
 					FROM deliveries
-					WHERE state = 'pending' AND scheduled_at <= $1 AND `+leaseEnded+`
-					AND webhook_id <> ALL(COALESCE($3::bigint[], '{}'))) r
-				WHERE n <= $5)
+					WHERE state = 'pending' AND scheduled_at <= $1 AND `+leaseEnded+`) r
+				WHERE n + (SELECT count(*) FROM unnest($3::bigint[]) b WHERE b = r.webhook_id) <= $5)
 			AND state = 'pending' AND `+leaseEnded+`
 			ORDER BY scheduled_at LIMIT $4 FOR UPDATE SKIP LOCKED)
 		AND e.tx = d.event_tx AND e.seq = d.event_seq AND w.id = d.webhook_id
