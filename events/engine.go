@@ -274,9 +274,8 @@ func (e *Engine) sender(w store.Webhook) (*sender, error) {
 	return bounded.GetOrAdd(e.senders, senderKey{w.ID, w.URL}, func() (*sender, error) { return e.newSender(w.URL) })
 }
 
-// busy lists each webhook once per attempt of it in flight here, so that
-// a claim takes only its free slots: a slow receiver takes no one else's,
-// and no attempt waits for one of its connections with its deadline running.
+// busy lists each webhook once per attempt of it in flight here: a claim
+// takes only its free slots, so no attempt waits for a connection, its time running.
 func (e *Engine) busy() []int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()

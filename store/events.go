@@ -352,9 +352,9 @@ type Events interface {
 	// since the last FanOut, for each enabled webhook that subscribes to
 	// it, due at now; it reports how many events it read.
 	FanOut(ctx context.Context, now time.Time, limit int) (int, error)
-	// ClaimDeliveries leases up to limit deliveries due at now, for lease,
-	// a webhook's at most MaxInFlightPerWebhook with its attempts in flight
-	// here, which busy lists once each: no other instance attempts them
+	// ClaimDeliveries leases up to limit deliveries due at now, a webhook's
+	// no more than MaxInFlightPerWebhook with its attempts in flight (busy
+	// lists one per attempt), for lease: no other instance attempts them
 	// before it ends on the store's clock (the database's), never on now.
 	ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, busy []int64, limit int) ([]Claimed, error)
 	// FinishDeliveries records the outcomes of attempts, with the next
