@@ -223,7 +223,8 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 	}
 	// Counted from before the claim that starts the lease.
 	deadline := time.Now().Add(e.timeout)
-	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, e.lease, e.busy(), claimLimit)
+	busy, _ := e.busy()
+	claimed, err := e.cfg.Store.ClaimDeliveries(ctx, now, e.lease, busy, claimLimit)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.cfg.Log.Warn("claiming webhook deliveries", "err", err)
@@ -264,7 +265,8 @@ func (e *Engine) step(ctx context.Context, fanOut bool) (found bool) {
 	}
 	// A claim stops at its limit or at a webhook's slots, possibly leaving
 	// due deliveries for the next wake.
-	e.claimLeft = len(claimed) == claimLimit || len(e.busy()) > 0
+	_, full := e.busy()
+	e.claimLeft = len(claimed) == claimLimit || full
 	return found
 }
 
@@ -275,15 +277,16 @@ func (e *Engine) sender(w store.Webhook) (*sender, error) {
 }
 
 // busy lists each webhook once per attempt of it in flight here: a claim
-// takes only its free slots, so no attempt waits for a connection, its time running.
-func (e *Engine) busy() []int64 {
+// takes only its free slots, so no attempt waits for a connection, its time
+// running. full: a webhook has all its slots taken.
+func (e *Engine) busy() (out []int64, full bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []int64
 	for id, n := range e.inFlight {
 		out = append(out, slices.Repeat([]int64{id}, n)...)
+		full = full || n >= store.MaxInFlightPerWebhook
 	}
-	return out
+	return out, full
 }
 
 // finish takes an attempt's outcome to the recorder and frees its slot.
