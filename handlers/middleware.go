@@ -162,9 +162,12 @@ func (s *Server) validate(op *routers.Route) echo.MiddlewareFunc {
 				req = &noBody
 			}
 			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: op, Options: &s.valOpts}
-			// The first failure in this order is the answer.
-			if err := cmp.Or(openapi3filter.ValidateRequest(req.Context(), in), refuseUnknownQuery(c.QueryParams(), known),
-				refuseRepeatedQuery(c.QueryParams(), single), refuseUnstorableText(c)); err != nil {
+			// The security check comes first: a request it refuses costs no scan
+			// of its body. Then the first failure in this order is the answer.
+			if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
+				return err
+			}
+			if err := cmp.Or(refuseUnknownQuery(c.QueryParams(), known), refuseRepeatedQuery(c.QueryParams(), single), refuseUnstorableText(c)); err != nil {
 				return err
 			}
 			return next(c)
