@@ -188,7 +188,8 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Dur
 					SELECT id, webhook_id, row_number() OVER (PARTITION BY webhook_id ORDER BY scheduled_at, id) AS n
 					FROM deliveries
 					WHERE state = 'pending' AND scheduled_at <= $1 AND `+leaseEnded+`) r
-				WHERE n + (SELECT count(*) FROM unnest($3::bigint[]) b WHERE b = r.webhook_id) <= $5)
+				LEFT JOIN (SELECT b, count(*) AS k FROM unnest($3::bigint[]) b GROUP BY b) f ON f.b = r.webhook_id
+				WHERE n + COALESCE(f.k, 0) <= $5)
 			AND state = 'pending' AND `+leaseEnded+`
 			ORDER BY scheduled_at LIMIT $4 FOR UPDATE SKIP LOCKED)
 		AND e.tx = d.event_tx AND e.seq = d.event_seq AND w.id = d.webhook_id
