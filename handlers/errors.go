@@ -170,8 +170,11 @@ func (s *Server) logInFull(body Error, c echo.Context) bool {
 	d, key := &s.storeDown, [2]string{body.Code, body.Message}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.m[key] == nil && len(d.m) >= 64 { // bounded, whatever the messages
-		key[1] = "other causes"
+	if d.m[key] == nil && len(d.m) >= 64 {
+		// Bounded, whatever the messages; a summary dropped still writes its
+		// count when its window ends (its timer holds it), and a cause seen
+		// after a long run is logged in full again rather than never.
+		clear(d.m)
 	}
 	sum := d.m[key]
 	if sum == nil {
